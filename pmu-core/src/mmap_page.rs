@@ -1,0 +1,376 @@
+//! The user-space read protocol of Linux's `perf_event_mmap_page`.
+//!
+//! After `perf_event_open` + `mmap`, the first page of the buffer tells user space how
+//! to read the counter itself (include/uapi/linux/perf_event.h, the comment above
+//! `struct perf_event_mmap_page`):
+//!
+//! ```text
+//! do {
+//!     seq = pc->lock; barrier();
+//!     enabled = pc->time_enabled; running = pc->time_running;
+//!     idx = pc->index; count = pc->offset;
+//!     if (pc->cap_user_rdpmc && idx) {
+//!         width = pc->pmc_width;
+//!         pmc = rdpmc(idx - 1);
+//!         pmc <<= 64 - width; pmc >>= 64 - width;   // sign extension
+//!         count += pmc;
+//!     }
+//!     barrier();
+//! } while (pc->lock != seq);
+//! ```
+//!
+//! [`read`] does exactly this against the [`UserPage`] trait, so the host tests it with
+//! a fake page that another thread rewrites, and `pmu-linux` runs it on the real page
+//! with `rdpmc` (x86) or `mrs PMEVCNTR<n>_EL0` (arm64) as the counter read. Differences
+//! from the kernel's example, each deliberate:
+//!
+//! - an odd `lock` is retried too. The kernel increments `lock` before and after an
+//!   update; the reading thread normally never sees it odd (the kernel updates the page
+//!   while the reader is not running), but a reader on another CPU can, and then the
+//!   fields may be half-written;
+//! - the loop is bounded ([`MAX_RETRIES`]); past that, [`Fallback::Contended`] asks for
+//!   the `read()` system call instead of spinning forever;
+//! - `cap_user_rdpmc` with a `pmc_width` of 0 or above 64 is [`Fallback::BadWidth`],
+//!   never an undefined shift;
+//! - `time_enabled != time_running` flags [`Hazards::MULTIPLEXED`].
+
+use core::sync::atomic::{fence, Ordering};
+
+use crate::hazards::Hazards;
+use crate::width::CounterWidth;
+
+/// The fields of `struct perf_event_mmap_page` the protocol reads.
+///
+/// Implementations read the shared page with volatile (or relaxed atomic) loads; the
+/// protocol adds the ordering.
+pub trait UserPage {
+    /// `lock`: the sequence count the kernel increments around every update.
+    fn lock(&self) -> u32;
+    /// `index`: hardware counter number + 1, or 0 when the event is not on a counter.
+    fn index(&self) -> u32;
+    /// `offset`: add the sign-extended counter value to this.
+    fn offset(&self) -> i64;
+    /// `pmc_width`: bits of the hardware counter.
+    fn pmc_width(&self) -> u16;
+    /// `cap_user_rdpmc`: user space may read the counter itself.
+    fn cap_user_rdpmc(&self) -> bool;
+    /// `time_enabled` (ns).
+    fn time_enabled(&self) -> u64;
+    /// `time_running` (ns).
+    fn time_running(&self) -> u64;
+}
+
+/// At most this many passes through the seqlock before giving up.
+pub const MAX_RETRIES: u32 = 1000;
+
+/// A consistent read through the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageRead {
+    /// `offset + sign_extend(pmc)`: the event count.
+    pub value: u64,
+    /// The `lock` value the read was consistent with. A different value in a later read
+    /// means the kernel updated the page in between (rescheduling, migration).
+    pub seq: u32,
+    /// `index` (counter number + 1) the value came from.
+    pub index: u32,
+    /// `time_enabled` at the read.
+    pub time_enabled: u64,
+    /// `time_running` at the read.
+    pub time_running: u64,
+    /// [`Hazards::MULTIPLEXED`] when time_enabled != time_running, else empty.
+    pub hazards: Hazards,
+}
+
+/// Why user space must use the `read()` system call instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fallback {
+    /// `cap_user_rdpmc` is 0: the kernel does not allow user reads (x86: the
+    /// `/sys/bus/event_source/devices/cpu/rdpmc` policy; arm64: `kernel.perf_user_access`
+    /// is 0 or attr.config1 bit 1 was not set).
+    NoUserAccess,
+    /// `index` is 0: the event is not on a hardware counter right now (software event,
+    /// or multiplexed out).
+    NotScheduled,
+    /// `pmc_width` is 0 or larger than 64.
+    BadWidth {
+        /// The width the page announced.
+        width: u16,
+    },
+    /// The page changed under every one of [`MAX_RETRIES`] attempts.
+    Contended,
+}
+
+impl Fallback {
+    /// The hazard a value read through the fallback carries (besides
+    /// [`Hazards::SYSCALL_FALLBACK`]).
+    pub const fn hazard(self) -> Hazards {
+        match self {
+            Self::NotScheduled => Hazards::NOT_SCHEDULED,
+            _ => Hazards::empty(),
+        }
+    }
+}
+
+impl core::fmt::Display for Fallback {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::NoUserAccess => f.write_str(
+                "the kernel does not allow user-space counter reads for this event (cap_user_rdpmc = 0)",
+            ),
+            Self::NotScheduled => {
+                f.write_str("the event is not on a hardware counter (index = 0)")
+            }
+            Self::BadWidth { width } => write!(f, "the page announces an invalid counter width of {width} bits"),
+            Self::Contended => write!(f, "the page kept changing during {MAX_RETRIES} read attempts"),
+        }
+    }
+}
+
+/// Reads the event behind `page`, calling `read_counter(index - 1)` for the hardware
+/// counter (`rdpmc` on x86, `PMEVCNTR<n>_EL0`/`PMCCNTR_EL0` on arm64).
+///
+/// # Errors
+/// A [`Fallback`] when the value must come from the `read()` system call.
+#[inline(always)]
+pub fn read<P: UserPage + ?Sized>(
+    page: &P,
+    mut read_counter: impl FnMut(u32) -> u64,
+) -> Result<PageRead, Fallback> {
+    for _ in 0..MAX_RETRIES {
+        let seq = page.lock();
+        // Order the loads of the fields (and the counter read) after the load of `lock`;
+        // pairs with the kernel's barrier after its first `lock++`.
+        fence(Ordering::Acquire);
+        if seq & 1 == 1 {
+            // An update is in progress on another CPU.
+            core::hint::spin_loop();
+            continue;
+        }
+        let index = page.index();
+        let offset = page.offset();
+        let time_enabled = page.time_enabled();
+        let time_running = page.time_running();
+        let outcome = if !page.cap_user_rdpmc() {
+            Err(Fallback::NoUserAccess)
+        } else if index == 0 {
+            Err(Fallback::NotScheduled)
+        } else {
+            let width = page.pmc_width();
+            match CounterWidth::new(u32::from(width)) {
+                Err(_) => Err(Fallback::BadWidth { width }),
+                Ok(w) => {
+                    let pmc = w.sign_extend(read_counter(index - 1));
+                    Ok(offset.wrapping_add(pmc) as u64)
+                }
+            }
+        };
+        // Order the field and counter reads before the second load of `lock`; pairs with
+        // the kernel's barrier before its second `lock++`.
+        fence(Ordering::Acquire);
+        if page.lock() != seq {
+            continue;
+        }
+        let value = outcome?;
+        let hazards = if time_enabled != time_running {
+            Hazards::MULTIPLEXED
+        } else {
+            Hazards::empty()
+        };
+        return Ok(PageRead {
+            value,
+            seq,
+            index,
+            time_enabled,
+            time_running,
+            hazards,
+        });
+    }
+    Err(Fallback::Contended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64};
+    use std::sync::Arc;
+
+    /// A page whose fields another thread rewrites with the kernel's seqlock discipline.
+    #[derive(Default)]
+    struct FakePage {
+        lock: AtomicU32,
+        index: AtomicU32,
+        offset: AtomicI64,
+        width: AtomicU16,
+        cap: AtomicBool,
+        enabled: AtomicU64,
+        running: AtomicU64,
+        /// The "hardware counter" the page describes.
+        pmc: AtomicU64,
+    }
+
+    impl UserPage for FakePage {
+        fn lock(&self) -> u32 {
+            self.lock.load(Ordering::Relaxed)
+        }
+        fn index(&self) -> u32 {
+            self.index.load(Ordering::Relaxed)
+        }
+        fn offset(&self) -> i64 {
+            self.offset.load(Ordering::Relaxed)
+        }
+        fn pmc_width(&self) -> u16 {
+            self.width.load(Ordering::Relaxed)
+        }
+        fn cap_user_rdpmc(&self) -> bool {
+            self.cap.load(Ordering::Relaxed)
+        }
+        fn time_enabled(&self) -> u64 {
+            self.enabled.load(Ordering::Relaxed)
+        }
+        fn time_running(&self) -> u64 {
+            self.running.load(Ordering::Relaxed)
+        }
+    }
+
+    impl FakePage {
+        fn with(index: u32, offset: i64, width: u16, cap: bool, pmc: u64) -> Self {
+            let p = Self::default();
+            p.index.store(index, Ordering::Relaxed);
+            p.offset.store(offset, Ordering::Relaxed);
+            p.width.store(width, Ordering::Relaxed);
+            p.cap.store(cap, Ordering::Relaxed);
+            p.pmc.store(pmc, Ordering::Relaxed);
+            p
+        }
+
+        fn read_pmc(&self, idx: u32) -> u64 {
+            assert_eq!(idx + 1, self.index.load(Ordering::Relaxed));
+            self.pmc.load(Ordering::Relaxed)
+        }
+
+        /// One update, as perf_event_update_userpage() does it: lock++, write, lock++.
+        fn update(&self, f: impl FnOnce(&Self)) {
+            let l = self.lock.load(Ordering::Relaxed);
+            self.lock.store(l.wrapping_add(1), Ordering::Relaxed);
+            fence(Ordering::Release);
+            f(self);
+            self.lock.store(l.wrapping_add(2), Ordering::Release);
+        }
+    }
+
+    /// The example of include/uapi/linux/perf_event.h with a 48-bit counter holding a
+    /// negative value (bit 47 set): offset + sign-extended pmc.
+    #[test]
+    fn value_is_offset_plus_sign_extended_pmc() {
+        let page = FakePage::with(3, 1_000_100, 48, true, 0xFFFF_FFFF_FF9C);
+        let r = read(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(r.value, 1_000_000);
+        assert_eq!(r.index, 3);
+        assert_eq!(r.hazards, Hazards::empty());
+    }
+
+    /// Fallback reasons: cap_user_rdpmc = 0, index = 0 (seed 000 read garbage here),
+    /// a bogus width; the counter is never read in those cases.
+    #[test]
+    fn fallbacks() {
+        let never = |_| -> u64 { panic!("counter must not be read") };
+        assert_eq!(
+            read(&FakePage::with(1, 0, 48, false, 0), never),
+            Err(Fallback::NoUserAccess)
+        );
+        assert_eq!(
+            read(&FakePage::with(0, 0, 48, true, 0), never),
+            Err(Fallback::NotScheduled)
+        );
+        assert_eq!(
+            read(&FakePage::with(1, 0, 0, true, 0), never),
+            Err(Fallback::BadWidth { width: 0 })
+        );
+        assert_eq!(
+            read(&FakePage::with(1, 0, 65, true, 0), never),
+            Err(Fallback::BadWidth { width: 65 })
+        );
+        assert_eq!(Fallback::NotScheduled.hazard(), Hazards::NOT_SCHEDULED);
+    }
+
+    #[test]
+    fn multiplexing_is_flagged() {
+        let page = FakePage::with(1, 10, 64, true, 5);
+        page.enabled.store(200, Ordering::Relaxed);
+        page.running.store(100, Ordering::Relaxed);
+        let r = read(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(r.value, 15);
+        assert_eq!(r.hazards, Hazards::MULTIPLEXED);
+    }
+
+    #[test]
+    fn a_page_stuck_mid_update_gives_contended() {
+        let page = FakePage::with(1, 0, 64, true, 0);
+        page.lock.store(7, Ordering::Relaxed);
+        assert_eq!(read(&page, |i| page.read_pmc(i)), Err(Fallback::Contended));
+    }
+
+    /// No torn value over 10^6 reads while another thread rewrites the page.
+    ///
+    /// Generation g publishes a 48-bit pmc with bit 47 set (the sign-extension case)
+    /// and offset = g * STEP - sign_extend(pmc), so every consistent read is a multiple
+    /// of STEP and never goes backwards. A torn read (offset of one generation with the
+    /// pmc or index of another) breaks one of those.
+    #[test]
+    fn no_torn_reads_under_a_concurrent_writer() {
+        const STEP: u64 = 1 << 20;
+        const READS: u32 = 1_000_000;
+        let w = CounterWidth::W48;
+        let page = Arc::new(FakePage::with(1, 0, 48, true, 0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (page, stop) = (Arc::clone(&page), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut g: u64 = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    g += 1;
+                    // A pseudo-random pmc with bit 47 set, different every generation.
+                    let pmc = w.truncate(g.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | (1 << 47);
+                    let offset = (g * STEP) as i64 - w.sign_extend(pmc);
+                    page.update(|p| {
+                        p.index.store(1 + (g % 4) as u32, Ordering::Relaxed);
+                        p.offset.store(offset, Ordering::Relaxed);
+                        p.pmc.store(pmc, Ordering::Relaxed);
+                        p.enabled.store(g, Ordering::Relaxed);
+                        p.running.store(g, Ordering::Relaxed);
+                    });
+                }
+                g
+            })
+        };
+        let (mut last, mut contended, mut ok) = (0u64, 0u32, 0u32);
+        for _ in 0..READS {
+            // The "hardware counter" read ignores the index check (the writer changes
+            // it); a torn index shows up as a wrong value.
+            match read(&*page, |_| page.pmc.load(Ordering::Relaxed)) {
+                Ok(r) => {
+                    assert_eq!(r.value % STEP, 0, "torn read: {r:?}");
+                    assert!(r.value >= last, "went backwards: {} < {last}", r.value);
+                    assert_eq!(
+                        r.time_enabled,
+                        r.value / STEP,
+                        "times from another generation"
+                    );
+                    last = r.value;
+                    ok += 1;
+                }
+                Err(Fallback::Contended) => contended += 1,
+                Err(other) => panic!("unexpected fallback {other:?}"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let generations = writer.join().unwrap();
+        assert_eq!(ok + contended, READS);
+        assert!(ok > READS / 2, "only {ok} of {READS} reads succeeded");
+        assert!(
+            generations > 1000,
+            "the writer barely ran ({generations} updates)"
+        );
+    }
+}
