@@ -1,0 +1,25 @@
+//! CR0, the ARM1176 Count Register 0.
+//!
+//! Source: ARM1176JZF-S TRM section 3.2.53; accessed with
+//! `mrc`/`mcr p15, 0, <Rt>, c15, c12, 2` ([`OPERANDS`]). A 32-bit up-counter of the
+//! event in PMCR.EvtCount0 (Table 3-137), reset to 0 by PMCR.P together with CR1.
+
+/// The `mrc`/`mcr` operands of CR0 (`{0}` is the core register).
+pub const OPERANDS: &str = crate::cp15::cp15_operands!(CR0);
+
+/// A CR0 value: the low 32 bits of the event count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Cr0(u32);
+
+impl Cr0 {
+    /// The register value `count`.
+    pub const fn new(count: u32) -> Self {
+        Self(count)
+    }
+
+    /// The raw count.
+    pub const fn count(self) -> u32 {
+        self.0
+    }
+}
