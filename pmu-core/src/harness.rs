@@ -194,6 +194,11 @@ impl Harness {
     /// Measures an empty region into `empty`, then `region` into `runs`, and returns per
     /// counter the statistics with the empty region's subtracted.
     ///
+    /// The empty region is `|| {}`, which compiles to nothing: right when `region` is
+    /// inlined too. When the region is a call (a function pointer), use
+    /// [`Harness::calibrated_against`] with an empty function of the same type, so the
+    /// call itself is part of the subtracted overhead.
+    ///
     /// # Errors
     /// As [`Harness::run`].
     #[inline(always)]
@@ -206,10 +211,33 @@ impl Harness {
     ) -> Result<[Corrected; C], M::Error> {
         self.run(meter, || {}, empty)?;
         self.run(meter, region, runs)?;
-        Ok(core::array::from_fn(|c| {
-            Corrected::new(Summary::of(runs, c), Summary::of(empty, c))
-        }))
+        Ok(corrected(runs, empty))
     }
+
+    /// Like [`Harness::calibrated`], with the overhead measured on `baseline`, a region of
+    /// the same type as `region` that does no work (e.g. both `fn()` pointers, one to a
+    /// function of K instructions and one to an empty function). The same machine code
+    /// then surrounds both, so the difference is exactly the region's own work.
+    ///
+    /// # Errors
+    /// As [`Harness::run`].
+    #[inline(always)]
+    pub fn calibrated_against<M: RegionMeter, F: FnMut(), const C: usize>(
+        &self,
+        meter: &mut M,
+        region: F,
+        baseline: F,
+        runs: &mut [Run<C>],
+        empty: &mut [Run<C>],
+    ) -> Result<[Corrected; C], M::Error> {
+        self.run(meter, baseline, empty)?;
+        self.run(meter, region, runs)?;
+        Ok(corrected(runs, empty))
+    }
+}
+
+fn corrected<const C: usize>(runs: &[Run<C>], empty: &[Run<C>]) -> [Corrected; C] {
+    core::array::from_fn(|c| Corrected::new(Summary::of(runs, c), Summary::of(empty, c)))
 }
 
 /// A [`RegionMeter`] over allocated counters of a [`Pmu`]: reads each counter around
@@ -398,6 +426,47 @@ mod tests {
             );
             assert_eq!(i.region.clean, 9);
         }
+    }
+
+    /// Regions as function pointers: the call is part of both the region and the
+    /// baseline, so it cancels exactly.
+    #[test]
+    fn calibrated_against_a_baseline_of_the_same_type() {
+        use core::cell::Cell;
+        std::thread_local!(static PMU: Cell<Option<&'static FakePmu>> = const { Cell::new(None) });
+        let pmu: &'static FakePmu = std::boxed::Box::leak(std::boxed::Box::new(
+            FakePmu::new(1, CounterWidth::W32, &[FakeEvent::INSTRUCTIONS]).unwrap(),
+        ));
+        PMU.with(|p| p.set(Some(pmu)));
+        fn call(k: u64) {
+            PMU.with(|p| p.get().unwrap().tick(FakeEvent::INSTRUCTIONS, 2 + k));
+            // 2: call + return
+        }
+        fn region() {
+            call(77);
+        }
+        fn baseline() {
+            call(0);
+        }
+        let pool = CounterPool::new(pmu);
+        let ins = pool
+            .counter(GenericEvent::Instructions.into(), PrivilegeFilter::ALL)
+            .unwrap();
+        ins.start();
+        let counters = [ins];
+        let mut meter = CounterMeter::new(&counters);
+        let (mut runs, mut empty) = ([Run::<1>::default(); 5], [Run::<1>::default(); 5]);
+        let [c] = Harness::new(1)
+            .calibrated_against(
+                &mut meter,
+                region as fn(),
+                baseline as fn(),
+                &mut runs,
+                &mut empty,
+            )
+            .unwrap();
+        assert_eq!(c.min, Some(77));
+        assert_eq!(c.empty.min, Some(2));
     }
 
     /// A counter preset 16 below the 32-bit wrap point and a region of 100 events: the

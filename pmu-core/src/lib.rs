@@ -41,3 +41,8 @@ pub use hazards::{Hazards, Reading};
 pub use mmap_page::{Fallback, PageRead, UserPage};
 pub use pmu::{Capabilities, Counter, CounterPool, Pmu, PrivilegeFilter, Slot};
 pub use width::CounterWidth;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -181,6 +181,50 @@ pub trait Pmu {
     fn clear_overflow(&self, slot: Slot);
 }
 
+/// A shared reference to a PMU is a PMU: a pool can borrow it (for tests that keep
+/// using the PMU, or for a PMU that lives in a static).
+impl<P: Pmu + ?Sized> Pmu for &P {
+    type Event = P::Event;
+
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
+    fn is_implemented(&self, event: Self::Event) -> bool {
+        (**self).is_implemented(event)
+    }
+    fn fixed_event(&self, index: u8) -> Option<GenericEvent> {
+        (**self).fixed_event(index)
+    }
+    fn configure(
+        &self,
+        slot: Slot,
+        event: Self::Event,
+        filter: PrivilegeFilter,
+    ) -> Result<(), Error> {
+        (**self).configure(slot, event, filter)
+    }
+    fn enable(&self, slot: Slot) {
+        (**self).enable(slot)
+    }
+    fn disable(&self, slot: Slot) {
+        (**self).disable(slot)
+    }
+    #[inline(always)]
+    fn read(&self, slot: Slot) -> u64 {
+        (**self).read(slot)
+    }
+    fn write(&self, slot: Slot, value: u64) {
+        (**self).write(slot, value)
+    }
+    #[inline(always)]
+    fn overflowed(&self, slot: Slot) -> bool {
+        (**self).overflowed(slot)
+    }
+    fn clear_overflow(&self, slot: Slot) {
+        (**self).clear_overflow(slot)
+    }
+}
+
 /// Allocates counters of one PMU as handles.
 ///
 /// The pool is `!Sync` on purpose: a PMU belongs to one CPU.
