@@ -1,0 +1,241 @@
+//! Helpers for the end-to-end tests: run QEMU with a time limit and parse the
+//! `RESULT <scenario> key=value …` lines the images print.
+//!
+//! The images are built by `cargo xtask test`, which passes their paths in the
+//! `PMU_IMAGE_AARCH64_VIRT` and `PMU_IMAGE_X86_64` environment variables. A missing image
+//! or a missing QEMU is a test failure with a message saying how to get it, never a
+//! skip.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The QEMU command line for the aarch64 image on CPU model `cpu` (`max`, `cortex-a72`,
+/// `cortex-a53`, …): `-icount shift=0,align=off,sleep=off` makes INST_RETIRED and the
+/// cycle counter exact (shared/notes/qemu-facts.md), semihosting carries the exit code.
+pub fn aarch64_virt_args(image: &std::path::Path, cpu: &str) -> Vec<String> {
+    [
+        "-M",
+        "virt",
+        "-cpu",
+        cpu,
+        "-m",
+        "128M",
+        "-smp",
+        "1",
+        "-nographic",
+        "-nic",
+        "none",
+        "-monitor",
+        "none",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-icount",
+        "shift=0,align=off,sleep=off",
+        "-kernel",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([image.display().to_string()])
+    .collect()
+}
+
+/// The QEMU program for the aarch64 image.
+pub const QEMU_AARCH64: &str = "qemu-system-aarch64";
+
+/// The QEMU command line for the x86_64 image under TCG (no KVM: it cannot boot a
+/// kernel on our CI machines, and TCG's missing PMU is what the image reports).
+pub fn x86_64_args(image: &std::path::Path) -> Vec<String> {
+    [
+        "-accel",
+        "tcg",
+        "-M",
+        "q35",
+        "-cpu",
+        "max",
+        "-m",
+        "128M",
+        "-display",
+        "none",
+        "-serial",
+        "stdio",
+        "-monitor",
+        "none",
+        "-no-reboot",
+        "-device",
+        "isa-debug-exit,iobase=0xf4,iosize=0x04",
+        "-icount",
+        "shift=0,align=off,sleep=off",
+        "-kernel",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([image.display().to_string()])
+    .collect()
+}
+
+/// The QEMU program for the x86_64 image.
+pub const QEMU_X86_64: &str = "qemu-system-x86_64";
+
+/// One `RESULT` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResultLine {
+    /// The scenario (second word).
+    pub scenario: String,
+    /// The `key=value` pairs.
+    pub fields: BTreeMap<String, String>,
+    /// The line as printed.
+    pub raw: String,
+}
+
+impl ResultLine {
+    /// The value of `key`, panicking with the line when it is absent (a test failure).
+    pub fn get(&self, key: &str) -> &str {
+        self.fields
+            .get(key)
+            .unwrap_or_else(|| panic!("`{key}` missing in: {}", self.raw))
+    }
+
+    /// `key` parsed as an integer (decimal, or hex with 0x).
+    pub fn int(&self, key: &str) -> i128 {
+        let v = self.get(key);
+        let parsed = match v.strip_prefix("0x") {
+            Some(hex) => i128::from_str_radix(hex, 16),
+            None => v.parse(),
+        };
+        parsed.unwrap_or_else(|_| panic!("`{key}={v}` is not an integer in: {}", self.raw))
+    }
+}
+
+/// Every `RESULT` line of `output`, in order.
+pub fn parse_results(output: &str) -> Vec<ResultLine> {
+    output
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_end_matches('\r');
+            let rest = line.strip_prefix("RESULT ")?;
+            let mut words = rest.split_whitespace();
+            let scenario = words.next()?.to_string();
+            let fields = words
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Some(ResultLine {
+                scenario,
+                fields,
+                raw: line.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// What a QEMU run gave.
+#[derive(Debug)]
+pub struct QemuRun {
+    /// Console output.
+    pub stdout: String,
+    /// Exit status code (None when killed by a signal or the time limit).
+    pub code: Option<i32>,
+    /// Whether the time limit killed it.
+    pub timed_out: bool,
+    /// The RESULT lines.
+    pub results: Vec<ResultLine>,
+}
+
+impl QemuRun {
+    /// The RESULT lines of `scenario`.
+    pub fn scenario(&self, scenario: &str) -> Vec<&ResultLine> {
+        self.results
+            .iter()
+            .filter(|r| r.scenario == scenario)
+            .collect()
+    }
+
+    /// The one RESULT line of `scenario` whose `key` is `value`.
+    pub fn find(&self, scenario: &str, key: &str, value: &str) -> &ResultLine {
+        let found: Vec<_> = self
+            .scenario(scenario)
+            .into_iter()
+            .filter(|r| r.fields.get(key).map(String::as_str) == Some(value))
+            .collect();
+        match found.as_slice() {
+            [one] => one,
+            _ => panic!(
+                "expected one `RESULT {scenario} … {key}={value}` line, found {}\n--- output ---\n{}",
+                found.len(),
+                self.stdout
+            ),
+        }
+    }
+}
+
+/// The image path from `var`, which `cargo xtask test` sets.
+pub fn image(var: &str) -> PathBuf {
+    let path = std::env::var_os(var).unwrap_or_else(|| {
+        panic!("{var} is not set: run these tests with `cargo xtask test` (it builds the images and sets it)")
+    });
+    let path = PathBuf::from(path);
+    assert!(
+        path.is_file(),
+        "{var}={} does not exist: run `cargo xtask test`",
+        path.display()
+    );
+    path
+}
+
+/// Runs `program args` with a time limit, capturing stdout (stderr is inherited).
+pub fn run_qemu(program: &str, args: &[String], limit: Duration) -> QemuRun {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot start {program}: {e} — `cargo xtask test` installs QEMU (apt, bookworm-backports)")
+        });
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout.read_to_end(&mut buf);
+        buf
+    });
+    let start = Instant::now();
+    let (code, timed_out) = loop {
+        if let Some(status) = child.try_wait().expect("waiting for QEMU") {
+            break (status.code(), false);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break (None, true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = String::from_utf8_lossy(&reader.join().expect("reader thread")).into_owned();
+    let results = parse_results(&stdout);
+    QemuRun {
+        stdout,
+        code,
+        timed_out,
+        results,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_result_lines() {
+        let out = "boot\nRESULT exact model=max k=100 inst=100 hazards=none\r\nnoise RESULT x\nRESULT summary pass=3 fail=0\n";
+        let r = parse_results(out);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].scenario, "exact");
+        assert_eq!(r[0].int("k"), 100);
+        assert_eq!(r[0].get("hazards"), "none");
+        assert_eq!(r[1].int("fail"), 0);
+    }
+}

@@ -1,0 +1,110 @@
+//! The bare-metal images: build, boot, and the QEMU-driven tests.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use crate::step::{workspace_root, Step};
+
+/// The crate whose tests boot the images.
+pub const E2E_CRATE: &str = "pmu-tests";
+
+struct Image {
+    package: &'static str,
+    target: &'static str,
+    env: &'static str,
+}
+
+const AARCH64: Image = Image {
+    package: "qemu-aarch64-virt",
+    target: "aarch64-unknown-none",
+    env: "PMU_IMAGE_AARCH64_VIRT",
+};
+
+const X86_64: Image = Image {
+    package: "qemu-x86_64",
+    target: "x86_64-unknown-none",
+    env: "PMU_IMAGE_X86_64",
+};
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+impl Image {
+    fn path(&self) -> PathBuf {
+        target_dir()
+            .join(self.target)
+            .join("release")
+            .join(self.package)
+    }
+
+    fn build(&self) -> Step {
+        Step::cargo(
+            format!("build image {} ({})", self.package, self.target),
+            [
+                "build",
+                "--release",
+                "--target",
+                self.target,
+                "-p",
+                self.package,
+            ],
+        )
+    }
+}
+
+/// Build both images, then run the tests that boot them.
+pub fn test_steps() -> Vec<Step> {
+    vec![
+        AARCH64.build(),
+        X86_64.build(),
+        Step::cargo(
+            "QEMU end-to-end tests (tests/: aarch64 on max, cortex-a72, cortex-a53; x86_64 TCG)",
+            ["test", "-p", E2E_CRATE, "--", "--test-threads=2"],
+        )
+        .env(AARCH64.env, AARCH64.path())
+        .env(X86_64.env, X86_64.path()),
+    ]
+}
+
+fn build_then_boot(image: &Image, program: &str, args: Vec<String>) -> ExitCode {
+    let build = crate::step::Plan::new("qemu").then(vec![
+        Step::func("QEMU installed", crate::setup::ensure_qemu),
+        image.build(),
+    ]);
+    if build.run() != ExitCode::SUCCESS {
+        return ExitCode::FAILURE;
+    }
+    println!("==> {program} {}", args.join(" "));
+    match Command::new(program).args(&args).status() {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(status) => {
+            eprintln!("xtask qemu: the image reported failure ({status}); see the FATAL/RESULT lines above");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("xtask qemu: cannot start {program}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `cargo xtask qemu aarch64 [CPU]`.
+pub fn boot_aarch64(cpu: &str) -> ExitCode {
+    build_then_boot(
+        &AARCH64,
+        pmu_tests::QEMU_AARCH64,
+        pmu_tests::aarch64_virt_args(&AARCH64.path(), cpu),
+    )
+}
+
+/// `cargo xtask qemu x86_64`.
+pub fn boot_x86_64() -> ExitCode {
+    build_then_boot(
+        &X86_64,
+        pmu_tests::QEMU_X86_64,
+        pmu_tests::x86_64_args(&X86_64.path()),
+    )
+}
