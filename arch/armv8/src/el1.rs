@@ -1,0 +1,241 @@
+//! The PMU from EL1 (or higher): bare metal, a kernel, a hypervisor.
+//!
+//! [`El1Registers`] reaches every PMUv3 register through [`crate::asm`];
+//! [`El1Pmu::take`] probes ID_AA64DFR0_EL1 and takes the PMU over. The kernel-module
+//! helpers [`set_user_access`] / [`user_access`] set and read PMUSERENR_EL0 as a typed
+//! value without owning the PMU. Only built for `target_arch = "aarch64"`.
+
+use core::marker::PhantomData;
+
+use aarch64_cpu::registers::ID_AA64DFR0_EL1;
+use tock_registers::interfaces::Readable;
+
+use crate::asm;
+use crate::counter::EventCounter;
+use crate::pmu::{Armv8Pmu, InterruptRegisters, PmuOptions, PmuRegisters, ProbeError};
+use crate::registers::{
+    PmccfiltrEl0, Pmceid0El0, Pmceid1El0, PmcntenclrEl0, PmcntensetEl0, PmcrEl0, PmevtypernEl0,
+    PmintenclrEl1, PmintensetEl1, PmovsclrEl0, PmovssetEl0, PmswincEl0, PmuserenrEl0, PMCR_EL0,
+};
+use crate::version::PmuVersion;
+
+/// The PMU version of this PE, from ID_AA64DFR0_EL1.PMUVer.
+///
+/// Needs EL1 or higher for the real value: at EL0 Linux emulates the read but hides
+/// PMUVer (reads 0).
+pub fn pmu_version() -> PmuVersion {
+    PmuVersion::from_id_aa64dfr0(ID_AA64DFR0_EL1.get())
+}
+
+/// The PMUv3 registers accessed from EL1 (or higher).
+///
+/// `!Send` and `!Sync`: the registers belong to the PE the value was created on.
+#[derive(Debug)]
+pub struct El1Registers {
+    event_counters: u8,
+    _this_cpu: PhantomData<*const ()>,
+}
+
+impl El1Registers {
+    /// Access to this PE's PMU registers.
+    ///
+    /// # Safety
+    ///
+    /// - The PE implements PMUv3 ([`pmu_version`]`().is_pmuv3()`).
+    /// - The code runs at EL1 or higher, and no higher Exception level traps PMU
+    ///   accesses (MDCR_EL2.TPM/TPMCR, MDCR_EL3.TPM clear, as after reset on QEMU).
+    /// - The caller owns the PMU while the value lives: nothing else (Linux perf,
+    ///   another driver, a hypervisor) programs it.
+    /// - The thread stays on this PE while the value lives (pinned, or interrupts
+    ///   off / no scheduler).
+    pub unsafe fn new() -> Self {
+        // SAFETY: the caller guarantees PMUv3 at EL1 without traps.
+        let pmcr = PmcrEl0::new(unsafe { asm::read_pmcr_el0() });
+        Self {
+            event_counters: pmcr.read(PMCR_EL0::N).min(31) as u8,
+            _this_cpu: PhantomData,
+        }
+    }
+
+    fn exists(&self, counter: EventCounter) -> bool {
+        counter.index() < self.event_counters
+    }
+}
+
+// SAFETY (for every `unsafe` block below): constructing `El1Registers` guaranteed
+// PMUv3 at EL1 without traps and exclusive ownership on a pinned PE (see `new`);
+// event counters at or above PMCR_EL0.N are never accessed.
+impl PmuRegisters for El1Registers {
+    fn pmcr(&self) -> PmcrEl0 {
+        // SAFETY: see above.
+        PmcrEl0::new(unsafe { asm::read_pmcr_el0() })
+    }
+
+    fn set_pmcr(&self, value: PmcrEl0) {
+        // SAFETY: see above.
+        unsafe { asm::write_pmcr_el0(value.get()) }
+    }
+
+    fn pmceid0(&self) -> Pmceid0El0 {
+        // SAFETY: see above.
+        Pmceid0El0::new(unsafe { asm::read_pmceid0_el0() })
+    }
+
+    fn pmceid1(&self) -> Pmceid1El0 {
+        // SAFETY: see above.
+        Pmceid1El0::new(unsafe { asm::read_pmceid1_el0() })
+    }
+
+    fn pmcntenset(&self) -> PmcntensetEl0 {
+        // SAFETY: see above.
+        PmcntensetEl0::new(unsafe { asm::read_pmcntenset_el0() })
+    }
+
+    fn set_pmcntenset(&self, value: PmcntensetEl0) {
+        // SAFETY: see above.
+        unsafe { asm::write_pmcntenset_el0(value.get()) }
+    }
+
+    fn set_pmcntenclr(&self, value: PmcntenclrEl0) {
+        // SAFETY: see above.
+        unsafe { asm::write_pmcntenclr_el0(value.get()) }
+    }
+
+    fn pmovsset(&self) -> PmovssetEl0 {
+        // SAFETY: see above.
+        PmovssetEl0::new(unsafe { asm::read_pmovsset_el0() })
+    }
+
+    fn set_pmovsclr(&self, value: PmovsclrEl0) {
+        // SAFETY: see above.
+        unsafe { asm::write_pmovsclr_el0(value.get()) }
+    }
+
+    fn set_pmswinc(&self, value: PmswincEl0) {
+        // SAFETY: see above.
+        unsafe { asm::write_pmswinc_el0(value.get()) }
+    }
+
+    fn pmevtyper(&self, counter: EventCounter) -> PmevtypernEl0 {
+        if !self.exists(counter) {
+            return PmevtypernEl0::new(0);
+        }
+        // SAFETY: see above; n < N was just checked.
+        PmevtypernEl0::new(unsafe { asm::read_pmevtyper_el0(counter) })
+    }
+
+    fn set_pmevtyper(&self, counter: EventCounter, value: PmevtypernEl0) {
+        if self.exists(counter) {
+            // SAFETY: see above; n < N was just checked.
+            unsafe { asm::write_pmevtyper_el0(counter, value.get()) }
+        }
+    }
+
+    fn pmevcntr(&self, counter: EventCounter) -> u64 {
+        if !self.exists(counter) {
+            return 0;
+        }
+        // SAFETY: see above; n < N was just checked.
+        unsafe { asm::read_pmevcntr_el0(counter) }
+    }
+
+    fn set_pmevcntr(&self, counter: EventCounter, value: u64) {
+        if self.exists(counter) {
+            // SAFETY: see above; n < N was just checked.
+            unsafe { asm::write_pmevcntr_el0(counter, value) }
+        }
+    }
+
+    fn pmccfiltr(&self) -> PmccfiltrEl0 {
+        // SAFETY: see above.
+        PmccfiltrEl0::new(unsafe { asm::read_pmccfiltr_el0() })
+    }
+
+    fn set_pmccfiltr(&self, value: PmccfiltrEl0) {
+        // SAFETY: see above.
+        unsafe { asm::write_pmccfiltr_el0(value.get()) }
+    }
+
+    fn pmccntr(&self) -> u64 {
+        // SAFETY: see above.
+        unsafe { asm::read_pmccntr_el0() }
+    }
+
+    fn set_pmccntr(&self, value: u64) {
+        // SAFETY: see above.
+        unsafe { asm::write_pmccntr_el0(value) }
+    }
+}
+
+impl InterruptRegisters for El1Registers {
+    fn pmintenset(&self) -> PmintensetEl1 {
+        // SAFETY: as for `PmuRegisters`: EL1, owned PMU.
+        PmintensetEl1::new(unsafe { asm::read_pmintenset_el1() })
+    }
+
+    fn set_pmintenset(&self, value: PmintensetEl1) {
+        // SAFETY: as for `PmuRegisters`: EL1, owned PMU.
+        unsafe { asm::write_pmintenset_el1(value.get()) }
+    }
+
+    fn set_pmintenclr(&self, value: PmintenclrEl1) {
+        // SAFETY: as for `PmuRegisters`: EL1, owned PMU.
+        unsafe { asm::write_pmintenclr_el1(value.get()) }
+    }
+}
+
+/// The PMU driven from EL1.
+pub type El1Pmu = Armv8Pmu<El1Registers>;
+
+impl Armv8Pmu<El1Registers> {
+    /// Probes ID_AA64DFR0_EL1 and takes the PMU over: every counter and overflow
+    /// interrupt disabled, flags cleared, counters zeroed, PMCR_EL0 = E | LC (| LP).
+    ///
+    /// # Errors
+    /// [`ProbeError::NoPmuV3`] before any PMU register is touched;
+    /// [`ProbeError::LongCountersUnsupported`].
+    ///
+    /// # Safety
+    ///
+    /// Runs at EL1 or higher without PMU traps from EL2/EL3, owns the PMU while the
+    /// value lives, and stays on this PE (the conditions of [`El1Registers::new`],
+    /// except that PMUv3 is checked here).
+    pub unsafe fn take(options: PmuOptions) -> Result<Self, ProbeError> {
+        let version = pmu_version();
+        if !version.is_pmuv3() {
+            return Err(ProbeError::NoPmuV3 { version });
+        }
+        // SAFETY: PMUv3 was just checked; the rest is the caller's contract.
+        let regs = unsafe { El1Registers::new() };
+        let pmu = Self::new(regs, version, options)?;
+        pmu.disable_all_overflow_interrupts();
+        Ok(pmu)
+    }
+}
+
+/// Sets PMUSERENR_EL0: what EL0 may access on this PE from now on.
+///
+/// For a kernel module that grants (or revokes) user-space counter access; see
+/// [`crate::registers::pmuserenr_el0`]. Linux rewrites this register in
+/// `armv8pmu_start()` whenever perf uses the PMU, and CPU hotplug resets it.
+///
+/// # Safety
+///
+/// PMUv3 implemented; runs at EL1 or higher. The caller decides for the whole system
+/// that EL0 may see (ER, CR), increment (SW) or reprogram (EN) the counters; zero the
+/// counters that hold other contexts' counts first.
+pub unsafe fn set_user_access(value: PmuserenrEl0) {
+    // SAFETY: the caller's contract is exactly that of `write_pmuserenr_el0`.
+    unsafe { asm::write_pmuserenr_el0(value.get()) }
+}
+
+/// PMUSERENR_EL0 of this PE.
+///
+/// # Safety
+///
+/// PMUv3 implemented (readable from EL0 and EL1 then).
+pub unsafe fn user_access() -> PmuserenrEl0 {
+    // SAFETY: PMUv3 implemented is the caller's contract; the read is allowed at EL0
+    // and EL1.
+    PmuserenrEl0::new(unsafe { asm::read_pmuserenr_el0() })
+}

@@ -1,0 +1,366 @@
+//! A register file in memory that behaves like a PMUv3, for host tests and examples.
+//!
+//! [`FakeRegisters`] implements [`PmuRegisters`] and [`InterruptRegisters`] with the
+//! architectural semantics the driver relies on: PMCR_EL0.N/IMP/IDCODE read-only, P and
+//! C zeroing the counters, set/clear register pairs, write-one-to-clear overflow flags,
+//! evtCount 10 bits wide before PMUv3p1, PMSWINC_EL0 incrementing SW_INCR counters.
+//! [`FakeRegisters::count`] plays the role of the PE: enabled counters for that event
+//! advance and overflow like QEMU's (shared/notes/qemu-facts.md): at 2^32 unless
+//! PMCR_EL0.LP (event counters, FEAT_PMUv3p5) or LC (cycle counter) is set, and on
+//! FEAT_PMUv3p5 a counter with LP = 0 keeps its bits above 31 (reads 0x1_0000_005d).
+//! Privilege filters are stored but not applied (the fake has no Exception levels).
+//!
+//! Every write is recorded ([`FakeRegisters::writes`]), so tests can check that the
+//! driver wrote exactly one bit and nothing else.
+
+use core::cell::Cell;
+
+use crate::counter::{CounterId, EventCounter};
+use crate::events::EventNumber;
+use crate::pmu::{InterruptRegisters, PmuRegisters};
+use crate::registers::pmcr_el0::WRITABLE_MASK;
+use crate::registers::{
+    PMEVTYPERn_EL0, PmccfiltrEl0, Pmceid0El0, Pmceid1El0, PmcntenclrEl0, PmcntensetEl0, PmcrEl0,
+    PmevtypernEl0, PmintenclrEl1, PmintensetEl1, PmovsclrEl0, PmovssetEl0, PmswincEl0, PMCR_EL0,
+};
+use crate::version::PmuVersion;
+
+/// How many writes [`FakeRegisters`] records before it drops further ones.
+pub const LOG_CAPACITY: usize = 64;
+
+const LOW_32: u64 = 0xFFFF_FFFF;
+
+/// One recorded register write: the register and the raw value written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegisterWrite {
+    /// PMCR_EL0.
+    Pmcr(u64),
+    /// PMCNTENSET_EL0.
+    Pmcntenset(u64),
+    /// PMCNTENCLR_EL0.
+    Pmcntenclr(u64),
+    /// PMOVSCLR_EL0.
+    Pmovsclr(u64),
+    /// PMSWINC_EL0.
+    Pmswinc(u64),
+    /// `PMEVTYPER<n>_EL0`.
+    Pmevtyper(EventCounter, u64),
+    /// `PMEVCNTR<n>_EL0`.
+    Pmevcntr(EventCounter, u64),
+    /// PMCCFILTR_EL0.
+    Pmccfiltr(u64),
+    /// PMCCNTR_EL0.
+    Pmccntr(u64),
+    /// PMINTENSET_EL1.
+    Pmintenset(u64),
+    /// PMINTENCLR_EL1.
+    Pmintenclr(u64),
+}
+
+/// A PMUv3 register file in memory. `!Sync`, like a real PMU that belongs to one CPU.
+#[derive(Debug)]
+pub struct FakeRegisters {
+    version: PmuVersion,
+    pmcr_read_only: u64,
+    pmcr: Cell<u64>,
+    pmceid0: u64,
+    pmceid1: u64,
+    enabled: Cell<u64>,
+    interrupts: Cell<u64>,
+    overflow: Cell<u64>,
+    evtyper: [Cell<u64>; 31],
+    evcntr: [Cell<u64>; 31],
+    ccfiltr: Cell<u64>,
+    ccntr: Cell<u64>,
+    log: [Cell<Option<RegisterWrite>>; LOG_CAPACITY],
+    logged: Cell<usize>,
+}
+
+impl FakeRegisters {
+    /// A PMU of `version` whose PMCR_EL0 reads `pmcr_reset` after reset (N, IMP,
+    /// IDCODE and the control bits) and whose PMCEID0/1_EL0 read `pmceid0`/`pmceid1`.
+    pub fn new(version: PmuVersion, pmcr_reset: u64, pmceid0: u64, pmceid1: u64) -> Self {
+        let mut read_only = PmcrEl0::new(0);
+        let reset = PmcrEl0::new(pmcr_reset);
+        read_only.write(
+            PMCR_EL0::IMP.val(reset.read(PMCR_EL0::IMP))
+                + PMCR_EL0::IDCODE.val(reset.read(PMCR_EL0::IDCODE))
+                + PMCR_EL0::N.val(reset.read(PMCR_EL0::N)),
+        );
+        let fake = Self {
+            version,
+            pmcr_read_only: read_only.get(),
+            pmcr: Cell::new(0),
+            pmceid0,
+            pmceid1,
+            enabled: Cell::new(0),
+            interrupts: Cell::new(0),
+            overflow: Cell::new(0),
+            evtyper: Default::default(),
+            evcntr: Default::default(),
+            ccfiltr: Cell::new(0),
+            ccntr: Cell::new(0),
+            log: [const { Cell::new(None) }; LOG_CAPACITY],
+            logged: Cell::new(0),
+        };
+        fake.pmcr.set(fake.writable_pmcr_bits(pmcr_reset));
+        fake
+    }
+
+    /// QEMU `-M virt -cpu max -icount shift=0` as measured (shared/notes/qemu-facts.md):
+    /// PMUv3p5, PMCR_EL0 reset 0x41013000 (N = 6), PMCEID0_EL0 0x20101 (SW_INCR,
+    /// INST_RETIRED, CPU_CYCLES), PMCEID1_EL0 0x10000018.
+    pub fn qemu_max_icount() -> Self {
+        Self::new(PmuVersion::PmuV3p5, 0x4101_3000, 0x0002_0101, 0x1000_0018)
+    }
+
+    /// The number of event counters (PMCR_EL0.N).
+    pub fn event_counters(&self) -> u8 {
+        PmcrEl0::new(self.pmcr_read_only).read(PMCR_EL0::N) as u8
+    }
+
+    /// The recorded writes, oldest first (at most [`LOG_CAPACITY`]).
+    pub fn writes(&self) -> impl Iterator<Item = RegisterWrite> + '_ {
+        self.log.iter().filter_map(Cell::get)
+    }
+
+    /// How many writes happened since the last [`FakeRegisters::clear_writes`],
+    /// including those beyond [`LOG_CAPACITY`] that were not recorded.
+    pub fn write_count(&self) -> usize {
+        self.logged.get()
+    }
+
+    /// Forgets the recorded writes.
+    pub fn clear_writes(&self) {
+        for entry in &self.log {
+            entry.set(None);
+        }
+        self.logged.set(0);
+    }
+
+    /// `count` events `event` happen: every counting counter for it advances (event
+    /// counters configured for `event`, PMCCNTR_EL0 for CPU_CYCLES), wraps and sets its
+    /// overflow flag like QEMU's.
+    pub fn count(&self, event: EventNumber, count: u64) {
+        if !self.globally_enabled() {
+            return;
+        }
+        for n in 0..self.event_counters() {
+            let Some(counter) = EventCounter::new(n) else {
+                continue;
+            };
+            let evt = PmevtypernEl0::new(self.evtyper[usize::from(n)].get());
+            if u64::from(event.get()) == evt.read(PMEVTYPERn_EL0::evtCount) {
+                self.advance(CounterId::Event(counter), count);
+            }
+        }
+        if event == EventNumber::CPU_CYCLES {
+            self.advance(CounterId::Cycle, count);
+        }
+    }
+
+    /// Sets overflow flags as the hardware would (not recorded as a driver write).
+    pub fn raise_overflow(&self, mask: u64) {
+        self.overflow
+            .set(self.overflow.get() | (mask & self.implemented_mask()));
+    }
+
+    fn globally_enabled(&self) -> bool {
+        PmcrEl0::new(self.pmcr.get()).is_set(PMCR_EL0::E)
+    }
+
+    fn implemented_mask(&self) -> u64 {
+        ((1u64 << self.event_counters()) - 1) | CounterId::Cycle.mask()
+    }
+
+    fn writable_pmcr_bits(&self, value: u64) -> u64 {
+        let mut mask = WRITABLE_MASK & !(PMCR_EL0::P::SET.value | PMCR_EL0::C::SET.value);
+        if !self.version.has_long_event_counters() {
+            mask &= !PMCR_EL0::LP::SET.value;
+        }
+        value & mask
+    }
+
+    fn exists(&self, counter: EventCounter) -> bool {
+        counter.index() < self.event_counters()
+    }
+
+    fn record(&self, write: RegisterWrite) {
+        let n = self.logged.get();
+        if let Some(entry) = self.log.get(n) {
+            entry.set(Some(write));
+        }
+        self.logged.set(n.saturating_add(1));
+    }
+
+    /// Advances one counter if it is enabled, with QEMU's overflow rules.
+    fn advance(&self, id: CounterId, by: u64) {
+        if self.enabled.get() & id.mask() == 0 {
+            return;
+        }
+        let pmcr = PmcrEl0::new(self.pmcr.get());
+        let (cell, overflow_at_64, keeps_high_bits) = match id {
+            CounterId::Event(n) => (
+                &self.evcntr[usize::from(n.index())],
+                pmcr.is_set(PMCR_EL0::LP),
+                self.version.has_long_event_counters(),
+            ),
+            CounterId::Cycle => (&self.ccntr, pmcr.is_set(PMCR_EL0::LC), true),
+        };
+        let old = cell.get();
+        let (new, overflowed) = if overflow_at_64 {
+            old.overflowing_add(by)
+        } else {
+            let wraps = (old & LOW_32) as u128 + by as u128 > LOW_32 as u128;
+            let sum = old.wrapping_add(by);
+            (if keeps_high_bits { sum } else { sum & LOW_32 }, wraps)
+        };
+        cell.set(new);
+        if overflowed {
+            self.overflow.set(self.overflow.get() | id.mask());
+        }
+    }
+}
+
+impl PmuRegisters for FakeRegisters {
+    fn pmcr(&self) -> PmcrEl0 {
+        PmcrEl0::new(self.pmcr_read_only | self.pmcr.get())
+    }
+
+    fn set_pmcr(&self, value: PmcrEl0) {
+        self.record(RegisterWrite::Pmcr(value.get()));
+        if value.is_set(PMCR_EL0::P) {
+            for c in &self.evcntr {
+                c.set(0);
+            }
+        }
+        if value.is_set(PMCR_EL0::C) {
+            self.ccntr.set(0);
+        }
+        self.pmcr.set(self.writable_pmcr_bits(value.get()));
+    }
+
+    fn pmceid0(&self) -> Pmceid0El0 {
+        Pmceid0El0::new(self.pmceid0)
+    }
+
+    fn pmceid1(&self) -> Pmceid1El0 {
+        Pmceid1El0::new(self.pmceid1)
+    }
+
+    fn pmcntenset(&self) -> PmcntensetEl0 {
+        PmcntensetEl0::new(self.enabled.get())
+    }
+
+    fn set_pmcntenset(&self, value: PmcntensetEl0) {
+        self.record(RegisterWrite::Pmcntenset(value.get()));
+        self.enabled
+            .set(self.enabled.get() | (value.get() & self.implemented_mask()));
+    }
+
+    fn set_pmcntenclr(&self, value: PmcntenclrEl0) {
+        self.record(RegisterWrite::Pmcntenclr(value.get()));
+        self.enabled.set(self.enabled.get() & !value.get());
+    }
+
+    fn pmovsset(&self) -> PmovssetEl0 {
+        PmovssetEl0::new(self.overflow.get())
+    }
+
+    fn set_pmovsclr(&self, value: PmovsclrEl0) {
+        self.record(RegisterWrite::Pmovsclr(value.get()));
+        self.overflow.set(self.overflow.get() & !value.get());
+    }
+
+    fn set_pmswinc(&self, value: PmswincEl0) {
+        self.record(RegisterWrite::Pmswinc(value.get()));
+        if !self.globally_enabled() {
+            return;
+        }
+        for n in 0..self.event_counters() {
+            let Some(counter) = EventCounter::new(n) else {
+                continue;
+            };
+            let evt = PmevtypernEl0::new(self.evtyper[usize::from(n)].get());
+            let sw_incr = evt.read(PMEVTYPERn_EL0::evtCount) == 0;
+            if value.get() & (1 << n) != 0 && sw_incr {
+                self.advance(CounterId::Event(counter), 1);
+            }
+        }
+    }
+
+    fn pmevtyper(&self, counter: EventCounter) -> PmevtypernEl0 {
+        if !self.exists(counter) {
+            return PmevtypernEl0::new(0);
+        }
+        PmevtypernEl0::new(self.evtyper[usize::from(counter.index())].get())
+    }
+
+    fn set_pmevtyper(&self, counter: EventCounter, value: PmevtypernEl0) {
+        self.record(RegisterWrite::Pmevtyper(counter, value.get()));
+        if !self.exists(counter) {
+            return;
+        }
+        let mut stored = value.get();
+        if !self.version.has_16bit_event_numbers() {
+            // evtCount[15:10] are RES0 in PMUv3 (FEAT_PMUv3p1 widened the field).
+            stored &= !0xFC00;
+        }
+        self.evtyper[usize::from(counter.index())].set(stored);
+    }
+
+    fn pmevcntr(&self, counter: EventCounter) -> u64 {
+        if !self.exists(counter) {
+            return 0;
+        }
+        self.evcntr[usize::from(counter.index())].get()
+    }
+
+    fn set_pmevcntr(&self, counter: EventCounter, value: u64) {
+        self.record(RegisterWrite::Pmevcntr(counter, value));
+        if !self.exists(counter) {
+            return;
+        }
+        let value = if self.version.has_long_event_counters() {
+            value
+        } else {
+            value & LOW_32
+        };
+        self.evcntr[usize::from(counter.index())].set(value);
+    }
+
+    fn pmccfiltr(&self) -> PmccfiltrEl0 {
+        PmccfiltrEl0::new(self.ccfiltr.get())
+    }
+
+    fn set_pmccfiltr(&self, value: PmccfiltrEl0) {
+        self.record(RegisterWrite::Pmccfiltr(value.get()));
+        self.ccfiltr.set(value.get());
+    }
+
+    fn pmccntr(&self) -> u64 {
+        self.ccntr.get()
+    }
+
+    fn set_pmccntr(&self, value: u64) {
+        self.record(RegisterWrite::Pmccntr(value));
+        self.ccntr.set(value);
+    }
+}
+
+impl InterruptRegisters for FakeRegisters {
+    fn pmintenset(&self) -> PmintensetEl1 {
+        PmintensetEl1::new(self.interrupts.get())
+    }
+
+    fn set_pmintenset(&self, value: PmintensetEl1) {
+        self.record(RegisterWrite::Pmintenset(value.get()));
+        self.interrupts
+            .set(self.interrupts.get() | (value.get() & self.implemented_mask()));
+    }
+
+    fn set_pmintenclr(&self, value: PmintenclrEl1) {
+        self.record(RegisterWrite::Pmintenclr(value.get()));
+        self.interrupts.set(self.interrupts.get() & !value.get());
+    }
+}
