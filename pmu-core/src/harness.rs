@@ -165,9 +165,15 @@ impl Harness {
 
     /// Measures `region` once per element of `runs`, after the warm-up runs.
     ///
+    /// Never inlined: the region (and the baseline of
+    /// [`Harness::calibrated_against`], of the same type) then run inside one and the
+    /// same machine code, so the instructions around them are identical. Inlined
+    /// twice, the two copies may be compiled differently (register allocation,
+    /// spills) and the difference would leak into the result.
+    ///
     /// # Errors
     /// [`Error::NoRuns`] for empty storage; the meter's errors.
-    #[inline(always)]
+    #[inline(never)]
     pub fn run<M: RegionMeter, const C: usize>(
         &self,
         meter: &mut M,
@@ -201,7 +207,6 @@ impl Harness {
     ///
     /// # Errors
     /// As [`Harness::run`].
-    #[inline(always)]
     pub fn calibrated<M: RegionMeter, const C: usize>(
         &self,
         meter: &mut M,
@@ -221,7 +226,6 @@ impl Harness {
     ///
     /// # Errors
     /// As [`Harness::run`].
-    #[inline(always)]
     pub fn calibrated_against<M: RegionMeter, F: FnMut(), const C: usize>(
         &self,
         meter: &mut M,
@@ -262,13 +266,19 @@ impl<'a, 'p, P: Pmu, const C: usize> CounterMeter<'a, 'p, P, C> {
 impl<P: Pmu, const C: usize> RegionMeter for CounterMeter<'_, '_, P, C> {
     type Error = Error;
 
+    /// Reads the start values, then clears the overflow flags.
+    ///
+    /// In this order every wrap after the start read is seen: one before the clear
+    /// leaves `end < start`, one after it sets the flag. (Clearing first would let a
+    /// wrap between the clear and the read raise the flag for events that happened
+    /// before the region.)
     #[inline(always)]
     fn start(&mut self) -> Result<(), Error> {
-        for c in self.counters {
-            c.clear_overflow();
-        }
         for (c, s) in self.counters.iter().zip(self.start.iter_mut()) {
             *s = c.read();
+        }
+        for c in self.counters {
+            c.clear_overflow();
         }
         Ok(())
     }
@@ -287,8 +297,9 @@ impl<P: Pmu, const C: usize> RegionMeter for CounterMeter<'_, '_, P, C> {
         }
         for (i, c) in self.counters.iter().enumerate() {
             let (start, end) = (self.start[i], end[i]);
-            // The flag says the counter wrapped; end < start says so too, even if
-            // something else cleared the flag. More than one wrap cannot be seen.
+            // The flag says the counter wrapped after `start` cleared it; end < start
+            // says it wrapped (between the start read and the clear, or with the flag
+            // cleared by someone else). More than one wrap cannot be told apart.
             let wrapped = c.overflowed() || end < start;
             let value = c.width().accumulate(start, end, u64::from(wrapped))?;
             out[i] = Reading {
