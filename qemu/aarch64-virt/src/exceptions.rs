@@ -22,8 +22,6 @@ static IRQ_HANDLER: AtomicUsize = AtomicUsize::new(0);
 
 /// Exception classes (ESR_EL1.EC, Arm ARM D17.2.37).
 pub mod ec {
-    /// Unknown reason (e.g. an UNDEFINED instruction).
-    pub const UNKNOWN: u64 = 0x00;
     /// SVC from AArch64.
     pub const SVC64: u64 = 0x15;
     /// Trapped MSR, MRS or system instruction (PMU access from EL0 without permission).

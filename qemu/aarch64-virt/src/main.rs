@@ -1,32 +1,40 @@
-//! Bare-metal image for `qemu-system-aarch64 -M virt`.
+//! Bare-metal image for `qemu-system-aarch64 -M virt`: measures with the PMU through
+//! `pmu-armv8`'s public API and prints one machine-readable line per result,
+//!
+//! ```text
+//! RESULT <scenario> key=value … pass=<0|1>
+//! ```
+//!
+//! plus a human line, and at the end `RESULT summary pass=<n> fail=<m>`. The exit
+//! status (semihosting) is 0 only when every scenario passed; a panic or an unexpected
+//! exception prints `FATAL …` with the reason and exits with 2 or 3.
+//!
+//! Run under `-icount shift=0,align=off,sleep=off`: QEMU then counts INST_RETIRED and
+//! cycles exactly, so the exact-count scenario must give K, not about K.
 #![no_std]
 #![no_main]
 
+mod blocks;
 mod boot;
 mod console;
+mod el0_probes;
 mod exceptions;
 mod gic;
+mod scenarios;
 
-/// Entry from `boot.rs`.
+/// Entry from `boot.rs`, at EL1.
 #[no_mangle]
 extern "C" fn kernel_main() -> ! {
-    println!("aarch64-virt image");
-    extern "C" fn el0_test(arg: u64) -> ! {
-        // SAFETY: this runs at EL0 through at_el0.
-        unsafe { boot::el0_exit(arg + 1) }
+    println!("pmu aarch64-virt image: PMU scenarios at EL1 and EL0");
+    let (pass, fail) = scenarios::run_all();
+    println!("RESULT summary pass={pass} fail={fail}");
+    if fail == 0 {
+        println!("all {pass} checks passed");
+        console::exit(0)
+    } else {
+        println!("{fail} of {} checks FAILED", pass + fail);
+        console::exit(1)
     }
-    let v = boot::at_el0(el0_test, 41);
-    println!("el0 returned {v}");
-    extern "C" fn el0_trap(arg: u64) -> ! {
-        let v: u64;
-        // SAFETY: test
-        unsafe { core::arch::asm!("mrs {0}, pmccntr_el0", out(reg) v) };
-        // SAFETY: this runs at EL0 through at_el0.
-        unsafe { boot::el0_exit(arg + v) }
-    }
-    let v = boot::at_el0(el0_trap, 41);
-    println!("el0 returned {v} trap {:?}", exceptions::take_el0_trap());
-    console::exit(5)
 }
 
 #[panic_handler]

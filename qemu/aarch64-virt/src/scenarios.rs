@@ -1,0 +1,405 @@
+//! The scenarios. Each prints its RESULT lines and counts checks into a [`Tally`].
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use aarch64_cpu::registers::{Readable, ID_AA64DFR0_EL1, MIDR_EL1};
+use pmu_armv8::registers::pmuserenr_el0::PmuserenrEl0;
+use pmu_armv8::{spe, El1Pmu, EventNumber, PmuOptions};
+use pmu_core::harness::{Corrected, CounterMeter, Harness, RegionMeter, Run};
+use pmu_core::{
+    Counter, CounterPool, Event, GenericEvent, Hazards, Pmu, PrivilegeFilter, Reading, Slot,
+};
+
+use crate::blocks::{self, el0_nops};
+use crate::boot::at_el0;
+use crate::el0_probes::{PROBES, SETTINGS};
+use crate::exceptions::{self, take_el0_trap};
+use crate::{gic, println};
+
+/// Warm-up runs and measured runs of the exact-count scenario.
+const WARMUP: u32 = 3;
+const RUNS: usize = 11;
+
+/// Passed and failed checks.
+#[derive(Default)]
+pub struct Tally {
+    pass: u32,
+    fail: u32,
+}
+
+impl Tally {
+    /// Records one check; returns 1 or 0 for the RESULT line.
+    fn check(&mut self, ok: bool) -> u8 {
+        if ok {
+            self.pass += 1;
+        } else {
+            self.fail += 1;
+        }
+        u8::from(ok)
+    }
+}
+
+/// Runs every scenario; returns (passed, failed) checks.
+pub fn run_all() -> (u32, u32) {
+    let mut t = Tally::default();
+    // SAFETY: this image runs alone at EL1 on one PE; nothing else touches the PMU.
+    let pmu = match unsafe { El1Pmu::take(PmuOptions::new()) } {
+        Ok(pmu) => pmu,
+        Err(e) => {
+            println!("RESULT probe pmu=absent pass=0");
+            println!("no usable PMU: {e}");
+            return (0, 1);
+        }
+    };
+    let pool = CounterPool::new(pmu);
+    probe(&pool, &mut t);
+    spe_probe(&mut t);
+    exact(&pool, &mut t);
+    overflow(&pool, &mut t);
+    cycle_interrupt(&pool, &mut t);
+    filters(&pool, &mut t);
+    el0_access(&mut t);
+    (t.pass, t.fail)
+}
+
+fn probe(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
+    let pmu = pool.pmu();
+    let caps = pool.capabilities();
+    let dfr0 = ID_AA64DFR0_EL1.get();
+    let midr = MIDR_EL1.get();
+    let events = pmu.implemented_events();
+    let ok = t.check(caps.programmable >= 1 && pmu.version().is_pmuv3());
+    println!(
+        "RESULT probe midr={midr:#x} id_aa64dfr0={dfr0:#x} pmuver={:#x} version={:?} counters={} event_width={} cycle_width={} implemented={} pass={ok}",
+        pmu.version().pmuver(),
+        pmu.version(),
+        caps.programmable,
+        caps.programmable_width.bits(),
+        caps.fixed_width.bits(),
+        events.iter().count(),
+    );
+    println!(
+        "  PMU {:?}: {} event counters + cycle counter; implemented common events:",
+        pmu.version(),
+        caps.programmable
+    );
+    for e in events.iter() {
+        println!("    {:#06x} {}", e.get(), e.name().unwrap_or("?"));
+    }
+}
+
+fn spe_probe(t: &mut Tally) {
+    match spe::capabilities::probe() {
+        Err(spe::SpeError::NotImplemented) => {
+            let ok = t.check(true);
+            println!("RESULT spe present=0 pmsver=0 pass={ok}");
+            println!("  {}", spe::SpeError::NotImplemented);
+        }
+        Ok(caps) => {
+            let ok = t.check(true);
+            println!("RESULT spe present=1 pass={ok}");
+            println!("  SPE: {caps:?}");
+        }
+        Err(e) => {
+            let ok = t.check(false);
+            println!("RESULT spe present=error pass={ok}");
+            println!("  SPE probe failed: {e}");
+        }
+    }
+}
+
+/// INST_RETIRED and the cycle counter over blocks of exactly K instructions, calibrated
+/// against an empty block.
+fn exact(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
+    let (ins, cyc) = match (
+        pool.counter(GenericEvent::Instructions.into(), PrivilegeFilter::ALL),
+        pool.counter(GenericEvent::CpuCycles.into(), PrivilegeFilter::ALL),
+    ) {
+        (Ok(i), Ok(c)) => (i, c),
+        (Err(e), _) | (_, Err(e)) => {
+            let ok = t.check(false);
+            println!("RESULT exact error=counter-allocation pass={ok}");
+            println!("  cannot allocate the counters: {e}");
+            return;
+        }
+    };
+    let (ins_slot, cyc_slot) = (ins.slot(), cyc.slot());
+    ins.reset();
+    cyc.reset();
+    ins.start();
+    cyc.start();
+    let counters = [ins, cyc];
+    let mut meter = CounterMeter::new(&counters);
+    for (k, block) in blocks::EXACT {
+        let (mut runs, mut empty) = ([Run::<2>::default(); RUNS], [Run::<2>::default(); RUNS]);
+        let result = Harness::new(WARMUP).calibrated_against(
+            &mut meter,
+            block,
+            blocks::EMPTY,
+            &mut runs,
+            &mut empty,
+        );
+        let [i, c] = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let ok = t.check(false);
+                println!("RESULT exact k={k} error=measurement pass={ok}");
+                println!("  measurement failed: {e}");
+                continue;
+            }
+        };
+        let exact = |x: &Corrected| {
+            x.min == Some(k as i64) && x.median == Some(k as i64) && x.region.clean == RUNS
+        };
+        let ok = t.check(
+            exact(&i) && exact(&c) && i.region.hazards.is_empty() && c.region.hazards.is_empty(),
+        );
+        println!(
+            "RESULT exact k={k} inst={} inst_median={} cycles={} cycles_median={} clean={}/{} hazards={} overhead_inst={} overhead_cycles={} inst_slot={} cycle_slot={} pass={ok}",
+            opt(i.min), opt(i.median), opt(c.min), opt(c.median),
+            i.region.clean.min(c.region.clean), RUNS,
+            i.region.hazards | c.region.hazards,
+            opt_u(i.empty.min), opt_u(c.empty.min),
+            slot_name(ins_slot), slot_name(cyc_slot),
+        );
+    }
+}
+
+/// How far below its wrap point the overflow scenario presets the counter: more than
+/// the instructions between the preset and the meter's start read, fewer than the
+/// measured window (overhead + 100), so the wrap falls inside the region.
+const OVERFLOW_DISTANCE: u64 = 64;
+
+/// An event counter preset just below its 32-bit wrap point; a block of 100
+/// instructions wraps it. The overflow flag must be seen, the run flagged, the value
+/// right; a second run without a wrap must be clean.
+fn overflow(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
+    let Ok(ins) = pool.counter(GenericEvent::Instructions.into(), PrivilegeFilter::ALL) else {
+        let ok = t.check(false);
+        println!("RESULT overflow error=counter-allocation pass={ok}");
+        return;
+    };
+    let slot = ins.slot();
+    let width = ins.width();
+    ins.start();
+    let counters = [ins];
+    let mut meter = CounterMeter::new(&counters);
+    // Run 0: the empty block, clean: the cost of the window itself. Run 1: the
+    // 100-instruction block with the counter preset to wrap inside it. Run 2: the same
+    // block again, past the wrap: clean.
+    let mut readings = [[Reading::default()]; 3];
+    let mut measured = Ok(());
+    for (i, out) in readings.iter_mut().enumerate() {
+        let block = if i == 0 {
+            blocks::EMPTY
+        } else {
+            blocks::nops::<100> as fn()
+        };
+        if i == 1 {
+            counters[0].preset_before_wrap(OVERFLOW_DISTANCE);
+        }
+        measured = measured.and(window(&mut meter, block, out));
+    }
+    // The raw register after the wrap: PMUv3p5 with LP=0 keeps bit 32 (0x1_0000_00xx)
+    // though the counter overflows at 32 bits; PMUv3 reads 0x00xx.
+    let raw_end = pool.pmu().read(slot);
+    let [[empty], [wrapped], [after]] = readings;
+    let expected = empty.value + 100;
+    let ok = t.check(
+        measured.is_ok()
+            && empty.hazards.is_empty()
+            && wrapped.hazards == Hazards::OVERFLOW
+            && wrapped.value == expected
+            && after.hazards.is_empty()
+            && after.value == expected,
+    );
+    println!(
+        "RESULT overflow counter={} width={} preset={:#x} value={} corrected={} hazards={} next_run_value={} next_run_hazards={} empty_window={} raw_end={raw_end:#x} pass={ok}",
+        slot_name(slot),
+        width.bits(),
+        width.truncate(OVERFLOW_DISTANCE.wrapping_neg()),
+        wrapped.value,
+        wrapped.value as i64 - empty.value as i64,
+        wrapped.hazards,
+        after.value,
+        after.hazards,
+        empty.value,
+    );
+    println!(
+        "  overflow: counter preset {OVERFLOW_DISTANCE} below its {}-bit wrap; the wrapped run is flagged and still counts 100 after subtracting the empty window",
+        width.bits()
+    );
+}
+
+/// One measured window around the 100-instruction block.
+#[inline(never)]
+fn window(
+    meter: &mut CounterMeter<'_, '_, El1Pmu, 1>,
+    block: fn(),
+    out: &mut [Reading; 1],
+) -> Result<(), pmu_core::Error> {
+    meter.start()?;
+    block();
+    meter.stop(out)
+}
+
+static PMU_IRQS: AtomicU32 = AtomicU32::new(0);
+static PMU_IRQ_OVERFLOWS: AtomicU64 = AtomicU64::new(0);
+
+/// The cycle counter preset 1000 cycles before its 64-bit wrap, its overflow interrupt
+/// (PPI 23) enabled; 10000 instructions later exactly one interrupt must have arrived.
+fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
+    let Ok(cyc) = pool.counter(GenericEvent::CpuCycles.into(), PrivilegeFilter::ALL) else {
+        let ok = t.check(false);
+        println!("RESULT irq error=counter-allocation pass={ok}");
+        return;
+    };
+    let slot = cyc.slot();
+    fn on_irq(intid: u32) {
+        if intid == gic::PMU_INTID {
+            PMU_IRQS.store(PMU_IRQS.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            // The handler cannot reach the pool; it records the flag state and clears
+            // the cycle counter's flag through the registers' owner below.
+            irq_clear_cycle_overflow();
+        }
+    }
+    IRQ_POOL.store(
+        pool as *const CounterPool<El1Pmu> as usize as u64,
+        Ordering::Relaxed,
+    );
+    exceptions::set_irq_handler(on_irq);
+    gic::enable(gic::PMU_INTID);
+    let enabled = pool.pmu().enable_overflow_interrupt(slot);
+    cyc.preset_before_wrap(1000);
+    cyc.start();
+    // SAFETY: unmasking IRQs at EL1; the vector table and GIC are set up.
+    unsafe { core::arch::asm!("msr daifclr, #2", options(nomem, nostack)) };
+    blocks::nops::<10000>();
+    // SAFETY: masking IRQs again.
+    unsafe { core::arch::asm!("msr daifset, #2", options(nomem, nostack)) };
+    cyc.stop();
+    let _ = pool.pmu().disable_overflow_interrupt(slot);
+    let irqs = PMU_IRQS.load(Ordering::Relaxed);
+    let flagged = PMU_IRQ_OVERFLOWS.load(Ordering::Relaxed);
+    let ok = t.check(enabled.is_ok() && irqs == 1 && flagged == 1 && !cyc.overflowed());
+    println!(
+        "RESULT irq counter={} intid={} interrupts={irqs} overflow_seen_in_handler={flagged} flag_after={} pass={ok}",
+        slot_name(slot),
+        gic::PMU_INTID,
+        u8::from(cyc.overflowed()),
+    );
+}
+
+static IRQ_POOL: AtomicU64 = AtomicU64::new(0);
+
+fn irq_clear_cycle_overflow() {
+    let ptr = IRQ_POOL.load(Ordering::Relaxed) as usize as *const CounterPool<El1Pmu>;
+    // SAFETY: `cycle_interrupt` stores the pool's address before enabling the
+    // interrupt and the pool outlives it (the interrupt is disabled before returning).
+    let Some(pool) = (unsafe { ptr.as_ref() }) else {
+        return;
+    };
+    let slot = Slot::Fixed(0);
+    if pool.pmu().overflowed(slot) {
+        PMU_IRQ_OVERFLOWS.store(
+            PMU_IRQ_OVERFLOWS.load(Ordering::Relaxed) + 1,
+            Ordering::Relaxed,
+        );
+        pool.pmu().clear_overflow(slot);
+    }
+}
+
+/// One counter counting only EL0, one only EL1, around EL0 blocks of 100 and 0
+/// instructions: the EL0 counter sees the difference of 100, the EL1 one 0.
+fn filters(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
+    let inst = Event::Raw(u64::from(EventNumber::INST_RETIRED.get()));
+    let (user, kernel) = match (
+        pool.counter(inst, PrivilegeFilter::USER),
+        pool.counter(inst, PrivilegeFilter::KERNEL),
+    ) {
+        (Ok(u), Ok(k)) => (u, k),
+        _ => {
+            let ok = t.check(false);
+            println!("RESULT filter error=counter-allocation pass={ok}");
+            return;
+        }
+    };
+    user.start();
+    kernel.start();
+    let (u100, k100) = el0_window(&user, &kernel, el0_nops::<100>);
+    let (u0, k0) = el0_window(&user, &kernel, el0_nops::<0>);
+    let user_only = u100 as i64 - u0 as i64;
+    let kernel_only = k100 as i64 - k0 as i64;
+    let ok_u = t.check(user_only == 100);
+    println!("RESULT filter mode=el0-only block=100 delta={user_only} raw={u100} raw_empty={u0} pass={ok_u}");
+    let ok_k = t.check(kernel_only == 0 && k100 > 0);
+    println!("RESULT filter mode=el1-only block=100 delta={kernel_only} raw={k100} raw_empty={k0} pass={ok_k}");
+}
+
+/// Deltas of the two counters around one EL0 call; one copy of the machine code for
+/// every entry, so the EL1 instructions around the call are the same each time.
+#[inline(never)]
+fn el0_window(
+    user: &Counter<'_, El1Pmu>,
+    kernel: &Counter<'_, El1Pmu>,
+    entry: extern "C" fn(u64) -> !,
+) -> (u64, u64) {
+    let (u0, k0) = (user.read(), kernel.read());
+    at_el0(entry, 0);
+    let (u1, k1) = (user.read(), kernel.read());
+    (
+        user.width().wrapping_delta(u0, u1),
+        kernel.width().wrapping_delta(k0, k1),
+    )
+}
+
+/// Each PMUSERENR_EL0 setting against each EL0 access: allowed or trapped (EC 0x18).
+fn el0_access(t: &mut Tally) {
+    for (name, bits) in SETTINGS {
+        // SAFETY: EL1 with PMUv3 (checked by El1Pmu::take); this image decides alone
+        // what its EL0 code may do.
+        unsafe { pmu_armv8::el1::set_user_access(PmuserenrEl0::new(bits)) };
+        for probe in &PROBES {
+            let _ = take_el0_trap();
+            at_el0(probe.entry, 0);
+            let trap = take_el0_trap();
+            let allowed = probe.allowed_by & bits != 0;
+            let ok = t.check(match trap {
+                None => allowed,
+                Some(ec) => !allowed && ec == exceptions::ec::SYSREG,
+            });
+            let (outcome, ec) = match trap {
+                None => ("ok", 0),
+                Some(ec) => ("trap", ec),
+            };
+            println!(
+                "RESULT el0_access pmuserenr={name} access={} outcome={outcome} ec={ec:#x} expected={} pass={ok}",
+                probe.name,
+                if allowed { "ok" } else { "trap" },
+            );
+        }
+    }
+    // SAFETY: as above; EL0 loses all access again.
+    unsafe { pmu_armv8::el1::set_user_access(PmuserenrEl0::new(0)) };
+}
+
+fn opt(v: Option<i64>) -> i64 {
+    v.unwrap_or(i64::MIN)
+}
+
+fn opt_u(v: Option<u64>) -> u64 {
+    v.unwrap_or(u64::MAX)
+}
+
+fn slot_name(slot: Slot) -> &'static str {
+    match slot {
+        Slot::Fixed(0) => "PMCCNTR_EL0",
+        Slot::Programmable(0) => "PMEVCNTR0_EL0",
+        Slot::Programmable(1) => "PMEVCNTR1_EL0",
+        Slot::Programmable(2) => "PMEVCNTR2_EL0",
+        Slot::Programmable(3) => "PMEVCNTR3_EL0",
+        Slot::Programmable(4) => "PMEVCNTR4_EL0",
+        Slot::Programmable(5) => "PMEVCNTR5_EL0",
+        _ => "other",
+    }
+}
