@@ -79,6 +79,15 @@ pub fn x86_64_args(image: &std::path::Path) -> Vec<String> {
 /// The QEMU program for the x86_64 image.
 pub const QEMU_X86_64: &str = "qemu-system-x86_64";
 
+/// Exit status of the aarch64 image when every scenario passed (semihosting SYS_EXIT
+/// code 0). 1: a scenario failed; 2: panic; 3: unexpected exception.
+pub const AARCH64_SUCCESS: i32 = 0;
+
+/// Exit status of the x86_64 image when every scenario passed or was skipped:
+/// isa-debug-exit turns the written 0x10 into (0x10 << 1) | 1 = 33. 35: a scenario
+/// failed; 37: panic or unexpected exception (qemu/x86_64/src/exit.rs).
+pub const X86_64_SUCCESS: i32 = 33;
+
 /// One `RESULT` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResultLine {

@@ -12,18 +12,22 @@ struct Image {
     package: &'static str,
     target: &'static str,
     env: &'static str,
+    /// The exit status QEMU ends with when every scenario passed.
+    success: i32,
 }
 
 const AARCH64: Image = Image {
     package: "qemu-aarch64-virt",
     target: "aarch64-unknown-none",
     env: "PMU_IMAGE_AARCH64_VIRT",
+    success: pmu_tests::AARCH64_SUCCESS,
 };
 
 const X86_64: Image = Image {
     package: "qemu-x86_64",
     target: "x86_64-unknown-none",
     env: "PMU_IMAGE_X86_64",
+    success: pmu_tests::X86_64_SUCCESS,
 };
 
 fn target_dir() -> PathBuf {
@@ -79,7 +83,13 @@ fn build_then_boot(image: &Image, program: &str, args: Vec<String>) -> ExitCode 
     }
     println!("==> {program} {}", args.join(" "));
     match Command::new(program).args(&args).status() {
-        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(status) if status.code() == Some(image.success) => {
+            println!(
+                "xtask qemu: every scenario passed (QEMU exit status {})",
+                image.success
+            );
+            ExitCode::SUCCESS
+        }
         Ok(status) => {
             eprintln!("xtask qemu: the image reported failure ({status}); see the FATAL/RESULT lines above");
             ExitCode::FAILURE
