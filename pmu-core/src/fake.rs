@@ -2,7 +2,7 @@
 //!
 //! Counters count "events" that the test injects with [`FakePmu::tick`]; each enabled
 //! counter configured for that event advances, wraps at its width and sets its
-//! overflow flag like hardware. [`FakePmu::read_cost`] makes every read advance the
+//! overflow flag like hardware. [`FakePmu::set_read_cost`] makes every read advance the
 //! counters too, like a real read costs instructions, so calibration can be tested.
 
 use core::cell::Cell;

@@ -20,7 +20,7 @@ use crate::Error;
 /// A hardware counter slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
-    /// Programmable counter `n` (PMEVCNTR<n>_EL0, ARM1176 CR0/CR1, IA32_PMCn).
+    /// Programmable counter `n` (`PMEVCNTR<n>_EL0`, ARM1176 CR0/CR1, IA32_PMCn).
     Programmable(u8),
     /// Fixed-function counter `n` (PMCCNTR_EL0, ARM1176 CCR, IA32_FIXED_CTRn).
     Fixed(u8),

@@ -1,7 +1,7 @@
 //! Counter widths, wrap-safe deltas and sign extension.
 //!
 //! Hardware counters are N bits wide (ARM1176: 32; PMUv3 event counters: 32, or 64 with
-//! FEAT_PMUv3p5 and PMCR_EL0.LP; x86 general-purpose counters: CPUID.0AH:EAX[23:16],
+//! FEAT_PMUv3p5 and PMCR_EL0.LP; x86 general-purpose counters: CPUID.0AH:EAX\[23:16\],
 //! typically 48). Arithmetic on their values must be done modulo 2^N, and the value
 //! Linux's `perf_event_mmap_page` asks user space to combine with `offset` must be
 //! *sign*-extended from `pmc_width` bits (include/uapi/linux/perf_event.h, the

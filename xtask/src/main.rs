@@ -33,7 +33,8 @@ COMMANDS:
     setup             Only install what the suite needs: rustup targets and
                       components (rust-toolchain.toml), and QEMU (apt). Safe to
                       run again.
-    lint              rustfmt --check and clippy (host and bare-metal targets).
+    lint              rustfmt --check, clippy (host and bare-metal targets) and
+                      rustdoc, all with warnings as errors.
     cross             Only the no_std cross-builds.
     help              This text.
 
@@ -113,12 +114,15 @@ fn lint_steps() -> Vec<Step> {
     let mut clippy = vec!["clippy".to_string()];
     clippy.extend(host_workspace());
     clippy.extend(["--all-targets", "--", "-D", "warnings"].map(String::from));
+    let mut doc = vec!["doc".to_string(), "--no-deps".into()];
+    doc.extend(host_workspace());
     let mut steps = vec![
         Step::cargo(
             "rustfmt --check (whole workspace)",
             ["fmt", "--all", "--check"],
         ),
         Step::cargo("clippy, host, all targets, -D warnings", clippy),
+        Step::cargo("rustdoc, host crates, -D warnings", doc).env("RUSTDOCFLAGS", "-D warnings"),
     ];
     for (target, crates) in BARE_METAL {
         let mut args = vec![
