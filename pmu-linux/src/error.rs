@@ -1,0 +1,617 @@
+//! The error type of `pmu-linux`: one variant per cause, each saying what to do.
+//!
+//! Name errors (unknown event, malformed raw code, unknown PMU or format term, a value
+//! too wide for its field) are told apart from open errors, which carry the kernel's
+//! answer decoded into an [`OpenError`] (permissions with the current
+//! `perf_event_paranoid`, "not supported by this CPU / VM", bad attributes, …).
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// A system call failed with this `errno`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    /// The symbolic name of the common ones (`EACCES`, …), else `errno N`.
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            libc::EPERM => "EPERM",
+            libc::ENOENT => "ENOENT",
+            libc::ESRCH => "ESRCH",
+            libc::EINTR => "EINTR",
+            libc::EBADF => "EBADF",
+            libc::ENOMEM => "ENOMEM",
+            libc::EACCES => "EACCES",
+            libc::EFAULT => "EFAULT",
+            libc::EBUSY => "EBUSY",
+            libc::ENODEV => "ENODEV",
+            libc::EINVAL => "EINVAL",
+            libc::ENFILE => "ENFILE",
+            libc::EMFILE => "EMFILE",
+            libc::ENOSPC => "ENOSPC",
+            libc::ENOSYS => "ENOSYS",
+            libc::E2BIG => "E2BIG",
+            libc::EOVERFLOW => "EOVERFLOW",
+            libc::EOPNOTSUPP => "EOPNOTSUPP",
+            _ => "errno",
+        }
+    }
+
+    /// The errno of the last failed libc call on this thread.
+    pub(crate) fn last() -> Self {
+        Self(io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = io::Error::from_raw_os_error(self.0);
+        match self.name() {
+            "errno" => write!(f, "errno {} ({text})", self.0),
+            name => write!(f, "{name}: {text}"),
+        }
+    }
+}
+
+/// Why `perf_event_open` refused an event, decoded from its errno
+/// (perf_event_open(2), ERRORS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// EACCES / EPERM: the `kernel.perf_event_paranoid` level (read from
+    /// /proc/sys/kernel/perf_event_paranoid, `None` when unreadable) forbids it for this
+    /// user.
+    PermissionDenied {
+        /// EACCES or EPERM.
+        errno: Errno,
+        /// The paranoid level at the time of the error.
+        paranoid: Option<i32>,
+        /// The event asked to count in the kernel too (exclude_kernel = 0).
+        counts_kernel: bool,
+    },
+    /// ENOENT / EOPNOTSUPP / ENODEV: nothing in this kernel can count the event.
+    NotSupported {
+        /// The errno.
+        errno: Errno,
+        /// The event needs the CPU's PMU (hardware, cache or raw event): on a VM
+        /// without a virtual PMU there is none.
+        needs_cpu_pmu: bool,
+    },
+    /// EINVAL: the kernel rejected the attributes (a config the PMU does not know, a
+    /// filter it cannot apply, a group mixing PMUs that cannot go together).
+    InvalidAttr,
+    /// EMFILE / ENFILE: out of file descriptors (one per event).
+    TooManyOpenFiles {
+        /// EMFILE (this process) or ENFILE (the system).
+        errno: Errno,
+    },
+    /// EBUSY: another user holds the PMU exclusively.
+    Busy,
+    /// E2BIG: the kernel is older than the attributes this library asks for.
+    AttrTooBig,
+    /// Any other errno.
+    Other {
+        /// The errno.
+        errno: Errno,
+    },
+}
+
+impl OpenError {
+    /// Decodes the errno of a failed `perf_event_open`; `paranoid` and the event's
+    /// properties only feed the message.
+    pub fn from_errno(
+        errno: Errno,
+        paranoid: Option<i32>,
+        counts_kernel: bool,
+        needs_cpu_pmu: bool,
+    ) -> Self {
+        match errno.0 {
+            libc::EACCES | libc::EPERM => Self::PermissionDenied {
+                errno,
+                paranoid,
+                counts_kernel,
+            },
+            libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => Self::NotSupported {
+                errno,
+                needs_cpu_pmu,
+            },
+            libc::EINVAL => Self::InvalidAttr,
+            libc::EMFILE | libc::ENFILE => Self::TooManyOpenFiles { errno },
+            libc::EBUSY => Self::Busy,
+            libc::E2BIG => Self::AttrTooBig,
+            _ => Self::Other { errno },
+        }
+    }
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::PermissionDenied {
+                errno,
+                paranoid,
+                counts_kernel,
+            } => {
+                write!(f, "permission denied ({errno}); ")?;
+                match paranoid {
+                    Some(level) => write!(f, "kernel.perf_event_paranoid is {level}")?,
+                    None => f.write_str("/proc/sys/kernel/perf_event_paranoid is unreadable")?,
+                }
+                f.write_str(
+                    ": run as root or with CAP_PERFMON, or lower it \
+                     (`sysctl -w kernel.perf_event_paranoid=2` allows user-space-only counting of \
+                     your own threads, 1 also kernel counting",
+                )?;
+                if *counts_kernel {
+                    f.write_str(
+                        "); this event also counts in the kernel: exclude the kernel \
+                         to need only level 2",
+                    )
+                } else {
+                    f.write_str(")")
+                }
+            }
+            Self::NotSupported {
+                errno,
+                needs_cpu_pmu: true,
+            } => write!(
+                f,
+                "not supported by this CPU ({errno}): no hardware counters: VM without vPMU? \
+                 (/sys/bus/event_source/devices/cpu is missing without a PMU driver); \
+                 software events such as task-clock still work"
+            ),
+            Self::NotSupported {
+                errno,
+                needs_cpu_pmu: false,
+            } => write!(f, "not supported by this kernel ({errno})"),
+            Self::InvalidAttr => f.write_str(
+                "the kernel rejected the event attributes (EINVAL): the PMU does not know this \
+                 config, cannot apply the privilege filter, or cannot group it with the others",
+            ),
+            Self::TooManyOpenFiles { errno } => write!(
+                f,
+                "out of file descriptors ({errno}): raise `ulimit -n` or open fewer events"
+            ),
+            Self::Busy => f.write_str(
+                "the PMU is busy (EBUSY): another user holds it exclusively (a direct-access \
+                 user, or a pinned/exclusive perf event)",
+            ),
+            Self::AttrTooBig => f.write_str(
+                "the kernel is older than the perf_event_attr this library uses (E2BIG)",
+            ),
+            Self::Other { errno } => write!(f, "perf_event_open failed: {errno}"),
+        }
+    }
+}
+
+/// What is wrong with a raw event `r<hex>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RawProblem {
+    /// A character that is not a hex digit.
+    NotHex {
+        /// The first offending character.
+        found: char,
+    },
+    /// More than 16 hex digits (more than 64 bits).
+    TooLong {
+        /// Digits given.
+        digits: usize,
+    },
+}
+
+/// What is wrong with a term of a `<pmu>/term=value,…/` event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TermProblem {
+    /// The event does not have the `<pmu>/terms/` shape (missing closing `/`, text after
+    /// it, empty PMU name).
+    Syntax,
+    /// An empty term (`a=1,,b=2`) or an empty term list.
+    Empty,
+    /// The value is not a decimal or `0x` hex number that fits 64 bits.
+    BadNumber {
+        /// The value text.
+        value: String,
+    },
+    /// The sysfs alias leaves this value for the user to give (`?`).
+    NeedsValue,
+}
+
+/// Which operation on an event failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Op {
+    /// `ioctl(PERF_EVENT_IOC_ENABLE)`.
+    Enable,
+    /// `ioctl(PERF_EVENT_IOC_DISABLE)`.
+    Disable,
+    /// `ioctl(PERF_EVENT_IOC_RESET)`.
+    Reset,
+    /// `ioctl(PERF_EVENT_IOC_ID)`.
+    Id,
+    /// `read()` of the group.
+    Read,
+    /// `mmap` of the metadata page.
+    Mmap,
+    /// `sched_setaffinity` / `sched_getaffinity`.
+    Affinity,
+    /// `getrusage(RUSAGE_THREAD)`.
+    Rusage,
+    /// `fork` / `waitpid` of the probe child.
+    Probe,
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Enable => "enabling the group",
+            Self::Disable => "disabling the group",
+            Self::Reset => "resetting the group",
+            Self::Id => "asking the event id",
+            Self::Read => "reading the group",
+            Self::Mmap => "mapping the metadata page",
+            Self::Affinity => "setting the CPU affinity",
+            Self::Rusage => "reading the thread's switch counts",
+            Self::Probe => "running the access probe",
+        })
+    }
+}
+
+/// Every error of this crate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// Not a perf name, not `r<hex>`, not a `<pmu>/…/` event, not a sysfs alias.
+    UnknownEvent {
+        /// The name.
+        name: String,
+    },
+    /// `r` followed by something that is not 1 to 16 hex digits.
+    MalformedRaw {
+        /// The name.
+        name: String,
+        /// What is wrong.
+        problem: RawProblem,
+    },
+    /// A name the direct backend cannot count: it programs hardware events only
+    /// (generic names and `r<hex>`).
+    NotDirectEvent {
+        /// The name.
+        name: String,
+        /// What kind of event it is.
+        kind: crate::events::EventKind,
+    },
+    /// `<pmu>/…/` names a PMU the kernel does not publish in sysfs.
+    UnknownPmu {
+        /// The PMU asked for.
+        pmu: String,
+        /// The PMUs that exist.
+        available: Vec<String>,
+    },
+    /// A term that is neither in the PMU's `format/` nor an alias in its `events/`.
+    UnknownFormatTerm {
+        /// The PMU.
+        pmu: String,
+        /// The term.
+        term: String,
+        /// The terms the PMU's `format/` directory defines.
+        known: Vec<String>,
+    },
+    /// A term that cannot be parsed.
+    MalformedTerm {
+        /// The whole event text.
+        event: String,
+        /// The term (or the whole text for [`TermProblem::Syntax`]).
+        term: String,
+        /// What is wrong.
+        problem: TermProblem,
+    },
+    /// A value that does not fit the bits its format field has.
+    ValueTooWide {
+        /// The PMU.
+        pmu: String,
+        /// The term.
+        term: String,
+        /// The value given.
+        value: u64,
+        /// Bits of the field (`format/<term>`).
+        bits: u32,
+    },
+    /// A sysfs `format/` file this library cannot parse.
+    BadFormatFile {
+        /// The file.
+        path: PathBuf,
+        /// Its content.
+        content: String,
+    },
+    /// A sysfs file could not be read.
+    Sysfs {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        kind: io::ErrorKind,
+    },
+    /// `perf_event_open` refused an event.
+    Open {
+        /// The event as named by the user.
+        event: String,
+        /// The decoded reason.
+        cause: OpenError,
+    },
+    /// A system call on an open group failed.
+    Syscall {
+        /// What was being done.
+        op: Op,
+        /// The errno.
+        errno: Errno,
+    },
+    /// The group `read()` returned fewer bytes than the group needs; 0 bytes means the
+    /// pinned group lost its counters (perf_event_open(2): a pinned group that cannot
+    /// be scheduled goes into an error state and reads return 0).
+    ShortRead {
+        /// Bytes expected.
+        expected: usize,
+        /// Bytes read.
+        got: usize,
+    },
+    /// The group `read()` returned events in an unexpected order or number.
+    GroupMismatch,
+    /// No event given.
+    NoEvents,
+    /// More events than one group of this library holds.
+    TooManyEvents {
+        /// Events given.
+        given: usize,
+        /// The limit, [`crate::MAX_EVENTS`].
+        max: usize,
+    },
+    /// The direct backend's probe trapped (SIGILL): the counters are not accessible
+    /// from user mode on this CPU.
+    UserAccessNotEnabled,
+    /// User access was revoked while counters were in use (the kernel cleared
+    /// PMUSERENR_EL0: a perf user started on this CPU, or the CPU was hot-plugged).
+    UserAccessRevoked,
+    /// The probe child ended some other way than success or SIGILL.
+    ProbeFailed {
+        /// The `waitpid` status.
+        status: i32,
+    },
+    /// The direct backend does not exist on this architecture.
+    DirectUnsupported {
+        /// Why, and what to use instead.
+        reason: DirectUnsupported,
+    },
+    /// The perf backend is not built for this architecture.
+    PerfUnsupported,
+    /// The CPU asked for does not exist or is not allowed for this thread.
+    NoSuchCpu {
+        /// The CPU.
+        cpu: usize,
+    },
+    /// A one-instruction read is not possible for this event (benchmarks).
+    NoFastRead {
+        /// Why the value has to come from `read()`.
+        reason: crate::region::FallbackReason,
+    },
+    /// An error of the PMU model (widths, counter allocation, harness).
+    Core(pmu_core::Error),
+    /// The ARMv8 driver could not take over the PMU.
+    Armv8Probe(pmu_armv8::ProbeError),
+}
+
+/// Why there is no direct backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DirectUnsupported {
+    /// x86: counters are programmed through MSRs (WRMSR), which need ring 0.
+    X86NeedsRing0,
+    /// An architecture this library has no direct backend for.
+    Architecture,
+}
+
+impl fmt::Display for DirectUnsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::X86NeedsRing0 => {
+                "x86 counters are programmed with WRMSR, which needs ring 0: use the perf backend \
+                 (it reads with rdpmc from user space when /sys/bus/event_source/devices/cpu/rdpmc allows)"
+            }
+            Self::Architecture => "no direct user-mode PMU backend for this architecture",
+        })
+    }
+}
+
+impl From<pmu_core::Error> for Error {
+    fn from(e: pmu_core::Error) -> Self {
+        Self::Core(e)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownEvent { name } => write!(
+                f,
+                "unknown event `{name}`: use a perf name (cycles, instructions, task-clock, …), \
+                 r<hex>, or <pmu>/event=…,umask=…/"
+            ),
+            Self::MalformedRaw { name, problem } => match problem {
+                RawProblem::NotHex { found } => write!(
+                    f,
+                    "malformed raw event `{name}`: `{found}` is not a hex digit (r<hex>, e.g. r01c2)"
+                ),
+                RawProblem::TooLong { digits } => write!(
+                    f,
+                    "malformed raw event `{name}`: {digits} hex digits, at most 16 fit 64 bits"
+                ),
+            },
+            Self::NotDirectEvent { name, kind } => write!(
+                f,
+                "`{name}` is a {kind} event: the direct backend programs the PMU itself and counts \
+                 only generic hardware events and r<hex> codes; use the perf backend for it"
+            ),
+            Self::UnknownPmu { pmu, available } => write!(
+                f,
+                "unknown PMU `{pmu}`: this kernel publishes {} in /sys/bus/event_source/devices",
+                list(available)
+            ),
+            Self::UnknownFormatTerm { pmu, term, known } => write!(
+                f,
+                "PMU `{pmu}` has no format term or event alias `{term}`: its terms are {}",
+                list(known)
+            ),
+            Self::MalformedTerm {
+                event,
+                term,
+                problem,
+            } => match problem {
+                TermProblem::Syntax => write!(
+                    f,
+                    "malformed event `{event}`: expected <pmu>/term=value,…/"
+                ),
+                TermProblem::Empty => write!(f, "malformed event `{event}`: empty term"),
+                TermProblem::BadNumber { value } => write!(
+                    f,
+                    "malformed term `{term}` in `{event}`: `{value}` is not a decimal or 0x-hex 64-bit number"
+                ),
+                TermProblem::NeedsValue => write!(
+                    f,
+                    "term `{term}` in `{event}` needs a value: give it as {term}=<value>"
+                ),
+            },
+            Self::ValueTooWide {
+                pmu,
+                term,
+                value,
+                bits,
+            } => write!(
+                f,
+                "{term}={value:#x} does not fit PMU `{pmu}`'s {bits}-bit `{term}` field (largest {:#x})",
+                if *bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 }
+            ),
+            Self::BadFormatFile { path, content } => write!(
+                f,
+                "cannot parse {} (`{}`): expected config[123]:lo-hi[,lo-hi…]",
+                path.display(),
+                content.trim()
+            ),
+            Self::Sysfs { path, kind } => write!(f, "cannot read {}: {kind}", path.display()),
+            Self::Open { event, cause } => write!(f, "cannot open `{event}`: {cause}"),
+            Self::Syscall { op, errno } => write!(f, "{op} failed: {errno}"),
+            Self::ShortRead { expected: _, got: 0 } => f.write_str(
+                "the pinned group could not be put on the hardware counters (read returned 0 \
+                 bytes): measure fewer events, or stop other perf users",
+            ),
+            Self::ShortRead { expected, got } => write!(
+                f,
+                "the group read returned {got} bytes, {expected} expected"
+            ),
+            Self::GroupMismatch => f.write_str(
+                "the group read returned other events than were opened",
+            ),
+            Self::NoEvents => f.write_str("no events given"),
+            Self::TooManyEvents { given, max } => write!(
+                f,
+                "{given} events given, a group holds at most {max}"
+            ),
+            Self::UserAccessNotEnabled => {
+                f.write_str("user access to the PMU is not enabled: load kmod-enable-user")
+            }
+            Self::UserAccessRevoked => f.write_str(
+                "user access to the PMU was revoked while measuring (a perf user or CPU hotplug \
+                 reset it): load kmod-enable-user again and avoid perf on this CPU",
+            ),
+            Self::ProbeFailed { status } => write!(
+                f,
+                "the user-access probe child ended unexpectedly (wait status {status:#x})"
+            ),
+            Self::DirectUnsupported { reason } => write!(f, "no direct backend: {reason}"),
+            Self::PerfUnsupported => f.write_str(
+                "the perf backend needs the perf-event-open-sys bindings, which exist for \
+                 64-bit architectures only: use the direct backend",
+            ),
+            Self::NoSuchCpu { cpu } => write!(
+                f,
+                "CPU {cpu} does not exist or is not in this thread's allowed set"
+            ),
+            Self::NoFastRead { reason } => write!(f, "no one-instruction read: {reason}"),
+            Self::Core(e) => e.fmt(f),
+            Self::Armv8Probe(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message the issue fixes word for word.
+    #[test]
+    fn user_access_message_is_exact() {
+        assert_eq!(
+            Error::UserAccessNotEnabled.to_string(),
+            "user access to the PMU is not enabled: load kmod-enable-user"
+        );
+    }
+
+    /// errno → cause, after perf_event_open(2) ERRORS.
+    #[test]
+    fn errno_mapping() {
+        let m = |e, hw| OpenError::from_errno(Errno(e), Some(2), false, hw);
+        assert!(matches!(
+            m(libc::EACCES, true),
+            OpenError::PermissionDenied {
+                paranoid: Some(2),
+                ..
+            }
+        ));
+        assert!(matches!(
+            m(libc::EPERM, true),
+            OpenError::PermissionDenied { .. }
+        ));
+        assert!(matches!(
+            m(libc::ENOENT, true),
+            OpenError::NotSupported {
+                needs_cpu_pmu: true,
+                ..
+            }
+        ));
+        assert!(matches!(
+            m(libc::EOPNOTSUPP, false),
+            OpenError::NotSupported {
+                needs_cpu_pmu: false,
+                ..
+            }
+        ));
+        assert_eq!(m(libc::EINVAL, true), OpenError::InvalidAttr);
+        assert!(matches!(
+            m(libc::EMFILE, true),
+            OpenError::TooManyOpenFiles { .. }
+        ));
+        assert_eq!(m(libc::EBUSY, true), OpenError::Busy);
+        assert_eq!(m(libc::E2BIG, true), OpenError::AttrTooBig);
+        assert!(m(libc::ENOENT, true)
+            .to_string()
+            .contains("no hardware counters: VM without vPMU?"));
+        assert!(!m(libc::ENOENT, false).to_string().contains("vPMU"));
+        let denied = OpenError::from_errno(Errno(libc::EACCES), Some(3), true, true).to_string();
+        assert!(denied.contains("perf_event_paranoid is 3"), "{denied}");
+        assert!(denied.contains("exclude the kernel"), "{denied}");
+    }
+}

@@ -1,0 +1,921 @@
+//! Event names → `perf_event_attr` type and config words.
+//!
+//! The names perf users know, in this order:
+//!
+//! 1. perf's generic hardware and software names and their aliases (`cycles`,
+//!    `cpu-cycles`, `instructions`, `branches`, `task-clock`, `cs`, …), as
+//!    tools/perf/util/parse-events.c `event_symbols_hw`/`event_symbols_sw` spell them;
+//! 2. hardware cache events `<cache>-<op>[-<result>]` (`L1-dcache-load-misses`,
+//!    `LLC-loads`, `dTLB-load-misses`, …) with the cache, op and result names of
+//!    tools/perf/util/evsel.c `evsel__hw_cache*`; config = cache | op << 8 | result << 16
+//!    (include/uapi/linux/perf_event.h, PERF_TYPE_HW_CACHE);
+//! 3. raw events `r<hex>`: PERF_TYPE_RAW with the code as config (1 to 16 hex digits);
+//! 4. `<pmu>/term=value,…/`: the PMU's sysfs `type`, each term placed by its `format/`
+//!    file; a bare term is a 1-bit flag from `format/` or an alias from `events/`
+//!    (expanded in place); `config`, `config1`, `config2`, `config3` set whole words; on
+//!    core PMUs that take the extended type (hybrid x86, arm_pmu) a generic name such as
+//!    `cpu_atom/cycles/` is PERF_TYPE_HARDWARE with `config |= type << 32`;
+//! 5. a bare sysfs alias (`mem-loads`, `inst_retired`) of a core PMU, then of any PMU,
+//!    in name order.
+//!
+//! Anything else is [`Error::UnknownEvent`]; the other name errors are distinct
+//! variants (see [`crate::Error`]).
+
+use std::fmt;
+
+use pmu_core::{Event, GenericEvent};
+
+use crate::error::{Error, RawProblem, Result, TermProblem};
+use crate::sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
+
+/// `perf_event_attr.type` values (include/uapi/linux/perf_event.h `perf_type_id`).
+pub mod perf_type {
+    /// PERF_TYPE_HARDWARE.
+    pub const HARDWARE: u32 = 0;
+    /// PERF_TYPE_SOFTWARE.
+    pub const SOFTWARE: u32 = 1;
+    /// PERF_TYPE_HW_CACHE.
+    pub const HW_CACHE: u32 = 3;
+    /// PERF_TYPE_RAW.
+    pub const RAW: u32 = 4;
+}
+
+/// PERF_PMU_TYPE_SHIFT: the extended type sits in config bits 63:32.
+pub const PMU_TYPE_SHIFT: u32 = 32;
+
+/// The generic hardware events (`perf_hw_id`), with perf's aliases.
+pub const HARDWARE: &[(&str, u64)] = &[
+    ("cycles", 0),
+    ("cpu-cycles", 0),
+    ("instructions", 1),
+    ("cache-references", 2),
+    ("cache-misses", 3),
+    ("branches", 4),
+    ("branch-instructions", 4),
+    ("branch-misses", 5),
+    ("bus-cycles", 6),
+    ("stalled-cycles-frontend", 7),
+    ("idle-cycles-frontend", 7),
+    ("stalled-cycles-backend", 8),
+    ("idle-cycles-backend", 8),
+    ("ref-cycles", 9),
+];
+
+/// PERF_COUNT_SW_CONTEXT_SWITCHES.
+pub const SW_CONTEXT_SWITCHES: u64 = 3;
+/// PERF_COUNT_SW_CPU_MIGRATIONS.
+pub const SW_CPU_MIGRATIONS: u64 = 4;
+
+/// The software events (`perf_sw_ids`), with perf's aliases.
+pub const SOFTWARE: &[(&str, u64)] = &[
+    ("cpu-clock", 0),
+    ("task-clock", 1),
+    ("page-faults", 2),
+    ("faults", 2),
+    ("context-switches", SW_CONTEXT_SWITCHES),
+    ("cs", SW_CONTEXT_SWITCHES),
+    ("cpu-migrations", SW_CPU_MIGRATIONS),
+    ("migrations", SW_CPU_MIGRATIONS),
+    ("minor-faults", 5),
+    ("major-faults", 6),
+    ("alignment-faults", 7),
+    ("emulation-faults", 8),
+    ("dummy", 9),
+    ("bpf-output", 10),
+    ("cgroup-switches", 11),
+];
+
+/// Cache names (`perf_hw_cache_id`) and perf's aliases.
+const CACHES: &[(&str, u64)] = &[
+    ("L1-dcache", 0),
+    ("l1-d", 0),
+    ("l1d", 0),
+    ("L1-data", 0),
+    ("L1-icache", 1),
+    ("l1-i", 1),
+    ("l1i", 1),
+    ("L1-instruction", 1),
+    ("LLC", 2),
+    ("L2", 2),
+    ("dTLB", 3),
+    ("d-tlb", 3),
+    ("Data-TLB", 3),
+    ("iTLB", 4),
+    ("i-tlb", 4),
+    ("Instruction-TLB", 4),
+    ("branch", 5),
+    ("branches", 5),
+    ("bpu", 5),
+    ("btb", 5),
+    ("bpc", 5),
+    ("node", 6),
+];
+
+/// Cache operations (`perf_hw_cache_op_id`).
+const CACHE_OPS: &[(&str, u64)] = &[
+    ("load", 0),
+    ("loads", 0),
+    ("read", 0),
+    ("store", 1),
+    ("stores", 1),
+    ("write", 1),
+    ("prefetch", 2),
+    ("prefetches", 2),
+];
+
+/// Cache results (`perf_hw_cache_op_result_id`).
+const CACHE_RESULTS: &[(&str, u64)] = &[
+    ("refs", 0),
+    ("access", 0),
+    ("ops", 0),
+    ("misses", 1),
+    ("miss", 1),
+];
+
+/// Where an event comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// A generic hardware event (PERF_TYPE_HARDWARE).
+    Hardware,
+    /// A kernel software event (PERF_TYPE_SOFTWARE): never on a hardware counter.
+    Software,
+    /// A generic cache event (PERF_TYPE_HW_CACHE).
+    HwCache,
+    /// A raw CPU event code (PERF_TYPE_RAW).
+    Raw,
+    /// An event of a PMU described in sysfs.
+    Sysfs,
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Hardware => "hardware",
+            Self::Software => "software",
+            Self::HwCache => "hardware cache",
+            Self::Raw => "raw",
+            Self::Sysfs => "sysfs PMU",
+        })
+    }
+}
+
+/// A resolved event: everything `perf_event_open` needs besides the flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventSpec {
+    /// The name as given.
+    pub name: String,
+    /// Where it comes from.
+    pub kind: EventKind,
+    /// The sysfs PMU, for [`EventKind::Sysfs`] and extended-type generic events.
+    pub pmu: Option<String>,
+    /// `perf_event_attr.type`.
+    pub perf_type: u32,
+    /// `config`, `config1`, `config2`, `config3`.
+    pub config: [u64; 4],
+    /// The PMU's `rdpmc` format field (arm64: `config1:1`), set to ask for user-space
+    /// counter reads.
+    pub user_read_field: Option<FormatField>,
+    /// Whether the event needs the CPU's PMU (hardware counters).
+    pub needs_cpu_pmu: bool,
+}
+
+impl EventSpec {
+    fn builtin(name: &str, kind: EventKind, perf_type: u32, config: u64) -> Self {
+        Self {
+            name: name.to_owned(),
+            kind,
+            pmu: None,
+            perf_type,
+            config: [config, 0, 0, 0],
+            user_read_field: None,
+            needs_cpu_pmu: kind != EventKind::Software,
+        }
+    }
+
+    /// The software event id when this is a software event.
+    pub fn software_id(&self) -> Option<u64> {
+        (self.kind == EventKind::Software).then_some(self.config[0])
+    }
+
+    /// The config words with user-space reads requested, as arm64 wants it
+    /// (drivers/perf/arm_pmuv3.c: `rdpmc` = config1 bit 1; only honoured with
+    /// `sysctl kernel.perf_user_access=1`): through the PMU's `rdpmc` format field,
+    /// or config1 bit 1 for generic hardware, cache and raw events, which go to the
+    /// CPU PMU. Other events are left alone.
+    pub fn config_with_user_read(&self) -> [u64; 4] {
+        let mut config = self.config;
+        if let Some(field) = &self.user_read_field {
+            if let Some(bits) = field.encode(1) {
+                config[field.word as usize] |= bits;
+            }
+        } else if matches!(
+            self.kind,
+            EventKind::Hardware | EventKind::HwCache | EventKind::Raw
+        ) {
+            config[1] |= 1 << 1;
+        }
+        config
+    }
+}
+
+/// Resolves `name` (see the [module docs](self) for the forms), with sysfs at `sysfs`.
+///
+/// # Errors
+/// [`Error::UnknownEvent`], [`Error::MalformedRaw`], [`Error::UnknownPmu`],
+/// [`Error::UnknownFormatTerm`], [`Error::MalformedTerm`], [`Error::ValueTooWide`],
+/// or a sysfs read error.
+pub fn resolve(name: &str, sysfs: &Sysfs) -> Result<EventSpec> {
+    let name = name.trim();
+    if name.contains('/') {
+        return resolve_pmu_event(name, sysfs);
+    }
+    if let Some(spec) = resolve_builtin(name) {
+        return Ok(spec);
+    }
+    if let Some(raw) = parse_raw(name)? {
+        return Ok(EventSpec::builtin(
+            name,
+            EventKind::Raw,
+            perf_type::RAW,
+            raw,
+        ));
+    }
+    if let Some(spec) = resolve_bare_alias(name, sysfs)? {
+        return Ok(spec);
+    }
+    Err(Error::UnknownEvent {
+        name: name.to_owned(),
+    })
+}
+
+/// A generic hardware, software or cache name; `None` for anything else.
+pub fn resolve_builtin(name: &str) -> Option<EventSpec> {
+    let lookup = |table: &[(&str, u64)]| table.iter().find(|(n, _)| *n == name).map(|&(_, c)| c);
+    if let Some(c) = lookup(HARDWARE) {
+        return Some(EventSpec::builtin(
+            name,
+            EventKind::Hardware,
+            perf_type::HARDWARE,
+            c,
+        ));
+    }
+    if let Some(c) = lookup(SOFTWARE) {
+        return Some(EventSpec::builtin(
+            name,
+            EventKind::Software,
+            perf_type::SOFTWARE,
+            c,
+        ));
+    }
+    parse_cache(name).map(|c| EventSpec::builtin(name, EventKind::HwCache, perf_type::HW_CACHE, c))
+}
+
+/// `<cache>[-<op>][-<result>]` → cache | op << 8 | result << 16 (op defaults to load,
+/// result to access, as in perf).
+fn parse_cache(name: &str) -> Option<u64> {
+    let (cache, rest) = CACHES
+        .iter()
+        .filter_map(|&(c, id)| {
+            let rest = name.strip_prefix(c)?;
+            (rest.is_empty() || rest.starts_with('-')).then_some((id, rest))
+        })
+        .min_by_key(|(_, rest)| rest.len())?;
+    let (mut op, mut result) = (None, None);
+    for token in rest.split('-').skip(1) {
+        let find = |table: &[(&str, u64)]| table.iter().find(|(n, _)| *n == token).map(|&(_, v)| v);
+        if let (None, Some(o)) = (op, find(CACHE_OPS)) {
+            op = Some(o);
+        } else if let (None, Some(r)) = (result, find(CACHE_RESULTS)) {
+            result = Some(r);
+        } else {
+            return None;
+        }
+    }
+    if op.is_none() && result.is_none() {
+        // A bare cache name is not an event name users mean.
+        return None;
+    }
+    Some(cache | op.unwrap_or(0) << 8 | result.unwrap_or(0) << 16)
+}
+
+/// `r<hex>` → the code. `Ok(None)` when `name` is not meant as a raw event: not `r`
+/// followed by a decimal digit, and not `r` followed only by hex digits (`ref-cycles`,
+/// `rebar` are names, `r12xyz` is a malformed raw event).
+pub fn parse_raw(name: &str) -> Result<Option<u64>> {
+    let Some(hex) = name.strip_prefix('r') else {
+        return Ok(None);
+    };
+    let looks_raw = hex.starts_with(|c: char| c.is_ascii_digit())
+        || (!hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()));
+    if !looks_raw {
+        return Ok(None);
+    }
+    let malformed = |problem| Error::MalformedRaw {
+        name: name.to_owned(),
+        problem,
+    };
+    if let Some(found) = hex.chars().find(|c| !c.is_ascii_hexdigit()) {
+        return Err(malformed(RawProblem::NotHex { found }));
+    }
+    if hex.len() > 16 {
+        return Err(malformed(RawProblem::TooLong { digits: hex.len() }));
+    }
+    u64::from_str_radix(hex, 16)
+        .map(Some)
+        .map_err(|_| malformed(RawProblem::TooLong { digits: hex.len() }))
+}
+
+fn resolve_pmu_event(text: &str, sysfs: &Sysfs) -> Result<EventSpec> {
+    let syntax = || Error::MalformedTerm {
+        event: text.to_owned(),
+        term: text.to_owned(),
+        problem: TermProblem::Syntax,
+    };
+    let inner = text.strip_suffix('/').ok_or_else(syntax)?;
+    let (pmu_name, terms) = inner.split_once('/').ok_or_else(syntax)?;
+    if pmu_name.is_empty() || terms.contains('/') {
+        return Err(syntax());
+    }
+    let pmu = sysfs.pmu(pmu_name)?;
+    if terms.trim().is_empty() {
+        return Err(Error::MalformedTerm {
+            event: text.to_owned(),
+            term: String::new(),
+            problem: TermProblem::Empty,
+        });
+    }
+    // `cpu_atom/cycles/`: a generic event on one core PMU of a heterogeneous system.
+    if !terms.contains(['=', ','])
+        && !pmu.formats.contains_key(terms)
+        && !pmu.events.contains_key(terms)
+    {
+        if let Some(generic) = resolve_builtin(terms).filter(|s| s.kind != EventKind::Software) {
+            if pmu.takes_extended_hw_type() {
+                let mut spec = generic;
+                spec.name = text.to_owned();
+                spec.config[0] |= u64::from(pmu.perf_type) << PMU_TYPE_SHIFT;
+                spec.pmu = Some(pmu.name.clone());
+                spec.user_read_field = pmu.formats.get("rdpmc").cloned();
+                return Ok(spec);
+            }
+        }
+    }
+    let mut config = [0u64; 4];
+    apply_terms(text, &pmu, terms, &mut config, true)?;
+    Ok(EventSpec {
+        name: text.to_owned(),
+        kind: EventKind::Sysfs,
+        pmu: Some(pmu.name.clone()),
+        perf_type: pmu.perf_type,
+        config,
+        user_read_field: pmu.formats.get("rdpmc").cloned(),
+        needs_cpu_pmu: pmu.is_core(),
+    })
+}
+
+/// Applies comma-separated `terms` of `pmu` to `config`; aliases are expanded when
+/// `expand` (one level: an alias of aliases is not a thing sysfs publishes).
+fn apply_terms(
+    event: &str,
+    pmu: &Pmu,
+    terms: &str,
+    config: &mut [u64; 4],
+    expand: bool,
+) -> Result<()> {
+    for term in terms.split(',') {
+        let term = term.trim();
+        let malformed = |problem| Error::MalformedTerm {
+            event: event.to_owned(),
+            term: term.to_owned(),
+            problem,
+        };
+        if term.is_empty() {
+            return Err(malformed(TermProblem::Empty));
+        }
+        let (key, value) = match term.split_once('=') {
+            Some((key, value)) => {
+                let value = value.trim();
+                if value == "?" {
+                    return Err(malformed(TermProblem::NeedsValue));
+                }
+                let number = parse_number(value).ok_or_else(|| {
+                    malformed(TermProblem::BadNumber {
+                        value: value.to_owned(),
+                    })
+                })?;
+                (key.trim(), Some(number))
+            }
+            None => (term, None),
+        };
+        if let Some(word) = ConfigWord::from_name(key) {
+            config[word as usize] = value.unwrap_or(1);
+        } else if let Some(field) = pmu.formats.get(key) {
+            let value = value.unwrap_or(1);
+            let bits = field.encode(value).ok_or_else(|| Error::ValueTooWide {
+                pmu: pmu.name.clone(),
+                term: key.to_owned(),
+                value,
+                bits: field.bits(),
+            })?;
+            let word = &mut config[field.word as usize];
+            *word = (*word & !field.mask()) | bits;
+        } else if let (true, None, Some(alias)) = (expand, value, pmu.events.get(key)) {
+            apply_terms(event, pmu, alias, config, false)?;
+        } else {
+            return Err(Error::UnknownFormatTerm {
+                pmu: pmu.name.clone(),
+                term: key.to_owned(),
+                known: pmu.formats.keys().cloned().collect(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A bare name found in some PMU's `events/`: core PMUs first, then the others, each
+/// in name order.
+fn resolve_bare_alias(name: &str, sysfs: &Sysfs) -> Result<Option<EventSpec>> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Ok(None);
+    }
+    let mut pmus = sysfs.pmus().unwrap_or_default();
+    pmus.sort_by_key(|p| !p.is_core());
+    for pmu in pmus {
+        if pmu.events.contains_key(name) {
+            let mut spec = resolve_pmu_event(&format!("{}/{name}/", pmu.name), sysfs)?;
+            spec.name = name.to_owned();
+            return Ok(Some(spec));
+        }
+    }
+    Ok(None)
+}
+
+/// Decimal, or hex with `0x`.
+fn parse_number(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// Every built-in name: generic hardware and software names with aliases, and the
+/// common cache events.
+pub fn builtin_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = HARDWARE.iter().chain(SOFTWARE).map(|(n, _)| *n).collect();
+    names.extend([
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "L1-dcache-stores",
+        "L1-dcache-store-misses",
+        "L1-dcache-prefetches",
+        "L1-icache-loads",
+        "L1-icache-load-misses",
+        "LLC-loads",
+        "LLC-load-misses",
+        "LLC-stores",
+        "LLC-store-misses",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "dTLB-stores",
+        "dTLB-store-misses",
+        "iTLB-loads",
+        "iTLB-load-misses",
+        "branch-loads",
+        "branch-load-misses",
+        "node-loads",
+        "node-load-misses",
+    ]);
+    names
+}
+
+/// An event name for the direct backend, which counts hardware events only: a generic
+/// name (any perf alias of a [`GenericEvent`]) or `r<hex>`.
+///
+/// # Errors
+/// [`Error::MalformedRaw`]; [`Error::NotDirectEvent`] for software, sysfs and cache
+/// events the architecture crates have no encoding for; [`Error::UnknownEvent`].
+pub fn direct_event(name: &str) -> Result<Event> {
+    let name = name.trim();
+    if let Some(spec) = resolve_builtin(name) {
+        let generic = GenericEvent::ALL.into_iter().find(|g| {
+            resolve_builtin(g.perf_name())
+                .is_some_and(|s| (s.perf_type, s.config) == (spec.perf_type, spec.config))
+        });
+        return generic.map(Event::Generic).ok_or(Error::NotDirectEvent {
+            name: name.to_owned(),
+            kind: spec.kind,
+        });
+    }
+    if let Some(raw) = parse_raw(name)? {
+        return Ok(Event::Raw(raw));
+    }
+    if name.contains('/') {
+        return Err(Error::NotDirectEvent {
+            name: name.to_owned(),
+            kind: EventKind::Sysfs,
+        });
+    }
+    Err(Error::UnknownEvent {
+        name: name.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysfs::fake;
+
+    fn tree() -> (tempfile::TempDir, Sysfs) {
+        let dir = tempfile::tempdir().unwrap();
+        fake::intel(dir.path());
+        fake::hybrid(dir.path());
+        fake::arm64(dir.path());
+        let sysfs = Sysfs::at(dir.path());
+        (dir, sysfs)
+    }
+
+    /// The numbers of include/uapi/linux/perf_event.h, checked against the bindings of
+    /// perf-event-open-sys where they exist.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn numbers_match_the_uapi_header() {
+        use perf_event_open_sys::bindings as b;
+        assert_eq!(perf_type::HARDWARE, b::PERF_TYPE_HARDWARE);
+        assert_eq!(perf_type::SOFTWARE, b::PERF_TYPE_SOFTWARE);
+        assert_eq!(perf_type::HW_CACHE, b::PERF_TYPE_HW_CACHE);
+        assert_eq!(perf_type::RAW, b::PERF_TYPE_RAW);
+        let hw = |n| resolve_builtin(n).unwrap().config[0];
+        assert_eq!(hw("cycles"), u64::from(b::PERF_COUNT_HW_CPU_CYCLES));
+        assert_eq!(hw("instructions"), u64::from(b::PERF_COUNT_HW_INSTRUCTIONS));
+        assert_eq!(
+            hw("cache-references"),
+            u64::from(b::PERF_COUNT_HW_CACHE_REFERENCES)
+        );
+        assert_eq!(hw("cache-misses"), u64::from(b::PERF_COUNT_HW_CACHE_MISSES));
+        assert_eq!(
+            hw("branches"),
+            u64::from(b::PERF_COUNT_HW_BRANCH_INSTRUCTIONS)
+        );
+        assert_eq!(
+            hw("branch-misses"),
+            u64::from(b::PERF_COUNT_HW_BRANCH_MISSES)
+        );
+        assert_eq!(hw("bus-cycles"), u64::from(b::PERF_COUNT_HW_BUS_CYCLES));
+        assert_eq!(
+            hw("stalled-cycles-frontend"),
+            u64::from(b::PERF_COUNT_HW_STALLED_CYCLES_FRONTEND)
+        );
+        assert_eq!(
+            hw("stalled-cycles-backend"),
+            u64::from(b::PERF_COUNT_HW_STALLED_CYCLES_BACKEND)
+        );
+        assert_eq!(hw("ref-cycles"), u64::from(b::PERF_COUNT_HW_REF_CPU_CYCLES));
+        assert_eq!(hw("task-clock"), u64::from(b::PERF_COUNT_SW_TASK_CLOCK));
+        assert_eq!(hw("cpu-clock"), u64::from(b::PERF_COUNT_SW_CPU_CLOCK));
+        assert_eq!(hw("page-faults"), u64::from(b::PERF_COUNT_SW_PAGE_FAULTS));
+        assert_eq!(
+            SW_CONTEXT_SWITCHES,
+            u64::from(b::PERF_COUNT_SW_CONTEXT_SWITCHES)
+        );
+        assert_eq!(
+            SW_CPU_MIGRATIONS,
+            u64::from(b::PERF_COUNT_SW_CPU_MIGRATIONS)
+        );
+        assert_eq!(
+            hw("cgroup-switches"),
+            u64::from(b::PERF_COUNT_SW_CGROUP_SWITCHES)
+        );
+        // Seed 001: L1D | OP_READ << 8 | RESULT_MISS << 16.
+        let l1d_miss = u64::from(b::PERF_COUNT_HW_CACHE_L1D)
+            | u64::from(b::PERF_COUNT_HW_CACHE_OP_READ) << 8
+            | u64::from(b::PERF_COUNT_HW_CACHE_RESULT_MISS) << 16;
+        assert_eq!(hw("L1-dcache-load-misses"), l1d_miss);
+    }
+
+    /// Every generic event of pmu-core resolves by its perf name, to the kind the
+    /// `perf list` categories give it.
+    #[test]
+    fn pmu_core_generic_names_resolve() {
+        for g in GenericEvent::ALL {
+            let spec = resolve_builtin(g.perf_name()).unwrap_or_else(|| panic!("{g}"));
+            assert!(
+                matches!(spec.kind, EventKind::Hardware | EventKind::HwCache),
+                "{g}"
+            );
+            assert!(spec.needs_cpu_pmu);
+            assert_eq!(direct_event(g.perf_name()), Ok(Event::Generic(g)));
+        }
+        for name in builtin_names() {
+            assert!(resolve_builtin(name).is_some(), "{name}");
+        }
+    }
+
+    /// Cache names in perf's forms (tools/perf/util/evsel.c tables).
+    #[test]
+    fn cache_events() {
+        let c = |n: &str| resolve_builtin(n).map(|s| (s.kind, s.config[0]));
+        assert_eq!(c("L1-dcache-loads"), Some((EventKind::HwCache, 0)));
+        assert_eq!(
+            c("L1-dcache-load-misses"),
+            Some((EventKind::HwCache, 0x1_00_00))
+        );
+        assert_eq!(
+            c("L1-dcache-store-misses"),
+            Some((EventKind::HwCache, 0x1_01_00))
+        );
+        assert_eq!(c("LLC-loads"), Some((EventKind::HwCache, 2)));
+        assert_eq!(c("dTLB-load-misses"), Some((EventKind::HwCache, 0x1_00_03)));
+        assert_eq!(c("iTLB-load-misses"), Some((EventKind::HwCache, 0x1_00_04)));
+        assert_eq!(
+            c("branch-load-misses"),
+            Some((EventKind::HwCache, 0x1_00_05))
+        );
+        assert_eq!(
+            c("L1-icache-prefetch-misses"),
+            Some((EventKind::HwCache, 0x1_02_01))
+        );
+        // The hardware alias wins over the cache name `branches`.
+        assert_eq!(c("branches"), Some((EventKind::Hardware, 4)));
+        assert_eq!(c("L1-dcache"), None);
+        assert_eq!(c("L1-dcache-load-load"), None);
+        assert_eq!(c("L1-dcache-bogus"), None);
+    }
+
+    #[test]
+    fn software_events() {
+        for (name, id) in [
+            ("task-clock", 1),
+            ("context-switches", 3),
+            ("cs", 3),
+            ("cpu-migrations", 4),
+            ("page-faults", 2),
+        ] {
+            let s = resolve_builtin(name).unwrap();
+            assert_eq!(
+                (s.kind, s.perf_type, s.software_id()),
+                (EventKind::Software, 1, Some(id))
+            );
+            assert!(!s.needs_cpu_pmu);
+            assert!(matches!(
+                direct_event(name),
+                Err(Error::NotDirectEvent { .. })
+            ));
+        }
+    }
+
+    /// Raw names: perf's `r<hex>` (1..16 hex digits).
+    #[test]
+    fn raw_events() {
+        let (_dir, sysfs) = tree();
+        let raw = resolve("r01c2", &sysfs).unwrap();
+        assert_eq!(
+            (raw.kind, raw.perf_type, raw.config[0]),
+            (EventKind::Raw, 4, 0x1c2)
+        );
+        assert_eq!(resolve("rabc", &sysfs).unwrap().config[0], 0xabc);
+        assert_eq!(direct_event("r11"), Ok(Event::Raw(0x11)));
+        assert_eq!(
+            resolve("r12xyz", &sysfs),
+            Err(Error::MalformedRaw {
+                name: "r12xyz".into(),
+                problem: RawProblem::NotHex { found: 'x' }
+            })
+        );
+        assert!(matches!(
+            resolve("r12345678901234567", &sysfs),
+            Err(Error::MalformedRaw {
+                problem: RawProblem::TooLong { digits: 17 },
+                ..
+            })
+        ));
+        assert_eq!(
+            direct_event("r12xyz"),
+            resolve("r12xyz", &sysfs).map(|_| Event::Raw(0))
+        );
+        // Names that start with r but are not meant as raw codes.
+        assert_eq!(
+            resolve("ref-cycles", &sysfs).unwrap().kind,
+            EventKind::Hardware
+        );
+        assert_eq!(
+            resolve("rebar", &sysfs),
+            Err(Error::UnknownEvent {
+                name: "rebar".into()
+            })
+        );
+        assert_eq!(
+            resolve("r", &sysfs),
+            Err(Error::UnknownEvent { name: "r".into() })
+        );
+    }
+
+    #[test]
+    fn unknown_names() {
+        let (_dir, sysfs) = tree();
+        assert_eq!(
+            resolve("cyclez", &sysfs),
+            Err(Error::UnknownEvent {
+                name: "cyclez".into()
+            })
+        );
+        assert_eq!(
+            direct_event("cyclez"),
+            Err(Error::UnknownEvent {
+                name: "cyclez".into()
+            })
+        );
+        assert!(matches!(
+            resolve("", &sysfs),
+            Err(Error::UnknownEvent { .. })
+        ));
+        assert!(resolve("cyclez", &sysfs)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown event `cyclez`"));
+    }
+
+    /// The Intel `cpu` PMU: formats from arch/x86/events/intel/core.c; the `cycles`
+    /// alias `event=0x3c` is the architectural UnHalted Core Cycles event (Intel SDM
+    /// Vol. 3B, "Architectural Performance Monitoring").
+    #[test]
+    fn pmu_terms() {
+        let (_dir, sysfs) = tree();
+        let s = resolve("cpu/event=0x3c/", &sysfs).unwrap();
+        assert_eq!(
+            (s.kind, s.perf_type, s.config),
+            (EventKind::Sysfs, 4, [0x3c, 0, 0, 0])
+        );
+        assert!(s.needs_cpu_pmu);
+        let s = resolve("cpu/event=0xc4,umask=0x20,cmask=1,inv/", &sysfs).unwrap();
+        assert_eq!(s.config[0], 0xc4 | 0x20 << 8 | 1 << 24 | 1 << 23);
+        // An alias, expanded; then a term on top of it.
+        assert_eq!(resolve("cpu/cycles/", &sysfs).unwrap().config[0], 0x3c);
+        assert_eq!(
+            resolve("cpu/cycles,cmask=2/", &sysfs).unwrap().config[0],
+            0x3c | 2 << 24
+        );
+        // ldlat lives in config1.
+        assert_eq!(
+            resolve("cpu/mem-loads/", &sysfs).unwrap().config,
+            [0x1cd, 3, 0, 0]
+        );
+        // Whole words.
+        assert_eq!(
+            resolve("cpu/config=0x1234,config2=7/", &sysfs)
+                .unwrap()
+                .config,
+            [0x1234, 0, 7, 0]
+        );
+        // A later term overrides an earlier one in the same field.
+        assert_eq!(
+            resolve("cpu/event=0x11,event=0x22/", &sysfs)
+                .unwrap()
+                .config[0],
+            0x22
+        );
+        // A bare alias name resolves through sysfs.
+        let s = resolve("mem-loads", &sysfs).unwrap();
+        assert_eq!(
+            (s.pmu.as_deref(), s.name.as_str()),
+            (Some("cpu"), "mem-loads")
+        );
+    }
+
+    #[test]
+    fn pmu_term_errors() {
+        let (_dir, sysfs) = tree();
+        match resolve("cpu/event=0x3c,bogus=1/", &sysfs) {
+            Err(Error::UnknownFormatTerm { pmu, term, known }) => {
+                assert_eq!((pmu.as_str(), term.as_str()), ("cpu", "bogus"));
+                assert!(known.contains(&"umask".to_owned()));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            resolve("cpu/event=0x1ff/", &sysfs),
+            Err(Error::ValueTooWide {
+                pmu: "cpu".into(),
+                term: "event".into(),
+                value: 0x1ff,
+                bits: 8
+            })
+        );
+        assert!(resolve("cpu/event=0x1ff/", &sysfs)
+            .unwrap_err()
+            .to_string()
+            .contains("8-bit `event` field (largest 0xff)"));
+        match resolve("nosuch/event=1/", &sysfs) {
+            Err(Error::UnknownPmu { pmu, available }) => {
+                assert_eq!(pmu, "nosuch");
+                assert!(available.contains(&"cpu_core".to_owned()));
+            }
+            other => panic!("{other:?}"),
+        }
+        let problem = |name: &str| match resolve(name, &sysfs) {
+            Err(Error::MalformedTerm { problem, .. }) => problem,
+            other => panic!("{name}: {other:?}"),
+        };
+        assert_eq!(problem("cpu/event=0x3c"), TermProblem::Syntax);
+        assert_eq!(problem("cpu/event=1/u"), TermProblem::Syntax);
+        assert_eq!(problem("/event=1/"), TermProblem::Syntax);
+        assert_eq!(problem("cpu//"), TermProblem::Empty);
+        assert_eq!(problem("cpu/event=1,,umask=2/"), TermProblem::Empty);
+        assert_eq!(
+            problem("cpu/event=zz/"),
+            TermProblem::BadNumber { value: "zz".into() }
+        );
+        assert_eq!(
+            problem("cpu/event=0x10000000000000000/"),
+            TermProblem::BadNumber {
+                value: "0x10000000000000000".into()
+            }
+        );
+        assert_eq!(problem("cpu/event=?/"), TermProblem::NeedsValue);
+    }
+
+    /// Hybrid x86: one core PMU per core type; a generic name on one of them uses the
+    /// extended type (include/uapi/linux/perf_event.h PERF_PMU_TYPE_SHIFT,
+    /// kernel/events/core.c perf_init_event).
+    #[test]
+    fn hybrid_pmus() {
+        let (_dir, sysfs) = tree();
+        let core = resolve("cpu_core/event=0x3c/", &sysfs).unwrap();
+        let atom = resolve("cpu_atom/event=0x3c/", &sysfs).unwrap();
+        assert_eq!((core.perf_type, atom.perf_type), (4, 10));
+        assert_eq!(
+            resolve("cpu_atom/topdown-retiring/", &sysfs)
+                .unwrap()
+                .config[0],
+            0xc2
+        );
+        let s = resolve("cpu_atom/instructions/", &sysfs).unwrap();
+        assert_eq!(
+            (s.kind, s.perf_type, s.config[0]),
+            (EventKind::Hardware, 0, 10 << 32 | 1)
+        );
+        let s = resolve("cpu_core/L1-dcache-load-misses/", &sysfs).unwrap();
+        assert_eq!(
+            (s.kind, s.perf_type, s.config[0]),
+            (EventKind::HwCache, 3, 4 << 32 | 0x1_00_00)
+        );
+        // The plain `cpu` PMU has no extended type: the alias table decides.
+        assert!(matches!(resolve("cpu/instructions/", &sysfs), Ok(s) if s.config[0] == 0xc0));
+        assert!(matches!(
+            resolve("cpu/ref-cycles/", &sysfs),
+            Err(Error::UnknownFormatTerm { .. })
+        ));
+        // Software names are not core-PMU events.
+        assert!(matches!(
+            resolve("cpu_core/task-clock/", &sysfs),
+            Err(Error::UnknownFormatTerm { .. })
+        ));
+    }
+
+    /// arm64 PMUv3 in sysfs: the `rdpmc` term (config1:1) is what asks for user reads.
+    #[test]
+    fn arm64_pmu_and_user_read() {
+        let (_dir, sysfs) = tree();
+        let s = resolve("armv8_pmuv3_0/event=0x11/", &sysfs).unwrap();
+        assert_eq!((s.perf_type, s.config), (8, [0x11, 0, 0, 0]));
+        assert_eq!(s.config_with_user_read(), [0x11, 2, 0, 0]);
+        assert_eq!(
+            resolve("armv8_pmuv3_0/inst_retired/", &sysfs)
+                .unwrap()
+                .config[0],
+            8
+        );
+        assert_eq!(
+            resolve("armv8_pmuv3_0/event=0x11,long/", &sysfs)
+                .unwrap()
+                .config,
+            [0x11, 1, 0, 0]
+        );
+        assert!(matches!(
+            resolve("armv8_pmuv3_0/event=0x10000/", &sysfs),
+            Err(Error::ValueTooWide { bits: 16, .. })
+        ));
+        let cycles = resolve("armv8_pmuv3_0/cycles/", &sysfs).unwrap();
+        assert_eq!(cycles.config_with_user_read(), [8 << 32, 2, 0, 0]);
+        assert_eq!(
+            resolve("inst_retired", &sysfs).unwrap().pmu.as_deref(),
+            Some("armv8_pmuv3_0")
+        );
+        // Generic events ask with config1 bit 1; software events never ask.
+        assert_eq!(
+            resolve("instructions", &sysfs)
+                .unwrap()
+                .config_with_user_read(),
+            [1, 2, 0, 0]
+        );
+        assert_eq!(
+            resolve("task-clock", &sysfs)
+                .unwrap()
+                .config_with_user_read(),
+            [1, 0, 0, 0]
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! What this machine offers, with the reason for everything it does not: backends,
+//! the user-read policy, PMUs and events.
+
+use std::fmt;
+use std::fs;
+use std::path::PathBuf;
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+use crate::error::Error;
+use crate::error::Result;
+use crate::events::{self, EventSpec};
+use crate::sys;
+use crate::sysfs::{Pmu, Sysfs};
+
+pub use crate::sys::{perf_event_paranoid, perf_user_access};
+
+/// A backend of this library.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// perf_event_open, reads through the metadata page or `read()`.
+    Perf,
+    /// The library programs the PMU itself after the enable module.
+    Direct,
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Perf => "perf",
+            Self::Direct => "direct",
+        })
+    }
+}
+
+/// Whether a backend works here, and what else is worth knowing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendStatus {
+    /// The backend.
+    pub backend: Backend,
+    /// `Ok` when it can measure; the reason when not.
+    pub usable: Result<()>,
+    /// Details: hardware counters, the user-read policy, the paranoid level.
+    pub notes: Vec<String>,
+}
+
+/// The kernel's policy for one-instruction reads from user space.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserReadPolicy {
+    /// x86: `/sys/bus/event_source/devices/<core pmu>/rdpmc` (0: never, 1: while a
+    /// perf event is mapped (default), 2: always).
+    X86 {
+        /// The file read.
+        file: PathBuf,
+        /// Its value.
+        value: u32,
+    },
+    /// arm64: `kernel.perf_user_access` (0: off (default), 1: on for events opened with
+    /// config1 bit 1).
+    Arm64 {
+        /// The sysctl's value.
+        perf_user_access: i32,
+    },
+    /// Neither knob exists: no core PMU driver (a VM without vPMU) or another
+    /// architecture.
+    Unavailable,
+}
+
+impl fmt::Display for UserReadPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::X86 { file, value } => {
+                let meaning = match value {
+                    0 => "rdpmc is forbidden: `echo 1 > FILE` (as root) allows it for mapped events",
+                    1 => "rdpmc allowed while a perf event is mapped",
+                    _ => "rdpmc always allowed",
+                };
+                write!(f, "{} = {value}: {}", file.display(), meaning.replace("FILE", &file.display().to_string()))
+            }
+            Self::Arm64 { perf_user_access: 0 } => f.write_str(
+                "kernel.perf_user_access = 0: counter reads from EL0 are off; enable with `sysctl -w kernel.perf_user_access=1`",
+            ),
+            Self::Arm64 { perf_user_access } => write!(
+                f,
+                "kernel.perf_user_access = {perf_user_access}: EL0 counter reads allowed for events opened with config1 bit 1"
+            ),
+            Self::Unavailable => f.write_str(
+                "no user-read control (no x86 `rdpmc` file in sysfs, no kernel.perf_user_access): \
+                 no core PMU driver (VM without vPMU?), every read falls back to read()",
+            ),
+        }
+    }
+}
+
+/// The user-read policy of this kernel (`sysfs` is where the x86 `rdpmc` file is
+/// looked for).
+pub fn user_read_policy(sysfs: &Sysfs) -> UserReadPolicy {
+    for pmu in ["cpu", "cpu_core", "cpu_atom"] {
+        let file = sysfs.root().join(pmu).join("rdpmc");
+        if let Some(value) = fs::read_to_string(&file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return UserReadPolicy::X86 { file, value };
+        }
+    }
+    match sys::perf_user_access() {
+        Some(perf_user_access) => UserReadPolicy::Arm64 { perf_user_access },
+        None => UserReadPolicy::Unavailable,
+    }
+}
+
+/// Every backend and whether it works here.
+pub fn backends() -> Vec<BackendStatus> {
+    vec![perf_status(), direct_status()]
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn perf_status() -> BackendStatus {
+    use crate::session::{Options, Session};
+    let mut notes = Vec::new();
+    match sys::perf_event_paranoid() {
+        Some(level) => notes.push(format!("kernel.perf_event_paranoid = {level}")),
+        None => notes
+            .push("no /proc/sys/kernel/perf_event_paranoid: kernel without perf events".to_owned()),
+    }
+    let usable = Session::open(&["task-clock"], Options::default()).map(drop);
+    match Session::open(&["cycles"], Options::default()) {
+        Ok(_) => notes.push("hardware counters: available".to_owned()),
+        Err(e) => notes.push(format!("hardware counters: {e}")),
+    }
+    notes.push(format!(
+        "one-instruction reads: {}",
+        user_read_policy(&Sysfs::system())
+    ));
+    BackendStatus {
+        backend: Backend::Perf,
+        usable,
+        notes,
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn perf_status() -> BackendStatus {
+    BackendStatus {
+        backend: Backend::Perf,
+        usable: Err(Error::PerfUnsupported),
+        notes: Vec::new(),
+    }
+}
+
+fn direct_status() -> BackendStatus {
+    let mut notes = Vec::new();
+    if cfg!(target_arch = "aarch64") {
+        notes.push("ARMv8 EL0 access needs PMUSERENR_EL0.EN from kmod-enable-user; the probe ran on the current CPU".to_owned());
+    }
+    BackendStatus {
+        backend: Backend::Direct,
+        usable: crate::direct::probe(),
+        notes,
+    }
+}
+
+/// The PMUs sysfs describes.
+///
+/// # Errors
+/// [`crate::Error::Sysfs`] when the root cannot be listed.
+pub fn pmus(sysfs: &Sysfs) -> Result<Vec<Pmu>> {
+    sysfs.pmus()
+}
+
+/// Every event name this library knows here: the built-in perf names, then
+/// `<pmu>/<alias>/` for every sysfs alias.
+pub fn event_names(sysfs: &Sysfs) -> Vec<String> {
+    let mut names: Vec<String> = events::builtin_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    for pmu in sysfs.pmus().unwrap_or_default() {
+        names.extend(
+            pmu.events
+                .keys()
+                .map(|alias| format!("{}/{alias}/", pmu.name)),
+        );
+    }
+    names
+}
+
+/// An event and whether it can be counted here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventStatus {
+    /// The name.
+    pub name: String,
+    /// What it resolved to, if it did.
+    pub spec: Option<EventSpec>,
+    /// `Ok` when the kernel accepted it (opened alone, then closed); the reason when
+    /// not.
+    pub status: Result<()>,
+}
+
+/// Resolves and opens each of `names` alone (never enabled) to see whether this
+/// machine can count it.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub fn probe_events(sysfs: &Sysfs, names: &[&str], options: crate::Options) -> Vec<EventStatus> {
+    names
+        .iter()
+        .map(|name| match events::resolve(name, sysfs) {
+            Ok(spec) => EventStatus {
+                name: (*name).to_owned(),
+                status: crate::Session::from_specs(vec![spec.clone()], options.map_pages(false))
+                    .map(drop),
+                spec: Some(spec),
+            },
+            Err(e) => EventStatus {
+                name: (*name).to_owned(),
+                spec: None,
+                status: Err(e),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysfs::fake;
+
+    #[test]
+    fn policy_from_a_fake_x86_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        fake::intel(dir.path());
+        fs::write(dir.path().join("cpu/rdpmc"), "1\n").unwrap();
+        let policy = user_read_policy(&Sysfs::at(dir.path()));
+        assert!(
+            matches!(&policy, UserReadPolicy::X86 { value: 1, .. }),
+            "{policy:?}"
+        );
+        assert!(policy.to_string().contains("while a perf event is mapped"));
+    }
+
+    /// On this VM without vPMU: software events open, `cycles` is refused as not
+    /// supported, a misspelt name is an unknown event.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn probing_events_gives_a_reason_for_each() {
+        let sysfs = Sysfs::system();
+        let has_core_pmu = sysfs.pmus().unwrap().iter().any(|p| p.is_core());
+        let statuses = probe_events(
+            &sysfs,
+            &["task-clock", "cycles", "cyclez"],
+            crate::Options::default(),
+        );
+        assert_eq!(statuses[0].status, Ok(()));
+        assert_eq!(
+            statuses[1].status.is_ok(),
+            has_core_pmu,
+            "{:?}",
+            statuses[1].status
+        );
+        assert!(matches!(
+            statuses[2].status,
+            Err(crate::Error::UnknownEvent { .. })
+        ));
+        assert!(statuses[2].spec.is_none());
+        let perf = backends()
+            .into_iter()
+            .find(|b| b.backend == Backend::Perf)
+            .unwrap();
+        assert_eq!(perf.usable, Ok(()));
+    }
+
+    #[test]
+    fn event_names_include_sysfs_aliases() {
+        let dir = tempfile::tempdir().unwrap();
+        fake::hybrid(dir.path());
+        let names = event_names(&Sysfs::at(dir.path()));
+        assert!(names.contains(&"task-clock".to_owned()));
+        assert!(names.contains(&"cpu_atom/topdown-retiring/".to_owned()));
+        let sysfs = Sysfs::at(dir.path());
+        for name in &names {
+            assert!(events::resolve(name, &sysfs).is_ok(), "{name}");
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The thread's scheduling state that region hazards are derived from, and pinning.
+//!
+//! - [`thread_switches`]: `getrusage(RUSAGE_THREAD)` `ru_nvcsw`/`ru_nivcsw`, the
+//!   kernel's count of voluntary and involuntary context switches of this thread
+//!   (incremented in `__schedule` whenever the thread is switched out);
+//! - [`current_cpu`], from `sched_getcpu`;
+//! - [`pin_to`]: `sched_setaffinity` to one CPU, undone when the guard drops.
+
+use std::marker::PhantomData;
+
+use crate::error::{Error, Op, Result};
+use crate::sys;
+pub use crate::sys::SwitchCounts;
+
+/// The calling thread's context-switch counts so far.
+///
+/// # Errors
+/// [`Error::Syscall`] with [`Op::Rusage`].
+pub fn thread_switches() -> Result<SwitchCounts> {
+    sys::thread_switches().map_err(|errno| Error::Syscall {
+        op: Op::Rusage,
+        errno,
+    })
+}
+
+/// The CPU the calling thread runs on, `None` if the kernel cannot tell.
+pub fn current_cpu() -> Option<u32> {
+    sys::current_cpu()
+}
+
+/// The CPUs the calling thread may run on.
+///
+/// # Errors
+/// [`Error::Syscall`] with [`Op::Affinity`].
+pub fn allowed_cpus() -> Result<Vec<usize>> {
+    sys::affinity().map_err(|errno| Error::Syscall {
+        op: Op::Affinity,
+        errno,
+    })
+}
+
+/// Restricts the calling thread to `cpus` (the kernel moves it at once if needed).
+///
+/// # Errors
+/// [`Error::Syscall`] with [`Op::Affinity`].
+pub fn set_allowed_cpus(cpus: &[usize]) -> Result<()> {
+    sys::set_affinity(cpus).map_err(|errno| Error::Syscall {
+        op: Op::Affinity,
+        errno,
+    })
+}
+
+/// Pins the calling thread to `cpu` until the guard drops, which restores the CPUs
+/// allowed before.
+///
+/// # Errors
+/// [`Error::NoSuchCpu`] when `cpu` is not among the thread's allowed CPUs;
+/// [`Error::Syscall`].
+pub fn pin_to(cpu: usize) -> Result<PinGuard> {
+    let previous = allowed_cpus()?;
+    if !previous.contains(&cpu) {
+        return Err(Error::NoSuchCpu { cpu });
+    }
+    set_allowed_cpus(&[cpu])?;
+    Ok(PinGuard {
+        previous,
+        cpu,
+        _this_thread: PhantomData,
+    })
+}
+
+/// Keeps the thread on one CPU; restores the previous affinity when dropped.
+///
+/// Neither `Send` nor `Sync`: affinity belongs to the thread that set it.
+#[derive(Debug)]
+#[must_use = "the thread is unpinned when the guard drops"]
+pub struct PinGuard {
+    previous: Vec<usize>,
+    cpu: usize,
+    _this_thread: PhantomData<*const ()>,
+}
+
+impl PinGuard {
+    /// The CPU the thread is pinned to.
+    pub fn cpu(&self) -> usize {
+        self.cpu
+    }
+}
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        // Best effort: the set was valid when read, and a failure leaves the thread
+        // pinned, which is safe.
+        let _ = sys::set_affinity(&self.previous);
+    }
+}
+
+/// The thread-level state taken outside a region, before the first and after the last
+/// counter read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ThreadStamp {
+    pub(crate) switches: SwitchCounts,
+    pub(crate) cpu: Option<u32>,
+}
+
+impl ThreadStamp {
+    /// Switch counts, then the CPU (at a region's start).
+    pub(crate) fn before() -> Result<Self> {
+        let switches = thread_switches()?;
+        Ok(Self {
+            switches,
+            cpu: current_cpu(),
+        })
+    }
+
+    /// The CPU, then the switch counts (at a region's end).
+    pub(crate) fn after() -> Result<Self> {
+        let cpu = current_cpu();
+        Ok(Self {
+            switches: thread_switches()?,
+            cpu,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// sched_setaffinity(2): a thread whose current CPU leaves its mask is migrated
+    /// before the call returns.
+    #[test]
+    fn pinning_moves_the_thread_and_the_guard_restores() {
+        let before = allowed_cpus().unwrap();
+        let target = *before.last().unwrap();
+        {
+            let guard = pin_to(target).unwrap();
+            assert_eq!(guard.cpu(), target);
+            assert_eq!(allowed_cpus().unwrap(), [target]);
+            assert_eq!(current_cpu(), Some(target as u32));
+        }
+        assert_eq!(allowed_cpus().unwrap(), before);
+        assert_eq!(
+            pin_to(100_000).unwrap_err(),
+            Error::NoSuchCpu { cpu: 100_000 }
+        );
+    }
+}

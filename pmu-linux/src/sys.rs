@@ -1,0 +1,367 @@
+//! Every system call of the crate, each behind a small safe function returning
+//! [`Errno`] on failure.
+//!
+//! This is where the crate's `unsafe` for the operating system lives (the other
+//! `unsafe` is the volatile view of the mmapped page in [`crate::page`] and the
+//! one-instruction counter reads in [`crate::fast`]). Callers turn an [`Errno`] into
+//! the [`crate::Error`] that fits what they were doing.
+
+use std::fs;
+use std::mem::MaybeUninit;
+
+use crate::error::Errno;
+
+/// The thread's context-switch counts from `getrusage(RUSAGE_THREAD)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwitchCounts {
+    /// `ru_nvcsw`: the thread gave up the CPU (blocked, slept, yielded).
+    pub voluntary: u64,
+    /// `ru_nivcsw`: the scheduler took the CPU away (time slice over, a higher-priority
+    /// task woke up).
+    pub involuntary: u64,
+}
+
+impl SwitchCounts {
+    /// Switches from `self` to `later`, per kind.
+    pub fn delta(self, later: Self) -> Self {
+        Self {
+            voluntary: later.voluntary.wrapping_sub(self.voluntary),
+            involuntary: later.involuntary.wrapping_sub(self.involuntary),
+        }
+    }
+
+    /// Both kinds together.
+    pub fn total(self) -> u64 {
+        self.voluntary.wrapping_add(self.involuntary)
+    }
+}
+
+/// The calling thread's context-switch counts.
+pub(crate) fn thread_switches() -> Result<SwitchCounts, Errno> {
+    let mut usage = MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a valid, writable rusage; RUSAGE_THREAD (Linux ≥ 2.6.26) reports
+    // the calling thread only.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: getrusage succeeded and filled the struct (it was zeroed anyway).
+    let usage = unsafe { usage.assume_init() };
+    Ok(SwitchCounts {
+        voluntary: usage.ru_nvcsw as u64,
+        involuntary: usage.ru_nivcsw as u64,
+    })
+}
+
+/// The CPU the calling thread runs on now (`sched_getcpu`, the vDSO/`rseq` value where
+/// the C library has it), `None` where the kernel cannot say.
+pub(crate) fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no arguments and no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).ok()
+}
+
+/// The CPUs the calling thread may run on.
+pub(crate) fn affinity() -> Result<Vec<usize>, Errno> {
+    let mut set = MaybeUninit::<libc::cpu_set_t>::zeroed();
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), set.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: the kernel filled the set (and it was zeroed before).
+    let set = unsafe { set.assume_init() };
+    Ok((0..cpu_set_capacity())
+        // SAFETY: `cpu` is below CPU_SETSIZE, the bit count of `set`.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// Restricts the calling thread to `cpus`. The kernel migrates the thread at once if it
+/// is on another CPU.
+pub(crate) fn set_affinity(cpus: &[usize]) -> Result<(), Errno> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= cpu_set_capacity() {
+            return Err(Errno(libc::EINVAL));
+        }
+        // SAFETY: `cpu` is below CPU_SETSIZE (checked above).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(Errno::last());
+    }
+    Ok(())
+}
+
+/// Bits in a `cpu_set_t`.
+fn cpu_set_capacity() -> usize {
+    8 * size_of::<libc::cpu_set_t>()
+}
+
+/// How a probe child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChildEnd {
+    /// `_exit(code)`.
+    Exited(i32),
+    /// Killed by this signal.
+    Signaled(i32),
+}
+
+/// Runs `probe` in a forked child and reports how the child ended: the way to try an
+/// instruction that may trap (SIGILL) without risking this process.
+///
+/// The child inherits the thread's CPU affinity, so a probe of per-CPU state (the
+/// PMU's user-enable bit) runs on the same CPU when the caller is pinned. In the child
+/// only `probe` and async-signal-safe calls run (the parent may have other threads):
+/// core dumps off, SIGILL back to its default action, `probe()`, `_exit(0)`.
+pub(crate) fn run_in_child(probe: fn()) -> Result<ChildEnd, Errno> {
+    // SAFETY: fork has no memory-safety preconditions; the child below only makes
+    // async-signal-safe calls before `_exit`, as POSIX requires after fork in a
+    // multi-threaded process.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(Errno::last());
+    }
+    if pid == 0 {
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: in the child: setrlimit and signal are async-signal-safe system calls
+        // with valid arguments; `probe` is a plain function the caller vouches for; _exit
+        // ends the child without running the parent's atexit handlers or destructors.
+        unsafe {
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            libc::signal(libc::SIGILL, libc::SIG_DFL);
+            probe();
+            libc::_exit(0);
+        }
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid int to write; `pid` is our child.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc == pid {
+            break;
+        }
+        if Errno::last().0 != libc::EINTR {
+            return Err(Errno::last());
+        }
+    }
+    if libc::WIFEXITED(status) {
+        Ok(ChildEnd::Exited(libc::WEXITSTATUS(status)))
+    } else if libc::WIFSIGNALED(status) {
+        Ok(ChildEnd::Signaled(libc::WTERMSIG(status)))
+    } else {
+        Ok(ChildEnd::Exited(-1))
+    }
+}
+
+/// `kernel.perf_event_paranoid`, `None` when unreadable (no perf in this kernel).
+pub fn perf_event_paranoid() -> Option<i32> {
+    read_proc_int("/proc/sys/kernel/perf_event_paranoid")
+}
+
+/// arm64 `kernel.perf_user_access` (0: user-space counter reads off, 1: on), `None`
+/// where the sysctl does not exist (not arm64, or a kernel before 5.17).
+pub fn perf_user_access() -> Option<i32> {
+    read_proc_int("/proc/sys/kernel/perf_user_access")
+}
+
+fn read_proc_int(path: &str) -> Option<i32> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// perf_event_open, the ioctls on its descriptors and the metadata-page mapping.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(crate) mod perf {
+    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+    use std::ptr::NonNull;
+
+    use perf_event_open_sys as pes;
+    use pes::bindings::{perf_event_attr, perf_event_mmap_page};
+
+    use crate::error::Errno;
+
+    /// Opens one event for the calling thread on any CPU (pid 0, cpu -1), in `group`'s
+    /// group or as a new leader, close-on-exec.
+    pub(crate) fn open(
+        attr: &mut perf_event_attr,
+        group: Option<BorrowedFd<'_>>,
+    ) -> Result<OwnedFd, Errno> {
+        let group_fd = group.map_or(-1, |fd| fd.as_raw_fd());
+        // SAFETY: `attr` is a valid perf_event_attr whose `size` the caller set; the
+        // kernel reads it (and may write `size` back on E2BIG). `group_fd` is -1 or an
+        // open perf descriptor borrowed for the call.
+        let fd = unsafe {
+            pes::perf_event_open(
+                attr,
+                0,
+                -1,
+                group_fd,
+                libc::c_ulong::from(pes::bindings::PERF_FLAG_FD_CLOEXEC),
+            )
+        };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        // SAFETY: the kernel just returned this new descriptor; nothing else owns it.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// `read(fd, buf)`: the number of bytes read.
+    pub(crate) fn read_u64s(fd: BorrowedFd<'_>, buf: &mut [u64]) -> Result<usize, Errno> {
+        loop {
+            // SAFETY: `buf` is valid for writes of its byte length, which is what is passed.
+            let n = unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    std::mem::size_of_val(buf),
+                )
+            };
+            match usize::try_from(n) {
+                Ok(n) => return Ok(n),
+                Err(_) if Errno::last().0 == libc::EINTR => continue,
+                Err(_) => return Err(Errno::last()),
+            }
+        }
+    }
+
+    /// The group ioctls of perf_event_open(2).
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) enum Ioctl {
+        /// PERF_EVENT_IOC_ENABLE.
+        Enable,
+        /// PERF_EVENT_IOC_DISABLE.
+        Disable,
+        /// PERF_EVENT_IOC_RESET.
+        Reset,
+    }
+
+    /// `ioctl(fd, op, PERF_IOC_FLAG_GROUP)`: applies `op` to the whole group of the
+    /// leader `fd`.
+    pub(crate) fn group_ioctl(fd: BorrowedFd<'_>, op: Ioctl) -> Result<(), Errno> {
+        let flag = pes::bindings::PERF_IOC_FLAG_GROUP;
+        // SAFETY: `fd` is an open perf descriptor; these ioctls take an integer flag.
+        let rc = unsafe {
+            match op {
+                Ioctl::Enable => pes::ioctls::ENABLE(fd.as_raw_fd(), flag),
+                Ioctl::Disable => pes::ioctls::DISABLE(fd.as_raw_fd(), flag),
+                Ioctl::Reset => pes::ioctls::RESET(fd.as_raw_fd(), flag),
+            }
+        };
+        if rc < 0 {
+            return Err(Errno::last());
+        }
+        Ok(())
+    }
+
+    /// PERF_EVENT_IOC_ID: the id the group `read()` reports for this event.
+    pub(crate) fn event_id(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+        let mut id = 0u64;
+        // SAFETY: `fd` is an open perf descriptor; `id` is a valid u64 to write.
+        let rc = unsafe { pes::ioctls::ID(fd.as_raw_fd(), &mut id) };
+        if rc < 0 {
+            return Err(Errno::last());
+        }
+        Ok(id)
+    }
+
+    /// The first page of a perf event's mapping (the metadata page), read-only and
+    /// without a ring buffer: `mmap(NULL, page_size, PROT_READ, MAP_SHARED, fd, 0)`.
+    ///
+    /// Unmapped on drop.
+    #[derive(Debug)]
+    pub(crate) struct Mapping {
+        page: NonNull<perf_event_mmap_page>,
+        len: usize,
+    }
+
+    impl Mapping {
+        /// Maps the metadata page of `fd`.
+        pub(crate) fn new(fd: BorrowedFd<'_>) -> Result<Self, Errno> {
+            let len = page_size();
+            // SAFETY: a fresh read-only shared mapping chosen by the kernel; it aliases
+            // no Rust object. A perf fd accepts a mapping of 1 (+ 2^n) pages at offset 0.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED,
+                    fd.as_raw_fd(),
+                    0,
+                )
+            };
+            if ptr == libc::MAP_FAILED {
+                return Err(Errno::last());
+            }
+            let page = NonNull::new(ptr.cast()).ok_or(Errno(libc::EFAULT))?;
+            Ok(Self { page, len })
+        }
+
+        /// The page; valid for reads while `self` lives.
+        pub(crate) fn page(&self) -> NonNull<perf_event_mmap_page> {
+            self.page
+        }
+    }
+
+    impl Drop for Mapping {
+        fn drop(&mut self) {
+            // SAFETY: exactly the region `new` mapped; no view outlives `self` (views
+            // borrow it).
+            unsafe {
+                libc::munmap(self.page.as_ptr().cast(), self.len);
+            }
+        }
+    }
+
+    /// The system page size (the metadata page is one page).
+    fn page_size() -> usize {
+        // SAFETY: sysconf has no preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(size).unwrap_or(4096)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switch_counts_move_on_sleep() {
+        let before = thread_switches().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let d = before.delta(thread_switches().unwrap());
+        // nanosleep blocks: at least one voluntary switch (getrusage(2): ru_nvcsw).
+        assert!(d.voluntary >= 1, "{d:?}");
+        assert_eq!(d.total(), d.voluntary + d.involuntary);
+    }
+
+    #[test]
+    fn affinity_round_trip() {
+        let cpus = affinity().unwrap();
+        assert!(!cpus.is_empty());
+        set_affinity(&cpus).unwrap();
+        assert_eq!(affinity().unwrap(), cpus);
+        assert!(current_cpu().is_some_and(|c| cpus.contains(&(c as usize))));
+        assert_eq!(set_affinity(&[1 << 20]), Err(Errno(libc::EINVAL)));
+    }
+
+    fn exits_7() {
+        // SAFETY: runs in the probe child only; _exit ends it at once.
+        unsafe { libc::_exit(7) }
+    }
+
+    #[test]
+    fn child_exit_status_is_reported() {
+        assert_eq!(run_in_child(exits_7), Ok(ChildEnd::Exited(7)));
+        fn nothing() {}
+        assert_eq!(run_in_child(nothing), Ok(ChildEnd::Exited(0)));
+    }
+}
