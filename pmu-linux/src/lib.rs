@@ -71,7 +71,8 @@ pub use direct::{AccessCheck, DirectMeter, Unchecked};
 pub use error::{Errno, Error, OpenError, Result};
 pub use events::{EventKind, EventSpec};
 pub use measure::{
-    measure, measure_against, measure_once, Counters, MeasureConfig, Measurement, RunRecord,
+    measure, measure_against, measure_once, measure_with_baseline, Counters, MeasureConfig,
+    Measurement, RunRecord,
 };
 pub use region::{Evidence, FallbackReason, ReadPath};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

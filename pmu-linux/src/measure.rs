@@ -188,6 +188,21 @@ pub fn measure_against(
     run(counters, config, &mut region, Some(&mut baseline))
 }
 
+/// Like [`measure_against`] for closures: `region` and `baseline` should be two values
+/// of one closure type (e.g. made by one function with different arguments) so that
+/// they compile to the same machine code and the baseline cancels the call exactly.
+///
+/// # Errors
+/// As [`measure`].
+pub fn measure_with_baseline(
+    counters: &mut dyn Counters,
+    config: &MeasureConfig,
+    region: &mut dyn FnMut(),
+    baseline: &mut dyn FnMut(),
+) -> Result<Measurement> {
+    run(counters, config, region, Some(baseline))
+}
+
 /// One region, once: `start`, `region`, `stop`.
 ///
 /// # Errors

@@ -1,0 +1,240 @@
+//! `pmu-demo hazards`: force each hazard inside a region and show that it is flagged.
+
+use std::time::Duration;
+
+use clap::Args as ClapArgs;
+use pmu_core::Hazards;
+use pmu_linux::{measure_once, RunRecord};
+use serde::Serialize;
+
+use crate::report::hazard_names;
+use crate::{progress, Failure};
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Events of the perf session (software events work everywhere).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "context-switches,cpu-migrations,task-clock"
+    )]
+    events: Vec<String>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Demo {
+    /// What was forced.
+    name: &'static str,
+    /// What the region did.
+    action: String,
+    /// The hazard that must be flagged.
+    expected: &'static str,
+    /// What the run was flagged with.
+    hazards: Vec<&'static str>,
+    /// Expected hazard flagged.
+    detected: bool,
+    /// Why the demonstration could not run, if it could not.
+    skipped: Option<String>,
+    voluntary_switches: u64,
+    involuntary_switches: u64,
+    cpu_start: Option<u32>,
+    cpu_end: Option<u32>,
+}
+
+fn demo(name: &'static str, action: String, expected: Hazards, record: &RunRecord) -> Demo {
+    let h = record.hazards();
+    Demo {
+        name,
+        action,
+        expected: hazard_names(expected).first().copied().unwrap_or(""),
+        hazards: hazard_names(h),
+        detected: h.contains(expected),
+        skipped: None,
+        voluntary_switches: record.evidence.switches.voluntary,
+        involuntary_switches: record.evidence.switches.involuntary,
+        cpu_start: record.evidence.cpu_start,
+        cpu_end: record.evidence.cpu_end,
+    }
+}
+
+fn skipped(name: &'static str, expected: Hazards, why: String) -> Demo {
+    Demo {
+        name,
+        action: String::new(),
+        expected: hazard_names(expected).first().copied().unwrap_or(""),
+        hazards: Vec::new(),
+        detected: false,
+        skipped: Some(why),
+        voluntary_switches: 0,
+        involuntary_switches: 0,
+        cpu_start: None,
+        cpu_end: None,
+    }
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
+    let mut session = pmu_linux::Session::open(&names, pmu_linux::Options::default())?;
+    session.enable()?;
+    let mut demos = Vec::new();
+
+    progress("context switch: sleeping 2 ms inside a region");
+    let record = measure_once(&mut session, &mut || {
+        std::thread::sleep(Duration::from_millis(2))
+    })?;
+    demos.push(demo(
+        "context-switch",
+        "nanosleep(2 ms) inside the region".into(),
+        Hazards::CONTEXT_SWITCH,
+        &record,
+    ));
+
+    let cpus = pmu_linux::sched::allowed_cpus()?;
+    if cpus.len() >= 2 {
+        let (from, to) = (cpus[0], cpus[1]);
+        progress(format_args!(
+            "migration: pinned to CPU {from}, moving to CPU {to} inside a region"
+        ));
+        let pin = pmu_linux::sched::pin_to(from)?;
+        let mut moved = Ok(());
+        let record = measure_once(&mut session, &mut || {
+            moved = pmu_linux::sched::set_allowed_cpus(&[to])
+        })?;
+        drop(pin);
+        moved?;
+        demos.push(demo(
+            "cpu-migration",
+            format!("sched_setaffinity CPU {from} -> CPU {to} inside the region"),
+            Hazards::CPU_MIGRATION,
+            &record,
+        ));
+    } else {
+        demos.push(skipped(
+            "cpu-migration",
+            Hazards::CPU_MIGRATION,
+            format!("this thread may run on {} CPU only", cpus.len()),
+        ));
+    }
+    session.disable()?;
+
+    demos.push(overflow_demo());
+
+    // The reads above: software events have no counter register (page index 0), so every
+    // value came from read() and says so.
+    let fallback = measure_once(&mut session, &mut || {})?;
+    let mut d = demo(
+        "syscall-fallback",
+        "an empty region on software events".into(),
+        Hazards::SYSCALL_FALLBACK,
+        &fallback,
+    );
+    if !names.iter().all(|n| {
+        matches!(
+            *n,
+            "task-clock" | "context-switches" | "cpu-migrations" | "page-faults" | "cpu-clock"
+        )
+    }) {
+        d.action += " (hardware events here may be read by one instruction: then not flagged)";
+    }
+    demos.push(d);
+
+    let missed: Vec<&Demo> = demos
+        .iter()
+        .filter(|d| d.skipped.is_none() && !d.detected && d.name != "syscall-fallback")
+        .collect();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&demos).map_err(|e| Failure::new(e.to_string()))?
+        );
+    } else {
+        for d in &demos {
+            match &d.skipped {
+                Some(why) => println!("{:<17} skipped: {why}", d.name),
+                None => println!(
+                    "{:<17} {}: flagged {} ({}; switches {} voluntary, {} involuntary; cpu {:?} -> {:?})",
+                    d.name,
+                    if d.detected { "DETECTED" } else { "NOT detected" },
+                    if d.hazards.is_empty() { "nothing".to_owned() } else { d.hazards.join(",") },
+                    d.action,
+                    d.voluntary_switches,
+                    d.involuntary_switches,
+                    d.cpu_start,
+                    d.cpu_end
+                ),
+            }
+        }
+    }
+    if missed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(format!(
+            "forced hazards not flagged: {}",
+            missed.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
+        )))
+    }
+}
+
+/// Overflow needs a counter the demo can preset: the direct backend.
+#[cfg(target_arch = "aarch64")]
+fn overflow_demo() -> Demo {
+    use pmu_armv8::{PmuOptions, PmuVersion};
+    use pmu_core::{CounterPool, GenericEvent, PrivilegeFilter};
+    use pmu_linux::direct::armv8::Pmuserenr;
+    progress("overflow: direct backend, instructions counter preset 1000 below its wrap");
+    // SAFETY: as in `measure --backend direct`: the demo takes CPU 0's PMU over
+    // exclusively for the duration (documented in --help and the README).
+    let taken =
+        unsafe { pmu_linux::direct::armv8::take_armv8(0, PmuVersion::PmuV3, PmuOptions::new()) };
+    let (_pin, pmu) = match taken {
+        Ok(t) => t,
+        Err(e) => {
+            return skipped(
+                "overflow",
+                Hazards::OVERFLOW,
+                format!("needs the direct backend: {e}"),
+            )
+        }
+    };
+    let pool = CounterPool::new(pmu);
+    let counter = match pool.counter(GenericEvent::Instructions.into(), PrivilegeFilter::USER) {
+        Ok(c) => c,
+        Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
+    };
+    let counters = [counter];
+    let meter = pmu_linux::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr);
+    let mut meter = match meter {
+        Ok(m) => m,
+        Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
+    };
+    counters[0].preset_before_wrap(1000);
+    if let Err(e) = pmu_linux::Counters::enable(&mut meter) {
+        return skipped("overflow", Hazards::OVERFLOW, e.to_string());
+    }
+    let prepared = crate::kernels::Kernel::Loop.prepare(0);
+    let record = match prepared {
+        Ok(p) => measure_once(&mut meter, &mut p.region(10_000)),
+        Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
+    };
+    match record {
+        Ok(r) => demo(
+            "overflow",
+            "10 000 loop iterations on a counter 1000 below its 32-bit wrap".into(),
+            Hazards::OVERFLOW,
+            &r,
+        ),
+        Err(e) => skipped("overflow", Hazards::OVERFLOW, e.to_string()),
+    }
+}
+
+#[cfg(not(target_arch = "aarch64"))]
+fn overflow_demo() -> Demo {
+    let why = match pmu_linux::direct::probe() {
+        Err(e) => format!("needs the direct backend (a counter the demo can preset): {e}"),
+        Ok(()) => "the direct backend of this demo is built for aarch64 only".to_owned(),
+    };
+    skipped("overflow", Hazards::OVERFLOW, why)
+}

@@ -1,0 +1,217 @@
+//! `pmu-demo list`.
+
+use std::path::Path;
+
+use clap::Args as ClapArgs;
+use pmu_linux::list;
+use pmu_linux::Sysfs;
+use serde::Serialize;
+
+use crate::kernels::Kernel;
+use crate::Failure;
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Also list every event alias of every PMU (long on big machines).
+    #[arg(long)]
+    all_events: bool,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The generic events probed one by one.
+const COMMON: [&str; 10] = [
+    "cycles",
+    "instructions",
+    "branches",
+    "branch-misses",
+    "cache-references",
+    "cache-misses",
+    "L1-dcache-load-misses",
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+];
+
+#[derive(Debug, Serialize)]
+struct Output {
+    backends: Vec<BackendOut>,
+    user_read_policy: String,
+    hardware_counters: Vec<String>,
+    pmus: Vec<PmuOut>,
+    events: Vec<EventOut>,
+    kernels: Vec<KernelOut>,
+}
+
+#[derive(Debug, Serialize)]
+struct BackendOut {
+    backend: String,
+    usable: bool,
+    reason: Option<String>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct PmuOut {
+    name: String,
+    perf_type: u32,
+    formats: Vec<String>,
+    events: usize,
+    aliases: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct EventOut {
+    name: String,
+    countable: bool,
+    reason: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct KernelOut {
+    name: &'static str,
+    available: bool,
+    reason: Option<&'static str>,
+}
+
+/// Why this machine shows no hardware counters, as far as it can be told from files
+/// anyone may read. Empty when it has them.
+pub fn why_no_hardware_counters() -> Vec<String> {
+    let mut why = Vec::new();
+    let devices = Path::new("/sys/bus/event_source/devices");
+    let core_pmu = std::fs::read_dir(devices)
+        .map(|dir| {
+            dir.flatten().any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name == "cpu"
+                    || name.starts_with("cpu_")
+                    || name.starts_with("armv")
+                    || name.contains("pmu")
+            })
+        })
+        .unwrap_or(false);
+    if !core_pmu {
+        why.push(format!(
+            "the kernel registered no CPU PMU ({} has no cpu/armv8_pmuv3 entry): no PMU driver bound",
+            devices.display()
+        ));
+    }
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if cpuinfo
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+    {
+        why.push("this is a virtual machine (cpuinfo flag `hypervisor`): its hypervisor gives it no virtual PMU (KVM: enable_pmu, -cpu …,pmu=on)".into());
+    }
+    if let Ok(level) = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid") {
+        let level = level.trim();
+        if level.parse::<i32>().is_ok_and(|l| l > 2) {
+            why.push(format!("kernel.perf_event_paranoid = {level} forbids perf for unprivileged users: `sysctl kernel.perf_event_paranoid=2`"));
+        }
+    }
+    why
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let sysfs = Sysfs::system();
+    let backends = list::backends()
+        .into_iter()
+        .map(|b| BackendOut {
+            backend: b.backend.to_string(),
+            usable: b.usable.is_ok(),
+            reason: b.usable.err().map(|e| e.to_string()),
+            notes: b.notes,
+        })
+        .collect();
+    let pmus = list::pmus(&sysfs)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| PmuOut {
+            formats: p.formats.keys().cloned().collect(),
+            events: p.events.len(),
+            aliases: if args.all_events {
+                p.events.keys().cloned().collect()
+            } else {
+                Vec::new()
+            },
+            name: p.name,
+            perf_type: p.perf_type,
+        })
+        .collect();
+    let events = list::probe_events(&sysfs, &COMMON, pmu_linux::Options::default())
+        .into_iter()
+        .map(|e| EventOut {
+            name: e.name,
+            countable: e.status.is_ok(),
+            reason: e.status.err().map(|e| e.to_string()),
+        })
+        .collect();
+    let out = Output {
+        backends,
+        user_read_policy: list::user_read_policy(&sysfs).to_string(),
+        hardware_counters: why_no_hardware_counters(),
+        pmus,
+        events,
+        kernels: Kernel::ALL
+            .into_iter()
+            .map(|k| KernelOut {
+                name: k.name(),
+                available: k.unavailable().is_none(),
+                reason: k.unavailable(),
+            })
+            .collect(),
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| Failure::new(e.to_string()))?
+        );
+        return Ok(());
+    }
+    println!("backends:");
+    for b in &out.backends {
+        match &b.reason {
+            None => println!("  {:<7} usable", b.backend),
+            Some(why) => println!("  {:<7} not usable: {why}", b.backend),
+        }
+        for n in &b.notes {
+            println!("          {n}");
+        }
+    }
+    println!("user-space counter reads: {}", out.user_read_policy);
+    if !out.hardware_counters.is_empty() {
+        println!("why there are no hardware counters here:");
+        for w in &out.hardware_counters {
+            println!("  - {w}");
+        }
+    }
+    println!("PMUs (/sys/bus/event_source/devices):");
+    for p in &out.pmus {
+        println!(
+            "  {:<20} type {:<3} {} events; format terms: {}",
+            p.name,
+            p.perf_type,
+            p.events,
+            p.formats.join(",")
+        );
+        for a in &p.aliases {
+            println!("      {}/{a}/", p.name);
+        }
+    }
+    println!("events (opened one by one):");
+    for e in &out.events {
+        match &e.reason {
+            None => println!("  {:<24} countable", e.name),
+            Some(why) => println!("  {:<24} no: {why}", e.name),
+        }
+    }
+    println!("kernels:");
+    for k in &out.kernels {
+        match k.reason {
+            None => println!("  {}", k.name),
+            Some(why) => println!("  {} (unavailable: {why})", k.name),
+        }
+    }
+    Ok(())
+}

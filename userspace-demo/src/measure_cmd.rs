@@ -1,0 +1,452 @@
+//! `pmu-demo measure`.
+
+use clap::Args as ClapArgs;
+use pmu_linux::{measure, measure_with_baseline, Counters, MeasureConfig, Measurement};
+use serde::Serialize;
+
+use crate::kernels::{Kernel, Prepared};
+use crate::report::{self, EventReport, RunReport};
+use crate::{progress, BackendChoice, Failure, EXIT_USAGE};
+
+/// Events of the software fallback (what a VM without vPMU can count).
+pub const SOFTWARE_EVENTS: [&str; 4] = [
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+    "page-faults",
+];
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Counter backend: `auto` uses perf when hardware events open and falls back to
+    /// software events + TSC otherwise; `direct` needs kmod-enable-user (ARMv8).
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+    /// Kernels to run (repeat or comma-separate): loop, fma-latency, fma-throughput,
+    /// pointer-chase; default: every one this CPU can run.
+    #[arg(long = "kernel", value_delimiter = ',')]
+    kernels: Vec<String>,
+    /// Units of work per run: loop iterations, FMAs (rounded down to a multiple of 12)
+    /// or loads. Default: 1 200 000 FMAs (seed 001), 1 000 000 otherwise.
+    #[arg(long)]
+    units: Option<u64>,
+    /// Pointer-chase buffer size in bytes (larger than the last-level cache gives DRAM
+    /// latency).
+    #[arg(long, default_value_t = 32 << 20)]
+    bytes: usize,
+    /// Events, comma-separated: perf names (cycles, instructions, branches,
+    /// branch-misses, cache-references, cache-misses, L1-dcache-load-misses, …), raw
+    /// r<hex>, or <pmu>/event=…,umask=…/ from sysfs. The first leads the group.
+    #[arg(long, value_delimiter = ',', default_value = "cycles,instructions")]
+    events: Vec<String>,
+    /// Measured runs (statistics over the clean ones).
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// Unrecorded warm-up runs before.
+    #[arg(long, default_value_t = 3)]
+    warmup: u32,
+    /// Do not measure and subtract an empty region.
+    #[arg(long)]
+    no_calibrate: bool,
+    /// Pin to this CPU for the measurement (direct mode: default 0).
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Count in the kernel too (perf exclude_kernel = 0; needs perf_event_paranoid ≤ 1).
+    #[arg(long)]
+    include_kernel: bool,
+    /// One JSON object on stdout instead of the tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One kernel's result.
+#[derive(Debug, Serialize)]
+struct KernelReport {
+    kernel: &'static str,
+    unit: &'static str,
+    units: u64,
+    /// Instructions the units retire beyond an empty run, from the kernel's code.
+    expected_instructions: u64,
+    /// Every read was one instruction (rdpmc / mrs / direct).
+    fast_read: bool,
+    /// Why reads fell back to read(), if they did.
+    fallback_reason: Option<String>,
+    events: Vec<EventReport>,
+    derived: Derived,
+    runs: Vec<RunReport>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Derived {
+    ipc: Option<f64>,
+    cpi: Option<f64>,
+    cycles_per_unit: Option<f64>,
+    units_per_cycle: Option<f64>,
+    ns_per_unit: Option<f64>,
+    tsc_ticks_per_unit: Option<f64>,
+    /// Calibrated instructions == expected_instructions (None without an instruction
+    /// count).
+    instructions_exact: Option<bool>,
+}
+
+#[derive(Debug, Serialize)]
+struct Output {
+    /// perf, direct, or software (perf software events + TSC).
+    backend: String,
+    /// What the demo found out about this machine on the way.
+    notes: Vec<String>,
+    runs: usize,
+    warmup: u32,
+    calibrated: bool,
+    results: Vec<KernelReport>,
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let kernels = choose_kernels(&args.kernels)?;
+    let config = MeasureConfig {
+        warmup: args.warmup,
+        runs: args.runs,
+        calibrate: !args.no_calibrate,
+    };
+    if args.runs == 0 {
+        return Err(Failure {
+            message: "--runs must be at least 1".into(),
+            status: EXIT_USAGE,
+        });
+    }
+    let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
+    let mut notes = Vec::new();
+    let mut out = match args.backend {
+        BackendChoice::Direct => direct::run(args, &names, &kernels, &config)?,
+        BackendChoice::Perf | BackendChoice::Auto => {
+            perf(args, &names, &kernels, &config, &mut notes)?
+        }
+    };
+    out.notes.splice(0..0, notes);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| Failure::new(e.to_string()))?
+        );
+    } else {
+        print_human(&out);
+    }
+    Ok(())
+}
+
+fn choose_kernels(names: &[String]) -> Result<Vec<Kernel>, Failure> {
+    if names.is_empty() || names.iter().any(|n| n == "all") {
+        return Ok(Kernel::ALL
+            .into_iter()
+            .filter(|k| k.unavailable().is_none())
+            .collect());
+    }
+    names
+        .iter()
+        .map(|n| {
+            Kernel::from_name(n).ok_or_else(|| Failure {
+                message: format!(
+                    "unknown kernel `{n}`: choose from {}",
+                    Kernel::ALL.map(Kernel::name).join(", ")
+                ),
+                status: EXIT_USAGE,
+            })
+        })
+        .collect()
+}
+
+fn default_units(kernel: Kernel) -> u64 {
+    match kernel {
+        Kernel::FmaLatency | Kernel::FmaThroughput => 1_200_000,
+        _ => 1_000_000,
+    }
+}
+
+/// Measures `kernel` on `counters`, the region and the empty baseline through the same
+/// closure type so the calibration cancels exactly.
+fn measure_kernel(
+    counters: &mut dyn Counters,
+    config: &MeasureConfig,
+    prepared: &Prepared,
+    units: u64,
+) -> Result<Measurement, Failure> {
+    let mut region = prepared.region(units);
+    let result = if config.calibrate {
+        let mut baseline = prepared.region(0);
+        measure_with_baseline(counters, config, &mut region, &mut baseline)
+    } else {
+        measure(counters, config, &mut region)
+    };
+    Ok(result?)
+}
+
+fn kernel_report(kernel: Kernel, units: u64, m: &Measurement) -> KernelReport {
+    let (events, runs) = report::events_and_runs(m);
+    let (fast_read, fallback_reason) = report::read_paths(m);
+    let value = |name: &str| {
+        events
+            .iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.min.or(e.fallback.as_ref().and_then(|f| f.min)))
+    };
+    let instructions = value("instructions");
+    let cycles = value("cycles").or_else(|| value("cpu-cycles"));
+    let ratio = |a: Option<i64>, b: Option<i64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
+        _ => None,
+    };
+    let per_unit = |v: Option<i64>| v.filter(|_| units > 0).map(|v| v as f64 / units as f64);
+    let expected = kernel.instructions(units);
+    let derived = Derived {
+        ipc: ratio(instructions, cycles),
+        cpi: ratio(cycles, instructions),
+        cycles_per_unit: per_unit(cycles),
+        units_per_cycle: ratio(Some(units as i64), cycles),
+        ns_per_unit: per_unit(value("task-clock")),
+        tsc_ticks_per_unit: per_unit(value("tsc")),
+        instructions_exact: instructions.map(|i| i == expected as i64),
+    };
+    KernelReport {
+        kernel: kernel.name(),
+        unit: kernel.unit(),
+        units,
+        expected_instructions: expected,
+        fast_read,
+        fallback_reason,
+        events,
+        derived,
+        runs,
+    }
+}
+
+fn perf(
+    args: &Args,
+    names: &[&str],
+    kernels: &[Kernel],
+    config: &MeasureConfig,
+    notes: &mut Vec<String>,
+) -> Result<Output, Failure> {
+    let options = pmu_linux::Options::default().exclude_kernel(!args.include_kernel);
+    let _pin = match args.cpu {
+        Some(cpu) => Some(pmu_linux::sched::pin_to(cpu)?),
+        None => None,
+    };
+    match pmu_linux::Session::open(names, options) {
+        Ok(mut session) => {
+            session.enable()?;
+            let results = run_kernels(&mut session, args, kernels, config)?;
+            session.disable()?;
+            Ok(Output {
+                backend: "perf".into(),
+                notes: Vec::new(),
+                runs: config.runs,
+                warmup: config.warmup,
+                calibrated: config.calibrate,
+                results,
+            })
+        }
+        Err(e) if args.backend == BackendChoice::Auto && no_hardware_counters(&e) => {
+            notes.push(format!("hardware events cannot be opened: {e}"));
+            notes.extend(crate::list_cmd::why_no_hardware_counters());
+            notes.push(format!(
+                "measuring with what is available instead: perf software events ({}) and the TSC",
+                SOFTWARE_EVENTS.join(", ")
+            ));
+            notes.push("exact instruction and cycle counts of the same kind of kernels: `cargo xtask qemu aarch64` (QEMU, icount)".into());
+            for n in notes.iter() {
+                progress(n);
+            }
+            software(args, kernels, config, options)
+        }
+        Err(e) => Err(Failure {
+            message: e.to_string(),
+            status: EXIT_USAGE,
+        }),
+    }
+}
+
+fn no_hardware_counters(e: &pmu_linux::Error) -> bool {
+    matches!(
+        e,
+        pmu_linux::Error::Open {
+            cause: pmu_linux::OpenError::NotSupported {
+                needs_cpu_pmu: true,
+                ..
+            },
+            ..
+        }
+    )
+}
+
+fn software(
+    args: &Args,
+    kernels: &[Kernel],
+    config: &MeasureConfig,
+    options: pmu_linux::Options,
+) -> Result<Output, Failure> {
+    let mut session = pmu_linux::Session::open(&SOFTWARE_EVENTS, options)?;
+    session.enable()?;
+    let mut results = run_kernels(&mut session, args, kernels, config)?;
+    session.disable()?;
+    if crate::tsc::TscMeter::available() {
+        let mut tsc = crate::tsc::TscMeter::default();
+        let tsc_results = run_kernels(&mut tsc, args, kernels, config)?;
+        for (r, t) in results.iter_mut().zip(tsc_results) {
+            r.events.extend(t.events);
+            r.derived.tsc_ticks_per_unit = t.derived.tsc_ticks_per_unit;
+            for (run, trun) in r.runs.iter_mut().zip(t.runs) {
+                run.values.extend(trun.values);
+            }
+        }
+    }
+    Ok(Output {
+        backend: "software".into(),
+        notes: Vec::new(),
+        runs: config.runs,
+        warmup: config.warmup,
+        calibrated: config.calibrate,
+        results,
+    })
+}
+
+fn run_kernels(
+    counters: &mut dyn Counters,
+    args: &Args,
+    kernels: &[Kernel],
+    config: &MeasureConfig,
+) -> Result<Vec<KernelReport>, Failure> {
+    let mut results = Vec::new();
+    for &kernel in kernels {
+        let units = kernel.effective_units(args.units.unwrap_or_else(|| default_units(kernel)));
+        let prepared = kernel.prepare(args.bytes)?;
+        progress(format_args!(
+            "{kernel}: {units} {}s, {} warm-up + {} runs{} on {}",
+            kernel.unit(),
+            config.warmup,
+            config.runs,
+            if config.calibrate {
+                " (+ the same for an empty region)"
+            } else {
+                ""
+            },
+            counters.names().join(",")
+        ));
+        let m = measure_kernel(counters, config, &prepared, units)?;
+        results.push(kernel_report(kernel, units, &m));
+    }
+    Ok(results)
+}
+
+fn print_human(out: &Output) {
+    for n in &out.notes {
+        println!("note: {n}");
+    }
+    println!(
+        "backend: {}; {} runs after {} warm-up{}",
+        out.backend,
+        out.runs,
+        out.warmup,
+        if out.calibrated {
+            "; values have the empty region's cost subtracted"
+        } else {
+            ""
+        }
+    );
+    for r in &out.results {
+        println!();
+        println!(
+            "{}: {} {}s (code retires {} instructions beyond an empty run)",
+            r.kernel, r.units, r.unit, r.expected_instructions
+        );
+        match (&r.fallback_reason, r.fast_read) {
+            (_, true) => println!("  reads: one instruction each"),
+            (Some(why), false) => println!("  reads: read() system call ({why})"),
+            (None, false) => println!("  reads: -"),
+        }
+        report::print_human(&r.events, &r.runs);
+        let d = &r.derived;
+        let mut line = Vec::new();
+        if let Some(v) = d.ipc {
+            line.push(format!("IPC {v:.3}"));
+        }
+        if let Some(v) = d.cpi {
+            line.push(format!("CPI {v:.3}"));
+        }
+        if let Some(v) = d.cycles_per_unit {
+            line.push(format!("{v:.3} cycles/{}", r.unit));
+        }
+        if let Some(v) = d.units_per_cycle {
+            line.push(format!("{v:.3} {}s/cycle", r.unit));
+        }
+        if let Some(v) = d.ns_per_unit {
+            line.push(format!("{v:.3} ns/{}", r.unit));
+        }
+        if let Some(v) = d.tsc_ticks_per_unit {
+            line.push(format!("{v:.3} TSC ticks/{}", r.unit));
+        }
+        if let Some(exact) = d.instructions_exact {
+            line.push(if exact {
+                "instructions exact".to_owned()
+            } else {
+                "instructions differ from the code's count".to_owned()
+            });
+        }
+        if !line.is_empty() {
+            println!("  {}", line.join(", "));
+        }
+    }
+}
+
+mod direct {
+    use super::*;
+
+    #[cfg(target_arch = "aarch64")]
+    pub fn run(
+        args: &Args,
+        names: &[&str],
+        kernels: &[Kernel],
+        config: &MeasureConfig,
+    ) -> Result<Output, Failure> {
+        use pmu_armv8::{PmuOptions, PmuVersion};
+        use pmu_core::{CounterPool, PrivilegeFilter};
+        use pmu_linux::direct::{allocate, armv8::Pmuserenr};
+        let cpu = args.cpu.unwrap_or(0);
+        // SAFETY: direct mode is documented (--help, README) as taking the PMU of the CPU
+        // over exclusively: no perf hardware events may run there meanwhile. EL0 cannot
+        // read PMUVer, so only the PMUv3 baseline is assumed.
+        let (_pin, pmu) = unsafe {
+            pmu_linux::direct::armv8::take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new())
+        }?;
+        let pool = CounterPool::new(pmu);
+        let counters = allocate(&pool, names, PrivilegeFilter::USER)?;
+        for c in &counters {
+            c.reset();
+        }
+        let mut meter = pmu_linux::DirectMeter::new(
+            &counters,
+            names.iter().map(|s| (*s).to_owned()).collect(),
+            Pmuserenr,
+        )?;
+        meter.enable()?;
+        let results = run_kernels(&mut meter, args, kernels, config)?;
+        meter.disable()?;
+        Ok(Output {
+            backend: "direct".into(),
+            notes: vec![format!("direct access on CPU {cpu}, counting EL0 only")],
+            runs: config.runs,
+            warmup: config.warmup,
+            calibrated: config.calibrate,
+            results,
+        })
+    }
+
+    #[cfg(not(target_arch = "aarch64"))]
+    pub fn run(_: &Args, _: &[&str], _: &[Kernel], _: &MeasureConfig) -> Result<Output, Failure> {
+        Err(pmu_linux::direct::probe()
+            .err()
+            .map(Failure::from)
+            .unwrap_or_else(|| {
+                Failure::new("the direct backend is built for aarch64 only in this demo")
+            }))
+    }
+}

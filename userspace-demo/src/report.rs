@@ -1,0 +1,220 @@
+//! Turning a `pmu_linux::Measurement` into what people and machines read.
+
+use pmu_core::{Corrected, Hazards};
+use pmu_linux::region::ReadPath;
+use pmu_linux::Measurement;
+use serde::Serialize;
+
+/// Hazards that every read of a `read()`-only event carries: tolerated (and said so)
+/// when no run is free of them, as for software events or on a VM without vPMU.
+pub const FALLBACK_ONLY: Hazards = Hazards::SYSCALL_FALLBACK.union(Hazards::NOT_SCHEDULED);
+
+/// The names of the flags of `h`.
+pub fn hazard_names(h: Hazards) -> Vec<&'static str> {
+    Hazards::NAMES
+        .iter()
+        .filter(|(flag, _)| h.contains(*flag))
+        .map(|(_, name)| *name)
+        .collect()
+}
+
+/// One event's result.
+#[derive(Debug, Serialize)]
+pub struct EventReport {
+    /// The event name.
+    pub name: String,
+    /// Smallest value over the clean runs (calibrated when the baseline ran).
+    pub min: Option<i64>,
+    /// Median over the clean runs (calibrated likewise).
+    pub median: Option<i64>,
+    /// Largest raw value over the clean runs.
+    pub max: Option<u64>,
+    /// Runs without any hazard on this event.
+    pub clean_runs: usize,
+    /// Runs measured.
+    pub runs: usize,
+    /// Hazards of the runs left out of the statistics.
+    pub hazards: Vec<&'static str>,
+    /// What the calibration subtracted (min of the empty region), when calibrated.
+    pub overhead: Option<u64>,
+    /// When no run was clean only because every read was a read() fallback: the same
+    /// statistics over the runs whose only hazards are those, and their names.
+    pub fallback: Option<FallbackStats>,
+}
+
+/// Statistics tolerating the read() fallback.
+#[derive(Debug, Serialize)]
+pub struct FallbackStats {
+    /// The hazards tolerated.
+    pub tolerated: Vec<&'static str>,
+    /// Min, calibrated.
+    pub min: Option<i64>,
+    /// Median, calibrated.
+    pub median: Option<i64>,
+    /// Runs that qualified.
+    pub runs: usize,
+}
+
+/// One recorded run.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    /// 0-based.
+    pub index: usize,
+    /// Raw (uncalibrated) value per event.
+    pub values: Vec<u64>,
+    /// Hazards of the run (all events).
+    pub hazards: Vec<&'static str>,
+    /// Voluntary context switches (getrusage) during the run.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches during the run.
+    pub involuntary_switches: u64,
+    /// CPU at the start.
+    pub cpu_start: Option<u32>,
+    /// CPU at the end.
+    pub cpu_end: Option<u32>,
+    /// Some event's perf page was rewritten by the kernel during the run.
+    pub page_updated: bool,
+}
+
+/// Per-event and per-run reports of `m`.
+pub fn events_and_runs(m: &Measurement) -> (Vec<EventReport>, Vec<RunReport>) {
+    let events = m
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (min, median, overhead) = match e.corrected {
+                Some(c) => (c.min, c.median, c.empty.min),
+                None => (
+                    e.summary.min.map(|v| v as i64),
+                    e.summary.median.map(|v| v as i64),
+                    None,
+                ),
+            };
+            let fallback = (e.summary.clean == 0)
+                .then(|| tolerated(m, i))
+                .filter(|f| f.runs > 0);
+            EventReport {
+                name: e.name.clone(),
+                min,
+                median,
+                max: e.summary.max,
+                clean_runs: e.summary.clean,
+                runs: e.summary.runs,
+                hazards: hazard_names(e.summary.hazards),
+                overhead,
+                fallback,
+            }
+        })
+        .collect();
+    let runs = m
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(index, r)| RunReport {
+            index,
+            values: r.readings.iter().map(|x| x.value).collect(),
+            hazards: hazard_names(r.hazards()),
+            voluntary_switches: r.evidence.switches.voluntary,
+            involuntary_switches: r.evidence.switches.involuntary,
+            cpu_start: r.evidence.cpu_start,
+            cpu_end: r.evidence.cpu_end,
+            page_updated: r.evidence.page_updated,
+        })
+        .collect();
+    (events, runs)
+}
+
+fn tolerated(m: &Measurement, event: usize) -> FallbackStats {
+    let c: Corrected = m.tolerating(event, FALLBACK_ONLY);
+    let calibrated = !m.baseline.is_empty();
+    FallbackStats {
+        tolerated: hazard_names(FALLBACK_ONLY),
+        min: if calibrated {
+            c.min
+        } else {
+            c.region.min.map(|v| v as i64)
+        },
+        median: if calibrated {
+            c.median
+        } else {
+            c.region.median.map(|v| v as i64)
+        },
+        runs: c.region.clean,
+    }
+}
+
+/// Whether every read of the measurement was a one-instruction read, and if not the
+/// first fallback reason seen.
+pub fn read_paths(m: &Measurement) -> (bool, Option<String>) {
+    let mut reason = None;
+    let mut all_fast = true;
+    for run in m.runs.iter().chain(&m.baseline) {
+        for e in run.evidence.events() {
+            for path in [e.start, e.end] {
+                if let ReadPath::Syscall(why) = path {
+                    all_fast = false;
+                    reason.get_or_insert_with(|| why.to_string());
+                }
+            }
+        }
+    }
+    (all_fast && !m.runs.is_empty(), reason)
+}
+
+/// Prints the event table and the runs with hazards.
+pub fn print_human(events: &[EventReport], runs: &[RunReport]) {
+    println!(
+        "  {:<26} {:>14} {:>14} {:>8}  hazards of the other runs",
+        "event", "min", "median", "clean"
+    );
+    for e in events {
+        let show = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+        println!(
+            "  {:<26} {:>14} {:>14} {:>8}  {}",
+            e.name,
+            show(e.min),
+            show(e.median),
+            format!("{}/{}", e.clean_runs, e.runs),
+            if e.hazards.is_empty() {
+                "none".to_owned()
+            } else {
+                e.hazards.join(",")
+            }
+        );
+        if let Some(f) = &e.fallback {
+            println!(
+                "  {:<26} {:>14} {:>14} {:>8}  (tolerating {}: every read was a read() system call)",
+                "",
+                show(f.min),
+                show(f.median),
+                format!("{}/{}", f.runs, e.runs),
+                f.tolerated.join(",")
+            );
+        }
+    }
+    let flagged: Vec<&RunReport> = runs
+        .iter()
+        .filter(|r| {
+            r.hazards
+                .iter()
+                .any(|h| !hazard_names(FALLBACK_ONLY).contains(h))
+        })
+        .collect();
+    for r in flagged {
+        println!(
+            "  run {}: {} (switches {} voluntary, {} involuntary; cpu {:?} -> {:?}{})",
+            r.index,
+            r.hazards.join(","),
+            r.voluntary_switches,
+            r.involuntary_switches,
+            r.cpu_start,
+            r.cpu_end,
+            if r.page_updated {
+                "; perf page rewritten"
+            } else {
+                ""
+            }
+        );
+    }
+}
