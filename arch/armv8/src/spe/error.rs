@@ -1,8 +1,70 @@
-//! Why an SPE register value or capability set cannot be used, and what to do about it.
+//! Why an SPE register value, capability set or configuration cannot be used, and what to do
+//! about it ([`SpeError`]); and what is legal but probably not what the user meant
+//! ([`SpeWarning`]).
 
 use core::fmt;
 
+use super::config::OperationTypes;
+use super::events::SpeEvents;
+use super::perf::PerfField;
+use super::pmbsr_el1::BufferSyndrome;
 use super::version::SpeVersion;
+
+/// A filter of PMSFCR_EL1 that an implementation may lack (PMSIDR_EL1.{FE, FT, FL, FnE}).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SpeFilter {
+    /// Filter by events, PMSFCR_EL1.FE with PMSEVFR_EL1 (PMSIDR_EL1.FE).
+    Event,
+    /// Filter by operation type, PMSFCR_EL1.FT with B/LD/ST (PMSIDR_EL1.FT).
+    Type,
+    /// Filter by latency, PMSFCR_EL1.FL with PMSLATFR_EL1 (PMSIDR_EL1.FL).
+    Latency,
+    /// Inverted event filter, PMSFCR_EL1.FnE with PMSNEVFR_EL1 (PMSIDR_EL1.FnE,
+    /// FEAT_SPEv1p2).
+    InvertedEvent,
+}
+
+impl SpeFilter {
+    /// The PMSIDR_EL1 bit that says whether the filter exists.
+    pub const fn id_field(self) -> &'static str {
+        match self {
+            Self::Event => "PMSIDR_EL1.FE",
+            Self::Type => "PMSIDR_EL1.FT",
+            Self::Latency => "PMSIDR_EL1.FL",
+            Self::InvertedEvent => "PMSIDR_EL1.FnE",
+        }
+    }
+}
+
+impl fmt::Display for SpeFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Event => "event filter (PMSFCR_EL1.FE, PMSEVFR_EL1)",
+            Self::Type => "operation type filter (PMSFCR_EL1.FT, B/LD/ST)",
+            Self::Latency => "latency filter (PMSFCR_EL1.FL, PMSLATFR_EL1)",
+            Self::InvertedEvent => "inverted event filter (PMSFCR_EL1.FnE, PMSNEVFR_EL1)",
+        })
+    }
+}
+
+/// Which event filter register an event-filter problem is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventFilterKind {
+    /// PMSEVFR_EL1: events a sample must have (PMSFCR_EL1.FE).
+    Required,
+    /// PMSNEVFR_EL1: events a sample must not have (PMSFCR_EL1.FnE).
+    Excluded,
+}
+
+impl fmt::Display for EventFilterKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Required => "required events (PMSEVFR_EL1, FE)",
+            Self::Excluded => "excluded events (PMSNEVFR_EL1, FnE)",
+        })
+    }
+}
 
 /// A field of an SPE ID register whose value the Arm ARM reserves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,6 +140,77 @@ pub enum SpeError {
         /// The required alignment in bytes.
         align: u64,
     },
+    /// An event filter is enabled with no event in it. The Arm ARM makes FE = 1 with
+    /// PMSEVFR_EL1 = 0 (and FnE = 1 with PMSNEVFR_EL1 = 0) CONSTRAINED UNPREDICTABLE; seed 003
+    /// warns about the same.
+    EmptyEventFilter {
+        /// Which filter is empty.
+        filter: EventFilterKind,
+    },
+    /// The same event is both required (PMSEVFR_EL1) and excluded (PMSNEVFR_EL1): CONSTRAINED
+    /// UNPREDICTABLE in the Arm ARM (and seed 003), and no sample could pass anyway.
+    EventRequiredAndExcluded {
+        /// The events in both filters.
+        bits: u64,
+    },
+    /// A filter that this implementation does not have (its PMSIDR_EL1 bit is 0).
+    FilterNotImplemented {
+        /// The missing filter.
+        filter: SpeFilter,
+    },
+    /// A sampling interval below the implementation's minimum (PMSIDR_EL1.Interval).
+    IntervalBelowMinimum {
+        /// The requested interval.
+        value: u32,
+        /// The smallest interval this PE recommends.
+        min: u32,
+    },
+    /// A type filter with none of loads, stores and branches selected: PMSFCR_EL1.FT = 1 with
+    /// B = LD = ST = 0, which implementations treat differently (seed 003: one core stops
+    /// sampling, another keeps sampling some operations).
+    NoOperationTypeSelected,
+    /// Sampling enabled at no Exception level: PMSCR_EL1.E0SPE = E1SPE = 0 never samples.
+    NoExceptionLevelSelected,
+    /// A profiling buffer smaller than one record of this implementation.
+    BufferTooSmall {
+        /// The requested size in bytes.
+        size: u64,
+        /// The smallest usable size (PMSIDR_EL1.MaxSize).
+        min: u64,
+    },
+    /// A profiling buffer whose end lies beyond the top of the address space.
+    BufferWrapsAround {
+        /// The requested base address.
+        base: u64,
+        /// The requested size in bytes.
+        size: u64,
+    },
+    /// PMBSR_EL1 reports a buffer management event that is not a plain "buffer full": the
+    /// records after `PMBPTR_EL1` are lost and the buffer needs attention.
+    BufferManagementEvent {
+        /// The decoded PMBSR_EL1.
+        syndrome: BufferSyndrome,
+    },
+    /// A value wider than the field the `arm_spe` perf PMU publishes for it.
+    PerfFieldTooWide {
+        /// The perf format field.
+        field: PerfField,
+        /// The value that does not fit.
+        value: u64,
+        /// The largest value the field holds.
+        max: u64,
+    },
+    /// The running kernel publishes no format entry for a field this configuration needs (for
+    /// example `inv_event_filter`, which Linux hides without FEAT_SPEv1p2).
+    PerfFieldUnavailable {
+        /// The missing field.
+        field: PerfField,
+    },
+    /// A perf format entry that is not `configN:lo` or `configN:lo-hi` with lo <= hi < 64.
+    PerfFormatInvalid {
+        /// The field whose entry did not parse.
+        field: PerfField,
+    },
 }
 
 impl fmt::Display for SpeError {
@@ -118,8 +251,188 @@ impl fmt::Display for SpeError {
                 "profiling buffer pointer {address:#x} is not aligned to {align} bytes \
                  (PMBIDR_EL1.Align): align the buffer start"
             ),
+            Self::EmptyEventFilter { filter } => write!(
+                f,
+                "the {filter} filter is enabled with no event: an empty mask is CONSTRAINED \
+                 UNPREDICTABLE; name at least one event or turn that filter off"
+            ),
+            Self::EventRequiredAndExcluded { bits } => write!(
+                f,
+                "events {bits:#x} are both required (PMSEVFR_EL1) and excluded (PMSNEVFR_EL1), \
+                 which is CONSTRAINED UNPREDICTABLE and could never match: remove them from one \
+                 of the two filters"
+            ),
+            Self::FilterNotImplemented { filter } => match filter {
+                SpeFilter::InvertedEvent => f.write_str(
+                    "this PE has no inverted event filter (PMSIDR_EL1.FnE = 0; it needs \
+                     FEAT_SPEv1p2): drop the excluded events and discard those samples after \
+                     decoding instead",
+                ),
+                _ => write!(
+                    f,
+                    "this PE has no {filter} ({} = 0): drop that filter and select the samples \
+                     after decoding instead",
+                    filter.id_field()
+                ),
+            },
+            Self::IntervalBelowMinimum { value, min } => write!(
+                f,
+                "sampling interval {value} is below this PE's minimum of {min} \
+                 (PMSIDR_EL1.Interval): use an interval of at least {min}"
+            ),
+            Self::NoOperationTypeSelected => f.write_str(
+                "the operation type filter is enabled with none of loads, stores, branches \
+                 selected (PMSFCR_EL1.FT = 1, B = LD = ST = 0), which cores handle differently \
+                 (seed 003: one stops sampling, another keeps sampling): select at least one \
+                 type or drop the type filter",
+            ),
+            Self::NoExceptionLevelSelected => f.write_str(
+                "sampling is enabled at no Exception level (PMSCR_EL1.E0SPE = E1SPE = 0), so \
+                 nothing would be sampled: select EL0, EL1 or both",
+            ),
+            Self::BufferTooSmall { size, min } => write!(
+                f,
+                "profiling buffer of {size} bytes cannot hold one record of up to {min} bytes \
+                 (PMSIDR_EL1.MaxSize): give it at least {min} bytes"
+            ),
+            Self::BufferWrapsAround { base, size } => write!(
+                f,
+                "profiling buffer at {base:#x} with {size} bytes runs past the top of the \
+                 address space: move or shrink it"
+            ),
+            Self::BufferManagementEvent { syndrome } => write!(
+                f,
+                "the profiling buffer stopped with a management event ({:?}, PMBSR_EL1): fix \
+                 the cause (mapping, permissions), then clear PMBSR_EL1 and restart",
+                syndrome.event
+            ),
+            Self::PerfFieldTooWide { field, value, max } => write!(
+                f,
+                "{value:#x} does not fit the perf format field `{}` (at most {max:#x}): use a \
+                 smaller value or program the registers directly",
+                field.name()
+            ),
+            Self::PerfFieldUnavailable { field } => write!(
+                f,
+                "the kernel's arm_spe PMU publishes no `{}` format field, so perf cannot \
+                 express this configuration: drop that setting",
+                field.name()
+            ),
+            Self::PerfFormatInvalid { field } => write!(
+                f,
+                "the format entry of `{}` is not `configN:lo[-hi]`: read it again from \
+                 /sys/bus/event_source/devices/arm_spe*/format or use the documented layout",
+                field.name()
+            ),
         }
     }
 }
 
 impl core::error::Error for SpeError {}
+
+/// A setting that is legal but probably not what was meant. Warnings never stop a
+/// configuration; they say what the hardware will actually do and how to get what was meant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SpeWarning {
+    /// Events whose filter bit the Arm ARM makes optional at this SPE version: where the
+    /// implementation lacks it, the bit reads as zero and the filter silently ignores it.
+    OptionallyFilterableEvents {
+        /// Which filter register.
+        filter: EventFilterKind,
+        /// The SPE version the check was made for.
+        version: SpeVersion,
+        /// The optional bits.
+        bits: u64,
+    },
+    /// A minimum latency of 0 filters nothing, so the latency filter (FL) is left off.
+    ZeroMinimumLatency,
+    /// The required events cannot occur on any selected operation type (branch events on
+    /// loads/stores, memory events on branches), so no sample will be recorded.
+    RequiredEventsNeverOccur {
+        /// The events that cannot occur.
+        events: SpeEvents,
+        /// The selected operation types.
+        types: OperationTypes,
+    },
+    /// PMSFCR_EL1.FT = 1 with B = LD = ST = 0 in a raw register value: seed 003 reports that
+    /// Cortex-A76 stops sampling while Neoverse-N1 may keep sampling some operations.
+    TypeFilterWithoutTypes,
+    /// PMSEVFR_EL1/PMSNEVFR_EL1 holds events while the filter enable (FE/FnE) is 0: the bits
+    /// have no effect.
+    EventMaskWithoutEnable {
+        /// Which filter register.
+        filter: EventFilterKind,
+    },
+    /// PMSFCR_EL1.B/LD/ST set while FT is 0: they have no effect.
+    TypesWithoutTypeFilter,
+    /// PMSLATFR_EL1.MINLAT set while FL is 0: it has no effect.
+    LatencyWithoutLatencyFilter,
+    /// perf cannot ask for CONTEXTIDR_EL1 in records: the kernel adds it on its own when the
+    /// user is perfmon-capable and the kernel has CONFIG_PID_IN_CONTEXTIDR.
+    PerfContextNotSelectable,
+    /// perf grants `pa_enable`/`pct_enable` only to users allowed kernel profiling
+    /// (`perf_event_paranoid` <= 1 or CAP_PERFMON); otherwise `perf_event_open` fails.
+    PerfNeedsKernelPermission {
+        /// The privileged field.
+        field: PerfField,
+    },
+}
+
+impl fmt::Display for SpeWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::OptionallyFilterableEvents {
+                filter,
+                version,
+                bits,
+            } => write!(
+                f,
+                "{filter}: events {bits:#x} are only optionally filterable on {version}; if this \
+                 PE lacks the filter the bits read as zero and the condition is silently \
+                 dropped: write the register and read it back to check"
+            ),
+            Self::ZeroMinimumLatency => f.write_str(
+                "a minimum latency of 0 filters nothing, so the latency filter stays off: give \
+                 a latency of at least 1 cycle to filter",
+            ),
+            Self::RequiredEventsNeverOccur { events, types } => write!(
+                f,
+                "required events {:#x} never occur on the selected operation types ({:#x}: \
+                 bit 0 loads, 1 stores, 2 branches), so nothing will be recorded: select the \
+                 types these events happen on, or drop those events",
+                events.bits(),
+                types.bits()
+            ),
+            Self::TypeFilterWithoutTypes => f.write_str(
+                "PMSFCR_EL1.FT = 1 with B = LD = ST = 0: cores differ (seed 003: Cortex-A76 \
+                 stops sampling, Neoverse-N1 may keep sampling some operations): set B, LD or \
+                 ST, or clear FT",
+            ),
+            Self::EventMaskWithoutEnable { filter } => write!(
+                f,
+                "{filter}: events are set but the filter is not enabled, so they have no \
+                 effect: set the enable bit or clear the register"
+            ),
+            Self::TypesWithoutTypeFilter => f.write_str(
+                "PMSFCR_EL1.B/LD/ST are set but FT is 0, so they have no effect: set FT to \
+                 filter by type",
+            ),
+            Self::LatencyWithoutLatencyFilter => f.write_str(
+                "PMSLATFR_EL1.MINLAT is set but PMSFCR_EL1.FL is 0, so it has no effect: set FL \
+                 to filter by latency",
+            ),
+            Self::PerfContextNotSelectable => f.write_str(
+                "perf has no format field for CONTEXTIDR_EL1 (PMSCR_EL1.CX): the kernel records \
+                 it only for perfmon-capable users with CONFIG_PID_IN_CONTEXTIDR; run perf with \
+                 CAP_PERFMON to get it",
+            ),
+            Self::PerfNeedsKernelPermission { field } => write!(
+                f,
+                "`{}` needs permission to profile the kernel (perf_event_paranoid <= 1 or \
+                 CAP_PERFMON), otherwise perf_event_open fails with EACCES",
+                field.name()
+            ),
+        }
+    }
+}

@@ -15,8 +15,21 @@
 //!
 //! Start with `probe` (aarch64 only) or [`probe_with`]: it checks `ID_AA64DFR0_EL1.PMSVer` before
 //! any SPE register is touched, since on a PE without SPE (QEMU) they are UNDEFINED.
-//! Turning the capabilities and a user's wishes into a validated configuration is the job of a
-//! later layer; this one only knows the registers.
+//!
+//! On top of the registers:
+//! - [`config`]: [`SpeConfigBuilder`] states what to sample; validated against
+//!   [`SpeCapabilities`] it becomes an [`SpeConfig`] (register values plus [`SpeWarning`]s) or
+//!   a typed [`SpeError`] that says what to change; [`check_registers`] reviews raw values;
+//! - [`register_set`]: the register values as a set, each field explained ([`FieldInfo`]) for
+//!   front ends and JSON;
+//! - [`program`]: the programming sequences (filters, buffer, enable, stop) against a
+//!   [`SpeRegisterFile`], with every barrier the architecture asks for, and
+//!   [`apply_if_present_with`] (`apply_if_present` on aarch64), which probes first and
+//!   returns [`SpeError::NotImplemented`] without touching SPE where there is none; [`fake`]
+//!   is the recording register file the host tests use;
+//! - [`model`]: whether the hardware records a given operation under given registers;
+//! - [`perf`]: the configuration as a Linux `arm_spe` perf event and event string;
+//! - [`decode`]: the record packet stream decoder.
 //!
 //! Sources: Arm ARM DDI 0487 M.a.a, D24.7 (SPE registers), D24.2.80 (ID_AA64DFR0_EL1), D18.2.6
 //! (Events packet), D17.9 (synchronization), C6.2.318 (PSB); Linux 6.12
@@ -59,8 +72,13 @@ macro_rules! spe_register_read {
 }
 
 pub mod capabilities;
+pub mod config;
+pub mod decode;
 pub mod error;
 pub mod events;
+pub mod fake;
+pub mod model;
+pub mod perf;
 pub mod pmbidr_el1;
 pub mod pmblimitr_el1;
 pub mod pmbptr_el1;
@@ -73,12 +91,18 @@ pub mod pmsidr_el1;
 pub mod pmsirr_el1;
 pub mod pmslatfr_el1;
 pub mod pmsnevfr_el1;
+pub mod program;
+pub mod register_set;
 pub mod version;
 
 #[cfg(target_arch = "aarch64")]
 pub use capabilities::{probe, CurrentPe};
 pub use capabilities::{probe_with, SpeCapabilities, SpeIdRegisters};
-pub use error::{IdRegisterField, SpeError};
+pub use config::{
+    check_registers, Diagnostics, ExceptionLevels, OperationTypes, SpeConfig, SpeConfigBuilder,
+    TimestampSource,
+};
+pub use error::{EventFilterKind, IdRegisterField, SpeError, SpeFilter, SpeWarning};
 pub use events::{check_event_filter, classify_event_filter, EventFilterSupport, SpeEvents};
 pub use pmbidr_el1::{PmbidrEl1, PMBIDR_EL1};
 pub use pmblimitr_el1::{PmblimitrEl1, PMBLIMITR_EL1};
@@ -92,4 +116,10 @@ pub use pmsidr_el1::{CounterSize, PmsidrEl1, PMSIDR_EL1};
 pub use pmsirr_el1::{PmsirrEl1, PMSIRR_EL1};
 pub use pmslatfr_el1::{PmslatfrEl1, PMSLATFR_EL1};
 pub use pmsnevfr_el1::{PmsnevfrEl1, PMSNEVFR_EL1};
+#[cfg(target_arch = "aarch64")]
+pub use program::{apply_if_present, El1Spe};
+pub use program::{
+    apply_if_present_with, AppliedSession, Barrier, ProfilingBuffer, SessionEnd, SpeRegisterFile,
+};
+pub use register_set::{FieldInfo, SpeRegister, SpeRegisterValues};
 pub use version::SpeVersion;

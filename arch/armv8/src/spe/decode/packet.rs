@@ -1,0 +1,304 @@
+//! The packets of an SPE record and what their payload fields mean.
+//!
+//! Sources: Arm ARM DDI 0487 M.a.a D18.2 (Address packet: index 0 PC, 1 branch target, 2 data
+//! virtual address, 3 data physical address, 4 previous branch target; Counter packet: index 0
+//! total latency, 1 issue latency, 2 translation latency; Operation Type classes; Context
+//! packet); the same encodings as `SPE_ADDR_PKT_*`, `SPE_CNT_PKT_*` and `SPE_OP_PKT_*` in Linux
+//! perf's `arm-spe-pkt-decoder.h`.
+
+use crate::spe::config::OperationTypes;
+use crate::spe::events::SpeEvents;
+
+/// One SPE packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Packet {
+    /// Padding (`0x00`): no meaning, fills space.
+    Padding,
+    /// End of a record (`0x01`) without a timestamp.
+    End,
+    /// Alignment: the next packet starts at the next `alignment`-byte boundary.
+    Alignment {
+        /// The boundary in bytes (2, 4, 8 or 16).
+        alignment: u8,
+    },
+    /// Timestamp, also ending a record.
+    Timestamp(u64),
+    /// An address (PC, branch target, data virtual or physical address).
+    Address(AddressPacket),
+    /// A counter (total, issue or translation latency).
+    Counter(CounterPacket),
+    /// CONTEXTIDR_EL1 or CONTEXTIDR_EL2.
+    Context(ContextPacket),
+    /// Operation type.
+    OperationType(OperationTypePacket),
+    /// Events of the sampled operation.
+    Events(EventsPacket),
+    /// Data source of a load.
+    DataSource(DataSourcePacket),
+}
+
+impl Packet {
+    /// A short name (`PAD`, `END`, `ALIGN`, `TS`, `ADDR`, `LAT`, `CONTEXT`, `OP-TYPE`,
+    /// `EVENTS`, `DATA-SOURCE`).
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Padding => "PAD",
+            Self::End => "END",
+            Self::Alignment { .. } => "ALIGN",
+            Self::Timestamp(_) => "TS",
+            Self::Address(_) => "ADDR",
+            Self::Counter(_) => "LAT",
+            Self::Context(_) => "CONTEXT",
+            Self::OperationType(_) => "OP-TYPE",
+            Self::Events(_) => "EVENTS",
+            Self::DataSource(_) => "DATA-SOURCE",
+        }
+    }
+
+    /// Whether this packet ends a record (End or Timestamp).
+    pub const fn ends_record(&self) -> bool {
+        matches!(self, Self::End | Self::Timestamp(_))
+    }
+}
+
+/// What an Address packet's index says it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AddressKind {
+    /// Index 0: virtual address of the sampled instruction (PC).
+    InstructionVirtual,
+    /// Index 1: branch target address.
+    BranchTarget,
+    /// Index 2: data access virtual address.
+    DataVirtual,
+    /// Index 3: data access physical address.
+    DataPhysical,
+    /// Index 4: previous branch target address (FEAT_SPE_PBT).
+    PreviousBranchTarget,
+    /// Any other index (reserved or IMPLEMENTATION DEFINED).
+    Other(u8),
+}
+
+/// An Address packet: a 5-bit index and a 64-bit payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AddressPacket {
+    /// Header index (0..=31).
+    pub index: u8,
+    /// The raw 64-bit payload.
+    pub payload: u64,
+}
+
+const ADDRESS_BITS: u64 = (1 << 56) - 1;
+
+impl AddressPacket {
+    pub(super) const fn new(index: u8, payload: u64) -> Self {
+        Self { index, payload }
+    }
+
+    /// What the address is.
+    pub const fn kind(&self) -> AddressKind {
+        match self.index {
+            0 => AddressKind::InstructionVirtual,
+            1 => AddressKind::BranchTarget,
+            2 => AddressKind::DataVirtual,
+            3 => AddressKind::DataPhysical,
+            4 => AddressKind::PreviousBranchTarget,
+            other => AddressKind::Other(other),
+        }
+    }
+
+    /// Address bits \[55:0\] (the whole address of instruction and physical kinds).
+    pub const fn address_bits(&self) -> u64 {
+        self.payload & ADDRESS_BITS
+    }
+
+    /// The address as a virtual address: for instruction kinds, bits \[55:0\] sign-extended
+    /// from bit 55 (bits \[63:56\] carry NS/EL); for a data virtual address the payload as
+    /// recorded (its top byte is the tag, with TBI); otherwise the address bits.
+    pub const fn virtual_address(&self) -> u64 {
+        match self.kind() {
+            AddressKind::InstructionVirtual
+            | AddressKind::BranchTarget
+            | AddressKind::PreviousBranchTarget => {
+                let bits = self.address_bits();
+                if bits & (1 << 55) != 0 {
+                    bits | !ADDRESS_BITS
+                } else {
+                    bits
+                }
+            }
+            AddressKind::DataVirtual => self.payload,
+            _ => self.address_bits(),
+        }
+    }
+
+    /// Instruction kinds: the Exception level, bits \[62:61\].
+    pub const fn exception_level(&self) -> u8 {
+        ((self.payload >> 61) & 0b11) as u8
+    }
+
+    /// Instruction and physical kinds: NS, bit 63 (Non-secure).
+    pub const fn non_secure(&self) -> bool {
+        self.payload >> 63 != 0
+    }
+
+    /// Physical kind: CH, bit 62 (tag checked access).
+    pub const fn checked(&self) -> bool {
+        (self.payload >> 62) & 1 != 0
+    }
+
+    /// Physical kind: PAT, bits \[59:56\] (physical address tag).
+    pub const fn physical_tag(&self) -> u8 {
+        ((self.payload >> 56) & 0xF) as u8
+    }
+}
+
+/// What a Counter packet's index says it counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CounterKind {
+    /// Index 0: total latency, issue to complete (what PMSLATFR_EL1 filters on).
+    TotalLatency,
+    /// Index 1: issue latency, dispatch to issue.
+    IssueLatency,
+    /// Index 2: translation latency.
+    TranslationLatency,
+    /// Any other index.
+    Other(u8),
+}
+
+/// A Counter packet: a 5-bit index and the counter value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CounterPacket {
+    /// Header index (0..=31).
+    pub index: u8,
+    /// The counter value (saturated at the PMSIDR_EL1.CountSize width).
+    pub value: u64,
+}
+
+impl CounterPacket {
+    pub(super) const fn new(index: u8, value: u64) -> Self {
+        Self { index, value }
+    }
+
+    /// What the counter counts.
+    pub const fn kind(&self) -> CounterKind {
+        match self.index {
+            0 => CounterKind::TotalLatency,
+            1 => CounterKind::IssueLatency,
+            2 => CounterKind::TranslationLatency,
+            other => CounterKind::Other(other),
+        }
+    }
+}
+
+/// A Context packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ContextPacket {
+    /// Header index: 0 CONTEXTIDR_EL1, 1 CONTEXTIDR_EL2, others reserved.
+    pub index: u8,
+    /// The context ID.
+    pub value: u64,
+}
+
+impl ContextPacket {
+    pub(super) const fn new(index: u8, value: u64) -> Self {
+        Self { index, value }
+    }
+}
+
+/// The class of an Operation Type packet (header bits \[1:0\]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OperationClass {
+    /// 0b00: other (including SVE operations that are not loads/stores).
+    Other,
+    /// 0b01: load, store or atomic.
+    LoadStoreAtomic,
+    /// 0b10: branch or exception return.
+    BranchOrExceptionReturn,
+    /// 0b11: reserved.
+    Reserved,
+}
+
+/// An Operation Type packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OperationTypePacket {
+    /// Header bits \[1:0\].
+    pub class_bits: u8,
+    /// The payload (its meaning depends on the class).
+    pub payload: u64,
+}
+
+impl OperationTypePacket {
+    pub(super) const fn new(class_bits: u8, payload: u64) -> Self {
+        Self {
+            class_bits,
+            payload,
+        }
+    }
+
+    /// The class.
+    pub const fn class(&self) -> OperationClass {
+        match self.class_bits & 0b11 {
+            0b00 => OperationClass::Other,
+            0b01 => OperationClass::LoadStoreAtomic,
+            0b10 => OperationClass::BranchOrExceptionReturn,
+            _ => OperationClass::Reserved,
+        }
+    }
+
+    /// The operation as the type filter sees it: loads and stores by payload bit 0 (ST), an
+    /// atomic (subclass `0b000x_x1x` with AT, bit 2) as both, branches, or none.
+    pub fn operation_types(&self) -> OperationTypes {
+        match self.class() {
+            OperationClass::LoadStoreAtomic => {
+                let atomic = self.payload & 0b1110_0010 == 0b10 && self.payload & 0b100 != 0;
+                if atomic {
+                    OperationTypes::LOADS | OperationTypes::STORES
+                } else if self.payload & 1 != 0 {
+                    OperationTypes::STORES
+                } else {
+                    OperationTypes::LOADS
+                }
+            }
+            OperationClass::BranchOrExceptionReturn => OperationTypes::BRANCHES,
+            _ => OperationTypes::empty(),
+        }
+    }
+}
+
+/// An Events packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventsPacket {
+    /// The events (all payload bits kept).
+    pub events: SpeEvents,
+    /// Payload size in bytes (1, 2, 4 or 8): events beyond it were not recorded.
+    pub size: u8,
+}
+
+impl EventsPacket {
+    pub(super) const fn new(value: u64, size: usize) -> Self {
+        Self {
+            events: SpeEvents::from_bits_retain(value),
+            // Payload sizes are 1..=8.
+            size: size as u8,
+        }
+    }
+}
+
+/// A Data Source packet (the encoding is IMPLEMENTATION DEFINED before FEAT_SPE_FDS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DataSourcePacket {
+    /// The source code.
+    pub value: u64,
+    /// Payload size in bytes (1, 2, 4 or 8).
+    pub size: u8,
+}
+
+impl DataSourcePacket {
+    pub(super) const fn new(value: u64, size: usize) -> Self {
+        Self {
+            value,
+            // Payload sizes are 1..=8.
+            size: size as u8,
+        }
+    }
+}
