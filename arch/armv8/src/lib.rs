@@ -39,6 +39,9 @@
 extern crate std;
 
 pub mod asm;
+#[cfg(target_arch = "aarch64")]
+#[macro_use]
+mod sysreg_access;
 pub mod counter;
 #[cfg(target_arch = "aarch64")]
 pub mod el0;
