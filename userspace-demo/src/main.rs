@@ -5,7 +5,8 @@
 //! `measure` (built-in kernels with chosen events, warm-up + N runs, min/median,
 //! IPC/CPI, per-run hazards, `--json`), `hazards` (forces a context switch, a migration
 //! and, in direct mode, an overflow, and shows each flagged), `bench` (what each read
-//! path costs).
+//! path costs), `spe` (Arm SPE sampling filters from intent, checked against capabilities,
+//! as registers and a perf event; `spe decode` for raw SPE buffers).
 
 mod bench_cmd;
 mod hazards_cmd;
@@ -13,6 +14,7 @@ mod kernels;
 mod list_cmd;
 mod measure_cmd;
 mod report;
+mod spe_cmd;
 mod tsc;
 
 use std::process::ExitCode;
@@ -52,7 +54,9 @@ and points to the exact measurement in QEMU (`cargo xtask qemu aarch64`).",
   pmu-demo measure --kernel loop --units 1000 --json
   pmu-demo measure --backend direct --kernel loop --units 1000 --events instructions,cycles
   pmu-demo hazards
-  pmu-demo bench"
+  pmu-demo bench
+  pmu-demo spe --profile spev1p4-16bit --loads --min-latency 120 --event llc-miss --interval 4096
+  pmu-demo spe decode spe-buffer.bin"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -70,6 +74,9 @@ enum Command {
     Hazards(hazards_cmd::Args),
     /// What one fast read, one read() fallback and one whole region measurement cost.
     Bench(bench_cmd::Args),
+    /// Arm SPE: sampling-filter registers and the perf event from what you want to sample,
+    /// checked against an implementation's capabilities; `spe decode FILE` for raw buffers.
+    Spe(spe_cmd::Args),
 }
 
 /// Which counter backend to use.
@@ -90,6 +97,7 @@ fn main() -> ExitCode {
         Command::Measure(args) => measure_cmd::run(&args),
         Command::Hazards(args) => hazards_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
+        Command::Spe(args) => spe_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -36,7 +36,8 @@ pub struct Args {
     bytes: usize,
     /// Events, comma-separated: perf names (cycles, instructions, branches,
     /// branch-misses, cache-references, cache-misses, L1-dcache-load-misses, …), raw
-    /// r<hex>, or <pmu>/event=…,umask=…/ from sysfs. The first leads the group.
+    /// rHEX (r00c0), or PMU/event=…,umask=…/ from sysfs (cpu/event=0x3c/). The first
+    /// leads the group.
     #[arg(long, value_delimiter = ',', default_value = "cycles,instructions")]
     events: Vec<String>,
     /// Measured runs (statistics over the clean ones).

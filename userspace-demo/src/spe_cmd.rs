@@ -1,0 +1,63 @@
+//! `pmu-demo spe`: Arm SPE sampling filters from the user's intent, and the decoder for raw
+//! SPE buffers.
+//!
+//! `pmu-demo spe [intent flags] [capabilities]` (the default action) turns "loads with at least
+//! 120 cycles latency that missed the last level cache, one in 4096" into the register values
+//! (each field explained), the Linux `arm_spe` perf event, and every error and warning the
+//! `pmu_armv8::spe` checks find for the given capabilities. `pmu-demo spe decode FILE` prints
+//! the records of a raw SPE buffer.
+//!
+//! Everything here is pure computation over `pmu_armv8::spe`, so it runs on any host; only the
+//! capabilities "of this machine" come from the running kernel (its sysfs `arm_spe` PMU).
+
+mod configure;
+mod decode;
+mod names;
+
+use clap::{Args as ClapArgs, Subcommand};
+
+use crate::Failure;
+
+pub use configure::ConfigArgs;
+pub use decode::DecodeArgs;
+
+#[derive(ClapArgs, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:
+  pmu-demo spe --profile spev1p4-16bit --loads --min-latency 120 --event llc-miss --interval 4096
+  pmu-demo spe --profile spev1p1-12bit --branches --event mispredicted
+  pmu-demo spe --pmsidr 0x26447 --pmsver 3 --branches --exclude-event mispredicted --json
+  pmu-demo spe decode spe-buffer.bin
+  pmu-demo spe decode --hex record.hex --packets
+
+Without a subcommand: state the intent, and where the capabilities come from (--profile,
+--pmsidr/--pmsver, or else this machine's arm_spe PMU in sysfs). The output lists the
+register values in programming order with every field explained, the perf event
+(attr.config…config3 and the `perf record -e arm_spe_0/…/` string), and each error (with
+what to change) or warning.
+
+Exit status: 0 the configuration is valid (warnings allowed, and also when only the perf
+event cannot express it: said under the perf event); 2 it has errors, the input is
+malformed, or there are no capabilities to check against."
+)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Action {
+    /// Print the records (or packets) of a raw SPE buffer: bytes copied from a profiling
+    /// buffer, or an AUX area extracted from a perf.data file.
+    Decode(DecodeArgs),
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    match &args.action {
+        Some(Action::Decode(decode_args)) => decode::run(decode_args),
+        None => configure::run(&args.config),
+    }
+}

@@ -1,0 +1,835 @@
+//! `pmu-demo spe [intent flags]`: intent -> validated SPE register values, each field explained,
+//! and the Linux `arm_spe` perf event.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args as ClapArgs, ValueEnum};
+use pmu_armv8::spe::perf::sysfs::{self, FormatSource, SpePmu};
+use pmu_armv8::spe::perf::{self, ConfigWord, PerfFormat, PerfSpeEvent};
+use pmu_armv8::spe::{
+    Diagnostics, ExceptionLevels, FieldInfo, OperationTypes, SpeCapabilities, SpeConfig,
+    SpeConfigBuilder, SpeEvents, SpeRegister, SpeVersion, TimestampSource,
+};
+use serde::Serialize;
+
+use super::names::{self, Profile};
+use crate::{Failure, EXIT_USAGE};
+
+#[derive(ClapArgs, Debug)]
+pub struct ConfigArgs {
+    /// Record loads (PMSFCR_EL1.FT + LD; perf load_filter=1). With none of --loads,
+    /// --stores, --branches every operation type is sampled.
+    #[arg(long)]
+    loads: bool,
+    /// Record stores, atomics included (PMSFCR_EL1.FT + ST; perf store_filter=1).
+    #[arg(long)]
+    stores: bool,
+    /// Record branches, exception returns included (PMSFCR_EL1.FT + B; perf branch_filter=1).
+    #[arg(long)]
+    branches: bool,
+    /// Record only operations with at least N cycles total latency (PMSFCR_EL1.FL,
+    /// PMSLATFR_EL1.MINLAT; at most 4095 on 12-bit counters, 65535 on 16-bit).
+    #[arg(long, value_name = "N")]
+    min_latency: Option<u32>,
+    /// Record only operations that have ALL of these events (PMSFCR_EL1.FE, PMSEVFR_EL1).
+    /// Repeat or comma-separate: names (llc-miss, l1d-refill, tlb-walk, mispredicted,
+    /// retired, not-taken, misaligned, …), bit numbers (9, E9) or hex masks (0x200).
+    #[arg(long = "event", value_name = "EVENT", value_delimiter = ',', value_parser = names::parse_event)]
+    events: Vec<SpeEvents>,
+    /// Drop operations that have ANY of these events (PMSFCR_EL1.FnE, PMSNEVFR_EL1; needs
+    /// FEAT_SPEv1p2). Same spellings as --event.
+    #[arg(long = "exclude-event", value_name = "EVENT", value_delimiter = ',', value_parser = names::parse_event)]
+    exclude_events: Vec<SpeEvents>,
+    /// Sample one operation in N (PMSIRR_EL1.INTERVAL; a multiple of 256, at least the
+    /// implementation's minimum; perf period=N). Default: that minimum.
+    #[arg(long, value_name = "N")]
+    interval: Option<u32>,
+    /// Randomize the interval (PMSIRR_EL1.RND; perf jitter=1).
+    #[arg(long)]
+    jitter: bool,
+    /// Record a timestamp in each record (PMSCR_EL1.TS; perf ts_enable=1), from the virtual
+    /// counter (default) or the physical one (PMSCR_EL1.PCT; perf pct_enable=1).
+    #[arg(long, value_enum, value_name = "COUNTER", num_args = 0..=1, default_missing_value = "virtual")]
+    timestamps: Option<Timestamps>,
+    /// Record physical data addresses (PMSCR_EL1.PA; perf pa_enable=1, needs kernel-profiling
+    /// permission).
+    #[arg(long)]
+    physical_addresses: bool,
+    /// Record CONTEXTIDR_EL1 (PMSCR_EL1.CX; perf has no field for it).
+    #[arg(long)]
+    context: bool,
+    /// Sample at EL0, user space (PMSCR_EL1.E0SPE). With neither --el0 nor --el1 both are
+    /// sampled, as perf does for an event without a `u`/`k` modifier; --el0 alone is perf's
+    /// `u`.
+    #[arg(long)]
+    el0: bool,
+    /// Sample at EL1, the kernel (PMSCR_EL1.E1SPE); --el1 alone is perf's `k`.
+    #[arg(long)]
+    el1: bool,
+    /// Capabilities from an example profile built from the architecture's fields (not a
+    /// vendor-published register dump).
+    #[arg(long, value_enum, conflicts_with_all = ["pmsidr", "pmsver"])]
+    profile: Option<Profile>,
+    /// Capabilities from a raw PMSIDR_EL1 value (hex), with --pmsver.
+    #[arg(long, value_name = "HEX", value_parser = parse_hex, requires = "pmsver")]
+    pmsidr: Option<u64>,
+    /// ID_AA64DFR0_EL1.PMSVer: 1 FEAT_SPE, 2 v1p1, 3 v1p2, 4 v1p3, 5 v1p4, 6 v1p5. With
+    /// --pmsidr; alone it corrects the version assumed for this machine's sysfs PMU (sysfs
+    /// does not publish PMSVer).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..16))]
+    pmsver: Option<u8>,
+    /// PMBIDR_EL1 (hex) to go with --pmsidr (default 0: EL1 owns the buffer).
+    #[arg(long, value_name = "HEX", value_parser = parse_hex, requires = "pmsidr")]
+    pmbidr: Option<u64>,
+    /// The arm_spe PMU instance to read (and to name in the event string): default the first
+    /// one in sysfs, or arm_spe_0 when the capabilities are given.
+    #[arg(long, value_name = "NAME")]
+    pmu: Option<String>,
+    /// Where to look for arm_spe PMUs (a copy of another machine's tree works too).
+    #[arg(long, value_name = "DIR", default_value = sysfs::DEVICES)]
+    sysfs_devices: PathBuf,
+    /// Also show the fields of SPE extensions that are 0 (FEAT_SPE_EFT, _EXC, _nVM, …).
+    #[arg(long)]
+    all_fields: bool,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Which counter timestamps come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Timestamps {
+    /// The virtual counter (PMSCR_EL1.PCT = 0b00).
+    Virtual,
+    /// The physical counter (PMSCR_EL1.PCT = 0b01).
+    Physical,
+}
+
+fn parse_hex(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    u64::from_str_radix(&digits.replace('_', ""), 16)
+        .map_err(|_| format!("`{t}` is not a hex number (like 0x26407)"))
+}
+
+/// Fields of SPE extensions a plain configuration never sets: hidden while 0 unless
+/// `--all-fields`.
+const EXTENSION_FIELDS: [(SpeRegister, &str); 12] = [
+    (SpeRegister::Pmscr, "EE"),
+    (SpeRegister::Pmscr, "KE"),
+    (SpeRegister::Pmscr, "EnVM"),
+    (SpeRegister::Pmsfcr, "FDS"),
+    (SpeRegister::Pmsfcr, "FP"),
+    (SpeRegister::Pmsfcr, "SIMD"),
+    (SpeRegister::Pmsfcr, "Bm"),
+    (SpeRegister::Pmsfcr, "LDm"),
+    (SpeRegister::Pmsfcr, "STm"),
+    (SpeRegister::Pmsfcr, "FPm"),
+    (SpeRegister::Pmsfcr, "SIMDm"),
+    (SpeRegister::Pmsicr, "ECOUNT"),
+];
+
+// ---- JSON shape (the human output prints the same) ----
+
+#[derive(Debug, Serialize)]
+struct Output {
+    intent: IntentOut,
+    capabilities: CapsOut,
+    ok: bool,
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+    /// In programming order; absent when there are errors.
+    registers: Option<Vec<RegisterOut>>,
+    perf: Option<PerfOut>,
+}
+
+#[derive(Debug, Serialize)]
+struct IntentOut {
+    operation_types: Option<Vec<&'static str>>,
+    min_latency: Option<u32>,
+    required_events: Option<Vec<&'static str>>,
+    required_mask: Option<String>,
+    excluded_events: Option<Vec<&'static str>>,
+    excluded_mask: Option<String>,
+    /// `LLC_MISS (E[9])`, for the human output.
+    #[serde(skip)]
+    required_display: Vec<String>,
+    #[serde(skip)]
+    excluded_display: Vec<String>,
+    /// None: the implementation's minimum.
+    interval: Option<u32>,
+    jitter: bool,
+    timestamps: Option<&'static str>,
+    physical_addresses: bool,
+    context: bool,
+    exception_levels: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+struct CapsOut {
+    /// `profile`, `pmsidr` or `sysfs`.
+    source: &'static str,
+    /// What exactly: the profile and its label, or the sysfs PMU.
+    detail: String,
+    version: String,
+    pmsver: u8,
+    pmsidr: String,
+    pmbidr: String,
+    filter_by_event: bool,
+    filter_by_type: bool,
+    filter_by_latency: bool,
+    inverted_event_filter: bool,
+    extended_random: bool,
+    architectural_instructions: bool,
+    loaded_data_source: bool,
+    min_interval: Option<u32>,
+    counter_bits: Option<u32>,
+    max_record_size: Option<u32>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Diagnostic {
+    /// The library's variant name (`MinLatencyTooLarge`).
+    kind: String,
+    message: String,
+}
+
+#[derive(Debug, Serialize)]
+struct RegisterOut {
+    name: &'static str,
+    value: u64,
+    hex: String,
+    fields: Vec<FieldOut>,
+}
+
+#[derive(Debug, Serialize)]
+struct FieldOut {
+    name: &'static str,
+    msb: u8,
+    lsb: u8,
+    value: u64,
+    description: &'static str,
+    meaning: Option<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+struct PerfOut {
+    pmu: String,
+    /// `sysfs` (the running kernel's format files) or `linux-6.12` (the documented layout).
+    format_source: &'static str,
+    format_detail: String,
+    /// None when perf cannot express the configuration (see `error`).
+    attr: Option<AttrOut>,
+    event: Option<String>,
+    command: Option<String>,
+    warnings: Vec<Diagnostic>,
+    error: Option<Diagnostic>,
+}
+
+#[derive(Debug, Serialize)]
+struct AttrOut {
+    config: String,
+    config1: String,
+    config2: String,
+    config3: String,
+    sample_period: u64,
+    exclude_user: bool,
+    exclude_kernel: bool,
+    terms: Vec<TermOut>,
+}
+
+#[derive(Debug, Serialize)]
+struct TermOut {
+    field: &'static str,
+    format: String,
+    value: u64,
+}
+
+/// The variant name of a library value's `Debug` form: `MinLatencyTooLarge { .. }` ->
+/// `MinLatencyTooLarge`.
+fn kind_of(debug: impl std::fmt::Debug) -> String {
+    let text = format!("{debug:?}");
+    text.split([' ', '{', '('])
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn diagnostic<T: std::fmt::Debug + std::fmt::Display>(item: &T) -> Diagnostic {
+    Diagnostic {
+        kind: kind_of(item),
+        message: item.to_string(),
+    }
+}
+
+/// Where the capabilities came from, and for the perf event which PMU and format to use.
+struct CapsSource {
+    caps: SpeCapabilities,
+    source: &'static str,
+    detail: String,
+    notes: Vec<String>,
+    pmu_name: String,
+    format: PerfFormat,
+    format_source: &'static str,
+    format_detail: String,
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        message: message.into(),
+        status: EXIT_USAGE,
+    }
+}
+
+fn documented_format() -> (PerfFormat, &'static str, String) {
+    (
+        PerfFormat::linux_6_12(),
+        "linux-6.12",
+        "the documented Linux 6.12 arm_spe layout (ATTR_CFG_FLD_* in drivers/perf/arm_spe_pmu.c)"
+            .to_owned(),
+    )
+}
+
+fn capabilities(args: &ConfigArgs) -> Result<CapsSource, Failure> {
+    let given_pmu = args.pmu.clone().unwrap_or_else(|| "arm_spe_0".to_owned());
+    if let Some(profile) = args.profile {
+        let (pmsver, pmsidr) = profile.registers();
+        let (format, format_source, format_detail) = documented_format();
+        return Ok(CapsSource {
+            caps: profile.capabilities(),
+            source: "profile",
+            detail: format!(
+                "profile {} (PMSVer {pmsver}, PMSIDR_EL1 {pmsidr:#x}): an example profile built \
+                 from the architecture's fields, not a vendor-published register dump",
+                profile.name()
+            ),
+            notes: Vec::new(),
+            pmu_name: given_pmu,
+            format,
+            format_source,
+            format_detail,
+        });
+    }
+    if let Some(pmsidr) = args.pmsidr {
+        // clap makes --pmsidr require --pmsver.
+        let pmsver = args.pmsver.unwrap_or_default();
+        let version = SpeVersion::from_pmsver(pmsver).map_err(|e| {
+            usage(format!(
+                "--pmsver {pmsver}: {e}: every SPE register is UNDEFINED there, so there is \
+                 nothing to configure; give the PMSVer of an SPE implementation (1 to 15)"
+            ))
+        })?;
+        let pmbidr = args.pmbidr.unwrap_or(0);
+        let (format, format_source, format_detail) = documented_format();
+        return Ok(CapsSource {
+            caps: SpeCapabilities::decode_raw(version, pmsidr, pmbidr),
+            source: "pmsidr",
+            detail: format!("PMSIDR_EL1 {pmsidr:#x}, PMBIDR_EL1 {pmbidr:#x}, PMSVer {pmsver}"),
+            notes: Vec::new(),
+            pmu_name: given_pmu,
+            format,
+            format_source,
+            format_detail,
+        });
+    }
+    machine_capabilities(args)
+}
+
+/// The capabilities the running kernel publishes for its arm_spe PMU: user space cannot read
+/// PMSIDR_EL1 (EL1 only), so they are rebuilt from sysfs `caps/` and `format/`.
+fn machine_capabilities(args: &ConfigArgs) -> Result<CapsSource, Failure> {
+    let dir: &Path = &args.sysfs_devices;
+    let hint = "give --pmsidr HEX --pmsver N (the values of the machine you will profile) or \
+                --profile NAME (spev1p1-12bit, spev1p2-fne, spev1p4-16bit)";
+    let pmus = sysfs::find_spe_pmus_in(dir)
+        .map_err(|e| usage(format!("cannot read this machine's SPE PMU ({e}): {hint}")))?;
+    let pmu: SpePmu = match &args.pmu {
+        Some(name) => pmus
+            .iter()
+            .find(|p| &p.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                let found: Vec<&str> = pmus.iter().map(|p| p.name.as_str()).collect();
+                usage(format!(
+                    "no SPE PMU `{name}` in {} (found: {}): name one of those, or {hint}",
+                    dir.display(),
+                    if found.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        found.join(", ")
+                    }
+                ))
+            })?,
+        None => pmus.first().cloned().ok_or_else(|| {
+            usage(format!(
+                "this machine has no SPE (no arm_spe PMU in {}): give --pmsidr/--pmsver or \
+                 --profile NAME (spev1p1-12bit, spev1p2-fne, spev1p4-16bit) to configure for \
+                 another machine",
+                dir.display()
+            ))
+        })?,
+    };
+    let mut notes = Vec::new();
+    let version = match args.pmsver {
+        Some(pmsver) => {
+            SpeVersion::from_pmsver(pmsver).map_err(|e| usage(format!("--pmsver {pmsver}: {e}")))?
+        }
+        None => {
+            let assumed = pmu.assumed_version();
+            notes.push(format!(
+                "sysfs does not publish PMSVer: assumed {assumed} because the kernel {} \
+                 inv_event_filter (FEAT_SPE_FnE); give --pmsver N if the CPU has a newer SPE",
+                if pmu.has_inverted_filter() {
+                    "publishes"
+                } else {
+                    "does not publish"
+                }
+            ));
+            assumed
+        }
+    };
+    notes.push(
+        "rebuilt from sysfs caps/ (min_interval, count_size, arch_inst, ernd): FE/FT/FL set (Linux \
+         refuses PEs without them), MaxSize taken as 64 bytes"
+            .to_owned(),
+    );
+    if pmus.len() > 1 {
+        let names: Vec<&str> = pmus.iter().map(|p| p.name.as_str()).collect();
+        notes.push(format!(
+            "several SPE PMUs ({}): a heterogeneous system; showing {}, choose with --pmu",
+            names.join(", "),
+            pmu.name
+        ));
+    }
+    let (format_source, format_detail) = match pmu.format_source {
+        FormatSource::Sysfs => (
+            "sysfs",
+            format!("the running kernel's format ({}/format)", pmu.dir.display()),
+        ),
+        FormatSource::Documented => (
+            "linux-6.12",
+            format!(
+                "the documented Linux 6.12 layout ({} has no format/ directory)",
+                pmu.dir.display()
+            ),
+        ),
+    };
+    Ok(CapsSource {
+        caps: pmu.capabilities(version),
+        source: "sysfs",
+        detail: format!(
+            "this machine's {} ({}, perf type {})",
+            pmu.name,
+            pmu.dir.display(),
+            pmu.pmu_type
+        ),
+        notes,
+        pmu_name: pmu.name.clone(),
+        format: pmu.format,
+        format_source,
+        format_detail,
+    })
+}
+
+fn request(args: &ConfigArgs) -> SpeConfigBuilder {
+    let mut types = OperationTypes::empty();
+    types.set(OperationTypes::LOADS, args.loads);
+    types.set(OperationTypes::STORES, args.stores);
+    types.set(OperationTypes::BRANCHES, args.branches);
+    let union = |events: &[SpeEvents]| {
+        (!events.is_empty()).then(|| {
+            events
+                .iter()
+                .fold(SpeEvents::empty(), |all, &e| all.union(e))
+        })
+    };
+    let exception_levels = match (args.el0, args.el1) {
+        (true, false) => ExceptionLevels::EL0,
+        (false, true) => ExceptionLevels::EL1,
+        _ => ExceptionLevels::all(),
+    };
+    SpeConfigBuilder {
+        operation_types: (!types.is_empty()).then_some(types),
+        min_latency: args.min_latency,
+        required_events: union(&args.events),
+        excluded_events: union(&args.exclude_events),
+        interval: args.interval,
+        jitter: args.jitter,
+        timestamps: args.timestamps.map(|t| match t {
+            Timestamps::Virtual => TimestampSource::Virtual,
+            Timestamps::Physical => TimestampSource::Physical,
+        }),
+        physical_addresses: args.physical_addresses,
+        context: args.context,
+        exception_levels,
+    }
+}
+
+fn type_names(types: OperationTypes) -> Vec<&'static str> {
+    [
+        (OperationTypes::LOADS, "loads"),
+        (OperationTypes::STORES, "stores"),
+        (OperationTypes::BRANCHES, "branches"),
+    ]
+    .into_iter()
+    .filter(|(t, _)| types.contains(*t))
+    .map(|(_, name)| name)
+    .collect()
+}
+
+fn intent_out(r: &SpeConfigBuilder) -> IntentOut {
+    IntentOut {
+        operation_types: r.operation_types.map(type_names),
+        min_latency: r.min_latency,
+        required_events: r.required_events.map(names::event_names),
+        required_mask: r.required_events.map(|e| format!("{:#x}", e.bits())),
+        excluded_events: r.excluded_events.map(names::event_names),
+        excluded_mask: r.excluded_events.map(|e| format!("{:#x}", e.bits())),
+        required_display: r.required_events.map(names::event_list).unwrap_or_default(),
+        excluded_display: r.excluded_events.map(names::event_list).unwrap_or_default(),
+        interval: r.interval,
+        jitter: r.jitter,
+        timestamps: r.timestamps.map(|t| match t {
+            TimestampSource::Virtual => "virtual",
+            TimestampSource::Physical => "physical",
+        }),
+        physical_addresses: r.physical_addresses,
+        context: r.context,
+        exception_levels: [(ExceptionLevels::EL0, "el0"), (ExceptionLevels::EL1, "el1")]
+            .into_iter()
+            .filter(|(l, _)| r.exception_levels.contains(*l))
+            .map(|(_, n)| n)
+            .collect(),
+    }
+}
+
+fn caps_out(s: &CapsSource) -> CapsOut {
+    let c = &s.caps;
+    CapsOut {
+        source: s.source,
+        detail: s.detail.clone(),
+        version: c.version.to_string(),
+        pmsver: c.version.pmsver(),
+        pmsidr: format!("{:#x}", c.pmsidr),
+        pmbidr: format!("{:#x}", c.pmbidr),
+        filter_by_event: c.filter_by_event,
+        filter_by_type: c.filter_by_type,
+        filter_by_latency: c.filter_by_latency,
+        inverted_event_filter: c.inverted_event_filter,
+        extended_random: c.extended_random,
+        architectural_instructions: c.architectural_instructions,
+        loaded_data_source: c.loaded_data_source,
+        min_interval: c.min_interval.ok(),
+        counter_bits: c.counter_size.ok().map(|s| s.bits()),
+        max_record_size: c.max_record_size.ok(),
+        notes: s.notes.clone(),
+    }
+}
+
+fn registers_out(config: &SpeConfig) -> Vec<RegisterOut> {
+    config
+        .registers()
+        .in_programming_order()
+        .map(|(register, value)| RegisterOut {
+            name: register.name(),
+            value,
+            hex: format!("{value:#x}"),
+            fields: register
+                .fields(value)
+                .map(|f: FieldInfo| FieldOut {
+                    name: f.name,
+                    msb: f.msb,
+                    lsb: f.lsb,
+                    value: f.value,
+                    description: f.description,
+                    meaning: f.value_meaning,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn perf_out(config: &SpeConfig, s: &CapsSource) -> PerfOut {
+    let mut out = PerfOut {
+        pmu: s.pmu_name.clone(),
+        format_source: s.format_source,
+        format_detail: s.format_detail.clone(),
+        attr: None,
+        event: None,
+        command: None,
+        warnings: Vec::new(),
+        error: None,
+    };
+    match perf::perf_event(config, &s.format) {
+        Ok(event) => fill_perf(&mut out, &event, &s.format),
+        Err(e) => out.error = Some(diagnostic(&e)),
+    }
+    out
+}
+
+fn fill_perf(out: &mut PerfOut, event: &PerfSpeEvent, format: &PerfFormat) {
+    let attr = event.attr();
+    let terms = event
+        .terms()
+        .map(|(field, value)| TermOut {
+            field: field.name(),
+            format: format
+                .field(field)
+                .map(|f| f.to_string())
+                .unwrap_or_default(),
+            value,
+        })
+        .collect();
+    out.attr = Some(AttrOut {
+        config: format!("{:#x}", attr.config),
+        config1: format!("{:#x}", attr.config1),
+        config2: format!("{:#x}", attr.config2),
+        config3: format!("{:#x}", attr.config3),
+        sample_period: attr.sample_period,
+        exclude_user: attr.exclude_user,
+        exclude_kernel: attr.exclude_kernel,
+        terms,
+    });
+    let string = event.event_string(&out.pmu).to_string();
+    out.command = Some(format!("perf record -e {string} -- <command>"));
+    out.event = Some(string);
+    out.warnings = event.warnings().map(diagnostic).collect();
+}
+
+pub fn run(args: &ConfigArgs) -> Result<(), Failure> {
+    let source = capabilities(args)?;
+    let request = request(args);
+    let diagnostics: Diagnostics = request.check(&source.caps);
+    let errors: Vec<Diagnostic> = diagnostics.errors().map(diagnostic).collect();
+    let built = request.build(&source.caps);
+    let (registers, perf, warnings) = match &built {
+        Ok(config) => (
+            Some(registers_out(config)),
+            Some(perf_out(config, &source)),
+            config.warnings().map(diagnostic).collect(),
+        ),
+        Err(_) => (None, None, diagnostics.warnings().map(diagnostic).collect()),
+    };
+    // `build` stops at the first error `check` lists; both agree on whether there is one.
+    let ok = built.is_ok() && errors.is_empty();
+    let out = Output {
+        intent: intent_out(&request),
+        capabilities: caps_out(&source),
+        ok,
+        errors,
+        warnings,
+        registers,
+        perf,
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| Failure::new(e.to_string()))?
+        );
+    } else {
+        print_human(&out, args.all_fields);
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err(usage(format!(
+            "the SPE configuration has {} error(s) (listed above); nothing was built",
+            out.errors.len().max(1)
+        )))
+    }
+}
+
+fn print_human(out: &Output, all_fields: bool) {
+    let i = &out.intent;
+    let mut intent = Vec::new();
+    match &i.operation_types {
+        Some(t) => intent.push(format!("only {}", t.join(" + "))),
+        None => intent.push("every operation type".to_owned()),
+    }
+    if let Some(l) = i.min_latency {
+        intent.push(format!("latency >= {l} cycles"));
+    }
+    if let Some(m) = &i.required_mask {
+        intent.push(format!(
+            "with all of {} = {m}",
+            i.required_display.join(", ")
+        ));
+    }
+    if let Some(m) = &i.excluded_mask {
+        intent.push(format!(
+            "with none of {} = {m}",
+            i.excluded_display.join(", ")
+        ));
+    }
+    intent.push(match i.interval {
+        Some(n) => format!("1 in {n}"),
+        None => "1 in the minimum interval".to_owned(),
+    });
+    if i.jitter {
+        intent.push("jittered".to_owned());
+    }
+    if let Some(t) = i.timestamps {
+        intent.push(format!("{t} timestamps"));
+    }
+    if i.physical_addresses {
+        intent.push("physical addresses".to_owned());
+    }
+    if i.context {
+        intent.push("CONTEXTIDR_EL1".to_owned());
+    }
+    intent.push(format!(
+        "at {}",
+        i.exception_levels.join("+").to_uppercase()
+    ));
+    println!("intent:        {}", intent.join("; "));
+
+    let c = &out.capabilities;
+    println!("capabilities:  {}", c.detail);
+    let mut filters = Vec::new();
+    for (has, name) in [
+        (c.filter_by_event, "FE"),
+        (c.filter_by_type, "FT"),
+        (c.filter_by_latency, "FL"),
+        (c.inverted_event_filter, "FnE"),
+        (c.loaded_data_source, "LDS"),
+        (c.extended_random, "ERnd"),
+        (c.architectural_instructions, "ArchInst"),
+    ] {
+        if has {
+            filters.push(name);
+        }
+    }
+    let min_interval = c.min_interval.map_or_else(
+        || "reserved Interval".to_owned(),
+        |v| format!("min interval {v}"),
+    );
+    let counters = c.counter_bits.map_or_else(
+        || "reserved CountSize".to_owned(),
+        |b| format!("{b}-bit latency counters"),
+    );
+    let records = c.max_record_size.map_or_else(
+        || "reserved MaxSize".to_owned(),
+        |b| format!("records up to {b} bytes"),
+    );
+    println!(
+        "               {} (PMSVer {}), PMSIDR_EL1 {}: {}; {min_interval}, {counters}, {records}",
+        c.version,
+        c.pmsver,
+        c.pmsidr,
+        if filters.is_empty() {
+            "no filters".to_owned()
+        } else {
+            filters.join(" ")
+        },
+    );
+    for note in &c.notes {
+        println!("               note: {note}");
+    }
+
+    if let Some(registers) = &out.registers {
+        println!();
+        println!("registers, in programming order (PMSCR_EL1 last: it enables sampling):");
+        for r in registers {
+            println!("  {:<13} = {:#018x}", r.name, r.value);
+            if r.fields.is_empty() {
+                println!("      (no event bit set)");
+            }
+            let mut hidden = 0;
+            for f in &r.fields {
+                let extension = EXTENSION_FIELDS
+                    .iter()
+                    .any(|(reg, name)| reg.name() == r.name && *name == f.name);
+                if extension && f.value == 0 && !all_fields {
+                    hidden += 1;
+                    continue;
+                }
+                let bits = if f.msb == f.lsb {
+                    format!("[{}]", f.msb)
+                } else {
+                    format!("[{}:{}]", f.msb, f.lsb)
+                };
+                let value = if f.value >= 10 {
+                    format!("{} ({:#x})", f.value, f.value)
+                } else {
+                    f.value.to_string()
+                };
+                let meaning = f.meaning.map(|m| format!(" -> {m}")).unwrap_or_default();
+                println!(
+                    "      {bits:<8} {:<12} = {value:<12} {}{meaning}",
+                    f.name, f.description
+                );
+            }
+            if hidden > 0 {
+                println!(
+                    "      ({hidden} extension field{} at 0 not shown; --all-fields shows them)",
+                    if hidden == 1 { "" } else { "s" }
+                );
+            }
+        }
+    }
+
+    if !out.errors.is_empty() {
+        println!();
+        for e in &out.errors {
+            eprintln!("error: {}", e.message);
+        }
+    }
+    if !out.warnings.is_empty() {
+        println!();
+        for w in &out.warnings {
+            println!("warning: {}", w.message);
+        }
+    }
+
+    if let Some(p) = &out.perf {
+        println!();
+        println!("perf event, in {}:", p.format_detail);
+        if let Some(a) = &p.attr {
+            for (word, value) in [
+                (ConfigWord::Config, &a.config),
+                (ConfigWord::Config1, &a.config1),
+                (ConfigWord::Config2, &a.config2),
+                (ConfigWord::Config3, &a.config3),
+            ] {
+                let here: Vec<String> = a
+                    .terms
+                    .iter()
+                    .filter(|t| t.format.split(':').next() == Some(word.name()))
+                    .map(|t| {
+                        if t.field.ends_with("event_filter") {
+                            format!("{}={:#x} ({})", t.field, t.value, t.format)
+                        } else {
+                            format!("{}={} ({})", t.field, t.value, t.format)
+                        }
+                    })
+                    .collect();
+                let line = format!(
+                    "  attr.{:<8} = {value:<14} {}",
+                    word.name(),
+                    here.join(", ")
+                );
+                println!("{}", line.trim_end());
+            }
+            println!(
+                "  attr.sample_period = {}, exclude_user = {}, exclude_kernel = {}",
+                a.sample_period, a.exclude_user as u8, a.exclude_kernel as u8
+            );
+        }
+        if let Some(command) = &p.command {
+            println!("  {command}");
+        }
+        for w in &p.warnings {
+            println!("warning (perf): {}", w.message);
+        }
+        if let Some(e) = &p.error {
+            println!(
+                "warning (perf): the registers above are valid, but perf cannot express them: {}",
+                e.message
+            );
+        }
+    }
+}
