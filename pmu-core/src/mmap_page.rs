@@ -116,7 +116,7 @@ impl core::fmt::Display for Fallback {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Self::NoUserAccess => f.write_str(
-                "the kernel does not allow user-space counter reads for this event (cap_user_rdpmc = 0)",
+                "the kernel does not allow user-space counter reads for this event (cap_user_rdpmc = 0; on arm64 also kernel.perf_user_access = 0)",
             ),
             Self::NotScheduled => {
                 f.write_str("the event is not on a hardware counter (index = 0)")

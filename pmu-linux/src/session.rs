@@ -157,6 +157,11 @@ enum Edge {
 struct Group {
     events: Vec<OpenEvent>,
     software_ids: [Option<u64>; MAX_EVENTS],
+    /// arm64 with `kernel.perf_user_access = 0` at open: the kernel then publishes
+    /// index 0 for hardware events even while they count (arm_pmuv3.c
+    /// `armv8pmu_user_event_idx`), so index 0 means "no user access", not "not on a
+    /// counter".
+    user_reads_off: bool,
 }
 
 /// An open perf group and the state of the region being measured.
@@ -362,6 +367,7 @@ impl Group {
         Ok(Self {
             events,
             software_ids,
+            user_reads_off: cfg!(target_arch = "aarch64") && sys::perf_user_access() == Some(0),
         })
     }
 
@@ -414,6 +420,11 @@ impl Group {
             Ok(read) => Ok(read),
             Err(pmu_core::Fallback::NoUserAccess) if event.spec.kind == EventKind::Software => {
                 Err(FallbackReason::Page(pmu_core::Fallback::NotScheduled))
+            }
+            Err(pmu_core::Fallback::NotScheduled)
+                if self.user_reads_off && event.spec.kind != EventKind::Software =>
+            {
+                Err(FallbackReason::Page(pmu_core::Fallback::NoUserAccess))
             }
             Err(fallback) => Err(FallbackReason::Page(fallback)),
         }

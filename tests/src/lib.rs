@@ -79,6 +79,116 @@ pub fn x86_64_args(image: &std::path::Path) -> Vec<String> {
 /// The QEMU program for the x86_64 image.
 pub const QEMU_X86_64: &str = "qemu-system-x86_64";
 
+/// Where the kernel end-to-end runs get their artefacts: `cargo xtask e2e <arch>` (and
+/// `cargo xtask test`) build them and set these variables.
+pub mod kernel_env {
+    /// The arm64 test kernel (`Image`).
+    pub const ARM64_KERNEL: &str = "PMU_KERNEL_ARM64";
+    /// The arm64 initramfs (newc cpio).
+    pub const ARM64_INITRAMFS: &str = "PMU_INITRAMFS_ARM64";
+    /// The x86_64 test kernel (`bzImage`).
+    pub const X86_64_KERNEL: &str = "PMU_KERNEL_X86_64";
+    /// The x86_64 initramfs (newc cpio).
+    pub const X86_64_INITRAMFS: &str = "PMU_INITRAMFS_X86_64";
+}
+
+/// The path in `var`, set by `cargo xtask e2e <arch>`; a missing one fails the test.
+pub fn kernel_artefact(var: &str) -> PathBuf {
+    let path = std::env::var_os(var).unwrap_or_else(|| {
+        panic!("{var} is not set: run these tests with `cargo xtask e2e <arch>` or `cargo xtask test` (they build the kernel, the module and the initramfs and set it)")
+    });
+    let path = PathBuf::from(path);
+    assert!(
+        path.is_file(),
+        "{var}={} does not exist: run `cargo xtask e2e <arch>`",
+        path.display()
+    );
+    path
+}
+
+/// QEMU for the arm64 test kernel: `-M virt` on CPU model `cpu` with `smp` CPUs, exact
+/// counting (`-icount shift=0,align=off,sleep=off`), the initramfs, and `scenario=…`
+/// passed to the guest's /init. Console messages below `loglevel=3` stay in the kernel
+/// log, which the guest prints itself (`KLOG` lines).
+pub fn arm64_kernel_args(
+    kernel: &std::path::Path,
+    initramfs: &std::path::Path,
+    cpu: &str,
+    smp: u32,
+    scenario: &str,
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "-M",
+        "virt",
+        "-cpu",
+        cpu,
+        "-m",
+        "256M",
+        "-nographic",
+        "-nic",
+        "none",
+        "-monitor",
+        "none",
+        "-no-reboot",
+        "-icount",
+        "shift=0,align=off,sleep=off",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend([
+        "-smp".into(),
+        smp.to_string(),
+        "-kernel".into(),
+        kernel.display().to_string(),
+        "-initrd".into(),
+        initramfs.display().to_string(),
+        "-append".into(),
+        format!("console=ttyAMA0 loglevel=3 scenario={scenario}"),
+    ]);
+    args
+}
+
+/// QEMU for the x86_64 test kernel under TCG (q35, `-cpu max`, `smp` CPUs).
+pub fn x86_64_kernel_args(
+    kernel: &std::path::Path,
+    initramfs: &std::path::Path,
+    smp: u32,
+    scenario: &str,
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "-accel",
+        "tcg",
+        "-M",
+        "q35",
+        "-cpu",
+        "max",
+        "-m",
+        "256M",
+        "-display",
+        "none",
+        "-serial",
+        "stdio",
+        "-monitor",
+        "none",
+        "-no-reboot",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend([
+        "-smp".into(),
+        smp.to_string(),
+        "-kernel".into(),
+        kernel.display().to_string(),
+        "-initrd".into(),
+        initramfs.display().to_string(),
+        "-append".into(),
+        format!("console=ttyS0 loglevel=3 scenario={scenario}"),
+    ]);
+    args
+}
+
 /// Exit status of the aarch64 image when every scenario passed (semihosting SYS_EXIT
 /// code 0). 1: a scenario failed; 2: panic; 3: unexpected exception.
 pub const AARCH64_SUCCESS: i32 = 0;
@@ -159,6 +269,17 @@ impl QemuRun {
         self.results
             .iter()
             .filter(|r| r.scenario == scenario)
+            .collect()
+    }
+
+    /// The lines of the guest that start with `prefix ` (`KLOG`, `STDERR <tag>`, …),
+    /// without the prefix.
+    pub fn lines_with(&self, prefix: &str) -> Vec<&str> {
+        let prefix = format!("{prefix} ");
+        self.stdout
+            .lines()
+            .map(|l| l.trim_end_matches('\r'))
+            .filter_map(|l| l.strip_prefix(prefix.as_str()))
             .collect()
     }
 

@@ -46,7 +46,11 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
     assert!(out.contains("SPE not implemented (PMSVer=0)"), "{out}");
     // The SPE programming sequence probes first: the seed 003 configuration ends in
     // "not implemented" without an SPE register access.
-    assert_eq!(run.scenario("spe_config")[0].get("outcome"), "not-implemented", "{cpu}");
+    assert_eq!(
+        run.scenario("spe_config")[0].get("outcome"),
+        "not-implemented",
+        "{cpu}"
+    );
 
     // Under -icount shift=0 INST_RETIRED and PMCCNTR are exact (qemu-facts.md): a block of
     // K instructions must measure K, min and median, every run clean.

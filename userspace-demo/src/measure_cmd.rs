@@ -49,7 +49,7 @@ pub struct Args {
     /// Do not measure and subtract an empty region.
     #[arg(long)]
     no_calibrate: bool,
-    /// Pin to this CPU for the measurement (direct mode: default 0).
+    /// Pin to this CPU for the measurement (direct mode: default the CPU it starts on).
     #[arg(long)]
     cpu: Option<usize>,
     /// Count in the kernel too (perf exclude_kernel = 0; needs perf_event_paranoid ≤ 1).
@@ -411,7 +411,11 @@ mod direct {
         use pmu_armv8::{PmuOptions, PmuVersion};
         use pmu_core::{CounterPool, PrivilegeFilter};
         use pmu_linux::direct::{allocate, armv8::Pmuserenr};
-        let cpu = args.cpu.unwrap_or(0);
+        // The CPU the demo runs on (taskset picks it), unless --cpu says otherwise.
+        let cpu = args
+            .cpu
+            .or_else(|| pmu_linux::sched::current_cpu().map(|c| c as usize))
+            .unwrap_or(0);
         // SAFETY: direct mode is documented (--help, README) as taking the PMU of the CPU
         // over exclusively: no perf hardware events may run there meanwhile. EL0 cannot
         // read PMUVer, so only the PMUv3 baseline is assumed.

@@ -30,7 +30,8 @@ const X86_64: Image = Image {
     success: pmu_tests::X86_64_SUCCESS,
 };
 
-fn target_dir() -> PathBuf {
+/// The cargo target directory (`CARGO_TARGET_DIR` or `target/`).
+pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"))
@@ -66,7 +67,18 @@ pub fn test_steps() -> Vec<Step> {
         X86_64.build(),
         Step::cargo(
             "QEMU end-to-end tests (tests/: aarch64 on max, cortex-a72, cortex-a53; x86_64 TCG)",
-            ["test", "-p", E2E_CRATE, "--", "--test-threads=2"],
+            [
+                "test",
+                "-p",
+                E2E_CRATE,
+                "--lib",
+                "--test",
+                "qemu_aarch64",
+                "--test",
+                "qemu_x86_64",
+                "--",
+                "--test-threads=2",
+            ],
         )
         .env(AARCH64.env, AARCH64.path())
         .env(X86_64.env, X86_64.path()),

@@ -4,7 +4,11 @@
 //! doing, so a fresh machine needs nothing but this repository and rustup.
 //! `cargo xtask test` is the README's test command and what CI runs.
 
+mod demo;
+mod e2e;
 mod images;
+mod initramfs;
+mod kernel;
 mod setup;
 mod step;
 
@@ -19,11 +23,30 @@ USAGE:
     cargo xtask <COMMAND> [ARGS]
 
 COMMANDS:
+    demo              The demo (README's run command): build pmu-demo, list what
+                      this machine offers, measure the built-in kernels, show
+                      hazard detection; where the CPU has no hardware counters,
+                      also boot the aarch64 image in QEMU for exact counts.
     test              The whole suite (what CI runs): set-up, formatting, clippy
                       with -D warnings on the host and on every bare-metal target,
                       the host tests, the no_std cross-builds (aarch64, x86_64,
                       ARMv6 through build-std), then the bare-metal images booted
-                      in QEMU with their RESULT lines asserted (tests/).
+                      in QEMU with their RESULT lines asserted (tests/), then
+                      the kernel side: both test kernels (cached), the module,
+                      the initramfs, and the end-to-end runs in QEMU.
+    kernel <x86_64|arm64>
+                      Build the test kernel (Debian's linux-source-6.12,
+                      tinyconfig + xtask/kernel/<arch>.config, pinned rustc and
+                      bindgen-cli) once; cached outside the clone in
+                      ${XDG_CACHE_HOME:-~/.cache}/pmu-workspace (or
+                      $PMU_CACHE_DIR), keyed by everything it depends on.
+    module <x86_64|arm64>
+                      Build kmod-enable-user against that kernel (make KDIR=…),
+                      warnings are errors; prints its modinfo.
+    e2e <x86_64|arm64>
+                      Kernel, module, initramfs (busybox-static, static pmu-demo,
+                      the module), then boot them in QEMU TCG and assert on the
+                      guest's RESULT lines (tests/tests/kernel_<arch>.rs).
     qemu aarch64 [CPU]
                       Build the aarch64 image and boot it in qemu-system-aarch64
                       -M virt with exact instruction counting (-icount), on CPU
@@ -31,11 +54,14 @@ COMMANDS:
     qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
                       (TCG).
     setup             Only install what the suite needs: rustup targets and
-                      components (rust-toolchain.toml), and QEMU (apt). Safe to
+                      components (rust-toolchain.toml), QEMU and the kernel
+                      build tools (apt), bindgen-cli (cargo install). Safe to
                       run again.
     lint              rustfmt --check, clippy (host and bare-metal targets) and
                       rustdoc, all with warnings as errors.
-    cross             Only the no_std cross-builds.
+    cross             Only the cross-builds: no_std crates, the static pmu-demo
+                      for the QEMU guests, and the aarch64 unit tests under
+                      qemu-aarch64.
     help              This text.
 
 Every step prints `==> [i/n] what` before it runs and its time after; the
@@ -50,17 +76,47 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let plan = match words.as_slice() {
+        // The kernel tools come first: the host tests read linux-source-6.12 too (the SPE
+        // bit positions and perf's SPE decoder are checked against it).
         ["test"] => Plan::new("test")
             .then(setup::steps())
+            .then(setup::kernel_steps())
             .then(lint_steps())
             .then(vec![host_tests()])
             .then(cross_steps())
-            .then(images::test_steps()),
+            .then(images::test_steps())
+            .then(e2e::test_steps()),
+        ["kernel", arch] => match kernel::Arch::parse(arch) {
+            Some(arch) => Plan::new("kernel")
+                .then(setup::kernel_steps())
+                .then(vec![e2e::kernel_step(arch)]),
+            None => return usage("`kernel` takes `x86_64` or `arm64`"),
+        },
+        ["module", arch] => match kernel::Arch::parse(arch) {
+            Some(arch) => Plan::new("module")
+                .then(setup::kernel_steps())
+                .then(vec![e2e::kernel_step(arch), e2e::module_step(arch)]),
+            None => return usage("`module` takes `x86_64` or `arm64`"),
+        },
+        ["e2e", arch] => match kernel::Arch::parse(arch) {
+            Some(arch) => Plan::new("e2e")
+                .then(setup::steps())
+                .then(setup::kernel_steps())
+                .then(vec![
+                    e2e::kernel_step(arch),
+                    e2e::module_step(arch),
+                    e2e::e2e_step(arch),
+                ]),
+            None => return usage("`e2e` takes `x86_64` or `arm64`"),
+        },
+        ["demo"] => return demo::run(),
         ["qemu", "aarch64"] => return images::boot_aarch64("max"),
         ["qemu", "aarch64", cpu] => return images::boot_aarch64(cpu),
         ["qemu", "x86_64"] => return images::boot_x86_64(),
         ["qemu", ..] => return usage("`qemu` takes `aarch64 [CPU]` or `x86_64`"),
-        ["setup"] => Plan::new("setup").then(setup::steps()),
+        ["setup"] => Plan::new("setup")
+            .then(setup::steps())
+            .then(setup::kernel_steps()),
         ["lint"] => Plan::new("lint").then(setup::steps()).then(lint_steps()),
         ["cross"] => Plan::new("cross").then(setup::steps()).then(cross_steps()),
         [] | ["help" | "--help" | "-h"] => {
@@ -79,6 +135,19 @@ fn usage(why: &str) -> ExitCode {
 
 /// The ARMv6 target: no prebuilt std in rustup, so `core` is built from rust-src.
 pub const ARMV6_TARGET: &str = "armv6-none-eabi";
+
+/// Static Linux targets, with the crates that must build (and lint) for each: the
+/// pmu-demo binaries that go into the QEMU guests' initramfs.
+const LINUX_MUSL: &[(&str, &[&str])] = &[
+    (
+        "aarch64-unknown-linux-musl",
+        &["pmu-core", "pmu-linux", "userspace-demo"],
+    ),
+    (
+        "x86_64-unknown-linux-musl",
+        &["pmu-core", "pmu-linux", "userspace-demo"],
+    ),
+];
 
 /// Crates that only build for bare metal: excluded from host steps.
 const IMAGES: &[&str] = &["qemu-aarch64-virt", "qemu-x86_64"];
@@ -138,6 +207,25 @@ fn lint_steps() -> Vec<Step> {
             args,
         ));
     }
+    for (target, crates) in LINUX_MUSL {
+        let mut args = vec![
+            "clippy".to_string(),
+            "--release".into(),
+            "--target".into(),
+            target.to_string(),
+        ];
+        args.extend(packages(crates));
+        args.extend([
+            "--all-targets".into(),
+            "--".into(),
+            "-D".into(),
+            "warnings".into(),
+        ]);
+        steps.push(Step::cargo(
+            format!("clippy, {target} ({})", crates.join(", ")),
+            args,
+        ));
+    }
     steps.push(armv6("clippy"));
     steps
 }
@@ -165,8 +253,38 @@ fn cross_steps() -> Vec<Step> {
             args,
         ));
     }
+    for (target, crates) in LINUX_MUSL {
+        let mut args = vec![
+            "build".to_string(),
+            "--release".into(),
+            "--target".into(),
+            target.to_string(),
+        ];
+        args.extend(packages(crates));
+        steps.push(Step::cargo(
+            format!("build {target}, static ({})", crates.join(", ")),
+            args,
+        ));
+    }
     steps.push(armv6("build"));
+    steps.push(aarch64_user_tests());
     steps
+}
+
+/// The unit tests of pmu-core and pmu-linux compiled for aarch64 and run under
+/// qemu-aarch64 (user mode): the arm64 page reader, perf-index mapping and fast-read
+/// code on their real target. qemu-user has no perf_event_open (ENOSYS), so the tests
+/// that open perf events (`session::`, `list::`) run on the host and in the arm64
+/// kernel guest instead.
+fn aarch64_user_tests() -> Step {
+    Step::cargo(
+        "unit tests for aarch64 under qemu-aarch64 (pmu-core, pmu-linux; perf syscalls excluded: ENOSYS in qemu-user)",
+        [
+            "test", "--release", "--target", "aarch64-unknown-linux-musl", "-p", "pmu-core", "-p",
+            "pmu-linux", "--lib", "--", "--skip", "session::", "--skip", "list::",
+        ],
+    )
+    .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER", "qemu-aarch64-static -cpu max")
 }
 
 /// `cargo <verb>` of pmu-armv6 for ARMv6, building `core` from rust-src on the pinned

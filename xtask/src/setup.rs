@@ -44,17 +44,108 @@ pub fn steps() -> Vec<Step> {
             components,
         ),
         Step::func(
-            "QEMU (qemu-system-aarch64, qemu-system-x86_64)",
+            "QEMU (qemu-system-aarch64, qemu-system-x86_64, qemu-aarch64-static)",
             ensure_qemu,
         ),
     ]
 }
 
+/// Debian packages the test kernels, kmod-enable-user and the initramfs need
+/// (shared/DESIGN.md, "The kernel side"): the kernel source, the build tools, clang/LLVM
+/// 14 (the x86_64 kernel is built with `LLVM=-14`; bindgen uses libclang), the arm64 cross
+/// compiler, `modinfo` and the static busybox.
+pub const KERNEL_PACKAGES: &[&str] = &[
+    crate::kernel::SOURCE_PACKAGE,
+    "make",
+    "gcc",
+    "libc6-dev",
+    "flex",
+    "bison",
+    "bc",
+    "libelf-dev",
+    "libssl-dev",
+    "xz-utils",
+    "cpio",
+    "kmod",
+    "clang-14",
+    "lld-14",
+    "llvm-14",
+    "libclang-14-dev",
+    "gcc-aarch64-linux-gnu",
+    crate::initramfs::BUSYBOX_PACKAGE,
+];
+
+/// The set-up steps of the kernel side: apt packages, then the pinned bindgen-cli.
+pub fn kernel_steps() -> Vec<Step> {
+    vec![
+        Step::func(
+            format!(
+                "kernel build tools (apt: {} …)",
+                KERNEL_PACKAGES[..4].join(", ")
+            ),
+            ensure_kernel_packages,
+        ),
+        Step::func(
+            format!(
+                "bindgen-cli {} (cargo install --locked, cached)",
+                crate::kernel::BINDGEN_VERSION
+            ),
+            crate::kernel::ensure_bindgen,
+        ),
+    ]
+}
+
+/// Installs the missing [`KERNEL_PACKAGES`] with apt; prints what is installed.
+pub fn ensure_kernel_packages() -> Result<(), String> {
+    let mut missing = Vec::new();
+    let mut installed = Vec::new();
+    for package in KERNEL_PACKAGES {
+        match crate::kernel::package_version(package) {
+            Some(version) => installed.push(format!("{package} {version}")),
+            None => missing.push(*package),
+        }
+    }
+    if !installed.is_empty() {
+        println!("    installed: {}", installed.join(", "));
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    println!("    missing: {} — installing with apt", missing.join(", "));
+    if !Path::new("/usr/bin/apt-get").exists() {
+        return Err(format!(
+            "{} missing and this is not a Debian-like system: the test kernels need Debian's {} package",
+            missing.join(", "),
+            crate::kernel::SOURCE_PACKAGE
+        ));
+    }
+    let mut install = vec!["install", "-y", "--no-install-recommends"];
+    install.extend_from_slice(&missing);
+    run("apt-get", &["update", "-q"])?;
+    run("apt-get", &install)?;
+    let still: Vec<&str> = missing
+        .into_iter()
+        .filter(|p| crate::kernel::package_version(p).is_none())
+        .collect();
+    if still.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "still missing after apt-get install: {}",
+            still.join(", ")
+        ))
+    }
+}
+
 /// QEMU programs the suite runs.
-pub const QEMU_PROGRAMS: &[&str] = &["qemu-system-aarch64", "qemu-system-x86_64"];
+pub const QEMU_PROGRAMS: &[&str] = &[
+    "qemu-system-aarch64",
+    "qemu-system-x86_64",
+    "qemu-aarch64-static",
+];
 
 /// Debian packages that provide them.
-const QEMU_PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-x86"];
+const QEMU_PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-x86", "qemu-user-static"];
 
 fn qemu_version(program: &str) -> Option<String> {
     let out = Command::new(program).arg("--version").output().ok()?;

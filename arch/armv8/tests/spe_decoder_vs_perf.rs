@@ -119,8 +119,15 @@ const STUB_HEADERS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Builds perf's decoder and the harness; cached next to the extracted sources.
+/// Builds perf's decoder and the harness once per test process (the tests run in
+/// parallel threads and would otherwise extract and compile into the same paths at
+/// once); cached next to the extracted sources across runs.
 fn perf_harness() -> PathBuf {
+    static HARNESS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    HARNESS.get_or_init(build_perf_harness).clone()
+}
+
+fn build_perf_harness() -> PathBuf {
     let root = common::extract(
         "spe-pkt-decoder",
         &["*/tools/perf/util/arm-spe-decoder/arm-spe-pkt-decoder.*"],

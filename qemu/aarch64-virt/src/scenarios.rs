@@ -134,7 +134,10 @@ fn spe_config(t: &mut Tally) {
         Err(spe::SpeError::NotImplemented) => {
             let ok = t.check(true);
             println!("RESULT spe_config outcome=not-implemented pass={ok}");
-            println!("  seed 003 memory-latency filter not applied: {}", spe::SpeError::NotImplemented);
+            println!(
+                "  seed 003 memory-latency filter not applied: {}",
+                spe::SpeError::NotImplemented
+            );
         }
         Ok(session) => {
             // SAFETY: sampling was started by apply_if_present on this PE.

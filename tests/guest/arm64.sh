@@ -1,0 +1,79 @@
+
+# ---- arm64 scenarios (tests/tests/kernel_arm64.rs asserts on them) ----
+
+# Direct access off before loading, on after (every CPU, and a CPU that came back
+# online), off again after unloading; the cycle-counter option; then the perf backend
+# with and without kernel.perf_user_access.
+scenario_access() {
+	boot_line
+	demo before-cpu0 0 direct
+	demo before-cpu1 1 direct
+
+	load default
+	klog
+	demo loaded-cpu0 0 direct
+	demo loaded-cpu1 1 direct
+
+	echo 0 >/sys/devices/system/cpu/cpu1/online
+	off=$?
+	echo 1 >/sys/devices/system/cpu/cpu1/online
+	result hotplug cpu=1 offline_rc=$off online_rc=$? online=$(cat /sys/devices/system/cpu/cpu1/online)
+	klog
+	demo hotplugged-cpu1 1 direct
+
+	unload default
+	klog
+	demo after-cpu0 0 direct
+	demo after-cpu1 1 direct
+
+	load cycle-counter user_access=4 cycle_counter=1
+	result params user_access=$(cat /sys/module/$NAME/parameters/user_access) cycle_counter=$(cat /sys/module/$NAME/parameters/cycle_counter)
+	klog
+	unload cycle-counter
+	klog
+
+	load bad-bits user_access=16
+	klog
+
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
+	demo perf-user-access 0 perf
+	sysctl -w kernel.perf_user_access=0 >/dev/null
+	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
+	demo perf-no-user-access 0 perf
+	finish
+}
+
+# 50 load/unload cycles on 4 CPUs, loading twice, unloading while pmu-demo reads.
+scenario_stress() {
+	boot_line
+	stress_cycles 50
+
+	load while-reading
+	pmu-demo measure --backend direct --cpu 1 --kernel loop --units 100000 \
+		--events instructions,cycles --runs 5000 --warmup 2 --json \
+		>/tmp/reader.out 2>/tmp/reader.err &
+	reader=$!
+	sleep 0.3
+	running=0
+	kill -0 $reader 2>/dev/null && running=1
+	unload while-reading
+	wait $reader
+	status=$?
+	sed 's/^/STDERR reader /' /tmp/reader.err | head -n 5
+	result reader running_at_unload=$running status=$status
+	klog
+	demo after-stress 0 direct
+	finish
+}
+
+main() {
+	case "$scenario" in
+	access) scenario_access ;;
+	stress) scenario_stress ;;
+	*)
+		result error unknown_scenario=${scenario:-none}
+		poweroff -f
+		;;
+	esac
+}

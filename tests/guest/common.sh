@@ -1,0 +1,140 @@
+#!/bin/busybox sh
+# /init of the kernel end-to-end runs, common part (`cargo xtask` appends
+# tests/guest/<arch>.sh and a call to `main`). The scenario comes from `scenario=` on the
+# kernel command line. Output: `RESULT <scenario> key=value …` lines (parsed by tests/),
+# `KLOG <line>` for kernel log lines, `JSON <tag> <pmu-demo --json output on one line>`
+# and `STDERR <tag> <line>`; then `RESULT done` and power-off.
+
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+
+MODULE=/lib/modules/kmod_enable_user.ko
+NAME=kmod_enable_user
+
+result() {
+	echo "RESULT $*"
+}
+
+# Kernel log lines that mean trouble: warnings, oopses, bugs, lockups, corruption.
+TROUBLE='WARNING:|BUG:|kernel BUG|Oops|[Cc]all [Tt]race|Unable to handle|refcount_t|list_(add|del) corruption|INFO: task|sleeping function called|scheduling while atomic|Kernel panic'
+trouble_total=0
+
+# Prints the kernel log since the last call as KLOG lines and clears it, counting the
+# trouble lines (reported by `finish`).
+klog() {
+	dmesg -c >/tmp/klog
+	trouble_now=$(grep -c -E "$TROUBLE" /tmp/klog)
+	trouble_total=$((trouble_total + trouble_now))
+	sed 's/^\[[ 0-9.]*\] //; s/^/KLOG /' /tmp/klog
+}
+
+# Like klog, without printing (the boot log, the 50 cycles).
+klog_quiet() {
+	dmesg -c >/tmp/klog
+	trouble_now=$(grep -c -E "$TROUBLE" /tmp/klog)
+	trouble_total=$((trouble_total + trouble_now))
+	grep -E "$TROUBLE" /tmp/klog | sed 's/^/TROUBLE /'
+}
+
+# module_loaded: 1 when the module is in /proc/modules.
+module_loaded() {
+	if grep -q "^$NAME " /proc/modules; then echo 1; else echo 0; fi
+}
+
+# Hotplug states the module left behind (0 after unload).
+hotplug_states() {
+	grep -c "$NAME" /sys/devices/system/cpu/hotplug/states
+}
+
+# insmod with its exit status and first error line as a RESULT line.
+# usage: load TAG [module parameters…]
+load() {
+	tag=$1
+	shift
+	insmod "$MODULE" "$@" 2>/tmp/insmod.err
+	rc=$?
+	msg=$(head -n 1 /tmp/insmod.err | sed 's/.*: //; s/ /_/g')
+	result insmod tag=$tag rc=$rc loaded=$(module_loaded) error=${msg:-none}
+}
+
+unload() {
+	tag=$1
+	rmmod "$NAME" 2>/tmp/rmmod.err
+	rc=$?
+	result rmmod tag=$tag rc=$rc loaded=$(module_loaded) states=$(hotplug_states)
+}
+
+# pmu-demo measure with the contract of userspace-demo: JSON on stdout, exit status 3
+# when direct access is not enabled.
+# usage: demo TAG CPU BACKEND [more pmu-demo arguments…]
+demo() {
+	tag=$1
+	cpu=$2
+	backend=$3
+	shift 3
+	pmu-demo measure --backend "$backend" --cpu "$cpu" --kernel loop --units 1000 \
+		--events instructions,cycles --runs 5 --warmup 2 --json "$@" \
+		>/tmp/demo.out 2>/tmp/demo.err
+	status=$?
+	echo "JSON $tag $(tr -d '\n' </tmp/demo.out)"
+	sed "s/^/STDERR $tag /" /tmp/demo.err
+	result demo tag=$tag cpu=$cpu backend=$backend status=$status
+}
+
+boot_line() {
+	klog_quiet
+	result boot scenario=$scenario arch=$(uname -m) kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo)
+}
+
+KMEMLEAK=/sys/kernel/debug/kmemleak
+
+# Unreferenced objects kmemleak finds now. It reports an object only once it is older
+# than 5 s, so wait that long (virtual time) first; two scans, as its documentation
+# advises.
+kmemleak_scan() {
+	sleep 6
+	echo scan >$KMEMLEAK
+	echo scan >$KMEMLEAK
+	grep -c "unreferenced object" $KMEMLEAK
+}
+
+# N load/unload cycles, then load twice: no failure, no state left, no leak
+# (kmemleak), nothing in the log.
+# usage: stress_cycles N
+stress_cycles() {
+	cycles=$1
+	mount -t debugfs debugfs /sys/kernel/debug
+	# Whatever boot left unreferenced is not ours: scan, then forget it.
+	boot_leaks=$(kmemleak_scan)
+	echo clear >$KMEMLEAK
+	slab_before=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
+	load_fail=0
+	unload_fail=0
+	i=0
+	while [ $i -lt "$cycles" ]; do
+		insmod "$MODULE" || load_fail=$((load_fail + 1))
+		rmmod "$NAME" || unload_fail=$((unload_fail + 1))
+		i=$((i + 1))
+	done
+	lines=$(dmesg | grep -c "$NAME")
+	klog_quiet
+	leaks=$(kmemleak_scan)
+	sed 's/^/KMEMLEAK /' $KMEMLEAK | head -n 40
+	slab_after=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
+	result cycles n=$cycles load_failures=$load_fail unload_failures=$unload_fail loaded=$(module_loaded) states=$(hotplug_states) log_lines=$lines kmemleak_boot=$boot_leaks kmemleak_new=$leaks slab_kb_before=$slab_before slab_kb_after=$slab_after
+
+	load twice-first
+	load twice-second
+	unload twice
+	klog
+}
+
+finish() {
+	klog
+	result kernel_log trouble=$trouble_total
+	result done scenario=$scenario
+	poweroff -f
+}

@@ -1,0 +1,386 @@
+//! Kernel end-to-end runs on arm64: the test kernel (Debian's linux-source-6.12, built by
+//! `cargo xtask kernel arm64`) with kmod-enable-user and the static `pmu-demo` in its
+//! initramfs, booted in `qemu-system-aarch64 -M virt` with exact counting (`-icount`).
+//! The guest's /init (tests/guest/common.sh + arm64.sh) runs one scenario and prints
+//! `RESULT`, `KLOG`, `JSON` and `STDERR` lines; this file asserts on them.
+//!
+//! Run with `cargo xtask e2e arm64` (or `cargo xtask test`), which builds the artefacts
+//! and passes their paths in `PMU_KERNEL_ARM64` and `PMU_INITRAMFS_ARM64`.
+
+use std::time::Duration;
+
+use pmu_tests::{arm64_kernel_args, kernel_artefact, kernel_env, run_qemu, QemuRun, QEMU_AARCH64};
+use serde_json::Value;
+
+/// Boot + scenario; the slowest (stress, 4 CPUs under icount) takes well under a minute.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// What pmu-demo prints on stderr when direct access is not enabled (its exit status 3).
+const NOT_ENABLED: &str = "user access to the PMU is not enabled: load kmod-enable-user";
+
+fn boot(cpu: &str, smp: u32, scenario: &str) -> QemuRun {
+    let kernel = kernel_artefact(kernel_env::ARM64_KERNEL);
+    let initramfs = kernel_artefact(kernel_env::ARM64_INITRAMFS);
+    let args = arm64_kernel_args(&kernel, &initramfs, cpu, smp, scenario);
+    let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
+    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    assert_eq!(
+        run.scenario("done").len(),
+        1,
+        "the guest did not finish its script\n{}",
+        run.stdout
+    );
+    run
+}
+
+/// The kernel log lines (without the `KLOG ` prefix) that contain `text`.
+fn klog<'a>(run: &'a QemuRun, text: &str) -> Vec<&'a str> {
+    run.lines_with("KLOG")
+        .into_iter()
+        .filter(|l| l.contains(text))
+        .collect()
+}
+
+fn assert_klog(run: &QemuRun, text: &str) {
+    assert!(
+        !klog(run, text).is_empty(),
+        "no kernel log line with `{text}`\n{}",
+        run.stdout
+    );
+}
+
+/// The pmu-demo run `tag`: its exit status, JSON output (if any) and stderr.
+struct Demo {
+    status: i128,
+    json: Option<Value>,
+    stderr: String,
+    raw: String,
+}
+
+fn demo(run: &QemuRun, tag: &str) -> Demo {
+    let line = run.find("demo", "tag", tag);
+    let json_line = run
+        .lines_with("JSON")
+        .into_iter()
+        .find_map(|l| l.strip_prefix(&format!("{tag} ")).map(str::to_string))
+        .unwrap_or_default();
+    let json = serde_json::from_str(json_line.trim()).ok();
+    let stderr = run.lines_with(&format!("STDERR {tag}")).join("\n");
+    Demo {
+        status: line.int("status"),
+        json,
+        stderr,
+        raw: line.raw.clone(),
+    }
+}
+
+impl Demo {
+    fn assert_not_enabled(&self, run: &QemuRun) {
+        assert_eq!(self.status, 3, "{}\n{}", self.raw, run.stdout);
+        assert!(
+            self.stderr.contains(NOT_ENABLED),
+            "`{NOT_ENABLED}` missing from pmu-demo's stderr: {}\n{}",
+            self.stderr,
+            run.stdout
+        );
+    }
+
+    /// The whole JSON object (`backend`, `notes`, `results`, …).
+    fn json(&self, run: &QemuRun) -> &Value {
+        assert_eq!(self.status, 0, "{}\n{}", self.raw, run.stdout);
+        self.json
+            .as_ref()
+            .unwrap_or_else(|| panic!("no JSON for {}\n{}", self.raw, run.stdout))
+    }
+
+    /// The result of the one kernel measured (`loop`): `expected_instructions`,
+    /// `fast_read`, `fallback_reason`, `events`, …
+    fn result(&self, run: &QemuRun) -> &Value {
+        let json = self.json(run);
+        let result = &json["results"][0];
+        assert_eq!(result["kernel"], "loop", "{json}");
+        result
+    }
+
+    fn event<'a>(&'a self, run: &QemuRun, name: &str) -> &'a Value {
+        self.result(run)["events"]
+            .as_array()
+            .and_then(|events| events.iter().find(|e| e["name"] == name))
+            .unwrap_or_else(|| panic!("no event `{name}` in {}\n{}", self.raw, run.stdout))
+    }
+
+    /// The instruction count of the known block (1000 iterations of a 2-instruction
+    /// loop) is exact: min = median = expected, every run clean.
+    fn assert_exact_instructions(&self, run: &QemuRun) {
+        let result = self.result(run);
+        let expected = result["expected_instructions"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no expected_instructions: {result}"));
+        assert_eq!(expected, 2000, "{result}");
+        let inst = self.event(run, "instructions");
+        assert_eq!(inst["min"].as_i64(), Some(expected), "{result}");
+        assert_eq!(inst["median"].as_i64(), Some(expected), "{result}");
+        // The guest kernel may preempt a run (a timer tick waking a kworker): that run is
+        // flagged context-switch and left out, never mixed in. Most runs must be clean,
+        // and nothing but a context switch may be flagged.
+        let clean = inst["clean_runs"].as_u64().unwrap_or(0);
+        let runs = inst["runs"].as_u64().unwrap_or(0);
+        assert!(runs >= 5 && clean * 2 > runs, "{result}");
+        assert!(
+            inst["hazards"]
+                .as_array()
+                .is_some_and(|h| h.iter().all(|h| h == "context-switch")),
+            "{result}"
+        );
+        assert_eq!(result["derived"]["instructions_exact"], true, "{result}");
+    }
+
+    /// Under `-icount shift=0` every instruction takes one cycle: CPU_CYCLES is exact too.
+    fn assert_exact_cycles(&self, run: &QemuRun) {
+        let result = self.result(run);
+        let cycles = self.event(run, "cycles");
+        assert_eq!(cycles["min"], result["expected_instructions"], "{result}");
+        assert_eq!(
+            cycles["median"], result["expected_instructions"],
+            "{result}"
+        );
+    }
+}
+
+/// Before `insmod`: not enabled; after: exact counts on every CPU (and a CPU that came
+/// back online); after `rmmod`: not enabled on every CPU; the module's log per CPU; the
+/// cycle-counter option; a bad parameter; the perf backend with and without
+/// `kernel.perf_user_access`.
+fn access(cpu: &str) {
+    let run = boot(cpu, 2, "access");
+    let boot_line = &run.scenario("boot")[0];
+    assert_eq!(boot_line.int("cpus"), 2, "{}", boot_line.raw);
+
+    for tag in ["before-cpu0", "before-cpu1"] {
+        demo(&run, tag).assert_not_enabled(&run);
+    }
+
+    let load = run.find("insmod", "tag", "default");
+    assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    for c in 0..2 {
+        assert_klog(
+            &run,
+            &format!(
+                "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER), zeroed event and cycle counters"
+            ),
+        );
+    }
+    assert_klog(&run, "kmod_enable_user: loaded: EL0 may now use the PMU");
+    for tag in ["loaded-cpu0", "loaded-cpu1"] {
+        let d = demo(&run, tag);
+        d.assert_exact_instructions(&run);
+        d.assert_exact_cycles(&run);
+        assert_eq!(d.json(&run)["backend"], "direct");
+    }
+
+    // CPU hotplug: cpu1 restored when it goes offline, enabled again when it comes back.
+    let hotplug = &run.scenario("hotplug")[0];
+    assert_eq!(
+        (
+            hotplug.int("offline_rc"),
+            hotplug.int("online_rc"),
+            hotplug.int("online")
+        ),
+        (0, 0, 1),
+        "{}",
+        hotplug.raw
+    );
+    assert_eq!(
+        klog(&run, "kmod_enable_user: cpu1: PMUSERENR_EL0 0x0 -> 0xd").len(),
+        2,
+        "cpu1 enabled at load and again when it came back online\n{}",
+        run.stdout
+    );
+    demo(&run, "hotplugged-cpu1").assert_exact_instructions(&run);
+
+    let unload = run.find("rmmod", "tag", "default");
+    assert_eq!(
+        (unload.int("rc"), unload.int("loaded"), unload.int("states")),
+        (0, 0, 0),
+        "{}",
+        unload.raw
+    );
+    assert_klog(
+        &run,
+        "kmod_enable_user: cpu0: PMUSERENR_EL0 0xd -> 0x0 (none) restored",
+    );
+    assert_eq!(
+        klog(
+            &run,
+            "kmod_enable_user: cpu1: PMUSERENR_EL0 0xd -> 0x0 (none) restored"
+        )
+        .len(),
+        2,
+        "cpu1 restored when it went offline and at unload\n{}",
+        run.stdout
+    );
+    assert_klog(&run, "kmod_enable_user: unloaded: EL0 access revoked");
+    for tag in ["after-cpu0", "after-cpu1"] {
+        demo(&run, tag).assert_not_enabled(&run);
+    }
+
+    // cycle_counter=1 with CR only.
+    let load = run.find("insmod", "tag", "cycle-counter");
+    assert_eq!(load.int("rc"), 0, "{}", load.raw);
+    let params = &run.scenario("params")[0];
+    assert_eq!(
+        (params.int("user_access"), params.get("cycle_counter")),
+        (4, "Y"),
+        "{}",
+        params.raw
+    );
+    for c in 0..2 {
+        assert_klog(
+            &run,
+            &format!(
+                "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x4 (CR), zeroed cycle counter"
+            ),
+        );
+        assert_klog(
+            &run,
+            &format!("kmod_enable_user: cpu{c}: cycle counter on: PMCR_EL0"),
+        );
+        assert_klog(
+            &run,
+            &format!("kmod_enable_user: cpu{c}: cycle counter settings restored"),
+        );
+    }
+    let unload = run.find("rmmod", "tag", "cycle-counter");
+    assert_eq!(unload.int("rc"), 0, "{}", unload.raw);
+
+    // A bit outside EN|SW|CR|ER: refused with EINVAL and a reason.
+    let bad = run.find("insmod", "tag", "bad-bits");
+    assert_ne!(bad.int("rc"), 0, "{}", bad.raw);
+    assert_eq!(bad.int("loaded"), 0, "{}", bad.raw);
+    assert_eq!(bad.get("error"), "Invalid_argument", "{}", bad.raw);
+    assert_klog(
+        &run,
+        "kmod_enable_user: user_access=0x10: must be a non-empty subset of EN=1|SW=2|CR=4|ER=8",
+    );
+
+    // perf with kernel.perf_user_access=1: one-instruction reads, exact.
+    let fast = demo(&run, "perf-user-access");
+    fast.assert_exact_instructions(&run);
+    assert_eq!(fast.json(&run)["backend"], "perf");
+    let result = fast.result(&run);
+    assert_eq!(result["fast_read"], true, "{result}");
+    assert!(result["fallback_reason"].is_null(), "{result}");
+
+    // perf with kernel.perf_user_access=0: the read() fallback, flagged with its reason.
+    let slow = demo(&run, "perf-no-user-access");
+    assert_eq!(slow.json(&run)["backend"], "perf");
+    let result = slow.result(&run);
+    assert_eq!(result["fast_read"], false, "{result}");
+    // arm_pmuv3.c publishes index 0 for the counting event when perf_user_access=0:
+    // the reason must be the missing user access, not "not on a counter".
+    assert!(
+        result["fallback_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("does not allow user-space counter reads")),
+        "{result}"
+    );
+    let inst = slow.event(&run, "instructions");
+    assert!(
+        inst["hazards"]
+            .as_array()
+            .is_some_and(|h| !h.iter().any(|h| h == "not-scheduled")),
+        "the event was on a counter: {inst}"
+    );
+    assert!(
+        inst["hazards"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h == "syscall-fallback")),
+        "the read() fallback is flagged: {inst}"
+    );
+    // read() still counts exactly; its statistics are kept apart, tolerating the flag.
+    assert_eq!(inst["fallback"]["min"], 2000, "{inst}");
+
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+#[test]
+fn access_on_max() {
+    access("max");
+}
+
+#[test]
+fn access_on_cortex_a53_pmuv3_32_bit_counters() {
+    access("cortex-a53");
+}
+
+/// 50 load/unload cycles on 4 CPUs, loading twice, unloading while pmu-demo reads.
+#[test]
+fn load_unload_stress_on_four_cpus() {
+    let run = boot("max", 4, "stress");
+    let boot_line = &run.scenario("boot")[0];
+    assert_eq!(boot_line.int("cpus"), 4, "{}", boot_line.raw);
+
+    let cycles = &run.scenario("cycles")[0];
+    assert_eq!(cycles.int("n"), 50, "{}", cycles.raw);
+    assert_eq!(
+        (
+            cycles.int("load_failures"),
+            cycles.int("unload_failures"),
+            cycles.int("loaded"),
+            cycles.int("states")
+        ),
+        (0, 0, 0, 0),
+        "{}",
+        cycles.raw
+    );
+    // Per cycle: 4 CPUs enabled + loaded + warning, 4 CPUs restored + unloaded.
+    assert!(cycles.int("log_lines") >= 50 * 11, "{}", cycles.raw);
+    // No leak: kmemleak (CONFIG_DEBUG_KMEMLEAK) finds no new unreferenced object after
+    // the cycles (a leaked per-CPU array or hotplug state would be 50 of them).
+    assert_eq!(
+        cycles.int("kmemleak_new"),
+        0,
+        "kmemleak found leaks\n{}",
+        run.lines_with("KMEMLEAK").join("\n")
+    );
+
+    let first = run.find("insmod", "tag", "twice-first");
+    assert_eq!(first.int("rc"), 0, "{}", first.raw);
+    let second = run.find("insmod", "tag", "twice-second");
+    assert_ne!(second.int("rc"), 0, "{}", second.raw);
+    assert_eq!(second.get("error"), "File_exists", "{}", second.raw);
+    assert_eq!(second.int("loaded"), 1, "{}", second.raw);
+    let unload = run.find("rmmod", "tag", "twice");
+    assert_eq!(
+        (unload.int("rc"), unload.int("states")),
+        (0, 0),
+        "{}",
+        unload.raw
+    );
+
+    // Unloading while pmu-demo reads: the unload succeeds, the reader ends (never hangs)
+    // and the kernel stays healthy.
+    let load = run.find("insmod", "tag", "while-reading");
+    assert_eq!(load.int("rc"), 0, "{}", load.raw);
+    let reader = &run.scenario("reader")[0];
+    assert_eq!(reader.int("running_at_unload"), 1, "{}", reader.raw);
+    // Its next read after the unload traps (PMUSERENR_EL0 is back to 0): pmu-demo ends
+    // with an error, "not enabled", or SIGILL (132) — or finishes with the runs flagged.
+    assert!(
+        [0, 1, 3, 128 + 4].contains(&reader.int("status")),
+        "{}",
+        reader.raw
+    );
+    let unload = run.find("rmmod", "tag", "while-reading");
+    assert_eq!(
+        (unload.int("rc"), unload.int("loaded"), unload.int("states")),
+        (0, 0, 0),
+        "{}",
+        unload.raw
+    );
+    demo(&run, "after-stress").assert_not_enabled(&run);
+
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}

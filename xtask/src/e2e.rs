@@ -1,0 +1,144 @@
+//! Kernel end-to-end runs: the cached test kernel, kmod-enable-user built against it and
+//! the initramfs, booted in QEMU (TCG) by the tests in `tests/tests/kernel_<arch>.rs`,
+//! which read the artefacts' paths from `PMU_KERNEL_<ARCH>`, `PMU_INITRAMFS_<ARCH>` and
+//! `PMU_MODULE_<ARCH>`.
+
+use std::process::Command;
+
+use crate::images::E2E_CRATE;
+use crate::kernel::{self, Arch};
+use crate::step::{workspace_root, Step};
+
+/// Environment variables naming the artefacts of `arch` for the tests.
+pub fn env_names(arch: Arch) -> [&'static str; 3] {
+    match arch {
+        Arch::X86_64 => [
+            "PMU_KERNEL_X86_64",
+            "PMU_INITRAMFS_X86_64",
+            "PMU_MODULE_X86_64",
+        ],
+        Arch::Arm64 => [
+            "PMU_KERNEL_ARM64",
+            "PMU_INITRAMFS_ARM64",
+            "PMU_MODULE_ARM64",
+        ],
+    }
+}
+
+/// Kernel (cached), module and initramfs of `arch`, then its end-to-end tests.
+pub fn run(arch: Arch) -> Result<(), String> {
+    let kernel = kernel::kernel(arch)?;
+    let ko = kernel::module(arch)?;
+    let initramfs = crate::initramfs::build(arch, &ko)?;
+    let [k, i, m] = env_names(arch);
+    let test = format!("kernel_{}", arch.name());
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    println!(
+        "    $ {k}={} {i}={} cargo test -p {E2E_CRATE} --test {test}",
+        kernel.image().display(),
+        initramfs.display()
+    );
+    let status = Command::new(cargo)
+        .args([
+            "test",
+            "-p",
+            E2E_CRATE,
+            "--test",
+            &test,
+            "--",
+            "--test-threads=2",
+        ])
+        .env(k, kernel.image())
+        .env(i, &initramfs)
+        .env(m, &ko)
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the {} end-to-end tests failed ({status})",
+            arch.name()
+        ))
+    }
+}
+
+fn kernel_x86_64() -> Result<(), String> {
+    kernel::kernel(Arch::X86_64).map(|_| ())
+}
+
+fn kernel_arm64() -> Result<(), String> {
+    kernel::kernel(Arch::Arm64).map(|_| ())
+}
+
+fn module_x86_64() -> Result<(), String> {
+    kernel::module(Arch::X86_64).map(|_| ())
+}
+
+fn module_arm64() -> Result<(), String> {
+    kernel::module(Arch::Arm64).map(|_| ())
+}
+
+fn e2e_x86_64() -> Result<(), String> {
+    run(Arch::X86_64)
+}
+
+fn e2e_arm64() -> Result<(), String> {
+    run(Arch::Arm64)
+}
+
+/// The step that builds (or takes from the cache) the kernel of `arch`.
+pub fn kernel_step(arch: Arch) -> Step {
+    let what = format!(
+        "test kernel {} ({} + xtask/kernel/{}.config; cached)",
+        arch.name(),
+        kernel::SOURCE_PACKAGE,
+        arch.name()
+    );
+    match arch {
+        Arch::X86_64 => Step::func(what, kernel_x86_64),
+        Arch::Arm64 => Step::func(what, kernel_arm64),
+    }
+}
+
+/// The step that builds kmod-enable-user against the kernel of `arch`.
+pub fn module_step(arch: Arch) -> Step {
+    let what = format!(
+        "kmod-enable-user for the {} test kernel (no warnings)",
+        arch.name()
+    );
+    match arch {
+        Arch::X86_64 => Step::func(what, module_x86_64),
+        Arch::Arm64 => Step::func(what, module_arm64),
+    }
+}
+
+/// The step that builds the initramfs of `arch` and runs its end-to-end tests.
+pub fn e2e_step(arch: Arch) -> Step {
+    let what = format!(
+        "kernel end-to-end tests, {} (initramfs, QEMU TCG, tests/tests/kernel_{}.rs)",
+        arch.name(),
+        arch.name()
+    );
+    match arch {
+        Arch::X86_64 => Step::func(what, e2e_x86_64),
+        Arch::Arm64 => Step::func(what, e2e_arm64),
+    }
+}
+
+/// The kernel part of `cargo xtask test` (its tools are installed at the start of the
+/// plan): both kernels, the module, the runs.
+pub fn test_steps() -> Vec<Step> {
+    let mut steps = Vec::new();
+    for arch in [Arch::X86_64, Arch::Arm64] {
+        steps.push(kernel_step(arch));
+    }
+    for arch in [Arch::X86_64, Arch::Arm64] {
+        steps.push(module_step(arch));
+    }
+    for arch in [Arch::X86_64, Arch::Arm64] {
+        steps.push(e2e_step(arch));
+    }
+    steps
+}

@@ -1,0 +1,407 @@
+//! The initramfs of the end-to-end runs: busybox, the static `pmu-demo`, the module and
+//! an `/init` script, packed as an uncompressed newc cpio (every kernel can unpack it).
+//!
+//! busybox is Debian's `busybox-static`: the host's package on x86_64, and on arm64 the
+//! arm64 package fetched with `apt-get download` through a private apt state (its own
+//! sources list, lists and cache under the cache root), so the host's apt configuration
+//! is never changed. The `/init` script is `tests/guest/common.sh` followed by
+//! `tests/guest/<arch>.sh`: it runs the scenario named by `scenario=` on the kernel
+//! command line, prints `RESULT <scenario> key=value …` lines and powers off.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::kernel::{cache_root, package_version, Arch};
+use crate::step::workspace_root;
+
+/// The Debian package with the static busybox.
+pub const BUSYBOX_PACKAGE: &str = "busybox-static";
+
+/// Where `/init` finds the module.
+pub const MODULE_PATH: &str = "/lib/modules/kmod_enable_user.ko";
+
+/// One entry of the archive.
+enum Entry {
+    Dir(&'static str),
+    File {
+        path: String,
+        mode: u32,
+        data: Vec<u8>,
+    },
+    CharDev {
+        path: &'static str,
+        major: u32,
+        minor: u32,
+    },
+}
+
+/// A newc ("070701") cpio archive, owned by root, with fixed timestamps: the same
+/// inputs give the same bytes.
+fn cpio(entries: &[Entry]) -> Vec<u8> {
+    fn pad4(out: &mut Vec<u8>) {
+        while !out.len().is_multiple_of(4) {
+            out.push(0);
+        }
+    }
+    fn header(out: &mut Vec<u8>, ino: u32, mode: u32, size: usize, rdev: (u32, u32), name: &str) {
+        let fields = [
+            ino,
+            mode,
+            0, // uid
+            0, // gid
+            1, // nlink
+            0, // mtime
+            size as u32,
+            0, // devmajor
+            0, // devminor
+            rdev.0,
+            rdev.1,
+            name.len() as u32 + 1,
+            0, // check
+        ];
+        out.extend_from_slice(b"070701");
+        for f in fields {
+            out.extend_from_slice(format!("{f:08x}").as_bytes());
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
+        pad4(out);
+    }
+    let mut out = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let ino = i as u32 + 1;
+        match entry {
+            Entry::Dir(path) => header(&mut out, ino, 0o040_755, 0, (0, 0), path),
+            Entry::File { path, mode, data } => {
+                header(&mut out, ino, 0o100_000 | mode, data.len(), (0, 0), path);
+                out.extend_from_slice(data);
+                pad4(&mut out);
+            }
+            Entry::CharDev { path, major, minor } => {
+                header(&mut out, ino, 0o020_600, 0, (*major, *minor), path)
+            }
+        }
+    }
+    header(&mut out, 0, 0, 0, (0, 0), "TRAILER!!!");
+    out
+}
+
+/// Runs `program args`, failing with its stderr.
+fn run(program: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(program)
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{program} {}` failed ({}):\n{}{}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn os_codename() -> String {
+    fs::read_to_string("/etc/os-release")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VERSION_CODENAME=")
+                .map(|v| v.trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| "bookworm".into())
+}
+
+/// The static busybox binary for `arch`.
+fn busybox(arch: Arch) -> Result<PathBuf, String> {
+    match arch {
+        Arch::X86_64 => {
+            let path = PathBuf::from("/bin/busybox");
+            if package_version(BUSYBOX_PACKAGE).is_none() || !path.is_file() {
+                return Err(format!(
+                    "{BUSYBOX_PACKAGE} is not installed: run `cargo xtask setup`"
+                ));
+            }
+            Ok(path)
+        }
+        Arch::Arm64 => busybox_arm64(),
+    }
+}
+
+/// Debian's arm64 busybox-static, downloaded once through a private apt state.
+fn busybox_arm64() -> Result<PathBuf, String> {
+    let apt = cache_root().join("apt-arm64");
+    let extracted = apt.join("busybox-static");
+    let binary = extracted.join("bin/busybox");
+    if binary.is_file() {
+        println!("    arm64 busybox (cached): {}", binary.display());
+        return Ok(binary);
+    }
+    let codename = os_codename();
+    for d in ["lists/partial", "archives/partial", "etc"] {
+        fs::create_dir_all(apt.join(d)).map_err(|e| format!("{}: {e}", apt.display()))?;
+    }
+    let sources = apt.join("etc/sources.list");
+    fs::write(
+        &sources,
+        format!(
+            "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian {codename} {codename}-updates main\n"
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let a = apt.display().to_string();
+    let options = [
+        format!("-oDir::State={a}"),
+        format!("-oDir::State::Lists={a}/lists"),
+        "-oDir::State::status=/dev/null".into(),
+        format!("-oDir::Cache={a}"),
+        format!("-oDir::Cache::archives={a}/archives"),
+        format!("-oDir::Etc::SourceList={a}/etc/sources.list"),
+        "-oDir::Etc::SourceParts=/nonexistent".into(),
+        "-oAPT::Architecture=arm64".into(),
+        "-oAPT::Architectures::=arm64".into(),
+        "-oAcquire::IndexTargets::deb::DEP-11::DefaultEnabled=false".into(),
+        "-oAcquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false".into(),
+        "-oAcquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false".into(),
+        "-oAPT::Sandbox::User=root".into(),
+        "-q".into(),
+    ];
+    let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
+    update.push("update");
+    println!("    apt-get update (private arm64 state in {a})");
+    run("apt-get", &update)?;
+    let mut download: Vec<&str> = options.iter().map(String::as_str).collect();
+    download.extend(["download", "busybox-static:arm64"]);
+    println!("    apt-get download busybox-static:arm64");
+    let out = Command::new("apt-get")
+        .args(&download)
+        .current_dir(&apt)
+        .output()
+        .map_err(|e| format!("cannot run apt-get: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "apt-get download busybox-static:arm64 failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let deb = fs::read_dir(&apt)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("busybox-static_") && n.ends_with("_arm64.deb"))
+        })
+        .ok_or("apt-get download left no busybox-static_*_arm64.deb")?;
+    let _ = fs::remove_dir_all(&extracted);
+    run(
+        "dpkg-deb",
+        &[
+            "-x",
+            &deb.display().to_string(),
+            &extracted.display().to_string(),
+        ],
+    )?;
+    if !binary.is_file() {
+        return Err(format!("{} missing in {}", "bin/busybox", deb.display()));
+    }
+    println!(
+        "    arm64 busybox: {} (from {})",
+        binary.display(),
+        deb.file_name().unwrap_or_default().to_string_lossy()
+    );
+    Ok(binary)
+}
+
+/// Builds the static `pmu-demo` for `arch` (musl target; `.cargo/config.toml` links it
+/// with rust-lld, no cross C toolchain needed) and returns its path.
+fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
+    let target = arch.musl_target();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "--release",
+        "-p",
+        "userspace-demo",
+        "--target",
+        target,
+    ])
+    .current_dir(workspace_root());
+    println!("    $ cargo build --release -p userspace-demo --target {target}");
+    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building pmu-demo for {target} failed ({status})"));
+    }
+    let path = crate::images::target_dir()
+        .join(target)
+        .join("release/pmu-demo");
+    if !path.is_file() {
+        return Err(format!("{} missing after the build", path.display()));
+    }
+    Ok(path)
+}
+
+/// Builds the x86_64 guest probe `pce-probe` (one process that loads the module and
+/// executes rdpmc: see tests/guest/pce_probe.rs).
+fn pce_probe() -> Result<PathBuf, String> {
+    let source = workspace_root().join("tests/guest/pce_probe.rs");
+    let out_dir = crate::images::target_dir().join("initramfs");
+    fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
+    let out = out_dir.join("pce-probe");
+    let status = Command::new("rustc")
+        .env("RUSTUP_TOOLCHAIN", crate::setup::TOOLCHAIN)
+        .args([
+            "--edition",
+            "2021",
+            "-C",
+            "opt-level=2",
+            "-C",
+            "panic=abort",
+            "-C",
+            "target-feature=+crt-static",
+            "--target",
+            Arch::X86_64.musl_target(),
+            "-o",
+        ])
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .map_err(|e| format!("cannot run rustc: {e}"))?;
+    if !status.success() {
+        return Err(format!("building {} failed ({status})", source.display()));
+    }
+    Ok(out)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The `/init` script for `arch`.
+pub fn init_script(arch: Arch) -> Result<Vec<u8>, String> {
+    let guest = workspace_root().join("tests/guest");
+    let mut script = read(&guest.join("common.sh"))?;
+    script.extend(read(&guest.join(format!("{}.sh", arch.name())))?);
+    script.extend_from_slice(b"\nmain\n");
+    Ok(script)
+}
+
+/// Where the initramfs of `arch` is written.
+pub fn path(arch: Arch) -> PathBuf {
+    crate::images::target_dir()
+        .join("initramfs")
+        .join(format!("{}.cpio", arch.name()))
+}
+
+/// Builds the initramfs of `arch` around the module `ko`.
+pub fn build(arch: Arch, ko: &Path) -> Result<PathBuf, String> {
+    let busybox = busybox(arch)?;
+    let demo = pmu_demo(arch)?;
+    let mut entries = vec![
+        Entry::Dir("bin"),
+        Entry::Dir("dev"),
+        Entry::CharDev {
+            path: "dev/console",
+            major: 5,
+            minor: 1,
+        },
+        Entry::Dir("lib"),
+        Entry::Dir("lib/modules"),
+        Entry::Dir("proc"),
+        Entry::Dir("sys"),
+        Entry::Dir("tmp"),
+        Entry::File {
+            path: "init".into(),
+            mode: 0o755,
+            data: init_script(arch)?,
+        },
+        Entry::File {
+            path: "bin/busybox".into(),
+            mode: 0o755,
+            data: read(&busybox)?,
+        },
+        Entry::File {
+            path: "bin/pmu-demo".into(),
+            mode: 0o755,
+            data: read(&demo)?,
+        },
+        Entry::File {
+            path: MODULE_PATH.trim_start_matches('/').into(),
+            mode: 0o644,
+            data: read(ko)?,
+        },
+    ];
+    if arch == Arch::X86_64 {
+        entries.push(Entry::File {
+            path: "bin/pce-probe".into(),
+            mode: 0o755,
+            data: read(&pce_probe()?)?,
+        });
+    }
+    let archive = cpio(&entries);
+    let out = path(arch);
+    if let Some(dir) = out.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    fs::write(&out, &archive).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!(
+        "    initramfs: {} ({} KiB: busybox, pmu-demo, kmod_enable_user.ko{}, /init)",
+        out.display(),
+        archive.len() / 1024,
+        if arch == Arch::X86_64 {
+            ", pce-probe"
+        } else {
+            ""
+        }
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpio_newc_layout() {
+        let archive = cpio(&[
+            Entry::Dir("bin"),
+            Entry::File {
+                path: "init".into(),
+                mode: 0o755,
+                data: b"#!/bin/sh\n".to_vec(),
+            },
+        ]);
+        // Header: magic + 13 fields of 8 hex digits; name padded so data starts 4-aligned.
+        assert!(archive.starts_with(b"070701"));
+        assert_eq!(&archive[6..14], b"00000001", "ino");
+        assert_eq!(&archive[14..22], b"000041ed", "mode: directory 0755");
+        assert_eq!(&archive[110..114], b"bin\0");
+        let file = &archive[116..];
+        assert_eq!(&file[14..22], b"000081ed", "mode: regular file 0755");
+        assert_eq!(&file[54..62], b"0000000a", "size");
+        // 110-byte header + "init\0" = 115, padded to 116.
+        let data_at = 116 + 116;
+        assert_eq!(&archive[data_at..data_at + 10], b"#!/bin/sh\n");
+        assert!(archive
+            .windows(b"TRAILER!!!\0".len())
+            .any(|w| w == b"TRAILER!!!\0"));
+        assert!(archive.len().is_multiple_of(4));
+    }
+
+    #[test]
+    fn init_scripts_exist_and_call_main() {
+        for arch in [Arch::X86_64, Arch::Arm64] {
+            let script = String::from_utf8(init_script(arch).expect("guest scripts")).unwrap();
+            assert!(script.starts_with("#!/bin/busybox sh\n"), "{}", arch.name());
+            assert!(script.ends_with("\nmain\n"));
+        }
+    }
+}
