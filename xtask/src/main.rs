@@ -194,40 +194,36 @@ fn lint_steps() -> Vec<Step> {
         Step::cargo("rustdoc, host crates, -D warnings", doc).env("RUSTDOCFLAGS", "-D warnings"),
     ];
     for (target, crates) in BARE_METAL {
-        let mut args = vec![
-            "clippy".to_string(),
-            "--release".into(),
-            "--target".into(),
-            target.to_string(),
-        ];
-        args.extend(packages(crates));
-        args.extend(["--".into(), "-D".into(), "warnings".into()]);
-        steps.push(Step::cargo(
-            format!("clippy, {target} ({})", crates.join(", ")),
-            args,
+        steps.push(target_step(
+            "clippy",
+            target,
+            crates,
+            &["--", "-D", "warnings"],
         ));
     }
     for (target, crates) in LINUX_MUSL {
-        let mut args = vec![
-            "clippy".to_string(),
-            "--release".into(),
-            "--target".into(),
-            target.to_string(),
-        ];
-        args.extend(packages(crates));
-        args.extend([
-            "--all-targets".into(),
-            "--".into(),
-            "-D".into(),
-            "warnings".into(),
-        ]);
-        steps.push(Step::cargo(
-            format!("clippy, {target} ({})", crates.join(", ")),
-            args,
+        steps.push(target_step(
+            "clippy",
+            target,
+            crates,
+            &["--all-targets", "--", "-D", "warnings"],
         ));
     }
     steps.push(armv6("clippy"));
     steps
+}
+
+/// `cargo <verb> --release --target <target> -p <crate>… <extra>…`.
+fn target_step(verb: &str, target: &str, crates: &[&str], extra: &[&str]) -> Step {
+    let mut args = vec![
+        verb.to_string(),
+        "--release".into(),
+        "--target".into(),
+        target.to_string(),
+    ];
+    args.extend(packages(crates));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Step::cargo(format!("{verb} {target} ({})", crates.join(", ")), args)
 }
 
 /// The host tests, except the QEMU-driven ones (they need the images: see images.rs).
@@ -240,31 +236,8 @@ fn host_tests() -> Step {
 
 fn cross_steps() -> Vec<Step> {
     let mut steps = Vec::new();
-    for (target, crates) in BARE_METAL {
-        let mut args = vec![
-            "build".to_string(),
-            "--release".into(),
-            "--target".into(),
-            target.to_string(),
-        ];
-        args.extend(packages(crates));
-        steps.push(Step::cargo(
-            format!("build {target} ({})", crates.join(", ")),
-            args,
-        ));
-    }
-    for (target, crates) in LINUX_MUSL {
-        let mut args = vec![
-            "build".to_string(),
-            "--release".into(),
-            "--target".into(),
-            target.to_string(),
-        ];
-        args.extend(packages(crates));
-        steps.push(Step::cargo(
-            format!("build {target}, static ({})", crates.join(", ")),
-            args,
-        ));
+    for (target, crates) in BARE_METAL.iter().chain(LINUX_MUSL) {
+        steps.push(target_step("build", target, crates, &[]));
     }
     steps.push(armv6("build"));
     steps.push(aarch64_user_tests());
