@@ -283,6 +283,33 @@ impl QemuRun {
             .collect()
     }
 
+    /// The kernel log lines (`KLOG` prefix removed) that contain `text`.
+    pub fn klog(&self, text: &str) -> Vec<&str> {
+        self.lines_with("KLOG")
+            .into_iter()
+            .filter(|l| l.contains(text))
+            .collect()
+    }
+
+    /// Fails the test unless some kernel log line contains `text`.
+    pub fn assert_klog(&self, text: &str) {
+        assert!(
+            !self.klog(text).is_empty(),
+            "no kernel log line with `{text}`\n{}",
+            self.stdout
+        );
+    }
+
+    /// Fails the test unless the guest's script ran to its end (`RESULT done`).
+    pub fn assert_guest_finished(&self) {
+        assert_eq!(
+            self.scenario("done").len(),
+            1,
+            "the guest did not finish its script\n{}",
+            self.stdout
+        );
+    }
+
     /// The one RESULT line of `scenario` whose `key` is `value`.
     pub fn find(&self, scenario: &str, key: &str, value: &str) -> &ResultLine {
         let found: Vec<_> = self

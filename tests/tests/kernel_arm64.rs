@@ -24,29 +24,8 @@ fn boot(cpu: &str, smp: u32, scenario: &str) -> QemuRun {
     let args = arm64_kernel_args(&kernel, &initramfs, cpu, smp, scenario);
     let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
     assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
-    assert_eq!(
-        run.scenario("done").len(),
-        1,
-        "the guest did not finish its script\n{}",
-        run.stdout
-    );
+    run.assert_guest_finished();
     run
-}
-
-/// The kernel log lines (without the `KLOG ` prefix) that contain `text`.
-fn klog<'a>(run: &'a QemuRun, text: &str) -> Vec<&'a str> {
-    run.lines_with("KLOG")
-        .into_iter()
-        .filter(|l| l.contains(text))
-        .collect()
-}
-
-fn assert_klog(run: &QemuRun, text: &str) {
-    assert!(
-        !klog(run, text).is_empty(),
-        "no kernel log line with `{text}`\n{}",
-        run.stdout
-    );
 }
 
 /// The pmu-demo run `tag`: its exit status, JSON output (if any) and stderr.
@@ -163,14 +142,12 @@ fn access(cpu: &str) {
     let load = run.find("insmod", "tag", "default");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
     for c in 0..2 {
-        assert_klog(
-            &run,
-            &format!(
+        run.assert_klog(&format!(
                 "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER), zeroed event and cycle counters"
             ),
         );
     }
-    assert_klog(&run, "kmod_enable_user: loaded: EL0 may now use the PMU");
+    run.assert_klog("kmod_enable_user: loaded: EL0 may now use the PMU");
     for tag in ["loaded-cpu0", "loaded-cpu1"] {
         let d = demo(&run, tag);
         d.assert_exact_instructions(&run);
@@ -191,7 +168,8 @@ fn access(cpu: &str) {
         hotplug.raw
     );
     assert_eq!(
-        klog(&run, "kmod_enable_user: cpu1: PMUSERENR_EL0 0x0 -> 0xd").len(),
+        run.klog("kmod_enable_user: cpu1: PMUSERENR_EL0 0x0 -> 0xd")
+            .len(),
         2,
         "cpu1 enabled at load and again when it came back online\n{}",
         run.stdout
@@ -205,21 +183,15 @@ fn access(cpu: &str) {
         "{}",
         unload.raw
     );
-    assert_klog(
-        &run,
-        "kmod_enable_user: cpu0: PMUSERENR_EL0 0xd -> 0x0 (none) restored",
-    );
+    run.assert_klog("kmod_enable_user: cpu0: PMUSERENR_EL0 0xd -> 0x0 (none) restored");
     assert_eq!(
-        klog(
-            &run,
-            "kmod_enable_user: cpu1: PMUSERENR_EL0 0xd -> 0x0 (none) restored"
-        )
-        .len(),
+        run.klog("kmod_enable_user: cpu1: PMUSERENR_EL0 0xd -> 0x0 (none) restored")
+            .len(),
         2,
         "cpu1 restored when it went offline and at unload\n{}",
         run.stdout
     );
-    assert_klog(&run, "kmod_enable_user: unloaded: EL0 access revoked");
+    run.assert_klog("kmod_enable_user: unloaded: EL0 access revoked");
     for tag in ["after-cpu0", "after-cpu1"] {
         demo(&run, tag).assert_not_enabled(&run);
     }
@@ -235,20 +207,15 @@ fn access(cpu: &str) {
         params.raw
     );
     for c in 0..2 {
-        assert_klog(
-            &run,
-            &format!(
-                "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x4 (CR), zeroed cycle counter"
-            ),
-        );
-        assert_klog(
-            &run,
-            &format!("kmod_enable_user: cpu{c}: cycle counter on: PMCR_EL0"),
-        );
-        assert_klog(
-            &run,
-            &format!("kmod_enable_user: cpu{c}: cycle counter settings restored"),
-        );
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x4 (CR), zeroed cycle counter"
+        ));
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: cycle counter on: PMCR_EL0"
+        ));
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: cycle counter settings restored"
+        ));
     }
     let unload = run.find("rmmod", "tag", "cycle-counter");
     assert_eq!(unload.int("rc"), 0, "{}", unload.raw);
@@ -258,8 +225,7 @@ fn access(cpu: &str) {
     assert_ne!(bad.int("rc"), 0, "{}", bad.raw);
     assert_eq!(bad.int("loaded"), 0, "{}", bad.raw);
     assert_eq!(bad.get("error"), "Invalid_argument", "{}", bad.raw);
-    assert_klog(
-        &run,
+    run.assert_klog(
         "kmod_enable_user: user_access=0x10: must be a non-empty subset of EN=1|SW=2|CR=4|ER=8",
     );
 

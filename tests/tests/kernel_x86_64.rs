@@ -24,28 +24,8 @@ fn boot(smp: u32, scenario: &str) -> QemuRun {
     let args = x86_64_kernel_args(&kernel, &initramfs, smp, scenario);
     let run = run_qemu(QEMU_X86_64, &args, LIMIT);
     assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
-    assert_eq!(
-        run.scenario("done").len(),
-        1,
-        "the guest did not finish its script\n{}",
-        run.stdout
-    );
+    run.assert_guest_finished();
     run
-}
-
-fn klog<'a>(run: &'a QemuRun, text: &str) -> Vec<&'a str> {
-    run.lines_with("KLOG")
-        .into_iter()
-        .filter(|l| l.contains(text))
-        .collect()
-}
-
-fn assert_klog(run: &QemuRun, text: &str) {
-    assert!(
-        !klog(run, text).is_empty(),
-        "no kernel log line with `{text}`\n{}",
-        run.stdout
-    );
 }
 
 /// CR4.PCE proven inside one process; the "no perf rdpmc policy here" path reported;
@@ -83,13 +63,10 @@ fn cr4_pce_without_perf_rdpmc_policy() {
     );
     assert_eq!(probe("unloaded"), SIGSEGV_STATUS, "{}", run.stdout);
 
-    assert_klog(&run, "kmod_enable_user: no perf rdpmc policy here");
-    assert_klog(
-        &run,
-        "which the kernel clears again at each CPU's next switch to another process",
-    );
+    run.assert_klog("kmod_enable_user: no perf rdpmc policy here");
+    run.assert_klog("which the kernel clears again at each CPU's next switch to another process");
     for c in 0..2 {
-        assert_klog(&run, &format!("kmod_enable_user: cpu{c}: CR4.PCE 0 -> 1"));
+        run.assert_klog(&format!("kmod_enable_user: cpu{c}: CR4.PCE 0 -> 1"));
         // At unload each CPU is put back to clear; on a CPU that has run another
         // process since, the kernel had already cleared it, and the line says so.
         let restored = [
@@ -99,19 +76,13 @@ fn cr4_pce_without_perf_rdpmc_policy() {
             ),
         ];
         assert!(
-            restored.iter().any(|line| !klog(&run, line).is_empty()),
+            restored.iter().any(|line| !run.klog(line).is_empty()),
             "no restore line for cpu{c}\n{}",
             run.stdout
         );
     }
-    assert_klog(
-        &run,
-        "kmod_enable_user: loaded: CR4.PCE set on every online CPU",
-    );
-    assert_klog(
-        &run,
-        "kmod_enable_user: unloaded: every online CPU's previous CR4.PCE restored",
-    );
+    run.assert_klog("kmod_enable_user: loaded: CR4.PCE set on every online CPU");
+    run.assert_klog("kmod_enable_user: unloaded: every online CPU's previous CR4.PCE restored");
     let unload = run.find("rmmod", "tag", "pce");
     assert_eq!(
         (unload.int("rc"), unload.int("loaded"), unload.int("states")),
@@ -125,14 +96,8 @@ fn cr4_pce_without_perf_rdpmc_policy() {
     assert_eq!(load.int("rc"), 0, "{}", load.raw);
     assert_eq!(run.find("policy_file", "when", "loaded").int("value"), 2);
     assert_eq!(run.find("policy_file", "when", "unloaded").int("value"), 1);
-    assert_klog(
-        &run,
-        "kmod_enable_user: loaded: perf rdpmc policy \"/tmp/rdpmc\" 1 -> 2 (always)",
-    );
-    assert_klog(
-        &run,
-        "kmod_enable_user: unloaded: perf rdpmc policy \"/tmp/rdpmc\" 2 -> 1 restored",
-    );
+    run.assert_klog("kmod_enable_user: loaded: perf rdpmc policy \"/tmp/rdpmc\" 1 -> 2 (always)");
+    run.assert_klog("kmod_enable_user: unloaded: perf rdpmc policy \"/tmp/rdpmc\" 2 -> 1 restored");
 
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
