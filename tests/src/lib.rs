@@ -12,6 +12,32 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Owned copies of `words`.
+fn strings(words: &[&str]) -> Vec<String> {
+    words.iter().map(|s| s.to_string()).collect()
+}
+
+/// What both kernel command lines end with: CPUs, kernel, initramfs, and the kernel
+/// command line with the console and the guest's `scenario=…`.
+fn kernel_tail(
+    smp: u32,
+    kernel: &std::path::Path,
+    initramfs: &std::path::Path,
+    console: &str,
+    scenario: &str,
+) -> Vec<String> {
+    vec![
+        "-smp".into(),
+        smp.to_string(),
+        "-kernel".into(),
+        kernel.display().to_string(),
+        "-initrd".into(),
+        initramfs.display().to_string(),
+        "-append".into(),
+        format!("console={console} loglevel=3 scenario={scenario}"),
+    ]
+}
+
 /// The QEMU command line for the aarch64 image on CPU model `cpu` (`max`, `cortex-a72`,
 /// `cortex-a53`, …): `-icount shift=0,align=off,sleep=off` makes INST_RETIRED and the
 /// cycle counter exact (shared/notes/qemu-facts.md), semihosting carries the exit code.
@@ -117,7 +143,7 @@ pub fn arm64_kernel_args(
     smp: u32,
     scenario: &str,
 ) -> Vec<String> {
-    let mut args: Vec<String> = [
+    let mut args = strings(&[
         "-M",
         "virt",
         "-cpu",
@@ -132,20 +158,8 @@ pub fn arm64_kernel_args(
         "-no-reboot",
         "-icount",
         "shift=0,align=off,sleep=off",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend([
-        "-smp".into(),
-        smp.to_string(),
-        "-kernel".into(),
-        kernel.display().to_string(),
-        "-initrd".into(),
-        initramfs.display().to_string(),
-        "-append".into(),
-        format!("console=ttyAMA0 loglevel=3 scenario={scenario}"),
     ]);
+    args.extend(kernel_tail(smp, kernel, initramfs, "ttyAMA0", scenario));
     args
 }
 
@@ -156,7 +170,7 @@ pub fn x86_64_kernel_args(
     smp: u32,
     scenario: &str,
 ) -> Vec<String> {
-    let mut args: Vec<String> = [
+    let mut args = strings(&[
         "-accel",
         "tcg",
         "-M",
@@ -172,20 +186,8 @@ pub fn x86_64_kernel_args(
         "-monitor",
         "none",
         "-no-reboot",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend([
-        "-smp".into(),
-        smp.to_string(),
-        "-kernel".into(),
-        kernel.display().to_string(),
-        "-initrd".into(),
-        initramfs.display().to_string(),
-        "-append".into(),
-        format!("console=ttyS0 loglevel=3 scenario={scenario}"),
     ]);
+    args.extend(kernel_tail(smp, kernel, initramfs, "ttyS0", scenario));
     args
 }
 
