@@ -13,6 +13,12 @@ scenario_access() {
 	klog
 	demo loaded-cpu0 0 direct
 	demo loaded-cpu1 1 direct
+	# Forced hazards, with the overflow one on a direct counter preset below its wrap.
+	pmu-demo hazards --json >/tmp/hazards.out 2>/tmp/hazards.err
+	status=$?
+	echo "JSON hazards $(tr -d '\n' </tmp/hazards.out)"
+	sed "s/^/STDERR hazards /" /tmp/hazards.err
+	result hazards status=$status
 
 	echo 0 >/sys/devices/system/cpu/cpu1/online
 	off=$?

@@ -266,6 +266,28 @@ fn access(cpu: &str) {
     // read() still counts exactly; its statistics are kept apart, tolerating the flag.
     assert_eq!(inst["fallback"]["min"], 2000, "{inst}");
 
+    // `pmu-demo hazards` with the module loaded: a sleep, a migration between the two
+    // CPUs and a direct counter preset 1000 below its 32-bit wrap, each flagged.
+    assert_eq!(
+        run.find("hazards", "status", "0").scenario,
+        "hazards",
+        "{}",
+        run.stdout
+    );
+    let hazards: Value = run
+        .lines_with("JSON")
+        .into_iter()
+        .find_map(|l| l.strip_prefix("hazards "))
+        .and_then(|j| serde_json::from_str(j.trim()).ok())
+        .unwrap_or_else(|| panic!("no hazards JSON\n{}", run.stdout));
+    for name in ["context-switch", "cpu-migration", "overflow"] {
+        let d = hazards
+            .as_array()
+            .and_then(|a| a.iter().find(|d| d["name"] == name))
+            .unwrap_or_else(|| panic!("{name} missing: {hazards}"));
+        assert_eq!(d["detected"], true, "{name}: {d}");
+    }
+
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
 }
