@@ -73,8 +73,32 @@ scenario_stress() {
 	finish
 }
 
+# `cargo xtask bench`: read-path costs in user-space instructions (pmu-demo
+# bench-guest, then the libperf harness when the initramfs has it), with
+# kernel.perf_user_access=1, then the direct backend after loading the module.
+scenario_bench() {
+	boot_line
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
+	pmu-demo bench-guest 2>/tmp/bench.err
+	result bench-run tag=perf status=$?
+	sed 's/^/STDERR perf /' /tmp/bench.err
+	if [ -x /bin/libperf-bench ]; then
+		libperf-bench 2>/tmp/libperf.err
+		result bench-run tag=libperf status=$?
+		sed 's/^/STDERR libperf /' /tmp/libperf.err
+	fi
+	load bench
+	pmu-demo bench-guest --direct 2>/tmp/bench.err
+	result bench-run tag=direct status=$?
+	sed 's/^/STDERR direct /' /tmp/bench.err
+	unload bench
+	finish
+}
+
 main() {
 	case "$scenario" in
+	bench) scenario_bench ;;
 	access) scenario_access ;;
 	stress) scenario_stress ;;
 	*)

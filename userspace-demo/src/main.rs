@@ -9,6 +9,7 @@
 //! as registers and a perf event; `spe decode` for raw SPE buffers).
 
 mod bench_cmd;
+mod bench_guest_cmd;
 mod hazards_cmd;
 mod kernels;
 mod list_cmd;
@@ -74,6 +75,9 @@ enum Command {
     Hazards(hazards_cmd::Args),
     /// What one fast read, one read() fallback and one whole region measurement cost.
     Bench(bench_cmd::Args),
+    /// Read-path costs in instructions, for `cargo xtask bench` in the arm64 QEMU guest.
+    #[command(hide = true)]
+    BenchGuest(bench_guest_cmd::Args),
     /// Arm SPE: sampling-filter registers and the perf event from what you want to sample,
     /// checked against an implementation's capabilities; `spe decode FILE` for raw buffers.
     Spe(spe_cmd::Args),
@@ -97,6 +101,7 @@ fn main() -> ExitCode {
         Command::Measure(args) => measure_cmd::run(&args),
         Command::Hazards(args) => hazards_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
+        Command::BenchGuest(args) => bench_guest_cmd::run(&args),
         Command::Spe(args) => spe_cmd::run(&args),
     };
     match result {

@@ -303,6 +303,17 @@ pub fn path(arch: Arch) -> PathBuf {
 
 /// Builds the initramfs of `arch` around the module `ko`.
 pub fn build(arch: Arch, ko: &Path) -> Result<PathBuf, String> {
+    build_with(arch, ko, &[], path(arch))
+}
+
+/// Builds the initramfs of `arch` around the module `ko`, with more executables
+/// (`bin/<name>` from a path: `cargo xtask bench`'s libperf harness) and written to `out`.
+pub fn build_with(
+    arch: Arch,
+    ko: &Path,
+    extra: &[(&str, PathBuf)],
+    out: PathBuf,
+) -> Result<PathBuf, String> {
     let busybox = busybox(arch)?;
     let demo = pmu_demo(arch)?;
     let mut entries = vec![
@@ -346,8 +357,14 @@ pub fn build(arch: Arch, ko: &Path) -> Result<PathBuf, String> {
             data: read(&pce_probe()?)?,
         });
     }
+    for (name, from) in extra {
+        entries.push(Entry::File {
+            path: format!("bin/{name}"),
+            mode: 0o755,
+            data: read(from)?,
+        });
+    }
     let archive = cpio(&entries);
-    let out = path(arch);
     if let Some(dir) = out.parent() {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }

@@ -239,7 +239,7 @@ fn sanitize(text: &str) -> String {
 }
 
 /// The extracted kernel source, extracting it on first use.
-fn source_tree() -> Result<(PathBuf, String), String> {
+pub fn source_tree() -> Result<(PathBuf, String), String> {
     let version = package_version(SOURCE_PACKAGE).ok_or_else(|| {
         format!("{SOURCE_PACKAGE} is not installed: run `cargo xtask setup` (apt-get install {SOURCE_PACKAGE})")
     })?;

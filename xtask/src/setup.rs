@@ -53,7 +53,7 @@ pub fn steps() -> Vec<Step> {
 /// Debian packages the test kernels, kmod-enable-user and the initramfs need
 /// (shared/DESIGN.md, "The kernel side"): the kernel source, the build tools, clang/LLVM
 /// 14 (the x86_64 kernel is built with `LLVM=-14`; bindgen uses libclang), the arm64 cross
-/// compiler, `modinfo` and the static busybox.
+/// compiler and its static glibc, `modinfo` and the static busybox.
 pub const KERNEL_PACKAGES: &[&str] = &[
     crate::kernel::SOURCE_PACKAGE,
     "make",
@@ -72,6 +72,9 @@ pub const KERNEL_PACKAGES: &[&str] = &[
     "llvm-14",
     "libclang-14-dev",
     "gcc-aarch64-linux-gnu",
+    // The cross glibc's static libraries: `cargo xtask bench` links its libperf harness
+    // with -static.
+    "libc6-dev-arm64-cross",
     crate::initramfs::BUSYBOX_PACKAGE,
 ];
 

@@ -1,0 +1,315 @@
+//! `pmu-demo bench-guest` (hidden): what each read path costs in user-space
+//! instructions, for `cargo xtask bench` in the arm64 QEMU guest (`-icount`, where
+//! INST_RETIRED is exact and every run is repeatable).
+//!
+//! Method: a second, independent INST_RETIRED counter (the *measuring* counter: a perf
+//! event of its own group read through its page, or a direct counter) is read around
+//! N and 2N repetitions of the path under test, and around N and 2N repetitions of an
+//! empty loop. Instructions per operation = ((c(2N) − c(N)) − (e(2N) − e(N))) / N: the
+//! fixed cost of the two measuring reads and the loop's own instructions cancel.
+//!
+//! Accuracy: a block of exactly K `nop`s (K = 1 … 10000) measured by each path with
+//! the library's calibrated measurement (region minus empty region); the error must be
+//! 0. Output: one `RESULT bench …` / `RESULT accuracy …` line each.
+
+use clap::Args as ClapArgs;
+
+use crate::Failure;
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Measure the direct backend (kmod-enable-user loaded) instead of perf.
+    #[arg(long)]
+    direct: bool,
+    /// Repetitions N (the loops run N and 2N times).
+    #[arg(long, default_value_t = 1000)]
+    n: u64,
+    /// The measuring event (perf paths): `instructions` (user space only), or `cycles`
+    /// for core cycles per operation (`cargo xtask hw-check` on real hardware).
+    #[arg(long, default_value = "instructions")]
+    measuring: String,
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    imp::run(args)
+}
+
+#[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
+mod imp {
+    use super::*;
+
+    pub fn run(_: &Args) -> Result<(), Failure> {
+        Err(Failure::new("bench-guest needs x86_64 or aarch64"))
+    }
+}
+
+#[cfg(any(target_arch = "aarch64", target_arch = "x86_64"))]
+mod imp {
+    use std::hint::black_box;
+
+    use pmu_core::{Hazards, RegionMeter};
+    use pmu_linux::{measure, Counters, MeasureConfig, Options, Session};
+
+    use super::*;
+
+    /// Exactly `K` instructions (a closure body of K `nop`s; its `ret` is in the
+    /// empty region too).
+    #[inline(always)]
+    fn block<const K: usize>() {
+        // SAFETY: nops only.
+        unsafe {
+            std::arch::asm!(".rept {k}", "nop", ".endr", k = const K, options(nomem, nostack, preserves_flags));
+        }
+    }
+
+    /// Block `K` measured by `counters` (the closure's body is K nops and its `ret`, the
+    /// empty region's is the `ret` alone).
+    fn accuracy_k<const K: usize>(path: &str, counters: &mut dyn Counters, tolerated: Hazards) {
+        let config = MeasureConfig {
+            warmup: 2,
+            runs: 5,
+            calibrate: true,
+        };
+        let k = K as i64;
+        match measure(counters, &config, &mut || block::<K>()) {
+            Ok(m) => match m.tolerating(0, tolerated).min {
+                Some(got) => println!(
+                    "RESULT accuracy path={path} k={k} measured={got} error={}",
+                    got - k
+                ),
+                None => println!("RESULT accuracy path={path} k={k} measured=none error=none"),
+            },
+            Err(e) => println!(
+                "RESULT accuracy path={path} k={k} measured=none error=none why={}",
+                e.to_string().replace(' ', "_")
+            ),
+        }
+    }
+
+    /// Measuring-counter difference around `n` repetitions of `op`.
+    #[inline(never)]
+    fn count<M: Fn() -> u64, F: FnMut()>(measuring: &M, n: u64, mut op: F) -> u64 {
+        let a = measuring();
+        for _ in 0..black_box(n) {
+            op();
+        }
+        let b = measuring();
+        b.wrapping_sub(a)
+    }
+
+    /// Single operations measured, the fewest instructions of any.
+    const SINGLES: u32 = 64;
+
+    /// Instructions per `op` (see the module): the minimum over single operations minus
+    /// the minimum over empty ones (deterministic even where the measuring counter also
+    /// counts the kernel, whose interrupts land in some operations: the `total` of
+    /// `read()`), and the mean over N operations, loop and measuring reads subtracted
+    /// (the figure reported for user-only counts).
+    fn per_op<M: Fn() -> u64, F: FnMut()>(measuring: &M, n: u64, mut op: F) -> (f64, f64) {
+        // Warm up (page faults, first-touch).
+        count(measuring, 8, &mut op);
+        count(measuring, 8, || black_box(()));
+        let mut one = u64::MAX;
+        let mut none = u64::MAX;
+        for _ in 0..SINGLES {
+            one = one.min(count(measuring, 1, &mut op));
+            none = none.min(count(measuring, 1, || black_box(())));
+        }
+        let c1 = count(measuring, n, &mut op);
+        let c2 = count(measuring, 2 * n, &mut op);
+        let e1 = count(measuring, n, || black_box(()));
+        let e2 = count(measuring, 2 * n, || black_box(()));
+        let op_cost = c2 as i128 - c1 as i128;
+        let empty = e2 as i128 - e1 as i128;
+        (
+            one as f64 - none as f64,
+            (op_cost - empty) as f64 / n as f64,
+        )
+    }
+
+    fn bench_line(path: &str, (min, mean): (f64, f64), extra: &str) {
+        println!("RESULT bench path={path} per_op={mean:.3} single_min={min:.0}{extra}");
+    }
+
+    fn accuracy(path: &str, counters: &mut dyn Counters, tolerated: Hazards) {
+        accuracy_k::<1>(path, counters, tolerated);
+        accuracy_k::<10>(path, counters, tolerated);
+        accuracy_k::<100>(path, counters, tolerated);
+        accuracy_k::<1000>(path, counters, tolerated);
+        accuracy_k::<10000>(path, counters, tolerated);
+    }
+
+    fn measuring_perf(event: &str, exclude_kernel: bool) -> Result<Session, Failure> {
+        let s = Session::open(&[event], Options::default().exclude_kernel(exclude_kernel))?;
+        s.enable()?;
+        // The measuring counter must be read through its page.
+        s.read_fast(0)
+            .map_err(|r| Failure::new(format!("the measuring counter has no fast read: {r}")))?;
+        Ok(s)
+    }
+
+    fn read_measuring(s: &Session) -> u64 {
+        s.read_fast(0).map(|r| r.value).unwrap_or(0)
+    }
+
+    /// The perf group of the measured paths: `k` counters (instructions, cycles, then
+    /// more instructions), page reads as `options` say.
+    fn measured(k: usize, options: Options) -> Result<Session, Failure> {
+        let names: Vec<&str> = (0..k)
+            .map(|i| if i == 1 { "cycles" } else { "instructions" })
+            .collect();
+        let s = Session::open(&names, options)?;
+        s.enable()?;
+        Ok(s)
+    }
+
+    fn perf(n: u64, measuring: &str) -> Result<(), Failure> {
+        let user = measuring_perf(measuring, true)?;
+        let m = || read_measuring(&user);
+
+        let fast = measured(1, Options::default())?;
+        fast.read_fast(0).map_err(|r| {
+            Failure::new(format!(
+                "the perf fast path is not available ({r}) (arm64: sysctl kernel.perf_user_access=1)"
+            ))
+        })?;
+        bench_line(
+            "perf-fast",
+            per_op(&m, n, || {
+                let _ = black_box(fast.read_fast(0));
+            }),
+            "",
+        );
+
+        let user_part = per_op(&m, n, || {
+            let _ = black_box(fast.read_group());
+        });
+        let total = match measuring_perf(measuring, false) {
+            Ok(all) => {
+                let ma = || read_measuring(&all);
+                let (t, _) = per_op(&ma, n, || {
+                    let _ = black_box(fast.read_group());
+                });
+                format!(" total={t:.0}")
+            }
+            Err(e) => format!(" total=none why={}", e.message.replace(' ', "_")),
+        };
+        bench_line("perf-read", user_part, &total);
+
+        // Only the measuring counter stays open: a group of 6 takes the cycle counter and
+        // 5 of the 6 event counters of `-cpu max` (PMCR_EL0.N = 6).
+        drop(fast);
+        let mut out = [pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
+        for k in [1usize, 2, 4, 6] {
+            match measured(k, Options::default()) {
+                Ok(mut s) => {
+                    let mut failed = false;
+                    let cost = per_op(&m, n, || {
+                        failed |= s.start().is_err();
+                        failed |= s.stop(&mut out).is_err();
+                        black_box(&out);
+                    });
+                    let fast_all = (0..k).all(|i| s.read_fast(i).is_ok());
+                    bench_line(
+                        &format!("perf-region-{k}"),
+                        cost,
+                        &format!(" counters={k} failed={failed} fast={fast_all}"),
+                    );
+                }
+                Err(e) => println!(
+                    "RESULT bench path=perf-region-{k} per_op=none why={}",
+                    e.message.replace(' ', "_")
+                ),
+            }
+        }
+
+        let mut fast = measured(1, Options::default())?;
+        accuracy("perf-fast", &mut fast, Hazards::empty());
+        drop(fast);
+        let mut slow = measured(1, Options::default().user_read(false))?;
+        accuracy(
+            "perf-read",
+            &mut slow,
+            Hazards::SYSCALL_FALLBACK | Hazards::NOT_SCHEDULED,
+        );
+        Ok(())
+    }
+
+    #[cfg(not(target_arch = "aarch64"))]
+    fn direct(_: u64) -> Result<(), Failure> {
+        Err(Failure::new(
+            "the direct backend is measured on aarch64 only",
+        ))
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    fn direct(n: u64) -> Result<(), Failure> {
+        use pmu_armv8::{PmuOptions, PmuVersion};
+        use pmu_core::{CounterPool, PrivilegeFilter};
+        use pmu_linux::direct::{allocate, armv8::Pmuserenr};
+        let cpu = pmu_linux::sched::current_cpu().map_or(0, |c| c as usize);
+        // SAFETY: the bench guest runs nothing else on the PMU: no perf hardware event
+        // is open while this runs.
+        let (_pin, pmu) = unsafe {
+            pmu_linux::direct::armv8::take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new())
+        }?;
+        let pool = CounterPool::new(pmu);
+        {
+            // Counter 0 measures, counter 1 is the measured one.
+            let counters = allocate(
+                &pool,
+                &["instructions", "instructions"],
+                PrivilegeFilter::USER,
+            )?;
+            for c in &counters {
+                c.reset();
+                c.start();
+            }
+            let m = || counters[0].read();
+            bench_line(
+                "direct-read",
+                per_op(&m, n, || {
+                    black_box(counters[1].read());
+                }),
+                "",
+            );
+            let mut out = [pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
+            let mut meter = pmu_linux::DirectMeter::new(
+                &counters[1..],
+                vec!["instructions".into()],
+                Pmuserenr,
+            )?;
+            let mut failed = false;
+            let cost = per_op(&m, n, || {
+                failed |= meter.start().is_err();
+                failed |= meter.stop(&mut out).is_err();
+                black_box(&out);
+            });
+            bench_line(
+                "direct-region-1",
+                cost,
+                &format!(" counters=1 failed={failed}"),
+            );
+            for c in &counters {
+                c.stop();
+            }
+        }
+        let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER)?;
+        counters[0].reset();
+        let mut meter =
+            pmu_linux::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
+        meter.enable()?;
+        accuracy("direct", &mut meter, Hazards::empty());
+        meter.disable()?;
+        Ok(())
+    }
+
+    pub fn run(args: &Args) -> Result<(), Failure> {
+        let n = args.n.max(1);
+        if args.direct {
+            direct(n)
+        } else {
+            perf(n, &args.measuring)
+        }
+    }
+}
