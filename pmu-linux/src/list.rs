@@ -160,6 +160,47 @@ fn direct_status() -> BackendStatus {
     }
 }
 
+/// Whether `name` (a directory of /sys/bus/event_source/devices) is a CPU's core PMU:
+/// `cpu` (x86), `cpu_core`/`cpu_atom` (hybrid x86), `armv8_pmuv3_0`, `armv8_cortex_a53`, ….
+pub fn is_cpu_pmu(name: &str) -> bool {
+    name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
+}
+
+/// Why this machine offers no hardware counters, as far as files anyone may read tell:
+/// no core PMU registered in `sysfs`, a virtual machine, a paranoid level that forbids
+/// perf. Empty when a core PMU is there and nothing stands in the way.
+pub fn why_no_hardware_counters(sysfs: &Sysfs) -> Vec<String> {
+    let mut why = Vec::new();
+    let core_pmu = sysfs
+        .pmus()
+        .map(|pmus| pmus.iter().any(|p| is_cpu_pmu(&p.name)))
+        .unwrap_or(false);
+    if !core_pmu {
+        why.push(format!(
+            "the kernel registered no CPU PMU ({} has no cpu/armv8_pmuv3 entry): no PMU driver bound",
+            sysfs.root().display()
+        ));
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let virtual_machine = cpuinfo
+            .lines()
+            .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+        if virtual_machine {
+            why.push(
+                "this is a virtual machine (cpuinfo flag `hypervisor`): its hypervisor gives it no \
+                 virtual PMU (KVM: enable_pmu, -cpu …,pmu=on)"
+                    .into(),
+            );
+        }
+    }
+    if let Some(level) = sys::perf_event_paranoid().filter(|&l| l > 2) {
+        why.push(format!(
+            "kernel.perf_event_paranoid = {level} forbids perf for unprivileged users: \
+             `sysctl kernel.perf_event_paranoid=2`"
+        ));
+    }
+    why
+}
+
 /// The PMUs sysfs describes.
 ///
 /// # Errors
@@ -223,6 +264,23 @@ pub fn probe_events(sysfs: &Sysfs, names: &[&str], options: crate::Options) -> V
 mod tests {
     use super::*;
     use crate::sysfs::fake;
+
+    /// A tree with a core PMU has nothing to explain; an empty one (a VM without vPMU has
+    /// no `cpu` directory) says that no PMU driver is bound.
+    #[test]
+    fn why_no_hardware_counters_reads_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        fake::intel(dir.path());
+        let with_pmu = why_no_hardware_counters(&Sysfs::at(dir.path()));
+        assert!(
+            with_pmu.iter().all(|w| w.contains("perf_event_paranoid")),
+            "{with_pmu:?}"
+        );
+        let empty = tempfile::tempdir().unwrap();
+        let without = why_no_hardware_counters(&Sysfs::at(empty.path()));
+        assert!(without[0].contains("no PMU driver bound"), "{without:?}");
+        assert!(is_cpu_pmu("cpu_atom") && is_cpu_pmu("armv8_pmuv3_0") && !is_cpu_pmu("software"));
+    }
 
     #[test]
     fn policy_from_a_fake_x86_tree() {

@@ -1,7 +1,5 @@
 //! `pmu-demo list`.
 
-use std::path::Path;
-
 use clap::Args as ClapArgs;
 use pmu_linux::list;
 use pmu_linux::Sysfs;
@@ -75,44 +73,6 @@ struct KernelOut {
     reason: Option<&'static str>,
 }
 
-/// Why this machine shows no hardware counters, as far as it can be told from files
-/// anyone may read. Empty when it has them.
-pub fn why_no_hardware_counters() -> Vec<String> {
-    let mut why = Vec::new();
-    let devices = Path::new("/sys/bus/event_source/devices");
-    let core_pmu = std::fs::read_dir(devices)
-        .map(|dir| {
-            dir.flatten().any(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name == "cpu"
-                    || name.starts_with("cpu_")
-                    || name.starts_with("armv")
-                    || name.contains("pmu")
-            })
-        })
-        .unwrap_or(false);
-    if !core_pmu {
-        why.push(format!(
-            "the kernel registered no CPU PMU ({} has no cpu/armv8_pmuv3 entry): no PMU driver bound",
-            devices.display()
-        ));
-    }
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    if cpuinfo
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
-    {
-        why.push("this is a virtual machine (cpuinfo flag `hypervisor`): its hypervisor gives it no virtual PMU (KVM: enable_pmu, -cpu …,pmu=on)".into());
-    }
-    if let Ok(level) = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid") {
-        let level = level.trim();
-        if level.parse::<i32>().is_ok_and(|l| l > 2) {
-            why.push(format!("kernel.perf_event_paranoid = {level} forbids perf for unprivileged users: `sysctl kernel.perf_event_paranoid=2`"));
-        }
-    }
-    why
-}
-
 pub fn run(args: &Args) -> Result<(), Failure> {
     let sysfs = Sysfs::system();
     let backends = list::backends()
@@ -150,7 +110,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let out = Output {
         backends,
         user_read_policy: list::user_read_policy(&sysfs).to_string(),
-        hardware_counters: why_no_hardware_counters(),
+        hardware_counters: list::why_no_hardware_counters(&sysfs),
         pmus,
         events,
         kernels: Kernel::ALL

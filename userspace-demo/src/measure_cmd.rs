@@ -248,7 +248,9 @@ fn perf(
         }
         Err(e) if args.backend == BackendChoice::Auto && no_hardware_counters(&e) => {
             notes.push(format!("hardware events cannot be opened: {e}"));
-            notes.extend(crate::list_cmd::why_no_hardware_counters());
+            notes.extend(pmu_linux::list::why_no_hardware_counters(
+                &pmu_linux::Sysfs::system(),
+            ));
             notes.push(format!(
                 "measuring with what is available instead: perf software events ({}) and the TSC",
                 SOFTWARE_EVENTS.join(", ")
