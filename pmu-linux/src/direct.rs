@@ -138,6 +138,8 @@ pub struct DirectMeter<'c, 'p, P: Pmu, A: AccessCheck = Unchecked> {
     start: [u64; MAX_EVENTS],
     end: [u64; MAX_EVENTS],
     overflowed: [bool; MAX_EVENTS],
+    /// Events per counter tick (1, or 64 for the ARM1176 CCR with PMCR.D).
+    scales: [u64; MAX_EVENTS],
     start_thread: ThreadStamp,
     last: Evidence,
 }
@@ -177,9 +179,34 @@ impl<'c, 'p, P: Pmu, A: AccessCheck> DirectMeter<'c, 'p, P, A> {
             start: [0; MAX_EVENTS],
             end: [0; MAX_EVENTS],
             overflowed: [false; MAX_EVENTS],
+            scales: [1; MAX_EVENTS],
             start_thread: ThreadStamp::default(),
             last: Evidence::default(),
         })
+    }
+
+    /// Counter `index` advances once per `events_per_tick` events (the ARM1176 CCR with
+    /// the /64 divider, PMCR.D: 64 cycles a tick): its region values are reported in
+    /// events, the tick delta multiplied by `events_per_tick`, so their resolution is
+    /// `events_per_tick`. Overflow is judged on the ticks, where the counter wraps.
+    ///
+    /// # Errors
+    /// [`Error::ScaleOutOfRange`] for an index without a counter or a factor of 0.
+    pub fn scaled(mut self, index: usize, events_per_tick: u64) -> Result<Self> {
+        if index >= self.counters.len() || events_per_tick == 0 {
+            return Err(Error::ScaleOutOfRange {
+                index,
+                counters: self.counters.len(),
+                events_per_tick,
+            });
+        }
+        self.scales[index] = events_per_tick;
+        Ok(self)
+    }
+
+    /// Events per tick of each counter (see [`DirectMeter::scaled`]).
+    pub fn scales(&self) -> &[u64] {
+        &self.scales[..self.counters.len()]
     }
 
     fn check_access(&self) -> Result<()> {
@@ -239,6 +266,11 @@ impl<P: Pmu, A: AccessCheck> RegionMeter for DirectMeter<'_, '_, P, A> {
             thread_end,
             &mut out[..n],
         )?;
+        for (reading, &scale) in out[..n].iter_mut().zip(&self.scales) {
+            // A 32-bit tick delta (plus one wrap) times 64 cannot overflow u64; saturate
+            // rather than wrap should a caller scale a 64-bit counter absurdly.
+            reading.value = reading.value.saturating_mul(scale);
+        }
         Ok(())
     }
 }
@@ -564,5 +596,181 @@ mod tests {
         })
         .unwrap();
         assert_eq!((run.readings[0].value, run.readings[1].value), (452, 68));
+    }
+
+    /// An ARM1176 pool over the fake registers (pmu-armv6 `fake`: TRM Table 3-136's
+    /// write-1-to-clear flags, 32-bit wrap raising the flag, PMCR.D's /64).
+    fn arm1176_pool(
+        divider: pmu_armv6::CycleDivider,
+    ) -> CounterPool<pmu_armv6::Arm1176Pmu<pmu_armv6::fake::FakeRegisters>> {
+        CounterPool::new(pmu_armv6::Arm1176Pmu::with_registers(
+            pmu_armv6::fake::FakeRegisters::new(),
+            divider,
+        ))
+    }
+
+    /// Event mapping of the direct ARM1176 meter, against seed 004's two PMCR values:
+    /// 0x00705707 (CR0 instructions = 0x07 in bits 27:20, CR1 branches = 0x05 in bits
+    /// 19:12) and 0x0000b707 (CR0 instruction cache misses = 0x00, CR1 data cache misses
+    /// = 0x0B). The low bits 0x707 are seed 004's resets and flag clears (actions, not
+    /// state); what stays in PMCR is E and the two event fields. `cycles` is the CCR.
+    #[test]
+    fn arm1176_event_mapping_matches_seed_004() {
+        use pmu_armv6::pmcr::PMCR;
+        use pmu_armv6::{CounterRegister, CycleDivider};
+        const STATE: u32 = 0x0FFF_F009; // EvtCount0, EvtCount1, D, E
+        let pool = arm1176_pool(CycleDivider::EveryCycle);
+        let counters = allocate(
+            &pool,
+            &["cycles", "instructions", "branches"],
+            PrivilegeFilter::ALL,
+        )
+        .unwrap();
+        let slots: Vec<Slot> = counters.iter().map(Counter::slot).collect();
+        assert_eq!(
+            slots,
+            [Slot::Fixed(0), Slot::Programmable(0), Slot::Programmable(1)]
+        );
+        counters.iter().for_each(Counter::start);
+        let regs = pool.pmu().registers();
+        assert_eq!(regs.state().get() & STATE, 0x0070_5707 & STATE);
+        // Seed 004's measurement: 452 cycles, 68 instructions, 12 branches.
+        regs.tick(pmu_armv6::Arm1176Event::CycleCount, 452);
+        regs.tick(pmu_armv6::Arm1176Event::InstructionExecuted, 68);
+        regs.tick(pmu_armv6::Arm1176Event::BranchExecuted, 12);
+        assert_eq!(
+            counters.iter().map(Counter::read).collect::<Vec<_>>(),
+            [452, 68, 12]
+        );
+        drop(counters);
+
+        let pool = arm1176_pool(CycleDivider::EveryCycle);
+        let counters = allocate(
+            &pool,
+            &["L1-icache-load-misses", "r0b"],
+            PrivilegeFilter::ALL,
+        )
+        .unwrap();
+        counters.iter().for_each(Counter::start);
+        let state = pool.pmu().registers().state();
+        assert_eq!(state.get() & STATE, 0x0000_b707 & STATE);
+        assert!(state.is_set(PMCR::E));
+        assert_eq!(
+            pmu_armv6::pmcr::event(state, CounterRegister::Cr1),
+            Ok(pmu_armv6::Arm1176Event::DataCacheMiss)
+        );
+        // 0x08 is reserved (TRM Table 3-137); a third programmable event has no counter.
+        assert!(matches!(
+            allocate(
+                &arm1176_pool(CycleDivider::EveryCycle),
+                &["r08"],
+                PrivilegeFilter::ALL
+            ),
+            Err(Error::Core(pmu_core::Error::EventNotImplemented {
+                code: 8
+            }))
+        ));
+        assert!(matches!(
+            allocate(
+                &arm1176_pool(CycleDivider::EveryCycle),
+                &["instructions", "branches", "branch-misses"],
+                PrivilegeFilter::ALL
+            ),
+            Err(Error::Core(pmu_core::Error::NoFreeCounter { available: 2 }))
+        ));
+    }
+
+    /// The PMCR overflow flags (bits 8 CR0, 9 CR1, 10 CCR: TRM 3.2.51, seed 004) become
+    /// the region's OVERFLOW hazard, with the value corrected for the one wrap: never a
+    /// silent wrong number. A flag left over from before the region is cleared at its
+    /// start and does not taint it.
+    #[test]
+    fn arm1176_overflow_flag_is_a_hazard_of_the_region() {
+        use pmu_armv6::{Arm1176Event, CounterRegister, CycleDivider};
+        let pool = arm1176_pool(CycleDivider::EveryCycle);
+        let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
+        let names = vec!["cycles".to_owned(), "instructions".to_owned()];
+        let mut meter = DirectMeter::new(&counters, names, Unchecked).unwrap();
+        meter.enable().unwrap();
+        let regs = pool.pmu().registers();
+
+        // A stale flag (an earlier wrap) is not this region's.
+        regs.raise_overflow(CounterRegister::Cr0);
+        let run = measure_once(&mut meter, &mut || {
+            regs.tick(Arm1176Event::InstructionExecuted, 68)
+        })
+        .unwrap();
+        assert_eq!(run.readings[1].value, 68);
+        assert!(!run.readings[1].hazards.contains(Hazards::OVERFLOW));
+        assert!(!run.evidence.events()[1].overflowed);
+
+        // CR0 16 below its 32-bit wrap, 68 instructions: wraps, flag, corrected value.
+        counters[1].preset_before_wrap(16);
+        let run = measure_once(&mut meter, &mut || {
+            regs.tick(Arm1176Event::InstructionExecuted, 68)
+        })
+        .unwrap();
+        assert_eq!(run.readings[1].value, 68);
+        assert!(run.readings[1].hazards.contains(Hazards::OVERFLOW));
+        assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
+
+        // A region of 2^32 + 452 cycles (about 6.1 s at 700 MHz, seed 004): the CCR
+        // ends 452 above where it started, and only its flag (bit 10) tells the wrap.
+        let run = measure_once(&mut meter, &mut || {
+            regs.tick(Arm1176Event::CycleCount, (1 << 32) + 452)
+        })
+        .unwrap();
+        assert_eq!(run.readings[0].value, (1 << 32) + 452);
+        assert!(run.readings[0].hazards.contains(Hazards::OVERFLOW));
+        assert!(run.evidence.events()[0].overflowed);
+        assert!(!run.readings[1].hazards.contains(Hazards::OVERFLOW));
+    }
+
+    /// PMCR.D: the CCR counts every 64th cycle (TRM 3.2.51; seed 004: "Skalierungsfaktor
+    /// 64", about 392 s instead of 6 s at 700 MHz). The meter reports cycles, the tick
+    /// delta multiplied back by 64 (resolution 64 cycles); a 6.1 s region that wraps the
+    /// undivided CCR does not wrap the divided one. Instruction counts are not scaled.
+    #[test]
+    fn arm1176_cycle_divider_is_multiplied_back() {
+        use pmu_armv6::{Arm1176Event, CounterRegister, CycleDivider};
+        let pool = arm1176_pool(CycleDivider::Every64thCycle);
+        let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
+        let names = vec!["cycles".to_owned(), "instructions".to_owned()];
+        let meter = DirectMeter::new(&counters, names.clone(), Unchecked).unwrap();
+        let mut meter = meter
+            .scaled(0, pool.pmu().cycle_divider().cycles_per_tick())
+            .unwrap();
+        assert_eq!(meter.scales(), [64, 1]);
+        meter.enable().unwrap();
+        let regs = pool.pmu().registers();
+        let run = measure_once(&mut meter, &mut || {
+            regs.tick(Arm1176Event::CycleCount, 452 * 64);
+            regs.tick(Arm1176Event::InstructionExecuted, 68);
+        })
+        .unwrap();
+        assert_eq!(
+            (run.readings[0].value, run.readings[1].value),
+            (452 * 64, 68)
+        );
+        assert_eq!(regs.count(CounterRegister::Ccr), 452);
+
+        // 2^32 + 452 cycles: 2^26 + 7 ticks (the 4 left over wait for the next tick).
+        let run = measure_once(&mut meter, &mut || {
+            regs.tick(Arm1176Event::CycleCount, (1 << 32) + 452)
+        })
+        .unwrap();
+        assert_eq!(run.readings[0].value, ((1 << 26) + 7) * 64);
+        assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
+
+        // Scaling a counter the meter lacks, or by 0, is refused.
+        let meter = DirectMeter::new(&counters, names, Unchecked).unwrap();
+        assert_eq!(
+            meter.scaled(2, 64).unwrap_err(),
+            Error::ScaleOutOfRange {
+                index: 2,
+                counters: 2,
+                events_per_tick: 64
+            }
+        );
     }
 }

@@ -386,6 +386,15 @@ pub enum Error {
     },
     /// The perf backend is not built for this architecture.
     PerfUnsupported,
+    /// [`crate::DirectMeter::scaled`] for a counter the meter lacks, or by 0.
+    ScaleOutOfRange {
+        /// The counter index given.
+        index: usize,
+        /// Counters of the meter.
+        counters: usize,
+        /// The factor given.
+        events_per_tick: u64,
+    },
     /// The CPU asked for does not exist or is not allowed for this thread.
     NoSuchCpu {
         /// The CPU.
@@ -532,6 +541,15 @@ impl fmt::Display for Error {
             Self::PerfUnsupported => f.write_str(
                 "the perf backend needs the perf-event-open-sys bindings, which exist for \
                  64-bit architectures only: use the direct backend",
+            ),
+            Self::ScaleOutOfRange {
+                index,
+                counters,
+                events_per_tick,
+            } => write!(
+                f,
+                "cannot scale counter {index} by {events_per_tick}: the meter has {counters} \
+                 counters, and a counter ticks at least once per event"
             ),
             Self::NoSuchCpu { cpu } => write!(
                 f,

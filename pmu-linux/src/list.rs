@@ -153,11 +153,57 @@ fn direct_status() -> BackendStatus {
     if cfg!(target_arch = "aarch64") {
         notes.push("ARMv8 EL0 access needs PMUSERENR_EL0.EN from kmod-enable-user; the probe ran on the current CPU".to_owned());
     }
+    if cfg!(target_arch = "arm") {
+        notes.push("ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (seed 004); the probe read PMCR in a child process on CPU 0".to_owned());
+    }
     BackendStatus {
         backend: Backend::Direct,
         usable: crate::direct::probe(),
         notes,
     }
+}
+
+/// One event of the ARM1176 table, as `pmu-demo list` shows it on 32-bit ARM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arm1176EventInfo {
+    /// The event number (PMCR.EvtCount0/1 field value).
+    pub code: u8,
+    /// The name to give `--events`: the generic perf name where one maps to the event
+    /// (`instructions`), `r<hex>` otherwise (`r0c`).
+    pub name: String,
+    /// The raw name, `r<hex>`: always accepted too.
+    pub raw: String,
+    /// What it counts (TRM Table 3-137).
+    pub description: &'static str,
+    /// Where it can be counted.
+    pub counters: &'static str,
+}
+
+/// The ARM1176 events the direct backend counts: the 24 selectable events and 0xFF
+/// (pmu-armv6 `Arm1176Event::ALL`), each with the name `--events` takes for it.
+pub fn arm1176_events() -> Vec<Arm1176EventInfo> {
+    use pmu_armv6::Arm1176Event;
+    use pmu_core::{EventEncoding, GenericEvent};
+    Arm1176Event::ALL
+        .into_iter()
+        .map(|event| {
+            let generic = GenericEvent::ALL
+                .into_iter()
+                .find(|g| Arm1176Event::from_generic(*g) == Some(event));
+            let raw = format!("r{:02x}", event.code());
+            Arm1176EventInfo {
+                code: event.code(),
+                name: generic.map_or_else(|| raw.clone(), |g| g.perf_name().to_owned()),
+                raw,
+                description: event.name(),
+                counters: if event == Arm1176Event::CycleCount {
+                    "CCR (as `cycles`; /64 with --cycle-divider 64), or CR0/CR1 (as r0ff)"
+                } else {
+                    "CR0 or CR1"
+                },
+            }
+        })
+        .collect()
 }
 
 /// Whether `name` (a directory of /sys/bus/event_source/devices) is a CPU's core PMU:
@@ -324,6 +370,35 @@ mod tests {
             .find(|b| b.backend == Backend::Perf)
             .unwrap();
         assert_eq!(perf.usable, Ok(()));
+    }
+
+    /// The table `pmu-demo list` prints on 32-bit ARM: 24 selectable events plus 0xFF
+    /// (ARM1176 TRM Table 3-137; DESIGN.md's errata of seed 004's "21"), and every name
+    /// it offers is one `--backend direct` accepts for exactly that event number.
+    #[test]
+    fn arm1176_event_list_names_what_the_direct_backend_takes() {
+        use pmu_armv6::Arm1176Event;
+        use pmu_core::{Event, EventEncoding};
+        let list = arm1176_events();
+        assert_eq!(list.len(), 25);
+        assert_eq!(list.iter().filter(|e| e.code != 0xFF).count(), 24);
+        for info in &list {
+            for name in [&info.name, &info.raw] {
+                let code = match events::direct_event(name).unwrap() {
+                    Event::Generic(g) => Arm1176Event::from_generic(g).unwrap().code(),
+                    Event::Raw(raw) => Arm1176Event::from_raw(raw).unwrap().code(),
+                };
+                assert_eq!(code, info.code, "{name}");
+            }
+        }
+        // Linux's armv6_perf_map (drivers/perf/arm_v6_pmu.c): instructions 0x07,
+        // branches 0x05, branch-misses 0x06, cycles 0xFF.
+        let name_of = |code: u8| list.iter().find(|e| e.code == code).unwrap().name.clone();
+        assert_eq!(name_of(0x07), "instructions");
+        assert_eq!(name_of(0x05), "branches");
+        assert_eq!(name_of(0x06), "branch-misses");
+        assert_eq!(name_of(0xFF), "cycles");
+        assert_eq!(name_of(0x0C), "r0c");
     }
 
     #[test]

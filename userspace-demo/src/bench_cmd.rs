@@ -1,4 +1,11 @@
 //! `pmu-demo bench`: what the read paths cost here.
+//!
+//! It times the perf backend's read paths, so on 32-bit ARM (no perf backend) it only
+//! says why it cannot run.
+#![cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code, unused_imports)
+)]
 
 use clap::Args as ClapArgs;
 use pmu_linux::bench::{self, BenchConfig, BenchResult};
@@ -60,6 +67,15 @@ fn row(path: &'static str, r: pmu_linux::Result<BenchResult>) -> Row {
     }
 }
 
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub fn run(_: &Args) -> Result<(), Failure> {
+    Err(Failure::new(format!(
+        "pmu-demo bench times the perf read paths: {}",
+        pmu_linux::Error::PerfUnsupported
+    )))
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn run(args: &Args) -> Result<(), Failure> {
     let config = BenchConfig {
         batches: args.batches,

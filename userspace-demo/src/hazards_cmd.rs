@@ -12,7 +12,8 @@ use crate::{progress, Failure};
 
 #[derive(ClapArgs, Debug)]
 pub struct Args {
-    /// Events of the perf session (software events work everywhere).
+    /// Events of the perf session (software events work everywhere). 32-bit ARM has no
+    /// perf backend: there the direct one counts cycles and instructions.
     #[arg(
         long,
         value_delimiter = ',',
@@ -76,6 +77,14 @@ fn skipped(name: &'static str, expected: Hazards, why: String) -> Demo {
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {
+    let demos = forced_hazards(args)?;
+    report(args, &demos)
+}
+
+/// The perf backend: a session on `--events` for the context switch, the migration and
+/// the syscall fallback; the direct backend (where there is one) for the overflow.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
     let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
     let mut session = pmu_linux::Session::open(&names, pmu_linux::Options::default())?;
     session.enable()?;
@@ -140,7 +149,62 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         d.action += " (hardware events here may be read by one instruction: then not flagged)";
     }
     demos.push(d);
+    Ok(demos)
+}
 
+/// 32-bit ARM has only the direct backend (ARM1176): cycles and instructions on CCR and
+/// CR0 for the context switch and the overflow; one CPU, so no migration. Without
+/// kmod-enable-user this is the "not enabled" error (exit status 3).
+#[cfg(target_arch = "arm")]
+fn forced_hazards(_: &Args) -> Result<Vec<Demo>, Failure> {
+    use pmu_core::{CounterPool, PrivilegeFilter};
+    use pmu_linux::direct::{allocate, arm1176};
+    // SAFETY: as in `measure --backend direct` on 32-bit ARM: the demo takes the
+    // ARM1176's PMU over exclusively for the duration (documented in --help and the
+    // README).
+    let (_pin, pmu) = unsafe { arm1176::take_arm1176(pmu_armv6::CycleDivider::EveryCycle) }?;
+    let pool = CounterPool::new(pmu);
+    let names = ["cycles", "instructions"];
+    let counters = allocate(&pool, &names, PrivilegeFilter::ALL)?;
+    let mut meter = pmu_linux::DirectMeter::new(
+        &counters,
+        names.map(str::to_owned).to_vec(),
+        pmu_linux::Unchecked,
+    )?;
+    pmu_linux::Counters::enable(&mut meter)?;
+    let mut demos = Vec::new();
+
+    progress("context switch: sleeping 2 ms inside a region");
+    let record = measure_once(&mut meter, &mut || {
+        std::thread::sleep(Duration::from_millis(2))
+    })?;
+    demos.push(demo(
+        "context-switch",
+        "nanosleep(2 ms) inside the region".into(),
+        Hazards::CONTEXT_SWITCH,
+        &record,
+    ));
+    demos.push(skipped(
+        "cpu-migration",
+        Hazards::CPU_MIGRATION,
+        "the ARM1176 direct backend runs pinned to CPU 0 (the Pi 1 and Zero have one core)".into(),
+    ));
+
+    progress("overflow: instructions counter (CR0) preset 1000 below its 32-bit wrap");
+    counters[1].preset_before_wrap(1000);
+    let prepared = crate::kernels::Kernel::Loop.prepare(0)?;
+    let record = measure_once(&mut meter, &mut prepared.region(10_000))?;
+    demos.push(demo(
+        "overflow",
+        "10 000 loop iterations on CR0 1000 below its 32-bit wrap (PMCR flag bit 8)".into(),
+        Hazards::OVERFLOW,
+        &record,
+    ));
+    pmu_linux::Counters::disable(&mut meter)?;
+    Ok(demos)
+}
+
+fn report(args: &Args, demos: &[Demo]) -> Result<(), Failure> {
     let missed: Vec<&Demo> = demos
         .iter()
         .filter(|d| d.skipped.is_none() && !d.detected && d.name != "syscall-fallback")
@@ -151,7 +215,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             serde_json::to_string_pretty(&demos).map_err(|e| Failure::new(e.to_string()))?
         );
     } else {
-        for d in &demos {
+        for d in demos {
             match &d.skipped {
                 Some(why) => println!("{:<17} skipped: {why}", d.name),
                 None => println!(
@@ -230,7 +294,7 @@ fn overflow_demo() -> Demo {
     }
 }
 
-#[cfg(not(target_arch = "aarch64"))]
+#[cfg(target_arch = "x86_64")]
 fn overflow_demo() -> Demo {
     let why = match pmu_linux::direct::probe() {
         Err(e) => format!("needs the direct backend (a counter the demo can preset): {e}"),

@@ -244,7 +244,7 @@ fn fma_unavailable() -> Option<&'static str> {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        Some("FMA kernels exist for x86_64 and aarch64 only")
+        Some("FMA kernels exist for x86_64 and aarch64 only (the ARM1176 has VFPv2, no fused multiply-add)")
     }
 }
 
@@ -461,7 +461,99 @@ mod arch {
     }
 }
 
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+/// 32-bit ARM (ARMv6, ARM mode: the Raspberry Pi 1 / Zero): the same loops as on
+/// aarch64, `subs; bne` per iteration, on 32-bit counts. A request above 2^32 - 1 units
+/// runs in chunks of at most that many, each adding the loop's few entry instructions:
+/// [`Kernel::instructions`] is exact up to 2^32 - 1 units (about 6 s of the loop at
+/// 700 MHz, where the 32-bit counters wrap anyway).
+#[cfg(target_arch = "arm")]
+mod arch {
+    use std::arch::asm;
+
+    /// Splits `n` into 32-bit chunks.
+    fn chunks(n: u64) -> impl Iterator<Item = u32> {
+        let whole = n / u64::from(u32::MAX);
+        // Lossless: the remainder of a division by u32::MAX is below it.
+        let rest = (n % u64::from(u32::MAX)) as u32;
+        (0..whole)
+            .map(|_| u32::MAX)
+            .chain((rest > 0 || n == 0).then_some(rest))
+    }
+
+    /// `n` iterations of `subs; bne`, skipped entirely for n = 0 (`cmp; beq`).
+    #[inline(never)]
+    pub fn spin(n: u64) {
+        for n in chunks(n) {
+            // SAFETY: register arithmetic and branches only.
+            unsafe {
+                asm!(
+                    "cmp {n}, #0",
+                    "beq 3f",
+                    "2:",
+                    "subs {n}, {n}, #1",
+                    "bne 2b",
+                    "3:",
+                    n = inout(reg) n => _,
+                    options(nomem, nostack),
+                );
+            }
+        }
+    }
+
+    /// Not available (see `fma_unavailable`).
+    ///
+    /// # Safety
+    /// None; `unsafe` to match x86_64.
+    pub unsafe fn fma_latency(_: u64) {}
+
+    /// Not available (see `fma_unavailable`).
+    ///
+    /// # Safety
+    /// None; `unsafe` to match x86_64.
+    pub unsafe fn fma_throughput(_: u64) {}
+
+    /// `loads` dependent `ldr`s starting at `start` (`ldr; subs; bne` per load).
+    #[inline(never)]
+    pub fn chase(start: usize, loads: u64) {
+        let mut p = start;
+        for n in chunks(loads) {
+            // SAFETY: `start` is a slot of a live `Chase` whose slots all hold addresses
+            // of slots of the same buffer (Chase::new), so every load is in bounds and
+            // aligned; the loop only reads memory.
+            unsafe {
+                asm!(
+                    "cmp {n}, #0",
+                    "beq 3f",
+                    "2:",
+                    "ldr {p}, [{p}]",
+                    "subs {n}, {n}, #1",
+                    "bne 2b",
+                    "3:",
+                    n = inout(reg) n => _,
+                    p = inout(reg) p,
+                    options(nostack, readonly),
+                );
+            }
+        }
+        std::hint::black_box(p);
+    }
+
+    #[cfg(test)]
+    mod tests {
+        /// The chunks add up to the request, each fits the 32-bit loop counter, and 0
+        /// units is one empty run (the calibration baseline's shape).
+        #[test]
+        fn chunks_cover_the_request() {
+            for n in [0, 1, 1000, u64::from(u32::MAX), u64::from(u32::MAX) + 5] {
+                let c: Vec<u32> = super::chunks(n).collect();
+                assert_eq!(c.iter().map(|&x| u64::from(x)).sum::<u64>(), n);
+                assert!(!c.is_empty());
+            }
+        }
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "arm")))]
 mod arch {
     /// Portable stand-in: a counted loop the optimizer cannot remove.
     pub fn spin(n: u64) {

@@ -19,6 +19,7 @@ pub struct Args {
 }
 
 /// The generic events probed one by one.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const COMMON: [&str; 10] = [
     "cycles",
     "instructions",
@@ -39,7 +40,19 @@ struct Output {
     hardware_counters: Vec<String>,
     pmus: Vec<PmuOut>,
     events: Vec<EventOut>,
+    /// 32-bit ARM: the ARM1176 events the direct backend counts (24 plus 0xFF).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    arm1176_events: Vec<Arm1176EventOut>,
     kernels: Vec<KernelOut>,
+}
+
+#[derive(Debug, Serialize)]
+struct Arm1176EventOut {
+    code: u8,
+    name: String,
+    raw: String,
+    description: &'static str,
+    counters: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -73,6 +86,25 @@ struct KernelOut {
     reason: Option<&'static str>,
 }
 
+/// The common events, each opened alone through perf.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn probe_events(sysfs: &Sysfs) -> Vec<EventOut> {
+    list::probe_events(sysfs, &COMMON, pmu_linux::Options::default())
+        .into_iter()
+        .map(|e| EventOut {
+            name: e.name,
+            countable: e.status.is_ok(),
+            reason: e.status.err().map(|e| e.to_string()),
+        })
+        .collect()
+}
+
+/// No perf backend here (32-bit ARM): nothing to open; the backends section says why.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn probe_events(_: &Sysfs) -> Vec<EventOut> {
+    Vec::new()
+}
+
 pub fn run(args: &Args) -> Result<(), Failure> {
     let sysfs = Sysfs::system();
     let backends = list::backends()
@@ -99,20 +131,28 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             perf_type: p.perf_type,
         })
         .collect();
-    let events = list::probe_events(&sysfs, &COMMON, pmu_linux::Options::default())
-        .into_iter()
-        .map(|e| EventOut {
-            name: e.name,
-            countable: e.status.is_ok(),
-            reason: e.status.err().map(|e| e.to_string()),
-        })
-        .collect();
+    let events = probe_events(&sysfs);
+    let arm1176_events = if cfg!(target_arch = "arm") {
+        list::arm1176_events()
+            .into_iter()
+            .map(|e| Arm1176EventOut {
+                code: e.code,
+                name: e.name,
+                raw: e.raw,
+                description: e.description,
+                counters: e.counters,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let out = Output {
         backends,
         user_read_policy: list::user_read_policy(&sysfs).to_string(),
         hardware_counters: list::why_no_hardware_counters(&sysfs),
         pmus,
         events,
+        arm1176_events,
         kernels: Kernel::ALL
             .into_iter()
             .map(|k| KernelOut {
@@ -159,11 +199,26 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             println!("      {}/{a}/", p.name);
         }
     }
-    println!("events (opened one by one):");
+    if !out.events.is_empty() {
+        println!("events (opened one by one):");
+    }
     for e in &out.events {
         match &e.reason {
             None => println!("  {:<24} countable", e.name),
             Some(why) => println!("  {:<24} no: {why}", e.name),
+        }
+    }
+    if !out.arm1176_events.is_empty() {
+        println!(
+            "ARM1176 events (direct backend; --events takes the name or rXX; TRM Table 3-137: \
+             {} selectable plus 0xFF):",
+            out.arm1176_events.len() - 1
+        );
+        for e in &out.arm1176_events {
+            println!(
+                "  {:#04x} {:<24} {:<40} {}",
+                e.code, e.name, e.description, e.counters
+            );
         }
     }
     println!("kernels:");

@@ -16,6 +16,8 @@ mod list_cmd;
 mod measure_cmd;
 mod report;
 mod spe_cmd;
+// The TSC meter backs the software fallback of the perf backend.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod tsc;
 
 use std::process::ExitCode;

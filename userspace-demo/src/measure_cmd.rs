@@ -9,6 +9,7 @@ use crate::report::{self, EventReport, RunReport};
 use crate::{progress, BackendChoice, Failure, EXIT_USAGE};
 
 /// Events of the software fallback (what a VM without vPMU can count).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub const SOFTWARE_EVENTS: [&str; 4] = [
     "task-clock",
     "context-switches",
@@ -19,9 +20,15 @@ pub const SOFTWARE_EVENTS: [&str; 4] = [
 #[derive(ClapArgs, Debug)]
 pub struct Args {
     /// Counter backend: `auto` uses perf when hardware events open and falls back to
-    /// software events + TSC otherwise; `direct` needs kmod-enable-user (ARMv8).
+    /// software events + TSC otherwise (32-bit ARM, which has no perf backend here: the
+    /// direct one); `direct` needs kmod-enable-user (ARMv8, ARM1176).
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
+    /// ARM1176 direct backend only: 64 sets PMCR.D, so the cycle counter (CCR) ticks
+    /// every 64th cycle and wraps after about 392 s instead of 6 s at 700 MHz. Cycles
+    /// are still reported in cycles (ticks × 64, resolution 64 cycles).
+    #[arg(long, default_value_t = 1, value_parser = parse_cycle_divider)]
+    cycle_divider: u64,
     /// Kernels to run (repeat or comma-separate): loop, fma-latency, fma-throughput,
     /// pointer-chase; default: every one this CPU can run.
     #[arg(long = "kernel", value_delimiter = ',')]
@@ -94,6 +101,10 @@ struct Derived {
 struct Output {
     /// perf, direct, or software (perf software events + TSC).
     backend: String,
+    /// ARM1176 direct backend: cycles per CCR tick (1, or 64 with PMCR.D). The `cycles`
+    /// values are already multiplied back to cycles; their resolution is this many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycle_divider: Option<u64>,
     /// What the demo found out about this machine on the way.
     notes: Vec<String>,
     runs: usize,
@@ -102,7 +113,26 @@ struct Output {
     results: Vec<KernelReport>,
 }
 
+/// `--cycle-divider`: 1 or 64, the two settings of PMCR.D.
+fn parse_cycle_divider(text: &str) -> Result<u64, String> {
+    match text.trim() {
+        "1" => Ok(1),
+        "64" => Ok(64),
+        other => Err(format!(
+            "`{other}`: the ARM1176 cycle counter counts every cycle (1) or every 64th (64)"
+        )),
+    }
+}
+
 pub fn run(args: &Args) -> Result<(), Failure> {
+    if args.cycle_divider != 1 && !cfg!(target_arch = "arm") {
+        return Err(Failure {
+            message: "--cycle-divider 64 is for the ARM1176's direct backend (32-bit ARM: \
+                      Raspberry Pi 1 and Zero); this CPU's cycle counter has no divider"
+                .into(),
+            status: EXIT_USAGE,
+        });
+    }
     let kernels = choose_kernels(&args.kernels)?;
     let config = MeasureConfig {
         warmup: args.warmup,
@@ -220,6 +250,7 @@ fn kernel_report(kernel: Kernel, units: u64, m: &Measurement) -> KernelReport {
     }
 }
 
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn perf(
     args: &Args,
     names: &[&str],
@@ -239,6 +270,7 @@ fn perf(
             session.disable()?;
             Ok(Output {
                 backend: "perf".into(),
+                cycle_divider: None,
                 notes: Vec::new(),
                 runs: config.runs,
                 warmup: config.warmup,
@@ -268,6 +300,32 @@ fn perf(
     }
 }
 
+/// 32-bit ARM: pmu-linux has no perf backend there (no perf-event-open-sys bindings, and
+/// Linux offers ARMv6 no user-space counter reads anyway), so `auto` goes to the direct
+/// backend, and says so on stderr first.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn perf(
+    args: &Args,
+    names: &[&str],
+    kernels: &[Kernel],
+    config: &MeasureConfig,
+    notes: &mut Vec<String>,
+) -> Result<Output, Failure> {
+    let why = pmu_linux::Error::PerfUnsupported;
+    if args.backend != BackendChoice::Auto {
+        return Err(Failure {
+            message: why.to_string(),
+            status: EXIT_USAGE,
+        });
+    }
+    notes.push(format!("perf backend: {why}"));
+    progress(format_args!(
+        "perf backend: {why}; trying the direct backend"
+    ));
+    direct::run(args, names, kernels, config)
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn no_hardware_counters(e: &pmu_linux::Error) -> bool {
     matches!(
         e,
@@ -281,6 +339,7 @@ fn no_hardware_counters(e: &pmu_linux::Error) -> bool {
     )
 }
 
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn software(
     args: &Args,
     kernels: &[Kernel],
@@ -304,6 +363,7 @@ fn software(
     }
     Ok(Output {
         backend: "software".into(),
+        cycle_divider: None,
         notes: Vec::new(),
         runs: config.runs,
         warmup: config.warmup,
@@ -355,6 +415,9 @@ fn print_human(out: &Output) {
             ""
         }
     );
+    if let Some(divider) = out.cycle_divider {
+        println!("{}", cycle_divider_line(divider));
+    }
     for r in &out.results {
         println!();
         println!(
@@ -400,6 +463,20 @@ fn print_human(out: &Output) {
     }
 }
 
+/// How `measure` states the ARM1176 cycle divider in its human output.
+fn cycle_divider_line(divider: u64) -> String {
+    if divider == 1 {
+        "cycle divider: 1 (the CCR counts every cycle; wraps after 2^32 cycles, about 6.1 s \
+         at 700 MHz: flagged overflow)"
+            .to_owned()
+    } else {
+        format!(
+            "cycle divider: {divider} (PMCR.D: the CCR counts every {divider}th cycle; `cycles` \
+             below are CCR ticks x {divider}, resolution {divider} cycles)"
+        )
+    }
+}
+
 mod direct {
     use super::*;
 
@@ -439,6 +516,7 @@ mod direct {
         meter.disable()?;
         Ok(Output {
             backend: "direct".into(),
+            cycle_divider: None,
             notes: vec![format!("direct access on CPU {cpu}, counting EL0 only")],
             runs: config.runs,
             warmup: config.warmup,
@@ -447,13 +525,82 @@ mod direct {
         })
     }
 
-    #[cfg(not(target_arch = "aarch64"))]
+    /// ARM1176 (Raspberry Pi 1 / Zero) after kmod-enable-user set SUNAVCR.V: CCR for
+    /// `cycles`, CR0/CR1 for two more events, every mode counted (no privilege filter).
+    #[cfg(target_arch = "arm")]
+    pub fn run(
+        args: &Args,
+        names: &[&str],
+        kernels: &[Kernel],
+        config: &MeasureConfig,
+    ) -> Result<Output, Failure> {
+        use pmu_armv6::CycleDivider;
+        use pmu_core::{CounterPool, PrivilegeFilter, Slot};
+        use pmu_linux::direct::{allocate, arm1176};
+        if let Some(cpu) = args.cpu.filter(|&c| c != 0) {
+            return Err(Failure {
+                message: format!(
+                    "--cpu {cpu}: the ARM1176 direct backend runs on CPU 0 (the Raspberry Pi 1 \
+                     and Zero have one core)"
+                ),
+                status: crate::EXIT_USAGE,
+            });
+        }
+        let divider = if args.cycle_divider == 64 {
+            CycleDivider::Every64thCycle
+        } else {
+            CycleDivider::EveryCycle
+        };
+        // SAFETY: direct mode is documented (--help, README) as taking the PMU over
+        // exclusively: no perf hardware events meanwhile. pmu-demo built for 32-bit ARM
+        // Linux has only this direct backend, whose CPU is the ARM1176 (Raspberry Pi 1 /
+        // Zero); on another ARMv6/v7 core c15 means something else, so the README
+        // restricts the ARMv6 build to those boards.
+        let (_pin, pmu) = unsafe { arm1176::take_arm1176(divider) }?;
+        let pool = CounterPool::new(pmu);
+        let counters = allocate(&pool, names, PrivilegeFilter::ALL)?;
+        for c in &counters {
+            c.reset();
+        }
+        let mut meter = pmu_linux::DirectMeter::new(
+            &counters,
+            names.iter().map(|s| (*s).to_owned()).collect(),
+            pmu_linux::Unchecked,
+        )?;
+        for (i, c) in counters.iter().enumerate() {
+            if c.slot() == Slot::Fixed(0) {
+                meter = meter.scaled(i, divider.cycles_per_tick())?;
+            }
+        }
+        meter.enable()?;
+        let results = run_kernels(&mut meter, args, kernels, config)?;
+        meter.disable()?;
+        Ok(Output {
+            backend: "direct".into(),
+            cycle_divider: Some(divider.cycles_per_tick()),
+            notes: vec![
+                "direct access to the ARM1176 PMU on CPU 0 (SUNAVCR.V from kmod-enable-user)"
+                    .into(),
+                "the ARM1176 has no privilege filter: kernel and other processes' work inside \
+                 a region is counted too (context switches are flagged)"
+                    .into(),
+            ],
+            runs: config.runs,
+            warmup: config.warmup,
+            calibrated: config.calibrate,
+            results,
+        })
+    }
+
+    #[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
     pub fn run(_: &Args, _: &[&str], _: &[Kernel], _: &MeasureConfig) -> Result<Output, Failure> {
         Err(pmu_linux::direct::probe()
             .err()
             .map(Failure::from)
             .unwrap_or_else(|| {
-                Failure::new("the direct backend is built for aarch64 only in this demo")
+                Failure::new(
+                    "the direct backend is built for aarch64 and 32-bit ARM only in this demo",
+                )
             }))
     }
 }
