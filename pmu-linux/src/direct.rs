@@ -82,6 +82,27 @@ pub fn probe() -> Result<()> {
     }
 }
 
+/// The ARM1176's `CPU implementer` and `CPU part` as Linux prints them in /proc/cpuinfo
+/// (arch/arm/kernel/setup.c `c_show`: MIDR bits 31:24 and 15:4; ARM_CPU_PART_ARM1176 =
+/// 0x4100b760 in arch/arm/include/asm/cputype.h).
+pub const ARM1176_MIDR: (u32, u32) = (0x41, 0xb76);
+
+/// The first CPU's `(CPU implementer, CPU part)` in /proc/cpuinfo text, `None` when the
+/// lines are missing (another architecture's format, or an emulator that hides them).
+pub fn cpuinfo_midr(cpuinfo: &str) -> Option<(u32, u32)> {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            if key.trim() != name {
+                return None;
+            }
+            let value = value.trim();
+            u32::from_str_radix(value.strip_prefix("0x").unwrap_or(value), 16).ok()
+        })
+    };
+    Some((field("CPU implementer")?, field("CPU part")?))
+}
+
 /// Says whether user access to the PMU is still granted, without trapping.
 pub trait AccessCheck {
     /// True while user mode may access the counters.
@@ -367,8 +388,8 @@ pub mod armv8 {
 pub mod arm1176 {
     use pmu_armv6::{Arm1176Pmu, Cp15, CycleDivider};
 
-    use super::probe_with;
-    use crate::error::Result;
+    use super::{cpuinfo_midr, probe_with, ARM1176_MIDR};
+    use crate::error::{DirectUnsupported, Error, Result};
     use crate::sched::{pin_to, PinGuard};
 
     /// The probe: one read of PMCR, which traps (SIGILL) in User mode unless SUNAVCR.V.
@@ -380,20 +401,32 @@ pub mod arm1176 {
         core::hint::black_box(pmcr);
     }
 
-    /// Pins the thread to CPU 0 (the Pi 1 has one core), probes user access and takes
-    /// the PMU over (pmu-armv6 `Arm1176Pmu::new`: all counters stopped, interrupts off).
+    /// Pins the thread to CPU 0 (the Pi 1 has one core), probes user access, checks
+    /// that /proc/cpuinfo does not name another core, and takes the PMU over (pmu-armv6
+    /// `Arm1176Pmu::new`: all counters stopped, interrupts off).
     ///
     /// # Errors
-    /// [`crate::Error::UserAccessNotEnabled`], [`crate::Error::NoSuchCpu`].
+    /// [`crate::Error::UserAccessNotEnabled`], [`crate::Error::NoSuchCpu`],
+    /// [`crate::Error::DirectUnsupported`] with [`DirectUnsupported::NotArm1176`].
     ///
     /// # Safety
-    /// The CPU is an ARM1176, and nothing else uses its PMU while the returned one
-    /// lives (no perf hardware events, no second direct user).
+    /// The CPU is an ARM1176 (checked where /proc/cpuinfo says), and nothing else uses
+    /// its PMU while the returned one lives (no perf hardware events, no second direct
+    /// user).
     pub unsafe fn take_arm1176(divider: CycleDivider) -> Result<(PinGuard, Arm1176Pmu<Cp15>)> {
         let pin = pin_to(0)?;
         probe_with(probe_access)?;
-        // SAFETY: the probe just showed User-mode access to c15 on this (pinned) CPU;
-        // the caller promises an ARM1176 and exclusive use.
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        if let Some((implementer, part)) = cpuinfo_midr(&cpuinfo) {
+            if (implementer, part) != ARM1176_MIDR {
+                return Err(Error::DirectUnsupported {
+                    reason: DirectUnsupported::NotArm1176 { implementer, part },
+                });
+            }
+        }
+        // SAFETY: the probe just showed User-mode access to c15 on this (pinned) CPU,
+        // /proc/cpuinfo names no other core; the caller promises an ARM1176 and
+        // exclusive use.
         let pmu = unsafe { Arm1176Pmu::new(divider) };
         Ok((pin, pmu))
     }
@@ -438,6 +471,27 @@ mod tests {
         );
     }
 
+    /// The same on 32-bit ARM (run by `cargo xtask armv6-demo` under `qemu-arm -cpu
+    /// arm1176`): a permanently undefined instruction (ARM ARM A3.16.5: 0xe7f000f0, not
+    /// one of Linux's BUG/breakpoint patterns 0xe7f001f0/1, which raise SIGTRAP) is the
+    /// "not enabled" error. The real probe's PMCR read either works (a Pi with
+    /// kmod-enable-user) or is that error (QEMU's ARM1176 c15 traps in User mode), and
+    /// never takes the test process down.
+    #[cfg(target_arch = "arm")]
+    #[test]
+    fn sigill_in_the_probe_becomes_the_error_on_arm() {
+        fn illegal() {
+            // SAFETY: runs only in the forked probe child; the undefined instruction
+            // raises SIGILL, which ends the child: that is what is being tested.
+            unsafe { core::arch::asm!(".inst 0xe7f000f0", options(nostack)) };
+        }
+        assert_eq!(probe_with(illegal), Err(Error::UserAccessNotEnabled));
+        match probe() {
+            Ok(()) | Err(Error::UserAccessNotEnabled) => {}
+            other => panic!("the ARM1176 probe ended {other:?}"),
+        }
+    }
+
     #[test]
     fn other_child_ends_are_probe_failures() {
         assert_eq!(
@@ -455,6 +509,30 @@ mod tests {
             classify(ChildEnd::Signaled(libc::SIGILL)),
             Err(Error::UserAccessNotEnabled)
         );
+    }
+
+    /// /proc/cpuinfo of a Raspberry Pi 1 (ARM1176JZF-S r0p7, MIDR 0x410fb767) as
+    /// arch/arm/kernel/setup.c prints it, of a Pi 2 (Cortex-A7, part 0xc07) and of x86.
+    #[test]
+    fn cpuinfo_tells_an_arm1176() {
+        let pi1 = "processor\t: 0\nmodel name\t: ARMv6-compatible processor rev 7 (v6l)\n\
+                   BogoMIPS\t: 697.95\nFeatures\t: half thumb fastmult vfp edsp java tls\n\
+                   CPU implementer\t: 0x41\nCPU architecture: 7\nCPU variant\t: 0x0\n\
+                   CPU part\t: 0xb76\nCPU revision\t: 7\n\nHardware\t: BCM2835\n";
+        assert_eq!(cpuinfo_midr(pi1), Some(ARM1176_MIDR));
+        let pi2 = pi1.replace("0xb76", "0xc07");
+        assert_eq!(cpuinfo_midr(&pi2), Some((0x41, 0xc07)));
+        assert_eq!(
+            cpuinfo_midr("processor\t: 0\nvendor_id\t: GenuineIntel\n"),
+            None
+        );
+        let err = Error::DirectUnsupported {
+            reason: crate::error::DirectUnsupported::NotArm1176 {
+                implementer: 0x41,
+                part: 0xc07,
+            },
+        };
+        assert!(err.to_string().contains("part 0xc07"), "{err}");
     }
 
     fn fake_pmu() -> FakePmu {

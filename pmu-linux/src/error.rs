@@ -419,16 +419,34 @@ pub enum DirectUnsupported {
     X86NeedsRing0,
     /// An architecture this library has no direct backend for.
     Architecture,
+    /// 32-bit ARM, but /proc/cpuinfo names another core than the ARM1176 (the only
+    /// ARMv6/v7 core whose c15 PMU the direct backend knows).
+    NotArm1176 {
+        /// `CPU implementer` (0x41: Arm).
+        implementer: u32,
+        /// `CPU part` (the ARM1176 is 0xb76).
+        part: u32,
+    },
 }
 
 impl fmt::Display for DirectUnsupported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Self::NotArm1176 { implementer, part } = self {
+            return write!(
+                f,
+                "this CPU (implementer {implementer:#04x}, part {part:#05x} in /proc/cpuinfo) is \
+                 not an ARM1176 (0x41, 0xb76: Raspberry Pi 1 / Zero), the only 32-bit ARM core \
+                 whose PMU the direct backend programs"
+            );
+        }
         f.write_str(match self {
             Self::X86NeedsRing0 => {
                 "x86 counters are programmed with WRMSR, which needs ring 0: use the perf backend \
                  (it reads with rdpmc from user space when /sys/bus/event_source/devices/cpu/rdpmc allows)"
             }
-            Self::Architecture => "no direct user-mode PMU backend for this architecture",
+            Self::Architecture | Self::NotArm1176 { .. } => {
+                "no direct user-mode PMU backend for this architecture"
+            }
         })
     }
 }

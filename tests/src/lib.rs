@@ -118,6 +118,37 @@ pub mod kernel_env {
     pub const X86_64_INITRAMFS: &str = "PMU_INITRAMFS_X86_64";
 }
 
+/// The static ARMv6 `pmu-demo` (Raspberry Pi 1 / Zero) and how to run it in user-mode
+/// QEMU as an ARM1176.
+pub mod armv6 {
+    use std::path::PathBuf;
+
+    /// Where `cargo xtask armv6-demo` (and `cargo xtask test`) put the binary's path.
+    pub const DEMO_ENV: &str = "PMU_DEMO_ARMV6";
+
+    /// User-mode QEMU for 32-bit ARM (Debian's qemu-user-static).
+    pub const QEMU_ARM: &str = "qemu-arm-static";
+
+    /// The CPU model: the Raspberry Pi 1's core. Its c15 PMU is a dummy readable only at
+    /// PL1, so from user mode every PMU access raises SIGILL, as on a Pi without
+    /// kmod-enable-user.
+    pub const CPU: &str = "arm1176";
+
+    /// The binary from [`DEMO_ENV`]; a missing one fails the test, saying how to build it.
+    pub fn demo() -> PathBuf {
+        let path = std::env::var_os(DEMO_ENV).unwrap_or_else(|| {
+            panic!("{DEMO_ENV} is not set: run these tests with `cargo xtask armv6-demo` or `cargo xtask test` (they build the static ARMv6 pmu-demo and set it)")
+        });
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "{DEMO_ENV}={} does not exist: run `cargo xtask armv6-demo`",
+            path.display()
+        );
+        path
+    }
+}
+
 /// The path in `var`, set by `cargo xtask e2e <arch>`; a missing one fails the test.
 pub fn kernel_artefact(var: &str) -> PathBuf {
     let path = std::env::var_os(var).unwrap_or_else(|| {

@@ -552,10 +552,9 @@ mod direct {
             CycleDivider::EveryCycle
         };
         // SAFETY: direct mode is documented (--help, README) as taking the PMU over
-        // exclusively: no perf hardware events meanwhile. pmu-demo built for 32-bit ARM
-        // Linux has only this direct backend, whose CPU is the ARM1176 (Raspberry Pi 1 /
-        // Zero); on another ARMv6/v7 core c15 means something else, so the README
-        // restricts the ARMv6 build to those boards.
+        // exclusively: no perf hardware events meanwhile. The CPU is an ARM1176:
+        // take_arm1176 refuses a core /proc/cpuinfo names otherwise, and the README
+        // gives the ARMv6 build for the Raspberry Pi 1 / Zero only.
         let (_pin, pmu) = unsafe { arm1176::take_arm1176(divider) }?;
         let pool = CounterPool::new(pmu);
         let counters = allocate(&pool, names, PrivilegeFilter::ALL)?;

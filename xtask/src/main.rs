@@ -4,6 +4,7 @@
 //! doing, so a fresh machine needs nothing but this repository and rustup.
 //! `cargo xtask test` is the README's test command and what CI runs.
 
+mod armv6;
 mod bench;
 mod demo;
 mod e2e;
@@ -32,7 +33,8 @@ COMMANDS:
     test              The whole suite (what CI runs): set-up, formatting, clippy
                       with -D warnings on the host and on every bare-metal target,
                       the host tests, the no_std cross-builds (aarch64, x86_64,
-                      ARMv6 through build-std), then the bare-metal images booted
+                      ARMv6 through build-std), the ARMv6 pmu-demo under
+                      qemu-arm -cpu arm1176, then the bare-metal images booted
                       in QEMU with their RESULT lines asserted (tests/), then
                       the kernel side: both test kernels (cached), the module,
                       the initramfs, and the end-to-end runs in QEMU; last, the
@@ -60,6 +62,14 @@ COMMANDS:
                       object is the last thing on stdout and in
                       target/bench/bench.json; the guest's console is in
                       target/bench/guest.log.
+    armv6-demo        pmu-demo for ARMv6 Linux (Raspberry Pi 1 / Zero): the
+                      unit tests of pmu-armv6 and pmu-linux for ARMv6, a static
+                      build for arm-unknown-linux-gnueabi (build-std, the
+                      arm-linux-gnueabi cross linker from apt), then its checks
+                      under qemu-arm-static -cpu arm1176 (tests/tests/
+                      armv6_demo.rs): ARMv6 and static per readelf; without
+                      user access `measure --backend direct` exits 3 with the
+                      `not enabled` message. Prints the binary's path.
     hw-check          Real-hardware check (x86_64 with a PMU): builds pmu-demo,
                       requires the rdpmc path, reports rdpmc vs read() cycles per read
                       (TSC and cycle counter), exact instruction counts after
@@ -79,7 +89,7 @@ COMMANDS:
                       rustdoc, all with warnings as errors.
     cross             Only the cross-builds: no_std crates, the static pmu-demo
                       for the QEMU guests, and the aarch64 unit tests under
-                      qemu-aarch64.
+                      qemu-aarch64 (the ARMv6 pmu-demo: armv6-demo).
     help              This text.
 
 Every step prints `==> [i/n] what` before it runs and its time after; the
@@ -102,6 +112,7 @@ fn main() -> ExitCode {
             .then(lint_steps())
             .then(vec![host_tests()])
             .then(cross_steps())
+            .then(vec![armv6::step()])
             .then(images::test_steps())
             .then(e2e::test_steps())
             .then(vec![bench::test_step()]),
@@ -132,6 +143,9 @@ fn main() -> ExitCode {
         ["bench"] => return bench::run(false),
         ["bench", "--json"] => return bench::run(true),
         ["hw-check"] => return hw_check::run(),
+        ["armv6-demo"] => Plan::new("armv6-demo")
+            .then(setup::steps())
+            .then(vec![armv6::unit_tests_step(), armv6::step()]),
         ["qemu", "aarch64"] => return images::boot_aarch64("max"),
         ["qemu", "aarch64", cpu] => return images::boot_aarch64(cpu),
         ["qemu", "x86_64"] => return images::boot_x86_64(),
@@ -232,7 +246,34 @@ fn lint_steps() -> Vec<Step> {
         ));
     }
     steps.push(armv6("clippy"));
+    steps.push(armv6_linux_clippy());
     steps
+}
+
+/// clippy of the crates in the ARMv6 pmu-demo, for 32-bit ARM Linux (their
+/// `cfg(target_arch = "arm")` code: the ARM1176 direct backend), tests included (hence
+/// panic_unwind: the test harness needs it), with std from rust-src.
+fn armv6_linux_clippy() -> Step {
+    let crates = ["pmu-core", "pmu-armv6", "pmu-linux", "userspace-demo"];
+    let mut args = vec![
+        "clippy".to_string(),
+        "--release".into(),
+        "--all-targets".into(),
+        "-Zbuild-std=std,panic_unwind".into(),
+        "--target".into(),
+        armv6::TARGET.into(),
+    ];
+    args.extend(packages(&crates));
+    args.extend(["--", "-D", "warnings"].map(String::from));
+    Step::cargo(
+        format!(
+            "clippy {} ({}; build-std), -D warnings",
+            armv6::TARGET,
+            crates.join(", ")
+        ),
+        args,
+    )
+    .env("RUSTC_BOOTSTRAP", "1")
 }
 
 /// `cargo <verb> --release --target <target> -p <crate>… <extra>…`.
@@ -263,6 +304,7 @@ fn cross_steps() -> Vec<Step> {
     }
     steps.push(armv6("build"));
     steps.push(aarch64_user_tests());
+    steps.push(armv6::unit_tests_step());
     steps
 }
 

@@ -44,8 +44,15 @@ pub fn steps() -> Vec<Step> {
             components,
         ),
         Step::func(
-            "QEMU (qemu-system-aarch64, qemu-system-x86_64, qemu-aarch64-static)",
+            "QEMU (qemu-system-aarch64, qemu-system-x86_64, qemu-aarch64-static, qemu-arm-static)",
             ensure_qemu,
+        ),
+        Step::func(
+            format!(
+                "ARMv6 Linux cross linker (apt: {})",
+                ARMV6_PACKAGES.join(", ")
+            ),
+            ensure_armv6_packages,
         ),
     ]
 }
@@ -100,9 +107,35 @@ pub fn kernel_steps() -> Vec<Step> {
 
 /// Installs the missing [`KERNEL_PACKAGES`] with apt; prints what is installed.
 pub fn ensure_kernel_packages() -> Result<(), String> {
+    ensure_packages(
+        KERNEL_PACKAGES,
+        &format!(
+            "the test kernels need Debian's {} package",
+            crate::kernel::SOURCE_PACKAGE
+        ),
+    )
+}
+
+/// Debian packages that link pmu-demo for ARMv6 Linux (`cargo xtask armv6-demo`): the
+/// soft-float ARM cross gcc (the linker) and its glibc, whose static libraries are
+/// ARMv5TE code the ARM1176 runs; binutils-arm-linux-gnueabi (a dependency of the gcc)
+/// brings `arm-linux-gnueabi-readelf`, which the tests read the binary with.
+pub const ARMV6_PACKAGES: &[&str] = &["gcc-arm-linux-gnueabi", "libc6-dev-armel-cross"];
+
+/// Installs the missing [`ARMV6_PACKAGES`] with apt.
+pub fn ensure_armv6_packages() -> Result<(), String> {
+    ensure_packages(
+        ARMV6_PACKAGES,
+        "the ARMv6 pmu-demo needs the arm-linux-gnueabi cross toolchain",
+    )
+}
+
+/// Installs the missing `packages` with apt (`why`: the message where there is no apt);
+/// prints what is installed.
+pub fn ensure_packages(packages: &[&str], why: &str) -> Result<(), String> {
     let mut missing = Vec::new();
     let mut installed = Vec::new();
-    for package in KERNEL_PACKAGES {
+    for package in packages {
         match crate::kernel::package_version(package) {
             Some(version) => installed.push(format!("{package} {version}")),
             None => missing.push(*package),
@@ -117,9 +150,8 @@ pub fn ensure_kernel_packages() -> Result<(), String> {
     println!("    missing: {} — installing with apt", missing.join(", "));
     if !Path::new("/usr/bin/apt-get").exists() {
         return Err(format!(
-            "{} missing and this is not a Debian-like system: the test kernels need Debian's {} package",
-            missing.join(", "),
-            crate::kernel::SOURCE_PACKAGE
+            "{} missing and this is not a Debian-like system: {why}",
+            missing.join(", ")
         ));
     }
     let mut install = vec!["install", "-y", "--no-install-recommends"];
@@ -145,6 +177,7 @@ pub const QEMU_PROGRAMS: &[&str] = &[
     "qemu-system-aarch64",
     "qemu-system-x86_64",
     "qemu-aarch64-static",
+    "qemu-arm-static",
 ];
 
 /// Debian packages that provide them.
