@@ -42,7 +42,8 @@ Two ways to reach the counters:
           mrs PMEVCNTR<n>_EL0 on arm64) where the kernel allows them, read() otherwise
           (flagged syscall-fallback). arm64 needs `sysctl kernel.perf_user_access=1`.
   direct  after loading kmod-enable-user (ARMv8, ARM1176): the demo programs and reads
-          the counters itself.
+          the counters itself. The ARMv6 build (Raspberry Pi 1 / Zero) has only this
+          one; its --cycle-divider 64 makes the cycle counter wrap after ~392 s, not ~6 s.
 
 Every run of a region carries its hazards: overflow, context-switch, cpu-migration,
 multiplexed, not-scheduled, syscall-fallback, user-access-revoked. Statistics (min,
@@ -88,7 +89,8 @@ enum Command {
 /// Which counter backend to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendChoice {
-    /// perf where hardware events open, else the software fallback.
+    /// perf where hardware events open, else the software fallback; on 32-bit ARM
+    /// (no perf backend here) the direct one.
     Auto,
     /// perf_event_open.
     Perf,
