@@ -144,7 +144,8 @@ impl fmt::Display for KernelError {
             Self::Unavailable { kernel, why } => write!(f, "kernel `{kernel}` cannot run here: {why}"),
             Self::BufferTooSmall { bytes } => write!(
                 f,
-                "a pointer-chase buffer of {bytes} bytes holds fewer than 2 pointers: use --bytes 16 or more"
+                "a pointer-chase buffer of {bytes} bytes holds fewer than 2 pointers: use --bytes {} or more",
+                2 * std::mem::size_of::<usize>()
             ),
         }
     }
@@ -608,12 +609,18 @@ mod tests {
         assert!(seen.iter().all(|&s| s));
     }
 
+    /// A cycle needs two pointers: one pointer's worth of bytes is too small (8 on
+    /// 64-bit targets, 4 on the ARMv6 build), and the message names the minimum.
     #[test]
     fn bad_sizes_are_errors() {
-        assert_eq!(
-            Kernel::PointerChase.prepare(8).err(),
-            Some(KernelError::BufferTooSmall { bytes: 8 })
-        );
+        let one = std::mem::size_of::<usize>();
+        let err = Kernel::PointerChase.prepare(one).err();
+        assert_eq!(err, Some(KernelError::BufferTooSmall { bytes: one }));
+        assert!(err
+            .unwrap()
+            .to_string()
+            .ends_with(&format!("use --bytes {} or more", 2 * one)));
+        assert!(Kernel::PointerChase.prepare(2 * one).is_ok());
     }
 
     /// Every kernel runs (and terminates) for 0 and a few units on this CPU.

@@ -603,3 +603,46 @@ mod direct {
             }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// PMCR.D has two settings (ARM1176 TRM 3.2.51; seed 004: every cycle, or every
+    /// 64th): `--cycle-divider` takes exactly those, and the output says how the
+    /// reported cycles relate to the CCR.
+    #[test]
+    fn cycle_divider_takes_the_two_pmcr_d_settings() {
+        assert_eq!(parse_cycle_divider("1"), Ok(1));
+        assert_eq!(parse_cycle_divider("64"), Ok(64));
+        assert!(parse_cycle_divider("32").is_err());
+        let parsed = Cli::try_parse_from(["measure", "--cycle-divider", "64"]).unwrap();
+        assert_eq!(parsed.args.cycle_divider, 64);
+        assert_eq!(
+            Cli::try_parse_from(["measure"]).unwrap().args.cycle_divider,
+            1
+        );
+        assert!(Cli::try_parse_from(["measure", "--cycle-divider", "0"]).is_err());
+        assert!(cycle_divider_line(64).contains("CCR ticks x 64, resolution 64 cycles"));
+        assert!(cycle_divider_line(1).contains("about 6.1 s at 700 MHz"));
+    }
+
+    /// Only the ARM1176 has a cycle divider: elsewhere asking for one is bad input
+    /// (exit status 2), before anything is measured.
+    #[cfg(not(target_arch = "arm"))]
+    #[test]
+    fn cycle_divider_elsewhere_is_a_usage_error() {
+        let parsed = Cli::try_parse_from(["measure", "--cycle-divider", "64"]).unwrap();
+        let failure = run(&parsed.args).unwrap_err();
+        assert_eq!(failure.status, EXIT_USAGE);
+        assert!(failure.message.contains("ARM1176"), "{}", failure.message);
+    }
+}

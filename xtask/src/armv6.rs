@@ -138,14 +138,15 @@ pub fn build_and_check() -> Result<(), String> {
     }
 }
 
-/// The unit tests of pmu-armv6 and pmu-linux compiled for ARMv6 and run under
-/// `qemu-arm-static -cpu arm1176`: the direct ARM1176 meter over the fake registers, the
-/// probe's SIGILL path and the 32-bit libc calls on their real target. pmu-core stays on
+/// The unit tests of pmu-armv6, pmu-linux and pmu-demo compiled for ARMv6 and run
+/// under `qemu-arm-static -cpu arm1176`: the direct ARM1176 meter over the fake
+/// registers, the probe's SIGILL path, the 32-bit libc calls and the ARM-mode kernels on
+/// their real target. pmu-core stays on
 /// the host and aarch64: it has no ARM-specific code, and its seqlock stress test
 /// measures contention, which emulated 64-bit atomics (ARMv6 has no LDREXD) distort.
 pub fn unit_tests_step() -> Step {
     Step::cargo(
-        "unit tests for ARMv6 under qemu-arm -cpu arm1176 (pmu-armv6, pmu-linux; build-std)",
+        "unit tests for ARMv6 under qemu-arm -cpu arm1176 (pmu-armv6, pmu-linux, pmu-demo; build-std)",
         [
             "test",
             "--release",
@@ -156,7 +157,10 @@ pub fn unit_tests_step() -> Step {
             "pmu-armv6",
             "-p",
             "pmu-linux",
+            "-p",
+            "userspace-demo",
             "--lib",
+            "--bins",
         ],
     )
     .env("RUSTC_BOOTSTRAP", "1")
