@@ -257,6 +257,12 @@ fn list_shows_backends_and_the_arm1176_events() {
     );
     assert!(text.contains("24 selectable plus 0xFF"), "{text}");
     assert!(
+        text.contains(
+            "user-space counter reads: the direct backend reads each counter with one mrc"
+        ),
+        "{text}"
+    );
+    assert!(
         text.lines()
             .any(|l| l.trim_start().starts_with("0x07 instructions ")),
         "{text}"

@@ -148,7 +148,15 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     let out = Output {
         backends,
-        user_read_policy: list::user_read_policy(&sysfs).to_string(),
+        user_read_policy: if cfg!(target_arch = "arm") {
+            // Linux has no user-read control on 32-bit ARM; the knobs it reports are for
+            // perf, which this build does not have.
+            "the direct backend reads each counter with one mrc once kmod-enable-user set \
+             SUNAVCR.V (perf-based user reads do not exist on 32-bit ARM)"
+                .to_owned()
+        } else {
+            list::user_read_policy(&sysfs).to_string()
+        },
         hardware_counters: list::why_no_hardware_counters(&sysfs),
         pmus,
         events,
