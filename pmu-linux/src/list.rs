@@ -197,7 +197,7 @@ pub fn arm1176_events() -> Vec<Arm1176EventInfo> {
                 raw,
                 description: event.name(),
                 counters: if event == Arm1176Event::CycleCount {
-                    "CCR (as `cycles`; /64 with --cycle-divider 64), or CR0/CR1 (as r0ff)"
+                    "CCR (as `cycles`; /64 with --cycle-divider 64), or CR0/CR1 (as rff)"
                 } else {
                     "CR0 or CR1"
                 },
