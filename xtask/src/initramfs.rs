@@ -21,6 +21,10 @@ pub const BUSYBOX_PACKAGE: &str = "busybox-static";
 /// Where `/init` finds the module.
 pub const MODULE_PATH: &str = "/lib/modules/kmod_enable_user.ko";
 
+/// Where `/init` finds the stock-kernel flavour of the module (`flavour=stock` on the
+/// kernel command line; arm64 only).
+pub const STOCK_MODULE_PATH: &str = "/lib/modules/stock/kmod_enable_user.ko";
+
 /// One entry of the archive.
 enum Entry {
     Dir(&'static str),
@@ -88,7 +92,7 @@ fn cpio(entries: &[Entry]) -> Vec<u8> {
 }
 
 /// Runs `program args`, failing with its stderr.
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
+pub fn run(program: &str, args: &[&str]) -> Result<(), String> {
     let out = Command::new(program)
         .args(args)
         .env("DEBIAN_FRONTEND", "noninteractive")
@@ -107,7 +111,7 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn os_codename() -> String {
+pub fn os_codename() -> String {
     fs::read_to_string("/etc/os-release")
         .unwrap_or_default()
         .lines()
@@ -134,6 +138,57 @@ fn busybox(arch: Arch) -> Result<PathBuf, String> {
     }
 }
 
+/// A private apt state in `dir` (its own sources list, lists and cache) for the Debian
+/// architectures `archs` (the first is the "native" one) and the `sources` lines
+/// (`<uri> <suite>… <component>`, signed by the Debian archive keyring): the options
+/// that make `apt-get`/`apt-cache` use it instead of the host's configuration, which is
+/// never changed.
+pub fn private_apt(dir: &Path, archs: &[&str], sources: &[String]) -> Result<Vec<String>, String> {
+    for d in ["lists/partial", "archives/partial", "etc"] {
+        fs::create_dir_all(dir.join(d)).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let list: String = sources
+        .iter()
+        .map(|s| {
+            format!(
+                "deb [arch={} signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {s}\n",
+                archs.join(",")
+            )
+        })
+        .collect();
+    fs::write(dir.join("etc/sources.list"), list).map_err(|e| e.to_string())?;
+    let a = dir.display().to_string();
+    let mut options = vec![
+        format!("-oDir::State={a}"),
+        format!("-oDir::State::Lists={a}/lists"),
+        "-oDir::State::status=/dev/null".into(),
+        format!("-oDir::Cache={a}"),
+        format!("-oDir::Cache::archives={a}/archives"),
+        format!("-oDir::Etc::SourceList={a}/etc/sources.list"),
+        "-oDir::Etc::SourceParts=/nonexistent".into(),
+        format!(
+            "-oAPT::Architecture={}",
+            archs.first().copied().unwrap_or("amd64")
+        ),
+    ];
+    options.extend(
+        archs
+            .iter()
+            .map(|arch| format!("-oAPT::Architectures::={arch}")),
+    );
+    options.extend(
+        [
+            "-oAcquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+            "-oAcquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false",
+            "-oAcquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false",
+            "-oAPT::Sandbox::User=root",
+            "-q",
+        ]
+        .map(String::from),
+    );
+    Ok(options)
+}
+
 /// Debian's arm64 busybox-static, downloaded once through a private apt state.
 fn busybox_arm64() -> Result<PathBuf, String> {
     let apt = cache_root().join("apt-arm64");
@@ -144,34 +199,14 @@ fn busybox_arm64() -> Result<PathBuf, String> {
         return Ok(binary);
     }
     let codename = os_codename();
-    for d in ["lists/partial", "archives/partial", "etc"] {
-        fs::create_dir_all(apt.join(d)).map_err(|e| format!("{}: {e}", apt.display()))?;
-    }
-    let sources = apt.join("etc/sources.list");
-    fs::write(
-        &sources,
-        format!(
-            "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian {codename} {codename}-updates main\n"
-        ),
-    )
-    .map_err(|e| e.to_string())?;
+    let options = private_apt(
+        &apt,
+        &["arm64"],
+        &[format!(
+            "http://deb.debian.org/debian {codename} {codename}-updates main"
+        )],
+    )?;
     let a = apt.display().to_string();
-    let options = [
-        format!("-oDir::State={a}"),
-        format!("-oDir::State::Lists={a}/lists"),
-        "-oDir::State::status=/dev/null".into(),
-        format!("-oDir::Cache={a}"),
-        format!("-oDir::Cache::archives={a}/archives"),
-        format!("-oDir::Etc::SourceList={a}/etc/sources.list"),
-        "-oDir::Etc::SourceParts=/nonexistent".into(),
-        "-oAPT::Architecture=arm64".into(),
-        "-oAPT::Architectures::=arm64".into(),
-        "-oAcquire::IndexTargets::deb::DEP-11::DefaultEnabled=false".into(),
-        "-oAcquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false".into(),
-        "-oAcquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false".into(),
-        "-oAPT::Sandbox::User=root".into(),
-        "-q".into(),
-    ];
     let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
     update.push("update");
     println!("    apt-get update (private arm64 state in {a})");
@@ -301,9 +336,10 @@ pub fn path(arch: Arch) -> PathBuf {
         .join(format!("{}.cpio", arch.name()))
 }
 
-/// Builds the initramfs of `arch` around the module `ko`.
-pub fn build(arch: Arch, ko: &Path) -> Result<PathBuf, String> {
-    build_with(arch, ko, &[], path(arch))
+/// Builds the initramfs of `arch` around the module `ko` and, when given, the stock-kernel
+/// flavour `stock` of it.
+pub fn build(arch: Arch, ko: &Path, stock: Option<&Path>) -> Result<PathBuf, String> {
+    build_with_modules(arch, ko, stock, &[], path(arch))
 }
 
 /// Builds the initramfs of `arch` around the module `ko`, with more executables
@@ -311,6 +347,17 @@ pub fn build(arch: Arch, ko: &Path) -> Result<PathBuf, String> {
 pub fn build_with(
     arch: Arch,
     ko: &Path,
+    extra: &[(&str, PathBuf)],
+    out: PathBuf,
+) -> Result<PathBuf, String> {
+    build_with_modules(arch, ko, None, extra, out)
+}
+
+/// [`build_with`], plus the stock-kernel flavour of the module at [`STOCK_MODULE_PATH`].
+pub fn build_with_modules(
+    arch: Arch,
+    ko: &Path,
+    stock: Option<&Path>,
     extra: &[(&str, PathBuf)],
     out: PathBuf,
 ) -> Result<PathBuf, String> {
@@ -350,6 +397,14 @@ pub fn build_with(
             data: read(ko)?,
         },
     ];
+    if let Some(stock) = stock {
+        entries.push(Entry::Dir("lib/modules/stock"));
+        entries.push(Entry::File {
+            path: STOCK_MODULE_PATH.trim_start_matches('/').into(),
+            mode: 0o644,
+            data: read(stock)?,
+        });
+    }
     if arch == Arch::X86_64 {
         entries.push(Entry::File {
             path: "bin/pce-probe".into(),
@@ -370,9 +425,14 @@ pub fn build_with(
     }
     fs::write(&out, &archive).map_err(|e| format!("{}: {e}", out.display()))?;
     println!(
-        "    initramfs: {} ({} KiB: busybox, pmu-demo, kmod_enable_user.ko{}, /init)",
+        "    initramfs: {} ({} KiB: busybox, pmu-demo, kmod_enable_user.ko{}{}, /init)",
         out.display(),
         archive.len() / 1024,
+        if stock.is_some() {
+            ", stock/kmod_enable_user.ko"
+        } else {
+            ""
+        },
         if arch == Arch::X86_64 {
             ", pce-probe"
         } else {
