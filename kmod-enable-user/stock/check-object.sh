@@ -10,7 +10,8 @@
 #      finding worth seeing);
 #   4. no floating-point/SIMD register anywhere in the code (the kernel does not save
 #      them around module code: kernel_neon_begin() would be needed);
-#   5. no GOT-relative relocation (the module loaders do not resolve them).
+#   5. 32-bit ARM: the soft-float ABI of the kernel;
+#   6. no GOT-relative relocation (the module loaders do not resolve them).
 #
 # usage: check-object.sh arm64|arm OBJECT          exit status 0 only when all pass
 set -u
@@ -94,6 +95,17 @@ if [ -n "$fp" ]; then
 	fail=1
 else
 	echo "check-object: FP/SIMD registers: none"
+fi
+
+# 32-bit ARM: the object's float ABI must be the kernel's (soft: no FP arguments in VFP
+# registers), or the linker refuses to mix them.
+if [ "$arch" = arm ]; then
+	if $READELF -A "$obj" | grep -q 'Tag_ABI_VFP_args: VFP registers'; then
+		echo "check-object: hard-float ABI (Tag_ABI_VFP_args: VFP registers); the kernel is soft-float" >&2
+		fail=1
+	else
+		echo "check-object: float ABI: soft (no Tag_ABI_VFP_args: VFP registers)"
+	fi
 fi
 
 gotrel=$($READELF -rW "$obj" | grep -i 'GOT')
