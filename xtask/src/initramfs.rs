@@ -26,23 +26,32 @@ pub const MODULE_PATH: &str = "/lib/modules/kmod_enable_user.ko";
 pub const STOCK_MODULE_PATH: &str = "/lib/modules/stock/kmod_enable_user.ko";
 
 /// One entry of the archive.
-enum Entry {
+pub enum Entry {
+    /// A directory (mode 0755).
     Dir(&'static str),
+    /// A regular file.
     File {
+        /// Path inside the archive, without a leading `/`.
         path: String,
+        /// Permission bits.
         mode: u32,
+        /// Contents.
         data: Vec<u8>,
     },
+    /// A character device node.
     CharDev {
+        /// Path inside the archive.
         path: &'static str,
+        /// Device major number.
         major: u32,
+        /// Device minor number.
         minor: u32,
     },
 }
 
 /// A newc ("070701") cpio archive, owned by root, with fixed timestamps: the same
 /// inputs give the same bytes.
-fn cpio(entries: &[Entry]) -> Vec<u8> {
+pub fn cpio(entries: &[Entry]) -> Vec<u8> {
     fn pad4(out: &mut Vec<u8>) {
         while !out.len().is_multiple_of(4) {
             out.push(0);
@@ -191,17 +200,24 @@ pub fn private_apt(dir: &Path, archs: &[&str], sources: &[String]) -> Result<Vec
 
 /// Debian's arm64 busybox-static, downloaded once through a private apt state.
 fn busybox_arm64() -> Result<PathBuf, String> {
-    let apt = cache_root().join("apt-arm64");
+    debian_busybox("arm64")
+}
+
+/// Debian's busybox-static for the Debian architecture `arch` (`arm64`, `armel`: the
+/// ARMv5TE soft-float port, which runs on the ARM1176), downloaded once through a
+/// private apt state in the cache root (`apt-<arch>/`).
+pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
+    let apt = cache_root().join(format!("apt-{arch}"));
     let extracted = apt.join("busybox-static");
     let binary = extracted.join("bin/busybox");
     if binary.is_file() {
-        println!("    arm64 busybox (cached): {}", binary.display());
+        println!("    {arch} busybox (cached): {}", binary.display());
         return Ok(binary);
     }
     let codename = os_codename();
     let options = private_apt(
         &apt,
-        &["arm64"],
+        &[arch],
         &[format!(
             "http://deb.debian.org/debian {codename} {codename}-updates main"
         )],
@@ -209,11 +225,12 @@ fn busybox_arm64() -> Result<PathBuf, String> {
     let a = apt.display().to_string();
     let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
     update.push("update");
-    println!("    apt-get update (private arm64 state in {a})");
+    println!("    apt-get update (private {arch} state in {a})");
     run("apt-get", &update)?;
+    let package = format!("busybox-static:{arch}");
     let mut download: Vec<&str> = options.iter().map(String::as_str).collect();
-    download.extend(["download", "busybox-static:arm64"]);
-    println!("    apt-get download busybox-static:arm64");
+    download.extend(["download", &package]);
+    println!("    apt-get download {package}");
     let out = Command::new("apt-get")
         .args(&download)
         .current_dir(&apt)
@@ -221,7 +238,7 @@ fn busybox_arm64() -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot run apt-get: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "apt-get download busybox-static:arm64 failed: {}",
+            "apt-get download {package} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
@@ -230,11 +247,13 @@ fn busybox_arm64() -> Result<PathBuf, String> {
         .flatten()
         .map(|e| e.path())
         .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("busybox-static_") && n.ends_with("_arm64.deb"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("busybox-static_") && n.ends_with(&format!("_{arch}.deb"))
+            })
         })
-        .ok_or("apt-get download left no busybox-static_*_arm64.deb")?;
+        .ok_or(format!(
+            "apt-get download left no busybox-static_*_{arch}.deb"
+        ))?;
     let _ = fs::remove_dir_all(&extracted);
     run(
         "dpkg-deb",
@@ -248,7 +267,7 @@ fn busybox_arm64() -> Result<PathBuf, String> {
         return Err(format!("{} missing in {}", "bin/busybox", deb.display()));
     }
     println!(
-        "    arm64 busybox: {} (from {})",
+        "    {arch} busybox: {} (from {})",
         binary.display(),
         deb.file_name().unwrap_or_default().to_string_lossy()
     );
@@ -316,7 +335,7 @@ fn pce_probe() -> Result<PathBuf, String> {
     Ok(out)
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
+pub fn read(path: &Path) -> Result<Vec<u8>, String> {
     fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -49,14 +49,17 @@ COMMANDS:
     module <x86_64|arm64>
                       Build kmod-enable-user against that kernel (make KDIR=…),
                       warnings are errors; prints its modinfo.
-    module-stock <arm64|debian-arm64|armv6 KDIR>
+    module-stock <arm64|debian-arm64|armv6 KDIR|armv6-qemu KDIR>
                       The stock-kernel flavour of kmod-enable-user (no
                       CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
                       object, checked with nm/objdump): against the arm64 test
                       kernel, against Debian 12's newest
                       linux-headers-6.12.*+deb12-arm64 (fetched through a
                       private apt state; asserts no CONFIG_RUST, prints
-                      vermagic), or against an ARMv6 kernel build directory.
+                      vermagic), or against an ARMv6 kernel build directory;
+                      armv6-qemu also loads it in that kernel under
+                      qemu-system-arm -M raspi1ap and asserts the refusal
+                      (QEMU's ARM1176 c15 is a dummy: SUNAVCR.V cannot stick).
     e2e <x86_64|arm64>
                       Kernel, module, initramfs (busybox-static, static pmu-demo,
                       the module), then boot them in QEMU TCG and assert on the
@@ -104,82 +107,61 @@ summary; their exit status is 0 only when every scenario passed.
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    let plan =
-        match words.as_slice() {
-            // The kernel tools come first: the host tests read linux-source-6.12 too (the SPE
-            // bit positions and perf's SPE decoder are checked against it).
-            ["test"] => Plan::new("test")
-                .then(setup::steps())
+    let plan = match words.as_slice() {
+        // The kernel tools come first: the host tests read linux-source-6.12 too (the SPE
+        // bit positions and perf's SPE decoder are checked against it).
+        ["test"] => Plan::new("test")
+            .then(setup::steps())
+            .then(setup::kernel_steps())
+            .then(lint_steps())
+            .then(vec![host_tests()])
+            .then(cross_steps())
+            .then(images::test_steps())
+            .then(e2e::test_steps())
+            .then(vec![bench::test_step()]),
+        ["kernel", arch] => match kernel::Arch::parse(arch) {
+            Some(arch) => Plan::new("kernel")
                 .then(setup::kernel_steps())
-                .then(lint_steps())
-                .then(vec![host_tests()])
-                .then(cross_steps())
-                .then(images::test_steps())
-                .then(e2e::test_steps())
-                .then(vec![bench::test_step()]),
-            ["kernel", arch] => match kernel::Arch::parse(arch) {
-                Some(arch) => Plan::new("kernel")
-                    .then(setup::kernel_steps())
-                    .then(vec![e2e::kernel_step(arch)]),
-                None => return usage("`kernel` takes `x86_64` or `arm64`"),
-            },
-            ["module", arch] => match kernel::Arch::parse(arch) {
-                Some(arch) => Plan::new("module")
-                    .then(setup::kernel_steps())
-                    .then(vec![e2e::kernel_step(arch), e2e::module_step(arch)]),
-                None => return usage("`module` takes `x86_64` or `arm64`"),
-            },
-            ["module-stock", "arm64"] => Plan::new("module-stock")
+                .then(vec![e2e::kernel_step(arch)]),
+            None => return usage("`kernel` takes `x86_64` or `arm64`"),
+        },
+        ["module", arch] => match kernel::Arch::parse(arch) {
+            Some(arch) => Plan::new("module")
+                .then(setup::kernel_steps())
+                .then(vec![e2e::kernel_step(arch), e2e::module_step(arch)]),
+            None => return usage("`module` takes `x86_64` or `arm64`"),
+        },
+        ["module-stock", rest @ ..] => return stock_module::command(rest),
+        ["e2e", arch] => match kernel::Arch::parse(arch) {
+            Some(arch) => Plan::new("e2e")
+                .then(setup::steps())
                 .then(setup::kernel_steps())
                 .then(vec![
-                    e2e::kernel_step(kernel::Arch::Arm64),
-                    stock_module::test_steps().remove(0),
+                    e2e::kernel_step(arch),
+                    e2e::module_step(arch),
+                    e2e::e2e_step(arch),
                 ]),
-            ["module-stock", "debian-arm64"] => Plan::new("module-stock")
-                .then(setup::kernel_steps())
-                .then(vec![stock_module::test_steps().remove(1)]),
-            ["module-stock", "armv6", kdir] => {
-                return match stock_module::armv6(std::path::Path::new(kdir)) {
-                    Ok(_) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        eprintln!("xtask: {e}");
-                        ExitCode::FAILURE
-                    }
-                }
-            }
-            ["module-stock", ..] => {
-                return usage("`module-stock` takes `arm64`, `debian-arm64` or `armv6 KDIR`")
-            }
-            ["e2e", arch] => match kernel::Arch::parse(arch) {
-                Some(arch) => Plan::new("e2e")
-                    .then(setup::steps())
-                    .then(setup::kernel_steps())
-                    .then(vec![
-                        e2e::kernel_step(arch),
-                        e2e::module_step(arch),
-                        e2e::e2e_step(arch),
-                    ]),
-                None => return usage("`e2e` takes `x86_64` or `arm64`"),
-            },
-            ["demo"] => return demo::run(),
-            ["bench"] => return bench::run(false),
-            ["bench", "--json"] => return bench::run(true),
-            ["hw-check"] => return hw_check::run(),
-            ["qemu", "aarch64"] => return images::boot_aarch64("max"),
-            ["qemu", "aarch64", cpu] => return images::boot_aarch64(cpu),
-            ["qemu", "x86_64"] => return images::boot_x86_64(),
-            ["qemu", ..] => return usage("`qemu` takes `aarch64 [CPU]` or `x86_64`"),
-            ["setup"] => Plan::new("setup")
-                .then(setup::steps())
-                .then(setup::kernel_steps()),
-            ["lint"] => Plan::new("lint").then(setup::steps()).then(lint_steps()),
-            ["cross"] => Plan::new("cross").then(setup::steps()).then(cross_steps()),
-            [] | ["help" | "--help" | "-h"] => {
-                print!("{HELP}");
-                return ExitCode::SUCCESS;
-            }
-            _ => return usage(&format!("unknown command `{}`", args.join(" "))),
-        };
+            None => return usage("`e2e` takes `x86_64` or `arm64`"),
+        },
+        ["demo"] => return demo::run(),
+        ["bench"] => return bench::run(false),
+        ["bench", "--json"] => return bench::run(true),
+        ["hw-check"] => return hw_check::run(),
+        ["qemu", "aarch64"] => return images::boot_aarch64("max"),
+        ["qemu", "aarch64", cpu] => return images::boot_aarch64(cpu),
+        ["qemu", "x86_64"] => return images::boot_x86_64(),
+        ["qemu", ..] => return usage("`qemu` takes `aarch64 [CPU]` or `x86_64`"),
+        ["setup"] => Plan::new("setup")
+            .then(setup::steps())
+            .then(setup::kernel_steps()),
+        ["lint"] => Plan::new("lint").then(setup::steps()).then(lint_steps()),
+        ["cross"] => Plan::new("cross").then(setup::steps()).then(cross_steps()),
+        [] | ["help" | "--help" | "-h"] => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        _ => return usage(&format!("unknown command `{}`", args.join(" "))),
+    };
     plan.run()
 }
 
