@@ -47,9 +47,11 @@ pub fn build_dir(name: &str) -> PathBuf {
         .join(format!("stock-{name}"))
 }
 
-/// The cargo target directory the Rust object is built in (shared by every build).
-fn rust_target_dir() -> PathBuf {
-    crate::images::target_dir().join("kmod-stock")
+/// The cargo target directory the Rust object for `name` is built in: one per build
+/// directory, since the flags follow the kernel's configuration (branch protection) and
+/// cargo would otherwise rebuild `core` whenever they change between two kernels.
+fn rust_target_dir(name: &str) -> PathBuf {
+    build_dir(name).join("rust-target")
 }
 
 /// The ELF machine `make_vars` build for (`readelf -h` wording).
@@ -93,7 +95,10 @@ pub fn build(kdir: &Path, make_vars: &[String], name: &str) -> Result<PathBuf, S
         .arg(format!("KDIR={}", kdir.display()))
         .args(make_vars)
         .arg(format!("RUST_MANIFEST={}", manifest.display()))
-        .arg(format!("RUST_TARGET_DIR={}", rust_target_dir().display()));
+        .arg(format!(
+            "RUST_TARGET_DIR={}",
+            rust_target_dir(name).display()
+        ));
     make_env(&mut cmd);
     println!(
         "    $ make -C {} KDIR={} {} RUST_MANIFEST={} RUST_TARGET_DIR={}",
@@ -101,7 +106,7 @@ pub fn build(kdir: &Path, make_vars: &[String], name: &str) -> Result<PathBuf, S
         kdir.display(),
         make_vars.join(" "),
         manifest.display(),
-        rust_target_dir().display()
+        rust_target_dir(name).display()
     );
     let started = std::time::Instant::now();
     let out = cmd.output().map_err(|e| format!("cannot run make: {e}"))?;
@@ -759,7 +764,8 @@ RESULT done scenario=stock-refused
             ("arm64", "AArch64", "kmod_eu_arm64_"),
             ("arm", "ARM", "kmod_eu_armv6_"),
         ] {
-            let dir = build_dir(&format!("object-test-{arch}"));
+            let name = format!("object-test-{arch}");
+            let dir = build_dir(&name);
             fs::create_dir_all(&dir).unwrap();
             for f in SOURCES {
                 fs::copy(
@@ -778,7 +784,12 @@ RESULT done scenario=stock-refused
                         .join("kmod-enable-user/stock/rust/Cargo.toml")
                         .display()
                 ))
-                .arg(format!("RUST_TARGET_DIR={}", rust_target_dir().display()))
+                .arg(format!(
+                    "RUST_TARGET_DIR={}",
+                    rust_target_dir(&name).display()
+                ))
+                // No kernel: no branch protection taken from a kernel's .config.
+                .arg("KDIR=/nonexistent")
                 .arg("kmod_enable_user_rust.o_shipped");
             make_env(&mut cmd);
             let out = cmd.output().unwrap();
