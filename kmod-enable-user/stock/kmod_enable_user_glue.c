@@ -26,6 +26,7 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/preempt.h>
 #include <linux/printk.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
@@ -158,8 +159,11 @@ static int __init kmod_enable_user_init(void)
 		       user_access);
 		return -EINVAL;
 	}
-	/* This CPU's ID register and PMCR_EL0.N; no PMU state is changed. */
-	if (kmod_eu_arm64_probe(&pmuver, &counters)) {
+	/* This CPU's ID register and PMCR_EL0.N (no PMU state is changed), on one CPU. */
+	preempt_disable();
+	ret = kmod_eu_arm64_probe(&pmuver, &counters);
+	preempt_enable();
+	if (ret) {
 		pr_err("no PMUv3 on this CPU (ID_AA64DFR0_EL1.PMUVer=0x%x): refusing to load\n",
 		       pmuver);
 		return -ENODEV;

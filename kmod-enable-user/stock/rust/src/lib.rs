@@ -114,11 +114,13 @@ pub mod arm64 {
     ///
     /// # Safety
     ///
-    /// At EL1 (kernel code); `pmuver` and `event_counters` are valid for writes or null.
+    /// At EL1 (kernel code) with preemption disabled, so both registers are read on one
+    /// CPU; `pmuver` and `event_counters` are valid for writes or null.
     #[no_mangle]
     pub unsafe extern "C" fn kmod_eu_arm64_probe(pmuver: *mut u8, event_counters: *mut u32) -> i32 {
-        // SAFETY: kernel code runs at EL1; only ID_AA64DFR0_EL1 and PMCR_EL0 are read
-        // (no write), so nothing else on this CPU is disturbed.
+        // SAFETY: EL1 with preemption off (the caller's contract), so the value stays on
+        // this CPU; only ID_AA64DFR0_EL1 and PMCR_EL0 are read (PMCR_EL0 only when
+        // PMUv3 is there), nothing is written, so no owner of the PMU is disturbed.
         let regs = unsafe { El1UserAccess::new() };
         let version = pmu_armv8::PmuVersion::from_id_aa64dfr0(regs.id_aa64dfr0());
         // SAFETY: the caller passes a valid pointer or null.
