@@ -11,7 +11,14 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 
-MODULE=/lib/modules/kmod_enable_user.ko
+# Which flavour of the module the scenarios load (`flavour=` on the kernel command line):
+# `stock` is the build for kernels without CONFIG_RUST (kmod-enable-user/stock: C glue +
+# Rust object), anything else the Rust-for-Linux module. Both are kmod_enable_user.ko
+# and must behave the same: the same assertions run against each.
+case "${flavour:-rust}" in
+stock) MODULE=/lib/modules/stock/kmod_enable_user.ko ;;
+*) MODULE=/lib/modules/kmod_enable_user.ko ;;
+esac
 NAME=kmod_enable_user
 
 result() {
@@ -87,6 +94,8 @@ demo() {
 boot_line() {
 	klog_quiet
 	result boot scenario=$scenario arch=$(uname -m) kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo)
+	# Which file the scenario loads: the stock build says so in its description.
+	result module flavour=${flavour:-rust} path=$MODULE stock_marker=$(grep -c "stock-kernel flavour" "$MODULE")
 }
 
 KMEMLEAK=/sys/kernel/debug/kmemleak

@@ -4,6 +4,12 @@
 //! The guest's /init (tests/guest/common.sh + arm64.sh) runs one scenario and prints
 //! `RESULT`, `KLOG`, `JSON` and `STDERR` lines; this file asserts on them.
 //!
+//! Every scenario runs twice, once per flavour of the module (`flavour=` on the kernel
+//! command line picks the file, tests/guest/common.sh): the Rust-for-Linux module
+//! (kmod-enable-user/kmod_enable_user.rs) and the stock-kernel one (kmod-enable-user/stock:
+//! C glue + pmu-armv8 as a no_std object). They are alternatives with one name, one set
+//! of parameters and the same log lines, so the same assertions cover both.
+//!
 //! Run with `cargo xtask e2e arm64` (or `cargo xtask test`), which builds the artefacts
 //! and passes their paths in `PMU_KERNEL_ARM64` and `PMU_INITRAMFS_ARM64`.
 
@@ -18,13 +24,48 @@ const LIMIT: Duration = Duration::from_secs(300);
 /// What pmu-demo prints on stderr when direct access is not enabled (its exit status 3).
 const NOT_ENABLED: &str = "user access to the PMU is not enabled: load kmod-enable-user";
 
-fn boot(cpu: &str, smp: u32, scenario: &str) -> QemuRun {
+/// Which build of kmod_enable_user.ko the guest loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flavour {
+    /// The Rust-for-Linux module (needs CONFIG_RUST).
+    RustForLinux,
+    /// The stock-kernel module: C glue + Rust object (no CONFIG_RUST needed).
+    Stock,
+}
+
+impl Flavour {
+    /// The value of `flavour=` on the kernel command line (tests/guest/common.sh).
+    fn word(self) -> &'static str {
+        match self {
+            Self::RustForLinux => "rust",
+            Self::Stock => "stock",
+        }
+    }
+}
+
+fn boot(cpu: &str, smp: u32, scenario: &str, flavour: Flavour) -> QemuRun {
     let kernel = kernel_artefact(kernel_env::ARM64_KERNEL);
     let initramfs = kernel_artefact(kernel_env::ARM64_INITRAMFS);
-    let args = arm64_kernel_args(&kernel, &initramfs, cpu, smp, scenario);
+    let mut args = arm64_kernel_args(&kernel, &initramfs, cpu, smp, scenario);
+    let append = args
+        .iter_mut()
+        .skip_while(|a| a.as_str() != "-append")
+        .nth(1)
+        .expect("arm64_kernel_args has -append");
+    *append = format!("{append} flavour={}", flavour.word());
     let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
     assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
     run.assert_guest_finished();
+    // The guest loaded the file of this flavour: only the stock build's description
+    // says "stock-kernel flavour" (kmod-enable-user/stock/kmod_enable_user_glue.c).
+    let module = &run.scenario("module")[0];
+    assert_eq!(module.get("flavour"), flavour.word(), "{}", module.raw);
+    assert_eq!(
+        module.int("stock_marker"),
+        i128::from(flavour == Flavour::Stock),
+        "{}",
+        module.raw
+    );
     run
 }
 
@@ -130,8 +171,8 @@ impl Demo {
 /// back online); after `rmmod`: not enabled on every CPU; the module's log per CPU; the
 /// cycle-counter option; a bad parameter; the perf backend with and without
 /// `kernel.perf_user_access`.
-fn access(cpu: &str) {
-    let run = boot(cpu, 2, "access");
+fn access(cpu: &str, flavour: Flavour) {
+    let run = boot(cpu, 2, "access", flavour);
     let boot_line = &run.scenario("boot")[0];
     assert_eq!(boot_line.int("cpus"), 2, "{}", boot_line.raw);
 
@@ -294,18 +335,37 @@ fn access(cpu: &str) {
 
 #[test]
 fn access_on_max() {
-    access("max");
+    access("max", Flavour::RustForLinux);
+}
+
+#[test]
+fn access_on_max_stock_module() {
+    access("max", Flavour::Stock);
 }
 
 #[test]
 fn access_on_cortex_a53_pmuv3_32_bit_counters() {
-    access("cortex-a53");
+    access("cortex-a53", Flavour::RustForLinux);
+}
+
+#[test]
+fn access_on_cortex_a53_pmuv3_32_bit_counters_stock_module() {
+    access("cortex-a53", Flavour::Stock);
+}
+
+#[test]
+fn load_unload_stress_on_four_cpus() {
+    stress(Flavour::RustForLinux);
+}
+
+#[test]
+fn load_unload_stress_on_four_cpus_stock_module() {
+    stress(Flavour::Stock);
 }
 
 /// 50 load/unload cycles on 4 CPUs, loading twice, unloading while pmu-demo reads.
-#[test]
-fn load_unload_stress_on_four_cpus() {
-    let run = boot("max", 4, "stress");
+fn stress(flavour: Flavour) {
+    let run = boot("max", 4, "stress", flavour);
     let boot_line = &run.scenario("boot")[0];
     assert_eq!(boot_line.int("cpus"), 4, "{}", boot_line.raw);
 

@@ -29,7 +29,12 @@ pub fn env_names(arch: Arch) -> [&'static str; 3] {
 pub fn run(arch: Arch) -> Result<(), String> {
     let kernel = kernel::kernel(arch)?;
     let ko = kernel::module(arch)?;
-    let initramfs = crate::initramfs::build(arch, &ko)?;
+    // arm64: the stock-kernel flavour too; the same scenarios run once per flavour.
+    let stock = match arch {
+        Arch::Arm64 => Some(crate::stock_module::arm64_test_kernel()?),
+        Arch::X86_64 => None,
+    };
+    let initramfs = crate::initramfs::build(arch, &ko, stock.as_deref())?;
     let [k, i, m] = env_names(arch);
     let test = format!("kernel_{}", arch.name());
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -137,6 +142,7 @@ pub fn test_steps() -> Vec<Step> {
     for arch in [Arch::X86_64, Arch::Arm64] {
         steps.push(module_step(arch));
     }
+    steps.extend(crate::stock_module::test_steps());
     for arch in [Arch::X86_64, Arch::Arm64] {
         steps.push(e2e_step(arch));
     }

@@ -21,24 +21,37 @@ pub const BUSYBOX_PACKAGE: &str = "busybox-static";
 /// Where `/init` finds the module.
 pub const MODULE_PATH: &str = "/lib/modules/kmod_enable_user.ko";
 
+/// Where `/init` finds the stock-kernel flavour of the module (`flavour=stock` on the
+/// kernel command line; arm64 only).
+pub const STOCK_MODULE_PATH: &str = "/lib/modules/stock/kmod_enable_user.ko";
+
 /// One entry of the archive.
-enum Entry {
+pub enum Entry {
+    /// A directory (mode 0755).
     Dir(&'static str),
+    /// A regular file.
     File {
+        /// Path inside the archive, without a leading `/`.
         path: String,
+        /// Permission bits.
         mode: u32,
+        /// Contents.
         data: Vec<u8>,
     },
+    /// A character device node.
     CharDev {
+        /// Path inside the archive.
         path: &'static str,
+        /// Device major number.
         major: u32,
+        /// Device minor number.
         minor: u32,
     },
 }
 
 /// A newc ("070701") cpio archive, owned by root, with fixed timestamps: the same
 /// inputs give the same bytes.
-fn cpio(entries: &[Entry]) -> Vec<u8> {
+pub fn cpio(entries: &[Entry]) -> Vec<u8> {
     fn pad4(out: &mut Vec<u8>) {
         while !out.len().is_multiple_of(4) {
             out.push(0);
@@ -88,7 +101,7 @@ fn cpio(entries: &[Entry]) -> Vec<u8> {
 }
 
 /// Runs `program args`, failing with its stderr.
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
+pub fn run(program: &str, args: &[&str]) -> Result<(), String> {
     let out = Command::new(program)
         .args(args)
         .env("DEBIAN_FRONTEND", "noninteractive")
@@ -107,7 +120,7 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn os_codename() -> String {
+pub fn os_codename() -> String {
     fs::read_to_string("/etc/os-release")
         .unwrap_or_default()
         .lines()
@@ -134,29 +147,27 @@ fn busybox(arch: Arch) -> Result<PathBuf, String> {
     }
 }
 
-/// Debian's arm64 busybox-static, downloaded once through a private apt state.
-fn busybox_arm64() -> Result<PathBuf, String> {
-    let apt = cache_root().join("apt-arm64");
-    let extracted = apt.join("busybox-static");
-    let binary = extracted.join("bin/busybox");
-    if binary.is_file() {
-        println!("    arm64 busybox (cached): {}", binary.display());
-        return Ok(binary);
-    }
-    let codename = os_codename();
+/// A private apt state in `dir` (its own sources list, lists and cache) for the Debian
+/// architectures `archs` (the first is the "native" one) and the `sources` lines
+/// (`<uri> <suite>… <component>`, signed by the Debian archive keyring): the options
+/// that make `apt-get`/`apt-cache` use it instead of the host's configuration, which is
+/// never changed.
+pub fn private_apt(dir: &Path, archs: &[&str], sources: &[String]) -> Result<Vec<String>, String> {
     for d in ["lists/partial", "archives/partial", "etc"] {
-        fs::create_dir_all(apt.join(d)).map_err(|e| format!("{}: {e}", apt.display()))?;
+        fs::create_dir_all(dir.join(d)).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    let sources = apt.join("etc/sources.list");
-    fs::write(
-        &sources,
-        format!(
-            "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian {codename} {codename}-updates main\n"
-        ),
-    )
-    .map_err(|e| e.to_string())?;
-    let a = apt.display().to_string();
-    let options = [
+    let list: String = sources
+        .iter()
+        .map(|s| {
+            format!(
+                "deb [arch={} signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {s}\n",
+                archs.join(",")
+            )
+        })
+        .collect();
+    fs::write(dir.join("etc/sources.list"), list).map_err(|e| e.to_string())?;
+    let a = dir.display().to_string();
+    let mut options = vec![
         format!("-oDir::State={a}"),
         format!("-oDir::State::Lists={a}/lists"),
         "-oDir::State::status=/dev/null".into(),
@@ -164,21 +175,62 @@ fn busybox_arm64() -> Result<PathBuf, String> {
         format!("-oDir::Cache::archives={a}/archives"),
         format!("-oDir::Etc::SourceList={a}/etc/sources.list"),
         "-oDir::Etc::SourceParts=/nonexistent".into(),
-        "-oAPT::Architecture=arm64".into(),
-        "-oAPT::Architectures::=arm64".into(),
-        "-oAcquire::IndexTargets::deb::DEP-11::DefaultEnabled=false".into(),
-        "-oAcquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false".into(),
-        "-oAcquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false".into(),
-        "-oAPT::Sandbox::User=root".into(),
-        "-q".into(),
+        format!(
+            "-oAPT::Architecture={}",
+            archs.first().copied().unwrap_or("amd64")
+        ),
     ];
+    options.extend(
+        archs
+            .iter()
+            .map(|arch| format!("-oAPT::Architectures::={arch}")),
+    );
+    options.extend(
+        [
+            "-oAcquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+            "-oAcquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false",
+            "-oAcquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false",
+            "-oAPT::Sandbox::User=root",
+            "-q",
+        ]
+        .map(String::from),
+    );
+    Ok(options)
+}
+
+/// Debian's arm64 busybox-static, downloaded once through a private apt state.
+fn busybox_arm64() -> Result<PathBuf, String> {
+    debian_busybox("arm64")
+}
+
+/// Debian's busybox-static for the Debian architecture `arch` (`arm64`, `armel`: the
+/// ARMv5TE soft-float port, which runs on the ARM1176), downloaded once through a
+/// private apt state in the cache root (`apt-<arch>/`).
+pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
+    let apt = cache_root().join(format!("apt-{arch}"));
+    let extracted = apt.join("busybox-static");
+    let binary = extracted.join("bin/busybox");
+    if binary.is_file() {
+        println!("    {arch} busybox (cached): {}", binary.display());
+        return Ok(binary);
+    }
+    let codename = os_codename();
+    let options = private_apt(
+        &apt,
+        &[arch],
+        &[format!(
+            "http://deb.debian.org/debian {codename} {codename}-updates main"
+        )],
+    )?;
+    let a = apt.display().to_string();
     let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
     update.push("update");
-    println!("    apt-get update (private arm64 state in {a})");
+    println!("    apt-get update (private {arch} state in {a})");
     run("apt-get", &update)?;
+    let package = format!("busybox-static:{arch}");
     let mut download: Vec<&str> = options.iter().map(String::as_str).collect();
-    download.extend(["download", "busybox-static:arm64"]);
-    println!("    apt-get download busybox-static:arm64");
+    download.extend(["download", &package]);
+    println!("    apt-get download {package}");
     let out = Command::new("apt-get")
         .args(&download)
         .current_dir(&apt)
@@ -186,7 +238,7 @@ fn busybox_arm64() -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot run apt-get: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "apt-get download busybox-static:arm64 failed: {}",
+            "apt-get download {package} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
@@ -195,11 +247,13 @@ fn busybox_arm64() -> Result<PathBuf, String> {
         .flatten()
         .map(|e| e.path())
         .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("busybox-static_") && n.ends_with("_arm64.deb"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("busybox-static_") && n.ends_with(&format!("_{arch}.deb"))
+            })
         })
-        .ok_or("apt-get download left no busybox-static_*_arm64.deb")?;
+        .ok_or(format!(
+            "apt-get download left no busybox-static_*_{arch}.deb"
+        ))?;
     let _ = fs::remove_dir_all(&extracted);
     run(
         "dpkg-deb",
@@ -213,7 +267,7 @@ fn busybox_arm64() -> Result<PathBuf, String> {
         return Err(format!("{} missing in {}", "bin/busybox", deb.display()));
     }
     println!(
-        "    arm64 busybox: {} (from {})",
+        "    {arch} busybox: {} (from {})",
         binary.display(),
         deb.file_name().unwrap_or_default().to_string_lossy()
     );
@@ -281,7 +335,7 @@ fn pce_probe() -> Result<PathBuf, String> {
     Ok(out)
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
+pub fn read(path: &Path) -> Result<Vec<u8>, String> {
     fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -301,9 +355,10 @@ pub fn path(arch: Arch) -> PathBuf {
         .join(format!("{}.cpio", arch.name()))
 }
 
-/// Builds the initramfs of `arch` around the module `ko`.
-pub fn build(arch: Arch, ko: &Path) -> Result<PathBuf, String> {
-    build_with(arch, ko, &[], path(arch))
+/// Builds the initramfs of `arch` around the module `ko` and, when given, the stock-kernel
+/// flavour `stock` of it.
+pub fn build(arch: Arch, ko: &Path, stock: Option<&Path>) -> Result<PathBuf, String> {
+    build_with_modules(arch, ko, stock, &[], path(arch))
 }
 
 /// Builds the initramfs of `arch` around the module `ko`, with more executables
@@ -311,6 +366,17 @@ pub fn build(arch: Arch, ko: &Path) -> Result<PathBuf, String> {
 pub fn build_with(
     arch: Arch,
     ko: &Path,
+    extra: &[(&str, PathBuf)],
+    out: PathBuf,
+) -> Result<PathBuf, String> {
+    build_with_modules(arch, ko, None, extra, out)
+}
+
+/// [`build_with`], plus the stock-kernel flavour of the module at [`STOCK_MODULE_PATH`].
+pub fn build_with_modules(
+    arch: Arch,
+    ko: &Path,
+    stock: Option<&Path>,
     extra: &[(&str, PathBuf)],
     out: PathBuf,
 ) -> Result<PathBuf, String> {
@@ -350,6 +416,14 @@ pub fn build_with(
             data: read(ko)?,
         },
     ];
+    if let Some(stock) = stock {
+        entries.push(Entry::Dir("lib/modules/stock"));
+        entries.push(Entry::File {
+            path: STOCK_MODULE_PATH.trim_start_matches('/').into(),
+            mode: 0o644,
+            data: read(stock)?,
+        });
+    }
     if arch == Arch::X86_64 {
         entries.push(Entry::File {
             path: "bin/pce-probe".into(),
@@ -370,9 +444,14 @@ pub fn build_with(
     }
     fs::write(&out, &archive).map_err(|e| format!("{}: {e}", out.display()))?;
     println!(
-        "    initramfs: {} ({} KiB: busybox, pmu-demo, kmod_enable_user.ko{}, /init)",
+        "    initramfs: {} ({} KiB: busybox, pmu-demo, kmod_enable_user.ko{}{}, /init)",
         out.display(),
         archive.len() / 1024,
+        if stock.is_some() {
+            ", stock/kmod_enable_user.ko"
+        } else {
+            ""
+        },
         if arch == Arch::X86_64 {
             ", pce-probe"
         } else {

@@ -289,7 +289,7 @@ fn fnv1a(data: &[u8]) -> u64 {
 /// PATH, the pinned rustc, fixed build stamps (reproducible images), no inherited make
 /// flags, and none of the package variables cargo sets for xtask (clippy-driver would
 /// take xtask's `rust-version` for the module's MSRV).
-fn make_env(cmd: &mut Command) {
+pub fn make_env(cmd: &mut Command) {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
         if [

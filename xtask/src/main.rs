@@ -14,6 +14,7 @@ mod initramfs;
 mod kernel;
 mod setup;
 mod step;
+mod stock_module;
 
 use std::process::ExitCode;
 
@@ -37,7 +38,9 @@ COMMANDS:
                       qemu-arm -cpu arm1176, then the bare-metal images booted
                       in QEMU with their RESULT lines asserted (tests/), then
                       the kernel side: both test kernels (cached), the module,
-                      the initramfs, and the end-to-end runs in QEMU; last, the
+                      the stock-kernel module (arm64 test kernel, Debian's
+                      arm64 headers), the initramfs, and the end-to-end runs
+                      in QEMU (arm64: both module flavours); last, the
                       bench (below, about 15 s with the kernel cached).
     kernel <x86_64|arm64>
                       Build the test kernel (Debian's linux-source-6.12,
@@ -48,6 +51,17 @@ COMMANDS:
     module <x86_64|arm64>
                       Build kmod-enable-user against that kernel (make KDIR=…),
                       warnings are errors; prints its modinfo.
+    module-stock <arm64|debian-arm64|armv6 KDIR|armv6-qemu KDIR>
+                      The stock-kernel flavour of kmod-enable-user (no
+                      CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
+                      object, checked with nm/objdump): against the arm64 test
+                      kernel, against Debian 12's newest
+                      linux-headers-6.12.*+deb12-arm64 (fetched through a
+                      private apt state; asserts no CONFIG_RUST, prints
+                      vermagic), or against an ARMv6 kernel build directory;
+                      armv6-qemu also loads it in that kernel under
+                      qemu-system-arm -M raspi1ap and asserts the refusal
+                      (QEMU's ARM1176 c15 is a dummy: SUNAVCR.V cannot stick).
     e2e <x86_64|arm64>
                       Kernel, module, initramfs (busybox-static, static pmu-demo,
                       the module), then boot them in QEMU TCG and assert on the
@@ -128,6 +142,7 @@ fn main() -> ExitCode {
                 .then(vec![e2e::kernel_step(arch), e2e::module_step(arch)]),
             None => return usage("`module` takes `x86_64` or `arm64`"),
         },
+        ["module-stock", rest @ ..] => return stock_module::command(rest),
         ["e2e", arch] => match kernel::Arch::parse(arch) {
             Some(arch) => Plan::new("e2e")
                 .then(setup::steps())
@@ -186,7 +201,10 @@ const LINUX_MUSL: &[(&str, &[&str])] = &[
 ];
 
 /// Crates that only build for bare metal: excluded from host steps.
-const IMAGES: &[&str] = &["qemu-aarch64-virt", "qemu-x86_64"];
+const IMAGES: &[&str] = &["qemu-aarch64-virt", "qemu-x86_64", "kmod-enable-user-stock"];
+
+/// The stock-kernel module's Rust object, for the kernels' targets (build-std: rust-src).
+const STOCK_MODULE_TARGETS: &[&str] = &["aarch64-unknown-none-softfloat", ARMV6_TARGET];
 
 /// Bare-metal targets, with the crates that must build (and lint) for each.
 const BARE_METAL: &[(&str, &[&str])] = &[
@@ -247,6 +265,26 @@ fn lint_steps() -> Vec<Step> {
     }
     steps.push(armv6("clippy"));
     steps.push(armv6_linux_clippy());
+    for target in STOCK_MODULE_TARGETS {
+        steps.push(
+            Step::cargo(
+                format!("clippy {target} (kmod-enable-user-stock; build-std)"),
+                [
+                    "clippy",
+                    "--release",
+                    "-Zbuild-std=core",
+                    "--target",
+                    target,
+                    "-p",
+                    "kmod-enable-user-stock",
+                    "--",
+                    "-D",
+                    "warnings",
+                ],
+            )
+            .env("RUSTC_BOOTSTRAP", "1"),
+        );
+    }
     steps
 }
 

@@ -79,6 +79,11 @@ pub const KERNEL_PACKAGES: &[&str] = &[
     "llvm-14",
     "libclang-14-dev",
     "gcc-aarch64-linux-gnu",
+    // kmod-enable-user/stock for ARMv6 kernels, and its object checks.
+    "gcc-arm-linux-gnueabi",
+    // pahole: Debian's kernels have CONFIG_DEBUG_INFO_BTF_MODULES, so building a module
+    // against their headers generates its BTF (kmod-enable-user/stock, debian-arm64).
+    "dwarves",
     // The cross glibc's static libraries: `cargo xtask bench` links its libperf harness
     // with -static.
     "libc6-dev-arm64-cross",

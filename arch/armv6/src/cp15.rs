@@ -38,7 +38,7 @@ macro_rules! cp15_operands {
 pub(crate) use cp15_operands;
 
 #[cfg(target_arch = "arm")]
-pub use real::Cp15;
+pub use real::{Cp15, PrivilegedCp15};
 
 #[cfg(target_arch = "arm")]
 mod real {
@@ -112,6 +112,47 @@ mod real {
                 // SAFETY: as above.
                 CounterRegister::Cr1 => unsafe { asm::write_cr1(crate::Cr1::new(value)) },
             }
+        }
+    }
+
+    /// SUNAVCR of the current CPU, from a privileged mode: the register
+    /// [`crate::user_enable`] writes.
+    ///
+    /// Neither `Send` nor `Sync`: the register belongs to the CPU the value was made on.
+    #[derive(Debug)]
+    pub struct PrivilegedCp15 {
+        _not_send_or_sync: PhantomData<*const ()>,
+    }
+
+    impl PrivilegedCp15 {
+        /// Access to SUNAVCR of the current CPU.
+        ///
+        /// # Safety
+        /// - The CPU is an ARM1176 ([`crate::user_enable::is_arm1176`] of its MIDR):
+        ///   elsewhere c15, c9 is something else or undefined.
+        /// - The code runs in a privileged mode (PL1: a kernel module), stays on this CPU
+        ///   while the value lives, and nothing else changes SUNAVCR meanwhile.
+        /// - Whoever writes V = 1 through it decides for the whole system that User mode
+        ///   may read and reprogram the PMU (the contract of [`crate::asm::write_sunavcr`]).
+        pub unsafe fn new() -> Self {
+            Self {
+                _not_send_or_sync: PhantomData,
+            }
+        }
+    }
+
+    impl crate::user_enable::SunavcrRegister for PrivilegedCp15 {
+        #[inline(always)]
+        fn read_sunavcr(&self) -> crate::Sunavcr {
+            // SAFETY: ARM1176 in a privileged mode, by `PrivilegedCp15::new`'s contract.
+            unsafe { asm::read_sunavcr() }
+        }
+
+        #[inline(always)]
+        fn write_sunavcr(&self, value: crate::Sunavcr) {
+            // SAFETY: ARM1176 in a privileged mode, and the decision to share the PMU
+            // with User mode taken by the caller of `PrivilegedCp15::new`.
+            unsafe { asm::write_sunavcr(value) }
         }
     }
 }

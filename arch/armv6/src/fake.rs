@@ -213,3 +213,68 @@ mod tests {
         assert!(!regs.state().is_set(PMCR::CR0));
     }
 }
+
+/// SUNAVCR in memory, for [`crate::user_enable`]'s tests: either the ARM1176's (keeps V,
+/// bits 31:1 read as 0) or a dummy that always reads one value and ignores writes (QEMU's
+/// ARM1176 c15, which reads 0 at PL1: shared/notes/qemu-facts.md).
+#[derive(Debug)]
+pub struct FakeSunavcr {
+    value: Cell<u32>,
+    dummy: bool,
+    writes: [Cell<Option<u32>>; 3],
+    written: Cell<usize>,
+}
+
+impl FakeSunavcr {
+    /// A real ARM1176's SUNAVCR at reset (0).
+    pub fn arm1176() -> Self {
+        Self {
+            value: Cell::new(0),
+            dummy: false,
+            writes: Default::default(),
+            written: Cell::new(0),
+        }
+    }
+
+    /// A dummy register that reads `value` whatever is written.
+    pub fn reads_as(value: u32) -> Self {
+        Self {
+            value: Cell::new(value),
+            dummy: true,
+            ..Self::arm1176()
+        }
+    }
+
+    /// Sets the value directly (as firmware or another module left it); not logged.
+    pub fn preset(&self, value: u32) {
+        self.value.set(value & 1);
+    }
+
+    /// The current value.
+    pub fn value(&self) -> u32 {
+        self.value.get()
+    }
+
+    /// The first three values written, in order.
+    pub fn writes(&self) -> [Option<u32>; 3] {
+        [0, 1, 2].map(|i| self.writes[i].get())
+    }
+}
+
+impl crate::user_enable::SunavcrRegister for FakeSunavcr {
+    fn read_sunavcr(&self) -> crate::Sunavcr {
+        crate::Sunavcr::new(self.value.get())
+    }
+
+    fn write_sunavcr(&self, value: crate::Sunavcr) {
+        let n = self.written.get();
+        if let Some(slot) = self.writes.get(n) {
+            slot.set(Some(value.get()));
+        }
+        self.written.set(n + 1);
+        if !self.dummy {
+            // Bits 31:1 are UNP/SBZ (ARM1176JZF-S TRM 3-132): only V is kept.
+            self.value.set(value.get() & 1);
+        }
+    }
+}

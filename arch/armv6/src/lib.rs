@@ -8,7 +8,7 @@
 //! | PMCR | [`pmcr`] | enable, resets, CCR divider, interrupt enables, write-1-to-clear overflow flags, the two event fields |
 //! | CCR | [`ccr`] | cycle counter |
 //! | CR0, CR1 | [`cr0`], [`cr1`] | event counters |
-//! | SUNAVCR | [`sunavcr`] | bit V opens the four to User mode (seed 004's kernel module) |
+//! | SUNAVCR | [`sunavcr`] | bit V opens the four to User mode (seed 004's kernel module; [`user_enable`] sets it, checked) |
 //!
 //! The crate is layered the way the rest of the workspace is:
 //!
@@ -63,10 +63,11 @@ pub mod fake;
 pub mod pmcr;
 pub mod pmu;
 pub mod sunavcr;
+pub mod user_enable;
 
 pub use ccr::{Ccr, CycleDivider};
 #[cfg(target_arch = "arm")]
-pub use cp15::Cp15;
+pub use cp15::{Cp15, PrivilegedCp15};
 pub use cr0::Cr0;
 pub use cr1::Cr1;
 pub use event::Arm1176Event;

@@ -132,3 +132,120 @@ pub unsafe fn user_access() -> PmuserenrEl0 {
     // and EL1.
     PmuserenrEl0::new(unsafe { asm::read_pmuserenr_el0() })
 }
+
+/// The registers of [`crate::user_enable`] on this PE, from EL1: what a kernel module
+/// needs to grant EL0 access to the PMU.
+///
+/// Every PMU register access is guarded by the PMUVer read at construction: on a PE
+/// without PMUv3 the reads return 0 and the writes do nothing (the instructions would be
+/// UNDEFINED there), so the type is safe to use once made. `!Send` and `!Sync`: the
+/// registers belong to the PE the value was made on.
+#[derive(Debug)]
+pub struct El1UserAccess {
+    id_aa64dfr0: u64,
+    pmuv3: bool,
+    _this_cpu: PhantomData<*const ()>,
+}
+
+impl El1UserAccess {
+    /// This PE's registers.
+    ///
+    /// # Safety
+    ///
+    /// - Runs at EL1 or higher, and no higher Exception level traps PMU accesses
+    ///   (MDCR_EL2.TPM/TPMCR, MDCR_EL3.TPM clear).
+    /// - Stays on this PE while the value lives, with nothing else on this PE changing
+    ///   PMUSERENR_EL0, PMCR_EL0, PMCNTEN*_EL0 or PMCCFILTR_EL0 meanwhile (interrupts
+    ///   off: a CPU-hotplug callback through `smp_call_function_single()`).
+    /// - The caller decides for the whole system that EL0 may use the PMU (the
+    ///   contract of [`set_user_access`]).
+    pub unsafe fn new() -> Self {
+        let id_aa64dfr0 = ID_AA64DFR0_EL1.get();
+        Self {
+            id_aa64dfr0,
+            pmuv3: PmuVersion::from_id_aa64dfr0(id_aa64dfr0).is_pmuv3(),
+            _this_cpu: PhantomData,
+        }
+    }
+}
+
+// SAFETY (for every `unsafe` block below): `El1UserAccess::new`'s contract gives EL1
+// without traps on a pinned PE whose PMU user-access state the caller owns, and each
+// access happens only when PMUv3 was found (`self.pmuv3`), so every instruction is
+// defined.
+impl crate::user_enable::UserAccessRegisters for El1UserAccess {
+    fn id_aa64dfr0(&self) -> u64 {
+        self.id_aa64dfr0
+    }
+
+    fn pmuserenr(&self) -> PmuserenrEl0 {
+        if !self.pmuv3 {
+            return PmuserenrEl0::new(0);
+        }
+        // SAFETY: see above.
+        PmuserenrEl0::new(unsafe { asm::read_pmuserenr_el0() })
+    }
+
+    fn set_pmuserenr(&self, value: PmuserenrEl0) {
+        if self.pmuv3 {
+            // SAFETY: see above.
+            unsafe { asm::write_pmuserenr_el0(value.get()) }
+        }
+    }
+
+    fn pmcr(&self) -> PmcrEl0 {
+        if !self.pmuv3 {
+            return PmcrEl0::new(0);
+        }
+        // SAFETY: see above.
+        PmcrEl0::new(unsafe { asm::read_pmcr_el0() })
+    }
+
+    fn set_pmcr(&self, value: PmcrEl0) {
+        if self.pmuv3 {
+            // SAFETY: see above. `write_pmcr_el0` synchronizes, as the trait requires.
+            unsafe { asm::write_pmcr_el0(value.get()) }
+        }
+    }
+
+    fn pmcntenset(&self) -> PmcntensetEl0 {
+        if !self.pmuv3 {
+            return PmcntensetEl0::new(0);
+        }
+        // SAFETY: see above.
+        PmcntensetEl0::new(unsafe { asm::read_pmcntenset_el0() })
+    }
+
+    fn set_pmcntenset(&self, value: PmcntensetEl0) {
+        if self.pmuv3 {
+            // SAFETY: see above. `write_pmcntenset_el0` synchronizes.
+            unsafe { asm::write_pmcntenset_el0(value.get()) }
+        }
+    }
+
+    fn set_pmcntenclr(&self, value: PmcntenclrEl0) {
+        if self.pmuv3 {
+            // SAFETY: see above. `write_pmcntenclr_el0` synchronizes.
+            unsafe { asm::write_pmcntenclr_el0(value.get()) }
+        }
+    }
+
+    fn pmccfiltr(&self) -> PmccfiltrEl0 {
+        if !self.pmuv3 {
+            return PmccfiltrEl0::new(0);
+        }
+        // SAFETY: see above.
+        PmccfiltrEl0::new(unsafe { asm::read_pmccfiltr_el0() })
+    }
+
+    fn set_pmccfiltr(&self, value: PmccfiltrEl0) {
+        if self.pmuv3 {
+            // SAFETY: see above.
+            unsafe { asm::write_pmccfiltr_el0(value.get()) }
+        }
+    }
+
+    fn isb(&self) {
+        asm::isb();
+    }
+}

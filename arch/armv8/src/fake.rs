@@ -19,10 +19,12 @@ use crate::counter::{CounterId, EventCounter};
 use crate::events::EventNumber;
 use crate::pmu::{InterruptRegisters, PmuRegisters};
 use crate::registers::pmcr_el0::WRITABLE_MASK;
+use crate::registers::PmuserenrEl0;
 use crate::registers::{
     PMEVTYPERn_EL0, PmccfiltrEl0, Pmceid0El0, Pmceid1El0, PmcntenclrEl0, PmcntensetEl0, PmcrEl0,
     PmevtypernEl0, PmintenclrEl1, PmintensetEl1, PmovsclrEl0, PmovssetEl0, PmswincEl0, PMCR_EL0,
 };
+use crate::user_enable::UserAccessRegisters;
 use crate::version::PmuVersion;
 
 /// How many writes [`FakeRegisters`] records before it drops further ones.
@@ -362,5 +364,178 @@ impl InterruptRegisters for FakeRegisters {
     fn set_pmintenclr(&self, value: PmintenclrEl1) {
         self.record(RegisterWrite::Pmintenclr(value.get()));
         self.interrupts.set(self.interrupts.get() & !value.get());
+    }
+}
+
+/// One access [`FakeUserAccess`] saw, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserAccessOp {
+    /// ID_AA64DFR0_EL1 read.
+    ReadIdAa64dfr0,
+    /// PMUSERENR_EL0 read.
+    ReadPmuserenr,
+    /// PMCR_EL0 read.
+    ReadPmcr,
+    /// PMCNTENSET_EL0 read.
+    ReadPmcntenset,
+    /// PMCCFILTR_EL0 read.
+    ReadPmccfiltr,
+    /// PMUSERENR_EL0 write.
+    WritePmuserenr(u64),
+    /// PMCR_EL0 write (synchronizing).
+    WritePmcr(u64),
+    /// PMCNTENSET_EL0 write (synchronizing).
+    WritePmcntenset(u64),
+    /// PMCNTENCLR_EL0 write (synchronizing).
+    WritePmcntenclr(u64),
+    /// PMCCFILTR_EL0 write.
+    WritePmccfiltr(u64),
+    /// `isb`.
+    Isb,
+}
+
+impl UserAccessOp {
+    /// Whether this changes state (a write or a barrier), as opposed to a read.
+    pub fn is_write(&self) -> bool {
+        !matches!(
+            self,
+            Self::ReadIdAa64dfr0
+                | Self::ReadPmuserenr
+                | Self::ReadPmcr
+                | Self::ReadPmcntenset
+                | Self::ReadPmccfiltr
+        )
+    }
+}
+
+/// How many accesses [`FakeUserAccess`] records.
+pub const USER_ACCESS_LOG_CAPACITY: usize = 32;
+
+/// The registers of [`crate::user_enable`] in memory, recording every access in order.
+///
+/// PMCR_EL0.P and C act like the hardware's (zero the counters, read as 0): the fake
+/// remembers which resets were written ([`FakeUserAccess::zeroed_counters`]).
+/// PMCNTENSET/PMCNTENCLR_EL0 are one enable set.
+#[derive(Debug)]
+pub struct FakeUserAccess {
+    id_aa64dfr0: u64,
+    pmuserenr: Cell<u64>,
+    pmcr: Cell<u64>,
+    enabled: Cell<u64>,
+    pmccfiltr: Cell<u64>,
+    zeroed: Cell<u64>,
+    log: [Cell<Option<UserAccessOp>>; USER_ACCESS_LOG_CAPACITY],
+    logged: Cell<usize>,
+}
+
+/// PMCR_EL0.P | PMCR_EL0.C: write-only actions (Arm ARM, PMCR_EL0).
+const PMCR_RESETS: u64 = 0b110;
+
+impl FakeUserAccess {
+    /// A CPU whose ID_AA64DFR0_EL1 reads `id_aa64dfr0`, every PMU register 0 (reset).
+    pub fn new(id_aa64dfr0: u64) -> Self {
+        Self {
+            id_aa64dfr0,
+            pmuserenr: Cell::new(0),
+            pmcr: Cell::new(0),
+            enabled: Cell::new(0),
+            pmccfiltr: Cell::new(0),
+            zeroed: Cell::new(0),
+            log: [const { Cell::new(None) }; USER_ACCESS_LOG_CAPACITY],
+            logged: Cell::new(0),
+        }
+    }
+
+    /// Sets the registers as someone else (perf, firmware) left them; not recorded.
+    pub fn preset(&self, pmuserenr: u64, pmcr: u64, pmcntenset: u64, pmccfiltr: u64) {
+        self.pmuserenr.set(pmuserenr);
+        self.pmcr.set(pmcr & !PMCR_RESETS);
+        self.enabled.set(pmcntenset);
+        self.pmccfiltr.set(pmccfiltr);
+    }
+
+    /// The accesses since the last [`FakeUserAccess::clear_ops`], oldest first (at most
+    /// [`USER_ACCESS_LOG_CAPACITY`]).
+    pub fn ops(&self) -> impl Iterator<Item = UserAccessOp> + '_ {
+        self.log.iter().filter_map(Cell::get)
+    }
+
+    /// Forgets the recorded accesses.
+    pub fn clear_ops(&self) {
+        for entry in &self.log {
+            entry.set(None);
+        }
+        self.logged.set(0);
+    }
+
+    /// The PMCR_EL0 reset bits (P, C) written so far.
+    pub fn zeroed_counters(&self) -> u64 {
+        self.zeroed.get()
+    }
+
+    fn record(&self, op: UserAccessOp) {
+        let n = self.logged.get();
+        if let Some(entry) = self.log.get(n) {
+            entry.set(Some(op));
+        }
+        self.logged.set(n + 1);
+    }
+}
+
+impl UserAccessRegisters for FakeUserAccess {
+    fn id_aa64dfr0(&self) -> u64 {
+        self.record(UserAccessOp::ReadIdAa64dfr0);
+        self.id_aa64dfr0
+    }
+
+    fn pmuserenr(&self) -> PmuserenrEl0 {
+        self.record(UserAccessOp::ReadPmuserenr);
+        PmuserenrEl0::new(self.pmuserenr.get())
+    }
+
+    fn set_pmuserenr(&self, value: PmuserenrEl0) {
+        self.record(UserAccessOp::WritePmuserenr(value.get()));
+        self.pmuserenr.set(value.get());
+    }
+
+    fn pmcr(&self) -> PmcrEl0 {
+        self.record(UserAccessOp::ReadPmcr);
+        PmcrEl0::new(self.pmcr.get())
+    }
+
+    fn set_pmcr(&self, value: PmcrEl0) {
+        self.record(UserAccessOp::WritePmcr(value.get()));
+        self.zeroed
+            .set(self.zeroed.get() | (value.get() & PMCR_RESETS));
+        self.pmcr.set(value.get() & !PMCR_RESETS);
+    }
+
+    fn pmcntenset(&self) -> PmcntensetEl0 {
+        self.record(UserAccessOp::ReadPmcntenset);
+        PmcntensetEl0::new(self.enabled.get())
+    }
+
+    fn set_pmcntenset(&self, value: PmcntensetEl0) {
+        self.record(UserAccessOp::WritePmcntenset(value.get()));
+        self.enabled.set(self.enabled.get() | value.get());
+    }
+
+    fn set_pmcntenclr(&self, value: PmcntenclrEl0) {
+        self.record(UserAccessOp::WritePmcntenclr(value.get()));
+        self.enabled.set(self.enabled.get() & !value.get());
+    }
+
+    fn pmccfiltr(&self) -> PmccfiltrEl0 {
+        self.record(UserAccessOp::ReadPmccfiltr);
+        PmccfiltrEl0::new(self.pmccfiltr.get())
+    }
+
+    fn set_pmccfiltr(&self, value: PmccfiltrEl0) {
+        self.record(UserAccessOp::WritePmccfiltr(value.get()));
+        self.pmccfiltr.set(value.get());
+    }
+
+    fn isb(&self) {
+        self.record(UserAccessOp::Isb);
     }
 }

@@ -14,7 +14,10 @@
 //!   [`PmuRegisters`] register file; `el1` and `el0` (aarch64 only) provide the real register files
 //!   (EL1, and EL0 after the kernel set PMUSERENR_EL0.EN), [`fake`] the in-memory one the
 //!   host tests drive;
-//! - [`spe`]: SPE registers, capabilities and filter configuration.
+//! - [`spe`]: SPE registers, capabilities and filter configuration;
+//! - [`user_enable`]: the per-CPU grant and restore of EL0 access that both flavours of
+//!   the kernel module kmod-enable-user run (`el1::El1UserAccess` is its real register
+//!   file, [`fake::FakeUserAccess`] the host one).
 //!
 //! ```
 //! use pmu_armv8::fake::FakeRegisters;
@@ -52,13 +55,14 @@ pub mod fake;
 pub mod pmu;
 pub mod registers;
 pub mod spe;
+pub mod user_enable;
 pub mod version;
 
 pub use counter::{counter_for_perf_index, CounterId, EventCounter};
 #[cfg(target_arch = "aarch64")]
 pub use el0::{El0Pmu, El0Registers};
 #[cfg(target_arch = "aarch64")]
-pub use el1::{El1Pmu, El1Registers};
+pub use el1::{El1Pmu, El1Registers, El1UserAccess};
 pub use events::{generic_event, Armv8Event, EventNumber, ImplementedEvents};
 pub use pmu::{
     Armv8Pmu, EventCounterWidth, InterruptRegisters, PmuOptions, PmuRegisters, ProbeError,

@@ -353,3 +353,13 @@ macro_rules! pmu_numbered {
 }
 
 pmu_numbered!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30);
+
+/// `isb`: a context synchronization event. Later instructions see the effects of earlier
+/// system-register writes (callers say which write needs it, and why).
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub fn isb() {
+    // SAFETY: a barrier changes no state and is defined at every Exception level. Not
+    // `nomem`: the compiler must not move memory accesses across it either.
+    unsafe { asm!("isb", options(nostack, preserves_flags)) };
+}

@@ -1,0 +1,823 @@
+//! The stock-kernel flavour of kmod-enable-user (`kmod-enable-user/stock/`): C glue plus
+//! the register logic of pmu-armv8 / pmu-armv6 as one no_std Rust object, for kernels
+//! built without CONFIG_RUST.
+//!
+//! [`build`] runs the flavour's own Makefile (which builds and checks the Rust object,
+//! then runs Kbuild) against any kernel build directory, in a copy of the sources under
+//! `target/kmod-enable-user/stock-<name>/`, with warnings as errors, and checks the
+//! `.ko` it returns (ELF machine, name, license). On top of it:
+//!
+//! - [`arm64_test_kernel`]: against the workspace's arm64 test kernel (which has
+//!   CONFIG_RUST, so both flavours run in the same guest);
+//! - [`debian_arm64`]: against Debian 12's `linux-headers-6.12.*+deb12-arm64` (built
+//!   WITHOUT CONFIG_RUST: the point of this flavour), fetched with `apt-get download`
+//!   through a private apt state (the headers, the common headers and the amd64
+//!   `linux-kbuild` whose host tools must run here), extracted under the cache root;
+//! - [`armv6`]: against an ARMv6 (ARM1176, `ARCH=arm`) kernel build directory.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::initramfs::{os_codename, private_apt, run};
+use crate::kernel::{cache_root, make_env, Arch};
+use crate::step::{workspace_root, Step};
+
+/// The flavour's sources, copied into the build directory (Kbuild builds in place).
+pub const SOURCES: &[&str] = &[
+    "Kbuild",
+    "Makefile",
+    "check-object.sh",
+    "kmod_enable_user_glue.c",
+    "kmod_enable_user_stock.h",
+];
+
+/// What the module is called, in both flavours (they are alternatives).
+pub const MODULE_NAME: &str = "kmod_enable_user";
+
+/// `make` variables of an ARMv6 kernel (the Raspberry Pi 1 / Zero, `bcm2835`).
+pub fn armv6_make_vars() -> Vec<String> {
+    vec!["ARCH=arm".into(), "CROSS_COMPILE=arm-linux-gnueabi-".into()]
+}
+
+/// The directory the stock module is built in for `name` (arm64, debian-arm64, armv6).
+pub fn build_dir(name: &str) -> PathBuf {
+    crate::images::target_dir()
+        .join("kmod-enable-user")
+        .join(format!("stock-{name}"))
+}
+
+/// The cargo target directory the Rust object for `name` is built in: one per build
+/// directory, since the flags follow the kernel's configuration (branch protection) and
+/// cargo would otherwise rebuild `core` whenever they change between two kernels.
+fn rust_target_dir(name: &str) -> PathBuf {
+    build_dir(name).join("rust-target")
+}
+
+/// The ELF machine `make_vars` build for (`readelf -h` wording).
+fn expected_machine(make_vars: &[String]) -> Result<&'static str, String> {
+    match make_vars.iter().find_map(|v| v.strip_prefix("ARCH=")) {
+        Some("arm64") => Ok("AArch64"),
+        Some("arm") => Ok("ARM"),
+        other => Err(format!(
+            "kmod-enable-user/stock builds for ARCH=arm64 or ARCH=arm, not {other:?}"
+        )),
+    }
+}
+
+/// Whether a line of build output is a warning (compiler, Kbuild, modpost, rustc, cargo).
+fn is_warning(line: &str) -> bool {
+    line.to_ascii_lowercase().contains("warning:")
+}
+
+/// Builds kmod_enable_user.ko (stock flavour) against the kernel build directory `kdir`
+/// with the kernel's `make_vars` (`ARCH=…`, `CROSS_COMPILE=…`), in
+/// [`build_dir`]`(name)`. Any warning is an error. Checks the result (ELF machine,
+/// module name, license) and returns the `.ko`.
+pub fn build(kdir: &Path, make_vars: &[String], name: &str) -> Result<PathBuf, String> {
+    let machine = expected_machine(make_vars)?;
+    let dir = build_dir(name);
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = workspace_root().join("kmod-enable-user/stock");
+    for f in SOURCES {
+        let from = src.join(f);
+        let to = dir.join(f);
+        let new = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+        // Copy only on change, so that make's timestamps stay meaningful.
+        if fs::read(&to).ok().as_deref() != Some(&new[..]) {
+            fs::write(&to, &new).map_err(|e| format!("{}: {e}", to.display()))?;
+        }
+    }
+    let manifest = src.join("rust/Cargo.toml");
+    let mut cmd = Command::new("make");
+    cmd.arg("-C")
+        .arg(&dir)
+        .arg(format!("KDIR={}", kdir.display()))
+        .args(make_vars)
+        .arg(format!("RUST_MANIFEST={}", manifest.display()))
+        .arg(format!(
+            "RUST_TARGET_DIR={}",
+            rust_target_dir(name).display()
+        ));
+    make_env(&mut cmd);
+    println!(
+        "    $ make -C {} KDIR={} {} RUST_MANIFEST={} RUST_TARGET_DIR={}",
+        dir.display(),
+        kdir.display(),
+        make_vars.join(" "),
+        manifest.display(),
+        rust_target_dir(name).display()
+    );
+    let started = std::time::Instant::now();
+    let out = cmd.output().map_err(|e| format!("cannot run make: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("Compiling "))
+    {
+        println!("      {line}");
+    }
+    let ko = dir.join(format!("{MODULE_NAME}.ko"));
+    let failure = if out.status.success() {
+        text.lines()
+            .find(|l| is_warning(l))
+            .map(|w| format!("the stock module built with warnings (they are errors here): {w}"))
+    } else {
+        Some(format!("building the stock module failed ({})", out.status))
+    };
+    if let Some(why) = failure {
+        // Remove the results, so that the next run builds (and warns) again.
+        for f in [
+            "kmod_enable_user_glue.o",
+            "kmod_enable_user.o",
+            "kmod_enable_user.ko",
+        ] {
+            let _ = fs::remove_file(dir.join(f));
+        }
+        return Err(why);
+    }
+    if !ko.is_file() {
+        return Err(format!("{} missing after the build", ko.display()));
+    }
+    println!(
+        "    built in {:.1} s: {}",
+        started.elapsed().as_secs_f64(),
+        ko.display()
+    );
+    let got = elf_machine(&ko)?;
+    if got != machine {
+        return Err(format!(
+            "{}: ELF machine {got}, expected {machine}",
+            ko.display()
+        ));
+    }
+    for (field, want) in [("name", MODULE_NAME), ("license", "Dual MIT/GPL")] {
+        let value = modinfo(&ko, field)?;
+        if value != want {
+            return Err(format!(
+                "{}: modinfo {field} = {value:?}, expected {want:?}",
+                ko.display()
+            ));
+        }
+    }
+    if machine == "AArch64" {
+        let parms = modinfo(&ko, "parmtype")?;
+        for want in ["user_access:uint", "cycle_counter:bool"] {
+            if !parms.lines().any(|l| l == want) {
+                return Err(format!(
+                    "{}: parameter {want} missing ({parms:?})",
+                    ko.display()
+                ));
+            }
+        }
+    }
+    println!("    {}: ELF machine {got}", ko.display());
+    for line in run_output("modinfo", &[&ko.display().to_string()])?.lines() {
+        println!("      {line}");
+    }
+    Ok(ko)
+}
+
+/// `readelf -h`'s "Machine:" of `path` ("AArch64", "ARM", …).
+pub fn elf_machine(path: &Path) -> Result<String, String> {
+    let text = run_output("readelf", &["-h", &path.display().to_string()])?;
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Machine:"))
+        .map(|m| m.trim().to_string())
+        .ok_or_else(|| format!("readelf -h {}: no Machine line", path.display()))
+}
+
+/// `modinfo -F field` of `ko` (several values: one per line).
+pub fn modinfo(ko: &Path, field: &str) -> Result<String, String> {
+    Ok(
+        run_output("modinfo", &["-F", field, &ko.display().to_string()])?
+            .trim_end()
+            .to_string(),
+    )
+}
+
+fn run_output(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{program} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The stock module against the workspace's arm64 test kernel (cached).
+pub fn arm64_test_kernel() -> Result<PathBuf, String> {
+    let kernel = crate::kernel::kernel(Arch::Arm64)?;
+    build(&kernel.dir, &Arch::Arm64.make_vars(), "arm64")
+}
+
+/// The stock module against an ARMv6 kernel build directory `kdir` (`ARCH=arm`).
+pub fn armv6(kdir: &Path) -> Result<PathBuf, String> {
+    build(kdir, &armv6_make_vars(), "armv6")
+}
+
+/// The QEMU machine of [`armv6_qemu`]: the Raspberry Pi A+ (BCM2835, ARM1176JZF-S).
+pub const ARMV6_QEMU_MACHINE: &str = "raspi1ap";
+
+/// Its device tree, in the kernel build directory.
+const ARMV6_QEMU_DTB: &str = "arch/arm/boot/dts/broadcom/bcm2835-rpi-a-plus.dtb";
+
+/// Builds the stock module against the ARMv6 kernel `kdir` and loads it in that kernel
+/// under `qemu-system-arm -M raspi1ap` (an ARM1176): QEMU's c15 is a dummy that reads 0,
+/// so SUNAVCR.V does not stick and the module must refuse with EIO, naming the value it
+/// read back, and stay unloaded (tests/guest/armv6_stock.sh). Needs `arch/arm/boot/zImage`
+/// and the A+ device tree in `kdir`.
+pub fn armv6_qemu(kdir: &Path) -> Result<(), String> {
+    let ko = armv6(kdir)?;
+    let zimage = kdir.join("arch/arm/boot/zImage");
+    let dtb = kdir.join(ARMV6_QEMU_DTB);
+    for f in [&zimage, &dtb] {
+        if !f.is_file() {
+            return Err(format!(
+                "{} missing: build the kernel's zImage and dtbs",
+                f.display()
+            ));
+        }
+    }
+    let busybox = crate::initramfs::debian_busybox("armel")?;
+    let guest = workspace_root().join("tests/guest");
+    let mut init = crate::initramfs::read(&guest.join("common.sh"))?;
+    init.extend(crate::initramfs::read(&guest.join("armv6_stock.sh"))?);
+    init.extend_from_slice(b"\nmain\n");
+    use crate::initramfs::Entry;
+    let entries = vec![
+        Entry::Dir("bin"),
+        Entry::Dir("dev"),
+        Entry::CharDev {
+            path: "dev/console",
+            major: 5,
+            minor: 1,
+        },
+        Entry::Dir("lib"),
+        Entry::Dir("lib/modules"),
+        Entry::Dir("lib/modules/stock"),
+        Entry::Dir("proc"),
+        Entry::Dir("sys"),
+        Entry::Dir("tmp"),
+        Entry::File {
+            path: "init".into(),
+            mode: 0o755,
+            data: init,
+        },
+        Entry::File {
+            path: "bin/busybox".into(),
+            mode: 0o755,
+            data: crate::initramfs::read(&busybox)?,
+        },
+        Entry::File {
+            path: crate::initramfs::STOCK_MODULE_PATH
+                .trim_start_matches('/')
+                .into(),
+            mode: 0o644,
+            data: crate::initramfs::read(&ko)?,
+        },
+    ];
+    let cpio = crate::images::target_dir().join("initramfs/armv6-stock.cpio");
+    if let Some(dir) = cpio.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    fs::write(&cpio, crate::initramfs::cpio(&entries))
+        .map_err(|e| format!("{}: {e}", cpio.display()))?;
+    let args: Vec<String> = [
+        "-M",
+        ARMV6_QEMU_MACHINE,
+        "-nographic",
+        "-monitor",
+        "none",
+        "-no-reboot",
+        "-kernel",
+        &zimage.display().to_string(),
+        "-dtb",
+        &dtb.display().to_string(),
+        "-initrd",
+        &cpio.display().to_string(),
+        "-append",
+        "console=ttyAMA0 loglevel=3 scenario=stock-refused flavour=stock",
+    ]
+    .map(String::from)
+    .to_vec();
+    println!("    $ qemu-system-arm {}", args.join(" "));
+    let run = pmu_tests::run_qemu(
+        "qemu-system-arm",
+        &args,
+        std::time::Duration::from_secs(120),
+    );
+    for line in run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("RESULT") || l.starts_with("KLOG"))
+    {
+        println!("      {}", line.trim_end());
+    }
+    check_armv6_refusal(&run)
+}
+
+/// What [`armv6_qemu`] requires of the guest's output.
+fn check_armv6_refusal(run: &pmu_tests::QemuRun) -> Result<(), String> {
+    let field = |scenario: &str, key: &str| -> Option<String> {
+        run.scenario(scenario)
+            .first()
+            .and_then(|r| r.fields.get(key).cloned())
+    };
+    let mut problems = Vec::new();
+    if run.timed_out || run.scenario("done").len() != 1 {
+        problems.push("the guest did not finish its script".to_string());
+    }
+    // ARM1176JZF-S: MIDR part 0xB76 (Linux prints "CPU part : 0xb76").
+    if field("cpu", "part").as_deref() != Some("0xb76") {
+        problems.push(format!(
+            "CPU part {:?}, expected 0xb76 (ARM1176)",
+            field("cpu", "part")
+        ));
+    }
+    if field("module", "stock_marker").as_deref() != Some("1") {
+        problems.push("the guest did not load the stock-kernel flavour".into());
+    }
+    // EIO is 5 (include/uapi/asm-generic/errno-base.h); busybox insmod says
+    // "Input/output error" and exits with status 1 or the errno.
+    if field("insmod", "error").as_deref() != Some("Input/output_error") {
+        problems.push(format!(
+            "insmod error {:?}, expected Input/output_error (EIO)",
+            field("insmod", "error")
+        ));
+    }
+    if field("insmod", "loaded").as_deref() != Some("0") {
+        problems.push("the module stayed loaded".into());
+    }
+    let refusal = "kmod_enable_user: SUNAVCR.V did not stick: wrote 0x1, read back 0x0";
+    if run.klog(refusal).is_empty() {
+        problems.push(format!("no kernel log line with `{refusal}`"));
+    }
+    if field("kernel_log", "trouble").as_deref() != Some("0") {
+        problems.push(format!(
+            "kernel log trouble: {:?}",
+            field("kernel_log", "trouble")
+        ));
+    }
+    if problems.is_empty() {
+        println!("    ARMv6 in QEMU ({ARMV6_QEMU_MACHINE}, ARM1176): refused with EIO, SUNAVCR read back 0x0, not loaded");
+        Ok(())
+    } else {
+        Err(format!(
+            "{}\n--- guest output ---\n{}",
+            problems.join("; "),
+            run.stdout
+        ))
+    }
+}
+
+/// Debian's arm64 kernel headers, extracted.
+pub struct DebianHeaders {
+    /// The kernel ABI version, e.g. `6.12.57+deb12`.
+    pub abi: String,
+    /// `…/usr/src/linux-headers-<abi>-arm64`: the `KDIR`.
+    pub kdir: PathBuf,
+}
+
+/// The newest `6.12.N+debNN` ABI among `apt-cache search` output lines naming
+/// `linux-headers-<abi>-arm64` packages.
+pub fn newest_abi(search_output: &str) -> Option<String> {
+    search_output
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|p| p.strip_prefix("linux-headers-")?.strip_suffix("-arm64"))
+        .filter_map(|abi| {
+            // Exactly 6.12.N+debM: the -rt, -cloud, … flavours end in other words.
+            let (version, deb) = abi.split_once("+deb")?;
+            let mut key: Vec<u32> = version
+                .split('.')
+                .map(|n| n.parse().ok())
+                .collect::<Option<_>>()?;
+            key.push(deb.parse().ok()?);
+            (key.len() == 4 && key[..2] == [6, 12]).then_some((key, abi))
+        })
+        .max()
+        .map(|(_, abi)| abi.to_string())
+}
+
+/// Debian 12's newest `linux-headers-6.12.*+deb12-arm64`, its `-common` part and the
+/// amd64 `linux-kbuild` of the same version, downloaded (once) through a private apt
+/// state and extracted under the cache root, with the absolute links between them made
+/// relative to the extraction.
+pub fn debian_headers_arm64() -> Result<DebianHeaders, String> {
+    let apt = cache_root().join("apt-debian-headers");
+    let codename = os_codename();
+    let options = private_apt(
+        &apt,
+        &["amd64", "arm64"],
+        &[
+            format!("http://deb.debian.org/debian {codename} {codename}-updates main"),
+            format!("http://deb.debian.org/debian-security {codename}-security main"),
+        ],
+    )?;
+    let opts: Vec<&str> = options.iter().map(String::as_str).collect();
+    let lists_fresh = fs::read_dir(apt.join("lists"))
+        .map(|d| d.flatten().count() > 2)
+        .unwrap_or(false);
+    if !lists_fresh {
+        println!(
+            "    apt-get update (private amd64+arm64 state in {})",
+            apt.display()
+        );
+        run("apt-get", &[&opts[..], &["update"]].concat())?;
+    }
+    let search = run_output(
+        "apt-cache",
+        &[
+            &opts[..],
+            &["search", "--names-only", r"^linux-headers-6\.12\..*-arm64$"],
+        ]
+        .concat(),
+    )?;
+    let abi = newest_abi(&search).ok_or_else(|| {
+        format!("no linux-headers-6.12.*-arm64 in the private apt state:\n{search}")
+    })?;
+    let root = cache_root().join("debian-headers").join(&abi);
+    let kdir = root.join(format!("usr/src/linux-headers-{abi}-arm64"));
+    let stamp = root.join(".pmu-complete");
+    if stamp.is_file() && kdir.is_dir() {
+        println!("    Debian headers {abi} (cached): {}", kdir.display());
+        return Ok(DebianHeaders { abi, kdir });
+    }
+    let packages = [
+        format!("linux-headers-{abi}-arm64:arm64"),
+        format!("linux-headers-{abi}-common"),
+        format!("linux-kbuild-{abi}:amd64"),
+    ];
+    let archives = apt.join("downloads");
+    let _ = fs::remove_dir_all(&archives);
+    fs::create_dir_all(&archives).map_err(|e| e.to_string())?;
+    println!("    apt-get download {}", packages.join(" "));
+    let out = Command::new("apt-get")
+        .args(&opts)
+        .arg("download")
+        .args(&packages)
+        .current_dir(&archives)
+        .output()
+        .map_err(|e| format!("cannot run apt-get: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "apt-get download failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let _ = fs::remove_dir_all(&root);
+    fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    for deb in fs::read_dir(&archives)
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
+        let deb = deb.path();
+        println!("    dpkg-deb -x {}", deb.display());
+        run(
+            "dpkg-deb",
+            &[
+                "-x",
+                &deb.display().to_string(),
+                &root.display().to_string(),
+            ],
+        )?;
+    }
+    relink_absolute(&root, &root)?;
+    // The flavour's Makefile includes the common part by its installed path
+    // (`include /usr/src/linux-headers-<abi>-common/Makefile`): point it into `root`.
+    let makefile = kdir.join("Makefile");
+    let text = fs::read_to_string(&makefile).map_err(|e| format!("{}: {e}", makefile.display()))?;
+    let fixed = text.replace("include /usr/", &format!("include {}/usr/", root.display()));
+    fs::write(&makefile, fixed).map_err(|e| format!("{}: {e}", makefile.display()))?;
+    fs::write(&stamp, &abi).map_err(|e| e.to_string())?;
+    println!("    Debian headers {abi}: {}", kdir.display());
+    Ok(DebianHeaders { abi, kdir })
+}
+
+/// Makes every symlink under `dir` that points to an absolute path (`/usr/…`, as
+/// installed by dpkg) point into the extraction `root` instead.
+fn relink_absolute(dir: &Path, root: &Path) -> Result<(), String> {
+    for entry in fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+    {
+        let path = entry.path();
+        let meta = fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(&path).map_err(|e| e.to_string())?;
+            if let Ok(inside) = target.strip_prefix("/") {
+                let fixed = root.join(inside);
+                fs::remove_file(&path).map_err(|e| e.to_string())?;
+                std::os::unix::fs::symlink(&fixed, &path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        } else if meta.is_dir() {
+            relink_absolute(&path, root)?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds the stock module against Debian's arm64 headers and proves what it is for:
+/// the headers' `.config` has no CONFIG_RUST=y (Rust-for-Linux cannot be built there),
+/// the module's vermagic names the Debian kernel, and the `.ko` is AArch64.
+pub fn debian_arm64() -> Result<PathBuf, String> {
+    let headers = debian_headers_arm64()?;
+    let config = fs::read_to_string(headers.kdir.join(".config"))
+        .map_err(|e| format!("{}/.config: {e}", headers.kdir.display()))?;
+    if config.lines().any(|l| l.trim() == "CONFIG_RUST=y") {
+        return Err(format!(
+            "{}/.config has CONFIG_RUST=y: not the stock kernel this build is meant to prove",
+            headers.kdir.display()
+        ));
+    }
+    let rustc_line = config
+        .lines()
+        .find(|l| l.starts_with("CONFIG_RUSTC_VERSION="))
+        .unwrap_or("no CONFIG_RUSTC_VERSION");
+    println!(
+        "    {}/.config: no CONFIG_RUST=y ({rustc_line}: built without rustc)",
+        headers.kdir.display()
+    );
+    let ko = build(&headers.kdir, &Arch::Arm64.make_vars(), "debian-arm64")?;
+    let vermagic = modinfo(&ko, "vermagic")?;
+    let release = format!("{}-arm64 ", headers.abi);
+    if !vermagic.starts_with(&release) {
+        return Err(format!(
+            "vermagic {vermagic:?} does not name Debian's kernel {}-arm64",
+            headers.abi
+        ));
+    }
+    println!(
+        "    Debian {}-arm64 (no CONFIG_RUST): vermagic \"{vermagic}\", ELF machine {}",
+        headers.abi,
+        elf_machine(&ko)?
+    );
+    Ok(ko)
+}
+
+fn arm64_test_kernel_step() -> Result<(), String> {
+    arm64_test_kernel().map(|_| ())
+}
+
+fn debian_arm64_step() -> Result<(), String> {
+    debian_arm64().map(|_| ())
+}
+
+/// `cargo xtask module-stock <args>`.
+pub fn command(args: &[&str]) -> std::process::ExitCode {
+    use crate::step::Plan;
+    use std::process::ExitCode;
+    let direct = |result: Result<(), String>| match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    };
+    match args {
+        ["arm64"] => Plan::new("module-stock")
+            .then(crate::setup::kernel_steps())
+            .then(vec![
+                crate::e2e::kernel_step(Arch::Arm64),
+                Step::func(ARM64_STEP, arm64_test_kernel_step),
+            ])
+            .run(),
+        ["debian-arm64"] => Plan::new("module-stock")
+            .then(crate::setup::kernel_steps())
+            .then(vec![Step::func(DEBIAN_STEP, debian_arm64_step)])
+            .run(),
+        ["armv6", kdir] => direct(armv6(Path::new(kdir)).map(|_| ())),
+        ["armv6-qemu", kdir] => direct(armv6_qemu(Path::new(kdir))),
+        _ => {
+            eprintln!(
+                "xtask: `module-stock` takes `arm64`, `debian-arm64`, `armv6 KDIR` or `armv6-qemu KDIR` (see `cargo xtask help`)"
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+const ARM64_STEP: &str = "kmod-enable-user/stock for the arm64 test kernel (C glue + no_std Rust object, checked; no warnings)";
+const DEBIAN_STEP: &str =
+    "kmod-enable-user/stock against Debian 12's linux-headers-6.12.*-arm64 (no CONFIG_RUST)";
+
+/// The steps of `cargo xtask test` (after the kernel steps): the stock module against
+/// the arm64 test kernel and against Debian's arm64 headers.
+pub fn test_steps() -> Vec<Step> {
+    vec![
+        Step::func(ARM64_STEP, arm64_test_kernel_step),
+        Step::func(DEBIAN_STEP, debian_arm64_step),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Package names as Debian 12 lists them (`apt-cache search linux-headers-6.12`
+    /// on this machine: 6.12.95+deb12 and 6.12.107+deb12 side by side): numeric, not
+    /// lexical, order.
+    #[test]
+    fn newest_abi_compares_numerically() {
+        let search = "\
+linux-headers-6.12.95+deb12-arm64 - Header files for Linux 6.12.95+deb12-arm64
+linux-headers-6.12.107+deb12-arm64 - Header files for Linux 6.12.107+deb12-arm64
+linux-headers-6.12.107+deb12-rt-arm64 - Header files for Linux 6.12.107+deb12-rt-arm64
+linux-headers-6.12.9+deb12-arm64 - Header files for Linux 6.12.9+deb12-arm64
+linux-headers-6.12.200+deb12-rt-arm64 - Header files for Linux 6.12.200+deb12-rt-arm64
+linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
+        // The -rt flavour ("6.12.107+deb12-rt") is not the generic arm64 kernel.
+        assert_eq!(newest_abi(search).as_deref(), Some("6.12.107+deb12"));
+        assert_eq!(newest_abi("linux-headers-6.1.0-40-arm64 - x"), None);
+    }
+
+    /// The guest output of `cargo xtask module-stock armv6-qemu` on QEMU 10.0 raspi1ap
+    /// (the refusal, as measured), and the same with the module loading instead: the
+    /// check passes the first and fails the second.
+    #[test]
+    fn armv6_refusal_check_accepts_only_the_refusal() {
+        let refused = "\
+RESULT boot scenario=stock-refused arch=armv6l kernel=6.12.118 cpus=1
+RESULT module flavour=stock path=/lib/modules/stock/kmod_enable_user.ko stock_marker=1
+RESULT cpu part=0xb76
+RESULT insmod tag=default rc=5 loaded=0 error=Input/output_error
+KLOG kmod_enable_user: SUNAVCR.V did not stick: wrote 0x1, read back 0x0 (…): refusing to load
+RESULT kernel_log trouble=0
+RESULT done scenario=stock-refused
+";
+        let run = |stdout: &str| pmu_tests::QemuRun {
+            stdout: stdout.to_string(),
+            code: Some(0),
+            timed_out: false,
+            results: pmu_tests::parse_results(stdout),
+        };
+        assert_eq!(check_armv6_refusal(&run(refused)), Ok(()));
+        let loaded = refused
+            .replace(
+                "rc=5 loaded=0 error=Input/output_error",
+                "rc=0 loaded=1 error=none",
+            )
+            .replace("SUNAVCR.V did not stick", "loaded: SUNAVCR 0x0 -> 0x1");
+        let err = check_armv6_refusal(&run(&loaded)).unwrap_err();
+        assert!(err.contains("expected Input/output_error"), "{err}");
+        assert!(err.contains("stayed loaded"), "{err}");
+        assert!(err.contains("did not stick"), "{err}");
+    }
+
+    #[test]
+    fn make_vars_select_the_elf_machine() {
+        assert_eq!(expected_machine(&Arch::Arm64.make_vars()), Ok("AArch64"));
+        assert_eq!(expected_machine(&armv6_make_vars()), Ok("ARM"));
+        assert!(expected_machine(&Arch::X86_64.make_vars()).is_err());
+    }
+
+    /// GCC's and modpost's spellings ("warning:", "WARNING: modpost: …") count;
+    /// rustc's `-Dwarnings` in an echoed command line does not.
+    #[test]
+    fn warnings_are_recognised() {
+        assert!(is_warning("glue.c:3:1: warning: unused variable 'x'"));
+        assert!(is_warning("WARNING: modpost: missing MODULE_DESCRIPTION()"));
+        assert!(!is_warning(
+            "RUSTFLAGS=\"-Cforce-unwind-tables=no -Dwarnings\" cargo build"
+        ));
+    }
+
+    /// check-object.sh must fail on an object that uses FP registers, leaves a symbol
+    /// undefined and exports nothing the glue needs: compiled here from C with the
+    /// cross compilers (a double multiply uses d0/d1 on AArch64 and VFP d6/d7 on ARM
+    /// with -mfpu=vfp, the AAPCS/AAPCS64 FP registers).
+    #[test]
+    fn check_object_rejects_fp_undefined_and_missing_exports() {
+        let dir = std::env::temp_dir().join(format!("pmu-check-object-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let c = dir.join("bad.c");
+        fs::write(
+            &c,
+            "extern double g(double);\ndouble f(double x) { return g(x) * 2.5; }\n",
+        )
+        .unwrap();
+        let script = workspace_root().join("kmod-enable-user/stock/check-object.sh");
+        for (arch, gcc, flags) in [
+            ("arm64", "aarch64-linux-gnu-gcc", &["-O2"][..]),
+            (
+                "arm",
+                "arm-linux-gnueabi-gcc",
+                &["-O2", "-mfloat-abi=softfp", "-mfpu=vfp"][..],
+            ),
+        ] {
+            let obj = dir.join(format!("bad-{arch}.o"));
+            let status = Command::new(gcc)
+                .args(flags)
+                .arg("-c")
+                .arg(&c)
+                .arg("-o")
+                .arg(&obj)
+                .status()
+                .unwrap_or_else(|e| panic!("{gcc}: {e} (cargo xtask setup installs it)"));
+            assert!(status.success(), "{gcc}");
+            let out = Command::new("sh")
+                .arg(&script)
+                .arg(arch)
+                .arg(&obj)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !out.status.success(),
+                "{arch}: check-object.sh passed a bad object"
+            );
+            assert!(text.contains("exports missing"), "{arch}: {text}");
+            assert!(
+                text.contains("allow-list") && text.contains(": g"),
+                "{arch}: {text}"
+            );
+            assert!(text.contains("FP/SIMD registers used"), "{arch}: {text}");
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// The Rust object for both kernels' targets, built by the Makefile's own rule (no
+    /// kernel needed), passes check-object.sh: ELF machine, every function the glue
+    /// declares in kmod_enable_user_stock.h exported, no undefined symbol at all (not
+    /// even the panic function: no panic path survived), no FP/SIMD register, no GOT
+    /// relocation.
+    #[test]
+    fn rust_objects_pass_their_checks() {
+        let header = fs::read_to_string(
+            workspace_root().join("kmod-enable-user/stock/kmod_enable_user_stock.h"),
+        )
+        .unwrap();
+        for (arch, machine, prefix) in [
+            ("arm64", "AArch64", "kmod_eu_arm64_"),
+            ("arm", "ARM", "kmod_eu_armv6_"),
+        ] {
+            let name = format!("object-test-{arch}");
+            let dir = build_dir(&name);
+            fs::create_dir_all(&dir).unwrap();
+            for f in SOURCES {
+                fs::copy(
+                    workspace_root().join("kmod-enable-user/stock").join(f),
+                    dir.join(f),
+                )
+                .unwrap();
+            }
+            let mut cmd = Command::new("make");
+            cmd.arg("-C")
+                .arg(&dir)
+                .arg(format!("ARCH={arch}"))
+                .arg(format!(
+                    "RUST_MANIFEST={}",
+                    workspace_root()
+                        .join("kmod-enable-user/stock/rust/Cargo.toml")
+                        .display()
+                ))
+                .arg(format!(
+                    "RUST_TARGET_DIR={}",
+                    rust_target_dir(&name).display()
+                ))
+                // No kernel: no branch protection taken from a kernel's .config.
+                .arg("KDIR=/nonexistent")
+                .arg("kmod_enable_user_rust.o_shipped");
+            make_env(&mut cmd);
+            let out = cmd.output().unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(out.status.success(), "{arch}:\n{text}");
+            assert!(text.contains(&format!("ELF machine {machine}")), "{text}");
+            assert!(text.contains("undefined symbols: none"), "{text}");
+            assert!(text.contains("FP/SIMD registers: none"), "{text}");
+            let obj = dir.join("kmod_enable_user_rust.o_shipped");
+            assert_eq!(elf_machine(&obj).unwrap(), machine);
+            // Every Rust function the header declares is defined by the object.
+            let defined =
+                run_output("nm", &["-g", "--defined-only", &obj.display().to_string()]).unwrap();
+            let declared: Vec<&str> = header
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with(prefix))
+                .collect();
+            assert!(declared.len() >= 4, "{declared:?}");
+            for f in declared {
+                assert!(
+                    defined.lines().any(|l| l.ends_with(&format!(" T {f}"))),
+                    "{arch}: {f} not exported:\n{defined}"
+                );
+            }
+        }
+    }
+}
