@@ -96,8 +96,26 @@ scenario_bench() {
 	finish
 }
 
+# The Raspberry Pi 3 in QEMU (`-M raspi3b`, tests/tests/raspi.rs): the same kernel with
+# the board's device tree; direct access off, on after loading (two of the four
+# Cortex-A53s), off after unloading.
+scenario_raspi() {
+	boot_line
+	result board model=$(tr -d '\0' </proc/device-tree/model | tr ' ' '_')
+	demo before-cpu0 0 direct
+	load default
+	klog
+	demo loaded-cpu0 0 direct
+	demo loaded-cpu3 3 direct
+	unload default
+	klog
+	demo after-cpu0 0 direct
+	finish
+}
+
 main() {
 	case "$scenario" in
+	raspi) scenario_raspi ;;
 	bench) scenario_bench ;;
 	access) scenario_access ;;
 	stress) scenario_stress ;;

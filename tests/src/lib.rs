@@ -105,6 +105,9 @@ pub fn x86_64_args(image: &std::path::Path) -> Vec<String> {
 /// The QEMU program for the x86_64 image.
 pub const QEMU_X86_64: &str = "qemu-system-x86_64";
 
+/// QEMU for 32-bit ARM boards (the ARMv6 Raspberry Pis).
+pub const QEMU_ARM: &str = "qemu-system-arm";
+
 /// Where the kernel end-to-end runs get their artefacts: `cargo xtask e2e <arch>` (and
 /// `cargo xtask test`) build them and set these variables.
 pub mod kernel_env {
@@ -116,6 +119,16 @@ pub mod kernel_env {
     pub const X86_64_KERNEL: &str = "PMU_KERNEL_X86_64";
     /// The x86_64 initramfs (newc cpio).
     pub const X86_64_INITRAMFS: &str = "PMU_INITRAMFS_X86_64";
+    /// The armv6 (ARM1176, bcm2835) test kernel (`zImage`).
+    pub const ARMV6_KERNEL: &str = "PMU_KERNEL_ARMV6";
+    /// The armv6 initramfs (newc cpio).
+    pub const ARMV6_INITRAMFS: &str = "PMU_INITRAMFS_ARMV6";
+    /// The Raspberry Pi 3 Model B device tree, built with the arm64 kernel.
+    pub const RASPI3B_DTB: &str = "PMU_DTB_RASPI3B";
+    /// The Raspberry Pi Zero device tree, built with the armv6 kernel.
+    pub const RASPI0_DTB: &str = "PMU_DTB_RASPI0";
+    /// The Raspberry Pi 1 Model A+ device tree, built with the armv6 kernel.
+    pub const RASPI1AP_DTB: &str = "PMU_DTB_RASPI1AP";
 }
 
 /// The static ARMv6 `pmu-demo` (Raspberry Pi 1 / Zero) and how to run it in user-mode
@@ -191,6 +204,45 @@ pub fn arm64_kernel_args(
         "shift=0,align=off,sleep=off",
     ]);
     args.extend(kernel_tail(smp, kernel, initramfs, "ttyAMA0", scenario));
+    args
+}
+
+/// QEMU for an emulated Raspberry Pi board (`raspi3b`, `raspi0`, `raspi1ap`): the board's
+/// own device tree `dtb`, its RAM size and CPUs (QEMU fixes both per board), the PL011
+/// UART (`ttyAMA0`) on stdio. The boards have no PSCI: the kernel's power-off goes
+/// through the BCM2835 watchdog, which QEMU turns into a reset that `-no-reboot` ends.
+/// `icount` adds `-icount shift=0,align=off,sleep=off` (exact counting, arm64 only);
+/// `flavour` (`rust` or `stock`) picks the module file the guest loads.
+pub fn raspi_args(
+    board: &str,
+    kernel: &std::path::Path,
+    dtb: &std::path::Path,
+    initramfs: &std::path::Path,
+    scenario: &str,
+    flavour: &str,
+    icount: bool,
+) -> Vec<String> {
+    let mut args = strings(&[
+        "-M",
+        board,
+        "-nographic",
+        "-monitor",
+        "none",
+        "-no-reboot",
+        "-dtb",
+    ]);
+    args.push(dtb.display().to_string());
+    if icount {
+        args.extend(strings(&["-icount", "shift=0,align=off,sleep=off"]));
+    }
+    args.extend(strings(&["-kernel"]));
+    args.push(kernel.display().to_string());
+    args.extend(strings(&["-initrd"]));
+    args.push(initramfs.display().to_string());
+    args.extend(strings(&["-append"]));
+    args.push(format!(
+        "console=ttyAMA0 loglevel=3 rdinit=/init scenario={scenario} flavour={flavour}"
+    ));
     args
 }
 

@@ -27,8 +27,9 @@ pub struct EventReport {
     pub min: Option<i64>,
     /// Median over the clean runs (calibrated likewise).
     pub median: Option<i64>,
-    /// Largest raw value over the clean runs.
-    pub max: Option<u64>,
+    /// Largest value over the clean runs (calibrated like `min`: minus `overhead`), so
+    /// that min, median and max are in the same units.
+    pub max: Option<i64>,
     /// Runs without any hazard on this event.
     pub clean_runs: usize,
     /// Runs measured.
@@ -91,6 +92,10 @@ pub fn events_and_runs(m: &Measurement) -> (Vec<EventReport>, Vec<RunReport>) {
                     None,
                 ),
             };
+            let max = e
+                .summary
+                .max
+                .map(|v| v as i64 - overhead.unwrap_or(0) as i64);
             let fallback = (e.summary.clean == 0)
                 .then(|| tolerated(m, i))
                 .filter(|f| f.runs > 0);
@@ -98,7 +103,7 @@ pub fn events_and_runs(m: &Measurement) -> (Vec<EventReport>, Vec<RunReport>) {
                 name: e.name.clone(),
                 min,
                 median,
-                max: e.summary.max,
+                max,
                 clean_runs: e.summary.clean,
                 runs: e.summary.runs,
                 hazards: hazard_names(e.summary.hazards),

@@ -22,6 +22,11 @@ pub fn env_names(arch: Arch) -> [&'static str; 3] {
             "PMU_INITRAMFS_ARM64",
             "PMU_MODULE_ARM64",
         ],
+        Arch::Armv6 => [
+            "PMU_KERNEL_ARMV6",
+            "PMU_INITRAMFS_ARMV6",
+            "PMU_MODULE_ARMV6",
+        ],
     }
 }
 
@@ -32,9 +37,9 @@ pub fn run(arch: Arch) -> Result<(), String> {
     // arm64: the stock-kernel flavour too; the same scenarios run once per flavour.
     let stock = match arch {
         Arch::Arm64 => Some(crate::stock_module::arm64_test_kernel()?),
-        Arch::X86_64 => None,
+        Arch::X86_64 | Arch::Armv6 => None,
     };
-    let initramfs = crate::initramfs::build(arch, &ko, stock.as_deref())?;
+    let initramfs = crate::initramfs::build(arch, Some(&ko), stock.as_deref())?;
     let [k, i, m] = env_names(arch);
     let test = format!("kernel_{}", arch.name());
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -77,12 +82,21 @@ fn kernel_arm64() -> Result<(), String> {
     kernel::kernel(Arch::Arm64).map(|_| ())
 }
 
+fn kernel_armv6() -> Result<(), String> {
+    kernel::kernel(Arch::Armv6).map(|_| ())
+}
+
 fn module_x86_64() -> Result<(), String> {
     kernel::module(Arch::X86_64).map(|_| ())
 }
 
 fn module_arm64() -> Result<(), String> {
     kernel::module(Arch::Arm64).map(|_| ())
+}
+
+/// Fails with the reason: no Rust-for-Linux on 32-bit ARM.
+fn module_armv6() -> Result<(), String> {
+    kernel::module(Arch::Armv6).map(|_| ())
 }
 
 fn e2e_x86_64() -> Result<(), String> {
@@ -104,6 +118,7 @@ pub fn kernel_step(arch: Arch) -> Step {
     match arch {
         Arch::X86_64 => Step::func(what, kernel_x86_64),
         Arch::Arm64 => Step::func(what, kernel_arm64),
+        Arch::Armv6 => Step::func(what, kernel_armv6),
     }
 }
 
@@ -116,34 +131,41 @@ pub fn module_step(arch: Arch) -> Step {
     match arch {
         Arch::X86_64 => Step::func(what, module_x86_64),
         Arch::Arm64 => Step::func(what, module_arm64),
+        Arch::Armv6 => Step::func(what, module_armv6),
     }
 }
 
-/// The step that builds the initramfs of `arch` and runs its end-to-end tests.
+/// The step that builds the initramfs of `arch` and runs its end-to-end tests (armv6:
+/// the emulated Raspberry Pis, arm64's Pi 3 included).
 pub fn e2e_step(arch: Arch) -> Step {
-    let what = format!(
-        "kernel end-to-end tests, {} (initramfs, QEMU TCG, tests/tests/kernel_{}.rs)",
-        arch.name(),
-        arch.name()
-    );
+    let what = if arch == Arch::Armv6 {
+        "emulated Raspberry Pis: raspi3b (arm64 kernel + DTB, both module flavours), raspi0 and raspi1ap (armv6 kernel, stock module, ARMv6 pmu-demo) (tests/tests/raspi.rs)".to_string()
+    } else {
+        format!(
+            "kernel end-to-end tests, {} (initramfs, QEMU TCG, tests/tests/kernel_{}.rs)",
+            arch.name(),
+            arch.name()
+        )
+    };
     match arch {
         Arch::X86_64 => Step::func(what, e2e_x86_64),
         Arch::Arm64 => Step::func(what, e2e_arm64),
+        Arch::Armv6 => Step::func(what, crate::raspi::run),
     }
 }
 
 /// The kernel part of `cargo xtask test` (its tools are installed at the start of the
-/// plan): both kernels, the module, the runs.
+/// plan): the three kernels, the modules, the runs, the emulated Raspberry Pis.
 pub fn test_steps() -> Vec<Step> {
     let mut steps = Vec::new();
-    for arch in [Arch::X86_64, Arch::Arm64] {
+    for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6] {
         steps.push(kernel_step(arch));
     }
     for arch in [Arch::X86_64, Arch::Arm64] {
         steps.push(module_step(arch));
     }
     steps.extend(crate::stock_module::test_steps());
-    for arch in [Arch::X86_64, Arch::Arm64] {
+    for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6] {
         steps.push(e2e_step(arch));
     }
     steps

@@ -143,7 +143,9 @@ fn busybox(arch: Arch) -> Result<PathBuf, String> {
             }
             Ok(path)
         }
-        Arch::Arm64 => busybox_arm64(),
+        Arch::Arm64 => debian_busybox("arm64"),
+        // Debian's armel port is ARMv5TE code, which the ARM1176 (ARMv6) runs.
+        Arch::Armv6 => debian_busybox("armel"),
     }
 }
 
@@ -196,11 +198,6 @@ pub fn private_apt(dir: &Path, archs: &[&str], sources: &[String]) -> Result<Vec
         .map(String::from),
     );
     Ok(options)
-}
-
-/// Debian's arm64 busybox-static, downloaded once through a private apt state.
-fn busybox_arm64() -> Result<PathBuf, String> {
-    debian_busybox("arm64")
 }
 
 /// Debian's busybox-static for the Debian architecture `arch` (`arm64`, `armel`: the
@@ -277,7 +274,11 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
 /// Builds the static `pmu-demo` for `arch` (musl target; `.cargo/config.toml` links it
 /// with rust-lld, no cross C toolchain needed) and returns its path.
 fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
-    let target = arch.musl_target();
+    if arch == Arch::Armv6 {
+        // -Zbuild-std with glibc, checked static and ARMv6 (xtask/src/armv6.rs).
+        return crate::armv6::armv6_demo();
+    }
+    let target = arch.user_target();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args([
@@ -322,7 +323,7 @@ fn pce_probe() -> Result<PathBuf, String> {
             "-C",
             "target-feature=+crt-static",
             "--target",
-            Arch::X86_64.musl_target(),
+            Arch::X86_64.user_target(),
             "-o",
         ])
         .arg(&out)
@@ -355,10 +356,11 @@ pub fn path(arch: Arch) -> PathBuf {
         .join(format!("{}.cpio", arch.name()))
 }
 
-/// Builds the initramfs of `arch` around the module `ko` and, when given, the stock-kernel
-/// flavour `stock` of it.
-pub fn build(arch: Arch, ko: &Path, stock: Option<&Path>) -> Result<PathBuf, String> {
-    build_with_modules(arch, ko, stock, &[], path(arch))
+/// Builds the initramfs of `arch` around the module's flavours: `rust` (Rust-for-Linux,
+/// at [`MODULE_PATH`]) and `stock` (no CONFIG_RUST needed, at [`STOCK_MODULE_PATH`]),
+/// each when given (the armv6 kernel takes only the stock one).
+pub fn build(arch: Arch, rust: Option<&Path>, stock: Option<&Path>) -> Result<PathBuf, String> {
+    build_with_modules(arch, rust, stock, &[], path(arch))
 }
 
 /// Builds the initramfs of `arch` around the module `ko`, with more executables
@@ -369,13 +371,13 @@ pub fn build_with(
     extra: &[(&str, PathBuf)],
     out: PathBuf,
 ) -> Result<PathBuf, String> {
-    build_with_modules(arch, ko, None, extra, out)
+    build_with_modules(arch, Some(ko), None, extra, out)
 }
 
 /// [`build_with`], plus the stock-kernel flavour of the module at [`STOCK_MODULE_PATH`].
 pub fn build_with_modules(
     arch: Arch,
-    ko: &Path,
+    rust: Option<&Path>,
     stock: Option<&Path>,
     extra: &[(&str, PathBuf)],
     out: PathBuf,
@@ -410,12 +412,14 @@ pub fn build_with_modules(
             mode: 0o755,
             data: read(&demo)?,
         },
-        Entry::File {
+    ];
+    if let Some(ko) = rust {
+        entries.push(Entry::File {
             path: MODULE_PATH.trim_start_matches('/').into(),
             mode: 0o644,
             data: read(ko)?,
-        },
-    ];
+        });
+    }
     if let Some(stock) = stock {
         entries.push(Entry::Dir("lib/modules/stock"));
         entries.push(Entry::File {
@@ -444,9 +448,14 @@ pub fn build_with_modules(
     }
     fs::write(&out, &archive).map_err(|e| format!("{}: {e}", out.display()))?;
     println!(
-        "    initramfs: {} ({} KiB: busybox, pmu-demo, kmod_enable_user.ko{}{}, /init)",
+        "    initramfs: {} ({} KiB: busybox, pmu-demo{}{}{}, /init)",
         out.display(),
         archive.len() / 1024,
+        if rust.is_some() {
+            ", kmod_enable_user.ko"
+        } else {
+            ""
+        },
         if stock.is_some() {
             ", stock/kmod_enable_user.ko"
         } else {

@@ -35,7 +35,7 @@ pub const BINDGEN_VERSION: &str = "0.73.2";
 
 /// Version of the build recipe below: bump it when the commands change, so that cached
 /// kernels built the old way are not reused.
-const RECIPE: u32 = 1;
+const RECIPE: u32 = 2;
 
 /// Name of the stamp file written when a build directory is complete.
 const COMPLETE: &str = ".pmu-complete";
@@ -47,6 +47,10 @@ pub enum Arch {
     X86_64,
     /// arm64, cross-built with Debian's aarch64-linux-gnu-gcc.
     Arm64,
+    /// 32-bit ARMv6 (the ARM1176 of the Raspberry Pi 1 and Zero), cross-built with
+    /// Debian's arm-linux-gnueabi-gcc. Linux 6.12 has no Rust support for 32-bit ARM:
+    /// this kernel has no CONFIG_RUST and takes only the stock-kernel module flavour.
+    Armv6,
 }
 
 impl Arch {
@@ -55,6 +59,7 @@ impl Arch {
         match word {
             "x86_64" => Some(Self::X86_64),
             "arm64" | "aarch64" => Some(Self::Arm64),
+            "armv6" => Some(Self::Armv6),
             _ => None,
         }
     }
@@ -64,15 +69,24 @@ impl Arch {
         match self {
             Self::X86_64 => "x86_64",
             Self::Arm64 => "arm64",
+            Self::Armv6 => "armv6",
         }
     }
 
-    /// The Rust target of the static user-space programs for its initramfs.
-    pub fn musl_target(self) -> &'static str {
+    /// The Rust target of the static user-space programs for its initramfs (musl where
+    /// rustup ships it; ARMv6 has only the `-Zbuild-std` glibc target).
+    pub fn user_target(self) -> &'static str {
         match self {
             Self::X86_64 => "x86_64-unknown-linux-musl",
             Self::Arm64 => "aarch64-unknown-linux-musl",
+            Self::Armv6 => "arm-unknown-linux-gnueabi",
         }
+    }
+
+    /// Whether the kernel is built with CONFIG_RUST (and so takes the Rust-for-Linux
+    /// module).
+    pub fn has_rust(self) -> bool {
+        !matches!(self, Self::Armv6)
     }
 
     /// `make` variables that select the architecture and the compiler; the module must be
@@ -84,6 +98,7 @@ impl Arch {
                 "ARCH=arm64".into(),
                 "CROSS_COMPILE=aarch64-linux-gnu-".into(),
             ],
+            Self::Armv6 => vec!["ARCH=arm".into(), "CROSS_COMPILE=arm-linux-gnueabi-".into()],
         }
     }
 
@@ -92,6 +107,7 @@ impl Arch {
         match self {
             Self::X86_64 => "clang-14",
             Self::Arm64 => "aarch64-linux-gnu-gcc",
+            Self::Armv6 => "arm-linux-gnueabi-gcc",
         }
     }
 
@@ -100,6 +116,16 @@ impl Arch {
         match self {
             Self::X86_64 => ("bzImage", "arch/x86/boot/bzImage"),
             Self::Arm64 => ("Image", "arch/arm64/boot/Image"),
+            Self::Armv6 => ("zImage", "arch/arm/boot/zImage"),
+        }
+    }
+
+    /// Where `make dtbs` puts the Broadcom (Raspberry Pi) device trees; x86 has none.
+    fn dts_dir(self) -> Option<&'static str> {
+        match self {
+            Self::X86_64 => None,
+            Self::Arm64 => Some("arch/arm64/boot/dts/broadcom"),
+            Self::Armv6 => Some("arch/arm/boot/dts/broadcom"),
         }
     }
 
@@ -123,6 +149,27 @@ impl Kernel {
     /// The boot image QEMU loads (`bzImage` or `Image`).
     pub fn image(&self) -> PathBuf {
         self.dir.join(self.arch.image().1)
+    }
+
+    /// A Raspberry Pi device tree built with the kernel (`name` without `.dtb`, e.g.
+    /// `bcm2837-rpi-3-b`).
+    ///
+    /// # Errors
+    /// The architecture has no device trees, or the kernel's config did not build it.
+    pub fn dtb(&self, name: &str) -> Result<PathBuf, String> {
+        let dir = self
+            .arch
+            .dts_dir()
+            .ok_or_else(|| format!("{} kernels have no device trees", self.arch.name()))?;
+        let path = self.dir.join(dir).join(format!("{name}.dtb"));
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{} missing: not built by this kernel's `make dtbs`",
+                path.display()
+            ))
+        }
     }
 }
 
@@ -473,6 +520,21 @@ pub fn kernel(arch: Arch) -> Result<Kernel, String> {
         .join("kernel")
         .join(format!("{}-{hash}", arch.name()));
     let kernel = Kernel { arch, dir };
+    fs::create_dir_all(cache_root().join("kernel")).map_err(|e| e.to_string())?;
+    // One build per key at a time: a second `cargo xtask` (another checkout, a test run)
+    // waits here for the first to finish, then finds the result complete.
+    let lock_path = cache_root()
+        .join("kernel")
+        .join(format!("{}-{hash}.lock", arch.name()));
+    let lock = fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        println!(
+            "    waiting for another build of this kernel (lock {})",
+            lock_path.display()
+        );
+        lock.lock()
+            .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    }
     if kernel.dir.join(COMPLETE).is_file() && kernel.image().is_file() {
         println!(
             "    cached: {} ({SOURCE_PACKAGE} {version}, key {hash})",
@@ -521,16 +583,22 @@ pub fn kernel(arch: Arch) -> Result<Kernel, String> {
         &log,
     )?;
     check_config(arch, dir)?;
-    run_logged(
-        "make rustavailable",
-        make(&source, dir, arch, &["rustavailable"]),
-        &log,
-    )?;
+    if arch.has_rust() {
+        run_logged(
+            "make rustavailable",
+            make(&source, dir, arch, &["rustavailable"]),
+            &log,
+        )?;
+    }
     let jobs_arg = format!("-j{jobs}");
     let (image, _) = arch.image();
+    let mut targets = vec![jobs_arg.as_str(), image, "modules"];
+    if arch.dts_dir().is_some() {
+        targets.push("dtbs");
+    }
     run_logged(
-        &format!("make {jobs_arg} {image} modules"),
-        make(&source, dir, arch, &[&jobs_arg, image, "modules"]),
+        &format!("make {}", targets.join(" ")),
+        make(&source, dir, arch, &targets),
         &log,
     )?;
     if !kernel.image().is_file() {
@@ -563,6 +631,12 @@ fn module_dir(arch: Arch) -> PathBuf {
 /// compiler settings, the kernel's clippy lints); any warning is an error. Returns the
 /// `.ko`.
 pub fn module(arch: Arch) -> Result<PathBuf, String> {
+    if !arch.has_rust() {
+        return Err(format!(
+            "Linux 6.12 has no Rust support for 32-bit ARM: the {} kernel takes the stock-kernel flavour of kmod-enable-user",
+            arch.name()
+        ));
+    }
     let kernel = kernel(arch)?;
     let dir = module_dir(arch);
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -641,7 +715,7 @@ mod tests {
 
     #[test]
     fn arch_names_round_trip() {
-        for arch in [Arch::X86_64, Arch::Arm64] {
+        for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6] {
             assert_eq!(Arch::parse(arch.name()), Some(arch));
             assert!(arch.fragment().is_file(), "{}", arch.fragment().display());
         }

@@ -12,6 +12,7 @@ mod hw_check;
 mod images;
 mod initramfs;
 mod kernel;
+mod raspi;
 mod setup;
 mod step;
 mod stock_module;
@@ -37,12 +38,14 @@ COMMANDS:
                       ARMv6 through build-std), the ARMv6 pmu-demo under
                       qemu-arm -cpu arm1176, then the bare-metal images booted
                       in QEMU with their RESULT lines asserted (tests/), then
-                      the kernel side: both test kernels (cached), the module,
-                      the stock-kernel module (arm64 test kernel, Debian's
-                      arm64 headers), the initramfs, and the end-to-end runs
-                      in QEMU (arm64: both module flavours); last, the
-                      bench (below, about 15 s with the kernel cached).
-    kernel <x86_64|arm64>
+                      the kernel side: the three test kernels (x86_64, arm64,
+                      armv6; cached), the module, the stock-kernel module
+                      (arm64 test kernel, Debian's arm64 headers, armv6), the
+                      initramfs, the end-to-end runs in QEMU (arm64: both
+                      module flavours), the emulated Raspberry Pis (raspi,
+                      below); last, the bench (below, about 15 s with the
+                      kernel cached).
+    kernel <x86_64|arm64|armv6>
                       Build the test kernel (Debian's linux-source-6.12,
                       tinyconfig + xtask/kernel/<arch>.config, pinned rustc and
                       bindgen-cli) once; cached outside the clone in
@@ -51,17 +54,22 @@ COMMANDS:
     module <x86_64|arm64>
                       Build kmod-enable-user against that kernel (make KDIR=…),
                       warnings are errors; prints its modinfo.
-    module-stock <arm64|debian-arm64|armv6 KDIR|armv6-qemu KDIR>
+    module-stock <arm64|debian-arm64|armv6 [KDIR]>
                       The stock-kernel flavour of kmod-enable-user (no
                       CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
                       object, checked with nm/objdump): against the arm64 test
                       kernel, against Debian 12's newest
                       linux-headers-6.12.*+deb12-arm64 (fetched through a
                       private apt state; asserts no CONFIG_RUST, prints
-                      vermagic), or against an ARMv6 kernel build directory;
-                      armv6-qemu also loads it in that kernel under
-                      qemu-system-arm -M raspi1ap and asserts the refusal
-                      (QEMU's ARM1176 c15 is a dummy: SUNAVCR.V cannot stick).
+                      vermagic), or against the armv6 test kernel (or an
+                      ARMv6 kernel build directory KDIR).
+    raspi             The emulated Raspberry Pis (QEMU 10): raspi3b boots the
+                      arm64 test kernel with bcm2837-rpi-3-b.dtb (icount: exact
+                      counts), loads each module flavour and reads counters
+                      directly; raspi0 and raspi1ap boot the armv6 (bcm2835)
+                      kernel, where QEMU's ARM1176 c15 is a dummy: the stock
+                      module must refuse with -EIO and the ARMv6 pmu-demo must
+                      say \"not enabled\" (tests/tests/raspi.rs).
     e2e <x86_64|arm64>
                       Kernel, module, initramfs (busybox-static, static pmu-demo,
                       the module), then boot them in QEMU TCG and assert on the
@@ -134,7 +142,7 @@ fn main() -> ExitCode {
             Some(arch) => Plan::new("kernel")
                 .then(setup::kernel_steps())
                 .then(vec![e2e::kernel_step(arch)]),
-            None => return usage("`kernel` takes `x86_64` or `arm64`"),
+            None => return usage("`kernel` takes `x86_64`, `arm64` or `armv6`"),
         },
         ["module", arch] => match kernel::Arch::parse(arch) {
             Some(arch) => Plan::new("module")
@@ -154,6 +162,15 @@ fn main() -> ExitCode {
                 ]),
             None => return usage("`e2e` takes `x86_64` or `arm64`"),
         },
+        ["raspi"] => Plan::new("raspi")
+            .then(setup::steps())
+            .then(setup::kernel_steps())
+            .then(vec![
+                e2e::kernel_step(kernel::Arch::Arm64),
+                e2e::kernel_step(kernel::Arch::Armv6),
+                e2e::module_step(kernel::Arch::Arm64),
+                e2e::e2e_step(kernel::Arch::Armv6),
+            ]),
         ["demo"] => return demo::run(),
         ["bench"] => return bench::run(false),
         ["bench", "--json"] => return bench::run(true),

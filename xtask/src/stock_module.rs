@@ -227,161 +227,6 @@ pub fn armv6(kdir: &Path) -> Result<PathBuf, String> {
     build(kdir, &armv6_make_vars(), "armv6")
 }
 
-/// The QEMU machine of [`armv6_qemu`]: the Raspberry Pi A+ (BCM2835, ARM1176JZF-S).
-pub const ARMV6_QEMU_MACHINE: &str = "raspi1ap";
-
-/// Its device tree, in the kernel build directory.
-const ARMV6_QEMU_DTB: &str = "arch/arm/boot/dts/broadcom/bcm2835-rpi-a-plus.dtb";
-
-/// Builds the stock module against the ARMv6 kernel `kdir` and loads it in that kernel
-/// under `qemu-system-arm -M raspi1ap` (an ARM1176): QEMU's c15 is a dummy that reads 0,
-/// so SUNAVCR.V does not stick and the module must refuse with EIO, naming the value it
-/// read back, and stay unloaded (tests/guest/armv6_stock.sh). Needs `arch/arm/boot/zImage`
-/// and the A+ device tree in `kdir`.
-pub fn armv6_qemu(kdir: &Path) -> Result<(), String> {
-    let ko = armv6(kdir)?;
-    let zimage = kdir.join("arch/arm/boot/zImage");
-    let dtb = kdir.join(ARMV6_QEMU_DTB);
-    for f in [&zimage, &dtb] {
-        if !f.is_file() {
-            return Err(format!(
-                "{} missing: build the kernel's zImage and dtbs",
-                f.display()
-            ));
-        }
-    }
-    let busybox = crate::initramfs::debian_busybox("armel")?;
-    let guest = workspace_root().join("tests/guest");
-    let mut init = crate::initramfs::read(&guest.join("common.sh"))?;
-    init.extend(crate::initramfs::read(&guest.join("armv6_stock.sh"))?);
-    init.extend_from_slice(b"\nmain\n");
-    use crate::initramfs::Entry;
-    let entries = vec![
-        Entry::Dir("bin"),
-        Entry::Dir("dev"),
-        Entry::CharDev {
-            path: "dev/console",
-            major: 5,
-            minor: 1,
-        },
-        Entry::Dir("lib"),
-        Entry::Dir("lib/modules"),
-        Entry::Dir("lib/modules/stock"),
-        Entry::Dir("proc"),
-        Entry::Dir("sys"),
-        Entry::Dir("tmp"),
-        Entry::File {
-            path: "init".into(),
-            mode: 0o755,
-            data: init,
-        },
-        Entry::File {
-            path: "bin/busybox".into(),
-            mode: 0o755,
-            data: crate::initramfs::read(&busybox)?,
-        },
-        Entry::File {
-            path: crate::initramfs::STOCK_MODULE_PATH
-                .trim_start_matches('/')
-                .into(),
-            mode: 0o644,
-            data: crate::initramfs::read(&ko)?,
-        },
-    ];
-    let cpio = crate::images::target_dir().join("initramfs/armv6-stock.cpio");
-    if let Some(dir) = cpio.parent() {
-        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    fs::write(&cpio, crate::initramfs::cpio(&entries))
-        .map_err(|e| format!("{}: {e}", cpio.display()))?;
-    let args: Vec<String> = [
-        "-M",
-        ARMV6_QEMU_MACHINE,
-        "-nographic",
-        "-monitor",
-        "none",
-        "-no-reboot",
-        "-kernel",
-        &zimage.display().to_string(),
-        "-dtb",
-        &dtb.display().to_string(),
-        "-initrd",
-        &cpio.display().to_string(),
-        "-append",
-        "console=ttyAMA0 loglevel=3 scenario=stock-refused flavour=stock",
-    ]
-    .map(String::from)
-    .to_vec();
-    println!("    $ qemu-system-arm {}", args.join(" "));
-    let run = pmu_tests::run_qemu(
-        "qemu-system-arm",
-        &args,
-        std::time::Duration::from_secs(120),
-    );
-    for line in run
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("RESULT") || l.starts_with("KLOG"))
-    {
-        println!("      {}", line.trim_end());
-    }
-    check_armv6_refusal(&run)
-}
-
-/// What [`armv6_qemu`] requires of the guest's output.
-fn check_armv6_refusal(run: &pmu_tests::QemuRun) -> Result<(), String> {
-    let field = |scenario: &str, key: &str| -> Option<String> {
-        run.scenario(scenario)
-            .first()
-            .and_then(|r| r.fields.get(key).cloned())
-    };
-    let mut problems = Vec::new();
-    if run.timed_out || run.scenario("done").len() != 1 {
-        problems.push("the guest did not finish its script".to_string());
-    }
-    // ARM1176JZF-S: MIDR part 0xB76 (Linux prints "CPU part : 0xb76").
-    if field("cpu", "part").as_deref() != Some("0xb76") {
-        problems.push(format!(
-            "CPU part {:?}, expected 0xb76 (ARM1176)",
-            field("cpu", "part")
-        ));
-    }
-    if field("module", "stock_marker").as_deref() != Some("1") {
-        problems.push("the guest did not load the stock-kernel flavour".into());
-    }
-    // EIO is 5 (include/uapi/asm-generic/errno-base.h); busybox insmod says
-    // "Input/output error" and exits with status 1 or the errno.
-    if field("insmod", "error").as_deref() != Some("Input/output_error") {
-        problems.push(format!(
-            "insmod error {:?}, expected Input/output_error (EIO)",
-            field("insmod", "error")
-        ));
-    }
-    if field("insmod", "loaded").as_deref() != Some("0") {
-        problems.push("the module stayed loaded".into());
-    }
-    let refusal = "kmod_enable_user: SUNAVCR.V did not stick: wrote 0x1, read back 0x0";
-    if run.klog(refusal).is_empty() {
-        problems.push(format!("no kernel log line with `{refusal}`"));
-    }
-    if field("kernel_log", "trouble").as_deref() != Some("0") {
-        problems.push(format!(
-            "kernel log trouble: {:?}",
-            field("kernel_log", "trouble")
-        ));
-    }
-    if problems.is_empty() {
-        println!("    ARMv6 in QEMU ({ARMV6_QEMU_MACHINE}, ARM1176): refused with EIO, SUNAVCR read back 0x0, not loaded");
-        Ok(())
-    } else {
-        Err(format!(
-            "{}\n--- guest output ---\n{}",
-            problems.join("; "),
-            run.stdout
-        ))
-    }
-}
-
 /// Debian's arm64 kernel headers, extracted.
 pub struct DebianHeaders {
     /// The kernel ABI version, e.g. `6.12.57+deb12`.
@@ -599,15 +444,27 @@ pub fn command(args: &[&str]) -> std::process::ExitCode {
             .then(crate::setup::kernel_steps())
             .then(vec![Step::func(DEBIAN_STEP, debian_arm64_step)])
             .run(),
+        ["armv6"] => Plan::new("module-stock")
+            .then(crate::setup::kernel_steps())
+            .then(vec![
+                crate::e2e::kernel_step(Arch::Armv6),
+                Step::func(ARMV6_STEP, armv6_test_kernel_step),
+            ])
+            .run(),
         ["armv6", kdir] => direct(armv6(Path::new(kdir)).map(|_| ())),
-        ["armv6-qemu", kdir] => direct(armv6_qemu(Path::new(kdir))),
         _ => {
             eprintln!(
-                "xtask: `module-stock` takes `arm64`, `debian-arm64`, `armv6 KDIR` or `armv6-qemu KDIR` (see `cargo xtask help`)"
+                "xtask: `module-stock` takes `arm64`, `debian-arm64` or `armv6 [KDIR]` (see `cargo xtask help`)"
             );
             ExitCode::from(2)
         }
     }
+}
+
+const ARMV6_STEP: &str = "kmod-enable-user/stock for the armv6 test kernel (bcm2835, no CONFIG_RUST; checked; no warnings)";
+
+fn armv6_test_kernel_step() -> Result<(), String> {
+    armv6(&crate::kernel::kernel(Arch::Armv6)?.dir).map(|_| ())
 }
 
 const ARM64_STEP: &str = "kmod-enable-user/stock for the arm64 test kernel (C glue + no_std Rust object, checked; no warnings)";
@@ -620,6 +477,7 @@ pub fn test_steps() -> Vec<Step> {
     vec![
         Step::func(ARM64_STEP, arm64_test_kernel_step),
         Step::func(DEBIAN_STEP, debian_arm64_step),
+        Step::func(ARMV6_STEP, armv6_test_kernel_step),
     ]
 }
 
@@ -642,39 +500,6 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
         // The -rt flavour ("6.12.107+deb12-rt") is not the generic arm64 kernel.
         assert_eq!(newest_abi(search).as_deref(), Some("6.12.107+deb12"));
         assert_eq!(newest_abi("linux-headers-6.1.0-40-arm64 - x"), None);
-    }
-
-    /// The guest output of `cargo xtask module-stock armv6-qemu` on QEMU 10.0 raspi1ap
-    /// (the refusal, as measured), and the same with the module loading instead: the
-    /// check passes the first and fails the second.
-    #[test]
-    fn armv6_refusal_check_accepts_only_the_refusal() {
-        let refused = "\
-RESULT boot scenario=stock-refused arch=armv6l kernel=6.12.118 cpus=1
-RESULT module flavour=stock path=/lib/modules/stock/kmod_enable_user.ko stock_marker=1
-RESULT cpu part=0xb76
-RESULT insmod tag=default rc=5 loaded=0 error=Input/output_error
-KLOG kmod_enable_user: SUNAVCR.V did not stick: wrote 0x1, read back 0x0 (…): refusing to load
-RESULT kernel_log trouble=0
-RESULT done scenario=stock-refused
-";
-        let run = |stdout: &str| pmu_tests::QemuRun {
-            stdout: stdout.to_string(),
-            code: Some(0),
-            timed_out: false,
-            results: pmu_tests::parse_results(stdout),
-        };
-        assert_eq!(check_armv6_refusal(&run(refused)), Ok(()));
-        let loaded = refused
-            .replace(
-                "rc=5 loaded=0 error=Input/output_error",
-                "rc=0 loaded=1 error=none",
-            )
-            .replace("SUNAVCR.V did not stick", "loaded: SUNAVCR 0x0 -> 0x1");
-        let err = check_armv6_refusal(&run(&loaded)).unwrap_err();
-        assert!(err.contains("expected Input/output_error"), "{err}");
-        assert!(err.contains("stayed loaded"), "{err}");
-        assert!(err.contains("did not stick"), "{err}");
     }
 
     #[test]

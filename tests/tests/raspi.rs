@@ -1,0 +1,233 @@
+//! Emulated Raspberry Pi boards (issue 7): the test kernels booted on QEMU's `raspi3b`
+//! (arm64, Cortex-A53, the Rust-enabled arm64 test kernel with the board's device tree),
+//! and `raspi0` / `raspi1ap` (ARMv6, ARM1176, a `bcm2835` kernel without Rust support)
+//! with kmod-enable-user and the static `pmu-demo` in the initramfs.
+//!
+//! On the ARM1176 boards QEMU's c15 is a dummy that reads 0 at PL1 (shared/DESIGN.md,
+//! "What QEMU gives us"): the module's SUNAVCR read-back check fails and it must refuse
+//! to load with -EIO; on a real Pi 1 the same check passes.
+//!
+//! Run with `cargo xtask raspi` (or `cargo xtask test`), which builds the artefacts and
+//! passes their paths in the `PMU_KERNEL_*`, `PMU_INITRAMFS_*` and `PMU_DTB_*` variables.
+
+use std::time::Duration;
+
+use pmu_tests::{
+    kernel_artefact, kernel_env, raspi_args, run_qemu, QemuRun, QEMU_AARCH64, QEMU_ARM,
+};
+use serde_json::Value;
+
+/// Boot + scenario: the boards boot in a few seconds; the Pi 3 runs under icount.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// What pmu-demo prints on stderr when direct access is not enabled (its exit status 3).
+const NOT_ENABLED: &str = "user access to the PMU is not enabled: load kmod-enable-user";
+
+/// What to boot: QEMU program and board, the artefacts' variables, the module flavour.
+struct Board {
+    program: &'static str,
+    board: &'static str,
+    kernel: &'static str,
+    dtb: &'static str,
+    initramfs: &'static str,
+    flavour: &'static str,
+    icount: bool,
+}
+
+fn boot(b: &Board) -> QemuRun {
+    let args = raspi_args(
+        b.board,
+        &kernel_artefact(b.kernel),
+        &kernel_artefact(b.dtb),
+        &kernel_artefact(b.initramfs),
+        "raspi",
+        b.flavour,
+        b.icount,
+    );
+    let run = run_qemu(b.program, &args, LIMIT);
+    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_guest_finished();
+    // The guest loaded the flavour asked for: the stock build says "stock-kernel
+    // flavour" in its modinfo description (kmod-enable-user/stock), the other does not.
+    let module = &run.scenario("module")[0];
+    assert_eq!(module.get("flavour"), b.flavour, "{}", module.raw);
+    let marker = i128::from(b.flavour == "stock");
+    assert_eq!(module.int("stock_marker"), marker, "{}", module.raw);
+    run
+}
+
+/// One pmu-demo run of the guest script: exit status, stderr, JSON.
+struct Demo {
+    status: i128,
+    stderr: String,
+    json: Option<Value>,
+    raw: String,
+}
+
+fn demo(run: &QemuRun, tag: &str) -> Demo {
+    let line = run.find("demo", "tag", tag);
+    let json = run
+        .lines_with("JSON")
+        .into_iter()
+        .find_map(|l| l.strip_prefix(&format!("{tag} ")).map(str::to_string))
+        .and_then(|j| serde_json::from_str(j.trim()).ok());
+    Demo {
+        status: line.int("status"),
+        stderr: run.lines_with(&format!("STDERR {tag}")).join("\n"),
+        json,
+        raw: line.raw.clone(),
+    }
+}
+
+impl Demo {
+    /// Exit status 3 and the one-line reason; no crash (a signal would be status > 128).
+    fn assert_not_enabled(&self, run: &QemuRun) {
+        assert_eq!(self.status, 3, "{}\n{}", self.raw, run.stdout);
+        assert!(
+            self.stderr.contains(NOT_ENABLED),
+            "`{NOT_ENABLED}` missing from pmu-demo's stderr: {}\n{}",
+            self.stderr,
+            run.stdout
+        );
+    }
+
+    /// The direct backend measured the known block (1000 iterations of a 2-instruction
+    /// loop, userspace-demo's `loop` kernel): with `-icount shift=0` INST_RETIRED is
+    /// exact (shared/DESIGN.md), so min = median = 2000.
+    fn assert_exact_instructions(&self, run: &QemuRun) {
+        assert_eq!(self.status, 0, "{}\n{}", self.raw, run.stdout);
+        let json = self
+            .json
+            .as_ref()
+            .unwrap_or_else(|| panic!("no JSON for {}\n{}", self.raw, run.stdout));
+        assert_eq!(json["backend"], "direct", "{json}");
+        let result = &json["results"][0];
+        assert_eq!(result["expected_instructions"], 2000, "{json}");
+        let inst = result["events"]
+            .as_array()
+            .and_then(|e| e.iter().find(|e| e["name"] == "instructions"))
+            .unwrap_or_else(|| panic!("no instructions event: {json}"));
+        assert_eq!(inst["min"], 2000, "{json}");
+        assert_eq!(inst["median"], 2000, "{json}");
+        // Every run is clean here (one CPU pinned, nothing else runs), so the largest
+        // value is exact too: min, median and max are calibrated alike.
+        assert_eq!(inst["max"], 2000, "{json}");
+    }
+}
+
+/// Raspberry Pi 3 Model B: four Cortex-A53s, the PMUv3 behind the BCM2836 local
+/// interrupt controller. Direct access off before loading, exact counts on two CPUs
+/// after, off again after unloading; the same for both module flavours.
+fn raspi3b(flavour: &'static str) {
+    let run = boot(&Board {
+        program: QEMU_AARCH64,
+        board: "raspi3b",
+        kernel: kernel_env::ARM64_KERNEL,
+        dtb: kernel_env::RASPI3B_DTB,
+        initramfs: kernel_env::ARM64_INITRAMFS,
+        flavour,
+        icount: true,
+    });
+    let boot_line = &run.scenario("boot")[0];
+    assert_eq!(boot_line.get("arch"), "aarch64", "{}", boot_line.raw);
+    assert_eq!(boot_line.int("cpus"), 4, "{}", boot_line.raw);
+    let board = &run.scenario("board")[0];
+    assert!(
+        board.get("model").starts_with("Raspberry_Pi_3_Model_B"),
+        "{}",
+        board.raw
+    );
+
+    demo(&run, "before-cpu0").assert_not_enabled(&run);
+    let load = run.find("insmod", "tag", "default");
+    assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    run.assert_klog("kmod_enable_user: loaded: EL0 may now use the PMU");
+    for cpu in [0, 3] {
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{cpu}: PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER)"
+        ));
+    }
+    demo(&run, "loaded-cpu0").assert_exact_instructions(&run);
+    demo(&run, "loaded-cpu3").assert_exact_instructions(&run);
+    let unload = run.find("rmmod", "tag", "default");
+    assert_eq!(
+        (unload.int("rc"), unload.int("loaded")),
+        (0, 0),
+        "{}",
+        unload.raw
+    );
+    demo(&run, "after-cpu0").assert_not_enabled(&run);
+    assert_eq!(
+        run.scenario("kernel_log")[0].int("trouble"),
+        0,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn raspi3b_rust_for_linux_module_and_direct_reads() {
+    raspi3b("rust");
+}
+
+#[test]
+fn raspi3b_stock_module_and_direct_reads() {
+    raspi3b("stock");
+}
+
+/// An ARM1176 board: the CPU is what the kernel says, the module refuses with -EIO
+/// because SUNAVCR.V reads back 0, and pmu-demo says "not enabled" before and after.
+fn armv6_board(board: &'static str, dtb: &'static str, model: &str) {
+    let run = boot(&Board {
+        program: QEMU_ARM,
+        board,
+        kernel: kernel_env::ARMV6_KERNEL,
+        dtb,
+        initramfs: kernel_env::ARMV6_INITRAMFS,
+        flavour: "stock",
+        icount: false,
+    });
+    let boot_line = &run.scenario("boot")[0];
+    assert_eq!(boot_line.get("arch"), "armv6l", "{}", boot_line.raw);
+    assert_eq!(boot_line.int("cpus"), 1, "{}", boot_line.raw);
+    let cpu = &run.scenario("cpu")[0];
+    // MIDR primary part number 0xB76: ARM1176 (ARM1176JZF-S TRM, c0 Main ID Register).
+    assert_eq!(cpu.get("part"), "0xb76", "{}", cpu.raw);
+    assert!(cpu.get("model").contains("(v6l)"), "{}", cpu.raw);
+    assert!(cpu.get("board").starts_with(model), "{}", cpu.raw);
+
+    demo(&run, "before").assert_not_enabled(&run);
+    let load = run.find("insmod", "tag", "default");
+    assert_eq!(
+        (load.int("loaded"), load.get("error")),
+        (0, "Input/output_error"),
+        "insmod must fail with EIO\n{}",
+        run.stdout
+    );
+    assert_ne!(load.int("rc"), 0, "{}", load.raw);
+    // kmod-enable-user/stock's refusal: the value written and the value read back.
+    run.assert_klog("kmod_enable_user: SUNAVCR.V did not stick: wrote 0x1, read back 0x0");
+    demo(&run, "after").assert_not_enabled(&run);
+    assert_eq!(
+        run.scenario("kernel_log")[0].int("trouble"),
+        0,
+        "{}",
+        run.stdout
+    );
+}
+
+/// Raspberry Pi Zero (QEMU `raspi0`): BCM2835, ARM1176JZF-S.
+#[test]
+fn raspi0_armv6_module_refuses_when_sunavcr_does_not_stick() {
+    armv6_board("raspi0", kernel_env::RASPI0_DTB, "Raspberry_Pi_Zero");
+}
+
+/// Raspberry Pi 1 Model A+ (QEMU `raspi1ap`): BCM2835, ARM1176JZF-S.
+#[test]
+fn raspi1ap_armv6_module_refuses_when_sunavcr_does_not_stick() {
+    armv6_board(
+        "raspi1ap",
+        kernel_env::RASPI1AP_DTB,
+        "Raspberry_Pi_Model_A+",
+    );
+}
