@@ -107,6 +107,9 @@ scenario_raspi() {
 	klog
 	demo loaded-cpu0 0 direct
 	demo loaded-cpu3 3 direct
+	# What a Pi owner sees (quoted in the README's Raspberry Pi section).
+	pmu-demo measure --backend direct --cpu 0 --kernel loop --units 1000 \
+		--events instructions,cycles 2>&1 | sed 's/^/HUMAN /'
 	unload default
 	klog
 	demo after-cpu0 0 direct
