@@ -15,7 +15,10 @@ use core::arch::asm;
 /// The thread pointer (what `__builtin_thread_pointer()` gives C): x86_64 the TCB's
 /// self pointer at `fs:0`, aarch64 `TPIDR_EL0`. glibc's `__rseq_offset` is relative
 /// to it.
-#[cfg(all(target_env = "gnu", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[cfg(all(
+    target_env = "gnu",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 #[inline]
 pub fn thread_pointer() -> *mut u8 {
     let tp: *mut u8;

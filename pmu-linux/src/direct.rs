@@ -466,7 +466,14 @@ mod tests {
         assert_eq!(ins.min, Some(1000));
         assert_eq!(m.events[1].corrected.unwrap().min, Some(2500));
         for run in &m.runs {
-            assert_eq!(run.is_trusted(), run.evidence.switches.total() == 0);
+            assert_eq!(
+                run.is_trusted(),
+                run.evidence
+                    .switches
+                    .expect("direct regions take getrusage")
+                    .total()
+                    == 0
+            );
         }
 
         counters[0].preset_before_wrap(16);
@@ -484,7 +491,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1))
         })
         .unwrap();
-        assert!(run.evidence.switches.voluntary >= 1);
+        assert!(run.evidence.switches.expect("getrusage").voluntary >= 1);
         assert!(run.hazards().contains(Hazards::CONTEXT_SWITCH));
         meter.disable().unwrap();
     }

@@ -21,9 +21,9 @@
 
 use pmu_core::mmap_page::{self, Fallback, PageRead};
 
+use crate::page::MmapPage;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::page::{KernelPage, PageView};
-use crate::page::MmapPage;
 
 /// The arm64 counter that the protocol's counter number (`index - 1`) names:
 /// pmu-armv8's [`counter_for_perf_index`](pmu_armv8::counter_for_perf_index) of

@@ -277,9 +277,17 @@ mod tests {
         );
         // arm64 announces 32 or 64 bits (drivers/perf/arm_pmuv3.c arch_perf_update_userpage).
         let p = page(2, 32, 10, 64, true);
-        assert_eq!(read(&PageView::new(&p), |_| Some(u64::MAX)).unwrap().value, 9);
+        assert_eq!(
+            read(&PageView::new(&p), |_| Some(u64::MAX)).unwrap().value,
+            9
+        );
         let p = page(2, 1, 10, 32, true);
-        assert_eq!(read(&PageView::new(&p), |_| Some(0xFFFF_FFFF)).unwrap().value, 9);
+        assert_eq!(
+            read(&PageView::new(&p), |_| Some(0xFFFF_FFFF))
+                .unwrap()
+                .value,
+            9
+        );
         // An odd lock is an update in progress: never consistent.
         assert_eq!(
             read(&PageView::new(&page(5, 1, 0, 48, true)), |_| Some(0)),

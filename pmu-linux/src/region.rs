@@ -102,6 +102,20 @@ pub struct Sample {
     pub path: ReadPath,
 }
 
+impl Sample {
+    /// A one-instruction read through the page.
+    #[inline(always)]
+    pub fn fast(read: pmu_core::PageRead) -> Self {
+        Self {
+            value: read.value,
+            time_enabled: read.time_enabled,
+            time_running: read.time_running,
+            lock: Some(read.seq),
+            path: ReadPath::Fast,
+        }
+    }
+}
+
 /// What was seen of one event in a region.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EventEvidence {
@@ -120,12 +134,17 @@ pub struct EventEvidence {
 /// Everything a region's hazards were derived from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Evidence {
-    /// The thread's context switches from before the first read to after the last.
-    pub switches: SwitchCounts,
+    /// The thread's context switches (getrusage) from before the first read to after
+    /// the last; `None` where getrusage was not consulted: a perf region whose reads
+    /// all went through the pages, whose `lock`s see every switch (see the module).
+    pub switches: Option<SwitchCounts>,
     /// The CPU before the first read.
     pub cpu_start: Option<u32>,
     /// The CPU after the last read.
     pub cpu_end: Option<u32>,
+    /// Both CPUs came from the thread's rseq area ([`crate::rseq`]), not
+    /// `sched_getcpu()`.
+    pub cpu_from_rseq: bool,
     /// Some event's page `lock` moved.
     pub page_updated: bool,
     /// The region's count of a `context-switches` event of the group, if there is one.
@@ -144,7 +163,7 @@ impl Evidence {
 
     /// Whether any detector saw the thread leave the CPU.
     pub fn context_switched(&self) -> bool {
-        self.switches.total() > 0
+        self.switches.is_some_and(|s| s.total() > 0)
             || self.page_updated
             || self.counted_switches.is_some_and(|n| n > 0)
     }
@@ -169,9 +188,13 @@ impl Evidence {
 
     fn new(start: ThreadStamp, end: ThreadStamp, len: usize) -> Self {
         Self {
-            switches: start.switches.delta(end.switches),
+            switches: match (start.switches, end.switches) {
+                (Some(a), Some(b)) => Some(a.delta(b)),
+                _ => None,
+            },
             cpu_start: start.cpu,
             cpu_end: end.cpu,
+            cpu_from_rseq: start.cpu_from_rseq && end.cpu_from_rseq,
             len: len.min(MAX_EVENTS),
             ..Self::default()
         }
@@ -299,11 +322,12 @@ mod tests {
 
     fn stamp(voluntary: u64, involuntary: u64, cpu: u32) -> ThreadStamp {
         ThreadStamp {
-            switches: SwitchCounts {
+            switches: Some(SwitchCounts {
                 voluntary,
                 involuntary,
-            },
+            }),
             cpu: Some(cpu),
+            cpu_from_rseq: false,
         }
     }
 
@@ -360,7 +384,7 @@ mod tests {
         assert_eq!(out[0].value, 250);
         assert_eq!(out[0].hazards, Hazards::CONTEXT_SWITCH);
         assert!(ev.page_updated && ev.events()[0].page_updated);
-        assert_eq!(ev.switches.total(), 0);
+        assert_eq!(ev.switches.map(SwitchCounts::total), Some(0));
     }
 
     #[test]
@@ -376,10 +400,10 @@ mod tests {
         );
         assert_eq!(
             ev.switches,
-            SwitchCounts {
+            Some(SwitchCounts {
                 voluntary: 0,
                 involuntary: 1
-            }
+            })
         );
         assert_eq!(
             out[0].hazards,

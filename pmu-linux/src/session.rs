@@ -29,13 +29,14 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use perf_event_open_sys::bindings as b;
 use pmu_core::mmap_page::PageRead;
+use pmu_core::Hazards;
 
 use crate::error::{Error, Op, OpenError, Result};
 use crate::events::{self, EventKind, EventSpec};
 use crate::fast;
-use crate::page::MmapPage;
+use crate::page::{KernelPage, MmapPage};
 use crate::region::{FallbackReason, ReadPath, Sample};
-use crate::sched::ThreadStamp;
+use crate::sched::{CpuSource, ThreadStamp};
 use crate::sys;
 use crate::sysfs::Sysfs;
 use crate::MAX_EVENTS;
@@ -60,6 +61,10 @@ pub struct Options {
     /// Ask for user-space counter reads where the architecture needs asking (arm64:
     /// config1 bit 1 / the PMU's `rdpmc` term). Default: true.
     pub user_read: bool,
+    /// Take the thread's switch counts (`getrusage`) and CPU (`sched_getcpu`) at every
+    /// region edge, even where the pages' `lock`s and the rseq CPU number already see
+    /// every switch and migration (see [`crate::region`]). Default: false.
+    pub thorough_evidence: bool,
 }
 
 impl Default for Options {
@@ -71,6 +76,7 @@ impl Default for Options {
             pinned: true,
             map_pages: true,
             user_read: true,
+            thorough_evidence: false,
         }
     }
 }
@@ -114,6 +120,12 @@ impl Options {
     /// Asking for user-space reads (arm64) or not.
     pub fn user_read(mut self, ask: bool) -> Self {
         self.user_read = ask;
+        self
+    }
+
+    /// With getrusage and sched_getcpu at every region edge (or only where needed).
+    pub fn thorough_evidence(mut self, thorough: bool) -> Self {
+        self.thorough_evidence = thorough;
         self
     }
 }
@@ -170,16 +182,24 @@ struct Group {
 /// hazards) and [`crate::Counters`].
 ///
 /// Neither `Send` nor `Sync`: the events count the thread that opened them (pid 0),
-/// and the hazards are judged from the calling thread's switch counts and CPU, so a
-/// session must stay on its thread.
+/// and the hazards are judged from the calling thread's CPU (its rseq area) and switch
+/// counts, so a session must stay on its thread.
 #[derive(Debug)]
 pub struct Session {
     group: Group,
+    /// Event `i`'s page, beside the mapping in `group` that owns it (kept as long).
+    pages: [Option<KernelPage>; MAX_EVENTS],
+    /// The number of events (≤ MAX_EVENTS).
+    len: usize,
+    /// Where lean regions take the opening thread's CPU from.
+    cpu_source: CpuSource,
+    /// Regions may take the lean evidence (page locks + CPU) when every read is fast.
+    lean: bool,
     _this_thread: std::marker::PhantomData<*const ()>,
     pub(crate) start: [Sample; MAX_EVENTS],
     pub(crate) end: [Sample; MAX_EVENTS],
-    pub(crate) start_thread: ThreadStamp,
-    pub(crate) last: crate::region::Evidence,
+    start_thread: ThreadStamp,
+    end_thread: ThreadStamp,
 }
 
 impl Session {
@@ -209,14 +229,41 @@ impl Session {
     /// # Errors
     /// As [`Session::open`].
     pub fn from_specs(specs: Vec<EventSpec>, options: Options) -> Result<Self> {
+        let group = Group::open(specs, options)?;
+        let mut pages = [None; MAX_EVENTS];
+        for (slot, event) in pages.iter_mut().zip(&group.events) {
+            // SAFETY: the handle lives in the same `Session` as `group`, which owns the
+            // mapping and is never changed after this: the page outlives every use.
+            *slot = event
+                .page
+                .as_ref()
+                .map(|page| unsafe { KernelPage::new(page) });
+        }
+        let lean = !options.thorough_evidence
+            && group
+                .events
+                .iter()
+                .all(|e| e.page.is_some() && e.spec.kind != EventKind::Software);
         Ok(Self {
-            group: Group::open(specs, options)?,
+            len: group.events.len().min(MAX_EVENTS),
+            group,
+            pages,
+            cpu_source: CpuSource::this_thread(),
+            lean,
             _this_thread: std::marker::PhantomData,
             start: [Sample::default(); MAX_EVENTS],
             end: [Sample::default(); MAX_EVENTS],
             start_thread: ThreadStamp::default(),
-            last: crate::region::Evidence::default(),
+            end_thread: ThreadStamp::default(),
         })
+    }
+
+    /// Whether regions judge context switches and migrations from the pages' `lock`s
+    /// and the thread's CPU alone when every read of the region is a one-instruction
+    /// one (see [`crate::region`]); false with [`Options::thorough_evidence`], software
+    /// events or unmapped pages.
+    pub fn lean_evidence(&self) -> bool {
+        self.lean
     }
 
     /// The events, in group order (the first is the leader).
@@ -267,18 +314,28 @@ impl Session {
         self.group.read()
     }
 
-    /// Event `i` through its metadata page with one instruction, or why that is not
-    /// possible now.
+    /// Event `i` through its metadata page with one instruction, after every earlier
+    /// instruction completed ([`fast::read`]), or why that is not possible now.
     ///
     /// A software event's page has `index` 0 and, on x86, `cap_user_rdpmc` 0 as well;
     /// it reports [`pmu_core::Fallback::NotScheduled`]: it is never on a hardware
-    /// counter.
-    ///
-    /// # Panics
-    /// If `i` is not below [`Session::len`].
+    /// counter. An `i` that names no event of the session reports
+    /// [`FallbackReason::NoPage`].
     #[inline(always)]
     pub fn read_fast(&self, i: usize) -> Result<PageRead, FallbackReason> {
-        self.group.read_fast(i)
+        fast::synchronize();
+        self.read_fast_unsynchronized(i)
+    }
+
+    /// [`Session::read_fast`] without waiting for the instructions before it.
+    #[inline(always)]
+    fn read_fast_unsynchronized(&self, i: usize) -> Result<PageRead, FallbackReason> {
+        match self.pages.get(i) {
+            Some(Some(page)) => {
+                fast::read_kernel_page(*page).map_err(|fallback| self.group.reason(i, fallback))
+            }
+            _ => Err(FallbackReason::NoPage),
+        }
     }
 
     /// The metadata page of event `i`, if mapped.
@@ -291,17 +348,171 @@ impl Session {
         &self.group.software_ids[..self.group.events.len()]
     }
 
-    /// Samples every event into the start buffer.
-    #[inline(always)]
-    pub(crate) fn sample_start(&mut self) -> Result<()> {
-        self.group.sample_into(Edge::Start, &mut self.start)
+    /// Samples every event into `start` or `end`: one-instruction reads where the
+    /// pages allow, one group `read()` for the others.
+    ///
+    /// At the start edge the fast reads are repeated after the `read()`, so that they
+    /// are the last thing before the region; at the stop edge they come first, and the
+    /// locks of the `read()` events are taken after it. Either way the window the
+    /// locks watch covers the whole region.
+    fn sample_into(&mut self, edge: Edge) -> Result<()> {
+        let n = self.group.events.len();
+        let (group, pages) = (&self.group, &self.pages);
+        let out = match edge {
+            Edge::Start => &mut self.start,
+            Edge::Stop => {
+                fast::synchronize();
+                &mut self.end
+            }
+        };
+        let mut need_read = false;
+        for (i, sample) in out.iter_mut().enumerate().take(n) {
+            *sample = sample_page(group, pages, i);
+            need_read |= sample.path != ReadPath::Fast;
+        }
+        if need_read {
+            let read = group.read()?;
+            let fill = |i: usize, sample: &mut Sample| {
+                sample.value = read.values[i];
+                sample.time_enabled = read.time_enabled;
+                sample.time_running = read.time_running;
+            };
+            for (i, sample) in out.iter_mut().enumerate().take(n) {
+                if sample.path != ReadPath::Fast {
+                    fill(i, sample);
+                    if edge == Edge::Stop {
+                        sample.lock = page_lock(pages, i);
+                    }
+                }
+            }
+            if edge == Edge::Start {
+                for (i, sample) in out.iter_mut().enumerate().take(n) {
+                    if sample.path == ReadPath::Fast {
+                        *sample = sample_page(group, pages, i);
+                        if sample.path != ReadPath::Fast {
+                            fill(i, sample);
+                        }
+                    }
+                }
+            }
+        }
+        if edge == Edge::Start {
+            fast::synchronize();
+        }
+        Ok(())
     }
 
-    /// Samples every event into the end buffer.
+    /// The lean start: the thread's CPU, then one-instruction reads of every event;
+    /// false (nothing kept) as soon as one event needs `read()`.
     #[inline(always)]
-    pub(crate) fn sample_end(&mut self) -> Result<()> {
-        self.group.sample_into(Edge::Stop, &mut self.end)
+    fn start_lean(&mut self) -> bool {
+        let stamp = self.cpu_source.stamp();
+        for i in 0..self.len {
+            let Some(page) = self.pages[i] else {
+                return false;
+            };
+            let Ok(read) = fast::read_kernel_page(page) else {
+                return false;
+            };
+            self.start[i] = Sample::fast(read);
+        }
+        fast::synchronize();
+        self.start_thread = stamp;
+        true
     }
+
+    /// The lean stop after a lean start: one-instruction reads of every event, the
+    /// readings from the values. If some page's `lock` moved, the kernel rewrote it
+    /// during the region (a switch, a multiplexing rotation or an overflow reload):
+    /// see [`Session::lock_moved`]. If none moved, the thread was never switched out,
+    /// so it cannot have migrated either (a migration switches it out, and the sched-out
+    /// rewrites every page: arm_pmu.c `armpmu_del`; x86 at the sched-in,
+    /// `x86_perf_event_set_period`) nor been multiplexed (the page times change only in
+    /// those updates): no hazard, and the CPU is the start's. False (readings
+    /// unfinished) as soon as one event needs `read()`.
+    #[inline(always)]
+    fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        fast::synchronize();
+        let mut moved = false;
+        for ((page, (start, end)), reading) in self.pages[..self.len]
+            .iter()
+            .zip(self.start.iter().zip(self.end.iter_mut()))
+            .zip(out.iter_mut())
+        {
+            let Some(page) = page else {
+                return false;
+            };
+            let Ok(read) = fast::read_kernel_page(*page) else {
+                return false;
+            };
+            moved |= start.lock != Some(read.seq);
+            *reading = pmu_core::Reading::new(read.value.wrapping_sub(start.value));
+            *end = Sample::fast(read);
+        }
+        self.end_thread = self.start_thread;
+        if moved {
+            self.lock_moved(out);
+        }
+        true
+    }
+
+    /// A page's `lock` moved in a lean region: CONTEXT_SWITCH on every reading, the
+    /// thread's CPU now (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an
+    /// event's page times advanced differently.
+    #[cold]
+    fn lock_moved(&mut self, out: &mut [pmu_core::Reading]) {
+        self.end_thread = self.cpu_source.stamp();
+        let mut common = Hazards::CONTEXT_SWITCH;
+        if self.end_thread.cpu != self.start_thread.cpu {
+            common |= Hazards::CPU_MIGRATION;
+        }
+        for (i, reading) in out.iter_mut().enumerate().take(self.len) {
+            let (s, e) = (&self.start[i], &self.end[i]);
+            reading.hazards = common;
+            if e.time_enabled.wrapping_sub(s.time_enabled)
+                != e.time_running.wrapping_sub(s.time_running)
+            {
+                reading.hazards |= Hazards::MULTIPLEXED;
+            }
+        }
+    }
+
+    /// The readings of the last region, from everything its edges kept.
+    fn evaluate(&self, out: &mut [pmu_core::Reading]) -> crate::region::Evidence {
+        let n = self.len();
+        crate::region::evaluate_perf(
+            &self.start[..n],
+            &self.end[..n],
+            self.software_ids(),
+            self.start_thread,
+            self.end_thread,
+            &mut out[..n],
+        )
+    }
+}
+
+/// Event `i` read through its page (no `isb`), or why `read()` is needed, with the
+/// page's `lock` then.
+#[inline(always)]
+fn sample_page(group: &Group, pages: &[Option<KernelPage>; MAX_EVENTS], i: usize) -> Sample {
+    match pages[i].map(fast::read_kernel_page) {
+        Some(Ok(read)) => Sample::fast(read),
+        Some(Err(fallback)) => Sample {
+            lock: page_lock(pages, i),
+            path: ReadPath::Syscall(group.reason(i, fallback)),
+            ..Sample::default()
+        },
+        None => Sample {
+            path: ReadPath::Syscall(FallbackReason::NoPage),
+            ..Sample::default()
+        },
+    }
+}
+
+/// The page's `lock` of event `i`, if mapped.
+#[inline(always)]
+fn page_lock(pages: &[Option<KernelPage>; MAX_EVENTS], i: usize) -> Option<u32> {
+    pages[i].map(|p| pmu_core::UserPage::lock(&p.view()))
 }
 
 impl Group {
@@ -410,116 +621,42 @@ impl Group {
         })
     }
 
-    #[inline(always)]
-    fn read_fast(&self, i: usize) -> Result<PageRead, FallbackReason> {
-        let event = &self.events[i];
-        let Some(page) = &event.page else {
-            return Err(FallbackReason::NoPage);
-        };
-        match fast::read(page) {
-            Ok(read) => Ok(read),
-            Err(pmu_core::Fallback::NoUserAccess) if event.spec.kind == EventKind::Software => {
-                Err(FallbackReason::Page(pmu_core::Fallback::NotScheduled))
+    /// The reason event `i` needs `read()`, given the page's: a software event is never
+    /// on a counter whatever the page says; an arm64 hardware event's index 0 with
+    /// perf_user_access = 0 means no user access.
+    #[cold]
+    fn reason(&self, i: usize, fallback: pmu_core::Fallback) -> FallbackReason {
+        let software = self.events[i].spec.kind == EventKind::Software;
+        FallbackReason::Page(match fallback {
+            pmu_core::Fallback::NoUserAccess if software => pmu_core::Fallback::NotScheduled,
+            pmu_core::Fallback::NotScheduled if self.user_reads_off && !software => {
+                pmu_core::Fallback::NoUserAccess
             }
-            Err(pmu_core::Fallback::NotScheduled)
-                if self.user_reads_off && event.spec.kind != EventKind::Software =>
-            {
-                Err(FallbackReason::Page(pmu_core::Fallback::NoUserAccess))
-            }
-            Err(fallback) => Err(FallbackReason::Page(fallback)),
-        }
-    }
-
-    /// The page's `lock` of event `i`, if mapped.
-    #[inline(always)]
-    fn lock(&self, i: usize) -> Option<u32> {
-        self.events[i]
-            .page
-            .as_ref()
-            .map(|p| pmu_core::UserPage::lock(&p.view()))
-    }
-
-    #[inline(always)]
-    fn sample_page(&self, i: usize) -> Sample {
-        match self.read_fast(i) {
-            Ok(read) => Sample {
-                value: read.value,
-                time_enabled: read.time_enabled,
-                time_running: read.time_running,
-                lock: Some(read.seq),
-                path: ReadPath::Fast,
-            },
-            Err(reason) => Sample {
-                lock: self.lock(i),
-                path: ReadPath::Syscall(reason),
-                ..Sample::default()
-            },
-        }
-    }
-
-    /// Samples every event into `out`: one-instruction reads where the pages allow,
-    /// one group `read()` for the others.
-    ///
-    /// At the start edge the fast reads are repeated after the `read()`, so that they
-    /// are the last thing before the region; at the stop edge they come first, and the
-    /// locks of the `read()` events are taken after it. Either way the window the
-    /// locks watch covers the whole region.
-    #[inline(always)]
-    fn sample_into(&self, edge: Edge, out: &mut [Sample; MAX_EVENTS]) -> Result<()> {
-        let n = self.events.len();
-        let mut need_read = false;
-        for (i, sample) in out.iter_mut().enumerate().take(n) {
-            *sample = self.sample_page(i);
-            need_read |= sample.path != ReadPath::Fast;
-        }
-        if !need_read {
-            return Ok(());
-        }
-        let group = self.read()?;
-        let fill = |i: usize, sample: &mut Sample| {
-            sample.value = group.values[i];
-            sample.time_enabled = group.time_enabled;
-            sample.time_running = group.time_running;
-        };
-        for (i, sample) in out.iter_mut().enumerate().take(n) {
-            if sample.path != ReadPath::Fast {
-                fill(i, sample);
-                if edge == Edge::Stop {
-                    sample.lock = self.lock(i);
-                }
-            }
-        }
-        if edge == Edge::Start {
-            for (i, sample) in out.iter_mut().enumerate().take(n) {
-                if sample.path == ReadPath::Fast {
-                    *sample = self.sample_page(i);
-                    if sample.path != ReadPath::Fast {
-                        fill(i, sample);
-                    }
-                }
-            }
-        }
-        Ok(())
+            other => other,
+        })
     }
 }
 
 impl pmu_core::RegionMeter for Session {
     type Error = Error;
 
-    /// The thread's switch counts and CPU, then every event (one-instruction reads
-    /// last).
+    /// The lean start where the session allows it and every event reads fast: the
+    /// rseq CPU, then every event. Otherwise the thread's switch counts and CPU, then
+    /// every event (one-instruction reads last).
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
+        if self.lean && self.start_lean() {
+            return Ok(());
+        }
         self.start_thread = ThreadStamp::before()?;
-        self.sample_start()
+        self.sample_into(Edge::Start)
     }
 
-    /// Every event (one-instruction reads first), then the CPU and switch counts; the
-    /// readings and [`crate::region::Evidence`] as [`crate::region`] describes.
+    /// Every event (one-instruction reads first), then the CPU (and the switch counts
+    /// unless start and stop were both lean); the readings as [`crate::region`]
+    /// describes, the [`crate::region::Evidence`] on demand.
     #[inline(always)]
     fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
-        self.sample_end()?;
-        let thread_end = ThreadStamp::after()?;
         let n = self.len();
         if out.len() < n {
             return Err(pmu_core::Error::ReadingsMismatch {
@@ -528,14 +665,12 @@ impl pmu_core::RegionMeter for Session {
             }
             .into());
         }
-        self.last = crate::region::evaluate_perf(
-            &self.start[..n],
-            &self.end[..n],
-            self.software_ids(),
-            self.start_thread,
-            thread_end,
-            &mut out[..n],
-        );
+        if self.start_thread.switches.is_none() && self.stop_lean(out) {
+            return Ok(());
+        }
+        self.sample_into(Edge::Stop)?;
+        self.end_thread = ThreadStamp::after()?;
+        self.evaluate(out);
         Ok(())
     }
 }
@@ -554,7 +689,7 @@ impl crate::measure::Counters for Session {
     }
 
     fn evidence(&self) -> crate::region::Evidence {
-        self.last
+        self.evaluate(&mut [pmu_core::Reading::default(); MAX_EVENTS])
     }
 }
 
@@ -662,11 +797,17 @@ mod tests {
         })
         .unwrap();
         let ev = run.evidence;
-        assert!(ev.switches.voluntary >= 1, "{ev:?}");
+        assert!(
+            ev.switches
+                .expect("read() regions take getrusage")
+                .voluntary
+                >= 1,
+            "{ev:?}"
+        );
         assert!(ev.counted_switches.is_some_and(|n| n >= 1), "{ev:?}");
         assert!(run.readings[0].value >= 1);
         assert!(
-            ev.switches.total() >= run.readings[0].value,
+            ev.switches.unwrap().total() >= run.readings[0].value,
             "getrusage's window contains the counter's"
         );
         assert!(
@@ -728,7 +869,13 @@ mod tests {
         })
         .unwrap();
         assert_eq!(run.readings[0].value, 0);
-        assert!(run.evidence.switches.voluntary >= 1);
+        assert!(
+            run.evidence
+                .switches
+                .expect("read() regions take getrusage")
+                .voluntary
+                >= 1
+        );
         assert!(
             run.readings[0].hazards.contains(Hazards::CONTEXT_SWITCH),
             "getrusage and the pages still see it"
