@@ -174,8 +174,31 @@ impl core::fmt::Display for Fallback {
 #[inline(always)]
 pub fn read<P: UserPage + ?Sized>(
     page: &P,
-    mut read_counter: impl FnMut(u32) -> Option<u64>,
+    read_counter: impl FnMut(u32) -> Option<u64>,
 ) -> Result<PageRead, Fallback> {
+    read_anchor(page, read_counter).map(|anchor| anchor.read)
+}
+
+/// A consistent read kept as the base of later [`read_since`]s: the read, and how
+/// its counter was read (`offset`, counter number, sign-extension shift).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Anchor {
+    /// The read.
+    pub read: PageRead,
+    offset: i64,
+    counter: u32,
+    shift: u32,
+}
+
+/// [`read`], keeping what [`read_since`] needs.
+///
+/// # Errors
+/// As [`read`].
+#[inline(always)]
+pub fn read_anchor<P: UserPage + ?Sized>(
+    page: &P,
+    mut read_counter: impl FnMut(u32) -> Option<u64>,
+) -> Result<Anchor, Fallback> {
     let mut attempts = MAX_RETRIES;
     loop {
         if let Some(outcome) = attempt(page, &mut read_counter) {
@@ -189,12 +212,42 @@ pub fn read<P: UserPage + ?Sized>(
     }
 }
 
+/// The event's count now, if the kernel has not rewritten the page since `anchor`
+/// (`lock` unchanged before and after the counter read): then `index`, `offset` and
+/// `pmc_width` are still the anchor's, and only the counter is read. `None` when the
+/// page changed (the event was scheduled out and in, rotated, or reloaded after an
+/// overflow): read it again with [`read`].
+///
+/// A region's stop reads this way: half the loads and checks of a full read, and the
+/// `lock` comparison the region needs for its hazards comes for free.
+#[inline(always)]
+pub fn read_since<P: UserPage + ?Sized>(
+    page: &P,
+    anchor: &Anchor,
+    read_counter: impl FnOnce(u32) -> Option<u64>,
+) -> Option<u64> {
+    let seq = page.lock();
+    if seq != anchor.read.seq {
+        return None;
+    }
+    // As in `read`: the counter read stays between the two `lock` loads.
+    page.order_loads();
+    let pmc = read_counter(anchor.counter)?;
+    page.order_loads();
+    if page.lock() != seq {
+        return None;
+    }
+    let shift = anchor.shift;
+    let pmc = ((pmc << shift) as i64) >> shift;
+    Some(anchor.offset.wrapping_add(pmc) as u64)
+}
+
 /// One pass: `None` if the page changed under it (or was being changed).
 #[inline(always)]
 fn attempt<P: UserPage + ?Sized>(
     page: &P,
     read_counter: &mut impl FnMut(u32) -> Option<u64>,
-) -> Option<Result<PageRead, Fallback>> {
+) -> Option<Result<Anchor, Fallback>> {
     let seq = page.lock();
     // Pairs with the kernel's barrier after its first `lock++`.
     page.order_loads();
@@ -226,7 +279,8 @@ fn attempt<P: UserPage + ?Sized>(
             width: width as u16,
         }));
     }
-    let Some(pmc) = read_counter(index - 1) else {
+    let counter = index - 1;
+    let Some(pmc) = read_counter(counter) else {
         return Some(Err(Fallback::NoUserAccess));
     };
     // Pairs with the kernel's barrier before its second `lock++`.
@@ -235,12 +289,17 @@ fn attempt<P: UserPage + ?Sized>(
         return None;
     }
     let pmc = ((pmc << shift) as i64) >> shift;
-    Some(Ok(PageRead {
-        value: offset.wrapping_add(pmc) as u64,
-        seq,
-        index,
-        time_enabled,
-        time_running,
+    Some(Ok(Anchor {
+        read: PageRead {
+            value: offset.wrapping_add(pmc) as u64,
+            seq,
+            index,
+            time_enabled,
+            time_running,
+        },
+        offset,
+        counter,
+        shift,
     }))
 }
 
@@ -372,6 +431,33 @@ mod tests {
         assert_eq!(read(&page, |i| page.read_pmc(i)), Err(Fallback::Contended));
     }
 
+    /// read_since: while the page is unchanged only the counter is read, against the
+    /// anchor's offset and width (the 48-bit sign-extension case of perf_event.h); once
+    /// the kernel rewrote the page (lock moved), or while it is rewriting it, `None`.
+    #[test]
+    fn read_since_an_unchanged_page() {
+        let page = FakePage::with(3, 1_000_100, 48, true, 0xFFFF_FFFF_FF9C);
+        let anchor = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(anchor.read.value, 1_000_000);
+        page.pmc.store(0xFFFF_FFFF_FFFF, Ordering::Relaxed); // -1: 99 events later
+        assert_eq!(
+            read_since(&page, &anchor, |i| page.read_pmc(i)),
+            Some(1_000_099)
+        );
+        // A rewrite that changes nothing visible still moves the lock: not trusted.
+        page.update(|_| {});
+        assert_eq!(read_since(&page, &anchor, |_| panic!("not read")), None);
+        let again = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(again.read.value, 1_000_099);
+        // Mid-update (odd lock): never equal to an anchor's even lock.
+        page.lock.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(read_since(&page, &again, |_| panic!("not read")), None);
+        // The counter read refusing the number: None as well.
+        page.lock.fetch_add(1, Ordering::Relaxed);
+        let third = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(read_since(&page, &third, |_| None), None);
+    }
+
     /// No torn value over 10^6 reads while another thread rewrites the page.
     ///
     /// Generation g publishes a 48-bit pmc with bit 47 set (the sign-extension case)
@@ -405,12 +491,20 @@ mod tests {
                 g
             })
         };
-        let (mut last, mut contended, mut ok) = (0u64, 0u32, 0u32);
+        let (mut last, mut contended, mut ok, mut since) = (0u64, 0u32, 0u32, 0u32);
         for _ in 0..READS {
             // The "hardware counter" read ignores the index check (the writer changes
             // it); a torn index shows up as a wrong value.
-            match read(&*page, |_| Some(page.pmc.load(Ordering::Relaxed))) {
-                Ok(r) => {
+            let counter = |_| Some(page.pmc.load(Ordering::Relaxed));
+            match read_anchor(&*page, counter) {
+                Ok(anchor) => {
+                    let r = anchor.read;
+                    // A later read against the anchor: the same generation's value, or
+                    // None once the writer moved on.
+                    if let Some(v) = read_since(&*page, &anchor, counter) {
+                        assert_eq!(v, r.value, "read_since across generations");
+                        since += 1;
+                    }
                     assert_eq!(r.value % STEP, 0, "torn read: {r:?}");
                     assert!(r.value >= last, "went backwards: {} < {last}", r.value);
                     assert_eq!(
@@ -429,6 +523,7 @@ mod tests {
         let generations = writer.join().unwrap();
         assert_eq!(ok + contended, READS);
         assert!(ok > READS / 2, "only {ok} of {READS} reads succeeded");
+        assert!(since > 0, "read_since never saw an unchanged page");
         assert!(
             generations > 1000,
             "the writer barely ran ({generations} updates)"

@@ -19,7 +19,7 @@
 //!   by default. Only task-bound events qualify, and never chained (64-bit on 32-bit
 //!   counters) ones.
 
-use pmu_core::mmap_page::{self, Fallback, PageRead};
+use pmu_core::mmap_page::{self, Anchor, Fallback, PageRead};
 
 use crate::page::MmapPage;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -77,56 +77,79 @@ pub fn read_unsynchronized(page: &MmapPage) -> Result<PageRead, Fallback> {
     unsafe { read_view(page.view()) }
 }
 
-/// [`read_unsynchronized`] through a [`KernelPage`] handle (the region's hot path).
+/// [`read_unsynchronized`] through a [`KernelPage`] handle (the region's hot path),
+/// keeping what [`read_since`] needs.
 ///
 /// # Errors
 /// As [`read`].
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
-pub(crate) fn read_kernel_page(page: KernelPage) -> Result<PageRead, Fallback> {
-    // SAFETY: a `KernelPage` is made only from an `MmapPage` that its owner keeps
-    // mapped for as long as it uses the handle.
-    unsafe { read_view(page.view()) }
+pub(crate) fn read_anchor(page: KernelPage) -> Result<Anchor, Fallback> {
+    mmap_page::read_anchor(&page.view(), |counter| {
+        // SAFETY: a `KernelPage` is made only from an `MmapPage`, the kernel's page,
+        // mapped while the handle is used; the protocol passes `index - 1` of a
+        // consistent pass with index ≠ 0 (see `read_counter`).
+        unsafe { read_counter(counter) }
+    })
 }
 
-/// x86_64: the protocol with one `lfence; rdpmc; lfence` as the counter read.
+/// The count now if the page is unchanged since `anchor` (only the counter is read),
+/// `None` if the kernel rewrote it meanwhile ([`mmap_page::read_since`]).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub(crate) fn read_since(page: KernelPage, anchor: &Anchor) -> Option<u64> {
+    mmap_page::read_since(&page.view(), anchor, |counter| {
+        // SAFETY: as in `read_anchor`: the page is unchanged since the anchor's
+        // consistent pass (same lock), so its counter is still the event's.
+        unsafe { read_counter(counter) }
+    })
+}
+
+/// The protocol over `view` with this architecture's counter read.
 ///
 /// # Safety
 /// `view` is a perf event's metadata page as the kernel mapped it (its `index` and
 /// `cap_user_rdpmc` are the kernel's word).
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 unsafe fn read_view(view: PageView<'_>) -> Result<PageRead, Fallback> {
     mmap_page::read(&view, |counter| {
-        // SAFETY: the protocol calls this only when the kernel's own page (the
-        // caller's contract) announced index = counter + 1 ≠ 0, which it does only with
-        // cap_user_rdpmc = 1: the kernel then lets this process execute RDPMC at CPL 3
-        // (CR4.PCE while the event is mapped, policy of .../cpu/rdpmc) and `counter` is
-        // the event's counter in RDPMC's numbering. If the kernel reprogrammed the
-        // counter meanwhile, `lock` moved and the value is discarded.
-        Some(unsafe { pmu_x86::asm::rdpmc_fenced(counter) })
+        // SAFETY: the caller's contract, and the protocol passes `index - 1` of a
+        // consistent pass with index ≠ 0 (see `read_counter`).
+        unsafe { read_counter(counter) }
     })
 }
 
-/// aarch64: the protocol with one `mrs` of `PMEVCNTR<n>_EL0` or PMCCNTR_EL0 as the
-/// counter read, without an `isb` (see [`synchronize`]): inside the seqlock nothing
-/// needs one, the page and the counter only change across an exception, which is
-/// precise.
+/// x86_64: `lfence; rdpmc; lfence` of RDPMC counter `counter`.
 ///
 /// # Safety
-/// As the x86_64 one.
+/// `counter` + 1 is the `index` the kernel published, ≠ 0, on the page of an event of
+/// this thread: the kernel publishes one only with cap_user_rdpmc = 1 and then lets
+/// this process execute RDPMC at CPL 3 (CR4.PCE while the event is mapped, policy of
+/// .../cpu/rdpmc), and `counter` is the event's counter in RDPMC's numbering. If the
+/// kernel reprogrammed the counter meanwhile, `lock` moved and the value is discarded.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn read_counter(counter: u32) -> Option<u64> {
+    // SAFETY: the caller's contract.
+    Some(unsafe { pmu_x86::asm::rdpmc_fenced(counter) })
+}
+
+/// aarch64: one `mrs` of `PMEVCNTR<n>_EL0` or PMCCNTR_EL0, without an `isb` (see
+/// [`synchronize`]): inside the seqlock nothing needs one, the page and the counter
+/// only change across an exception, which is precise.
+///
+/// # Safety
+/// `counter` + 1 is the `index` the kernel published, ≠ 0, on the page of an event of
+/// this thread: arm_pmuv3.c publishes one only with user reads allowed, and then set
+/// PMUSERENR_EL0.ER | CR for this task on this CPU (armv8pmu_enable_user_access), so
+/// EL0 may read every counter, and the counter is the one the driver gave the event
+/// (below PMCR_EL0.N). A reschedule in between moves `lock` and discards the value.
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
-unsafe fn read_view(view: PageView<'_>) -> Result<PageRead, Fallback> {
-    mmap_page::read(&view, |counter| {
-        // SAFETY: called by the protocol only when the kernel's own page (the caller's
-        // contract) announced index = counter + 1 ≠ 0, which arm_pmuv3.c does only with
-        // user reads allowed: Linux then set PMUSERENR_EL0.ER | CR for this task on this
-        // CPU (armv8pmu_enable_user_access), so EL0 may read every counter, and the
-        // counter is the one the driver gave the event (below PMCR_EL0.N). A
-        // reschedule in between moves `lock` and discards the value.
-        unsafe { crate::asm::read_perf_counter(counter) }
-    })
+unsafe fn read_counter(counter: u32) -> Option<u64> {
+    // SAFETY: the caller's contract.
+    unsafe { crate::asm::read_perf_counter(counter) }
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use perf_event_open_sys::bindings as b;
-use pmu_core::mmap_page::PageRead;
+use pmu_core::mmap_page::{Anchor, PageRead};
 use pmu_core::Hazards;
 
 use crate::error::{Error, Op, OpenError, Result};
@@ -196,10 +196,15 @@ pub struct Session {
     /// Regions may take the lean evidence (page locks + CPU) when every read is fast.
     lean: bool,
     _this_thread: std::marker::PhantomData<*const ()>,
-    pub(crate) start: [Sample; MAX_EVENTS],
-    pub(crate) end: [Sample; MAX_EVENTS],
+    start: [Sample; MAX_EVENTS],
+    end: [Sample; MAX_EVENTS],
     start_thread: ThreadStamp,
     end_thread: ThreadStamp,
+    /// A lean region's start reads.
+    anchors: [Anchor; MAX_EVENTS],
+    /// A quiet lean region's stop values.
+    end_values: [u64; MAX_EVENTS],
+    lean_region: LeanRegion,
 }
 
 impl Session {
@@ -255,6 +260,9 @@ impl Session {
             end: [Sample::default(); MAX_EVENTS],
             start_thread: ThreadStamp::default(),
             end_thread: ThreadStamp::default(),
+            anchors: [Anchor::default(); MAX_EVENTS],
+            end_values: [0; MAX_EVENTS],
+            lean_region: LeanRegion::Thorough,
         })
     }
 
@@ -331,9 +339,9 @@ impl Session {
     #[inline(always)]
     fn read_fast_unsynchronized(&self, i: usize) -> Result<PageRead, FallbackReason> {
         match self.pages.get(i) {
-            Some(Some(page)) => {
-                fast::read_kernel_page(*page).map_err(|fallback| self.group.reason(i, fallback))
-            }
+            Some(Some(page)) => fast::read_anchor(*page)
+                .map(|anchor| anchor.read)
+                .map_err(|fallback| self.group.reason(i, fallback)),
             _ => Err(FallbackReason::NoPage),
         }
     }
@@ -402,101 +410,146 @@ impl Session {
         Ok(())
     }
 
-    /// The lean start: the thread's CPU, then one-instruction reads of every event;
-    /// false (nothing kept) as soon as one event needs `read()`.
+    /// The lean start: the thread's CPU, then one-instruction reads of every event,
+    /// kept as anchors for the stop; false (nothing kept) as soon as one event needs
+    /// `read()`.
     #[inline(always)]
     fn start_lean(&mut self) -> bool {
         let stamp = self.cpu_source.stamp();
-        for i in 0..self.len {
-            let Some(page) = self.pages[i] else {
-                return false;
-            };
-            let Ok(read) = fast::read_kernel_page(page) else {
-                return false;
-            };
-            self.start[i] = Sample::fast(read);
-        }
-        fast::synchronize();
-        self.start_thread = stamp;
-        true
-    }
-
-    /// The lean stop after a lean start: one-instruction reads of every event, the
-    /// readings from the values. If some page's `lock` moved, the kernel rewrote it
-    /// during the region (a switch, a multiplexing rotation or an overflow reload):
-    /// see [`Session::lock_moved`]. If none moved, the thread was never switched out,
-    /// so it cannot have migrated either (a migration switches it out, and the sched-out
-    /// rewrites every page: arm_pmu.c `armpmu_del`; x86 at the sched-in,
-    /// `x86_perf_event_set_period`) nor been multiplexed (the page times change only in
-    /// those updates): no hazard, and the CPU is the start's. False (readings
-    /// unfinished) as soon as one event needs `read()`.
-    #[inline(always)]
-    fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
-        fast::synchronize();
-        let mut moved = false;
-        for ((page, (start, end)), reading) in self.pages[..self.len]
-            .iter()
-            .zip(self.start.iter().zip(self.end.iter_mut()))
-            .zip(out.iter_mut())
-        {
+        for (page, anchor) in self.pages[..self.len].iter().zip(&mut self.anchors) {
             let Some(page) = page else {
                 return false;
             };
-            let Ok(read) = fast::read_kernel_page(*page) else {
+            let Ok(read) = fast::read_anchor(*page) else {
                 return false;
             };
-            moved |= start.lock != Some(read.seq);
-            *reading = pmu_core::Reading::new(read.value.wrapping_sub(start.value));
-            *end = Sample::fast(read);
+            *anchor = read;
         }
+        fast::synchronize();
+        self.start_thread = stamp;
+        self.lean_region = LeanRegion::Started;
+        true
+    }
+
+    /// The lean stop after a lean start: every event's counter read against its
+    /// anchor ([`fast::read_since`]), the readings from the values. That succeeds only
+    /// while no page's `lock` moved: the thread was never switched out, so it cannot
+    /// have migrated either (a migration switches it out, and the sched-out rewrites
+    /// every page: arm_pmu.c `armpmu_del`; x86 at the sched-in,
+    /// `x86_perf_event_set_period`) nor been multiplexed (the page times change only in
+    /// those updates): no hazard, and the CPU is the start's. A moved lock: see
+    /// [`Session::stop_lean_moved`]. False (readings unfinished) when some event
+    /// needs `read()` now.
+    #[inline(always)]
+    fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        fast::synchronize();
+        for (i, reading) in out.iter_mut().enumerate().take(self.len) {
+            let anchor = &self.anchors[i];
+            let now = match self.pages[i] {
+                Some(page) => fast::read_since(page, anchor),
+                None => None,
+            };
+            let Some(now) = now else {
+                return self.stop_lean_moved(out);
+            };
+            *reading = pmu_core::Reading::new(now.wrapping_sub(anchor.read.value));
+            self.end_values[i] = now;
+        }
+        self.lean_region = LeanRegion::Quiet;
+        true
+    }
+
+    /// A lean region whose pages the kernel rewrote: full reads of every event (false
+    /// if one needs `read()` now: the thorough stop follows, with the start's samples
+    /// in place), CONTEXT_SWITCH on every reading if a `lock` moved, the thread's CPU
+    /// now (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an event's page
+    /// times advanced differently.
+    #[cold]
+    #[inline(never)]
+    fn stop_lean_moved(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        for i in 0..self.len {
+            self.start[i] = Sample::fast(self.anchors[i].read);
+        }
+        self.lean_region = LeanRegion::Moved;
+        for i in 0..self.len {
+            match self.pages[i].map(fast::read_anchor) {
+                Some(Ok(anchor)) => self.end[i] = Sample::fast(anchor.read),
+                _ => return false,
+            }
+        }
+        let moved = (0..self.len).any(|i| self.start[i].lock != self.end[i].lock);
         self.end_thread = self.start_thread;
+        let mut common = Hazards::empty();
         if moved {
-            self.lock_moved(out);
+            self.end_thread = self.cpu_source.stamp();
+            common |= Hazards::CONTEXT_SWITCH;
+            if self.end_thread.cpu != self.start_thread.cpu {
+                common |= Hazards::CPU_MIGRATION;
+            }
+        }
+        for (i, reading) in out.iter_mut().enumerate().take(self.len) {
+            let (s, e) = (&self.start[i], &self.end[i]);
+            let mut hazards = common;
+            if e.time_enabled.wrapping_sub(s.time_enabled)
+                != e.time_running.wrapping_sub(s.time_running)
+            {
+                hazards |= Hazards::MULTIPLEXED;
+            }
+            *reading = pmu_core::Reading {
+                hazards,
+                ..pmu_core::Reading::new(e.value.wrapping_sub(s.value))
+            };
         }
         true
     }
 
-    /// A page's `lock` moved in a lean region: CONTEXT_SWITCH on every reading, the
-    /// thread's CPU now (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an
-    /// event's page times advanced differently.
-    #[cold]
-    fn lock_moved(&mut self, out: &mut [pmu_core::Reading]) {
-        self.end_thread = self.cpu_source.stamp();
-        let mut common = Hazards::CONTEXT_SWITCH;
-        if self.end_thread.cpu != self.start_thread.cpu {
-            common |= Hazards::CPU_MIGRATION;
-        }
-        for (i, reading) in out.iter_mut().enumerate().take(self.len) {
-            let (s, e) = (&self.start[i], &self.end[i]);
-            reading.hazards = common;
-            if e.time_enabled.wrapping_sub(s.time_enabled)
-                != e.time_running.wrapping_sub(s.time_running)
-            {
-                reading.hazards |= Hazards::MULTIPLEXED;
-            }
-        }
-    }
-
-    /// The readings of the last region, from everything its edges kept.
+    /// The readings and evidence of the last region, from everything its edges kept.
     fn evaluate(&self, out: &mut [pmu_core::Reading]) -> crate::region::Evidence {
-        let n = self.len();
+        let n = self.len;
+        let (mut start, mut end) = (self.start, self.end);
+        let mut end_thread = self.end_thread;
+        if self.lean_region == LeanRegion::Quiet {
+            // Nothing moved: the stop's pages were the start's, only the values differ.
+            for i in 0..n {
+                start[i] = Sample::fast(self.anchors[i].read);
+                end[i] = Sample {
+                    value: self.end_values[i],
+                    ..start[i]
+                };
+            }
+            end_thread = self.start_thread;
+        }
         crate::region::evaluate_perf(
-            &self.start[..n],
-            &self.end[..n],
+            &start[..n],
+            &end[..n],
             self.software_ids(),
             self.start_thread,
-            self.end_thread,
+            end_thread,
             &mut out[..n],
         )
     }
+}
+
+/// How the last region used the lean path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum LeanRegion {
+    /// Not at all (thorough start): `start`, `end` and the thread stamps hold it.
+    #[default]
+    Thorough,
+    /// Started lean: the start is in `anchors`.
+    Started,
+    /// Stopped lean with no page rewritten: the stop values are in `end_values`.
+    Quiet,
+    /// Stopped after a page was rewritten: `start` and `end` hold it.
+    Moved,
 }
 
 /// Event `i` read through its page (no `isb`), or why `read()` is needed, with the
 /// page's `lock` then.
 #[inline(always)]
 fn sample_page(group: &Group, pages: &[Option<KernelPage>; MAX_EVENTS], i: usize) -> Sample {
-    match pages[i].map(fast::read_kernel_page) {
-        Some(Ok(read)) => Sample::fast(read),
+    match pages[i].map(fast::read_anchor) {
+        Some(Ok(anchor)) => Sample::fast(anchor.read),
         Some(Err(fallback)) => Sample {
             lock: page_lock(pages, i),
             path: ReadPath::Syscall(group.reason(i, fallback)),
@@ -648,6 +701,7 @@ impl pmu_core::RegionMeter for Session {
         if self.lean && self.start_lean() {
             return Ok(());
         }
+        self.lean_region = LeanRegion::Thorough;
         self.start_thread = ThreadStamp::before()?;
         self.sample_into(Edge::Start)
     }
@@ -665,7 +719,7 @@ impl pmu_core::RegionMeter for Session {
             }
             .into());
         }
-        if self.start_thread.switches.is_none() && self.stop_lean(out) {
+        if self.lean_region == LeanRegion::Started && self.stop_lean(out) {
             return Ok(());
         }
         self.sample_into(Edge::Stop)?;
