@@ -139,7 +139,7 @@ pub struct DirectMeter<'c, 'p, P: Pmu, A: AccessCheck = Unchecked> {
     end: [u64; MAX_EVENTS],
     overflowed: [bool; MAX_EVENTS],
     start_thread: ThreadStamp,
-    last: Evidence,
+    end_thread: ThreadStamp,
 }
 
 impl<'c, 'p, P: Pmu, A: AccessCheck> DirectMeter<'c, 'p, P, A> {
@@ -178,7 +178,7 @@ impl<'c, 'p, P: Pmu, A: AccessCheck> DirectMeter<'c, 'p, P, A> {
             end: [0; MAX_EVENTS],
             overflowed: [false; MAX_EVENTS],
             start_thread: ThreadStamp::default(),
-            last: Evidence::default(),
+            end_thread: ThreadStamp::default(),
         })
     }
 
@@ -230,7 +230,9 @@ impl<P: Pmu, A: AccessCheck> RegionMeter for DirectMeter<'_, '_, P, A> {
             }
             .into());
         }
-        self.last = evaluate_direct(
+        self.end_thread = thread_end;
+        // The evidence is derived again on demand (`evidence`): not copied per region.
+        evaluate_direct(
             &self.start[..n],
             &self.end[..n],
             &self.overflowed[..n],
@@ -261,7 +263,17 @@ impl<P: Pmu, A: AccessCheck> Counters for DirectMeter<'_, '_, P, A> {
     }
 
     fn evidence(&self) -> Evidence {
-        self.last
+        let n = self.counters.len().min(MAX_EVENTS);
+        evaluate_direct(
+            &self.start[..n],
+            &self.end[..n],
+            &self.overflowed[..n],
+            &self.widths[..n],
+            self.start_thread,
+            self.end_thread,
+            &mut [Reading::default(); MAX_EVENTS][..n],
+        )
+        .unwrap_or_default()
     }
 }
 

@@ -311,7 +311,10 @@ fn access(cpu: &str) {
             .unwrap_or_else(|| panic!("{name} missing: {lean}"));
         assert_eq!(d["detected"], true, "{name}: {d}");
         assert_eq!(d["page_updated"], true, "{name}: the lock moved: {d}");
-        assert!(d["voluntary_switches"].is_null(), "{name}: no getrusage: {d}");
+        assert!(
+            d["voluntary_switches"].is_null(),
+            "{name}: no getrusage: {d}"
+        );
     }
     let migration = lean
         .as_array()
