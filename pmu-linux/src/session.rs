@@ -6,9 +6,15 @@
 //! error state, which a read reports), every event opened `disabled` and enabled,
 //! disabled and reset together with `PERF_IOC_FLAG_GROUP`, hardware events restricted
 //! to user space (`exclude_kernel`, `exclude_hv`) so paranoid level 2 suffices. Every
-//! event is `read_format = GROUP | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING | ID`, so one
-//! `read()` of the leader returns `{ nr, time_enabled, time_running, { value, id }[nr] }`
-//! for the whole group: the fallback when a page says user reads are impossible.
+//! event of a group of two or more is `read_format = GROUP | TOTAL_TIME_ENABLED |
+//! TOTAL_TIME_RUNNING | ID`, so one `read()` of the leader returns `{ nr, time_enabled,
+//! time_running, { value, id }[nr] }` for the whole group: the fallback when a page says
+//! user reads are impossible. A single event is opened without `GROUP` (`{ value,
+//! time_enabled, time_running, id }`): the kernel's group read (core.c
+//! `perf_read_group`) allocates and frees a buffer on every call, which made a
+//! one-event `read()` cost 4700 instructions in the arm64 test kernel (its kmemleak
+//! tracks every allocation) against 1300 for the single-event read (`perf_read_one`)
+//! that libperf does.
 //!
 //! Software events are the kernel's own counters and never sit on a hardware
 //! counter: their page always has `index` 0, so they are read with `read()`. They count
@@ -174,6 +180,8 @@ struct Group {
     /// `armv8pmu_user_event_idx`), so index 0 means "no user access", not "not on a
     /// counter".
     user_reads_off: bool,
+    /// Opened with `PERF_FORMAT_GROUP` (two events or more).
+    group_format: bool,
 }
 
 /// An open perf group and the state of the region being measured.
@@ -200,11 +208,21 @@ pub struct Session {
     end: [Sample; MAX_EVENTS],
     start_thread: ThreadStamp,
     end_thread: ThreadStamp,
-    /// A lean region's start reads.
-    anchors: [Anchor; MAX_EVENTS],
-    /// A quiet lean region's stop values.
-    end_values: [u64; MAX_EVENTS],
+    /// Per event, what a lean region needs, side by side (one base address per event
+    /// in the hot loops).
+    lean_events: [LeanEvent; MAX_EVENTS],
     lean_region: LeanRegion,
+}
+
+/// One event in a lean region.
+#[derive(Clone, Copy, Debug, Default)]
+struct LeanEvent {
+    /// The event's page (as in `Session::pages`).
+    page: Option<KernelPage>,
+    /// The start read.
+    anchor: Anchor,
+    /// The stop value of a quiet region.
+    end_value: u64,
 }
 
 impl Session {
@@ -260,8 +278,10 @@ impl Session {
             end: [Sample::default(); MAX_EVENTS],
             start_thread: ThreadStamp::default(),
             end_thread: ThreadStamp::default(),
-            anchors: [Anchor::default(); MAX_EVENTS],
-            end_values: [0; MAX_EVENTS],
+            lean_events: pages.map(|page| LeanEvent {
+                page,
+                ..LeanEvent::default()
+            }),
             lean_region: LeanRegion::Thorough,
         })
     }
@@ -416,14 +436,14 @@ impl Session {
     #[inline(always)]
     fn start_lean(&mut self) -> bool {
         let stamp = self.cpu_source.stamp();
-        for (page, anchor) in self.pages[..self.len].iter().zip(&mut self.anchors) {
-            let Some(page) = page else {
+        for event in self.lean_events.iter_mut().take(self.len) {
+            let Some(page) = event.page else {
                 return false;
             };
-            let Ok(read) = fast::read_anchor(*page) else {
+            let Ok(anchor) = fast::read_anchor(page) else {
                 return false;
             };
-            *anchor = read;
+            event.anchor = anchor;
         }
         fast::synchronize();
         self.start_thread = stamp;
@@ -443,17 +463,21 @@ impl Session {
     #[inline(always)]
     fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
         fast::synchronize();
-        for (i, reading) in out.iter_mut().enumerate().take(self.len) {
-            let anchor = &self.anchors[i];
-            let now = match self.pages[i] {
-                Some(page) => fast::read_since(page, anchor),
+        for (event, reading) in self
+            .lean_events
+            .iter_mut()
+            .zip(out.iter_mut())
+            .take(self.len)
+        {
+            let now = match event.page {
+                Some(page) => fast::read_since(page, &event.anchor),
                 None => None,
             };
             let Some(now) = now else {
                 return self.stop_lean_moved(out);
             };
-            *reading = pmu_core::Reading::new(now.wrapping_sub(anchor.read.value));
-            self.end_values[i] = now;
+            *reading = pmu_core::Reading::new(now.wrapping_sub(event.anchor.read.value));
+            event.end_value = now;
         }
         self.lean_region = LeanRegion::Quiet;
         true
@@ -468,7 +492,7 @@ impl Session {
     #[inline(never)]
     fn stop_lean_moved(&mut self, out: &mut [pmu_core::Reading]) -> bool {
         for i in 0..self.len {
-            self.start[i] = Sample::fast(self.anchors[i].read);
+            self.start[i] = Sample::fast(self.lean_events[i].anchor.read);
         }
         self.lean_region = LeanRegion::Moved;
         for i in 0..self.len {
@@ -511,9 +535,9 @@ impl Session {
         if self.lean_region == LeanRegion::Quiet {
             // Nothing moved: the stop's pages were the start's, only the values differ.
             for i in 0..n {
-                start[i] = Sample::fast(self.anchors[i].read);
+                start[i] = Sample::fast(self.lean_events[i].anchor.read);
                 end[i] = Sample {
-                    value: self.end_values[i],
+                    value: self.lean_events[i].end_value,
                     ..start[i]
                 };
             }
@@ -536,9 +560,9 @@ enum LeanRegion {
     /// Not at all (thorough start): `start`, `end` and the thread stamps hold it.
     #[default]
     Thorough,
-    /// Started lean: the start is in `anchors`.
+    /// Started lean: the start is in `lean_events`' anchors.
     Started,
-    /// Stopped lean with no page rewritten: the stop values are in `end_values`.
+    /// Stopped lean with no page rewritten: the stop values are in `lean_events`.
     Quiet,
     /// Stopped after a page was rewritten: `start` and `end` hold it.
     Moved,
@@ -580,6 +604,7 @@ impl Group {
             });
         }
         let paranoid = sys::perf_event_paranoid();
+        let group_format = specs.len() > 1;
         let mut events: Vec<OpenEvent> = Vec::with_capacity(specs.len());
         let mut software_ids = [None; MAX_EVENTS];
         for (i, spec) in specs.into_iter().enumerate() {
@@ -604,10 +629,14 @@ impl Group {
             attr.__bindgen_anon_4.config2 = config[2];
             attr.config3 = config[3];
             attr.read_format = u64::from(
-                b::PERF_FORMAT_GROUP
-                    | b::PERF_FORMAT_TOTAL_TIME_ENABLED
+                b::PERF_FORMAT_TOTAL_TIME_ENABLED
                     | b::PERF_FORMAT_TOTAL_TIME_RUNNING
-                    | b::PERF_FORMAT_ID,
+                    | b::PERF_FORMAT_ID
+                    | if group_format {
+                        b::PERF_FORMAT_GROUP
+                    } else {
+                        0
+                    },
             );
             attr.set_disabled(1);
             attr.set_pinned(u64::from(i == 0 && options.pinned));
@@ -632,6 +661,7 @@ impl Group {
             events,
             software_ids,
             user_reads_off: cfg!(target_arch = "aarch64") && sys::perf_user_access() == Some(0),
+            group_format,
         })
     }
 
@@ -641,6 +671,9 @@ impl Group {
     }
 
     fn read(&self) -> Result<GroupRead> {
+        if !self.group_format {
+            return self.read_one();
+        }
         let n = self.events.len();
         let words = 3 + 2 * n;
         let mut buf = [0u64; 3 + 2 * MAX_EVENTS];
@@ -677,6 +710,35 @@ impl Group {
     /// The reason event `i` needs `read()`, given the page's: a software event is never
     /// on a counter whatever the page says; an arm64 hardware event's index 0 with
     /// perf_user_access = 0 means no user access.
+    /// The one event of a single-event session: `{ value, time_enabled, time_running,
+    /// id }` (read_format without GROUP, include/uapi/linux/perf_event.h).
+    fn read_one(&self) -> Result<GroupRead> {
+        let event = &self.events[0];
+        let mut buf = [0u64; 4];
+        let got =
+            sys::perf::read_u64s(event.fd.as_fd(), &mut buf).map_err(|errno| Error::Syscall {
+                op: Op::Read,
+                errno,
+            })?;
+        if got < size_of_val(&buf) {
+            return Err(Error::ShortRead {
+                expected: size_of_val(&buf),
+                got,
+            });
+        }
+        if buf[3] != event.id {
+            return Err(Error::GroupMismatch);
+        }
+        let mut values = [0u64; MAX_EVENTS];
+        values[0] = buf[0];
+        Ok(GroupRead {
+            time_enabled: buf[1],
+            time_running: buf[2],
+            values,
+            len: 1,
+        })
+    }
+
     #[cold]
     fn reason(&self, i: usize, fallback: pmu_core::Fallback) -> FallbackReason {
         let software = self.events[i].spec.kind == EventKind::Software;
@@ -992,6 +1054,24 @@ mod tests {
         }
         // Every run's evidence was recorded (not the warm-ups').
         assert!(m.runs.iter().all(|r| r.evidence.events().len() == 4));
+    }
+
+    /// A single event is read without PERF_FORMAT_GROUP ({ value, time_enabled,
+    /// time_running, id }, include/uapi/linux/perf_event.h): the id must be the
+    /// event's (else GroupMismatch), the value and times advance like a group's.
+    #[test]
+    fn a_single_event_is_read_without_the_group_format() {
+        let session = Session::open(&["task-clock"], Options::default()).unwrap();
+        assert!(!session.group.group_format);
+        session.enable().unwrap();
+        let before = session.read_group().unwrap();
+        spin(200_000);
+        let after = session.read_group().unwrap();
+        assert_eq!(after.values().len(), 1);
+        assert!(after.values()[0] > before.values()[0], "task-clock advances");
+        assert!(after.time_enabled > before.time_enabled);
+        assert_eq!(after.time_enabled, after.time_running, "never multiplexed");
+        assert!(software_session().group.group_format);
     }
 
     #[test]
