@@ -54,9 +54,10 @@ pub fn read(page: &MmapPage) -> Result<PageRead, Fallback> {
 ///
 /// A PMU counter read is not ordered with the instructions around it: an `mrs` of
 /// `PMEVCNTR<n>_EL0` may execute before earlier instructions are counted, or after
-/// later ones began (Arm ARM D7.x, "Synchronization of PMU counter reads"). arm64: one
-/// `isb` (see [`crate::asm::isb`]); a region puts it after its start reads and before
-/// its stop reads, which is all its exactness needs. x86_64: nothing, every `rdpmc` is
+/// later ones began, unless a context synchronization event separates them (the Arm
+/// ARM's Performance Monitors chapter). arm64: one `isb` (the crate's private
+/// `asm::isb` says more); a region puts it after its start reads and before its stop
+/// reads, which is all its exactness needs. x86_64: nothing, every `rdpmc` is
 /// bracketed by `lfence` already ([`read_unsynchronized`]).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]

@@ -1068,7 +1068,10 @@ mod tests {
         spin(200_000);
         let after = session.read_group().unwrap();
         assert_eq!(after.values().len(), 1);
-        assert!(after.values()[0] > before.values()[0], "task-clock advances");
+        assert!(
+            after.values()[0] > before.values()[0],
+            "task-clock advances"
+        );
         assert!(after.time_enabled > before.time_enabled);
         assert_eq!(after.time_enabled, after.time_running, "never multiplexed");
         assert!(software_session().group.group_format);
