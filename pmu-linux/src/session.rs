@@ -35,7 +35,6 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use perf_event_open_sys::bindings as b;
 use pmu_core::mmap_page::{Anchor, PageRead};
-use pmu_core::Hazards;
 
 use crate::error::{Error, Op, OpenError, Result};
 use crate::events::{self, EventKind, EventSpec};
@@ -485,8 +484,9 @@ impl Session {
 
     /// A lean region whose pages the kernel rewrote: full reads of every event (false
     /// if one needs `read()` now: the thorough stop follows, with the start's samples
-    /// in place), CONTEXT_SWITCH on every reading if a `lock` moved, the thread's CPU
-    /// now (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an event's page
+    /// in place), then the readings as [`crate::region::evaluate_perf`] judges them:
+    /// CONTEXT_SWITCH on every reading if a `lock` moved, the thread's CPU now
+    /// (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an event's page
     /// times advanced differently.
     #[cold]
     #[inline(never)]
@@ -502,28 +502,14 @@ impl Session {
             }
         }
         let moved = (0..self.len).any(|i| self.start[i].lock != self.end[i].lock);
-        self.end_thread = self.start_thread;
-        let mut common = Hazards::empty();
-        if moved {
-            self.end_thread = self.cpu_source.stamp();
-            common |= Hazards::CONTEXT_SWITCH;
-            if self.end_thread.cpu != self.start_thread.cpu {
-                common |= Hazards::CPU_MIGRATION;
-            }
-        }
-        for (i, reading) in out.iter_mut().enumerate().take(self.len) {
-            let (s, e) = (&self.start[i], &self.end[i]);
-            let mut hazards = common;
-            if e.time_enabled.wrapping_sub(s.time_enabled)
-                != e.time_running.wrapping_sub(s.time_running)
-            {
-                hazards |= Hazards::MULTIPLEXED;
-            }
-            *reading = pmu_core::Reading {
-                hazards,
-                ..pmu_core::Reading::new(e.value.wrapping_sub(s.value))
-            };
-        }
+        // The CPU again only if a lock moved (else the thread never left its CPU);
+        // the readings from evaluate_perf, as every thorough region's.
+        self.end_thread = if moved {
+            self.cpu_source.stamp()
+        } else {
+            self.start_thread
+        };
+        self.evaluate(out);
         true
     }
 
