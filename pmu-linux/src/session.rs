@@ -293,6 +293,12 @@ impl Session {
         self.lean
     }
 
+    /// Whether lean regions read the thread's CPU from its rseq area (one load), not
+    /// with `sched_getcpu()` (a kernel without rseq).
+    pub fn cpu_from_rseq(&self) -> bool {
+        matches!(self.cpu_source, CpuSource::Rseq(_))
+    }
+
     /// The events, in group order (the first is the leader).
     pub fn specs(&self) -> impl ExactSizeIterator<Item = &EventSpec> {
         self.group.events.iter().map(|e| &e.spec)
@@ -1040,6 +1046,19 @@ mod tests {
         }
         // Every run's evidence was recorded (not the warm-ups').
         assert!(m.runs.iter().all(|r| r.evidence.events().len() == 4));
+    }
+
+    /// Software events are never on a counter, so a region of them always needs
+    /// read() and the thorough evidence; the thread's CPU comes from rseq where the
+    /// kernel has it (this host: Linux with CONFIG_RSEQ, glibc's area or ours).
+    #[test]
+    fn software_sessions_take_the_thorough_evidence() {
+        let session = software_session();
+        assert!(!session.lean_evidence());
+        assert_eq!(
+            session.cpu_from_rseq(),
+            crate::rseq::ThreadCpu::this_thread().is_ok()
+        );
     }
 
     /// A single event is read without PERF_FORMAT_GROUP ({ value, time_enabled,
