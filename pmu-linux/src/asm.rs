@@ -4,7 +4,8 @@
 //! pmu-armv8's `asm` module puts an `isb` after control writes only; its counter reads
 //! are bare `mrs`. A region wants its reads ordered with the region's instructions
 //! (the role `lfence` plays around `rdpmc` on x86, pmu-x86 `rdpmc_fenced`): one `isb`
-//! after the start reads and one before the stop reads ([`crate::fast::synchronize`]).
+//! before and one after the start's reads, one before the stop's
+//! ([`crate::fast::synchronize`]).
 
 #[cfg(any(
     target_arch = "aarch64",
@@ -41,10 +42,13 @@ pub fn thread_pointer() -> *mut u8 {
 /// A PMU counter read is not ordered with the instructions around it: an `mrs` of
 /// `PMEVCNTR<n>_EL0` can execute before earlier instructions have been counted, or after
 /// later ones began. ISB is a context synchronization event: every instruction after
-/// it is fetched again once everything before it has completed, so `mrs; isb` at a
-/// region's start and `isb; mrs` at its stop count exactly the instructions of the
-/// region between them (the role LFENCE plays around RDPMC). Also a compiler barrier
-/// (no `nomem`).
+/// it is fetched again once everything before it has completed, so `isb; mrs; isb`
+/// at a region's start and `isb; mrs` at its stop count exactly the instructions of
+/// the region between them (the role LFENCE plays around RDPMC): the first keeps the
+/// instructions before the region out of it, the second keeps the region's out of the
+/// start read, the third puts all of the region's in the stop read. Inside the page's
+/// seqlock no `isb` is needed (the page and the counter only change across an
+/// exception, which is precise). Also a compiler barrier (no `nomem`).
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
 pub fn isb() {

@@ -56,9 +56,9 @@ pub fn read(page: &MmapPage) -> Result<PageRead, Fallback> {
 /// `PMEVCNTR<n>_EL0` may execute before earlier instructions are counted, or after
 /// later ones began, unless a context synchronization event separates them (the Arm
 /// ARM's Performance Monitors chapter). arm64: one `isb` (the crate's private
-/// `asm::isb` says more); a region puts it after its start reads and before its stop
-/// reads, which is all its exactness needs. x86_64: nothing, every `rdpmc` is
-/// bracketed by `lfence` already ([`read_unsynchronized`]).
+/// `asm::isb` says more); a region puts one before and one after its start reads and
+/// one before its stop reads. x86_64: nothing, every `rdpmc` is bracketed by `lfence`
+/// already ([`read_unsynchronized`]).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub fn synchronize() {

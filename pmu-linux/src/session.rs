@@ -391,12 +391,11 @@ impl Session {
     fn sample_into(&mut self, edge: Edge) -> Result<()> {
         let n = self.group.events.len();
         let (group, pages) = (&self.group, &self.pages);
+        // Before the reads of either edge: the instructions before them are counted.
+        fast::synchronize();
         let out = match edge {
             Edge::Start => &mut self.start,
-            Edge::Stop => {
-                fast::synchronize();
-                &mut self.end
-            }
+            Edge::Stop => &mut self.end,
         };
         let mut need_read = false;
         for (i, sample) in out.iter_mut().enumerate().take(n) {
@@ -430,6 +429,7 @@ impl Session {
             }
         }
         if edge == Edge::Start {
+            // After the start's reads: none of the region's instructions begins before.
             fast::synchronize();
         }
         Ok(())
@@ -441,6 +441,9 @@ impl Session {
     #[inline(always)]
     fn start_lean(&mut self) -> bool {
         let stamp = self.cpu_source.stamp();
+        // Before the reads: what came before the region is counted before it (an
+        // instruction still in flight would otherwise land in the region).
+        fast::synchronize();
         for event in self.lean_events.iter_mut().take(self.len) {
             let Some(page) = event.page else {
                 return false;
@@ -450,6 +453,7 @@ impl Session {
             };
             event.anchor = anchor;
         }
+        // After the reads: none of the region's instructions begins before them.
         fast::synchronize();
         self.start_thread = stamp;
         self.lean_region = LeanRegion::Started;
@@ -467,6 +471,7 @@ impl Session {
     /// needs `read()` now.
     #[inline(always)]
     fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        // Before the reads: every instruction of the region is counted.
         fast::synchronize();
         for (event, reading) in self
             .lean_events
