@@ -21,8 +21,10 @@
 //!
 //! [`read`] does exactly this against the [`UserPage`] trait, so the host tests it with
 //! a fake page that another thread rewrites, and `pmu-linux` runs it on the real page
-//! with `rdpmc` (x86) or `mrs PMEVCNTR<n>_EL0` (arm64) as the counter read. Differences
-//! from the kernel's example, each deliberate:
+//! with `rdpmc` (x86) or `mrs PMEVCNTR<n>_EL0` (arm64) as the counter read. It is one
+//! pass through the page per attempt, written to be cheap (it is what every region edge
+//! costs): `lock`, `index`, the fields, the counter, `lock` again. Differences from the
+//! kernel's example, each deliberate:
 //!
 //! - an odd `lock` is retried too. The kernel increments `lock` before and after an
 //!   update; the reading thread normally never sees it odd (the kernel updates the page
@@ -32,17 +34,23 @@
 //!   the `read()` system call instead of spinning forever;
 //! - `cap_user_rdpmc` with a `pmc_width` of 0 or above 64 is [`Fallback::BadWidth`],
 //!   never an undefined shift;
-//! - `time_enabled != time_running` flags [`Hazards::MULTIPLEXED`].
+//! - the counter read may refuse an index (`None`: no counter user space may read),
+//!   which is [`Fallback::NoUserAccess`];
+//! - `time_enabled != time_running` flags [`Hazards::MULTIPLEXED`]
+//!   ([`PageRead::hazards`]).
+//!
+//! The ordering between the loads is the page's business ([`UserPage::order_loads`]):
+//! a page another thread rewrites needs acquire fences on weakly ordered CPUs, the
+//! kernel's page of a self-monitoring thread does not (see `pmu-linux`'s page module).
 
 use core::sync::atomic::{fence, Ordering};
 
 use crate::hazards::Hazards;
-use crate::width::CounterWidth;
 
 /// The fields of `struct perf_event_mmap_page` the protocol reads.
 ///
 /// Implementations read the shared page with volatile (or relaxed atomic) loads; the
-/// protocol adds the ordering.
+/// protocol adds the ordering through [`UserPage::order_loads`].
 pub trait UserPage {
     /// `lock`: the sequence count the kernel increments around every update.
     fn lock(&self) -> u32;
@@ -58,13 +66,30 @@ pub trait UserPage {
     fn time_enabled(&self) -> u64;
     /// `time_running` (ns).
     fn time_running(&self) -> u64;
+    /// Called after the first `lock` load and before the second: keeps the field loads
+    /// (and the counter read) between the two `lock` loads.
+    ///
+    /// The default is an acquire fence, right for a page that another CPU rewrites
+    /// concurrently (the fake pages of the tests). A page whose writers never run
+    /// concurrently with the reader may weaken it to a compiler fence.
+    #[inline(always)]
+    fn order_loads(&self) {
+        fence(Ordering::Acquire);
+    }
+    /// Whether a nonzero `index` on this page already means `cap_user_rdpmc` = 1, so
+    /// that the protocol need not test the capability on every read. The default,
+    /// false, tests it, as include/uapi/linux/perf_event.h's example does.
+    #[inline(always)]
+    fn index_implies_user_read(&self) -> bool {
+        false
+    }
 }
 
 /// At most this many passes through the seqlock before giving up.
 pub const MAX_RETRIES: u32 = 1000;
 
 /// A consistent read through the page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PageRead {
     /// `offset + sign_extend(pmc)`: the event count.
     pub value: u64,
@@ -73,12 +98,22 @@ pub struct PageRead {
     pub seq: u32,
     /// `index` (counter number + 1) the value came from.
     pub index: u32,
-    /// `time_enabled` at the read.
+    /// `time_enabled` at the read (as of the last page update).
     pub time_enabled: u64,
-    /// `time_running` at the read.
+    /// `time_running` at the read (as of the last page update).
     pub time_running: u64,
+}
+
+impl PageRead {
     /// [`Hazards::MULTIPLEXED`] when time_enabled != time_running, else empty.
-    pub hazards: Hazards,
+    #[inline]
+    pub const fn hazards(&self) -> Hazards {
+        if self.time_enabled != self.time_running {
+            Hazards::MULTIPLEXED
+        } else {
+            Hazards::empty()
+        }
+    }
 }
 
 /// Why user space must use the `read()` system call instead.
@@ -128,65 +163,144 @@ impl core::fmt::Display for Fallback {
 }
 
 /// Reads the event behind `page`, calling `read_counter(index - 1)` for the hardware
-/// counter (`rdpmc` on x86, `PMEVCNTR<n>_EL0`/`PMCCNTR_EL0` on arm64).
+/// counter (`rdpmc` on x86, `PMEVCNTR<n>_EL0`/`PMCCNTR_EL0` on arm64), which answers
+/// `None` for a number that names no counter it may read.
+///
+/// A fallback is returned as soon as the page shows it, without waiting for a
+/// consistent pass: the `read()` that follows is authoritative either way.
 ///
 /// # Errors
 /// A [`Fallback`] when the value must come from the `read()` system call.
 #[inline(always)]
 pub fn read<P: UserPage + ?Sized>(
     page: &P,
-    mut read_counter: impl FnMut(u32) -> u64,
+    read_counter: impl FnMut(u32) -> Option<u64>,
 ) -> Result<PageRead, Fallback> {
-    for _ in 0..MAX_RETRIES {
-        let seq = page.lock();
-        // Order the loads of the fields (and the counter read) after the load of `lock`;
-        // pairs with the kernel's barrier after its first `lock++`.
-        fence(Ordering::Acquire);
-        if seq & 1 == 1 {
-            // An update is in progress on another CPU.
-            core::hint::spin_loop();
-            continue;
+    read_anchor(page, read_counter).map(|anchor| anchor.read)
+}
+
+/// A consistent read kept as the base of later [`read_since`]s: the read, and how
+/// its counter was read (`offset`, counter number, sign-extension shift).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Anchor {
+    /// The read.
+    pub read: PageRead,
+    offset: i64,
+    counter: u32,
+    shift: u32,
+}
+
+/// [`read`], keeping what [`read_since`] needs.
+///
+/// # Errors
+/// As [`read`].
+#[inline(always)]
+pub fn read_anchor<P: UserPage + ?Sized>(
+    page: &P,
+    mut read_counter: impl FnMut(u32) -> Option<u64>,
+) -> Result<Anchor, Fallback> {
+    let mut attempts = MAX_RETRIES;
+    loop {
+        if let Some(outcome) = attempt(page, &mut read_counter) {
+            return outcome;
         }
-        let index = page.index();
-        let offset = page.offset();
-        let time_enabled = page.time_enabled();
-        let time_running = page.time_running();
-        let outcome = if !page.cap_user_rdpmc() {
-            Err(Fallback::NoUserAccess)
-        } else if index == 0 {
-            Err(Fallback::NotScheduled)
-        } else {
-            let width = page.pmc_width();
-            match CounterWidth::new(u32::from(width)) {
-                Err(_) => Err(Fallback::BadWidth { width }),
-                Ok(w) => {
-                    let pmc = w.sign_extend(read_counter(index - 1));
-                    Ok(offset.wrapping_add(pmc) as u64)
-                }
-            }
-        };
-        // Order the field and counter reads before the second load of `lock`; pairs with
-        // the kernel's barrier before its second `lock++`.
-        fence(Ordering::Acquire);
-        if page.lock() != seq {
-            continue;
+        attempts -= 1;
+        if attempts == 0 {
+            return Err(Fallback::Contended);
         }
-        let value = outcome?;
-        let hazards = if time_enabled != time_running {
-            Hazards::MULTIPLEXED
+        core::hint::spin_loop();
+    }
+}
+
+/// The event's count now, if the kernel has not rewritten the page since `anchor`
+/// (`lock` unchanged before and after the counter read): then `index`, `offset` and
+/// `pmc_width` are still the anchor's, and only the counter is read. `None` when the
+/// page changed (the event was scheduled out and in, rotated, or reloaded after an
+/// overflow): read it again with [`read`].
+///
+/// A region's stop reads this way: half the loads and checks of a full read, and the
+/// `lock` comparison the region needs for its hazards comes for free.
+#[inline(always)]
+pub fn read_since<P: UserPage + ?Sized>(
+    page: &P,
+    anchor: &Anchor,
+    read_counter: impl FnOnce(u32) -> Option<u64>,
+) -> Option<u64> {
+    let seq = page.lock();
+    if seq != anchor.read.seq {
+        return None;
+    }
+    // As in `read`: the counter read stays between the two `lock` loads.
+    page.order_loads();
+    let pmc = read_counter(anchor.counter)?;
+    page.order_loads();
+    if page.lock() != seq {
+        return None;
+    }
+    let shift = anchor.shift;
+    let pmc = ((pmc << shift) as i64) >> shift;
+    Some(anchor.offset.wrapping_add(pmc) as u64)
+}
+
+/// One pass: `None` if the page changed under it (or was being changed).
+#[inline(always)]
+fn attempt<P: UserPage + ?Sized>(
+    page: &P,
+    read_counter: &mut impl FnMut(u32) -> Option<u64>,
+) -> Option<Result<Anchor, Fallback>> {
+    let seq = page.lock();
+    // Pairs with the kernel's barrier after its first `lock++`.
+    page.order_loads();
+    // An odd `lock` is an update in progress on another CPU: nothing to trust, not even
+    // `index` (a counter that does not exist must never be read).
+    if seq & 1 != 0 {
+        return None;
+    }
+    let index = page.index();
+    let offset = page.offset();
+    let time_enabled = page.time_enabled();
+    let time_running = page.time_running();
+    let width = u32::from(page.pmc_width());
+    if index == 0 {
+        return Some(Err(if page.cap_user_rdpmc() {
+            Fallback::NotScheduled
         } else {
-            Hazards::empty()
-        };
-        return Ok(PageRead {
-            value,
+            Fallback::NoUserAccess
+        }));
+    }
+    if !page.index_implies_user_read() && !page.cap_user_rdpmc() {
+        return Some(Err(Fallback::NoUserAccess));
+    }
+    // Sign extension from `width` bits shifts by 64 - width, which must be 0..=63:
+    // width 1..=64. Anything else (0 wraps to 64, above 64 to a huge number) is bogus.
+    let shift = 64u32.wrapping_sub(width);
+    if shift > 63 {
+        return Some(Err(Fallback::BadWidth {
+            width: width as u16,
+        }));
+    }
+    let counter = index - 1;
+    let Some(pmc) = read_counter(counter) else {
+        return Some(Err(Fallback::NoUserAccess));
+    };
+    // Pairs with the kernel's barrier before its second `lock++`.
+    page.order_loads();
+    if page.lock() != seq {
+        return None;
+    }
+    let pmc = ((pmc << shift) as i64) >> shift;
+    Some(Ok(Anchor {
+        read: PageRead {
+            value: offset.wrapping_add(pmc) as u64,
             seq,
             index,
             time_enabled,
             time_running,
-            hazards,
-        });
-    }
-    Err(Fallback::Contended)
+        },
+        offset,
+        counter,
+        shift,
+    }))
 }
 
 #[cfg(test)]
@@ -194,6 +308,8 @@ mod tests {
     use super::*;
     use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64};
     use std::sync::Arc;
+
+    use crate::width::CounterWidth;
 
     /// A page whose fields another thread rewrites with the kernel's seqlock discipline.
     #[derive(Default)]
@@ -244,9 +360,9 @@ mod tests {
             p
         }
 
-        fn read_pmc(&self, idx: u32) -> u64 {
+        fn read_pmc(&self, idx: u32) -> Option<u64> {
             assert_eq!(idx + 1, self.index.load(Ordering::Relaxed));
-            self.pmc.load(Ordering::Relaxed)
+            Some(self.pmc.load(Ordering::Relaxed))
         }
 
         /// One update, as perf_event_update_userpage() does it: lock++, write, lock++.
@@ -267,14 +383,14 @@ mod tests {
         let r = read(&page, |i| page.read_pmc(i)).unwrap();
         assert_eq!(r.value, 1_000_000);
         assert_eq!(r.index, 3);
-        assert_eq!(r.hazards, Hazards::empty());
+        assert_eq!(r.hazards(), Hazards::empty());
     }
 
     /// Fallback reasons: cap_user_rdpmc = 0, index = 0 (seed 000 read garbage here),
     /// a bogus width; the counter is never read in those cases.
     #[test]
     fn fallbacks() {
-        let never = |_| -> u64 { panic!("counter must not be read") };
+        let never = |_| -> Option<u64> { panic!("counter must not be read") };
         assert_eq!(
             read(&FakePage::with(1, 0, 48, false, 0), never),
             Err(Fallback::NoUserAccess)
@@ -292,6 +408,10 @@ mod tests {
             Err(Fallback::BadWidth { width: 65 })
         );
         assert_eq!(Fallback::NotScheduled.hazard(), Hazards::NOT_SCHEDULED);
+        // The counter read refuses the index (arm64: index 33, a counter Linux never
+        // hands to user space): no value, the read() fallback.
+        let page = FakePage::with(33, 0, 64, true, 0);
+        assert_eq!(read(&page, |_| None), Err(Fallback::NoUserAccess));
     }
 
     #[test]
@@ -301,7 +421,7 @@ mod tests {
         page.running.store(100, Ordering::Relaxed);
         let r = read(&page, |i| page.read_pmc(i)).unwrap();
         assert_eq!(r.value, 15);
-        assert_eq!(r.hazards, Hazards::MULTIPLEXED);
+        assert_eq!(r.hazards(), Hazards::MULTIPLEXED);
     }
 
     #[test]
@@ -309,6 +429,33 @@ mod tests {
         let page = FakePage::with(1, 0, 64, true, 0);
         page.lock.store(7, Ordering::Relaxed);
         assert_eq!(read(&page, |i| page.read_pmc(i)), Err(Fallback::Contended));
+    }
+
+    /// read_since: while the page is unchanged only the counter is read, against the
+    /// anchor's offset and width (the 48-bit sign-extension case of perf_event.h); once
+    /// the kernel rewrote the page (lock moved), or while it is rewriting it, `None`.
+    #[test]
+    fn read_since_an_unchanged_page() {
+        let page = FakePage::with(3, 1_000_100, 48, true, 0xFFFF_FFFF_FF9C);
+        let anchor = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(anchor.read.value, 1_000_000);
+        page.pmc.store(0xFFFF_FFFF_FFFF, Ordering::Relaxed); // -1: 99 events later
+        assert_eq!(
+            read_since(&page, &anchor, |i| page.read_pmc(i)),
+            Some(1_000_099)
+        );
+        // A rewrite that changes nothing visible still moves the lock: not trusted.
+        page.update(|_| {});
+        assert_eq!(read_since(&page, &anchor, |_| panic!("not read")), None);
+        let again = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(again.read.value, 1_000_099);
+        // Mid-update (odd lock): never equal to an anchor's even lock.
+        page.lock.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(read_since(&page, &again, |_| panic!("not read")), None);
+        // The counter read refusing the number: None as well.
+        page.lock.fetch_add(1, Ordering::Relaxed);
+        let third = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(read_since(&page, &third, |_| None), None);
     }
 
     /// No torn value over 10^6 reads while another thread rewrites the page.
@@ -344,12 +491,20 @@ mod tests {
                 g
             })
         };
-        let (mut last, mut contended, mut ok) = (0u64, 0u32, 0u32);
+        let (mut last, mut contended, mut ok, mut since) = (0u64, 0u32, 0u32, 0u32);
         for _ in 0..READS {
             // The "hardware counter" read ignores the index check (the writer changes
             // it); a torn index shows up as a wrong value.
-            match read(&*page, |_| page.pmc.load(Ordering::Relaxed)) {
-                Ok(r) => {
+            let counter = |_| Some(page.pmc.load(Ordering::Relaxed));
+            match read_anchor(&*page, counter) {
+                Ok(anchor) => {
+                    let r = anchor.read;
+                    // A later read against the anchor: the same generation's value, or
+                    // None once the writer moved on.
+                    if let Some(v) = read_since(&*page, &anchor, counter) {
+                        assert_eq!(v, r.value, "read_since across generations");
+                        since += 1;
+                    }
                     assert_eq!(r.value % STEP, 0, "torn read: {r:?}");
                     assert!(r.value >= last, "went backwards: {} < {last}", r.value);
                     assert_eq!(
@@ -368,6 +523,7 @@ mod tests {
         let generations = writer.join().unwrap();
         assert_eq!(ok + contended, READS);
         assert!(ok > READS / 2, "only {ok} of {READS} reads succeeded");
+        assert!(since > 0, "read_since never saw an unchanged page");
         assert!(
             generations > 1000,
             "the writer barely ran ({generations} updates)"

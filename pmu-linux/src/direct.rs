@@ -162,7 +162,7 @@ pub struct DirectMeter<'c, 'p, P: Pmu, A: AccessCheck = Unchecked> {
     /// Events per counter tick (1, or 64 for the ARM1176 CCR with PMCR.D).
     scales: [u64; MAX_EVENTS],
     start_thread: ThreadStamp,
-    last: Evidence,
+    end_thread: ThreadStamp,
 }
 
 impl<'c, 'p, P: Pmu, A: AccessCheck> DirectMeter<'c, 'p, P, A> {
@@ -202,7 +202,7 @@ impl<'c, 'p, P: Pmu, A: AccessCheck> DirectMeter<'c, 'p, P, A> {
             overflowed: [false; MAX_EVENTS],
             scales: [1; MAX_EVENTS],
             start_thread: ThreadStamp::default(),
-            last: Evidence::default(),
+            end_thread: ThreadStamp::default(),
         })
     }
 
@@ -278,7 +278,9 @@ impl<P: Pmu, A: AccessCheck> RegionMeter for DirectMeter<'_, '_, P, A> {
             }
             .into());
         }
-        self.last = evaluate_direct(
+        self.end_thread = thread_end;
+        // The evidence is derived again on demand (`evidence`): not copied per region.
+        evaluate_direct(
             &self.start[..n],
             &self.end[..n],
             &self.overflowed[..n],
@@ -314,7 +316,17 @@ impl<P: Pmu, A: AccessCheck> Counters for DirectMeter<'_, '_, P, A> {
     }
 
     fn evidence(&self) -> Evidence {
-        self.last
+        let n = self.counters.len().min(MAX_EVENTS);
+        evaluate_direct(
+            &self.start[..n],
+            &self.end[..n],
+            &self.overflowed[..n],
+            &self.widths[..n],
+            self.start_thread,
+            self.end_thread,
+            &mut [Reading::default(); MAX_EVENTS][..n],
+        )
+        .unwrap_or_default()
     }
 }
 
@@ -576,7 +588,14 @@ mod tests {
         assert_eq!(ins.min, Some(1000));
         assert_eq!(m.events[1].corrected.unwrap().min, Some(2500));
         for run in &m.runs {
-            assert_eq!(run.is_trusted(), run.evidence.switches.total() == 0);
+            assert_eq!(
+                run.is_trusted(),
+                run.evidence
+                    .switches
+                    .expect("direct regions take getrusage")
+                    .total()
+                    == 0
+            );
         }
 
         counters[0].preset_before_wrap(16);
@@ -594,7 +613,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1))
         })
         .unwrap();
-        assert!(run.evidence.switches.voluntary >= 1);
+        assert!(run.evidence.switches.expect("getrusage").voluntary >= 1);
         assert!(run.hazards().contains(Hazards::CONTEXT_SWITCH));
         meter.disable().unwrap();
     }

@@ -4,7 +4,7 @@
 //! | arch | page `index` | instruction |
 //! |---|---|---|
 //! | x86_64 | RDPMC's ECX + 1 (fixed counters with bit 30, `x86_pmu_event_idx`) | `lfence; rdpmc; lfence` (pmu-x86 `rdpmc_fenced`) |
-//! | aarch64 | 32 = PMCCNTR_EL0, n + 1 = `PMEVCNTR<n>_EL0` (`armv8pmu_user_event_idx`) | `isb; mrs; isb` |
+//! | aarch64 | 32 = PMCCNTR_EL0, n + 1 = `PMEVCNTR<n>_EL0` (`armv8pmu_user_event_idx`) | `isb` ([`synchronize`]), then `mrs` |
 //!
 //! The protocol sign-extends the value from `pmc_width` (x86: the counter width, 48 on
 //! most Intel cores; arm64: 32, or 64 with the `long` term), adds `offset`, and returns
@@ -19,91 +19,138 @@
 //!   by default. Only task-bound events qualify, and never chained (64-bit on 32-bit
 //!   counters) ones.
 
-use pmu_core::mmap_page::{self, Fallback, PageRead};
+use pmu_core::mmap_page::{self, Anchor, Fallback, PageRead};
 
 use crate::page::MmapPage;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use crate::page::{KernelPage, PageView};
 
 /// The arm64 counter that the protocol's counter number (`index - 1`) names:
 /// pmu-armv8's [`counter_for_perf_index`](pmu_armv8::counter_for_perf_index) of
 /// `index`.
+#[inline(always)]
 pub fn arm64_counter(counter: u32) -> Option<pmu_armv8::CounterId> {
     counter
         .checked_add(1)
         .and_then(pmu_armv8::counter_for_perf_index)
 }
 
-/// Reads the event behind `page` with one `rdpmc`.
+/// Reads the event behind `page` with one instruction, after every earlier
+/// instruction has completed ([`synchronize`] then [`read_unsynchronized`]).
 ///
 /// # Errors
-/// The [`Fallback`] the page demands.
-#[cfg(target_arch = "x86_64")]
+/// The [`Fallback`] the page demands; on arm64 [`Fallback::NoUserAccess`] for an
+/// `index` that names no counter user space may read (33 would be the FEAT_PMUv3_ICNTR
+/// counter, which Linux does not hand out).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub fn read(page: &MmapPage) -> Result<PageRead, Fallback> {
-    let view = page.view();
-    mmap_page::read(&view, |counter| {
-        // SAFETY: the protocol calls this only when the kernel's own page (an `MmapPage`
-        // is never built from anything else) announced cap_user_rdpmc = 1 and
-        // index = counter + 1 ≠ 0: the kernel then lets this process execute RDPMC at
-        // CPL 3 (CR4.PCE while the event is mapped, policy of .../cpu/rdpmc) and
-        // `counter` is the event's counter in RDPMC's numbering. If the kernel
-        // reprogrammed the counter meanwhile, `lock` moved and the value is discarded.
-        unsafe { pmu_x86::asm::rdpmc_fenced(counter) }
+    synchronize();
+    read_unsynchronized(page)
+}
+
+/// Waits until every earlier instruction has completed, so that a counter read after
+/// it counts them all, and a counter read before it cannot count anything after it.
+///
+/// A PMU counter read is not ordered with the instructions around it: an `mrs` of
+/// `PMEVCNTR<n>_EL0` may execute before earlier instructions are counted, or after
+/// later ones began, unless a context synchronization event separates them (the Arm
+/// ARM's Performance Monitors chapter). arm64: one `isb` (the crate's private
+/// `asm::isb` says more); a region puts one before and one after its start reads and
+/// one before its stop reads. x86_64: nothing, every `rdpmc` is bracketed by `lfence`
+/// already ([`read_unsynchronized`]).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub fn synchronize() {
+    #[cfg(target_arch = "aarch64")]
+    crate::asm::isb();
+}
+
+/// Reads the event behind `page` with one instruction, without waiting for the
+/// instructions before it (see [`synchronize`]).
+///
+/// # Errors
+/// As [`read`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub fn read_unsynchronized(page: &MmapPage) -> Result<PageRead, Fallback> {
+    // SAFETY: an `MmapPage` is the kernel's page of a perf event, mapped while borrowed.
+    unsafe { read_view(page.view()) }
+}
+
+/// [`read_unsynchronized`] through a [`KernelPage`] handle (the region's hot path),
+/// keeping what [`read_since`] needs.
+///
+/// # Errors
+/// As [`read`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub(crate) fn read_anchor(page: KernelPage) -> Result<Anchor, Fallback> {
+    mmap_page::read_anchor(&page.view(), |counter| {
+        // SAFETY: a `KernelPage` is made only from an `MmapPage`, the kernel's page,
+        // mapped while the handle is used; the protocol passes `index - 1` of a
+        // consistent pass with index ≠ 0 (see `read_counter`).
+        unsafe { read_counter(counter) }
     })
 }
 
-/// Reads the event behind `page` with one `mrs` of `PMEVCNTR<n>_EL0` or PMCCNTR_EL0.
-///
-/// # Errors
-/// The [`Fallback`] the page demands; [`Fallback::NoUserAccess`] for an `index` that
-/// names no counter user space may read (33 would be the FEAT_PMUv3_ICNTR counter,
-/// which Linux does not hand out).
-#[cfg(target_arch = "aarch64")]
+/// The count now if the page is unchanged since `anchor` (only the counter is read),
+/// `None` if the kernel rewrote it meanwhile ([`mmap_page::read_since`]).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
-pub fn read(page: &MmapPage) -> Result<PageRead, Fallback> {
-    let view = page.view();
-    let mut named_no_counter = false;
-    let result = mmap_page::read(&view, |counter| match arm64_counter(counter) {
-        Some(id) => {
-            named_no_counter = false;
-            // SAFETY: called by the protocol only when the kernel's own page announced
-            // cap_user_rdpmc = 1 with this index: Linux then set PMUSERENR_EL0.ER | CR
-            // for this task on this CPU (armv8pmu_enable_user_access), so EL0 may read
-            // every counter, and `id` is the counter the driver gave the event (below
-            // PMCR_EL0.N). A reschedule in between moves `lock` and discards the value.
-            unsafe { read_arm64(id) }
-        }
-        None => {
-            named_no_counter = true;
-            0
-        }
-    });
-    match result {
-        Ok(_) if named_no_counter => Err(Fallback::NoUserAccess),
-        other => other,
-    }
+pub(crate) fn read_since(page: KernelPage, anchor: &Anchor) -> Option<u64> {
+    mmap_page::read_since(&page.view(), anchor, |counter| {
+        // SAFETY: as in `read_anchor`: the page is unchanged since the anchor's
+        // consistent pass (same lock), so its counter is still the event's.
+        unsafe { read_counter(counter) }
+    })
 }
 
-/// `isb; mrs <counter>; isb`.
+/// The protocol over `view` with this architecture's counter read.
 ///
 /// # Safety
-/// EL0 reads of the counter are permitted (PMUSERENR_EL0.ER/CR or EN) and, for an event
-/// counter, n is below PMCR_EL0.N.
+/// `view` is a perf event's metadata page as the kernel mapped it (its `index` and
+/// `cap_user_rdpmc` are the kernel's word).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+unsafe fn read_view(view: PageView<'_>) -> Result<PageRead, Fallback> {
+    mmap_page::read(&view, |counter| {
+        // SAFETY: the caller's contract, and the protocol passes `index - 1` of a
+        // consistent pass with index ≠ 0 (see `read_counter`).
+        unsafe { read_counter(counter) }
+    })
+}
+
+/// x86_64: `lfence; rdpmc; lfence` of RDPMC counter `counter`.
+///
+/// # Safety
+/// `counter` + 1 is the `index` the kernel published, ≠ 0, on the page of an event of
+/// this thread: the kernel publishes one only with cap_user_rdpmc = 1 and then lets
+/// this process execute RDPMC at CPL 3 (CR4.PCE while the event is mapped, policy of
+/// .../cpu/rdpmc), and `counter` is the event's counter in RDPMC's numbering. If the
+/// kernel reprogrammed the counter meanwhile, `lock` moved and the value is discarded.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn read_counter(counter: u32) -> Option<u64> {
+    // SAFETY: the caller's contract.
+    Some(unsafe { pmu_x86::asm::rdpmc_fenced(counter) })
+}
+
+/// aarch64: one `mrs` of `PMEVCNTR<n>_EL0` or PMCCNTR_EL0, without an `isb` (see
+/// [`synchronize`]): inside the seqlock nothing needs one, the page and the counter
+/// only change across an exception, which is precise.
+///
+/// # Safety
+/// `counter` + 1 is the `index` the kernel published, ≠ 0, on the page of an event of
+/// this thread: arm_pmuv3.c publishes one only with user reads allowed, and then set
+/// PMUSERENR_EL0.ER | CR for this task on this CPU (armv8pmu_enable_user_access), so
+/// EL0 may read every counter, and the counter is the one the driver gave the event
+/// (below PMCR_EL0.N). A reschedule in between moves `lock` and discards the value.
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
-unsafe fn read_arm64(id: pmu_armv8::CounterId) -> u64 {
-    use pmu_armv8::asm;
-    // Wait for the region's instructions to complete before reading (see `asm::isb`).
-    crate::asm::isb();
+unsafe fn read_counter(counter: u32) -> Option<u64> {
     // SAFETY: the caller's contract.
-    let value = unsafe {
-        match id {
-            pmu_armv8::CounterId::Cycle => asm::read_pmccntr_el0(),
-            pmu_armv8::CounterId::Event(n) => asm::read_pmevcntr_el0(n),
-        }
-    };
-    // Keep later instructions from starting before the read.
-    crate::asm::isb();
-    value
+    unsafe { crate::asm::read_perf_counter(counter) }
 }
 
 #[cfg(test)]

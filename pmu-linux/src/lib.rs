@@ -58,6 +58,7 @@ pub mod measure;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub mod page;
 pub mod region;
+pub mod rseq;
 pub mod sched;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub mod session;

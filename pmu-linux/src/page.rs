@@ -15,6 +15,7 @@
 use std::marker::PhantomData;
 use std::os::fd::BorrowedFd;
 use std::ptr::NonNull;
+use std::sync::atomic::{compiler_fence, Ordering};
 
 use perf_event_open_sys::bindings::perf_event_mmap_page;
 use pmu_core::UserPage;
@@ -105,6 +106,28 @@ impl UserPage for PageView<'_> {
     fn time_running(&self) -> u64 {
         volatile_field!(self, time_running)
     }
+    /// A compiler fence only, as tools/lib/perf/mmap.c `perf_mmap__read_self` does with
+    /// `barrier()`: the page of an event of the calling thread that can change `index`,
+    /// `offset` or `pmc_width` under a read is rewritten on the reader's CPU, between its
+    /// instructions (sched-out/in: arm_pmu.c `armpmu_del`/`armpmu_add`; overflow
+    /// interrupt: `armpmu_event_set_period`; x86 likewise), and exceptions are precise,
+    /// so this CPU sees those writes in program order. A writer on another CPU (a
+    /// PERF_EVENT_IOC_RESET from another thread, core.c `_perf_event_reset`) changes only
+    /// `offset` and the times, and a mix is a value the event had during that reset.
+    /// (The volatile loads keep their program order in the compiler already.)
+    #[inline(always)]
+    fn order_loads(&self) {
+        compiler_fence(Ordering::Acquire);
+    }
+    /// True for Linux's page: the kernel publishes an index only where it publishes
+    /// the capability, in the same update (x86 `x86_pmu_event_idx` and arm64
+    /// `armv8pmu_user_event_idx` return 0 unless the event may be read by user space,
+    /// which is exactly what their `arch_perf_update_userpage` puts in
+    /// `cap_user_rdpmc`). Saves a load and a branch per read.
+    #[inline(always)]
+    fn index_implies_user_read(&self) -> bool {
+        true
+    }
 }
 
 /// The metadata page of one open event, mapped read-only; unmapped on drop.
@@ -136,6 +159,30 @@ impl MmapPage {
         // page-aligned) and lives as long as `self`, which the view borrows; only the
         // kernel writes it.
         unsafe { PageView::from_raw(self.mapping.page()) }
+    }
+}
+
+/// A copyable handle on the page of an [`MmapPage`], for the region's hot path: a
+/// [`crate::Session`] keeps one per event beside the mappings that own them, and reads
+/// through it without going through the event list.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelPage(NonNull<perf_event_mmap_page>);
+
+impl KernelPage {
+    /// A handle on `page`.
+    ///
+    /// # Safety
+    /// The handle is used only while `page` stays mapped (its owner is alive).
+    pub(crate) unsafe fn new(page: &MmapPage) -> Self {
+        Self(page.mapping.page())
+    }
+
+    /// A view of the page.
+    #[inline(always)]
+    pub(crate) fn view(&self) -> PageView<'_> {
+        // SAFETY: the page is mapped while the handle is used (constructor contract),
+        // readable, page-aligned, and written only by the kernel.
+        unsafe { PageView::from_raw(self.0) }
     }
 }
 
@@ -204,29 +251,46 @@ mod tests {
         let view = PageView::new(&p);
         let r = read(&view, |counter| {
             assert_eq!(counter, 2, "index - 1");
-            0xFFFF_FFFF_FF9C
+            Some(0xFFFF_FFFF_FF9C)
         })
         .unwrap();
         assert_eq!((r.value, r.seq, r.index), (1_000_000, 4, 3));
-        assert_eq!(r.hazards, Hazards::empty());
+        assert_eq!(r.hazards(), Hazards::empty());
         // Seed 000 would read counter 0xFFFFFFFF here; the protocol falls back.
-        let never = |_| -> u64 { panic!("no counter read with index 0") };
+        let never = |_| -> Option<u64> { panic!("no counter read with index 0") };
         assert_eq!(
             read(&PageView::new(&page(4, 0, 0, 48, true)), never),
             Err(Fallback::NotScheduled)
         );
+        // No user access: the kernel publishes index 0 and cap_user_rdpmc 0 together
+        // (x86_pmu_event_idx / armv8pmu_user_event_idx); the reason is the capability.
         assert_eq!(
-            read(&PageView::new(&page(4, 1, 0, 48, false)), never),
+            read(&PageView::new(&page(4, 0, 0, 48, false)), never),
             Err(Fallback::NoUserAccess)
+        );
+        // An index is trusted to carry the capability (`index_implies_user_read`):
+        // the kernel never writes one without the other.
+        assert!(PageView::new(&p).index_implies_user_read());
+        assert_eq!(
+            read(&PageView::new(&page(4, 1, 7, 48, false)), |_| Some(3)).map(|r| r.value),
+            Ok(10)
         );
         // arm64 announces 32 or 64 bits (drivers/perf/arm_pmuv3.c arch_perf_update_userpage).
         let p = page(2, 32, 10, 64, true);
-        assert_eq!(read(&PageView::new(&p), |_| u64::MAX).unwrap().value, 9);
+        assert_eq!(
+            read(&PageView::new(&p), |_| Some(u64::MAX)).unwrap().value,
+            9
+        );
         let p = page(2, 1, 10, 32, true);
-        assert_eq!(read(&PageView::new(&p), |_| 0xFFFF_FFFF).unwrap().value, 9);
+        assert_eq!(
+            read(&PageView::new(&p), |_| Some(0xFFFF_FFFF))
+                .unwrap()
+                .value,
+            9
+        );
         // An odd lock is an update in progress: never consistent.
         assert_eq!(
-            read(&PageView::new(&page(5, 1, 0, 48, true)), |_| 0),
+            read(&PageView::new(&page(5, 1, 0, 48, true)), |_| Some(0)),
             Err(Fallback::Contended)
         );
     }

@@ -6,10 +6,28 @@
 //! start, after the last read at the stop, so the windows watched always contain the
 //! region.
 //!
+//! **Lean and thorough evidence (perf).** When every event of a session is a mapped
+//! hardware event and both edges read them all through their pages, a region is
+//! *lean*: the start takes the thread's CPU (one load from its rseq area,
+//! [`crate::rseq`]; `sched_getcpu()` where the kernel has no rseq) and reads every
+//! event; the stop reads every counter against the start's page
+//! ([`pmu_core::mmap_page::read_since`]), which succeeds only while no page's `lock`
+//! moved. Nothing else is needed: an event that was on its counter at the start is
+//! taken off it at every deschedule, and that rewrites its page (arm_pmu.c
+//! `armpmu_del`/`armpmu_add`, x86 `x86_perf_event_set_period`, all calling
+//! `perf_event_update_userpage`), so an unmoved `lock` means no switch, hence no
+//! migration (a migration deschedules the thread) and no multiplexing (the page times
+//! change only in those updates). Only when a `lock` moved does the stop read the
+//! pages again, the CPU again, and compare the page times. Every other region is
+//! *thorough*: getrusage and `sched_getcpu()` at both edges besides the locks, as are
+//! all regions with [`crate::Options::thorough_evidence`]. [`Evidence::switches`] is
+//! `None` in a lean region (getrusage not consulted), and its `cpu_end` is the start's
+//! when no lock moved (inferred as above, not read).
+//!
 //! | hazard | what it means | perf backend: detected by | direct backend: detected by |
 //! |---|---|---|---|
-//! | [`CONTEXT_SWITCH`](Hazards::CONTEXT_SWITCH) | the thread left the CPU during the region | the thread's `ru_nvcsw + ru_nivcsw` (`getrusage(RUSAGE_THREAD)`) moved; **or** any event's page `lock` moved; **or** a `context-switches` event in the group counted | `ru_nvcsw + ru_nivcsw` moved |
-//! | [`CPU_MIGRATION`](Hazards::CPU_MIGRATION) | the thread ran on another CPU at the end than at the start, or moved in between | `sched_getcpu()` differs; **or** a `cpu-migrations` event in the group counted (the only way to see a round trip 0 → 1 → 0; a migration is always also a switch) | `sched_getcpu()` differs (the constructors pin the thread, so this means someone changed the affinity) |
+//! | [`CONTEXT_SWITCH`](Hazards::CONTEXT_SWITCH) | the thread left the CPU during the region | any event's page `lock` moved; **or** (thorough regions) the thread's `ru_nvcsw + ru_nivcsw` (`getrusage(RUSAGE_THREAD)`) moved; **or** a `context-switches` event in the group counted | `ru_nvcsw + ru_nivcsw` moved |
+//! | [`CPU_MIGRATION`](Hazards::CPU_MIGRATION) | the thread ran on another CPU at the end than at the start, or moved in between | the CPU differs (lean: rseq `cpu_id` or `sched_getcpu()`, read at the stop only if a lock moved; thorough: `sched_getcpu()`); **or** a `cpu-migrations` event in the group counted (the only way to see a round trip 0 → 1 → 0; a migration is always also a switch) | `sched_getcpu()` differs (the constructors pin the thread, so this means someone changed the affinity) |
 //! | [`MULTIPLEXED`](Hazards::MULTIPLEXED) | the event was off its counter for part of the region | `time_enabled` and `time_running` advanced by different amounts between the two samples (page fields, or the group `read()`) | never (nothing else schedules the counters) |
 //! | [`NOT_SCHEDULED`](Hazards::NOT_SCHEDULED) | at an edge the event was not on a hardware counter (page `index` 0): a software event, or a hardware event rotated out | the page | never |
 //! | [`SYSCALL_FALLBACK`](Hazards::SYSCALL_FALLBACK) | at an edge the value came from `read()`, not one instruction: the read itself costs hundreds of instructions at the region's edge | the page said so; the reason per edge is in [`EventEvidence`] | never |
@@ -102,6 +120,20 @@ pub struct Sample {
     pub path: ReadPath,
 }
 
+impl Sample {
+    /// A one-instruction read through the page.
+    #[inline(always)]
+    pub fn fast(read: pmu_core::PageRead) -> Self {
+        Self {
+            value: read.value,
+            time_enabled: read.time_enabled,
+            time_running: read.time_running,
+            lock: Some(read.seq),
+            path: ReadPath::Fast,
+        }
+    }
+}
+
 /// What was seen of one event in a region.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EventEvidence {
@@ -120,12 +152,17 @@ pub struct EventEvidence {
 /// Everything a region's hazards were derived from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Evidence {
-    /// The thread's context switches from before the first read to after the last.
-    pub switches: SwitchCounts,
+    /// The thread's context switches (getrusage) from before the first read to after
+    /// the last; `None` where getrusage was not consulted: a perf region whose reads
+    /// all went through the pages, whose `lock`s see every switch (see the module).
+    pub switches: Option<SwitchCounts>,
     /// The CPU before the first read.
     pub cpu_start: Option<u32>,
     /// The CPU after the last read.
     pub cpu_end: Option<u32>,
+    /// Both CPUs came from the thread's rseq area ([`crate::rseq`]), not
+    /// `sched_getcpu()`.
+    pub cpu_from_rseq: bool,
     /// Some event's page `lock` moved.
     pub page_updated: bool,
     /// The region's count of a `context-switches` event of the group, if there is one.
@@ -144,7 +181,7 @@ impl Evidence {
 
     /// Whether any detector saw the thread leave the CPU.
     pub fn context_switched(&self) -> bool {
-        self.switches.total() > 0
+        self.switches.is_some_and(|s| s.total() > 0)
             || self.page_updated
             || self.counted_switches.is_some_and(|n| n > 0)
     }
@@ -169,9 +206,13 @@ impl Evidence {
 
     fn new(start: ThreadStamp, end: ThreadStamp, len: usize) -> Self {
         Self {
-            switches: start.switches.delta(end.switches),
+            switches: match (start.switches, end.switches) {
+                (Some(a), Some(b)) => Some(a.delta(b)),
+                _ => None,
+            },
             cpu_start: start.cpu,
             cpu_end: end.cpu,
+            cpu_from_rseq: start.cpu_from_rseq && end.cpu_from_rseq,
             len: len.min(MAX_EVENTS),
             ..Self::default()
         }
@@ -299,11 +340,12 @@ mod tests {
 
     fn stamp(voluntary: u64, involuntary: u64, cpu: u32) -> ThreadStamp {
         ThreadStamp {
-            switches: SwitchCounts {
+            switches: Some(SwitchCounts {
                 voluntary,
                 involuntary,
-            },
+            }),
             cpu: Some(cpu),
+            cpu_from_rseq: false,
         }
     }
 
@@ -360,7 +402,52 @@ mod tests {
         assert_eq!(out[0].value, 250);
         assert_eq!(out[0].hazards, Hazards::CONTEXT_SWITCH);
         assert!(ev.page_updated && ev.events()[0].page_updated);
-        assert_eq!(ev.switches.total(), 0);
+        assert_eq!(ev.switches.map(SwitchCounts::total), Some(0));
+    }
+
+    /// A lean region's stamps (no getrusage, CPU from rseq): an unmoved lock and the
+    /// same CPU are clean with `switches` None; a moved lock alone flags the switch;
+    /// another CPU at the stop flags the migration.
+    #[test]
+    fn lean_stamps() {
+        let lean = |cpu| ThreadStamp {
+            switches: None,
+            cpu: Some(cpu),
+            cpu_from_rseq: true,
+        };
+        let mut out = [Reading::default(); 1];
+        let ev = evaluate_perf(
+            &[fast(100, 4, 50)],
+            &[fast(350, 4, 50)],
+            &[None],
+            lean(1),
+            lean(1),
+            &mut out,
+        );
+        assert_eq!(out[0], Reading::new(250));
+        assert_eq!((ev.switches, ev.cpu_from_rseq), (None, true));
+        evaluate_perf(
+            &[fast(100, 4, 50)],
+            &[fast(350, 6, 50)],
+            &[None],
+            lean(1),
+            lean(1),
+            &mut out,
+        );
+        assert_eq!(out[0].hazards, Hazards::CONTEXT_SWITCH);
+        let ev = evaluate_perf(
+            &[fast(100, 4, 50)],
+            &[fast(350, 8, 50)],
+            &[None],
+            lean(0),
+            lean(1),
+            &mut out,
+        );
+        assert_eq!(
+            out[0].hazards,
+            Hazards::CONTEXT_SWITCH | Hazards::CPU_MIGRATION
+        );
+        assert_eq!((ev.cpu_start, ev.cpu_end), (Some(0), Some(1)));
     }
 
     #[test]
@@ -376,10 +463,10 @@ mod tests {
         );
         assert_eq!(
             ev.switches,
-            SwitchCounts {
+            Some(SwitchCounts {
                 voluntary: 0,
                 involuntary: 1
-            }
+            })
         );
         assert_eq!(
             out[0].hazards,

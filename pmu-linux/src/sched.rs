@@ -99,8 +99,12 @@ impl Drop for PinGuard {
 /// counter read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ThreadStamp {
-    pub(crate) switches: SwitchCounts,
+    /// getrusage's switch counts; `None` where they were not taken (a perf region whose
+    /// every read went through the pages: their `lock` sees every switch).
+    pub(crate) switches: Option<SwitchCounts>,
     pub(crate) cpu: Option<u32>,
+    /// `cpu` came from the rseq area, not `sched_getcpu()`.
+    pub(crate) cpu_from_rseq: bool,
 }
 
 impl ThreadStamp {
@@ -108,8 +112,9 @@ impl ThreadStamp {
     pub(crate) fn before() -> Result<Self> {
         let switches = thread_switches()?;
         Ok(Self {
-            switches,
+            switches: Some(switches),
             cpu: current_cpu(),
+            cpu_from_rseq: false,
         })
     }
 
@@ -117,9 +122,46 @@ impl ThreadStamp {
     pub(crate) fn after() -> Result<Self> {
         let cpu = current_cpu();
         Ok(Self {
-            switches: thread_switches()?,
+            switches: Some(thread_switches()?),
             cpu,
+            cpu_from_rseq: false,
         })
+    }
+}
+
+/// Where a lean perf region takes the thread's CPU from: the rseq area (one load), or
+/// `sched_getcpu()` where the thread has none (a kernel without CONFIG_RSEQ: one
+/// `getcpu` system call on arm64, the vDSO on x86_64).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CpuSource {
+    Rseq(crate::rseq::ThreadCpu),
+    SchedGetcpu,
+}
+
+impl CpuSource {
+    /// The calling thread's best source.
+    pub(crate) fn this_thread() -> Self {
+        match crate::rseq::ThreadCpu::this_thread() {
+            Ok(cpu) => Self::Rseq(cpu),
+            Err(_) => Self::SchedGetcpu,
+        }
+    }
+
+    /// Only the CPU (a lean perf region's edges: no switch counts).
+    #[inline(always)]
+    pub(crate) fn stamp(self) -> ThreadStamp {
+        match self {
+            Self::Rseq(cpu) => ThreadStamp {
+                switches: None,
+                cpu: Some(cpu.current()),
+                cpu_from_rseq: true,
+            },
+            Self::SchedGetcpu => ThreadStamp {
+                switches: None,
+                cpu: current_cpu(),
+                cpu_from_rseq: false,
+            },
+        }
     }
 }
 

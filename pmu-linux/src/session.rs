@@ -6,9 +6,15 @@
 //! error state, which a read reports), every event opened `disabled` and enabled,
 //! disabled and reset together with `PERF_IOC_FLAG_GROUP`, hardware events restricted
 //! to user space (`exclude_kernel`, `exclude_hv`) so paranoid level 2 suffices. Every
-//! event is `read_format = GROUP | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING | ID`, so one
-//! `read()` of the leader returns `{ nr, time_enabled, time_running, { value, id }[nr] }`
-//! for the whole group: the fallback when a page says user reads are impossible.
+//! event of a group of two or more is `read_format = GROUP | TOTAL_TIME_ENABLED |
+//! TOTAL_TIME_RUNNING | ID`, so one `read()` of the leader returns `{ nr, time_enabled,
+//! time_running, { value, id }[nr] }` for the whole group: the fallback when a page says
+//! user reads are impossible. A single event is opened without `GROUP` (`{ value,
+//! time_enabled, time_running, id }`): the kernel's group read (core.c
+//! `perf_read_group`) allocates and frees a buffer on every call, which made a
+//! one-event `read()` cost 4700 instructions in the arm64 test kernel (its kmemleak
+//! tracks every allocation) against 1300 for the single-event read (`perf_read_one`)
+//! that libperf does.
 //!
 //! Software events are the kernel's own counters and never sit on a hardware
 //! counter: their page always has `index` 0, so they are read with `read()`. They count
@@ -28,14 +34,14 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use perf_event_open_sys::bindings as b;
-use pmu_core::mmap_page::PageRead;
+use pmu_core::mmap_page::{Anchor, PageRead};
 
 use crate::error::{Error, Op, OpenError, Result};
 use crate::events::{self, EventKind, EventSpec};
 use crate::fast;
-use crate::page::MmapPage;
+use crate::page::{KernelPage, MmapPage};
 use crate::region::{FallbackReason, ReadPath, Sample};
-use crate::sched::ThreadStamp;
+use crate::sched::{CpuSource, ThreadStamp};
 use crate::sys;
 use crate::sysfs::Sysfs;
 use crate::MAX_EVENTS;
@@ -60,6 +66,10 @@ pub struct Options {
     /// Ask for user-space counter reads where the architecture needs asking (arm64:
     /// config1 bit 1 / the PMU's `rdpmc` term). Default: true.
     pub user_read: bool,
+    /// Take the thread's switch counts (`getrusage`) and CPU (`sched_getcpu`) at every
+    /// region edge, even where the pages' `lock`s and the rseq CPU number already see
+    /// every switch and migration (see [`crate::region`]). Default: false.
+    pub thorough_evidence: bool,
 }
 
 impl Default for Options {
@@ -71,6 +81,7 @@ impl Default for Options {
             pinned: true,
             map_pages: true,
             user_read: true,
+            thorough_evidence: false,
         }
     }
 }
@@ -114,6 +125,12 @@ impl Options {
     /// Asking for user-space reads (arm64) or not.
     pub fn user_read(mut self, ask: bool) -> Self {
         self.user_read = ask;
+        self
+    }
+
+    /// With getrusage and sched_getcpu at every region edge (or only where needed).
+    pub fn thorough_evidence(mut self, thorough: bool) -> Self {
+        self.thorough_evidence = thorough;
         self
     }
 }
@@ -162,6 +179,8 @@ struct Group {
     /// `armv8pmu_user_event_idx`), so index 0 means "no user access", not "not on a
     /// counter".
     user_reads_off: bool,
+    /// Opened with `PERF_FORMAT_GROUP` (two events or more).
+    group_format: bool,
 }
 
 /// An open perf group and the state of the region being measured.
@@ -170,16 +189,39 @@ struct Group {
 /// hazards) and [`crate::Counters`].
 ///
 /// Neither `Send` nor `Sync`: the events count the thread that opened them (pid 0),
-/// and the hazards are judged from the calling thread's switch counts and CPU, so a
-/// session must stay on its thread.
+/// and the hazards are judged from the calling thread's CPU (its rseq area) and switch
+/// counts, so a session must stay on its thread.
 #[derive(Debug)]
 pub struct Session {
     group: Group,
+    /// Event `i`'s page, beside the mapping in `group` that owns it (kept as long).
+    pages: [Option<KernelPage>; MAX_EVENTS],
+    /// The number of events (≤ MAX_EVENTS).
+    len: usize,
+    /// Where lean regions take the opening thread's CPU from.
+    cpu_source: CpuSource,
+    /// Regions may take the lean evidence (page locks + CPU) when every read is fast.
+    lean: bool,
     _this_thread: std::marker::PhantomData<*const ()>,
-    pub(crate) start: [Sample; MAX_EVENTS],
-    pub(crate) end: [Sample; MAX_EVENTS],
-    pub(crate) start_thread: ThreadStamp,
-    pub(crate) last: crate::region::Evidence,
+    start: [Sample; MAX_EVENTS],
+    end: [Sample; MAX_EVENTS],
+    start_thread: ThreadStamp,
+    end_thread: ThreadStamp,
+    /// Per event, what a lean region needs, side by side (one base address per event
+    /// in the hot loops).
+    lean_events: [LeanEvent; MAX_EVENTS],
+    lean_region: LeanRegion,
+}
+
+/// One event in a lean region.
+#[derive(Clone, Copy, Debug, Default)]
+struct LeanEvent {
+    /// The event's page (as in `Session::pages`).
+    page: Option<KernelPage>,
+    /// The start read.
+    anchor: Anchor,
+    /// The stop value of a quiet region.
+    end_value: u64,
 }
 
 impl Session {
@@ -209,14 +251,52 @@ impl Session {
     /// # Errors
     /// As [`Session::open`].
     pub fn from_specs(specs: Vec<EventSpec>, options: Options) -> Result<Self> {
+        let group = Group::open(specs, options)?;
+        let mut pages = [None; MAX_EVENTS];
+        for (slot, event) in pages.iter_mut().zip(&group.events) {
+            // SAFETY: the handle lives in the same `Session` as `group`, which owns the
+            // mapping and is never changed after this: the page outlives every use.
+            *slot = event
+                .page
+                .as_ref()
+                .map(|page| unsafe { KernelPage::new(page) });
+        }
+        let lean = !options.thorough_evidence
+            && group
+                .events
+                .iter()
+                .all(|e| e.page.is_some() && e.spec.kind != EventKind::Software);
         Ok(Self {
-            group: Group::open(specs, options)?,
+            len: group.events.len().min(MAX_EVENTS),
+            group,
+            pages,
+            cpu_source: CpuSource::this_thread(),
+            lean,
             _this_thread: std::marker::PhantomData,
             start: [Sample::default(); MAX_EVENTS],
             end: [Sample::default(); MAX_EVENTS],
             start_thread: ThreadStamp::default(),
-            last: crate::region::Evidence::default(),
+            end_thread: ThreadStamp::default(),
+            lean_events: pages.map(|page| LeanEvent {
+                page,
+                ..LeanEvent::default()
+            }),
+            lean_region: LeanRegion::Thorough,
         })
+    }
+
+    /// Whether regions judge context switches and migrations from the pages' `lock`s
+    /// and the thread's CPU alone when every read of the region is a one-instruction
+    /// one (see [`crate::region`]); false with [`Options::thorough_evidence`], software
+    /// events or unmapped pages.
+    pub fn lean_evidence(&self) -> bool {
+        self.lean
+    }
+
+    /// Whether lean regions read the thread's CPU from its rseq area (one load), not
+    /// with `sched_getcpu()` (a kernel without rseq).
+    pub fn cpu_from_rseq(&self) -> bool {
+        matches!(self.cpu_source, CpuSource::Rseq(_))
     }
 
     /// The events, in group order (the first is the leader).
@@ -267,18 +347,28 @@ impl Session {
         self.group.read()
     }
 
-    /// Event `i` through its metadata page with one instruction, or why that is not
-    /// possible now.
+    /// Event `i` through its metadata page with one instruction, after every earlier
+    /// instruction completed ([`fast::read`]), or why that is not possible now.
     ///
     /// A software event's page has `index` 0 and, on x86, `cap_user_rdpmc` 0 as well;
     /// it reports [`pmu_core::Fallback::NotScheduled`]: it is never on a hardware
-    /// counter.
-    ///
-    /// # Panics
-    /// If `i` is not below [`Session::len`].
+    /// counter. An `i` that names no event of the session reports
+    /// [`FallbackReason::NoPage`].
     #[inline(always)]
     pub fn read_fast(&self, i: usize) -> Result<PageRead, FallbackReason> {
-        self.group.read_fast(i)
+        fast::synchronize();
+        self.read_fast_unsynchronized(i)
+    }
+
+    /// [`Session::read_fast`] without waiting for the instructions before it.
+    #[inline(always)]
+    fn read_fast_unsynchronized(&self, i: usize) -> Result<PageRead, FallbackReason> {
+        match self.pages.get(i) {
+            Some(Some(page)) => fast::read_anchor(*page)
+                .map(|anchor| anchor.read)
+                .map_err(|fallback| self.group.reason(i, fallback)),
+            _ => Err(FallbackReason::NoPage),
+        }
     }
 
     /// The metadata page of event `i`, if mapped.
@@ -291,17 +381,212 @@ impl Session {
         &self.group.software_ids[..self.group.events.len()]
     }
 
-    /// Samples every event into the start buffer.
-    #[inline(always)]
-    pub(crate) fn sample_start(&mut self) -> Result<()> {
-        self.group.sample_into(Edge::Start, &mut self.start)
+    /// Samples every event into `start` or `end`: one-instruction reads where the
+    /// pages allow, one group `read()` for the others.
+    ///
+    /// At the start edge the fast reads are repeated after the `read()`, so that they
+    /// are the last thing before the region; at the stop edge they come first, and the
+    /// locks of the `read()` events are taken after it. Either way the window the
+    /// locks watch covers the whole region.
+    fn sample_into(&mut self, edge: Edge) -> Result<()> {
+        let n = self.group.events.len();
+        let (group, pages) = (&self.group, &self.pages);
+        // Before the reads of either edge: the instructions before them are counted.
+        fast::synchronize();
+        let out = match edge {
+            Edge::Start => &mut self.start,
+            Edge::Stop => &mut self.end,
+        };
+        let mut need_read = false;
+        for (i, sample) in out.iter_mut().enumerate().take(n) {
+            *sample = sample_page(group, pages, i);
+            need_read |= sample.path != ReadPath::Fast;
+        }
+        if need_read {
+            let read = group.read()?;
+            let fill = |i: usize, sample: &mut Sample| {
+                sample.value = read.values[i];
+                sample.time_enabled = read.time_enabled;
+                sample.time_running = read.time_running;
+            };
+            for (i, sample) in out.iter_mut().enumerate().take(n) {
+                if sample.path != ReadPath::Fast {
+                    fill(i, sample);
+                    if edge == Edge::Stop {
+                        sample.lock = page_lock(pages, i);
+                    }
+                }
+            }
+            if edge == Edge::Start {
+                for (i, sample) in out.iter_mut().enumerate().take(n) {
+                    if sample.path == ReadPath::Fast {
+                        *sample = sample_page(group, pages, i);
+                        if sample.path != ReadPath::Fast {
+                            fill(i, sample);
+                        }
+                    }
+                }
+            }
+        }
+        if edge == Edge::Start {
+            // After the start's reads: none of the region's instructions begins before.
+            fast::synchronize();
+        }
+        Ok(())
     }
 
-    /// Samples every event into the end buffer.
+    /// The lean start: the thread's CPU, then one-instruction reads of every event,
+    /// kept as anchors for the stop; false (nothing kept) as soon as one event needs
+    /// `read()`.
     #[inline(always)]
-    pub(crate) fn sample_end(&mut self) -> Result<()> {
-        self.group.sample_into(Edge::Stop, &mut self.end)
+    fn start_lean(&mut self) -> bool {
+        let stamp = self.cpu_source.stamp();
+        // Before the reads: what came before the region is counted before it (an
+        // instruction still in flight would otherwise land in the region).
+        fast::synchronize();
+        for event in self.lean_events.iter_mut().take(self.len) {
+            let Some(page) = event.page else {
+                return false;
+            };
+            let Ok(anchor) = fast::read_anchor(page) else {
+                return false;
+            };
+            event.anchor = anchor;
+        }
+        // After the reads: none of the region's instructions begins before them.
+        fast::synchronize();
+        self.start_thread = stamp;
+        self.lean_region = LeanRegion::Started;
+        true
     }
+
+    /// The lean stop after a lean start: every event's counter read against its
+    /// anchor ([`fast::read_since`]), the readings from the values. That succeeds only
+    /// while no page's `lock` moved: the thread was never switched out, so it cannot
+    /// have migrated either (a migration switches it out, and the sched-out rewrites
+    /// every page: arm_pmu.c `armpmu_del`; x86 at the sched-in,
+    /// `x86_perf_event_set_period`) nor been multiplexed (the page times change only in
+    /// those updates): no hazard, and the CPU is the start's. A moved lock: see
+    /// [`Session::stop_lean_moved`]. False (readings unfinished) when some event
+    /// needs `read()` now.
+    #[inline(always)]
+    fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        // Before the reads: every instruction of the region is counted.
+        fast::synchronize();
+        for (event, reading) in self
+            .lean_events
+            .iter_mut()
+            .zip(out.iter_mut())
+            .take(self.len)
+        {
+            let now = match event.page {
+                Some(page) => fast::read_since(page, &event.anchor),
+                None => None,
+            };
+            let Some(now) = now else {
+                return self.stop_lean_moved(out);
+            };
+            *reading = pmu_core::Reading::new(now.wrapping_sub(event.anchor.read.value));
+            event.end_value = now;
+        }
+        self.lean_region = LeanRegion::Quiet;
+        true
+    }
+
+    /// A lean region whose pages the kernel rewrote: full reads of every event (false
+    /// if one needs `read()` now: the thorough stop follows, with the start's samples
+    /// in place), then the readings as [`crate::region::evaluate_perf`] judges them:
+    /// CONTEXT_SWITCH on every reading if a `lock` moved, the thread's CPU now
+    /// (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an event's page
+    /// times advanced differently.
+    #[cold]
+    #[inline(never)]
+    fn stop_lean_moved(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        for i in 0..self.len {
+            self.start[i] = Sample::fast(self.lean_events[i].anchor.read);
+        }
+        self.lean_region = LeanRegion::Moved;
+        for i in 0..self.len {
+            match self.pages[i].map(fast::read_anchor) {
+                Some(Ok(anchor)) => self.end[i] = Sample::fast(anchor.read),
+                _ => return false,
+            }
+        }
+        let moved = (0..self.len).any(|i| self.start[i].lock != self.end[i].lock);
+        // The CPU again only if a lock moved (else the thread never left its CPU);
+        // the readings from evaluate_perf, as every thorough region's.
+        self.end_thread = if moved {
+            self.cpu_source.stamp()
+        } else {
+            self.start_thread
+        };
+        self.evaluate(out);
+        true
+    }
+
+    /// The readings and evidence of the last region, from everything its edges kept.
+    fn evaluate(&self, out: &mut [pmu_core::Reading]) -> crate::region::Evidence {
+        let n = self.len;
+        let (mut start, mut end) = (self.start, self.end);
+        let mut end_thread = self.end_thread;
+        if self.lean_region == LeanRegion::Quiet {
+            // Nothing moved: the stop's pages were the start's, only the values differ.
+            for i in 0..n {
+                start[i] = Sample::fast(self.lean_events[i].anchor.read);
+                end[i] = Sample {
+                    value: self.lean_events[i].end_value,
+                    ..start[i]
+                };
+            }
+            end_thread = self.start_thread;
+        }
+        crate::region::evaluate_perf(
+            &start[..n],
+            &end[..n],
+            self.software_ids(),
+            self.start_thread,
+            end_thread,
+            &mut out[..n],
+        )
+    }
+}
+
+/// How the last region used the lean path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum LeanRegion {
+    /// Not at all (thorough start): `start`, `end` and the thread stamps hold it.
+    #[default]
+    Thorough,
+    /// Started lean: the start is in `lean_events`' anchors.
+    Started,
+    /// Stopped lean with no page rewritten: the stop values are in `lean_events`.
+    Quiet,
+    /// Stopped after a page was rewritten: `start` and `end` hold it.
+    Moved,
+}
+
+/// Event `i` read through its page (no `isb`), or why `read()` is needed, with the
+/// page's `lock` then.
+#[inline(always)]
+fn sample_page(group: &Group, pages: &[Option<KernelPage>; MAX_EVENTS], i: usize) -> Sample {
+    match pages[i].map(fast::read_anchor) {
+        Some(Ok(anchor)) => Sample::fast(anchor.read),
+        Some(Err(fallback)) => Sample {
+            lock: page_lock(pages, i),
+            path: ReadPath::Syscall(group.reason(i, fallback)),
+            ..Sample::default()
+        },
+        None => Sample {
+            path: ReadPath::Syscall(FallbackReason::NoPage),
+            ..Sample::default()
+        },
+    }
+}
+
+/// The page's `lock` of event `i`, if mapped.
+#[inline(always)]
+fn page_lock(pages: &[Option<KernelPage>; MAX_EVENTS], i: usize) -> Option<u32> {
+    pages[i].map(|p| pmu_core::UserPage::lock(&p.view()))
 }
 
 impl Group {
@@ -316,6 +601,7 @@ impl Group {
             });
         }
         let paranoid = sys::perf_event_paranoid();
+        let group_format = specs.len() > 1;
         let mut events: Vec<OpenEvent> = Vec::with_capacity(specs.len());
         let mut software_ids = [None; MAX_EVENTS];
         for (i, spec) in specs.into_iter().enumerate() {
@@ -340,10 +626,14 @@ impl Group {
             attr.__bindgen_anon_4.config2 = config[2];
             attr.config3 = config[3];
             attr.read_format = u64::from(
-                b::PERF_FORMAT_GROUP
-                    | b::PERF_FORMAT_TOTAL_TIME_ENABLED
+                b::PERF_FORMAT_TOTAL_TIME_ENABLED
                     | b::PERF_FORMAT_TOTAL_TIME_RUNNING
-                    | b::PERF_FORMAT_ID,
+                    | b::PERF_FORMAT_ID
+                    | if group_format {
+                        b::PERF_FORMAT_GROUP
+                    } else {
+                        0
+                    },
             );
             attr.set_disabled(1);
             attr.set_pinned(u64::from(i == 0 && options.pinned));
@@ -368,6 +658,7 @@ impl Group {
             events,
             software_ids,
             user_reads_off: cfg!(target_arch = "aarch64") && sys::perf_user_access() == Some(0),
+            group_format,
         })
     }
 
@@ -377,6 +668,9 @@ impl Group {
     }
 
     fn read(&self) -> Result<GroupRead> {
+        if !self.group_format {
+            return self.read_one();
+        }
         let n = self.events.len();
         let words = 3 + 2 * n;
         let mut buf = [0u64; 3 + 2 * MAX_EVENTS];
@@ -410,116 +704,72 @@ impl Group {
         })
     }
 
-    #[inline(always)]
-    fn read_fast(&self, i: usize) -> Result<PageRead, FallbackReason> {
-        let event = &self.events[i];
-        let Some(page) = &event.page else {
-            return Err(FallbackReason::NoPage);
-        };
-        match fast::read(page) {
-            Ok(read) => Ok(read),
-            Err(pmu_core::Fallback::NoUserAccess) if event.spec.kind == EventKind::Software => {
-                Err(FallbackReason::Page(pmu_core::Fallback::NotScheduled))
-            }
-            Err(pmu_core::Fallback::NotScheduled)
-                if self.user_reads_off && event.spec.kind != EventKind::Software =>
-            {
-                Err(FallbackReason::Page(pmu_core::Fallback::NoUserAccess))
-            }
-            Err(fallback) => Err(FallbackReason::Page(fallback)),
+    /// The reason event `i` needs `read()`, given the page's: a software event is never
+    /// on a counter whatever the page says; an arm64 hardware event's index 0 with
+    /// perf_user_access = 0 means no user access.
+    /// The one event of a single-event session: `{ value, time_enabled, time_running,
+    /// id }` (read_format without GROUP, include/uapi/linux/perf_event.h).
+    fn read_one(&self) -> Result<GroupRead> {
+        let event = &self.events[0];
+        let mut buf = [0u64; 4];
+        let got =
+            sys::perf::read_u64s(event.fd.as_fd(), &mut buf).map_err(|errno| Error::Syscall {
+                op: Op::Read,
+                errno,
+            })?;
+        if got < size_of_val(&buf) {
+            return Err(Error::ShortRead {
+                expected: size_of_val(&buf),
+                got,
+            });
         }
+        if buf[3] != event.id {
+            return Err(Error::GroupMismatch);
+        }
+        let mut values = [0u64; MAX_EVENTS];
+        values[0] = buf[0];
+        Ok(GroupRead {
+            time_enabled: buf[1],
+            time_running: buf[2],
+            values,
+            len: 1,
+        })
     }
 
-    /// The page's `lock` of event `i`, if mapped.
-    #[inline(always)]
-    fn lock(&self, i: usize) -> Option<u32> {
-        self.events[i]
-            .page
-            .as_ref()
-            .map(|p| pmu_core::UserPage::lock(&p.view()))
-    }
-
-    #[inline(always)]
-    fn sample_page(&self, i: usize) -> Sample {
-        match self.read_fast(i) {
-            Ok(read) => Sample {
-                value: read.value,
-                time_enabled: read.time_enabled,
-                time_running: read.time_running,
-                lock: Some(read.seq),
-                path: ReadPath::Fast,
-            },
-            Err(reason) => Sample {
-                lock: self.lock(i),
-                path: ReadPath::Syscall(reason),
-                ..Sample::default()
-            },
-        }
-    }
-
-    /// Samples every event into `out`: one-instruction reads where the pages allow,
-    /// one group `read()` for the others.
-    ///
-    /// At the start edge the fast reads are repeated after the `read()`, so that they
-    /// are the last thing before the region; at the stop edge they come first, and the
-    /// locks of the `read()` events are taken after it. Either way the window the
-    /// locks watch covers the whole region.
-    #[inline(always)]
-    fn sample_into(&self, edge: Edge, out: &mut [Sample; MAX_EVENTS]) -> Result<()> {
-        let n = self.events.len();
-        let mut need_read = false;
-        for (i, sample) in out.iter_mut().enumerate().take(n) {
-            *sample = self.sample_page(i);
-            need_read |= sample.path != ReadPath::Fast;
-        }
-        if !need_read {
-            return Ok(());
-        }
-        let group = self.read()?;
-        let fill = |i: usize, sample: &mut Sample| {
-            sample.value = group.values[i];
-            sample.time_enabled = group.time_enabled;
-            sample.time_running = group.time_running;
-        };
-        for (i, sample) in out.iter_mut().enumerate().take(n) {
-            if sample.path != ReadPath::Fast {
-                fill(i, sample);
-                if edge == Edge::Stop {
-                    sample.lock = self.lock(i);
-                }
+    #[cold]
+    fn reason(&self, i: usize, fallback: pmu_core::Fallback) -> FallbackReason {
+        let software = self.events[i].spec.kind == EventKind::Software;
+        FallbackReason::Page(match fallback {
+            pmu_core::Fallback::NoUserAccess if software => pmu_core::Fallback::NotScheduled,
+            pmu_core::Fallback::NotScheduled if self.user_reads_off && !software => {
+                pmu_core::Fallback::NoUserAccess
             }
-        }
-        if edge == Edge::Start {
-            for (i, sample) in out.iter_mut().enumerate().take(n) {
-                if sample.path == ReadPath::Fast {
-                    *sample = self.sample_page(i);
-                    if sample.path != ReadPath::Fast {
-                        fill(i, sample);
-                    }
-                }
-            }
-        }
-        Ok(())
+            other => other,
+        })
     }
 }
 
 impl pmu_core::RegionMeter for Session {
     type Error = Error;
 
-    /// The thread's switch counts and CPU, then every event (one-instruction reads
-    /// last).
+    /// The lean start where the session allows it and every event reads fast: the
+    /// rseq CPU, then every event. Otherwise the thread's switch counts and CPU, then
+    /// every event (one-instruction reads last).
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
+        if self.lean && self.start_lean() {
+            return Ok(());
+        }
+        self.lean_region = LeanRegion::Thorough;
         self.start_thread = ThreadStamp::before()?;
-        self.sample_start()
+        self.sample_into(Edge::Start)
     }
 
-    /// Every event (one-instruction reads first), then the CPU and switch counts; the
-    /// readings and [`crate::region::Evidence`] as [`crate::region`] describes.
+    /// Every event (one-instruction reads first), then the CPU (and the switch counts
+    /// unless start and stop were both lean); the readings as [`crate::region`]
+    /// describes, the [`crate::region::Evidence`] on demand.
     #[inline(always)]
     fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
-        self.sample_end()?;
-        let thread_end = ThreadStamp::after()?;
         let n = self.len();
         if out.len() < n {
             return Err(pmu_core::Error::ReadingsMismatch {
@@ -528,14 +778,12 @@ impl pmu_core::RegionMeter for Session {
             }
             .into());
         }
-        self.last = crate::region::evaluate_perf(
-            &self.start[..n],
-            &self.end[..n],
-            self.software_ids(),
-            self.start_thread,
-            thread_end,
-            &mut out[..n],
-        );
+        if self.lean_region == LeanRegion::Started && self.stop_lean(out) {
+            return Ok(());
+        }
+        self.sample_into(Edge::Stop)?;
+        self.end_thread = ThreadStamp::after()?;
+        self.evaluate(out);
         Ok(())
     }
 }
@@ -554,7 +802,7 @@ impl crate::measure::Counters for Session {
     }
 
     fn evidence(&self) -> crate::region::Evidence {
-        self.last
+        self.evaluate(&mut [pmu_core::Reading::default(); MAX_EVENTS])
     }
 }
 
@@ -662,11 +910,17 @@ mod tests {
         })
         .unwrap();
         let ev = run.evidence;
-        assert!(ev.switches.voluntary >= 1, "{ev:?}");
+        assert!(
+            ev.switches
+                .expect("read() regions take getrusage")
+                .voluntary
+                >= 1,
+            "{ev:?}"
+        );
         assert!(ev.counted_switches.is_some_and(|n| n >= 1), "{ev:?}");
         assert!(run.readings[0].value >= 1);
         assert!(
-            ev.switches.total() >= run.readings[0].value,
+            ev.switches.unwrap().total() >= run.readings[0].value,
             "getrusage's window contains the counter's"
         );
         assert!(
@@ -728,7 +982,13 @@ mod tests {
         })
         .unwrap();
         assert_eq!(run.readings[0].value, 0);
-        assert!(run.evidence.switches.voluntary >= 1);
+        assert!(
+            run.evidence
+                .switches
+                .expect("read() regions take getrusage")
+                .voluntary
+                >= 1
+        );
         assert!(
             run.readings[0].hazards.contains(Hazards::CONTEXT_SWITCH),
             "getrusage and the pages still see it"
@@ -791,6 +1051,40 @@ mod tests {
         }
         // Every run's evidence was recorded (not the warm-ups').
         assert!(m.runs.iter().all(|r| r.evidence.events().len() == 4));
+    }
+
+    /// Software events are never on a counter, so a region of them always needs
+    /// read() and the thorough evidence; the thread's CPU comes from rseq where the
+    /// kernel has it (this host: Linux with CONFIG_RSEQ, glibc's area or ours).
+    #[test]
+    fn software_sessions_take_the_thorough_evidence() {
+        let session = software_session();
+        assert!(!session.lean_evidence());
+        assert_eq!(
+            session.cpu_from_rseq(),
+            crate::rseq::ThreadCpu::this_thread().is_ok()
+        );
+    }
+
+    /// A single event is read without PERF_FORMAT_GROUP ({ value, time_enabled,
+    /// time_running, id }, include/uapi/linux/perf_event.h): the id must be the
+    /// event's (else GroupMismatch), the value and times advance like a group's.
+    #[test]
+    fn a_single_event_is_read_without_the_group_format() {
+        let session = Session::open(&["task-clock"], Options::default()).unwrap();
+        assert!(!session.group.group_format);
+        session.enable().unwrap();
+        let before = session.read_group().unwrap();
+        spin(200_000);
+        let after = session.read_group().unwrap();
+        assert_eq!(after.values().len(), 1);
+        assert!(
+            after.values()[0] > before.values()[0],
+            "task-clock advances"
+        );
+        assert!(after.time_enabled > before.time_enabled);
+        assert_eq!(after.time_enabled, after.time_running, "never multiplexed");
+        assert!(software_session().group.group_format);
     }
 
     #[test]

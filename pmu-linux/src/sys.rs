@@ -8,6 +8,7 @@
 
 use std::fs;
 use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 
 use crate::error::Errno;
 
@@ -59,6 +60,73 @@ pub(crate) fn current_cpu() -> Option<u32> {
     // SAFETY: sched_getcpu has no arguments and no preconditions.
     let cpu = unsafe { libc::sched_getcpu() };
     u32::try_from(cpu).ok()
+}
+
+/// The rseq signature: only checked by the kernel when it aborts a critical section,
+/// which this crate never defines; the values of the kernel's rseq selftests
+/// (tools/testing/selftests/rseq/rseq-*.h).
+#[cfg(target_arch = "x86_64")]
+const RSEQ_SIG: u32 = 0x5305_3053;
+#[cfg(target_arch = "aarch64")]
+const RSEQ_SIG: u32 = 0xd428_bc00;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const RSEQ_SIG: u32 = 0;
+
+/// Registers `area` as the calling thread's rseq area (`rseq(area, 32, 0, sig)`).
+pub(crate) fn rseq_register(area: NonNull<crate::rseq::RseqArea>) -> Result<(), Errno> {
+    // SAFETY: `area` is a 32-byte, 32-aligned `struct rseq` that is never freed (the
+    // caller leaks it), as the kernel requires of a registered area; the kernel writes
+    // only inside it.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_rseq,
+            area.as_ptr(),
+            crate::rseq::RSEQ_AREA_SIZE,
+            0,
+            RSEQ_SIG,
+        )
+    };
+    if rc != 0 {
+        return Err(Errno::last());
+    }
+    Ok(())
+}
+
+/// glibc's rseq area of the calling thread: the thread pointer plus `__rseq_offset`
+/// when `__rseq_size` is not 0 (glibc ≥ 2.35 exports both, sys/rseq.h); `None` where
+/// glibc has no such exports or did not register (size 0).
+#[cfg(all(
+    target_env = "gnu",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::rseq::RseqArea>> {
+    // SAFETY: dlsym with a NUL-terminated name only looks the symbol up.
+    let offset = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()) };
+    // SAFETY: as above.
+    let size = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()) };
+    if offset.is_null() || size.is_null() {
+        return None;
+    }
+    // SAFETY: glibc defines `const unsigned int __rseq_size` (sys/rseq.h).
+    if unsafe { size.cast::<u32>().read() } == 0 {
+        return None;
+    }
+    // SAFETY: glibc defines `const ptrdiff_t __rseq_offset` (sys/rseq.h).
+    let offset = unsafe { offset.cast::<isize>().read() };
+    NonNull::new(
+        crate::asm::thread_pointer()
+            .wrapping_byte_offset(offset)
+            .cast::<crate::rseq::RseqArea>(),
+    )
+}
+
+/// glibc's rseq area: none outside glibc.
+#[cfg(not(all(
+    target_env = "gnu",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::rseq::RseqArea>> {
+    None
 }
 
 /// The CPUs the calling thread may run on.

@@ -44,6 +44,13 @@ scenario_access() {
 	sysctl -w kernel.perf_user_access=1 >/dev/null
 	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
 	demo perf-user-access 0 perf
+	# Forced hazards on a hardware event read through its page: the lean evidence
+	# (page locks + CPU, no getrusage) must flag the sleep and the migration.
+	pmu-demo hazards --json --events instructions >/tmp/hazards-lean.out 2>/tmp/hazards-lean.err
+	status=$?
+	echo "JSON hazards-lean $(tr -d '\n' </tmp/hazards-lean.out)"
+	sed "s/^/STDERR hazards-lean /" /tmp/hazards-lean.err
+	result hazards-lean status=$status
 	sysctl -w kernel.perf_user_access=0 >/dev/null
 	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
 	demo perf-no-user-access 0 perf

@@ -210,10 +210,24 @@ mod imp {
                         black_box(&out);
                     });
                     let fast_all = (0..k).all(|i| s.read_fast(i).is_ok());
+                    // Which hazard evidence the regions took, and where their CPU
+                    // number came from (the bench table says so).
+                    let evidence = if s.lean_evidence() {
+                        "lean"
+                    } else {
+                        "thorough"
+                    };
+                    let cpu = if s.cpu_from_rseq() {
+                        "rseq"
+                    } else {
+                        "sched_getcpu"
+                    };
                     bench_line(
                         &format!("perf-region-{k}"),
                         cost,
-                        &format!(" counters={k} failed={failed} fast={fast_all}"),
+                        &format!(
+                            " counters={k} failed={failed} fast={fast_all} evidence={evidence} cpu={cpu}"
+                        ),
                     );
                 }
                 Err(e) => println!(

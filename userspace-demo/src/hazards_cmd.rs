@@ -39,10 +39,16 @@ struct Demo {
     detected: bool,
     /// Why the demonstration could not run, if it could not.
     skipped: Option<String>,
-    voluntary_switches: u64,
-    involuntary_switches: u64,
+    /// getrusage's counts; null where the region did without (every read through
+    /// the pages, whose locks see every switch).
+    voluntary_switches: Option<u64>,
+    involuntary_switches: Option<u64>,
     cpu_start: Option<u32>,
     cpu_end: Option<u32>,
+    /// The CPUs came from the thread's rseq area (else sched_getcpu).
+    cpu_from_rseq: bool,
+    /// Some event's page `lock` moved.
+    page_updated: bool,
 }
 
 fn demo(name: &'static str, action: String, expected: Hazards, record: &RunRecord) -> Demo {
@@ -54,10 +60,12 @@ fn demo(name: &'static str, action: String, expected: Hazards, record: &RunRecor
         hazards: hazard_names(h),
         detected: h.contains(expected),
         skipped: None,
-        voluntary_switches: record.evidence.switches.voluntary,
-        involuntary_switches: record.evidence.switches.involuntary,
+        voluntary_switches: record.evidence.switches.map(|s| s.voluntary),
+        involuntary_switches: record.evidence.switches.map(|s| s.involuntary),
         cpu_start: record.evidence.cpu_start,
         cpu_end: record.evidence.cpu_end,
+        cpu_from_rseq: record.evidence.cpu_from_rseq,
+        page_updated: record.evidence.page_updated,
     }
 }
 
@@ -69,10 +77,12 @@ fn skipped(name: &'static str, expected: Hazards, why: String) -> Demo {
         hazards: Vec::new(),
         detected: false,
         skipped: Some(why),
-        voluntary_switches: 0,
-        involuntary_switches: 0,
+        voluntary_switches: None,
+        involuntary_switches: None,
         cpu_start: None,
         cpu_end: None,
+        cpu_from_rseq: false,
+        page_updated: false,
     }
 }
 
@@ -219,15 +229,19 @@ fn report(args: &Args, demos: &[Demo]) -> Result<(), Failure> {
             match &d.skipped {
                 Some(why) => println!("{:<17} skipped: {why}", d.name),
                 None => println!(
-                    "{:<17} {}: flagged {} ({}; switches {} voluntary, {} involuntary; cpu {:?} -> {:?})",
+                    "{:<17} {}: flagged {} ({}; switches {}; page lock moved: {}; cpu {:?} -> {:?} from {})",
                     d.name,
                     if d.detected { "DETECTED" } else { "NOT detected" },
                     if d.hazards.is_empty() { "nothing".to_owned() } else { d.hazards.join(",") },
                     d.action,
-                    d.voluntary_switches,
-                    d.involuntary_switches,
+                    match (d.voluntary_switches, d.involuntary_switches) {
+                        (Some(v), Some(i)) => format!("{v} voluntary, {i} involuntary"),
+                        _ => "not counted (getrusage not needed)".to_owned(),
+                    },
+                    d.page_updated,
                     d.cpu_start,
-                    d.cpu_end
+                    d.cpu_end,
+                    if d.cpu_from_rseq { "rseq" } else { "sched_getcpu" },
                 ),
             }
         }

@@ -65,14 +65,18 @@ pub struct RunReport {
     pub values: Vec<u64>,
     /// Hazards of the run (all events).
     pub hazards: Vec<&'static str>,
-    /// Voluntary context switches (getrusage) during the run.
-    pub voluntary_switches: u64,
-    /// Involuntary context switches during the run.
-    pub involuntary_switches: u64,
+    /// Voluntary context switches (getrusage) during the run; null where getrusage was
+    /// not consulted (a perf run read entirely through the pages: their locks see
+    /// every switch).
+    pub voluntary_switches: Option<u64>,
+    /// Involuntary context switches during the run (null likewise).
+    pub involuntary_switches: Option<u64>,
     /// CPU at the start.
     pub cpu_start: Option<u32>,
     /// CPU at the end.
     pub cpu_end: Option<u32>,
+    /// Both CPUs came from the thread's rseq area (else sched_getcpu).
+    pub cpu_from_rseq: bool,
     /// Some event's perf page was rewritten by the kernel during the run.
     pub page_updated: bool,
 }
@@ -120,10 +124,11 @@ pub fn events_and_runs(m: &Measurement) -> (Vec<EventReport>, Vec<RunReport>) {
             index,
             values: r.readings.iter().map(|x| x.value).collect(),
             hazards: hazard_names(r.hazards()),
-            voluntary_switches: r.evidence.switches.voluntary,
-            involuntary_switches: r.evidence.switches.involuntary,
+            voluntary_switches: r.evidence.switches.map(|s| s.voluntary),
+            involuntary_switches: r.evidence.switches.map(|s| s.involuntary),
             cpu_start: r.evidence.cpu_start,
             cpu_end: r.evidence.cpu_end,
+            cpu_from_rseq: r.evidence.cpu_from_rseq,
             page_updated: r.evidence.page_updated,
         })
         .collect();
@@ -207,12 +212,14 @@ pub fn print_human(events: &[EventReport], runs: &[RunReport]) {
         })
         .collect();
     for r in flagged {
+        let switches = match (r.voluntary_switches, r.involuntary_switches) {
+            (Some(v), Some(i)) => format!("switches {v} voluntary, {i} involuntary"),
+            _ => "switches not counted".to_owned(),
+        };
         println!(
-            "  run {}: {} (switches {} voluntary, {} involuntary; cpu {:?} -> {:?}{})",
+            "  run {}: {} ({switches}; cpu {:?} -> {:?}{})",
             r.index,
             r.hazards.join(","),
-            r.voluntary_switches,
-            r.involuntary_switches,
             r.cpu_start,
             r.cpu_end,
             if r.page_updated {

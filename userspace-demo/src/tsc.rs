@@ -61,7 +61,7 @@ impl RegionMeter for TscMeter {
         evidence.cpu_start = self.cpu;
         evidence.cpu_end = cpu_after;
         if let (Some(a), Some(b)) = (self.switches, switches_after) {
-            evidence.switches = a.delta(b);
+            evidence.switches = Some(a.delta(b));
         }
         let hazards = evidence.thread_hazards();
         if let Some(slot) = out.first_mut() {

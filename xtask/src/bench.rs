@@ -345,6 +345,14 @@ impl Report {
             s += &format!("| {label} | {v} | {ratio} |\n");
         }
         s += "\nRegion ratios are to 2 × counters libperf fast reads (a start and a stop read per counter).\n";
+        if let Some(region) = self.rows.get("perf-region-1") {
+            let field = |k: &str| region.extra.get(k).map_or("?", String::as_str);
+            s += &format!(
+                "Perf regions: {} hazard evidence, the thread's CPU from {} (README: what a region contains).\n",
+                field("evidence"),
+                field("cpu")
+            );
+        }
         s += "\nAccuracy: error (measured − K) for a block of exactly K instructions:\n\n| path |";
         for k in BLOCKS {
             s += &format!(" K={k} |");
