@@ -98,7 +98,19 @@ pub enum BackendChoice {
     Direct,
 }
 
+/// Gives SIGPIPE back its default action, as C command-line tools have it: then
+/// `pmu-demo list | head` ends quietly when `head` closes the pipe. Rust's runtime
+/// ignores SIGPIPE, so the write fails with EPIPE instead, and `println!` panics on that
+/// (exit status 101 and a panic message).
+fn default_sigpipe() {
+    // SAFETY: runs first in `main`, before any other thread exists; SIG_DFL installs no
+    // handler code, and nothing in this program relies on SIGPIPE being ignored (it
+    // opens no sockets).
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 fn main() -> ExitCode {
+    default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::List(args) => list_cmd::run(&args),

@@ -214,3 +214,37 @@ fn help_teaches() {
         assert!(text.contains(needle), "--help lacks `{needle}`:\n{text}");
     }
 }
+
+/// `pmu-demo list | head -1`: the reader closes the pipe early. The demo must end the way
+/// C tools do, killed by SIGPIPE (POSIX: a write to a pipe without readers raises it),
+/// never with a panic (Rust's default: SIGPIPE ignored, EPIPE, `println!` panics with
+/// status 101). The pipe's read end is closed before the demo starts, so its first write
+/// meets no reader: deterministic.
+#[test]
+fn a_closed_stdout_pipe_ends_the_demo_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe() writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe()");
+    // SAFETY: pipe() just returned these two open descriptors; each is owned once.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read_end);
+    let out = Command::new(env!("CARGO_BIN_EXE_pmu-demo"))
+        .arg("list")
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("pmu-demo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {stderr}",
+        out.status
+    );
+}
