@@ -199,9 +199,33 @@ pub fn read_anchor<P: UserPage + ?Sized>(
     page: &P,
     mut read_counter: impl FnMut(u32) -> Option<u64>,
 ) -> Result<Anchor, Fallback> {
+    retry(|| attempt::<P, true>(page, &mut read_counter))
+}
+
+/// The count alone: [`read`] without loading `time_enabled`/`time_running` and without
+/// keeping the pass's `lock` (the cheapest consistent read: `lock`, `index`, `offset`,
+/// `pmc_width`, the counter, `lock` again).
+///
+/// Without the times it cannot say whether the event was multiplexed; a caller that
+/// needs to know uses [`read`] ([`PageRead::hazards`]) or compares `lock` across its
+/// region, as [`read_anchor`]/[`read_since`] do.
+///
+/// # Errors
+/// As [`read`].
+#[inline(always)]
+pub fn read_count<P: UserPage + ?Sized>(
+    page: &P,
+    mut read_counter: impl FnMut(u32) -> Option<u64>,
+) -> Result<u64, Fallback> {
+    retry(|| attempt::<P, false>(page, &mut read_counter)).map(|anchor| anchor.read.value)
+}
+
+/// Runs `pass` until it gives an outcome, at most [`MAX_RETRIES`] times.
+#[inline(always)]
+fn retry<T>(mut pass: impl FnMut() -> Option<Result<T, Fallback>>) -> Result<T, Fallback> {
     let mut attempts = MAX_RETRIES;
     loop {
-        if let Some(outcome) = attempt(page, &mut read_counter) {
+        if let Some(outcome) = pass() {
             return outcome;
         }
         attempts -= 1;
@@ -242,9 +266,10 @@ pub fn read_since<P: UserPage + ?Sized>(
     Some(anchor.offset.wrapping_add(pmc) as u64)
 }
 
-/// One pass: `None` if the page changed under it (or was being changed).
+/// One pass: `None` if the page changed under it (or was being changed). Without
+/// `TIMES` the page times are not loaded (they read as 0).
 #[inline(always)]
-fn attempt<P: UserPage + ?Sized>(
+fn attempt<P: UserPage + ?Sized, const TIMES: bool>(
     page: &P,
     read_counter: &mut impl FnMut(u32) -> Option<u64>,
 ) -> Option<Result<Anchor, Fallback>> {
@@ -258,8 +283,11 @@ fn attempt<P: UserPage + ?Sized>(
     }
     let index = page.index();
     let offset = page.offset();
-    let time_enabled = page.time_enabled();
-    let time_running = page.time_running();
+    let (time_enabled, time_running) = if TIMES {
+        (page.time_enabled(), page.time_running())
+    } else {
+        (0, 0)
+    };
     let width = u32::from(page.pmc_width());
     if index == 0 {
         return Some(Err(if page.cap_user_rdpmc() {
@@ -464,6 +492,38 @@ mod tests {
     /// and offset = g * STEP - sign_extend(pmc), so every consistent read is a multiple
     /// of STEP and never goes backwards. A torn read (offset of one generation with the
     /// pmc or index of another) breaks one of those.
+    /// The count-only read gives [`read`]'s value and the same fallbacks, decided
+    /// before any counter read.
+    #[test]
+    fn read_count_is_reads_value() {
+        // The libperf 48-bit case of read_since_an_unchanged_page: offset 1_000_100,
+        // pmc -100 sign-extended from 48 bits.
+        let page = FakePage::with(3, 1_000_100, 48, true, 0xFFFF_FFFF_FF9C);
+        let full = read(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(read_count(&page, |i| page.read_pmc(i)), Ok(full.value));
+        assert_eq!(full.value, 1_000_000);
+        // index 0 with cap_user_rdpmc: not scheduled; the counter is never read.
+        page.index.store(0, Ordering::Relaxed);
+        assert_eq!(
+            read_count(&page, |_| panic!("not read")),
+            Err(Fallback::NotScheduled)
+        );
+        // A width of 0 is refused before any counter read.
+        page.index.store(3, Ordering::Relaxed);
+        page.width.store(0, Ordering::Relaxed);
+        assert_eq!(
+            read_count(&page, |_| panic!("not read")),
+            Err(Fallback::BadWidth { width: 0 })
+        );
+        // A page forever mid-update: Contended after MAX_RETRIES passes.
+        page.width.store(48, Ordering::Relaxed);
+        page.lock.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(
+            read_count(&page, |_| panic!("not read")),
+            Err(Fallback::Contended)
+        );
+    }
+
     #[test]
     fn no_torn_reads_under_a_concurrent_writer() {
         const STEP: u64 = 1 << 20;
@@ -492,6 +552,7 @@ mod tests {
             })
         };
         let (mut last, mut contended, mut ok, mut since) = (0u64, 0u32, 0u32, 0u32);
+        let mut counted = 0u32;
         for _ in 0..READS {
             // The "hardware counter" read ignores the index check (the writer changes
             // it); a torn index shows up as a wrong value.
@@ -518,8 +579,23 @@ mod tests {
                 Err(Fallback::Contended) => contended += 1,
                 Err(other) => panic!("unexpected fallback {other:?}"),
             }
+            // The count-only read under the same writer: a whole generation's value.
+            match read_count(&*page, counter) {
+                Ok(v) => {
+                    assert_eq!(v % STEP, 0, "torn count-only read: {v}");
+                    assert!(v >= last, "count-only read went backwards: {v} < {last}");
+                    last = v;
+                    counted += 1;
+                }
+                Err(Fallback::Contended) => {}
+                Err(other) => panic!("unexpected fallback {other:?}"),
+            }
         }
         stop.store(true, Ordering::Relaxed);
+        assert!(
+            counted > READS / 2,
+            "only {counted} count-only reads succeeded"
+        );
         let generations = writer.join().unwrap();
         assert_eq!(ok + contended, READS);
         assert!(ok > READS / 2, "only {ok} of {READS} reads succeeded");

@@ -94,6 +94,20 @@ pub(crate) fn read_anchor(page: KernelPage) -> Result<Anchor, Fallback> {
     })
 }
 
+/// The count alone ([`mmap_page::read_count`]: no page times), without waiting for the
+/// instructions before it (see [`synchronize`]).
+///
+/// # Errors
+/// As [`read`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub(crate) fn read_count(page: KernelPage) -> Result<u64, Fallback> {
+    mmap_page::read_count(&page.view(), |counter| {
+        // SAFETY: as in `read_anchor`.
+        unsafe { read_counter(counter) }
+    })
+}
+
 /// The count now if the page is unchanged since `anchor` (only the counter is read),
 /// `None` if the kernel rewrote it meanwhile ([`mmap_page::read_since`]).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

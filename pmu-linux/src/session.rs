@@ -371,6 +371,24 @@ impl Session {
         }
     }
 
+    /// The count of event `i` with one instruction and nothing else: the cheapest read
+    /// (the page's seqlock, `index`, `offset`, `pmc_width`, the counter; not the page
+    /// times, so it cannot tell whether the event was multiplexed: use
+    /// [`Session::read_fast`] or a region for that).
+    ///
+    /// # Errors
+    /// As [`Session::read_fast`].
+    #[inline(always)]
+    pub fn read_count(&self, i: usize) -> Result<u64, FallbackReason> {
+        fast::synchronize();
+        match self.pages.get(i) {
+            Some(Some(page)) => {
+                fast::read_count(*page).map_err(|fallback| self.group.reason(i, fallback))
+            }
+            _ => Err(FallbackReason::NoPage),
+        }
+    }
+
     /// The metadata page of event `i`, if mapped.
     pub fn page(&self, i: usize) -> Option<&MmapPage> {
         self.group.events.get(i)?.page.as_ref()
@@ -857,7 +875,12 @@ mod tests {
                 session.read_fast(i),
                 Err(FallbackReason::Page(Fallback::NotScheduled))
             );
+            assert_eq!(
+                session.read_count(i),
+                Err(FallbackReason::Page(Fallback::NotScheduled))
+            );
         }
+        assert_eq!(session.read_count(4), Err(FallbackReason::NoPage));
         let before = session.read_group().unwrap();
         spin(200_000);
         let after = session.read_group().unwrap();
@@ -1002,6 +1025,7 @@ mod tests {
             Session::open(&["task-clock"], Options::default().map_pages(false)).unwrap();
         session.enable().unwrap();
         assert_eq!(session.read_fast(0), Err(FallbackReason::NoPage));
+        assert_eq!(session.read_count(0), Err(FallbackReason::NoPage));
         let run = measure_once(&mut session, &mut || {
             spin(1000);
         })
@@ -1251,8 +1275,10 @@ mod tests {
                 assert!(reading.value > 0);
                 // The page's value never runs ahead of the kernel's own count.
                 let fast = session.read_fast(i).unwrap().value;
+                let count = session.read_count(i).unwrap();
                 let kernel = session.read_group().unwrap().values()[i];
-                assert!(fast <= kernel, "fast {fast} > read() {kernel}");
+                assert!(fast <= count, "read_fast {fast} > read_count {count}");
+                assert!(count <= kernel, "read_count {count} > read() {kernel}");
             } else {
                 let expected = ReadPath::Syscall(FallbackReason::Page(Fallback::NoUserAccess));
                 assert_eq!((event.start, event.end), (expected, expected), "event {i}");

@@ -173,8 +173,17 @@ mod imp {
                 "the perf fast path is not available ({r}) (arm64: sysctl kernel.perf_user_access=1)"
             ))
         })?;
+        // The count alone (Session::read_count), then the full page read with the times
+        // and the lock (Session::read_fast), whose times tell multiplexing.
         bench_line(
             "perf-fast",
+            per_op(&m, n, || {
+                let _ = black_box(fast.read_count(0));
+            }),
+            "",
+        );
+        bench_line(
+            "perf-fast-times",
             per_op(&m, n, || {
                 let _ = black_box(fast.read_fast(0));
             }),

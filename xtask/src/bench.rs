@@ -279,8 +279,13 @@ impl Report {
         let lp_total = self.rows.get("libperf-read").and_then(|r| r.total);
         let mut v = vec![
             (
-                "perf fast read (mmap page + mrs)".to_string(),
+                "perf fast read, count only (mmap page + mrs: `read_count`)".to_string(),
                 self.per_op("perf-fast"),
+                lp_fast,
+            ),
+            (
+                "perf fast read with page times and lock (`read_fast`)".to_string(),
+                self.per_op("perf-fast-times"),
                 lp_fast,
             ),
             (
@@ -464,6 +469,7 @@ mod tests {
     fn report_from_result_lines() {
         let mut out = String::from("RESULT boot scenario=bench arch=aarch64 kernel=6.12 cpus=1\n");
         out += "RESULT bench path=perf-fast per_op=20.000\nRESULT bench path=libperf-fast per_op=140.000 fast=true\n";
+        out += "RESULT bench path=perf-fast-times per_op=28.000\n";
         out += "RESULT bench path=perf-read per_op=23.000 total=900.000\n";
         for tag in ["perf", "direct", "libperf"] {
             out += &format!("RESULT bench-run tag={tag} status=0\n");
@@ -483,7 +489,13 @@ mod tests {
         assert!(report.failures().is_empty(), "{:?}", report.failures());
         let table = report.table();
         assert!(
-            table.contains("| perf fast read (mmap page + mrs) | 20 | 0.14 |"),
+            table.contains(
+                "| perf fast read, count only (mmap page + mrs: `read_count`) | 20 | 0.14 |"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("| perf fast read with page times and lock (`read_fast`) | 28 | 0.20 |"),
             "{table}"
         );
         assert!(report.json().contains("\"exact\": true"));
