@@ -131,13 +131,16 @@ impl ThreadStamp {
 
 /// Where a lean perf region takes the thread's CPU from: the rseq area (one load), or
 /// `sched_getcpu()` where the thread has none (a kernel without CONFIG_RSEQ: one
-/// `getcpu` system call on arm64, the vDSO on x86_64).
+/// `getcpu` system call on arm64, the vDSO on x86_64). Only the perf backend's
+/// sessions have lean regions (its architectures).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum CpuSource {
     Rseq(crate::rseq::ThreadCpu),
     SchedGetcpu,
 }
 
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 impl CpuSource {
     /// The calling thread's best source.
     pub(crate) fn this_thread() -> Self {
