@@ -237,6 +237,21 @@ impl<'c, 'p, P: Pmu, A: AccessCheck> DirectMeter<'c, 'p, P, A> {
             Err(Error::UserAccessRevoked)
         }
     }
+
+    /// The readings (into `out`, one per counter) and evidence of the last region,
+    /// from what its edges kept.
+    fn evaluate(&self, out: &mut [Reading]) -> std::result::Result<Evidence, pmu_core::Error> {
+        let n = out.len();
+        evaluate_direct(
+            &self.start[..n],
+            &self.end[..n],
+            &self.overflowed[..n],
+            &self.widths[..n],
+            self.start_thread,
+            self.end_thread,
+            out,
+        )
+    }
 }
 
 impl<P: Pmu, A: AccessCheck> RegionMeter for DirectMeter<'_, '_, P, A> {
@@ -280,15 +295,7 @@ impl<P: Pmu, A: AccessCheck> RegionMeter for DirectMeter<'_, '_, P, A> {
         }
         self.end_thread = thread_end;
         // The evidence is derived again on demand (`evidence`): not copied per region.
-        evaluate_direct(
-            &self.start[..n],
-            &self.end[..n],
-            &self.overflowed[..n],
-            &self.widths[..n],
-            self.start_thread,
-            thread_end,
-            &mut out[..n],
-        )?;
+        self.evaluate(&mut out[..n])?;
         for (reading, &scale) in out[..n].iter_mut().zip(&self.scales) {
             // A 32-bit tick delta (plus one wrap) times 64 cannot overflow u64; saturate
             // rather than wrap should a caller scale a 64-bit counter absurdly.
@@ -317,16 +324,8 @@ impl<P: Pmu, A: AccessCheck> Counters for DirectMeter<'_, '_, P, A> {
 
     fn evidence(&self) -> Evidence {
         let n = self.counters.len().min(MAX_EVENTS);
-        evaluate_direct(
-            &self.start[..n],
-            &self.end[..n],
-            &self.overflowed[..n],
-            &self.widths[..n],
-            self.start_thread,
-            self.end_thread,
-            &mut [Reading::default(); MAX_EVENTS][..n],
-        )
-        .unwrap_or_default()
+        self.evaluate(&mut [Reading::default(); MAX_EVENTS][..n])
+            .unwrap_or_default()
     }
 }
 

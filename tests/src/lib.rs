@@ -481,3 +481,83 @@ mod tests {
         assert_eq!(r[1].int("fail"), 0);
     }
 }
+
+/// The `pmu-demo` runs of a guest script (`demo TAG …` in tests/guest/common.sh): its
+/// `RESULT demo tag=TAG … status=N`, `JSON TAG {…}` and `STDERR TAG …` lines.
+pub mod guest {
+    use serde_json::Value;
+
+    use crate::QemuRun;
+
+    /// What pmu-demo prints on stderr when direct access is not enabled (its exit
+    /// status 3: userspace-demo's main.rs).
+    pub const NOT_ENABLED: &str = "user access to the PMU is not enabled: load kmod-enable-user";
+
+    /// The pmu-demo run `tag`: its exit status, JSON output (if any) and stderr.
+    pub struct Demo {
+        /// Exit status (a signal would show as 128 + n through the shell).
+        pub status: i128,
+        /// `--json` output, when it parsed.
+        pub json: Option<Value>,
+        /// stderr, one line per `STDERR` line.
+        pub stderr: String,
+        /// The `RESULT demo` line, for messages.
+        pub raw: String,
+    }
+
+    /// The run `tag` of `run`; fails the test unless exactly one `RESULT demo` line has
+    /// that tag.
+    pub fn demo(run: &QemuRun, tag: &str) -> Demo {
+        let line = run.find("demo", "tag", tag);
+        let json_line = run
+            .lines_with("JSON")
+            .into_iter()
+            .find_map(|l| l.strip_prefix(&format!("{tag} ")).map(str::to_string))
+            .unwrap_or_default();
+        Demo {
+            status: line.int("status"),
+            json: serde_json::from_str(json_line.trim()).ok(),
+            stderr: run.lines_with(&format!("STDERR {tag}")).join("\n"),
+            raw: line.raw.clone(),
+        }
+    }
+
+    impl Demo {
+        /// Exit status 3 and the one-line reason on stderr; no crash.
+        pub fn assert_not_enabled(&self, run: &QemuRun) {
+            assert_eq!(self.status, 3, "{}\n{}", self.raw, run.stdout);
+            assert!(
+                self.stderr.contains(NOT_ENABLED),
+                "`{NOT_ENABLED}` missing from pmu-demo's stderr: {}\n{}",
+                self.stderr,
+                run.stdout
+            );
+        }
+
+        /// The whole JSON object (`backend`, `notes`, `results`, …); the run must have
+        /// succeeded.
+        pub fn json(&self, run: &QemuRun) -> &Value {
+            assert_eq!(self.status, 0, "{}\n{}", self.raw, run.stdout);
+            self.json
+                .as_ref()
+                .unwrap_or_else(|| panic!("no JSON for {}\n{}", self.raw, run.stdout))
+        }
+
+        /// The result of the one kernel measured (`loop`): `expected_instructions`,
+        /// `fast_read`, `fallback_reason`, `events`, …
+        pub fn result(&self, run: &QemuRun) -> &Value {
+            let json = self.json(run);
+            let result = &json["results"][0];
+            assert_eq!(result["kernel"], "loop", "{json}");
+            result
+        }
+
+        /// The event `name` of that result (`min`, `median`, `max`, `clean_runs`, …).
+        pub fn event<'a>(&'a self, run: &QemuRun, name: &str) -> &'a Value {
+            self.result(run)["events"]
+                .as_array()
+                .and_then(|events| events.iter().find(|e| e["name"] == name))
+                .unwrap_or_else(|| panic!("no event `{name}` in {}\n{}", self.raw, run.stdout))
+        }
+    }
+}

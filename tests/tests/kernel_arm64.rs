@@ -15,14 +15,12 @@
 
 use std::time::Duration;
 
+use pmu_tests::guest::{demo, Demo};
 use pmu_tests::{arm64_kernel_args, kernel_artefact, kernel_env, run_qemu, QemuRun, QEMU_AARCH64};
 use serde_json::Value;
 
 /// Boot + scenario; the slowest (stress, 4 CPUs under icount) takes well under a minute.
 const LIMIT: Duration = Duration::from_secs(300);
-
-/// What pmu-demo prints on stderr when direct access is not enabled (its exit status 3).
-const NOT_ENABLED: &str = "user access to the PMU is not enabled: load kmod-enable-user";
 
 /// Which build of kmod_enable_user.ko the guest loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,66 +67,13 @@ fn boot(cpu: &str, smp: u32, scenario: &str, flavour: Flavour) -> QemuRun {
     run
 }
 
-/// The pmu-demo run `tag`: its exit status, JSON output (if any) and stderr.
-struct Demo {
-    status: i128,
-    json: Option<Value>,
-    stderr: String,
-    raw: String,
+/// The exactness checks of this file's runs.
+trait Exact {
+    fn assert_exact_instructions(&self, run: &QemuRun);
+    fn assert_exact_cycles(&self, run: &QemuRun);
 }
 
-fn demo(run: &QemuRun, tag: &str) -> Demo {
-    let line = run.find("demo", "tag", tag);
-    let json_line = run
-        .lines_with("JSON")
-        .into_iter()
-        .find_map(|l| l.strip_prefix(&format!("{tag} ")).map(str::to_string))
-        .unwrap_or_default();
-    let json = serde_json::from_str(json_line.trim()).ok();
-    let stderr = run.lines_with(&format!("STDERR {tag}")).join("\n");
-    Demo {
-        status: line.int("status"),
-        json,
-        stderr,
-        raw: line.raw.clone(),
-    }
-}
-
-impl Demo {
-    fn assert_not_enabled(&self, run: &QemuRun) {
-        assert_eq!(self.status, 3, "{}\n{}", self.raw, run.stdout);
-        assert!(
-            self.stderr.contains(NOT_ENABLED),
-            "`{NOT_ENABLED}` missing from pmu-demo's stderr: {}\n{}",
-            self.stderr,
-            run.stdout
-        );
-    }
-
-    /// The whole JSON object (`backend`, `notes`, `results`, …).
-    fn json(&self, run: &QemuRun) -> &Value {
-        assert_eq!(self.status, 0, "{}\n{}", self.raw, run.stdout);
-        self.json
-            .as_ref()
-            .unwrap_or_else(|| panic!("no JSON for {}\n{}", self.raw, run.stdout))
-    }
-
-    /// The result of the one kernel measured (`loop`): `expected_instructions`,
-    /// `fast_read`, `fallback_reason`, `events`, …
-    fn result(&self, run: &QemuRun) -> &Value {
-        let json = self.json(run);
-        let result = &json["results"][0];
-        assert_eq!(result["kernel"], "loop", "{json}");
-        result
-    }
-
-    fn event<'a>(&'a self, run: &QemuRun, name: &str) -> &'a Value {
-        self.result(run)["events"]
-            .as_array()
-            .and_then(|events| events.iter().find(|e| e["name"] == name))
-            .unwrap_or_else(|| panic!("no event `{name}` in {}\n{}", self.raw, run.stdout))
-    }
-
+impl Exact for Demo {
     /// The instruction count of the known block (1000 iterations of a 2-instruction
     /// loop) is exact: min = median = expected, every run clean.
     fn assert_exact_instructions(&self, run: &QemuRun) {

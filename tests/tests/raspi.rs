@@ -12,16 +12,13 @@
 
 use std::time::Duration;
 
+use pmu_tests::guest::{demo, Demo};
 use pmu_tests::{
     kernel_artefact, kernel_env, raspi_args, run_qemu, QemuRun, QEMU_AARCH64, QEMU_ARM,
 };
-use serde_json::Value;
 
 /// Boot + scenario: the boards boot in a few seconds; the Pi 3 runs under icount.
 const LIMIT: Duration = Duration::from_secs(300);
-
-/// What pmu-demo prints on stderr when direct access is not enabled (its exit status 3).
-const NOT_ENABLED: &str = "user access to the PMU is not enabled: load kmod-enable-user";
 
 /// What to boot: QEMU program and board, the artefacts' variables, the module flavour.
 struct Board {
@@ -56,57 +53,20 @@ fn boot(b: &Board) -> QemuRun {
     run
 }
 
-/// One pmu-demo run of the guest script: exit status, stderr, JSON.
-struct Demo {
-    status: i128,
-    stderr: String,
-    json: Option<Value>,
-    raw: String,
+/// The exactness check of the boards' direct reads.
+trait Exact {
+    fn assert_exact_instructions(&self, run: &QemuRun);
 }
 
-fn demo(run: &QemuRun, tag: &str) -> Demo {
-    let line = run.find("demo", "tag", tag);
-    let json = run
-        .lines_with("JSON")
-        .into_iter()
-        .find_map(|l| l.strip_prefix(&format!("{tag} ")).map(str::to_string))
-        .and_then(|j| serde_json::from_str(j.trim()).ok());
-    Demo {
-        status: line.int("status"),
-        stderr: run.lines_with(&format!("STDERR {tag}")).join("\n"),
-        json,
-        raw: line.raw.clone(),
-    }
-}
-
-impl Demo {
-    /// Exit status 3 and the one-line reason; no crash (a signal would be status > 128).
-    fn assert_not_enabled(&self, run: &QemuRun) {
-        assert_eq!(self.status, 3, "{}\n{}", self.raw, run.stdout);
-        assert!(
-            self.stderr.contains(NOT_ENABLED),
-            "`{NOT_ENABLED}` missing from pmu-demo's stderr: {}\n{}",
-            self.stderr,
-            run.stdout
-        );
-    }
-
+impl Exact for Demo {
     /// The direct backend measured the known block (1000 iterations of a 2-instruction
     /// loop, userspace-demo's `loop` kernel): with `-icount shift=0` INST_RETIRED is
     /// exact (shared/DESIGN.md), so min = median = 2000.
     fn assert_exact_instructions(&self, run: &QemuRun) {
-        assert_eq!(self.status, 0, "{}\n{}", self.raw, run.stdout);
-        let json = self
-            .json
-            .as_ref()
-            .unwrap_or_else(|| panic!("no JSON for {}\n{}", self.raw, run.stdout));
+        let json = self.json(run);
         assert_eq!(json["backend"], "direct", "{json}");
-        let result = &json["results"][0];
-        assert_eq!(result["expected_instructions"], 2000, "{json}");
-        let inst = result["events"]
-            .as_array()
-            .and_then(|e| e.iter().find(|e| e["name"] == "instructions"))
-            .unwrap_or_else(|| panic!("no instructions event: {json}"));
+        assert_eq!(self.result(run)["expected_instructions"], 2000, "{json}");
+        let inst = self.event(run, "instructions");
         assert_eq!(inst["min"], 2000, "{json}");
         assert_eq!(inst["median"], 2000, "{json}");
         // Every run is clean here (one CPU pinned, nothing else runs), so the largest
