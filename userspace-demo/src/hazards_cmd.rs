@@ -86,6 +86,20 @@ fn skipped(name: &'static str, expected: Hazards, why: String) -> Demo {
     }
 }
 
+/// The forced context switch: a 2 ms sleep inside one region of `counters`.
+fn context_switch_demo(counters: &mut dyn pmu_linux::Counters) -> Result<Demo, Failure> {
+    progress("context switch: sleeping 2 ms inside a region");
+    let record = measure_once(counters, &mut || {
+        std::thread::sleep(Duration::from_millis(2))
+    })?;
+    Ok(demo(
+        "context-switch",
+        "nanosleep(2 ms) inside the region".into(),
+        Hazards::CONTEXT_SWITCH,
+        &record,
+    ))
+}
+
 pub fn run(args: &Args) -> Result<(), Failure> {
     let demos = forced_hazards(args)?;
     report(args, &demos)
@@ -100,16 +114,7 @@ fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
     session.enable()?;
     let mut demos = Vec::new();
 
-    progress("context switch: sleeping 2 ms inside a region");
-    let record = measure_once(&mut session, &mut || {
-        std::thread::sleep(Duration::from_millis(2))
-    })?;
-    demos.push(demo(
-        "context-switch",
-        "nanosleep(2 ms) inside the region".into(),
-        Hazards::CONTEXT_SWITCH,
-        &record,
-    ));
+    demos.push(context_switch_demo(&mut session)?);
 
     let cpus = pmu_linux::sched::allowed_cpus()?;
     if cpus.len() >= 2 {
@@ -184,16 +189,7 @@ fn forced_hazards(_: &Args) -> Result<Vec<Demo>, Failure> {
     pmu_linux::Counters::enable(&mut meter)?;
     let mut demos = Vec::new();
 
-    progress("context switch: sleeping 2 ms inside a region");
-    let record = measure_once(&mut meter, &mut || {
-        std::thread::sleep(Duration::from_millis(2))
-    })?;
-    demos.push(demo(
-        "context-switch",
-        "nanosleep(2 ms) inside the region".into(),
-        Hazards::CONTEXT_SWITCH,
-        &record,
-    ));
+    demos.push(context_switch_demo(&mut meter)?);
     demos.push(skipped(
         "cpu-migration",
         Hazards::CPU_MIGRATION,

@@ -480,6 +480,43 @@ fn cycle_divider_line(divider: u64) -> String {
 mod direct {
     use super::*;
 
+    /// Counters for `names` from `pool` (counting in `filter`'s levels), zeroed, a
+    /// meter over them (its cycle counter, `Slot::Fixed(0)`, scaled by `cycle_scale`
+    /// when given), then the kernels measured between enable and disable.
+    #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+    #[allow(clippy::too_many_arguments)]
+    fn measure<P: pmu_core::Pmu, A: pmu_linux::direct::AccessCheck>(
+        pool: &pmu_core::CounterPool<P>,
+        names: &[&str],
+        filter: pmu_core::PrivilegeFilter,
+        access: A,
+        cycle_scale: Option<u64>,
+        args: &Args,
+        kernels: &[Kernel],
+        config: &MeasureConfig,
+    ) -> Result<Vec<KernelReport>, Failure> {
+        let counters = pmu_linux::direct::allocate(pool, names, filter)?;
+        for c in &counters {
+            c.reset();
+        }
+        let mut meter = pmu_linux::DirectMeter::new(
+            &counters,
+            names.iter().map(|s| (*s).to_owned()).collect(),
+            access,
+        )?;
+        if let Some(scale) = cycle_scale {
+            for (i, c) in counters.iter().enumerate() {
+                if c.slot() == pmu_core::Slot::Fixed(0) {
+                    meter = meter.scaled(i, scale)?;
+                }
+            }
+        }
+        meter.enable()?;
+        let results = run_kernels(&mut meter, args, kernels, config)?;
+        meter.disable()?;
+        Ok(results)
+    }
+
     #[cfg(target_arch = "aarch64")]
     pub fn run(
         args: &Args,
@@ -489,7 +526,7 @@ mod direct {
     ) -> Result<Output, Failure> {
         use pmu_armv8::{PmuOptions, PmuVersion};
         use pmu_core::{CounterPool, PrivilegeFilter};
-        use pmu_linux::direct::{allocate, armv8::Pmuserenr};
+        use pmu_linux::direct::armv8::Pmuserenr;
         // The CPU the demo runs on (taskset picks it), unless --cpu says otherwise.
         let cpu = args
             .cpu
@@ -502,18 +539,16 @@ mod direct {
             pmu_linux::direct::armv8::take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new())
         }?;
         let pool = CounterPool::new(pmu);
-        let counters = allocate(&pool, names, PrivilegeFilter::USER)?;
-        for c in &counters {
-            c.reset();
-        }
-        let mut meter = pmu_linux::DirectMeter::new(
-            &counters,
-            names.iter().map(|s| (*s).to_owned()).collect(),
+        let results = measure(
+            &pool,
+            names,
+            PrivilegeFilter::USER,
             Pmuserenr,
+            None,
+            args,
+            kernels,
+            config,
         )?;
-        meter.enable()?;
-        let results = run_kernels(&mut meter, args, kernels, config)?;
-        meter.disable()?;
         Ok(Output {
             backend: "direct".into(),
             cycle_divider: None,
@@ -535,8 +570,8 @@ mod direct {
         config: &MeasureConfig,
     ) -> Result<Output, Failure> {
         use pmu_armv6::CycleDivider;
-        use pmu_core::{CounterPool, PrivilegeFilter, Slot};
-        use pmu_linux::direct::{allocate, arm1176};
+        use pmu_core::{CounterPool, PrivilegeFilter};
+        use pmu_linux::direct::arm1176;
         if let Some(cpu) = args.cpu.filter(|&c| c != 0) {
             return Err(Failure {
                 message: format!(
@@ -557,23 +592,18 @@ mod direct {
         // gives the ARMv6 build for the Raspberry Pi 1 / Zero only.
         let (_pin, pmu) = unsafe { arm1176::take_arm1176(divider) }?;
         let pool = CounterPool::new(pmu);
-        let counters = allocate(&pool, names, PrivilegeFilter::ALL)?;
-        for c in &counters {
-            c.reset();
-        }
-        let mut meter = pmu_linux::DirectMeter::new(
-            &counters,
-            names.iter().map(|s| (*s).to_owned()).collect(),
+        // The CCR (Slot::Fixed(0)) counts every 64th cycle with the divider: its ticks
+        // are reported in cycles.
+        let results = measure(
+            &pool,
+            names,
+            PrivilegeFilter::ALL,
             pmu_linux::Unchecked,
+            Some(divider.cycles_per_tick()),
+            args,
+            kernels,
+            config,
         )?;
-        for (i, c) in counters.iter().enumerate() {
-            if c.slot() == Slot::Fixed(0) {
-                meter = meter.scaled(i, divider.cycles_per_tick())?;
-            }
-        }
-        meter.enable()?;
-        let results = run_kernels(&mut meter, args, kernels, config)?;
-        meter.disable()?;
         Ok(Output {
             backend: "direct".into(),
             cycle_divider: Some(divider.cycles_per_tick()),
