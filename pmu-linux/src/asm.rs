@@ -1,11 +1,6 @@
-//! The instructions this crate adds to the architecture crates: on aarch64 `isb` and
-//! the counter read that perf's page index names; with glibc, the thread pointer.
-//!
-//! pmu-armv8's `asm` module puts an `isb` after control writes only; its counter reads
-//! are bare `mrs`. A region wants its reads ordered with the region's instructions
-//! (the role `lfence` plays around `rdpmc` on x86, pmu-x86 `rdpmc_fenced`): one `isb`
-//! before and one after the start's reads, one before the stop's
-//! ([`crate::fast::synchronize`]).
+//! The instructions this crate adds to the architecture crates: on aarch64 the counter
+//! read that perf's page index names; with glibc, the thread pointer. (The `isb` that
+//! orders a region's reads is pmu-armv8's `asm::isb`: see [`crate::fast::synchronize`].)
 
 #[cfg(any(
     target_arch = "aarch64",
@@ -35,26 +30,6 @@ pub fn thread_pointer() -> *mut u8 {
         asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags))
     };
     tp
-}
-
-/// Instruction Synchronization Barrier.
-///
-/// A PMU counter read is not ordered with the instructions around it: an `mrs` of
-/// `PMEVCNTR<n>_EL0` can execute before earlier instructions have been counted, or after
-/// later ones began. ISB is a context synchronization event: every instruction after
-/// it is fetched again once everything before it has completed, so `isb; mrs; isb`
-/// at a region's start and `isb; mrs` at its stop count exactly the instructions of
-/// the region between them (the role LFENCE plays around RDPMC): the first keeps the
-/// instructions before the region out of it, the second keeps the region's out of the
-/// start read, the third puts all of the region's in the stop read. Inside the page's
-/// seqlock no `isb` is needed (the page and the counter only change across an
-/// exception, which is precise). Also a compiler barrier (no `nomem`).
-#[cfg(target_arch = "aarch64")]
-#[inline(always)]
-pub fn isb() {
-    // SAFETY: ISB has no operands and is available at every Exception level; it only
-    // synchronizes the pipeline. No `nomem`, so it also orders the compiler.
-    unsafe { asm!("isb", options(nostack, preserves_flags)) };
 }
 
 /// `mrs` of the counter that perf's arm64 page numbers `counter` (its `index - 1`):

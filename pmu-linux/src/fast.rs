@@ -55,15 +55,19 @@ pub fn read(page: &MmapPage) -> Result<PageRead, Fallback> {
 /// A PMU counter read is not ordered with the instructions around it: an `mrs` of
 /// `PMEVCNTR<n>_EL0` may execute before earlier instructions are counted, or after
 /// later ones began, unless a context synchronization event separates them (the Arm
-/// ARM's Performance Monitors chapter). arm64: one `isb` (the crate's private
-/// `asm::isb` says more); a region puts one before and one after its start reads and
-/// one before its stop reads. x86_64: nothing, every `rdpmc` is bracketed by `lfence`
-/// already ([`read_unsynchronized`]).
+/// ARM's Performance Monitors chapter). arm64: one `isb` (pmu-armv8 `asm::isb`, a
+/// context synchronization event and a compiler barrier: what follows is fetched again
+/// once everything before it has completed); a region puts one before its start reads
+/// (the instructions before it stay out), one after them (the region's stay out of the
+/// start read) and one before its stop reads (all of the region is in the stop read).
+/// Inside the page's seqlock none is needed: the page and the counter only change
+/// across an exception, which is precise. x86_64: nothing, every `rdpmc` is bracketed
+/// by `lfence` already ([`read_unsynchronized`]).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub fn synchronize() {
     #[cfg(target_arch = "aarch64")]
-    crate::asm::isb();
+    pmu_armv8::asm::isb();
 }
 
 /// Reads the event behind `page` with one instruction, without waiting for the

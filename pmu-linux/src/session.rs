@@ -363,10 +363,18 @@ impl Session {
     /// [`Session::read_fast`] without waiting for the instructions before it.
     #[inline(always)]
     fn read_fast_unsynchronized(&self, i: usize) -> Result<PageRead, FallbackReason> {
+        self.through_page(i, |page| fast::read_anchor(page).map(|anchor| anchor.read))
+    }
+
+    /// `read` over event `i`'s page, a fallback named as [`Group::reason`] names it.
+    #[inline(always)]
+    fn through_page<T>(
+        &self,
+        i: usize,
+        read: impl FnOnce(KernelPage) -> core::result::Result<T, pmu_core::Fallback>,
+    ) -> Result<T, FallbackReason> {
         match self.pages.get(i) {
-            Some(Some(page)) => fast::read_anchor(*page)
-                .map(|anchor| anchor.read)
-                .map_err(|fallback| self.group.reason(i, fallback)),
+            Some(Some(page)) => read(*page).map_err(|fallback| self.group.reason(i, fallback)),
             _ => Err(FallbackReason::NoPage),
         }
     }
@@ -381,12 +389,7 @@ impl Session {
     #[inline(always)]
     pub fn read_count(&self, i: usize) -> Result<u64, FallbackReason> {
         fast::synchronize();
-        match self.pages.get(i) {
-            Some(Some(page)) => {
-                fast::read_count(*page).map_err(|fallback| self.group.reason(i, fallback))
-            }
-            _ => Err(FallbackReason::NoPage),
-        }
+        self.through_page(i, fast::read_count)
     }
 
     /// The metadata page of event `i`, if mapped.

@@ -149,31 +149,21 @@ pub mod armv6 {
 
     /// The binary from [`DEMO_ENV`]; a missing one fails the test, saying how to build it.
     pub fn demo() -> PathBuf {
-        let path = std::env::var_os(DEMO_ENV).unwrap_or_else(|| {
-            panic!("{DEMO_ENV} is not set: run these tests with `cargo xtask armv6-demo` or `cargo xtask test` (they build the static ARMv6 pmu-demo and set it)")
-        });
-        let path = PathBuf::from(path);
-        assert!(
-            path.is_file(),
-            "{DEMO_ENV}={} does not exist: run `cargo xtask armv6-demo`",
-            path.display()
-        );
-        path
+        super::artefact(
+            DEMO_ENV,
+            "`cargo xtask armv6-demo` or `cargo xtask test` (they build the static ARMv6 pmu-demo and set it)",
+            "`cargo xtask armv6-demo`",
+        )
     }
 }
 
 /// The path in `var`, set by `cargo xtask e2e <arch>`; a missing one fails the test.
 pub fn kernel_artefact(var: &str) -> PathBuf {
-    let path = std::env::var_os(var).unwrap_or_else(|| {
-        panic!("{var} is not set: run these tests with `cargo xtask e2e <arch>` or `cargo xtask test` (they build the kernel, the module and the initramfs and set it)")
-    });
-    let path = PathBuf::from(path);
-    assert!(
-        path.is_file(),
-        "{var}={} does not exist: run `cargo xtask e2e <arch>`",
-        path.display()
-    );
-    path
+    artefact(
+        var,
+        "`cargo xtask e2e <arch>` or `cargo xtask test` (they build the kernel, the module and the initramfs and set it)",
+        "`cargo xtask e2e <arch>`",
+    )
 }
 
 /// QEMU for the arm64 test kernel: `-M virt` on CPU model `cpu` with `smp` CPUs, exact
@@ -415,13 +405,23 @@ impl QemuRun {
 
 /// The image path from `var`, which `cargo xtask test` sets.
 pub fn image(var: &str) -> PathBuf {
-    let path = std::env::var_os(var).unwrap_or_else(|| {
-        panic!("{var} is not set: run these tests with `cargo xtask test` (it builds the images and sets it)")
-    });
+    artefact(
+        var,
+        "`cargo xtask test` (it builds the images and sets it)",
+        "`cargo xtask test`",
+    )
+}
+
+/// The file named by the environment variable `var`, which the xtask command `set_by`
+/// sets; a missing variable or file fails the test, saying to run `rebuild`. Never a
+/// skip.
+fn artefact(var: &str, set_by: &str, rebuild: &str) -> PathBuf {
+    let path = std::env::var_os(var)
+        .unwrap_or_else(|| panic!("{var} is not set: run these tests with {set_by}"));
     let path = PathBuf::from(path);
     assert!(
         path.is_file(),
-        "{var}={} does not exist: run `cargo xtask test`",
+        "{var}={} does not exist: run {rebuild}",
         path.display()
     );
     path

@@ -639,57 +639,19 @@ pub fn module(arch: Arch) -> Result<PathBuf, String> {
     }
     let kernel = kernel(arch)?;
     let dir = module_dir(arch);
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let src = workspace_root().join("kmod-enable-user");
-    for f in MODULE_FILES {
-        let from = src.join(f);
-        let to = dir.join(f);
-        let new = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
-        // Copy only on change, so that make's timestamps stay meaningful.
-        if fs::read(&to).ok().as_deref() != Some(&new[..]) {
-            fs::write(&to, &new).map_err(|e| format!("{}: {e}", to.display()))?;
-        }
-    }
-    let mut cmd = Command::new("make");
     // CLIPPY=1: rustc runs as clippy-driver with the kernel's lint set (SAFETY comments on
     // every unsafe block, …), so lint warnings fail the build too.
-    cmd.arg("-C")
-        .arg(&dir)
-        .arg(format!("KDIR={}", kernel.dir.display()))
-        .args(arch.make_vars())
-        .arg("CLIPPY=1");
-    make_env(&mut cmd);
-    println!(
-        "    $ make -C {} KDIR={} {} CLIPPY=1",
-        dir.display(),
-        kernel.dir.display(),
-        arch.make_vars().join(" ")
-    );
-    let out = cmd.output().map_err(|e| format!("cannot run make: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for line in text.lines() {
-        println!("      {line}");
-    }
+    kbuild(
+        &workspace_root().join("kmod-enable-user"),
+        MODULE_FILES,
+        &dir,
+        &kernel.dir,
+        &arch.make_vars(),
+        &["CLIPPY=1".to_string()],
+        "the module",
+        &["kmod_enable_user.o", "kmod_enable_user.ko"],
+    )?;
     let ko = dir.join("kmod_enable_user.ko");
-    let failure = if !out.status.success() {
-        Some(format!("building the module failed ({})", out.status))
-    } else if text.lines().any(|l| l.contains("warning")) {
-        Some("the module built with warnings (they are errors here)".to_string())
-    } else {
-        None
-    };
-    if let Some(why) = failure {
-        // Remove the objects, so that the next run builds (and warns) again instead of
-        // finding them up to date.
-        for f in ["kmod_enable_user.o", "kmod_enable_user.ko"] {
-            let _ = fs::remove_file(dir.join(f));
-        }
-        return Err(why);
-    }
     if !ko.is_file() {
         return Err(format!("{} missing after the build", ko.display()));
     }
@@ -699,6 +661,81 @@ pub fn module(arch: Arch) -> Result<PathBuf, String> {
         }
     }
     Ok(ko)
+}
+
+/// Whether a line of build output is a warning (compiler, Kbuild, modpost, rustc, cargo;
+/// not `-Dwarnings` in an echoed command line).
+pub fn is_warning(line: &str) -> bool {
+    line.to_ascii_lowercase().contains("warning:")
+}
+
+/// An out-of-tree Kbuild module: copies `files` from `src` into `dir` (only on change, so
+/// that make's timestamps stay meaningful), runs `make -C dir KDIR=kdir make_vars extra`
+/// and prints its output (less cargo's `Compiling` lines). A failure or any warning is
+/// an error, and `outputs` (in `dir`) are removed then, so that the next run builds (and
+/// warns) again instead of finding them up to date.
+#[allow(clippy::too_many_arguments)]
+pub fn kbuild(
+    src: &Path,
+    files: &[&str],
+    dir: &Path,
+    kdir: &Path,
+    make_vars: &[String],
+    extra: &[String],
+    what: &str,
+    outputs: &[&str],
+) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for f in files {
+        let from = src.join(f);
+        let to = dir.join(f);
+        let new = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+        if fs::read(&to).ok().as_deref() != Some(&new[..]) {
+            fs::write(&to, &new).map_err(|e| format!("{}: {e}", to.display()))?;
+        }
+    }
+    let mut cmd = Command::new("make");
+    cmd.arg("-C")
+        .arg(dir)
+        .arg(format!("KDIR={}", kdir.display()))
+        .args(make_vars)
+        .args(extra);
+    make_env(&mut cmd);
+    println!(
+        "    $ make -C {} KDIR={} {} {}",
+        dir.display(),
+        kdir.display(),
+        make_vars.join(" "),
+        extra.join(" ")
+    );
+    let out = cmd.output().map_err(|e| format!("cannot run make: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("Compiling "))
+    {
+        println!("      {line}");
+    }
+    let failure = if out.status.success() {
+        text.lines()
+            .find(|l| is_warning(l))
+            .map(|w| format!("{what} built with warnings (they are errors here): {w}"))
+    } else {
+        Some(format!("building {what} failed ({})", out.status))
+    };
+    match failure {
+        Some(why) => {
+            for f in outputs {
+                let _ = fs::remove_file(dir.join(f));
+            }
+            Err(why)
+        }
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::initramfs::{os_codename, private_apt, run};
-use crate::kernel::{cache_root, make_env, Arch};
+use crate::kernel::{cache_root, kbuild, Arch};
 use crate::step::{workspace_root, Step};
 
 /// The flavour's sources, copied into the build directory (Kbuild builds in place).
@@ -65,11 +65,6 @@ fn expected_machine(make_vars: &[String]) -> Result<&'static str, String> {
     }
 }
 
-/// Whether a line of build output is a warning (compiler, Kbuild, modpost, rustc, cargo).
-fn is_warning(line: &str) -> bool {
-    line.to_ascii_lowercase().contains("warning:")
-}
-
 /// Builds kmod_enable_user.ko (stock flavour) against the kernel build directory `kdir`
 /// with the kernel's `make_vars` (`ARCH=…`, `CROSS_COMPILE=…`), in
 /// [`build_dir`]`(name)`. Any warning is an error. Checks the result (ELF machine,
@@ -77,69 +72,26 @@ fn is_warning(line: &str) -> bool {
 pub fn build(kdir: &Path, make_vars: &[String], name: &str) -> Result<PathBuf, String> {
     let machine = expected_machine(make_vars)?;
     let dir = build_dir(name);
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let src = workspace_root().join("kmod-enable-user/stock");
-    for f in SOURCES {
-        let from = src.join(f);
-        let to = dir.join(f);
-        let new = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
-        // Copy only on change, so that make's timestamps stay meaningful.
-        if fs::read(&to).ok().as_deref() != Some(&new[..]) {
-            fs::write(&to, &new).map_err(|e| format!("{}: {e}", to.display()))?;
-        }
-    }
-    let manifest = src.join("rust/Cargo.toml");
-    let mut cmd = Command::new("make");
-    cmd.arg("-C")
-        .arg(&dir)
-        .arg(format!("KDIR={}", kdir.display()))
-        .args(make_vars)
-        .arg(format!("RUST_MANIFEST={}", manifest.display()))
-        .arg(format!(
-            "RUST_TARGET_DIR={}",
-            rust_target_dir(name).display()
-        ));
-    make_env(&mut cmd);
-    println!(
-        "    $ make -C {} KDIR={} {} RUST_MANIFEST={} RUST_TARGET_DIR={}",
-        dir.display(),
-        kdir.display(),
-        make_vars.join(" "),
-        manifest.display(),
-        rust_target_dir(name).display()
-    );
     let started = std::time::Instant::now();
-    let out = cmd.output().map_err(|e| format!("cannot run make: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for line in text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("Compiling "))
-    {
-        println!("      {line}");
-    }
-    let ko = dir.join(format!("{MODULE_NAME}.ko"));
-    let failure = if out.status.success() {
-        text.lines()
-            .find(|l| is_warning(l))
-            .map(|w| format!("the stock module built with warnings (they are errors here): {w}"))
-    } else {
-        Some(format!("building the stock module failed ({})", out.status))
-    };
-    if let Some(why) = failure {
-        // Remove the results, so that the next run builds (and warns) again.
-        for f in [
+    kbuild(
+        &src,
+        SOURCES,
+        &dir,
+        kdir,
+        make_vars,
+        &[
+            format!("RUST_MANIFEST={}", src.join("rust/Cargo.toml").display()),
+            format!("RUST_TARGET_DIR={}", rust_target_dir(name).display()),
+        ],
+        "the stock module",
+        &[
             "kmod_enable_user_glue.o",
             "kmod_enable_user.o",
             "kmod_enable_user.ko",
-        ] {
-            let _ = fs::remove_file(dir.join(f));
-        }
-        return Err(why);
-    }
+        ],
+    )?;
+    let ko = dir.join(format!("{MODULE_NAME}.ko"));
     if !ko.is_file() {
         return Err(format!("{} missing after the build", ko.display()));
     }
@@ -484,6 +436,7 @@ pub fn test_steps() -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::{is_warning, make_env};
 
     /// Package names as Debian 12 lists them (`apt-cache search linux-headers-6.12`
     /// on this machine: 6.12.95+deb12 and 6.12.107+deb12 side by side): numeric, not
