@@ -69,9 +69,13 @@ impl Exact for Demo {
         let inst = self.event(run, "instructions");
         assert_eq!(inst["min"], 2000, "{json}");
         assert_eq!(inst["median"], 2000, "{json}");
-        // Every run is clean here (one CPU pinned, nothing else runs), so the largest
-        // value is exact too: min, median and max are calibrated alike.
-        assert_eq!(inst["max"], 2000, "{json}");
+        // Not the max: QEMU's INST_RETIRED is the global icount (target/arm
+        // `instructions_get_count` returns `icount_get_raw()`), and with the board's four
+        // vCPUs run round-robin by one TCG thread, a region sometimes also counts what
+        // another vCPU executed meanwhile (measured: one run of five at 3468 raw, 1331
+        // over). The guest cannot see that; min and median are exact. The max is never
+        // below them (it is calibrated like them).
+        assert!(inst["max"].as_i64().is_some_and(|m| m >= 2000), "{json}");
     }
 }
 
