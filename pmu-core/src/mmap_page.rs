@@ -223,8 +223,13 @@ pub fn read_count<P: UserPage + ?Sized>(
 /// Runs `pass` until it gives an outcome, at most [`MAX_RETRIES`] times.
 #[inline(always)]
 fn retry<T>(mut pass: impl FnMut() -> Option<Result<T, Fallback>>) -> Result<T, Fallback> {
-    let mut attempts = MAX_RETRIES;
+    // The first pass alone: the usual case sets up no retry count.
+    if let Some(outcome) = pass() {
+        return outcome;
+    }
+    let mut attempts = MAX_RETRIES - 1;
     loop {
+        core::hint::spin_loop();
         if let Some(outcome) = pass() {
             return outcome;
         }
@@ -232,7 +237,6 @@ fn retry<T>(mut pass: impl FnMut() -> Option<Result<T, Fallback>>) -> Result<T, 
         if attempts == 0 {
             return Err(Fallback::Contended);
         }
-        core::hint::spin_loop();
     }
 }
 
@@ -289,32 +293,31 @@ fn attempt<P: UserPage + ?Sized, const TIMES: bool>(
         (0, 0)
     };
     let width = u32::from(page.pmc_width());
-    if index == 0 {
-        return Some(Err(if page.cap_user_rdpmc() {
-            Fallback::NotScheduled
-        } else {
-            Fallback::NoUserAccess
-        }));
-    }
     if !page.index_implies_user_read() && !page.cap_user_rdpmc() {
         return Some(Err(Fallback::NoUserAccess));
     }
-    // Sign extension from `width` bits shifts by 64 - width, which must be 0..=63:
-    // width 1..=64. Anything else (0 wraps to 64, above 64 to a huge number) is bogus.
-    let shift = 64u32.wrapping_sub(width);
-    if shift > 63 {
-        return Some(Err(Fallback::BadWidth {
-            width: width as u16,
-        }));
-    }
-    let counter = index - 1;
-    let Some(pmc) = read_counter(counter) else {
-        return Some(Err(Fallback::NoUserAccess));
+    // `index` 0 (not on a counter) never reaches the counter read. Written as one
+    // range test with the read's own (arm64: `index - 1` ≤ 31) the compiler makes it a
+    // single comparison; the reason is worked out off the fast path.
+    let counter = index.wrapping_sub(1);
+    let read = if index != 0 {
+        read_counter(counter)
+    } else {
+        None
+    };
+    let Some(pmc) = read else {
+        return Some(Err(unreadable(index, page.cap_user_rdpmc())));
     };
     // Pairs with the kernel's barrier before its second `lock++`.
     page.order_loads();
-    if page.lock() != seq {
-        return None;
+    let changed = page.lock() ^ seq;
+    // Sign extension from `width` bits shifts by 64 - width, which must be 0..=63:
+    // width 1..=64. Anything else (0 wraps to 64, above 64 to a huge number) is bogus.
+    // Tested with the `lock` as one word (`changed | shift >> 6`, one branch on the
+    // fast path); a bogus width is reported only from a consistent pass.
+    let shift = 64u32.wrapping_sub(width);
+    if (changed | (shift >> 6)) != 0 {
+        return not_consistent_or_bad_width(changed == 0, width).map(Err);
     }
     let pmc = ((pmc << shift) as i64) >> shift;
     Some(Ok(Anchor {
@@ -329,6 +332,31 @@ fn attempt<P: UserPage + ?Sized, const TIMES: bool>(
         counter,
         shift,
     }))
+}
+
+/// Why the counter named by `index` cannot be read: not on a counter (index 0: the
+/// event is not scheduled, or without `cap_user_rdpmc` never readable) or a counter the
+/// reader may not read. Out of line, so that the fast path tests `index` once.
+#[cold]
+#[inline(never)]
+fn unreadable(index: u32, cap_user_rdpmc: bool) -> Fallback {
+    if index == 0 && cap_user_rdpmc {
+        Fallback::NotScheduled
+    } else {
+        Fallback::NoUserAccess
+    }
+}
+
+/// A pass that failed its last test: the page changed (`None`: try again) or, on a
+/// consistent page, `width` is not 1..=64. Out of line, so that the fast path tests
+/// both with one branch (and returning a small value: in registers, so the anchor of
+/// the fast path is never built in memory for it).
+#[cold]
+#[inline(never)]
+fn not_consistent_or_bad_width(unchanged: bool, width: u32) -> Option<Fallback> {
+    unchanged.then_some(Fallback::BadWidth {
+        width: width as u16,
+    })
 }
 
 #[cfg(test)]
@@ -414,11 +442,13 @@ mod tests {
         assert_eq!(r.hazards(), Hazards::empty());
     }
 
-    /// Fallback reasons: cap_user_rdpmc = 0, index = 0 (seed 000 read garbage here),
-    /// a bogus width; the counter is never read in those cases.
+    /// Fallback reasons: cap_user_rdpmc = 0, index = 0 (seed 000 read garbage here):
+    /// the counter is never read; a bogus width: the counter (a valid one) is read with
+    /// the `lock` check, its value never used.
     #[test]
     fn fallbacks() {
         let never = |_| -> Option<u64> { panic!("counter must not be read") };
+        let unused = |_| -> Option<u64> { Some(0xDEAD) };
         assert_eq!(
             read(&FakePage::with(1, 0, 48, false, 0), never),
             Err(Fallback::NoUserAccess)
@@ -428,11 +458,11 @@ mod tests {
             Err(Fallback::NotScheduled)
         );
         assert_eq!(
-            read(&FakePage::with(1, 0, 0, true, 0), never),
+            read(&FakePage::with(1, 0, 0, true, 0), unused),
             Err(Fallback::BadWidth { width: 0 })
         );
         assert_eq!(
-            read(&FakePage::with(1, 0, 65, true, 0), never),
+            read(&FakePage::with(1, 0, 65, true, 0), unused),
             Err(Fallback::BadWidth { width: 65 })
         );
         assert_eq!(Fallback::NotScheduled.hazard(), Hazards::NOT_SCHEDULED);
@@ -508,11 +538,11 @@ mod tests {
             read_count(&page, |_| panic!("not read")),
             Err(Fallback::NotScheduled)
         );
-        // A width of 0 is refused before any counter read.
+        // A width of 0 is refused (the counter read, its value unused).
         page.index.store(3, Ordering::Relaxed);
         page.width.store(0, Ordering::Relaxed);
         assert_eq!(
-            read_count(&page, |_| panic!("not read")),
+            read_count(&page, |i| page.read_pmc(i)),
             Err(Fallback::BadWidth { width: 0 })
         );
         // A page forever mid-update: Contended after MAX_RETRIES passes.

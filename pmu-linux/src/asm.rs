@@ -32,6 +32,62 @@ pub fn thread_pointer() -> *mut u8 {
     tp
 }
 
+/// The `mrs` table: `adr; add; br` into 32 entries of `mrs; b` (entry k at 2f + 8k),
+/// after the optional instructions given (which may change `{c}`). Expands to an
+/// `unsafe` operation: `{c}` must select an entry.
+#[cfg(target_arch = "aarch64")]
+macro_rules! counter_table {
+    ($counter:expr, $($pre:literal,)*) => {{
+        let value: u64;
+        asm!(
+            $($pre,)*
+            "adr {t}, 2f",
+            "add {t}, {t}, {c}, lsl #3",
+            "br {t}",
+            "2:",
+            "mrs {v}, pmevcntr0_el0", "b 3f",
+            "mrs {v}, pmevcntr1_el0", "b 3f",
+            "mrs {v}, pmevcntr2_el0", "b 3f",
+            "mrs {v}, pmevcntr3_el0", "b 3f",
+            "mrs {v}, pmevcntr4_el0", "b 3f",
+            "mrs {v}, pmevcntr5_el0", "b 3f",
+            "mrs {v}, pmevcntr6_el0", "b 3f",
+            "mrs {v}, pmevcntr7_el0", "b 3f",
+            "mrs {v}, pmevcntr8_el0", "b 3f",
+            "mrs {v}, pmevcntr9_el0", "b 3f",
+            "mrs {v}, pmevcntr10_el0", "b 3f",
+            "mrs {v}, pmevcntr11_el0", "b 3f",
+            "mrs {v}, pmevcntr12_el0", "b 3f",
+            "mrs {v}, pmevcntr13_el0", "b 3f",
+            "mrs {v}, pmevcntr14_el0", "b 3f",
+            "mrs {v}, pmevcntr15_el0", "b 3f",
+            "mrs {v}, pmevcntr16_el0", "b 3f",
+            "mrs {v}, pmevcntr17_el0", "b 3f",
+            "mrs {v}, pmevcntr18_el0", "b 3f",
+            "mrs {v}, pmevcntr19_el0", "b 3f",
+            "mrs {v}, pmevcntr20_el0", "b 3f",
+            "mrs {v}, pmevcntr21_el0", "b 3f",
+            "mrs {v}, pmevcntr22_el0", "b 3f",
+            "mrs {v}, pmevcntr23_el0", "b 3f",
+            "mrs {v}, pmevcntr24_el0", "b 3f",
+            "mrs {v}, pmevcntr25_el0", "b 3f",
+            "mrs {v}, pmevcntr26_el0", "b 3f",
+            "mrs {v}, pmevcntr27_el0", "b 3f",
+            "mrs {v}, pmevcntr28_el0", "b 3f",
+            "mrs {v}, pmevcntr29_el0", "b 3f",
+            "mrs {v}, pmevcntr30_el0", "b 3f",
+            // The last entry falls through.
+            "mrs {v}, pmccntr_el0",
+            "3:",
+            c = inout(reg) u64::from($counter) => _,
+            t = out(reg) _,
+            v = out(reg) value,
+            options(nostack, preserves_flags),
+        );
+        value
+    }};
+}
+
 /// `mrs` of the counter that perf's arm64 page numbers `counter` (its `index - 1`):
 /// 0..=30 = `PMEVCNTR<n>_EL0`, 31 = PMCCNTR_EL0 (drivers/perf/arm_pmuv3.c
 /// `armv8pmu_user_event_idx` publishes `hw.idx + 1`, the cycle counter's `hw.idx` is
@@ -48,35 +104,22 @@ pub fn thread_pointer() -> *mut u8 {
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
 pub unsafe fn read_perf_counter(counter: u32) -> Option<u64> {
-    macro_rules! table {
-        ($($n:literal)*) => {{
-            let value: u64;
-            // SAFETY: the caller's contract; `counter` ≤ 31 (checked below) keeps the
-            // branch inside the table: entry k sits at 2f + 8k.
-            unsafe {
-                asm!(
-                    "adr {t}, 2f",
-                    "add {t}, {t}, {c}, lsl #3",
-                    "br {t}",
-                    "2:",
-                    $(
-                        concat!("mrs {v}, pmevcntr", stringify!($n), "_el0"),
-                        "b 3f",
-                    )*
-                    "mrs {v}, pmccntr_el0",
-                    "b 3f",
-                    "3:",
-                    c = in(reg) u64::from(counter),
-                    t = out(reg) _,
-                    v = out(reg) value,
-                    options(nostack, preserves_flags),
-                );
-            }
-            value
-        }};
-    }
     if counter > 31 {
         return None;
     }
-    Some(table!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30))
+    // SAFETY: the caller's contract; `counter` ≤ 31 keeps the branch inside the table.
+    Some(unsafe { counter_table!(counter,) })
+}
+
+/// [`read_perf_counter`] of `counter & 31`, without the range test: for a number that
+/// an earlier [`read_perf_counter`] accepted (a region's stop reads the counter its
+/// start did). The mask keeps the branch inside the table whatever `counter` is.
+///
+/// # Safety
+/// As [`read_perf_counter`], for `counter & 31`.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub unsafe fn read_perf_counter_masked(counter: u32) -> u64 {
+    // SAFETY: the caller's contract; the `and` keeps the branch inside the table.
+    unsafe { counter_table!(counter, "and {c:w}, {c:w}, #31",) }
 }

@@ -98,6 +98,18 @@ pub(crate) fn read_anchor(page: KernelPage) -> Result<Anchor, Fallback> {
     })
 }
 
+/// [`read_anchor`]'s read alone (what `Session::read_fast` returns). A function, not a
+/// closure, so that it can be `inline(always)`: the read stays inline in callers'
+/// loops.
+///
+/// # Errors
+/// As [`read`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub(crate) fn read_page(page: KernelPage) -> Result<PageRead, Fallback> {
+    read_anchor(page).map(|anchor| anchor.read)
+}
+
 /// The count alone ([`mmap_page::read_count`]: no page times), without waiting for the
 /// instructions before it (see [`synchronize`]).
 ///
@@ -119,8 +131,10 @@ pub(crate) fn read_count(page: KernelPage) -> Result<u64, Fallback> {
 pub(crate) fn read_since(page: KernelPage, anchor: &Anchor) -> Option<u64> {
     mmap_page::read_since(&page.view(), anchor, |counter| {
         // SAFETY: as in `read_anchor`: the page is unchanged since the anchor's
-        // consistent pass (same lock), so its counter is still the event's.
-        unsafe { read_counter(counter) }
+        // consistent pass (same lock), so its counter is still the event's, one that
+        // `read_counter` accepted there (pmu-linux makes its anchors only through
+        // `read_anchor`).
+        unsafe { read_counter_again(counter) }
     })
 }
 
@@ -169,6 +183,29 @@ unsafe fn read_counter(counter: u32) -> Option<u64> {
 unsafe fn read_counter(counter: u32) -> Option<u64> {
     // SAFETY: the caller's contract.
     unsafe { crate::asm::read_perf_counter(counter) }
+}
+
+/// [`read_counter`] of a counter it accepted before: x86_64 the same; aarch64 without
+/// the range test (the table index is masked instead: one instruction fewer).
+///
+/// # Safety
+/// As [`read_counter`], for a `counter` that [`read_counter`] answered `Some` for.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn read_counter_again(counter: u32) -> Option<u64> {
+    // SAFETY: the caller's contract.
+    unsafe { read_counter(counter) }
+}
+
+/// See the x86_64 version.
+///
+/// # Safety
+/// As [`read_counter`], for a `counter` that [`read_counter`] answered `Some` for.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+unsafe fn read_counter_again(counter: u32) -> Option<u64> {
+    // SAFETY: the caller's contract: `counter` ≤ 31, so the mask changes nothing.
+    Some(unsafe { crate::asm::read_perf_counter_masked(counter) })
 }
 
 #[cfg(test)]

@@ -363,18 +363,17 @@ impl Session {
     /// [`Session::read_fast`] without waiting for the instructions before it.
     #[inline(always)]
     fn read_fast_unsynchronized(&self, i: usize) -> Result<PageRead, FallbackReason> {
-        self.through_page(i, |page| fast::read_anchor(page).map(|anchor| anchor.read))
+        let page = self.kernel_page(i)?;
+        fast::read_page(page).map_err(|fallback| self.group.reason(i, fallback))
     }
 
-    /// `read` over event `i`'s page, a fallback named as [`Group::reason`] names it.
+    /// Event `i`'s page, or [`FallbackReason::NoPage`]. (The page reads are called
+    /// directly after it, not through a closure: the compiler left a closure's shim
+    /// out of line, and the read with it.)
     #[inline(always)]
-    fn through_page<T>(
-        &self,
-        i: usize,
-        read: impl FnOnce(KernelPage) -> core::result::Result<T, pmu_core::Fallback>,
-    ) -> Result<T, FallbackReason> {
+    fn kernel_page(&self, i: usize) -> Result<KernelPage, FallbackReason> {
         match self.pages.get(i) {
-            Some(Some(page)) => read(*page).map_err(|fallback| self.group.reason(i, fallback)),
+            Some(Some(page)) => Ok(*page),
             _ => Err(FallbackReason::NoPage),
         }
     }
@@ -389,7 +388,8 @@ impl Session {
     #[inline(always)]
     pub fn read_count(&self, i: usize) -> Result<u64, FallbackReason> {
         fast::synchronize();
-        self.through_page(i, fast::read_count)
+        let page = self.kernel_page(i)?;
+        fast::read_count(page).map_err(|fallback| self.group.reason(i, fallback))
     }
 
     /// The metadata page of event `i`, if mapped.
