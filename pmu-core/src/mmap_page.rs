@@ -179,13 +179,14 @@ pub fn read<P: UserPage + ?Sized>(
     read_anchor(page, read_counter).map(|anchor| anchor.read)
 }
 
-/// A consistent read kept as the base of later [`read_since`]s: the read, and how
-/// its counter was read (`offset`, counter number, sign-extension shift).
+/// A consistent read kept as the base of later [`count_since`]s and [`read_since`]s:
+/// the read, and how its counter was read (counter number, sign-extension shift, the
+/// sign-extended counter value).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Anchor {
     /// The read.
     pub read: PageRead,
-    offset: i64,
+    pmc: i64,
     counter: u32,
     shift: u32,
 }
@@ -240,16 +241,17 @@ fn retry<T>(mut pass: impl FnMut() -> Option<Result<T, Fallback>>) -> Result<T, 
     }
 }
 
-/// The event's count now, if the kernel has not rewritten the page since `anchor`
+/// The count since `anchor`, if the kernel has not rewritten the page since then
 /// (`lock` unchanged before and after the counter read): then `index`, `offset` and
-/// `pmc_width` are still the anchor's, and only the counter is read. `None` when the
-/// page changed (the event was scheduled out and in, rotated, or reloaded after an
+/// `pmc_width` are still the anchor's, only the counter is read, and the count is the
+/// difference of the two sign-extended counter values (`offset` cancels). `None` when
+/// the page changed (the event was scheduled out and in, rotated, or reloaded after an
 /// overflow): read it again with [`read`].
 ///
 /// A region's stop reads this way: half the loads and checks of a full read, and the
 /// `lock` comparison the region needs for its hazards comes for free.
 #[inline(always)]
-pub fn read_since<P: UserPage + ?Sized>(
+pub fn count_since<P: UserPage + ?Sized>(
     page: &P,
     anchor: &Anchor,
     read_counter: impl FnOnce(u32) -> Option<u64>,
@@ -267,7 +269,18 @@ pub fn read_since<P: UserPage + ?Sized>(
     }
     let shift = anchor.shift;
     let pmc = ((pmc << shift) as i64) >> shift;
-    Some(anchor.offset.wrapping_add(pmc) as u64)
+    Some(pmc.wrapping_sub(anchor.pmc) as u64)
+}
+
+/// The event's count now (as [`read`] gives it) if the page is unchanged since
+/// `anchor`: the anchor's value plus [`count_since`].
+#[inline(always)]
+pub fn read_since<P: UserPage + ?Sized>(
+    page: &P,
+    anchor: &Anchor,
+    read_counter: impl FnOnce(u32) -> Option<u64>,
+) -> Option<u64> {
+    count_since(page, anchor, read_counter).map(|count| anchor.read.value.wrapping_add(count))
 }
 
 /// One pass: `None` if the page changed under it (or was being changed). Without
@@ -328,7 +341,7 @@ fn attempt<P: UserPage + ?Sized, const TIMES: bool>(
             time_enabled,
             time_running,
         },
-        offset,
+        pmc,
         counter,
         shift,
     }))
@@ -489,8 +502,8 @@ mod tests {
         assert_eq!(read(&page, |i| page.read_pmc(i)), Err(Fallback::Contended));
     }
 
-    /// read_since: while the page is unchanged only the counter is read, against the
-    /// anchor's offset and width (the 48-bit sign-extension case of perf_event.h); once
+    /// read_since and count_since: while the page is unchanged only the counter is
+    /// read, against the anchor's counter and width (the 48-bit sign-extension case of perf_event.h); once
     /// the kernel rewrote the page (lock moved), or while it is rewriting it, `None`.
     #[test]
     fn read_since_an_unchanged_page() {
@@ -502,6 +515,16 @@ mod tests {
             read_since(&page, &anchor, |i| page.read_pmc(i)),
             Some(1_000_099)
         );
+        // The count since the anchor: the difference of the sign-extended counters.
+        assert_eq!(count_since(&page, &anchor, |i| page.read_pmc(i)), Some(99));
+        // Across the sign boundary of the 48-bit counter: -100 to +16 is 116 events.
+        page.pmc.store(16, Ordering::Relaxed);
+        assert_eq!(count_since(&page, &anchor, |i| page.read_pmc(i)), Some(116));
+        assert_eq!(
+            read_since(&page, &anchor, |i| page.read_pmc(i)),
+            Some(1_000_116)
+        );
+        page.pmc.store(0xFFFF_FFFF_FFFF, Ordering::Relaxed);
         // A rewrite that changes nothing visible still moves the lock: not trusted.
         page.update(|_| {});
         assert_eq!(read_since(&page, &anchor, |_| panic!("not read")), None);
@@ -514,6 +537,19 @@ mod tests {
         page.lock.fetch_add(1, Ordering::Relaxed);
         let third = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
         assert_eq!(read_since(&page, &third, |_| None), None);
+        assert_eq!(count_since(&page, &third, |_| None), None);
+    }
+
+    /// count_since on a 32-bit counter (Cortex-A53's PMEVCNTR, pmc_width 32) that
+    /// wrapped between anchor and stop without a page update: 0xFFFF_FFF0 (-16) to
+    /// 0x10 (16) is 32 events, as the 32-bit sign extension of both ends gives.
+    #[test]
+    fn count_since_across_a_32_bit_wrap() {
+        let page = FakePage::with(1, 5_000, 32, true, 0xFFFF_FFF0);
+        let anchor = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(anchor.read.value, 5_000 - 16);
+        page.pmc.store(0x10, Ordering::Relaxed);
+        assert_eq!(count_since(&page, &anchor, |i| page.read_pmc(i)), Some(32));
     }
 
     /// No torn value over 10^6 reads while another thread rewrites the page.

@@ -32,15 +32,13 @@ pub fn thread_pointer() -> *mut u8 {
     tp
 }
 
-/// The `mrs` table: `adr; add; br` into 32 entries of `mrs; b` (entry k at 2f + 8k),
-/// after the optional instructions given (which may change `{c}`). Expands to an
-/// `unsafe` operation: `{c}` must select an entry.
+/// The `mrs` table: `adr; add; br` into 32 entries of `mrs; b` (entry k at 2f + 8k).
+/// Expands to an `unsafe` operation: the counter must be ≤ 31.
 #[cfg(target_arch = "aarch64")]
 macro_rules! counter_table {
-    ($counter:expr, $($pre:literal,)*) => {{
+    ($counter:expr) => {{
         let value: u64;
         asm!(
-            $($pre,)*
             "adr {t}, 2f",
             "add {t}, {t}, {c}, lsl #3",
             "br {t}",
@@ -79,7 +77,7 @@ macro_rules! counter_table {
             // The last entry falls through.
             "mrs {v}, pmccntr_el0",
             "3:",
-            c = inout(reg) u64::from($counter) => _,
+            c = in(reg) u64::from($counter),
             t = out(reg) _,
             v = out(reg) value,
             options(nostack, preserves_flags),
@@ -108,7 +106,7 @@ pub unsafe fn read_perf_counter(counter: u32) -> Option<u64> {
         return None;
     }
     // SAFETY: the caller's contract; `counter` ≤ 31 keeps the branch inside the table.
-    Some(unsafe { counter_table!(counter,) })
+    Some(unsafe { counter_table!(counter) })
 }
 
 /// [`read_perf_counter`] of `counter & 31`, without the range test: for a number that
@@ -120,6 +118,6 @@ pub unsafe fn read_perf_counter(counter: u32) -> Option<u64> {
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
 pub unsafe fn read_perf_counter_masked(counter: u32) -> u64 {
-    // SAFETY: the caller's contract; the `and` keeps the branch inside the table.
-    unsafe { counter_table!(counter, "and {c:w}, {c:w}, #31",) }
+    // SAFETY: the caller's contract; the mask keeps the branch inside the table.
+    unsafe { counter_table!(counter & 31) }
 }

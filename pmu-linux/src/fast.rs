@@ -83,7 +83,7 @@ pub fn read_unsynchronized(page: &MmapPage) -> Result<PageRead, Fallback> {
 }
 
 /// [`read_unsynchronized`] through a [`KernelPage`] handle (the region's hot path),
-/// keeping what [`read_since`] needs.
+/// keeping what [`count_since`] needs.
 ///
 /// # Errors
 /// As [`read`].
@@ -124,12 +124,12 @@ pub(crate) fn read_count(page: KernelPage) -> Result<u64, Fallback> {
     })
 }
 
-/// The count now if the page is unchanged since `anchor` (only the counter is read),
-/// `None` if the kernel rewrote it meanwhile ([`mmap_page::read_since`]).
+/// The count since `anchor` if the page is unchanged since then (only the counter is
+/// read), `None` if the kernel rewrote it meanwhile ([`mmap_page::count_since`]).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
-pub(crate) fn read_since(page: KernelPage, anchor: &Anchor) -> Option<u64> {
-    mmap_page::read_since(&page.view(), anchor, |counter| {
+pub(crate) fn count_since(page: KernelPage, anchor: &Anchor) -> Option<u64> {
+    mmap_page::count_since(&page.view(), anchor, |counter| {
         // SAFETY: as in `read_anchor`: the page is unchanged since the anchor's
         // consistent pass (same lock), so its counter is still the event's, one that
         // `read_counter` accepted there (pmu-linux makes its anchors only through

@@ -11,7 +11,7 @@
 //! *lean*: the start takes the thread's CPU (one load from its rseq area,
 //! [`crate::rseq`]; `sched_getcpu()` where the kernel has no rseq) and reads every
 //! event; the stop reads every counter against the start's page
-//! ([`pmu_core::mmap_page::read_since`]), which succeeds only while no page's `lock`
+//! ([`pmu_core::mmap_page::count_since`]), which succeeds only while no page's `lock`
 //! moved. Nothing else is needed: an event that was on its counter at the start is
 //! taken off it at every deschedule, and that rewrites its page (arm_pmu.c
 //! `armpmu_del`/`armpmu_add`, x86 `x86_perf_event_set_period`, all calling

@@ -64,6 +64,23 @@ pub struct ThreadCpu {
     _this_thread: PhantomData<*const ()>,
 }
 
+/// [`ThreadCpu::current`] without the owner: `Option<CpuId>` is one pointer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CpuId {
+    cpu_id: NonNull<u32>,
+    _this_thread: PhantomData<*const ()>,
+}
+
+impl CpuId {
+    /// As [`ThreadCpu::current`].
+    #[inline(always)]
+    pub(crate) fn current(self) -> u32 {
+        // SAFETY: as in `ThreadCpu::current`: made only from a `ThreadCpu` of this
+        // thread (neither type can leave it), whose area outlives the thread.
+        unsafe { self.cpu_id.read_volatile() }
+    }
+}
+
 thread_local! {
     /// The outcome of the first [`ThreadCpu::this_thread`] on this thread.
     static THIS_THREAD: Cell<Option<Result<ThreadCpu, Errno>>> = const { Cell::new(None) };
@@ -123,6 +140,15 @@ impl ThreadCpu {
         // Volatile: the kernel writes it behind the compiler's back (single-copy atomic
         // 32-bit store, rseq.h).
         unsafe { self.cpu_id.read_volatile() }
+    }
+
+    /// The `cpu_id` reader alone (a pointer: a lean region tests it for presence with
+    /// one compare).
+    pub(crate) fn cpu_id(self) -> CpuId {
+        CpuId {
+            cpu_id: self.cpu_id,
+            _this_thread: PhantomData,
+        }
     }
 
     /// Who registered the area.

@@ -202,26 +202,32 @@ pub struct Session {
     cpu_source: CpuSource,
     /// Regions may take the lean evidence (page locks + CPU) when every read is fast.
     lean: bool,
+    /// Lean and the CPU from rseq: the thread's `cpu_id` (one load). The start's first
+    /// test: `None` sends it on to the other cases.
+    lean_rseq: Option<crate::rseq::CpuId>,
     _this_thread: std::marker::PhantomData<*const ()>,
     start: [Sample; MAX_EVENTS],
     end: [Sample; MAX_EVENTS],
     start_thread: ThreadStamp,
     end_thread: ThreadStamp,
     /// Per event, what a lean region needs, side by side (one base address per event
-    /// in the hot loops).
-    lean_events: [LeanEvent; MAX_EVENTS],
+    /// in the hot loops); exactly one per event when the session is lean, else none.
+    lean_events: Box<[LeanEvent]>,
     lean_region: LeanRegion,
+    /// The CPU at a lean start: the rseq `cpu_id`, or `sched_getcpu()`'s with
+    /// `u32::MAX` for none (see [`Session::lean_start_stamp`]).
+    lean_start_cpu: u32,
 }
 
 /// One event in a lean region.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct LeanEvent {
     /// The event's page (as in `Session::pages`).
-    page: Option<KernelPage>,
+    page: KernelPage,
     /// The start read.
     anchor: Anchor,
-    /// The stop value of a quiet region.
-    end_value: u64,
+    /// The count of a quiet region.
+    count: u64,
 }
 
 impl Session {
@@ -266,22 +272,39 @@ impl Session {
                 .events
                 .iter()
                 .all(|e| e.page.is_some() && e.spec.kind != EventKind::Software);
+        let len = group.events.len().min(MAX_EVENTS);
+        let cpu_source = CpuSource::this_thread();
+        let lean_events = if lean {
+            pages[..len]
+                .iter()
+                .flatten()
+                .map(|&page| LeanEvent {
+                    page,
+                    anchor: Anchor::default(),
+                    count: 0,
+                })
+                .collect()
+        } else {
+            Box::default()
+        };
         Ok(Self {
-            len: group.events.len().min(MAX_EVENTS),
+            len,
             group,
             pages,
-            cpu_source: CpuSource::this_thread(),
+            cpu_source,
             lean,
+            lean_rseq: match cpu_source {
+                CpuSource::Rseq(cpu) if lean => Some(cpu.cpu_id()),
+                _ => None,
+            },
             _this_thread: std::marker::PhantomData,
             start: [Sample::default(); MAX_EVENTS],
             end: [Sample::default(); MAX_EVENTS],
             start_thread: ThreadStamp::default(),
             end_thread: ThreadStamp::default(),
-            lean_events: pages.map(|page| LeanEvent {
-                page,
-                ..LeanEvent::default()
-            }),
+            lean_events,
             lean_region: LeanRegion::Thorough,
+            lean_start_cpu: u32::MAX,
         })
     }
 
@@ -456,33 +479,43 @@ impl Session {
         Ok(())
     }
 
-    /// The lean start: the thread's CPU, then one-instruction reads of every event,
-    /// kept as anchors for the stop; false (nothing kept) as soon as one event needs
-    /// `read()`.
+    /// The lean start: the thread's CPU (`cpu`, taken by the caller before anything
+    /// else), then one-instruction reads of every event, kept as anchors for the stop;
+    /// false (nothing kept) as soon as one event needs `read()`.
     #[inline(always)]
-    fn start_lean(&mut self) -> bool {
-        let stamp = self.cpu_source.stamp();
+    fn start_lean(&mut self, cpu: u32) -> bool {
         // Before the reads: what came before the region is counted before it (an
         // instruction still in flight would otherwise land in the region).
         fast::synchronize();
-        for event in self.lean_events.iter_mut().take(self.len) {
-            let Some(page) = event.page else {
-                return false;
-            };
-            let Ok(anchor) = fast::read_anchor(page) else {
+        for event in self.lean_events.iter_mut() {
+            let Ok(anchor) = fast::read_anchor(event.page) else {
                 return false;
             };
             event.anchor = anchor;
         }
         // After the reads: none of the region's instructions begins before them.
         fast::synchronize();
-        self.start_thread = stamp;
+        self.lean_start_cpu = cpu;
         self.lean_region = LeanRegion::Started;
         true
     }
 
+    /// The thread stamp of a lean start: no switch counts, its CPU.
+    fn lean_start_stamp(&self) -> ThreadStamp {
+        let cpu = self.lean_start_cpu;
+        ThreadStamp {
+            switches: None,
+            cpu: if self.lean_rseq.is_some() {
+                Some(cpu)
+            } else {
+                (cpu != u32::MAX).then_some(cpu)
+            },
+            cpu_from_rseq: self.lean_rseq.is_some(),
+        }
+    }
+
     /// The lean stop after a lean start: every event's counter read against its
-    /// anchor ([`fast::read_since`]), the readings from the values. That succeeds only
+    /// anchor ([`fast::count_since`]), the readings from the counts. That succeeds only
     /// while no page's `lock` moved: the thread was never switched out, so it cannot
     /// have migrated either (a migration switches it out, and the sched-out rewrites
     /// every page: arm_pmu.c `armpmu_del`; x86 at the sched-in,
@@ -494,21 +527,14 @@ impl Session {
     fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
         // Before the reads: every instruction of the region is counted.
         fast::synchronize();
-        for (event, reading) in self
-            .lean_events
-            .iter_mut()
-            .zip(out.iter_mut())
-            .take(self.len)
-        {
-            let now = match event.page {
-                Some(page) => fast::read_since(page, &event.anchor),
-                None => None,
-            };
-            let Some(now) = now else {
+        // `out` has exactly one reading per event (the caller cut it so), as
+        // `lean_events` has.
+        for (event, reading) in self.lean_events.iter_mut().zip(out.iter_mut()) {
+            let Some(count) = fast::count_since(event.page, &event.anchor) else {
                 return self.stop_lean_moved(out);
             };
-            *reading = pmu_core::Reading::new(now.wrapping_sub(event.anchor.read.value));
-            event.end_value = now;
+            *reading = pmu_core::Reading::new(count);
+            event.count = count;
         }
         self.lean_region = LeanRegion::Quiet;
         true
@@ -527,6 +553,7 @@ impl Session {
             self.start[i] = Sample::fast(self.lean_events[i].anchor.read);
         }
         self.lean_region = LeanRegion::Moved;
+        self.start_thread = self.lean_start_stamp();
         for i in 0..self.len {
             match self.pages[i].map(fast::read_anchor) {
                 Some(Ok(anchor)) => self.end[i] = Sample::fast(anchor.read),
@@ -549,23 +576,28 @@ impl Session {
     fn evaluate(&self, out: &mut [pmu_core::Reading]) -> crate::region::Evidence {
         let n = self.len;
         let (mut start, mut end) = (self.start, self.end);
+        // A lean start keeps only its CPU (Moved copied it into `start_thread`).
+        let start_thread = match self.lean_region {
+            LeanRegion::Started | LeanRegion::Quiet => self.lean_start_stamp(),
+            LeanRegion::Thorough | LeanRegion::Moved => self.start_thread,
+        };
         let mut end_thread = self.end_thread;
         if self.lean_region == LeanRegion::Quiet {
             // Nothing moved: the stop's pages were the start's, only the values differ.
             for i in 0..n {
                 start[i] = Sample::fast(self.lean_events[i].anchor.read);
                 end[i] = Sample {
-                    value: self.lean_events[i].end_value,
+                    value: start[i].value.wrapping_add(self.lean_events[i].count),
                     ..start[i]
                 };
             }
-            end_thread = self.start_thread;
+            end_thread = start_thread;
         }
         crate::region::evaluate_perf(
             &start[..n],
             &end[..n],
             self.software_ids(),
-            self.start_thread,
+            start_thread,
             end_thread,
             &mut out[..n],
         )
@@ -778,7 +810,12 @@ impl pmu_core::RegionMeter for Session {
     /// every event (one-instruction reads last).
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
-        if self.lean && self.start_lean() {
+        // The usual case first, one test: lean with the CPU from rseq.
+        if let Some(cpu) = self.lean_rseq {
+            if self.start_lean(cpu.current()) {
+                return Ok(());
+            }
+        } else if self.lean && self.start_lean(crate::sched::current_cpu().unwrap_or(u32::MAX)) {
             return Ok(());
         }
         self.lean_region = LeanRegion::Thorough;
@@ -791,6 +828,14 @@ impl pmu_core::RegionMeter for Session {
     /// describes, the [`crate::region::Evidence`] on demand.
     #[inline(always)]
     fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
+        if self.lean_region == LeanRegion::Started {
+            // Exactly one reading per event (a lean session has one lean event per
+            // event); too few readings fail below.
+            let lean_out = out.get_mut(..self.lean_events.len());
+            if lean_out.is_some_and(|lean_out| self.stop_lean(lean_out)) {
+                return Ok(());
+            }
+        }
         let n = self.len();
         if out.len() < n {
             return Err(pmu_core::Error::ReadingsMismatch {
@@ -798,9 +843,6 @@ impl pmu_core::RegionMeter for Session {
                 got: out.len() as u32,
             }
             .into());
-        }
-        if self.lean_region == LeanRegion::Started && self.stop_lean(out) {
-            return Ok(());
         }
         self.sample_into(Edge::Stop)?;
         self.end_thread = ThreadStamp::after()?;
