@@ -122,23 +122,8 @@ fn load_unload_stress_on_four_cpus() {
         "{}",
         cycles.raw
     );
-    // No leak: kmemleak (CONFIG_DEBUG_KMEMLEAK) finds no object allocated through module
-    // load/unload or hotplug paths (tests/guest/kmemleak.awk) after the cycles; a leaked
-    // per-CPU array or hotplug state would be 50 of them.
-    let report = run.lines_with("KMEMLEAK").join("\n");
-    assert_eq!(
-        cycles.int("kmemleak_module"),
-        0,
-        "kmemleak found leaks of the module\n{report}"
-    );
-    // Objects of the kernel's own (kmemleak's false positives: about one run in fifteen
-    // here, the creds of a fork or execve in flight) are tolerated, but not one per
-    // cycle: a module leak whose backtrace the filter missed would be at least 50.
-    assert!(
-        cycles.int("kmemleak_other") < cycles.int("n"),
-        "{}\n{report}",
-        cycles.raw
-    );
+    // No leak of the module (kmemleak): see `assert_no_module_leak`.
+    run.assert_no_module_leak(cycles);
 
     let second = run.find("insmod", "tag", "twice-second");
     assert_eq!(second.get("error"), "File_exists", "{}", second.raw);
