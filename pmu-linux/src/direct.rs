@@ -24,7 +24,7 @@ use pmu_core::{Counter, CounterPool, CounterWidth, Pmu, PrivilegeFilter, Reading
 use crate::error::{Error, Op, Result};
 use crate::events;
 use crate::measure::Counters;
-use crate::region::{evaluate_direct, Evidence};
+use crate::region::{direct_readings, evaluate_direct, Evidence};
 use crate::sched::ThreadStamp;
 use crate::sys::{self, ChildEnd};
 use crate::MAX_EVENTS;
@@ -294,8 +294,16 @@ impl<P: Pmu, A: AccessCheck> RegionMeter for DirectMeter<'_, '_, P, A> {
             .into());
         }
         self.end_thread = thread_end;
-        // The evidence is derived again on demand (`evidence`): not copied per region.
-        self.evaluate(&mut out[..n])?;
+        // The readings only: the evidence is derived on demand (`evidence`).
+        direct_readings(
+            &self.start[..n],
+            &self.end[..n],
+            &self.overflowed[..n],
+            &self.widths[..n],
+            self.start_thread,
+            self.end_thread,
+            &mut out[..n],
+        )?;
         for (reading, &scale) in out[..n].iter_mut().zip(&self.scales) {
             // A 32-bit tick delta (plus one wrap) times 64 cannot overflow u64; saturate
             // rather than wrap should a caller scale a 64-bit counter absurdly.

@@ -204,6 +204,7 @@ impl Evidence {
         hazards
     }
 
+    #[inline]
     fn new(start: ThreadStamp, end: ThreadStamp, len: usize) -> Self {
         Self {
             switches: match (start.switches, end.switches) {
@@ -290,7 +291,7 @@ pub(crate) fn evaluate_perf(
 }
 
 /// Derives the readings of a direct region: the wrap-safe delta of each counter of
-/// `widths[i]`, `overflowed[i]` from its flag.
+/// `widths[i]`, `overflowed[i]` from its flag; with the region's evidence.
 ///
 /// # Errors
 /// [`pmu_core::Error::DeltaOverflow`] when a wrapped 64-bit counter's delta does not
@@ -304,21 +305,51 @@ pub(crate) fn evaluate_direct(
     thread_end: ThreadStamp,
     out: &mut [Reading],
 ) -> Result<Evidence, pmu_core::Error> {
-    let n = start.len().min(end.len()).min(out.len()).min(MAX_EVENTS);
+    let n = direct_readings(
+        start,
+        end,
+        overflowed,
+        widths,
+        thread_start,
+        thread_end,
+        out,
+    )?;
     let mut evidence = Evidence::new(thread_start, thread_end, n);
-    let common = evidence.thread_hazards();
+    for (event, reading) in evidence.events.iter_mut().zip(&out[..n]) {
+        *event = EventEvidence {
+            start: ReadPath::Direct,
+            end: ReadPath::Direct,
+            overflowed: reading.hazards.contains(Hazards::OVERFLOW),
+            ..EventEvidence::default()
+        };
+    }
+    Ok(evidence)
+}
+
+/// [`evaluate_direct`]'s readings alone (a region's stop: the evidence, with its
+/// per-event table, is derived only when asked for). Returns how many readings it
+/// wrote.
+///
+/// # Errors
+/// As [`evaluate_direct`].
+#[inline]
+pub(crate) fn direct_readings(
+    start: &[u64],
+    end: &[u64],
+    overflowed: &[bool],
+    widths: &[pmu_core::CounterWidth],
+    thread_start: ThreadStamp,
+    thread_end: ThreadStamp,
+    out: &mut [Reading],
+) -> Result<usize, pmu_core::Error> {
+    let n = start.len().min(end.len()).min(out.len()).min(MAX_EVENTS);
+    let common = Evidence::new(thread_start, thread_end, 0).thread_hazards();
     for i in 0..n {
         // The flag says the counter wrapped after the start cleared it; end < start
         // says it wrapped between the start read and the clear. More than one wrap
         // cannot be told apart.
         let wrapped = overflowed[i] || widths[i].truncate(end[i]) < widths[i].truncate(start[i]);
         let value = widths[i].accumulate(start[i], end[i], u64::from(wrapped))?;
-        evidence.events[i] = EventEvidence {
-            start: ReadPath::Direct,
-            end: ReadPath::Direct,
-            overflowed: wrapped,
-            ..EventEvidence::default()
-        };
         out[i] = Reading {
             value,
             hazards: common
@@ -331,7 +362,7 @@ pub(crate) fn evaluate_direct(
             time_running: None,
         };
     }
-    Ok(evidence)
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -39,14 +39,17 @@ impl SwitchCounts {
 
 /// The calling thread's context-switch counts.
 pub(crate) fn thread_switches() -> Result<SwitchCounts, Errno> {
-    let mut usage = MaybeUninit::<libc::rusage>::zeroed();
+    // Not zeroed first: that was 17 stores on every region edge, and a successful
+    // getrusage writes the whole struct (kernel/sys.c copies a full `struct rusage`;
+    // the C libraries pass it through or convert every field).
+    let mut usage = MaybeUninit::<libc::rusage>::uninit();
     // SAFETY: `usage` is a valid, writable rusage; RUSAGE_THREAD (Linux ≥ 2.6.26) reports
     // the calling thread only.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
     if rc != 0 {
         return Err(Errno::last());
     }
-    // SAFETY: getrusage succeeded and filled the struct (it was zeroed anyway).
+    // SAFETY: getrusage succeeded, so it filled the struct.
     let usage = unsafe { usage.assume_init() };
     Ok(SwitchCounts {
         voluntary: usage.ru_nvcsw as u64,
