@@ -24,7 +24,7 @@ use pmu_core::{Counter, CounterPool, CounterWidth, Pmu, PrivilegeFilter, Reading
 use crate::error::{Error, Op, Result};
 use crate::events;
 use crate::measure::Counters;
-use crate::region::{direct_readings, evaluate_direct, Evidence};
+use crate::region::{direct_evidence, direct_readings, Evidence};
 use crate::sched::ThreadStamp;
 use crate::sys::{self, ChildEnd};
 use crate::MAX_EVENTS;
@@ -238,11 +238,11 @@ impl<'c, 'p, P: Pmu, A: AccessCheck> DirectMeter<'c, 'p, P, A> {
         }
     }
 
-    /// The readings (into `out`, one per counter) and evidence of the last region,
-    /// from what its edges kept.
-    fn evaluate(&self, out: &mut [Reading]) -> std::result::Result<Evidence, pmu_core::Error> {
+    /// The readings of the last region (into `out`, one per counter), from what its
+    /// edges kept; how many.
+    fn readings(&self, out: &mut [Reading]) -> std::result::Result<usize, pmu_core::Error> {
         let n = out.len();
-        evaluate_direct(
+        direct_readings(
             &self.start[..n],
             &self.end[..n],
             &self.overflowed[..n],
@@ -251,6 +251,16 @@ impl<'c, 'p, P: Pmu, A: AccessCheck> DirectMeter<'c, 'p, P, A> {
             self.end_thread,
             out,
         )
+    }
+
+    /// The readings (into `out`) and evidence of the last region.
+    fn evaluate(&self, out: &mut [Reading]) -> std::result::Result<Evidence, pmu_core::Error> {
+        let n = self.readings(out)?;
+        Ok(direct_evidence(
+            self.start_thread,
+            self.end_thread,
+            &out[..n],
+        ))
     }
 }
 
@@ -295,15 +305,7 @@ impl<P: Pmu, A: AccessCheck> RegionMeter for DirectMeter<'_, '_, P, A> {
         }
         self.end_thread = thread_end;
         // The readings only: the evidence is derived on demand (`evidence`).
-        direct_readings(
-            &self.start[..n],
-            &self.end[..n],
-            &self.overflowed[..n],
-            &self.widths[..n],
-            self.start_thread,
-            self.end_thread,
-            &mut out[..n],
-        )?;
+        self.readings(&mut out[..n])?;
         for (reading, &scale) in out[..n].iter_mut().zip(&self.scales) {
             // A 32-bit tick delta (plus one wrap) times 64 cannot overflow u64; saturate
             // rather than wrap should a caller scale a 64-bit counter absurdly.

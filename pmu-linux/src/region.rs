@@ -290,32 +290,15 @@ pub(crate) fn evaluate_perf(
     evidence
 }
 
-/// Derives the readings of a direct region: the wrap-safe delta of each counter of
-/// `widths[i]`, `overflowed[i]` from its flag; with the region's evidence.
-///
-/// # Errors
-/// [`pmu_core::Error::DeltaOverflow`] when a wrapped 64-bit counter's delta does not
-/// fit (impossible in practice).
-pub(crate) fn evaluate_direct(
-    start: &[u64],
-    end: &[u64],
-    overflowed: &[bool],
-    widths: &[pmu_core::CounterWidth],
+/// The evidence of a direct region whose readings [`direct_readings`] wrote into `out`
+/// (one per counter; the overflow flags come from them).
+pub(crate) fn direct_evidence(
     thread_start: ThreadStamp,
     thread_end: ThreadStamp,
-    out: &mut [Reading],
-) -> Result<Evidence, pmu_core::Error> {
-    let n = direct_readings(
-        start,
-        end,
-        overflowed,
-        widths,
-        thread_start,
-        thread_end,
-        out,
-    )?;
-    let mut evidence = Evidence::new(thread_start, thread_end, n);
-    for (event, reading) in evidence.events.iter_mut().zip(&out[..n]) {
+    out: &[Reading],
+) -> Evidence {
+    let mut evidence = Evidence::new(thread_start, thread_end, out.len());
+    for (event, reading) in evidence.events.iter_mut().zip(out) {
         *event = EventEvidence {
             start: ReadPath::Direct,
             end: ReadPath::Direct,
@@ -323,15 +306,17 @@ pub(crate) fn evaluate_direct(
             ..EventEvidence::default()
         };
     }
-    Ok(evidence)
+    evidence
 }
 
-/// [`evaluate_direct`]'s readings alone (a region's stop: the evidence, with its
-/// per-event table, is derived only when asked for). Returns how many readings it
-/// wrote.
+/// Derives the readings of a direct region: the wrap-safe delta of each counter of
+/// `widths[i]`, `overflowed[i]` from its flag, the thread's hazards on each. Returns
+/// how many readings it wrote. (A region's stop wants these alone; the evidence, with
+/// its per-event table, is [`direct_evidence`], derived only when asked for.)
 ///
 /// # Errors
-/// As [`evaluate_direct`].
+/// [`pmu_core::Error::DeltaOverflow`] when a wrapped 64-bit counter's delta does not
+/// fit (impossible in practice).
 #[inline]
 pub(crate) fn direct_readings(
     start: &[u64],
@@ -584,7 +569,7 @@ mod tests {
     fn direct_overflow_and_switch() {
         let w = [pmu_core::CounterWidth::W32, pmu_core::CounterWidth::W64];
         let mut out = [Reading::default(); 2];
-        let ev = evaluate_direct(
+        let n = direct_readings(
             &[0xFFFF_FFF0, 10],
             &[0x5d, 20],
             &[true, false],
@@ -594,6 +579,8 @@ mod tests {
             &mut out,
         )
         .unwrap();
+        assert_eq!(n, 2);
+        let ev = direct_evidence(stamp(3, 0, 0), stamp(3, 0, 0), &out[..n]);
         assert_eq!(
             out[0],
             Reading {
@@ -605,7 +592,8 @@ mod tests {
         );
         assert_eq!(out[1], Reading::new(10));
         assert!(ev.events()[0].overflowed);
-        let ev = evaluate_direct(
+        assert!(!ev.events()[1].overflowed);
+        let n = direct_readings(
             &[0],
             &[5],
             &[false],
@@ -615,6 +603,7 @@ mod tests {
             &mut out,
         )
         .unwrap();
+        let ev = direct_evidence(stamp(3, 0, 0), stamp(4, 0, 0), &out[..n]);
         assert_eq!(out[0].hazards, Hazards::CONTEXT_SWITCH);
         assert_eq!(ev.events()[0].start, ReadPath::Direct);
     }
