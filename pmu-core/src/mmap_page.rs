@@ -503,8 +503,9 @@ mod tests {
     }
 
     /// read_since and count_since: while the page is unchanged only the counter is
-    /// read, against the anchor's counter and width (the 48-bit sign-extension case of perf_event.h); once
-    /// the kernel rewrote the page (lock moved), or while it is rewriting it, `None`.
+    /// read, against the anchor's counter and width (the 48-bit sign-extension case of
+    /// perf_event.h); once the kernel rewrote the page (lock moved), or while it is
+    /// rewriting it, `None`.
     #[test]
     fn read_since_an_unchanged_page() {
         let page = FakePage::with(3, 1_000_100, 48, true, 0xFFFF_FFFF_FF9C);
