@@ -47,6 +47,18 @@ OBJDUMP=$(tool objdump)
 READELF=$(tool readelf)
 fail=0
 
+# usage: verdict WHAT FOUND NONE: FOUND (lines) non-empty fails the check, reported
+# under WHAT with its first ten lines; empty prints NONE.
+verdict() {
+	if [ -n "$2" ]; then
+		echo "check-object: $1:" >&2
+		printf '%s\n' "$2" | head -n 10 >&2
+		fail=1
+	else
+		echo "check-object: $3"
+	fi
+}
+
 got=$($READELF -h "$obj" | sed -n 's/^ *Machine: *//p')
 if [ "$got" = "$machine" ]; then
 	echo "check-object: $obj: ELF machine $got"
@@ -89,13 +101,7 @@ fp=$($OBJDUMP -d --no-show-raw-insn "$obj" |
 	sed -n 's/^ *[0-9a-f]*:[[:space:]]*//p' |
 	sed -E 's/[0-9a-f]+ <[^>]*>//g; s/(\/\/|@|;).*//' |
 	grep -E "(^|[^[:alnum:]_.#])($fp_regs)([^[:alnum:]_]|$)")
-if [ -n "$fp" ]; then
-	echo "check-object: FP/SIMD registers used (not allowed in kernel code):" >&2
-	printf '%s\n' "$fp" | head -n 10 >&2
-	fail=1
-else
-	echo "check-object: FP/SIMD registers: none"
-fi
+verdict "FP/SIMD registers used (not allowed in kernel code)" "$fp" "FP/SIMD registers: none"
 
 # 32-bit ARM: the object's float ABI must be the kernel's (soft: no FP arguments in VFP
 # registers), or the linker refuses to mix them.
@@ -109,11 +115,5 @@ if [ "$arch" = arm ]; then
 fi
 
 gotrel=$($READELF -rW "$obj" | grep -i 'GOT')
-if [ -n "$gotrel" ]; then
-	echo "check-object: GOT-relative relocations (not resolved by the module loader):" >&2
-	printf '%s\n' "$gotrel" | head -n 10 >&2
-	fail=1
-else
-	echo "check-object: GOT relocations: none"
-fi
+verdict "GOT-relative relocations (not resolved by the module loader)" "$gotrel" "GOT relocations: none"
 exit $fail

@@ -98,18 +98,6 @@ pub(crate) fn read_anchor(page: KernelPage) -> Result<Anchor, Fallback> {
     })
 }
 
-/// [`read_anchor`]'s read alone (what `Session::read_fast` returns). A function, not a
-/// closure, so that it can be `inline(always)`: the read stays inline in callers'
-/// loops.
-///
-/// # Errors
-/// As [`read`].
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-#[inline(always)]
-pub(crate) fn read_page(page: KernelPage) -> Result<PageRead, Fallback> {
-    read_anchor(page).map(|anchor| anchor.read)
-}
-
 /// The count alone ([`mmap_page::read_count`]: no page times), without waiting for the
 /// instructions before it (see [`synchronize`]).
 ///

@@ -200,8 +200,6 @@ pub struct Session {
     len: usize,
     /// Where lean regions take the opening thread's CPU from.
     cpu_source: CpuSource,
-    /// Regions may take the lean evidence (page locks + CPU) when every read is fast.
-    lean: bool,
     /// Lean and the CPU from rseq: the thread's `cpu_id` (one load). The start's first
     /// test: `None` sends it on to the other cases.
     lean_rseq: Option<crate::rseq::CpuId>,
@@ -211,7 +209,8 @@ pub struct Session {
     start_thread: ThreadStamp,
     end_thread: ThreadStamp,
     /// Per event, what a lean region needs, side by side (one base address per event
-    /// in the hot loops); exactly one per event when the session is lean, else none.
+    /// in the hot loops); exactly one per event when regions may take the lean evidence
+    /// (page locks + CPU: every event read through its page), else none.
     lean_events: Box<[LeanEvent]>,
     lean_region: LeanRegion,
     /// The CPU at a lean start: the rseq `cpu_id`, or `sched_getcpu()`'s with
@@ -292,7 +291,6 @@ impl Session {
             group,
             pages,
             cpu_source,
-            lean,
             lean_rseq: match cpu_source {
                 CpuSource::Rseq(cpu) if lean => Some(cpu.cpu_id()),
                 _ => None,
@@ -313,7 +311,7 @@ impl Session {
     /// one (see [`crate::region`]); false with [`Options::thorough_evidence`], software
     /// events or unmapped pages.
     pub fn lean_evidence(&self) -> bool {
-        self.lean
+        !self.lean_events.is_empty()
     }
 
     /// Whether lean regions read the thread's CPU from its rseq area (one load), not
@@ -387,12 +385,13 @@ impl Session {
     #[inline(always)]
     fn read_fast_unsynchronized(&self, i: usize) -> Result<PageRead, FallbackReason> {
         let page = self.kernel_page(i)?;
-        fast::read_page(page).map_err(|fallback| self.group.reason(i, fallback))
+        fast::read_anchor(page)
+            .map(|anchor| anchor.read)
+            .map_err(|fallback| self.group.reason(i, fallback))
     }
 
     /// Event `i`'s page, or [`FallbackReason::NoPage`]. (The page reads are called
-    /// directly after it, not through a closure: the compiler left a closure's shim
-    /// out of line, and the read with it.)
+    /// directly after it: passed in as a closure, the read stayed out of line.)
     #[inline(always)]
     fn kernel_page(&self, i: usize) -> Result<KernelPage, FallbackReason> {
         match self.pages.get(i) {
@@ -815,7 +814,9 @@ impl pmu_core::RegionMeter for Session {
             if self.start_lean(cpu.current()) {
                 return Ok(());
             }
-        } else if self.lean && self.start_lean(crate::sched::current_cpu().unwrap_or(u32::MAX)) {
+        } else if !self.lean_events.is_empty()
+            && self.start_lean(crate::sched::current_cpu().unwrap_or(u32::MAX))
+        {
             return Ok(());
         }
         self.lean_region = LeanRegion::Thorough;

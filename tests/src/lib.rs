@@ -339,8 +339,29 @@ pub struct QemuRun {
 }
 
 impl QemuRun {
-    /// The stress scenario's leak verdict (tests/guest/common.sh `stress_cycles`, its
-    /// `cycles` line): kmemleak (CONFIG_DEBUG_KMEMLEAK) finds no object allocated
+    /// The stress scenario's `cycles` line (tests/guest/common.sh `stress_cycles`):
+    /// `n` load/unload cycles without a load or unload failure, the module not loaded
+    /// and no hotplug state left at the end, and no leak of the module.
+    pub fn assert_stress_cycles(&self, n: i128) -> &ResultLine {
+        let cycles = self.scenario("cycles")[0];
+        assert_eq!(cycles.int("n"), n, "{}", cycles.raw);
+        assert_eq!(
+            (
+                cycles.int("load_failures"),
+                cycles.int("unload_failures"),
+                cycles.int("loaded"),
+                cycles.int("states")
+            ),
+            (0, 0, 0, 0),
+            "{}",
+            cycles.raw
+        );
+        self.assert_no_module_leak(cycles);
+        cycles
+    }
+
+    /// The stress scenario's leak verdict (its `cycles` line): kmemleak
+    /// (CONFIG_DEBUG_KMEMLEAK) finds no object allocated
     /// through module load/unload or hotplug paths (tests/guest/kmemleak.awk) after the
     /// cycles (a leaked per-CPU array or hotplug state would be one per cycle). Objects
     /// of the kernel's own (kmemleak's false positives: 9 of 220 stress runs here,

@@ -200,6 +200,62 @@ pub fn private_apt(dir: &Path, archs: &[&str], sources: &[String]) -> Result<Vec
     Ok(options)
 }
 
+/// `apt-get download` of `packages` with the private apt `options` into a fresh
+/// `downloads` directory, then every package there extracted (`dpkg-deb -x`) into a
+/// fresh `into`; the packages' paths.
+pub fn download_and_extract(
+    options: &[String],
+    packages: &[String],
+    downloads: &Path,
+    into: &Path,
+) -> Result<Vec<PathBuf>, String> {
+    let _ = fs::remove_dir_all(downloads);
+    fs::create_dir_all(downloads).map_err(|e| format!("{}: {e}", downloads.display()))?;
+    println!("    apt-get download {}", packages.join(" "));
+    let out = Command::new("apt-get")
+        .args(options)
+        .arg("download")
+        .args(packages)
+        .current_dir(downloads)
+        .output()
+        .map_err(|e| format!("cannot run apt-get: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "apt-get download {} failed: {}",
+            packages.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let debs: Vec<PathBuf> = fs::read_dir(downloads)
+        .map_err(|e| format!("{}: {e}", downloads.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
+    if debs.len() != packages.len() {
+        return Err(format!(
+            "apt-get download {} left {} packages in {}",
+            packages.join(" "),
+            debs.len(),
+            downloads.display()
+        ));
+    }
+    let _ = fs::remove_dir_all(into);
+    fs::create_dir_all(into).map_err(|e| format!("{}: {e}", into.display()))?;
+    for deb in &debs {
+        println!("    dpkg-deb -x {}", deb.display());
+        run(
+            "dpkg-deb",
+            &[
+                "-x",
+                &deb.display().to_string(),
+                &into.display().to_string(),
+            ],
+        )?;
+    }
+    Ok(debs)
+}
+
 /// Debian's busybox-static for the Debian architecture `arch` (`arm64`, `armel`: the
 /// ARMv5TE soft-float port, which runs on the ARM1176), downloaded once through a
 /// private apt state in the cache root (`apt-<arch>/`).
@@ -224,42 +280,13 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
     update.push("update");
     println!("    apt-get update (private {arch} state in {a})");
     run("apt-get", &update)?;
-    let package = format!("busybox-static:{arch}");
-    let mut download: Vec<&str> = options.iter().map(String::as_str).collect();
-    download.extend(["download", &package]);
-    println!("    apt-get download {package}");
-    let out = Command::new("apt-get")
-        .args(&download)
-        .current_dir(&apt)
-        .output()
-        .map_err(|e| format!("cannot run apt-get: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "apt-get download {package} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let deb = fs::read_dir(&apt)
-        .map_err(|e| e.to_string())?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.starts_with("busybox-static_") && n.ends_with(&format!("_{arch}.deb"))
-            })
-        })
-        .ok_or(format!(
-            "apt-get download left no busybox-static_*_{arch}.deb"
-        ))?;
-    let _ = fs::remove_dir_all(&extracted);
-    run(
-        "dpkg-deb",
-        &[
-            "-x",
-            &deb.display().to_string(),
-            &extracted.display().to_string(),
-        ],
+    let debs = download_and_extract(
+        &options,
+        &[format!("busybox-static:{arch}")],
+        &apt.join("downloads"),
+        &extracted,
     )?;
+    let deb = &debs[0];
     if !binary.is_file() {
         return Err(format!("{} missing in {}", "bin/busybox", deb.display()));
     }

@@ -19,7 +19,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::initramfs::{os_codename, private_apt, run};
+use crate::initramfs::{download_and_extract, os_codename, private_apt, run};
 use crate::kernel::{cache_root, kbuild, Arch};
 use crate::step::{workspace_root, Step};
 
@@ -257,40 +257,7 @@ pub fn debian_headers_arm64() -> Result<DebianHeaders, String> {
         format!("linux-headers-{abi}-common"),
         format!("linux-kbuild-{abi}:amd64"),
     ];
-    let archives = apt.join("downloads");
-    let _ = fs::remove_dir_all(&archives);
-    fs::create_dir_all(&archives).map_err(|e| e.to_string())?;
-    println!("    apt-get download {}", packages.join(" "));
-    let out = Command::new("apt-get")
-        .args(&opts)
-        .arg("download")
-        .args(&packages)
-        .current_dir(&archives)
-        .output()
-        .map_err(|e| format!("cannot run apt-get: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "apt-get download failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let _ = fs::remove_dir_all(&root);
-    fs::create_dir_all(&root).map_err(|e| e.to_string())?;
-    for deb in fs::read_dir(&archives)
-        .map_err(|e| e.to_string())?
-        .flatten()
-    {
-        let deb = deb.path();
-        println!("    dpkg-deb -x {}", deb.display());
-        run(
-            "dpkg-deb",
-            &[
-                "-x",
-                &deb.display().to_string(),
-                &root.display().to_string(),
-            ],
-        )?;
-    }
+    download_and_extract(&options, &packages, &apt.join("downloads"), &root)?;
     relink_absolute(&root, &root)?;
     // The flavour's Makefile includes the common part by its installed path
     // (`include /usr/src/linux-headers-<abi>-common/Makefile`): point it into `root`.
