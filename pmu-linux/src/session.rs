@@ -229,6 +229,34 @@ struct LeanEvent {
     count: u64,
 }
 
+impl LeanEvent {
+    /// The start read: the anchor now, false if the event needs `read()`.
+    #[inline(always)]
+    fn anchor_now(&mut self) -> bool {
+        match fast::read_anchor(self.page) {
+            Ok(anchor) => {
+                self.anchor = anchor;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The stop read: the count since the anchor into `reading` (kept for the
+    /// evidence too), false if the kernel rewrote the page meanwhile.
+    #[inline(always)]
+    fn count_now(&mut self, reading: &mut pmu_core::Reading) -> bool {
+        match fast::count_since(self.page, &self.anchor) {
+            Some(count) => {
+                *reading = pmu_core::Reading::new(count);
+                self.count = count;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 impl Session {
     /// Opens `names` (resolved against the system's sysfs) as one group, disabled.
     ///
@@ -486,11 +514,21 @@ impl Session {
         // Before the reads: what came before the region is counted before it (an
         // instruction still in flight would otherwise land in the region).
         fast::synchronize();
-        for event in self.lean_events.iter_mut() {
-            let Ok(anchor) = fast::read_anchor(event.page) else {
-                return false;
-            };
-            event.anchor = anchor;
+        // One event (the common region) apart, without the loop's set-up and control;
+        // groups pay for the test.
+        match &mut *self.lean_events {
+            [only] => {
+                if !only.anchor_now() {
+                    return false;
+                }
+            }
+            events => {
+                for event in events {
+                    if !event.anchor_now() {
+                        return false;
+                    }
+                }
+            }
         }
         // After the reads: none of the region's instructions begins before them.
         fast::synchronize();
@@ -521,19 +559,28 @@ impl Session {
     /// `x86_perf_event_set_period`) nor been multiplexed (the page times change only in
     /// those updates): no hazard, and the CPU is the start's. A moved lock: see
     /// [`Session::stop_lean_moved`]. False (readings unfinished) when some event
-    /// needs `read()` now.
+    /// needs `read()` now or `out` has fewer readings than there are events.
     #[inline(always)]
     fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
         // Before the reads: every instruction of the region is counted.
         fast::synchronize();
-        // `out` has exactly one reading per event (the caller cut it so), as
-        // `lean_events` has.
-        for (event, reading) in self.lean_events.iter_mut().zip(out.iter_mut()) {
-            let Some(count) = fast::count_since(event.page, &event.anchor) else {
-                return self.stop_lean_moved(out);
-            };
-            *reading = pmu_core::Reading::new(count);
-            event.count = count;
+        // One event apart, as in the start (and `out` then needs one reading, the
+        // group loop `out.len() >= events`: one test each instead of cutting `out` to
+        // the events first). Too few readings: false, the thorough stop reports them.
+        match (&mut *self.lean_events, &mut *out) {
+            ([only], [reading, ..]) => {
+                if !only.count_now(reading) {
+                    return self.stop_lean_moved(out);
+                }
+            }
+            (events, readings) if readings.len() >= events.len() => {
+                for (event, reading) in events.iter_mut().zip(readings) {
+                    if !event.count_now(reading) {
+                        return self.stop_lean_moved(out);
+                    }
+                }
+            }
+            _ => return false,
         }
         self.lean_region = LeanRegion::Quiet;
         true
@@ -829,13 +876,8 @@ impl pmu_core::RegionMeter for Session {
     /// describes, the [`crate::region::Evidence`] on demand.
     #[inline(always)]
     fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
-        if self.lean_region == LeanRegion::Started {
-            // Exactly one reading per event (a lean session has one lean event per
-            // event); too few readings fail below.
-            let lean_out = out.get_mut(..self.lean_events.len());
-            if lean_out.is_some_and(|lean_out| self.stop_lean(lean_out)) {
-                return Ok(());
-            }
+        if self.lean_region == LeanRegion::Started && self.stop_lean(out) {
+            return Ok(());
         }
         let n = self.len();
         if out.len() < n {

@@ -1,6 +1,15 @@
 
 # ---- arm64 scenarios (tests/tests/kernel_arm64.rs asserts on them) ----
 
+# `pmu-demo hazards` on hardware events (perf_user_access=1): tag, events.
+hazards_lean() {
+	pmu-demo hazards --json --events "$2" >"/tmp/$1.out" 2>"/tmp/$1.err"
+	status=$?
+	echo "JSON $1 $(tr -d '\n' <"/tmp/$1.out")"
+	sed "s/^/STDERR $1 /" "/tmp/$1.err"
+	result "$1" status=$status
+}
+
 # Direct access off before loading, on after (every CPU, and a CPU that came back
 # online), off again after unloading; the cycle-counter option; then the perf backend
 # with and without kernel.perf_user_access.
@@ -44,13 +53,11 @@ scenario_access() {
 	sysctl -w kernel.perf_user_access=1 >/dev/null
 	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
 	demo perf-user-access 0 perf
-	# Forced hazards on a hardware event read through its page: the lean evidence
-	# (page locks + CPU, no getrusage) must flag the sleep and the migration.
-	pmu-demo hazards --json --events instructions >/tmp/hazards-lean.out 2>/tmp/hazards-lean.err
-	status=$?
-	echo "JSON hazards-lean $(tr -d '\n' </tmp/hazards-lean.out)"
-	sed "s/^/STDERR hazards-lean /" /tmp/hazards-lean.err
-	result hazards-lean status=$status
+	# Forced hazards on hardware events read through their pages: the lean evidence
+	# (page locks + CPU, no getrusage) must flag the sleep and the migration, for one
+	# event and for a group (the lean region has a path of its own for one event).
+	hazards_lean hazards-lean instructions
+	hazards_lean hazards-lean-group instructions,cycles
 	sysctl -w kernel.perf_user_access=0 >/dev/null
 	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
 	demo perf-no-user-access 0 perf

@@ -274,39 +274,40 @@ fn access(cpu: &str, flavour: Flavour) {
         assert_eq!(d["detected"], true, "{name}: {d}");
     }
 
-    // The same forced sleep and migration on a hardware event read through its page
-    // (perf_user_access=1): the lean evidence, no getrusage (switch counts null), must
-    // flag both from the page lock (arm_pmu.c armpmu_del/armpmu_add rewrite the page
-    // at every sched-out/in) and the CPU number.
-    assert_eq!(
-        run.find("hazards-lean", "status", "0").scenario,
-        "hazards-lean",
-        "{}",
-        run.stdout
-    );
-    let lean: Value = run
-        .lines_with("JSON")
-        .into_iter()
-        .find_map(|l| l.strip_prefix("hazards-lean "))
-        .and_then(|j| serde_json::from_str(j.trim()).ok())
-        .unwrap_or_else(|| panic!("no hazards-lean JSON\n{}", run.stdout));
-    for name in ["context-switch", "cpu-migration"] {
-        let d = lean
+    // The same forced sleep and migration on hardware events read through their pages
+    // (perf_user_access=1), one event and a group of two (the lean region's path for
+    // one event and its loop): the lean evidence, no getrusage (switch counts null),
+    // must flag both from the page lock (arm_pmu.c armpmu_del/armpmu_add rewrite the
+    // page at every sched-out/in) and the CPU number.
+    for tag in ["hazards-lean", "hazards-lean-group"] {
+        assert_eq!(run.find(tag, "status", "0").scenario, tag, "{}", run.stdout);
+        let lean: Value = run
+            .lines_with("JSON")
+            .into_iter()
+            .find_map(|l| l.strip_prefix(tag)?.strip_prefix(' '))
+            .and_then(|j| serde_json::from_str(j.trim()).ok())
+            .unwrap_or_else(|| panic!("no {tag} JSON\n{}", run.stdout));
+        for name in ["context-switch", "cpu-migration"] {
+            let d = lean
+                .as_array()
+                .and_then(|a| a.iter().find(|d| d["name"] == name))
+                .unwrap_or_else(|| panic!("{tag} {name} missing: {lean}"));
+            assert_eq!(d["detected"], true, "{tag} {name}: {d}");
+            assert_eq!(d["page_updated"], true, "{tag} {name}: the lock moved: {d}");
+            assert!(
+                d["voluntary_switches"].is_null(),
+                "{tag} {name}: no getrusage: {d}"
+            );
+        }
+        let migration = lean
             .as_array()
-            .and_then(|a| a.iter().find(|d| d["name"] == name))
-            .unwrap_or_else(|| panic!("{name} missing: {lean}"));
-        assert_eq!(d["detected"], true, "{name}: {d}");
-        assert_eq!(d["page_updated"], true, "{name}: the lock moved: {d}");
-        assert!(
-            d["voluntary_switches"].is_null(),
-            "{name}: no getrusage: {d}"
+            .and_then(|a| a.iter().find(|d| d["name"] == "cpu-migration"))
+            .unwrap();
+        assert_ne!(
+            migration["cpu_start"], migration["cpu_end"],
+            "{tag}: {migration}"
         );
     }
-    let migration = lean
-        .as_array()
-        .and_then(|a| a.iter().find(|d| d["name"] == "cpu-migration"))
-        .unwrap();
-    assert_ne!(migration["cpu_start"], migration["cpu_end"], "{migration}");
 
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
