@@ -32,6 +32,13 @@ const BLOCKS: [u64; 5] = [1, 10, 100, 1000, 10000];
 /// Our paths: their accuracy errors must all be 0.
 const OURS: [&str; 3] = ["perf-fast", "perf-read", "direct"];
 
+/// The cost targets of the issue that asked for this bench (instructions per operation,
+/// at most): reported with the table, met or missed; the bench fails only on accuracy.
+const TARGETS: [(&str, &str, f64); 2] = [
+    ("perf-fast", "perf fast read", 30.0),
+    ("perf-region-1", "perf region of 1 counter", 80.0),
+];
+
 /// `cargo xtask bench [--json]`.
 pub fn run(json: bool) -> ExitCode {
     let prepare = Plan::new("bench")
@@ -358,6 +365,20 @@ impl Report {
                 field("cpu")
             );
         }
+        s += "\nTargets: ";
+        let targets: Vec<String> = self
+            .targets()
+            .iter()
+            .map(|(_, label, target, measured)| match measured {
+                Some(m) => format!(
+                    "{label} ≤ {target:.0}: {m:.0}, {}",
+                    if *m <= *target { "met" } else { "missed" }
+                ),
+                None => format!("{label} ≤ {target:.0}: not measured"),
+            })
+            .collect();
+        s += &targets.join("; ");
+        s += ".\n";
         s += "\nAccuracy: error (measured − K) for a block of exactly K instructions:\n\n| path |";
         for k in BLOCKS {
             s += &format!(" K={k} |");
@@ -413,19 +434,39 @@ impl Report {
                 o(error)
             ));
         }
+        let targets: Vec<String> = self
+            .targets()
+            .iter()
+            .map(|(path, _, target, measured)| {
+                format!(
+                    "    {{\"path\": \"{path}\", \"at_most\": {target:.0}, \"per_op\": {}, \"met\": {}}}",
+                    f(*measured),
+                    measured.is_some_and(|m| m <= *target)
+                )
+            })
+            .collect();
         let failures: Vec<String> = self
             .failures()
             .iter()
             .map(|f| format!("\"{}\"", f.replace('"', "'")))
             .collect();
         format!(
-            "{{\n  \"kernel\": \"{}\",\n  \"qemu\": \"-M virt -cpu max -smp 1 -icount shift=0,align=off,sleep=off\",\n  \"unit\": \"user-space instructions per operation\",\n  \"libperf_cflags\": \"{LIBPERF_CFLAGS}\",\n  \"paths\": {{\n{}\n  }},\n  \"accuracy\": [\n{}\n  ],\n  \"exact\": {},\n  \"failures\": [{}]\n}}",
+            "{{\n  \"kernel\": \"{}\",\n  \"qemu\": \"-M virt -cpu max -smp 1 -icount shift=0,align=off,sleep=off\",\n  \"unit\": \"user-space instructions per operation\",\n  \"libperf_cflags\": \"{LIBPERF_CFLAGS}\",\n  \"paths\": {{\n{}\n  }},\n  \"accuracy\": [\n{}\n  ],\n  \"targets\": [\n{}\n  ],\n  \"exact\": {},\n  \"failures\": [{}]\n}}",
             self.kernel,
             paths.join(",\n"),
             acc.join(",\n"),
+            targets.join(",\n"),
             self.failures().is_empty(),
             failures.join(", ")
         )
+    }
+
+    /// Each target: path, label, the most instructions allowed, what was measured.
+    fn targets(&self) -> Vec<(&'static str, &'static str, f64, Option<f64>)> {
+        TARGETS
+            .iter()
+            .map(|&(path, label, target)| (path, label, target, self.per_op(path)))
+            .collect()
     }
 
     /// Why the bench fails: one of ours not exact, or a guest run that failed.
@@ -481,7 +522,7 @@ mod tests {
         }
         let run = QemuRun {
             results: pmu_tests::parse_results(&out),
-            stdout: out,
+            stdout: out.clone(),
             code: Some(0),
             timed_out: false,
         };
@@ -499,5 +540,43 @@ mod tests {
             "{table}"
         );
         assert!(report.json().contains("\"exact\": true"));
+        // The issue's targets (fast read ≤ 30, region of one counter ≤ 80): reported,
+        // met or missed by the measured figure, or not measured.
+        assert!(
+            table.contains("Targets: perf fast read ≤ 30: 20, met; perf region of 1 counter ≤ 80: not measured."),
+            "{table}"
+        );
+        let json = report.json();
+        assert!(
+            json.contains(
+                "{\"path\": \"perf-fast\", \"at_most\": 30, \"per_op\": 20, \"met\": true}"
+            ),
+            "{json}"
+        );
+        assert!(
+            json.contains(
+                "{\"path\": \"perf-region-1\", \"at_most\": 80, \"per_op\": null, \"met\": false}"
+            ),
+            "{json}"
+        );
+        let missed = out.replace(
+            "RESULT bench path=perf-fast per_op=20.000",
+            "RESULT bench path=perf-fast per_op=31.000",
+        ) + "RESULT bench path=perf-region-1 per_op=80.000\n";
+        let run = QemuRun {
+            results: pmu_tests::parse_results(&missed),
+            stdout: missed,
+            code: Some(0),
+            timed_out: false,
+        };
+        let report = Report::from_run(&run, Path::new("Image")).unwrap();
+        let table = report.table();
+        assert!(
+            table.contains(
+                "Targets: perf fast read ≤ 30: 31, missed; perf region of 1 counter ≤ 80: 80, met."
+            ),
+            "{table}"
+        );
+        assert!(report.failures().is_empty(), "{:?}", report.failures());
     }
 }
