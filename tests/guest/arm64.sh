@@ -88,7 +88,7 @@ scenario_stress() {
 }
 
 # `cargo xtask bench`: read-path costs in user-space instructions (pmu-demo
-# bench-guest, then the libperf harness when the initramfs has it), with
+# bench-guest, then the libperf harnesses when the initramfs has them), with
 # kernel.perf_user_access=1, then the direct backend after loading the module.
 scenario_bench() {
 	boot_line
@@ -97,11 +97,14 @@ scenario_bench() {
 	pmu-demo bench-guest 2>/tmp/bench.err
 	result bench-run tag=perf status=$?
 	sed 's/^/STDERR perf /' /tmp/bench.err
-	if [ -x /bin/libperf-bench ]; then
-		libperf-bench 2>/tmp/libperf.err
-		result bench-run tag=libperf status=$?
-		sed 's/^/STDERR libperf /' /tmp/libperf.err
-	fi
+	# One libperf harness per build (-O2, the Makefile's default), named by its tag.
+	for run in libperf-bench:libperf libperf-bench-default:libperf-default; do
+		bin=${run%%:*} tag=${run#*:}
+		[ -x "/bin/$bin" ] || continue
+		"$bin" "$tag" 2>"/tmp/$tag.err"
+		result bench-run tag="$tag" status=$?
+		sed "s/^/STDERR $tag /" "/tmp/$tag.err"
+	done
 	load bench
 	pmu-demo bench-guest --direct 2>/tmp/bench.err
 	result bench-run tag=direct status=$?

@@ -12,7 +12,9 @@
  * in some reads): minimum over single reads minus minimum over empty iterations.
  * Accuracy: blocks of exactly K nops measured with two perf_evsel__read()s, minus the
  * same around an empty block (minimum of 5 runs each).
- * Output: `RESULT bench path=… per_op=…` and `RESULT accuracy path=… k=… …` lines.
+ * Output: `RESULT bench path=… per_op=…` and `RESULT accuracy path=… k=… …` lines,
+ * the paths named `<prefix>-fast` and `<prefix>-read`; the prefix is the first argument
+ * (default `libperf`), one per libperf build.
  */
 #include <linux/perf_event.h>
 #include <perf/core.h>
@@ -137,8 +139,13 @@ static void accuracy(const char *path, struct perf_evsel *evsel)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	/* The prefix of the paths reported (one harness per libperf build). */
+	const char *prefix = argc > 1 ? argv[1] : "libperf";
+	char fast_path[64], read_path[64];
+	snprintf(fast_path, sizeof(fast_path), "%s-fast", prefix);
+	snprintf(read_path, sizeof(read_path), "%s-read", prefix);
 	libperf_init(quiet);
 	struct perf_thread_map *threads = perf_thread_map__new_dummy();
 	if (!threads)
@@ -159,18 +166,18 @@ int main(void)
 	int user = page && page->cap_user_rdpmc && page->index;
 	double mean;
 	double fast_cost = per_op(meas, fast, &mean);
-	printf("RESULT bench path=libperf-fast per_op=%.3f single_min=%.0f fast=%s\n", mean,
+	printf("RESULT bench path=%s per_op=%.3f single_min=%.0f fast=%s\n", fast_path, mean,
 	       fast_cost, user ? "true" : "false");
 	double slow_cost = per_op(meas, slow, &mean);
 	if (all) {
 		perf_evsel__enable(all);
-		printf("RESULT bench path=libperf-read per_op=%.3f single_min=%.0f total=%.0f\n",
-		       mean, slow_cost, per_op(all, slow, NULL));
+		printf("RESULT bench path=%s per_op=%.3f single_min=%.0f total=%.0f\n",
+		       read_path, mean, slow_cost, per_op(all, slow, NULL));
 	} else {
-		printf("RESULT bench path=libperf-read per_op=%.3f single_min=%.0f total=none\n",
-		       mean, slow_cost);
+		printf("RESULT bench path=%s per_op=%.3f single_min=%.0f total=none\n",
+		       read_path, mean, slow_cost);
 	}
-	accuracy("libperf-fast", fast);
-	accuracy("libperf-read", slow);
+	accuracy(fast_path, fast);
+	accuracy(read_path, slow);
 	return 0;
 }

@@ -6,7 +6,8 @@
 //! The guest (`scenario=bench` in tests/guest/arm64.sh) runs `pmu-demo bench-guest`
 //! (perf fast read, `read()` fallback, regions of 1, 2, 4, 6 counters, accuracy),
 //! `libperf-bench` (xtask/bench/libperf_bench.c linked statically against libperf.a,
-//! built here from linux-source-6.12's tools/lib/perf for aarch64 with -O2) and, after
+//! built here from linux-source-6.12's tools/lib/perf for aarch64 with -O2, and once
+//! more as its Makefile builds it by default, -O0) and, after
 //! loading kmod-enable-user, `pmu-demo bench-guest --direct`. Each prints `RESULT bench
 //! path=… per_op=…` and `RESULT accuracy path=… k=… error=…` lines; this file turns them
 //! into a table (or JSON) and fails unless every one of our paths is exact.
@@ -22,9 +23,40 @@ use pmu_tests::{arm64_kernel_args, run_qemu, QemuRun, QEMU_AARCH64};
 use crate::kernel::{self, Arch};
 use crate::step::{workspace_root, Plan, Step};
 
-/// The libperf build flags (the reference: 144 instructions per fast read at
-/// -O2, 523 at the Makefile's default -O0).
+/// The libperf build flags the ratios refer to (the reference: 144
+/// instructions per fast read at -O2, 523 at the Makefile's default -O0).
 const LIBPERF_CFLAGS: &str = "-O2";
+
+/// One build of libperf the bench measures, each linked into its own copy of the
+/// harness (the harness itself always built with [`LIBPERF_CFLAGS`], so that only the
+/// library's flags differ).
+struct LibperfBuild {
+    /// `EXTRA_CFLAGS` for tools/lib/perf's Makefile ("" = its default: `-g -Wall`, no
+    /// `-O`, so -O0).
+    extra_cflags: &'static str,
+    /// How the table names it.
+    label: &'static str,
+    /// The harness's file name (in the build directory and in the guest's /bin).
+    binary: &'static str,
+    /// The prefix of its `RESULT bench path=…` rows and its `bench-run` tag.
+    prefix: &'static str,
+}
+
+/// The -O2 build (the ratios' reference) and the Makefile's default one.
+const LIBPERF_BUILDS: [LibperfBuild; 2] = [
+    LibperfBuild {
+        extra_cflags: LIBPERF_CFLAGS,
+        label: LIBPERF_CFLAGS,
+        binary: "libperf-bench",
+        prefix: "libperf",
+    },
+    LibperfBuild {
+        extra_cflags: "",
+        label: "Makefile default: -O0",
+        binary: "libperf-bench-default",
+        prefix: "libperf-default",
+    },
+];
 
 /// The block sizes of the accuracy check.
 const BLOCKS: [u64; 5] = [1, 10, 100, 1000, 10000];
@@ -48,7 +80,7 @@ pub fn run(json: bool) -> ExitCode {
             crate::e2e::kernel_step(Arch::Arm64),
             crate::e2e::module_step(Arch::Arm64),
             Step::func(
-                "libperf for aarch64 (linux-source-6.12 tools/lib/perf, -O2) and the static libperf-bench harness",
+                "libperf for aarch64 (linux-source-6.12 tools/lib/perf, -O2 and the Makefile's default) and the static libperf-bench harnesses",
                 libperf_step,
             ),
         ]);
@@ -101,18 +133,27 @@ pub fn test_step() -> Step {
 }
 
 fn libperf_step() -> Result<(), String> {
-    libperf_bench().map(|_| ())
+    libperf_benches().map(|_| ())
+}
+
+/// Every [`LIBPERF_BUILDS`] harness: (guest file name, path here).
+fn libperf_benches() -> Result<Vec<(&'static str, PathBuf)>, String> {
+    LIBPERF_BUILDS
+        .iter()
+        .map(|build| Ok((build.binary, libperf_bench(build)?)))
+        .collect()
 }
 
 fn build_dir() -> PathBuf {
     crate::images::target_dir().join("bench")
 }
 
-/// Builds libperf.a (O= build outside the read-only source tree) and the harness.
-fn libperf_bench() -> Result<PathBuf, String> {
+/// Builds libperf.a as `build` says (O= build outside the read-only source tree) and
+/// its harness.
+fn libperf_bench(build: &LibperfBuild) -> Result<PathBuf, String> {
     let (tree, version) = kernel::source_tree()?;
     let lib = tree.join("tools/lib/perf");
-    let out = build_dir().join(format!("libperf-{version}{LIBPERF_CFLAGS}"));
+    let out = build_dir().join(format!("libperf-{version}-{}", build.prefix));
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let cross = "aarch64-linux-gnu-";
     let gcc = format!("{cross}gcc");
@@ -130,7 +171,7 @@ fn libperf_bench() -> Result<PathBuf, String> {
             format!("O={o}"),
             "ARCH=arm64".into(),
             format!("CROSS_COMPILE={cross}"),
-            format!("EXTRA_CFLAGS={LIBPERF_CFLAGS}"),
+            format!("EXTRA_CFLAGS={}", build.extra_cflags),
             "-j2".into(),
             "-s".into(),
         ])
@@ -142,7 +183,7 @@ fn libperf_bench() -> Result<PathBuf, String> {
             lib.display()
         ));
     }
-    let harness = build_dir().join("libperf-bench");
+    let harness = build_dir().join(build.binary);
     let source = workspace_root().join("xtask/bench/libperf_bench.c");
     let status = Command::new(&gcc)
         .args([LIBPERF_CFLAGS, "-static", "-Wall", "-Werror", "-o"])
@@ -158,8 +199,10 @@ fn libperf_bench() -> Result<PathBuf, String> {
         return Err(format!("building {} failed ({status})", source.display()));
     }
     println!(
-        "    libperf-bench: {} (libperf from {SOURCE} {version}, {LIBPERF_CFLAGS})",
+        "    {}: {} (libperf from {SOURCE} {version}, {})",
+        build.binary,
         harness.display(),
+        build.label,
         SOURCE = kernel::SOURCE_PACKAGE
     );
     Ok(harness)
@@ -168,11 +211,11 @@ fn libperf_bench() -> Result<PathBuf, String> {
 fn measure() -> Result<Report, String> {
     let k = kernel::kernel(Arch::Arm64)?;
     let ko = kernel::module(Arch::Arm64)?;
-    let harness = libperf_bench()?;
+    let harnesses = libperf_benches()?;
     let initramfs = crate::initramfs::build_with(
         Arch::Arm64,
         &ko,
-        &[("libperf-bench", harness)],
+        &harnesses,
         build_dir().join("arm64-bench.cpio"),
     )?;
     let args = arm64_kernel_args(&k.image(), &initramfs, "max", 1, "bench");
@@ -323,21 +366,25 @@ impl Report {
             self.per_op("direct-region-1"),
             lp_fast.map(|f| f * 2.0),
         ));
-        v.push((
-            format!("libperf perf_evsel__read, mmap fast path ({LIBPERF_CFLAGS})"),
-            lp_fast,
-            lp_fast,
-        ));
-        v.push((
-            format!("libperf perf_evsel__read, read(), user part ({LIBPERF_CFLAGS})"),
-            lp_read,
-            lp_read,
-        ));
-        v.push((
-            format!("libperf perf_evsel__read, read(), total ({LIBPERF_CFLAGS})"),
-            lp_total,
-            lp_total,
-        ));
+        for build in &LIBPERF_BUILDS {
+            let (label, prefix) = (build.label, build.prefix);
+            let read = format!("{prefix}-read");
+            v.push((
+                format!("libperf perf_evsel__read, mmap fast path ({label})"),
+                self.per_op(&format!("{prefix}-fast")),
+                lp_fast,
+            ));
+            v.push((
+                format!("libperf perf_evsel__read, read(), user part ({label})"),
+                self.per_op(&read),
+                lp_read,
+            ));
+            v.push((
+                format!("libperf perf_evsel__read, read(), total ({label})"),
+                self.rows.get(&read).and_then(|r| r.total),
+                lp_total,
+            ));
+        }
         v
     }
 
@@ -388,13 +435,15 @@ impl Report {
             s += "---:|";
         }
         s += "\n";
-        for path in [
-            "perf-fast",
-            "perf-read",
-            "direct",
-            "libperf-fast",
-            "libperf-read",
-        ] {
+        let libperf: Vec<String> = LIBPERF_BUILDS
+            .iter()
+            .flat_map(|b| [format!("{}-fast", b.prefix), format!("{}-read", b.prefix)])
+            .collect();
+        for path in OURS
+            .iter()
+            .copied()
+            .chain(libperf.iter().map(String::as_str))
+        {
             s += &format!("| {path} |");
             for k in BLOCKS {
                 let e = self
@@ -472,7 +521,10 @@ impl Report {
     /// Why the bench fails: one of ours not exact, or a guest run that failed.
     fn failures(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for tag in ["perf", "direct", "libperf"] {
+        let tags = ["perf", "direct"]
+            .into_iter()
+            .chain(LIBPERF_BUILDS.iter().map(|b| b.prefix));
+        for tag in tags {
             match self.runs.get(tag).map(String::as_str) {
                 Some("0") => {}
                 Some(status) => out.push(format!(
@@ -512,7 +564,8 @@ mod tests {
         out += "RESULT bench path=perf-fast per_op=20.000\nRESULT bench path=libperf-fast per_op=140.000 fast=true\n";
         out += "RESULT bench path=perf-fast-times per_op=28.000\n";
         out += "RESULT bench path=perf-read per_op=23.000 total=900.000\n";
-        for tag in ["perf", "direct", "libperf"] {
+        out += "RESULT bench path=libperf-default-fast per_op=520.000 fast=true\n";
+        for tag in ["perf", "direct", "libperf", "libperf-default"] {
             out += &format!("RESULT bench-run tag={tag} status=0\n");
         }
         for path in OURS {
@@ -537,6 +590,13 @@ mod tests {
         );
         assert!(
             table.contains("| perf fast read with page times and lock (`read_fast`) | 28 | 0.20 |"),
+            "{table}"
+        );
+        // The Makefile-default libperf build has rows of its own, its ratio to -O2's.
+        assert!(
+            table.contains(
+                "| libperf perf_evsel__read, mmap fast path (Makefile default: -O0) | 520 | 3.71 |"
+            ),
             "{table}"
         );
         assert!(report.json().contains("\"exact\": true"));

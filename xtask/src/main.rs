@@ -79,8 +79,10 @@ COMMANDS:
                       -smp 1 -icount shift=0,align=off,sleep=off (exact, repeatable):
                       our perf fast read, read() fallback, direct read, regions of
                       1/2/4/6 counters, against libperf (built from linux-source-6.12
-                      tools/lib/perf, -O2); accuracy on blocks of K = 1…10000
-                      instructions. Fails unless ours are exact. With --json the
+                      tools/lib/perf with -O2, and as its Makefile builds it by
+                      default, -O0); accuracy on blocks of K = 1…10000
+                      instructions; the cost targets, met or missed. Fails unless
+                      ours are exact. With --json the
                       object is the last thing on stdout and in
                       target/bench/bench.json; the guest's console is in
                       target/bench/guest.log.
