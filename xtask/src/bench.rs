@@ -164,7 +164,10 @@ fn libperf_bench(build: &LibperfBuild) -> Result<PathBuf, String> {
     }
     let mut o = out.display().to_string();
     o.push('/');
+    // The Makefile starts from the environment's CFLAGS (`override CFLAGS :=
+    // $(INCLUDES) $(CFLAGS)`): without them each build is exactly what its row says.
     let status = Command::new("make")
+        .env_remove("CFLAGS")
         .arg("-C")
         .arg(&lib)
         .args([
