@@ -44,6 +44,51 @@ fn demo_json(args: &[&str]) -> Result<Value, String> {
         .map_err(|e| format!("`pmu-demo {}`: bad JSON: {e}", args.join(" ")))
 }
 
+/// `v` at `path` (object keys): an error naming the path if pmu-demo's JSON lacks it
+/// (a renamed field must stop the check, not print `null`).
+fn field<'a>(v: &'a Value, path: &[&str]) -> Result<&'a Value, String> {
+    path.iter().try_fold(v, |v, key| {
+        v.get(key)
+            .ok_or_else(|| format!("pmu-demo's JSON has no `{}`: {v}", path.join(".")))
+    })
+}
+
+/// The number at `path`; an error if it is missing or null (nothing was measured).
+fn number(v: &Value, path: &[&str]) -> Result<f64, String> {
+    let n = field(v, path)?;
+    n.as_f64()
+        .ok_or_else(|| format!("`{}` is {n}, not a number", path.join(".")))
+}
+
+/// The instructions line of one `loop` result: (exact, what to print).
+fn loop_line(units: u64, r: &Value) -> Result<(bool, String), String> {
+    let exact = field(r, &["derived", "instructions_exact"])?
+        .as_bool()
+        .ok_or_else(|| format!("no instruction count for loop × {units}: {r}"))?;
+    let inst = field(r, &["events"])?
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["name"] == "instructions"))
+        .ok_or_else(|| format!("no `instructions` event for loop × {units}: {r}"))?;
+    Ok((
+        exact,
+        format!(
+            "instructions, loop × {units}: measured {}, expected {} → {}",
+            field(inst, &["min"])?,
+            field(r, &["expected_instructions"])?,
+            if exact { "exact" } else { "NOT EXACT" }
+        ),
+    ))
+}
+
+/// The FMA line from the `fma-latency` and `fma-throughput` results.
+fn fma_line(latency: &Value, throughput: &Value) -> Result<String, String> {
+    Ok(format!(
+        "FMA (vfmadd231ps ymm): latency {:.3} cycles per FMA, throughput {:.3} FMAs per cycle (seed 001 on Zen 2: 5.000 and 2.000)",
+        number(latency, &["derived", "cycles_per_unit"])?,
+        number(throughput, &["derived", "units_per_cycle"])?
+    ))
+}
+
 /// The only `results[0]` of a `measure --json`.
 fn measure(kernel: &str, units: u64, events: &str) -> Result<Value, String> {
     let units = units.to_string();
@@ -58,7 +103,10 @@ fn measure(kernel: &str, units: u64, events: &str) -> Result<Value, String> {
         "--events",
         events,
     ])?;
-    Ok(v["results"][0].clone())
+    field(&v, &["results"])?
+        .get(0)
+        .cloned()
+        .ok_or_else(|| format!("`pmu-demo measure --kernel {kernel}` gave no result: {v}"))
 }
 
 /// Why this machine has no hardware counters, if it has none.
@@ -79,11 +127,14 @@ fn no_counters() -> Option<String> {
     }
     match measure("loop", 1000, "instructions,cycles") {
         Err(e) => Some(format!("no hardware counters: {e}")),
-        Ok(r) if r["fast_read"] != true => Some(format!(
-            "no hardware counters readable with rdpmc: the perf backend fell back to read() ({})",
-            r["fallback_reason"]
-        )),
-        Ok(_) => None,
+        Ok(r) => match field(&r, &["fast_read"]).map(|f| f.as_bool()) {
+            Ok(Some(true)) => None,
+            Ok(_) => Some(format!(
+                "no hardware counters readable with rdpmc: the perf backend fell back to read() ({})",
+                r.get("fallback_reason").unwrap_or(&Value::Null)
+            )),
+            Err(e) => Some(e),
+        },
     }
 }
 
@@ -95,12 +146,19 @@ fn check() -> Result<(), String> {
 
     let bench = demo_json(&["bench", "--events", "cycles"])?;
     println!("cost of one read, TSC ticks (min / median over batches):");
-    for row in bench["rows"].as_array().into_iter().flatten() {
+    let rows = field(&bench, &["rows"])?
+        .as_array()
+        .ok_or_else(|| format!("`pmu-demo bench`: `rows` is not a list: {bench}"))?;
+    for row in rows {
         println!(
-            "  {:<40} {} / {}",
-            row["path"].as_str().unwrap_or("?"),
-            row["tsc_ticks_min"],
-            row["tsc_ticks_median"]
+            "  {:<40} {} / {}{}",
+            field(row, &["path"])?.as_str().unwrap_or("?"),
+            field(row, &["tsc_ticks_min"])?,
+            field(row, &["tsc_ticks_median"])?,
+            match row.get("unavailable") {
+                Some(Value::String(why)) => format!(" ({why})"),
+                _ => String::new(),
+            }
         );
     }
     // In core cycles: a second, independent `cycles` event (its own group, read with
@@ -128,27 +186,14 @@ fn check() -> Result<(), String> {
 
     let mut exact = true;
     for units in [1u64, 10, 100, 1000, 10000] {
-        let r = measure("loop", units, "instructions")?;
-        let ok = r["derived"]["instructions_exact"] == true;
+        let (ok, line) = loop_line(units, &measure("loop", units, "instructions")?)?;
         exact &= ok;
-        let inst = r["events"]
-            .as_array()
-            .and_then(|e| e.iter().find(|e| e["name"] == "instructions"))
-            .map(|e| e["min"].clone())
-            .unwrap_or(Value::Null);
-        println!(
-            "instructions, loop × {units}: measured {inst}, expected {} → {}",
-            r["expected_instructions"],
-            if ok { "exact" } else { "NOT EXACT" }
-        );
+        println!("{line}");
     }
 
     let lat = measure("fma-latency", 100_000, "cycles,instructions")?;
     let thr = measure("fma-throughput", 100_000, "cycles,instructions")?;
-    println!(
-        "FMA (vfmadd231ps ymm): latency {} cycles per FMA, throughput {} FMAs per cycle (seed 001 on Zen 2: 5.000 and 2.000)",
-        lat["derived"]["cycles_per_unit"], thr["derived"]["units_per_cycle"]
-    );
+    println!("{}", fma_line(&lat, &thr)?);
     if exact {
         Ok(())
     } else {
@@ -170,4 +215,78 @@ pub fn run() -> ExitCode {
             ),
         ])
         .run()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A `measure --json` result of the `loop` kernel, shaped as pmu-demo's
+    /// `KernelReport` serializes (userspace-demo/src/measure_cmd.rs); the arm64 guest
+    /// tests assert on the same fields of real output.
+    fn loop_result(measured: i64, exact: bool) -> Value {
+        json!({
+            "kernel": "loop",
+            "expected_instructions": 2000,
+            "fast_read": true,
+            "fallback_reason": null,
+            "events": [{"name": "cycles", "min": 1010}, {"name": "instructions", "min": measured}],
+            "derived": {"instructions_exact": exact, "cycles_per_unit": 1.01, "units_per_cycle": 0.99},
+        })
+    }
+
+    #[test]
+    fn loop_lines_say_exact_or_not() {
+        assert_eq!(
+            loop_line(1000, &loop_result(2000, true)).unwrap(),
+            (
+                true,
+                "instructions, loop × 1000: measured 2000, expected 2000 → exact".to_string()
+            )
+        );
+        assert_eq!(
+            loop_line(1000, &loop_result(2003, false)).unwrap(),
+            (
+                false,
+                "instructions, loop × 1000: measured 2003, expected 2000 → NOT EXACT".to_string()
+            )
+        );
+    }
+
+    /// A missing field or a null where a number is needed stops the check with the
+    /// field's name: never a `null` printed as a result.
+    #[test]
+    fn missing_or_null_fields_are_errors() {
+        let mut r = loop_result(2000, true);
+        r["derived"]["instructions_exact"] = Value::Null;
+        assert!(loop_line(10, &r)
+            .unwrap_err()
+            .contains("no instruction count for loop × 10"));
+        r["derived"]
+            .as_object_mut()
+            .unwrap()
+            .remove("instructions_exact");
+        assert!(loop_line(10, &r)
+            .unwrap_err()
+            .contains("has no `derived.instructions_exact`"));
+        let mut lat = loop_result(0, true);
+        lat["derived"]["cycles_per_unit"] = Value::Null;
+        assert_eq!(
+            fma_line(&lat, &loop_result(0, true)).unwrap_err(),
+            "`derived.cycles_per_unit` is null, not a number"
+        );
+    }
+
+    /// Seed 001's Zen 2 figures, as pmu-demo derives them, print with three decimals.
+    #[test]
+    fn fma_line_prints_both_figures() {
+        let lat = json!({"derived": {"cycles_per_unit": 5.0}});
+        let thr = json!({"derived": {"units_per_cycle": 2.0}});
+        assert_eq!(
+            fma_line(&lat, &thr).unwrap(),
+            "FMA (vfmadd231ps ymm): latency 5.000 cycles per FMA, throughput 2.000 FMAs per cycle (seed 001 on Zen 2: 5.000 and 2.000)"
+        );
+    }
 }
