@@ -18,7 +18,7 @@ use std::process::{Command, ExitCode};
 
 use serde_json::Value;
 
-use crate::step::{workspace_root, Plan, Step};
+use crate::step::{stdout_of, workspace_root, Plan, Step};
 
 fn demo() -> PathBuf {
     crate::images::target_dir().join("release/pmu-demo")
@@ -26,22 +26,13 @@ fn demo() -> PathBuf {
 
 /// `pmu-demo args… --json`, parsed.
 fn demo_json(args: &[&str]) -> Result<Value, String> {
-    let out = Command::new(demo())
-        .args(args)
-        .arg("--json")
-        .current_dir(workspace_root())
-        .output()
-        .map_err(|e| format!("cannot run pmu-demo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`pmu-demo {} --json` failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("`pmu-demo {}`: bad JSON: {e}", args.join(" ")))
+    let out = stdout_of(
+        Command::new(demo())
+            .args(args)
+            .arg("--json")
+            .current_dir(workspace_root()),
+    )?;
+    serde_json::from_str(&out).map_err(|e| format!("`pmu-demo {}`: bad JSON: {e}", args.join(" ")))
 }
 
 /// `v` at `path` (object keys): an error naming the path if pmu-demo's JSON lacks it
@@ -163,18 +154,8 @@ fn check() -> Result<(), String> {
     }
     // In core cycles: a second, independent `cycles` event (its own group, read with
     // rdpmc) around N and 2N reads, minus an empty loop (pmu-demo bench-guest).
-    let out = Command::new(demo())
-        .args(["bench-guest", "--measuring", "cycles"])
-        .output()
-        .map_err(|e| format!("cannot run pmu-demo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`pmu-demo bench-guest --measuring cycles` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let results = pmu_tests::parse_results(&String::from_utf8_lossy(&out.stdout));
+    let out = stdout_of(Command::new(demo()).args(["bench-guest", "--measuring", "cycles"]))?;
+    let results = pmu_tests::parse_results(&out);
     println!("cost of one read, core cycles (cycle counter, mean over 1000):");
     for r in results.iter().filter(|r| r.scenario == "bench") {
         println!(

@@ -212,20 +212,13 @@ pub fn download_and_extract(
     let _ = fs::remove_dir_all(downloads);
     fs::create_dir_all(downloads).map_err(|e| format!("{}: {e}", downloads.display()))?;
     println!("    apt-get download {}", packages.join(" "));
-    let out = Command::new("apt-get")
-        .args(options)
-        .arg("download")
-        .args(packages)
-        .current_dir(downloads)
-        .output()
-        .map_err(|e| format!("cannot run apt-get: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "apt-get download {} failed: {}",
-            packages.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    crate::step::stdout_of(
+        Command::new("apt-get")
+            .args(options)
+            .arg("download")
+            .args(packages)
+            .current_dir(downloads),
+    )?;
     let debs: Vec<PathBuf> = fs::read_dir(downloads)
         .map_err(|e| format!("{}: {e}", downloads.display()))?
         .flatten()

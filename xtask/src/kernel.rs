@@ -194,26 +194,15 @@ fn bindgen_dir() -> PathBuf {
 
 /// First line of `program args` (stdout), or why it failed.
 fn first_line(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Result<String, String> {
-    let program = program.as_ref();
-    let out = Command::new(program)
-        .args(args)
-        .env("RUSTUP_TOOLCHAIN", TOOLCHAIN)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`{} {}` failed ({}): {}",
-            program.to_string_lossy(),
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_string())
+    Ok(crate::step::stdout_of(
+        Command::new(program)
+            .args(args)
+            .env("RUSTUP_TOOLCHAIN", TOOLCHAIN),
+    )?
+    .lines()
+    .next()
+    .unwrap_or_default()
+    .to_string())
 }
 
 /// Installs the pinned bindgen-cli into the cache unless it is there already.

@@ -77,6 +77,25 @@ pub struct Plan {
     steps: Vec<Step>,
 }
 
+/// Runs `command` and returns its stdout, or why not: it could not start, or it exited
+/// unsuccessfully (the command line, its status and its stderr).
+pub fn stdout_of(command: &mut Command) -> Result<String, String> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    let out = command
+        .output()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if !out.status.success() {
+        let args: Vec<_> = command.get_args().map(|a| a.to_string_lossy()).collect();
+        return Err(format!(
+            "`{program} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// The workspace root (xtask lives one level below it).
 pub fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -159,5 +178,28 @@ impl Plan {
             started.elapsed().as_secs_f64()
         );
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// stdout on success; on failure the command line, the exit status and stderr;
+    /// a program that does not exist says it could not run.
+    #[test]
+    fn stdout_of_a_command() {
+        assert_eq!(
+            stdout_of(Command::new("sh").args(["-c", "echo out; echo err >&2"])).unwrap(),
+            "out\n"
+        );
+        assert_eq!(
+            stdout_of(Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]))
+                .unwrap_err(),
+            "`sh -c echo out; echo err >&2; exit 3` failed (exit status: 3): err"
+        );
+        assert!(stdout_of(&mut Command::new("/nonexistent/program"))
+            .unwrap_err()
+            .starts_with("cannot run /nonexistent/program: "));
     }
 }

@@ -153,19 +153,7 @@ pub fn modinfo(ko: &Path, field: &str) -> Result<String, String> {
 }
 
 fn run_output(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`{program} {}` failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    crate::step::stdout_of(Command::new(program).args(args))
 }
 
 /// The stock module against the workspace's arm64 test kernel (cached).
