@@ -21,7 +21,7 @@ case $arch in
 arm64)
 	prefix=aarch64-linux-gnu-
 	machine=AArch64
-	exports="kmod_eu_arm64_check_user_access kmod_eu_arm64_probe kmod_eu_arm64_apply kmod_eu_arm64_restore kmod_eu_arm64_access_names kmod_eu_arm64_zeroed_names"
+	exports="kmod_eu_arm64_configure kmod_eu_arm64_apply kmod_eu_arm64_restore kmod_eu_arm64_access_names kmod_eu_arm64_grant_words"
 	# V/Q/D/S/H/B registers of FP/AdvSIMD, Z/P registers of SVE.
 	fp_regs='[vqdshbz][0-9]{1,2}|p[0-9]{1,2}'
 	;;
@@ -37,7 +37,10 @@ arm)
 	exit 2
 	;;
 esac
-allowed_undefined="kmod_enable_user_rust_panic"
+# The glue's panic function, and the memory functions every kernel exports to modules
+# (arm64: arch/arm64/lib/memcpy.S, memset.S; arm: arch/arm/kernel/armksyms.c), which
+# the compiler calls for struct copies it does not inline (no SIMD registers here).
+allowed_undefined="kmod_enable_user_rust_panic memcpy memmove memset"
 # Tools: the cross binutils, or the native ones where they are the same architecture.
 tool() {
 	if command -v "$prefix$1" >/dev/null 2>&1; then echo "$prefix$1"; else echo "$1"; fi

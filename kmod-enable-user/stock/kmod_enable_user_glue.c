@@ -6,28 +6,39 @@
  * at all in Linux 6.12).
  *
  * - arm64: the same behaviour, parameters and log lines as the Rust-for-Linux module
- *   (../kmod_enable_user.rs): on every online CPU, and on every CPU that comes online
- *   later (a CPU-hotplug state), zero the counters EL0 is about to read and set
- *   PMUSERENR_EL0 to `user_access` (default EN|CR|ER); `cycle_counter=1` also starts
- *   the cycle counter for EL0. Each CPU's previous state is restored when it goes
- *   offline and on unload. -ENODEV without PMUv3, -EINVAL for a bad `user_access`.
+ *   (../kmod_enable_user_main.rs), whose per-CPU work is this same Rust object: on every
+ *   online CPU, and on every CPU that comes online later (a CPU-hotplug state), zero
+ *   the idle counters, program the `events` (EL0 only) on the highest-numbered event
+ *   counters and the cycle counter, and grant EL0 read access (PMUSERENR_EL0 =
+ *   `user_access`, default CR|ER); write access (EN) only with `el0_programming=1`.
+ *   Counters perf is using are never touched; a CPU whose layout counter perf uses
+ *   gets no grant (-EBUSY at load). After every CPU PM exit (idle, suspend) the grant
+ *   is put back; `regrant` puts it back on request (after perf revoked it). Unload and
+ *   offline release the module's counters and revoke the grant.
+ *   -ENODEV without PMUv3, -EINVAL for a bad parameter.
  * - 32-bit ARM: ARM1176 only (Raspberry Pi 1 / Zero): set SUNAVCR.V (seed 004), read it
  *   back, refuse with -EIO when it did not stick (QEMU's ARM1176 c15 is a dummy that
  *   reads 0), write the previous value back on unload. -ENODEV on any other core.
  *
- * Security: once loaded, any process can read the counters, a timing side channel.
+ * Security: once loaded, any process can read the granted counters, a timing side
+ * channel; with el0_programming=1 it can also program the PMU.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpu.h>
+#include <linux/cpu_pm.h>
 #include <linux/cpuhotplug.h>
 #include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/notifier.h>
+#include <linux/rcupdate.h>
 #include <linux/preempt.h>
 #include <linux/printk.h>
+#include <linux/atomic.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
 
@@ -47,38 +58,87 @@ void __noreturn kmod_enable_user_rust_panic(void)
 
 #if defined(CONFIG_ARM64)
 
-MODULE_DESCRIPTION("Lets user space read the PMU counters directly (arm64: PMUSERENR_EL0); stock-kernel flavour: C glue + Rust object");
+MODULE_DESCRIPTION("Lets user space read the PMU counters directly (arm64: PMUSERENR_EL0, read-only by default); stock-kernel flavour: C glue + Rust object");
 
-static unsigned int user_access = 13;	/* EN | CR | ER */
+static unsigned int user_access = 12;	/* CR | ER: read-only */
 module_param(user_access, uint, 0444);
-MODULE_PARM_DESC(user_access, "PMUSERENR_EL0 bits to set on every CPU: EN=1 (all), SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 13 = EN|CR|ER");
+MODULE_PARM_DESC(user_access, "PMUSERENR_EL0 read bits to grant on every CPU: SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 12 = CR|ER, read-only. Write access (EN=1) only through el0_programming=1");
 
-static bool cycle_counter;
+static bool el0_programming;
+module_param(el0_programming, bool, 0444);
+MODULE_PARM_DESC(el0_programming, "Also let EL0 program the PMU (PMUSERENR_EL0.EN): every process may then count at EL1 (a side channel into the kernel) and stop or reset perf's counters; default 0");
+
+static char *events = "0x8";
+module_param(events, charp, 0444);
+MODULE_PARM_DESC(events, "Events the module counts for EL0 (EL0 only) on the highest-numbered event counters: comma-separated numbers, e.g. 0x8,0x3; default 0x8 (INST_RETIRED); empty for none");
+
+static bool cycle_counter = true;
 module_param(cycle_counter, bool, 0444);
-MODULE_PARM_DESC(cycle_counter, "Also start the cycle counter for EL0 (PMCR_EL0.E and LC, PMCNTENSET_EL0.C, PMCCFILTR_EL0 = EL0 only); default 0");
+MODULE_PARM_DESC(cycle_counter, "Also run the cycle counter for EL0, EL0 only (PMCCFILTR_EL0.P); default 1");
 
-/* PMCNTENSET_EL0.C, the cycle counter's enable bit (for the log). */
-#define CNTEN_C (1ULL << 31)
-/* PMCCFILTR_EL0.P: what the cycle counter filter is set to (EL0 only), for the log. */
-#define PMCCFILTR_P (1ULL << 31)
+/* The settings every CPU gets, checked once at load. */
+static struct kmod_eu_config config;
+/* "<counter>=0x<event> …" (31: the cycle counter): the `layout` parameter. */
+static char layout[KMOD_EU_LAYOUT_SIZE] = "none";
 
-/* One slot per possible CPU number, touched only by that CPU's hotplug callbacks. */
+/* One slot per possible CPU number. */
 static struct kmod_eu_cpu *slots;
 static enum cpuhp_state hp_state;
 /*
- * True while the hotplug state is being installed: a CPU without PMUv3 then fails the
- * load; later it only skips that CPU (failing would block the CPU coming online).
+ * True while the hotplug state is being installed: a CPU that cannot be granted then
+ * fails the load; later it only leaves that CPU without a grant (failing would block
+ * the CPU coming online).
  */
 static bool installing;
+/* Serializes `regrant` writes with unload; `live` while the slots may be used. */
+static DEFINE_MUTEX(state_lock);
+static bool live;
+/* Re-grants after CPU PM exits, and how many of them failed. */
+static atomic_long_t cpu_pm_regrants = ATOMIC_LONG_INIT(0);
+static atomic_long_t cpu_pm_failures = ATOMIC_LONG_INIT(0);
 
 static void apply_on_cpu(void *info)
 {
-	kmod_eu_arm64_apply(info);
+	kmod_eu_arm64_apply(info, &config);
 }
 
 static void restore_on_cpu(void *info)
 {
-	kmod_eu_arm64_restore(info);
+	kmod_eu_arm64_restore(info, &config);
+}
+
+/* The log line for an apply on `cpu` (`why`: online, regrant); its errno. */
+static int report_apply(unsigned int cpu, const struct kmod_eu_cpu *st,
+			const char *why)
+{
+	switch (st->error) {
+	case 0:
+		pr_info("cpu%u: PMUSERENR_EL0 0x%llx -> 0x%llx (%s: %s) [%s]; counters for EL0: %s, started 0x%llx, kept running 0x%llx; idle counters zeroed 0x%llx\n",
+			cpu, st->found_userenr, st->new_userenr,
+			kmod_eu_arm64_access_names(st->new_userenr),
+			kmod_eu_arm64_grant_words(st->new_userenr), why, layout,
+			st->owned & ~st->kept, st->kept, st->zeroed);
+		break;
+	case -EBUSY:
+		pr_err("cpu%u: counter %u is in use by another owner (perf; its config 0x%llx): no grant on this CPU [%s]\n",
+		       cpu, st->error_detail, st->busy_config, why);
+		break;
+	case -EOPNOTSUPP:
+		pr_err("cpu%u: event 0x%x is not implemented by this CPU (PMCEID0/1_EL0): no grant on this CPU [%s]\n",
+		       cpu, st->error_detail, why);
+		break;
+	case -ENODEV:
+		if (st->error_detail)
+			pr_err("cpu%u: %u event counters (PMCR_EL0.N), the layout needs %u: no grant on this CPU [%s]\n",
+			       cpu, st->error_detail, config.event_counters, why);
+		else
+			pr_err("cpu%u: no PMUv3 (ID_AA64DFR0_EL1.PMUVer=0x%x): no grant on this CPU [%s]\n",
+			       cpu, st->pmuver, why);
+		break;
+	default:
+		pr_err("cpu%u: grant failed (%pe) [%s]\n", cpu, ERR_PTR(st->error), why);
+	}
+	return st->error;
 }
 
 static int kmod_eu_cpu_online(unsigned int cpu)
@@ -89,41 +149,26 @@ static int kmod_eu_cpu_online(unsigned int cpu)
 	if (!slots || cpu >= nr_cpu_ids)
 		return 0;
 	st = &slots[cpu];
-	*st = (struct kmod_eu_cpu){
-		.user_access = user_access,
-		.cycle_counter = cycle_counter,
-	};
+	/* A fresh grant: what this CPU holds now is what the restore goes back to. */
+	*st = (struct kmod_eu_cpu){};
 	/* On this CPU (the callback runs there), with interrupts off. */
 	ret = smp_call_function_single(cpu, apply_on_cpu, st, 1);
 	if (ret) {
 		pr_err("cpu%u: cannot run on the CPU (%pe)\n", cpu, ERR_PTR(ret));
 		return ret;
 	}
-	if (!st->applied) {
-		if (READ_ONCE(installing)) {
-			pr_err("cpu%u: no PMUv3 (ID_AA64DFR0_EL1.PMUVer=0x%x): refusing to load\n",
-			       cpu, st->pmuver);
-			return -ENODEV;
-		}
-		pr_warn("cpu%u: came online without PMUv3 (ID_AA64DFR0_EL1.PMUVer=0x%x): left unchanged\n",
-			cpu, st->pmuver);
-		return 0;
+	ret = report_apply(cpu, st, "online");
+	if (ret && READ_ONCE(installing)) {
+		pr_err("cpu%u: refusing to load\n", cpu);
+		return ret;
 	}
-	pr_info("cpu%u: PMUSERENR_EL0 0x%llx -> 0x%llx (%s), zeroed %s\n", cpu,
-		st->old_userenr, st->new_userenr,
-		kmod_eu_arm64_access_names(st->new_userenr),
-		kmod_eu_arm64_zeroed_names(st->zeroed));
-	if (st->cycle_counter)
-		pr_info("cpu%u: cycle counter on: PMCR_EL0 0x%llx -> 0x%llx (E, LC), PMCNTENSET_EL0.C %u -> 1, PMCCFILTR_EL0 0x%llx -> 0x%llx (EL0 only)\n",
-			cpu, st->old_pmcr, st->new_pmcr,
-			(st->old_cntenset & CNTEN_C) ? 1 : 0, st->old_ccfiltr,
-			PMCCFILTR_P);
 	return 0;
 }
 
 static int kmod_eu_cpu_offline(unsigned int cpu)
 {
 	struct kmod_eu_cpu *st;
+	u64 granted;
 	int ret;
 
 	if (!slots || cpu >= nr_cpu_ids)
@@ -131,71 +176,188 @@ static int kmod_eu_cpu_offline(unsigned int cpu)
 	st = &slots[cpu];
 	if (!st->applied)
 		return 0;
+	granted = st->new_userenr;
 	ret = smp_call_function_single(cpu, restore_on_cpu, st, 1);
 	if (ret) {
 		pr_err("cpu%u: cannot run on the CPU to restore it (%pe)\n", cpu,
 		       ERR_PTR(ret));
 		return 0;
 	}
-	pr_info("cpu%u: PMUSERENR_EL0 0x%llx -> 0x%llx (%s) restored%s\n", cpu,
-		st->found_userenr, st->old_userenr,
-		kmod_eu_arm64_access_names(st->old_userenr),
-		st->found_userenr != st->new_userenr ?
-			" (perf had already changed it)" : "");
-	if (st->cycle_counter)
-		pr_info("cpu%u: cycle counter settings restored (PMCR_EL0.E/LC, PMCNTENSET_EL0.C, PMCCFILTR_EL0 0x%llx)\n",
-			cpu, st->old_ccfiltr);
+	pr_info("cpu%u: PMUSERENR_EL0 0x%llx -> 0x%llx (%s)%s; counters released 0x%llx, left to perf 0x%llx\n",
+		cpu, st->found_userenr, st->new_userenr,
+		kmod_eu_arm64_access_names(st->new_userenr),
+		st->found_userenr != granted ? " (perf had rewritten it: left as perf wrote it)" : "",
+		st->released, st->taken);
 	return 0;
 }
 
+/*
+ * CPU PM: after a CPU power-down (cpu_do_resume resets PMUSERENR_EL0) and after every
+ * CPU_PM_EXIT (arm_pmu's cpu_pm_pmu_notify resets the PMU: armv8pmu_reset), put the
+ * grant back. Runs on the CPU itself with interrupts off, after arm_pmu's notifier
+ * (priority -1 < arm_pmu's 0: the chain runs higher priorities first).
+ */
+static int kmod_eu_cpu_pm(struct notifier_block *nb, unsigned long action, void *data)
+{
+	unsigned int cpu = smp_processor_id();
+	struct kmod_eu_cpu *st;
+
+	if (action != CPU_PM_EXIT && action != CPU_PM_ENTER_FAILED)
+		return NOTIFY_OK;
+	st = READ_ONCE(slots);
+	if (!st || cpu >= nr_cpu_ids || !st[cpu].applied)
+		return NOTIFY_OK;
+	kmod_eu_arm64_apply(&st[cpu], &config);
+	atomic_long_inc(&cpu_pm_regrants);
+	if (st[cpu].error) {
+		atomic_long_inc(&cpu_pm_failures);
+		pr_warn_ratelimited("cpu%u: grant not restored after CPU PM exit (%pe): EL0 access stays off on this CPU\n",
+				    cpu, ERR_PTR(st[cpu].error));
+	}
+	return NOTIFY_OK;
+}
+
+static struct notifier_block kmod_eu_cpu_pm_nb = {
+	.notifier_call = kmod_eu_cpu_pm,
+	.priority = -1,
+};
+
+/* `layout`: read-only, what user space reads to find the module's counters. */
+static int layout_get(char *buffer, const struct kernel_param *kp)
+{
+	return scnprintf(buffer, PAGE_SIZE, "%s\n", layout);
+}
+
+static int read_only_set(const char *val, const struct kernel_param *kp)
+{
+	return -EPERM;
+}
+
+static const struct kernel_param_ops layout_ops = {
+	.set = read_only_set,
+	.get = layout_get,
+};
+module_param_cb(layout, &layout_ops, NULL, 0444);
+MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for EL0, as <counter>=<event> pairs (31 = PMCCNTR_EL0), e.g. 5=0x8 31=0x11");
+
+/* `cpu_pm_regrants`: read-only, how often the grant was put back after CPU PM. */
+static int cpu_pm_regrants_get(char *buffer, const struct kernel_param *kp)
+{
+	return scnprintf(buffer, PAGE_SIZE, "%ld %ld\n",
+			 atomic_long_read(&cpu_pm_regrants),
+			 atomic_long_read(&cpu_pm_failures));
+}
+
+static const struct kernel_param_ops cpu_pm_regrants_ops = {
+	.set = read_only_set,
+	.get = cpu_pm_regrants_get,
+};
+module_param_cb(cpu_pm_regrants, &cpu_pm_regrants_ops, NULL, 0444);
+MODULE_PARM_DESC(cpu_pm_regrants, "Read-only: grants put back after CPU PM exits, and how many of those failed");
+
+/*
+ * `regrant` (write-only, root): put the grant back on every online CPU, after perf's
+ * armv8pmu_start() wrote PMUSERENR_EL0 = 0 there. -EBUSY when a CPU's layout counter
+ * is perf's now.
+ */
+static int regrant_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int cpu;
+	int ret = 0;
+
+	mutex_lock(&state_lock);
+	if (!live) {
+		mutex_unlock(&state_lock);
+		return -ENODEV;
+	}
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		struct kmod_eu_cpu *st = &slots[cpu];
+		int err = smp_call_function_single(cpu, apply_on_cpu, st, 1);
+
+		if (!err)
+			err = report_apply(cpu, st, "regrant");
+		if (err && !ret)
+			ret = err;
+	}
+	cpus_read_unlock();
+	mutex_unlock(&state_lock);
+	return ret;
+}
+
+static const struct kernel_param_ops regrant_ops = {
+	.set = regrant_set,
+};
+module_param_cb(regrant, &regrant_ops, NULL, 0200);
+MODULE_PARM_DESC(regrant, "Write-only (root): write 1 to put the grant back on every online CPU (after perf revoked it)");
+
 static int __init kmod_enable_user_init(void)
 {
-	u8 pmuver = 0;
-	u32 counters = 0;
+	const char *why;
 	int ret;
 
-	if (kmod_eu_arm64_check_user_access(user_access)) {
-		pr_err("user_access=0x%x: must be a non-empty subset of EN=1|SW=2|CR=4|ER=8\n",
-		       user_access);
-		return -EINVAL;
-	}
 	/* This CPU's ID register and PMCR_EL0.N (no PMU state is changed), on one CPU. */
 	preempt_disable();
-	ret = kmod_eu_arm64_probe(&pmuver, &counters);
+	ret = kmod_eu_arm64_configure(&config, user_access, el0_programming, events,
+				      cycle_counter, layout, sizeof(layout), &why);
 	preempt_enable();
 	if (ret) {
-		pr_err("no PMUv3 on this CPU (ID_AA64DFR0_EL1.PMUVer=0x%x): refusing to load\n",
-		       pmuver);
-		return -ENODEV;
+		pr_err("%s (PMUVer=0x%x): refusing to load\n", why, config.pmuver);
+		return ret;
 	}
 	slots = kcalloc(nr_cpu_ids, sizeof(*slots), GFP_KERNEL);
 	if (!slots)
 		return -ENOMEM;
+	/* Before the grants: an idle exit right after a CPU's grant must find it. */
+	ret = cpu_pm_register_notifier(&kmod_eu_cpu_pm_nb);
+	if (ret)
+		goto free_slots;
 	WRITE_ONCE(installing, true);
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "perf/kmod_enable_user:online",
 				kmod_eu_cpu_online, kmod_eu_cpu_offline);
 	WRITE_ONCE(installing, false);
-	if (ret < 0) {
-		kfree(slots);
-		slots = NULL;
-		return ret;
-	}
+	if (ret < 0)
+		goto unregister;
 	/* For CPUHP_AP_ONLINE_DYN the positive return value is the allocated state. */
 	hp_state = ret;
-	pr_info("loaded: EL0 may now use the PMU on every online CPU and on CPUs that come online later (PMUSERENR_EL0 = %s, PMUVer=0x%x, %u event counters, cycle_counter=%u)\n",
-		kmod_eu_arm64_access_names(user_access), pmuver, counters,
-		cycle_counter ? 1 : 0);
-	pr_warn("any process can now read the PMU counters (a timing side channel)\n");
+	mutex_lock(&state_lock);
+	live = true;
+	mutex_unlock(&state_lock);
+	pr_info("loaded: PMUSERENR_EL0 = %s (%s) on every online CPU and on CPUs that come online later (PMUVer=0x%x, %u event counters); counting for EL0 only: %s (parameters/layout)\n",
+		kmod_eu_arm64_access_names(user_access | (el0_programming ? 1 : 0)),
+		kmod_eu_arm64_grant_words(user_access | (el0_programming ? 1 : 0)),
+		config.pmuver, config.event_counters, layout);
+	if (el0_programming)
+		pr_warn("el0_programming=1: every process may now program the PMU: count at EL1 (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");
+	else
+		pr_warn("every process may now read the counters listed in the layout (EL0 events only; a timing side channel)\n");
 	return 0;
+
+unregister:
+	cpu_pm_unregister_notifier(&kmod_eu_cpu_pm_nb);
+	synchronize_rcu();
+free_slots:
+	kfree(slots);
+	slots = NULL;
+	return ret;
 }
 
 static void __exit kmod_enable_user_exit(void)
 {
+	mutex_lock(&state_lock);
+	live = false;
+	mutex_unlock(&state_lock);
+	/*
+	 * No CPU PM re-grant may follow a CPU's restore: unregister first, and wait for
+	 * notifiers already running (with interrupts off, an RCU read-side section).
+	 */
+	cpu_pm_unregister_notifier(&kmod_eu_cpu_pm_nb);
+	synchronize_rcu();
 	/* Runs kmod_eu_cpu_offline on every online CPU before the state is freed. */
 	cpuhp_remove_state(hp_state);
 	kfree(slots);
 	slots = NULL;
-	pr_info("unloaded: EL0 access revoked, every online CPU's previous PMU state restored\n");
+	pr_info("unloaded: EL0 access revoked, the module's counters released on every online CPU\n");
 }
 
 #elif defined(CONFIG_ARM)

@@ -15,30 +15,52 @@
 void __noreturn kmod_enable_user_rust_panic(void);
 
 #ifdef CONFIG_ARM64
-/* One CPU's PMU state before and after the grant (Rust: arm64::KmodEuCpu). */
-struct kmod_eu_cpu {
-	u64 user_access;	/* in: PMUSERENR_EL0 bits to grant */
-	u64 old_userenr;
-	u64 new_userenr;
-	u64 zeroed;		/* PMCR_EL0 reset bits written: P (1 << 1), C (1 << 2) */
-	u64 old_pmcr;
-	u64 new_pmcr;
-	u64 old_cntenset;
-	u64 old_ccfiltr;
-	u64 found_userenr;	/* PMUSERENR_EL0 at restore time */
-	bool cycle_counter;	/* in */
-	bool applied;
-	u8 pmuver;		/* ID_AA64DFR0_EL1.PMUVer */
-};
-static_assert(sizeof(struct kmod_eu_cpu) == 80);
-static_assert(offsetof(struct kmod_eu_cpu, cycle_counter) == 72);
+#define KMOD_EU_MAX_EVENTS 6
+/* The longest `layout` text (pmu_armv8::user_enable::LAYOUT_TEXT_MAX) plus the NUL. */
+#define KMOD_EU_LAYOUT_SIZE 71
 
-int kmod_eu_arm64_check_user_access(u32 user_access);
-int kmod_eu_arm64_probe(u8 *pmuver, u32 *event_counters);
-void kmod_eu_arm64_apply(struct kmod_eu_cpu *st);
-void kmod_eu_arm64_restore(struct kmod_eu_cpu *st);
+/* The module-wide settings, checked at load (Rust: arm64::KmodEuConfig). */
+struct kmod_eu_config {
+	u32 user_access;
+	u16 events[KMOD_EU_MAX_EVENTS];
+	u8 n_events;
+	u8 event_counters;	/* PMCR_EL0.N of the loading CPU */
+	bool cycle_counter;
+	bool el0_programming;
+	u8 pmuver;
+	u8 reserved[3];
+};
+static_assert(sizeof(struct kmod_eu_config) == 24);
+
+/* One CPU's grant (Rust: arm64::KmodEuCpu). */
+struct kmod_eu_cpu {
+	u64 old_userenr;	/* PMUSERENR_EL0 before the first grant */
+	u64 found_userenr;	/* found by the last apply or restore */
+	u64 new_userenr;	/* written by the last apply or restore */
+	u64 owned;		/* PMCNTENSET_EL0 bits of the module's counters */
+	u64 zeroed;		/* idle counters the last apply zeroed */
+	u64 kept;		/* module counters found running and kept (re-grant) */
+	u64 released;		/* counters the restore disabled and zeroed */
+	u64 taken;		/* module counters perf reprogrammed: left to perf */
+	u64 busy_config;	/* -EBUSY: the config register of the counter in use */
+	s32 error;		/* 0 or -ENODEV, -EBUSY, -EOPNOTSUPP */
+	u32 error_detail;	/* the counter, the event, or PMCR_EL0.N */
+	bool applied;
+	bool enabled_pmu;	/* the module turned PMCR_EL0.E on */
+	u8 pmuver;
+	u8 reserved[5];
+};
+static_assert(sizeof(struct kmod_eu_cpu) == 88);
+static_assert(offsetof(struct kmod_eu_cpu, applied) == 80);
+
+int kmod_eu_arm64_configure(struct kmod_eu_config *cfg, u32 user_access,
+			    bool el0_programming, const char *events,
+			    bool cycle_counter, char *layout, size_t layout_size,
+			    const char **why);
+void kmod_eu_arm64_apply(struct kmod_eu_cpu *st, const struct kmod_eu_config *cfg);
+void kmod_eu_arm64_restore(struct kmod_eu_cpu *st, const struct kmod_eu_config *cfg);
 const char *kmod_eu_arm64_access_names(u64 bits);
-const char *kmod_eu_arm64_zeroed_names(u64 zeroed);
+const char *kmod_eu_arm64_grant_words(u64 bits);
 #endif
 
 #ifdef CONFIG_ARM

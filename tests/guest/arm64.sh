@@ -10,16 +10,46 @@ hazards_lean() {
 	result "$1" status=$status
 }
 
-# Direct access off before loading, on after (every CPU, and a CPU that came back
-# online), off again after unloading; the cycle-counter option; then the perf backend
-# with and without kernel.perf_user_access.
+# el0-probe on CPU $2 (tests/guest/el0_probe.rs): what the grant lets EL0 do.
+# usage: probe TAG CPU MODE [N]
+probe() {
+	tag=$1
+	cpu=$2
+	shift 2
+	out=$(taskset -c "$cpu" el0-probe "$@" 2>/dev/null)
+	status=$?
+	result probe tag=$tag cpu=$cpu mode=$1 status=$status $out
+}
+
+# Direct access off before loading; the default grant (read-only: the module's own
+# counters readable, every write traps) on every CPU; off again after unloading; the
+# write opt-in (el0_programming=1) with the direct backend programming the PMU itself,
+# on every CPU and a CPU that came back online; the cycle counter alone; bad
+# parameters; then the perf backend with and without kernel.perf_user_access.
 scenario_access() {
 	boot_line
 	demo before-cpu0 0 direct
 	demo before-cpu1 1 direct
+	probe before 0 cycles
 
 	load default
 	klog
+	result layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout) user_access=$(cat /sys/module/$NAME/parameters/user_access)
+	for c in 0 1; do
+		probe default-read-$c $c read 5
+		probe default-cycles-$c $c cycles
+		probe default-write-pmcr-$c $c write-pmcr
+		probe default-write-type-$c $c write-type 5
+	done
+	unload default
+	klog
+	probe after-default-read 0 read 5
+	probe after-default-cycles 0 cycles
+
+	load programming el0_programming=1
+	klog
+	probe programming-write-pmcr 0 write-pmcr
+	probe programming-write-type 0 write-type 0
 	demo loaded-cpu0 0 direct
 	demo loaded-cpu1 1 direct
 	# Forced hazards, with the overflow one on a direct counter preset below its wrap.
@@ -36,18 +66,23 @@ scenario_access() {
 	klog
 	demo hotplugged-cpu1 1 direct
 
-	unload default
+	unload programming
 	klog
 	demo after-cpu0 0 direct
 	demo after-cpu1 1 direct
 
-	load cycle-counter user_access=4 cycle_counter=1
-	result params user_access=$(cat /sys/module/$NAME/parameters/user_access) cycle_counter=$(cat /sys/module/$NAME/parameters/cycle_counter)
+	load cycle-counter user_access=4 events=
+	result params user_access=$(cat /sys/module/$NAME/parameters/user_access) cycle_counter=$(cat /sys/module/$NAME/parameters/cycle_counter) layout=$(cat /sys/module/$NAME/parameters/layout)
+	probe cycle-counter-cycles 0 cycles
+	probe cycle-counter-read 0 read 5
 	klog
 	unload cycle-counter
 	klog
 
 	load bad-bits user_access=16
+	load en-without-opt-in user_access=13
+	load nothing user_access=0
+	load bad-events events=0x8,zz
 	klog
 
 	sysctl -w kernel.perf_user_access=1 >/dev/null
@@ -64,12 +99,76 @@ scenario_access() {
 	finish
 }
 
+# The module next to perf and after idle (booted with PSCI idle states in the device
+# tree): a perf session keeps exact counts across loads and unloads; the grant survives
+# CPU PM exits (arm_pmu resets the PMU on each); perf revokes it and `regrant` puts it
+# back; a CPU offline at unload keeps no grant.
+scenario_grant() {
+	boot_line
+	result cpuidle driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) state1=$(cat /sys/devices/system/cpu/cpu0/cpuidle/state1/name 2>/dev/null) usage_before=$(cat /sys/devices/system/cpu/cpu0/cpuidle/state1/usage 2>/dev/null)
+
+	# perf counts 1000 iterations of the loop on CPU 0 (one-instruction reads) while
+	# the module is loaded and unloaded three times.
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	pmu-demo measure --backend perf --cpu 0 --kernel loop --units 1000 \
+		--events instructions --runs 400000 --warmup 2 --json \
+		>/tmp/across.out 2>/tmp/across.err &
+	reader=$!
+	sleep 0.2
+	running=0
+	for i in 1 2 3; do
+		load across-$i
+		unload across-$i
+		kill -0 $reader 2>/dev/null && running=$((running + 1))
+	done
+	wait $reader
+	status=$?
+	echo "JSON perf-across $(tr -d '\n' </tmp/across.out)"
+	sed 's/^/STDERR perf-across /' /tmp/across.err | head -n 5
+	result perf-across status=$status running=$running
+	sysctl -w kernel.perf_user_access=0 >/dev/null
+	klog
+
+	load default
+	klog
+	# Let the CPUs idle (every idle entry resets the PMU on CPU_PM_EXIT), then read.
+	sleep 1
+	probe idle-read-0 0 read 5
+	probe idle-cycles-1 1 cycles
+	result cpu_pm regrants=$(cut -d' ' -f1 /sys/module/$NAME/parameters/cpu_pm_regrants) failures=$(cut -d' ' -f2 /sys/module/$NAME/parameters/cpu_pm_regrants) usage_after=$(cat /sys/devices/system/cpu/cpu0/cpuidle/state1/usage 2>/dev/null)
+
+	# perf on CPU 0 (read() path): armv8pmu_start() writes PMUSERENR_EL0 = 0 there.
+	demo perf-on-cpu0 0 perf
+	probe revoked-read-0 0 read 5
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	result regrant rc=$?
+	klog
+	probe regranted-read-0 0 read 5
+
+	# Unload with CPU 1 offline: its grant went with it, and it comes back without one.
+	echo 0 >/sys/devices/system/cpu/cpu1/online
+	unload default
+	echo 1 >/sys/devices/system/cpu/cpu1/online
+	klog
+	probe after-offline-unload-1 1 read 5
+	probe after-unload-0 0 read 5
+	finish
+}
+
+# A CPU without a PMU (QEMU -cpu max,pmu=off): the module refuses to load.
+scenario_nopmu() {
+	boot_line
+	load nopmu
+	klog
+	finish
+}
+
 # 50 load/unload cycles on 4 CPUs, loading twice, unloading while pmu-demo reads.
 scenario_stress() {
 	boot_line
 	stress_cycles 50
 
-	load while-reading
+	load while-reading el0_programming=1
 	pmu-demo measure --backend direct --cpu 1 --kernel loop --units 100000 \
 		--events instructions,cycles --runs 5000 --warmup 2 --json \
 		>/tmp/reader.out 2>/tmp/reader.err &
@@ -105,7 +204,7 @@ scenario_bench() {
 		result bench-run tag="$tag" status=$?
 		sed "s/^/STDERR $tag /" "/tmp/$tag.err"
 	done
-	load bench
+	load bench el0_programming=1
 	pmu-demo bench-guest --direct 2>/tmp/bench.err
 	result bench-run tag=direct status=$?
 	sed 's/^/STDERR direct /' /tmp/bench.err
@@ -120,7 +219,7 @@ scenario_raspi() {
 	boot_line
 	result board model=$(tr -d '\0' </proc/device-tree/model | tr ' ' '_')
 	demo before-cpu0 0 direct
-	load default
+	load default el0_programming=1
 	klog
 	demo loaded-cpu0 0 direct
 	demo loaded-cpu3 3 direct
@@ -138,6 +237,8 @@ main() {
 	raspi) scenario_raspi ;;
 	bench) scenario_bench ;;
 	access) scenario_access ;;
+	grant) scenario_grant ;;
+	nopmu) scenario_nopmu ;;
 	stress) scenario_stress ;;
 	*)
 		result error unknown_scenario=${scenario:-none}

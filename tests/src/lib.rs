@@ -197,6 +197,81 @@ pub fn arm64_kernel_args(
     args
 }
 
+/// The PSCI idle state the arm64 idle scenario gives every CPU: a power-down state
+/// (`arm,psci-suspend-param` 0x10000: StateType = 1, state id 0, the original PSCI
+/// power_state format; PSCI spec DEN0022, 5.4.2), so Linux's cpuidle-psci enters it
+/// between cpu_pm_enter() and cpu_pm_exit() (drivers/cpuidle/cpuidle-psci.c,
+/// include/linux/cpuidle.h `CPU_PM_CPU_IDLE_ENTER_PARAM`). QEMU implements CPU_SUSPEND as
+/// WFI and returns (target/arm/psci.c); the CPU PM notifiers run all the same, and with
+/// them arm_pmu's CPU_PM_EXIT reset of the PMU.
+pub const IDLE_STATES_DTS: &str = "\tidle-states {\n\t\tentry-method = \"psci\";\n\t\tcpu_sleep: cpu-sleep {\n\t\t\tcompatible = \"arm,idle-state\";\n\t\t\tarm,psci-suspend-param = <0x10000>;\n\t\t\tentry-latency-us = <10>;\n\t\t\texit-latency-us = <10>;\n\t\t\tmin-residency-us = <20>;\n\t\t};\n\t};\n";
+
+/// `dts` (QEMU's device tree as `dtc -O dts` prints it) with [`IDLE_STATES_DTS`] under
+/// `/cpus` and `cpu-idle-states` in every `cpu@N` node; `None` when the text has no
+/// `cpus` node or no CPU.
+pub fn add_idle_states(dts: &str) -> Option<String> {
+    let mut out = String::with_capacity(dts.len() + 512);
+    let mut in_cpus = false;
+    let mut cpus = 0;
+    let mut added = false;
+    for line in dts.lines() {
+        let trimmed = line.trim();
+        if trimmed == "cpus {" {
+            in_cpus = true;
+            out.push_str(line);
+            out.push('\n');
+            out.push_str(IDLE_STATES_DTS);
+            added = true;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+        if in_cpus && trimmed.starts_with("cpu@") && trimmed.ends_with('{') {
+            out.push_str("\t\t\tcpu-idle-states = <&cpu_sleep>;\n");
+            cpus += 1;
+        }
+        if in_cpus && line.starts_with("\t};") {
+            in_cpus = false;
+        }
+    }
+    (added && cpus > 0).then_some(out)
+}
+
+/// QEMU's `-M virt` device tree for `args` (the same machine, CPU and `-smp`), with PSCI
+/// idle states added ([`add_idle_states`]), compiled with `dtc` into `target/`; the
+/// path, for `-dtb`. Panics with the failing step (a test helper).
+pub fn arm64_idle_dtb(args: &[String], name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/dtb");
+    std::fs::create_dir_all(&dir).unwrap();
+    let raw = dir.join(format!("{name}-qemu.dtb"));
+    let patched = dir.join(format!("{name}-idle.dtb"));
+    let mut dump: Vec<String> = args.to_vec();
+    dump.push("-machine".into());
+    dump.push(format!("dumpdtb={}", raw.display()));
+    let out = Command::new(QEMU_AARCH64).args(&dump).output().unwrap();
+    assert!(out.status.success() && raw.is_file(), "dumpdtb: {out:?}");
+    let dts = Command::new("dtc")
+        .args(["-q", "-I", "dtb", "-O", "dts"])
+        .arg(&raw)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("dtc (Debian's device-tree-compiler; `cargo xtask setup` installs it): {e}")
+        });
+    assert!(dts.status.success(), "dtc -O dts: {dts:?}");
+    let text = add_idle_states(&String::from_utf8_lossy(&dts.stdout))
+        .unwrap_or_else(|| panic!("QEMU's device tree has no cpus/cpu@N nodes"));
+    let src = dir.join(format!("{name}-idle.dts"));
+    std::fs::write(&src, text).unwrap();
+    let dtb = Command::new("dtc")
+        .args(["-q", "-I", "dts", "-O", "dtb", "-o"])
+        .arg(&patched)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(dtb.status.success(), "dtc -O dtb: {dtb:?}");
+    patched
+}
+
 /// QEMU for an emulated Raspberry Pi board (`raspi3b`, `raspi0`, `raspi1ap`): the board's
 /// own device tree `dtb`, its RAM size and CPUs (QEMU fixes both per board), the PL011
 /// UART (`ttyAMA0`) on stdio. The boards have no PSCI: the kernel's power-off goes

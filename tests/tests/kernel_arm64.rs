@@ -6,7 +6,7 @@
 //!
 //! Every scenario runs twice, once per flavour of the module (`flavour=` on the kernel
 //! command line picks the file, tests/guest/common.sh): the Rust-for-Linux module
-//! (kmod-enable-user/kmod_enable_user.rs) and the stock-kernel one (kmod-enable-user/stock:
+//! (kmod-enable-user/kmod_enable_user_main.rs) and the stock-kernel one (kmod-enable-user/stock:
 //! C glue + pmu-armv8 as a no_std object). They are alternatives with one name, one set
 //! of parameters and the same log lines, so the same assertions cover both.
 //!
@@ -112,9 +112,38 @@ impl Exact for Demo {
     }
 }
 
-/// Before `insmod`: not enabled; after: exact counts on every CPU (and a CPU that came
-/// back online); after `rmmod`: not enabled on every CPU; the module's log per CPU; the
-/// cycle-counter option; a bad parameter; the perf backend with and without
+/// What `el0-probe` (tests/guest/el0_probe.rs) reported for `tag`: its exit status (0,
+/// or 132 = SIGILL: the access trapped, Arm ARM EC 0x18) and, for reads, the delta over
+/// its block of 10000 EL0 instructions.
+fn probe(run: &QemuRun, tag: &str) -> (i128, Option<i128>) {
+    let line = run.find("probe", "tag", tag);
+    let delta = line.raw.contains("delta=").then(|| line.int("delta"));
+    (line.int("status"), delta)
+}
+
+/// SIGILL as the guest shell reports it: 128 + 4.
+const TRAPPED: i128 = 132;
+
+/// The read-only default on the QEMU CPU: INST_RETIRED (EL0 only) on the top event
+/// counter (PMCR_EL0.N = 6: PMEVCNTR5_EL0) and the cycle counter. The probe's block is
+/// 10000 instructions; the counter sees them plus the few between its two reads
+/// (`mrs`, `isb` and the loop set-up), the cycle counter the same under -icount.
+fn assert_reads_advance(run: &QemuRun, tag: &str) {
+    let (status, delta) = probe(run, tag);
+    assert_eq!(status, 0, "{tag}: {}", run.find("probe", "tag", tag).raw);
+    let delta = delta.unwrap();
+    assert!(
+        (10_000..10_050).contains(&delta),
+        "{tag}: delta {delta} (10000 instructions at EL0)"
+    );
+}
+
+/// Before `insmod`: not enabled. The default grant, read-only (PMUSERENR_EL0 = CR|ER,
+/// what Linux's `armv8pmu_enable_user_access` grants): the module's counters (layout
+/// `5=0x8 31=0x11`) readable and advancing at EL0 on every CPU, every write trapping;
+/// after `rmmod` nothing readable. The write opt-in (`el0_programming=1`): the direct
+/// backend programs the PMU, exact counts on every CPU (and a CPU that came back
+/// online). The cycle counter alone; bad parameters; the perf backend with and without
 /// `kernel.perf_user_access`.
 fn access(cpu: &str, flavour: Flavour) {
     let run = boot(cpu, 2, "access", flavour);
@@ -124,16 +153,60 @@ fn access(cpu: &str, flavour: Flavour) {
     for tag in ["before-cpu0", "before-cpu1"] {
         demo(&run, tag).assert_not_enabled(&run);
     }
+    assert_eq!(probe(&run, "before").0, TRAPPED);
 
     let load = run.find("insmod", "tag", "default");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    run.assert_klog(
+        "kmod_enable_user: loaded: PMUSERENR_EL0 = CR|ER (read-only) on every online CPU",
+    );
+    for c in 0..2 {
+        // Nothing was enabled before: every counter zeroed, the layout started.
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0xc (CR|ER: read-only) [online]; counters for EL0: 5=0x8 31=0x11, started 0x80000020, kept running 0x0; idle counters zeroed 0x8000003f"
+        ));
+    }
+    let layout = &run.scenario("layout")[0];
+    assert_eq!(layout.get("text"), "5=0x8,31=0x11", "{}", layout.raw);
+    assert_eq!(layout.int("user_access"), 12, "{}", layout.raw);
+    for c in 0..2 {
+        assert_reads_advance(&run, &format!("default-read-{c}"));
+        assert_reads_advance(&run, &format!("default-cycles-{c}"));
+        for write in ["write-pmcr", "write-type"] {
+            assert_eq!(
+                probe(&run, &format!("default-{write}-{c}")).0,
+                TRAPPED,
+                "EL0 may not program the PMU under the default grant"
+            );
+        }
+    }
+    let unload = run.find("rmmod", "tag", "default");
+    assert_eq!(
+        (unload.int("rc"), unload.int("loaded"), unload.int("states")),
+        (0, 0, 0),
+        "{}",
+        unload.raw
+    );
     for c in 0..2 {
         run.assert_klog(&format!(
-                "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER), zeroed event and cycle counters"
-            ),
-        );
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0xc -> 0x0 (none); counters released 0x80000020, left to perf 0x0"
+        ));
     }
-    run.assert_klog("kmod_enable_user: loaded: EL0 may now use the PMU");
+    run.assert_klog("kmod_enable_user: unloaded: EL0 access revoked");
+    assert_eq!(probe(&run, "after-default-read").0, TRAPPED);
+    assert_eq!(probe(&run, "after-default-cycles").0, TRAPPED);
+
+    // The write opt-in: EN, loudly.
+    let load = run.find("insmod", "tag", "programming");
+    assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    run.assert_klog("kmod_enable_user: el0_programming=1: every process may now program the PMU");
+    assert_eq!(probe(&run, "programming-write-pmcr").0, 0);
+    assert_eq!(probe(&run, "programming-write-type").0, 0);
+    for c in 0..2 {
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER: read and program (EN)) [online]"
+        ));
+    }
     for tag in ["loaded-cpu0", "loaded-cpu1"] {
         let d = demo(&run, tag);
         d.assert_exact_instructions(&run);
@@ -141,7 +214,7 @@ fn access(cpu: &str, flavour: Flavour) {
         assert_eq!(d.json(&run)["backend"], "direct");
     }
 
-    // CPU hotplug: cpu1 restored when it goes offline, enabled again when it comes back.
+    // CPU hotplug: cpu1 restored when it goes offline, granted again when it comes back.
     let hotplug = &run.scenario("hotplug")[0];
     assert_eq!(
         (
@@ -157,63 +230,68 @@ fn access(cpu: &str, flavour: Flavour) {
         run.klog("kmod_enable_user: cpu1: PMUSERENR_EL0 0x0 -> 0xd")
             .len(),
         2,
-        "cpu1 enabled at load and again when it came back online\n{}",
+        "cpu1 granted at load and again when it came back online\n{}",
         run.stdout
     );
     demo(&run, "hotplugged-cpu1").assert_exact_instructions(&run);
 
-    let unload = run.find("rmmod", "tag", "default");
+    let unload = run.find("rmmod", "tag", "programming");
     assert_eq!(
         (unload.int("rc"), unload.int("loaded"), unload.int("states")),
         (0, 0, 0),
         "{}",
         unload.raw
     );
-    run.assert_klog("kmod_enable_user: cpu0: PMUSERENR_EL0 0xd -> 0x0 (none) restored");
-    assert_eq!(
-        run.klog("kmod_enable_user: cpu1: PMUSERENR_EL0 0xd -> 0x0 (none) restored")
-            .len(),
-        2,
-        "cpu1 restored when it went offline and at unload\n{}",
-        run.stdout
-    );
-    run.assert_klog("kmod_enable_user: unloaded: EL0 access revoked");
     for tag in ["after-cpu0", "after-cpu1"] {
         demo(&run, tag).assert_not_enabled(&run);
     }
 
-    // cycle_counter=1 with CR only.
+    // The cycle counter alone, read with CR only: it advances; the event counters trap.
     let load = run.find("insmod", "tag", "cycle-counter");
     assert_eq!(load.int("rc"), 0, "{}", load.raw);
     let params = &run.scenario("params")[0];
     assert_eq!(
-        (params.int("user_access"), params.get("cycle_counter")),
-        (4, "Y"),
+        (
+            params.int("user_access"),
+            params.get("cycle_counter"),
+            params.get("layout")
+        ),
+        (4, "Y", "31=0x11"),
         "{}",
         params.raw
     );
+    assert_reads_advance(&run, "cycle-counter-cycles");
+    assert_eq!(probe(&run, "cycle-counter-read").0, TRAPPED);
     for c in 0..2 {
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x4 (CR), zeroed cycle counter"
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x4 (CR: read-only) [online]; counters for EL0: 31=0x11"
         ));
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: cycle counter on: PMCR_EL0"
-        ));
-        run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: cycle counter settings restored"
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x4 -> 0x0 (none); counters released 0x80000000"
         ));
     }
     let unload = run.find("rmmod", "tag", "cycle-counter");
     assert_eq!(unload.int("rc"), 0, "{}", unload.raw);
 
-    // A bit outside EN|SW|CR|ER: refused with EINVAL and a reason.
-    let bad = run.find("insmod", "tag", "bad-bits");
-    assert_ne!(bad.int("rc"), 0, "{}", bad.raw);
-    assert_eq!(bad.int("loaded"), 0, "{}", bad.raw);
-    assert_eq!(bad.get("error"), "Invalid_argument", "{}", bad.raw);
-    run.assert_klog(
-        "kmod_enable_user: user_access=0x10: must be a non-empty subset of EN=1|SW=2|CR=4|ER=8",
-    );
+    // Bad parameters: refused with EINVAL and the rule they break.
+    for (tag, why) in [
+        ("bad-bits", "user_access has bits outside SW=2|CR=4|ER=8"),
+        (
+            "en-without-opt-in",
+            "user_access may hold SW=2, CR=4, ER=8 only: write access (EN=1) is granted by el0_programming=1 alone",
+        ),
+        ("nothing", "user_access=0 grants nothing"),
+        ("bad-events", "events: a comma-separated list of event numbers"),
+    ] {
+        let bad = run.find("insmod", "tag", tag);
+        assert_eq!(
+            (bad.int("loaded"), bad.get("error")),
+            (0, "Invalid_argument"),
+            "{}",
+            bad.raw
+        );
+        run.assert_klog(&format!("kmod_enable_user: {why}"));
+    }
 
     // perf with kernel.perf_user_access=1: one-instruction reads, exact.
     let fast = demo(&run, "perf-user-access");
@@ -331,6 +409,121 @@ fn access_on_cortex_a53_pmuv3_32_bit_counters() {
 #[test]
 fn access_on_cortex_a53_pmuv3_32_bit_counters_stock_module() {
     access("cortex-a53", Flavour::Stock);
+}
+
+/// Next to perf and after idle, booted with PSCI idle states in the device tree
+/// (tests/src/lib.rs `arm64_idle_dtb`): see tests/guest/arm64.sh `scenario_grant`.
+fn grant(flavour: Flavour) {
+    let kernel = kernel_artefact(kernel_env::ARM64_KERNEL);
+    let initramfs = kernel_artefact(kernel_env::ARM64_INITRAMFS);
+    let mut args = arm64_kernel_args(&kernel, &initramfs, "max", 2, "grant");
+    let dtb = pmu_tests::arm64_idle_dtb(&args, &format!("grant-{}", flavour.word()));
+    for a in args.iter_mut() {
+        if a.starts_with("console=") {
+            *a = format!("{a} flavour={}", flavour.word());
+        }
+    }
+    args.extend(["-dtb".to_string(), dtb.display().to_string()]);
+    let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
+    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_guest_finished();
+
+    // The kernel idles through PSCI: cpuidle-psci drives a power-down state, entered
+    // between cpu_pm_enter() and cpu_pm_exit().
+    let idle = &run.scenario("cpuidle")[0];
+    assert_eq!(
+        (idle.get("driver"), idle.get("state1")),
+        ("psci_idle", "cpu-sleep"),
+        "{}",
+        idle.raw
+    );
+
+    // A perf session (one-instruction reads of its counter through the page) counted
+    // the loop while the module was loaded and unloaded three times: every clean run is
+    // exact. The old grant reset every counter (PMCR_EL0.P) at load, which made the runs
+    // it hit jump by up to 2^32.
+    for i in 1..=3 {
+        let tag = format!("across-{i}");
+        assert_eq!(run.find("insmod", "tag", &tag).int("rc"), 0);
+        assert_eq!(run.find("rmmod", "tag", &tag).int("rc"), 0);
+    }
+    let across = &run.scenario("perf-across")[0];
+    assert_eq!(
+        (across.int("status"), across.int("running")),
+        (0, 3),
+        "the reader ran through all three loads: {}",
+        across.raw
+    );
+    let d = demo(&run, "perf-across");
+    let inst = d.event(&run, "instructions");
+    assert_eq!(inst["min"].as_i64(), Some(2000), "{inst}");
+    assert_eq!(inst["max"].as_i64(), Some(2000), "no jump: {inst}");
+    assert!(inst["clean_runs"].as_u64().unwrap_or(0) > 1000, "{inst}");
+
+    // After a second of idle (every CPU_PM_EXIT resets the PMU), the grant and the
+    // module's counters are back: read and advancing on both CPUs.
+    assert_reads_advance(&run, "idle-read-0");
+    assert_reads_advance(&run, "idle-cycles-1");
+    let pm = &run.scenario("cpu_pm")[0];
+    assert!(pm.int("regrants") > 0, "{}", pm.raw);
+    assert_eq!(pm.int("failures"), 0, "{}", pm.raw);
+    assert!(
+        pm.int("usage_after") > idle.int("usage_before"),
+        "{} {}",
+        idle.raw,
+        pm.raw
+    );
+
+    // perf on CPU 0 revoked the grant (armv8pmu_start: PMUSERENR_EL0 = 0); `regrant`
+    // puts it back.
+    assert_eq!(probe(&run, "revoked-read-0").0, TRAPPED);
+    assert_eq!(run.scenario("regrant")[0].int("rc"), 0);
+    run.assert_klog(
+        "kmod_enable_user: cpu0: PMUSERENR_EL0 0x0 -> 0xc (CR|ER: read-only) [regrant]",
+    );
+    assert_reads_advance(&run, "regranted-read-0");
+
+    // Unloaded with CPU 1 offline: CPU 1 comes back without a grant; CPU 0 has none.
+    assert_eq!(run.find("rmmod", "tag", "default").int("rc"), 0);
+    assert_eq!(probe(&run, "after-offline-unload-1").0, TRAPPED);
+    assert_eq!(probe(&run, "after-unload-0").0, TRAPPED);
+
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+#[test]
+fn grant_next_to_perf_and_after_idle() {
+    grant(Flavour::RustForLinux);
+}
+
+#[test]
+fn grant_next_to_perf_and_after_idle_stock_module() {
+    grant(Flavour::Stock);
+}
+
+/// `-cpu max,pmu=off`: no PMUv3 (ID_AA64DFR0_EL1.PMUVer = 0), the module refuses with
+/// ENODEV and says why.
+fn no_pmu(flavour: Flavour) {
+    let run = boot("max,pmu=off", 1, "nopmu", flavour);
+    let load = run.find("insmod", "tag", "nopmu");
+    assert_eq!(
+        (load.int("loaded"), load.get("error")),
+        (0, "No_such_device"),
+        "{}",
+        load.raw
+    );
+    run.assert_klog("kmod_enable_user: no PMUv3 on this CPU (ID_AA64DFR0_EL1.PMUVer) (PMUVer=0x0): refusing to load");
+}
+
+#[test]
+fn no_pmu_refuses() {
+    no_pmu(Flavour::RustForLinux);
+}
+
+#[test]
+fn no_pmu_refuses_stock_module() {
+    no_pmu(Flavour::Stock);
 }
 
 #[test]

@@ -105,10 +105,12 @@ fn raspi3b(flavour: &'static str) {
     demo(&run, "before-cpu0").assert_not_enabled(&run);
     let load = run.find("insmod", "tag", "default");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
-    run.assert_klog("kmod_enable_user: loaded: EL0 may now use the PMU");
+    // The direct backend programs the PMU itself: the write opt-in (arm64.sh
+    // scenario_raspi loads with el0_programming=1).
+    run.assert_klog("kmod_enable_user: loaded: PMUSERENR_EL0 = EN|CR|ER (read and program (EN))");
     for cpu in [0, 3] {
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{cpu}: PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER)"
+            "kmod_enable_user: cpu{cpu}: PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER: read and program (EN)) [online]"
         ));
     }
     demo(&run, "loaded-cpu0").assert_exact_instructions(&run);

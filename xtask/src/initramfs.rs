@@ -324,28 +324,35 @@ fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// Builds the x86_64 guest probe `pce-probe` (one process that loads the module and
-/// executes rdpmc: see tests/guest/pce_probe.rs).
-fn pce_probe() -> Result<PathBuf, String> {
-    let source = workspace_root().join("tests/guest/pce_probe.rs");
+/// Builds a guest probe (`tests/guest/<name with _>.rs`, one static program for `arch`):
+/// x86_64 `pce-probe` (one process that loads the module and executes rdpmc), arm64
+/// `el0-probe` (which PMU accesses the module's grant allows at EL0).
+fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
+    let source = workspace_root()
+        .join("tests/guest")
+        .join(format!("{}.rs", name.replace('-', "_")));
     let out_dir = crate::images::target_dir().join("initramfs");
     fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
-    let out = out_dir.join("pce-probe");
-    let status = Command::new("rustc")
-        .env("RUSTUP_TOOLCHAIN", crate::setup::TOOLCHAIN)
-        .args([
-            "--edition",
-            "2021",
-            "-C",
-            "opt-level=2",
-            "-C",
-            "panic=abort",
-            "-C",
-            "target-feature=+crt-static",
-            "--target",
-            Arch::X86_64.user_target(),
-            "-o",
-        ])
+    let out = out_dir.join(name);
+    let mut cmd = Command::new("rustc");
+    cmd.env("RUSTUP_TOOLCHAIN", crate::setup::TOOLCHAIN).args([
+        "--edition",
+        "2021",
+        "-C",
+        "opt-level=2",
+        "-C",
+        "panic=abort",
+        "-C",
+        "target-feature=+crt-static",
+        "--target",
+        arch.user_target(),
+    ]);
+    if arch == Arch::Arm64 {
+        // As .cargo/config.toml: rustc's own lld links musl self-contained.
+        cmd.args(["-C", "linker=rust-lld"]);
+    }
+    let status = cmd
+        .arg("-o")
         .arg(&out)
         .arg(&source)
         .status()
@@ -453,11 +460,16 @@ pub fn build_with_modules(
             data: read(stock)?,
         });
     }
-    if arch == Arch::X86_64 {
+    let probe = match arch {
+        Arch::X86_64 => Some("pce-probe"),
+        Arch::Arm64 => Some("el0-probe"),
+        Arch::Armv6 => None,
+    };
+    if let Some(name) = probe {
         entries.push(Entry::File {
-            path: "bin/pce-probe".into(),
+            path: format!("bin/{name}"),
             mode: 0o755,
-            data: read(&pce_probe()?)?,
+            data: read(&guest_probe(arch, name)?)?,
         });
     }
     for (name, from) in extra {

@@ -607,7 +607,7 @@ pub fn kernel(arch: Arch) -> Result<Kernel, String> {
 }
 
 /// The module's sources, copied into the build directory (Kbuild builds in place).
-const MODULE_FILES: &[&str] = &["Kbuild", "Makefile", "kmod_enable_user.rs"];
+const MODULE_FILES: &[&str] = &["Kbuild", "Makefile", "kmod_enable_user_main.rs"];
 
 /// The directory the module is built in for `arch`.
 fn module_dir(arch: Arch) -> PathBuf {
@@ -630,13 +630,19 @@ pub fn module(arch: Arch) -> Result<PathBuf, String> {
     let dir = module_dir(arch);
     // CLIPPY=1: rustc runs as clippy-driver with the kernel's lint set (SAFETY comments on
     // every unsafe block, …), so lint warnings fail the build too.
+    let mut extra = vec!["CLIPPY=1".to_string()];
+    if arch == Arch::Arm64 {
+        // The grant logic is the stock flavour's Rust object (kmod-enable-user/Makefile
+        // builds it through stock/Makefile in a build directory of its own).
+        extra.extend(crate::stock_module::rust_object_vars("rfl-arm64")?);
+    }
     kbuild(
         &workspace_root().join("kmod-enable-user"),
         MODULE_FILES,
         &dir,
         &kernel.dir,
         &arch.make_vars(),
-        &["CLIPPY=1".to_string()],
+        &extra,
         "the module",
         &["kmod_enable_user.o", "kmod_enable_user.ko"],
     )?;

@@ -88,6 +88,9 @@ pub const KERNEL_PACKAGES: &[&str] = &[
     // with -static.
     "libc6-dev-arm64-cross",
     crate::initramfs::BUSYBOX_PACKAGE,
+    // dtc: the arm64 idle scenario adds PSCI idle states to QEMU's dumped device tree
+    // (tests/src/lib.rs `arm64_idle_dtb`).
+    "device-tree-compiler",
 ];
 
 /// The set-up steps of the kernel side: apt packages, then the pinned bindgen-cli.

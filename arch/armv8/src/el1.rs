@@ -245,6 +245,44 @@ impl crate::user_enable::UserAccessRegisters for El1UserAccess {
         }
     }
 
+    fn implemented_events(&self) -> crate::events::ImplementedEvents {
+        if !self.pmuv3 {
+            return crate::events::ImplementedEvents::new(0, 0);
+        }
+        // SAFETY: see above.
+        let (pmceid0, pmceid1) = unsafe { (asm::read_pmceid0_el0(), asm::read_pmceid1_el0()) };
+        crate::events::ImplementedEvents::new(pmceid0, pmceid1)
+    }
+
+    fn pmevtyper(&self, n: u8) -> u64 {
+        match (self.pmuv3, EventCounter::new(n)) {
+            // SAFETY: see above; `n` below PMCR_EL0.N is the trait's contract.
+            (true, Some(counter)) => unsafe { asm::read_pmevtyper_el0(counter) },
+            _ => 0,
+        }
+    }
+
+    fn set_pmevtyper(&self, n: u8, value: u64) {
+        if let (true, Some(counter)) = (self.pmuv3, EventCounter::new(n)) {
+            // SAFETY: see above; `n` below PMCR_EL0.N is the trait's contract.
+            unsafe { asm::write_pmevtyper_el0(counter, value) }
+        }
+    }
+
+    fn set_pmevcntr(&self, n: u8, value: u64) {
+        if let (true, Some(counter)) = (self.pmuv3, EventCounter::new(n)) {
+            // SAFETY: see above; `n` below PMCR_EL0.N is the trait's contract.
+            unsafe { asm::write_pmevcntr_el0(counter, value) }
+        }
+    }
+
+    fn set_pmccntr(&self, value: u64) {
+        if self.pmuv3 {
+            // SAFETY: see above.
+            unsafe { asm::write_pmccntr_el0(value) }
+        }
+    }
+
     fn isb(&self) {
         asm::isb();
     }

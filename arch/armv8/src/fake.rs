@@ -376,10 +376,14 @@ pub enum UserAccessOp {
     ReadPmuserenr,
     /// PMCR_EL0 read.
     ReadPmcr,
+    /// PMCEID0_EL0 and PMCEID1_EL0 read.
+    ReadPmceid,
     /// PMCNTENSET_EL0 read.
     ReadPmcntenset,
     /// PMCCFILTR_EL0 read.
     ReadPmccfiltr,
+    /// PMEVTYPER<n>_EL0 read.
+    ReadPmevtyper(u8),
     /// PMUSERENR_EL0 write.
     WritePmuserenr(u64),
     /// PMCR_EL0 write (synchronizing).
@@ -390,6 +394,12 @@ pub enum UserAccessOp {
     WritePmcntenclr(u64),
     /// PMCCFILTR_EL0 write.
     WritePmccfiltr(u64),
+    /// PMEVTYPER<n>_EL0 write.
+    WritePmevtyper(u8, u64),
+    /// PMEVCNTR<n>_EL0 write.
+    WritePmevcntr(u8, u64),
+    /// PMCCNTR_EL0 write.
+    WritePmccntr(u64),
     /// `isb`.
     Isb,
 }
@@ -402,28 +412,33 @@ impl UserAccessOp {
             Self::ReadIdAa64dfr0
                 | Self::ReadPmuserenr
                 | Self::ReadPmcr
+                | Self::ReadPmceid
                 | Self::ReadPmcntenset
                 | Self::ReadPmccfiltr
+                | Self::ReadPmevtyper(_)
         )
     }
 }
 
 /// How many accesses [`FakeUserAccess`] records.
-pub const USER_ACCESS_LOG_CAPACITY: usize = 32;
+pub const USER_ACCESS_LOG_CAPACITY: usize = 64;
 
 /// The registers of [`crate::user_enable`] in memory, recording every access in order.
 ///
-/// PMCR_EL0.P and C act like the hardware's (zero the counters, read as 0): the fake
-/// remembers which resets were written ([`FakeUserAccess::zeroed_counters`]).
-/// PMCNTENSET/PMCNTENCLR_EL0 are one enable set.
+/// PMCR_EL0.P and C act like the hardware's (zero the counters, read as 0).
+/// PMCNTENSET/PMCNTENCLR_EL0 are one enable set. Counters do not advance by themselves:
+/// [`FakeUserAccess::set_counter`] plays the events.
 #[derive(Debug)]
 pub struct FakeUserAccess {
     id_aa64dfr0: u64,
+    pmceid: (u64, u64),
     pmuserenr: Cell<u64>,
     pmcr: Cell<u64>,
     enabled: Cell<u64>,
     pmccfiltr: Cell<u64>,
-    zeroed: Cell<u64>,
+    pmevtyper: [Cell<u64>; 31],
+    /// PMEVCNTR0..30_EL0, then PMCCNTR_EL0 at index 31.
+    counters: [Cell<u64>; 32],
     log: [Cell<Option<UserAccessOp>>; USER_ACCESS_LOG_CAPACITY],
     logged: Cell<usize>,
 }
@@ -432,15 +447,19 @@ pub struct FakeUserAccess {
 const PMCR_RESETS: u64 = 0b110;
 
 impl FakeUserAccess {
-    /// A CPU whose ID_AA64DFR0_EL1 reads `id_aa64dfr0`, every PMU register 0 (reset).
-    pub fn new(id_aa64dfr0: u64) -> Self {
+    /// A CPU whose ID_AA64DFR0_EL1 reads `id_aa64dfr0`, PMCR_EL0 `pmcr` (its N field
+    /// says how many event counters there are), implementing the common events of
+    /// `pmceid0`/`pmceid1`, every other PMU register 0.
+    pub fn new(id_aa64dfr0: u64, pmcr: u64, pmceid0: u64, pmceid1: u64) -> Self {
         Self {
             id_aa64dfr0,
+            pmceid: (pmceid0, pmceid1),
             pmuserenr: Cell::new(0),
-            pmcr: Cell::new(0),
+            pmcr: Cell::new(pmcr & !PMCR_RESETS),
             enabled: Cell::new(0),
             pmccfiltr: Cell::new(0),
-            zeroed: Cell::new(0),
+            pmevtyper: [const { Cell::new(0) }; 31],
+            counters: [const { Cell::new(0) }; 32],
             log: [const { Cell::new(None) }; USER_ACCESS_LOG_CAPACITY],
             logged: Cell::new(0),
         }
@@ -452,6 +471,46 @@ impl FakeUserAccess {
         self.pmcr.set(pmcr & !PMCR_RESETS);
         self.enabled.set(pmcntenset);
         self.pmccfiltr.set(pmccfiltr);
+    }
+
+    /// Programs event counter `n` as another owner would; not recorded.
+    pub fn preset_counter(&self, n: u8, pmevtyper: u64, value: u64, enabled: bool) {
+        self.pmevtyper[usize::from(n)].set(pmevtyper);
+        self.counters[usize::from(n)].set(value);
+        let bit = 1 << n;
+        let set = self.enabled.get();
+        self.enabled
+            .set(if enabled { set | bit } else { set & !bit });
+    }
+
+    /// Sets counter `n` (31: the cycle counter), as counting would; not recorded.
+    pub fn set_counter(&self, n: u8, value: u64) {
+        self.counters[usize::from(n)].set(value);
+    }
+
+    /// Counter `n` (31: the cycle counter).
+    pub fn counter(&self, n: u8) -> u64 {
+        self.counters[usize::from(n)].get()
+    }
+
+    /// PMEVTYPER<n>_EL0, unrecorded.
+    pub fn event_type(&self, n: u8) -> u64 {
+        self.pmevtyper[usize::from(n)].get()
+    }
+
+    /// PMCNTENSET_EL0, unrecorded.
+    pub fn enabled_counters(&self) -> u64 {
+        self.enabled.get()
+    }
+
+    /// PMUSERENR_EL0, unrecorded.
+    pub fn user_enable(&self) -> u64 {
+        self.pmuserenr.get()
+    }
+
+    /// PMCR_EL0, unrecorded.
+    pub fn control(&self) -> u64 {
+        self.pmcr.get()
     }
 
     /// The accesses since the last [`FakeUserAccess::clear_ops`], oldest first (at most
@@ -466,11 +525,6 @@ impl FakeUserAccess {
             entry.set(None);
         }
         self.logged.set(0);
-    }
-
-    /// The PMCR_EL0 reset bits (P, C) written so far.
-    pub fn zeroed_counters(&self) -> u64 {
-        self.zeroed.get()
     }
 
     fn record(&self, op: UserAccessOp) {
@@ -505,9 +559,20 @@ impl UserAccessRegisters for FakeUserAccess {
 
     fn set_pmcr(&self, value: PmcrEl0) {
         self.record(UserAccessOp::WritePmcr(value.get()));
-        self.zeroed
-            .set(self.zeroed.get() | (value.get() & PMCR_RESETS));
+        if value.get() & 0b010 != 0 {
+            for c in &self.counters[..31] {
+                c.set(0);
+            }
+        }
+        if value.get() & 0b100 != 0 {
+            self.counters[31].set(0);
+        }
         self.pmcr.set(value.get() & !PMCR_RESETS);
+    }
+
+    fn implemented_events(&self) -> crate::events::ImplementedEvents {
+        self.record(UserAccessOp::ReadPmceid);
+        crate::events::ImplementedEvents::new(self.pmceid.0, self.pmceid.1)
     }
 
     fn pmcntenset(&self) -> PmcntensetEl0 {
@@ -533,6 +598,26 @@ impl UserAccessRegisters for FakeUserAccess {
     fn set_pmccfiltr(&self, value: PmccfiltrEl0) {
         self.record(UserAccessOp::WritePmccfiltr(value.get()));
         self.pmccfiltr.set(value.get());
+    }
+
+    fn pmevtyper(&self, n: u8) -> u64 {
+        self.record(UserAccessOp::ReadPmevtyper(n));
+        self.pmevtyper[usize::from(n)].get()
+    }
+
+    fn set_pmevtyper(&self, n: u8, value: u64) {
+        self.record(UserAccessOp::WritePmevtyper(n, value));
+        self.pmevtyper[usize::from(n)].set(value);
+    }
+
+    fn set_pmevcntr(&self, n: u8, value: u64) {
+        self.record(UserAccessOp::WritePmevcntr(n, value));
+        self.counters[usize::from(n)].set(value);
+    }
+
+    fn set_pmccntr(&self, value: u64) {
+        self.record(UserAccessOp::WritePmccntr(value));
+        self.counters[31].set(value);
     }
 
     fn isb(&self) {

@@ -1,51 +1,78 @@
 //! Granting EL0 access to the PMU on one CPU, and taking it back: the per-CPU work of
 //! the kernel module kmod-enable-user, in both of its flavours.
 //!
-//! The Rust-for-Linux module (`kmod-enable-user/kmod_enable_user.rs`, `apply_on_cpu` and
-//! `restore_on_cpu`) and the stock-kernel module (`kmod-enable-user/stock/`, C glue around
-//! this code compiled as a no_std object) must do exactly the same on every CPU, so the
-//! steps are written once, here, over the small register interface
-//! [`UserAccessRegisters`]: `el1::El1UserAccess` (aarch64 only) is the real one,
-//! [`crate::fake::FakeUserAccess`] the host-test one.
+//! The stock-kernel module (`kmod-enable-user/stock/`, C glue) and the Rust-for-Linux
+//! module (`kmod-enable-user/kmod_enable_user_main.rs`) both call this code, compiled as one
+//! no_std object, so the steps are written once, here, over the small register
+//! interface [`UserAccessRegisters`]: `el1::El1UserAccess` (aarch64 only) is the real
+//! one, [`crate::fake::FakeUserAccess`] the host-test one.
 //!
-//! [`apply`], with interrupts off on the CPU:
+//! # The grant
 //!
-//! 1. PMUVer of ID_AA64DFR0_EL1 must name a PMUv3, else nothing is touched
-//!    ([`NoPmuV3`]);
-//! 2. PMUSERENR_EL0, PMCR_EL0, PMCNTENSET_EL0, PMCCFILTR_EL0 are recorded;
-//! 3. with `cycle_counter`: PMCCFILTR_EL0 = P (count at EL0 only: P = 1 excludes EL1,
-//!    U = 0 and NSH = 0 keep EL0 in and EL2 out), PMCNTENSET_EL0.C = 1, and PMCR_EL0.E
-//!    and LC set;
-//! 4. PMCR_EL0 is written once with P (zero the event counters) when EL0 gets ER or
-//!    EN, and C (zero the cycle counter) when it gets CR or EN, so no count of an
-//!    earlier context leaks to user space (Linux's `armv8pmu_enable_user_access` clears
-//!    the unused counters for the same reason); the write synchronizes, so the resets
-//!    and enables are in effect before step 5;
-//! 5. PMUSERENR_EL0 = the requested bits, then an `isb`.
+//! By default EL0 may only *read* (PMUSERENR_EL0 = ER | CR, what Linux grants a task
+//! that owns user-readable perf events, `armv8pmu_enable_user_access()` in
+//! drivers/perf/arm_pmuv3.c, Linux 6.12). It reads counters the module programs for it
+//! ([`Layout`]): each requested event on one of the highest-numbered event counters,
+//! filtered to EL0 (PMEVTYPER<n>_EL0.P = 1: not at EL1; NSH = 0: not at EL2), and the
+//! cycle counter filtered the same way. Write access (EN: EL0 may program PMCR_EL0,
+//! PMEVTYPER<n>_EL0, PMCNTENSET_EL0 …, count at EL1 — a side channel into the kernel —
+//! and stop or reset everyone else's counters) is a separate, explicit opt-in
+//! ([`UserAccess::new`]'s `el0_programming`).
 //!
-//! [`restore`] revokes first (PMUSERENR_EL0 back to its old value, `isb`), then, when the
-//! cycle counter was started, puts back PMCCFILTR_EL0, PMCNTENSET_EL0.C and PMCR_EL0.E/LC.
+//! # Next to perf
+//!
+//! perf owns the counters it enabled. [`apply`] never resets a counter that is enabled
+//! (no PMCR_EL0.P/C: those would reset perf's counters too); it zeroes only the event
+//! counters and the cycle counter whose PMCNTENSET_EL0 bit is clear, as
+//! `armv8pmu_enable_user_access()` does with the counters perf is not using, so no
+//! earlier count leaks to EL0. A counter the layout needs that perf is using
+//! ([`ApplyError::CounterInUse`]) stops the grant on that CPU: user space would
+//! otherwise read perf's counter as its own. [`restore`] disables only the counters
+//! that still count what the module programmed, and writes PMUSERENR_EL0 as Linux
+//! holds it (see [`restore`]).
+//!
+//! # Again after idle, perf or hotplug
+//!
+//! A CPU power-down resets PMUSERENR_EL0 (`cpu_do_resume`, arch/arm64/mm/proc.S), arm_pmu's
+//! CPU_PM_EXIT handler resets the PMU (`cpu_pm_pmu_notify` → `armv8pmu_reset`: every
+//! counter disabled, PMCR_EL0 = P | C | LC (| LP)), and perf's `armv8pmu_start()`
+//! writes PMUSERENR_EL0 = 0 whenever it starts the PMU for a task without user-readable
+//! events. [`apply`] with the previous [`Applied`] puts the grant back: counters that
+//! still count what the module programmed are left running, the others programmed
+//! again from zero.
 //!
 //! Sources: Arm ARM (DDI 0487), "PMUSERENR_EL0", "PMCR_EL0", "PMCNTENSET_EL0",
-//! "PMCCFILTR_EL0", "ID_AA64DFR0_EL1"; the register field definitions in
-//! [`crate::registers`].
+//! "PMEVTYPER<n>_EL0", "PMCCFILTR_EL0", "PMCEID0_EL0", "ID_AA64DFR0_EL1"; the register
+//! field definitions in [`crate::registers`].
 
 use core::ffi::CStr;
 
-use tock_registers::LocalRegisterCopy;
-
+use crate::events::{EventNumber, ImplementedEvents};
 use crate::registers::{
-    PmccfiltrEl0, PmcntenclrEl0, PmcntensetEl0, PmcrEl0, PmuserenrEl0, PMCCFILTR_EL0,
-    PMCNTENCLR_EL0, PMCNTENSET_EL0, PMCR_EL0, PMUSERENR_EL0,
+    PmccfiltrEl0, PmcntenclrEl0, PmcntensetEl0, PmcrEl0, PmuserenrEl0, PMCCFILTR_EL0, PMCR_EL0,
+    PMUSERENR_EL0,
 };
 use crate::version::PmuVersion;
 
 /// The PMUSERENR_EL0 bits a user may ask for: EN | SW | CR | ER.
 pub const USER_ACCESS_BITS: u64 = 0xF;
 
-/// What both module flavours grant by default: EN | CR | ER (13): every counter readable
-/// (and, through EN, programmable), no software increment.
-pub const DEFAULT_USER_ACCESS: u64 = 0b1101;
+/// PMUSERENR_EL0.EN: EL0 may program the PMU. Only through the explicit opt-in.
+pub const EN: u64 = 1 << 0;
+
+/// What both module flavours grant by default: ER | CR (12), read-only.
+pub const DEFAULT_USER_ACCESS: u64 = 0b1100;
+
+/// At most this many events the module programs for EL0.
+pub const MAX_MODULE_EVENTS: usize = 6;
+
+/// The cycle counter's number in a [`Layout`] and its bit in PMCNTENSET_EL0 (Linux
+/// numbers it the same way: `ARMV8_PMU_CYCLE_IDX`, include/linux/perf/arm_pmuv3.h).
+pub const CYCLE_COUNTER: u8 = 31;
+
+/// PMEVTYPER<n>_EL0 / PMCCFILTR_EL0 bit 31, P: do not count at EL1. With U = 0, NSK =
+/// NSU = 0 and NSH = 0 the counter counts at EL0 only (Arm ARM, PMEVTYPER<n>_EL0).
+const FILTER_EL0_ONLY: u64 = 1 << 31;
 
 /// The register accesses [`apply`] and [`restore`] need, on one CPU.
 ///
@@ -63,6 +90,8 @@ pub trait UserAccessRegisters {
     fn pmcr(&self) -> PmcrEl0;
     /// Writes PMCR_EL0, then synchronizes.
     fn set_pmcr(&self, value: PmcrEl0);
+    /// PMCEID0_EL0 and PMCEID1_EL0: the common events this CPU implements.
+    fn implemented_events(&self) -> ImplementedEvents;
     /// PMCNTENSET_EL0.
     fn pmcntenset(&self) -> PmcntensetEl0;
     /// Writes PMCNTENSET_EL0, then synchronizes.
@@ -73,6 +102,14 @@ pub trait UserAccessRegisters {
     fn pmccfiltr(&self) -> PmccfiltrEl0;
     /// Writes PMCCFILTR_EL0 (no barrier).
     fn set_pmccfiltr(&self, value: PmccfiltrEl0);
+    /// PMEVTYPER<n>_EL0, `n` below PMCR_EL0.N.
+    fn pmevtyper(&self, n: u8) -> u64;
+    /// Writes PMEVTYPER<n>_EL0 (no barrier), `n` below PMCR_EL0.N.
+    fn set_pmevtyper(&self, n: u8, value: u64);
+    /// Writes PMEVCNTR<n>_EL0 (no barrier), `n` below PMCR_EL0.N.
+    fn set_pmevcntr(&self, n: u8, value: u64);
+    /// Writes PMCCNTR_EL0 (no barrier).
+    fn set_pmccntr(&self, value: u64);
     /// A context synchronization event (`isb`).
     fn isb(&self);
 }
@@ -93,18 +130,26 @@ pub enum UserAccessError {
         /// The value asked for.
         requested: u64,
     },
+    /// EN asked for through `user_access`: write access is granted only by the
+    /// explicit `el0_programming=1`.
+    WriteAccessNeedsOptIn,
 }
 
 impl UserAccess {
-    /// Checks the module parameter: a non-empty subset of EN | SW | CR | ER.
+    /// Checks the module parameters: `bits` a subset of SW | CR | ER; EN only through
+    /// `el0_programming`, which adds it.
     ///
     /// # Errors
-    /// [`UserAccessError`] says which rule `bits` breaks.
-    pub const fn new(bits: u64) -> Result<Self, UserAccessError> {
-        if bits == 0 {
-            Err(UserAccessError::Empty)
-        } else if bits & !USER_ACCESS_BITS != 0 {
+    /// [`UserAccessError`] says which rule is broken.
+    pub const fn new(bits: u64, el0_programming: bool) -> Result<Self, UserAccessError> {
+        if bits & !USER_ACCESS_BITS != 0 {
             Err(UserAccessError::UnknownBits { requested: bits })
+        } else if bits & EN != 0 {
+            Err(UserAccessError::WriteAccessNeedsOptIn)
+        } else if bits == 0 && !el0_programming {
+            Err(UserAccessError::Empty)
+        } else if el0_programming {
+            Ok(Self(bits | EN))
         } else {
             Ok(Self(bits))
         }
@@ -119,6 +164,288 @@ impl UserAccess {
     pub const fn bits(self) -> u64 {
         self.0
     }
+
+    /// Whether EL0 may program the PMU (EN).
+    pub const fn writes(self) -> bool {
+        self.0 & EN != 0
+    }
+}
+
+/// The events the module programs for EL0, in the order the user named them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModuleEvents {
+    events: [u16; MAX_MODULE_EVENTS],
+    len: u8,
+}
+
+/// Why the `events` parameter was refused (`-EINVAL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventsError {
+    /// More than [`MAX_MODULE_EVENTS`] events.
+    TooMany,
+    /// The item at `position` (0-based) is not a number (decimal, or hex with `0x`).
+    NotANumber {
+        /// Which item.
+        position: u8,
+    },
+    /// The item at `position` is above 0xFFFF (PMEVTYPER<n>_EL0.evtCount is 16 bits).
+    OutOfRange {
+        /// Which item.
+        position: u8,
+    },
+    /// The item at `position` names an event already in the list.
+    Duplicate {
+        /// Which item.
+        position: u8,
+    },
+}
+
+impl ModuleEvents {
+    /// No events.
+    pub const fn none() -> Self {
+        Self {
+            events: [0; MAX_MODULE_EVENTS],
+            len: 0,
+        }
+    }
+
+    /// Parses the `events` parameter: event numbers separated by commas, each decimal
+    /// or hexadecimal with `0x` (`"0x8,0x3"`); empty for none. A trailing newline (as
+    /// sysfs writes leave it) is ignored.
+    ///
+    /// # Errors
+    /// [`EventsError`] with the position of the offending item.
+    pub fn parse(text: &[u8]) -> Result<Self, EventsError> {
+        let text = match text {
+            [rest @ .., b'\n'] => rest,
+            _ => text,
+        };
+        let mut out = Self::none();
+        if text.is_empty() {
+            return Ok(out);
+        }
+        for (position, item) in text.split(|&b| b == b',').enumerate() {
+            let position = position.min(u8::MAX as usize) as u8;
+            if usize::from(out.len) == MAX_MODULE_EVENTS {
+                return Err(EventsError::TooMany);
+            }
+            let value = parse_number(item).ok_or(EventsError::NotANumber { position })?;
+            let event = u16::try_from(value).map_err(|_| EventsError::OutOfRange { position })?;
+            if out.as_slice().contains(&event) {
+                return Err(EventsError::Duplicate { position });
+            }
+            out.push(event);
+        }
+        Ok(out)
+    }
+
+    /// The events of `events`, in order, as [`ModuleEvents::parse`] would make them.
+    ///
+    /// # Errors
+    /// [`EventsError::TooMany`], [`EventsError::Duplicate`].
+    pub fn from_slice(events: &[u16]) -> Result<Self, EventsError> {
+        let mut out = Self::none();
+        for (position, &event) in events.iter().enumerate() {
+            if usize::from(out.len) == MAX_MODULE_EVENTS {
+                return Err(EventsError::TooMany);
+            }
+            if out.as_slice().contains(&event) {
+                return Err(EventsError::Duplicate {
+                    position: position as u8,
+                });
+            }
+            out.push(event);
+        }
+        Ok(out)
+    }
+
+    /// The events, in order.
+    pub fn as_slice(&self) -> &[u16] {
+        // `len` never exceeds the array (the constructors see to it); `get` keeps the
+        // kernel module's object free of a panic path.
+        self.events.get(..usize::from(self.len)).unwrap_or(&[])
+    }
+
+    /// Appends `event` (the constructors have checked there is room).
+    fn push(&mut self, event: u16) {
+        if let Some(slot) = self.events.get_mut(usize::from(self.len)) {
+            *slot = event;
+            self.len += 1;
+        }
+    }
+
+    /// How many.
+    pub const fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether there are none.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A decimal or `0x` hexadecimal number of at most 8 digits.
+fn parse_number(item: &[u8]) -> Option<u32> {
+    let (digits, radix) = match item {
+        [b'0', b'x' | b'X', rest @ ..] => (rest, 16),
+        _ => (item, 10),
+    };
+    if digits.is_empty() || digits.len() > 8 {
+        return None;
+    }
+    let mut value: u32 = 0;
+    for &d in digits {
+        let digit = (d as char).to_digit(radix)?;
+        value = value * radix + digit;
+    }
+    Some(value)
+}
+
+/// Where the module's events live: events\[i\] on event counter `event_counters - 1 -
+/// i` (the top of the counter space: perf allocates from counter 0 upwards,
+/// `armv8pmu_get_single_idx`, so it reaches these last), and the cycle counter.
+///
+/// The same on every CPU: `event_counters` is PMCR_EL0.N of the CPU the module was
+/// loaded on, and a CPU with fewer counters gets no grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    event_counters: u8,
+    events: ModuleEvents,
+    cycle_counter: bool,
+}
+
+/// The layout does not fit this CPU's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooFewCounters {
+    /// Event counters the layout needs (PMCR_EL0.N at least this).
+    pub needed: u8,
+    /// PMCR_EL0.N of this CPU.
+    pub have: u8,
+}
+
+impl Layout {
+    /// The layout for `events` on a PMU with `event_counters` (PMCR_EL0.N) event
+    /// counters, with or without the cycle counter.
+    ///
+    /// # Errors
+    /// [`TooFewCounters`] when the events do not fit.
+    pub fn new(
+        event_counters: u8,
+        events: ModuleEvents,
+        cycle_counter: bool,
+    ) -> Result<Self, TooFewCounters> {
+        if events.len() > usize::from(event_counters) {
+            return Err(TooFewCounters {
+                needed: events.len() as u8,
+                have: event_counters,
+            });
+        }
+        Ok(Self {
+            event_counters,
+            events,
+            cycle_counter,
+        })
+    }
+
+    /// The event counter number of events\[i\].
+    pub const fn counter_of(&self, i: usize) -> u8 {
+        self.event_counters - 1 - i as u8
+    }
+
+    /// `(counter, event)` for every event of the layout, the cycle counter last as
+    /// `(CYCLE_COUNTER, 0x11)` (CPU_CYCLES).
+    pub fn assignments(&self) -> impl Iterator<Item = (u8, u16)> + '_ {
+        let events = self
+            .events
+            .as_slice()
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| (self.counter_of(i), e));
+        events.chain(self.cycle_counter.then_some((CYCLE_COUNTER, 0x11)))
+    }
+
+    /// The PMCNTENSET_EL0 bits of the layout's counters.
+    pub fn mask(&self) -> u64 {
+        self.assignments().fold(0, |m, (c, _)| m | 1 << c)
+    }
+
+    /// PMCR_EL0.N the layout was made for.
+    pub const fn event_counters(&self) -> u8 {
+        self.event_counters
+    }
+
+    /// The events.
+    pub const fn events(&self) -> &ModuleEvents {
+        &self.events
+    }
+
+    /// Whether the cycle counter is part of it.
+    pub const fn cycle_counter(&self) -> bool {
+        self.cycle_counter
+    }
+
+    /// The layout as user space reads it from the module's `layout` parameter:
+    /// `<counter>=0x<event>` pairs separated by spaces, the cycle counter as `31=0x11`
+    /// (`"5=0x8 31=0x11"`), or `none`. Written into `out` without a NUL; returns the
+    /// length (at most [`LAYOUT_TEXT_MAX`]), shorter only when `out` is.
+    pub fn write_text(&self, out: &mut [u8]) -> usize {
+        let mut w = TextWriter { out, len: 0 };
+        let mut first = true;
+        for (counter, event) in self.assignments() {
+            if !first {
+                w.push(b' ');
+            }
+            first = false;
+            w.decimal(u32::from(counter));
+            w.push(b'=');
+            w.push(b'0');
+            w.push(b'x');
+            w.hex(event);
+        }
+        if first {
+            for &b in b"none" {
+                w.push(b);
+            }
+        }
+        w.len
+    }
+}
+
+/// The longest [`Layout::write_text`]: 7 entries of `30=0xffff` and separators.
+pub const LAYOUT_TEXT_MAX: usize = 7 * 10;
+
+struct TextWriter<'a> {
+    out: &'a mut [u8],
+    len: usize,
+}
+
+impl TextWriter<'_> {
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.out.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    fn decimal(&mut self, value: u32) {
+        if value >= 10 {
+            self.decimal(value / 10);
+        }
+        self.push(b'0' + (value % 10) as u8);
+    }
+
+    fn hex(&mut self, value: u16) {
+        let mut started = false;
+        for shift in [12u16, 8, 4, 0] {
+            let digit = ((value >> shift) & 0xf) as u8;
+            if digit != 0 || started || shift == 0 {
+                started = true;
+                self.push(b"0123456789abcdef"[usize::from(digit)]);
+            }
+        }
+    }
 }
 
 /// What to do on each CPU.
@@ -126,9 +453,8 @@ impl UserAccess {
 pub struct Request {
     /// The PMUSERENR_EL0 bits to grant.
     pub user_access: UserAccess,
-    /// Also start the cycle counter for EL0 (PMCR_EL0.E and LC, PMCNTENSET_EL0.C,
-    /// PMCCFILTR_EL0 = EL0 only).
-    pub cycle_counter: bool,
+    /// The counters to program for EL0.
+    pub layout: Layout,
 }
 
 /// The CPU has no architected PMUv3: [`apply`] touched nothing (`-ENODEV`).
@@ -138,140 +464,295 @@ pub struct NoPmuV3 {
     pub version: PmuVersion,
 }
 
-/// What [`apply`] found and wrote on one CPU: what [`restore`] needs, and what the log
-/// says. Raw register values, so that a kernel module can keep them in a C struct.
+/// Why [`apply`] gave no grant on this CPU. Nothing was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApplyError {
+    /// No PMUv3 (`-ENODEV`).
+    NoPmuV3(NoPmuV3),
+    /// This CPU has fewer event counters than the layout (`-ENODEV`).
+    TooFewCounters(TooFewCounters),
+    /// A counter of the layout is enabled and counts something the module did not
+    /// program: perf uses it (`-EBUSY`).
+    CounterInUse {
+        /// The counter ([`CYCLE_COUNTER`] for the cycle counter).
+        counter: u8,
+        /// Its PMEVTYPER<n>_EL0 (PMCCFILTR_EL0 for the cycle counter).
+        config: u64,
+    },
+    /// An event of the layout is a common event this CPU does not implement
+    /// (PMCEID0/1_EL0): its counter would read 0 (`-EOPNOTSUPP`).
+    EventNotImplemented {
+        /// The event number.
+        event: u16,
+    },
+}
+
+/// What [`apply`] found and wrote on one CPU: what [`restore`] and the next [`apply`]
+/// need, and what the log says. Raw register values, so that a kernel module can keep
+/// them in a C struct.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
     /// ID_AA64DFR0_EL1.PMUVer.
     pub pmuver: u8,
-    /// Whether the cycle counter was started (the request's `cycle_counter`).
-    pub cycle_counter: bool,
-    /// PMUSERENR_EL0 before.
+    /// PMUSERENR_EL0 before the first grant on this CPU.
     pub old_pmuserenr: u64,
+    /// PMUSERENR_EL0 found by this apply (differs from `old_pmuserenr` on a re-grant).
+    pub found_pmuserenr: u64,
     /// PMUSERENR_EL0 written.
     pub new_pmuserenr: u64,
-    /// The PMCR_EL0 reset bits written: P (bit 1), C (bit 2), both or none.
+    /// PMCNTENSET_EL0 bits of the counters the module programmed (and must release).
+    pub owned: u64,
+    /// PMCNTENSET_EL0 bits of the counters this apply zeroed: every counter that was
+    /// not enabled.
     pub zeroed: u64,
-    /// PMCR_EL0 before.
-    pub old_pmcr: u64,
-    /// PMCR_EL0 after (P and C are actions, not state: not included).
-    pub new_pmcr: u64,
-    /// PMCNTENSET_EL0 before.
-    pub old_pmcntenset: u64,
-    /// PMCCFILTR_EL0 before.
-    pub old_pmccfiltr: u64,
+    /// PMCNTENSET_EL0 bits of the module's counters found still counting (re-grant):
+    /// left running, not zeroed.
+    pub kept: u64,
+    /// Whether the module turned PMCR_EL0.E on (it was off).
+    pub enabled_pmu: bool,
+}
+
+/// The PMEVTYPER<n>_EL0 value the module writes for `event`: counted at EL0 only.
+pub const fn event_config(event: u16) -> u64 {
+    FILTER_EL0_ONLY | event as u64
 }
 
 /// PMCCFILTR_EL0 for "count cycles at EL0 only": P = 1 (not at EL1), U = 0, NSK = 0,
-/// NSU = 0, NSH = 0 (not at EL2) — the value cycle-counter modules for boards write.
+/// NSU = 0, NSH = 0 (not at EL2).
 pub fn pmccfiltr_el0_only() -> PmccfiltrEl0 {
     let mut value = PmccfiltrEl0::new(0);
     value.write(PMCCFILTR_EL0::P::SET);
     value
 }
 
-/// The PMCR_EL0 resets that keep earlier counts from EL0: P when EL0 may read the event
-/// counters (ER, or EN which includes it), C when it may read the cycle counter (CR or
-/// EN).
-pub fn resets_for(access: UserAccess) -> PmcrEl0 {
-    let wanted = access.pmuserenr();
-    let mut resets = PmcrEl0::new(0);
-    if wanted.is_set(PMUSERENR_EL0::EN) || wanted.is_set(PMUSERENR_EL0::ER) {
-        resets.modify(PMCR_EL0::P::SET);
+/// The configuration register of `counter` as the module would write it, and as read.
+fn config_of<R: UserAccessRegisters>(regs: &R, counter: u8) -> u64 {
+    if counter == CYCLE_COUNTER {
+        regs.pmccfiltr().get()
+    } else {
+        regs.pmevtyper(counter)
     }
-    if wanted.is_set(PMUSERENR_EL0::EN) || wanted.is_set(PMUSERENR_EL0::CR) {
-        resets.modify(PMCR_EL0::C::SET);
-    }
-    resets
 }
 
-/// Grants EL0 the access `request` names on this CPU; see the module docs for the steps.
+/// Grants EL0 the access `request` names on this CPU, programming the layout's
+/// counters. `previous` is what the last apply on this CPU returned, for a re-grant
+/// (after CPU PM, perf, or on request); `None` the first time.
+///
+/// Steps, with interrupts off on the CPU:
+/// 1. PMUVer must name a PMUv3, PMCR_EL0.N must hold the layout, and every common
+///    event of the layout must be implemented; else nothing is written;
+/// 2. each layout counter whose PMCNTENSET_EL0 bit is set must count exactly what the
+///    module programs (then it is ours from `previous`, or an identical perf event,
+///    and is left running); else [`ApplyError::CounterInUse`], nothing written;
+/// 3. every counter whose PMCNTENSET_EL0 bit is clear is zeroed (no count of an earlier
+///    context leaks to EL0) — the layout's among them;
+/// 4. the layout's idle counters get their filter and event (EL0 only), then one
+///    PMCNTENSET_EL0 write enables them, and PMCR_EL0.E (with LC, a 64-bit cycle
+///    counter, when the cycle counter is the module's) is set if it was clear. Both
+///    writes synchronize, so the counters run before step 5;
+/// 5. PMUSERENR_EL0 = the requested bits, then an `isb`.
 ///
 /// # Errors
-/// [`NoPmuV3`] when ID_AA64DFR0_EL1.PMUVer names no PMUv3; then no PMU register was
-/// accessed.
-pub fn apply<R: UserAccessRegisters>(regs: &R, request: Request) -> Result<Applied, NoPmuV3> {
+/// [`ApplyError`]: which check failed; then no register was written.
+pub fn apply<R: UserAccessRegisters>(
+    regs: &R,
+    request: Request,
+    previous: Option<&Applied>,
+) -> Result<Applied, ApplyError> {
     let version = PmuVersion::from_id_aa64dfr0(regs.id_aa64dfr0());
     if !version.is_pmuv3() {
-        return Err(NoPmuV3 { version });
+        return Err(ApplyError::NoPmuV3(NoPmuV3 { version }));
     }
-    let old_pmuserenr = regs.pmuserenr();
-    let old_pmcr = regs.pmcr();
-    let old_pmcntenset = regs.pmcntenset();
-    let old_pmccfiltr = regs.pmccfiltr();
+    let layout = request.layout;
+    let pmcr = regs.pmcr();
+    let have = pmcr.read(PMCR_EL0::N) as u8;
+    if have < layout.event_counters() {
+        return Err(ApplyError::TooFewCounters(TooFewCounters {
+            needed: layout.event_counters(),
+            have,
+        }));
+    }
+    if !layout.events().is_empty() {
+        let implemented = regs.implemented_events();
+        for &event in layout.events().as_slice() {
+            if implemented.contains(EventNumber::new(event)) == Some(false) {
+                return Err(ApplyError::EventNotImplemented { event });
+            }
+        }
+    }
+    let found_pmuserenr = regs.pmuserenr();
+    let enabled = regs.pmcntenset().get();
+    let mut kept = 0;
+    for (counter, event) in layout.assignments() {
+        let bit = 1u64 << counter;
+        if enabled & bit == 0 {
+            continue;
+        }
+        let config = config_of(regs, counter);
+        let ours = if counter == CYCLE_COUNTER {
+            config == pmccfiltr_el0_only().get()
+        } else {
+            config == event_config(event)
+        };
+        if !ours {
+            return Err(ApplyError::CounterInUse { counter, config });
+        }
+        kept |= bit;
+    }
 
-    let zeroed = resets_for(request.user_access);
-    let mut new_pmcr = old_pmcr;
-    if request.cycle_counter {
-        new_pmcr.modify(PMCR_EL0::E::SET + PMCR_EL0::LC::SET);
-        regs.set_pmccfiltr(pmccfiltr_el0_only());
-        let mut enable = PmcntensetEl0::new(0);
-        enable.write(PMCNTENSET_EL0::C::SET);
-        regs.set_pmcntenset(enable);
+    // Zero every idle counter: the next owner, EL0 included, starts from 0.
+    let mut zeroed = 0;
+    for n in 0..have {
+        if enabled & (1 << n) == 0 {
+            regs.set_pmevcntr(n, 0);
+            zeroed |= 1 << n;
+        }
     }
-    // One write for the enables and the resets. It synchronizes (see the trait), so the
-    // counters are zero and running before EL0 is granted access below.
-    regs.set_pmcr(PmcrEl0::new(new_pmcr.get() | zeroed.get()));
+    let cycle_bit = 1u64 << CYCLE_COUNTER;
+    if enabled & cycle_bit == 0 {
+        regs.set_pmccntr(0);
+        zeroed |= cycle_bit;
+    }
+
+    let start = layout.mask() & !kept;
+    for (counter, event) in layout.assignments() {
+        if start & (1 << counter) == 0 {
+            continue;
+        }
+        if counter == CYCLE_COUNTER {
+            regs.set_pmccfiltr(pmccfiltr_el0_only());
+        } else {
+            regs.set_pmevtyper(counter, event_config(event));
+        }
+    }
+    if start != 0 {
+        regs.set_pmcntenset(PmcntensetEl0::new(start));
+    }
+    let mut new_pmcr = pmcr;
+    if layout.mask() != 0 {
+        new_pmcr.modify(PMCR_EL0::E::SET);
+    }
+    if layout.cycle_counter() {
+        new_pmcr.modify(PMCR_EL0::LC::SET);
+    }
+    // P and C stay 0: they would reset perf's counters too.
+    new_pmcr.modify(PMCR_EL0::P::CLEAR + PMCR_EL0::C::CLEAR);
+    let enabled_pmu = !pmcr.is_set(PMCR_EL0::E) && new_pmcr.is_set(PMCR_EL0::E);
+    if new_pmcr.get() != pmcr.get() {
+        // Synchronizes (see the trait): the counters run before EL0 gets access.
+        regs.set_pmcr(new_pmcr);
+    }
     let new_pmuserenr = request.user_access.pmuserenr();
     regs.set_pmuserenr(new_pmuserenr);
     // An exception return to EL0 would synchronize the new PMUSERENR_EL0 anyway; the
-    // barrier makes the grant complete before this CPU's hotplug callback reports it,
-    // independent of how the kernel gets back to EL0 (the Rust-for-Linux module does
-    // the same).
+    // barrier makes the grant complete before the callback reports it, however the
+    // kernel gets back to EL0.
     regs.isb();
     Ok(Applied {
         pmuver: version.pmuver(),
-        cycle_counter: request.cycle_counter,
-        old_pmuserenr: old_pmuserenr.get(),
+        old_pmuserenr: previous.map_or(found_pmuserenr.get(), |p| p.old_pmuserenr),
+        found_pmuserenr: found_pmuserenr.get(),
         new_pmuserenr: new_pmuserenr.get(),
-        zeroed: zeroed.get(),
-        old_pmcr: old_pmcr.get(),
-        new_pmcr: new_pmcr.get(),
-        old_pmcntenset: old_pmcntenset.get(),
-        old_pmccfiltr: old_pmccfiltr.get(),
+        owned: layout.mask(),
+        zeroed,
+        kept,
+        enabled_pmu: enabled_pmu || previous.is_some_and(|p| p.enabled_pmu),
     })
 }
 
-/// What [`restore`] found.
+/// What [`restore`] found and did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Restored {
     /// PMUSERENR_EL0 just before the restore. Differs from [`Applied::new_pmuserenr`]
-    /// when something else (perf's `armv8pmu_start()`) rewrote it meanwhile.
+    /// when perf's `armv8pmu_start()` rewrote it meanwhile.
     pub found_pmuserenr: u64,
+    /// PMUSERENR_EL0 written, or `found_pmuserenr` when left alone.
+    pub new_pmuserenr: u64,
+    /// The module's counters disabled and zeroed (PMCNTENSET_EL0 bits).
+    pub released: u64,
+    /// The module's counters that count something else now (perf took them): left as
+    /// they are.
+    pub taken: u64,
 }
 
-/// Takes back what [`apply`] did on this CPU: EL0 access first, then the cycle counter
-/// settings it changed.
-pub fn restore<R: UserAccessRegisters>(regs: &R, applied: &Applied) -> Restored {
+/// Takes back what [`apply`] did on this CPU.
+///
+/// PMUSERENR_EL0 first: when it still holds the module's grant, it becomes what Linux
+/// holds there: ER | CR if that is what the first apply found (perf's grant to a task
+/// that owns user-readable events, `armv8pmu_enable_user_access()`), else 0
+/// (`armv8pmu_disable_user_access()`); when perf rewrote it meanwhile, perf's value
+/// stays. Then each of the module's counters that still counts exactly what the
+/// module programmed is disabled and zeroed; one that counts something else is perf's
+/// now and stays. PMCR_EL0.E goes back off only when the module turned it on and no
+/// counter is enabled any more.
+pub fn restore<R: UserAccessRegisters>(regs: &R, applied: &Applied, layout: &Layout) -> Restored {
     let found = regs.pmuserenr();
-    regs.set_pmuserenr(PmuserenrEl0::new(applied.old_pmuserenr));
-    // Revoke before anything else changes: no EL0 instruction may run with access to
-    // counters that are being reconfigured.
-    regs.isb();
-    if applied.cycle_counter {
-        regs.set_pmccfiltr(PmccfiltrEl0::new(applied.old_pmccfiltr));
-        let old_enable = PmcntensetEl0::new(applied.old_pmcntenset);
-        if !old_enable.is_set(PMCNTENSET_EL0::C) {
-            let mut disable = PmcntenclrEl0::new(0);
-            disable.write(PMCNTENCLR_EL0::C::SET);
-            regs.set_pmcntenclr(disable);
+    let new_pmuserenr = if found.get() == applied.new_pmuserenr {
+        let linux_read = crate::registers::pmuserenr_el0::linux_user_read().get();
+        let value = if applied.old_pmuserenr == linux_read {
+            linux_read
+        } else {
+            0
+        };
+        regs.set_pmuserenr(PmuserenrEl0::new(value));
+        // Revoke before anything else changes: no EL0 instruction may run with access
+        // to counters that are being released.
+        regs.isb();
+        value
+    } else {
+        found.get()
+    };
+
+    let enabled = regs.pmcntenset().get();
+    let mut released = 0;
+    let mut taken = 0;
+    for (counter, event) in layout.assignments() {
+        let bit = 1u64 << counter;
+        if applied.owned & bit == 0 || enabled & bit == 0 {
+            continue;
         }
-        // E and LC back to what they were; the other PMCR_EL0 bits as they are now
-        // (perf may own them by now). The write synchronizes.
-        let old = PmcrEl0::new(applied.old_pmcr);
+        let expected = if counter == CYCLE_COUNTER {
+            pmccfiltr_el0_only().get()
+        } else {
+            event_config(event)
+        };
+        if config_of(regs, counter) == expected {
+            released |= bit;
+        } else {
+            taken |= bit;
+        }
+    }
+    if released != 0 {
+        regs.set_pmcntenclr(PmcntenclrEl0::new(released));
+        for (counter, _) in layout.assignments() {
+            if released & (1 << counter) == 0 {
+                continue;
+            }
+            if counter == CYCLE_COUNTER {
+                regs.set_pmccntr(0);
+            } else {
+                regs.set_pmevcntr(counter, 0);
+            }
+        }
+    }
+    if applied.enabled_pmu && enabled & !released == 0 {
         let mut pmcr = regs.pmcr();
-        pmcr.modify(
-            PMCR_EL0::E.val(old.read(PMCR_EL0::E)) + PMCR_EL0::LC.val(old.read(PMCR_EL0::LC)),
-        );
-        regs.set_pmcr(pmcr);
+        if pmcr.is_set(PMCR_EL0::E) {
+            pmcr.modify(PMCR_EL0::E::CLEAR + PMCR_EL0::P::CLEAR + PMCR_EL0::C::CLEAR);
+            regs.set_pmcr(pmcr);
+        }
     }
     Restored {
         found_pmuserenr: found.get(),
+        new_pmuserenr,
+        released,
+        taken,
     }
 }
 
 /// The PMUSERENR_EL0 bits EN, SW, CR, ER of `value` by name, `|`-separated, or "none":
-/// the form both module flavours log (`0xd (EN|CR|ER)`). Other bits are not named.
+/// the form both module flavours log (`0xc (CR|ER)`). Other bits are not named.
 pub fn access_names(value: u64) -> &'static CStr {
     const NAMES: [&CStr; 16] = [
         c"none",
@@ -295,212 +776,20 @@ pub fn access_names(value: u64) -> &'static CStr {
     NAMES[(value & USER_ACCESS_BITS) as usize]
 }
 
-/// Which counters the PMCR_EL0 resets `zeroed` cleared, for the log.
-pub fn zeroed_names(zeroed: u64) -> &'static CStr {
-    let resets = LocalRegisterCopy::<u64, PMCR_EL0::Register>::new(zeroed);
-    match (resets.is_set(PMCR_EL0::P), resets.is_set(PMCR_EL0::C)) {
-        (true, true) => c"event and cycle counters",
-        (true, false) => c"event counters",
-        (false, true) => c"cycle counter",
-        (false, false) => c"nothing",
+/// What EL0 may do with `value`, in words, for the log: "read-only", "read and
+/// program (EN)", "software increment only", "nothing".
+pub fn grant_words(value: u64) -> &'static CStr {
+    let value = PmuserenrEl0::new(value);
+    if value.is_set(PMUSERENR_EL0::EN) {
+        c"read and program (EN)"
+    } else if value.is_set(PMUSERENR_EL0::ER) || value.is_set(PMUSERENR_EL0::CR) {
+        c"read-only"
+    } else if value.is_set(PMUSERENR_EL0::SW) {
+        c"software increment only"
+    } else {
+        c"nothing"
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fake::{FakeUserAccess, UserAccessOp};
-    use std::vec::Vec;
-
-    /// ID_AA64DFR0_EL1 as QEMU `-cpu max` reports it: PMUVer = 6 (PMUv3p5)
-    /// (shared/notes/qemu-facts.md).
-    const DFR0_PMUV3P5: u64 = 0x6 << 8;
-
-    fn request(bits: u64, cycle_counter: bool) -> Request {
-        Request {
-            user_access: UserAccess::new(bits).unwrap(),
-            cycle_counter,
-        }
-    }
-
-    /// The parameter rule of kmod_enable_user.rs `enable()`: `access == 0 || access &
-    /// !(EN|SW|CR|ER) != 0` is EINVAL; its default is EN|CR|ER = 13.
-    #[test]
-    fn user_access_values_follow_the_module_parameter_rule() {
-        assert_eq!(UserAccess::new(0), Err(UserAccessError::Empty));
-        assert_eq!(
-            UserAccess::new(16),
-            Err(UserAccessError::UnknownBits { requested: 16 })
-        );
-        for bits in 1..=15 {
-            assert_eq!(UserAccess::new(bits).map(UserAccess::bits), Ok(bits));
-        }
-        assert_eq!(DEFAULT_USER_ACCESS, 13);
-        assert_eq!(
-            UserAccess::new(DEFAULT_USER_ACCESS)
-                .unwrap()
-                .pmuserenr()
-                .get(),
-            crate::registers::pmuserenr_el0::linux_user_read().get() | 1
-        );
-    }
-
-    /// No PMUv3 (PMUVer 0, or 0xF = IMPLEMENTATION DEFINED; Arm ARM ID_AA64DFR0_EL1):
-    /// refused before any PMU register is read or written.
-    #[test]
-    fn without_pmuv3_nothing_is_touched() {
-        for pmuver in [0x0, 0xF] {
-            let regs = FakeUserAccess::new(pmuver << 8);
-            let err = apply(&regs, request(13, true)).unwrap_err();
-            assert_eq!(err.version.pmuver(), pmuver as u8);
-            assert_eq!(
-                regs.ops().collect::<Vec<_>>(),
-                [UserAccessOp::ReadIdAa64dfr0]
-            );
-        }
-    }
-
-    /// The default (EN|CR|ER) on a fresh QEMU CPU: the log line the e2e tests expect from
-    /// both flavours is "PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER), zeroed event and cycle
-    /// counters" (tests/tests/kernel_arm64.rs), and the writes come in the order of
-    /// kmod_enable_user.rs `apply_on_cpu`: PMCR (P|C, synchronizing), PMUSERENR, isb.
-    #[test]
-    fn default_grant_zeroes_both_and_writes_in_order() {
-        let regs = FakeUserAccess::new(DFR0_PMUV3P5);
-        let applied = apply(&regs, request(13, false)).unwrap();
-        assert_eq!(applied.pmuver, 6);
-        assert_eq!((applied.old_pmuserenr, applied.new_pmuserenr), (0, 0xd));
-        assert_eq!(applied.zeroed, 0b110, "PMCR_EL0.P (bit 1) | C (bit 2)");
-        assert_eq!(access_names(applied.new_pmuserenr), c"EN|CR|ER");
-        assert_eq!(access_names(applied.old_pmuserenr), c"none");
-        assert_eq!(zeroed_names(applied.zeroed), c"event and cycle counters");
-        let writes: Vec<_> = regs.ops().filter(UserAccessOp::is_write).collect();
-        assert_eq!(
-            writes,
-            [
-                UserAccessOp::WritePmcr(0b110),
-                UserAccessOp::WritePmuserenr(0xd),
-                UserAccessOp::Isb,
-            ]
-        );
-        assert_eq!(regs.pmuserenr().get(), 0xd);
-        assert_eq!(regs.zeroed_counters(), 0b110);
-    }
-
-    /// Which counters are zeroed per granted bit (kmod_enable_user.rs: P for EN|ER, C
-    /// for EN|CR); SW alone makes nothing readable and zeroes nothing.
-    #[test]
-    fn resets_follow_the_granted_reads() {
-        let cases = [
-            (1, 0b110, c"event and cycle counters"),
-            (2, 0b000, c"nothing"),
-            (4, 0b100, c"cycle counter"),
-            (8, 0b010, c"event counters"),
-            (12, 0b110, c"event and cycle counters"),
-        ];
-        for (bits, zeroed, name) in cases {
-            let applied = apply(&FakeUserAccess::new(DFR0_PMUV3P5), request(bits, false)).unwrap();
-            assert_eq!(applied.zeroed, zeroed, "user_access={bits}");
-            assert_eq!(zeroed_names(applied.zeroed), name);
-        }
-    }
-
-    /// cycle_counter=1 with CR (the e2e case `user_access=4 cycle_counter=1`):
-    /// PMCCFILTR_EL0 = 0x8000_0000 (P: EL0 only), PMCNTENSET_EL0.C (bit 31), PMCR_EL0
-    /// E (bit 0) | LC (bit 6) kept plus the C reset, all before PMUSERENR_EL0.
-    #[test]
-    fn cycle_counter_is_started_before_the_grant_and_undone_after_the_revoke() {
-        let regs = FakeUserAccess::new(DFR0_PMUV3P5);
-        let applied = apply(&regs, request(4, true)).unwrap();
-        assert_eq!((applied.old_pmcr, applied.new_pmcr), (0, 0x41));
-        let writes: Vec<_> = regs.ops().filter(UserAccessOp::is_write).collect();
-        assert_eq!(
-            writes,
-            [
-                UserAccessOp::WritePmccfiltr(0x8000_0000),
-                UserAccessOp::WritePmcntenset(0x8000_0000),
-                UserAccessOp::WritePmcr(0x41 | 0b100),
-                UserAccessOp::WritePmuserenr(0x4),
-                UserAccessOp::Isb,
-            ]
-        );
-        assert_eq!(access_names(applied.new_pmuserenr), c"CR");
-
-        regs.clear_ops();
-        let restored = restore(&regs, &applied);
-        assert_eq!(restored.found_pmuserenr, 0x4);
-        let writes: Vec<_> = regs.ops().filter(UserAccessOp::is_write).collect();
-        assert_eq!(
-            writes,
-            [
-                UserAccessOp::WritePmuserenr(0),
-                UserAccessOp::Isb,
-                UserAccessOp::WritePmccfiltr(0),
-                UserAccessOp::WritePmcntenclr(0x8000_0000),
-                UserAccessOp::WritePmcr(0),
-            ]
-        );
-        assert_eq!(regs.pmcr().get(), 0);
-        assert_eq!(regs.pmcntenset().get(), 0);
-    }
-
-    /// Restoring keeps what was there before: a cycle counter perf had already enabled
-    /// (PMCNTENSET_EL0.C = 1, PMCR_EL0.E = 1) stays enabled, its filter comes back, and
-    /// PMCR_EL0 bits other than E and LC are left as found.
-    #[test]
-    fn restore_keeps_an_earlier_owner_of_the_cycle_counter() {
-        let regs = FakeUserAccess::new(DFR0_PMUV3P5);
-        regs.preset(0x8, 0x1, 0x8000_0000, 0x4000_0000);
-        let applied = apply(&regs, request(13, true)).unwrap();
-        assert_eq!(applied.old_pmuserenr, 0x8);
-        regs.clear_ops();
-        let restored = restore(&regs, &applied);
-        assert_eq!(restored.found_pmuserenr, 0xd);
-        let writes: Vec<_> = regs.ops().filter(UserAccessOp::is_write).collect();
-        assert_eq!(
-            writes,
-            [
-                UserAccessOp::WritePmuserenr(0x8),
-                UserAccessOp::Isb,
-                UserAccessOp::WritePmccfiltr(0x4000_0000),
-                UserAccessOp::WritePmcr(0x1),
-            ]
-        );
-    }
-
-    /// perf's `armv8pmu_start()` writes PMUSERENR_EL0 = 0 meanwhile: restore reports what
-    /// it found (the module logs "(perf had already changed it)").
-    #[test]
-    fn restore_reports_a_pmuserenr_changed_meanwhile() {
-        let regs = FakeUserAccess::new(DFR0_PMUV3P5);
-        let applied = apply(&regs, request(13, false)).unwrap();
-        regs.set_pmuserenr(PmuserenrEl0::new(0));
-        regs.clear_ops();
-        assert_eq!(restore(&regs, &applied).found_pmuserenr, 0);
-        // Without the cycle counter only PMUSERENR_EL0 is written back.
-        let writes: Vec<_> = regs.ops().filter(UserAccessOp::is_write).collect();
-        assert_eq!(writes, [UserAccessOp::WritePmuserenr(0), UserAccessOp::Isb]);
-    }
-
-    /// Every combination is named in the order EN, SW, CR, ER (kmod_enable_user.rs
-    /// `Bits`); bits above 3 (PMUv3p9 UEN, IR, TID) are not named.
-    #[test]
-    fn names_of_every_combination() {
-        for bits in 0..16u64 {
-            let mut expected = std::string::String::new();
-            for (bit, name) in [(1, "EN"), (2, "SW"), (4, "CR"), (8, "ER")] {
-                if bits & bit != 0 {
-                    if !expected.is_empty() {
-                        expected.push('|');
-                    }
-                    expected.push_str(name);
-                }
-            }
-            if expected.is_empty() {
-                expected.push_str("none");
-            }
-            assert_eq!(access_names(bits).to_str().unwrap(), expected);
-            assert_eq!(access_names(bits | 0x70), access_names(bits));
-        }
-    }
-}
+mod tests;

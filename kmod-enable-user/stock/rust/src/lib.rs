@@ -38,183 +38,344 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 
 #[cfg(target_arch = "aarch64")]
 pub mod arm64 {
-    //! arm64: the per-CPU work of `pmu_armv8::user_enable` for the hotplug callbacks.
+    //! arm64: the grant of `pmu_armv8::user_enable`, for the module's callbacks (CPU
+    //! hotplug, CPU PM, the `regrant` parameter) and its load-time checks.
 
     use super::*;
-    use core::ffi::c_char;
-    use pmu_armv8::user_enable::{self, Applied, Request, UserAccess, UserAccessRegisters};
+    use core::ffi::{c_char, CStr};
+    use pmu_armv8::user_enable::{
+        self, Applied, ApplyError, EventsError, Layout, ModuleEvents, Request, UserAccess,
+        UserAccessError, UserAccessRegisters, MAX_MODULE_EVENTS,
+    };
     use pmu_armv8::El1UserAccess;
 
     /// `ENODEV`: no such device (include/uapi/asm-generic/errno-base.h).
     const ENODEV: i32 = 19;
+    /// `EBUSY`: device or resource busy.
+    const EBUSY: i32 = 16;
+    /// `EOPNOTSUPP`: operation not supported (include/uapi/asm-generic/errno.h).
+    const EOPNOTSUPP: i32 = 95;
+    /// The longest `events` text: 6 items of `0xffff` and 5 commas.
+    const EVENTS_TEXT_MAX: usize = 6 * 6 + 5;
 
-    /// One CPU's state, shared with C as `struct kmod_eu_cpu`: inputs (`user_access`,
-    /// `cycle_counter`) set by the glue, the rest filled by [`kmod_eu_arm64_apply`] and
-    /// [`kmod_eu_arm64_restore`] for the log and the restore.
+    /// The module-wide settings, checked once at load by [`kmod_eu_arm64_configure`]
+    /// (C: `struct kmod_eu_config`), read by every per-CPU call.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct KmodEuConfig {
+        /// The `user_access` parameter.
+        pub user_access: u32,
+        /// The events the module programs, `n_events` of them.
+        pub events: [u16; MAX_MODULE_EVENTS],
+        /// How many of `events`.
+        pub n_events: u8,
+        /// PMCR_EL0.N of the loading CPU: the layout's counters are counted from it.
+        pub event_counters: u8,
+        /// The `cycle_counter` parameter.
+        pub cycle_counter: bool,
+        /// The `el0_programming` parameter.
+        pub el0_programming: bool,
+        /// ID_AA64DFR0_EL1.PMUVer of the loading CPU.
+        pub pmuver: u8,
+        /// Padding, zero.
+        pub reserved: [u8; 3],
+    }
+
+    const _: () = assert!(core::mem::size_of::<KmodEuConfig>() == 24);
+
+    impl KmodEuConfig {
+        /// The request every CPU gets; `None` only for a config that
+        /// [`kmod_eu_arm64_configure`] did not accept.
+        fn request(&self) -> Option<Request> {
+            let n = usize::from(self.n_events).min(MAX_MODULE_EVENTS);
+            let events = ModuleEvents::from_slice(self.events.get(..n)?).ok()?;
+            Some(Request {
+                user_access: UserAccess::new(u64::from(self.user_access), self.el0_programming)
+                    .ok()?,
+                layout: Layout::new(self.event_counters, events, self.cycle_counter).ok()?,
+            })
+        }
+    }
+
+    /// Checks the parameters and fills `cfg` and `layout` (the `layout` parameter's text,
+    /// NUL-terminated, at most `layout_size` bytes with the NUL) on the CPU it runs on.
+    /// Returns 0, or a negative errno with `*why` a static sentence saying which rule was
+    /// broken: `-EINVAL` (a parameter), `-ENODEV` (no PMUv3, or too few counters).
+    ///
+    /// # Safety
+    ///
+    /// At EL1 with preemption disabled (ID_AA64DFR0_EL1 and PMCR_EL0 are read on one
+    /// CPU); `cfg` and `why` valid for writes, `events` a NUL-terminated string or null,
+    /// `layout` valid for `layout_size` bytes of writes.
+    #[no_mangle]
+    pub unsafe extern "C" fn kmod_eu_arm64_configure(
+        cfg: *mut KmodEuConfig,
+        user_access: u32,
+        el0_programming: bool,
+        events: *const c_char,
+        cycle_counter: bool,
+        layout: *mut c_char,
+        layout_size: usize,
+        why: *mut *const c_char,
+    ) -> i32 {
+        // SAFETY: valid pointers by the caller's contract.
+        let (Some(cfg), Some(why)) = (unsafe { cfg.as_mut() }, unsafe { why.as_mut() }) else {
+            return -EINVAL;
+        };
+        *why = c"".as_ptr();
+        let fail = |why: &mut *const c_char, errno: i32, text: &'static CStr| {
+            *why = text.as_ptr();
+            errno
+        };
+        if let Err(e) = UserAccess::new(u64::from(user_access), el0_programming) {
+            let text = match e {
+                UserAccessError::Empty => c"user_access=0 grants nothing",
+                UserAccessError::WriteAccessNeedsOptIn => {
+                    c"user_access may hold SW=2, CR=4, ER=8 only: write access (EN=1) is granted by el0_programming=1 alone"
+                }
+                _ => c"user_access has bits outside SW=2|CR=4|ER=8",
+            };
+            return fail(why, -EINVAL, text);
+        }
+        // The string's bytes up to its NUL, at most EVENTS_TEXT_MAX of them (longer is
+        // refused below as not a list). Scanned by hand: `CStr::from_ptr` would need the
+        // C library's strlen, which the object must not import.
+        let mut length = 0;
+        if !events.is_null() {
+            // SAFETY: a NUL-terminated string by the caller's contract; the scan stops
+            // at the NUL or at EVENTS_TEXT_MAX + 1 bytes, within the string.
+            while length <= EVENTS_TEXT_MAX && unsafe { *events.add(length) } != 0 {
+                length += 1;
+            }
+        }
+        if length > EVENTS_TEXT_MAX {
+            return fail(
+                why,
+                -EINVAL,
+                c"events: longer than a list of 6 event numbers can be",
+            );
+        }
+        let text: &[u8] = if length == 0 {
+            b""
+        } else {
+            // SAFETY: `length` bytes before the NUL, read above.
+            unsafe { core::slice::from_raw_parts(events.cast::<u8>(), length) }
+        };
+        let parsed = match ModuleEvents::parse(text) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                let text = match e {
+                    EventsError::TooMany => c"events: at most 6 event numbers",
+                    EventsError::OutOfRange { .. } => {
+                        c"events: an event number above 0xffff (PMEVTYPER<n>_EL0.evtCount has 16 bits)"
+                    }
+                    EventsError::Duplicate { .. } => c"events: an event named twice",
+                    _ => {
+                        c"events: a comma-separated list of event numbers, decimal or 0x-hex, e.g. 0x8,0x3"
+                    }
+                };
+                return fail(why, -EINVAL, text);
+            }
+        };
+        // SAFETY: EL1 with preemption off (the caller's contract); only ID_AA64DFR0_EL1
+        // and, with PMUv3, PMCR_EL0 are read: nothing is written.
+        let regs = unsafe { El1UserAccess::new() };
+        let version = pmu_armv8::PmuVersion::from_id_aa64dfr0(regs.id_aa64dfr0());
+        cfg.pmuver = version.pmuver();
+        if !version.is_pmuv3() {
+            return fail(
+                why,
+                -ENODEV,
+                c"no PMUv3 on this CPU (ID_AA64DFR0_EL1.PMUVer)",
+            );
+        }
+        // PMCR_EL0.N, bits 15:11 (Arm ARM, PMCR_EL0).
+        let n = ((regs.pmcr().get() >> 11) & 0x1f) as u8;
+        let Ok(checked) = Layout::new(n, parsed, cycle_counter) else {
+            return fail(
+                why,
+                -ENODEV,
+                c"events: more events than this CPU has event counters (PMCR_EL0.N)",
+            );
+        };
+        *cfg = KmodEuConfig {
+            user_access,
+            events: [0; MAX_MODULE_EVENTS],
+            n_events: parsed.len() as u8,
+            event_counters: n,
+            cycle_counter,
+            el0_programming,
+            pmuver: version.pmuver(),
+            reserved: [0; 3],
+        };
+        for (slot, &event) in cfg.events.iter_mut().zip(parsed.as_slice()) {
+            *slot = event;
+        }
+        if !layout.is_null() && layout_size > 0 {
+            // SAFETY: `layout` is valid for `layout_size` bytes (the caller's contract).
+            let out = unsafe { core::slice::from_raw_parts_mut(layout.cast::<u8>(), layout_size) };
+            if let Some((nul, text)) = out.split_last_mut() {
+                let len = checked.write_text(text);
+                *text.get_mut(len).unwrap_or(nul) = 0;
+            }
+        }
+        0
+    }
+
+    /// One CPU's state (C: `struct kmod_eu_cpu`): filled by [`kmod_eu_arm64_apply`]
+    /// and [`kmod_eu_arm64_restore`], for the log and the next call.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default)]
     pub struct KmodEuCpu {
-        /// In: PMUSERENR_EL0 bits to grant (checked by [`kmod_eu_arm64_check_user_access`]).
-        pub user_access: u64,
-        /// PMUSERENR_EL0 before.
+        /// PMUSERENR_EL0 before the first grant on this CPU.
         pub old_userenr: u64,
-        /// PMUSERENR_EL0 written.
-        pub new_userenr: u64,
-        /// PMCR_EL0 reset bits written (P and/or C).
-        pub zeroed: u64,
-        /// PMCR_EL0 before.
-        pub old_pmcr: u64,
-        /// PMCR_EL0 after.
-        pub new_pmcr: u64,
-        /// PMCNTENSET_EL0 before.
-        pub old_cntenset: u64,
-        /// PMCCFILTR_EL0 before.
-        pub old_ccfiltr: u64,
-        /// PMUSERENR_EL0 found at restore time.
+        /// PMUSERENR_EL0 found by the last apply or restore.
         pub found_userenr: u64,
-        /// In: also start the cycle counter for EL0.
-        pub cycle_counter: bool,
-        /// Whether the grant was made (and must be restored).
+        /// PMUSERENR_EL0 written by the last apply or restore.
+        pub new_userenr: u64,
+        /// PMCNTENSET_EL0 bits of the module's counters.
+        pub owned: u64,
+        /// Counters the last apply zeroed (idle ones).
+        pub zeroed: u64,
+        /// The module's counters the last apply found still running and kept.
+        pub kept: u64,
+        /// Counters the restore disabled and zeroed.
+        pub released: u64,
+        /// The module's counters the restore found counting something else (perf's
+        /// now), left alone.
+        pub taken: u64,
+        /// With `-EBUSY`: the configuration register of the counter in use.
+        pub busy_config: u64,
+        /// 0, or the negative errno of the last apply: `-ENODEV` (no PMUv3, too few
+        /// counters), `-EBUSY` (a layout counter in use), `-EOPNOTSUPP` (an event not
+        /// implemented).
+        pub error: i32,
+        /// With `-EBUSY` the counter (31: cycle counter), with `-EOPNOTSUPP` the event,
+        /// with `-ENODEV` PMCR_EL0.N of this CPU.
+        pub error_detail: u32,
+        /// Whether the grant is in place (and must be restored).
         pub applied: bool,
+        /// Whether the module turned PMCR_EL0.E on.
+        pub enabled_pmu: bool,
         /// ID_AA64DFR0_EL1.PMUVer of this CPU.
         pub pmuver: u8,
+        /// Padding, zero.
+        pub reserved: [u8; 5],
     }
 
-    // The C declaration has the same size (checked there with _Static_assert too).
-    const _: () = assert!(core::mem::size_of::<KmodEuCpu>() == 80);
+    // The C declaration has the same size (checked there with static_assert too).
+    const _: () = assert!(core::mem::size_of::<KmodEuCpu>() == 88);
 
     impl KmodEuCpu {
         fn applied(&self) -> Applied {
             Applied {
                 pmuver: self.pmuver,
-                cycle_counter: self.cycle_counter,
                 old_pmuserenr: self.old_userenr,
+                found_pmuserenr: self.found_userenr,
                 new_pmuserenr: self.new_userenr,
+                owned: self.owned,
                 zeroed: self.zeroed,
-                old_pmcr: self.old_pmcr,
-                new_pmcr: self.new_pmcr,
-                old_pmcntenset: self.old_cntenset,
-                old_pmccfiltr: self.old_ccfiltr,
+                kept: self.kept,
+                enabled_pmu: self.enabled_pmu,
             }
         }
     }
 
-    /// 0 when `user_access` is a non-empty subset of EN=1|SW=2|CR=4|ER=8, else
-    /// `-EINVAL`.
-    #[no_mangle]
-    pub extern "C" fn kmod_eu_arm64_check_user_access(user_access: u32) -> i32 {
-        match UserAccess::new(u64::from(user_access)) {
-            Ok(_) => 0,
-            Err(_) => -EINVAL,
-        }
-    }
-
-    /// Reads this CPU's ID_AA64DFR0_EL1.PMUVer into `*pmuver` and, with PMUv3,
-    /// PMCR_EL0.N into `*event_counters`. Returns 0, or `-ENODEV` without PMUv3.
+    /// On the CPU, interrupts off: [`user_enable::apply`] of `cfg`'s request, a
+    /// re-grant when `st.applied` (after CPU PM, perf, or on request). Fills `st`:
+    /// `st.applied` and `st.error` say how it went.
     ///
     /// # Safety
     ///
-    /// At EL1 (kernel code) with preemption disabled, so both registers are read on one
-    /// CPU; `pmuver` and `event_counters` are valid for writes or null.
+    /// `st` and `cfg` are valid (or null: nothing happens), `cfg` accepted by
+    /// [`kmod_eu_arm64_configure`]; runs at EL1 with interrupts disabled on the CPU `st`
+    /// describes, and the caller has decided that EL0 may use the PMU.
     #[no_mangle]
-    pub unsafe extern "C" fn kmod_eu_arm64_probe(pmuver: *mut u8, event_counters: *mut u32) -> i32 {
-        // SAFETY: EL1 with preemption off (the caller's contract), so the value stays on
-        // this CPU; only ID_AA64DFR0_EL1 and PMCR_EL0 are read (PMCR_EL0 only when
-        // PMUv3 is there), nothing is written, so no owner of the PMU is disturbed.
-        let regs = unsafe { El1UserAccess::new() };
-        let version = pmu_armv8::PmuVersion::from_id_aa64dfr0(regs.id_aa64dfr0());
-        // SAFETY: the caller passes a valid pointer or null.
-        if let Some(out) = unsafe { pmuver.as_mut() } {
-            *out = version.pmuver();
-        }
-        if !version.is_pmuv3() {
-            return -ENODEV;
-        }
-        // PMCR_EL0.N, bits 15:11 (Arm ARM, PMCR_EL0).
-        let n = ((regs.pmcr().get() >> 11) & 0x1f) as u32;
-        // SAFETY: the caller passes a valid pointer or null.
-        if let Some(out) = unsafe { event_counters.as_mut() } {
-            *out = n;
-        }
-        0
-    }
-
-    /// On the CPU, interrupts off: [`user_enable::apply`] with `st`'s inputs; fills
-    /// `st`. `st.applied` says whether the grant was made (false: no PMUv3, see
-    /// `st.pmuver`, or an invalid `st.user_access`).
-    ///
-    /// # Safety
-    ///
-    /// `st` is valid for reads and writes (or null: nothing happens); runs at EL1 with
-    /// interrupts disabled on the CPU `st` describes (`smp_call_function_single()`), and
-    /// the caller has decided that EL0 may use the PMU.
-    #[no_mangle]
-    pub unsafe extern "C" fn kmod_eu_arm64_apply(st: *mut KmodEuCpu) {
+    pub unsafe extern "C" fn kmod_eu_arm64_apply(st: *mut KmodEuCpu, cfg: *const KmodEuConfig) {
         // SAFETY: valid or null, by the caller's contract.
-        let Some(st) = (unsafe { st.as_mut() }) else {
+        let (Some(st), Some(cfg)) = (unsafe { st.as_mut() }, unsafe { cfg.as_ref() }) else {
             return;
         };
-        st.applied = false;
-        let Ok(user_access) = UserAccess::new(st.user_access) else {
+        let Some(request) = cfg.request() else {
+            st.error = -EINVAL;
             return;
         };
         // SAFETY: EL1, interrupts off on this CPU, and the decision to grant EL0 access
         // taken by the caller: `El1UserAccess::new`'s contract.
         let regs = unsafe { El1UserAccess::new() };
-        let request = Request {
-            user_access,
-            cycle_counter: st.cycle_counter,
-        };
-        match user_enable::apply(&regs, request) {
+        let previous = st.applied.then(|| st.applied());
+        match user_enable::apply(&regs, request, previous.as_ref()) {
             Ok(applied) => {
                 st.pmuver = applied.pmuver;
                 st.old_userenr = applied.old_pmuserenr;
+                st.found_userenr = applied.found_pmuserenr;
                 st.new_userenr = applied.new_pmuserenr;
+                st.owned = applied.owned;
                 st.zeroed = applied.zeroed;
-                st.old_pmcr = applied.old_pmcr;
-                st.new_pmcr = applied.new_pmcr;
-                st.old_cntenset = applied.old_pmcntenset;
-                st.old_ccfiltr = applied.old_pmccfiltr;
+                st.kept = applied.kept;
+                st.enabled_pmu = applied.enabled_pmu;
+                st.error = 0;
                 st.applied = true;
             }
-            Err(no_pmu) => st.pmuver = no_pmu.version.pmuver(),
+            Err(e) => {
+                (st.error, st.error_detail) = match e {
+                    ApplyError::NoPmuV3(no) => {
+                        st.pmuver = no.version.pmuver();
+                        (-ENODEV, 0)
+                    }
+                    ApplyError::TooFewCounters(t) => (-ENODEV, u32::from(t.have)),
+                    ApplyError::CounterInUse { counter, config } => {
+                        st.busy_config = config;
+                        (-EBUSY, u32::from(counter))
+                    }
+                    ApplyError::EventNotImplemented { event } => (-EOPNOTSUPP, u32::from(event)),
+                    _ => (-EINVAL, 0),
+                };
+            }
         }
     }
 
     /// On the CPU, interrupts off: [`user_enable::restore`] of what
-    /// [`kmod_eu_arm64_apply`] recorded in `st`; sets `st.found_userenr`, clears
-    /// `st.applied`. Nothing happens unless `st.applied`.
+    /// [`kmod_eu_arm64_apply`] recorded in `st`; clears `st.applied`. Nothing happens
+    /// unless `st.applied`.
     ///
     /// # Safety
     ///
     /// As for [`kmod_eu_arm64_apply`], with `st` filled by it on this CPU.
     #[no_mangle]
-    pub unsafe extern "C" fn kmod_eu_arm64_restore(st: *mut KmodEuCpu) {
+    pub unsafe extern "C" fn kmod_eu_arm64_restore(st: *mut KmodEuCpu, cfg: *const KmodEuConfig) {
         // SAFETY: valid or null, by the caller's contract.
-        let Some(st) = (unsafe { st.as_mut() }) else {
+        let (Some(st), Some(cfg)) = (unsafe { st.as_mut() }, unsafe { cfg.as_ref() }) else {
             return;
         };
         if !st.applied {
             return;
         }
+        let Some(request) = cfg.request() else {
+            return;
+        };
         // SAFETY: as in `kmod_eu_arm64_apply`; restoring takes access away again.
         let regs = unsafe { El1UserAccess::new() };
-        st.found_userenr = user_enable::restore(&regs, &st.applied()).found_pmuserenr;
+        let restored = user_enable::restore(&regs, &st.applied(), &request.layout);
+        st.found_userenr = restored.found_pmuserenr;
+        st.new_userenr = restored.new_pmuserenr;
+        st.released = restored.released;
+        st.taken = restored.taken;
         st.applied = false;
     }
 
-    /// "EN|CR|ER" and so on for PMUSERENR_EL0 `bits` ("none" without any of the four):
+    /// "CR|ER" and so on for PMUSERENR_EL0 `bits` ("none" without any of the four):
     /// a static NUL-terminated string.
     #[no_mangle]
     pub extern "C" fn kmod_eu_arm64_access_names(bits: u64) -> *const c_char {
         user_enable::access_names(bits).as_ptr()
     }
 
-    /// Which counters the PMCR_EL0 resets `zeroed` cleared ("event and cycle counters",
-    /// …, "nothing"): a static NUL-terminated string.
+    /// What EL0 may do with PMUSERENR_EL0 `bits` ("read-only", "read and program
+    /// (EN)", …): a static NUL-terminated string.
     #[no_mangle]
-    pub extern "C" fn kmod_eu_arm64_zeroed_names(zeroed: u64) -> *const c_char {
-        user_enable::zeroed_names(zeroed).as_ptr()
+    pub extern "C" fn kmod_eu_arm64_grant_words(bits: u64) -> *const c_char {
+        user_enable::grant_words(bits).as_ptr()
     }
 }
 

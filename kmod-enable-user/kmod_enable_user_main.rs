@@ -114,6 +114,19 @@ mod param {
         })
     }
 
+    /// `struct kernel_param` for a parameter of this module with permission `perm`
+    /// (sysfs mode: 0444 read-only, 0200 write-only for root).
+    pub(crate) const fn describe_perm(
+        name: &'static core::ffi::CStr,
+        ops: *const bindings::kernel_param_ops,
+        arg: *mut c_void,
+        perm: u16,
+    ) -> Param {
+        let mut param = describe(name, ops, arg);
+        param.0.perm = perm;
+        param
+    }
+
     /// `text` as a NUL-terminated byte array of length `N` (= `text.len() + 1`).
     pub(crate) const fn nul_terminated<const N: usize>(text: &str) -> [u8; N] {
         let bytes = text.as_bytes();
@@ -263,254 +276,224 @@ mod percpu {
 
 #[cfg(target_arch = "aarch64")]
 mod arch {
-    //! arm64: PMUSERENR_EL0 and, optionally, the cycle counter, per CPU.
+    //! arm64: the grant of PMUSERENR_EL0 and the module's counters, per CPU.
     //!
-    //! Register layouts: Arm Architecture Reference Manual for A-profile (DDI 0487),
-    //! D24.5 "Performance Monitors registers"; the same bits as Linux's
-    //! `arch/arm64/include/asm/perf_event.h` and `drivers/perf/arm_pmuv3.c`.
+    //! The per-CPU register work is the stock flavour's Rust object
+    //! (kmod-enable-user/stock/rust over `pmu_armv8::user_enable`), linked into this
+    //! module, so both flavours run the same code; this file is the kernel glue around it,
+    //! as kmod-enable-user/stock/kmod_enable_user_glue.c is for stock kernels: the
+    //! parameters, CPU hotplug, CPU PM, `regrant`, and the log lines (the same in both).
 
     use super::*;
-    use core::arch::asm;
-    use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+    use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, Ordering};
 
-    /// PMUSERENR_EL0.EN: EL0 may access every PMU register the other bits name, and more.
-    const EN: u64 = 1 << 0;
-    /// PMUSERENR_EL0.SW: EL0 may write PMSWINC_EL0.
-    const SW: u64 = 1 << 1;
-    /// PMUSERENR_EL0.CR: EL0 may read PMCCNTR_EL0.
-    const CR: u64 = 1 << 2;
-    /// PMUSERENR_EL0.ER: EL0 may read the event counters (and PMSELR_EL0).
-    const ER: u64 = 1 << 3;
-    const USER_ACCESS_BITS: u64 = EN | SW | CR | ER;
-    const DEFAULT_USER_ACCESS: c_uint = (EN | CR | ER) as c_uint;
+    /// The module-wide settings (C: `struct kmod_eu_config`, Rust object:
+    /// `arm64::KmodEuConfig`).
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Config {
+        user_access: u32,
+        events: [u16; 6],
+        n_events: u8,
+        event_counters: u8,
+        cycle_counter: bool,
+        el0_programming: bool,
+        pmuver: u8,
+        reserved: [u8; 3],
+    }
+    const _: () = assert!(core::mem::size_of::<Config>() == 24);
 
-    /// PMCR_EL0.E: enable the counters.
-    const PMCR_E: u64 = 1 << 0;
-    /// PMCR_EL0.P: reset the event counters (write-only action).
-    const PMCR_P: u64 = 1 << 1;
-    /// PMCR_EL0.C: reset the cycle counter (write-only action).
-    const PMCR_C: u64 = 1 << 2;
-    /// PMCR_EL0.LC: the cycle counter overflows at 64 bits.
-    const PMCR_LC: u64 = 1 << 6;
-    /// PMCNTENSET_EL0.C / PMCNTENCLR_EL0.C: the cycle counter's enable bit.
-    const CNTEN_C: u64 = 1 << 31;
-    /// PMCCFILTR_EL0.P: do not count at EL1. With U = 0 and NSH = 0: count EL0 only.
-    const PMCCFILTR_P: u64 = 1 << 31;
+    /// One CPU's grant (C: `struct kmod_eu_cpu`, Rust object: `arm64::KmodEuCpu`).
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct CpuState {
+        old_userenr: u64,
+        found_userenr: u64,
+        new_userenr: u64,
+        owned: u64,
+        zeroed: u64,
+        kept: u64,
+        released: u64,
+        taken: u64,
+        busy_config: u64,
+        error: i32,
+        error_detail: u32,
+        applied: bool,
+        enabled_pmu: bool,
+        pmuver: u8,
+        reserved: [u8; 5],
+    }
+    const _: () = assert!(core::mem::size_of::<CpuState>() == 88);
 
-    /// ID_AA64DFR0_EL1.PMUVer, bits 11:8: 0 no PMU, 0xF an IMPLEMENTATION DEFINED one.
-    fn pmu_version(dfr0: u64) -> u8 {
-        ((dfr0 >> 8) & 0xf) as u8
+    /// The layout text's size with its NUL (`pmu_armv8::user_enable::LAYOUT_TEXT_MAX` + 1).
+    const LAYOUT_SIZE: usize = 71;
+
+    extern "C" {
+        fn kmod_eu_arm64_configure(
+            cfg: *mut Config,
+            user_access: u32,
+            el0_programming: bool,
+            events: *const c_char,
+            cycle_counter: bool,
+            layout: *mut c_char,
+            layout_size: usize,
+            why: *mut *const c_char,
+        ) -> c_int;
+        fn kmod_eu_arm64_apply(st: *mut CpuState, cfg: *const Config);
+        fn kmod_eu_arm64_restore(st: *mut CpuState, cfg: *const Config);
+        fn kmod_eu_arm64_access_names(bits: u64) -> *const c_char;
+        fn kmod_eu_arm64_grant_words(bits: u64) -> *const c_char;
     }
 
-    fn has_pmuv3(pmuver: u8) -> bool {
-        pmuver != 0 && pmuver != 0xf
+    /// The Rust object's panic handler calls this (a panic path survives only if the
+    /// object's check missed one: stock/check-object.sh rejects objects that import it).
+    #[no_mangle]
+    extern "C" fn kmod_enable_user_rust_panic() -> ! {
+        panic!("kmod_enable_user: panic in the grant object");
     }
 
-    static USER_ACCESS: param::Value<c_uint> = param::Value::new(DEFAULT_USER_ACCESS);
-    static CYCLE_COUNTER: param::Value<bool> = param::Value::new(false);
+    /// A static C string from the Rust object, for the log.
+    fn text(ptr: *const c_char) -> &'static CStr {
+        // SAFETY: the Rust object returns pointers to static NUL-terminated strings.
+        unsafe { CStr::from_char_ptr(ptr) }
+    }
+
+    static USER_ACCESS: param::Value<c_uint> = param::Value::new(12);
+    static EL0_PROGRAMMING: param::Value<bool> = param::Value::new(false);
+    static EVENTS: param::Value<*mut c_char> = param::Value::new(c"0x8".as_ptr() as *mut c_char);
+    static CYCLE_COUNTER: param::Value<bool> = param::Value::new(true);
 
     #[link_section = "__param"]
     #[used(compiler)]
-    static USER_ACCESS_PARAM: param::Param = param::describe(
-        c"user_access",
-        &raw const bindings::param_ops_uint,
-        USER_ACCESS.as_arg(),
+    static USER_ACCESS_PARAM: param::Param =
+        param::describe(c"user_access", &raw const bindings::param_ops_uint, USER_ACCESS.as_arg());
+    #[link_section = "__param"]
+    #[used(compiler)]
+    static EL0_PROGRAMMING_PARAM: param::Param = param::describe(
+        c"el0_programming",
+        &raw const bindings::param_ops_bool,
+        EL0_PROGRAMMING.as_arg()
     );
-
+    #[link_section = "__param"]
+    #[used(compiler)]
+    static EVENTS_PARAM: param::Param =
+        param::describe(c"events", &raw const bindings::param_ops_charp, EVENTS.as_arg());
     #[link_section = "__param"]
     #[used(compiler)]
     static CYCLE_COUNTER_PARAM: param::Param = param::describe(
         c"cycle_counter",
         &raw const bindings::param_ops_bool,
-        CYCLE_COUNTER.as_arg(),
+        CYCLE_COUNTER.as_arg()
     );
 
     modinfo!(
         PARM_USER_ACCESS,
-        "parm=user_access:PMUSERENR_EL0 bits to set on every CPU: EN=1 (all), SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 13 = EN|CR|ER"
+        "parm=user_access:PMUSERENR_EL0 read bits to grant on every CPU: SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 12 = CR|ER, read-only. Write access (EN=1) only through el0_programming=1"
     );
     modinfo!(PARMTYPE_USER_ACCESS, "parmtype=user_access:uint");
     modinfo!(
+        PARM_EL0_PROGRAMMING,
+        "parm=el0_programming:Also let EL0 program the PMU (PMUSERENR_EL0.EN): every process may then count at EL1 (a side channel into the kernel) and stop or reset perf's counters; default 0"
+    );
+    modinfo!(PARMTYPE_EL0_PROGRAMMING, "parmtype=el0_programming:bool");
+    modinfo!(
+        PARM_EVENTS,
+        "parm=events:Events the module counts for EL0 (EL0 only) on the highest-numbered event counters: comma-separated numbers, e.g. 0x8,0x3; default 0x8 (INST_RETIRED); empty for none"
+    );
+    modinfo!(PARMTYPE_EVENTS, "parmtype=events:charp");
+    modinfo!(
         PARM_CYCLE_COUNTER,
-        "parm=cycle_counter:Also start the cycle counter for EL0 (PMCR_EL0.E and LC, PMCNTENSET_EL0.C, PMCCFILTR_EL0 = EL0 only); default 0"
+        "parm=cycle_counter:Also run the cycle counter for EL0, EL0 only (PMCCFILTR_EL0.P); default 1"
     );
     modinfo!(PARMTYPE_CYCLE_COUNTER, "parmtype=cycle_counter:bool");
 
-    /// The instructions, one small function each.
-    mod sysreg {
-        use super::asm;
+    /// The settings every CPU gets: written once by `enable` before any reader exists
+    /// (the hotplug state, the CPU PM notifier and `regrant` all come after).
+    struct Shared<T>(UnsafeCell<T>);
+    // SAFETY: written only in `enable`, before the callbacks that read it are installed,
+    // and never again while the module is loaded.
+    unsafe impl<T> Sync for Shared<T> {}
+    static CONFIG: Shared<Config> = Shared(UnsafeCell::new(Config {
+        user_access: 0,
+        events: [0; 6],
+        n_events: 0,
+        event_counters: 0,
+        cycle_counter: false,
+        el0_programming: false,
+        pmuver: 0,
+        reserved: [0; 3],
+    }));
+    static LAYOUT: Shared<[u8; LAYOUT_SIZE]> = Shared(UnsafeCell::new(*b"none\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"));
 
-        macro_rules! read {
-            ($name:ident, $reg:literal) => {
-                pub(super) fn $name() -> u64 {
-                    let value: u64;
-                    // SAFETY: reading this PMU/ID register at EL1 has no side effect.
-                    unsafe { asm!(concat!("mrs {}, ", $reg), out(reg) value, options(nomem, nostack)) };
-                    value
-                }
-            };
-        }
-        macro_rules! write {
-            ($name:ident, $reg:literal) => {
-                /// # Safety
-                ///
-                /// Changes this CPU's PMU state: call with interrupts disabled, on the CPU
-                /// whose state the caller owns.
-                pub(super) unsafe fn $name(value: u64) {
-                    // SAFETY: the caller owns this CPU's PMU state (see above).
-                    unsafe { asm!(concat!("msr ", $reg, ", {}"), in(reg) value, options(nomem, nostack)) };
-                }
-            };
-        }
-
-        read!(id_aa64dfr0_el1, "id_aa64dfr0_el1");
-        read!(pmuserenr_el0, "pmuserenr_el0");
-        read!(pmcr_el0, "pmcr_el0");
-        read!(pmcntenset_el0, "pmcntenset_el0");
-        read!(pmccfiltr_el0, "pmccfiltr_el0");
-        write!(set_pmuserenr_el0, "pmuserenr_el0");
-        write!(set_pmcr_el0, "pmcr_el0");
-        write!(set_pmcntenset_el0, "pmcntenset_el0");
-        write!(set_pmcntenclr_el0, "pmcntenclr_el0");
-        write!(set_pmccfiltr_el0, "pmccfiltr_el0");
-
-        /// Makes the PMU register writes before it visible to what follows.
-        pub(super) fn isb() {
-            // SAFETY: a barrier, no state change.
-            unsafe { asm!("isb", options(nomem, nostack)) };
-        }
+    fn config() -> *const Config {
+        CONFIG.0.get()
     }
 
-    /// One CPU's state before and after this module touched it.
-    #[derive(Default, Clone, Copy)]
-    struct CpuState {
-        /// Inputs to the per-CPU function.
-        user_access: u64,
-        cycle_counter: bool,
-        /// ID_AA64DFR0_EL1.PMUVer of this CPU.
-        pmuver: u8,
-        /// Whether this module changed (and must restore) this CPU.
-        applied: bool,
-        old_userenr: u64,
-        new_userenr: u64,
-        /// PMCR_EL0 reset bits written (P and/or C).
-        zeroed: u64,
-        old_pmcr: u64,
-        new_pmcr: u64,
-        old_cntenset: u64,
-        old_ccfiltr: u64,
-        /// PMUSERENR_EL0 found at restore time (perf may have reset it meanwhile).
-        found_userenr: u64,
+    fn layout() -> &'static CStr {
+        // SAFETY: NUL-terminated (the Rust object writes the NUL; the initial text has
+        // one) and not written after `enable`.
+        unsafe { CStr::from_char_ptr(LAYOUT.0.get().cast()) }
     }
 
     static SLOTS: AtomicPtr<percpu::Slot<CpuState>> = AtomicPtr::new(core::ptr::null_mut());
-    /// True while `enable()` installs the hotplug state: a CPU without PMUv3 then fails
-    /// the load; later it only skips that CPU (failing would block the CPU coming online).
+    /// True while `enable()` installs the hotplug state: a CPU that cannot be granted
+    /// then fails the load; later it only stays without a grant.
     static INSTALLING: AtomicBool = AtomicBool::new(false);
+    /// 0: not loaded (no `regrant`), 1: loaded, 2: a `regrant` is running. Unload waits
+    /// for 1 and sets 0, so no `regrant` outlives the slots.
+    static STATE: AtomicU32 = AtomicU32::new(0);
+    static CPU_PM_REGRANTS: AtomicI64 = AtomicI64::new(0);
+    static CPU_PM_FAILURES: AtomicI64 = AtomicI64::new(0);
 
-    /// On the CPU, interrupts off: zero what becomes readable, then grant EL0 access.
-    ///
-    /// # Safety
-    ///
-    /// `info` is a `*mut CpuState` valid for the call; run with interrupts disabled on the
-    /// CPU whose state it records (through [`percpu::run_on`]).
     unsafe extern "C" fn apply_on_cpu(info: *mut c_void) {
-        // SAFETY: `percpu::run_on` passes a `&mut CpuState` that outlives the call.
-        let st = unsafe { &mut *info.cast::<CpuState>() };
-        st.pmuver = pmu_version(sysreg::id_aa64dfr0_el1());
-        if !has_pmuv3(st.pmuver) {
-            return;
-        }
-        st.old_userenr = sysreg::pmuserenr_el0();
-        st.old_pmcr = sysreg::pmcr_el0();
-        st.old_cntenset = sysreg::pmcntenset_el0();
-        st.old_ccfiltr = sysreg::pmccfiltr_el0();
-
-        // Zero the counters EL0 is about to read, so no earlier count leaks to it.
-        st.zeroed = 0;
-        if st.user_access & (EN | ER) != 0 {
-            st.zeroed |= PMCR_P;
-        }
-        if st.user_access & (EN | CR) != 0 {
-            st.zeroed |= PMCR_C;
-        }
-        st.new_pmcr = st.old_pmcr;
-        if st.cycle_counter {
-            st.new_pmcr |= PMCR_E | PMCR_LC;
-            // SAFETY: interrupts are off on the CPU whose state this slot records.
-            unsafe {
-                sysreg::set_pmccfiltr_el0(PMCCFILTR_P);
-                sysreg::set_pmcntenset_el0(CNTEN_C);
-            }
-        }
-        // SAFETY: as above. P and C are actions that read back as zero, so the stored
-        // value stays `new_pmcr`.
-        unsafe { sysreg::set_pmcr_el0(st.new_pmcr | st.zeroed) };
-        // The resets and the enables must take effect before EL0 gets access.
-        sysreg::isb();
-        st.new_userenr = st.user_access;
-        // SAFETY: as above.
-        unsafe { sysreg::set_pmuserenr_el0(st.new_userenr) };
-        // PMUSERENR_EL0 is used by the next EL0 instruction: synchronise the write.
-        sysreg::isb();
-        st.applied = true;
+        // SAFETY: `percpu::run_on` passes a `&mut CpuState` that outlives the call, on its
+        // CPU with interrupts off; `config()` was accepted by `kmod_eu_arm64_configure`.
+        unsafe { kmod_eu_arm64_apply(info.cast(), config()) };
     }
 
-    /// On the CPU, interrupts off: put back what `apply_on_cpu` changed.
-    ///
-    /// # Safety
-    ///
-    /// As for [`apply_on_cpu`], with the state `apply_on_cpu` filled in.
     unsafe extern "C" fn restore_on_cpu(info: *mut c_void) {
-        // SAFETY: `percpu::run_on` passes a `&mut CpuState` that outlives the call.
-        let st = unsafe { &mut *info.cast::<CpuState>() };
-        st.found_userenr = sysreg::pmuserenr_el0();
-        // Revoke EL0 access first.
-        // SAFETY: interrupts are off on the CPU whose state this slot records.
-        unsafe { sysreg::set_pmuserenr_el0(st.old_userenr) };
-        sysreg::isb();
-        if st.cycle_counter {
-            // SAFETY: as above.
-            unsafe {
-                sysreg::set_pmccfiltr_el0(st.old_ccfiltr);
-                if st.old_cntenset & CNTEN_C == 0 {
-                    sysreg::set_pmcntenclr_el0(CNTEN_C);
-                }
-                let pmcr = sysreg::pmcr_el0();
-                sysreg::set_pmcr_el0((pmcr & !(PMCR_E | PMCR_LC)) | (st.old_pmcr & (PMCR_E | PMCR_LC)));
-            }
-            sysreg::isb();
-        }
-        st.applied = false;
+        // SAFETY: as in `apply_on_cpu`.
+        unsafe { kmod_eu_arm64_restore(info.cast(), config()) };
     }
 
-    /// PMUSERENR_EL0 bits by name, for the log.
-    struct Bits(u64);
-
-    impl core::fmt::Display for Bits {
-        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            if self.0 & USER_ACCESS_BITS == 0 {
-                return f.write_str("none");
-            }
-            let mut sep = "";
-            for (bit, name) in [(EN, "EN"), (SW, "SW"), (CR, "CR"), (ER, "ER")] {
-                if self.0 & bit != 0 {
-                    write!(f, "{sep}{name}")?;
-                    sep = "|";
-                }
-            }
-            Ok(())
+    /// The log line of an apply on `cpu` (`why`: online, regrant); its errno.
+    fn report_apply(cpu: c_uint, st: &CpuState, why: &str) -> c_int {
+        // SAFETY: reading the settings written before any callback ran.
+        let event_counters = unsafe { (*config()).event_counters };
+        match st.error {
+            0 => pr_info!(
+                "cpu{cpu}: PMUSERENR_EL0 {:#x} -> {:#x} ({}: {}) [{why}]; counters for EL0: {}, started {:#x}, kept running {:#x}; idle counters zeroed {:#x}\n",
+                st.found_userenr,
+                st.new_userenr,
+                // SAFETY: static strings of the Rust object.
+                text(unsafe { kmod_eu_arm64_access_names(st.new_userenr) }),
+                // SAFETY: as above.
+                text(unsafe { kmod_eu_arm64_grant_words(st.new_userenr) }),
+                layout(),
+                st.owned & !st.kept,
+                st.kept,
+                st.zeroed
+            ),
+            e if e == -(bindings::EBUSY as i32) => pr_err!(
+                "cpu{cpu}: counter {} is in use by another owner (perf; its config {:#x}): no grant on this CPU [{why}]\n",
+                st.error_detail,
+                st.busy_config
+            ),
+            e if e == -(bindings::EOPNOTSUPP as i32) => pr_err!(
+                "cpu{cpu}: event {:#x} is not implemented by this CPU (PMCEID0/1_EL0): no grant on this CPU [{why}]\n",
+                st.error_detail
+            ),
+            e if e == -(bindings::ENODEV as i32) && st.error_detail != 0 => pr_err!(
+                "cpu{cpu}: {} event counters (PMCR_EL0.N), the layout needs {event_counters}: no grant on this CPU [{why}]\n",
+                st.error_detail
+            ),
+            e if e == -(bindings::ENODEV as i32) => pr_err!(
+                "cpu{cpu}: no PMUv3 (ID_AA64DFR0_EL1.PMUVer={:#x}): no grant on this CPU [{why}]\n",
+                st.pmuver
+            ),
+            e => pr_err!("cpu{cpu}: grant failed ({:?}) [{why}]\n", Error::from_errno(e)),
         }
-    }
-
-    /// What was zeroed, for the log.
-    fn zeroed(bits: u64) -> &'static str {
-        match (bits & PMCR_P != 0, bits & PMCR_C != 0) {
-            (true, true) => "event and cycle counters",
-            (true, false) => "event counters",
-            (false, true) => "cycle counter",
-            (false, false) => "nothing",
-        }
+        st.error
     }
 
     /// Hotplug startup: runs on `cpu` when it comes online, and on every online CPU when
@@ -524,45 +507,16 @@ mod arch {
         let Some(st) = (unsafe { percpu::slot(&SLOTS, cpu) }) else {
             return 0;
         };
-        *st = CpuState {
-            user_access: USER_ACCESS.get() as u64,
-            cycle_counter: CYCLE_COUNTER.get(),
-            ..CpuState::default()
-        };
+        // A fresh grant: what this CPU holds now is what the restore goes back to.
+        *st = CpuState::default();
         if let Err(e) = percpu::run_on(cpu, apply_on_cpu, st) {
             pr_err!("cpu{cpu}: cannot run on the CPU ({e:?})\n");
             return e.to_errno();
         }
-        if !st.applied {
-            if INSTALLING.load(Ordering::Acquire) {
-                pr_err!(
-                    "cpu{cpu}: no PMUv3 (ID_AA64DFR0_EL1.PMUVer={:#x}): refusing to load\n",
-                    st.pmuver
-                );
-                return ENODEV.to_errno();
-            }
-            pr_warn!(
-                "cpu{cpu}: came online without PMUv3 (ID_AA64DFR0_EL1.PMUVer={:#x}): left unchanged\n",
-                st.pmuver
-            );
-            return 0;
-        }
-        pr_info!(
-            "cpu{cpu}: PMUSERENR_EL0 {:#x} -> {:#x} ({}), zeroed {}\n",
-            st.old_userenr,
-            st.new_userenr,
-            Bits(st.new_userenr),
-            zeroed(st.zeroed)
-        );
-        if st.cycle_counter {
-            pr_info!(
-                "cpu{cpu}: cycle counter on: PMCR_EL0 {:#x} -> {:#x} (E, LC), PMCNTENSET_EL0.C {} -> 1, PMCCFILTR_EL0 {:#x} -> {:#x} (EL0 only)\n",
-                st.old_pmcr,
-                st.new_pmcr,
-                (st.old_cntenset & CNTEN_C != 0) as u8,
-                st.old_ccfiltr,
-                PMCCFILTR_P
-            );
+        let ret = report_apply(cpu, st, "online");
+        if ret != 0 && INSTALLING.load(Ordering::Acquire) {
+            pr_err!("cpu{cpu}: refusing to load\n");
+            return ret;
         }
         0
     }
@@ -581,62 +535,347 @@ mod arch {
         if !st.applied {
             return 0;
         }
+        let granted = st.new_userenr;
         if let Err(e) = percpu::run_on(cpu, restore_on_cpu, st) {
             pr_err!("cpu{cpu}: cannot run on the CPU to restore it ({e:?})\n");
             return 0;
         }
-        let note = if st.found_userenr != st.new_userenr {
-            " (perf had already changed it)"
+        let note = if st.found_userenr != granted {
+            " (perf had rewritten it: left as perf wrote it)"
         } else {
             ""
         };
         pr_info!(
-            "cpu{cpu}: PMUSERENR_EL0 {:#x} -> {:#x} ({}) restored{note}\n",
+            "cpu{cpu}: PMUSERENR_EL0 {:#x} -> {:#x} ({}){note}; counters released {:#x}, left to perf {:#x}\n",
             st.found_userenr,
-            st.old_userenr,
-            Bits(st.old_userenr)
+            st.new_userenr,
+            // SAFETY: a static string of the Rust object.
+            text(unsafe { kmod_eu_arm64_access_names(st.new_userenr) }),
+            st.released,
+            st.taken
         );
-        if st.cycle_counter {
-            pr_info!(
-                "cpu{cpu}: cycle counter settings restored (PMCR_EL0.E/LC, PMCNTENSET_EL0.C, PMCCFILTR_EL0 {:#x})\n",
-                st.old_ccfiltr
-            );
-        }
         0
     }
 
-    /// What `enable` changed: the hotplug state (its removal restores every CPU), then
-    /// the slots it uses.
+    #[cfg(CONFIG_CPU_PM)]
+    mod cpu_pm {
+        //! CPU PM: after a CPU power-down (`cpu_do_resume` resets PMUSERENR_EL0) and
+        //! after every CPU_PM_EXIT (arm_pmu's `cpu_pm_pmu_notify` resets the PMU:
+        //! `armv8pmu_reset`), put the grant back. Runs on the CPU itself with interrupts
+        //! off, after arm_pmu's notifier (priority -1 < arm_pmu's 0: the chain runs higher
+        //! priorities first).
+
+        use super::*;
+
+        /// `enum cpu_pm_event` (include/linux/cpu_pm.h): CPU_PM_ENTER = 0,
+        /// CPU_PM_ENTER_FAILED = 1, CPU_PM_EXIT = 2.
+        const CPU_PM_ENTER_FAILED: usize = 1;
+        const CPU_PM_EXIT: usize = 2;
+
+        extern "C" {
+            fn cpu_pm_register_notifier(nb: *mut bindings::notifier_block) -> c_int;
+            fn cpu_pm_unregister_notifier(nb: *mut bindings::notifier_block) -> c_int;
+        }
+
+        unsafe extern "C" fn notify(
+            _nb: *mut bindings::notifier_block,
+            action: core::ffi::c_ulong,
+            _data: *mut c_void,
+        ) -> c_int {
+            let action = action as usize;
+            if action != CPU_PM_EXIT && action != CPU_PM_ENTER_FAILED {
+                return bindings::NOTIFY_OK as c_int;
+            }
+            let cpu = this_cpu();
+            // SAFETY: interrupts are off on `cpu`, so no hotplug callback or `regrant` of
+            // this CPU runs meanwhile (they run there with interrupts off too), and the
+            // notifier is unregistered (and waited for) before the slots go.
+            let Some(st) = (unsafe { percpu::slot(&SLOTS, cpu) }) else {
+                return bindings::NOTIFY_OK as c_int;
+            };
+            if !st.applied {
+                return bindings::NOTIFY_OK as c_int;
+            }
+            // SAFETY: on this CPU with interrupts off, as `kmod_eu_arm64_apply` requires.
+            unsafe { kmod_eu_arm64_apply(st, config()) };
+            CPU_PM_REGRANTS.fetch_add(1, Ordering::Relaxed);
+            if st.error != 0 {
+                CPU_PM_FAILURES.fetch_add(1, Ordering::Relaxed);
+            }
+            bindings::NOTIFY_OK as c_int
+        }
+
+        struct Block(UnsafeCell<bindings::notifier_block>);
+        // SAFETY: the kernel's notifier chain owns the block while registered; this
+        // module only passes its address.
+        unsafe impl Sync for Block {}
+        static BLOCK: Block = Block(UnsafeCell::new(bindings::notifier_block {
+            notifier_call: Some(notify),
+            next: core::ptr::null_mut(),
+            priority: -1,
+        }));
+
+        pub(super) fn register() -> Result {
+            // SAFETY: a static block, unregistered in `unregister` before unload.
+            kernel::error::to_result(unsafe { cpu_pm_register_notifier(BLOCK.0.get()) })
+        }
+
+        pub(super) fn unregister() {
+            // SAFETY: registered by `register`; afterwards `synchronize_rcu` waits for
+            // notifiers already running (interrupts off: an RCU read-side section).
+            unsafe {
+                cpu_pm_unregister_notifier(BLOCK.0.get());
+                bindings::synchronize_rcu();
+            }
+        }
+    }
+
+    #[cfg(not(CONFIG_CPU_PM))]
+    mod cpu_pm {
+        //! A kernel without CONFIG_CPU_PM never powers CPUs down behind the scheduler's
+        //! back: nothing to watch.
+        use super::*;
+        pub(super) fn register() -> Result {
+            Ok(())
+        }
+        pub(super) fn unregister() {}
+    }
+
+    /// `layout` and `cpu_pm_regrants`: read-only parameters with getters.
+    unsafe extern "C" fn read_only_set(_val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
+        -(bindings::EPERM as c_int)
+    }
+
+    /// Writes `text` and a newline into the parameter buffer (a page).
+    fn emit(buffer: *mut c_char, text: &[u8]) -> c_int {
+        let n = text.len().min(4094);
+        // SAFETY: the kernel passes a PAGE_SIZE buffer to parameter getters.
+        unsafe {
+            core::ptr::copy_nonoverlapping(text.as_ptr(), buffer.cast::<u8>(), n);
+            *buffer.add(n) = b'\n' as c_char;
+        }
+        n as c_int + 1
+    }
+
+    unsafe extern "C" fn layout_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
+        emit(buffer, layout().as_bytes())
+    }
+
+    unsafe extern "C" fn cpu_pm_regrants_get(
+        buffer: *mut c_char,
+        _kp: *const bindings::kernel_param,
+    ) -> c_int {
+        let mut out = [0u8; 48];
+        let mut w = Writer { out: &mut out, len: 0 };
+        let _ = write!(
+            w,
+            "{} {}",
+            CPU_PM_REGRANTS.load(Ordering::Relaxed),
+            CPU_PM_FAILURES.load(Ordering::Relaxed)
+        );
+        let len = w.len;
+        emit(buffer, &out[..len])
+    }
+
+    /// A `core::fmt::Write` into a byte array.
+    struct Writer<'a> {
+        out: &'a mut [u8],
+        len: usize,
+    }
+
+    impl core::fmt::Write for Writer<'_> {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            let end = (self.len + s.len()).min(self.out.len());
+            self.out[self.len..end].copy_from_slice(&s.as_bytes()[..end - self.len]);
+            self.len = end;
+            Ok(())
+        }
+    }
+
+    /// `regrant` (write-only, root): put the grant back on every online CPU, after perf's
+    /// `armv8pmu_start()` wrote PMUSERENR_EL0 = 0 there. `-EBUSY` when a CPU's layout
+    /// counter is perf's now.
+    unsafe extern "C" fn regrant_set(_val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
+        match STATE.compare_exchange(1, 2, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => {}
+            Err(0) => return -(bindings::ENODEV as c_int),
+            Err(_) => return -(bindings::EBUSY as c_int),
+        }
+        let mut ret = 0;
+        // SAFETY: excludes CPU hotplug while the slots of the online CPUs are used.
+        unsafe { bindings::cpus_read_lock() };
+        // SAFETY: `nr_cpu_ids` is constant after boot.
+        let n = unsafe { bindings::nr_cpu_ids };
+        for cpu in 0..n {
+            // SAFETY: `__cpu_online_mask` is the kernel's online mask, stable under
+            // `cpus_read_lock`.
+            if !unsafe { bindings::cpumask_test_cpu(cpu as c_int, &raw const bindings::__cpu_online_mask) } {
+                continue;
+            }
+            // SAFETY: hotplug is held off and `STATE` keeps unload away, so the slots
+            // exist; the slot is only touched on its CPU with interrupts off, which
+            // `run_on` does.
+            let Some(st) = (unsafe { percpu::slot(&SLOTS, cpu) }) else {
+                continue;
+            };
+            let err = match percpu::run_on(cpu, apply_on_cpu, st) {
+                Ok(()) => report_apply(cpu, st, "regrant"),
+                Err(e) => e.to_errno(),
+            };
+            if err != 0 && ret == 0 {
+                ret = err;
+            }
+        }
+        // SAFETY: taken above.
+        unsafe { bindings::cpus_read_unlock() };
+        STATE.store(1, Ordering::Release);
+        ret
+    }
+
+    struct Ops(bindings::kernel_param_ops);
+    // SAFETY: constant function tables.
+    unsafe impl Sync for Ops {}
+    static LAYOUT_OPS: Ops = Ops(bindings::kernel_param_ops {
+        flags: 0,
+        set: Some(read_only_set),
+        get: Some(layout_get),
+        free: None,
+    });
+    static CPU_PM_REGRANTS_OPS: Ops = Ops(bindings::kernel_param_ops {
+        flags: 0,
+        set: Some(read_only_set),
+        get: Some(cpu_pm_regrants_get),
+        free: None,
+    });
+    static REGRANT_OPS: Ops = Ops(bindings::kernel_param_ops {
+        flags: 0,
+        set: Some(regrant_set),
+        get: None,
+        free: None,
+    });
+
+    #[link_section = "__param"]
+    #[used(compiler)]
+    static LAYOUT_PARAM: param::Param =
+        param::describe(c"layout", &raw const LAYOUT_OPS.0, core::ptr::null_mut());
+    #[link_section = "__param"]
+    #[used(compiler)]
+    static CPU_PM_REGRANTS_PARAM: param::Param = param::describe(
+        c"cpu_pm_regrants",
+        &raw const CPU_PM_REGRANTS_OPS.0,
+        core::ptr::null_mut()
+    );
+    #[link_section = "__param"]
+    #[used(compiler)]
+    static REGRANT_PARAM: param::Param =
+        param::describe_perm(c"regrant", &raw const REGRANT_OPS.0, core::ptr::null_mut(), 0o200);
+    modinfo!(
+        PARM_LAYOUT,
+        "parm=layout:Read-only: the counters the module runs for EL0, as <counter>=<event> pairs (31 = PMCCNTR_EL0), e.g. 5=0x8 31=0x11"
+    );
+    modinfo!(
+        PARM_CPU_PM_REGRANTS,
+        "parm=cpu_pm_regrants:Read-only: grants put back after CPU PM exits, and how many of those failed"
+    );
+    modinfo!(
+        PARM_REGRANT,
+        "parm=regrant:Write-only (root): write 1 to put the grant back on every online CPU (after perf revoked it)"
+    );
+
+    /// What `enable` set up: the hotplug state (its removal restores every CPU), then the
+    /// slots it uses.
     pub(crate) struct Enabled {
         state: Option<percpu::HotplugState>,
         _slots: percpu::Slots<CpuState>,
     }
 
+    /// The number of the CPU this code runs on. `current`'s CPU: for the idle task in a
+    /// CPU PM notifier, and inside an IPI, that is this CPU; elsewhere a CPU the task
+    /// just ran on. (smp_processor_id() is a C macro without a Rust binding in 6.12:
+    /// arm64's `task_cpu()` reads the same field, include/linux/sched.h.)
+    fn this_cpu() -> c_uint {
+        // SAFETY: `current` is always a valid task while this code runs.
+        unsafe { (*bindings::get_current()).thread_info.cpu }
+    }
+
+    /// The arguments and results of [`configure_on_cpu`].
+    struct ConfigureArgs {
+        user_access: c_uint,
+        el0_programming: bool,
+        ret: c_int,
+        why: *const c_char,
+    }
+
+    /// On one CPU, interrupts off: checks the parameters and fills `CONFIG` and `LAYOUT`.
+    unsafe extern "C" fn configure_on_cpu(info: *mut c_void) {
+        // SAFETY: `percpu::run_on` passes a `&mut ConfigureArgs` that outlives the call.
+        let args = unsafe { &mut *info.cast::<ConfigureArgs>() };
+        // SAFETY: on one CPU with interrupts off (the object's contract); `CONFIG` and
+        // `LAYOUT` are written here, in `enable`, before any reader exists; `EVENTS` is
+        // the charp parameter, NUL-terminated (or the default string).
+        args.ret = unsafe {
+            kmod_eu_arm64_configure(
+                CONFIG.0.get(),
+                args.user_access,
+                args.el0_programming,
+                EVENTS.get(),
+                CYCLE_COUNTER.get(),
+                LAYOUT.0.get().cast(),
+                LAYOUT_SIZE,
+                &mut args.why,
+            )
+        };
+    }
+
     pub(crate) fn enable() -> Result<Enabled> {
-        let access = USER_ACCESS.get() as u64;
-        if access == 0 || access & !USER_ACCESS_BITS != 0 {
-            pr_err!(
-                "user_access={access:#x}: must be a non-empty subset of EN=1|SW=2|CR=4|ER=8\n"
-            );
-            return Err(EINVAL);
+        let user_access = USER_ACCESS.get();
+        let el0_programming = EL0_PROGRAMMING.get();
+        let mut args = ConfigureArgs {
+            user_access,
+            el0_programming,
+            ret: 0,
+            why: core::ptr::null(),
+        };
+        // On one CPU with interrupts off, so the ID register and PMCR_EL0.N are read
+        // there: any CPU will do, this one.
+        percpu::run_on(this_cpu(), configure_on_cpu, &mut args)?;
+        let (ret, why) = (args.ret, args.why);
+        // SAFETY: the settings were just written.
+        let cfg = unsafe { *config() };
+        if ret != 0 {
+            pr_err!("{} (PMUVer={:#x}): refusing to load\n", text(why), cfg.pmuver);
+            return Err(Error::from_errno(ret));
         }
-        let pmuver = pmu_version(sysreg::id_aa64dfr0_el1());
-        if !has_pmuv3(pmuver) {
-            pr_err!("no PMUv3 on this CPU (ID_AA64DFR0_EL1.PMUVer={pmuver:#x}): refusing to load\n");
-            return Err(ENODEV);
-        }
-        let n = (sysreg::pmcr_el0() >> 11) & 0x1f;
         let slots = percpu::Slots::new(&SLOTS)?;
+        // Before the grants: an idle exit right after a CPU's grant must find it.
+        cpu_pm::register()?;
         INSTALLING.store(true, Ordering::Release);
         let state = percpu::HotplugState::install(c"perf/kmod_enable_user:online", cpu_online, cpu_offline);
         INSTALLING.store(false, Ordering::Release);
-        let state = state?;
+        let state = match state {
+            Ok(state) => state,
+            Err(e) => {
+                cpu_pm::unregister();
+                return Err(e);
+            }
+        };
+        STATE.store(1, Ordering::Release);
+        let granted = u64::from(user_access) | u64::from(el0_programming);
         pr_info!(
-            "loaded: EL0 may now use the PMU on every online CPU and on CPUs that come online later (PMUSERENR_EL0 = {}, PMUVer={pmuver:#x}, {n} event counters, cycle_counter={})\n",
-            Bits(access),
-            CYCLE_COUNTER.get() as u8
+            "loaded: PMUSERENR_EL0 = {} ({}) on every online CPU and on CPUs that come online later (PMUVer={:#x}, {} event counters); counting for EL0 only: {} (parameters/layout)\n",
+            // SAFETY: static strings of the Rust object.
+            text(unsafe { kmod_eu_arm64_access_names(granted) }),
+            // SAFETY: as above.
+            text(unsafe { kmod_eu_arm64_grant_words(granted) }),
+            cfg.pmuver,
+            cfg.event_counters,
+            layout()
         );
-        pr_warn!("any process can now read the PMU counters (a timing side channel)\n");
+        if el0_programming {
+            pr_warn!("el0_programming=1: every process may now program the PMU: count at EL1 (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");
+        } else {
+            pr_warn!("every process may now read the counters listed in the layout (EL0 events only; a timing side channel)\n");
+        }
         Ok(Enabled {
             state: Some(state),
             _slots: slots,
@@ -645,10 +884,20 @@ mod arch {
 
     impl Enabled {
         pub(crate) fn disable(&mut self) {
+            // No `regrant` may run past this point (wait for one in flight).
+            while STATE
+                .compare_exchange(1, 0, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                // SAFETY: process context (module exit): sleeping is allowed.
+                unsafe { bindings::msleep(1) };
+            }
+            // No CPU PM re-grant may follow a CPU's restore.
+            cpu_pm::unregister();
             // Removing the state runs `cpu_offline` on every online CPU; the slots are
             // freed after it (field order and this explicit drop).
             drop(self.state.take());
-            pr_info!("unloaded: EL0 access revoked, every online CPU's previous PMU state restored\n");
+            pr_info!("unloaded: EL0 access revoked, the module's counters released on every online CPU\n");
         }
     }
 }

@@ -1,0 +1,407 @@
+//! Host tests of the grant, against [`FakeUserAccess`]. Register layouts: Arm ARM
+//! (DDI 0487) PMUSERENR_EL0, PMCR_EL0, PMEVTYPER<n>_EL0, PMCCFILTR_EL0, PMCNTENSET_EL0;
+//! Linux 6.12 behaviour: drivers/perf/arm_pmuv3.c.
+
+use super::*;
+use crate::fake::{FakeUserAccess, UserAccessOp};
+use std::vec::Vec;
+
+/// ID_AA64DFR0_EL1 as QEMU `-cpu max` reports it: PMUVer = 6 (PMUv3p5)
+/// (docs/qemu.md, measured with `cargo xtask qemu aarch64`).
+const DFR0_PMUV3P5: u64 = 0x6 << 8;
+/// PMCR_EL0 at reset on QEMU `-cpu max`: 0x41013000, N (bits 15:11) = 6.
+const PMCR_QEMU: u64 = 0x4101_3000;
+/// PMCEID0_EL0 of QEMU `-cpu max` under `-icount shift=0`: events 0x00 (SW_INCR), 0x08
+/// (INST_RETIRED), 0x11 (CPU_CYCLES).
+const PMCEID0_QEMU_ICOUNT: u64 = 0x2_0101;
+/// INST_RETIRED (Arm ARM, common event 0x0008).
+const INST_RETIRED: u16 = 0x08;
+/// PMCR_EL0.E (bit 0) and LC (bit 6).
+const PMCR_E: u64 = 1;
+const PMCR_LC: u64 = 1 << 6;
+/// What `armv8pmu_reset()` leaves after CPU_PM_EXIT (Linux 6.12, PMUv3p5: P | C | LC |
+/// LP; P and C are actions and read as 0) with QEMU's N = 6.
+const PMCR_AFTER_LINUX_RESET: u64 = (6 << 11) | PMCR_LC | (1 << 7);
+
+fn qemu_cpu() -> FakeUserAccess {
+    FakeUserAccess::new(DFR0_PMUV3P5, PMCR_QEMU, PMCEID0_QEMU_ICOUNT, 0)
+}
+
+fn events(text: &str) -> ModuleEvents {
+    ModuleEvents::parse(text.as_bytes()).unwrap()
+}
+
+/// The default request of both module flavours: read-only, INST_RETIRED on the top
+/// event counter, the cycle counter, for N = 6.
+fn default_request() -> Request {
+    Request {
+        user_access: UserAccess::new(DEFAULT_USER_ACCESS, false).unwrap(),
+        layout: Layout::new(6, events("0x8"), true).unwrap(),
+    }
+}
+
+fn writes(regs: &FakeUserAccess) -> Vec<UserAccessOp> {
+    regs.ops().filter(UserAccessOp::is_write).collect()
+}
+
+/// The parameter rules: `user_access` a subset of SW|CR|ER (default CR|ER = 12, what
+/// Linux's `armv8pmu_enable_user_access` grants); EN only through el0_programming.
+#[test]
+fn user_access_values_follow_the_module_parameter_rules() {
+    assert_eq!(DEFAULT_USER_ACCESS, 12);
+    assert_eq!(
+        UserAccess::new(DEFAULT_USER_ACCESS, false)
+            .unwrap()
+            .pmuserenr()
+            .get(),
+        crate::registers::pmuserenr_el0::linux_user_read().get()
+    );
+    assert_eq!(UserAccess::new(0, false), Err(UserAccessError::Empty));
+    assert_eq!(
+        UserAccess::new(16, false),
+        Err(UserAccessError::UnknownBits { requested: 16 })
+    );
+    for bits in [1, 13, 15] {
+        assert_eq!(
+            UserAccess::new(bits, false),
+            Err(UserAccessError::WriteAccessNeedsOptIn),
+            "{bits}"
+        );
+        assert_eq!(
+            UserAccess::new(bits, true),
+            Err(UserAccessError::WriteAccessNeedsOptIn),
+            "{bits}: EN comes from the opt-in alone"
+        );
+    }
+    let rw = UserAccess::new(12, true).unwrap();
+    assert_eq!((rw.bits(), rw.writes()), (13, true));
+    assert_eq!(UserAccess::new(0, true).map(UserAccess::bits), Ok(1));
+    assert!(!UserAccess::new(12, false).unwrap().writes());
+    assert_eq!(grant_words(12), c"read-only");
+    assert_eq!(grant_words(13), c"read and program (EN)");
+    assert_eq!(grant_words(2), c"software increment only");
+    assert_eq!(grant_words(0), c"nothing");
+}
+
+#[test]
+fn events_parameter_parses_and_refuses_clearly() {
+    assert_eq!(events("0x8,0x11").as_slice(), [0x8, 0x11]);
+    assert_eq!(events("8,17\n").as_slice(), [8, 17]);
+    assert_eq!(events("0XfFfF").as_slice(), [0xffff]);
+    assert!(events("").is_empty());
+    assert!(events("\n").is_empty());
+    let parse = |t: &str| ModuleEvents::parse(t.as_bytes());
+    assert_eq!(parse("1,2,3,4,5,6,7"), Err(EventsError::TooMany));
+    assert_eq!(parse("0x8,x"), Err(EventsError::NotANumber { position: 1 }));
+    assert_eq!(
+        parse("0x8,,3"),
+        Err(EventsError::NotANumber { position: 1 })
+    );
+    assert_eq!(parse("0x"), Err(EventsError::NotANumber { position: 0 }));
+    assert_eq!(parse(" 8"), Err(EventsError::NotANumber { position: 0 }));
+    assert_eq!(
+        parse("0x10000"),
+        Err(EventsError::OutOfRange { position: 0 })
+    );
+    assert_eq!(
+        parse("123456789"),
+        Err(EventsError::NotANumber { position: 0 })
+    );
+    assert_eq!(parse("8,0x8"), Err(EventsError::Duplicate { position: 1 }));
+}
+
+/// events[i] on counter N-1-i, the cycle counter as 31 (Linux `ARMV8_PMU_CYCLE_IDX`);
+/// the text user space parses.
+#[test]
+fn layout_takes_the_top_counters_and_prints_them() {
+    let layout = Layout::new(6, events("0x8,0x3"), true).unwrap();
+    assert_eq!(
+        layout.assignments().collect::<Vec<_>>(),
+        [(5, 0x8), (4, 0x3), (31, 0x11)]
+    );
+    assert_eq!(layout.mask(), (1 << 5) | (1 << 4) | (1 << 31));
+    let mut buf = [0u8; LAYOUT_TEXT_MAX];
+    let n = layout.write_text(&mut buf);
+    assert_eq!(&buf[..n], b"5=0x8 4=0x3 31=0x11");
+    let none = Layout::new(6, ModuleEvents::none(), false).unwrap();
+    let n = none.write_text(&mut buf);
+    assert_eq!(&buf[..n], b"none");
+    let widest = Layout::new(
+        30,
+        events("0xffff,0xfffe,0xfffd,0xfffc,0xfffb,0xfffa"),
+        true,
+    )
+    .unwrap();
+    let n = widest.write_text(&mut buf);
+    assert!(n <= LAYOUT_TEXT_MAX);
+    assert_eq!(
+        &buf[..n],
+        b"29=0xffff 28=0xfffe 27=0xfffd 26=0xfffc 25=0xfffb 24=0xfffa 31=0x11"
+    );
+    // A short buffer is cut, never overrun.
+    let mut short = [0u8; 4];
+    assert_eq!(layout.write_text(&mut short), 4);
+    assert_eq!(
+        Layout::new(1, events("1,2"), false),
+        Err(TooFewCounters { needed: 2, have: 1 })
+    );
+}
+
+/// No PMUv3 (PMUVer 0, or 0xF = IMPLEMENTATION DEFINED; Arm ARM ID_AA64DFR0_EL1):
+/// refused before any PMU register is read or written.
+#[test]
+fn without_pmuv3_nothing_is_touched() {
+    for pmuver in [0x0, 0xF] {
+        let regs = FakeUserAccess::new(pmuver << 8, PMCR_QEMU, PMCEID0_QEMU_ICOUNT, 0);
+        let err = apply(&regs, default_request(), None).unwrap_err();
+        let ApplyError::NoPmuV3(NoPmuV3 { version }) = err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(version.pmuver(), pmuver as u8);
+        assert_eq!(
+            regs.ops().collect::<Vec<_>>(),
+            [UserAccessOp::ReadIdAa64dfr0]
+        );
+    }
+}
+
+/// The default grant on a fresh QEMU CPU: every counter zeroed one by one (no
+/// PMCR_EL0.P/C, which would reset perf's counters too), INST_RETIRED at EL0 on
+/// PMEVCNTR5_EL0 (PMEVTYPER = P | 0x08 = 0x8000_0008), the cycle counter at EL0
+/// (PMCCFILTR = P), both enabled in one write, PMCR_EL0.E and LC set, then the read-only
+/// grant 0xc.
+#[test]
+fn default_grant_programs_the_layout_and_grants_read_only() {
+    let regs = qemu_cpu();
+    let applied = apply(&regs, default_request(), None).unwrap();
+    assert_eq!(applied.pmuver, 6);
+    assert_eq!((applied.old_pmuserenr, applied.new_pmuserenr), (0, 0xc));
+    assert_eq!(applied.owned, (1 << 5) | (1 << 31));
+    assert_eq!(applied.zeroed, 0x3f | (1 << 31));
+    assert_eq!(applied.kept, 0);
+    assert!(applied.enabled_pmu);
+    let mut expected: Vec<_> = (0..6).map(|n| UserAccessOp::WritePmevcntr(n, 0)).collect();
+    expected.extend([
+        UserAccessOp::WritePmccntr(0),
+        UserAccessOp::WritePmevtyper(5, 0x8000_0008),
+        UserAccessOp::WritePmccfiltr(0x8000_0000),
+        UserAccessOp::WritePmcntenset((1 << 5) | (1 << 31)),
+        UserAccessOp::WritePmcr(PMCR_QEMU | PMCR_E | PMCR_LC),
+        UserAccessOp::WritePmuserenr(0xc),
+        UserAccessOp::Isb,
+    ]);
+    assert_eq!(writes(&regs), expected);
+    assert!(!writes(&regs)
+        .iter()
+        .any(|op| matches!(op, UserAccessOp::WritePmcr(v) if v & 0b110 != 0)));
+    assert_eq!(access_names(applied.new_pmuserenr), c"CR|ER");
+}
+
+/// perf counts on PMEVCNTR0/1_EL0 with the PMU enabled (what `armv8pmu_start` leaves):
+/// those counters keep their values and configuration; only the idle ones are zeroed
+/// (Linux's `armv8pmu_enable_user_access` zeroes the counters perf does not use).
+#[test]
+fn perf_counters_are_left_alone() {
+    let regs = qemu_cpu();
+    regs.preset(0, PMCR_QEMU | PMCR_E | PMCR_LC, 0, 0);
+    regs.preset_counter(0, 0x08, 123_456, true);
+    regs.preset_counter(1, 0x11, 654_321, true);
+    let applied = apply(&regs, default_request(), None).unwrap();
+    assert_eq!((regs.counter(0), regs.counter(1)), (123_456, 654_321));
+    assert_eq!((regs.event_type(0), regs.event_type(1)), (0x08, 0x11));
+    assert_eq!(applied.zeroed, 0b11_1100 | (1 << 31));
+    assert!(!applied.enabled_pmu, "E was already on: perf's");
+    assert!(
+        !writes(&regs)
+            .iter()
+            .any(|op| matches!(op, UserAccessOp::WritePmcr(_))),
+        "PMCR_EL0 already had E and LC: not written"
+    );
+    assert_eq!(regs.enabled_counters(), 0b10_0011 | (1 << 31));
+}
+
+/// perf uses the cycle counter (enabled, counting EL0 and EL1: PMCCFILTR = 0), or has
+/// taken the top event counter: no grant, nothing written, the counter named.
+#[test]
+fn a_layout_counter_in_perf_use_refuses_the_grant_on_that_cpu() {
+    let regs = qemu_cpu();
+    regs.preset(0, PMCR_QEMU | PMCR_E, 1 << 31, 0);
+    let err = apply(&regs, default_request(), None).unwrap_err();
+    assert_eq!(
+        err,
+        ApplyError::CounterInUse {
+            counter: 31,
+            config: 0
+        }
+    );
+    assert!(writes(&regs).is_empty());
+
+    let regs = qemu_cpu();
+    regs.preset_counter(5, 0x11, 7, true);
+    let err = apply(&regs, default_request(), None).unwrap_err();
+    assert_eq!(
+        err,
+        ApplyError::CounterInUse {
+            counter: 5,
+            config: 0x11
+        }
+    );
+    assert!(writes(&regs).is_empty());
+}
+
+/// An event the CPU does not implement (QEMU without icount has no INST_RETIRED:
+/// PMCEID0 = 0x20001) would count nothing: refused, nothing written. A CPU with fewer
+/// counters than the layout (N = 4) too.
+#[test]
+fn unimplemented_events_and_small_pmus_are_refused() {
+    let regs = FakeUserAccess::new(DFR0_PMUV3P5, PMCR_QEMU, 0x2_0001, 0);
+    assert_eq!(
+        apply(&regs, default_request(), None),
+        Err(ApplyError::EventNotImplemented {
+            event: INST_RETIRED
+        })
+    );
+    assert!(writes(&regs).is_empty());
+    let regs = FakeUserAccess::new(DFR0_PMUV3P5, 4 << 11, PMCEID0_QEMU_ICOUNT, 0);
+    assert_eq!(
+        apply(&regs, default_request(), None),
+        Err(ApplyError::TooFewCounters(TooFewCounters {
+            needed: 6,
+            have: 4
+        }))
+    );
+    assert!(writes(&regs).is_empty());
+}
+
+/// perf's `armv8pmu_start()` wrote PMUSERENR_EL0 = 0 while the module's counters kept
+/// counting: the re-grant leaves them running (not zeroed, not rewritten) and grants
+/// again; the first apply's PMUSERENR_EL0 is kept for the restore.
+#[test]
+fn regrant_keeps_the_running_counters() {
+    let regs = qemu_cpu();
+    let first = apply(&regs, default_request(), None).unwrap();
+    regs.set_counter(5, 2000);
+    regs.set_counter(31, 2500);
+    regs.preset(0, regs.control(), regs.enabled_counters(), 0x8000_0000);
+    regs.clear_ops();
+    let again = apply(&regs, default_request(), Some(&first)).unwrap();
+    assert_eq!(again.kept, (1 << 5) | (1 << 31));
+    assert_eq!((regs.counter(5), regs.counter(31)), (2000, 2500));
+    assert_eq!(again.found_pmuserenr, 0);
+    assert_eq!(again.old_pmuserenr, first.old_pmuserenr);
+    assert!(again.enabled_pmu, "the first apply turned E on");
+    assert_eq!(regs.user_enable(), 0xc);
+    assert!(!writes(&regs).iter().any(|op| matches!(
+        op,
+        UserAccessOp::WritePmevtyper(..) | UserAccessOp::WritePmcntenset(_)
+    )));
+}
+
+/// After CPU_PM_EXIT arm_pmu resets the PMU (`armv8pmu_reset`: every counter disabled,
+/// PMCR_EL0 = P | C | LC | LP without E) and a power-down cleared PMUSERENR_EL0
+/// (`cpu_do_resume`): the re-grant programs and enables the layout again.
+#[test]
+fn regrant_after_cpu_pm_reset_programs_again() {
+    let regs = qemu_cpu();
+    let first = apply(&regs, default_request(), None).unwrap();
+    regs.preset(0, PMCR_AFTER_LINUX_RESET, 0, 0);
+    regs.clear_ops();
+    let again = apply(&regs, default_request(), Some(&first)).unwrap();
+    assert_eq!(again.kept, 0);
+    assert_eq!(regs.enabled_counters(), (1 << 5) | (1 << 31));
+    assert_eq!(regs.event_type(5), 0x8000_0008);
+    assert_eq!(regs.control() & PMCR_E, PMCR_E);
+    assert_eq!(regs.user_enable(), 0xc);
+}
+
+/// Unload: the grant becomes 0 (`armv8pmu_disable_user_access`), the module's
+/// counters are disabled and zeroed, and PMCR_EL0.E, which the module turned on, goes
+/// off again since nothing else counts.
+#[test]
+fn restore_releases_the_counters_and_revokes_first() {
+    let regs = qemu_cpu();
+    let request = default_request();
+    let applied = apply(&regs, request, None).unwrap();
+    regs.set_counter(5, 77);
+    regs.clear_ops();
+    let restored = restore(&regs, &applied, &request.layout);
+    assert_eq!(
+        restored,
+        Restored {
+            found_pmuserenr: 0xc,
+            new_pmuserenr: 0,
+            released: (1 << 5) | (1 << 31),
+            taken: 0,
+        }
+    );
+    let w = writes(&regs);
+    assert_eq!(
+        &w[..2],
+        [UserAccessOp::WritePmuserenr(0), UserAccessOp::Isb]
+    );
+    assert_eq!(w[2], UserAccessOp::WritePmcntenclr((1 << 5) | (1 << 31)));
+    assert_eq!((regs.counter(5), regs.enabled_counters()), (0, 0));
+    assert_eq!(regs.control() & PMCR_E, 0);
+}
+
+/// perf took PMEVCNTR5_EL0 meanwhile (another event) and runs counters of its own;
+/// PMUSERENR_EL0 holds what perf wrote: the restore leaves all of that, and
+/// PMCR_EL0.E stays on.
+#[test]
+fn restore_leaves_what_perf_owns() {
+    let regs = qemu_cpu();
+    let request = default_request();
+    let applied = apply(&regs, request, None).unwrap();
+    regs.preset_counter(5, 0x11, 99, true);
+    regs.preset_counter(0, 0x08, 42, true);
+    // perf's `armv8pmu_start()` for a task without user-readable events wrote 0.
+    regs.preset(0, regs.control(), regs.enabled_counters(), 0x8000_0000);
+    let restored = restore(&regs, &applied, &request.layout);
+    assert_eq!(restored.found_pmuserenr, 0);
+    assert_eq!(restored.new_pmuserenr, 0, "perf's value stays");
+    assert_eq!(restored.taken, 1 << 5);
+    assert_eq!(restored.released, 1 << 31);
+    assert_eq!((regs.counter(5), regs.counter(0)), (99, 42));
+    assert_eq!(regs.enabled_counters(), 0b10_0001);
+    assert_eq!(regs.control() & PMCR_E, PMCR_E, "perf's counters still run");
+}
+
+/// The first apply found Linux's own read grant (ER|CR: a task with user-readable perf
+/// events, `kernel.perf_user_access=1`): unloading leaves ER|CR, as Linux held it.
+#[test]
+fn restore_puts_back_linux_read_grant() {
+    let regs = qemu_cpu();
+    regs.preset(0xc, PMCR_QEMU, 0, 0);
+    let request = Request {
+        user_access: UserAccess::new(12, true).unwrap(),
+        layout: Layout::new(6, ModuleEvents::none(), false).unwrap(),
+    };
+    let applied = apply(&regs, request, None).unwrap();
+    assert_eq!(applied.new_pmuserenr, 0xd);
+    assert_eq!(applied.owned, 0);
+    assert!(!applied.enabled_pmu, "an empty layout needs no PMCR_EL0.E");
+    let restored = restore(&regs, &applied, &request.layout);
+    assert_eq!(restored.new_pmuserenr, 0xc);
+}
+
+/// Every combination is named in the order EN, SW, CR, ER; bits above 3 (PMUv3p9
+/// UEN, IR, TID) are not named.
+#[test]
+fn names_of_every_combination() {
+    for bits in 0..16u64 {
+        let mut expected = std::string::String::new();
+        for (bit, name) in [(1, "EN"), (2, "SW"), (4, "CR"), (8, "ER")] {
+            if bits & bit != 0 {
+                if !expected.is_empty() {
+                    expected.push('|');
+                }
+                expected.push_str(name);
+            }
+        }
+        if expected.is_empty() {
+            expected.push_str("none");
+        }
+        assert_eq!(access_names(bits).to_str().unwrap(), expected);
+        assert_eq!(access_names(bits | 0x70), access_names(bits));
+    }
+}
