@@ -592,13 +592,13 @@ fn decode_prints_the_records() {
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(
         lines[0],
-        "record @0x0000 (43 bytes, 8 packets): PC 0x4005d8 EL0 NS | load | events RETIRED \
+        "record @0x0000 (43 bytes, 8 packets): PC 0x4005d8 EL0 NS | LD GP-REG | events RETIRED \
          L1D_ACCESS L1D_REFILL LLC_ACCESS LLC_MISS | latency total 150 issue 7 | VA \
          0xffff80001000 | CONTEXTIDR_EL1 42 | ts 0x123456789abc"
     );
     assert_eq!(
         lines[1],
-        "record @0x002b (23 bytes, 5 packets): PC 0x401000 EL0 NS | branch | events RETIRED \
+        "record @0x002b (23 bytes, 5 packets): PC 0x401000 EL0 NS | B COND | events RETIRED \
          MISPREDICTED | target 0x401040 EL0 NS"
     );
     assert!(lines[2].starts_with("error @0x0042: byte 0xff at offset 66 is not an SPE packet"));
@@ -613,7 +613,7 @@ fn decode_prints_the_records() {
     let out = demo(&["spe", "decode", "--packets", path_str(&file)]);
     let s = text(&out.stdout);
     assert!(
-        s.contains("@0x0009 +2  OP-TYPE     load/store/atomic payload 0x0 (load)"),
+        s.contains("@0x0009 +2  OP-TYPE     load/store/atomic payload 0x0: LD GP-REG"),
         "{s}"
     );
     assert!(s.contains("@0x0022 +9  TS          0x123456789abc"), "{s}");
@@ -627,6 +627,11 @@ fn decode_prints_the_records() {
     assert_eq!(r["pc"]["address"], "0x4005d8");
     assert_eq!(r["pc"]["el"], 0);
     assert_eq!(r["operation"]["types"][0], "load");
+    assert_eq!(r["operation"]["direction"], "load");
+    assert_eq!(
+        r["operation"]["details"],
+        serde_json::json!(["LD", "GP-REG"])
+    );
     assert_eq!(r["events_mask"], "0x30e");
     assert_eq!(r["total_latency"], 150);
     assert_eq!(r["context"]["register"], "CONTEXTIDR_EL1");
@@ -660,6 +665,43 @@ fn decode_prints_the_records() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let h: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(h["records"], v["records"]);
+}
+
+/// A store-atomic (STADD: Operation Type class 0b01, payload 0b111 = ST|AT|atomic subclass)
+/// with a tagged kernel data address and a tag-checked physical address: the direction,
+/// the sub-fields as perf names them (arm-spe-pkt-decoder.c `arm_spe_pkt_desc_op_type()`),
+/// the data address with its tag stripped and top byte filled as perf's `arm_spe_calc_ip()`
+/// does, and the PA packet's CH and PAT (Arm ARM D18.2 Address packet).
+#[test]
+fn decode_names_the_sub_fields() {
+    let scratch = Scratch::new("decode-subfields");
+    let mut b = vec![0xB0];
+    b.extend_from_slice(&0xA0FF_8000_0010_0000u64.to_le_bytes());
+    b.extend_from_slice(&[0x49, 0x07]);
+    b.push(0xB2);
+    b.extend_from_slice(&0xF4FF_0000_1234_5678u64.to_le_bytes());
+    b.push(0xB3);
+    b.extend_from_slice(&0xC300_0000_8765_4000u64.to_le_bytes());
+    b.push(0x01);
+    let file = scratch.write("atomic.bin", &b);
+    let out = demo(&["spe", "decode", "--json", path_str(&file)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["records"][0];
+    assert_eq!(r["operation"]["direction"], "store");
+    assert_eq!(r["operation"]["details"], serde_json::json!(["ST", "AT"]));
+    assert_eq!(r["operation"]["text"], "ST AT");
+    assert_eq!(r["data_virtual"]["address"], "0xffff000012345678");
+    assert_eq!(r["data_virtual"]["tag"], "0xf4");
+    assert_eq!(r["data_physical"]["address"], "0x87654000");
+    assert_eq!(r["data_physical"]["ch"], true);
+    assert_eq!(r["data_physical"]["pat"], 3);
+    let out = demo(&["spe", "decode", path_str(&file)]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("ST AT | VA 0xffff000012345678 tag 0xf4 | PA 0x87654000 NS CH PAT 0x3"),
+        "{s}"
+    );
 }
 
 #[test]

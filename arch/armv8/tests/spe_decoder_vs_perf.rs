@@ -4,8 +4,9 @@
 //! and the stub headers below are ours; perf's two files are extracted, never committed).
 //!
 //! Both sides print one canonical line per packet: offset, length, perf's packet type name,
-//! index and payload, and for Address packets the fields perf's macros extract (address bits
-//! \[55:0\], EL, NS, CH, PAT); an undecodable byte prints `ERR` and both skip one byte, as
+//! index and payload, for Address packets the fields perf's macros extract (address bits
+//! \[55:0\], EL, NS, CH, PAT), and for Operation Type packets perf's `arm_spe_pkt_desc()`
+//! text (the sub-field names: `LD AT`, `B COND IND`, `SVE-OTHER EVLEN 256 FP`, …); an undecodable byte prints `ERR` and both skip one byte, as
 //! perf's `arm_spe_get_next_packet()` does. Perf's `arm_spe_get_packet()` merges a Padding
 //! (or Alignment) packet with the zero bytes after it, up to 16, for display; the Rust side
 //! applies the same merge when printing. perf reports a lone extended-header byte at the end
@@ -82,6 +83,12 @@ int main(int argc, char **argv)
 				       (unsigned long long)SPE_ADDR_PKT_GET_NS(pkt.payload),
 				       (unsigned long long)SPE_ADDR_PKT_GET_CH(pkt.payload),
 				       (unsigned long long)SPE_ADDR_PKT_GET_PAT(pkt.payload));
+			if (pkt.type == ARM_SPE_OP_TYPE) {
+				char desc[ARM_SPE_PKT_DESC_MAX];
+
+				arm_spe_pkt_desc(&pkt, desc, sizeof(desc));
+				printf(" desc=%s", desc);
+			}
 			printf("\n");
 			pos += ret;
 		}
@@ -137,7 +144,15 @@ fn build_perf_harness() -> PathBuf {
         "tools/perf/util/arm-spe-decoder/arm-spe-pkt-decoder.c",
     );
     let dir = source.parent().unwrap().to_path_buf();
-    let binary = root.join("spe-harness");
+    // Keyed by the harness text, so a changed harness is rebuilt.
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        HARNESS_C.hash(&mut h);
+        STUB_HEADERS.hash(&mut h);
+        h.finish()
+    };
+    let binary = root.join(format!("spe-harness-{key:016x}"));
     if binary.exists() {
         return binary;
     }
@@ -212,6 +227,10 @@ fn ours(stream: &[u8], out: &mut String) {
                         a.physical_tag()
                     )
                     .unwrap();
+                }
+                if let Packet::OperationType(o) = p.packet {
+                    // perf's arm_spe_pkt_desc() text: the sub-field names.
+                    write!(out, " desc={o}").unwrap();
                 }
                 out.push('\n');
                 pos += len;
@@ -332,6 +351,12 @@ fn hand_built() -> Vec<Vec<u8>> {
                 c.extend(std::iter::repeat_n(0x01, after));
                 cases.push(c);
             }
+        }
+    }
+    // Every Operation Type payload of every class: the sub-field names perf prints.
+    for class in 0..4u8 {
+        for payload in 0..=255u8 {
+            cases.push(vec![0x48 | class, payload]);
         }
     }
     for record in [load_record(), branch_record()] {
@@ -501,5 +526,6 @@ fn comparison_detects_a_difference() {
         perf.contains(" ADDR 3 c500000080001000 addr=80001000 el=2 ns=1 ch=1 pat=5"),
         "{perf}"
     );
+    assert!(perf.contains(" OP-TYPE 1 0 desc=LD GP-REG\n"), "{perf}");
     assert_ne!(perf, mine.replace("LAT 0 96", "LAT 0 97"));
 }
