@@ -178,25 +178,27 @@ fn seed_003_memory_latency_on_spev1p4() {
             "PMSCR_EL1"
         ]
     );
+    // Linux 6.12 refuses event_filter bit 9 on every version (arm_spe_pmsevfr_res0() keeps
+    // PMSEVFR_EL1_RES0_V1P2 for v1p2 and later): no exact perf event, a typed error, and the
+    // broader event plus the decode-time filter instead.
     let perf = &v["perf"];
     assert_eq!(perf["format_source"], "linux-6.12");
+    assert!(perf["attr"].is_null() && perf["event"].is_null(), "{perf}");
+    assert_eq!(perf["error"]["kind"], "PerfEventsRefused");
+    assert!(perf["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("EOPNOTSUPP"));
+    let instead = &perf["instead"];
     assert_eq!(
-        perf["attr"]["config"], "0x200000000",
-        "load_filter = config:33"
+        instead["event"],
+        "arm_spe_0/load_filter=1,min_latency=120,period=4096/"
     );
+    assert_eq!(instead["post_required_mask"], "0x200");
+    assert_eq!(instead["post_excluded_mask"], "0x0");
     assert_eq!(
-        perf["attr"]["config1"], "0x200",
-        "event_filter = config1:0-63"
-    );
-    assert_eq!(
-        perf["attr"]["config2"], "0x78",
-        "min_latency = config2:0-11"
-    );
-    assert_eq!(perf["attr"]["config3"], "0x0");
-    assert_eq!(perf["attr"]["sample_period"], 4096);
-    assert_eq!(
-        perf["event"],
-        "arm_spe_0/load_filter=1,event_filter=0x200,min_latency=120,period=4096/"
+        instead["decode_command"],
+        "pmu-demo spe decode perf.data --loads --min-latency 120 --event 0x200"
     );
 
     // The human output says the same.
@@ -211,7 +213,9 @@ fn seed_003_memory_latency_on_spev1p4() {
         "MINLAT       = 120 (0x78)",
         "LLC_MISS     = 1",
         "not a vendor-published register dump",
-        "perf record -e arm_spe_0/load_filter=1,event_filter=0x200,min_latency=120,period=4096/",
+        "perf cannot express `event_filter` bits 0x200 on FEAT_SPEv1p4",
+        "perf record -e arm_spe_0/load_filter=1,min_latency=120,period=4096/ -- <command>",
+        "pmu-demo spe decode perf.data --loads --min-latency 120 --event 0x200",
         "documented Linux 6.12",
     ] {
         assert!(s.contains(needle), "`{needle}` in:\n{s}");
@@ -250,9 +254,10 @@ fn seed_003_memory_latency_on_spev1p1_warns() {
         .any(|r| r["name"] == "PMSNEVFR_EL1"));
     // Default interval: the profile's minimum (PMSIDR_EL1.Interval 0b0100 = 1024).
     assert_eq!(register(&v, "PMSIRR_EL1"), 1024);
+    assert_eq!(v["perf"]["error"]["kind"], "PerfEventsRefused");
     assert_eq!(
-        v["perf"]["event"],
-        "arm_spe_0/load_filter=1,event_filter=0x200,min_latency=120,period=1024/"
+        v["perf"]["instead"]["event"],
+        "arm_spe_0/load_filter=1,min_latency=120,period=1024/"
     );
 }
 
@@ -587,13 +592,13 @@ fn decode_prints_the_records() {
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(
         lines[0],
-        "record @0x0000 (43 bytes, 8 packets): PC 0x4005d8 EL0 NS | load | events RETIRED \
+        "record @0x0000 (43 bytes, 8 packets): PC 0x4005d8 EL0 NS | LD GP-REG | events RETIRED \
          L1D_ACCESS L1D_REFILL LLC_ACCESS LLC_MISS | latency total 150 issue 7 | VA \
          0xffff80001000 | CONTEXTIDR_EL1 42 | ts 0x123456789abc"
     );
     assert_eq!(
         lines[1],
-        "record @0x002b (23 bytes, 5 packets): PC 0x401000 EL0 NS | branch | events RETIRED \
+        "record @0x002b (23 bytes, 5 packets): PC 0x401000 EL0 NS | B COND | events RETIRED \
          MISPREDICTED | target 0x401040 EL0 NS"
     );
     assert!(lines[2].starts_with("error @0x0042: byte 0xff at offset 66 is not an SPE packet"));
@@ -608,7 +613,7 @@ fn decode_prints_the_records() {
     let out = demo(&["spe", "decode", "--packets", path_str(&file)]);
     let s = text(&out.stdout);
     assert!(
-        s.contains("@0x0009 +2  OP-TYPE     load/store/atomic payload 0x0 (load)"),
+        s.contains("@0x0009 +2  OP-TYPE     load/store/atomic payload 0x0: LD GP-REG"),
         "{s}"
     );
     assert!(s.contains("@0x0022 +9  TS          0x123456789abc"), "{s}");
@@ -622,6 +627,11 @@ fn decode_prints_the_records() {
     assert_eq!(r["pc"]["address"], "0x4005d8");
     assert_eq!(r["pc"]["el"], 0);
     assert_eq!(r["operation"]["types"][0], "load");
+    assert_eq!(r["operation"]["direction"], "load");
+    assert_eq!(
+        r["operation"]["details"],
+        serde_json::json!(["LD", "GP-REG"])
+    );
     assert_eq!(r["events_mask"], "0x30e");
     assert_eq!(r["total_latency"], 150);
     assert_eq!(r["context"]["register"], "CONTEXTIDR_EL1");
@@ -655,6 +665,43 @@ fn decode_prints_the_records() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let h: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(h["records"], v["records"]);
+}
+
+/// A store-atomic (STADD: Operation Type class 0b01, payload 0b111 = ST|AT|atomic subclass)
+/// with a tagged kernel data address and a tag-checked physical address: the direction,
+/// the sub-fields as perf names them (arm-spe-pkt-decoder.c `arm_spe_pkt_desc_op_type()`),
+/// the data address with its tag stripped and top byte filled as perf's `arm_spe_calc_ip()`
+/// does, and the PA packet's CH and PAT (Arm ARM D18.2 Address packet).
+#[test]
+fn decode_names_the_sub_fields() {
+    let scratch = Scratch::new("decode-subfields");
+    let mut b = vec![0xB0];
+    b.extend_from_slice(&0xA0FF_8000_0010_0000u64.to_le_bytes());
+    b.extend_from_slice(&[0x49, 0x07]);
+    b.push(0xB2);
+    b.extend_from_slice(&0xF4FF_0000_1234_5678u64.to_le_bytes());
+    b.push(0xB3);
+    b.extend_from_slice(&0xC300_0000_8765_4000u64.to_le_bytes());
+    b.push(0x01);
+    let file = scratch.write("atomic.bin", &b);
+    let out = demo(&["spe", "decode", "--json", path_str(&file)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["records"][0];
+    assert_eq!(r["operation"]["direction"], "store");
+    assert_eq!(r["operation"]["details"], serde_json::json!(["ST", "AT"]));
+    assert_eq!(r["operation"]["text"], "ST AT");
+    assert_eq!(r["data_virtual"]["address"], "0xffff000012345678");
+    assert_eq!(r["data_virtual"]["tag"], "0xf4");
+    assert_eq!(r["data_physical"]["address"], "0x87654000");
+    assert_eq!(r["data_physical"]["ch"], true);
+    assert_eq!(r["data_physical"]["pat"], 3);
+    let out = demo(&["spe", "decode", path_str(&file)]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("ST AT | VA 0xffff000012345678 tag 0xf4 | PA 0x87654000 NS CH PAT 0x3"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -753,4 +800,140 @@ fn help_lists_the_profiles() {
         let needle_flat = needle.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(flat.contains(&needle_flat), "`{needle}` in {s}");
     }
+}
+
+/// The `text` code blocks of a Markdown file that show a `$ pmu-demo spe` command line
+/// (not `decode`), as (command arguments, the block's other lines).
+fn documented_spe_commands(markdown: &str) -> Vec<(Vec<String>, Vec<String>)> {
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<String>> = None;
+    for line in markdown.lines() {
+        if line.starts_with("```") {
+            if let Some(lines) = current.take() {
+                if let Some(cmd) = lines
+                    .first()
+                    .and_then(|l| l.strip_prefix("$ pmu-demo spe "))
+                    .filter(|c| !c.starts_with("decode"))
+                {
+                    let args = cmd.split_whitespace().map(str::to_owned).collect();
+                    blocks.push((args, lines[1..].to_vec()));
+                }
+            } else {
+                current = Some(Vec::new());
+            }
+            continue;
+        }
+        if let Some(lines) = current.as_mut() {
+            lines.push(line.to_owned());
+        }
+    }
+    blocks
+}
+
+/// `(event_filter, inv_event_filter)` of a `perf record -e arm_spe_N/terms/` line.
+fn perf_line_masks(line: &str) -> (u64, u64) {
+    let event = line
+        .split_whitespace()
+        .find(|w| w.starts_with("arm_spe"))
+        .unwrap_or_else(|| panic!("no arm_spe event in `{line}`"));
+    let terms = event.split('/').nth(1).unwrap_or("");
+    let mut masks = (0, 0);
+    for term in terms.split(',').filter(|t| !t.is_empty()) {
+        let (name, value) = term.split_once('=').unwrap_or((term, "1"));
+        let parse = |v: &str| u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap();
+        match name {
+            "event_filter" => masks.0 = parse(value),
+            "inv_event_filter" => masks.1 = parse(value),
+            _ => {}
+        }
+    }
+    masks
+}
+
+/// Every SPE example of README.md and docs/spe.md: each `$ pmu-demo spe …` block is run, each
+/// perf command the block shows is one the program prints, and each perf command in the two
+/// files passes Linux 6.12's `arm_spe_pmsevfr_res0()` rule (pmu_armv8's restatement, checked
+/// against the kernel source in arch/armv8/tests/spe_kernel_source.rs) for the block's SPE
+/// version; a perf line outside a versioned block is held to the strictest rule (FEAT_SPE).
+#[test]
+fn documented_spe_examples_are_accepted_by_linux() {
+    use pmu_armv8::spe::perf::linux_6_12_pmsevfr_res0;
+    use pmu_armv8::spe::SpeVersion;
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut checked_commands = 0;
+    let mut checked_perf_lines = 0;
+    for doc in ["README.md", "docs/spe.md"] {
+        let markdown =
+            std::fs::read_to_string(root.join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
+        let mut versioned_lines = Vec::new();
+        for (args, shown) in documented_spe_commands(&markdown) {
+            let mut all: Vec<&str> = vec!["spe"];
+            all.extend(args.iter().map(String::as_str));
+            let out = demo(&all);
+            let printed = text(&out.stdout);
+            assert!(
+                out.status.code() == Some(0),
+                "{doc}: `pmu-demo {}` fails: {}{}",
+                all.join(" "),
+                printed,
+                text(&out.stderr)
+            );
+            all.push("--json");
+            let v: Value = serde_json::from_slice(&demo(&all).stdout).unwrap();
+            let pmsver = v["capabilities"]["pmsver"].as_u64().unwrap() as u8;
+            let version = SpeVersion::from_pmsver(pmsver).unwrap();
+            for line in shown.iter().filter(|l| l.contains("perf record -e")) {
+                assert!(
+                    printed.lines().any(|p| p.trim() == line.trim()),
+                    "{doc}: `{}` is not what `pmu-demo {}` prints:\n{printed}",
+                    line.trim(),
+                    all.join(" ")
+                );
+                versioned_lines.push(line.trim().to_owned());
+                let (event, inverted) = perf_line_masks(line);
+                let res0 = linux_6_12_pmsevfr_res0(version);
+                assert_eq!(
+                    (event & res0, inverted & res0),
+                    (0, 0),
+                    "{doc}: Linux 6.12 refuses `{}` on {version}",
+                    line.trim()
+                );
+                checked_perf_lines += 1;
+            }
+            checked_commands += 1;
+        }
+        for line in markdown
+            .lines()
+            .filter(|l| l.contains("perf record -e arm_spe"))
+        {
+            if versioned_lines.iter().any(|v| line.contains(v.as_str())) {
+                continue;
+            }
+            let (event, inverted) = perf_line_masks(line);
+            let res0 = linux_6_12_pmsevfr_res0(SpeVersion::V1p0);
+            assert_eq!(
+                (event & res0, inverted & res0),
+                (0, 0),
+                "{doc}: Linux 6.12 refuses `{}` on FEAT_SPE",
+                line.trim()
+            );
+            checked_perf_lines += 1;
+        }
+    }
+    assert!(checked_commands >= 2, "{checked_commands} commands");
+    assert!(checked_perf_lines >= 2, "{checked_perf_lines} perf lines");
+}
+
+/// The check above can fail: the old README example (`event_filter=0x200` on FEAT_SPEv1p4) is
+/// refused by the same rule.
+#[test]
+fn refused_example_is_detected() {
+    use pmu_armv8::spe::perf::linux_6_12_pmsevfr_res0;
+    use pmu_armv8::spe::SpeVersion;
+    let (event, _) = perf_line_masks(
+        "  perf record -e arm_spe_0/load_filter=1,event_filter=0x200,min_latency=120,period=4096/ -- <command>",
+    );
+    assert_eq!(event, 0x200);
+    assert_ne!(event & linux_6_12_pmsevfr_res0(SpeVersion::V1p4), 0);
 }

@@ -183,3 +183,210 @@ fn register_fields_match_sysreg() {
     }
     assert!(compared >= 25, "only {compared} fields compared");
 }
+
+/// Evaluates the C constant expressions of `PMSEVFR_EL1_RES0_*` in
+/// arch/arm64/include/asm/sysreg.h: `GENMASK_ULL(h, l)`, `BIT_ULL(n)`, `|`, `&`, `~`,
+/// parentheses and the names of other macros of `defines`.
+struct MaskExpr<'a> {
+    tokens: Vec<String>,
+    pos: usize,
+    defines: &'a BTreeMap<String, String>,
+}
+
+impl MaskExpr<'_> {
+    fn tokenize(text: &str) -> Vec<String> {
+        let mut tokens = Vec::new();
+        let mut word = String::new();
+        for c in text.chars() {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                word.push(c);
+                continue;
+            }
+            if !word.is_empty() {
+                tokens.push(std::mem::take(&mut word));
+            }
+            if !c.is_whitespace() && c != '\\' {
+                tokens.push(c.to_string());
+            }
+        }
+        if !word.is_empty() {
+            tokens.push(word);
+        }
+        tokens
+    }
+
+    fn eval(defines: &BTreeMap<String, String>, name: &str) -> u64 {
+        let text = defines
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not defined in asm/sysreg.h"));
+        let mut e = MaskExpr {
+            tokens: Self::tokenize(text),
+            pos: 0,
+            defines,
+        };
+        let value = e.or();
+        assert_eq!(
+            e.pos,
+            e.tokens.len(),
+            "{name}: unparsed tail {:?}",
+            e.tokens
+        );
+        value
+    }
+
+    fn peek(&self) -> Option<&str> {
+        self.tokens.get(self.pos).map(String::as_str)
+    }
+
+    fn take(&mut self) -> String {
+        let t = self
+            .tokens
+            .get(self.pos)
+            .cloned()
+            .expect("expression ends early");
+        self.pos += 1;
+        t
+    }
+
+    fn expect(&mut self, what: &str) {
+        let t = self.take();
+        assert_eq!(t, what, "in {:?}", self.tokens);
+    }
+
+    fn or(&mut self) -> u64 {
+        let mut v = self.and();
+        while self.peek() == Some("|") {
+            self.pos += 1;
+            v |= self.and();
+        }
+        v
+    }
+
+    fn and(&mut self) -> u64 {
+        let mut v = self.unary();
+        while self.peek() == Some("&") {
+            self.pos += 1;
+            v &= self.unary();
+        }
+        v
+    }
+
+    fn number(&mut self) -> u64 {
+        let t = self.take();
+        t.trim_end_matches(['U', 'L'])
+            .parse()
+            .unwrap_or_else(|_| panic!("not a number: {t}"))
+    }
+
+    fn unary(&mut self) -> u64 {
+        match self.take().as_str() {
+            "~" => !self.unary(),
+            "(" => {
+                let v = self.or();
+                self.expect(")");
+                v
+            }
+            "GENMASK_ULL" => {
+                self.expect("(");
+                let h = self.number();
+                self.expect(",");
+                let l = self.number();
+                self.expect(")");
+                (u64::MAX << l) & (u64::MAX >> (63 - h))
+            }
+            "BIT_ULL" => {
+                self.expect("(");
+                let n = self.number();
+                self.expect(")");
+                1 << n
+            }
+            name => Self::eval(self.defines, name),
+        }
+    }
+}
+
+/// `#define NAME value` of a C file, with backslash continuations joined.
+fn c_defines(source: &str) -> BTreeMap<String, String> {
+    let joined = source.replace("\\\n", " ");
+    let mut defines = BTreeMap::new();
+    for line in joined.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("#define") else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let name_end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (name, value) = rest.split_at(name_end);
+        defines.insert(name.to_string(), value.trim().to_string());
+    }
+    defines
+}
+
+/// Linux 6.12's per-version rule for `event_filter`/`inv_event_filter`: the masks of
+/// arch/arm64/include/asm/sysreg.h, evaluated from the kernel's own definitions, and the
+/// version -> mask mapping of `arm_spe_pmsevfr_res0()` in drivers/perf/arm_spe_pmu.c, read
+/// from its `case`/`default` lines, must equal `perf::linux_6_12_pmsevfr_res0()` for every
+/// version.
+#[test]
+fn pmsevfr_res0_rule_matches_the_kernel() {
+    use pmu_armv8::spe::perf::linux_6_12_pmsevfr_res0;
+    use pmu_armv8::spe::SpeVersion;
+
+    let root = common::extract(
+        "spe-res0",
+        &[
+            "*/drivers/perf/arm_spe_pmu.c",
+            "*/arch/arm64/include/asm/sysreg.h",
+        ],
+    );
+    let header =
+        fs::read_to_string(common::find(&root, "arch/arm64/include/asm/sysreg.h")).unwrap();
+    let driver = fs::read_to_string(common::find(&root, "drivers/perf/arm_spe_pmu.c")).unwrap();
+    let defines = c_defines(&header);
+
+    // The switch of arm_spe_pmsevfr_res0(): each `case ID_AA64DFR0_EL1_PMSVer_X:` (and
+    // `default:`) up to its `return MASK;`.
+    let start = driver
+        .find("static u64 arm_spe_pmsevfr_res0(")
+        .expect("arm_spe_pmsevfr_res0() in arm_spe_pmu.c");
+    let body = &driver[start..start + driver[start..].find("\n}").unwrap()];
+    let mut by_label: BTreeMap<String, u64> = BTreeMap::new();
+    let mut pending: Vec<String> = Vec::new();
+    for line in body.lines().map(str::trim) {
+        if let Some(label) = line.strip_prefix("case ") {
+            pending.push(label.trim_end_matches(':').to_string());
+        } else if line == "default:" {
+            pending.push("default".to_string());
+        } else if let Some(mask) = line.strip_prefix("return ") {
+            let value = MaskExpr::eval(&defines, mask.trim_end_matches(';'));
+            for label in pending.drain(..) {
+                by_label.insert(label, value);
+            }
+        }
+    }
+    let label = |name: &str| {
+        *by_label
+            .get(name)
+            .unwrap_or_else(|| panic!("no `{name}` in arm_spe_pmsevfr_res0(): {by_label:?}"))
+    };
+    let kernel = [
+        (SpeVersion::V1p0, label("ID_AA64DFR0_EL1_PMSVer_IMP")),
+        (SpeVersion::V1p1, label("ID_AA64DFR0_EL1_PMSVer_V1P1")),
+        (SpeVersion::V1p2, label("ID_AA64DFR0_EL1_PMSVer_V1P2")),
+        (SpeVersion::V1p3, label("default")),
+        (SpeVersion::V1p4, label("default")),
+        (SpeVersion::V1p5, label("default")),
+        (SpeVersion::Newer(9), label("default")),
+    ];
+    for (version, mask) in kernel {
+        assert_eq!(
+            linux_6_12_pmsevfr_res0(version),
+            mask,
+            "{version}: ours {:#x}, kernel {mask:#x}",
+            linux_6_12_pmsevfr_res0(version)
+        );
+    }
+    // The fact the perf bridge exists for: from v1p2 on, LLC miss (E[9]) stays refused.
+    assert_ne!(label("default") & (1 << 9), 0);
+}

@@ -8,7 +8,7 @@ use pmu_armv8::spe::perf::sysfs::{self, FormatSource, SpePmu};
 use pmu_armv8::spe::perf::{self, ConfigWord, PerfFormat, PerfSpeEvent};
 use pmu_armv8::spe::{
     Diagnostics, ExceptionLevels, FieldInfo, OperationTypes, SpeCapabilities, SpeConfig,
-    SpeConfigBuilder, SpeEvents, SpeRegister, SpeVersion, TimestampSource,
+    SpeConfigBuilder, SpeError, SpeEvents, SpeRegister, SpeVersion, TimestampSource,
 };
 use serde::Serialize;
 
@@ -228,6 +228,21 @@ struct PerfOut {
     command: Option<String>,
     warnings: Vec<Diagnostic>,
     error: Option<Diagnostic>,
+    /// When the kernel refuses some event filter bits (`error` kind `PerfEventsRefused`): the
+    /// broader event perf accepts, and the filter to apply to its decoded records.
+    instead: Option<InsteadOut>,
+}
+
+#[derive(Debug, Serialize)]
+struct InsteadOut {
+    event: String,
+    command: String,
+    /// Keep only records with all of these events (hex mask).
+    post_required_mask: String,
+    /// Drop records with any of these events (hex mask).
+    post_excluded_mask: String,
+    /// The decode command that applies the whole filter to the recording.
+    decode_command: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -563,12 +578,56 @@ fn perf_out(config: &SpeConfig, s: &CapsSource) -> PerfOut {
         command: None,
         warnings: Vec::new(),
         error: None,
+        instead: None,
     };
     match perf::perf_event(config, &s.format) {
         Ok(event) => fill_perf(&mut out, &event, &s.format),
-        Err(e) => out.error = Some(diagnostic(&e)),
+        Err(e) => {
+            out.error = Some(diagnostic(&e));
+            if matches!(e, SpeError::PerfEventsRefused { .. }) {
+                if let Ok((event, post)) = perf::perf_event_with_post_filter(config, &s.format) {
+                    let string = event.event_string(&out.pmu).to_string();
+                    out.instead = Some(InsteadOut {
+                        command: format!("perf record -e {string} -- <command>"),
+                        event: string,
+                        post_required_mask: format!("{:#x}", post.required.bits()),
+                        post_excluded_mask: format!("{:#x}", post.excluded.bits()),
+                        decode_command: decode_command(config),
+                    });
+                }
+            }
+        }
     }
     out
+}
+
+/// `pmu-demo spe decode perf.data` with the options that apply `config`'s type, latency and
+/// event filters to the decoded records.
+fn decode_command(config: &SpeConfig) -> String {
+    let request = config.request();
+    let mut command = String::from("pmu-demo spe decode perf.data");
+    if let Some(types) = request.operation_types {
+        for (flag, name) in [
+            (OperationTypes::LOADS, "--loads"),
+            (OperationTypes::STORES, "--stores"),
+            (OperationTypes::BRANCHES, "--branches"),
+        ] {
+            if types.contains(flag) {
+                command.push(' ');
+                command.push_str(name);
+            }
+        }
+    }
+    if let Some(latency) = request.min_latency.filter(|&l| l > 0) {
+        command.push_str(&format!(" --min-latency {latency}"));
+    }
+    if let Some(events) = request.required_events.filter(|e| !e.is_empty()) {
+        command.push_str(&format!(" --event {:#x}", events.bits()));
+    }
+    if let Some(events) = request.excluded_events.filter(|e| !e.is_empty()) {
+        command.push_str(&format!(" --exclude-event {:#x}", events.bits()));
+    }
+    command
 }
 
 fn fill_perf(out: &mut PerfOut, event: &PerfSpeEvent, format: &PerfFormat) {
@@ -830,6 +889,12 @@ fn print_human(out: &Output, all_fields: bool) {
                 "warning (perf): the registers above are valid, but perf cannot express them: {}",
                 e.message
             );
+        }
+        if let Some(i) = &p.instead {
+            println!("instead, record the broader event the kernel accepts:");
+            println!("  {}", i.command);
+            println!("and keep the matching records when decoding:");
+            println!("  {}", i.decode_command);
         }
     }
 }

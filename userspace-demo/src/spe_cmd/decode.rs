@@ -96,6 +96,12 @@ struct AddressOut {
     el: Option<u8>,
     /// Instruction and physical addresses: Non-secure.
     ns: Option<bool>,
+    /// Data virtual addresses: the top-byte tag, bits [63:56] of the payload.
+    tag: Option<String>,
+    /// Physical addresses: CH, bit 62 (tag-checked access).
+    ch: Option<bool>,
+    /// Physical addresses: PAT, bits [59:56] (physical address tag).
+    pat: Option<u8>,
 }
 
 #[derive(Debug, Serialize)]
@@ -118,7 +124,17 @@ fn context_register(index: u8) -> String {
 struct OperationOut {
     class: &'static str,
     payload: String,
+    /// What the type filter counts it as (PMSFCR_EL1.LD/ST/B).
     types: Vec<&'static str>,
+    /// Load/store class: `load` or `store` (payload bit 0), atomics and exclusives included.
+    direction: Option<&'static str>,
+    /// The sub-fields by perf's names (`LD`, `AT`, `EXCL`, `AR`, `GP-REG`, `SIMD-FP`, `PRED`,
+    /// `SG`, `B`, `COND`, `IND`, `GCS`, `CR-BL`, …).
+    details: Vec<&'static str>,
+    /// SVE operations: the effective vector length in bits.
+    sve_evlen: Option<u32>,
+    /// The whole packet as perf prints it (`LD AT GP-REG`).
+    text: String,
 }
 
 fn usage(message: String) -> Failure {
@@ -180,6 +196,8 @@ fn error_out(e: &DecodeError) -> ErrorOut {
         kind: match e {
             DecodeError::Truncated { .. } => "Truncated",
             DecodeError::Invalid { .. } => "Invalid",
+            DecodeError::ReservedOperationClass { .. } => "ReservedOperationClass",
+            DecodeError::UnterminatedRecord { .. } => "UnterminatedRecord",
         },
         message: e.to_string(),
     }
@@ -198,6 +216,9 @@ fn address_out(a: &AddressPacket) -> AddressOut {
         payload: format!("{:#x}", a.payload),
         el: instruction.then(|| a.exception_level()),
         ns: (instruction || physical).then(|| a.non_secure()),
+        tag: (a.kind() == AddressKind::DataVirtual).then(|| format!("{:#04x}", a.tag())),
+        ch: physical.then(|| a.checked()),
+        pat: physical.then(|| a.physical_tag()),
     }
 }
 
@@ -229,6 +250,14 @@ fn operation_out(o: &OperationTypePacket) -> OperationOut {
         class: class_name(o),
         payload: format!("{:#x}", o.payload),
         types: type_names(o.operation_types()),
+        direction: (o.class() == OperationClass::LoadStoreAtomic).then_some(if o.is_store() {
+            "store"
+        } else {
+            "load"
+        }),
+        details: o.details().names().to_vec(),
+        sve_evlen: o.sve_evlen(),
+        text: o.to_string(),
     }
 }
 
@@ -265,6 +294,15 @@ fn address_text(label: &str, a: &AddressOut) -> String {
     if a.ns == Some(true) {
         s.push_str(" NS");
     }
+    if let Some(tag) = a.tag.as_deref().filter(|t| *t != "0x00") {
+        s.push_str(&format!(" tag {tag}"));
+    }
+    if a.ch == Some(true) {
+        s.push_str(" CH");
+    }
+    if let Some(pat) = a.pat.filter(|&p| p != 0) {
+        s.push_str(&format!(" PAT {pat:#x}"));
+    }
     s
 }
 
@@ -299,19 +337,7 @@ fn packet_detail(p: &Packet) -> String {
             format!("{label} {}", c.value)
         }
         Packet::Context(c) => format!("{} {}", context_register(c.index), c.value),
-        Packet::OperationType(o) => {
-            let types = type_names(o.operation_types());
-            format!(
-                "{} payload {:#x}{}",
-                class_name(o),
-                o.payload,
-                if types.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", types.join("+"))
-                }
-            )
-        }
+        Packet::OperationType(o) => format!("{} payload {:#x}: {o}", class_name(o), o.payload),
         Packet::Events(e) => format!(
             "{:#x} {} ({}-byte payload)",
             e.events.bits(),
@@ -328,11 +354,7 @@ fn record_line(r: &RecordOut) -> String {
         parts.push(address_text("PC", a));
     }
     if let Some(o) = &r.operation {
-        parts.push(if o.types.is_empty() {
-            format!("{} ({})", o.class, o.payload)
-        } else {
-            o.types.join("+")
-        });
+        parts.push(o.text.clone());
     }
     if let Some(e) = &r.events {
         parts.push(format!("events {}", e.join(" ")));

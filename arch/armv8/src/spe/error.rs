@@ -211,6 +211,19 @@ pub enum SpeError {
         /// The field whose entry did not parse.
         field: PerfField,
     },
+    /// The kernel refuses these `event_filter`/`inv_event_filter` bits for this SPE version
+    /// (`perf_event_open` fails with EOPNOTSUPP): Linux 6.12's `arm_spe_pmsevfr_res0()` treats
+    /// them as RES0 even where the hardware may filter on them. Record with a broader perf
+    /// filter and select the samples after decoding
+    /// ([`crate::spe::perf::perf_event_with_post_filter`]), or program the registers directly.
+    PerfEventsRefused {
+        /// `event_filter` or `inv_event_filter`.
+        field: PerfField,
+        /// The SPE version the kernel's rule was applied for.
+        version: SpeVersion,
+        /// The refused bits.
+        bits: u64,
+    },
 }
 
 impl fmt::Display for SpeError {
@@ -322,6 +335,20 @@ impl fmt::Display for SpeError {
                 f,
                 "the format entry of `{}` is not `configN:lo[-hi]`: read it again from \
                  /sys/bus/event_source/devices/arm_spe*/format or use the documented layout",
+                field.name()
+            ),
+            Self::PerfEventsRefused {
+                field,
+                version,
+                bits,
+            } => write!(
+                f,
+                "perf cannot express `{}` bits {bits:#x} on {version}: Linux 6.12 \
+                 (arm_spe_pmsevfr_res0() in drivers/perf/arm_spe_pmu.c) treats them as RES0 and \
+                 perf_event_open fails with EOPNOTSUPP; record with a broader perf filter \
+                 (without these events) and keep the matching samples after decoding \
+                 (`pmu-demo spe decode perf.data` with the same event options), or program the \
+                 register values directly on bare metal",
                 field.name()
             ),
         }

@@ -307,10 +307,11 @@ mod tests {
     /// 9, 10, which Arm ARM M.a.a made "optionally supported" before FEAT_SPEv1p4.
     #[test]
     fn agrees_with_linux_6_12_res0_masks() {
-        const RES0_IMP: u64 =
-            (0xFFFF << 32) | (0xFF << 16) | (0xF << 8) | (1 << 6) | (1 << 4) | (1 << 2) | 1;
-        const RES0_V1P1: u64 = RES0_IMP & !((1 << 18) | (1 << 17) | (1 << 11));
-        const RES0_V1P2: u64 = RES0_V1P1 & !(1 << 6);
+        // Checked against the kernel's own definitions in tests/spe_kernel_source.rs.
+        use crate::spe::perf::{
+            LINUX_6_12_PMSEVFR_RES0_IMP as RES0_IMP, LINUX_6_12_PMSEVFR_RES0_V1P1 as RES0_V1P1,
+            LINUX_6_12_PMSEVFR_RES0_V1P2 as RES0_V1P2,
+        };
         let optional_before_v1p4 = (1 << 2) | (1 << 4) | (1 << 8) | (1 << 9) | (1 << 10);
         for (version, linux_res0) in [
             (SpeVersion::V1p0, RES0_IMP),

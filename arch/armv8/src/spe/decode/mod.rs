@@ -39,7 +39,7 @@ mod record;
 
 pub use packet::{
     AddressKind, AddressPacket, ContextPacket, CounterKind, CounterPacket, DataSourcePacket,
-    EventsPacket, OperationClass, OperationTypePacket, Packet,
+    EventsPacket, OperationClass, OperationDetails, OperationTypePacket, Packet,
 };
 pub use record::{records, Records, SampleRecord};
 
@@ -71,13 +71,31 @@ pub enum DecodeError {
         /// The offending header byte (for an extended header, its second byte).
         header: u8,
     },
+    /// Records only: an Operation Type packet of the reserved class 0b11. The record it
+    /// belongs to is dropped and decoding resumes after the packet, as perf's
+    /// `arm_spe_read_record()` does ("Get packet error!").
+    ReservedOperationClass {
+        /// Where the Operation Type packet starts.
+        offset: usize,
+    },
+    /// Records only: the stream ends after `len` bytes of a record that has no End or
+    /// Timestamp packet (perf drops such a tail silently).
+    UnterminatedRecord {
+        /// Where the record starts.
+        offset: usize,
+        /// Its bytes up to the end of the stream.
+        len: usize,
+    },
 }
 
 impl DecodeError {
     /// Where the undecodable packet starts.
     pub const fn offset(&self) -> usize {
         match *self {
-            Self::Truncated { offset, .. } | Self::Invalid { offset, .. } => offset,
+            Self::Truncated { offset, .. }
+            | Self::Invalid { offset, .. }
+            | Self::ReservedOperationClass { offset }
+            | Self::UnterminatedRecord { offset, .. } => offset,
         }
     }
 }
@@ -94,6 +112,16 @@ impl core::fmt::Display for DecodeError {
                 f,
                 "byte {header:#04x} at offset {offset} is not an SPE packet header: the stream \
                  is corrupt or not SPE data (decoding resumes at the next byte)"
+            ),
+            Self::ReservedOperationClass { offset } => write!(
+                f,
+                "the Operation Type packet at offset {offset} has the reserved class 0b11: its \
+                 record is dropped, as perf drops it (decoding resumes after the packet)"
+            ),
+            Self::UnterminatedRecord { offset, len } => write!(
+                f,
+                "the record at offset {offset} ({len} bytes) has no End or Timestamp packet \
+                 before the data ends: the buffer was cut mid-record"
             ),
         }
     }

@@ -111,9 +111,21 @@ impl AddressPacket {
         self.payload & ADDRESS_BITS
     }
 
-    /// The address as a virtual address: for instruction kinds, bits \[55:0\] sign-extended
-    /// from bit 55 (bits \[63:56\] carry NS/EL); for a data virtual address the payload as
-    /// recorded (its top byte is the tag, with TBI); otherwise the address bits.
+    /// The address as a virtual address.
+    ///
+    /// - Instruction kinds (PC, branch target, previous branch target): bits \[55:0\]
+    ///   sign-extended from bit 55, since bits \[63:56\] carry NS and EL, not address bits,
+    ///   and bit 55 selects the TTBR0 (user) or TTBR1 (kernel) half of the address space.
+    ///   Deliberately not perf's rule (`arm_spe_calc_ip()` in
+    ///   tools/perf/util/arm-spe-decoder/arm-spe-decoder.c fills the top byte with 0xFF only
+    ///   when NS = 1 and EL is 1 or 2): that rule leaves Secure-state kernel addresses
+    ///   non-canonical and sign-extends nothing at EL0. The two agree on every Non-secure
+    ///   address whose bit 55 matches its Exception level's half.
+    /// - Data virtual address: bits \[63:56\] are the top-byte tag (Arm ARM D18.2 Address
+    ///   packet; [`Self::tag`]), so they are cleared, and filled with 0xFF when bits \[55:52\]
+    ///   are all ones (a TTBR1, kernel, address), exactly as perf's `arm_spe_calc_ip()`
+    ///   does, so data addresses match kernel symbols as perf's do.
+    /// - Physical and other kinds: the address bits \[55:0\].
     pub const fn virtual_address(&self) -> u64 {
         match self.kind() {
             AddressKind::InstructionVirtual
@@ -126,9 +138,22 @@ impl AddressPacket {
                     bits
                 }
             }
-            AddressKind::DataVirtual => self.payload,
+            AddressKind::DataVirtual => {
+                let bits = self.address_bits();
+                if (bits >> 52) & 0xF == 0xF {
+                    bits | !ADDRESS_BITS
+                } else {
+                    bits
+                }
+            }
             _ => self.address_bits(),
         }
+    }
+
+    /// Data virtual address kind: the top-byte tag, bits \[63:56\] (the pointer's tag under
+    /// TBI, e.g. an MTE tag in bits \[59:56\]).
+    pub const fn tag(&self) -> u8 {
+        (self.payload >> 56) as u8
     }
 
     /// Instruction kinds: the Exception level, bits \[62:61\].
@@ -245,15 +270,20 @@ impl OperationTypePacket {
         }
     }
 
+    /// Load/store class: whether payload bit 0 (ST) says store. For atomics and exclusives
+    /// it gives the direction too (perf prints `LD AT` or `ST AT`).
+    pub const fn is_store(&self) -> bool {
+        self.payload & 1 != 0
+    }
+
     /// The operation as the type filter sees it: loads and stores by payload bit 0 (ST), an
     /// atomic (subclass `0b000x_x1x` with AT, bit 2) as both, branches, or none.
     pub fn operation_types(&self) -> OperationTypes {
         match self.class() {
             OperationClass::LoadStoreAtomic => {
-                let atomic = self.payload & 0b1110_0010 == 0b10 && self.payload & 0b100 != 0;
-                if atomic {
+                if self.is_atomic() {
                     OperationTypes::LOADS | OperationTypes::STORES
-                } else if self.payload & 1 != 0 {
+                } else if self.is_store() {
                     OperationTypes::STORES
                 } else {
                     OperationTypes::LOADS
@@ -262,6 +292,172 @@ impl OperationTypePacket {
             OperationClass::BranchOrExceptionReturn => OperationTypes::BRANCHES,
             _ => OperationTypes::empty(),
         }
+    }
+
+    /// Load/store class, atomic/exclusive/acquire-release subclass (payload
+    /// `0b000x_xx1x`, perf `SPE_OP_PKT_IS_LDST_ATOMIC`) with AT (bit 2) set.
+    pub const fn is_atomic(&self) -> bool {
+        self.is_ldst_atomic_subclass() && self.payload & 0b100 != 0
+    }
+
+    const fn is_ldst_atomic_subclass(&self) -> bool {
+        matches!(self.class(), OperationClass::LoadStoreAtomic)
+            && self.payload & 0b1110_0010 == 0b10
+    }
+
+    /// The SVE effective vector length in bits, for an SVE load/store (payload
+    /// `0bxxxx_1x0x`) or an SVE "other" operation (`0b0xxx_1xx0`): 32 << EVL (bits \[6:4\]),
+    /// perf's `SPE_OP_PKG_SVE_EVL`.
+    pub const fn sve_evlen(&self) -> Option<u32> {
+        let sve = match self.class() {
+            OperationClass::LoadStoreAtomic => self.payload & 0b1010 == 0b1000,
+            OperationClass::Other => self.payload & 0b1000_1001 == 0b1000,
+            _ => false,
+        };
+        if sve {
+            Some(32 << ((self.payload >> 4) & 0b111))
+        } else {
+            None
+        }
+    }
+
+    /// The sub-fields of the payload by the names perf prints, in perf's order
+    /// (`arm_spe_pkt_desc_op_type()` in tools/perf/util/arm-spe-decoder/arm-spe-pkt-decoder.c;
+    /// Arm ARM DDI 0487 D18.2 Operation Type packet): `SVE-OTHER`/`OTHER` with `FP`, `PRED`,
+    /// `COND-SELECT`, `INSN-OTHER`; `LD`/`ST` with `AT`, `EXCL`, `AR`, the register subclass
+    /// (`SIMD-FP`, `GP-REG`, `UNSPEC-REG`, `NV-SYSREG`, `MTE-TAG`, `MEMCPY`, `MEMSET`) and
+    /// SVE's `PRED`, `SG`; `B` with `COND`, `IND`, `GCS`, `CR-BL`, `CR-RET`, `CR-NON-BL-RET`.
+    /// The SVE vector length is [`Self::sve_evlen`]. The reserved class gives nothing.
+    pub fn details(&self) -> OperationDetails {
+        let v = self.payload;
+        let mut d = OperationDetails::default();
+        match self.class() {
+            OperationClass::Other => {
+                if self.sve_evlen().is_some() {
+                    d.push("SVE-OTHER");
+                    if v & 0b10 != 0 {
+                        d.push("FP");
+                    }
+                    if v & 0b100 != 0 {
+                        d.push("PRED");
+                    }
+                } else {
+                    d.push("OTHER");
+                    d.push(if v & 1 != 0 {
+                        "COND-SELECT"
+                    } else {
+                        "INSN-OTHER"
+                    });
+                }
+            }
+            OperationClass::LoadStoreAtomic => {
+                d.push(if self.is_store() { "ST" } else { "LD" });
+                if self.is_ldst_atomic_subclass() {
+                    for (bit, name) in [(2, "AT"), (3, "EXCL"), (4, "AR")] {
+                        if v & (1 << bit) != 0 {
+                            d.push(name);
+                        }
+                    }
+                }
+                let subclass = match (v & 0xFE, v & 0xFF) {
+                    (0x04, _) => Some("SIMD-FP"),
+                    (0x00, _) => Some("GP-REG"),
+                    (0x10, _) => Some("UNSPEC-REG"),
+                    (0x30, _) => Some("NV-SYSREG"),
+                    (0x14, _) => Some("MTE-TAG"),
+                    (0x20, _) => Some("MEMCPY"),
+                    (_, 0x25) => Some("MEMSET"),
+                    _ => None,
+                };
+                if let Some(name) = subclass {
+                    d.push(name);
+                }
+                if self.sve_evlen().is_some() {
+                    if v & 0b100 != 0 {
+                        d.push("PRED");
+                    }
+                    if v & 0x80 != 0 {
+                        d.push("SG");
+                    }
+                }
+            }
+            OperationClass::BranchOrExceptionReturn => {
+                d.push("B");
+                for (bit, name) in [(0, "COND"), (1, "IND"), (2, "GCS")] {
+                    if v & (1 << bit) != 0 {
+                        d.push(name);
+                    }
+                }
+                match (v >> 3) & 0b11 {
+                    1 => d.push("CR-BL"),
+                    2 => d.push("CR-RET"),
+                    3 => d.push("CR-NON-BL-RET"),
+                    _ => {}
+                }
+            }
+            OperationClass::Reserved => {}
+        }
+        d
+    }
+}
+
+/// The named sub-fields of an Operation Type packet ([`OperationTypePacket::details`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct OperationDetails {
+    names: [&'static str; 8],
+    len: usize,
+}
+
+impl OperationDetails {
+    fn push(&mut self, name: &'static str) {
+        if let Some(slot) = self.names.get_mut(self.len) {
+            *slot = name;
+            self.len += 1;
+        }
+    }
+
+    /// The names, in perf's order.
+    pub fn names(&self) -> &[&'static str] {
+        &self.names[..self.len]
+    }
+}
+
+impl core::fmt::Display for OperationTypePacket {
+    /// perf's text for the packet (`arm_spe_pkt_desc()`): the
+    /// [`OperationTypePacket::details`] names with `EVLEN <bits>` for SVE operations, e.g.
+    /// `ST AT EXCL GP-REG`, `LD EVLEN 256 PRED`, `SVE-OTHER EVLEN 128 FP`; the reserved class
+    /// as perf's raw form `OP-TYPE 0x<payload> (3)`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let details = self.details();
+        let names = details.names();
+        if matches!(self.class(), OperationClass::Reserved) {
+            return write!(f, "OP-TYPE {:#x} ({})", self.payload, self.class_bits);
+        }
+        // perf prints EVLEN after the class word (other) or after the subclass (load/store).
+        let evlen_after = match self.class() {
+            OperationClass::Other => 1,
+            _ => names
+                .iter()
+                .position(|n| *n == "PRED" || *n == "SG")
+                .unwrap_or(names.len()),
+        };
+        for (i, name) in names.iter().enumerate() {
+            if i == evlen_after {
+                if let Some(evlen) = self.sve_evlen() {
+                    write!(f, " EVLEN {evlen}")?;
+                }
+            }
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            f.write_str(name)?;
+        }
+        if evlen_after >= names.len() {
+            if let Some(evlen) = self.sve_evlen() {
+                write!(f, " EVLEN {evlen}")?;
+            }
+        }
+        Ok(())
     }
 }
 

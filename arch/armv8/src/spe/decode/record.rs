@@ -2,7 +2,9 @@
 //! packet that closes it (Arm ARM D18.1: "a record ... ends with an End packet or a
 //! Timestamp packet"). Padding and Alignment between records are skipped.
 
-use super::packet::{AddressKind, AddressPacket, CounterKind, OperationTypePacket, Packet};
+use super::packet::{
+    AddressKind, AddressPacket, CounterKind, OperationClass, OperationTypePacket, Packet,
+};
 use super::{packets, DecodeError, Packets};
 use crate::spe::config::OperationTypes;
 use crate::spe::events::SpeEvents;
@@ -111,6 +113,15 @@ impl Iterator for Records<'_> {
             {
                 continue;
             }
+            if let Packet::OperationType(o) = packet.packet {
+                if o.class() == OperationClass::Reserved {
+                    // perf's arm_spe_read_record() abandons the record here; the packet is
+                    // consumed, so decoding resumes after it.
+                    return Some(Err(DecodeError::ReservedOperationClass {
+                        offset: packet.offset,
+                    }));
+                }
+            }
             let r = record.get_or_insert(SampleRecord {
                 offset: packet.offset,
                 ..SampleRecord::default()
@@ -122,11 +133,11 @@ impl Iterator for Records<'_> {
                 return record.map(Ok);
             }
         }
-        // The stream ended inside a record: report it as truncated.
+        // The stream ended inside a record.
         record.map(|r| {
-            Err(DecodeError::Truncated {
+            Err(DecodeError::UnterminatedRecord {
                 offset: r.offset,
-                needed: r.len + 1,
+                len: r.len,
             })
         })
     }

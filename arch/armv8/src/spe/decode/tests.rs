@@ -342,3 +342,111 @@ proptest! {
         prop_assert_eq!(total, stream.len());
     }
 }
+
+fn address(index: u8, payload: u64) -> AddressPacket {
+    let mut stream = std::vec![0xB0 | index];
+    stream.extend_from_slice(&payload.to_le_bytes());
+    match decode_packet(&stream, 0).unwrap().packet {
+        Packet::Address(a) => a,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Data virtual addresses (Arm ARM D18.2 Address packet, index 2: bits [63:56] are the
+/// top-byte tag): the tag is stripped, and bits [63:56] become 0xFF when bits [55:52] are
+/// all ones, as perf's `arm_spe_calc_ip()` does (arm-spe-decoder.c, Linux 6.12).
+#[test]
+fn data_virtual_address_drops_the_tag() {
+    // A tagged kernel pointer (tag 0xF2) and a tagged user pointer (MTE tag 0xB).
+    let kernel = address(2, 0xF2FF_8000_1234_5678);
+    assert_eq!(kernel.virtual_address(), 0xFFFF_8000_1234_5678);
+    assert_eq!(kernel.tag(), 0xF2);
+    let user = address(2, 0x0B00_FFFF_8000_1000);
+    assert_eq!(user.virtual_address(), 0x0000_FFFF_8000_1000);
+    assert_eq!(user.tag(), 0x0B);
+    // Bit 55 set but [55:52] not all ones: perf leaves the top byte zero, so do we.
+    assert_eq!(
+        address(2, 0xFF80_0000_0000_1000).virtual_address(),
+        0x0080_0000_0000_1000
+    );
+    // Instruction addresses sign-extend from bit 55 (NS/EL live in [63:56]).
+    assert_eq!(
+        address(0, 0xA0FF_8000_1234_5678).virtual_address(),
+        0xFFFF_8000_1234_5678
+    );
+    // Physical: CH (62) and PAT ([59:56]) are not address bits.
+    let pa = address(3, 0xC500_0000_8000_1000);
+    assert_eq!(pa.virtual_address(), 0x8000_1000);
+    assert!(pa.checked() && pa.non_secure());
+    assert_eq!(pa.physical_tag(), 5);
+}
+
+fn op(class: u8, payload: u8) -> OperationTypePacket {
+    match decode_packet(&[0x48 | class, payload], 0).unwrap().packet {
+        Packet::OperationType(o) => o,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Operation Type sub-fields by perf's names (arm-spe-pkt-decoder.h `SPE_OP_PKT_*`,
+/// `arm_spe_pkt_desc_op_type()`); `tests/spe_decoder_vs_perf.rs` compares every payload of
+/// every class with perf's own text.
+#[test]
+fn operation_type_details() {
+    for (class, payload, text) in [
+        (1, 0x00, "LD GP-REG"),
+        (1, 0x01, "ST GP-REG"),
+        // Atomics keep their direction: LDADD is a load-atomic, STADD a store-atomic.
+        (1, 0x06, "LD AT"),
+        (1, 0x07, "ST AT"),
+        // LDXR/STXR are exclusives (EXCL), not atomics; STLXR adds acquire/release.
+        (1, 0x0A, "LD EXCL"),
+        (1, 0x1B, "ST EXCL AR"),
+        (1, 0x12, "LD AR"),
+        (1, 0x04, "LD SIMD-FP"),
+        (1, 0x2C, "LD EVLEN 128 PRED"),
+        (1, 0xAD, "ST EVLEN 128 PRED SG"),
+        (1, 0x25, "ST MEMSET"),
+        (0, 0x00, "OTHER INSN-OTHER"),
+        (0, 0x01, "OTHER COND-SELECT"),
+        (0, 0x3A, "SVE-OTHER EVLEN 256 FP"),
+        (2, 0x00, "B"),
+        (2, 0x01, "B COND"),
+        (2, 0x0A, "B IND CR-BL"),
+        (2, 0x14, "B GCS CR-RET"),
+        (3, 0x05, "OP-TYPE 0x5 (3)"),
+    ] {
+        assert_eq!(
+            std::format!("{}", op(class, payload)),
+            text,
+            "class {class} payload {payload:#x}"
+        );
+    }
+    assert!(op(1, 0x07).is_store() && op(1, 0x07).is_atomic());
+    assert!(!op(1, 0x06).is_store() && op(1, 0x06).is_atomic());
+    assert!(!op(1, 0x0A).is_atomic());
+    assert_eq!(op(1, 0x2C).sve_evlen(), Some(128));
+    assert_eq!(op(1, 0x00).sve_evlen(), None);
+}
+
+/// A reserved Operation Type class drops its record, as perf does; a record without End or
+/// Timestamp at the end of the data is its own error.
+#[test]
+fn record_errors() {
+    let mut stream = std::vec![0xB0];
+    stream.extend_from_slice(&0x8000_0000_0040_05D8u64.to_le_bytes());
+    stream.extend_from_slice(&[0x4B, 0x00, 0x98, 1, 0, 0x01, 0x49, 0x00]);
+    let got: Vec<_> = records(&stream).collect();
+    assert_eq!(
+        got[0],
+        Err(DecodeError::ReservedOperationClass { offset: 9 })
+    );
+    // The counter after the reserved packet starts the next record.
+    let second = got[1].unwrap();
+    assert_eq!((second.offset, second.total_latency), (11, Some(1)));
+    assert_eq!(
+        got[2],
+        Err(DecodeError::UnterminatedRecord { offset: 15, len: 2 })
+    );
+    assert_eq!(got.len(), 3);
+}

@@ -35,9 +35,11 @@ use core::fmt;
 
 use super::config::{ExceptionLevels, SpeConfig, TimestampSource};
 use super::error::{SpeError, SpeWarning};
+use super::events::SpeEvents;
 use super::pmscr_el1::PMSCR_EL1;
 use super::pmsfcr_el1::PMSFCR_EL1;
 use super::register_set::SpeRegisterValues;
+use super::version::SpeVersion;
 
 /// One of the four 64-bit configuration words of `struct perf_event_attr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -393,14 +395,111 @@ impl fmt::Display for EventString<'_> {
     }
 }
 
-/// `config` as an `arm_spe` perf event in `format`.
+/// Linux 6.12 `PMSEVFR_EL1_RES0_IMP` (arch/arm64/include/asm/sysreg.h): the `event_filter`
+/// and `inv_event_filter` bits the `arm_spe` driver refuses on FEAT_SPE (PMSVer 1).
+/// `tests/spe_kernel_source.rs` evaluates the kernel's own definitions and compares.
+pub const LINUX_6_12_PMSEVFR_RES0_IMP: u64 =
+    (0xFFFF << 32) | (0xFF << 16) | (0xF << 8) | (1 << 6) | (1 << 4) | (1 << 2) | 1;
+/// Linux 6.12 `PMSEVFR_EL1_RES0_V1P1`: `RES0_IMP` without bits 11, 17, 18 (FEAT_SPEv1p1).
+pub const LINUX_6_12_PMSEVFR_RES0_V1P1: u64 =
+    LINUX_6_12_PMSEVFR_RES0_IMP & !((1 << 18) | (1 << 17) | (1 << 11));
+/// Linux 6.12 `PMSEVFR_EL1_RES0_V1P2`: `RES0_V1P1` without bit 6 (FEAT_SPEv1p2). The driver
+/// uses it for every version from v1p2 on, so events 2, 4, 8-10, 16 and 19-23 stay refused on
+/// FEAT_SPEv1p4, where the Arm ARM makes them filterable.
+pub const LINUX_6_12_PMSEVFR_RES0_V1P2: u64 = LINUX_6_12_PMSEVFR_RES0_V1P1 & !(1 << 6);
+
+/// The filter bits Linux 6.12 refuses for a PE with SPE `version`: a restatement of
+/// `arm_spe_pmsevfr_res0()` in drivers/perf/arm_spe_pmu.c, which `arm_spe_pmu_event_init()`
+/// applies to both `event_filter` and `inv_event_filter` (EOPNOTSUPP when a bit is set).
+/// sysfs publishes no such mask, so this is the rule for every kernel this crate knows.
+pub const fn linux_6_12_pmsevfr_res0(version: SpeVersion) -> u64 {
+    match version {
+        SpeVersion::V1p0 => LINUX_6_12_PMSEVFR_RES0_IMP,
+        SpeVersion::V1p1 => LINUX_6_12_PMSEVFR_RES0_V1P1,
+        // "Return the highest version we support in default".
+        _ => LINUX_6_12_PMSEVFR_RES0_V1P2,
+    }
+}
+
+/// The part of an event filter perf cannot pass to the kernel, to apply to the decoded
+/// records instead ([`perf_event_with_post_filter`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PostFilter {
+    /// Keep only records with all of these events (moved out of `event_filter`).
+    pub required: SpeEvents,
+    /// Drop records with any of these events (moved out of `inv_event_filter`).
+    pub excluded: SpeEvents,
+}
+
+impl PostFilter {
+    /// Nothing to filter after decoding.
+    pub const NONE: Self = Self {
+        required: SpeEvents::empty(),
+        excluded: SpeEvents::empty(),
+    };
+
+    /// Whether there is nothing left to filter after decoding.
+    pub const fn is_empty(&self) -> bool {
+        self.required.is_empty() && self.excluded.is_empty()
+    }
+
+    /// Whether a record with `events` (its Events packet; empty when it had none) passes, as
+    /// the hardware filter would have decided (Arm ARM D17.6: FE needs every event, FnE
+    /// drops on any).
+    pub const fn keeps(&self, events: SpeEvents) -> bool {
+        events.bits() & self.required.bits() == self.required.bits()
+            && events.bits() & self.excluded.bits() == 0
+    }
+}
+
+/// `config` as an `arm_spe` perf event in `format`, under Linux 6.12's rules.
 ///
-/// Errors: a setting whose field the kernel does not publish ([`SpeError::PerfFieldUnavailable`],
-/// e.g. excluded events without `inv_event_filter`), or a value wider than its field
+/// Errors: event filter bits the kernel refuses for `config.version()`
+/// ([`SpeError::PerfEventsRefused`], see [`linux_6_12_pmsevfr_res0`]; use
+/// [`perf_event_with_post_filter`] to record more and filter after decoding), a setting
+/// whose field the kernel does not publish ([`SpeError::PerfFieldUnavailable`], e.g. excluded
+/// events without `inv_event_filter`), or a value wider than its field
 /// ([`SpeError::PerfFieldTooWide`]: `min_latency` is 12 bits in Linux 6.12 even on PEs with
 /// 16-bit counters). Warnings: context (CX) cannot be requested; physical addresses and
 /// physical timestamps need kernel-profiling permission.
 pub fn perf_event(config: &SpeConfig, format: &PerfFormat) -> Result<PerfSpeEvent, SpeError> {
+    let registers = config.registers();
+    let res0 = linux_6_12_pmsevfr_res0(config.version());
+    for (field, mask) in [
+        (PerfField::EventFilter, registers.pmsevfr),
+        (PerfField::InvEventFilter, registers.pmsnevfr.unwrap_or(0)),
+    ] {
+        if mask & res0 != 0 {
+            return Err(SpeError::PerfEventsRefused {
+                field,
+                version: config.version(),
+                bits: mask & res0,
+            });
+        }
+    }
+    encode(config, format, res0)
+}
+
+/// Like [`perf_event`], but the event filter bits Linux refuses are left out of the perf event
+/// and returned as a [`PostFilter`] to apply to the decoded records: the kernel records a
+/// superset, and the post filter keeps exactly what the registers would have kept (the other
+/// filters, type and latency, stay in the hardware). The post filter is empty when perf can
+/// express the whole configuration.
+pub fn perf_event_with_post_filter(
+    config: &SpeConfig,
+    format: &PerfFormat,
+) -> Result<(PerfSpeEvent, PostFilter), SpeError> {
+    let registers = config.registers();
+    let res0 = linux_6_12_pmsevfr_res0(config.version());
+    let post = PostFilter {
+        required: SpeEvents::from_bits_retain(registers.pmsevfr & res0),
+        excluded: SpeEvents::from_bits_retain(registers.pmsnevfr.unwrap_or(0) & res0),
+    };
+    Ok((encode(config, format, res0)?, post))
+}
+
+/// The event of `config` with the bits in `drop` cleared from both event masks.
+fn encode(config: &SpeConfig, format: &PerfFormat, drop: u64) -> Result<PerfSpeEvent, SpeError> {
     let request = config.request();
     let registers = config.registers();
     let mut attr = PerfEventAttr {
@@ -423,8 +522,11 @@ pub fn perf_event(config: &SpeConfig, format: &PerfFormat) -> Result<PerfSpeEven
         (PerfField::BranchFilter, flag(fcr.is_set(PMSFCR_EL1::B))),
         (PerfField::LoadFilter, flag(fcr.is_set(PMSFCR_EL1::LD))),
         (PerfField::StoreFilter, flag(fcr.is_set(PMSFCR_EL1::ST))),
-        (PerfField::EventFilter, registers.pmsevfr),
-        (PerfField::InvEventFilter, registers.pmsnevfr.unwrap_or(0)),
+        (PerfField::EventFilter, registers.pmsevfr & !drop),
+        (
+            PerfField::InvEventFilter,
+            registers.pmsnevfr.unwrap_or(0) & !drop,
+        ),
         (
             PerfField::MinLatency,
             if fcr.is_set(PMSFCR_EL1::FL) {

@@ -96,9 +96,13 @@ fn parse_format_entries() {
     );
 }
 
-/// Seed 003 memory-latency analysis (corrected: LLC miss E[9]) as a perf event.
+/// The memory-latency analysis (loads, latency >= 120, LLC miss E[9] = 0x200) on FEAT_SPEv1p2:
+/// the registers are valid, but Linux 6.12 refuses `event_filter=0x200` (PMSEVFR_EL1_RES0_V1P2
+/// covers bit 9; drivers/perf/arm_spe_pmu.c `arm_spe_pmu_event_init()` returns EOPNOTSUPP).
+/// The typed error says so; the post-filter form records all slow loads and leaves E[9] to the
+/// decoder.
 #[test]
-fn seed_003_memory_latency_event_string() {
+fn llc_miss_filter_is_refused_by_linux_and_post_filtered() {
     let config = SpeConfigBuilder::new()
         .operation_types(OperationTypes::LOADS)
         .min_latency(120)
@@ -108,18 +112,65 @@ fn seed_003_memory_latency_event_string() {
         .exception_levels(ExceptionLevels::EL0)
         .build(&v1p2())
         .unwrap();
-    let event = perf_event(&config, &PerfFormat::linux_6_12()).unwrap();
+    assert_eq!(config.registers().pmsevfr, 0x200);
+    let refused = perf_event(&config, &PerfFormat::linux_6_12()).unwrap_err();
+    assert_eq!(
+        refused,
+        SpeError::PerfEventsRefused {
+            field: PerfField::EventFilter,
+            version: SpeVersion::V1p2,
+            bits: 0x200
+        }
+    );
+    let message = refused.to_string();
+    assert!(message.contains("EOPNOTSUPP"), "{message}");
+    assert!(message.contains("after decoding"), "{message}");
+    let (event, post) = perf_event_with_post_filter(&config, &PerfFormat::linux_6_12()).unwrap();
     assert_eq!(event.attr().config, 1 | 1 << 33);
-    assert_eq!(event.attr().config1, 0x200);
+    assert_eq!(event.attr().config1, 0);
     assert_eq!(event.attr().config2, 120);
-    assert_eq!(event.attr().config3, 0);
     assert_eq!(event.attr().sample_period, 4096);
     assert!(event.attr().exclude_kernel && !event.attr().exclude_user);
     assert_eq!(
         string(&event),
-        "arm_spe_0/ts_enable=1,load_filter=1,event_filter=0x200,min_latency=120,period=4096/u"
+        "arm_spe_0/ts_enable=1,load_filter=1,min_latency=120,period=4096/u"
     );
-    assert_eq!(event.warnings().count(), 0);
+    assert_eq!(
+        post,
+        PostFilter {
+            required: SpeEvents::LLC_MISS,
+            excluded: SpeEvents::empty()
+        }
+    );
+    assert!(post.keeps(SpeEvents::LLC_MISS | SpeEvents::RETIRED));
+    assert!(!post.keeps(SpeEvents::L1D_REFILL));
+}
+
+/// Per version, what Linux 6.12 lets through: E[3] (L1D refill) and E[5] (TLB walk) on every
+/// version, E[11] from v1p1, E[6] from v1p2, never E[9], and the inverted filter follows the
+/// same mask.
+#[test]
+fn linux_rules_per_version() {
+    use SpeVersion::*;
+    for (version, bit, accepted) in [
+        (V1p0, 3, true),
+        (V1p0, 5, true),
+        (V1p0, 11, false),
+        (V1p1, 11, true),
+        (V1p1, 6, false),
+        (V1p2, 6, true),
+        (V1p2, 9, false),
+        (V1p3, 9, false),
+        (V1p4, 9, false),
+        (V1p4, 20, false),
+        (V1p5, 8, false),
+    ] {
+        assert_eq!(
+            linux_6_12_pmsevfr_res0(version) & (1 << bit) == 0,
+            accepted,
+            "{version} E[{bit}]"
+        );
+    }
 }
 
 /// Seed 003 branch-misprediction analysis, as the seed meant it (require E[7]) and as it wrote
@@ -137,6 +188,12 @@ fn seed_003_branch_event_strings() {
     assert_eq!(
         string(&event),
         "arm_spe_0/jitter=1,branch_filter=1,event_filter=0x80,period=1024/"
+    );
+    assert_eq!(
+        perf_event_with_post_filter(&meant, &PerfFormat::linux_6_12())
+            .unwrap()
+            .1,
+        PostFilter::NONE
     );
     let written = SpeConfigBuilder::new()
         .operation_types(OperationTypes::BRANCHES)
@@ -267,9 +324,26 @@ proptest! {
         let caps = v1p2();
         if let Ok(config) = b.build(&caps) {
             let format = PerfFormat::linux_6_12();
-            let event = perf_event(&config, &format).unwrap();
+            let res0 = linux_6_12_pmsevfr_res0(caps.version);
+            let (event, post) = perf_event_with_post_filter(&config, &format).unwrap();
+            // Exactly the refused bits move to the post filter; the rest reach the kernel.
+            prop_assert_eq!(post.required.bits(), config.registers().pmsevfr & res0);
+            prop_assert_eq!(event.attr().config1 & res0, 0);
+            prop_assert_eq!(event.attr().config3 & res0, 0);
+            prop_assert_eq!(perf_event(&config, &format).is_ok(), post.is_empty());
             let kernel = kernel_registers(event.attr(), &format, true, cx, 1024);
-            prop_assert_eq!(&kernel, config.registers());
+            let mut expected = *config.registers();
+            expected.pmsevfr &= !res0;
+            if expected.pmsevfr == 0 {
+                expected.pmsfcr &= !PMSFCR_EL1::FE::SET.value;
+            }
+            if let Some(n) = expected.pmsnevfr.as_mut() {
+                *n &= !res0;
+                if *n == 0 {
+                    expected.pmsfcr &= !PMSFCR_EL1::FnE::SET.value;
+                }
+            }
+            prop_assert_eq!(&kernel, &expected);
             // And the event string's terms round-trip through the format.
             for (field, value) in event.terms() {
                 prop_assert_eq!(format.field(field).unwrap().extract(event.attr()), value);
