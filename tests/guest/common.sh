@@ -126,9 +126,10 @@ kmemleak_leaks() {
 
 # N load/unload cycles, then load twice: no failure, no state left, no leak
 # (kmemleak), nothing in the log.
-# usage: stress_cycles N
+# usage: stress_cycles N [module parameters…]
 stress_cycles() {
 	cycles=$1
+	shift
 	mount -t debugfs debugfs /sys/kernel/debug
 	# Whatever boot left unreferenced is not ours: scan, then forget it.
 	boot_leaks=$(kmemleak_scan)
@@ -138,7 +139,7 @@ stress_cycles() {
 	unload_fail=0
 	i=0
 	while [ $i -lt "$cycles" ]; do
-		insmod "$MODULE" || load_fail=$((load_fail + 1))
+		insmod "$MODULE" "$@" || load_fail=$((load_fail + 1))
 		rmmod "$NAME" || unload_fail=$((unload_fail + 1))
 		i=$((i + 1))
 	done
@@ -148,8 +149,8 @@ stress_cycles() {
 	slab_after=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
 	result cycles n=$cycles load_failures=$load_fail unload_failures=$unload_fail loaded=$(module_loaded) states=$(hotplug_states) log_lines=$lines kmemleak_boot=$boot_leaks kmemleak_module=$leaks kmemleak_other=$other slab_kb_before=$slab_before slab_kb_after=$slab_after
 
-	load twice-first
-	load twice-second
+	load twice-first "$@"
+	load twice-second "$@"
 	unload twice
 	klog
 }

@@ -1,10 +1,13 @@
 //! Kernel end-to-end runs on x86_64: the test kernel (Debian's linux-source-6.12, built
 //! by `cargo xtask kernel x86_64`) with kmod-enable-user, `pce-probe` and `pmu-demo` in
 //! its initramfs, booted in `qemu-system-x86_64` under TCG. TCG has no PMU, so there is
-//! no x86 perf PMU driver and no `rdpmc` policy file: the module takes the CR4.PCE path,
-//! which only the process that loaded it can observe (Linux re-derives CR4.PCE at every
-//! switch to another process). `pce-probe` is that process: rdpmc from ring 3 gives #GP
-//! (SIGSEGV, shell status 139) with CR4.PCE clear and #UD (SIGILL, 132) with it set.
+//! no x86 perf PMU driver and no `rdpmc` policy file: the module refuses to load unless
+//! asked for CR4.PCE by name (`cr4_pce_until_switch=1`), a bit that only the process that
+//! loaded it can observe (Linux re-derives CR4.PCE at every switch to another process).
+//! `pce-probe` is that process: rdpmc from ring 3 gives #GP (SIGSEGV, shell status 139)
+//! with CR4.PCE clear and #UD (SIGILL, 132) with it set. The policy route itself (writing
+//! 2 to perf's file) needs an x86 PMU driver and is not reachable here; what is tested is
+//! that `rdpmc_policy=` refuses every file but perf's.
 //!
 //! Run with `cargo xtask e2e x86_64` (or `cargo xtask test`).
 
@@ -28,15 +31,35 @@ fn boot(smp: u32, scenario: &str) -> QemuRun {
     run
 }
 
-/// CR4.PCE proven inside one process; the "no perf rdpmc policy here" path reported;
-/// every CPU restored on unload; the policy-file path on a stand-in file.
+/// The messages the guest's insmod (busybox `moderror()`: strerror, except EINVAL "invalid
+/// module parameters", ENOENT "unknown symbol in module, or unknown parameter") prints, as
+/// `load` in tests/guest/common.sh records them (spaces as `_`). A kernel-internal errno
+/// such as ENOTSUPP (524, include/linux/errno.h) would read `Unknown_error_524`.
+const ENODEV_MESSAGE: &str = "No_such_device";
+const EINVAL_MESSAGE: &str = "invalid_module_parameters";
+
+/// Without perf's rdpmc policy the module refuses to load (ENODEV, with the reason and the
+/// opt-in in the log); `cr4_pce_until_switch=1` sets CR4.PCE, proven inside one process
+/// (#UD instead of #GP) and gone in the next one, as its log line says; every CPU restored
+/// on unload.
 #[test]
-fn cr4_pce_without_perf_rdpmc_policy() {
+fn no_policy_refuses_and_cr4_pce_is_an_opt_in() {
     let run = boot(2, "pce");
     let boot_line = &run.scenario("boot")[0];
     assert_eq!(boot_line.int("cpus"), 2, "{}", boot_line.raw);
     let policy = &run.scenario("policy")[0];
     assert_eq!(policy.get("file"), "absent", "{}", policy.raw);
+
+    let default = run.find("insmod", "tag", "default");
+    assert_eq!(
+        (default.int("rc"), default.int("loaded"), default.get("error")),
+        (1, 0, ENODEV_MESSAGE),
+        "{}",
+        default.raw
+    );
+    run.assert_klog("kmod_enable_user: no perf rdpmc policy here (\"/sys/bus/event_source/devices/cpu/rdpmc\" absent: no x86 PMU driver");
+    run.assert_klog("refusing to load (-ENODEV)");
+    run.assert_klog("kmod_enable_user: cr4_pce_until_switch=1 would set CR4.PCE on every CPU instead; the kernel clears it at each CPU's next switch to another process");
 
     let probe = |mode: &str| run.find("pce_probe", "mode", mode).int("status");
     assert_eq!(
@@ -63,10 +86,13 @@ fn cr4_pce_without_perf_rdpmc_policy() {
     );
     assert_eq!(probe("unloaded"), SIGSEGV_STATUS, "{}", run.stdout);
 
-    run.assert_klog("kmod_enable_user: no perf rdpmc policy here");
-    run.assert_klog("which the kernel clears again at each CPU's next switch to another process");
+    // The log says how long the bit lasts (this kernel has CONFIG_PERF_EVENTS=y,
+    // xtask/kernel/x86_64.config: arch/x86/mm/tlb.c clears it at the next mm switch).
+    run.assert_klog("kmod_enable_user: cr4_pce_until_switch=1: setting CR4.PCE on every CPU; it lasts only until each CPU's next switch to another process");
     for c in 0..2 {
-        run.assert_klog(&format!("kmod_enable_user: cpu{c}: CR4.PCE 0 -> 1"));
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: CR4.PCE 0 -> 1 (rdpmc allowed at CPL 3 until this CPU switches to another process)"
+        ));
         // At unload each CPU is put back to clear; on a CPU that has run another
         // process since, the kernel had already cleared it, and the line says so.
         let restored = [
@@ -81,7 +107,7 @@ fn cr4_pce_without_perf_rdpmc_policy() {
             run.stdout
         );
     }
-    run.assert_klog("kmod_enable_user: loaded: CR4.PCE set on every online CPU");
+    run.assert_klog("kmod_enable_user: loaded: CR4.PCE set on every online CPU (mode cr4_pce_until_switch)");
     run.assert_klog("kmod_enable_user: unloaded: every online CPU's previous CR4.PCE restored");
     let unload = run.find("rmmod", "tag", "pce");
     assert_eq!(
@@ -91,19 +117,84 @@ fn cr4_pce_without_perf_rdpmc_policy() {
         unload.raw
     );
 
-    // The policy path, on a stand-in file (rdpmc_policy=): 1 -> 2 -> 1.
-    let load = run.find("insmod", "tag", "policy");
-    assert_eq!(load.int("rc"), 0, "{}", load.raw);
-    assert_eq!(run.find("policy_file", "when", "loaded").int("value"), 2);
-    assert_eq!(run.find("policy_file", "when", "unloaded").int("value"), 1);
-    run.assert_klog("kmod_enable_user: loaded: perf rdpmc policy \"/tmp/rdpmc\" 1 -> 2 (always)");
-    run.assert_klog("kmod_enable_user: unloaded: perf rdpmc policy \"/tmp/rdpmc\" 2 -> 1 restored");
-
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
 }
 
-/// 50 load/unload cycles on 4 CPUs and loading twice.
+/// `rdpmc_policy=` writes nothing but perf's policy file: every path outside
+/// `/sys/bus/event_source/devices/<pmu>/rdpmc` is refused with EINVAL and a reason (the
+/// files stay as they were), a PMU without the file with ENODEV, and a file of the right
+/// name on another file system (a tmpfs mounted over the directory) with EINVAL.
+#[test]
+fn rdpmc_policy_only_names_perfs_sysfs_file() {
+    let run = boot(1, "policy_path");
+    let refused = |tag: &str, message: &str| {
+        let load = run.find("insmod", "tag", tag);
+        assert_eq!(
+            (load.int("rc"), load.int("loaded"), load.get("error")),
+            (1, 0, message),
+            "{}\n{}",
+            load.raw,
+            run.stdout
+        );
+    };
+    let klog = |text: &str| run.assert_klog(&format!("kmod_enable_user: {text}"));
+
+    refused("passwd", EINVAL_MESSAGE);
+    klog("rdpmc_policy=\"/etc/passwd\" refused: not under /sys/bus/event_source/devices/; only perf's rdpmc policy file /sys/bus/event_source/devices/<pmu>/rdpmc is written");
+    refused("stand-in", EINVAL_MESSAGE);
+    klog("rdpmc_policy=\"/tmp/rdpmc\" refused: not under /sys/bus/event_source/devices/");
+    refused("traversal", EINVAL_MESSAGE);
+    klog("rdpmc_policy=\"/sys/bus/event_source/devices/cpu/../../../../../tmp/rdpmc\" refused: the PMU name must be one path component");
+    refused("dotdot", EINVAL_MESSAGE);
+    klog("rdpmc_policy=\"/sys/bus/event_source/devices/../rdpmc\" refused: the PMU name must be one path component, not empty, '.' or '..'");
+    refused("empty-pmu", EINVAL_MESSAGE);
+    klog("rdpmc_policy=\"/sys/bus/event_source/devices//rdpmc\" refused: the PMU name must be one path component");
+    refused("not-rdpmc", EINVAL_MESSAGE);
+    klog("rdpmc_policy=\"/sys/bus/event_source/devices/software/type\" refused: not a PMU's rdpmc file");
+    refused("no-file", ENODEV_MESSAGE);
+    klog("\"/sys/bus/event_source/devices/software/rdpmc\" does not exist: no such PMU, or one without an rdpmc policy");
+    refused("both", EINVAL_MESSAGE);
+    klog("rdpmc_policy= and cr4_pce_until_switch=1 exclude each other");
+
+    // Right path, wrong file system: by default, given, and with the CR4 opt-in (which
+    // never takes over while a policy file is there).
+    for tag in ["fake-default", "fake-given", "fake-cr4"] {
+        refused(tag, EINVAL_MESSAGE);
+    }
+    // SYSFS_MAGIC 0x62656572 (include/uapi/linux/magic.h); the tmpfs's own magic is
+    // TMPFS_MAGIC or, in a kernel without CONFIG_SHMEM, RAMFS_MAGIC: not asserted.
+    let not_sysfs: Vec<_> = run
+        .klog("\"/sys/bus/event_source/devices/cpu/rdpmc\" refused: not a sysfs file (file system magic 0x")
+        .into_iter()
+        .filter(|l| l.contains(", sysfs is 0x62656572)"))
+        .collect();
+    assert_eq!(not_sysfs.len(), 3, "{}", run.stdout);
+    assert_eq!(run.find("policy_file", "when", "fake").int("value"), 1);
+
+    let files = &run.scenario("files")[0];
+    assert_eq!(
+        (
+            files.int("passwd_same"),
+            files.int("stand_in_same"),
+            files.int("stand_in"),
+            files.int("loaded")
+        ),
+        (1, 1, 1, 0),
+        "{}",
+        files.raw
+    );
+    assert!(
+        run.klog("loaded:").is_empty(),
+        "nothing may load\n{}",
+        run.stdout
+    );
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+/// 50 load/unload cycles on 4 CPUs and loading twice (with the CR4.PCE opt-in: without a
+/// policy file that is the only way the module loads here).
 #[test]
 fn load_unload_stress_on_four_cpus() {
     let run = boot(4, "stress");

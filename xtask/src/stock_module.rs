@@ -503,11 +503,195 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// A kernel configuration with only what kmod-enable-user/stock/Makefile and
+    /// check-object.sh read: arm64 with BTI and pointer authentication for the kernel
+    /// (as Debian 12's arm64 kernel, `linux-headers-*-arm64/.config`), 32-bit ARM plain.
+    fn stand_in_config(arch: &str) -> &'static str {
+        match arch {
+            "arm64" => {
+                "CONFIG_ARM64=y\nCONFIG_ARM64_PTR_AUTH_KERNEL=y\nCONFIG_ARM64_BTI_KERNEL=y\n"
+            }
+            _ => "CONFIG_ARM=y\nCONFIG_CPU_V6=y\n",
+        }
+    }
+
+    /// check-object.sh on `obj` for `arch` with the kernel configuration `config`: its
+    /// exit status and stderr.
+    fn check_object(arch: &str, obj: &Path, config: Option<&Path>) -> (bool, String) {
+        let script = workspace_root().join("kmod-enable-user/stock/check-object.sh");
+        let mut cmd = Command::new("sh");
+        cmd.arg(&script).arg(arch).arg(obj);
+        if let Some(config) = config {
+            cmd.arg(config);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Compiles `source` with `gcc` and `flags` into `dir/name.o`.
+    fn gcc_object(dir: &Path, gcc: &str, flags: &[&str], name: &str, source: &str) -> PathBuf {
+        let c = dir.join(format!("{name}.c"));
+        fs::write(&c, source).unwrap();
+        let obj = dir.join(format!("{name}.o"));
+        let status = Command::new(gcc)
+            .args(flags)
+            .arg("-c")
+            .arg(&c)
+            .arg("-o")
+            .arg(&obj)
+            .status()
+            .unwrap_or_else(|e| panic!("{gcc}: {e} (cargo xtask setup installs it)"));
+        assert!(status.success(), "{gcc} {flags:?} {name}.c");
+        obj
+    }
+
+    /// What the kernel would trip over, each built on purpose with gcc, each rejected:
+    ///
+    /// - arm64 without BTI (`-mbranch-protection=none`) for a kernel with
+    ///   CONFIG_ARM64_BTI_KERNEL=y: a global function and a static one whose address is
+    ///   stored (an indirect call target) without `bti c`, no BTI property note;
+    /// - a jump table (a dense switch with `--param case-values-threshold=1`: `br xN`);
+    /// - x18 named (the shadow call stack register);
+    /// - a TLS relocation (`__thread`: R_AARCH64_TLSLE_*, which apply_relocate_add() in
+    ///   arch/arm64/kernel/module.c does not handle), and on 32-bit ARM GOT and TLS ones
+    ///   (`-fPIC`: R_ARM_GOT_BREL, R_ARM_TLS_GD32, not in arch/arm/kernel/module.c).
+    ///
+    /// The same C with `-mbranch-protection=bti` and no jump tables has every landing
+    /// pad: the BTI check then passes (it is not a check that always fails).
+    #[test]
+    fn check_object_rejects_missing_bti_x18_jump_tables_and_unhandled_relocations() {
+        let dir = std::env::temp_dir().join(format!("pmu-check-object-bti-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("bti.config");
+        fs::write(&config, stand_in_config("arm64")).unwrap();
+        let source = "\
+__thread int per_thread;
+static int twice(int x) { return 2 * x; }
+int (*volatile hook)(int) = twice;
+int pick(int k, int x)
+{
+\tswitch (k) {
+\tcase 0: return x + 11; case 1: return x * 3; case 2: return x - 7; case 3: return x ^ 5;
+\tcase 4: return x << 2; case 5: return x | 9; case 6: return x & 3; case 7: return -x;
+\tdefault: return 0;
+\t}
+}
+int use_x18(int x) { __asm__ volatile(\"add x18, x18, #1\"); return x + per_thread; }
+";
+        let gcc = "aarch64-linux-gnu-gcc";
+        let common = ["-O2", "-fno-asynchronous-unwind-tables"];
+        let bad = gcc_object(
+            &dir,
+            gcc,
+            &[
+                &common[..],
+                &[
+                    "-mbranch-protection=none",
+                    "--param",
+                    "case-values-threshold=1",
+                ],
+            ]
+            .concat(),
+            "no-bti",
+            source,
+        );
+        let (ok, text) = check_object("arm64", &bad, Some(&config));
+        assert!(!ok, "check-object.sh passed an object without BTI:\n{text}");
+        for want in [
+            "no BTI in the GNU property note",
+            "functions without a BTI landing pad",
+            "  pick (global): starts with",
+            "  twice (address taken in .rela.data.rel.local): starts with",
+            "computed branches (jump tables",
+            "x18 used",
+            "add\tx18, x18",
+            "relocations the module loader does not apply (arch/arm64/kernel/module.c)",
+            "R_AARCH64_TLSLE_ADD_TPREL_HI12",
+        ] {
+            assert!(text.contains(want), "{want:?} missing:\n{text}");
+        }
+        // Without the kernel's BTI the same object is not judged on landing pads.
+        let (_, text) = check_object("arm64", &bad, None);
+        assert!(!text.contains("BTI landing pad"), "{text}");
+
+        let padded = gcc_object(
+            &dir,
+            gcc,
+            &[
+                &common[..],
+                &["-mbranch-protection=bti", "-fno-jump-tables"],
+            ]
+            .concat(),
+            "bti",
+            source,
+        );
+        let (ok, text) = check_object("arm64", &padded, Some(&config));
+        assert!(!ok, "x18 and TLS are still there:\n{text}");
+        assert!(!text.contains("landing pad"), "{text}");
+        assert!(!text.contains("GNU property note"), "{text}");
+        assert!(!text.contains("computed branches"), "{text}");
+
+        let bad32 = gcc_object(
+            &dir,
+            "arm-linux-gnueabi-gcc",
+            &["-O2", "-fPIC"],
+            "got-tls",
+            "extern int shared_counter;\n__thread int per_thread;\nint get(void) { return shared_counter + per_thread; }\n",
+        );
+        let (ok, text) = check_object("arm", &bad32, None);
+        assert!(!ok, "{text}");
+        for want in [
+            "relocations the module loader does not apply (arch/arm/kernel/module.c)",
+            "R_ARM_GOT_BREL in .rel.text (shared_counter)",
+            "R_ARM_TLS_GD32 in .rel.text (per_thread)",
+        ] {
+            assert!(text.contains(want), "{want:?} missing:\n{text}");
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Without the kernel's .config the Makefile stops at once, naming the file, instead
+    /// of building the object without the kernel's branch protection.
+    #[test]
+    fn makefile_requires_the_kernel_config() {
+        let dir = std::env::temp_dir().join(format!("pmu-stock-noconfig-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        for f in SOURCES {
+            fs::copy(
+                workspace_root().join("kmod-enable-user/stock").join(f),
+                dir.join(f),
+            )
+            .unwrap();
+        }
+        let mut cmd = Command::new("make");
+        cmd.arg("-C")
+            .arg(&dir)
+            .arg("ARCH=arm64")
+            .arg("KDIR=/nonexistent-kernel")
+            .arg("kmod_enable_user_rust.o_shipped");
+        make_env(&mut cmd);
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text}");
+        assert!(
+            text.contains("/nonexistent-kernel/.config not found: KDIR=/nonexistent-kernel must be a configured kernel build directory"),
+            "{text}"
+        );
+        // Nothing was built.
+        assert!(!dir.join("kmod_enable_user_rust.o_shipped").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     /// The Rust object for both kernels' targets, built by the Makefile's own rule (no
-    /// kernel needed), passes check-object.sh: ELF machine, every function the glue
-    /// declares in kmod_enable_user_stock.h exported, no undefined symbol but the
-    /// kernel's exported memory functions (not even the panic function: no panic path
-    /// survived), no FP/SIMD register, no GOT relocation.
+    /// kernel needed: a stand-in .config), passes check-object.sh: ELF machine, every
+    /// function the glue declares in kmod_enable_user_stock.h exported, no undefined
+    /// symbol but the kernel's exported memory functions (not even the panic function:
+    /// no panic path survived), no FP/SIMD register, only relocations the module loader
+    /// applies; arm64: no x18, no jump table, and BTI landing pads where the kernel's
+    /// CONFIG_ARM64_BTI_KERNEL needs them.
     #[test]
     fn rust_objects_pass_their_checks() {
         let header = fs::read_to_string(
@@ -521,6 +705,8 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
             let name = format!("object-test-{arch}");
             let dir = build_dir(&name);
             fs::create_dir_all(&dir).unwrap();
+            let config = dir.join("stand-in.config");
+            fs::write(&config, stand_in_config(arch)).unwrap();
             for f in SOURCES {
                 fs::copy(
                     workspace_root().join("kmod-enable-user/stock").join(f),
@@ -542,8 +728,12 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
                     "RUST_TARGET_DIR={}",
                     rust_target_dir(&name).display()
                 ))
-                // No kernel: no branch protection taken from a kernel's .config.
+                // No kernel build directory: a stand-in .config with what the
+                // Makefile reads from it (arm64: BTI and pointer authentication, as in
+                // Debian 12's arm64 kernel), so the object carries the landing pads and
+                // check-object.sh looks for them.
                 .arg("KDIR=/nonexistent")
+                .arg(format!("KERNEL_CONFIG={}", config.display()))
                 .arg("kmod_enable_user_rust.o_shipped");
             make_env(&mut cmd);
             let out = cmd.output().unwrap();
@@ -560,6 +750,22 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
             assert!(!text.contains("kmod_enable_user_rust_panic ("), "{text}");
             assert!(!text.contains("outside the allow-list"), "{text}");
             assert!(text.contains("FP/SIMD registers: none"), "{text}");
+            assert!(
+                text.contains("(all applied by the module loader)"),
+                "{text}"
+            );
+            if arch == "arm64" {
+                for line in [
+                    "x18: never used",
+                    "computed branches: none (no jump tables)",
+                    "GNU property note: BTI",
+                    "BTI landing pads: every global or address-taken function starts with one",
+                ] {
+                    assert!(text.contains(line), "{arch}: {line:?} missing:\n{text}");
+                }
+            } else {
+                assert!(text.contains("relocation sections: REL only"), "{text}");
+            }
             let obj = dir.join("kmod_enable_user_rust.o_shipped");
             assert_eq!(elf_machine(&obj).unwrap(), machine);
             // Every Rust function the header declares is defined by the object.
