@@ -149,6 +149,46 @@ pub fn allocate<'p, P: Pmu>(
         .collect()
 }
 
+/// Where kmod-enable-user publishes the counters it runs for EL0 under its read-only
+/// grant (`5=0x8 31=0x11`: counter=event, 31 the cycle counter).
+pub const MODULE_LAYOUT: &str = "/sys/module/kmod_enable_user/parameters/layout";
+
+/// Counters of a pool over the module's counters ([`pmu_armv8::granted::GrantedPmu`])
+/// for `names`: each on the slot where the module counts that event, EL0 only.
+///
+/// # Errors
+/// Name errors; [`Error::NotInModuleLayout`] for an event the module does not count.
+#[cfg(target_arch = "aarch64")]
+pub fn allocate_granted<'p, R: pmu_armv8::granted::CounterReads>(
+    pool: &'p CounterPool<pmu_armv8::granted::GrantedPmu<R>>,
+    names: &[&str],
+    layout_text: &str,
+) -> Result<Vec<Counter<'p, pmu_armv8::granted::GrantedPmu<R>>>> {
+    use pmu_core::EventEncoding;
+    if names.len() > MAX_EVENTS {
+        return Err(Error::TooManyEvents {
+            given: names.len(),
+            max: MAX_EVENTS,
+        });
+    }
+    names
+        .iter()
+        .map(|name| {
+            let event = events::direct_event(name)?;
+            let code = pmu_armv8::Armv8Event::encode(event)?;
+            let slot =
+                pool.pmu()
+                    .layout()
+                    .slot_of(code)
+                    .ok_or_else(|| Error::NotInModuleLayout {
+                        event: (*name).to_owned(),
+                        layout: layout_text.trim().to_owned(),
+                    })?;
+            Ok(pool.counter_at(slot, event, PrivilegeFilter::USER)?)
+        })
+        .collect()
+}
+
 /// Measures regions on counters the library programmed itself.
 #[derive(Debug)]
 pub struct DirectMeter<'c, 'p, P: Pmu, A: AccessCheck = Unchecked> {
@@ -372,6 +412,110 @@ pub mod armv8 {
             let value = unsafe { pmu_armv8::asm::read_pmuserenr_el0() };
             value & (PMUSERENR_EL0::EN.mask << PMUSERENR_EL0::EN.shift) != 0
         }
+    }
+
+    /// The probe of the read-only grant's cycle counter: one read of PMCCNTR_EL0, which
+    /// traps (SIGILL) unless PMUSERENR_EL0.CR or EN.
+    fn probe_cycle_read() {
+        // SAFETY: runs only in the forked probe child; without the grant the read is
+        // UNDEFINED at EL0 and the kernel kills the child with SIGILL, the probe's answer.
+        let v = unsafe { pmu_armv8::asm::read_pmccntr_el0() };
+        core::hint::black_box(v);
+    }
+
+    /// The probe of the read-only grant's event counters: one read of PMEVCNTR0_EL0
+    /// (counter 0 exists on every PMUv3), which traps unless PMUSERENR_EL0.ER or EN.
+    fn probe_event_read() {
+        let Some(counter) = pmu_armv8::EventCounter::new(0) else {
+            return;
+        };
+        // SAFETY: as in `probe_cycle_read`.
+        let v = unsafe { pmu_armv8::asm::read_pmevcntr_el0(counter) };
+        core::hint::black_box(v);
+    }
+
+    /// PMUSERENR_EL0 still grants the reads of a layout (ER for its event counters, CR
+    /// for its cycle counter), read from EL0 without trapping: perf's
+    /// `armv8pmu_start()` clears it, CPU hotplug and power-down reset it.
+    #[derive(Clone, Copy, Debug)]
+    pub struct PmuserenrRead {
+        needed: u64,
+    }
+
+    impl PmuserenrRead {
+        /// The check for `layout`.
+        pub fn for_layout(layout: &pmu_armv8::granted::GrantedLayout) -> Self {
+            let mut needed = 0;
+            if !layout.event_counters().is_empty() {
+                needed |= PMUSERENR_EL0::ER.mask << PMUSERENR_EL0::ER.shift;
+            }
+            if layout.cycle_counter() {
+                needed |= PMUSERENR_EL0::CR.mask << PMUSERENR_EL0::CR.shift;
+            }
+            Self { needed }
+        }
+    }
+
+    impl AccessCheck for PmuserenrRead {
+        #[inline(always)]
+        fn granted(&self) -> bool {
+            // SAFETY: PMUSERENR_EL0 is readable at EL0 whatever its value.
+            let value = unsafe { pmu_armv8::asm::read_pmuserenr_el0() };
+            value & self.needed == self.needed
+        }
+    }
+
+    /// Reads kmod-enable-user's layout ([`super::MODULE_LAYOUT`]): the text and its
+    /// parsed form.
+    ///
+    /// # Errors
+    /// [`Error::ModuleLayout`] when the file is missing (the module is not loaded, or is
+    /// an older one) or not understood.
+    pub fn module_layout() -> Result<(String, pmu_armv8::granted::GrantedLayout)> {
+        let text =
+            std::fs::read_to_string(super::MODULE_LAYOUT).map_err(|e| Error::ModuleLayout {
+                reason: format!("{}: {e}", super::MODULE_LAYOUT),
+            })?;
+        let layout =
+            pmu_armv8::granted::GrantedLayout::parse(&text).map_err(|e| Error::ModuleLayout {
+                reason: format!("{}: {e}", super::MODULE_LAYOUT),
+            })?;
+        Ok((text.trim().to_owned(), layout))
+    }
+
+    /// Under kmod-enable-user's read-only grant: pins the thread to `cpu`, reads the
+    /// module's layout, probes there that its counters are readable, and returns them as
+    /// a PMU (reads only; see [`pmu_armv8::granted`]). Keep the guard alive as long as
+    /// the PMU.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchCpu`], [`Error::ModuleLayout`], [`Error::UserAccessNotEnabled`].
+    pub fn take_granted(
+        cpu: usize,
+    ) -> Result<(
+        PinGuard,
+        pmu_armv8::granted::GrantedPmu<pmu_armv8::granted::El0Reads>,
+        String,
+    )> {
+        let pin = pin_to(cpu)?;
+        let (text, layout) = module_layout()?;
+        if layout.cycle_counter() {
+            probe_with(probe_cycle_read)?;
+        }
+        if !layout.event_counters().is_empty() {
+            probe_with(probe_event_read)?;
+        }
+        if !PmuserenrRead::for_layout(&layout).granted() {
+            return Err(Error::UserAccessNotEnabled);
+        }
+        // SAFETY: the probes just read both kinds of counter on this (pinned) CPU; the
+        // layout names only counters below PMCR_EL0.N (the module programmed them).
+        let reads = unsafe { pmu_armv8::granted::El0Reads::new() };
+        Ok((
+            pin,
+            pmu_armv8::granted::GrantedPmu::new(layout, reads),
+            text,
+        ))
     }
 
     /// Pins the thread to `cpu`, probes user access there, and takes the PMU over from

@@ -409,6 +409,19 @@ pub enum Error {
     Core(pmu_core::Error),
     /// The ARMv8 driver could not take over the PMU.
     Armv8Probe(pmu_armv8::ProbeError),
+    /// kmod-enable-user's `layout` parameter could not be read or understood (the
+    /// read-only grant: the module's counters are the only ones EL0 may read).
+    ModuleLayout {
+        /// What went wrong, with the file.
+        reason: String,
+    },
+    /// An event the module does not count under its read-only grant.
+    NotInModuleLayout {
+        /// The event as given.
+        event: String,
+        /// The module's layout (`5=0x8 31=0x11`).
+        layout: String,
+    },
 }
 
 /// Why there is no direct backend.
@@ -576,6 +589,16 @@ impl fmt::Display for Error {
             Self::NoFastRead { reason } => write!(f, "no one-instruction read: {reason}"),
             Self::Core(e) => e.fmt(f),
             Self::Armv8Probe(e) => e.fmt(f),
+            Self::ModuleLayout { reason } => write!(
+                f,
+                "kmod-enable-user's counter layout: {reason}"
+            ),
+            Self::NotInModuleLayout { event, layout } => write!(
+                f,
+                "{event}: kmod-enable-user's read-only grant counts only its own events \
+                 (parameters/layout: {layout}); load it with events=<numbers> for others, or \
+                 el0_programming=1 to let user space program the PMU"
+            ),
         }
     }
 }

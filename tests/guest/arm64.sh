@@ -35,6 +35,9 @@ scenario_access() {
 	load default
 	klog
 	result layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout) user_access=$(cat /sys/module/$NAME/parameters/user_access)
+	# pmu-demo's direct backend on the module's counters (no EN: read-only).
+	demo default-cpu0 0 direct
+	demo default-cpu1 1 direct
 	for c in 0 1; do
 		probe default-read-$c $c read 5
 		probe default-cycles-$c $c cycles

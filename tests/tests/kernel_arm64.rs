@@ -169,6 +169,21 @@ fn access(cpu: &str, flavour: Flavour) {
     let layout = &run.scenario("layout")[0];
     assert_eq!(layout.get("text"), "5=0x8,31=0x11", "{}", layout.raw);
     assert_eq!(layout.int("user_access"), 12, "{}", layout.raw);
+    // pmu-demo's direct backend reads the module's counters: exact, and it says which
+    // grant it has.
+    for tag in ["default-cpu0", "default-cpu1"] {
+        let d = demo(&run, tag);
+        d.assert_exact_instructions(&run);
+        d.assert_exact_cycles(&run);
+        let json = d.json(&run);
+        assert_eq!(json["backend"], "direct", "{json}");
+        assert!(
+            json["notes"].as_array().is_some_and(|n| n.iter().any(|n| n
+                .as_str()
+                .is_some_and(|n| n.starts_with("grant: read-only (ER|CR)")))),
+            "{json}"
+        );
+    }
     for c in 0..2 {
         assert_reads_advance(&run, &format!("default-read-{c}"));
         assert_reads_advance(&run, &format!("default-cycles-{c}"));

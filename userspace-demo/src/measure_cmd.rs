@@ -535,24 +535,59 @@ mod direct {
         // SAFETY: direct mode is documented (--help, README) as taking the PMU of the CPU
         // over exclusively: no perf hardware events may run there meanwhile. EL0 cannot
         // read PMUVer, so only the PMUv3 baseline is assumed.
-        let (_pin, pmu) = unsafe {
+        let taken = unsafe {
             pmu_linux::direct::armv8::take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new())
-        }?;
-        let pool = CounterPool::new(pmu);
-        let results = measure(
-            &pool,
-            names,
-            PrivilegeFilter::USER,
-            Pmuserenr,
-            None,
-            args,
-            kernels,
-            config,
-        )?;
+        };
+        let (results, grant) = match taken {
+            Ok((_pin, pmu)) => {
+                let pool = CounterPool::new(pmu);
+                let results = measure(
+                    &pool,
+                    names,
+                    PrivilegeFilter::USER,
+                    Pmuserenr,
+                    None,
+                    args,
+                    kernels,
+                    config,
+                )?;
+                (
+                    results,
+                    "read and program (EN): the demo programs the counters itself".to_owned(),
+                )
+            }
+            // No EN: kmod-enable-user's read-only grant, on the counters it runs.
+            Err(pmu_linux::Error::UserAccessNotEnabled) => {
+                let (_pin, pmu, layout) = pmu_linux::direct::armv8::take_granted(cpu)?;
+                let access = pmu_linux::direct::armv8::PmuserenrRead::for_layout(pmu.layout());
+                let pool = CounterPool::new(pmu);
+                let counters = pmu_linux::direct::allocate_granted(&pool, names, &layout)?;
+                let mut meter = pmu_linux::DirectMeter::new(
+                    &counters,
+                    names.iter().map(|s| (*s).to_owned()).collect(),
+                    access,
+                )?;
+                meter.enable()?;
+                let results = run_kernels(&mut meter, args, kernels, config)?;
+                meter.disable()?;
+                (
+                    results,
+                    format!(
+                        "read-only (ER|CR): the module's counters {layout}, event counters \
+                         read as 32 bits (no overflow flags without EN: a region must count \
+                         fewer than 2^32 events)"
+                    ),
+                )
+            }
+            Err(e) => return Err(e.into()),
+        };
         Ok(Output {
             backend: "direct".into(),
             cycle_divider: None,
-            notes: vec![format!("direct access on CPU {cpu}, counting EL0 only")],
+            notes: vec![
+                format!("direct access on CPU {cpu}, counting EL0 only"),
+                format!("grant: {grant}"),
+            ],
             runs: config.runs,
             warmup: config.warmup,
             calibrated: config.calibrate,

@@ -52,6 +52,7 @@ pub mod el0;
 pub mod el1;
 pub mod events;
 pub mod fake;
+pub mod granted;
 pub mod pmu;
 pub mod registers;
 pub mod spe;

@@ -1,0 +1,412 @@
+//! The counters kmod-enable-user runs for EL0 under its read-only grant, as a
+//! [`pmu_core::Pmu`].
+//!
+//! With PMUSERENR_EL0 = ER | CR (the module's default), EL0 may read the event counters
+//! and the cycle counter, and nothing else: it cannot program, enable, reset or see the
+//! overflow flags. The module programs its `events` on fixed counters and publishes where
+//! (`/sys/module/kmod_enable_user/parameters/layout`, [`GrantedLayout::parse`]):
+//! `5=0x8 31=0x11` means INST_RETIRED on PMEVCNTR5_EL0 and CPU_CYCLES on PMCCNTR_EL0
+//! (31, Linux's `ARMV8_PMU_CYCLE_IDX`), both filtered to EL0 by the module.
+//!
+//! [`GrantedPmu`] maps that layout onto pmu-core slots: the layout's event counters are
+//! `Slot::Programmable(0..)` in layout order, the cycle counter `Slot::Fixed(0)`.
+//! [`configure`](pmu_core::Pmu::configure) only accepts what the module already
+//! programmed there (the event, counted at EL0 only); enabling and disabling are no-ops
+//! (the counters run as long as the module is loaded); `write` cannot preset (it is
+//! ignored: [`GrantedPmu::can_write`] says so); `overflowed` is always false, because
+//! PMOVSSET_EL0 needs EN. So the event counters are read as 32 bits: a delta is exact
+//! when the region counts fewer than 2^32 events (one wrap is undone by the wrapping
+//! difference, on 32- and 64-bit counters alike), and the cycle counter, 64 bits with
+//! the module's PMCR_EL0.LC, never wraps in practice.
+//!
+//! Source: Arm ARM (DDI 0487), PMUSERENR_EL0 (ER: PMEVCNTR<n>_EL0, PMXEVCNTR_EL0 and
+//! PMSELR_EL0 at EL0; CR: PMCCNTR_EL0).
+
+use pmu_core::{Capabilities, CounterWidth, Error, GenericEvent, PrivilegeFilter, Slot};
+
+use crate::counter::EventCounter;
+use crate::events::{Armv8Event, EventNumber};
+
+/// The most counters a layout names: 6 events and the cycle counter (the module's limit).
+pub const MAX_GRANTED: usize = 7;
+
+/// The cycle counter in a layout.
+const CYCLE_COUNTER: u8 = 31;
+
+/// Where the module's counters are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GrantedLayout {
+    /// (event counter n, event), in layout order.
+    events: [(u8, u16); MAX_GRANTED],
+    n_events: u8,
+    cycle_counter: bool,
+}
+
+/// Why a layout text was not understood.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// An item is not `<counter>=0x<event>`.
+    Malformed {
+        /// Which item (0-based).
+        position: u8,
+    },
+    /// A counter number above 31, the cycle counter with another event than 0x11, or a
+    /// counter named twice.
+    BadCounter {
+        /// Which item (0-based).
+        position: u8,
+    },
+    /// More than [`MAX_GRANTED`] items.
+    TooMany,
+}
+
+impl core::fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Malformed { position } => write!(
+                f,
+                "item {position} is not <counter>=0x<event> (e.g. 5=0x8)"
+            ),
+            Self::BadCounter { position } => write!(
+                f,
+                "item {position} names a counter above 31, the cycle counter (31) with another event than 0x11, or a counter twice"
+            ),
+            Self::TooMany => write!(f, "more than {MAX_GRANTED} counters"),
+        }
+    }
+}
+
+fn parse_number(text: &str) -> Option<u32> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+impl GrantedLayout {
+    /// Parses the module's `layout` parameter (`5=0x8 31=0x11`, or `none`; a trailing
+    /// newline is fine).
+    ///
+    /// # Errors
+    /// [`LayoutError`] with the offending item.
+    pub fn parse(text: &str) -> Result<Self, LayoutError> {
+        let mut out = Self::default();
+        let text = text.trim();
+        if text == "none" || text.is_empty() {
+            return Ok(out);
+        }
+        let mut seen: u32 = 0;
+        for (i, item) in text.split_ascii_whitespace().enumerate() {
+            let position = i.min(255) as u8;
+            if i >= MAX_GRANTED {
+                return Err(LayoutError::TooMany);
+            }
+            let (counter, event) = item
+                .split_once('=')
+                .and_then(|(c, e)| Some((c.parse::<u8>().ok()?, parse_number(e)?)))
+                .ok_or(LayoutError::Malformed { position })?;
+            let event = u16::try_from(event).map_err(|_| LayoutError::Malformed { position })?;
+            if counter > CYCLE_COUNTER
+                || seen & (1 << counter) != 0
+                || (counter == CYCLE_COUNTER && event != EventNumber::CPU_CYCLES.get())
+            {
+                return Err(LayoutError::BadCounter { position });
+            }
+            seen |= 1 << counter;
+            if counter == CYCLE_COUNTER {
+                out.cycle_counter = true;
+            } else {
+                out.events[usize::from(out.n_events)] = (counter, event);
+                out.n_events += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The event counters, `(n, event)`, in layout order: slot `Programmable(i)` is the
+    /// i-th.
+    pub fn event_counters(&self) -> &[(u8, u16)] {
+        &self.events[..usize::from(self.n_events)]
+    }
+
+    /// Whether the cycle counter (slot `Fixed(0)`) is part of it.
+    pub const fn cycle_counter(&self) -> bool {
+        self.cycle_counter
+    }
+
+    /// The slot that counts `event`: the cycle counter for CPU_CYCLES when the layout
+    /// has it, else the first event counter with one of the event's candidates.
+    pub fn slot_of(&self, event: Armv8Event) -> Option<Slot> {
+        if self.cycle_counter && event.candidates().any(|e| e == EventNumber::CPU_CYCLES) {
+            return Some(Slot::Fixed(0));
+        }
+        self.event_counters()
+            .iter()
+            .position(|&(_, e)| event.candidates().any(|c| c.get() == e))
+            .map(|i| Slot::Programmable(i as u8))
+    }
+}
+
+/// The reads [`GrantedPmu`] makes: the real ones at EL0 ([`El0Reads`], aarch64 only),
+/// or a fake.
+pub trait CounterReads {
+    /// PMEVCNTR<n>_EL0.
+    fn event_counter(&self, counter: EventCounter) -> u64;
+    /// PMCCNTR_EL0.
+    fn cycle_counter(&self) -> u64;
+}
+
+/// The module's counters read at EL0 with PMUSERENR_EL0.ER and .CR.
+#[cfg(target_arch = "aarch64")]
+#[derive(Debug)]
+pub struct El0Reads {
+    _this_cpu: core::marker::PhantomData<*const ()>,
+}
+
+#[cfg(target_arch = "aarch64")]
+impl El0Reads {
+    /// Reads on this PE.
+    ///
+    /// # Safety
+    ///
+    /// The kernel granted ER and CR on this PE (kmod-enable-user; a read without the
+    /// grant traps: SIGILL), the thread stays on it while the value lives, and every
+    /// counter read is one the layout names (below PMCR_EL0.N).
+    pub unsafe fn new() -> Self {
+        Self {
+            _this_cpu: core::marker::PhantomData,
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+impl CounterReads for El0Reads {
+    #[inline(always)]
+    fn event_counter(&self, counter: EventCounter) -> u64 {
+        // SAFETY: `new`'s contract: ER granted on this PE, a counter of the layout.
+        unsafe { crate::asm::read_pmevcntr_el0(counter) }
+    }
+
+    #[inline(always)]
+    fn cycle_counter(&self) -> u64 {
+        // SAFETY: `new`'s contract: CR granted on this PE.
+        unsafe { crate::asm::read_pmccntr_el0() }
+    }
+}
+
+/// The module's counters as a [`pmu_core::Pmu`] (see the module docs).
+#[derive(Debug)]
+pub struct GrantedPmu<R> {
+    layout: GrantedLayout,
+    reads: R,
+}
+
+impl<R: CounterReads> GrantedPmu<R> {
+    /// The counters of `layout`, read through `reads`.
+    pub const fn new(layout: GrantedLayout, reads: R) -> Self {
+        Self { layout, reads }
+    }
+
+    /// The layout.
+    pub const fn layout(&self) -> &GrantedLayout {
+        &self.layout
+    }
+
+    /// Always false: EL0 cannot preset these counters (no EN), so an overflow cannot be
+    /// provoked and `write` is ignored.
+    pub const fn can_write(&self) -> bool {
+        false
+    }
+
+    fn event_of(&self, slot: Slot) -> Option<u16> {
+        match slot {
+            Slot::Programmable(i) => self
+                .layout
+                .event_counters()
+                .get(usize::from(i))
+                .map(|e| e.1),
+            Slot::Fixed(0) if self.layout.cycle_counter => Some(EventNumber::CPU_CYCLES.get()),
+            Slot::Fixed(_) => None,
+        }
+    }
+}
+
+impl<R: CounterReads> pmu_core::Pmu for GrantedPmu<R> {
+    type Event = Armv8Event;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            programmable: u32::from(self.layout.n_events),
+            programmable_width: CounterWidth::W32,
+            fixed: u32::from(self.layout.cycle_counter),
+            fixed_width: CounterWidth::W64,
+        }
+    }
+
+    fn is_implemented(&self, event: Armv8Event) -> bool {
+        self.layout.slot_of(event).is_some()
+    }
+
+    fn fixed_event(&self, index: u8) -> Option<GenericEvent> {
+        (index == 0 && self.layout.cycle_counter).then_some(GenericEvent::CpuCycles)
+    }
+
+    /// Accepts only what the module programmed on `slot`, counted at EL0 only.
+    fn configure(
+        &self,
+        slot: Slot,
+        event: Armv8Event,
+        filter: PrivilegeFilter,
+    ) -> Result<(), Error> {
+        if filter != PrivilegeFilter::USER {
+            return Err(Error::FilterUnsupported { filter });
+        }
+        match self.event_of(slot) {
+            Some(e) if event.candidates().any(|c| c.get() == e) => Ok(()),
+            _ => Err(Error::EventNotCountableOnSlot {
+                slot,
+                code: u64::from(event.preferred().get()),
+            }),
+        }
+    }
+
+    /// The module runs the counters: nothing to do.
+    fn enable(&self, _slot: Slot) {}
+
+    /// The module runs the counters: nothing to do.
+    fn disable(&self, _slot: Slot) {}
+
+    fn read(&self, slot: Slot) -> u64 {
+        match slot {
+            Slot::Fixed(_) => self.reads.cycle_counter(),
+            Slot::Programmable(i) => self
+                .layout
+                .event_counters()
+                .get(usize::from(i))
+                .and_then(|&(n, _)| EventCounter::new(n))
+                .map_or(0, |c| self.reads.event_counter(c)),
+        }
+    }
+
+    /// Ignored: EL0 cannot write these counters ([`GrantedPmu::can_write`]).
+    fn write(&self, _slot: Slot, _value: u64) {}
+
+    /// Always false: PMOVSSET_EL0 is not readable with ER | CR.
+    fn overflowed(&self, _slot: Slot) -> bool {
+        false
+    }
+
+    fn clear_overflow(&self, _slot: Slot) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cell::Cell;
+    use pmu_core::{CounterPool, Event, Pmu};
+
+    struct Fake {
+        counters: [Cell<u64>; 32],
+    }
+
+    impl CounterReads for Fake {
+        fn event_counter(&self, counter: EventCounter) -> u64 {
+            self.counters[usize::from(counter.index())].get()
+        }
+        fn cycle_counter(&self) -> u64 {
+            self.counters[31].get()
+        }
+    }
+
+    fn fake() -> Fake {
+        Fake {
+            counters: [const { Cell::new(0) }; 32],
+        }
+    }
+
+    /// The module's default layout on QEMU's 6-counter PMU (kmod-enable-user log and
+    /// `parameters/layout`, tests/tests/kernel_arm64.rs): INST_RETIRED on PMEVCNTR5_EL0,
+    /// CPU_CYCLES on PMCCNTR_EL0.
+    #[test]
+    fn parses_the_module_layout() {
+        let layout = GrantedLayout::parse("5=0x8 31=0x11\n").unwrap();
+        assert_eq!(layout.event_counters(), [(5, 0x8)]);
+        assert!(layout.cycle_counter());
+        assert_eq!(GrantedLayout::parse("none"), Ok(GrantedLayout::default()));
+        assert_eq!(
+            GrantedLayout::parse("5=0x8 x"),
+            Err(LayoutError::Malformed { position: 1 })
+        );
+        assert_eq!(
+            GrantedLayout::parse("31=0x8"),
+            Err(LayoutError::BadCounter { position: 0 })
+        );
+        assert_eq!(
+            GrantedLayout::parse("5=0x8 5=0x3"),
+            Err(LayoutError::BadCounter { position: 1 })
+        );
+        assert_eq!(
+            GrantedLayout::parse("32=0x8"),
+            Err(LayoutError::BadCounter { position: 0 })
+        );
+        assert_eq!(
+            GrantedLayout::parse("0=1 1=2 2=3 3=4 4=5 5=6 6=7 31=0x11"),
+            Err(LayoutError::TooMany)
+        );
+    }
+
+    /// Generic events find their counter; anything the module did not program, or at
+    /// other levels than EL0, is refused when the counter is made, not at the read.
+    #[test]
+    fn counters_come_only_from_the_layout() {
+        let layout = GrantedLayout::parse("5=0x8 4=0x3 31=0x11").unwrap();
+        let pmu = GrantedPmu::new(layout, fake());
+        pmu.reads.counters[5].set(1234);
+        pmu.reads.counters[4].set(7);
+        pmu.reads.counters[31].set(99);
+        let pool = CounterPool::new(&pmu);
+        let inst = Event::Generic(GenericEvent::Instructions);
+        let slot = layout
+            .slot_of(crate::generic_event(GenericEvent::Instructions).unwrap())
+            .unwrap();
+        assert_eq!(slot, Slot::Programmable(0));
+        let c = pool.counter_at(slot, inst, PrivilegeFilter::USER).unwrap();
+        assert_eq!(c.read(), 1234);
+        let cycles = pool
+            .counter_at(
+                Slot::Fixed(0),
+                Event::Generic(GenericEvent::CpuCycles),
+                PrivilegeFilter::USER,
+            )
+            .unwrap();
+        assert_eq!(cycles.read(), 99);
+        assert_eq!(cycles.width(), CounterWidth::W64);
+        assert_eq!(c.width(), CounterWidth::W32);
+        let refill = pool
+            .counter_at(
+                Slot::Programmable(1),
+                Event::Raw(0x3),
+                PrivilegeFilter::USER,
+            )
+            .unwrap();
+        assert_eq!(refill.read(), 7);
+        drop((c, cycles, refill));
+        // Another event on a slot, another filter, an event not in the layout.
+        assert!(matches!(
+            pool.counter_at(
+                Slot::Programmable(0),
+                Event::Raw(0x3),
+                PrivilegeFilter::USER
+            ),
+            Err(Error::EventNotCountableOnSlot { .. })
+        ));
+        assert!(matches!(
+            pool.counter_at(Slot::Programmable(0), inst, PrivilegeFilter::ALL),
+            Err(Error::FilterUnsupported { .. })
+        ));
+        assert!(!pmu.is_implemented(crate::generic_event(GenericEvent::BranchMisses).unwrap()));
+        assert!(!pmu.overflowed(Slot::Programmable(0)));
+        assert!(!pmu.can_write());
+    }
+}
