@@ -79,6 +79,7 @@ pub mod events;
 pub mod fake;
 pub mod model;
 pub mod perf;
+pub mod perf_data;
 pub mod pmbidr_el1;
 pub mod pmblimitr_el1;
 pub mod pmbptr_el1;
