@@ -1,5 +1,5 @@
-//! `pmu-demo spe`: Arm SPE sampling filters from the user's intent, and the decoder for raw
-//! SPE buffers.
+//! `pmu-demo spe`: Arm SPE sampling filters from the user's intent, and the decoder for
+//! perf.data files and raw SPE buffers.
 //!
 //! `pmu-demo spe [intent flags] [capabilities]` (the default action) turns "loads with at least
 //! 120 cycles latency that missed the last level cache, one in 4096" into the register values

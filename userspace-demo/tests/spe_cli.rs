@@ -222,7 +222,7 @@ fn seed_003_memory_latency_on_spev1p4() {
     }
 }
 
-/// The same request on a FEAT_SPEv1p1 profile (the N1-like PMSIDR_EL1 0x26407): the registers
+/// The same request on a FEAT_SPEv1p1 profile (PMSIDR_EL1 0x26407): the registers
 /// are identical, but E[9] is only optionally filterable before FEAT_SPEv1p4 (Arm ARM
 /// D24.7.11), so a warning says to probe it; still exit 0.
 #[test]

@@ -53,7 +53,8 @@ pub struct DecodeArgs {
     /// Treat FILE as a raw SPE buffer even if it starts with the perf.data magic.
     #[arg(long)]
     raw: bool,
-    /// Keep only loads (atomics count as loads and stores, as for PMSFCR_EL1.LD).
+    /// Keep only loads (operations classed as the filter model classes them:
+    /// `OperationTypePacket::operation_types`).
     #[arg(long)]
     loads: bool,
     /// Keep only stores (atomics included).
