@@ -1192,3 +1192,28 @@ fn decode_truncated_and_corrupt_perf_data() {
     let out = demo(&["spe", "decode", "--raw", path_str(&f)]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// docs/spe.md names and corrects the common mistakes: each is stated with its correction
+/// (Arm ARM D24.2.80 PMSVer is bits [35:32]; D24.7.8 PMSCR_EL1 has E0SPE/E1SPE and no EN;
+/// D24.7.14 PMSIDR_EL1 is read-only; D18.2.6 event bits; D18.2 Operation Type EXCL vs AT).
+#[test]
+fn spe_doc_corrects_the_common_mistakes() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/spe.md"))
+        .expect("docs/spe.md");
+    for (mistake, correction) in [
+        ("tbz x0, #32", "ubfx x1, x0, #32, #4"),
+        ("PMSCR_EL1 has no EN", "PMBLIMITR_EL1.E"),
+        ("PMSIDR_EL1", "It is read-only"),
+        ("0x08 is bit 3, **L1D refill**", "`0x200`"),
+        ("LDXR/STXR", "EXCL (bit 3), not AT (bit 2)"),
+        (
+            "Neoverse-N1 and Cortex-A76 are FEAT_SPE, PMSVer 1",
+            "--pmsver 1",
+        ),
+    ] {
+        assert!(doc.contains(mistake), "docs/spe.md lacks `{mistake}`");
+        assert!(doc.contains(correction), "docs/spe.md lacks `{correction}`");
+    }
+    // The product never cites the notes it was built from.
+    assert!(!doc.to_lowercase().contains("seed"));
+}
