@@ -644,8 +644,10 @@ fn read_perf_data<'a>(
         file_error: None,
     };
     let mut other_auxtrace_type = None;
+    let mut header_attrs = Vec::new();
     for event in data.events() {
         match event {
+            Ok(PerfDataEvent::HeaderAttr(attr)) => header_attrs.push(attr),
             Ok(PerfDataEvent::AuxtraceInfo {
                 auxtrace_type,
                 spe_pmu_type,
@@ -696,6 +698,7 @@ fn read_perf_data<'a>(
         out.recording = data
             .attrs()
             .flatten()
+            .chain(header_attrs)
             .find(|a| u64::from(a.pmu_type) == pmu_type)
             .map(|a| recording_out(&a));
     }

@@ -26,6 +26,8 @@
 
 use core::fmt;
 
+/// `PERF_RECORD_HEADER_ATTR` (pipe mode: the attributes travel as events).
+pub const PERF_RECORD_HEADER_ATTR: u32 = 64;
 /// `PERF_RECORD_AUXTRACE_INFO`.
 pub const PERF_RECORD_AUXTRACE_INFO: u32 = 70;
 /// `PERF_RECORD_AUXTRACE`.
@@ -84,8 +86,9 @@ pub enum PerfDataError {
         /// The header's `attr_size`.
         attr_size: u64,
     },
-    /// An attribute's own `size` field is larger than its slot (`attr_size` - 16).
-    AttrTooLarge {
+    /// An attribute's own `size` field is below the first version's 64 bytes or larger than
+    /// its slot (`attr_size` - 16).
+    BadAttr {
         /// Where the attribute starts.
         offset: u64,
         /// Its `size` field.
@@ -154,10 +157,10 @@ impl fmt::Display for PerfDataError {
                 "the perf.data attr_size is {attr_size}, too small for an event attribute: \
                  was `perf record` properly terminated?"
             ),
-            Self::AttrTooLarge { offset, size } => write!(
+            Self::BadAttr { offset, size } => write!(
                 f,
-                "the event attribute at offset {offset} says it has {size} bytes, more than \
-                 its slot: the file is corrupt"
+                "the event attribute at offset {offset} says it has {size} bytes, fewer than \
+                 the first version's 64 or more than its slot: the file is corrupt"
             ),
             Self::EmptyData => f.write_str(
                 "the perf.data data section is empty: was `perf record` properly terminated \
@@ -309,6 +312,9 @@ pub enum PerfDataEvent<'a> {
     },
     /// `PERF_RECORD_AUXTRACE` with its data.
     Auxtrace(AuxtraceChunk<'a>),
+    /// `PERF_RECORD_HEADER_ATTR` (pipe mode): an event attribute, as the header's `attrs`
+    /// section holds them in a file.
+    HeaderAttr(PerfFileAttr),
     /// Any other event (samples, mmaps, comm, …), skipped.
     Other {
         /// Offset of the event in the file.
@@ -412,7 +418,7 @@ impl<'a> PerfData<'a> {
     }
 
     /// The event attributes of the `attrs` section (none in pipe mode, where they travel as
-    /// `PERF_RECORD_HEADER_ATTR` events).
+    /// [`PerfDataEvent::HeaderAttr`] events).
     pub fn attrs(&self) -> Attrs<'a> {
         Attrs {
             reader: self.reader,
@@ -458,42 +464,48 @@ impl Iterator for Attrs<'_> {
         let offset = self.next;
         self.next += self.stride;
         // The whole slot lies inside the attrs section, which lies inside the file.
-        let at = usize::try_from(offset).ok()?;
-        let r = self.reader;
-        let raw_size = r.u32(at + 4)?;
-        let size = if raw_size == 0 {
-            ATTR_SIZE_VER0
-        } else {
-            raw_size
-        };
-        if u64::from(size) + 16 > self.stride || size < ATTR_SIZE_VER0 {
+        let result = parse_attr(self.reader, offset, self.stride - 16);
+        if result.is_err() {
             self.next = self.end;
-            return Some(Err(PerfDataError::AttrTooLarge {
-                offset,
-                size: raw_size,
-            }));
         }
-        let word = |field: usize| {
-            if field + 8 <= size as usize {
-                r.u64(at + field).unwrap_or(0)
-            } else {
-                0
-            }
-        };
-        let flags = word(40);
-        Some(Ok(PerfFileAttr {
-            offset,
-            pmu_type: r.u32(at)?,
-            size,
-            config: word(8),
-            sample_period: word(16),
-            config1: word(56),
-            config2: word(64),
-            config3: word(128),
-            exclude_user: flags & (1 << 4) != 0,
-            exclude_kernel: flags & (1 << 5) != 0,
-        }))
+        Some(result)
     }
+}
+
+/// The attribute at `offset`, which has `room` bytes of the file for itself (checked by the
+/// caller).
+fn parse_attr(r: Reader<'_>, offset: u64, room: u64) -> Result<PerfFileAttr, PerfDataError> {
+    let bad = |size| PerfDataError::BadAttr { offset, size };
+    let at = usize::try_from(offset).map_err(|_| bad(0))?;
+    let raw_size = r.u32(at + 4).ok_or(bad(0))?;
+    let size = if raw_size == 0 {
+        ATTR_SIZE_VER0
+    } else {
+        raw_size
+    };
+    if u64::from(size) > room || size < ATTR_SIZE_VER0 {
+        return Err(bad(raw_size));
+    }
+    let word = |field: usize| {
+        if field + 8 <= size as usize {
+            r.u64(at + field).unwrap_or(0)
+        } else {
+            0
+        }
+    };
+    let flags = word(40);
+    Ok(PerfFileAttr {
+        offset,
+        pmu_type: r.u32(at).ok_or(bad(raw_size))?,
+        size,
+        config: word(8),
+        sample_period: word(16),
+        config1: word(56),
+        config2: word(64),
+        config3: word(128),
+        exclude_user: flags & (1 << 4) != 0,
+        exclude_kernel: flags & (1 << 5) != 0,
+    })
 }
 
 /// Iterator over the data section's events ([`PerfData::events`]).
@@ -584,6 +596,12 @@ impl<'a> Iterator for Events<'a> {
                     cpu: r.u32(at + 40)?,
                     data,
                 })))
+            }
+            PERF_RECORD_HEADER_ATTR => {
+                match parse_attr(r, offset + EVENT_HEADER_SIZE as u64, u64::from(size) - 8) {
+                    Ok(attr) => Some(Ok(PerfDataEvent::HeaderAttr(attr))),
+                    Err(e) => self.fail(e),
+                }
             }
             _ => Some(Ok(PerfDataEvent::Other {
                 offset,

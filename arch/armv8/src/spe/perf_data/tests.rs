@@ -188,11 +188,22 @@ fn reads_the_documented_layout_in_both_byte_orders() {
 fn reads_pipe_mode() {
     let mut f = b"PERFILE2".to_vec();
     f.extend_from_slice(&16u64.to_le_bytes());
+    // PERF_RECORD_HEADER_ATTR: the attribute, then its ids (one u64).
+    let mut attr = spe_attr(11, false);
+    attr.extend_from_slice(&42u64.to_le_bytes());
+    f.extend(event(PERF_RECORD_HEADER_ATTR, &attr, false));
     f.extend(auxtrace_info(11, false));
     f.extend(auxtrace(&spe_bytes(), 0, 3, false));
     let p = PerfData::parse(&f).unwrap();
     assert!(p.is_pipe());
     assert_eq!(p.attrs().count(), 0);
+    let PerfDataEvent::HeaderAttr(a) = p.events().next().unwrap().unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (a.pmu_type, a.offset, a.config2, a.config3),
+        (11, 24, 120, 0x80)
+    );
     assert_eq!(chunks(&p), [(3, 0, 66)]);
 }
 
@@ -271,7 +282,7 @@ fn corrupt_files() {
     let p = PerfData::parse(&f).unwrap();
     assert!(matches!(
         p.attrs().next(),
-        Some(Err(PerfDataError::AttrTooLarge { size: 4096, .. }))
+        Some(Err(PerfDataError::BadAttr { size: 4096, .. }))
     ));
     // An event of size 0 (would never advance) and one larger than the data.
     for size in [0u64, 4, 0xFFFF] {
