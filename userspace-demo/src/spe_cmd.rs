@@ -1,11 +1,11 @@
-//! `pmu-demo spe`: Arm SPE sampling filters from the user's intent, and the decoder for raw
-//! SPE buffers.
+//! `pmu-demo spe`: Arm SPE sampling filters from the user's intent, and the decoder for
+//! perf.data files and raw SPE buffers.
 //!
 //! `pmu-demo spe [intent flags] [capabilities]` (the default action) turns "loads with at least
 //! 120 cycles latency that missed the last level cache, one in 4096" into the register values
 //! (each field explained), the Linux `arm_spe` perf event, and every error and warning the
 //! `pmu_armv8::spe` checks find for the given capabilities. `pmu-demo spe decode FILE` prints
-//! the records of a raw SPE buffer.
+//! the records of a perf.data file or a raw SPE buffer.
 //!
 //! Everything here is pure computation over `pmu_armv8::spe`, so it runs on any host; only the
 //! capabilities "of this machine" come from the running kernel (its sysfs `arm_spe` PMU).
@@ -28,6 +28,7 @@ pub use decode::DecodeArgs;
   pmu-demo spe --profile spev1p4-16bit --loads --min-latency 120 --event llc-miss --interval 4096
   pmu-demo spe --profile spev1p1-12bit --branches --event mispredicted
   pmu-demo spe --pmsidr 0x26447 --pmsver 3 --branches --exclude-event mispredicted --json
+  pmu-demo spe decode perf.data --loads --min-latency 120 --event llc-miss
   pmu-demo spe decode spe-buffer.bin
   pmu-demo spe decode --hex record.hex --packets
 
@@ -50,8 +51,8 @@ pub struct Args {
 
 #[derive(Subcommand, Debug)]
 enum Action {
-    /// Print the records (or packets) of a raw SPE buffer: bytes copied from a profiling
-    /// buffer, or an AUX area extracted from a perf.data file.
+    /// Print the records (or packets) of a perf.data file from `perf record -e arm_spe_0//`
+    /// (every CPU's AUX data) or of a raw SPE buffer, optionally filtered after the fact.
     Decode(DecodeArgs),
 }
 

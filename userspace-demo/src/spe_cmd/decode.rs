@@ -1,4 +1,7 @@
-//! `pmu-demo spe decode FILE`: the records (and packets) of a raw SPE buffer.
+//! `pmu-demo spe decode FILE`: the records (and packets) of a raw SPE buffer, or of every
+//! CPU's AUX data in a `perf.data` file (`pmu_armv8::spe::perf_data`), optionally kept only
+//! when they pass a filter (the hardware filter model, `pmu_armv8::spe::model`, applied
+//! after the fact: what the kernel could not filter).
 //!
 //! The decoding is `pmu_armv8::spe::decode` (Arm ARM DDI 0487 M.a.a D18.2, the packet
 //! encodings of Linux perf's `arm-spe-pkt-decoder.h`): total, so any bytes give records and
@@ -12,7 +15,15 @@ use pmu_armv8::spe::decode::{
     self, AddressKind, AddressPacket, CounterKind, DecodeError, OperationClass,
     OperationTypePacket, Packet, SampleRecord,
 };
-use pmu_armv8::spe::OperationTypes;
+use pmu_armv8::spe::model::{FilterDecision, SampledOperation};
+use pmu_armv8::spe::perf::{PerfEventAttr, PerfFormat};
+use pmu_armv8::spe::perf_data::{
+    Endian, PerfData, PerfDataEvent, PerfFileAttr, PERF_AUXTRACE_ARM_SPE,
+};
+use pmu_armv8::spe::{
+    ExceptionLevels, OperationTypes, SpeCapabilities, SpeConfig, SpeConfigBuilder, SpeEvents,
+    SpeVersion,
+};
 use serde::Serialize;
 
 use super::names;
@@ -20,14 +31,48 @@ use crate::{Failure, EXIT_USAGE};
 
 #[derive(ClapArgs, Debug)]
 #[command(
-    after_help = "Exit status: 0 every byte decoded; 1 some bytes are not SPE packets \
-(each error is listed at its offset and decoding resumes at the next byte); 2 FILE is \
-missing, unreadable, empty, or not hex with --hex."
+    after_help = "FILE is a perf.data file (recognized by its PERFILE2 magic: every \
+PERF_RECORD_AUXTRACE chunk is decoded, per CPU) or a raw SPE buffer.
+
+Filter options keep only the records the hardware filter would have kept with those \
+settings (PMSFCR_EL1 FT/LD/ST/B, FL with PMSLATFR_EL1, FE with PMSEVFR_EL1, FnE with \
+PMSNEVFR_EL1): use them for what the kernel refuses to filter, e.g.
+  pmu-demo spe decode perf.data --loads --min-latency 120 --event llc-miss
+
+Exit status: 0 every byte decoded; 1 some bytes are not SPE packets (each error is listed \
+at its offset and decoding resumes at the next byte), or the perf.data file is truncated \
+or corrupt after some data (what came before is decoded); 2 FILE is missing, unreadable, \
+empty, not hex with --hex, not a perf.data file with SPE data, or a filter option is \
+invalid."
 )]
 pub struct DecodeArgs {
-    /// The buffer: raw bytes as SPE wrote them (start it at a 16-byte boundary of the
-    /// buffer: Alignment packets count from there); `-` reads standard input.
+    /// The input: a perf.data file from `perf record -e arm_spe_0/…/`, or a raw buffer as
+    /// SPE wrote it (start it at a 16-byte boundary of the buffer: Alignment packets count
+    /// from there); `-` reads standard input.
     file: PathBuf,
+    /// Treat FILE as a raw SPE buffer even if it starts with the perf.data magic.
+    #[arg(long)]
+    raw: bool,
+    /// Keep only loads (operations classed as the filter model classes them:
+    /// `OperationTypePacket::operation_types`).
+    #[arg(long)]
+    loads: bool,
+    /// Keep only stores (atomics included).
+    #[arg(long)]
+    stores: bool,
+    /// Keep only branches.
+    #[arg(long)]
+    branches: bool,
+    /// Keep only records whose total latency is at least N cycles.
+    #[arg(long, value_name = "N")]
+    min_latency: Option<u32>,
+    /// Keep only records with ALL of these events (names, bit numbers or hex masks, as for
+    /// `pmu-demo spe --event`).
+    #[arg(long = "event", value_name = "EVENT", value_delimiter = ',', value_parser = names::parse_event)]
+    events: Vec<SpeEvents>,
+    /// Drop records with ANY of these events.
+    #[arg(long = "exclude-event", value_name = "EVENT", value_delimiter = ',', value_parser = names::parse_event)]
+    exclude_events: Vec<SpeEvents>,
     /// FILE is hex text instead of raw bytes: hex digits in pairs, whitespace and `0x`
     /// prefixes ignored, `#` starts a comment.
     #[arg(long)]
@@ -43,7 +88,16 @@ pub struct DecodeArgs {
 #[derive(Debug, Serialize)]
 struct Output {
     file: String,
+    /// `raw` or `perf.data`.
+    format: &'static str,
+    /// SPE bytes decoded (for perf.data: the AUX data of every chunk).
     bytes: usize,
+    /// perf.data only: where the SPE data came from.
+    perf_data: Option<PerfDataOut>,
+    /// The post-hoc filter, when one was given.
+    filter: Option<String>,
+    /// Records the filter dropped.
+    filtered_out: usize,
     records: Vec<RecordOut>,
     errors: Vec<ErrorOut>,
     /// Only with --packets.
@@ -51,7 +105,50 @@ struct Output {
 }
 
 #[derive(Debug, Serialize)]
+struct PerfDataOut {
+    endian: &'static str,
+    pipe: bool,
+    /// `priv[ARM_SPE_PMU_TYPE]` of PERF_RECORD_AUXTRACE_INFO.
+    spe_pmu_type: Option<u64>,
+    /// The arm_spe event the recording used (the attribute whose type is the SPE PMU's).
+    recording: Option<RecordingOut>,
+    /// One entry per PERF_RECORD_AUXTRACE.
+    chunks: Vec<ChunkOut>,
+    /// A truncated or corrupt file: what stopped the reading (the chunks before it decode).
+    file_error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct RecordingOut {
+    pmu_type: u32,
+    config: String,
+    config1: String,
+    config2: String,
+    config3: String,
+    sample_period: u64,
+    exclude_user: bool,
+    exclude_kernel: bool,
+    /// The event as perf terms, in the documented Linux 6.12 layout.
+    terms: String,
+}
+
+#[derive(Debug, Serialize)]
+struct ChunkOut {
+    cpu: u32,
+    idx: u32,
+    tid: i64,
+    /// Where the AUXTRACE event sits in the file.
+    file_offset: u64,
+    /// Where the data sat in the AUX buffer.
+    aux_offset: u64,
+    bytes: usize,
+}
+
+#[derive(Debug, Serialize)]
 struct ErrorOut {
+    /// perf.data: the chunk's CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<u32>,
     offset: usize,
     /// `Truncated` or `Invalid`.
     kind: &'static str,
@@ -60,6 +157,9 @@ struct ErrorOut {
 
 #[derive(Debug, Serialize)]
 struct PacketOut {
+    /// perf.data: the chunk's CPU (offsets count from the chunk's first byte).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<u32>,
     offset: usize,
     len: usize,
     name: &'static str,
@@ -69,6 +169,9 @@ struct PacketOut {
 
 #[derive(Debug, Serialize)]
 struct RecordOut {
+    /// perf.data: the CPU whose SPE wrote it (offsets count from its chunk's first byte).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<u32>,
     offset: usize,
     len: usize,
     packets: usize,
@@ -192,6 +295,7 @@ fn parse_hex_text(text: &[u8]) -> Result<Vec<u8>, String> {
 
 fn error_out(e: &DecodeError) -> ErrorOut {
     ErrorOut {
+        cpu: None,
         offset: e.offset(),
         kind: match e {
             DecodeError::Truncated { .. } => "Truncated",
@@ -263,6 +367,7 @@ fn operation_out(o: &OperationTypePacket) -> OperationOut {
 
 fn record_out(r: &SampleRecord) -> RecordOut {
     RecordOut {
+        cpu: None,
         offset: r.offset,
         len: r.len,
         packets: r.packets,
@@ -389,13 +494,215 @@ fn record_line(r: &RecordOut) -> String {
     if let Some(t) = r.timestamp {
         parts.push(format!("ts {t:#x}"));
     }
+    let cpu = r.cpu.map(|c| format!("cpu {c} ")).unwrap_or_default();
     format!(
-        "record @{:#06x} ({} bytes, {} packets): {}",
+        "{cpu}record @{:#06x} ({} bytes, {} packets): {}",
         r.offset,
         r.len,
         r.packets,
         parts.join(" | ")
     )
+}
+
+/// One stream of SPE bytes: the whole raw input, or one AUXTRACE chunk.
+struct Stream<'a> {
+    cpu: Option<u32>,
+    data: &'a [u8],
+}
+
+/// The post-hoc filter: the options as an SPE configuration for a PE with every filter and
+/// 16-bit counters (FEAT_SPEv1p4, PMSIDR_EL1 0x36047: FE FT FL FnE, MaxSize 64,
+/// CountSize 16 bits), decided per record by the library's filter model. `None` without
+/// filter options.
+fn post_filter(args: &DecodeArgs) -> Result<Option<(SpeConfig, String)>, Failure> {
+    let mut types = OperationTypes::empty();
+    for (on, t) in [
+        (args.loads, OperationTypes::LOADS),
+        (args.stores, OperationTypes::STORES),
+        (args.branches, OperationTypes::BRANCHES),
+    ] {
+        if on {
+            types |= t;
+        }
+    }
+    let required = args
+        .events
+        .iter()
+        .fold(SpeEvents::empty(), |acc, &e| acc | e);
+    let excluded = args
+        .exclude_events
+        .iter()
+        .fold(SpeEvents::empty(), |acc, &e| acc | e);
+    if types.is_empty() && args.min_latency.is_none() && required.is_empty() && excluded.is_empty()
+    {
+        return Ok(None);
+    }
+    let mut builder = SpeConfigBuilder::new().exception_levels(ExceptionLevels::EL0);
+    let mut text = Vec::new();
+    if !types.is_empty() {
+        builder = builder.operation_types(types);
+        text.push(format!("types {}", type_names(types).join("+")));
+    }
+    if let Some(latency) = args.min_latency {
+        builder = builder.min_latency(latency);
+        text.push(format!("total latency >= {latency}"));
+    }
+    if !required.is_empty() {
+        builder = builder.require_events(required);
+        text.push(format!(
+            "with all of {}",
+            names::event_list(required).join(" ")
+        ));
+    }
+    if !excluded.is_empty() {
+        builder = builder.exclude_events(excluded);
+        text.push(format!(
+            "with none of {}",
+            names::event_list(excluded).join(" ")
+        ));
+    }
+    let caps = SpeCapabilities::decode_raw(SpeVersion::V1p4, 0x3_6047, 0);
+    let config = builder.build(&caps).map_err(|e| {
+        usage(format!(
+            "the filter options cannot be applied: {e} (the filter keeps what the hardware \
+             filter would, so it follows the same rules)"
+        ))
+    })?;
+    Ok(Some((config, text.join(", "))))
+}
+
+/// Whether `config`'s filter keeps `record`. The Exception level is not filtered on here
+/// (perf's `u`/`k` did that when recording; EL2 records of a VHE host kernel count as EL1).
+fn keeps(config: &SpeConfig, record: &SampleRecord) -> bool {
+    let op = SampledOperation {
+        exception_level: 0,
+        ..record.sampled_operation()
+    };
+    config.decide(&op) == FilterDecision::Recorded
+}
+
+fn perf_data_magic(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PERFILE2") || bytes.starts_with(b"2ELIFREP")
+}
+
+fn recording_out(a: &PerfFileAttr) -> RecordingOut {
+    let format = PerfFormat::linux_6_12();
+    let attr = PerfEventAttr {
+        config: a.config,
+        config1: a.config1,
+        config2: a.config2,
+        config3: a.config3,
+        sample_period: a.sample_period,
+        exclude_user: a.exclude_user,
+        exclude_kernel: a.exclude_kernel,
+    };
+    let mut terms: Vec<String> = format
+        .iter()
+        .map(|(field, place)| (field, place.extract(&attr)))
+        .filter(|&(_, v)| v != 0)
+        .map(|(field, v)| {
+            if field.name().ends_with("event_filter") {
+                format!("{}={v:#x}", field.name())
+            } else {
+                format!("{}={v}", field.name())
+            }
+        })
+        .collect();
+    terms.push(format!("period={}", a.sample_period));
+    RecordingOut {
+        pmu_type: a.pmu_type,
+        config: format!("{:#x}", a.config),
+        config1: format!("{:#x}", a.config1),
+        config2: format!("{:#x}", a.config2),
+        config3: format!("{:#x}", a.config3),
+        sample_period: a.sample_period,
+        exclude_user: a.exclude_user,
+        exclude_kernel: a.exclude_kernel,
+        terms: terms.join(","),
+    }
+}
+
+/// Reads a perf.data file: its SPE chunks, and what it says about the recording. A file
+/// that cannot be read at all, or holds no SPE data, is a usage failure (exit 2).
+fn read_perf_data<'a>(
+    bytes: &'a [u8],
+    file: &Path,
+) -> Result<(Vec<Stream<'a>>, PerfDataOut), Failure> {
+    let name = file.display();
+    let data = PerfData::parse(bytes)
+        .map_err(|e| usage(format!("{name} is not a readable perf.data file: {e}")))?;
+    let mut streams = Vec::new();
+    let mut out = PerfDataOut {
+        endian: match data.endian() {
+            Endian::Little => "little",
+            Endian::Big => "big",
+        },
+        pipe: data.is_pipe(),
+        spe_pmu_type: None,
+        recording: None,
+        chunks: Vec::new(),
+        file_error: None,
+    };
+    let mut other_auxtrace_type = None;
+    let mut header_attrs = Vec::new();
+    for event in data.events() {
+        match event {
+            Ok(PerfDataEvent::HeaderAttr(attr)) => header_attrs.push(attr),
+            Ok(PerfDataEvent::AuxtraceInfo {
+                auxtrace_type,
+                spe_pmu_type,
+                ..
+            }) => {
+                if auxtrace_type == PERF_AUXTRACE_ARM_SPE {
+                    out.spe_pmu_type = spe_pmu_type;
+                } else {
+                    other_auxtrace_type = Some(auxtrace_type);
+                }
+            }
+            Ok(PerfDataEvent::Auxtrace(chunk)) => {
+                out.chunks.push(ChunkOut {
+                    cpu: chunk.cpu,
+                    idx: chunk.idx,
+                    tid: i64::from(chunk.tid as i32),
+                    file_offset: chunk.file_offset,
+                    aux_offset: chunk.aux_offset,
+                    bytes: chunk.data.len(),
+                });
+                streams.push(Stream {
+                    cpu: Some(chunk.cpu),
+                    data: chunk.data,
+                });
+            }
+            Ok(_) => {}
+            Err(e) => out.file_error = Some(e.to_string()),
+        }
+    }
+    if let (Some(t), None) = (other_auxtrace_type, out.spe_pmu_type) {
+        return Err(usage(format!(
+            "{name} holds AUX area data of type {t} (enum auxtrace_type: 1 Intel PT, 2 Intel \
+             BTS, 3 CoreSight ETM, 5 s390 CPU-MF, 6 HiSilicon PTT), not Arm SPE (4)"
+        )));
+    }
+    if streams.is_empty() {
+        let why = out
+            .file_error
+            .as_deref()
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        return Err(usage(format!(
+            "{name} holds no SPE data (no PERF_RECORD_AUXTRACE){why}: record it with \
+             `perf record -e arm_spe_0/…/ -- <command>`"
+        )));
+    }
+    if let Some(pmu_type) = out.spe_pmu_type {
+        out.recording = data
+            .attrs()
+            .flatten()
+            .chain(header_attrs)
+            .find(|a| u64::from(a.pmu_type) == pmu_type)
+            .map(|a| recording_out(&a));
+    }
+    Ok((streams, out))
 }
 
 pub fn run(args: &DecodeArgs) -> Result<(), Failure> {
@@ -417,27 +724,54 @@ pub fn run(args: &DecodeArgs) -> Result<(), Failure> {
             args.file.display()
         )));
     }
+    let filter = post_filter(args)?;
+
+    let (streams, perf_data) = if !args.raw && perf_data_magic(&bytes) {
+        let (streams, out) = read_perf_data(&bytes, &args.file)?;
+        (streams, Some(out))
+    } else {
+        (
+            vec![Stream {
+                cpu: None,
+                data: &bytes,
+            }],
+            None,
+        )
+    };
 
     let mut records = Vec::new();
     let mut errors = Vec::new();
+    let mut filtered_out = 0;
+    let mut packets = args.packets.then(Vec::new);
     // Records and errors in stream order, for the listing.
     let mut listing: Vec<Result<usize, usize>> = Vec::new();
-    for item in decode::records(&bytes) {
-        match item {
-            Ok(r) => {
-                listing.push(Ok(records.len()));
-                records.push(record_out(&r));
-            }
-            Err(e) => {
-                listing.push(Err(errors.len()));
-                errors.push(error_out(&e));
+    for stream in &streams {
+        for item in decode::records(stream.data) {
+            match item {
+                Ok(r) => {
+                    if filter.as_ref().is_some_and(|(c, _)| !keeps(c, &r)) {
+                        filtered_out += 1;
+                        continue;
+                    }
+                    listing.push(Ok(records.len()));
+                    records.push(RecordOut {
+                        cpu: stream.cpu,
+                        ..record_out(&r)
+                    });
+                }
+                Err(e) => {
+                    listing.push(Err(errors.len()));
+                    errors.push(ErrorOut {
+                        cpu: stream.cpu,
+                        ..error_out(&e)
+                    });
+                }
             }
         }
-    }
-    let packets = args.packets.then(|| {
-        decode::packets(&bytes)
-            .map(|p| match p {
+        if let Some(list) = packets.as_mut() {
+            list.extend(decode::packets(stream.data).map(|p| match p {
                 Ok(p) => PacketOut {
+                    cpu: stream.cpu,
                     offset: p.offset,
                     len: p.len,
                     name: p.packet.name(),
@@ -445,18 +779,27 @@ pub fn run(args: &DecodeArgs) -> Result<(), Failure> {
                     error: None,
                 },
                 Err(e) => PacketOut {
+                    cpu: stream.cpu,
                     offset: e.offset(),
                     len: 1,
                     name: "ERROR",
                     detail: String::new(),
                     error: Some(error_out(&e)),
                 },
-            })
-            .collect::<Vec<_>>()
-    });
+            }));
+        }
+    }
     let out = Output {
         file: args.file.display().to_string(),
-        bytes: bytes.len(),
+        format: if perf_data.is_some() {
+            "perf.data"
+        } else {
+            "raw"
+        },
+        bytes: streams.iter().map(|s| s.data.len()).sum(),
+        perf_data,
+        filter: filter.as_ref().map(|(_, text)| text.clone()),
+        filtered_out,
         records,
         errors,
         packets,
@@ -468,38 +811,18 @@ pub fn run(args: &DecodeArgs) -> Result<(), Failure> {
             serde_json::to_string_pretty(&out).map_err(|e| Failure::new(e.to_string()))?
         );
     } else {
-        if let Some(packets) = &out.packets {
-            println!("packets:");
-            for p in packets {
-                match &p.error {
-                    Some(e) => println!("  error @{:#06x}: {}", e.offset, e.message),
-                    None => {
-                        let line = format!(
-                            "  @{:#06x} +{:<2} {:<11} {}",
-                            p.offset, p.len, p.name, p.detail
-                        );
-                        println!("{}", line.trim_end());
-                    }
-                }
-            }
-            println!("records:");
-        }
-        for entry in &listing {
-            match *entry {
-                Ok(i) => println!("{}", record_line(&out.records[i])),
-                Err(i) => {
-                    let e = &out.errors[i];
-                    println!("error @{:#06x}: {}", e.offset, e.message);
-                }
-            }
-        }
-        println!(
-            "{} records, {} errors in {} bytes of {}",
-            out.records.len(),
-            out.errors.len(),
-            out.bytes,
-            out.file
-        );
+        print_human(&out, &listing);
+    }
+    let file_error = out.perf_data.as_ref().and_then(|p| p.file_error.clone());
+    if let Some(e) = file_error {
+        return Err(Failure {
+            message: format!(
+                "{} stops early: {e}; the {} records before it are listed",
+                out.file,
+                out.records.len()
+            ),
+            status: 1,
+        });
     }
     if out.errors.is_empty() {
         Ok(())
@@ -514,6 +837,85 @@ pub fn run(args: &DecodeArgs) -> Result<(), Failure> {
             status: 1,
         })
     }
+}
+
+fn print_human(out: &Output, listing: &[Result<usize, usize>]) {
+    if let Some(p) = &out.perf_data {
+        let mut per_cpu: std::collections::BTreeMap<u32, (usize, usize)> = Default::default();
+        for c in &p.chunks {
+            let e = per_cpu.entry(c.cpu).or_default();
+            e.0 += 1;
+            e.1 += c.bytes;
+        }
+        let cpus: Vec<String> = per_cpu
+            .iter()
+            .map(|(cpu, (n, b))| format!("cpu {cpu}: {n} chunks, {b} bytes"))
+            .collect();
+        println!(
+            "perf.data ({}-endian{}): {} AUXTRACE chunks ({})",
+            p.endian,
+            if p.pipe { ", pipe mode" } else { "" },
+            p.chunks.len(),
+            cpus.join("; ")
+        );
+        if let Some(r) = &p.recording {
+            println!(
+                "recorded with arm_spe PMU type {}: {}{}",
+                r.pmu_type,
+                r.terms,
+                match (r.exclude_user, r.exclude_kernel) {
+                    (false, true) => " (modifier u: EL0 only)",
+                    (true, false) => " (modifier k: EL1 only)",
+                    _ => "",
+                }
+            );
+        }
+    }
+    if let Some(f) = &out.filter {
+        println!("filter: {f}");
+    }
+    if let Some(packets) = &out.packets {
+        println!("packets:");
+        for p in packets {
+            let cpu = p.cpu.map(|c| format!("cpu {c} ")).unwrap_or_default();
+            match &p.error {
+                Some(e) => println!("  {cpu}error @{:#06x}: {}", e.offset, e.message),
+                None => {
+                    let line = format!(
+                        "  {cpu}@{:#06x} +{:<2} {:<11} {}",
+                        p.offset, p.len, p.name, p.detail
+                    );
+                    println!("{}", line.trim_end());
+                }
+            }
+        }
+        println!("records:");
+    }
+    for entry in listing {
+        match *entry {
+            Ok(i) => println!("{}", record_line(&out.records[i])),
+            Err(i) => {
+                let e = &out.errors[i];
+                let cpu = e.cpu.map(|c| format!("cpu {c} ")).unwrap_or_default();
+                println!("{cpu}error @{:#06x}: {}", e.offset, e.message);
+            }
+        }
+    }
+    if let Some(e) = out.perf_data.as_ref().and_then(|p| p.file_error.as_ref()) {
+        println!("perf.data error: {e}");
+    }
+    let filtered = if out.filter.is_some() {
+        format!(" ({} filtered out)", out.filtered_out)
+    } else {
+        String::new()
+    };
+    println!(
+        "{} records{filtered}, {} errors in {} bytes of {}",
+        out.records.len(),
+        out.errors.len(),
+        out.bytes,
+        out.file
+    );
 }
 
 #[cfg(test)]

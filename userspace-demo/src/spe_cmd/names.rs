@@ -100,8 +100,10 @@ fn bits(value: u64) -> impl Iterator<Item = usize> {
 /// CountSize 19:16). They are not register dumps of any vendor's part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Profile {
-    /// FEAT_SPEv1p1 (PMSVer 2), PMSIDR_EL1 0x26407: FE FT FL, min interval 1024, 64-byte
-    /// records, 12-bit latency counters, no FnE (shaped like a Neoverse-N1-class core).
+    /// FEAT_SPEv1p1 (PMSVer 2, the SPE version of Neoverse-V1-class cores), PMSIDR_EL1
+    /// 0x26407: FE FT FL, min interval 1024, 64-byte records, 12-bit latency counters, no FnE.
+    /// Neoverse-N1 and Cortex-A76 are FEAT_SPE (PMSVer 1): use `--pmsver 1` with their
+    /// PMSIDR_EL1.
     #[value(name = "spev1p1-12bit")]
     Spev1p1Bits12,
     /// FEAT_SPEv1p2 (PMSVer 3), PMSIDR_EL1 0x26447: as spev1p1-12bit plus the inverted
@@ -194,7 +196,7 @@ mod tests {
         assert!(n >= 22, "{n} names");
     }
 
-    /// The profiles decode to the documented values (the first is the SPE helper's N1-like
+    /// The profiles decode to the documented values (the first is capabilities.rs's FEAT_SPEv1p1 example
     /// PMSIDR_EL1 0x26407 with PMSVer 2, capabilities.rs) and all validate.
     #[test]
     fn profiles_are_valid() {

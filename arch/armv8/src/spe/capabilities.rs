@@ -256,10 +256,9 @@ mod tests {
         }
     }
 
-    /// A PMSIDR_EL1 value resembling a Neoverse-N1-class core, built from fields (not a dump
-    /// of a real part): FE, FT, FL set, micro-op sampling, no LDS/ERnd/FnE, 1024-operation
+    /// An example PMSIDR_EL1 value built from fields (not a dump of a real part): FE, FT, FL set, micro-op sampling, no LDS/ERnd/FnE, 1024-operation
     /// minimum interval, 64-byte records, 12-bit counters, Format 0.
-    fn n1_like_pmsidr() -> u64 {
+    fn example_pmsidr() -> u64 {
         (PMSIDR_EL1::FE::SET
             + PMSIDR_EL1::FT::SET
             + PMSIDR_EL1::FL::SET
@@ -285,15 +284,15 @@ mod tests {
     /// have access"; with P = 1 it stops before PMSIDR_EL1.
     #[test]
     fn owned_buffer_stops_before_pmsidr() {
-        let mut pe = FakePe::new(2 << 32, 1 << 4, n1_like_pmsidr());
+        let mut pe = FakePe::new(2 << 32, 1 << 4, example_pmsidr());
         assert_eq!(probe_with(&mut pe), Err(SpeError::BufferOwnedByHigherEl));
         assert_eq!((pe.pmbidr_reads, pe.pmsidr_reads), (1, 0));
     }
 
-    /// The N1-like value with PMSVer = 2 (FEAT_SPEv1p1, an Armv8.2 core) and byte alignment.
+    /// The example value with PMSVer = 2 (FEAT_SPEv1p1) and byte alignment.
     #[test]
-    fn n1_like_capabilities() {
-        let pmsidr = n1_like_pmsidr();
+    fn example_v1p1_capabilities() {
+        let pmsidr = example_pmsidr();
         assert_eq!(pmsidr, 0x2_6407);
         let mut pe = FakePe::new(2 << 32, 0, pmsidr);
         let caps = probe_with(&mut pe).expect("valid");

@@ -14,8 +14,7 @@
 //!
 //! Sources: Arm ARM DDI 0487 M.a.a D24.7.8 (PMSCR_EL1), D24.7.11 (PMSEVFR_EL1), D24.7.12
 //! (PMSFCR_EL1), D24.7.14 (PMSIDR_EL1), D24.7.15 (PMSIRR_EL1), D24.7.16 (PMSLATFR_EL1),
-//! D24.7.17 (PMSNEVFR_EL1); seed 003 (PMSFCR_EL1 article; event values corrected per DESIGN.md
-//! errata).
+//! D24.7.17 (PMSNEVFR_EL1).
 
 use bitflags::bitflags;
 
@@ -70,7 +69,8 @@ pub enum TimestampSource {
 /// ```
 /// use pmu_armv8::spe::{OperationTypes, SpeCapabilities, SpeConfigBuilder, SpeEvents, SpeVersion};
 ///
-/// // Seed 003's memory-latency analysis, with the corrected event bit (LLC miss is E[9]).
+/// // Memory-latency analysis: slow loads that missed the last level cache (E[9]).
+/// // Linux's perf cannot filter E[9]: see `perf::perf_event_with_post_filter`.
 /// let caps = SpeCapabilities::decode_raw(SpeVersion::V1p2, 0x2_6447, 0);
 /// let config = SpeConfigBuilder::new()
 ///     .operation_types(OperationTypes::LOADS)
@@ -455,7 +455,7 @@ impl SpeConfig {
 
 /// Checks raw sampling register values (for example read back from a PE, or what Linux would
 /// program for a perf event) against `caps`: the builder's errors, plus warnings for bits that
-/// have no effect and for PMSFCR_EL1.FT = 1 with no type selected (seed 003), which the
+/// have no effect and for PMSFCR_EL1.FT = 1 with no type selected, which the
 /// builder never produces but hardware accepts.
 pub fn check_registers(values: &SpeRegisterValues, caps: &SpeCapabilities) -> Diagnostics {
     let mut d = Diagnostics::new();

@@ -141,14 +141,13 @@ pub enum SpeError {
         align: u64,
     },
     /// An event filter is enabled with no event in it. The Arm ARM makes FE = 1 with
-    /// PMSEVFR_EL1 = 0 (and FnE = 1 with PMSNEVFR_EL1 = 0) CONSTRAINED UNPREDICTABLE; seed 003
-    /// warns about the same.
+    /// PMSEVFR_EL1 = 0 (and FnE = 1 with PMSNEVFR_EL1 = 0) CONSTRAINED UNPREDICTABLE.
     EmptyEventFilter {
         /// Which filter is empty.
         filter: EventFilterKind,
     },
     /// The same event is both required (PMSEVFR_EL1) and excluded (PMSNEVFR_EL1): CONSTRAINED
-    /// UNPREDICTABLE in the Arm ARM (and seed 003), and no sample could pass anyway.
+    /// UNPREDICTABLE in the Arm ARM, and no sample could pass anyway.
     EventRequiredAndExcluded {
         /// The events in both filters.
         bits: u64,
@@ -166,8 +165,8 @@ pub enum SpeError {
         min: u32,
     },
     /// A type filter with none of loads, stores and branches selected: PMSFCR_EL1.FT = 1 with
-    /// B = LD = ST = 0, which implementations treat differently (seed 003: one core stops
-    /// sampling, another keeps sampling some operations).
+    /// B = LD = ST = 0, which the Arm ARM leaves CONSTRAINED UNPREDICTABLE (a PE may record
+    /// nothing or record some operations).
     NoOperationTypeSelected,
     /// Sampling enabled at no Exception level: PMSCR_EL1.E0SPE = E1SPE = 0 never samples.
     NoExceptionLevelSelected,
@@ -295,9 +294,9 @@ impl fmt::Display for SpeError {
             ),
             Self::NoOperationTypeSelected => f.write_str(
                 "the operation type filter is enabled with none of loads, stores, branches \
-                 selected (PMSFCR_EL1.FT = 1, B = LD = ST = 0), which cores handle differently \
-                 (seed 003: one stops sampling, another keeps sampling): select at least one \
-                 type or drop the type filter",
+                 selected (PMSFCR_EL1.FT = 1, B = LD = ST = 0), which the Arm ARM leaves \
+                 CONSTRAINED UNPREDICTABLE (a PE may record nothing or some operations): \
+                 select at least one type or drop the type filter",
             ),
             Self::NoExceptionLevelSelected => f.write_str(
                 "sampling is enabled at no Exception level (PMSCR_EL1.E0SPE = E1SPE = 0), so \
@@ -382,8 +381,8 @@ pub enum SpeWarning {
         /// The selected operation types.
         types: OperationTypes,
     },
-    /// PMSFCR_EL1.FT = 1 with B = LD = ST = 0 in a raw register value: seed 003 reports that
-    /// Cortex-A76 stops sampling while Neoverse-N1 may keep sampling some operations.
+    /// PMSFCR_EL1.FT = 1 with B = LD = ST = 0 in a raw register value: CONSTRAINED
+    /// UNPREDICTABLE in the Arm ARM, so implementations may differ.
     TypeFilterWithoutTypes,
     /// PMSEVFR_EL1/PMSNEVFR_EL1 holds events while the filter enable (FE/FnE) is 0: the bits
     /// have no effect.
@@ -432,9 +431,9 @@ impl fmt::Display for SpeWarning {
                 types.bits()
             ),
             Self::TypeFilterWithoutTypes => f.write_str(
-                "PMSFCR_EL1.FT = 1 with B = LD = ST = 0: cores differ (seed 003: Cortex-A76 \
-                 stops sampling, Neoverse-N1 may keep sampling some operations): set B, LD or \
-                 ST, or clear FT",
+                "PMSFCR_EL1.FT = 1 with B = LD = ST = 0 is CONSTRAINED UNPREDICTABLE (Arm ARM \
+                 D24.7.12): a PE may record nothing or some operations; set B, LD or ST, or \
+                 clear FT",
             ),
             Self::EventMaskWithoutEnable { filter } => write!(
                 f,

@@ -28,8 +28,14 @@
 //!   returns [`SpeError::NotImplemented`] without touching SPE where there is none; [`fake`]
 //!   is the recording register file the host tests use;
 //! - [`model`]: whether the hardware records a given operation under given registers;
-//! - [`perf`]: the configuration as a Linux `arm_spe` perf event and event string;
-//! - [`decode`]: the record packet stream decoder.
+//! - [`perf`]: the configuration as a Linux `arm_spe` perf event and event string, under
+//!   Linux 6.12's rules (filters perf refuses become a [`perf::PostFilter`]);
+//! - [`decode`]: the record packet stream decoder, checked against perf's own;
+//! - [`perf_data`]: the reader for the `perf.data` files `perf record` writes.
+//!
+//! The walkthrough, with the common mistakes (testing one bit of PMSVer, a PMSCR_EL1 "EN" bit,
+//! writing PMSIDR_EL1, PMSEVFR_EL1 = 0x08 for an LLC miss, exclusives taken for atomics), is
+//! `docs/spe.md` in the repository.
 //!
 //! Sources: Arm ARM DDI 0487 M.a.a, D24.7 (SPE registers), D24.2.80 (ID_AA64DFR0_EL1), D18.2.6
 //! (Events packet), D17.9 (synchronization), C6.2.318 (PSB); Linux 6.12
@@ -79,6 +85,7 @@ pub mod events;
 pub mod fake;
 pub mod model;
 pub mod perf;
+pub mod perf_data;
 pub mod pmbidr_el1;
 pub mod pmblimitr_el1;
 pub mod pmbptr_el1;

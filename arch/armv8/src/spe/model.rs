@@ -10,7 +10,7 @@
 //!
 //! and makes three settings CONSTRAINED UNPREDICTABLE, which the model reports instead of
 //! guessing: FE with an empty mask, FnE with an empty mask, an event in both masks, and FT with
-//! B = LD = ST = 0 (where seed 003 saw Cortex-A76 and Neoverse-N1 disagree).
+//! B = LD = ST = 0.
 //! PMSCR_EL1.E0SPE/E1SPE decide whether the operation is sampled at all.
 //!
 //! Event bits that are RAZ/WI at the PE's SPE version cannot hold a 1 in the real registers,
@@ -164,7 +164,7 @@ mod tests {
     use super::*;
 
     /// A FEAT_SPEv1p2 PE with every filter: PMSIDR_EL1 FE, FT, FL, FnE, Interval 1024,
-    /// MaxSize 64 B, 12-bit counters (the field values of capabilities.rs's N1-like example
+    /// MaxSize 64 B, 12-bit counters (the field values of capabilities.rs's FEAT_SPEv1p1 example
     /// plus FnE).
     fn v1p2_caps() -> SpeCapabilities {
         SpeCapabilities::decode_raw(SpeVersion::V1p2, 0x2_6447, 0)

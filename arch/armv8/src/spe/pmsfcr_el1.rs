@@ -4,8 +4,7 @@
 //!
 //! Source: Arm ARM DDI 0487 M.a.a D24.7.12; Linux 6.12 `arch/arm64/tools/sysreg`
 //! (`Sysreg PMSFCR_EL1 3 0 9 9 4`: FE 0, FT 1, FL 2, FnE 3, B 16, LD 17, ST 18). FDS and the
-//! FEAT_SPE_EFT fields (FP, SIMD, Bm..SIMDm) are from the Arm ARM only. Seed 003 describes this
-//! register; its event values are wrong (see the tests and DESIGN.md errata).
+//! FEAT_SPE_EFT fields (FP, SIMD, Bm..SIMDm) are from the Arm ARM only.
 
 use tock_registers::{register_bitfields, LocalRegisterCopy};
 

@@ -5,8 +5,10 @@
 //!
 //! - **Filters** ([`program_filters`]): PMSCR_EL1 = 0 and `isb` first, because the filter
 //!   registers may be changed only while sampling is disabled (Arm ARM D24.7.11/12/16: "the
-//!   PE might ... if this register is written while profiling is enabled"; seed 003 §6.1
-//!   "一定要在PMSCR_EL1.EN=0时修改过滤配置"); then PMSLATFR_EL1, PMSEVFR_EL1, PMSNEVFR_EL1 (only
+//!   PE might ... if this register is written while profiling is enabled"). "Disabled" means
+//!   PMSCR_EL1.E0SPE = E1SPE = 0 (E2SPE in PMSCR_EL2): PMSCR_EL1 has no `EN` bit, and
+//!   writing 0 clears both. The buffer has its own enable, PMBLIMITR_EL1.E. Then
+//!   PMSLATFR_EL1, PMSEVFR_EL1, PMSNEVFR_EL1 (only
 //!   when it exists: otherwise it is UNDEFINED), PMSFCR_EL1, PMSIRR_EL1, `isb`, PMSICR_EL1 = 0.
 //!   This is the order of Linux `arm_spe_pmu_start()` (drivers/perf/arm_spe_pmu.c).
 //! - **Buffer** ([`setup_buffer`]): with sampling disabled, `psb csync` + `dsb nsh` drain what a

@@ -312,4 +312,4 @@ pub fn packets(stream: &[u8]) -> Packets<'_> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

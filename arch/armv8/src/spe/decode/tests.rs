@@ -23,7 +23,7 @@ fn ok(stream: &[u8]) -> Vec<(usize, usize, Packet)> {
         .collect()
 }
 
-/// A load record as a Neoverse-class core writes it: PC (EL0, NS), Operation Type (load),
+/// A load record laid out as the Arm ARM D18.2 describes it: PC (EL0, NS), Operation Type (load),
 /// Events (retired, L1D access/refill, LLC miss), total and issue latency, data VA and PA,
 /// Context, Timestamp.
 pub(crate) fn load_record() -> Vec<u8> {
