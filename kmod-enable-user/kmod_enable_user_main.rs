@@ -4,12 +4,14 @@
 //! one instruction, without perf.
 //!
 //! - arm64: on every online CPU, and on every CPU that comes online later (a CPU-hotplug
-//!   state), zero the counters it makes readable, then set PMUSERENR_EL0 to the bits of the
-//!   `user_access` parameter (default EN|CR|ER: every counter readable, no software
-//!   increment). With `cycle_counter=1` it also starts the cycle counter for EL0 the way
-//!   boards' cycle-counter modules do (PMCR_EL0.E and LC, PMCNTENSET_EL0.C, PMCCFILTR_EL0).
-//!   Each CPU's previous state is kept and written back on unload (and when the CPU goes
-//!   offline).
+//!   state), program the `events` (default INST_RETIRED) on the top event counters and the
+//!   cycle counter, all counting at EL0 only, and grant EL0 read access to them
+//!   (PMUSERENR_EL0 = `user_access`, default CR|ER: read-only). Write access (EN) only with
+//!   `el0_programming=1`. Counters perf uses are never touched; the grant is put back
+//!   after every CPU PM exit and on `regrant`; unload releases the module's counters and
+//!   revokes the grant. The per-CPU register work is the stock flavour's Rust object over
+//!   `pmu_armv8::user_enable`, linked into this module (see `mod arch` below and
+//!   kmod-enable-user/README.md).
 //! - x86_64: perf owns CR4.PCE and sets it per process from its `rdpmc` policy. That
 //!   policy file (`/sys/bus/event_source/devices/cpu/rdpmc`, or the one `rdpmc_policy=`
 //!   names: only `/sys/bus/event_source/devices/<pmu>/rdpmc` on sysfs) is switched to 2
@@ -20,8 +22,8 @@
 //! - Any other architecture, or an arm64 CPU without a PMUv3: the module refuses to load
 //!   with `-ENODEV` and a one-line reason.
 //!
-//! Security: once loaded, any process can read the counters, a timing side channel. Load
-//! it only where that is acceptable (see the workspace README).
+//! Security: once loaded, any process can read the granted counters, a timing side
+//! channel. Load it only where that is acceptable (kmod-enable-user/README.md).
 
 use core::cell::UnsafeCell;
 use kernel::bindings;
@@ -32,7 +34,7 @@ module! {
     type: EnableUser,
     name: "kmod_enable_user",
     author: "PMU workspace contributors",
-    description: "Lets user space read the PMU counters directly (arm64: PMUSERENR_EL0, x86_64: perf rdpmc policy or CR4.PCE)",
+    description: "Lets user space read the PMU counters directly (arm64: PMUSERENR_EL0, read-only by default; x86_64: perf's rdpmc policy)",
     license: "Dual MIT/GPL",
 }
 
@@ -446,12 +448,23 @@ mod arch {
     static CPU_PM_REGRANTS: AtomicI64 = AtomicI64::new(0);
     static CPU_PM_FAILURES: AtomicI64 = AtomicI64::new(0);
 
+    /// On the CPU, interrupts off: the grant (or re-grant) of its slot.
+    ///
+    /// # Safety
+    ///
+    /// `info` is the `*mut CpuState` of the CPU this runs on, valid for the call, with
+    /// interrupts disabled (through [`percpu::run_on`]).
     unsafe extern "C" fn apply_on_cpu(info: *mut c_void) {
         // SAFETY: `percpu::run_on` passes a `&mut CpuState` that outlives the call, on its
         // CPU with interrupts off; `config()` was accepted by `kmod_eu_arm64_configure`.
         unsafe { kmod_eu_arm64_apply(info.cast(), config()) };
     }
 
+    /// On the CPU, interrupts off: the restore of its slot.
+    ///
+    /// # Safety
+    ///
+    /// As for [`apply_on_cpu`].
     unsafe extern "C" fn restore_on_cpu(info: *mut c_void) {
         // SAFETY: as in `apply_on_cpu`.
         unsafe { kmod_eu_arm64_restore(info.cast(), config()) };
@@ -578,12 +591,17 @@ mod arch {
             fn cpu_pm_unregister_notifier(nb: *mut bindings::notifier_block) -> c_int;
         }
 
+        /// The CPU PM notifier.
+        ///
+        /// # Safety
+        ///
+        /// Called by the CPU PM notifier chain only, on the CPU concerned, with
+        /// interrupts off.
         unsafe extern "C" fn notify(
             _nb: *mut bindings::notifier_block,
-            action: core::ffi::c_ulong,
+            action: usize,
             _data: *mut c_void,
         ) -> c_int {
-            let action = action as usize;
             if action != CPU_PM_EXIT && action != CPU_PM_ENTER_FAILED {
                 return bindings::NOTIFY_OK as c_int;
             }
@@ -643,6 +661,10 @@ mod arch {
     }
 
     /// `layout` and `cpu_pm_regrants`: read-only parameters with getters.
+    ///
+    /// # Safety
+    ///
+    /// Called by the kernel's parameter code only.
     unsafe extern "C" fn read_only_set(_val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
         -(bindings::EPERM as c_int)
     }
@@ -658,10 +680,20 @@ mod arch {
         n as c_int + 1
     }
 
+    /// The `layout` getter.
+    ///
+    /// # Safety
+    ///
+    /// Called by the kernel's parameter code only, with a PAGE_SIZE `buffer`.
     unsafe extern "C" fn layout_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
         emit(buffer, layout().as_bytes())
     }
 
+    /// The `cpu_pm_regrants` getter.
+    ///
+    /// # Safety
+    ///
+    /// As for [`layout_get`].
     unsafe extern "C" fn cpu_pm_regrants_get(
         buffer: *mut c_char,
         _kp: *const bindings::kernel_param,
@@ -678,6 +710,8 @@ mod arch {
         emit(buffer, &out[..len])
     }
 
+    use core::fmt::Write as _;
+
     /// A `core::fmt::Write` into a byte array.
     struct Writer<'a> {
         out: &'a mut [u8],
@@ -693,9 +727,28 @@ mod arch {
         }
     }
 
+    /// Whether `cpu` is in the kernel's online mask (`cpumask_test_cpu()` is a C inline
+    /// without a binding: the mask is an array of `unsigned long` bits).
+    fn online(cpu: c_uint) -> bool {
+        let bits = usize::BITS;
+        // SAFETY: `__cpu_online_mask` is the kernel's exported online mask; read under
+        // `cpus_read_lock` (the caller), it is stable; `cpu < nr_cpu_ids` fits it.
+        let word = unsafe {
+            (*core::ptr::addr_of!(bindings::__cpu_online_mask))
+                .bits
+                .get((cpu / bits) as usize)
+                .copied()
+        };
+        word.is_some_and(|w| w & (1 << (cpu % bits)) != 0)
+    }
+
     /// `regrant` (write-only, root): put the grant back on every online CPU, after perf's
     /// `armv8pmu_start()` wrote PMUSERENR_EL0 = 0 there. `-EBUSY` when a CPU's layout
     /// counter is perf's now.
+    ///
+    /// # Safety
+    ///
+    /// Called by the kernel's parameter code only, in process context.
     unsafe extern "C" fn regrant_set(_val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
         match STATE.compare_exchange(1, 2, Ordering::Acquire, Ordering::Relaxed) {
             Ok(_) => {}
@@ -708,9 +761,7 @@ mod arch {
         // SAFETY: `nr_cpu_ids` is constant after boot.
         let n = unsafe { bindings::nr_cpu_ids };
         for cpu in 0..n {
-            // SAFETY: `__cpu_online_mask` is the kernel's online mask, stable under
-            // `cpus_read_lock`.
-            if !unsafe { bindings::cpumask_test_cpu(cpu as c_int, &raw const bindings::__cpu_online_mask) } {
+            if !online(cpu) {
                 continue;
             }
             // SAFETY: hotplug is held off and `STATE` keeps unload away, so the slots
@@ -808,6 +859,11 @@ mod arch {
     }
 
     /// On one CPU, interrupts off: checks the parameters and fills `CONFIG` and `LAYOUT`.
+    ///
+    /// # Safety
+    ///
+    /// `info` is a `*mut ConfigureArgs` valid for the call; runs with interrupts off
+    /// (through [`percpu::run_on`]) during `enable`, before any reader of the settings.
     unsafe extern "C" fn configure_on_cpu(info: *mut c_void) {
         // SAFETY: `percpu::run_on` passes a `&mut ConfigureArgs` that outlives the call.
         let args = unsafe { &mut *info.cast::<ConfigureArgs>() };

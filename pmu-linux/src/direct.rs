@@ -489,7 +489,9 @@ pub mod armv8 {
     /// the PMU.
     ///
     /// # Errors
-    /// [`Error::NoSuchCpu`], [`Error::ModuleLayout`], [`Error::UserAccessNotEnabled`].
+    /// [`Error::NoSuchCpu`]; [`Error::UserAccessNotEnabled`] without the module's layout
+    /// or without the grant on this CPU; [`Error::ModuleLayout`] for a layout not
+    /// understood.
     pub fn take_granted(
         cpu: usize,
     ) -> Result<(
@@ -498,6 +500,10 @@ pub mod armv8 {
         String,
     )> {
         let pin = pin_to(cpu)?;
+        if !std::path::Path::new(super::MODULE_LAYOUT).exists() {
+            // No module (or none with a read-only grant): nothing is readable.
+            return Err(Error::UserAccessNotEnabled);
+        }
         let (text, layout) = module_layout()?;
         if layout.cycle_counter() {
             probe_with(probe_cycle_read)?;

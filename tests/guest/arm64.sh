@@ -108,29 +108,34 @@ scenario_access() {
 # back; a CPU offline at unload keeps no grant.
 scenario_grant() {
 	boot_line
-	result cpuidle driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) state1=$(cat /sys/devices/system/cpu/cpu0/cpuidle/state1/name 2>/dev/null) usage_before=$(cat /sys/devices/system/cpu/cpu0/cpuidle/state1/usage 2>/dev/null)
+	idle_usage() {
+		cat /sys/devices/system/cpu/cpu*/cpuidle/state1/usage 2>/dev/null | awk '{n += $1} END {print n + 0}'
+	}
+	result cpuidle driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) state1=$(cat /sys/devices/system/cpu/cpu0/cpuidle/state1/name 2>/dev/null) usage_before=$(idle_usage)
 
-	# perf counts 1000 iterations of the loop on CPU 0 (one-instruction reads) while
-	# the module is loaded and unloaded three times.
+	# perf counts 1000 iterations of the loop on CPU 0 (one-instruction reads through
+	# its page) while the module is loaded and unloaded on CPU 1, as often as fits.
 	sysctl -w kernel.perf_user_access=1 >/dev/null
+	rm -f /tmp/across.done
+	(
+		cycles=0
+		while [ ! -e /tmp/across.done ]; do
+			taskset -c 1 insmod "$MODULE" && taskset -c 1 rmmod "$NAME" && cycles=$((cycles + 1))
+		done
+		echo $cycles >/tmp/across.cycles
+	) &
+	loader=$!
 	pmu-demo measure --backend perf --cpu 0 --kernel loop --units 1000 \
-		--events instructions --runs 400000 --warmup 2 --json \
-		>/tmp/across.out 2>/tmp/across.err &
-	reader=$!
-	sleep 0.2
-	running=0
-	for i in 1 2 3; do
-		load across-$i
-		unload across-$i
-		kill -0 $reader 2>/dev/null && running=$((running + 1))
-	done
-	wait $reader
+		--events instructions --runs 20000 --warmup 2 --json \
+		>/tmp/across.out 2>/tmp/across.err
 	status=$?
+	touch /tmp/across.done
+	wait $loader
 	echo "JSON perf-across $(tr -d '\n' </tmp/across.out)"
 	sed 's/^/STDERR perf-across /' /tmp/across.err | head -n 5
-	result perf-across status=$status running=$running
+	result perf-across status=$status load_unload_cycles=$(cat /tmp/across.cycles) loaded=$(module_loaded)
 	sysctl -w kernel.perf_user_access=0 >/dev/null
-	klog
+	klog_quiet
 
 	load default
 	klog
@@ -138,15 +143,31 @@ scenario_grant() {
 	sleep 1
 	probe idle-read-0 0 read 5
 	probe idle-cycles-1 1 cycles
-	result cpu_pm regrants=$(cut -d' ' -f1 /sys/module/$NAME/parameters/cpu_pm_regrants) failures=$(cut -d' ' -f2 /sys/module/$NAME/parameters/cpu_pm_regrants) usage_after=$(cat /sys/devices/system/cpu/cpu0/cpuidle/state1/usage 2>/dev/null)
+	result cpu_pm regrants=$(cut -d' ' -f1 /sys/module/$NAME/parameters/cpu_pm_regrants) failures=$(cut -d' ' -f2 /sys/module/$NAME/parameters/cpu_pm_regrants) usage_after=$(idle_usage)
 
-	# perf on CPU 0 (read() path): armv8pmu_start() writes PMUSERENR_EL0 = 0 there.
-	demo perf-on-cpu0 0 perf
+	# perf on CPU 0 (read() path, instructions and cycles): while it runs, its
+	# armv8pmu_start() has written PMUSERENR_EL0 = 0 there, and it holds the cycle
+	# counter, so a regrant must refuse CPU 0 (EBUSY) rather than hand its counter out.
+	pmu-demo measure --backend perf --cpu 0 --kernel loop --units 1000 \
+		--events instructions,cycles --runs 20000 --warmup 2 --json \
+		>/tmp/perf0.out 2>/tmp/perf0.err &
+	perf0=$!
+	sleep 0.2
+	perf_running=0
+	kill -0 $perf0 2>/dev/null && perf_running=1
 	probe revoked-read-0 0 read 5
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	rc=$?
+	kill -0 $perf0 2>/dev/null || perf_running=0
+	result regrant-busy rc=$rc perf_running=$perf_running
+	wait $perf0
+	klog
+	# perf is gone; CPU 0 idled since (CPU PM put the grant back) and regrant works.
+	sleep 0.5
+	probe regranted-read-0 0 read 5
 	echo 1 >/sys/module/$NAME/parameters/regrant
 	result regrant rc=$?
 	klog
-	probe regranted-read-0 0 read 5
 
 	# Unload with CPU 1 offline: its grant went with it, and it comes back without one.
 	echo 0 >/sys/devices/system/cpu/cpu1/online

@@ -216,22 +216,20 @@ pub fn add_idle_states(dts: &str) -> Option<String> {
     let mut added = false;
     for line in dts.lines() {
         let trimmed = line.trim();
-        if trimmed == "cpus {" {
-            in_cpus = true;
-            out.push_str(line);
-            out.push('\n');
+        // The node's properties come before its subnodes: the idle states go last,
+        // before the `cpus` node closes.
+        if in_cpus && line.starts_with("\t};") {
             out.push_str(IDLE_STATES_DTS);
             added = true;
-            continue;
+            in_cpus = false;
         }
         out.push_str(line);
         out.push('\n');
-        if in_cpus && trimmed.starts_with("cpu@") && trimmed.ends_with('{') {
+        if trimmed == "cpus {" {
+            in_cpus = true;
+        } else if in_cpus && trimmed.starts_with("cpu@") && trimmed.ends_with('{') {
             out.push_str("\t\t\tcpu-idle-states = <&cpu_sleep>;\n");
             cpus += 1;
-        }
-        if in_cpus && line.starts_with("\t};") {
-            in_cpus = false;
         }
     }
     (added && cpus > 0).then_some(out)
