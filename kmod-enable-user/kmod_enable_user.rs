@@ -867,7 +867,11 @@ mod arch {
                 return Err(EINVAL);
             }
         };
-        let handle = KernelFile::open(path, bindings::O_PATH)?;
+        let handle = KernelFile::open(path, bindings::O_PATH).inspect_err(|e| {
+            if *e != ENOENT {
+                pr_err!("cannot look up {path:?} ({e:?}): refusing to load\n");
+            }
+        })?;
         let magic = handle.fs_magic();
         if magic != u64::from(bindings::SYSFS_MAGIC) {
             pr_err!(
