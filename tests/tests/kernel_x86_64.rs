@@ -52,7 +52,11 @@ fn no_policy_refuses_and_cr4_pce_is_an_opt_in() {
 
     let default = run.find("insmod", "tag", "default");
     assert_eq!(
-        (default.int("rc"), default.int("loaded"), default.get("error")),
+        (
+            default.int("rc"),
+            default.int("loaded"),
+            default.get("error")
+        ),
         (1, 0, ENODEV_MESSAGE),
         "{}",
         default.raw
@@ -107,7 +111,9 @@ fn no_policy_refuses_and_cr4_pce_is_an_opt_in() {
             run.stdout
         );
     }
-    run.assert_klog("kmod_enable_user: loaded: CR4.PCE set on every online CPU (mode cr4_pce_until_switch)");
+    run.assert_klog(
+        "kmod_enable_user: loaded: CR4.PCE set on every online CPU (mode cr4_pce_until_switch)",
+    );
     run.assert_klog("kmod_enable_user: unloaded: every online CPU's previous CR4.PCE restored");
     let unload = run.find("rmmod", "tag", "pce");
     assert_eq!(
