@@ -1058,8 +1058,8 @@ mod arch {
                 );
                 return Err(EINVAL);
             }
-            // ENOENT would read "unknown symbol in module" in insmod (kmod's and
-            // busybox's `moderror()`): a missing policy is "No such device".
+            // ENOENT would read "Unknown symbol in module" in kmod's insmod
+            // (tools/insmod.c, `mod_strerror()`): a missing policy is "No such device".
             let file = open_policy(path).map_err(|e| {
                 if e == ENOENT {
                     pr_err!(
