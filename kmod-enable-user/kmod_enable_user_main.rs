@@ -1172,7 +1172,11 @@ mod arch {
                 return Err(EINVAL);
             }
         };
-        let handle = KernelFile::open(path, bindings::O_PATH)?;
+        let handle = KernelFile::open(path, bindings::O_PATH).inspect_err(|e| {
+            if *e != ENOENT {
+                pr_err!("cannot look up {path:?} ({e:?}): refusing to load\n");
+            }
+        })?;
         let magic = handle.fs_magic();
         if magic != u64::from(bindings::SYSFS_MAGIC) {
             pr_err!(
@@ -1359,8 +1363,8 @@ mod arch {
                 );
                 return Err(EINVAL);
             }
-            // ENOENT would read "unknown symbol in module" in insmod (kmod's and
-            // busybox's `moderror()`): a missing policy is "No such device".
+            // ENOENT would read "Unknown symbol in module" in kmod's insmod
+            // (tools/insmod.c, `mod_strerror()`): a missing policy is "No such device".
             let file = open_policy(path).map_err(|e| {
                 if e == ENOENT {
                     pr_err!(

@@ -37,7 +37,8 @@ file_sum() {
 # rdpmc_policy= writes only perf's policy file: /sys/bus/event_source/devices/<pmu>/rdpmc
 # on sysfs. Every other path is refused (EINVAL) and left as it was; a PMU without the
 # file is ENOENT; a file of that name on another file system (a tmpfs over the directory)
-# is refused too, given or found by default.
+# is refused too, given or found by default. The kernel log after each load, so that the
+# test can tell whose line is whose.
 scenario_policy_path() {
 	boot_line
 	mkdir -p /etc
@@ -47,12 +48,19 @@ scenario_policy_path() {
 	stand_in_before=$(file_sum /tmp/rdpmc)
 
 	load passwd rdpmc_policy=/etc/passwd
+	klog
 	load stand-in rdpmc_policy=/tmp/rdpmc
+	klog
 	load traversal rdpmc_policy=/sys/bus/event_source/devices/cpu/../../../../../tmp/rdpmc
+	klog
 	load dotdot rdpmc_policy=/sys/bus/event_source/devices/../rdpmc
+	klog
 	load empty-pmu rdpmc_policy=/sys/bus/event_source/devices//rdpmc
+	klog
 	load not-rdpmc rdpmc_policy=/sys/bus/event_source/devices/software/type
+	klog
 	load no-file rdpmc_policy=/sys/bus/event_source/devices/software/rdpmc
+	klog
 	load both rdpmc_policy=/sys/bus/event_source/devices/cpu/rdpmc cr4_pce_until_switch=1
 	klog
 
@@ -61,8 +69,11 @@ scenario_policy_path() {
 	mkdir /sys/bus/event_source/devices/cpu
 	echo 1 >/sys/bus/event_source/devices/cpu/rdpmc
 	load fake-default
+	klog
 	load fake-given rdpmc_policy=/sys/bus/event_source/devices/cpu/rdpmc
+	klog
 	load fake-cr4 cr4_pce_until_switch=1
+	klog
 	result policy_file when=fake value=$(cat /sys/bus/event_source/devices/cpu/rdpmc)
 	umount /sys/bus/event_source/devices
 	klog

@@ -505,7 +505,9 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
 
     /// A kernel configuration with only what kmod-enable-user/stock/Makefile and
     /// check-object.sh read: arm64 with BTI and pointer authentication for the kernel
-    /// (as Debian 12's arm64 kernel, `linux-headers-*-arm64/.config`), 32-bit ARM plain.
+    /// (the strictest case: neither the workspace's test kernel nor Debian 12's arm64
+    /// kernel, which has CONFIG_ARM64_PTR_AUTH_KERNEL=y but no CONFIG_ARM64_BTI_KERNEL,
+    /// exercises the BTI check), 32-bit ARM plain.
     fn stand_in_config(arch: &str) -> &'static str {
         match arch {
             "arm64" => {
@@ -729,9 +731,9 @@ int use_x18(int x) { __asm__ volatile(\"add x18, x18, #1\"); return x + per_thre
                     rust_target_dir(&name).display()
                 ))
                 // No kernel build directory: a stand-in .config with what the
-                // Makefile reads from it (arm64: BTI and pointer authentication, as in
-                // Debian 12's arm64 kernel), so the object carries the landing pads and
-                // check-object.sh looks for them.
+                // Makefile reads from it (arm64: BTI and pointer authentication for the
+                // kernel), so the object carries the landing pads and check-object.sh
+                // looks for them.
                 .arg("KDIR=/nonexistent")
                 .arg(format!("KERNEL_CONFIG={}", config.display()))
                 .arg("kmod_enable_user_rust.o_shipped");
