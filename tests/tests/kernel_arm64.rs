@@ -130,7 +130,13 @@ const TRAPPED: i128 = 132;
 /// (`mrs`, `isb` and the loop set-up), the cycle counter the same under -icount.
 fn assert_reads_advance(run: &QemuRun, tag: &str) {
     let (status, delta) = probe(run, tag);
-    assert_eq!(status, 0, "{tag}: {}", run.find("probe", "tag", tag).raw);
+    assert_eq!(
+        status,
+        0,
+        "{tag}: {}\n{}",
+        run.find("probe", "tag", tag).raw,
+        run.stdout
+    );
     let delta = delta.unwrap();
     assert!(
         (10_000..10_050).contains(&delta),
@@ -454,9 +460,8 @@ fn grant(flavour: Flavour) {
     );
 
     // A perf session (one-instruction reads of its counter through the page) counted
-    // the loop on CPU 0 while the module was loaded and unloaded on CPU 1 over and over:
-    // every clean run is exact. The old grant reset every counter (PMCR_EL0.P) at load,
-    // which made the runs it hit jump by up to 2^32.
+    // the loop on CPU 0 while the module was loaded and unloaded on CPU 1 over and over.
+    // The old grant reset every counter (PMCR_EL0.P) at load, under perf's feet.
     let across = &run.scenario("perf-across")[0];
     assert_eq!(
         (across.int("status"), across.int("loaded")),
@@ -470,10 +475,19 @@ fn grant(flavour: Flavour) {
         "loads and unloads during the session: {}",
         across.raw
     );
+    // A reset under a region makes it negative (the counter restarts below its start
+    // value), so the smallest clean run is the telling figure. The largest is not exact
+    // here: QEMU's INST_RETIRED is its global instruction count, so a region on CPU 0
+    // also counts what CPU 1 executes while TCG runs it in the middle (the busy
+    // insmod/rmmod loop): tens to hundreds of thousands, never a 2^32 jump.
     let d = demo(&run, "perf-across");
     let inst = d.event(&run, "instructions");
     assert_eq!(inst["min"].as_i64(), Some(2000), "{inst}");
-    assert_eq!(inst["max"].as_i64(), Some(2000), "no jump: {inst}");
+    assert_eq!(inst["median"].as_i64(), Some(2000), "{inst}");
+    assert!(
+        inst["max"].as_i64().is_some_and(|m| m < 2000 + 1_000_000),
+        "no counter jump: {inst}"
+    );
     assert!(inst["clean_runs"].as_u64().unwrap_or(0) > 10_000, "{inst}");
 
     // After a second of idle (every CPU_PM_EXIT resets the PMU), the grant and the
@@ -490,17 +504,25 @@ fn grant(flavour: Flavour) {
         pm.raw
     );
 
-    // perf running on CPU 0 revoked the grant there (armv8pmu_start: PMUSERENR_EL0 = 0)
-    // and holds the cycle counter: `regrant` refuses CPU 0 with EBUSY and says why.
-    let busy = &run.scenario("regrant-busy")[0];
-    assert_eq!(busy.int("perf_running"), 1, "{}", busy.raw);
+    // perf running on CPU 0 revokes the grant there at every start of the PMU
+    // (armv8pmu_start: PMUSERENR_EL0 = 0), so a reader traps instead of reading perf's
+    // counters; `regrant` re-applies it (here perf's events, counted at EL0 only, sit on
+    // counter 0 and on the cycle counter with the module's own filter: kept). A layout
+    // counter perf holds with another configuration makes `regrant` refuse that CPU with
+    // EBUSY: pmu_armv8::user_enable's host tests. After perf, the grant holds.
+    let during = &run.scenario("regrant-during-perf")[0];
+    assert_eq!(
+        (during.int("perf_running"), during.int("rc")),
+        (1, 0),
+        "{}",
+        during.raw
+    );
     assert_eq!(probe(&run, "revoked-read-0").0, TRAPPED);
-    assert_ne!(busy.int("rc"), 0, "{}", busy.raw);
-    run.assert_klog("kmod_enable_user: cpu0: counter 31 is in use by another owner (perf;");
-    // Once perf is gone, the grant is back (CPU PM) and `regrant` succeeds.
-    assert_reads_advance(&run, "regranted-read-0");
+    run.assert_klog(
+        "kmod_enable_user: cpu0: PMUSERENR_EL0 0x0 -> 0xc (CR|ER: read-only) [regrant]",
+    );
     assert_eq!(run.scenario("regrant")[0].int("rc"), 0);
-    run.assert_klog("kmod_enable_user: cpu0: PMUSERENR_EL0 0xc -> 0xc (CR|ER: read-only) [regrant]");
+    assert_reads_advance(&run, "regranted-read-0");
 
     // Unloaded with CPU 1 offline: CPU 1 comes back without a grant; CPU 0 has none.
     assert_eq!(run.find("rmmod", "tag", "default").int("rc"), 0);

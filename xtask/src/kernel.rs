@@ -644,7 +644,11 @@ pub fn module(arch: Arch) -> Result<PathBuf, String> {
         &arch.make_vars(),
         &extra,
         "the module",
-        &["kmod_enable_user_main.o", "kmod_enable_user.o", "kmod_enable_user.ko"],
+        &[
+            "kmod_enable_user_main.o",
+            "kmod_enable_user.o",
+            "kmod_enable_user.ko",
+        ],
     )?;
     let ko = dir.join("kmod_enable_user.ko");
     if !ko.is_file() {
