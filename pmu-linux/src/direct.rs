@@ -33,7 +33,8 @@ use crate::MAX_EVENTS;
 /// child and classifies the outcome.
 ///
 /// # Errors
-/// [`Error::UserAccessNotEnabled`] when the child died of SIGILL;
+/// [`Error::UserAccessNotEnabled`] when the child died of SIGILL and the module is not
+/// loaded, [`Error::ModuleGrantMissing`] when it is;
 /// [`Error::ProbeFailed`] for any other abnormal end; [`Error::Syscall`] when the
 /// child could not be started.
 pub fn probe_with(access: fn()) -> Result<()> {
@@ -47,7 +48,8 @@ pub fn probe_with(access: fn()) -> Result<()> {
 fn classify(end: ChildEnd) -> Result<()> {
     match end {
         ChildEnd::Exited(0) => Ok(()),
-        ChildEnd::Signaled(libc::SIGILL) => Err(Error::UserAccessNotEnabled),
+        // Not loaded, or loaded and its grant gone: the module's sysfs state tells.
+        ChildEnd::Signaled(libc::SIGILL) => Err(Error::trapped()),
         ChildEnd::Signaled(signal) => Err(Error::ProbeFailed { status: signal }),
         ChildEnd::Exited(code) => Err(Error::ProbeFailed { status: code << 8 }),
     }

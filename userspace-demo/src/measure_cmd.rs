@@ -332,6 +332,7 @@ fn no_hardware_counters(e: &pmu_linux::Error) -> bool {
         pmu_linux::Error::Open {
             cause: pmu_linux::OpenError::NotSupported {
                 needs_cpu_pmu: true,
+                cpu_pmu_present: false,
                 ..
             },
             ..
