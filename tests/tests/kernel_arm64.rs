@@ -572,3 +572,8 @@ fn demo_messages(flavour: Flavour) {
 fn demo_messages_on_max() {
     demo_messages(Flavour::RustForLinux);
 }
+
+#[test]
+fn demo_messages_on_max_stock_module() {
+    demo_messages(Flavour::Stock);
+}
