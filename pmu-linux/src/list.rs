@@ -213,12 +213,14 @@ pub fn is_cpu_pmu(name: &str) -> bool {
 }
 
 /// A `<pmu>/event=…/` example for this machine: retired instructions on its CPU PMU,
-/// event 0x08 on Arm (INST_RETIRED, a common event of the Arm ARM, DDI 0487) and 0xc0 on x86
-/// (INST_RETIRED.ANY_P on Intel, "Retired Instructions" on AMD: the same code on
-/// both). The PMU is the one sysfs registers (`cpu`, `cpu_core`, `armv8_pmuv3_0`,
-/// `armv8_cortex_a53`, …); where there is none, the name Linux gives it on this
-/// architecture (`cpu` on x86, `armv8_pmuv3_0` on arm64, from the devicetree/ACPI
-/// probe in drivers/perf/arm_pmuv3.c) and `registered` false.
+/// event 0x08 on ARMv7/ARMv8 (INST_RETIRED, a common event of the Arm ARM, DDI 0487),
+/// 0x07 on the ARM1136/1176 (Linux 6.12 drivers/perf/arm_v6_pmu.c
+/// `ARMV6_PERFCTR_INSTR_EXEC`) and 0xc0 on x86 (INST_RETIRED.ANY_P on Intel, "Retired
+/// Instructions" on AMD: the same code on both). The PMU is the one sysfs registers
+/// (`cpu`, `cpu_core`, `armv8_pmuv3_0`, `armv8_cortex_a53`, `armv6_1176`, …); where
+/// there is none, the name Linux gives it on this architecture (`cpu` on x86,
+/// `armv8_pmuv3_0` on arm64 from drivers/perf/arm_pmuv3.c, `armv6_1176` on 32-bit ARM,
+/// the only core this library's 32-bit build supports) and `registered` false.
 pub fn pmu_event_example(sysfs: &Sysfs) -> PmuEventExample {
     let mut names: Vec<String> = sysfs
         .pmu_names()
@@ -229,12 +231,17 @@ pub fn pmu_event_example(sysfs: &Sysfs) -> PmuEventExample {
     names.sort();
     let (pmu, registered) = match names.into_iter().next() {
         Some(name) => (name, true),
-        None if cfg!(any(target_arch = "aarch64", target_arch = "arm")) => {
-            ("armv8_pmuv3_0".to_owned(), false)
-        }
+        None if cfg!(target_arch = "aarch64") => ("armv8_pmuv3_0".to_owned(), false),
+        None if cfg!(target_arch = "arm") => ("armv6_1176".to_owned(), false),
         None => ("cpu".to_owned(), false),
     };
-    let code = if pmu.starts_with("armv") { 0x08 } else { 0xc0 };
+    let code = if pmu.starts_with("armv6") {
+        0x07
+    } else if pmu.starts_with("armv") {
+        0x08
+    } else {
+        0xc0
+    };
     PmuEventExample {
         event: format!("{pmu}/event={code:#04x}/"),
         raw: format!("r{code:02x}"),
@@ -397,6 +404,8 @@ mod tests {
         assert!(!none.registered);
         let expected = if cfg!(target_arch = "aarch64") {
             "armv8_pmuv3_0/event=0x08/"
+        } else if cfg!(target_arch = "arm") {
+            "armv6_1176/event=0x07/"
         } else {
             "cpu/event=0xc0/"
         };
