@@ -43,7 +43,7 @@ pub struct Args {
     bytes: usize,
     /// Events, comma-separated: perf names (cycles, instructions, branches,
     /// branch-misses, cache-references, cache-misses, L1-dcache-load-misses, …), raw
-    /// r<hex>, or <pmu>/event=…,umask=…/ from /sys/bus/event_source/devices. The first
+    /// rHEX, or PMU/event=…,umask=…/ from /sys/bus/event_source/devices. The first
     /// leads the group.
     #[arg(long, value_delimiter = ',', default_value = "cycles,instructions")]
     events: Vec<String>,
