@@ -170,6 +170,22 @@ scenario_demo_msgs() {
 	demo revoked-cpu0 0 direct
 	demo untouched-cpu1 1 direct
 	msg_run revoked-hazards hazards --json
+	# A measurement interrupted on the way: the direct reader on CPU 1 is stopped, a perf
+	# session runs on CPU 1 (revoking the grant there), the reader continues: its next
+	# region finds the grant gone, and the runs measured before are still reported.
+	pmu-demo measure --backend direct --cpu 1 --kernel loop --units 1000000 \
+		--events instructions --runs 5000 --warmup 0 --no-calibrate --json \
+		>/tmp/interrupted.out 2>/tmp/interrupted.err &
+	reader=$!
+	sleep 0.3
+	kill -STOP $reader
+	demo perf-on-cpu1 1 perf
+	kill -CONT $reader
+	wait $reader
+	status=$?
+	echo "JSON interrupted $(tr -d '\n' </tmp/interrupted.out)"
+	sed 's/^/STDERR interrupted /' /tmp/interrupted.err
+	result demo tag=interrupted status=$status
 	if [ -e /sys/module/$NAME/parameters/regrant ]; then
 		echo 1 >/sys/module/$NAME/parameters/regrant
 		result regrant rc=$?

@@ -502,12 +502,18 @@ fn run_kernels(
                     ));
                 }
                 let mut failure = Failure::from(error);
+                let baseline = if config.calibrate {
+                    format!(
+                        " (and {} of {} empty-region runs)",
+                        partial.baseline.len(),
+                        config.runs
+                    )
+                } else {
+                    String::new()
+                };
                 failure.message = format!(
-                    "{kernel}: stopped after {recorded} of {} runs (and {} of {} empty-region \
-                     runs){}: {}",
+                    "{kernel}: stopped after {recorded} of {} runs{baseline}{}: {}",
                     config.runs,
-                    partial.baseline.len(),
-                    if config.calibrate { config.runs } else { 0 },
                     if recorded > 0 {
                         "; the runs measured before are reported"
                     } else {
@@ -614,7 +620,7 @@ mod direct {
     /// when given), then the kernels measured between enable and disable.
     #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
     #[allow(clippy::too_many_arguments)]
-    fn measure<P: pmu_core::Pmu, A: pmu_linux::direct::AccessCheck>(
+    fn measure<P: pmu_core::Pmu, A: pmu_linux::direct::AccessCheck + Copy>(
         pool: &pmu_core::CounterPool<P>,
         names: &[&str],
         filter: pmu_core::PrivilegeFilter,
@@ -643,7 +649,18 @@ mod direct {
         }
         sofar.backend = Some("direct");
         meter.enable()?;
-        run_kernels(&mut meter, args, kernels, config, &mut sofar.results)?;
+        if let Err(failure) = run_kernels(&mut meter, args, kernels, config, &mut sofar.results) {
+            if !access.granted() {
+                // The grant is gone (perf started the PMU on this CPU, or the module was
+                // unloaded): from here every PMU register access traps (SIGILL), the
+                // counters' release in their drop included, and the kernel owns and
+                // reprograms this CPU's PMU anyway. Leave them as they are, so that the
+                // runs measured before are still reported.
+                drop(meter);
+                std::mem::forget(counters);
+            }
+            return Err(failure);
+        }
         meter.disable()?;
         Ok(())
     }
