@@ -33,7 +33,8 @@ use crate::MAX_EVENTS;
 /// child and classifies the outcome.
 ///
 /// # Errors
-/// [`Error::UserAccessNotEnabled`] when the child died of SIGILL;
+/// [`Error::UserAccessNotEnabled`] when the child died of SIGILL and the module is not
+/// loaded, [`Error::ModuleGrantMissing`] when it is;
 /// [`Error::ProbeFailed`] for any other abnormal end; [`Error::Syscall`] when the
 /// child could not be started.
 pub fn probe_with(access: fn()) -> Result<()> {
@@ -47,7 +48,8 @@ pub fn probe_with(access: fn()) -> Result<()> {
 fn classify(end: ChildEnd) -> Result<()> {
     match end {
         ChildEnd::Exited(0) => Ok(()),
-        ChildEnd::Signaled(libc::SIGILL) => Err(Error::UserAccessNotEnabled),
+        // Not loaded, or loaded and its grant gone: the module's sysfs state tells.
+        ChildEnd::Signaled(libc::SIGILL) => Err(Error::trapped()),
         ChildEnd::Signaled(signal) => Err(Error::ProbeFailed { status: signal }),
         ChildEnd::Exited(code) => Err(Error::ProbeFailed { status: code << 8 }),
     }
@@ -489,9 +491,9 @@ pub mod armv8 {
     /// the PMU.
     ///
     /// # Errors
-    /// [`Error::NoSuchCpu`]; [`Error::UserAccessNotEnabled`] without the module's layout
-    /// or without the grant on this CPU; [`Error::ModuleLayout`] for a layout not
-    /// understood.
+    /// [`Error::NoSuchCpu`]; [`Error::UserAccessNotEnabled`] without the module's layout;
+    /// [`Error::ModuleGrantMissing`] (revoked by perf) without the grant on this CPU;
+    /// [`Error::ModuleLayout`] for a layout not understood.
     pub fn take_granted(
         cpu: usize,
     ) -> Result<(
@@ -505,14 +507,27 @@ pub mod armv8 {
             return Err(Error::UserAccessNotEnabled);
         }
         let (text, layout) = module_layout()?;
+        // The module is loaded and has a layout: a read that traps on this CPU means the
+        // grant went away here (perf's armv8pmu_start()), not that it was never given.
+        let revoked = || Error::ModuleGrantMissing {
+            cause: crate::GrantMissing::RevokedByPerf {
+                regrant: std::path::Path::new(crate::error::MODULE_SYSFS)
+                    .join("parameters/regrant")
+                    .exists(),
+            },
+        };
+        let trapped = |e: Error| match e {
+            Error::UserAccessNotEnabled | Error::ModuleGrantMissing { .. } => revoked(),
+            other => other,
+        };
         if layout.cycle_counter() {
-            probe_with(probe_cycle_read)?;
+            probe_with(probe_cycle_read).map_err(trapped)?;
         }
         if !layout.event_counters().is_empty() {
-            probe_with(probe_event_read)?;
+            probe_with(probe_event_read).map_err(trapped)?;
         }
         if !PmuserenrRead::for_layout(&layout).granted() {
-            return Err(Error::UserAccessNotEnabled);
+            return Err(revoked());
         }
         // SAFETY: the probes just read both kinds of counter on this (pinned) CPU; the
         // layout names only counters below PMCR_EL0.N (the module programmed them).

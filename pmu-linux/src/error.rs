@@ -78,6 +78,12 @@ pub enum OpenError {
         /// The event needs the CPU's PMU (hardware, cache or raw event): on a VM
         /// without a virtual PMU there is none.
         needs_cpu_pmu: bool,
+        /// A CPU PMU is registered in /sys/bus/event_source/devices (`cpu`,
+        /// `armv8_pmuv3_0`, …): the hardware counters are there and this one event is
+        /// what the PMU does not implement (arm64: its bit in PMCEID0/1_EL0 is 0, and
+        /// Linux 6.12 drivers/perf/arm_pmuv3.c `__armv8_pmuv3_map_event` answers
+        /// ENOENT for it alone).
+        cpu_pmu_present: bool,
     },
     /// EINVAL: the kernel rejected the attributes (a config the PMU does not know, a
     /// filter it cannot apply, a group mixing PMUs that cannot go together).
@@ -99,13 +105,14 @@ pub enum OpenError {
 }
 
 impl OpenError {
-    /// Decodes the errno of a failed `perf_event_open`; `paranoid` and the event's
-    /// properties only feed the message.
+    /// Decodes the errno of a failed `perf_event_open`; `paranoid`, the event's
+    /// properties and whether a CPU PMU is registered only feed the message.
     pub fn from_errno(
         errno: Errno,
         paranoid: Option<i32>,
         counts_kernel: bool,
         needs_cpu_pmu: bool,
+        cpu_pmu_present: bool,
     ) -> Self {
         match errno.0 {
             libc::EACCES | libc::EPERM => Self::PermissionDenied {
@@ -116,6 +123,7 @@ impl OpenError {
             libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => Self::NotSupported {
                 errno,
                 needs_cpu_pmu,
+                cpu_pmu_present,
             },
             libc::EINVAL => Self::InvalidAttr,
             libc::EMFILE | libc::ENFILE => Self::TooManyOpenFiles { errno },
@@ -156,15 +164,29 @@ impl fmt::Display for OpenError {
             Self::NotSupported {
                 errno,
                 needs_cpu_pmu: true,
+                cpu_pmu_present: true,
+            } => write!(
+                f,
+                "not implemented by this PMU ({errno}): the CPU's PMU is there and counts \
+                 other events, not this one; the events/ directory of its entry in \
+                 /sys/bus/event_source/devices lists the events it implements (arm64: the \
+                 common events PMCEID0/1_EL0 announce)"
+            ),
+            Self::NotSupported {
+                errno,
+                needs_cpu_pmu: true,
+                cpu_pmu_present: false,
             } => write!(
                 f,
                 "not supported by this CPU ({errno}): no hardware counters: VM without vPMU? \
-                 (/sys/bus/event_source/devices/cpu is missing without a PMU driver); \
-                 software events such as task-clock still work"
+                 (no CPU PMU in /sys/bus/event_source/devices: no `cpu` (x86), no \
+                 `armv8_pmuv3*` (arm64), so no PMU driver is bound); software events such as \
+                 task-clock still work"
             ),
             Self::NotSupported {
                 errno,
                 needs_cpu_pmu: false,
+                ..
             } => write!(f, "not supported by this kernel ({errno})"),
             Self::InvalidAttr => f.write_str(
                 "the kernel rejected the event attributes (EINVAL): the PMU does not know this \
@@ -357,6 +379,16 @@ pub enum Error {
         /// Bytes read.
         got: usize,
     },
+    /// A trial enable showed that the events do not fit on the hardware counters
+    /// together (the pinned group went into its error state): more events than the
+    /// PMU has counters, or other perf users hold some of them.
+    GroupDoesNotFit {
+        /// Events given.
+        events: usize,
+        /// How many of the first events fit together (a trial per prefix); 0 when not
+        /// even the first one does.
+        fit: usize,
+    },
     /// The group `read()` returned events in an unexpected order or number.
     GroupMismatch,
     /// No event given.
@@ -371,6 +403,13 @@ pub enum Error {
     /// The direct backend's probe trapped (SIGILL): the counters are not accessible
     /// from user mode on this CPU.
     UserAccessNotEnabled,
+    /// The direct backend's probe trapped although kmod-enable-user is loaded
+    /// (`/sys/module/kmod_enable_user` exists): the grant is gone on this CPU, or the
+    /// module was loaded without the access the direct backend needs.
+    ModuleGrantMissing {
+        /// What the module's state in sysfs says.
+        cause: GrantMissing,
+    },
     /// User access was revoked while counters were in use (the kernel cleared
     /// PMUSERENR_EL0: a perf user started on this CPU, or the CPU was hot-plugged).
     UserAccessRevoked,
@@ -422,6 +461,125 @@ pub enum Error {
         /// The module's layout (`5=0x8 31=0x11`).
         layout: String,
     },
+}
+
+/// Why user mode traps on this CPU although kmod-enable-user is loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GrantMissing {
+    /// arm64, loaded with programming access: perf's use of the PMU revoked the grant
+    /// on this CPU. Linux 6.12 drivers/perf/arm_pmuv3.c `armv8pmu_start()` writes
+    /// PMUSERENR_EL0 = 0 whenever perf starts the PMU for a task that has no
+    /// user-readable events, and nothing sets it again.
+    RevokedByPerf {
+        /// The module has the root-only `regrant` parameter
+        /// (`/sys/module/kmod_enable_user/parameters/regrant`).
+        regrant: bool,
+    },
+    /// The module's parameters grant less than programming the counters from user
+    /// mode (PMUSERENR_EL0.EN), which the direct backend needs.
+    NoProgrammingAccess {
+        /// The parameter as sysfs shows it (`user_access=0x4`, `el0_programming=N`).
+        parameter: String,
+    },
+    /// Loaded, and still User mode traps on this CPU (32-bit ARM: SUNAVCR.V is 0).
+    Trapped,
+}
+
+/// Where the module publishes itself once loaded.
+pub const MODULE_SYSFS: &str = "/sys/module/kmod_enable_user";
+
+impl Error {
+    /// The error of a probe that trapped, from the module's state under `module`
+    /// ([`MODULE_SYSFS`]): [`Error::UserAccessNotEnabled`] when it is not loaded,
+    /// [`Error::ModuleGrantMissing`] with what its parameters say when it is.
+    pub fn trapped_with_module_at(module: &std::path::Path) -> Self {
+        if !module.is_dir() {
+            return Self::UserAccessNotEnabled;
+        }
+        let parameter = |name: &str| {
+            std::fs::read_to_string(module.join("parameters").join(name))
+                .ok()
+                .map(|s| s.trim().to_owned())
+        };
+        // The module's write opt-in (`el0_programming`); a module older than it had EN
+        // as bit 0 of `user_access`.
+        let opt_in = parameter("el0_programming");
+        if let Some(value) = opt_in.as_ref().filter(|v| *v == "N" || *v == "0") {
+            return Self::ModuleGrantMissing {
+                cause: GrantMissing::NoProgrammingAccess {
+                    parameter: format!("el0_programming={value}"),
+                },
+            };
+        }
+        if let Some(value) = parameter("user_access").filter(|_| opt_in.is_none()) {
+            let bits = value.strip_prefix("0x").map_or_else(
+                || value.parse::<u64>().ok(),
+                |h| u64::from_str_radix(h, 16).ok(),
+            );
+            if bits.is_some_and(|b| b & 1 == 0) {
+                return Self::ModuleGrantMissing {
+                    cause: GrantMissing::NoProgrammingAccess {
+                        parameter: format!("user_access={value}"),
+                    },
+                };
+            }
+        }
+        let cause = if cfg!(target_arch = "aarch64") {
+            GrantMissing::RevokedByPerf {
+                regrant: module.join("parameters/regrant").exists(),
+            }
+        } else {
+            GrantMissing::Trapped
+        };
+        Self::ModuleGrantMissing { cause }
+    }
+
+    /// [`Error::trapped_with_module_at`] for this system's [`MODULE_SYSFS`].
+    pub fn trapped() -> Self {
+        Self::trapped_with_module_at(std::path::Path::new(MODULE_SYSFS))
+    }
+}
+
+impl fmt::Display for GrantMissing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::RevokedByPerf { regrant } => {
+                f.write_str(
+                    "perf's use of the PMU revoked the module's grant on this CPU (Linux's \
+                     armv8pmu_start(), drivers/perf/arm_pmuv3.c, writes PMUSERENR_EL0 = 0 when \
+                     perf starts the PMU for a task without user-readable events); ",
+                )?;
+                if *regrant {
+                    f.write_str(
+                        "grant it again with `echo 1 > /sys/module/kmod_enable_user/parameters/regrant` \
+                         (as root: every online CPU)",
+                    )?;
+                } else {
+                    f.write_str(
+                        "grant it again by reloading the module (`rmmod kmod_enable_user`, then \
+                         insmod; this version has no \
+                         /sys/module/kmod_enable_user/parameters/regrant, which newer ones re-grant \
+                         with `echo 1 >` as root)",
+                    )?;
+                }
+                f.write_str(if *regrant {
+                    ", or reload the module, or use --backend perf"
+                } else {
+                    ", or use --backend perf"
+                })
+            }
+            Self::NoProgrammingAccess { parameter } => write!(
+                f,
+                "it was loaded with {parameter}, which does not let user mode program the \
+                 counters (PMUSERENR_EL0.EN), and the direct backend programs them: reload it \
+                 with programming access, or use --backend perf"
+            ),
+            Self::Trapped => f.write_str(
+                "user mode still traps on this CPU: reload the module, and check its kernel log",
+            ),
+        }
+    }
 }
 
 /// Why there is no direct backend.
@@ -549,6 +707,14 @@ impl fmt::Display for Error {
                 f,
                 "the group read returned {got} bytes, {expected} expected"
             ),
+            Self::GroupDoesNotFit { events, fit } => write!(
+                f,
+                "the {events} events do not fit on the hardware counters together: a trial \
+                 enable could not put them on the counters at once (the first {fit} fit); \
+                 measure at most {fit} per run, stop other perf users of this CPU's counters, \
+                 or let the kernel multiplex them (pmu-demo measure --multiplex: scaled \
+                 estimates, flagged)"
+            ),
             Self::GroupMismatch => f.write_str(
                 "the group read returned other events than were opened",
             ),
@@ -560,9 +726,16 @@ impl fmt::Display for Error {
             Self::UserAccessNotEnabled => {
                 f.write_str("user access to the PMU is not enabled: load kmod-enable-user")
             }
+            Self::ModuleGrantMissing { cause } => write!(
+                f,
+                "user access to the PMU is not enabled on this CPU although kmod-enable-user is \
+                 loaded ({MODULE_SYSFS}): {cause}"
+            ),
             Self::UserAccessRevoked => f.write_str(
-                "user access to the PMU was revoked while measuring (a perf user or CPU hotplug \
-                 reset it): load kmod-enable-user again and avoid perf on this CPU",
+                "user access to the PMU was revoked while measuring (perf started the PMU on \
+                 this CPU, or a CPU hotplug reset it): grant it again with \
+                 `echo 1 > /sys/module/kmod_enable_user/parameters/regrant` (as root), or reload \
+                 kmod-enable-user, and keep perf off this CPU; or use --backend perf",
             ),
             Self::ProbeFailed { status } => write!(
                 f,
@@ -629,10 +802,73 @@ mod tests {
         );
     }
 
+    /// A trapped probe names what happened, from the module's sysfs directory (a fake
+    /// one here: /sys/module/<name>/parameters/<param> is how the kernel publishes a
+    /// module's parameters, kernel/params.c).
+    #[test]
+    fn trapped_probe_reads_the_module_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = dir.path().join("kmod_enable_user");
+        assert_eq!(
+            Error::trapped_with_module_at(&module),
+            Error::UserAccessNotEnabled
+        );
+        std::fs::create_dir_all(module.join("parameters")).unwrap();
+        std::fs::write(module.join("parameters/user_access"), "13\n").unwrap();
+        let loaded = Error::trapped_with_module_at(&module);
+        if cfg!(target_arch = "aarch64") {
+            assert_eq!(
+                loaded,
+                Error::ModuleGrantMissing {
+                    cause: GrantMissing::RevokedByPerf { regrant: false }
+                }
+            );
+            let text = loaded.to_string();
+            for needle in [
+                "although kmod-enable-user is loaded",
+                "perf's use of the PMU revoked the module's grant on this CPU",
+                "/sys/module/kmod_enable_user/parameters/regrant",
+                "rmmod kmod_enable_user",
+                "--backend perf",
+            ] {
+                assert!(text.contains(needle), "`{needle}` missing: {text}");
+            }
+            std::fs::write(module.join("parameters/regrant"), "").unwrap();
+            let text = Error::trapped_with_module_at(&module).to_string();
+            assert!(
+                text.contains("`echo 1 > /sys/module/kmod_enable_user/parameters/regrant`")
+                    && text.contains("or reload the module, or use --backend perf"),
+                "{text}"
+            );
+        } else {
+            assert_eq!(
+                loaded,
+                Error::ModuleGrantMissing {
+                    cause: GrantMissing::Trapped
+                }
+            );
+        }
+        // CR only (4): no EN, the direct backend cannot program the counters.
+        std::fs::write(module.join("parameters/user_access"), "4\n").unwrap();
+        let cr_only = Error::trapped_with_module_at(&module);
+        assert_eq!(
+            cr_only,
+            Error::ModuleGrantMissing {
+                cause: GrantMissing::NoProgrammingAccess {
+                    parameter: "user_access=4".into()
+                }
+            }
+        );
+        std::fs::write(module.join("parameters/el0_programming"), "N\n").unwrap();
+        assert!(Error::trapped_with_module_at(&module)
+            .to_string()
+            .contains("loaded with el0_programming=N"));
+    }
+
     /// errno → cause, after perf_event_open(2) ERRORS.
     #[test]
     fn errno_mapping() {
-        let m = |e, hw| OpenError::from_errno(Errno(e), Some(2), false, hw);
+        let m = |e, hw| OpenError::from_errno(Errno(e), Some(2), false, hw, false);
         assert!(matches!(
             m(libc::EACCES, true),
             OpenError::PermissionDenied {
@@ -669,7 +905,24 @@ mod tests {
             .to_string()
             .contains("no hardware counters: VM without vPMU?"));
         assert!(!m(libc::ENOENT, false).to_string().contains("vPMU"));
-        let denied = OpenError::from_errno(Errno(libc::EACCES), Some(3), true, true).to_string();
+        // A PMU that is there but lacks the event (QEMU's -cpu max has no
+        // PC_WRITE_RETIRED for `branches`): its own reason, never the no-vPMU one.
+        let absent = OpenError::from_errno(Errno(libc::ENOENT), Some(2), false, true, true);
+        assert!(matches!(
+            absent,
+            OpenError::NotSupported {
+                cpu_pmu_present: true,
+                ..
+            }
+        ));
+        let absent = absent.to_string();
+        assert!(
+            absent.starts_with("not implemented by this PMU (ENOENT"),
+            "{absent}"
+        );
+        assert!(!absent.contains("vPMU"), "{absent}");
+        let denied =
+            OpenError::from_errno(Errno(libc::EACCES), Some(3), true, true, false).to_string();
         assert!(denied.contains("perf_event_paranoid is 3"), "{denied}");
         assert!(denied.contains("exclude the kernel"), "{denied}");
     }

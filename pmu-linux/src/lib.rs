@@ -69,11 +69,11 @@ pub mod sysfs;
 pub const MAX_EVENTS: usize = 16;
 
 pub use direct::{AccessCheck, DirectMeter, Unchecked};
-pub use error::{Errno, Error, OpenError, Result};
+pub use error::{Errno, Error, GrantMissing, OpenError, Result};
 pub use events::{EventKind, EventSpec};
 pub use measure::{
-    measure, measure_against, measure_once, measure_with_baseline, Counters, MeasureConfig,
-    Measurement, RunRecord,
+    measure, measure_against, measure_keeping_partial, measure_once, measure_with_baseline,
+    Counters, Interrupted, MeasureConfig, Measurement, RunRecord,
 };
 pub use region::{Evidence, FallbackReason, ReadPath};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -212,6 +212,54 @@ pub fn is_cpu_pmu(name: &str) -> bool {
     name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
 }
 
+/// A `<pmu>/event=…/` example for this machine: retired instructions on its CPU PMU,
+/// event 0x08 on ARMv7/ARMv8 (INST_RETIRED, a common event of the Arm ARM, DDI 0487),
+/// 0x07 on the ARM1136/1176 (Linux 6.12 drivers/perf/arm_v6_pmu.c
+/// `ARMV6_PERFCTR_INSTR_EXEC`) and 0xc0 on x86 (INST_RETIRED.ANY_P on Intel, "Retired
+/// Instructions" on AMD: the same code on both). The PMU is the one sysfs registers
+/// (`cpu`, `cpu_core`, `armv8_pmuv3_0`, `armv8_cortex_a53`, `armv6_1176`, …); where
+/// there is none, the name Linux gives it on this architecture (`cpu` on x86,
+/// `armv8_pmuv3_0` on arm64 from drivers/perf/arm_pmuv3.c, `armv6_1176` on 32-bit ARM,
+/// the only core this library's 32-bit build supports) and `registered` false.
+pub fn pmu_event_example(sysfs: &Sysfs) -> PmuEventExample {
+    let mut names: Vec<String> = sysfs
+        .pmu_names()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| is_cpu_pmu(n))
+        .collect();
+    names.sort();
+    let (pmu, registered) = match names.into_iter().next() {
+        Some(name) => (name, true),
+        None if cfg!(target_arch = "aarch64") => ("armv8_pmuv3_0".to_owned(), false),
+        None if cfg!(target_arch = "arm") => ("armv6_1176".to_owned(), false),
+        None => ("cpu".to_owned(), false),
+    };
+    let code = if pmu.starts_with("armv6") {
+        0x07
+    } else if pmu.starts_with("armv") {
+        0x08
+    } else {
+        0xc0
+    };
+    PmuEventExample {
+        event: format!("{pmu}/event={code:#04x}/"),
+        raw: format!("r{code:02x}"),
+        registered,
+    }
+}
+
+/// What [`pmu_event_example`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PmuEventExample {
+    /// `<pmu>/event=<code>/`, retired instructions.
+    pub event: String,
+    /// The same code as a raw event, `r<hex>`.
+    pub raw: String,
+    /// The PMU is registered in sysfs here (else the architecture's usual name).
+    pub registered: bool,
+}
+
 /// Why this machine offers no hardware counters, as far as files anyone may read tell:
 /// no core PMU registered in `sysfs`, a virtual machine, a paranoid level that forbids
 /// perf. Empty when a core PMU is there and nothing stands in the way.
@@ -326,6 +374,42 @@ mod tests {
         let without = why_no_hardware_counters(&Sysfs::at(empty.path()));
         assert!(without[0].contains("no PMU driver bound"), "{without:?}");
         assert!(is_cpu_pmu("cpu_atom") && is_cpu_pmu("armv8_pmuv3_0") && !is_cpu_pmu("software"));
+    }
+
+    /// The `--events` example names the PMU sysfs has: `cpu` with x86's retired
+    /// instructions (0xc0), `armv8_pmuv3_0` with Arm's INST_RETIRED (0x08); with no CPU
+    /// PMU (this VM) the architecture's usual name, flagged as not registered.
+    #[test]
+    fn pmu_event_example_follows_sysfs() {
+        let dir = tempfile::tempdir().unwrap();
+        fake::intel(dir.path());
+        let x86 = pmu_event_example(&Sysfs::at(dir.path()));
+        assert_eq!(
+            x86,
+            PmuEventExample {
+                event: "cpu/event=0xc0/".into(),
+                raw: "rc0".into(),
+                registered: true
+            }
+        );
+        let dir = tempfile::tempdir().unwrap();
+        fake::arm64(dir.path());
+        let arm = pmu_event_example(&Sysfs::at(dir.path()));
+        assert_eq!(arm.event, "armv8_pmuv3_0/event=0x08/");
+        assert!(arm.registered);
+        // Every example resolves against the tree it came from.
+        assert!(events::resolve(&arm.event, &Sysfs::at(dir.path())).is_ok());
+        let empty = tempfile::tempdir().unwrap();
+        let none = pmu_event_example(&Sysfs::at(empty.path()));
+        assert!(!none.registered);
+        let expected = if cfg!(target_arch = "aarch64") {
+            "armv8_pmuv3_0/event=0x08/"
+        } else if cfg!(target_arch = "arm") {
+            "armv6_1176/event=0x07/"
+        } else {
+            "cpu/event=0xc0/"
+        };
+        assert_eq!(none.event, expected);
     }
 
     #[test]

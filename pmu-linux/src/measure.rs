@@ -219,37 +219,80 @@ pub fn measure_once(counters: &mut dyn Counters, region: &mut dyn FnMut()) -> Re
     })
 }
 
+/// A measurement that stopped on an error (a read failed: the pinned group lost its
+/// counters to another perf user, the direct grant was revoked, …), with every run
+/// recorded before it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interrupted {
+    /// What stopped it.
+    pub error: Error,
+    /// The runs completed before the error (region and baseline), with statistics
+    /// over those alone; no runs when it stopped during the warm-up.
+    pub partial: Measurement,
+}
+
+/// Like [`measure_with_baseline`] (`baseline` given) or [`measure`] (`None`, then
+/// uncalibrated), but on an error keeps what was measured: every run completed before
+/// it, in [`Interrupted::partial`].
+///
+/// # Errors
+/// [`Interrupted`] (boxed: it carries every run) with the backend's error and the
+/// partial measurement.
+pub fn measure_keeping_partial<'r>(
+    counters: &mut dyn Counters,
+    config: &MeasureConfig,
+    region: &'r mut dyn FnMut(),
+    baseline: Option<&'r mut dyn FnMut()>,
+) -> std::result::Result<Measurement, Box<Interrupted>> {
+    run_keeping(counters, config, region, baseline)
+}
+
 fn run<'r>(
     counters: &mut dyn Counters,
     config: &MeasureConfig,
     region: &'r mut dyn FnMut(),
     baseline: Option<&'r mut dyn FnMut()>,
 ) -> Result<Measurement> {
+    run_keeping(counters, config, region, baseline).map_err(|i| i.error)
+}
+
+fn run_keeping<'r>(
+    counters: &mut dyn Counters,
+    config: &MeasureConfig,
+    region: &'r mut dyn FnMut(),
+    baseline: Option<&'r mut dyn FnMut()>,
+) -> std::result::Result<Measurement, Box<Interrupted>> {
     let names = counters.names();
     let n = names.len();
+    let calibrating = baseline.is_some();
     let mut runs = vec![Run::<MAX_EVENTS>::default(); config.runs];
-    let mut empty =
-        vec![Run::<MAX_EVENTS>::default(); if baseline.is_some() { config.runs } else { 0 }];
+    let mut empty = vec![Run::<MAX_EVENTS>::default(); if calibrating { config.runs } else { 0 }];
     let per_phase = config.warmup as usize + config.runs;
     let mut recorder = Recorder {
         inner: counters,
         log: Vec::with_capacity(2 * per_phase),
     };
     let harness = Harness::new(config.warmup);
-    let corrected = match baseline {
-        Some(baseline) => Some(harness.calibrated_against(
-            &mut recorder,
-            region,
-            baseline,
-            &mut runs,
-            &mut empty,
-        )?),
-        None => {
-            harness.run(&mut recorder, region, &mut runs)?;
-            None
-        }
+    let outcome = match baseline {
+        Some(baseline) => harness
+            .calibrated_against(&mut recorder, region, baseline, &mut runs, &mut empty)
+            .map(drop),
+        None => harness.run(&mut recorder, region, &mut runs),
     };
     let log = recorder.log;
+    // Every successful stop is in the log, warm-ups included, phase after phase
+    // (baseline first when calibrating): the runs recorded are the stops past each
+    // phase's warm-up, at most `config.runs` per phase.
+    let recorded = |phase: usize| {
+        log.len()
+            .saturating_sub(phase * per_phase + config.warmup as usize)
+            .min(config.runs)
+    };
+    let (done_empty, done_runs) = if calibrating {
+        (recorded(0), recorded(1))
+    } else {
+        (0, recorded(0))
+    };
     let records = |runs: &[Run<MAX_EVENTS>], phase: usize| -> Vec<RunRecord> {
         let first = phase * per_phase + config.warmup as usize;
         runs.iter()
@@ -260,23 +303,149 @@ fn run<'r>(
             })
             .collect()
     };
-    let (baseline_records, region_records) = if corrected.is_some() {
-        (records(&empty, 0), records(&runs, 1))
+    let (runs, empty) = (&runs[..done_runs], &empty[..done_empty]);
+    let (baseline_records, region_records) = if calibrating {
+        (records(empty, 0), records(runs, 1))
     } else {
-        (Vec::new(), records(&runs, 0))
+        (Vec::new(), records(runs, 0))
     };
+    // The same statistics the harness computes (pmu-core `Harness::calibrated_against`),
+    // over the runs that completed.
     let events = names
         .into_iter()
         .enumerate()
         .map(|(c, name)| EventResult {
             name,
-            summary: Summary::of(&runs, c),
-            corrected: corrected.as_ref().map(|all| all[c]),
+            summary: Summary::of(runs, c),
+            corrected: calibrating
+                .then(|| Corrected::new(Summary::of(runs, c), Summary::of(empty, c))),
         })
         .collect();
-    Ok(Measurement {
+    let measurement = Measurement {
         events,
         runs: region_records,
         baseline: baseline_records,
-    })
+    };
+    match outcome {
+        Ok(()) => Ok(measurement),
+        Err(error) => Err(Box::new(Interrupted {
+            error,
+            partial: measurement,
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts every stop: the n-th successful one reads `n`; the stop after `fail_after`
+    /// successful ones fails the way a pinned group that lost its counters does (a
+    /// 0-byte read, perf_event_open(2)).
+    struct FailingAfter {
+        stops: usize,
+        fail_after: usize,
+    }
+
+    impl RegionMeter for FailingAfter {
+        type Error = Error;
+        fn start(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
+            if self.stops == self.fail_after {
+                return Err(Error::ShortRead {
+                    expected: 40,
+                    got: 0,
+                });
+            }
+            self.stops += 1;
+            out[0] = Reading::new(self.stops as u64);
+            Ok(())
+        }
+    }
+
+    impl Counters for FailingAfter {
+        fn names(&self) -> Vec<String> {
+            vec!["instructions".into()]
+        }
+        fn enable(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn disable(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn evidence(&self) -> Evidence {
+            Evidence::default()
+        }
+    }
+
+    const CONFIG: MeasureConfig = MeasureConfig {
+        warmup: 2,
+        runs: 5,
+        calibrate: true,
+    };
+
+    /// Calibrated: 2 warm-ups + 5 baseline runs (stops 1..=7), 2 warm-ups + 5 region
+    /// runs (stops 8..=14). Failing after 11 stops keeps the 5 baseline runs and the
+    /// region runs of stops 10 and 11, with statistics over those two alone.
+    #[test]
+    fn an_interrupted_measurement_keeps_the_runs_before_the_error() {
+        let mut meter = FailingAfter {
+            stops: 0,
+            fail_after: 11,
+        };
+        let mut nothing = || {};
+        let mut also_nothing = || {};
+        let i = measure_keeping_partial(&mut meter, &CONFIG, &mut nothing, Some(&mut also_nothing))
+            .unwrap_err();
+        assert_eq!(
+            i.error,
+            Error::ShortRead {
+                expected: 40,
+                got: 0
+            }
+        );
+        let values = |records: &[RunRecord]| -> Vec<u64> {
+            records.iter().map(|r| r.readings[0].value).collect()
+        };
+        assert_eq!(values(&i.partial.baseline), [3, 4, 5, 6, 7]);
+        assert_eq!(values(&i.partial.runs), [10, 11]);
+        let event = &i.partial.events[0];
+        assert_eq!((event.summary.runs, event.summary.min), (2, Some(10)));
+        // min(region) - min(baseline) = 10 - 3.
+        assert_eq!(event.corrected.unwrap().min, Some(7));
+    }
+
+    /// A failure in the warm-up keeps nothing; a failure-free run keeps everything, as
+    /// `measure` does.
+    #[test]
+    fn partial_edges() {
+        let mut nothing = || {};
+        let mut meter = FailingAfter {
+            stops: 0,
+            fail_after: 1,
+        };
+        let i = measure_keeping_partial(&mut meter, &CONFIG, &mut nothing, None).unwrap_err();
+        assert!(i.partial.runs.is_empty() && i.partial.baseline.is_empty());
+        assert_eq!(i.partial.events[0].summary.runs, 0);
+        let mut meter = FailingAfter {
+            stops: 0,
+            fail_after: usize::MAX,
+        };
+        let m = measure_keeping_partial(&mut meter, &CONFIG, &mut nothing, None).unwrap();
+        assert_eq!(m.runs.len(), 5);
+        assert!(m.baseline.is_empty() && m.events[0].corrected.is_none());
+        let mut meter = FailingAfter {
+            stops: 0,
+            fail_after: usize::MAX,
+        };
+        assert_eq!(
+            measure(&mut meter, &CONFIG, &mut nothing)
+                .unwrap()
+                .baseline
+                .len(),
+            5
+        );
+    }
 }

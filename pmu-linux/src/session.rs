@@ -60,6 +60,11 @@ pub struct Options {
     pub software_counts_kernel: bool,
     /// The leader is `pinned`: the group is never multiplexed. Default: true.
     pub pinned: bool,
+    /// The events form one group (the first leads; all on the counters together or
+    /// not at all). Without it every event is a group of its own, which the kernel
+    /// schedules, and with `pinned` off multiplexes, one by one: perf stat's default,
+    /// the only way more events than counters get counted at all. Default: true.
+    pub grouped: bool,
     /// Map each event's metadata page (needed for one-instruction reads and for
     /// seeing the kernel reschedule an event). Default: true.
     pub map_pages: bool,
@@ -79,6 +84,7 @@ impl Default for Options {
             exclude_hv: true,
             software_counts_kernel: true,
             pinned: true,
+            grouped: true,
             map_pages: true,
             user_read: true,
             thorough_evidence: false,
@@ -116,6 +122,12 @@ impl Options {
         self
     }
 
+    /// As one group (or every event on its own).
+    pub fn grouped(mut self, grouped: bool) -> Self {
+        self.grouped = grouped;
+        self
+    }
+
     /// With or without the metadata pages.
     pub fn map_pages(mut self, map: bool) -> Self {
         self.map_pages = map;
@@ -144,14 +156,18 @@ struct OpenEvent {
     id: u64,
 }
 
-/// The values of one group `read()`.
+/// The values of one group `read()` (one `read()` per event when not
+/// [`Options::grouped`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GroupRead {
-    /// The group's total time enabled (ns).
+    /// The group's total time enabled (ns); the first event's when not grouped.
     pub time_enabled: u64,
-    /// The group's total time on the counters (ns).
+    /// The group's total time on the counters (ns); the first event's when not
+    /// grouped.
     pub time_running: u64,
     values: [u64; MAX_EVENTS],
+    /// Per event (time_enabled, time_running): the group's for every event of a group.
+    times: [(u64, u64); MAX_EVENTS],
     len: usize,
 }
 
@@ -159,6 +175,12 @@ impl GroupRead {
     /// One count per event, in the order the events were given.
     pub fn values(&self) -> &[u64] {
         &self.values[..self.len]
+    }
+
+    /// Per event, its (time_enabled, time_running) in ns: the group's for each event
+    /// of a group, each event's own when they were opened ungrouped.
+    pub fn times(&self) -> &[(u64, u64)] {
+        &self.times[..self.len]
     }
 }
 
@@ -179,8 +201,10 @@ struct Group {
     /// `armv8pmu_user_event_idx`), so index 0 means "no user access", not "not on a
     /// counter".
     user_reads_off: bool,
-    /// Opened with `PERF_FORMAT_GROUP` (two events or more).
+    /// Opened with `PERF_FORMAT_GROUP` (two events or more, grouped).
     group_format: bool,
+    /// How the events were opened.
+    options: Options,
 }
 
 /// An open perf group and the state of the region being measured.
@@ -387,6 +411,59 @@ impl Session {
         self.group.ioctl(sys::perf::Ioctl::Reset, Op::Reset)
     }
 
+    /// Whether the events fit on the hardware counters now, checked before any work:
+    /// a trial enable and `read()`, then disabled and reset. Opening cannot tell: the
+    /// events are opened disabled, and Linux checks a group against the counters only
+    /// for events that are not (6.12 drivers/perf/arm_pmu.c `validate_event` accepts
+    /// every `PERF_EVENT_STATE_OFF` sibling; x86's `validate_group` goes through
+    /// `collect_events`, arch/x86/events/core.c, which skips siblings that are off). A pinned group the kernel cannot put on the counters
+    /// goes into an error state at the enable, and its `read()` returns 0 bytes
+    /// (kernel/events/core.c `merge_sched_in`, `__perf_read`). EL0 cannot read
+    /// PMCR_EL0.N, and sysfs does not publish the number of counters, so this trial is
+    /// the one true answer; it is an answer for now: a CPU-wide pinned perf user that
+    /// comes later can still take the counters (the reads then fail, see
+    /// [`crate::measure_keeping_partial`]). Unpinned sessions always pass: the kernel
+    /// multiplexes them instead.
+    ///
+    /// # Errors
+    /// [`Error::GroupDoesNotFit`] with how many of the first events do fit together;
+    /// the ioctl and read errors.
+    pub fn check_fits(&self) -> Result<()> {
+        if self.trial()? {
+            return Ok(());
+        }
+        let specs: Vec<EventSpec> = self.specs().cloned().collect();
+        let options = self.group.options.map_pages(false);
+        let fit = (1..specs.len())
+            .rev()
+            .find(|&k| {
+                Session::from_specs(specs[..k].to_vec(), options)
+                    .and_then(|s| s.trial())
+                    .unwrap_or(false)
+            })
+            .unwrap_or(0);
+        Err(Error::GroupDoesNotFit {
+            events: specs.len(),
+            fit,
+        })
+    }
+
+    /// One trial enable + read (pinned sessions): false when the read returned 0 bytes.
+    fn trial(&self) -> Result<bool> {
+        if !self.group.options.pinned {
+            return Ok(true);
+        }
+        self.enable()?;
+        let read = self.read_group();
+        self.disable()?;
+        self.reset()?;
+        match read {
+            Ok(_) => Ok(true),
+            Err(Error::ShortRead { got: 0, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// All counts with one `read()` of the leader.
     ///
     /// # Errors
@@ -477,8 +554,7 @@ impl Session {
             let read = group.read()?;
             let fill = |i: usize, sample: &mut Sample| {
                 sample.value = read.values[i];
-                sample.time_enabled = read.time_enabled;
-                sample.time_running = read.time_running;
+                (sample.time_enabled, sample.time_running) = read.times[i];
             };
             for (i, sample) in out.iter_mut().enumerate().take(n) {
                 if sample.path != ReadPath::Fast {
@@ -688,6 +764,15 @@ fn page_lock(pages: &[Option<KernelPage>; MAX_EVENTS], i: usize) -> Option<u32> 
     pages[i].map(|p| pmu_core::UserPage::lock(&p.view()))
 }
 
+/// Whether the kernel registered a CPU PMU (`cpu`, `cpu_core`, `armv8_pmuv3_0`, …) in
+/// /sys/bus/event_source/devices: then a hardware event it refuses as not supported
+/// is one this PMU does not implement, not a machine without counters.
+fn cpu_pmu_registered() -> bool {
+    Sysfs::system()
+        .pmu_names()
+        .is_ok_and(|names| names.iter().any(|n| crate::list::is_cpu_pmu(n)))
+}
+
 impl Group {
     fn open(specs: Vec<EventSpec>, options: Options) -> Result<Self> {
         if specs.is_empty() {
@@ -700,7 +785,7 @@ impl Group {
             });
         }
         let paranoid = sys::perf_event_paranoid();
-        let group_format = specs.len() > 1;
+        let group_format = options.grouped && specs.len() > 1;
         let mut events: Vec<OpenEvent> = Vec::with_capacity(specs.len());
         let mut software_ids = [None; MAX_EVENTS];
         for (i, spec) in specs.into_iter().enumerate() {
@@ -735,13 +820,22 @@ impl Group {
                     },
             );
             attr.set_disabled(1);
-            attr.set_pinned(u64::from(i == 0 && options.pinned));
+            let leader = events
+                .first()
+                .filter(|_| options.grouped)
+                .map(|e| e.fd.as_fd());
+            attr.set_pinned(u64::from(leader.is_none() && options.pinned));
             attr.set_exclude_kernel(u64::from(exclude_kernel));
             attr.set_exclude_hv(u64::from(options.exclude_hv));
-            let leader = events.first().map(|e| e.fd.as_fd());
             let fd = sys::perf::open(&mut attr, leader).map_err(|errno| Error::Open {
                 event: spec.name.clone(),
-                cause: OpenError::from_errno(errno, paranoid, !exclude_kernel, spec.needs_cpu_pmu),
+                cause: OpenError::from_errno(
+                    errno,
+                    paranoid,
+                    !exclude_kernel,
+                    spec.needs_cpu_pmu,
+                    spec.needs_cpu_pmu && cpu_pmu_registered(),
+                ),
             })?;
             let id = sys::perf::event_id(fd.as_fd())
                 .map_err(|errno| Error::Syscall { op: Op::Id, errno })?;
@@ -758,17 +852,33 @@ impl Group {
             software_ids,
             user_reads_off: cfg!(target_arch = "aarch64") && sys::perf_user_access() == Some(0),
             group_format,
+            options,
         })
     }
 
+    /// The leaders: the first event of a group, every event when not grouped.
+    fn leaders(&self) -> &[OpenEvent] {
+        if self.options.grouped {
+            &self.events[..1]
+        } else {
+            &self.events
+        }
+    }
+
     fn ioctl(&self, ioctl: sys::perf::Ioctl, op: Op) -> Result<()> {
-        sys::perf::group_ioctl(self.events[0].fd.as_fd(), ioctl)
-            .map_err(|errno| Error::Syscall { op, errno })
+        for leader in self.leaders() {
+            sys::perf::group_ioctl(leader.fd.as_fd(), ioctl)
+                .map_err(|errno| Error::Syscall { op, errno })?;
+        }
+        Ok(())
     }
 
     fn read(&self) -> Result<GroupRead> {
+        if !self.options.grouped {
+            return self.read_each();
+        }
         if !self.group_format {
-            return self.read_one();
+            return self.read_one(0);
         }
         let n = self.events.len();
         let words = 3 + 2 * n;
@@ -799,17 +909,31 @@ impl Group {
             time_enabled: buf[1],
             time_running: buf[2],
             values,
+            times: [(buf[1], buf[2]); MAX_EVENTS],
             len: n,
         })
+    }
+
+    /// Ungrouped events: one `read()` each, each with its own times.
+    fn read_each(&self) -> Result<GroupRead> {
+        let mut all = self.read_one(0)?;
+        for i in 1..self.events.len() {
+            let one = self.read_one(i)?;
+            all.values[i] = one.values[0];
+            all.times[i] = one.times[0];
+        }
+        all.len = self.events.len();
+        Ok(all)
     }
 
     /// The reason event `i` needs `read()`, given the page's: a software event is never
     /// on a counter whatever the page says; an arm64 hardware event's index 0 with
     /// perf_user_access = 0 means no user access.
-    /// The one event of a single-event session: `{ value, time_enabled, time_running,
-    /// id }` (read_format without GROUP, include/uapi/linux/perf_event.h).
-    fn read_one(&self) -> Result<GroupRead> {
-        let event = &self.events[0];
+    /// Event `i` read alone (a single-event session, or ungrouped events): `{ value,
+    /// time_enabled, time_running, id }` (read_format without GROUP,
+    /// include/uapi/linux/perf_event.h).
+    fn read_one(&self, i: usize) -> Result<GroupRead> {
+        let event = &self.events[i];
         let mut buf = [0u64; 4];
         let got =
             sys::perf::read_u64s(event.fd.as_fd(), &mut buf).map_err(|errno| Error::Syscall {
@@ -827,10 +951,13 @@ impl Group {
         }
         let mut values = [0u64; MAX_EVENTS];
         values[0] = buf[0];
+        let mut times = [(0, 0); MAX_EVENTS];
+        times[0] = (buf[1], buf[2]);
         Ok(GroupRead {
             time_enabled: buf[1],
             time_running: buf[2],
             values,
+            times,
             len: 1,
         })
     }
@@ -1224,8 +1351,10 @@ mod tests {
                     cause @ OpenError::NotSupported {
                         needs_cpu_pmu: true,
                         errno,
+                        cpu_pmu_present,
                     },
             }) => {
+                assert_eq!(cpu_pmu_present, has_core_pmu, "{cause}");
                 assert!(
                     !has_core_pmu,
                     "a core PMU exists but cycles failed: {cause}"
@@ -1274,6 +1403,50 @@ mod tests {
             Session::open(&many, Options::default()),
             Err(Error::TooManyEvents { given: 17, max: 16 })
         ));
+    }
+
+    /// A software group always fits (no hardware counter involved): the trial passes
+    /// and leaves the counts at 0 and the group disabled.
+    #[test]
+    fn a_software_group_fits() {
+        let session = Session::open(&SOFTWARE_GROUP, Options::default()).unwrap();
+        session.check_fits().unwrap();
+        let after = session.read_group().unwrap();
+        assert_eq!(after.values()[TASK_CLOCK], 0, "reset after the trial");
+        spin(100_000);
+        assert_eq!(
+            session.read_group().unwrap().values()[TASK_CLOCK],
+            0,
+            "disabled after the trial"
+        );
+    }
+
+    /// Ungrouped, every event is its own leader with its own read and its own times
+    /// (perf_event_open(2): `group_fd` -1); enable, reset and disable reach them all.
+    #[test]
+    fn ungrouped_events_are_read_one_by_one() {
+        let session = Session::open(
+            &SOFTWARE_GROUP,
+            Options::default().grouped(false).pinned(false),
+        )
+        .unwrap();
+        assert!(!session.group.group_format);
+        session.enable().unwrap();
+        spin(200_000);
+        let read = session.read_group().unwrap();
+        assert_eq!((read.values().len(), read.times().len()), (4, 4));
+        assert!(read.values()[TASK_CLOCK] > 0);
+        for &(enabled, running) in read.times() {
+            assert!(enabled > 0 && running <= enabled, "{read:?}");
+        }
+        session.disable().unwrap();
+        session.reset().unwrap();
+        assert!(session
+            .read_group()
+            .unwrap()
+            .values()
+            .iter()
+            .all(|&v| v == 0));
     }
 
     /// The meter needs room for every event's reading.

@@ -260,8 +260,74 @@ scenario_raspi() {
 	finish
 }
 
+# pmu-demo's messages on a kernel with a working PMU (tests/tests/kernel_arm64.rs
+# `demo_messages`): the reason per event in `list`, a group too big for the counters
+# refused before any work, the same events multiplexed, and a module grant that perf
+# revoked. Tagged pmu-demo runs print `JSON <tag> …`, `STDERR <tag> …` and
+# `RESULT demo tag=<tag> status=<exit status>` (as `demo` in common.sh).
+msg_run() {
+	tag=$1
+	shift
+	pmu-demo "$@" >"/tmp/$tag.out" 2>"/tmp/$tag.err"
+	status=$?
+	echo "JSON $tag $(tr -d '\n' <"/tmp/$tag.out")"
+	sed "s/^/STDERR $tag /" "/tmp/$tag.err"
+	result demo tag=$tag status=$status
+}
+
+scenario_demo_msgs() {
+	boot_line
+	msg_run list list --json
+	# 8 events: 4 x instructions and 4 x cycles; QEMU -cpu max has 6 event counters
+	# and the cycle counter, so at most 7 fit at once.
+	eight=instructions,cycles,instructions,cycles,instructions,cycles,instructions,cycles
+	msg_run too-many measure --backend perf --cpu 0 --kernel loop --units 1000 \
+		--events $eight --runs 5 --warmup 1 --json
+	msg_run multiplex measure --backend perf --multiplex --cpu 0 --kernel loop \
+		--units 1000000 --events $eight --runs 10 --warmup 1 --json
+
+	# The module's grant, then perf on CPU 0, then the direct backend again. Loaded with
+	# today's default grant; el0_programming=1 is the opt-in of newer versions of the
+	# module (an unknown parameter is ignored: kernel/module/main.c
+	# unknown_module_param_cb).
+	load grant el0_programming=1
+	klog
+	demo granted-cpu0 0 direct
+	demo perf-on-cpu0 0 perf
+	demo revoked-cpu0 0 direct
+	demo untouched-cpu1 1 direct
+	msg_run revoked-hazards hazards --json
+	# A measurement interrupted on the way: the direct reader on CPU 1 is stopped, a perf
+	# session runs on CPU 1 (revoking the grant there), the reader continues: its next
+	# region finds the grant gone, and the runs measured before are still reported.
+	pmu-demo measure --backend direct --cpu 1 --kernel loop --units 1000000 \
+		--events instructions --runs 5000 --warmup 0 --no-calibrate --json \
+		>/tmp/interrupted.out 2>/tmp/interrupted.err &
+	reader=$!
+	sleep 0.3
+	kill -STOP $reader
+	demo perf-on-cpu1 1 perf
+	kill -CONT $reader
+	wait $reader
+	status=$?
+	echo "JSON interrupted $(tr -d '\n' </tmp/interrupted.out)"
+	sed 's/^/STDERR interrupted /' /tmp/interrupted.err
+	result demo tag=interrupted status=$status
+	if [ -e /sys/module/$NAME/parameters/regrant ]; then
+		echo 1 >/sys/module/$NAME/parameters/regrant
+		result regrant rc=$?
+		demo regranted-cpu0 0 direct
+	fi
+	unload grant
+	load reloaded el0_programming=1
+	demo reloaded-cpu0 0 direct
+	unload reloaded
+	finish
+}
+
 main() {
 	case "$scenario" in
+	demo-msgs) scenario_demo_msgs ;;
 	raspi) scenario_raspi ;;
 	bench) scenario_bench ;;
 	access) scenario_access ;;

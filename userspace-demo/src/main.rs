@@ -109,9 +109,46 @@ fn default_sigpipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
+/// The part of `--events` help that depends on the machine: a `<pmu>/event=…/` and a
+/// raw example for its CPU PMU (the name sysfs registers, `armv8_pmuv3_0`, `cpu`, …;
+/// retired instructions in its encoding).
+pub fn events_example() -> String {
+    let example = pmu_linux::list::pmu_event_example(&pmu_linux::Sysfs::system());
+    let pmu_event = if example.registered {
+        format!("{} (retired instructions)", example.event)
+    } else {
+        format!(
+            "{} (retired instructions, where the kernel registers that PMU; this machine \
+             registers no CPU PMU)",
+            example.event
+        )
+    };
+    format!(
+        "Examples here: {pmu_event}, or raw {}; `pmu-demo list` shows the PMUs and what \
+         this machine counts.",
+        example.raw
+    )
+}
+
+/// The command line, with the help that depends on the machine filled in at run time.
+fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let with_example = |arg: clap::Arg| {
+        let base = arg.get_help().map(ToString::to_string).unwrap_or_default();
+        // clap drops the doc comment's final period.
+        arg.help(format!("{base}. {}", events_example()))
+    };
+    Cli::command()
+        .mut_subcommand("measure", |c| c.mut_arg("events", with_example))
+        .mut_subcommand("hazards", |c| c.mut_arg("events", with_example))
+}
+
 fn main() -> ExitCode {
     default_sigpipe();
-    let cli = Cli::parse();
+    let cli = {
+        use clap::FromArgMatches;
+        Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit())
+    };
     let result = match cli.command {
         Command::List(args) => list_cmd::run(&args),
         Command::Measure(args) => measure_cmd::run(&args),
@@ -140,8 +177,18 @@ pub struct Failure {
 
 impl From<pmu_linux::Error> for Failure {
     fn from(e: pmu_linux::Error) -> Self {
+        use pmu_core::Error as Core;
+        use pmu_linux::Error as E;
         let status = match e {
-            pmu_linux::Error::UserAccessNotEnabled => EXIT_NOT_ENABLED,
+            E::UserAccessNotEnabled | E::ModuleGrantMissing { .. } => EXIT_NOT_ENABLED,
+            // Asking for more than the counters hold is bad input, found before any work.
+            E::GroupDoesNotFit { .. }
+            | E::Core(
+                Core::NoFreeCounter { .. }
+                | Core::EventNotImplemented { .. }
+                | Core::EventNotEncodable { .. }
+                | Core::RawEventOutOfRange { .. },
+            ) => EXIT_USAGE,
             _ => 1,
         };
         Failure {

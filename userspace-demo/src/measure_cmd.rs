@@ -1,12 +1,12 @@
 //! `pmu-demo measure`.
 
 use clap::Args as ClapArgs;
-use pmu_linux::{measure, measure_with_baseline, Counters, MeasureConfig, Measurement};
+use pmu_linux::{measure_keeping_partial, Counters, Interrupted, MeasureConfig, Measurement};
 use serde::Serialize;
 
 use crate::kernels::{Kernel, Prepared};
 use crate::report::{self, EventReport, RunReport};
-use crate::{progress, BackendChoice, Failure, EXIT_USAGE};
+use crate::{progress, BackendChoice, Failure, EXIT_NOT_ENABLED, EXIT_USAGE};
 
 /// Events of the software fallback (what a VM without vPMU can count).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -43,10 +43,17 @@ pub struct Args {
     bytes: usize,
     /// Events, comma-separated: perf names (cycles, instructions, branches,
     /// branch-misses, cache-references, cache-misses, L1-dcache-load-misses, …), raw
-    /// rHEX (r00c0), or PMU/event=…,umask=…/ from sysfs (cpu/event=0x3c/). The first
+    /// rHEX, or PMU/event=…,umask=…/ from /sys/bus/event_source/devices. The first
     /// leads the group.
     #[arg(long, value_delimiter = ',', default_value = "cycles,instructions")]
     events: Vec<String>,
+    /// perf backend: open every event on its own and unpinned, so that the kernel
+    /// rotates more events than there are counters through them. Each run then shows
+    /// per event its time enabled and running and the scaled estimate
+    /// (value x enabled / running), flagged `multiplexed` where running < enabled.
+    /// Reads are read() calls (their times are the region's own).
+    #[arg(long)]
+    multiplex: bool,
     /// Measured runs (statistics over the clean ones).
     #[arg(long, default_value_t = 10)]
     runs: usize,
@@ -82,6 +89,9 @@ struct KernelReport {
     events: Vec<EventReport>,
     derived: Derived,
     runs: Vec<RunReport>,
+    /// Every run was recorded (false: the measurement stopped on an error, these are
+    /// the runs before it).
+    complete: bool,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -110,6 +120,33 @@ struct Output {
     runs: usize,
     warmup: u32,
     calibrated: bool,
+    /// --multiplex: events opened one by one, unpinned.
+    multiplexed_mode: bool,
+    results: Vec<KernelReport>,
+    /// Why the measurement failed; the results above are what was measured before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorReport>,
+}
+
+/// A failure as `--json` reports it.
+#[derive(Debug, Serialize)]
+struct ErrorReport {
+    /// usage (bad input, exit status 2), not-enabled (no direct access, 3),
+    /// interrupted (failed after some runs were recorded, 1) or failed (1).
+    kind: &'static str,
+    message: String,
+    /// The exit status.
+    status: u8,
+}
+
+/// What a measurement has found out so far: kept when it fails, so that the runs
+/// recorded before the failure are still reported.
+#[derive(Debug, Default)]
+struct SoFar {
+    /// perf, direct or software, once chosen.
+    backend: Option<&'static str>,
+    cycle_divider: Option<u64>,
+    notes: Vec<String>,
     results: Vec<KernelReport>,
 }
 
@@ -125,10 +162,62 @@ fn parse_cycle_divider(text: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {
+    let mut sofar = SoFar::default();
+    let outcome = measure_all(args, &mut sofar);
+    let config_runs = args.runs;
+    let failure = outcome.err();
+    let error = failure.as_ref().map(|f| ErrorReport {
+        kind: match f.status {
+            EXIT_USAGE => "usage",
+            EXIT_NOT_ENABLED => "not-enabled",
+            _ if !sofar.results.is_empty() => "interrupted",
+            _ => "failed",
+        },
+        message: f.message.clone(),
+        status: f.status,
+    });
+    let out = Output {
+        backend: sofar.backend.unwrap_or("none").into(),
+        cycle_divider: sofar.cycle_divider,
+        notes: sofar.notes,
+        runs: config_runs,
+        warmup: args.warmup,
+        calibrated: !args.no_calibrate,
+        multiplexed_mode: args.multiplex,
+        results: sofar.results,
+        error,
+    };
+    if args.json {
+        // Always one JSON object on stdout: the results, with the error if there was
+        // one; only the error when it came before any backend was chosen.
+        let text = if out.error.is_some() && sofar.backend.is_none() {
+            serde_json::to_string_pretty(&serde_json::json!({ "error": out.error }))
+        } else {
+            serde_json::to_string_pretty(&out)
+        };
+        println!("{}", text.map_err(|e| Failure::new(e.to_string()))?);
+    } else if failure.is_none() || !out.results.is_empty() {
+        print_human(&out);
+    }
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
+}
+
+fn measure_all(args: &Args, sofar: &mut SoFar) -> Result<(), Failure> {
     if args.cycle_divider != 1 && !cfg!(target_arch = "arm") {
         return Err(Failure {
             message: "--cycle-divider 64 is for the ARM1176's direct backend (32-bit ARM: \
                       Raspberry Pi 1 and Zero); this CPU's cycle counter has no divider"
+                .into(),
+            status: EXIT_USAGE,
+        });
+    }
+    if args.multiplex && args.backend == BackendChoice::Direct {
+        return Err(Failure {
+            message: "--multiplex is for the perf backend (the kernel multiplexes perf \
+                      events); the direct backend counts only what fits on the counters"
                 .into(),
             status: EXIT_USAGE,
         });
@@ -146,23 +235,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         });
     }
     let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
-    let mut notes = Vec::new();
-    let mut out = match args.backend {
-        BackendChoice::Direct => direct::run(args, &names, &kernels, &config)?,
-        BackendChoice::Perf | BackendChoice::Auto => {
-            perf(args, &names, &kernels, &config, &mut notes)?
-        }
-    };
-    out.notes.splice(0..0, notes);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| Failure::new(e.to_string()))?
-        );
-    } else {
-        print_human(&out);
+    match args.backend {
+        BackendChoice::Direct => direct::run(args, &names, &kernels, &config, sofar),
+        BackendChoice::Perf | BackendChoice::Auto => perf(args, &names, &kernels, &config, sofar),
     }
-    Ok(())
 }
 
 fn choose_kernels(names: &[String]) -> Result<Vec<Kernel>, Failure> {
@@ -200,19 +276,24 @@ fn measure_kernel(
     config: &MeasureConfig,
     prepared: &Prepared,
     units: u64,
-) -> Result<Measurement, Failure> {
+) -> Result<Measurement, Box<Interrupted>> {
     let mut region = prepared.region(units);
-    let result = if config.calibrate {
+    if config.calibrate {
         let mut baseline = prepared.region(0);
-        measure_with_baseline(counters, config, &mut region, &mut baseline)
+        measure_keeping_partial(counters, config, &mut region, Some(&mut baseline))
     } else {
-        measure(counters, config, &mut region)
-    };
-    Ok(result?)
+        measure_keeping_partial(counters, config, &mut region, None)
+    }
 }
 
-fn kernel_report(kernel: Kernel, units: u64, m: &Measurement) -> KernelReport {
-    let (events, runs) = report::events_and_runs(m);
+fn kernel_report(
+    kernel: Kernel,
+    units: u64,
+    m: &Measurement,
+    multiplexed: bool,
+    complete: bool,
+) -> KernelReport {
+    let (events, runs) = report::events_and_runs(m, multiplexed);
     let (fast_read, fallback_reason) = report::read_paths(m);
     let value = |name: &str| {
         events
@@ -247,6 +328,7 @@ fn kernel_report(kernel: Kernel, units: u64, m: &Measurement) -> KernelReport {
         events,
         derived,
         runs,
+        complete,
     }
 }
 
@@ -256,29 +338,41 @@ fn perf(
     names: &[&str],
     kernels: &[Kernel],
     config: &MeasureConfig,
-    notes: &mut Vec<String>,
-) -> Result<Output, Failure> {
-    let options = pmu_linux::Options::default().exclude_kernel(!args.include_kernel);
+    sofar: &mut SoFar,
+) -> Result<(), Failure> {
+    let mut options = pmu_linux::Options::default().exclude_kernel(!args.include_kernel);
+    if args.multiplex {
+        // Each event its own unpinned group: the kernel rotates them through the
+        // counters (perf stat's default). read() at both edges gives each event the
+        // region's own time enabled and running; the pages' would stand still between
+        // rotations.
+        options = options.pinned(false).grouped(false).map_pages(false);
+    }
     let _pin = match args.cpu {
         Some(cpu) => Some(pmu_linux::sched::pin_to(cpu)?),
         None => None,
     };
     match pmu_linux::Session::open(names, options) {
         Ok(mut session) => {
+            // Before any work and before the progress line: the group must fit on the
+            // counters (a pinned group that does not fails only at its first read).
+            session.check_fits()?;
+            sofar.backend = Some("perf");
+            if args.multiplex {
+                sofar.notes.push(
+                    "--multiplex: every event opened on its own, unpinned; the kernel rotates \
+                     them through the counters: runs where an event was off its counter are \
+                     flagged multiplexed, with time enabled/running and the scaled estimate"
+                        .into(),
+                );
+            }
             session.enable()?;
-            let results = run_kernels(&mut session, args, kernels, config)?;
+            run_kernels(&mut session, args, kernels, config, &mut sofar.results)?;
             session.disable()?;
-            Ok(Output {
-                backend: "perf".into(),
-                cycle_divider: None,
-                notes: Vec::new(),
-                runs: config.runs,
-                warmup: config.warmup,
-                calibrated: config.calibrate,
-                results,
-            })
+            Ok(())
         }
         Err(e) if args.backend == BackendChoice::Auto && no_hardware_counters(&e) => {
+            let notes = &mut sofar.notes;
             notes.push(format!("hardware events cannot be opened: {e}"));
             notes.extend(pmu_linux::list::why_no_hardware_counters(
                 &pmu_linux::Sysfs::system(),
@@ -291,7 +385,7 @@ fn perf(
             for n in notes.iter() {
                 progress(n);
             }
-            software(args, kernels, config, options)
+            software(args, kernels, config, options, sofar)
         }
         Err(e) => Err(Failure {
             message: e.to_string(),
@@ -309,8 +403,8 @@ fn perf(
     names: &[&str],
     kernels: &[Kernel],
     config: &MeasureConfig,
-    notes: &mut Vec<String>,
-) -> Result<Output, Failure> {
+    sofar: &mut SoFar,
+) -> Result<(), Failure> {
     let why = pmu_linux::Error::PerfUnsupported;
     if args.backend != BackendChoice::Auto {
         return Err(Failure {
@@ -318,11 +412,11 @@ fn perf(
             status: EXIT_USAGE,
         });
     }
-    notes.push(format!("perf backend: {why}"));
+    sofar.notes.push(format!("perf backend: {why}"));
     progress(format_args!(
         "perf backend: {why}; trying the direct backend"
     ));
-    direct::run(args, names, kernels, config)
+    direct::run(args, names, kernels, config, sofar)
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -332,6 +426,7 @@ fn no_hardware_counters(e: &pmu_linux::Error) -> bool {
         pmu_linux::Error::Open {
             cause: pmu_linux::OpenError::NotSupported {
                 needs_cpu_pmu: true,
+                cpu_pmu_present: false,
                 ..
             },
             ..
@@ -345,15 +440,18 @@ fn software(
     kernels: &[Kernel],
     config: &MeasureConfig,
     options: pmu_linux::Options,
-) -> Result<Output, Failure> {
+    sofar: &mut SoFar,
+) -> Result<(), Failure> {
     let mut session = pmu_linux::Session::open(&SOFTWARE_EVENTS, options)?;
+    sofar.backend = Some("software");
     session.enable()?;
-    let mut results = run_kernels(&mut session, args, kernels, config)?;
+    run_kernels(&mut session, args, kernels, config, &mut sofar.results)?;
     session.disable()?;
     if crate::tsc::TscMeter::available() {
         let mut tsc = crate::tsc::TscMeter::default();
-        let tsc_results = run_kernels(&mut tsc, args, kernels, config)?;
-        for (r, t) in results.iter_mut().zip(tsc_results) {
+        let mut tsc_results = Vec::new();
+        run_kernels(&mut tsc, args, kernels, config, &mut tsc_results)?;
+        for (r, t) in sofar.results.iter_mut().zip(tsc_results) {
             r.events.extend(t.events);
             r.derived.tsc_ticks_per_unit = t.derived.tsc_ticks_per_unit;
             for (run, trun) in r.runs.iter_mut().zip(t.runs) {
@@ -361,24 +459,19 @@ fn software(
             }
         }
     }
-    Ok(Output {
-        backend: "software".into(),
-        cycle_divider: None,
-        notes: Vec::new(),
-        runs: config.runs,
-        warmup: config.warmup,
-        calibrated: config.calibrate,
-        results,
-    })
+    Ok(())
 }
 
+/// Measures every kernel into `done`, one report each. When a measurement stops on an
+/// error, the runs recorded before it are reported too (`complete: false`), and the
+/// error says how far it got.
 fn run_kernels(
     counters: &mut dyn Counters,
     args: &Args,
     kernels: &[Kernel],
     config: &MeasureConfig,
-) -> Result<Vec<KernelReport>, Failure> {
-    let mut results = Vec::new();
+    done: &mut Vec<KernelReport>,
+) -> Result<(), Failure> {
     for &kernel in kernels {
         let units = kernel.effective_units(args.units.unwrap_or_else(|| default_units(kernel)));
         let prepared = kernel.prepare(args.bytes)?;
@@ -394,10 +487,45 @@ fn run_kernels(
             },
             counters.names().join(",")
         ));
-        let m = measure_kernel(counters, config, &prepared, units)?;
-        results.push(kernel_report(kernel, units, &m));
+        match measure_kernel(counters, config, &prepared, units) {
+            Ok(m) => done.push(kernel_report(kernel, units, &m, args.multiplex, true)),
+            Err(interrupted) => {
+                let Interrupted { error, partial } = *interrupted;
+                let recorded = partial.runs.len();
+                if recorded > 0 || !partial.baseline.is_empty() {
+                    done.push(kernel_report(
+                        kernel,
+                        units,
+                        &partial,
+                        args.multiplex,
+                        false,
+                    ));
+                }
+                let mut failure = Failure::from(error);
+                let baseline = if config.calibrate {
+                    format!(
+                        " (and {} of {} empty-region runs)",
+                        partial.baseline.len(),
+                        config.runs
+                    )
+                } else {
+                    String::new()
+                };
+                failure.message = format!(
+                    "{kernel}: stopped after {recorded} of {} runs{baseline}{}: {}",
+                    config.runs,
+                    if recorded > 0 {
+                        "; the runs measured before are reported"
+                    } else {
+                        ""
+                    },
+                    failure.message
+                );
+                return Err(failure);
+            }
+        }
     }
-    Ok(results)
+    Ok(())
 }
 
 fn print_human(out: &Output) {
@@ -428,6 +556,13 @@ fn print_human(out: &Output) {
             (_, true) => println!("  reads: one instruction each"),
             (Some(why), false) => println!("  reads: read() system call ({why})"),
             (None, false) => println!("  reads: -"),
+        }
+        if !r.complete {
+            println!(
+                "  INCOMPLETE: the measurement stopped on an error after {} runs (below; the \
+                 error follows on stderr)",
+                r.runs.len()
+            );
         }
         report::print_human(&r.events, &r.runs);
         let d = &r.derived;
@@ -485,7 +620,7 @@ mod direct {
     /// when given), then the kernels measured between enable and disable.
     #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
     #[allow(clippy::too_many_arguments)]
-    fn measure<P: pmu_core::Pmu, A: pmu_linux::direct::AccessCheck>(
+    fn measure<P: pmu_core::Pmu, A: pmu_linux::direct::AccessCheck + Copy>(
         pool: &pmu_core::CounterPool<P>,
         names: &[&str],
         filter: pmu_core::PrivilegeFilter,
@@ -494,7 +629,8 @@ mod direct {
         args: &Args,
         kernels: &[Kernel],
         config: &MeasureConfig,
-    ) -> Result<Vec<KernelReport>, Failure> {
+        sofar: &mut SoFar,
+    ) -> Result<(), Failure> {
         let counters = pmu_linux::direct::allocate(pool, names, filter)?;
         for c in &counters {
             c.reset();
@@ -511,10 +647,22 @@ mod direct {
                 }
             }
         }
+        sofar.backend = Some("direct");
         meter.enable()?;
-        let results = run_kernels(&mut meter, args, kernels, config)?;
+        if let Err(failure) = run_kernels(&mut meter, args, kernels, config, &mut sofar.results) {
+            if !access.granted() {
+                // The grant is gone (perf started the PMU on this CPU, or the module was
+                // unloaded): from here every PMU register access traps (SIGILL), the
+                // counters' release in their drop included, and the kernel owns and
+                // reprograms this CPU's PMU anyway. Leave them as they are, so that the
+                // runs measured before are still reported.
+                drop(meter);
+                std::mem::forget(counters);
+            }
+            return Err(failure);
+        }
         meter.disable()?;
-        Ok(results)
+        Ok(())
     }
 
     #[cfg(target_arch = "aarch64")]
@@ -523,7 +671,8 @@ mod direct {
         names: &[&str],
         kernels: &[Kernel],
         config: &MeasureConfig,
-    ) -> Result<Output, Failure> {
+        sofar: &mut SoFar,
+    ) -> Result<(), Failure> {
         use pmu_armv8::{PmuOptions, PmuVersion};
         use pmu_core::{CounterPool, PrivilegeFilter};
         use pmu_linux::direct::armv8::Pmuserenr;
@@ -538,10 +687,16 @@ mod direct {
         let taken = unsafe {
             pmu_linux::direct::armv8::take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new())
         };
-        let (results, grant) = match taken {
+        sofar
+            .notes
+            .push(format!("direct access on CPU {cpu}, counting EL0 only"));
+        match taken {
             Ok((_pin, pmu)) => {
                 let pool = CounterPool::new(pmu);
-                let results = measure(
+                sofar.notes.push(
+                    "grant: read and program (EN): the demo programs the counters itself".into(),
+                );
+                measure(
                     &pool,
                     names,
                     PrivilegeFilter::USER,
@@ -550,14 +705,14 @@ mod direct {
                     args,
                     kernels,
                     config,
-                )?;
-                (
-                    results,
-                    "read and program (EN): the demo programs the counters itself".to_owned(),
+                    sofar,
                 )
             }
-            // No EN: kmod-enable-user's read-only grant, on the counters it runs.
-            Err(pmu_linux::Error::UserAccessNotEnabled) => {
+            // The module is loaded without EN: its read-only grant, on the counters it
+            // runs (a read probe that traps there means perf revoked the grant).
+            Err(pmu_linux::Error::ModuleGrantMissing {
+                cause: pmu_linux::GrantMissing::NoProgrammingAccess { .. },
+            }) => {
                 let (_pin, pmu, layout) = pmu_linux::direct::armv8::take_granted(cpu)?;
                 let access = pmu_linux::direct::armv8::PmuserenrRead::for_layout(pmu.layout());
                 let pool = CounterPool::new(pmu);
@@ -567,32 +722,19 @@ mod direct {
                     names.iter().map(|s| (*s).to_owned()).collect(),
                     access,
                 )?;
+                sofar.notes.push(format!(
+                    "grant: read-only (ER|CR): the module's counters {layout}, event counters \
+                     read as 32 bits (no overflow flags without EN: a region must count fewer \
+                     than 2^32 events)"
+                ));
+                sofar.backend = Some("direct");
                 meter.enable()?;
-                let results = run_kernels(&mut meter, args, kernels, config)?;
+                run_kernels(&mut meter, args, kernels, config, &mut sofar.results)?;
                 meter.disable()?;
-                (
-                    results,
-                    format!(
-                        "read-only (ER|CR): the module's counters {layout}, event counters \
-                         read as 32 bits (no overflow flags without EN: a region must count \
-                         fewer than 2^32 events)"
-                    ),
-                )
+                Ok(())
             }
-            Err(e) => return Err(e.into()),
-        };
-        Ok(Output {
-            backend: "direct".into(),
-            cycle_divider: None,
-            notes: vec![
-                format!("direct access on CPU {cpu}, counting EL0 only"),
-                format!("grant: {grant}"),
-            ],
-            runs: config.runs,
-            warmup: config.warmup,
-            calibrated: config.calibrate,
-            results,
-        })
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// ARM1176 (Raspberry Pi 1 / Zero) after kmod-enable-user set SUNAVCR.V: CCR for
@@ -603,7 +745,8 @@ mod direct {
         names: &[&str],
         kernels: &[Kernel],
         config: &MeasureConfig,
-    ) -> Result<Output, Failure> {
+        sofar: &mut SoFar,
+    ) -> Result<(), Failure> {
         use pmu_armv6::CycleDivider;
         use pmu_core::{CounterPool, PrivilegeFilter};
         use pmu_linux::direct::arm1176;
@@ -629,7 +772,14 @@ mod direct {
         let pool = CounterPool::new(pmu);
         // The CCR (Slot::Fixed(0)) counts every 64th cycle with the divider: its ticks
         // are reported in cycles.
-        let results = measure(
+        sofar.cycle_divider = Some(divider.cycles_per_tick());
+        sofar.notes.extend([
+            "direct access to the ARM1176 PMU on CPU 0 (SUNAVCR.V from kmod-enable-user)".into(),
+            "the ARM1176 has no privilege filter: kernel and other processes' work inside \
+             a region is counted too (context switches are flagged)"
+                .into(),
+        ]);
+        measure(
             &pool,
             names,
             PrivilegeFilter::ALL,
@@ -638,26 +788,18 @@ mod direct {
             args,
             kernels,
             config,
-        )?;
-        Ok(Output {
-            backend: "direct".into(),
-            cycle_divider: Some(divider.cycles_per_tick()),
-            notes: vec![
-                "direct access to the ARM1176 PMU on CPU 0 (SUNAVCR.V from kmod-enable-user)"
-                    .into(),
-                "the ARM1176 has no privilege filter: kernel and other processes' work inside \
-                 a region is counted too (context switches are flagged)"
-                    .into(),
-            ],
-            runs: config.runs,
-            warmup: config.warmup,
-            calibrated: config.calibrate,
-            results,
-        })
+            sofar,
+        )
     }
 
     #[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
-    pub fn run(_: &Args, _: &[&str], _: &[Kernel], _: &MeasureConfig) -> Result<Output, Failure> {
+    pub fn run(
+        _: &Args,
+        _: &[&str],
+        _: &[Kernel],
+        _: &MeasureConfig,
+        _: &mut SoFar,
+    ) -> Result<(), Failure> {
         Err(pmu_linux::direct::probe()
             .err()
             .map(Failure::from)

@@ -79,10 +79,30 @@ pub struct RunReport {
     pub cpu_from_rseq: bool,
     /// Some event's perf page was rewritten by the kernel during the run.
     pub page_updated: bool,
+    /// `measure --multiplex`: per event, how long it was enabled and on a counter
+    /// during the run, and the scaled estimate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multiplexing: Option<Vec<EventTimes>>,
 }
 
-/// Per-event and per-run reports of `m`.
-pub fn events_and_runs(m: &Measurement) -> (Vec<EventReport>, Vec<RunReport>) {
+/// One event's times in one run (from the `read()`s at its edges).
+#[derive(Debug, Serialize)]
+pub struct EventTimes {
+    /// Nanoseconds the event was enabled during the run (null when a page read, whose
+    /// times stand still between the kernel's updates, was at an edge).
+    pub time_enabled: Option<u64>,
+    /// Nanoseconds it was on a counter.
+    pub time_running: Option<u64>,
+    /// The raw value x time_enabled / time_running: perf's estimate of what it would
+    /// have counted all along (null when it never ran, or the times are unknown).
+    pub scaled: Option<u64>,
+    /// running < enabled: the value is an undercount; only the estimate covers the run.
+    pub multiplexed: bool,
+}
+
+/// Per-event and per-run reports of `m`; with `times`, every run also says per event
+/// its times enabled and running and the scaled estimate.
+pub fn events_and_runs(m: &Measurement, times: bool) -> (Vec<EventReport>, Vec<RunReport>) {
     let events = m
         .events
         .iter()
@@ -130,6 +150,17 @@ pub fn events_and_runs(m: &Measurement) -> (Vec<EventReport>, Vec<RunReport>) {
             cpu_end: r.evidence.cpu_end,
             cpu_from_rseq: r.evidence.cpu_from_rseq,
             page_updated: r.evidence.page_updated,
+            multiplexing: times.then(|| {
+                r.readings
+                    .iter()
+                    .map(|x| EventTimes {
+                        time_enabled: x.time_enabled,
+                        time_running: x.time_running,
+                        scaled: x.scaled(),
+                        multiplexed: x.hazards.contains(Hazards::MULTIPLEXED),
+                    })
+                    .collect()
+            }),
         })
         .collect();
     (events, runs)
@@ -172,7 +203,8 @@ pub fn read_paths(m: &Measurement) -> (bool, Option<String>) {
     (all_fast && !m.runs.is_empty(), reason)
 }
 
-/// Prints the event table and the runs with hazards.
+/// Prints the event table and the runs with hazards (with `--multiplex`, every run's
+/// per-event times and scaled estimates).
 pub fn print_human(events: &[EventReport], runs: &[RunReport]) {
     println!(
         "  {:<26} {:>14} {:>14} {:>8}  hazards of the other runs",
@@ -228,5 +260,23 @@ pub fn print_human(events: &[EventReport], runs: &[RunReport]) {
                 ""
             }
         );
+    }
+    let show = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+    for r in runs {
+        let Some(times) = &r.multiplexing else {
+            continue;
+        };
+        println!("  run {} (raw values; times in ns):", r.index);
+        for ((event, t), value) in events.iter().zip(times).zip(&r.values) {
+            println!(
+                "    {:<24} {:>14} enabled {:>10} running {:>10} scaled {:>14}{}",
+                event.name,
+                value,
+                show(t.time_enabled),
+                show(t.time_running),
+                show(t.scaled),
+                if t.multiplexed { "  multiplexed" } else { "" }
+            );
+        }
     }
 }

@@ -75,6 +75,24 @@ fn list_reports_backends_and_countable_events() {
             "why no counters: {v}"
         );
     }
+    // The reason names the machine's real state: no CPU PMU registered (this VM) is the
+    // no-vPMU reason; a registered one refusing an event is "not implemented by this
+    // PMU" (the arm64 guest, tests/tests/kernel_arm64.rs, checks that side).
+    let core_pmu = v["pmus"].as_array().unwrap().iter().any(|p| {
+        let name = p["name"].as_str().unwrap();
+        name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
+    });
+    for e in events.iter().filter(|e| e["countable"] == false) {
+        let reason = e["reason"].as_str().unwrap();
+        if reason.contains("not supported by this CPU") || reason.contains("not implemented") {
+            assert_eq!(reason.contains("VM without vPMU?"), !core_pmu, "{e}");
+            assert_eq!(
+                reason.contains("not implemented by this PMU"),
+                core_pmu,
+                "{e}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -247,4 +265,119 @@ fn a_closed_stdout_pipe_ends_the_demo_quietly() {
         "{:?} {stderr}",
         out.status
     );
+}
+
+/// `--json` always prints one JSON object on stdout, an error object on failure: here
+/// bad input (an unknown event, --multiplex with the direct backend), exit status 2.
+#[test]
+fn json_failures_are_json_objects() {
+    for args in [
+        &[
+            "measure", "--events", "cyclez", "--kernel", "loop", "--json",
+        ][..],
+        &["measure", "--multiplex", "--backend", "direct", "--json"][..],
+    ] {
+        let out = demo(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{args:?}: stdout is not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        let error = &v["error"];
+        assert_eq!(error["kind"], "usage", "{v}");
+        assert_eq!(error["status"], 2, "{v}");
+        let message = error["message"].as_str().unwrap();
+        // The same message as on stderr.
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(message),
+            "{message}"
+        );
+    }
+    let v: Value =
+        serde_json::from_slice(&demo(&["measure", "--events", "cyclez", "--json"]).stdout).unwrap();
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown event `cyclez`"),
+        "{v}"
+    );
+}
+
+/// `--events` help shows a `<pmu>/event=…/` example for the machine it runs on: the
+/// CPU PMU sysfs registers, else the architecture's usual name (x86: `cpu`, arm64:
+/// `armv8_pmuv3_0`), never the other architecture's (pmu-linux `pmu_event_example`).
+#[test]
+fn events_help_fits_this_machine() {
+    let (mine, other) = if cfg!(target_arch = "aarch64") {
+        ("/event=0x08/", "cpu/event=0xc0/")
+    } else if cfg!(target_arch = "arm") {
+        ("armv6_1176/event=0x07/", "cpu/event=0xc0/")
+    } else {
+        ("/event=0xc0/", "armv8_pmuv3")
+    };
+    for command in ["measure", "hazards"] {
+        let out = demo(&[command, "--help"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.contains("Examples here:"))
+            .unwrap_or_else(|| panic!("{command} --help has no example:\n{text}"));
+        assert!(line.contains(mine), "{command}: {line}");
+        assert!(!line.contains(other), "{command}: {line}");
+    }
+    let sysfs = std::path::Path::new("/sys/bus/event_source/devices");
+    let registered = std::fs::read_dir(sysfs).is_ok_and(|d| {
+        d.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
+        })
+    });
+    let text = String::from_utf8_lossy(&demo(&["measure", "--help"]).stdout).into_owned();
+    assert_eq!(
+        !text.contains("this machine registers no CPU PMU"),
+        registered,
+        "{text}"
+    );
+}
+
+/// `--multiplex` opens every event on its own, unpinned, and reports per run and
+/// event the times enabled and running (from read(), so never null) and the scaled
+/// estimate. On this VM without vPMU it runs on the software fallback, whose events
+/// never leave the CPU: enabled ≥ running, flagged multiplexed exactly when running
+/// < enabled.
+#[test]
+fn multiplex_reports_times_per_run() {
+    let v = json(&[
+        "measure",
+        "--multiplex",
+        "--kernel",
+        "loop",
+        "--units",
+        "10000",
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(v["multiplexed_mode"], true, "{v}");
+    let r = &v["results"][0];
+    assert_eq!(r["complete"], true, "{r}");
+    let events = r["events"].as_array().unwrap().len();
+    for run in r["runs"].as_array().unwrap() {
+        let times = run["multiplexing"].as_array().expect("per-event times");
+        assert!(times.len() <= events && !times.is_empty(), "{run}");
+        for t in times {
+            let enabled = t["time_enabled"].as_u64().expect("read() gives times");
+            let running = t["time_running"].as_u64().unwrap();
+            assert!(running <= enabled, "{t}");
+            assert_eq!(t["multiplexed"], running < enabled, "{t}");
+            if running > 0 {
+                assert!(t["scaled"].as_u64().is_some(), "{t}");
+            }
+        }
+    }
 }
