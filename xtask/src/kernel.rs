@@ -668,6 +668,21 @@ pub fn is_warning(line: &str) -> bool {
     line.to_ascii_lowercase().contains("warning:")
 }
 
+/// Copies `files` from `src` into `dir` (created), each only when its content changed, so
+/// that make's timestamps stay meaningful.
+pub fn copy_changed(src: &Path, files: &[&str], dir: &Path) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for f in files {
+        let from = src.join(f);
+        let to = dir.join(f);
+        let new = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+        if fs::read(&to).ok().as_deref() != Some(&new[..]) {
+            fs::write(&to, &new).map_err(|e| format!("{}: {e}", to.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// An out-of-tree Kbuild module: copies `files` from `src` into `dir` (only on change, so
 /// that make's timestamps stay meaningful), runs `make -C dir KDIR=kdir make_vars extra`
 /// and prints its output (less cargo's `Compiling` lines). A failure or any warning is
@@ -684,15 +699,7 @@ pub fn kbuild(
     what: &str,
     outputs: &[&str],
 ) -> Result<(), String> {
-    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for f in files {
-        let from = src.join(f);
-        let to = dir.join(f);
-        let new = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
-        if fs::read(&to).ok().as_deref() != Some(&new[..]) {
-            fs::write(&to, &new).map_err(|e| format!("{}: {e}", to.display()))?;
-        }
-    }
+    copy_changed(src, files, dir)?;
     let mut cmd = Command::new("make");
     cmd.arg("-C")
         .arg(dir)

@@ -60,14 +60,7 @@ fn rust_target_dir(name: &str) -> PathBuf {
 pub fn rust_object_vars(name: &str) -> Result<Vec<String>, String> {
     let dir = build_dir(name);
     let src = workspace_root().join("kmod-enable-user/stock");
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for f in SOURCES {
-        let (from, to) = (src.join(f), dir.join(f));
-        let new = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
-        if fs::read(&to).ok().as_deref() != Some(&new[..]) {
-            fs::write(&to, &new).map_err(|e| format!("{}: {e}", to.display()))?;
-        }
-    }
+    crate::kernel::copy_changed(&src, SOURCES, &dir)?;
     Ok(vec![
         format!("STOCK_DIR={}", dir.display()),
         format!("RUST_MANIFEST={}", src.join("rust/Cargo.toml").display()),
@@ -457,12 +450,7 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
     fn check_object_rejects_fp_undefined_and_missing_exports() {
         let dir = std::env::temp_dir().join(format!("pmu-check-object-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        let c = dir.join("bad.c");
-        fs::write(
-            &c,
-            "extern double g(double);\ndouble f(double x) { return g(x) * 2.5; }\n",
-        )
-        .unwrap();
+        let source = "extern double g(double);\ndouble f(double x) { return g(x) * 2.5; }\n";
         let script = workspace_root().join("kmod-enable-user/stock/check-object.sh");
         for (arch, gcc, flags) in [
             ("arm64", "aarch64-linux-gnu-gcc", &["-O2"][..]),
@@ -472,16 +460,7 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
                 &["-O2", "-mfloat-abi=softfp", "-mfpu=vfp"][..],
             ),
         ] {
-            let obj = dir.join(format!("bad-{arch}.o"));
-            let status = Command::new(gcc)
-                .args(flags)
-                .arg("-c")
-                .arg(&c)
-                .arg("-o")
-                .arg(&obj)
-                .status()
-                .unwrap_or_else(|e| panic!("{gcc}: {e} (cargo xtask setup installs it)"));
-            assert!(status.success(), "{gcc}");
+            let obj = gcc_object(&dir, gcc, flags, &format!("bad-{arch}"), source);
             let out = Command::new("sh")
                 .arg(&script)
                 .arg(arch)
