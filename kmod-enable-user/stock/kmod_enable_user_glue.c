@@ -16,7 +16,7 @@
  *   is put back; `regrant` puts it back on request (after perf revoked it). Unload and
  *   offline release the module's counters and revoke the grant.
  *   -ENODEV without PMUv3, -EINVAL for a bad parameter.
- * - 32-bit ARM: ARM1176 only (Raspberry Pi 1 / Zero): set SUNAVCR.V (seed 004), read it
+ * - 32-bit ARM: ARM1176 only (Raspberry Pi 1 / Zero): set SUNAVCR.V (ARM1176JZF-S TRM, page 3-132), read it
  *   back, refuse with -EIO when it did not stick (QEMU's ARM1176 c15 is a dummy that
  *   reads 0), write the previous value back on unload. -ENODEV on any other core.
  *

@@ -7,7 +7,7 @@ use crate::fake::{FakeUserAccess, UserAccessOp};
 use std::vec::Vec;
 
 /// ID_AA64DFR0_EL1 as QEMU `-cpu max` reports it: PMUVer = 6 (PMUv3p5)
-/// (docs/qemu.md, measured with `cargo xtask qemu aarch64`).
+/// (measured: the `probe` line of `cargo xtask qemu aarch64`).
 const DFR0_PMUV3P5: u64 = 0x6 << 8;
 /// PMCR_EL0 at reset on QEMU `-cpu max`: 0x41013000, N (bits 15:11) = 6.
 const PMCR_QEMU: u64 = 0x4101_3000;
