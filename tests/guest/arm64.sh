@@ -120,8 +120,11 @@ scenario_grant() {
 	# perf counts 1000 iterations of the loop on CPU 0 (one-instruction reads through
 	# its page) while the module is loaded and unloaded on CPU 1, as often as fits.
 	sysctl -w kernel.perf_user_access=1 >/dev/null
-	rm -f /tmp/across.done
+	rm -f /tmp/across.done /tmp/across.err
 	(
+		# Start once pmu-demo has printed its progress line: its events are open and
+		# it is measuring (the runs come right after that line).
+		while [ ! -s /tmp/across.err ]; do sleep 0.01; done
 		cycles=0
 		while [ ! -e /tmp/across.done ]; do
 			taskset -c 1 insmod "$MODULE" && taskset -c 1 rmmod "$NAME" && cycles=$((cycles + 1))
@@ -130,7 +133,7 @@ scenario_grant() {
 	) &
 	loader=$!
 	pmu-demo measure --backend perf --cpu 0 --kernel loop --units 1000 \
-		--events instructions --runs 20000 --warmup 2 --json \
+		--events instructions --runs 60000 --warmup 2 --json \
 		>/tmp/across.out 2>/tmp/across.err
 	status=$?
 	touch /tmp/across.done

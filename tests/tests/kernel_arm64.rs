@@ -140,7 +140,8 @@ fn assert_reads_advance(run: &QemuRun, tag: &str) {
     let delta = delta.unwrap();
     assert!(
         (10_000..10_050).contains(&delta),
-        "{tag}: delta {delta} (10000 instructions at EL0)"
+        "{tag}: delta {delta} (10000 instructions at EL0)\n{}",
+        run.stdout
     );
 }
 

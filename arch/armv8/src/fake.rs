@@ -382,7 +382,7 @@ pub enum UserAccessOp {
     ReadPmcntenset,
     /// PMCCFILTR_EL0 read.
     ReadPmccfiltr,
-    /// PMEVTYPER<n>_EL0 read.
+    /// `PMEVTYPER<n>_EL0` read.
     ReadPmevtyper(u8),
     /// PMUSERENR_EL0 write.
     WritePmuserenr(u64),
@@ -394,9 +394,9 @@ pub enum UserAccessOp {
     WritePmcntenclr(u64),
     /// PMCCFILTR_EL0 write.
     WritePmccfiltr(u64),
-    /// PMEVTYPER<n>_EL0 write.
+    /// `PMEVTYPER<n>_EL0` write.
     WritePmevtyper(u8, u64),
-    /// PMEVCNTR<n>_EL0 write.
+    /// `PMEVCNTR<n>_EL0` write.
     WritePmevcntr(u8, u64),
     /// PMCCNTR_EL0 write.
     WritePmccntr(u64),
@@ -493,7 +493,7 @@ impl FakeUserAccess {
         self.counters[usize::from(n)].get()
     }
 
-    /// PMEVTYPER<n>_EL0, unrecorded.
+    /// `PMEVTYPER<n>_EL0`, unrecorded.
     pub fn event_type(&self, n: u8) -> u64 {
         self.pmevtyper[usize::from(n)].get()
     }

@@ -19,7 +19,7 @@
 //! difference, on 32- and 64-bit counters alike), and the cycle counter, 64 bits with
 //! the module's PMCR_EL0.LC, never wraps in practice.
 //!
-//! Source: Arm ARM (DDI 0487), PMUSERENR_EL0 (ER: PMEVCNTR<n>_EL0, PMXEVCNTR_EL0 and
+//! Source: Arm ARM (DDI 0487), PMUSERENR_EL0 (ER: `PMEVCNTR<n>_EL0`, PMXEVCNTR_EL0 and
 //! PMSELR_EL0 at EL0; CR: PMCCNTR_EL0).
 
 use pmu_core::{Capabilities, CounterWidth, Error, GenericEvent, PrivilegeFilter, Slot};
@@ -148,10 +148,10 @@ impl GrantedLayout {
     }
 }
 
-/// The reads [`GrantedPmu`] makes: the real ones at EL0 ([`El0Reads`], aarch64 only),
+/// The reads [`GrantedPmu`] makes: the real ones at EL0 (`El0Reads`, aarch64 only),
 /// or a fake.
 pub trait CounterReads {
-    /// PMEVCNTR<n>_EL0.
+    /// `PMEVCNTR<n>_EL0`.
     fn event_counter(&self, counter: EventCounter) -> u64;
     /// PMCCNTR_EL0.
     fn cycle_counter(&self) -> u64;

@@ -13,9 +13,9 @@
 //! that owns user-readable perf events, `armv8pmu_enable_user_access()` in
 //! drivers/perf/arm_pmuv3.c, Linux 6.12). It reads counters the module programs for it
 //! ([`Layout`]): each requested event on one of the highest-numbered event counters,
-//! filtered to EL0 (PMEVTYPER<n>_EL0.P = 1: not at EL1; NSH = 0: not at EL2), and the
+//! filtered to EL0 (`PMEVTYPER<n>_EL0`.P = 1: not at EL1; NSH = 0: not at EL2), and the
 //! cycle counter filtered the same way. Write access (EN: EL0 may program PMCR_EL0,
-//! PMEVTYPER<n>_EL0, PMCNTENSET_EL0 …, count at EL1 — a side channel into the kernel —
+//! `PMEVTYPER<n>_EL0`, PMCNTENSET_EL0 …, count at EL1 — a side channel into the kernel —
 //! and stop or reset everyone else's counters) is a separate, explicit opt-in
 //! ([`UserAccess::new`]'s `el0_programming`).
 //!
@@ -42,7 +42,7 @@
 //! again from zero.
 //!
 //! Sources: Arm ARM (DDI 0487), "PMUSERENR_EL0", "PMCR_EL0", "PMCNTENSET_EL0",
-//! "PMEVTYPER<n>_EL0", "PMCCFILTR_EL0", "PMCEID0_EL0", "ID_AA64DFR0_EL1"; the register
+//! "`PMEVTYPER<n>_EL0`", "PMCCFILTR_EL0", "PMCEID0_EL0", "ID_AA64DFR0_EL1"; the register
 //! field definitions in [`crate::registers`].
 
 use core::ffi::CStr;
@@ -70,8 +70,8 @@ pub const MAX_MODULE_EVENTS: usize = 6;
 /// numbers it the same way: `ARMV8_PMU_CYCLE_IDX`, include/linux/perf/arm_pmuv3.h).
 pub const CYCLE_COUNTER: u8 = 31;
 
-/// PMEVTYPER<n>_EL0 / PMCCFILTR_EL0 bit 31, P: do not count at EL1. With U = 0, NSK =
-/// NSU = 0 and NSH = 0 the counter counts at EL0 only (Arm ARM, PMEVTYPER<n>_EL0).
+/// `PMEVTYPER<n>_EL0` / PMCCFILTR_EL0 bit 31, P: do not count at EL1. With U = 0, NSK =
+/// NSU = 0 and NSH = 0 the counter counts at EL0 only (Arm ARM, `PMEVTYPER<n>_EL0`).
 const FILTER_EL0_ONLY: u64 = 1 << 31;
 
 /// The register accesses [`apply`] and [`restore`] need, on one CPU.
@@ -102,11 +102,11 @@ pub trait UserAccessRegisters {
     fn pmccfiltr(&self) -> PmccfiltrEl0;
     /// Writes PMCCFILTR_EL0 (no barrier).
     fn set_pmccfiltr(&self, value: PmccfiltrEl0);
-    /// PMEVTYPER<n>_EL0, `n` below PMCR_EL0.N.
+    /// `PMEVTYPER<n>_EL0`, `n` below PMCR_EL0.N.
     fn pmevtyper(&self, n: u8) -> u64;
-    /// Writes PMEVTYPER<n>_EL0 (no barrier), `n` below PMCR_EL0.N.
+    /// Writes `PMEVTYPER<n>_EL0` (no barrier), `n` below PMCR_EL0.N.
     fn set_pmevtyper(&self, n: u8, value: u64);
-    /// Writes PMEVCNTR<n>_EL0 (no barrier), `n` below PMCR_EL0.N.
+    /// Writes `PMEVCNTR<n>_EL0` (no barrier), `n` below PMCR_EL0.N.
     fn set_pmevcntr(&self, n: u8, value: u64);
     /// Writes PMCCNTR_EL0 (no barrier).
     fn set_pmccntr(&self, value: u64);
@@ -189,7 +189,7 @@ pub enum EventsError {
         /// Which item.
         position: u8,
     },
-    /// The item at `position` is above 0xFFFF (PMEVTYPER<n>_EL0.evtCount is 16 bits).
+    /// The item at `position` is above 0xFFFF (`PMEVTYPER<n>_EL0`.evtCount is 16 bits).
     OutOfRange {
         /// Which item.
         position: u8,
@@ -477,7 +477,7 @@ pub enum ApplyError {
     CounterInUse {
         /// The counter ([`CYCLE_COUNTER`] for the cycle counter).
         counter: u8,
-        /// Its PMEVTYPER<n>_EL0 (PMCCFILTR_EL0 for the cycle counter).
+        /// Its `PMEVTYPER<n>_EL0` (PMCCFILTR_EL0 for the cycle counter).
         config: u64,
     },
     /// An event of the layout is a common event this CPU does not implement
@@ -513,7 +513,7 @@ pub struct Applied {
     pub enabled_pmu: bool,
 }
 
-/// The PMEVTYPER<n>_EL0 value the module writes for `event`: counted at EL0 only.
+/// The `PMEVTYPER<n>_EL0` value the module writes for `event`: counted at EL0 only.
 pub const fn event_config(event: u16) -> u64 {
     FILTER_EL0_ONLY | event as u64
 }

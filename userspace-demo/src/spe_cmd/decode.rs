@@ -199,11 +199,11 @@ struct AddressOut {
     el: Option<u8>,
     /// Instruction and physical addresses: Non-secure.
     ns: Option<bool>,
-    /// Data virtual addresses: the top-byte tag, bits [63:56] of the payload.
+    /// Data virtual addresses: the top-byte tag, bits 63:56 of the payload.
     tag: Option<String>,
     /// Physical addresses: CH, bit 62 (tag-checked access).
     ch: Option<bool>,
-    /// Physical addresses: PAT, bits [59:56] (physical address tag).
+    /// Physical addresses: PAT, bits 59:56 (physical address tag).
     pat: Option<u8>,
 }
 
