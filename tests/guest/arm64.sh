@@ -145,6 +145,27 @@ scenario_grant() {
 	sysctl -w kernel.perf_user_access=0 >/dev/null
 	klog_quiet
 
+	# A CPU-wide perf event on CPU 0 (as `perf stat -a` or the watchdog) read every 1 ms
+	# while the module is loaded and unloaded: a CPU-wide event is not scheduled out
+	# around the module's CPU-hotplug callback, so a counter reset would hit it.
+	rm -f /tmp/wide.done /tmp/wide.out
+	(
+		while [ ! -s /tmp/wide.started ]; do sleep 0.01; done
+		cycles=0
+		while [ ! -e /tmp/wide.done ]; do
+			taskset -c 1 insmod "$MODULE" && taskset -c 1 rmmod "$NAME" && cycles=$((cycles + 1))
+		done
+		echo $cycles >/tmp/wide.cycles
+	) &
+	loader=$!
+	echo 1 >/tmp/wide.started
+	taskset -c 1 el0-probe cpu-wide 0 1500 >/tmp/wide.out 2>&1
+	status=$?
+	touch /tmp/wide.done
+	wait $loader
+	result cpu-wide status=$status load_unload_cycles=$(cat /tmp/wide.cycles) $(cat /tmp/wide.out)
+	klog_quiet
+
 	load default
 	klog
 	# Let the CPUs idle (every idle entry resets the PMU on CPU_PM_EXIT), then read.

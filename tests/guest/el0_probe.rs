@@ -7,7 +7,15 @@
 //! el0-probe write-pmcr  read PMCR_EL0 and write the same value back (needs EN)
 //! el0-probe write-type N  read PMEVTYPER<N>_EL0 through PMXEVTYPER_EL0 and write it
 //!                       back (needs EN)
+//! el0-probe cpu-wide CPU N  count instructions on CPU (every level) with a CPU-wide
+//!                       perf event, read it N times 1 ms apart: reads=… max_step=…
 //! ```
+//!
+//! `cpu-wide` is what a `perf stat -a` or the NMI watchdog looks like to the PMU: a
+//! CPU-wide event stays on its counter across context switches, so anything that resets
+//! the counters under it (PMCR_EL0.P) makes perf's next read jump by about 2^32 or 2^64
+//! (drivers/perf/arm_pmu.c `armpmu_event_update`: the new raw value minus the previous
+//! one, masked). `max_step` is the largest increase between two reads.
 //!
 //! Prints `before=… after=… delta=…` for reads and `ok` for writes, exit status 0. An
 //! access PMUSERENR_EL0 does not grant traps to EL1 (EC 0x18) and Linux kills the
@@ -87,9 +95,68 @@ fn main() {
             }
             println!("ok");
         }
+        Some("cpu-wide") => {
+            let reads = args.get(3).and_then(|a| a.parse::<u32>().ok()).unwrap_or(1000);
+            cpu_wide(n as i64, reads);
+        }
         _ => {
-            eprintln!("usage: el0-probe read N | cycles | write-pmcr | write-type N");
+            eprintln!("usage: el0-probe read N | cycles | write-pmcr | write-type N | cpu-wide CPU N");
             std::process::exit(2);
         }
     }
+}
+
+/// perf_event_open(2) and read(2) on aarch64 (include/uapi/asm-generic/unistd.h).
+const SYS_PERF_EVENT_OPEN: u64 = 241;
+const SYS_READ: u64 = 63;
+
+fn syscall5(nr: u64, a: [u64; 5]) -> i64 {
+    let ret: i64;
+    // SAFETY: a Linux system call; the arguments are what the call expects (checked by
+    // the callers), and the kernel clobbers nothing but x0.
+    unsafe {
+        asm!("svc #0", in("x8") nr, inlateout("x0") a[0] as i64 => ret, in("x1") a[1],
+             in("x2") a[2], in("x3") a[3], in("x4") a[4], options(nostack));
+    }
+    ret
+}
+
+/// A CPU-wide, always-on INST_RETIRED counter on `cpu`, read `reads` times.
+fn cpu_wide(cpu: i64, reads: u32) {
+    // struct perf_event_attr, PERF_ATTR_SIZE_VER0 (64 bytes; include/uapi/linux/
+    // perf_event.h): type PERF_TYPE_HARDWARE (0) at 0, size at 4, config
+    // PERF_COUNT_HW_INSTRUCTIONS (1) at 8, flags at 40 all 0 (enabled, every level).
+    let mut attr = [0u8; 64];
+    attr[4..8].copy_from_slice(&64u32.to_ne_bytes());
+    attr[8..16].copy_from_slice(&1u64.to_ne_bytes());
+    let fd = syscall5(
+        SYS_PERF_EVENT_OPEN,
+        [attr.as_ptr() as u64, (-1i64) as u64, cpu as u64, (-1i64) as u64, 0],
+    );
+    if fd < 0 {
+        eprintln!("perf_event_open: errno {}", -fd);
+        std::process::exit(1);
+    }
+    let read = || {
+        let mut value = 0u64;
+        let n = syscall5(SYS_READ, [fd as u64, &mut value as *mut u64 as u64, 8, 0, 0]);
+        if n != 8 {
+            eprintln!("read: {n}");
+            std::process::exit(1);
+        }
+        value
+    };
+    let mut last = read();
+    let mut max_step = 0u64;
+    let mut backwards = 0u32;
+    for _ in 0..reads {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let now = read();
+        if now < last {
+            backwards += 1;
+        }
+        max_step = max_step.max(now.wrapping_sub(last));
+        last = now;
+    }
+    println!("reads={reads} max_step={max_step} backwards={backwards} total={last}");
 }
