@@ -1,7 +1,7 @@
 //! Every instruction the crate executes: `mrc`/`mcr p15, 0, <Rt>, c9, …` and `isb`,
 //! one small function each, only on `target_arch = "arm"`.
 //!
-//! Encodings: ARMv7-A/R ARM (DDI 0406C) table B3-42 "Summary of CP15 c9 register
+//! Encodings: ARMv7-A/R ARM (DDI 0406C) chapter B3, "Summary of CP15 c9 register
 //! encodings" (PMCR c9,c12,0; PMCNTENSET c9,c12,1; PMCNTENCLR c9,c12,2; PMOVSR
 //! c9,c12,3; PMSWINC c9,c12,4; PMSELR c9,c12,5; PMCEID0 c9,c12,6; PMCEID1 c9,c12,7;
 //! PMCCNTR c9,c13,0; PMXEVTYPER c9,c13,1; PMXEVCNTR c9,c13,2; PMUSERENR c9,c14,0;

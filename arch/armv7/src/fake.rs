@@ -6,7 +6,7 @@
 //! and C zero the counters and read as 0; SET/CLR registers act on their 1 bits;
 //! PMOVSR is write-one-to-clear; N caps the event counters) and counts events on demand
 //! ([`FakeRegisters::count`]), wrapping at 2^32 and setting the overflow flag as DDI
-//! 0406C C12.3.2 "Counter overflow" describes.
+//! 0406C C12 "Counter overflow" describes.
 
 use core::cell::Cell;
 
@@ -54,16 +54,18 @@ impl FakeRegisters {
         }
     }
 
-    /// QEMU 10.0.2 `-cpu cortex-a7 -icount shift=0` as the qemu/armv7-virt image's
-    /// probe prints it: ID_DFR0 0x02010555 (PMUv2), PMCR 0x41072000 (N = 4), PMCEID0
-    /// 0x20101 (SW_INCR, INST_RETIRED, CPU_CYCLES), PMCEID1 0.
+    /// A Cortex-A7 as the PL1 register file sees it (QEMU 10.0.2 `-cpu cortex-a7`, as the
+    /// qemu/armv7-virt image's probe prints it): ID_DFR0 0x02000505 (PMUv2), PMCR
+    /// 0x41072000 (N = 4), no PMCEID (not read on PMUv2, see `PmuRegisters::pmceid`).
     pub fn cortex_a7() -> Self {
-        Self::new(0x0201_0555, 0x4107_2000, Some((0x0002_0101, 0)))
+        Self::new(0x0200_0505, 0x4107_2000, None)
     }
 
-    /// A Cortex-A53 in AArch32 (Cortex-A53 TRM: ID_DFR0 0x03010066, PMCR.N = 6), PMUv3.
+    /// A PMUv3 CPU in AArch32 (Cortex-A53 TRM: ID_DFR0 0x03010066, PMCR.N = 6), with
+    /// PMCEID0 = 0x20101: SW_INCR, INST_RETIRED and CPU_CYCLES only, the set QEMU's PMUv3
+    /// CPUs report under `-icount` (the aarch64-virt image's probe).
     pub fn cortex_a53_aarch32() -> Self {
-        Self::new(0x0301_0066, 0x4103_3000, Some((0x6000_BFFF, 0)))
+        Self::new(0x0301_0066, 0x4103_3000, Some((0x0002_0101, 0)))
     }
 
     /// Sets PMUSERENR (as another agent would).

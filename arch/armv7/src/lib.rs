@@ -11,7 +11,7 @@
 //! - event numbers, the generic-event map and PMCEID decoding are `pmu_armv8`'s
 //!   ([`pmu_armv8::EventNumber`], [`pmu_armv8::generic_event`],
 //!   [`pmu_armv8::ImplementedEvents`]): the common events 0x00..=0x3F mean the same in
-//!   ARMv7 PMUv2 and PMUv3 (DDI 0406C C12.8 "Event numbers", DDI 0487 D17);
+//!   ARMv7 PMUv2 and PMUv3 (DDI 0406C C12 "Event numbers", DDI 0487 D17);
 //! - [`pmu`]: [`Armv7Pmu`], the `pmu_core::Pmu` implementation over a
 //!   [`PmuRegisters`] file: `pl1` (PL1) and `pl0` (PL0 after PMUSERENR.EN) on the
 //!   target, [`fake`] on the host;

@@ -1,7 +1,7 @@
 //! The PL0 register file: cp15 from User mode after the kernel set PMUSERENR.EN.
 //!
 //! With EN, PL0 may access every PMU register but PMUSERENR writes and PMINTEN*
-//! (DDI 0406C C12.8.16), so this file implements [`PmuRegisters`] but not
+//! (DDI 0406C C12), so this file implements [`PmuRegisters`] but not
 //! [`crate::pmu::InterruptRegisters`]. ID_DFR0 is not readable at PL0: the caller
 //! names the PMU version (a kernel module's log, /proc/cpuinfo's "CPU part").
 
@@ -41,7 +41,7 @@ impl Pl0Registers {
     /// # Errors
     /// [`NoWriteGrant`] when EN is clear here.
     pub unsafe fn new(perfmon: PerfMon) -> Result<Self, NoWriteGrant> {
-        // SAFETY: PMUSERENR reads are permitted at PL0 (DDI 0406C C12.8.16).
+        // SAFETY: PMUSERENR reads are permitted at PL0 (DDI 0406C C12).
         let pmuserenr = Pmuserenr::new(unsafe { asm::pmuserenr() });
         if !pmuserenr.is_set(PMUSERENR::EN) {
             return Err(NoWriteGrant {
@@ -89,10 +89,11 @@ impl PmuRegisters for Pl0Registers {
         asm::isb();
     }
     fn pmceid(&self) -> Option<(u32, u32)> {
-        if matches!(self.perfmon, PerfMon::PmuV1) {
+        // PMUv3 only: see the trait.
+        if !matches!(self.perfmon, PerfMon::PmuV3(_)) {
             return None;
         }
-        // SAFETY: EN; PMCEID0/1 exist from PMUv2.
+        // SAFETY: EN; PMUv3 has PMCEID0/1.
         Some(unsafe { (asm::pmceid0(), asm::pmceid1()) })
     }
     fn pmcntenset(&self) -> Pmcntenset {

@@ -74,10 +74,11 @@ impl PmuRegisters for Pl1Registers {
         asm::isb();
     }
     fn pmceid(&self) -> Option<(u32, u32)> {
-        if matches!(self.perfmon(), PerfMon::PmuV1) {
+        // PMUv3 only: see the trait.
+        if !matches!(self.perfmon(), PerfMon::PmuV3(_)) {
             return None;
         }
-        // SAFETY: PL1; PMCEID0/1 exist from PMUv2.
+        // SAFETY: PL1; PMUv3 has PMCEID0/1.
         Some(unsafe { (asm::pmceid0(), asm::pmceid1()) })
     }
     fn pmcntenset(&self) -> Pmcntenset {

@@ -41,7 +41,11 @@ pub trait PmuRegisters {
     fn pmcr(&self) -> Pmcr;
     /// Writes PMCR and synchronizes (`isb`).
     fn set_pmcr(&self, value: Pmcr);
-    /// PMCEID0 and PMCEID1 (PMUv2 and later; `None` on PMUv1, which has none).
+    /// PMCEID0 and PMCEID1, `None` when not read: the cp15 register files read them on
+    /// PMUv3 only. ARMv7 PMUv2 defines them too (DDI 0406C C12), but QEMU 10.0.2
+    /// `-cpu cortex-a7`/`cortex-a15` leaves them UNDEFINED (an Undefined Instruction
+    /// exception at PL1, measured with the qemu/armv7-virt image), so on PMUv2 every
+    /// event evtCount can hold is taken as countable.
     fn pmceid(&self) -> Option<(u32, u32)>;
     /// PMCNTENSET.
     fn pmcntenset(&self) -> Pmcntenset;
@@ -238,7 +242,7 @@ impl<R: PmuRegisters> Armv7Pmu<R> {
         self.event_counters
     }
 
-    /// The common events PMCEID0/1 report (`None` on PMUv1).
+    /// The common events PMCEID0/1 report (`None` where they are not read: PMUv1, PMUv2).
     pub fn implemented_events(&self) -> Option<ImplementedEvents> {
         self.implemented
     }
@@ -273,7 +277,7 @@ impl<R: PmuRegisters> Armv7Pmu<R> {
     }
 
     /// The largest event number PMXEVTYPER.evtCount holds here: 0xFF on PMUv1/PMUv2
-    /// (DDI 0406C C12.8.14), 0x3FF on PMUv3, 0xFFFF from PMUv3p1.
+    /// (DDI 0406C C12), 0x3FF on PMUv3, 0xFFFF from PMUv3p1.
     pub fn max_event_number(&self) -> u16 {
         match self.perfmon {
             PerfMon::PmuV3(v) if v.has_16bit_event_numbers() => u16::MAX,
@@ -283,7 +287,7 @@ impl<R: PmuRegisters> Armv7Pmu<R> {
     }
 
     /// Whether this processor counts event `number`: a common event when PMCEID says
-    /// so (every encodable one on PMUv1, which has no PMCEID), an IMPLEMENTATION
+    /// so (every encodable one where PMCEID is not read), an IMPLEMENTATION
     /// DEFINED one whenever evtCount can hold it.
     pub fn counts(&self, number: EventNumber) -> bool {
         number.get() <= self.max_event_number()
@@ -452,7 +456,7 @@ mod tests {
 
     /// Linux 6.12 arch/arm/kernel/perf_event_v7.c `armv7pmu_reset` + `armv7pmu_start`:
     /// counters disabled, overflow flags cleared, PMCR = E after P | C; N from PMCR (4 on
-    /// a Cortex-A7, Cortex-A7 TRM PMCR reset value 0x41072000).
+    /// QEMU 10.0.2 cortex-a7, PMCR 0x41072000 before E, measured by qemu/armv7-virt).
     #[test]
     fn probe_and_reset_cortex_a7() {
         let regs = FakeRegisters::cortex_a7();
@@ -469,7 +473,7 @@ mod tests {
         assert_eq!(caps.fixed_width, CounterWidth::W32);
     }
 
-    /// ID_DFR0.PerfMon 0xF: no ARM-architected PMU (DDI 0406C B4.1.89); nothing touched.
+    /// ID_DFR0.PerfMon 0xF: no ARM-architected PMU (DDI 0406C B4.1); nothing touched.
     #[test]
     fn no_pmu_is_refused_before_any_access() {
         let regs = FakeRegisters::new(0x0F00_0000, 0, None);
@@ -482,7 +486,7 @@ mod tests {
     }
 
     /// A 32-bit counter preset to 0xFFFF_FFF0 wraps after 0x10 events and sets its
-    /// PMOVSR bit (DDI 0406C C12.3.2 "Counter overflow"); pmu-core's delta with one wrap
+    /// PMOVSR bit (DDI 0406C C12 "Counter overflow"); pmu-core's delta with one wrap
     /// gives the true count.
     #[test]
     fn overflow_flagged_and_corrected() {
@@ -506,16 +510,21 @@ mod tests {
         assert_eq!(width.wrapping_delta(0xFFFF_FFF0, 0x10), 0x20);
     }
 
-    /// PMUv2 evtCount is 8 bits (DDI 0406C C12.8.14): 0x100 is not countable; PMCEID0
-    /// 0x20101 (QEMU cortex-a7 under -icount) says L1D_CACHE (0x04) is not implemented.
+    /// PMUv2 evtCount is 8 bits (DDI 0406C C12): 0x100 is not countable there, but
+    /// is on PMUv3 (10 bits, DDI 0487 G8 "PMEVTYPER<n>"); PMCEID0 0x20101 says
+    /// L1D_CACHE (0x04) is not implemented.
     #[test]
     fn events_checked() {
         let regs = FakeRegisters::cortex_a7();
-        let pmu = Armv7Pmu::new(&regs, PerfMon::PmuV2).unwrap();
-        assert!(!pmu.counts(EventNumber::new(0x100)));
+        let v2 = Armv7Pmu::new(&regs, PerfMon::PmuV2).unwrap();
+        assert!(!v2.counts(EventNumber::new(0x100)));
+        assert!(v2.counts(EventNumber::new(0x04)));
+        let regs = FakeRegisters::cortex_a53_aarch32();
+        let pmu = Armv7Pmu::new(&regs, PerfMon::from_id_dfr0(0x0301_0066)).unwrap();
+        assert!(pmu.counts(EventNumber::new(0x100)));
         assert!(!pmu.counts(EventNumber::new(0x04)));
         assert!(pmu.counts(EventNumber::INST_RETIRED));
-        // IMPLEMENTATION DEFINED events (0x40..=0xFF, Cortex-A7 TRM table 11-5) pass.
+        // IMPLEMENTATION DEFINED events (0x40..=0xFF in ARMv7, DDI 0406C C12) pass.
         assert!(pmu.counts(EventNumber::new(0x60)));
         assert!(matches!(
             pmu.configure(
@@ -550,7 +559,7 @@ mod tests {
         ));
     }
 
-    /// PMUv1 (Cortex-A8/A9) has no filter bits (DDI 0406C C12.3.3): user-only refused,
+    /// PMUv1 (Cortex-A8/A9) has no filter bits (DDI 0406C C12): user-only refused,
     /// everywhere accepted with evtCount alone.
     #[test]
     fn pmuv1_has_no_filters() {
@@ -582,7 +591,7 @@ mod tests {
         assert_eq!(pmu.read(Slot::Programmable(4)), 0);
     }
 
-    /// PMSWINC increments an enabled SW_INCR counter (DDI 0406C C12.8.12).
+    /// PMSWINC increments an enabled SW_INCR counter (DDI 0406C C12).
     #[test]
     fn software_increment_and_interrupts() {
         let regs = FakeRegisters::cortex_a7();

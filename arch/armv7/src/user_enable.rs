@@ -19,7 +19,7 @@
 //!   reads counters the module programs itself, filtered to PL0 (PMXEVTYPER.P = 1: not
 //!   in PL1 modes; NSH = 0: not in Hyp mode).
 //! - **ARMv7 PMUv2** (Cortex-A7 on the Pi 2, Cortex-A15) has PMUSERENR.EN alone (DDI
-//!   0406C C12.8.16). EN lets PL0 *write* every PMU register but PMUSERENR and
+//!   0406C C12). EN lets PL0 *write* every PMU register but PMUSERENR and
 //!   PMINTEN*: program counters to count in PL1 (a side channel into the kernel), stop
 //!   or reset perf's counters, clear their overflow flags. No read-only grant exists,
 //!   so [`apply`] refuses ([`ApplyError::NoReadOnlyGrant`]) unless the user gave the
@@ -35,8 +35,8 @@
 //! still count what the module programmed. PMUSERENR is restored to 0, what 32-bit
 //! Linux holds (it never grants).
 //!
-//! Sources: ARMv7-A/R ARM (DDI 0406C) C12.8.16 "PMUSERENR", C12.8.14 "PMXEVTYPER",
-//! C12.8.7 "PMCR"; Arm ARM (DDI 0487) G8 "PMUSERENR", "PMCCFILTR"; Linux 6.12
+//! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMUSERENR", C12 "PMXEVTYPER",
+//! C12 "PMCR"; Arm ARM (DDI 0487) G8 "PMUSERENR", "PMCCFILTR"; Linux 6.12
 //! arch/arm/kernel/perf_event_v7.c (`armv7pmu_get_event_idx` allocates counters from
 //! the lowest up, so the top of the counter space is reached last).
 

@@ -4,8 +4,8 @@
 //!
 //! Each gives event counter n bit n (`P<n>`) and the cycle counter bit 31 (C). Writes of
 //! the SET/CLR forms act only on the 1 bits; PMOVSR is write-one-to-clear. Sources:
-//! ARMv7-A/R ARM (DDI 0406C) C12.8.3 "PMCNTENSET", C12.8.2 "PMCNTENCLR", C12.8.9
-//! "PMOVSR", C12.8.12 "PMSWINC", C12.8.6 "PMINTENSET", C12.8.5 "PMINTENCLR"; Linux
+//! ARMv7-A/R ARM (DDI 0406C) C12 "PMCNTENSET", C12 "PMCNTENCLR", C12
+//! "PMOVSR", C12 "PMSWINC", C12 "PMINTENSET", C12 "PMINTENCLR"; Linux
 //! 6.12 arch/arm/kernel/perf_event_v7.c (`ARMV7_IDX_CYCLE_COUNTER` maps to bit 31,
 //! `ARMV7_OVERFLOWED_MASK` 0xffffffff).
 
@@ -50,7 +50,7 @@ pub const CYCLE_COUNTER_BIT: u32 = 31;
 mod tests {
     use super::*;
 
-    /// DDI 0406C C12.8.3: PMCNTENSET bit 31 is C (PMCCNTR), bits 30:0 are Px.
+    /// DDI 0406C C12: PMCNTENSET bit 31 is C (PMCCNTR), bits 30:0 are Px.
     #[test]
     fn cycle_counter_is_bit_31() {
         let v = Pmcntenset::new(1 << 31 | 0b101);

@@ -1,10 +1,9 @@
 //! ID_DFR0, Debug Feature Register 0 (`p15, 0, <Rt>, c0, c1, 2`): PerfMon, bits 27:24,
 //! says which PMU the processor has.
 //!
-//! Sources: ARMv7-A/R ARM (DDI 0406C) B4.1.89 "ID_DFR0" (0 not supported, 1 PMUv1,
+//! Sources: ARMv7-A/R ARM (DDI 0406C) B4.1 "ID_DFR0" (0 not supported, 1 PMUv1,
 //! 2 PMUv2, 0xF no ARM-architected PMU); Arm ARM (DDI 0487) G8 "ID_DFR0" (3 PMUv3,
-//! 4 PMUv3p1, 5 PMUv3p4, 6 PMUv3p5, 7 PMUv3p7, 8 PMUv3p8, 9 PMUv3p9); Cortex-A7 MPCore TRM (DDI
-//! 0464F) "ID_DFR0" reset value 0x02010555 (PerfMon 2).
+//! 4 PMUv3p1, 5 PMUv3p4, 6 PMUv3p5, 7 PMUv3p7, 8 PMUv3p8, 9 PMUv3p9).
 
 use core::fmt;
 
@@ -86,12 +85,12 @@ impl fmt::Display for PerfMon {
 mod tests {
     use super::*;
 
-    /// QEMU 10.0.2 `-cpu cortex-a7` and `cortex-a15` set ID_DFR0 = 0x02010555
-    /// (target/arm/tcg/cpu32.c), as the Cortex-A7 TRM gives: PerfMon 2, PMUv2.
-    /// A Cortex-A53 in AArch32 reads 0x03010066 (Cortex-A53 TRM, ID_DFR0): PMUv3.
+    /// QEMU 10.0.2 `-cpu cortex-a7` and `cortex-a15` read ID_DFR0 = 0x02000505 (the
+    /// qemu/armv7-virt image's probe line): PerfMon 2, PMUv2. A Cortex-A53 in AArch32
+    /// reads 0x03010066 (Cortex-A53 TRM, ID_DFR0): PMUv3.
     #[test]
     fn decodes_known_cores() {
-        assert_eq!(PerfMon::from_id_dfr0(0x0201_0555), PerfMon::PmuV2);
+        assert_eq!(PerfMon::from_id_dfr0(0x0200_0505), PerfMon::PmuV2);
         assert!(!PerfMon::PmuV2.has_read_only_grant());
         let a53 = PerfMon::from_id_dfr0(0x0301_0066);
         assert_eq!(a53, PerfMon::PmuV3(PmuVersion::PmuV3));

@@ -1,9 +1,9 @@
 //! PMCR, Performance Monitors Control Register (cp15: `p15, 0, <Rt>, c9, c12, 0`).
 //!
 //! How many event counters exist (N) and the controls of all of them at once.
-//! Sources: ARMv7-A/R ARM (DDI 0406C) C12.8.7 "PMCR, Performance Monitors Control
-//! Register"; Cortex-A7 MPCore TRM (DDI 0464) 11.4 "Performance Monitors register
-//! descriptions" (PMCR reset: IMP 0x41, IDCODE 0x07, N = 4); Arm ARM (DDI 0487) G8
+//! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMCR, Performance Monitors Control
+//! Register"; Cortex-A7 MPCore TRM (DDI 0464), "Performance Monitors Control
+//! Register"; Arm ARM (DDI 0487) G8
 //! "PMCR" for PMUv3 in AArch32 (LC, and LP from PMUv3p5); Linux 6.12
 //! arch/arm/kernel/perf_event_v7.c (`ARMV7_PMNC_*`).
 
@@ -60,15 +60,19 @@ pub const WRITABLE_MASK: u32 = 0x3F;
 mod tests {
     use super::*;
 
-    /// Cortex-A7 MPCore TRM (DDI 0464F) 11.4.1 "Performance Monitors Control Register":
-    /// reset value 0x41072000: IMP 0x41, IDCODE 0x07, N = 4, every control bit 0.
+    /// QEMU 10.0.2 `-cpu cortex-a7` reads PMCR = 0x41072001 after the driver set E (the
+    /// qemu/armv7-virt image's probe line): IMP 0x41, IDCODE 0x07, N = 4; `-cpu
+    /// cortex-a15` 0x410f3001, N = 6.
     #[test]
-    fn cortex_a7_reset_value() {
-        let pmcr = Pmcr::new(0x4107_2000);
+    fn qemu_cortex_a7_and_a15() {
+        let pmcr = Pmcr::new(0x4107_2001);
         assert_eq!(pmcr.read(PMCR::IMP), 0x41);
         assert_eq!(pmcr.read(PMCR::IDCODE), 0x07);
         assert_eq!(pmcr.read(PMCR::N), 4);
-        assert!(!pmcr.is_set(PMCR::E));
+        assert!(pmcr.is_set(PMCR::E));
+        let a15 = Pmcr::new(0x410f_3001);
+        assert_eq!(a15.read(PMCR::IDCODE), 0x0f);
+        assert_eq!(a15.read(PMCR::N), 6);
     }
 
     /// Linux 6.12 arch/arm/kernel/perf_event_v7.c: `ARMV7_PMNC_E` BIT(0), `_P` BIT(1),

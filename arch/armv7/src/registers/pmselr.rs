@@ -3,7 +3,7 @@
 //! SEL picks the counter PMXEVTYPER and PMXEVCNTR reach: n for event counter n (n below
 //! PMCR.N), 31 for the cycle counter's filter (PMXEVTYPER then reads and writes
 //! PMCCFILTR; PMXEVCNTR with SEL = 31 is UNPREDICTABLE). Sources: ARMv7-A/R ARM (DDI
-//! 0406C) C12.8.10 "PMSELR"; Arm ARM (DDI 0487) G8 "PMSELR"; Linux 6.12
+//! 0406C) C12 "PMSELR"; Arm ARM (DDI 0487) G8 "PMSELR"; Linux 6.12
 //! arch/arm/kernel/perf_event_v7.c `armv7_pmnc_select_counter` (selects, then `isb`).
 
 use tock_registers::LocalRegisterCopy;
@@ -41,7 +41,7 @@ pub fn select(n: u8) -> Pmselr {
 mod tests {
     use super::*;
 
-    /// DDI 0406C C12.8.10: SEL is bits 4:0; 0x1F selects the cycle counter.
+    /// DDI 0406C C12: SEL is bits 4:0; 0x1F selects the cycle counter.
     #[test]
     fn sel_is_five_bits() {
         assert_eq!(select(3).get(), 3);

@@ -8,7 +8,7 @@
 //! grant on those CPUs. PMUv3 seen from AArch32 (Cortex-A53, A72, A76 running a 32-bit
 //! kernel) adds SW, CR and ER, so ER | CR grants reads only, as in AArch64.
 //!
-//! Sources: ARMv7-A/R ARM (DDI 0406C) C12.8.16 "PMUSERENR" (bit 0 EN, bits 31:1
+//! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMUSERENR" (bit 0 EN, bits 31:1
 //! UNK/SBZP); Arm ARM (DDI 0487) G8 "PMUSERENR" (EN, SW, CR, ER); Linux 6.12
 //! arch/arm/kernel/perf_event_v7.c never writes it (arm32 perf grants no user access).
 

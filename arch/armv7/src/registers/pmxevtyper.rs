@@ -7,7 +7,7 @@
 //! A9) they are UNK/SBZP and every event counts in all modes. evtCount is 8 bits on
 //! PMUv1/PMUv2, 10 on PMUv3, 16 from PMUv3p1.
 //!
-//! Sources: ARMv7-A/R ARM (DDI 0406C) C12.8.14 "PMXEVTYPER" and C12.3.3 "Filtering
+//! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMXEVTYPER" and C12 "Filtering
 //! by privilege level" (PMUv2); Arm ARM (DDI 0487) G8 "PMEVTYPER<n>", "PMCCFILTR";
 //! Linux 6.12 arch/arm/kernel/perf_event_v7.c (`ARMV7_EXCLUDE_PL1` BIT(31),
 //! `ARMV7_EXCLUDE_USER` BIT(30), `ARMV7_INCLUDE_HYP` BIT(27), `ARMV7_EVTYPE_MASK`

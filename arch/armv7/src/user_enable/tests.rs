@@ -8,7 +8,7 @@ fn request(bits: u32, el0_programming: bool, events: &[u16], n: u8) -> Request {
     }
 }
 
-/// DDI 0406C C12.8.16: ARMv7 PMUSERENR has EN alone, which grants writes. The
+/// DDI 0406C C12: ARMv7 PMUSERENR has EN alone, which grants writes. The
 /// default read-only request must write nothing on a Cortex-A7 (PMUv2).
 #[test]
 fn pmuv2_refuses_the_default_and_writes_nothing() {
@@ -25,7 +25,7 @@ fn pmuv2_refuses_the_default_and_writes_nothing() {
 }
 
 /// With `el0_programming=1` a Cortex-A7 gets EN only (bits 31:1 UNK/SBZP, DDI 0406C
-/// C12.8.16), INST_RETIRED on counter N-1 = 3 filtered to PL0 (P = 1, Linux
+/// C12), INST_RETIRED on counter N-1 = 3 filtered to PL0 (P = 1, Linux
 /// `ARMV7_EXCLUDE_PL1`), cycles on PMCCFILTR with P = 1.
 #[test]
 fn pmuv2_with_opt_in_grants_en_and_programs_pl0_counters() {
@@ -81,8 +81,8 @@ fn perfs_counter_is_left_alone() {
     assert_eq!(regs.event_count(3), 77);
 }
 
-/// PMXEVTYPER.evtCount is 8 bits on PMUv2 (DDI 0406C C12.8.14): 0x100 cannot be
-/// programmed; PMCEID0 bit 3 clear (QEMU cortex-a7: 0x20101) refuses L1D_CACHE_REFILL.
+/// PMXEVTYPER.evtCount is 8 bits on PMUv2 (DDI 0406C C12): 0x100 cannot be
+/// programmed; PMCEID0 bit 3 clear (0x20101) refuses L1D_CACHE_REFILL on PMUv3.
 #[test]
 fn events_checked_against_evtcount_and_pmceid() {
     let regs = FakeRegisters::cortex_a7();
@@ -90,8 +90,9 @@ fn events_checked_against_evtcount_and_pmceid() {
         apply(&regs, request(0, true, &[0x100], 4), None).unwrap_err(),
         ApplyError::EventOutOfRange { event: 0x100 }
     );
+    let regs = FakeRegisters::cortex_a53_aarch32();
     assert_eq!(
-        apply(&regs, request(0, true, &[0x03], 4), None).unwrap_err(),
+        apply(&regs, request(DEFAULT_USER_ACCESS, false, &[0x03], 6), None).unwrap_err(),
         ApplyError::EventNotImplemented { event: 0x03 }
     );
     assert_eq!(regs.write_count(), 0);
