@@ -6,7 +6,7 @@
 //! - [`registers`]: the cp15 c9 registers (PMCR, PMCNTENSET/CLR, PMOVSR, PMSWINC,
 //!   PMSELR, PMXEVTYPER/PMCCFILTR, PMUSERENR, PMINTENSET/CLR) and ID_DFR0.PerfMon as
 //!   values (`tock-registers`), field names as DDI 0406C chapter C12 spells them;
-//! - [`asm`]: every `mrc`/`mcr p15` and `isb`, `unsafe fn`s on `target_arch = "arm"`
+//! - `asm`: every `mrc`/`mcr p15` and `isb`, `unsafe fn`s on `target_arch = "arm"`
 //!   only;
 //! - event numbers, the generic-event map and PMCEID decoding are `pmu_armv8`'s
 //!   ([`pmu_armv8::EventNumber`], [`pmu_armv8::generic_event`],
@@ -20,7 +20,7 @@
 //!   the explicit write opt-in `el0_programming=1` is given.
 //!
 //! Counters are accessed through PMSELR + PMXEVTYPER/PMXEVCNTR, which both PMUv2 and
-//! PMUv3 have; the PMUv3-only direct encodings (PMEVCNTR<n>, PMEVTYPER<n>, `c14, c8..`)
+//! PMUv3 have; the PMUv3-only direct encodings (`PMEVCNTR<n>`, `PMEVTYPER<n>`, `c14, c8..`)
 //! are not used. Every counter is 32 bits (PMCR.LC stays 0).
 //!
 //! ```

@@ -511,7 +511,7 @@ mod tests {
     }
 
     /// PMUv2 evtCount is 8 bits (DDI 0406C C12): 0x100 is not countable there, but
-    /// is on PMUv3 (10 bits, DDI 0487 G8 "PMEVTYPER<n>"); PMCEID0 0x20101 says
+    /// is on PMUv3 (10 bits, DDI 0487 G8 "`PMEVTYPER<n>`"); PMCEID0 0x20101 says
     /// L1D_CACHE (0x04) is not implemented.
     #[test]
     fn events_checked() {

@@ -4,7 +4,7 @@
 //! chapter C12 and the Arm ARM (DDI 0487) chapter G8 spell them. PMCEID0/1 need no
 //! type of their own: [`pmu_armv8::ImplementedEvents`] decodes them (the AArch32
 //! registers are the low 32 bits of PMCEID0/1_EL0: events 0x00..=0x1F and
-//! 0x20..=0x3F). PMCCNTR, PMXEVCNTR and PMEVCNTR<n> are plain counts.
+//! 0x20..=0x3F). PMCCNTR, PMXEVCNTR and `PMEVCNTR<n>` are plain counts.
 
 pub mod counter_bits;
 pub mod id_dfr0;

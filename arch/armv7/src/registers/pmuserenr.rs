@@ -22,7 +22,7 @@ mod fields {
     register_bitfields! {u32,
         /// The fields of PMUSERENR.
         pub PMUSERENR [
-            /// Event counter read enable: PL0 may read PMXEVCNTR / PMEVCNTR<n> and
+            /// Event counter read enable: PL0 may read PMXEVCNTR / `PMEVCNTR<n>` and
             /// read/write PMSELR. PMUv3 only (UNK/SBZP on PMUv2).
             ER OFFSET(3) NUMBITS(1) [],
             /// Cycle counter read enable: PL0 may read PMCCNTR. PMUv3 only.

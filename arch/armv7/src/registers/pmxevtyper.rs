@@ -8,7 +8,7 @@
 //! PMUv1/PMUv2, 10 on PMUv3, 16 from PMUv3p1.
 //!
 //! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMXEVTYPER" and C12 "Filtering
-//! by privilege level" (PMUv2); Arm ARM (DDI 0487) G8 "PMEVTYPER<n>", "PMCCFILTR";
+//! by privilege level" (PMUv2); Arm ARM (DDI 0487) G8 "`PMEVTYPER<n>`", "PMCCFILTR";
 //! Linux 6.12 arch/arm/kernel/perf_event_v7.c (`ARMV7_EXCLUDE_PL1` BIT(31),
 //! `ARMV7_EXCLUDE_USER` BIT(30), `ARMV7_INCLUDE_HYP` BIT(27), `ARMV7_EVTYPE_MASK`
 //! 0xc80000ff, `armv7pmu_set_event_filter`).
@@ -23,7 +23,7 @@ mod fields {
     use tock_registers::register_bitfields;
 
     register_bitfields! {u32,
-        /// The fields of PMXEVTYPER / PMEVTYPER<n> / PMCCFILTR (no evtCount there).
+        /// The fields of PMXEVTYPER / `PMEVTYPER<n>` / PMCCFILTR (no evtCount there).
         pub PMXEVTYPER [
             /// 1: do not count in PL1 modes. PMUv2 and later.
             P OFFSET(31) NUMBITS(1) [],
@@ -45,7 +45,7 @@ mod fields {
 
 pub use fields::PMXEVTYPER;
 
-/// A PMXEVTYPER (or PMEVTYPER<n>) value.
+/// A PMXEVTYPER (or `PMEVTYPER<n>`) value.
 pub type Pmxevtyper = LocalRegisterCopy<u32, PMXEVTYPER::Register>;
 /// A PMCCFILTR value (evtCount RES0).
 pub type Pmccfiltr = LocalRegisterCopy<u32, PMXEVTYPER::Register>;
