@@ -95,3 +95,33 @@ fn cortex_a7_pmuv2() {
 fn cortex_a15_pmuv2() {
     check_model("cortex-a15", "0x414fc0f0", 6);
 }
+
+/// A failing check, a panic and an unexpected exception are each visible in the output
+/// and the exit status (qemu/armv7-virt/src/main.rs: 1, 2, 3).
+#[test]
+fn failures_are_reported() {
+    let boot_with = |what: &str| {
+        let mut args = armv7_virt_args(&image("PMU_IMAGE_ARMV7_VIRT"), "cortex-a7");
+        args.extend(["-append".to_string(), format!("selftest={what}")]);
+        run_qemu(QEMU_ARM, &args, LIMIT)
+    };
+    let fail = boot_with("fail");
+    assert_eq!(fail.code, Some(1), "{}", fail.stdout);
+    assert_eq!(fail.find("summary", "fail", "1").int("pass"), 0);
+    let panic = boot_with("panic");
+    assert_eq!(panic.code, Some(2), "{}", panic.stdout);
+    assert!(
+        panic.stdout.contains("FATAL panic: panicked at"),
+        "{}",
+        panic.stdout
+    );
+    let undef = boot_with("undef");
+    assert_eq!(undef.code, Some(3), "{}", undef.stdout);
+    assert!(
+        undef
+            .stdout
+            .contains("FATAL exception: undefined instruction at PL1"),
+        "{}",
+        undef.stdout
+    );
+}

@@ -63,3 +63,21 @@ pub fn exit(code: u32) -> ! {
         unsafe { core::arch::asm!("wfe", options(nomem, nostack)) };
     }
 }
+
+/// The command line QEMU passes through semihosting (`SYS_GET_CMDLINE`): the image path
+/// followed by what `-append` gave, or `None` when there is none.
+pub fn command_line(buf: &mut [u8]) -> Option<&str> {
+    const SYS_GET_CMDLINE: u32 = 0x15;
+    let mut block = [buf.as_mut_ptr() as u32, buf.len() as u32];
+    let status: u32;
+    // SAFETY: semihosting call as in `exit`; QEMU writes at most `buf.len()` bytes into
+    // `buf` and the length into block[1].
+    unsafe {
+        core::arch::asm!("svc 0x123456", inout("r0") SYS_GET_CMDLINE => status, in("r1") block.as_mut_ptr(), options(nostack));
+    }
+    if status != 0 {
+        return None;
+    }
+    let len = usize::try_from(block[1]).ok()?.min(buf.len());
+    core::str::from_utf8(&buf[..len]).ok()
+}

@@ -23,7 +23,15 @@ mod scenarios;
 #[no_mangle]
 extern "C" fn kernel_main() -> ! {
     println!("pmu armv7-virt image: AArch32 PMU scenarios at PL1 and PL0");
-    let (pass, fail) = scenarios::run_all();
+    let mut buf = [0u8; 256];
+    let selftest = console::command_line(&mut buf).and_then(|line| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix("selftest="))
+    });
+    let (pass, fail) = match selftest {
+        None => scenarios::run_all(),
+        Some(what) => self_test(what),
+    };
     println!("RESULT summary pass={pass} fail={fail}");
     if fail == 0 {
         println!("all {pass} checks passed");
@@ -32,6 +40,20 @@ extern "C" fn kernel_main() -> ! {
         println!("{fail} of {} checks FAILED", pass + fail);
         console::exit(1)
     }
+}
+
+/// `-append selftest=…`: proves that each kind of failure is visible in the output and
+/// the exit status (the tests boot these too).
+fn self_test(what: &str) -> (u32, u32) {
+    println!("self-test: {what}");
+    match what {
+        "panic" => panic!("self-test panic"),
+        // SAFETY: deliberately UNDEFINED, to exercise the fatal-exception path.
+        "undef" => unsafe { core::arch::asm!("udf #0", options(nomem, nostack)) },
+        "fail" => println!("RESULT selftest pass=0"),
+        other => println!("unknown self-test `{other}` (panic, undef, fail)"),
+    }
+    (0, 1)
 }
 
 #[panic_handler]
