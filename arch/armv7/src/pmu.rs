@@ -6,7 +6,7 @@
 //! kernel set PMUSERENR.EN (both `target_arch = "arm"` only), and
 //! [`crate::fake::FakeRegisters`] on the host.
 //!
-//! Probe and reset follow Linux 6.12 arch/arm/kernel/perf_event_v7.c:
+//! Probe and reset follow Linux 6.12 drivers/perf/arm_v7_pmu.c:
 //! `armv7_read_num_pmnc_events` (N from PMCR), `armv7pmu_reset` (every counter and
 //! overflow interrupt disabled, overflow flags cleared, PMCR = P | C) and
 //! `armv7pmu_start` (PMCR.E). Every counter is 32 bits: the ARMv7 counters are, and on
@@ -454,7 +454,7 @@ mod tests {
     use crate::fake::FakeRegisters;
     use pmu_core::CounterPool;
 
-    /// Linux 6.12 arch/arm/kernel/perf_event_v7.c `armv7pmu_reset` + `armv7pmu_start`:
+    /// Linux 6.12 drivers/perf/arm_v7_pmu.c `armv7pmu_reset` + `armv7pmu_start`:
     /// counters disabled, overflow flags cleared, PMCR = E after P | C; N from PMCR (4 on
     /// QEMU 10.0.2 cortex-a7, PMCR 0x41072000 before E, measured by qemu/armv7-virt).
     #[test]

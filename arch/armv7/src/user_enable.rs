@@ -11,7 +11,7 @@
 //!
 //! # The grant, and why PMUv2 refuses by default
 //!
-//! 32-bit Linux never grants user access to the PMU (arch/arm/kernel/perf_event_v7.c,
+//! 32-bit Linux never grants user access to the PMU (drivers/perf/arm_v7_pmu.c,
 //! 6.12, never writes PMUSERENR), so whatever the module grants is the only way in.
 //!
 //! - **PMUv3 seen from AArch32** (Cortex-A53/A72/A76 under a 32-bit kernel) has
@@ -37,7 +37,7 @@
 //!
 //! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMUSERENR", C12 "PMXEVTYPER",
 //! C12 "PMCR"; Arm ARM (DDI 0487) G8 "PMUSERENR", "PMCCFILTR"; Linux 6.12
-//! arch/arm/kernel/perf_event_v7.c (`armv7pmu_get_event_idx` allocates counters from
+//! drivers/perf/arm_v7_pmu.c (`armv7pmu_get_event_idx` allocates counters from
 //! the lowest up, so the top of the counter space is reached last).
 
 pub use pmu_armv8::user_enable::{

@@ -6,7 +6,7 @@
 //! the SET/CLR forms act only on the 1 bits; PMOVSR is write-one-to-clear. Sources:
 //! ARMv7-A/R ARM (DDI 0406C) C12 "PMCNTENSET", C12 "PMCNTENCLR", C12
 //! "PMOVSR", C12 "PMSWINC", C12 "PMINTENSET", C12 "PMINTENCLR"; Linux
-//! 6.12 arch/arm/kernel/perf_event_v7.c (`ARMV7_IDX_CYCLE_COUNTER` maps to bit 31,
+//! 6.12 drivers/perf/arm_v7_pmu.c (`ARMV7_IDX_CYCLE_COUNTER` maps to bit 31,
 //! `ARMV7_OVERFLOWED_MASK` 0xffffffff).
 
 use tock_registers::LocalRegisterCopy;

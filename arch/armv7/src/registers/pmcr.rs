@@ -5,7 +5,7 @@
 //! Register"; Cortex-A7 MPCore TRM (DDI 0464), "Performance Monitors Control
 //! Register"; Arm ARM (DDI 0487) G8
 //! "PMCR" for PMUv3 in AArch32 (LC, and LP from PMUv3p5); Linux 6.12
-//! arch/arm/kernel/perf_event_v7.c (`ARMV7_PMNC_*`).
+//! drivers/perf/arm_v7_pmu.c (`ARMV7_PMNC_*`).
 
 use tock_registers::LocalRegisterCopy;
 
@@ -75,7 +75,7 @@ mod tests {
         assert_eq!(a15.read(PMCR::N), 6);
     }
 
-    /// Linux 6.12 arch/arm/kernel/perf_event_v7.c: `ARMV7_PMNC_E` BIT(0), `_P` BIT(1),
+    /// Linux 6.12 drivers/perf/arm_v7_pmu.c: `ARMV7_PMNC_E` BIT(0), `_P` BIT(1),
     /// `_C` BIT(2), `_D` BIT(3), `_X` BIT(4), `_DP` BIT(5), `ARMV7_PMNC_N_SHIFT` 11,
     /// `ARMV7_PMNC_N_MASK` 0x1f, `ARMV7_PMNC_MASK` 0x3f.
     #[test]

@@ -4,7 +4,7 @@
 //! PMCR.N), 31 for the cycle counter's filter (PMXEVTYPER then reads and writes
 //! PMCCFILTR; PMXEVCNTR with SEL = 31 is UNPREDICTABLE). Sources: ARMv7-A/R ARM (DDI
 //! 0406C) C12 "PMSELR"; Arm ARM (DDI 0487) G8 "PMSELR"; Linux 6.12
-//! arch/arm/kernel/perf_event_v7.c `armv7_pmnc_select_counter` (selects, then `isb`).
+//! drivers/perf/arm_v7_pmu.c `armv7_pmnc_select_counter` (selects, then `isb`).
 
 use tock_registers::LocalRegisterCopy;
 

@@ -10,7 +10,7 @@
 //!
 //! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMUSERENR" (bit 0 EN, bits 31:1
 //! UNK/SBZP); Arm ARM (DDI 0487) G8 "PMUSERENR" (EN, SW, CR, ER); Linux 6.12
-//! arch/arm/kernel/perf_event_v7.c never writes it (arm32 perf grants no user access).
+//! drivers/perf/arm_v7_pmu.c never writes it (arm32 perf grants no user access).
 
 use tock_registers::LocalRegisterCopy;
 

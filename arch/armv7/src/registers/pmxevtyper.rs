@@ -9,7 +9,7 @@
 //!
 //! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMXEVTYPER" and C12 "Filtering
 //! by privilege level" (PMUv2); Arm ARM (DDI 0487) G8 "`PMEVTYPER<n>`", "PMCCFILTR";
-//! Linux 6.12 arch/arm/kernel/perf_event_v7.c (`ARMV7_EXCLUDE_PL1` BIT(31),
+//! Linux 6.12 drivers/perf/arm_v7_pmu.c (`ARMV7_EXCLUDE_PL1` BIT(31),
 //! `ARMV7_EXCLUDE_USER` BIT(30), `ARMV7_INCLUDE_HYP` BIT(27), `ARMV7_EVTYPE_MASK`
 //! 0xc80000ff, `armv7pmu_set_event_filter`).
 
@@ -82,7 +82,7 @@ pub fn filter_of(value: Pmxevtyper) -> PrivilegeFilter {
 mod tests {
     use super::*;
 
-    /// Linux 6.12 arch/arm/kernel/perf_event_v7.c `armv7pmu_set_event_filter`:
+    /// Linux 6.12 drivers/perf/arm_v7_pmu.c `armv7pmu_set_event_filter`:
     /// exclude_kernel sets `ARMV7_EXCLUDE_PL1` (BIT(31)), exclude_user
     /// `ARMV7_EXCLUDE_USER` (BIT(30)), !exclude_hv `ARMV7_INCLUDE_HYP` (BIT(27)), and
     /// `perf stat -e instructions:u` on a Cortex-A7 writes 0x80000008.
