@@ -105,8 +105,19 @@ pub fn x86_64_args(image: &std::path::Path) -> Vec<String> {
 /// The QEMU program for the x86_64 image.
 pub const QEMU_X86_64: &str = "qemu-system-x86_64";
 
-/// QEMU for 32-bit ARM boards (the ARMv6 Raspberry Pis).
+/// QEMU for 32-bit ARM boards (the ARMv6 Raspberry Pis) and the armv7-virt image.
 pub const QEMU_ARM: &str = "qemu-system-arm";
+
+/// The qemu-system-arm arguments that boot the armv7-virt image on CPU model `cpu`
+/// (cortex-a7 or cortex-a15) with exact instruction counting.
+pub fn armv7_virt_args(image: &std::path::Path, cpu: &str) -> Vec<String> {
+    // The same machine line as aarch64's, on qemu-system-arm.
+    aarch64_virt_args(image, cpu)
+}
+
+/// Exit status of the armv7-virt image when every scenario passed (semihosting
+/// SYS_EXIT_EXTENDED code 0). 1: a check failed; 2: panic; 3: unexpected exception.
+pub const ARMV7_SUCCESS: i32 = 0;
 
 /// Where the kernel end-to-end runs get their artefacts: `cargo xtask e2e <arch>` (and
 /// `cargo xtask test`) build them and set these variables.

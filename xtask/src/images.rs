@@ -23,6 +23,13 @@ const AARCH64: Image = Image {
     success: pmu_tests::AARCH64_SUCCESS,
 };
 
+const ARMV7: Image = Image {
+    package: "qemu-armv7-virt",
+    target: "armv7a-none-eabi",
+    env: "PMU_IMAGE_ARMV7_VIRT",
+    success: pmu_tests::ARMV7_SUCCESS,
+};
+
 const X86_64: Image = Image {
     package: "qemu-x86_64",
     target: "x86_64-unknown-none",
@@ -64,9 +71,10 @@ impl Image {
 pub fn test_steps() -> Vec<Step> {
     vec![
         AARCH64.build(),
+        ARMV7.build(),
         X86_64.build(),
         Step::cargo(
-            "QEMU end-to-end tests (tests/: aarch64 on max, cortex-a72, cortex-a53; x86_64 TCG)",
+            "QEMU end-to-end tests (tests/: aarch64 on max, cortex-a72, cortex-a53; armv7 on cortex-a7, cortex-a15; x86_64 TCG)",
             [
                 "test",
                 "-p",
@@ -75,12 +83,15 @@ pub fn test_steps() -> Vec<Step> {
                 "--test",
                 "qemu_aarch64",
                 "--test",
+                "qemu_armv7",
+                "--test",
                 "qemu_x86_64",
                 "--",
                 "--test-threads=2",
             ],
         )
         .env(AARCH64.env, AARCH64.path())
+        .env(ARMV7.env, ARMV7.path())
         .env(X86_64.env, X86_64.path()),
     ]
 }
@@ -119,6 +130,15 @@ pub fn boot_aarch64(cpu: &str) -> ExitCode {
         &AARCH64,
         pmu_tests::QEMU_AARCH64,
         pmu_tests::aarch64_virt_args(&AARCH64.path(), cpu),
+    )
+}
+
+/// `cargo xtask qemu armv7 [CPU]` (cortex-a15 by default, or cortex-a7).
+pub fn boot_armv7(cpu: &str) -> ExitCode {
+    build_then_boot(
+        &ARMV7,
+        pmu_tests::QEMU_ARM,
+        pmu_tests::armv7_virt_args(&ARMV7.path(), cpu),
     )
 }
 

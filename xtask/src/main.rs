@@ -103,6 +103,9 @@ COMMANDS:
                       Build the aarch64 image and boot it in qemu-system-aarch64
                       -M virt with exact instruction counting (-icount), on CPU
                       model CPU (default max; also cortex-a72, cortex-a53, …).
+    qemu armv7 [CPU]  Build the AArch32 image (qemu/armv7-virt) and boot it in
+                      qemu-system-arm -M virt with -icount, on CPU model CPU
+                      (default cortex-a15; also cortex-a7).
     qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
                       (TCG).
     setup             Only install what the suite needs: rustup targets and
@@ -182,8 +185,10 @@ fn main() -> ExitCode {
             .then(vec![armv6::unit_tests_step(), armv6::step()]),
         ["qemu", "aarch64"] => return images::boot_aarch64("max"),
         ["qemu", "aarch64", cpu] => return images::boot_aarch64(cpu),
+        ["qemu", "armv7"] => return images::boot_armv7("cortex-a15"),
+        ["qemu", "armv7", cpu] => return images::boot_armv7(cpu),
         ["qemu", "x86_64"] => return images::boot_x86_64(),
-        ["qemu", ..] => return usage("`qemu` takes `aarch64 [CPU]` or `x86_64`"),
+        ["qemu", ..] => return usage("`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]` or `x86_64`"),
         ["setup"] => Plan::new("setup")
             .then(setup::steps())
             .then(setup::kernel_steps()),
@@ -220,7 +225,12 @@ const LINUX_MUSL: &[(&str, &[&str])] = &[
 ];
 
 /// Crates that only build for bare metal: excluded from host steps.
-const IMAGES: &[&str] = &["qemu-aarch64-virt", "qemu-x86_64", "kmod-enable-user-stock"];
+const IMAGES: &[&str] = &[
+    "qemu-aarch64-virt",
+    "qemu-armv7-virt",
+    "qemu-x86_64",
+    "kmod-enable-user-stock",
+];
 
 /// The stock-kernel module's Rust object, for the kernels' targets (build-std: rust-src).
 const STOCK_MODULE_TARGETS: &[&str] = &["aarch64-unknown-none-softfloat", ARMV6_TARGET];
@@ -230,6 +240,10 @@ const BARE_METAL: &[(&str, &[&str])] = &[
     (
         "aarch64-unknown-none",
         &["pmu-core", "pmu-armv8", "qemu-aarch64-virt"],
+    ),
+    (
+        "armv7a-none-eabi",
+        &["pmu-core", "pmu-armv7", "qemu-armv7-virt"],
     ),
     (
         "x86_64-unknown-none",

@@ -1,0 +1,115 @@
+//! Every instruction the crate executes: `mrc`/`mcr p15, 0, <Rt>, c9, …` and `isb`,
+//! one small function each, only on `target_arch = "arm"`.
+//!
+//! Encodings: ARMv7-A/R ARM (DDI 0406C) chapter B3, "Summary of CP15 c9 register
+//! encodings" (PMCR c9,c12,0; PMCNTENSET c9,c12,1; PMCNTENCLR c9,c12,2; PMOVSR
+//! c9,c12,3; PMSWINC c9,c12,4; PMSELR c9,c12,5; PMCEID0 c9,c12,6; PMCEID1 c9,c12,7;
+//! PMCCNTR c9,c13,0; PMXEVTYPER c9,c13,1; PMXEVCNTR c9,c13,2; PMUSERENR c9,c14,0;
+//! PMINTENSET c9,c14,1; PMINTENCLR c9,c14,2) and ID_DFR0 c0,c1,2.
+//!
+//! Which functions may run where is each one's `# Safety`: at PL1 all of them; at PL0
+//! only what PMUSERENR grants (EN: all but PMUSERENR writes and PMINTEN*; ER: PMSELR,
+//! PMXEVCNTR reads; CR: PMCCNTR reads; SW: PMSWINC). Anything else is UNDEFINED at PL0.
+
+#![cfg(target_arch = "arm")]
+
+use core::arch::asm;
+
+macro_rules! cp15_read {
+    ($(#[$doc:meta])* $name:ident, $crn:literal, $crm:literal, $op2:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The access must be permitted at the current privilege level (see the module
+        /// doc); otherwise it raises an Undefined Instruction exception.
+        #[inline(always)]
+        pub unsafe fn $name() -> u32 {
+            let value: u32;
+            // SAFETY: the caller guarantees the access is permitted; a cp15 read has no
+            // side effect on memory.
+            unsafe {
+                asm!(concat!("mrc p15, 0, {}, ", $crn, ", ", $crm, ", ", $op2),
+                     out(reg) value, options(nomem, nostack, preserves_flags));
+            }
+            value
+        }
+    };
+}
+
+macro_rules! cp15_write {
+    ($(#[$doc:meta])* $name:ident, $crn:literal, $crm:literal, $op2:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The access must be permitted at the current privilege level, and the caller
+        /// must own the PMU state it changes (no other agent — perf, another thread on
+        /// this CPU — relies on it). No barrier: see [`isb`].
+        #[inline(always)]
+        pub unsafe fn $name(value: u32) {
+            // SAFETY: the caller guarantees permission and ownership.
+            unsafe {
+                asm!(concat!("mcr p15, 0, {}, ", $crn, ", ", $crm, ", ", $op2),
+                     in(reg) value, options(nostack, preserves_flags));
+            }
+        }
+    };
+}
+
+cp15_read!(/// ID_DFR0 (PerfMon in bits 27:24).
+    id_dfr0, "c0", "c1", "2");
+cp15_read!(/// PMCR.
+    pmcr, "c9", "c12", "0");
+cp15_write!(/// Writes PMCR.
+    set_pmcr, "c9", "c12", "0");
+cp15_read!(/// PMCNTENSET (the enabled counters).
+    pmcntenset, "c9", "c12", "1");
+cp15_write!(/// Writes PMCNTENSET: enables the counters of the 1 bits.
+    set_pmcntenset, "c9", "c12", "1");
+cp15_write!(/// Writes PMCNTENCLR: disables the counters of the 1 bits.
+    set_pmcntenclr, "c9", "c12", "2");
+cp15_read!(/// PMOVSR (the overflow flags).
+    pmovsr, "c9", "c12", "3");
+cp15_write!(/// Writes PMOVSR: clears the overflow flags of the 1 bits.
+    set_pmovsr, "c9", "c12", "3");
+cp15_write!(/// Writes PMSWINC.
+    set_pmswinc, "c9", "c12", "4");
+cp15_read!(/// PMSELR.
+    pmselr, "c9", "c12", "5");
+cp15_write!(/// Writes PMSELR (PMXEVTYPER/PMXEVCNTR see it after an `isb`).
+    set_pmselr, "c9", "c12", "5");
+cp15_read!(/// PMCEID0 (common events 0x00..=0x1F).
+    pmceid0, "c9", "c12", "6");
+cp15_read!(/// PMCEID1 (common events 0x20..=0x3F).
+    pmceid1, "c9", "c12", "7");
+cp15_read!(/// PMCCNTR (low 32 bits on PMUv3).
+    pmccntr, "c9", "c13", "0");
+cp15_write!(/// Writes PMCCNTR.
+    set_pmccntr, "c9", "c13", "0");
+cp15_read!(/// PMXEVTYPER of the counter PMSELR selects.
+    pmxevtyper, "c9", "c13", "1");
+cp15_write!(/// Writes PMXEVTYPER of the counter PMSELR selects.
+    set_pmxevtyper, "c9", "c13", "1");
+cp15_read!(/// PMXEVCNTR of the counter PMSELR selects.
+    pmxevcntr, "c9", "c13", "2");
+cp15_write!(/// Writes PMXEVCNTR of the counter PMSELR selects.
+    set_pmxevcntr, "c9", "c13", "2");
+cp15_read!(/// PMUSERENR.
+    pmuserenr, "c9", "c14", "0");
+cp15_write!(/// Writes PMUSERENR (PL1 only).
+    set_pmuserenr, "c9", "c14", "0");
+cp15_read!(/// PMINTENSET (PL1 only).
+    pmintenset, "c9", "c14", "1");
+cp15_write!(/// Writes PMINTENSET (PL1 only).
+    set_pmintenset, "c9", "c14", "1");
+cp15_write!(/// Writes PMINTENCLR (PL1 only).
+    set_pmintenclr, "c9", "c14", "2");
+
+/// Instruction Synchronization Barrier: makes earlier cp15 writes (PMSELR, PMCR,
+/// PMUSERENR, PMCNTENSET) visible to the instructions after it (DDI 0406C B3.15.5
+/// "Synchronization of changes to system control registers").
+#[inline(always)]
+pub fn isb() {
+    // SAFETY: `isb` only orders the instruction stream; it is permitted at every
+    // privilege level and touches no memory.
+    unsafe { asm!("isb", options(nomem, nostack, preserves_flags)) }
+}

@@ -1,0 +1,127 @@
+//! Boots the AArch32 image (qemu/armv7-virt) on cortex-a7 and cortex-a15 under QEMU
+//! icount and checks every RESULT line. Expected values: what QEMU 10.0.2 emulates,
+//! measured with this image (qemu/armv7-virt/README.md); the access rules of the
+//! ARMv7-A/R ARM (DDI 0406C) chapter C12, "PMUSERENR" (PMUv2: EN alone).
+
+use std::time::Duration;
+
+use pmu_tests::{armv7_virt_args, image, run_qemu, QemuRun, ARMV7_SUCCESS, QEMU_ARM};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn boot(cpu: &str) -> QemuRun {
+    let args = armv7_virt_args(&image("PMU_IMAGE_ARMV7_VIRT"), cpu);
+    let run = run_qemu(QEMU_ARM, &args, LIMIT);
+    assert!(
+        !run.timed_out,
+        "QEMU ({cpu}) ran past {LIMIT:?}\n{}",
+        run.stdout
+    );
+    run
+}
+
+/// Every check of one model: probe, exact counts, overflow, PL0 access.
+fn check_model(cpu: &str, midr: &str, counters: i128) {
+    let run = boot(cpu);
+    let out = &run.stdout;
+    assert_eq!(
+        run.code,
+        Some(ARMV7_SUCCESS),
+        "{cpu}: image reported failure\n{out}"
+    );
+    assert!(!out.contains("FATAL"), "{cpu}\n{out}");
+    // 1 probe + 5 exact + 1 overflow + 3 settings x 6 accesses.
+    let summary = run.find("summary", "fail", "0");
+    assert_eq!(summary.int("pass"), 25, "{cpu}: number of checks\n{out}");
+
+    // Measured: ID_DFR0 0x02000505 (PerfMon 2, PMUv2) on both; PMCR.N 4 on cortex-a7,
+    // 6 on cortex-a15; 32-bit event and cycle counters (ARMv7 PMCCNTR is 32 bits).
+    let probe = &run.scenario("probe")[0];
+    assert_eq!(probe.get("midr"), midr, "{cpu}: {}", probe.raw);
+    assert_eq!(probe.get("id_dfr0"), "0x2000505", "{cpu}: {}", probe.raw);
+    assert_eq!(probe.int("perfmon"), 2, "{cpu}: {}", probe.raw);
+    assert_eq!(probe.int("counters"), counters, "{cpu}: {}", probe.raw);
+    assert_eq!(probe.int("event_width"), 32, "{cpu}: {}", probe.raw);
+    assert_eq!(probe.int("cycle_width"), 32, "{cpu}: {}", probe.raw);
+
+    // Under -icount shift=0 INST_RETIRED and PMCCNTR are exact: a block of K
+    // instructions measures K, min and median, every run clean.
+    for k in [1, 10, 100, 1000, 10000] {
+        let r = run.find("exact", "k", &k.to_string());
+        for key in ["inst", "inst_median", "cycles", "cycles_median"] {
+            assert_eq!(r.int(key), k, "{cpu}: {key} for K={k}: {}", r.raw);
+        }
+        assert_eq!(r.get("clean"), "11/11", "{cpu}: {}", r.raw);
+        assert_eq!(r.get("hazards"), "none", "{cpu}: {}", r.raw);
+        assert_eq!(r.get("cycle_slot"), "PMCCNTR", "{cpu}: {}", r.raw);
+    }
+
+    // Overflow of a 32-bit counter: flagged (PMOVSR), corrected to the block's 100
+    // instructions, the next run clean, the raw value below 2^32.
+    let o = &run.scenario("overflow")[0];
+    assert_eq!(o.int("width"), 32, "{}", o.raw);
+    assert_eq!(o.get("preset"), "0xffffffc0", "{}", o.raw);
+    assert_eq!(o.get("hazards"), "overflow", "{cpu}: {}", o.raw);
+    assert_eq!(o.int("corrected"), 100, "{cpu}: {}", o.raw);
+    assert_eq!(o.get("next_run_hazards"), "none", "{cpu}: {}", o.raw);
+    assert!(o.int("raw_end") < 1 << 32, "{cpu}: {}", o.raw);
+
+    // PL0 access (DDI 0406C C12 "PMUSERENR"): PMUv2 keeps EN alone, so CR|ER reads back
+    // 0 and grants nothing; EN opens everything but PMINTENSET; PMUSERENR is always
+    // readable.
+    let access = run.scenario("pl0_access");
+    assert_eq!(access.len(), 18, "{cpu}\n{out}");
+    for line in access {
+        let setting = line.get("pmuserenr");
+        let what = line.get("access");
+        let expected = match (setting, what) {
+            (_, "PMUSERENR.read") => "ok",
+            (_, "PMINTENSET.read") => "trap",
+            ("EN", _) => "ok",
+            _ => "trap",
+        };
+        assert_eq!(line.get("outcome"), expected, "{cpu}: {}", line.raw);
+        let kept = if setting == "EN" { "0x1" } else { "0x0" };
+        assert_eq!(line.get("kept"), kept, "{cpu}: {}", line.raw);
+    }
+}
+
+#[test]
+fn cortex_a7_pmuv2() {
+    check_model("cortex-a7", "0x410fc075", 4);
+}
+
+#[test]
+fn cortex_a15_pmuv2() {
+    check_model("cortex-a15", "0x414fc0f0", 6);
+}
+
+/// A failing check, a panic and an unexpected exception are each visible in the output
+/// and the exit status (qemu/armv7-virt/src/main.rs: 1, 2, 3).
+#[test]
+fn failures_are_reported() {
+    let boot_with = |what: &str| {
+        let mut args = armv7_virt_args(&image("PMU_IMAGE_ARMV7_VIRT"), "cortex-a7");
+        args.extend(["-append".to_string(), format!("selftest={what}")]);
+        run_qemu(QEMU_ARM, &args, LIMIT)
+    };
+    let fail = boot_with("fail");
+    assert_eq!(fail.code, Some(1), "{}", fail.stdout);
+    assert_eq!(fail.find("summary", "fail", "1").int("pass"), 0);
+    let panic = boot_with("panic");
+    assert_eq!(panic.code, Some(2), "{}", panic.stdout);
+    assert!(
+        panic.stdout.contains("FATAL panic: panicked at"),
+        "{}",
+        panic.stdout
+    );
+    let undef = boot_with("undef");
+    assert_eq!(undef.code, Some(3), "{}", undef.stdout);
+    assert!(
+        undef
+            .stdout
+            .contains("FATAL exception: undefined instruction at PL1"),
+        "{}",
+        undef.stdout
+    );
+}
