@@ -119,6 +119,7 @@ mod param {
 
     /// `struct kernel_param` for a parameter of this module with permission `perm`
     /// (sysfs mode: 0444 read-only, 0200 write-only for root).
+    #[cfg(target_arch = "aarch64")]
     pub(crate) const fn describe_perm(
         name: &'static core::ffi::CStr,
         ops: *const bindings::kernel_param_ops,
