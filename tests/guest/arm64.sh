@@ -271,7 +271,7 @@ scenario_raspi() {
 	boot_line
 	result board model=$(tr -d '\0' </proc/device-tree/model | tr ' ' '_')
 	demo before-cpu0 0 direct
-	load default el0_programming=1
+	load default
 	klog
 	demo loaded-cpu0 0 direct
 	demo loaded-cpu3 3 direct
