@@ -526,7 +526,17 @@ pub fn pmccfiltr_el0_only() -> PmccfiltrEl0 {
     value
 }
 
-/// The configuration register of `counter` as the module would write it, and as read.
+/// What the module writes to the configuration register of `counter` (`PMEVTYPER<n>_EL0`,
+/// or PMCCFILTR_EL0 for the cycle counter) to count `event` at EL0 only.
+fn module_config(counter: u8, event: u16) -> u64 {
+    if counter == CYCLE_COUNTER {
+        pmccfiltr_el0_only().get()
+    } else {
+        event_config(event)
+    }
+}
+
+/// The configuration register of `counter` as it reads now.
 fn config_of<R: UserAccessRegisters>(regs: &R, counter: u8) -> u64 {
     if counter == CYCLE_COUNTER {
         regs.pmccfiltr().get()
@@ -590,12 +600,7 @@ pub fn apply<R: UserAccessRegisters>(
             continue;
         }
         let config = config_of(regs, counter);
-        let ours = if counter == CYCLE_COUNTER {
-            config == pmccfiltr_el0_only().get()
-        } else {
-            config == event_config(event)
-        };
-        if !ours {
+        if config != module_config(counter, event) {
             return Err(ApplyError::CounterInUse { counter, config });
         }
         kept |= bit;
@@ -712,12 +717,7 @@ pub fn restore<R: UserAccessRegisters>(regs: &R, applied: &Applied, layout: &Lay
         if applied.owned & bit == 0 || enabled & bit == 0 {
             continue;
         }
-        let expected = if counter == CYCLE_COUNTER {
-            pmccfiltr_el0_only().get()
-        } else {
-            event_config(event)
-        };
-        if config_of(regs, counter) == expected {
+        if config_of(regs, counter) == module_config(counter, event) {
             released |= bit;
         } else {
             taken |= bit;
