@@ -38,7 +38,7 @@ pub use error::Error;
 pub use event::{Event, EventEncoding, GenericEvent};
 pub use harness::{Corrected, CounterMeter, Harness, RegionMeter, Run, Summary};
 pub use hazards::{Hazards, Reading};
-pub use mmap_page::{Fallback, PageRead, UserPage};
+pub use mmap_page::{ClockConversion, Fallback, PageRead, UserPage};
 pub use pmu::{Capabilities, Counter, CounterPool, Pmu, PrivilegeFilter, Slot};
 pub use width::CounterWidth;
 

@@ -76,6 +76,14 @@ pub trait UserPage {
     fn order_loads(&self) {
         fence(Ordering::Acquire);
     }
+    /// The page's conversion from the counter clock to the event times, when the kernel
+    /// publishes one (`cap_user_time`; with `cap_user_time_short` also `time_cycles` and
+    /// `time_mask`), else `None`. Read inside the seqlock by [`read_now`]. The default,
+    /// `None`, is a page without it: [`read_now`] then gives the page times as they are.
+    #[inline(always)]
+    fn clock_conversion(&self) -> Option<ClockConversion> {
+        None
+    }
     /// Whether a nonzero `index` on this page already means `cap_user_rdpmc` = 1, so
     /// that the protocol need not test the capability on every read. The default,
     /// false, tests it, as include/uapi/linux/perf_event.h's example does.
@@ -102,6 +110,10 @@ pub struct PageRead {
     pub time_enabled: u64,
     /// `time_running` at the read (as of the last page update).
     pub time_running: u64,
+    /// Whether `time_enabled` and `time_running` are the times at the read itself
+    /// ([`read_now`] on a page with [`UserPage::clock_conversion`]) rather than as of
+    /// the page's last update.
+    pub times_now: bool,
 }
 
 impl PageRead {
@@ -219,6 +231,107 @@ pub fn read_count<P: UserPage + ?Sized>(
     mut read_counter: impl FnMut(u32) -> Option<u64>,
 ) -> Result<u64, Fallback> {
     retry(|| attempt::<P, false>(page, &mut read_counter)).map(|anchor| anchor.read.value)
+}
+
+/// How a page converts a reading of the counter clock into the event times: the
+/// fields `time_mult`, `time_shift`, `time_offset` (and, with `cap_user_time_short`,
+/// `time_cycles` and `time_mask`) of include/uapi/linux/perf_event.h.
+///
+/// The clock is the one the kernel's `sched_clock` runs on: the TSC on x86
+/// (arch/x86/events/core.c `arch_perf_update_userpage`, only with a stable TSC), the
+/// generic timer's virtual count CNTVCT_EL0 on arm64 (drivers/perf/arm_pmuv3.c
+/// `arch_perf_update_userpage`, only while `sched_clock` reads the architected timer;
+/// it also sets `cap_user_time_short` with the timer's mask).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockConversion {
+    /// `time_mult`.
+    pub mult: u32,
+    /// `time_shift`; the kernel keeps it ≤ 31 (arm_pmuv3.c halves `time_mult` where
+    /// sched_clock's shift is 32).
+    pub shift: u16,
+    /// `time_offset`: time since the event's times were last updated, minus the clock
+    /// converted to ns, at that update.
+    pub offset: u64,
+    /// `time_cycles` (`cap_user_time_short`), else 0.
+    pub cycles: u64,
+    /// `time_mask` (`cap_user_time_short`), else all ones.
+    pub mask: u64,
+}
+
+impl ClockConversion {
+    /// The ns to add to the page's `time_enabled` (and, while the event is on a
+    /// counter, `time_running`) for a clock reading `cyc`, by the uapi header's recipe:
+    /// `cyc = time_cycles + ((cyc - time_cycles) & time_mask)` (a no-op without
+    /// `cap_user_time_short`), then `time_offset + cyc * time_mult >> time_shift`
+    /// computed without overflow (libperf's `mul_u64_u32_shr`, tools/lib/perf/mmap.c).
+    ///
+    /// `None` for a `shift` of 64 or more, which no kernel publishes (the product would
+    /// be shifted out entirely): the caller keeps the page times.
+    #[inline]
+    pub fn delta_ns(&self, cyc: u64) -> Option<u64> {
+        if self.shift >= 64 {
+            return None;
+        }
+        let cyc = self
+            .cycles
+            .wrapping_add(cyc.wrapping_sub(self.cycles) & self.mask);
+        let ns = ((u128::from(cyc) * u128::from(self.mult)) >> self.shift) as u64;
+        Some(self.offset.wrapping_add(ns))
+    }
+}
+
+/// [`read`], with the event times brought up to the moment of the read: with the page's
+/// [`ClockConversion`] (`cap_user_time`), `read_clock` is called once inside the
+/// seqlock and the elapsed time is added to `time_enabled`, and to `time_running` when
+/// the event is on a counter (which it is for every successful read). This is what
+/// tools/lib/perf/mmap.c `perf_mmap__read_self` does, and what makes
+/// `value * time_enabled / time_running` the right multiplexing estimate for a value read
+/// through the page: the page's own times stand still from one reschedule to the next,
+/// while the counter does not.
+///
+/// Without the conversion the read is [`read`]'s (`times_now` false). Unlike libperf,
+/// the clock is read on every read where the page has the conversion, not only where
+/// `time_enabled != time_running`: a region that takes the difference of two reads needs
+/// both edges' times current even when the event has not been multiplexed yet.
+///
+/// # Errors
+/// As [`read`].
+#[inline]
+pub fn read_now<P: UserPage + ?Sized>(
+    page: &P,
+    mut read_counter: impl FnMut(u32) -> Option<u64>,
+    mut read_clock: impl FnMut() -> u64,
+) -> Result<PageRead, Fallback> {
+    retry(|| {
+        let seq = page.lock();
+        page.order_loads();
+        if seq & 1 != 0 {
+            return None;
+        }
+        let conversion = page.clock_conversion();
+        let cyc = conversion.map(|_| read_clock());
+        // The rest of the pass is `read`'s: the same `lock` must hold at its end for
+        // the times and the conversion to belong to the value.
+        let pass = attempt::<P, true>(page, &mut read_counter)?;
+        page.order_loads();
+        if page.lock() != seq {
+            return None;
+        }
+        Some(pass.map(|anchor| {
+            let mut read = anchor.read;
+            if let Some(delta) = conversion
+                .zip(cyc)
+                .and_then(|(conversion, cyc)| conversion.delta_ns(cyc))
+            {
+                read.time_enabled = read.time_enabled.wrapping_add(delta);
+                if read.index != 0 {
+                    read.time_running = read.time_running.wrapping_add(delta);
+                }
+                read.times_now = true;
+            }
+            read
+        }))
+    })
 }
 
 /// Runs `pass` until it gives an outcome, at most [`MAX_RETRIES`] times.
@@ -340,6 +453,7 @@ fn attempt<P: UserPage + ?Sized, const TIMES: bool>(
             index,
             time_enabled,
             time_running,
+            times_now: false,
         },
         pmc,
         counter,
@@ -392,6 +506,8 @@ mod tests {
         running: AtomicU64,
         /// The "hardware counter" the page describes.
         pmc: AtomicU64,
+        /// `cap_user_time` and its fields (`time_offset` moves on every update).
+        conversion: std::sync::Mutex<Option<ClockConversion>>,
     }
 
     impl UserPage for FakePage {
@@ -415,6 +531,9 @@ mod tests {
         }
         fn time_running(&self) -> u64 {
             self.running.load(Ordering::Relaxed)
+        }
+        fn clock_conversion(&self) -> Option<ClockConversion> {
+            *self.conversion.lock().unwrap()
         }
     }
 
@@ -442,6 +561,161 @@ mod tests {
             f(self);
             self.lock.store(l.wrapping_add(2), Ordering::Release);
         }
+    }
+
+    /// The conversion of include/uapi/linux/perf_event.h, written as the header writes
+    /// it (`quot = cyc >> time_shift; rem = cyc & ((1 << time_shift) - 1); delta =
+    /// time_offset + quot * time_mult + ((rem * time_mult) >> time_shift)`): the
+    /// independent form the tests compare [`ClockConversion::delta_ns`] against.
+    fn header_delta(c: &ClockConversion, cyc: u64) -> u64 {
+        let cyc = c.cycles.wrapping_add(cyc.wrapping_sub(c.cycles) & c.mask);
+        let quot = cyc >> c.shift;
+        let rem = cyc & ((1u64 << c.shift) - 1);
+        c.offset
+            .wrapping_add(quot.wrapping_mul(u64::from(c.mult)))
+            .wrapping_add((rem * u64::from(c.mult)) >> c.shift)
+    }
+
+    /// A 62.5 MHz arm64 generic timer: 16 ns per tick, written as mult / 2^shift =
+    /// 2^31 / 2^27 (the kernel picks its own pair in kernel/time/sched_clock.c; any
+    /// pair with this ratio converts the same), with a 56-bit mask (the architected
+    /// minimum counter width, `CLOCKSOURCE_MASK(56)` in
+    /// drivers/clocksource/arm_arch_timer.c).
+    fn timer_62_5_mhz(offset: u64, cycles: u64) -> ClockConversion {
+        ClockConversion {
+            mult: 0x8000_0000,
+            shift: 27,
+            offset,
+            cycles,
+            mask: (1 << 56) - 1,
+        }
+    }
+
+    /// `delta_ns` is the header's formula, including for clock values whose product
+    /// with `time_mult` overflows 64 bits (where the header splits quot/rem and
+    /// libperf uses `mul_u64_u32_shr`), and 16 ns per tick at 62.5 MHz.
+    #[test]
+    fn clock_conversion_is_the_header_formula() {
+        let c = timer_62_5_mhz(0u64.wrapping_sub(1_000_000), 0);
+        assert_eq!(c.delta_ns(62_500 + 1_000_000 / 16), Some(1_000_000));
+        for cyc in [0, 1, 12345, 1 << 40, (1 << 56) - 1, u64::MAX >> 8] {
+            assert_eq!(c.delta_ns(cyc), Some(header_delta(&c, cyc)), "cyc {cyc:#x}");
+        }
+        let x86 = ClockConversion {
+            // A 3 GHz TSC: 1/3 ns per cycle as mult / 2^shift, rounded up
+            // (ceil(2^31 / 3)); the product overflows 64 bits for large `cyc`.
+            mult: 715_827_883,
+            shift: 31,
+            offset: 7,
+            cycles: 0,
+            mask: u64::MAX,
+        };
+        for cyc in [0, 3, 3_000_000_000, u64::MAX / 3, u64::MAX] {
+            assert_eq!(
+                x86.delta_ns(cyc),
+                Some(header_delta(&x86, cyc)),
+                "cyc {cyc:#x}"
+            );
+        }
+        assert_eq!(x86.delta_ns(3_000_000_000), Some(1_000_000_007));
+    }
+
+    /// `cap_user_time_short`: a clock reading that wrapped past `time_mask` since the
+    /// update (`time_cycles`) still counts forward (the uapi header: "cyc = time_cycles +
+    /// ((cyc - time_cycles) & time_mask)").
+    #[test]
+    fn short_clock_wraps_forward() {
+        let mask32 = ClockConversion {
+            mult: 1,
+            shift: 0,
+            offset: 0,
+            cycles: 0xFFFF_FF00,
+            mask: 0xFFFF_FFFF,
+        };
+        // 0x100 ticks after the 32-bit wrap: 0x200 ticks after time_cycles.
+        assert_eq!(mask32.delta_ns(0x100), Some(0x1_0000_0100));
+        // No shift the kernel would publish: no delta, never a shift overflow.
+        let bogus = ClockConversion {
+            shift: 64,
+            ..mask32
+        };
+        assert_eq!(bogus.delta_ns(5), None);
+    }
+
+    /// `read_now` adds the elapsed time to both times of an event on a counter, so the
+    /// multiplexing estimate `value * enabled / running` is the one at the read. Page:
+    /// updated at clock 5000 (offset = -5000 ns with 1 ns per tick) with enabled 1000,
+    /// running 500 (off its counter half the time so far); read at clock 5300: enabled
+    /// 1300, running 800. The page times alone (`read`) would give 1000/500.
+    #[test]
+    fn read_now_brings_times_to_the_read() {
+        let page = FakePage::with(2, 100, 64, true, 700);
+        page.enabled.store(1000, Ordering::Relaxed);
+        page.running.store(500, Ordering::Relaxed);
+        *page.conversion.lock().unwrap() = Some(ClockConversion {
+            mult: 1,
+            shift: 0,
+            offset: 0u64.wrapping_sub(5000),
+            cycles: 0,
+            mask: u64::MAX,
+        });
+        let r = read_now(&page, |i| page.read_pmc(i), || 5300).unwrap();
+        assert_eq!((r.value, r.time_enabled, r.time_running), (800, 1300, 800));
+        assert!(r.times_now);
+        assert_eq!(r.hazards(), Hazards::MULTIPLEXED);
+        let stale = read(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!((stale.time_enabled, stale.time_running), (1000, 500));
+        assert!(!stale.times_now);
+
+        // Without cap_user_time: the page times, and the clock is never read.
+        *page.conversion.lock().unwrap() = None;
+        let r = read_now(&page, |i| page.read_pmc(i), || panic!("clock read")).unwrap();
+        assert_eq!(
+            (r.time_enabled, r.time_running, r.times_now),
+            (1000, 500, false)
+        );
+    }
+
+    /// The kernel rewriting the page between the clock read and the counter read (here:
+    /// from inside the clock read, as a reschedule would) makes the pass retry, so the
+    /// times, the conversion and the value all come from one page update.
+    #[test]
+    fn read_now_retries_a_page_updated_under_it() {
+        let page = FakePage::with(1, 0, 64, true, 10);
+        *page.conversion.lock().unwrap() = Some(ClockConversion {
+            mult: 1,
+            shift: 0,
+            offset: 0u64.wrapping_sub(100),
+            cycles: 0,
+            mask: u64::MAX,
+        });
+        let mut clock_reads = 0;
+        let r = read_now(
+            &page,
+            |i| page.read_pmc(i),
+            || {
+                clock_reads += 1;
+                if clock_reads == 1 {
+                    // The update: times and offset move together.
+                    page.update(|p| {
+                        p.enabled.store(400, Ordering::Relaxed);
+                        p.running.store(400, Ordering::Relaxed);
+                        p.pmc.store(20, Ordering::Relaxed);
+                        *p.conversion.lock().unwrap() = Some(ClockConversion {
+                            mult: 1,
+                            shift: 0,
+                            offset: 0u64.wrapping_sub(150),
+                            cycles: 0,
+                            mask: u64::MAX,
+                        });
+                    });
+                }
+                160
+            },
+        )
+        .unwrap();
+        assert_eq!(clock_reads, 2, "the first pass must be discarded");
+        assert_eq!((r.value, r.time_enabled, r.time_running), (20, 410, 410));
     }
 
     /// The example of include/uapi/linux/perf_event.h with a 48-bit counter holding a

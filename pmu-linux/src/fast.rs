@@ -49,6 +49,46 @@ pub fn read(page: &MmapPage) -> Result<PageRead, Fallback> {
     read_unsynchronized(page)
 }
 
+/// [`read`] with the event times brought up to the read itself where the page
+/// publishes its clock conversion (`cap_user_time`): [`pmu_core::mmap_page::read_now`]
+/// with the clock the kernel converts (x86_64: RDTSC; aarch64: CNTVCT_EL0), as
+/// tools/lib/perf/mmap.c `perf_mmap__read_self` does. Then
+/// `value * time_enabled / time_running` estimates the count of a multiplexed event
+/// at this moment; with the page times alone ([`read`]) the ratio is the one of the
+/// event's last reschedule. [`PageRead::times_now`] says which the read gave.
+///
+/// # Errors
+/// As [`read`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline]
+pub fn read_now(page: &MmapPage) -> Result<PageRead, Fallback> {
+    synchronize();
+    mmap_page::read_now(
+        &page.view(),
+        |counter| {
+            // SAFETY: an `MmapPage` is the kernel's page of a perf event, mapped while
+            // borrowed; the protocol passes `index - 1` of a consistent pass with
+            // index ≠ 0 (see `read_counter`).
+            unsafe { read_counter(counter) }
+        },
+        read_clock,
+    )
+}
+
+/// The clock of the page's `cap_user_time` conversion (see [`read_now`]).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn read_clock() -> u64 {
+    pmu_x86::asm::rdtsc()
+}
+
+/// The clock of the page's `cap_user_time` conversion (see [`read_now`]).
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn read_clock() -> u64 {
+    pmu_armv8::asm::read_cntvct_el0()
+}
+
 /// Waits until every earlier instruction has completed, so that a counter read after
 /// it counts them all, and a counter read before it cannot count anything after it.
 ///

@@ -25,6 +25,10 @@ use crate::sys::perf::Mapping;
 
 /// `cap_user_rdpmc` in `capabilities`.
 pub const CAP_USER_RDPMC: u64 = 1 << 2;
+/// `cap_user_time` in `capabilities`: `time_mult`, `time_shift`, `time_offset` are valid.
+pub const CAP_USER_TIME: u64 = 1 << 3;
+/// `cap_user_time_short` in `capabilities`: `time_cycles`, `time_mask` are valid too.
+pub const CAP_USER_TIME_SHORT: u64 = 1 << 5;
 
 /// Read access to a `perf_event_mmap_page` (the kernel's, or one built in memory).
 #[derive(Clone, Copy, Debug)]
@@ -118,6 +122,30 @@ impl UserPage for PageView<'_> {
     #[inline(always)]
     fn order_loads(&self) {
         compiler_fence(Ordering::Acquire);
+    }
+    /// The conversion when `cap_user_time` is set (x86 with a stable TSC, arm64 while
+    /// sched_clock runs on the generic timer; see [`pmu_core::ClockConversion`]).
+    #[inline(always)]
+    fn clock_conversion(&self) -> Option<pmu_core::ClockConversion> {
+        let caps = self.capabilities();
+        if caps & CAP_USER_TIME == 0 {
+            return None;
+        }
+        let (cycles, mask) = if caps & CAP_USER_TIME_SHORT != 0 {
+            (
+                volatile_field!(self, time_cycles),
+                volatile_field!(self, time_mask),
+            )
+        } else {
+            (0, u64::MAX)
+        };
+        Some(pmu_core::ClockConversion {
+            mult: volatile_field!(self, time_mult),
+            shift: volatile_field!(self, time_shift),
+            offset: volatile_field!(self, time_offset),
+            cycles,
+            mask,
+        })
     }
     /// True for Linux's page: the kernel publishes an index only where it publishes
     /// the capability, in the same update (x86 `x86_pmu_event_idx` and arm64
@@ -241,6 +269,42 @@ mod tests {
             (6, 3, -5, 48)
         );
         assert_eq!((v.time_enabled(), v.time_running()), (77, 66));
+    }
+
+    /// The time capability bits are where the bindings' setters put them (bits 3 and 5,
+    /// include/uapi/linux/perf_event.h) and the conversion fields are read from their
+    /// offsets; without `cap_user_time_short` the mask is all ones (a no-op).
+    #[test]
+    fn clock_conversion_fields() {
+        let mut p = page(0, 1, 0, 64, true);
+        assert_eq!(PageView::new(&p).clock_conversion(), None);
+        p.time_mult = 0x8000_0000;
+        p.time_shift = 27;
+        p.time_offset = 12345;
+        p.time_cycles = 77;
+        p.time_mask = (1 << 56) - 1;
+        // SAFETY: as in `page`: plain integer bitfields.
+        unsafe { p.__bindgen_anon_1.__bindgen_anon_1.set_cap_user_time(1) };
+        let view = PageView::new(&p);
+        assert_eq!(view.capabilities(), CAP_USER_RDPMC | CAP_USER_TIME);
+        let c = view.clock_conversion().unwrap();
+        assert_eq!(
+            (c.mult, c.shift, c.offset, c.cycles, c.mask),
+            (0x8000_0000, 27, 12345, 0, u64::MAX)
+        );
+        // SAFETY: as above.
+        unsafe {
+            p.__bindgen_anon_1
+                .__bindgen_anon_1
+                .set_cap_user_time_short(1)
+        };
+        let view = PageView::new(&p);
+        assert_eq!(
+            view.capabilities() & CAP_USER_TIME_SHORT,
+            CAP_USER_TIME_SHORT
+        );
+        let c = view.clock_conversion().unwrap();
+        assert_eq!((c.cycles, c.mask), (77, (1 << 56) - 1));
     }
 
     /// pmu-core's protocol over this page: the x86 example of

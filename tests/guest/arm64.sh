@@ -349,8 +349,22 @@ scenario_demo_msgs() {
 	finish
 }
 
+# Multiplexed events read through their pages (pmu-linux/examples/multiplex_now.rs):
+# 12 rotated `instructions` events next to a pinned reference, on 5 free counters.
+scenario_multiplex() {
+	boot_line
+	# arm64 perf hands out user reads only with this (drivers/perf/arm_pmuv3.c).
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	taskset -c 0 multiplex-now 12 20000000 >/tmp/mux.out 2>/tmp/mux.err
+	result multiplex status=$?
+	sed 's/^/STDERR multiplex /' /tmp/mux.err
+	sed 's/^/RESULT mux /' /tmp/mux.out
+	finish
+}
+
 main() {
 	case "$scenario" in
+	multiplex) scenario_multiplex ;;
 	demo-msgs) scenario_demo_msgs ;;
 	raspi) scenario_raspi ;;
 	bench) scenario_bench ;;

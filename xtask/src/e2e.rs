@@ -48,6 +48,11 @@ pub fn run(arch: Arch) -> Result<(), String> {
         kernel.image().display(),
         initramfs.display()
     );
+    // PMU_E2E_FILTER: run only the tests whose names contain it (cargo test's filter).
+    let filter = std::env::var("PMU_E2E_FILTER").ok();
+    if let Some(filter) = &filter {
+        println!("    (PMU_E2E_FILTER: only tests matching {filter:?})");
+    }
     let status = Command::new(cargo)
         .args([
             "test",
@@ -58,6 +63,7 @@ pub fn run(arch: Arch) -> Result<(), String> {
             "--",
             "--test-threads=2",
         ])
+        .args(filter)
         .env(k, kernel.image())
         .env(i, &initramfs)
         .env(m, &ko)

@@ -363,3 +363,19 @@ pub fn isb() {
     // `nomem`: the compiler must not move memory accesses across it either.
     unsafe { asm!("isb", options(nostack, preserves_flags)) };
 }
+
+/// `mrs CNTVCT_EL0`: the generic timer's virtual count, the clock Linux's perf pages
+/// convert to event times on arm64 (drivers/perf/arm_pmuv3.c `arch_perf_update_userpage`
+/// publishes `cap_user_time` only while sched_clock reads this counter).
+///
+/// Not ordered with the instructions around it (the Arm ARM's Generic Timer chapter:
+/// reads of CNTVCT_EL0 can occur speculatively and out of order); the event times it
+/// feeds are nanosecond estimates, which that does not disturb. At EL0 Linux allows it
+/// (CNTKCTL_EL1.EL0VCTEN, set for the vDSO by drivers/clocksource/arm_arch_timer.c) or
+/// traps and emulates it (arch/arm64/kernel/traps.c `cntvct_read_handler`), so it is safe.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub fn read_cntvct_el0() -> u64 {
+    use aarch64_cpu::registers::{Readable, CNTVCT_EL0};
+    CNTVCT_EL0.get()
+}
