@@ -74,3 +74,8 @@ pub use event::Arm1176Event;
 pub use pmcr::{CounterRegister, Pmcr};
 pub use pmu::{Arm1176Pmu, PmuRegisters};
 pub use sunavcr::Sunavcr;
+
+/// The README (what crates.io shows), its example run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
