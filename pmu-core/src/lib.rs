@@ -42,11 +42,6 @@ pub use mmap_page::{Fallback, PageRead, UserPage};
 pub use pmu::{Capabilities, Counter, CounterPool, Pmu, PrivilegeFilter, Slot};
 pub use width::CounterWidth;
 
-/// The README's Rust examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
-
 /// The README (what crates.io shows), its example run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

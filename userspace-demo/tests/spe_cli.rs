@@ -2,9 +2,9 @@
 //! cases, a fake sysfs tree, and `spe decode` on hand-built and fuzzer-made buffers.
 //!
 //! Sources of the expected values:
-//! - the usual SPE recipes (docs/spe.md): memory-latency analysis FL=1 MINLAT=120, FT=1
+//! - the usual SPE recipes (the `pmu_armv8::spe` walkthrough): memory-latency analysis FL=1 MINLAT=120, FT=1
 //!   LD=1, FE=1; branch-misprediction analysis FT=1 B=1 on E[7]. Their event values are
-//!   often written wrong (docs/spe.md, "Common mistake"; Arm ARM D24.7.11): 0x08 is E[3] L1D
+//!   often written wrong (the `pmu_armv8::spe` walkthrough, "Common mistake"; Arm ARM D24.7.11): 0x08 is E[3] L1D
 //!   refill, LLC miss is E[9] = 0x200; and the branch recipe is often written with E[7] in
 //!   PMSNEVFR_EL1 (FnE), which drops the mispredicted branches: the intent is FE with
 //!   PMSEVFR_EL1 = 0x80.
@@ -851,7 +851,7 @@ fn perf_line_masks(line: &str) -> (u64, u64) {
     masks
 }
 
-/// Every SPE example of README.md and docs/spe.md: each `$ pmu-demo spe …` block is run, each
+/// Every SPE example of README.md and the `pmu_armv8::spe` walkthrough: each `$ pmu-demo spe …` block is run, each
 /// perf command the block shows is one the program prints, and each perf command in the two
 /// files passes Linux 6.12's `arm_spe_pmsevfr_res0()` rule (pmu_armv8's restatement, checked
 /// against the kernel source in arch/armv8/tests/spe_kernel_source.rs) for the block's SPE
@@ -864,7 +864,7 @@ fn documented_spe_examples_are_accepted_by_linux() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut checked_commands = 0;
     let mut checked_perf_lines = 0;
-    for doc in ["README.md", "docs/spe.md"] {
+    for doc in ["README.md", "arch/armv8/src/spe/walkthrough.md"] {
         let markdown =
             std::fs::read_to_string(root.join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
         let mut versioned_lines = Vec::new();
@@ -1194,13 +1194,16 @@ fn decode_truncated_and_corrupt_perf_data() {
     assert_eq!(out.status.code(), Some(1));
 }
 
-/// docs/spe.md names and corrects the common mistakes: each is stated with its correction
+/// The SPE walkthrough (arch/armv8/src/spe/walkthrough.md, the `pmu_armv8::spe` module
+/// docs) names and corrects the common mistakes: each is stated with its correction
 /// (Arm ARM D24.2.80 PMSVer is bits [35:32]; D24.7.8 PMSCR_EL1 has E0SPE/E1SPE and no EN;
 /// D24.7.14 PMSIDR_EL1 is read-only; D18.2.6 event bits; D18.2 Operation Type EXCL vs AT).
 #[test]
 fn spe_doc_corrects_the_common_mistakes() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/spe.md"))
-        .expect("docs/spe.md");
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../arch/armv8/src/spe/walkthrough.md"),
+    )
+    .expect("arch/armv8/src/spe/walkthrough.md");
     for (mistake, correction) in [
         ("tbz x0, #32", "ubfx x1, x0, #32, #4"),
         ("PMSCR_EL1 has no EN", "PMBLIMITR_EL1.E"),
@@ -1212,8 +1215,14 @@ fn spe_doc_corrects_the_common_mistakes() {
             "--pmsver 1",
         ),
     ] {
-        assert!(doc.contains(mistake), "docs/spe.md lacks `{mistake}`");
-        assert!(doc.contains(correction), "docs/spe.md lacks `{correction}`");
+        assert!(
+            doc.contains(mistake),
+            "the SPE walkthrough lacks `{mistake}`"
+        );
+        assert!(
+            doc.contains(correction),
+            "the SPE walkthrough lacks `{correction}`"
+        );
     }
     // Every correction names its public source.
     assert!(doc.contains("Arm ARM"));

@@ -85,7 +85,7 @@ fn record_contents_and_levels() {
 
 /// The three usual recipes (memory latency, branch misprediction, store bottleneck), with
 /// the event bits of Arm ARM D24.7.11 (0x08 is L1D refill, LLC miss is 0x200; 0x20 is TLB
-/// walk; docs/spe.md, "Common mistake") and the branch example's intent
+/// walk; the `spe` module docs, "Common mistake") and the branch example's intent
 /// (record mispredictions) expressed as FE with E[7].
 #[test]
 fn recipe_registers() {

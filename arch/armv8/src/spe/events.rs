@@ -227,7 +227,7 @@ mod tests {
 
     /// Arm ARM D24.7.11: the PMSEVFR_EL1 = 0x08 often written for "L2 cache miss" is bit 3,
     /// L1D refill; 0x20 "store buffer full" is bit 5, TLB walk; LLC miss is bit 9 = 0x200
-    /// (docs/spe.md, "Common mistake").
+    /// (the `spe` module docs, "Common mistake").
     #[test]
     fn commonly_misread_event_values() {
         assert_eq!(SpeEvents::from_bits_retain(0x08), SpeEvents::L1D_REFILL);

@@ -289,7 +289,7 @@ mod tests {
 
     /// The usual memory-latency recipe: FL=1 MINLAT=120, FT=1 LD=1, FE=1 with the event it
     /// means (a cache miss beyond L1: LLC miss, E[9] = 0x200, Arm ARM D24.7.11) instead of the
-    /// 0x08 often written (E[3], L1D refill; docs/spe.md, "Common mistake"). A slow load that missed the LLC is
+    /// 0x08 often written (E[3], L1D refill; the `spe` module docs, "Common mistake"). A slow load that missed the LLC is
     /// recorded; a fast one, a store, or a slow load that only missed L1 is not.
     #[test]
     fn memory_latency_scenario() {
