@@ -12,6 +12,7 @@ mod hw_check;
 mod images;
 mod initramfs;
 mod kernel;
+mod package;
 mod raspi;
 mod setup;
 mod stdout;
@@ -35,7 +36,8 @@ COMMANDS:
                       also boot the aarch64 image in QEMU for exact counts.
     test              The whole suite (what CI runs): set-up, formatting, clippy
                       with -D warnings on the host and on every bare-metal target,
-                      the host tests, the no_std cross-builds (aarch64, x86_64,
+                      the host tests, the library crates packaged and built as
+                      crates.io would (cargo package), the no_std cross-builds (aarch64, x86_64,
                       ARMv6 through build-std), the ARMv6 pmu-demo under
                       qemu-arm -cpu arm1176, then the bare-metal images booted
                       in QEMU with their RESULT lines asserted (tests/), then
@@ -142,7 +144,7 @@ fn main() -> ExitCode {
             .then(setup::steps())
             .then(setup::kernel_steps())
             .then(lint_steps())
-            .then(vec![host_tests()])
+            .then(vec![host_tests(), package::step()])
             .then(cross_steps())
             .then(vec![armv6::step()])
             .then(images::test_steps())
