@@ -1,4 +1,4 @@
-//! Emulated Raspberry Pi boards (issue 7): the test kernels booted on QEMU's `raspi3b`
+//! Emulated Raspberry Pi boards (docs/raspberry-pi.md): the test kernels booted on QEMU's `raspi3b`
 //! (arm64, Cortex-A53, the Rust-enabled arm64 test kernel with the board's device tree),
 //! and `raspi0` / `raspi1ap` (ARMv6, ARM1176, a `bcm2835` kernel without Rust support)
 //! with kmod-enable-user and the static `pmu-demo` in the initramfs.

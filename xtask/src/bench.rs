@@ -35,7 +35,7 @@ use serde_json::{json, Map, Value};
 use crate::kernel::{self, Arch};
 use crate::step::{workspace_root, Plan, Step};
 
-/// The libperf build flags the ratios refer to (the issue's reference: 144
+/// The libperf build flags the ratios refer to (docs/bench.md's reference: 144
 /// instructions per fast read at -O2, 523 at the Makefile's default -O0).
 const LIBPERF_CFLAGS: &str = "-O2";
 
@@ -79,7 +79,7 @@ const BLOCKS: [u64; 5] = [1, 10, 100, 1000, 10000];
 /// Our paths: their accuracy errors must all be 0.
 const OURS: [&str; 3] = ["perf-fast", "perf-read", "direct"];
 
-/// The cost targets of the issue that asked for this bench (instructions per operation,
+/// The cost targets set for the read paths (instructions per operation,
 /// at most): reported with the table, met or missed; the bench fails only on accuracy.
 const TARGETS: [(&str, &str, f64); 2] = [
     ("perf-fast", "perf fast read", 30.0),
@@ -778,7 +778,7 @@ mod tests {
             ),
             "{table}"
         );
-        // The issue's targets (fast read ≤ 30, region of one counter ≤ 80): reported,
+        // The targets (fast read ≤ 30, region of one counter ≤ 80): reported,
         // met or missed by the measured figure, or not measured.
         assert!(
             table.contains("Targets: perf fast read ≤ 30: 20, met; perf region of 1 counter ≤ 80: not measured."),

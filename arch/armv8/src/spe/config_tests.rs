@@ -1,4 +1,4 @@
-//! Tests of the configuration builder: one test per error case of the issue, the warnings, the
+//! Tests of the configuration builder: one test per error case of [`SpeError`], the warnings, the
 //! register values of the usual recipes (with the event bits of Arm ARM D24.7.11), and a property
 //! test that no input panics.
 
@@ -114,7 +114,7 @@ fn recipe_registers() {
     assert_eq!((r.pmsfcr, r.pmsevfr, r.pmslatfr), (0x4_0007, 0x20, 80));
 }
 
-// ---- one test per error case of the issue ----
+// ---- one test per error case ----
 
 /// "event filter enabled with an empty mask" (Arm ARM D24.7.12: FE=1 with PMSEVFR_EL1=0 is
 /// CONSTRAINED UNPREDICTABLE), for both filters.
