@@ -14,6 +14,7 @@ mod initramfs;
 mod kernel;
 mod package;
 mod raspi;
+mod references;
 mod setup;
 mod stdout;
 mod step;
