@@ -553,7 +553,7 @@ impl Report {
         if let Some(region) = self.rows.get("perf-region-1") {
             let field = |k: &str| region.extra.get(k).map_or("?", String::as_str);
             s += &format!(
-                "Perf regions: {} hazard evidence, the thread's CPU from {} (docs/bench.md: what a region contains).\n",
+                "Perf regions: {} hazard evidence, the thread's CPU from {} (docs/bench.md: what the rows contain).\n",
                 field("evidence"),
                 field("cpu")
             );
