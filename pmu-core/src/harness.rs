@@ -391,7 +391,7 @@ mod tests {
     }
 
     /// Two counters, a read cost of 3 events per read (like the K+3 of QEMU icount,
-    /// shared/notes/qemu-facts.md): calibration gives exactly K for every K.
+    /// docs/qemu.md): calibration gives exactly K for every K.
     #[test]
     fn calibration_subtracts_read_cost_exactly() {
         let pmu = FakePmu::new(

@@ -42,7 +42,7 @@ pub use mmap_page::{ClockConversion, Fallback, PageRead, UserPage};
 pub use pmu::{Capabilities, Counter, CounterPool, Pmu, PrivilegeFilter, Slot};
 pub use width::CounterWidth;
 
-/// The README's Rust examples, compiled and run as doctests.
+/// The README (what crates.io shows), its example run as a doctest.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -729,7 +729,8 @@ mod tests {
         assert_eq!(r.hazards(), Hazards::empty());
     }
 
-    /// Fallback reasons: cap_user_rdpmc = 0, index = 0 (seed 000 read garbage here):
+    /// Fallback reasons: cap_user_rdpmc = 0, index = 0 (a reader that skips this test reads garbage:
+    /// include/uapi/linux/perf_event.h, Linux 6.12, reads only `if (pc->cap_user_rdpmc && index)`):
     /// the counter is never read; a bogus width: the counter (a valid one) is read with
     /// the `lock` check, its value never used.
     #[test]

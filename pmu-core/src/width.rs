@@ -134,13 +134,14 @@ mod tests {
         assert_ne!((pmc << 16) >> 16, (-100i64) as u64);
     }
 
-    /// Example from the ARM1176 seed (004): a 32-bit counter wraps after 2^32 events.
+    /// A 32-bit counter (ARM1176 CR0/CR1, TRM 3.2.53; PMUv3 event counters with
+    /// PMCR_EL0.LP = 0) wraps after 2^32 events.
     #[test]
     fn delta_across_one_wrap_32() {
         let w = CounterWidth::W32;
         assert_eq!(w.wrapping_delta(0xFFFF_FFF0, 0x5d), 0x6d);
         // QEMU -cpu max reads a PMUv3p5 counter as 0x1_0000_005d with LP=0
-        // (shared/notes/qemu-facts.md): the high bits must not leak.
+        // (docs/qemu.md): the high bits must not leak.
         assert_eq!(w.wrapping_delta(0xFFFF_FFF0, 0x1_0000_005d), 0x6d);
         assert_eq!(w.accumulate(0xFFFF_FFF0, 0x5d, 1), Ok(0x6d));
         assert_eq!(

@@ -40,7 +40,7 @@ fn kernel_tail(
 
 /// The QEMU command line for the aarch64 image on CPU model `cpu` (`max`, `cortex-a72`,
 /// `cortex-a53`, …): `-icount shift=0,align=off,sleep=off` makes INST_RETIRED and the
-/// cycle counter exact (shared/notes/qemu-facts.md), semihosting carries the exit code.
+/// cycle counter exact (docs/qemu.md), semihosting carries the exit code.
 pub fn aarch64_virt_args(image: &std::path::Path, cpu: &str) -> Vec<String> {
     [
         "-M",

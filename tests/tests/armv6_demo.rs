@@ -237,7 +237,7 @@ fn hazards_without_user_access_is_not_enabled() {
 }
 
 /// `list`: both backends with their reasons, and the ARM1176 event table (TRM Table
-/// 3-137: 24 selectable events plus 0xFF; seed 004's "21" is wrong, DESIGN.md errata),
+/// 3-137: 24 selectable events plus 0xFF; not the "21" some write-ups count),
 /// instructions = 0x07 and cycles = 0xFF as in Linux's armv6_perf_map
 /// (drivers/perf/arm_v6_pmu.c).
 #[test]

@@ -1,5 +1,5 @@
 //! Boots the aarch64 image on three CPU models under QEMU icount and checks every
-//! RESULT line. Expected values come from shared/notes/qemu-facts.md (what QEMU 10
+//! RESULT line. Expected values come from docs/qemu.md (what QEMU 10
 //! emulates, measured) and the Arm ARM (PMUSERENR_EL0 access rules).
 
 use std::time::Duration;
@@ -33,18 +33,18 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
     assert_eq!(summary.int("pass"), 32, "{cpu}: number of checks\n{out}");
     assert!(!out.contains("FATAL"), "{cpu}\n{out}");
 
-    // qemu-facts.md: PMUVer 6 (PMUv3p5) on max, 1 (PMUv3) on a72/a53; N=6 on all.
+    // docs/qemu.md: PMUVer 6 (PMUv3p5) on max, 1 (PMUv3) on a72/a53; N=6 on all.
     let probe = &run.scenario("probe")[0];
     assert_eq!(probe.get("version"), version, "{cpu}: {}", probe.raw);
     assert_eq!(probe.int("counters"), 6, "{cpu}: {}", probe.raw);
     assert_eq!(probe.int("event_width"), 32, "{cpu}: {}", probe.raw);
     assert_eq!(probe.int("cycle_width"), 64, "{cpu}: {}", probe.raw);
 
-    // qemu-facts.md: PMSVer=0 everywhere; the probe must not touch SPE registers (an
+    // docs/qemu.md: PMSVer=0 everywhere; the probe must not touch SPE registers (an
     // access would be UNDEFINED and end in a FATAL exception, checked above).
     assert_eq!(run.scenario("spe")[0].get("present"), "0");
     assert!(out.contains("SPE not implemented (PMSVer=0)"), "{out}");
-    // The SPE programming sequence probes first: the seed 003 configuration ends in
+    // The SPE programming sequence probes first: the memory-latency filter ends in
     // "not implemented" without an SPE register access.
     assert_eq!(
         run.scenario("spe_config")[0].get("outcome"),
@@ -52,7 +52,7 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
         "{cpu}"
     );
 
-    // Under -icount shift=0 INST_RETIRED and PMCCNTR are exact (qemu-facts.md): a block of
+    // Under -icount shift=0 INST_RETIRED and PMCCNTR are exact (docs/qemu.md): a block of
     // K instructions must measure K, min and median, every run clean.
     for k in [1, 10, 100, 1000, 10000] {
         let r = run.find("exact", "k", &k.to_string());
@@ -66,7 +66,7 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
 
     // Overflow: flagged, value corrected to the 100 instructions of the block, the next run
     // clean. PMUv3p5 with LP=0 reads the wrapped counter with bit 32 set (0x1_0000_00xx),
-    // PMUv3 as 0x00xx (qemu-facts.md): the driver must mask to 32 bits either way.
+    // PMUv3 as 0x00xx (docs/qemu.md): the driver must mask to 32 bits either way.
     let o = &run.scenario("overflow")[0];
     assert_eq!(o.int("width"), 32, "{}", o.raw);
     assert_eq!(o.get("hazards"), "overflow", "{cpu}: {}", o.raw);
@@ -93,7 +93,7 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
     }
 
     // The cycle counter's overflow interrupt (PPI 23) arrives exactly once under icount
-    // (qemu-facts.md), and the handler clears the flag.
+    // (docs/qemu.md), and the handler clears the flag.
     let irq = &run.scenario("irq")[0];
     assert_eq!(irq.int("interrupts"), 1, "{cpu}: {}", irq.raw);
     assert_eq!(irq.int("flag_after"), 0, "{cpu}: {}", irq.raw);
@@ -103,7 +103,7 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
     assert_eq!(run.find("filter", "mode", "el0-only").int("delta"), 100);
     assert_eq!(run.find("filter", "mode", "el1-only").int("delta"), 0);
 
-    // PMUSERENR_EL0 (Arm ARM field descriptions; qemu-facts.md): EN allows everything, CR
+    // PMUSERENR_EL0 (Arm ARM field descriptions; docs/qemu.md): EN allows everything, CR
     // the cycle counter read, ER event counter reads, SW PMSWINC writes; otherwise the
     // access traps with EC 0x18.
     let table: [(&str, [bool; 4]); 5] = [

@@ -1,5 +1,5 @@
 //! Boots the x86_64 image under QEMU TCG and checks its RESULT lines. Expected values
-//! come from shared/notes/qemu-facts.md: TCG has no PMU (CPUID leaf 0xA all zero); rdpmc
+//! come from docs/qemu.md: TCG has no PMU (CPUID leaf 0xA all zero); rdpmc
 //! from ring 3 raises #GP with CR4.PCE=0 and #UD with CR4.PCE=1; RDTSC is exact under
 //! icount.
 

@@ -1,10 +1,10 @@
-//! Emulated Raspberry Pi boards (issue 7): the test kernels booted on QEMU's `raspi3b`
+//! Emulated Raspberry Pi boards (docs/raspberry-pi.md): the test kernels booted on QEMU's `raspi3b`
 //! (arm64, Cortex-A53, the Rust-enabled arm64 test kernel with the board's device tree),
 //! and `raspi0` / `raspi1ap` (ARMv6, ARM1176, a `bcm2835` kernel without Rust support)
 //! with kmod-enable-user and the static `pmu-demo` in the initramfs.
 //!
-//! On the ARM1176 boards QEMU's c15 is a dummy that reads 0 at PL1 (shared/DESIGN.md,
-//! "What QEMU gives us"): the module's SUNAVCR read-back check fails and it must refuse
+//! On the ARM1176 boards QEMU's c15 is a dummy that reads 0 at PL1 (docs/qemu.md,
+//! "ARMv6"): the module's SUNAVCR read-back check fails and it must refuse
 //! to load with -EIO; on a real Pi 1 the same check passes.
 //!
 //! Run with `cargo xtask raspi` (or `cargo xtask test`), which builds the artefacts and
@@ -61,7 +61,7 @@ trait Exact {
 impl Exact for Demo {
     /// The direct backend measured the known block (1000 iterations of a 2-instruction
     /// loop, userspace-demo's `loop` kernel): with `-icount shift=0` INST_RETIRED is
-    /// exact (shared/DESIGN.md), so min = median = 2000.
+    /// exact (docs/qemu.md), so min = median = 2000.
     fn assert_exact_instructions(&self, run: &QemuRun) {
         let json = self.json(run);
         assert_eq!(json["backend"], "direct", "{json}");

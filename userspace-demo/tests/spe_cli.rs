@@ -1,12 +1,13 @@
-//! `pmu-demo spe` end to end: the binary, run with the seed 003 configurations, the error
+//! `pmu-demo spe` end to end: the binary, run with the usual SPE recipes, the error
 //! cases, a fake sysfs tree, and `spe decode` on hand-built and fuzzer-made buffers.
 //!
 //! Sources of the expected values:
-//! - seed 003 (`shared/seeds/003_*.txt`, section 6.2 "典型应用场景配置"): memory-latency
-//!   analysis FL=1 MINLAT=120, FT=1 LD=1, FE=1; branch-misprediction analysis FT=1 B=1 on
-//!   E[7]. Its event values are wrong (DESIGN.md "Seed errata"): 0x08 is E[3] L1D refill, LLC
-//!   miss is E[9] = 0x200; and its branch example puts E[7] in PMSNEVFR_EL1 (FnE), which
-//!   drops the mispredicted branches: the intent is FE with PMSEVFR_EL1 = 0x80.
+//! - the usual SPE recipes (the `pmu_armv8::spe` walkthrough): memory-latency analysis FL=1 MINLAT=120, FT=1
+//!   LD=1, FE=1; branch-misprediction analysis FT=1 B=1 on E[7]. Their event values are
+//!   often written wrong (the `pmu_armv8::spe` walkthrough, "Common mistake"; Arm ARM D24.7.11): 0x08 is E[3] L1D
+//!   refill, LLC miss is E[9] = 0x200; and the branch recipe is often written with E[7] in
+//!   PMSNEVFR_EL1 (FnE), which drops the mispredicted branches: the intent is FE with
+//!   PMSEVFR_EL1 = 0x80.
 //! - Arm ARM DDI 0487 M.a.a D24.7.8 (PMSCR_EL1: E0SPE 0, E1SPE 1, PA 4, TS 5, PCT 7:6),
 //!   D24.7.12 (PMSFCR_EL1: FE 0, FT 1, FL 2, FnE 3, B 16, LD 17, ST 18), D24.7.14 (PMSIDR_EL1),
 //!   D24.7.15 (PMSIRR_EL1), D24.7.16 (PMSLATFR_EL1), D24.7.11 (PMSEVFR_EL1: E[9] optional
@@ -116,12 +117,12 @@ fn path_str(p: &Path) -> &str {
     p.to_str().expect("UTF-8 temp path")
 }
 
-/// Seed 003 memory-latency analysis, corrected (LLC miss is E[9] = 0x200, not 0x08), on a
+/// The memory-latency recipe, corrected (LLC miss is E[9] = 0x200, not 0x08), on a
 /// FEAT_SPEv1p4 profile where filtering on E[9] is architected: no warning; PMSFCR_EL1 =
 /// FE|FT|FL|LD = 0x20007, PMSEVFR_EL1 = 0x200, MINLAT = 120, PMSIRR_EL1 = 4096; the perf event
 /// as arm_spe_pmu.c lays it out.
 #[test]
-fn seed_003_memory_latency_on_spev1p4() {
+fn memory_latency_on_spev1p4() {
     let args = [
         "--profile",
         "spev1p4-16bit",
@@ -226,7 +227,7 @@ fn seed_003_memory_latency_on_spev1p4() {
 /// are identical, but E[9] is only optionally filterable before FEAT_SPEv1p4 (Arm ARM
 /// D24.7.11), so a warning says to probe it; still exit 0.
 #[test]
-fn seed_003_memory_latency_on_spev1p1_warns() {
+fn memory_latency_on_spev1p1_warns() {
     let v = spe_json(
         &[
             "--profile",
@@ -261,10 +262,10 @@ fn seed_003_memory_latency_on_spev1p1_warns() {
     );
 }
 
-/// Seed 003 branch-misprediction analysis with the intent corrected (DESIGN.md errata and the
-/// brief): FT=1 B=1 and FE with PMSEVFR_EL1 = E[7] = 0x80 -> PMSFCR_EL1 0x10003.
+/// The branch-misprediction recipe with its intent (Arm ARM D24.7.11: E[7] is
+/// "mispredicted"): FT=1 B=1 and FE with PMSEVFR_EL1 = E[7] = 0x80 -> PMSFCR_EL1 0x10003.
 #[test]
-fn seed_003_branch_misprediction_corrected() {
+fn branch_misprediction_corrected() {
     let v = spe_json(
         &[
             "--profile",
@@ -290,11 +291,11 @@ fn seed_003_branch_misprediction_corrected() {
     );
 }
 
-/// The seed's literal branch example (FnE=1, PMSNEVFR_EL1.E[7]=1) on a profile with FnE: it
+/// The branch recipe as often written (FnE=1, PMSNEVFR_EL1.E[7]=1) on a profile with FnE: it
 /// builds, and shows what it really does: PMSFCR_EL1 = FT|FnE|B = 0x1000A, PMSNEVFR_EL1 =
 /// 0x80, PMSEVFR_EL1 = 0: it drops the mispredicted branches and keeps the rest.
 #[test]
-fn seed_003_literal_branch_example_excludes_mispredictions() {
+fn literal_branch_recipe_excludes_mispredictions() {
     let v = spe_json(
         &[
             "--profile",
@@ -460,7 +461,7 @@ fn capabilities_from_a_sysfs_tree() {
     assert_eq!(v["capabilities"]["min_interval"], 1024);
     assert_eq!(v["capabilities"]["counter_bits"], 12);
     assert_eq!(v["capabilities"]["extended_random"], true);
-    // Seed 003's store example with its 0x20 read correctly: E[5] TLB walk.
+    // The store recipe with its 0x20 read correctly: E[5] TLB walk (Arm ARM D24.7.11).
     assert_eq!(register(&v, "PMSFCR_EL1"), 0x4_0007, "FE|FT|FL|ST");
     assert_eq!(register(&v, "PMSEVFR_EL1"), 0x20);
     assert_eq!(register(&v, "PMSIRR_EL1"), 0x401, "1024 | RND");
@@ -850,7 +851,7 @@ fn perf_line_masks(line: &str) -> (u64, u64) {
     masks
 }
 
-/// Every SPE example of README.md and docs/spe.md: each `$ pmu-demo spe …` block is run, each
+/// Every SPE example of README.md and the `pmu_armv8::spe` walkthrough: each `$ pmu-demo spe …` block is run, each
 /// perf command the block shows is one the program prints, and each perf command in the two
 /// files passes Linux 6.12's `arm_spe_pmsevfr_res0()` rule (pmu_armv8's restatement, checked
 /// against the kernel source in arch/armv8/tests/spe_kernel_source.rs) for the block's SPE
@@ -863,7 +864,7 @@ fn documented_spe_examples_are_accepted_by_linux() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut checked_commands = 0;
     let mut checked_perf_lines = 0;
-    for doc in ["README.md", "docs/spe.md"] {
+    for doc in ["README.md", "arch/armv8/src/spe/walkthrough.md"] {
         let markdown =
             std::fs::read_to_string(root.join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
         let mut versioned_lines = Vec::new();
@@ -1193,13 +1194,16 @@ fn decode_truncated_and_corrupt_perf_data() {
     assert_eq!(out.status.code(), Some(1));
 }
 
-/// docs/spe.md names and corrects the common mistakes: each is stated with its correction
+/// The SPE walkthrough (arch/armv8/src/spe/walkthrough.md, the `pmu_armv8::spe` module
+/// docs) names and corrects the common mistakes: each is stated with its correction
 /// (Arm ARM D24.2.80 PMSVer is bits [35:32]; D24.7.8 PMSCR_EL1 has E0SPE/E1SPE and no EN;
 /// D24.7.14 PMSIDR_EL1 is read-only; D18.2.6 event bits; D18.2 Operation Type EXCL vs AT).
 #[test]
 fn spe_doc_corrects_the_common_mistakes() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/spe.md"))
-        .expect("docs/spe.md");
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../arch/armv8/src/spe/walkthrough.md"),
+    )
+    .expect("arch/armv8/src/spe/walkthrough.md");
     for (mistake, correction) in [
         ("tbz x0, #32", "ubfx x1, x0, #32, #4"),
         ("PMSCR_EL1 has no EN", "PMBLIMITR_EL1.E"),
@@ -1211,9 +1215,15 @@ fn spe_doc_corrects_the_common_mistakes() {
             "--pmsver 1",
         ),
     ] {
-        assert!(doc.contains(mistake), "docs/spe.md lacks `{mistake}`");
-        assert!(doc.contains(correction), "docs/spe.md lacks `{correction}`");
+        assert!(
+            doc.contains(mistake),
+            "the SPE walkthrough lacks `{mistake}`"
+        );
+        assert!(
+            doc.contains(correction),
+            "the SPE walkthrough lacks `{correction}`"
+        );
     }
-    // The product never cites the notes it was built from.
-    assert!(!doc.to_lowercase().contains("seed"));
+    // Every correction names its public source.
+    assert!(doc.contains("Arm ARM"));
 }

@@ -1,4 +1,5 @@
-//! `cargo xtask bench [--json]`: what each read path costs, in user-space instructions,
+//! `cargo xtask bench [--json | --markdown] [--from-log FILE]`: what each read path costs,
+//! in user-space instructions,
 //! measured in the arm64 test kernel under `qemu-system-aarch64 -M virt -cpu max -smp 1
 //! -icount shift=0,align=off,sleep=off`, where INST_RETIRED is exact and every run is
 //! byte-for-byte repeatable.
@@ -10,20 +11,31 @@
 //! more as its Makefile builds it by default, -O0) and, after
 //! loading kmod-enable-user, `pmu-demo bench-guest --direct`. Each prints `RESULT bench
 //! path=… per_op=…` and `RESULT accuracy path=… k=… error=…` lines; this file turns them
-//! into a table (or JSON) and fails unless every one of our paths is exact.
+//! into a table (or JSON, or docs/bench.md) and fails unless every one of our paths is
+//! exact.
+//!
+//! `--json` and `--markdown` print the result alone on stdout: everything else, the
+//! steps' progress and the output of the programs they run included, goes to stderr
+//! ([`crate::stdout`]). `cargo xtask bench --markdown > docs/bench.md` regenerates the
+//! bench's documentation (the method in `xtask/bench/bench.md.in`, the figures from the
+//! run), so the numbers in the docs are the numbers the bench printed. `--from-log FILE`
+//! renders a guest console kept from an earlier run (`target/bench/guest.log`) instead of
+//! booting the guest again.
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use pmu_tests::{arm64_kernel_args, run_qemu, QemuRun, QEMU_AARCH64};
+use serde_json::{json, Map, Value};
 
 use crate::kernel::{self, Arch};
 use crate::step::{workspace_root, Plan, Step};
 
-/// The libperf build flags the ratios refer to (the issue's reference: 144
+/// The libperf build flags the ratios refer to (docs/bench.md's reference: 144
 /// instructions per fast read at -O2, 523 at the Makefile's default -O0).
 const LIBPERF_CFLAGS: &str = "-O2";
 
@@ -58,21 +70,146 @@ const LIBPERF_BUILDS: [LibperfBuild; 2] = [
     },
 ];
 
+/// QEMU's options that make INST_RETIRED exact and every run repeatable (docs/qemu.md).
+const ICOUNT: &str = "-icount shift=0,align=off,sleep=off";
+
 /// The block sizes of the accuracy check.
 const BLOCKS: [u64; 5] = [1, 10, 100, 1000, 10000];
 
 /// Our paths: their accuracy errors must all be 0.
 const OURS: [&str; 3] = ["perf-fast", "perf-read", "direct"];
 
-/// The cost targets of the issue that asked for this bench (instructions per operation,
+/// The cost targets set for the read paths (instructions per operation,
 /// at most): reported with the table, met or missed; the bench fails only on accuracy.
 const TARGETS: [(&str, &str, f64); 2] = [
     ("perf-fast", "perf fast read", 30.0),
     ("perf-region-1", "perf region of 1 counter", 80.0),
 ];
 
-/// `cargo xtask bench [--json]`.
-pub fn run(json: bool) -> ExitCode {
+/// The method part of docs/bench.md; `@COSTS@`, `@TARGETS@` and `@ACCURACY@` are
+/// replaced by the figures of the run.
+const MARKDOWN_TEMPLATE: &str = include_str!("../bench/bench.md.in");
+
+/// What `cargo xtask bench` prints on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The tables, after the progress of the steps.
+    Table,
+    /// One JSON object, alone on stdout (also written to target/bench/bench.json).
+    Json,
+    /// docs/bench.md: the method and the tables, alone on stdout.
+    Markdown,
+}
+
+/// `cargo xtask bench [--json | --markdown] [--from-log FILE]`.
+pub fn command(args: &[&str]) -> ExitCode {
+    let mut output = Output::Table;
+    let mut from_log = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match *arg {
+            "--json" if output == Output::Table => output = Output::Json,
+            "--markdown" if output == Output::Table => output = Output::Markdown,
+            "--from-log" if from_log.is_none() => match rest.next() {
+                Some(file) => from_log = Some(PathBuf::from(file)),
+                None => {
+                    return crate::usage("`bench --from-log` takes the file of a guest console")
+                }
+            },
+            _ => {
+                return crate::usage(
+                    "`bench` takes `--json` or `--markdown` (one of them) and `--from-log FILE`",
+                )
+            }
+        }
+    }
+    run(output, from_log.as_deref())
+}
+
+/// Runs the bench (or reads `from_log`) and prints the report as `output` says.
+fn run(output: Output, from_log: Option<&Path>) -> ExitCode {
+    // The result alone on stdout: from here on, stdout is stderr.
+    let mut result_out: Box<dyn Write> = match output {
+        Output::Table => Box::new(std::io::stdout()),
+        Output::Json | Output::Markdown => match crate::stdout::divert_to_stderr() {
+            Ok(file) => Box::new(file),
+            Err(e) => {
+                eprintln!("xtask bench: cannot keep stdout for the result: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let report = match from_log {
+        Some(log) => report_from_log(log),
+        None => prepare_and_measure(),
+    };
+    let report = match report {
+        Ok(report) => report,
+        Err(why) => {
+            eprintln!("xtask bench: {why}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = match output {
+        Output::Table => report.table(),
+        Output::Json => {
+            let text = match report.json_text() {
+                Ok(text) => text + "\n",
+                Err(why) => {
+                    eprintln!("xtask bench: {why}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            // Kept with the guest's console of a run (not when rendering an old log).
+            if from_log.is_none() {
+                let path = build_dir().join("bench.json");
+                match fs::write(&path, &text) {
+                    Ok(()) => eprintln!("    JSON: {}", path.display()),
+                    Err(e) => eprintln!("xtask bench: {}: {e}", path.display()),
+                }
+            }
+            text
+        }
+        Output::Markdown => report.markdown(),
+    };
+    if let Err(e) = result_out
+        .write_all(text.as_bytes())
+        .and_then(|()| result_out.flush())
+    {
+        eprintln!("xtask bench: cannot write the result: {e}");
+        return ExitCode::FAILURE;
+    }
+    match report.failures() {
+        failures if failures.is_empty() => ExitCode::SUCCESS,
+        failures => {
+            for f in failures {
+                eprintln!("xtask bench: {f}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A report from a guest console kept by an earlier run.
+fn report_from_log(log: &Path) -> Result<Report, String> {
+    let stdout = fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    // Progress, printed like the steps' (on stdout): with --json or --markdown it reaches
+    // stderr through the diversion, which tests/bench_output.rs checks.
+    println!("    report from {}", log.display());
+    let run = QemuRun {
+        results: pmu_tests::parse_results(&stdout),
+        stdout,
+        code: Some(0),
+        timed_out: false,
+    };
+    if run.scenario("done").len() != 1 {
+        return Err(format!("{}: the guest did not finish", log.display()));
+    }
+    Report::from_run(&run, log)
+}
+
+/// Builds what the bench needs and measures.
+fn prepare_and_measure() -> Result<Report, String> {
     let prepare = Plan::new("bench")
         .then(crate::setup::steps())
         .then(crate::setup::kernel_steps())
@@ -85,35 +222,9 @@ pub fn run(json: bool) -> ExitCode {
             ),
         ]);
     if prepare.run() != ExitCode::SUCCESS {
-        return ExitCode::FAILURE;
+        return Err("a step failed (above)".into());
     }
-    match measure() {
-        Ok(report) => {
-            if json {
-                let path = build_dir().join("bench.json");
-                if let Err(e) = fs::write(&path, report.json() + "\n") {
-                    eprintln!("xtask bench: {}: {e}", path.display());
-                }
-                println!("    JSON: {}", path.display());
-                println!("{}", report.json());
-            } else {
-                print!("{}", report.table());
-            }
-            match report.failures() {
-                failures if failures.is_empty() => ExitCode::SUCCESS,
-                failures => {
-                    for f in failures {
-                        eprintln!("xtask bench: {f}");
-                    }
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Err(why) => {
-            eprintln!("xtask bench: {why}");
-            ExitCode::FAILURE
-        }
-    }
+    measure()
 }
 
 /// The bench as the last step of `cargo xtask test` (its tools, kernel and module come
@@ -223,7 +334,12 @@ fn measure() -> Result<Report, String> {
     )?;
     let args = arm64_kernel_args(&k.image(), &initramfs, "max", 1, "bench");
     println!("==> {QEMU_AARCH64} {}", args.join(" "));
-    let run = run_qemu(QEMU_AARCH64, &args, Duration::from_secs(600));
+    let mut run = run_qemu(QEMU_AARCH64, &args, Duration::from_secs(600));
+    // The QEMU that measured, kept with the guest's console (`--from-log` reads it back).
+    let version = crate::step::stdout_of(Command::new(QEMU_AARCH64).arg("--version"))?;
+    let version = qemu_version(&version).unwrap_or("unknown");
+    run.stdout = format!("RESULT bench-host qemu_version={version}\n{}", run.stdout);
+    run.results = pmu_tests::parse_results(&run.stdout);
     let log = build_dir().join("guest.log");
     fs::write(&log, &run.stdout).map_err(|e| format!("{}: {e}", log.display()))?;
     println!("    guest console: {}", log.display());
@@ -234,6 +350,17 @@ fn measure() -> Result<Report, String> {
         return Err(format!("the guest did not finish\n{}", run.stdout));
     }
     Report::from_run(&run, &k.image())
+}
+
+/// The version in `qemu-system-aarch64 --version`'s first line ("QEMU emulator version
+/// 10.0.2 (Debian 1:10.0.2+ds-1~bpo12+1)").
+fn qemu_version(output: &str) -> Option<&str> {
+    output
+        .lines()
+        .next()?
+        .strip_prefix("QEMU emulator version ")?
+        .split_whitespace()
+        .next()
 }
 
 /// One measured path.
@@ -250,6 +377,8 @@ struct Report {
     accuracy: BTreeMap<(String, u64), (Option<i64>, Option<i64>)>,
     runs: BTreeMap<String, String>,
     kernel: String,
+    /// The QEMU that ran the guest, where the log recorded it.
+    qemu_version: Option<String>,
     stderr: Vec<String>,
 }
 
@@ -299,6 +428,10 @@ impl Report {
             .first()
             .map(|b| b.get("kernel").to_string())
             .unwrap_or_default();
+        let qemu_version = run
+            .scenario("bench-host")
+            .first()
+            .and_then(|h| h.fields.get("qemu_version").cloned());
         let stderr = run
             .stdout
             .lines()
@@ -317,6 +450,7 @@ impl Report {
             accuracy,
             runs,
             kernel,
+            qemu_version,
             stderr,
         })
     }
@@ -391,13 +525,22 @@ impl Report {
         v
     }
 
-    fn table(&self) -> String {
-        let mut s = String::new();
-        s += &format!(
-            "\nRead-path costs in user-space instructions (arm64 test kernel {}, qemu-system-aarch64 -M virt -cpu max -smp 1 -icount shift=0,align=off,sleep=off):\n\n",
-            self.kernel
-        );
-        s += "| path | instructions per op | ratio to libperf |\n|---|---:|---:|\n";
+    /// The machine the figures come from: the guest kernel, the QEMU and its options.
+    fn setup_line(&self) -> String {
+        format!(
+            "arm64 test kernel {}, {} (QEMU {}) -M virt -cpu max -smp 1 {ICOUNT}",
+            self.kernel,
+            QEMU_AARCH64,
+            self.qemu_version
+                .as_deref()
+                .unwrap_or("version not recorded")
+        )
+    }
+
+    /// The cost table (Markdown), and the line on where the regions' evidence came from.
+    fn costs(&self) -> String {
+        let mut s =
+            String::from("| path | instructions per op | ratio to libperf |\n|---|---:|---:|\n");
         for (label, value, reference) in self.lines() {
             let v = value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.0}"));
             let ratio = match (value, reference) {
@@ -410,12 +553,16 @@ impl Report {
         if let Some(region) = self.rows.get("perf-region-1") {
             let field = |k: &str| region.extra.get(k).map_or("?", String::as_str);
             s += &format!(
-                "Perf regions: {} hazard evidence, the thread's CPU from {} (README: what a region contains).\n",
+                "Perf regions: {} hazard evidence, the thread's CPU from {} (docs/bench.md: what the rows contain).\n",
                 field("evidence"),
                 field("cpu")
             );
         }
-        s += "\nTargets: ";
+        s
+    }
+
+    /// The cost targets, met or missed, as one line.
+    fn targets_line(&self) -> String {
         let targets: Vec<String> = self
             .targets()
             .iter()
@@ -427,9 +574,12 @@ impl Report {
                 None => format!("{label} ≤ {target:.0}: not measured"),
             })
             .collect();
-        s += &targets.join("; ");
-        s += ".\n";
-        s += "\nAccuracy: error (measured − K) for a block of exactly K instructions:\n\n| path |";
+        format!("Targets: {}.\n", targets.join("; "))
+    }
+
+    /// The accuracy table (Markdown): error = measured − K per path and K.
+    fn accuracy_table(&self) -> String {
+        let mut s = String::from("| path |");
         for k in BLOCKS {
             s += &format!(" K={k} |");
         }
@@ -461,56 +611,82 @@ impl Report {
         s
     }
 
-    fn json(&self) -> String {
-        let f = |v: Option<f64>| v.map_or_else(|| "null".to_string(), |v| format!("{v:.0}"));
-        let mut paths = Vec::new();
-        for (path, row) in &self.rows {
-            let extra: Vec<String> = row
-                .extra
-                .iter()
-                .map(|(k, v)| format!("\"{k}\": \"{v}\""))
-                .collect();
-            paths.push(format!(
-                "    \"{path}\": {{\"per_op\": {}, \"total\": {}, \"extra\": {{{}}}}}",
-                f(row.per_op),
-                f(row.total),
-                extra.join(", ")
-            ));
-        }
-        let mut acc = Vec::new();
-        for ((path, k), (measured, error)) in &self.accuracy {
-            let o = |v: &Option<i64>| v.map_or_else(|| "null".to_string(), |v| v.to_string());
-            acc.push(format!(
-                "    {{\"path\": \"{path}\", \"k\": {k}, \"measured\": {}, \"error\": {}}}",
-                o(measured),
-                o(error)
-            ));
-        }
-        let targets: Vec<String> = self
-            .targets()
+    /// What `cargo xtask bench` prints after its steps.
+    fn table(&self) -> String {
+        format!(
+            "\nRead-path costs in user-space instructions ({}):\n\n{}\n{}\nAccuracy: error (measured − K) for a block of exactly K instructions:\n\n{}",
+            self.setup_line(),
+            self.costs(),
+            self.targets_line(),
+            self.accuracy_table()
+        )
+    }
+
+    /// docs/bench.md: the method of [`MARKDOWN_TEMPLATE`] with this run's figures.
+    fn markdown(&self) -> String {
+        MARKDOWN_TEMPLATE
+            .replace("@SETUP@", &self.setup_line())
+            .replace("@COSTS@", self.costs().trim_end())
+            .replace("@TARGETS@", self.targets_line().trim_end())
+            .replace("@ACCURACY@", self.accuracy_table().trim_end())
+    }
+
+    /// The report as one JSON value.
+    fn json(&self) -> Value {
+        // Whole instructions (see `from_run`), as JSON integers.
+        let whole = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v.round() as i64));
+        let paths: Map<String, Value> = self
+            .rows
             .iter()
-            .map(|(path, _, target, measured)| {
-                format!(
-                    "    {{\"path\": \"{path}\", \"at_most\": {target:.0}, \"per_op\": {}, \"met\": {}}}",
-                    f(*measured),
-                    measured.is_some_and(|m| m <= *target)
+            .map(|(path, row)| {
+                (
+                    path.clone(),
+                    json!({
+                        "per_op": whole(row.per_op),
+                        "total": whole(row.total),
+                        "extra": row.extra,
+                    }),
                 )
             })
             .collect();
-        let failures: Vec<String> = self
-            .failures()
+        let accuracy: Vec<Value> = self
+            .accuracy
             .iter()
-            .map(|f| format!("\"{}\"", f.replace('"', "'")))
+            .map(|((path, k), (measured, error))| {
+                json!({"path": path, "k": k, "measured": measured, "error": error})
+            })
             .collect();
-        format!(
-            "{{\n  \"kernel\": \"{}\",\n  \"qemu\": \"-M virt -cpu max -smp 1 -icount shift=0,align=off,sleep=off\",\n  \"unit\": \"user-space instructions per operation\",\n  \"libperf_cflags\": \"{LIBPERF_CFLAGS}\",\n  \"paths\": {{\n{}\n  }},\n  \"accuracy\": [\n{}\n  ],\n  \"targets\": [\n{}\n  ],\n  \"exact\": {},\n  \"failures\": [{}]\n}}",
-            self.kernel,
-            paths.join(",\n"),
-            acc.join(",\n"),
-            targets.join(",\n"),
-            self.failures().is_empty(),
-            failures.join(", ")
-        )
+        let targets: Vec<Value> = self
+            .targets()
+            .iter()
+            .map(|(path, _, target, measured)| {
+                json!({
+                    "path": path,
+                    "at_most": whole(Some(*target)),
+                    "per_op": whole(*measured),
+                    "met": measured.is_some_and(|m| m <= *target),
+                })
+            })
+            .collect();
+        let failures = self.failures();
+        json!({
+            "kernel": self.kernel,
+            "qemu": format!("-M virt -cpu max -smp 1 {ICOUNT}"),
+            "qemu_version": self.qemu_version,
+            "unit": "user-space instructions per operation",
+            "libperf_cflags": LIBPERF_CFLAGS,
+            "paths": paths,
+            "accuracy": accuracy,
+            "targets": targets,
+            "exact": failures.is_empty(),
+            "failures": failures,
+        })
+    }
+
+    /// [`Self::json`] as text, pretty-printed.
+    fn json_text(&self) -> Result<String, String> {
+        serde_json::to_string_pretty(&self.json())
+            .map_err(|e| format!("cannot write the report as JSON: {e}"))
     }
 
     /// Each target: path, label, the most instructions allowed, what was measured.
@@ -602,26 +778,32 @@ mod tests {
             ),
             "{table}"
         );
-        assert!(report.json().contains("\"exact\": true"));
-        // The issue's targets (fast read ≤ 30, region of one counter ≤ 80): reported,
+        // The targets (fast read ≤ 30, region of one counter ≤ 80): reported,
         // met or missed by the measured figure, or not measured.
         assert!(
             table.contains("Targets: perf fast read ≤ 30: 20, met; perf region of 1 counter ≤ 80: not measured."),
             "{table}"
         );
-        let json = report.json();
-        assert!(
-            json.contains(
-                "{\"path\": \"perf-fast\", \"at_most\": 30, \"per_op\": 20, \"met\": true}"
-            ),
-            "{json}"
+        // The JSON is read back by serde_json: whole instructions as integers, the
+        // targets as objects, `exact` from the accuracy lines.
+        let json: Value = serde_json::from_str(&report.json_text().unwrap()).unwrap();
+        assert_eq!(json["exact"], true);
+        assert_eq!(json["failures"], json!([]));
+        assert_eq!(json["paths"]["perf-fast"]["per_op"], 20);
+        assert_eq!(json["paths"]["perf-read"]["total"], 900);
+        assert_eq!(json["paths"]["libperf-fast"]["extra"]["fast"], "true");
+        assert_eq!(
+            json["targets"],
+            json!([
+                {"path": "perf-fast", "at_most": 30, "per_op": 20, "met": true},
+                {"path": "perf-region-1", "at_most": 80, "per_op": null, "met": false},
+            ])
         );
-        assert!(
-            json.contains(
-                "{\"path\": \"perf-region-1\", \"at_most\": 80, \"per_op\": null, \"met\": false}"
-            ),
-            "{json}"
+        assert_eq!(
+            json["accuracy"].as_array().unwrap().len(),
+            OURS.len() * BLOCKS.len()
         );
+        assert_eq!(json["qemu_version"], Value::Null, "no bench-host line here");
         let missed = out.replace(
             "RESULT bench path=perf-fast per_op=20.000",
             "RESULT bench path=perf-fast per_op=31.000",
@@ -641,5 +823,88 @@ mod tests {
             "{table}"
         );
         assert!(report.failures().is_empty(), "{:?}", report.failures());
+    }
+
+    /// A label that needs escaping in JSON (quotes, a backslash, a newline) comes back
+    /// unchanged through serde_json, where hand-made JSON broke.
+    #[test]
+    fn json_escapes_what_it_must() {
+        let out =
+            "RESULT boot kernel=6.12\"x\nRESULT bench path=perf-fast per_op=20 note=a\\b\"c\n";
+        let run = QemuRun {
+            results: pmu_tests::parse_results(out),
+            stdout: out.to_string(),
+            code: Some(0),
+            timed_out: false,
+        };
+        let report = Report::from_run(&run, Path::new("Image")).unwrap();
+        let json: Value = serde_json::from_str(&report.json_text().unwrap()).unwrap();
+        assert_eq!(json["kernel"], "6.12\"x");
+        assert_eq!(json["paths"]["perf-fast"]["extra"]["note"], "a\\b\"c");
+        assert_eq!(json["exact"], false, "no accuracy lines: not exact");
+        assert!(!json["failures"].as_array().unwrap().is_empty());
+    }
+
+    /// `qemu-system-aarch64 --version` as Debian's QEMU 10 prints it.
+    #[test]
+    fn qemu_version_from_its_banner() {
+        assert_eq!(
+            qemu_version("QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-1~bpo12+1)\nCopyright (c) 2003-2025 Fabrice Bellard and the QEMU Project developers\n"),
+            Some("10.0.2")
+        );
+        assert_eq!(qemu_version("qemu-system-aarch64: unknown option\n"), None);
+    }
+
+    /// docs/bench.md is the output of `cargo xtask bench --markdown` for the current
+    /// template: every fixed part of xtask/bench/bench.md.in appears in it, in order, and
+    /// no placeholder is left. (The figures themselves come from the run that wrote it.)
+    #[test]
+    fn docs_bench_md_was_generated_from_this_template() {
+        let doc = fs::read_to_string(workspace_root().join("docs/bench.md")).unwrap();
+        let mut rest = doc.as_str();
+        for part in MARKDOWN_TEMPLATE
+            .split(['@'])
+            .filter(|p| !["SETUP", "COSTS", "TARGETS", "ACCURACY"].contains(p))
+        {
+            let at = rest.find(part).unwrap_or_else(|| {
+                panic!("docs/bench.md lacks, or has out of order, this part of the template:\n{part}\nregenerate it: cargo xtask bench --markdown > docs/bench.md")
+            });
+            rest = &rest[at + part.len()..];
+        }
+        assert!(!doc.contains("@COSTS@") && !doc.contains("@ACCURACY@"));
+        assert!(doc.contains("| perf fast read, count only (mmap page + mrs: `read_count`) |"));
+    }
+
+    /// The Markdown fills every placeholder of the template with this report's figures.
+    #[test]
+    fn markdown_fills_the_template() {
+        let out = "RESULT bench-host qemu_version=10.0.2\nRESULT boot kernel=6.12.118\nRESULT bench path=perf-fast per_op=25\nRESULT bench path=libperf-fast per_op=144\n";
+        let run = QemuRun {
+            results: pmu_tests::parse_results(out),
+            stdout: out.to_string(),
+            code: Some(0),
+            timed_out: false,
+        };
+        let md = Report::from_run(&run, Path::new("Image"))
+            .unwrap()
+            .markdown();
+        for placeholder in ["@SETUP@", "@COSTS@", "@TARGETS@", "@ACCURACY@"] {
+            assert!(!md.contains(placeholder), "{placeholder} left in:\n{md}");
+        }
+        assert!(md.contains("Measured with: arm64 test kernel 6.12.118, qemu-system-aarch64 (QEMU 10.0.2) -M virt -cpu max -smp 1 -icount shift=0,align=off,sleep=off."), "{md}");
+        assert!(
+            md.contains(
+                "| perf fast read, count only (mmap page + mrs: `read_count`) | 25 | 0.17 |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("Targets: perf fast read ≤ 30: 25, met;"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| perf-fast | n/a | n/a | n/a | n/a | n/a |"),
+            "{md}"
+        );
     }
 }

@@ -8,7 +8,8 @@
 //! 3. exact instruction counts of known blocks after calibration (the `loop` kernel,
 //!    1 … 10000 iterations, 2 instructions each);
 //! 4. the FMA latency (cycles per dependent `vfmadd231ps ymm`) and throughput (FMAs per
-//!    cycle) of this CPU (seed 001: 5.000 CPI and 2.000 IPC on Zen 2).
+//!    cycle) of this CPU (Zen 2: latency 5, reciprocal throughput 0.5 in Agner Fog's instruction
+//!    tables, so 5.000 cycles per FMA and 2.000 FMAs per cycle).
 //!
 //! Without hardware counters (a VM without vPMU, like this project's CI machines) it
 //! fails at once with "no hardware counters" and why.
@@ -74,7 +75,7 @@ fn loop_line(units: u64, r: &Value) -> Result<(bool, String), String> {
 /// The FMA line from the `fma-latency` and `fma-throughput` results.
 fn fma_line(latency: &Value, throughput: &Value) -> Result<String, String> {
     Ok(format!(
-        "FMA (vfmadd231ps ymm): latency {:.3} cycles per FMA, throughput {:.3} FMAs per cycle (seed 001 on Zen 2: 5.000 and 2.000)",
+        "FMA (vfmadd231ps ymm): latency {:.3} cycles per FMA, throughput {:.3} FMAs per cycle (Zen 2 per Agner Fog's instruction tables: 5 and 2)",
         number(latency, &["derived", "cycles_per_unit"])?,
         number(throughput, &["derived", "units_per_cycle"])?
     ))
@@ -260,14 +261,14 @@ mod tests {
         );
     }
 
-    /// Seed 001's Zen 2 figures, as pmu-demo derives them, print with three decimals.
+    /// Zen 2's figures (Agner Fog's instruction tables), as pmu-demo derives them, print with three decimals.
     #[test]
     fn fma_line_prints_both_figures() {
         let lat = json!({"derived": {"cycles_per_unit": 5.0}});
         let thr = json!({"derived": {"units_per_cycle": 2.0}});
         assert_eq!(
             fma_line(&lat, &thr).unwrap(),
-            "FMA (vfmadd231ps ymm): latency 5.000 cycles per FMA, throughput 2.000 FMAs per cycle (seed 001 on Zen 2: 5.000 and 2.000)"
+            "FMA (vfmadd231ps ymm): latency 5.000 cycles per FMA, throughput 2.000 FMAs per cycle (Zen 2 per Agner Fog's instruction tables: 5 and 2)"
         );
     }
 }

@@ -12,8 +12,11 @@ mod hw_check;
 mod images;
 mod initramfs;
 mod kernel;
+mod package;
 mod raspi;
+mod references;
 mod setup;
+mod stdout;
 mod step;
 mod stock_module;
 
@@ -34,7 +37,8 @@ COMMANDS:
                       also boot the aarch64 image in QEMU for exact counts.
     test              The whole suite (what CI runs): set-up, formatting, clippy
                       with -D warnings on the host and on every bare-metal target,
-                      the host tests, the no_std cross-builds (aarch64, x86_64,
+                      the host tests, the library crates packaged and built as
+                      crates.io would (cargo package), the no_std cross-builds (aarch64, x86_64,
                       ARMv6 through build-std), the ARMv6 pmu-demo under
                       qemu-arm -cpu arm1176, then the bare-metal images booted
                       in QEMU with their RESULT lines asserted (tests/), then
@@ -74,7 +78,8 @@ COMMANDS:
                       Kernel, module, initramfs (busybox-static, static pmu-demo,
                       the module), then boot them in QEMU TCG and assert on the
                       guest's RESULT lines (tests/tests/kernel_<arch>.rs).
-    bench [--json]    Read-path costs in user-space instructions, measured in the
+    bench [--json | --markdown] [--from-log FILE]
+                      Read-path costs in user-space instructions, measured in the
                       arm64 test kernel under qemu-system-aarch64 -M virt -cpu max
                       -smp 1 -icount shift=0,align=off,sleep=off (exact, repeatable):
                       our perf fast read, read() fallback, direct read, regions of
@@ -82,10 +87,12 @@ COMMANDS:
                       tools/lib/perf with -O2, and as its Makefile builds it by
                       default, -O0); accuracy on blocks of K = 1…10000
                       instructions; the cost targets, met or missed. Fails unless
-                      ours are exact. With --json the
-                      object is the last thing on stdout and in
-                      target/bench/bench.json; the guest's console is in
-                      target/bench/guest.log.
+                      ours are exact. With --json one JSON object,
+                      with --markdown docs/bench.md, alone on stdout (progress
+                      goes to stderr); the JSON is also in
+                      target/bench/bench.json, the guest's console in
+                      target/bench/guest.log, which --from-log renders again
+                      without booting the guest.
     armv6-demo        pmu-demo for ARMv6 Linux (Raspberry Pi 1 / Zero): the
                       unit tests of pmu-armv6 and pmu-linux for ARMv6, a static
                       build for arm-unknown-linux-gnueabi (build-std, the
@@ -119,8 +126,9 @@ COMMANDS:
                       qemu-aarch64 (the ARMv6 pmu-demo: armv6-demo).
     help              This text.
 
-Every step prints `==> [i/n] what` before it runs and its time after; the
-first failing step stops the run with its command line and exit status.
+Every step prints `==> [i/n] what` on stderr before it runs and its time
+after; the first failing step stops the run with its command line and exit
+status.
 `cargo test` alone runs the fast host tests only.
 
 The images print one `RESULT <scenario> key=value …` line per result and a
@@ -137,7 +145,7 @@ fn main() -> ExitCode {
             .then(setup::steps())
             .then(setup::kernel_steps())
             .then(lint_steps())
-            .then(vec![host_tests()])
+            .then(vec![host_tests(), package::step()])
             .then(cross_steps())
             .then(vec![armv6::step()])
             .then(images::test_steps())
@@ -177,8 +185,7 @@ fn main() -> ExitCode {
                 e2e::e2e_step(kernel::Arch::Armv6),
             ]),
         ["demo"] => return demo::run(),
-        ["bench"] => return bench::run(false),
-        ["bench", "--json"] => return bench::run(true),
+        ["bench", rest @ ..] => return bench::command(rest),
         ["hw-check"] => return hw_check::run(),
         ["armv6-demo"] => Plan::new("armv6-demo")
             .then(setup::steps())

@@ -58,7 +58,7 @@ pub fn steps() -> Vec<Step> {
 }
 
 /// Debian packages the test kernels, kmod-enable-user and the initramfs need
-/// (shared/DESIGN.md, "The kernel side"): the kernel source, the build tools, clang/LLVM
+/// (docs/qemu.md, "Test kernels"): the kernel source, the build tools, clang/LLVM
 /// 14 (the x86_64 kernel is built with `LLVM=-14`; bindgen uses libclang), the arm64 cross
 /// compiler and its static glibc, `modinfo` and the static busybox.
 pub const KERNEL_PACKAGES: &[&str] = &[
@@ -229,7 +229,7 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
 /// Installs QEMU when a program is missing.
 ///
 /// On Debian 12 the image carries qemu-utils from bookworm-backports, which blocks
-/// bookworm's own qemu-system 7.2 (shared/DESIGN.md), so the backports suite is added
+/// bookworm's own qemu-system 7.2 (docs/qemu.md, "Installing QEMU"), so the backports suite is added
 /// and QEMU 10 installed from it. Elsewhere, the distribution's packages.
 pub fn ensure_qemu() -> Result<(), String> {
     let missing: Vec<&str> = QEMU_PROGRAMS

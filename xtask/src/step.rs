@@ -117,18 +117,19 @@ impl Plan {
         self
     }
 
-    /// Runs every step, printing progress; returns failure at the first failing step.
+    /// Runs every step, printing progress on stderr (stdout is for results); returns
+    /// failure at the first failing step.
     pub fn run(self) -> ExitCode {
         let total = self.steps.len();
         let started = Instant::now();
         let root = workspace_root();
         for (i, step) in self.steps.iter().enumerate() {
-            println!("==> [{}/{total}] {}", i + 1, step.what);
+            eprintln!("==> [{}/{total}] {}", i + 1, step.what);
             let t = Instant::now();
             if let Some(func) = step.func {
                 match func() {
                     Ok(()) => {
-                        println!("    ok ({:.1} s)", t.elapsed().as_secs_f64());
+                        eprintln!("    ok ({:.1} s)", t.elapsed().as_secs_f64());
                         continue;
                     }
                     Err(why) => {
@@ -149,7 +150,7 @@ impl Plan {
                 .status();
             let secs = t.elapsed().as_secs_f64();
             match status {
-                Ok(s) if s.success() => println!("    ok ({secs:.1} s)"),
+                Ok(s) if s.success() => eprintln!("    ok ({secs:.1} s)"),
                 Ok(s) => {
                     eprintln!(
                         "xtask {}: step {}/{total} failed ({s}) after {secs:.1} s: {}\n    command: {}",
@@ -172,7 +173,7 @@ impl Plan {
                 }
             }
         }
-        println!(
+        eprintln!(
             "xtask {}: all {total} steps passed in {:.1} s",
             self.name,
             started.elapsed().as_secs_f64()

@@ -31,7 +31,7 @@
 //!
 //! All functions are `unsafe`: on anything but an ARM1176, or at PL0 without
 //! SUNAVCR.V, they raise an Undefined Instruction exception (SIGILL under Linux; QEMU's
-//! ARM1176 model reads c15 as 0 at PL1, shared/notes/qemu-facts.md). Writes change
+//! ARM1176 model reads c15 as 0 at PL1, docs/qemu.md). Writes change
 //! state the whole CPU shares.
 
 use core::arch::asm;
@@ -225,7 +225,7 @@ pub unsafe fn read_sunavcr() -> Sunavcr {
 ///
 /// # Safety
 /// - The CPU is an ARM1176 and the code runs in a Secure privileged mode (where Linux
-///   runs on the Raspberry Pi 1: seed 004's module works).
+///   runs on the Raspberry Pi 1, where kmod-enable-user's stock flavour writes it).
 /// - Granting access lets every User-mode process reprogram the PMU: whoever relies on
 ///   its state (Linux perf, a [`crate::Arm1176Pmu`]) must tolerate that, and the
 ///   grant must be revoked before the kernel uses the PMU itself again.

@@ -4,7 +4,8 @@
 //! `mrc`/`mcr p15, 0, <Rt>, c15, c12, 1` ([`OPERANDS`]). A 32-bit up-counter of core
 //! cycles, or of every 64th cycle when PMCR.D is set ([`CycleDivider`]). It runs
 //! whenever PMCR.E is set: unlike CR0 and CR1 it has no event field to park it on.
-//! At 700 MHz it wraps after about 6 s, or about 392 s with the divider (seed 004).
+//! At 700 MHz it wraps after about 6 s, or about 392 s with the divider
+//! (2^32 / 700 MHz = 6.1 s; × 64 = 392.7 s).
 
 use crate::pmcr::PMCR;
 
@@ -74,7 +75,8 @@ mod tests {
     use super::*;
     use crate::pmcr::Pmcr;
 
-    /// Seed 004: with the factor 64 the 32-bit CCR lasts "392 seconds" at 700 MHz.
+    /// TRM Table 3-136 (PMCR.D): with the factor 64 the 32-bit CCR lasts 2^32 × 64 /
+    /// 700 MHz = 392.7 s at the Raspberry Pi 1's 700 MHz.
     #[test]
     fn divider_extends_the_range_64_times() {
         let wrap = Ccr::new(u32::MAX).cycles(CycleDivider::Every64thCycle) + 64;

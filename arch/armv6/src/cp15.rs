@@ -1,8 +1,8 @@
 //! CP15 operands of the ARM1176 PMU registers, and the real register access.
 //!
 //! The five registers sit in the IMPLEMENTATION DEFINED CP15 space c15 (ARM1176JZF-S
-//! TRM, sections 3.2.51-3.2.54, and the accessors in seed 004's `readregs.c` and
-//! Linux's drivers/perf/arm_v6_pmu.c):
+//! TRM, sections 3.2.51-3.2.54 and page 3-132, and the accessors in Linux 6.12's
+//! drivers/perf/arm_v6_pmu.c):
 //!
 //! | register | operands |
 //! |---|---|
@@ -14,7 +14,7 @@
 //!
 //! The operand strings are written once, in the crate-private `cp15_operands!` macro,
 //! and used both by the instructions of the `asm` module (ARM only) and by the `OPERANDS` constant of each register
-//! module, which the host tests compare with the seed and Linux.
+//! module, which the host tests compare with the TRM and Linux.
 
 /// The `mrc`/`mcr` operands (after the mnemonic) of a PMU register, as a literal for
 /// `asm!` (`{0}` is the core register).
@@ -62,7 +62,7 @@ mod real {
         /// # Safety
         /// - The CPU is an ARM1176 (MIDR primary part number 0xB76): elsewhere c15 is
         ///   something else or undefined.
-        /// - The code runs at PL1, or at PL0 with SUNAVCR.V set (seed 004's module);
+        /// - The code runs at PL1, or at PL0 with SUNAVCR.V set (kmod-enable-user's stock flavour sets it);
         ///   otherwise every access is an Undefined Instruction exception.
         /// - Nothing else (another `Cp15`, Linux perf, an interrupt handler) uses the
         ///   PMU while this value exists.
@@ -168,10 +168,11 @@ mod tests {
         operands.trim().replace("%0", "{0}")
     }
 
-    /// The accessors of seed 004 (listing 1: SUNAVCR; listing 3: PMCR, CCR, CR0, CR1)
-    /// and of Linux (drivers/perf/arm_v6_pmu.c: armv6_pmcr_read, armv6pmu_read_counter).
+    /// The operands of the TRM (ARM1176JZF-S TRM page 3-132: SUNAVCR; sections
+    /// 3.2.51-3.2.54: PMCR, CCR, CR0, CR1) as Linux 6.12 writes them
+    /// (drivers/perf/arm_v6_pmu.c: armv6_pmcr_read, armv6pmu_read_counter).
     #[test]
-    fn operands_match_seed_004_and_linux() {
+    fn operands_match_the_trm_and_linux() {
         let cases = [
             (crate::sunavcr::OPERANDS, "mrc   p15, 0, %0, c15, c9, 0"),
             (crate::pmcr::OPERANDS, "mcr   p15, 0, %0, c15, c12, 0"),
@@ -179,8 +180,8 @@ mod tests {
             (crate::cr0::OPERANDS, "mrc   p15, 0, %0, c15, c12, 2"),
             (crate::cr1::OPERANDS, "mrc   p15, 0, %0, c15, c12, 3"),
         ];
-        for (ours, seed) in cases {
-            assert_eq!(ours, operands_of(seed));
+        for (ours, reference) in cases {
+            assert_eq!(ours, operands_of(reference));
         }
     }
 }

@@ -6,8 +6,8 @@
 //! which lists 0x00-0x12 and 0xFF and uses 0x20 only as its "NOP" event.
 //!
 //! There are 24 selectable events plus 0xFF (one increment per cycle). 0x08 and 0x0E,
-//! 0x13-0x1F and 0x27-0xFE are reserved. Seed 004 says "21 events": that is wrong (see
-//! the errata in `shared/DESIGN.md`).
+//! 0x13-0x1F and 0x27-0xFE are reserved. (Some Raspberry Pi 1 write-ups count "21
+//! events"; Table 3-137 has 24.)
 //!
 //! The generic mapping follows Linux's `armv6_perf_map` and `armv6_perf_cache_map`, so
 //! numbers agree with `perf stat` on the same board.
@@ -260,8 +260,8 @@ mod tests {
     use super::*;
     use pmu_core::Event;
 
-    /// ARM1176 TRM Table 3-137 (and shared/DESIGN.md, correcting seed 004's "21
-    /// events"): 0x00-0x07, 0x09-0x0D, 0x0F-0x12, 0x20-0x26 are events, plus 0xFF.
+    /// ARM1176 TRM Table 3-137 (24 events, not the "21" some write-ups count):
+    /// 0x00-0x07, 0x09-0x0D, 0x0F-0x12, 0x20-0x26 are events, plus 0xFF.
     #[test]
     fn table_has_24_events_plus_cycle_count() {
         let expected: [u8; 24] = [

@@ -161,7 +161,7 @@ unsafe impl PmuRegisters for FakeRegisters {
 mod tests {
     use super::*;
 
-    /// TRM Table 3-136 / seed 004: writing 1 clears a flag, writing 0 leaves it; P and
+    /// TRM Table 3-136: writing 1 clears a flag, writing 0 leaves it; P and
     /// C reset on write. The fake must show exactly that, or the driver tests prove
     /// nothing.
     #[test]
@@ -190,10 +190,10 @@ mod tests {
         assert_eq!(regs.resets_written_as_one(), 0x6);
     }
 
-    /// Seed 004's measurement: write 0x00705707, then CR0 counts instructions and CR1
+    /// TRM Tables 3-136/3-137: write 0x00705707, then CR0 counts instructions and CR1
     /// branches, the CCR cycles; counting wraps at 32 bits and raises the flag.
     #[test]
-    fn fake_counts_like_seed_004() {
+    fn fake_counts_like_the_trm_configuration() {
         let regs = FakeRegisters::new();
         regs.set_count(CounterRegister::Cr0, 5);
         // SAFETY: fake registers; no interrupt enables.
@@ -216,7 +216,7 @@ mod tests {
 
 /// SUNAVCR in memory, for [`crate::user_enable`]'s tests: either the ARM1176's (keeps V,
 /// bits 31:1 read as 0) or a dummy that always reads one value and ignores writes (QEMU's
-/// ARM1176 c15, which reads 0 at PL1: shared/notes/qemu-facts.md).
+/// ARM1176 c15, which reads 0 at PL1: docs/qemu.md).
 #[derive(Debug)]
 pub struct FakeSunavcr {
     value: Cell<u32>,

@@ -8,7 +8,7 @@
 //! | PMCR | [`pmcr`] | enable, resets, CCR divider, interrupt enables, write-1-to-clear overflow flags, the two event fields |
 //! | CCR | [`ccr`] | cycle counter |
 //! | CR0, CR1 | [`cr0`], [`cr1`] | event counters |
-//! | SUNAVCR | [`sunavcr`] | bit V opens the four to User mode (seed 004's kernel module; [`user_enable`] sets it, checked) |
+//! | SUNAVCR | [`sunavcr`] | bit V opens the four to User mode (kmod-enable-user's stock flavour; [`user_enable`] sets it, checked) |
 //!
 //! The crate is layered the way the rest of the workspace is:
 //!
@@ -74,3 +74,8 @@ pub use event::Arm1176Event;
 pub use pmcr::{CounterRegister, Pmcr};
 pub use pmu::{Arm1176Pmu, PmuRegisters};
 pub use sunavcr::Sunavcr;
+
+/// The README (what crates.io shows), its example run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

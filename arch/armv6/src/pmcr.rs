@@ -1,7 +1,7 @@
 //! PMCR, the ARM1176 Performance Monitor Control Register.
 //!
 //! Source: ARM1176JZF-S TRM (ARM DDI 0301H) section 3.2.51, Table 3-136; the bit
-//! numbers agree with Linux's `ARMV6_PMCR_*` (drivers/perf/arm_v6_pmu.c) and seed 004.
+//! numbers agree with Linux's `ARMV6_PMCR_*` (drivers/perf/arm_v6_pmu.c in Linux 6.12).
 //! Accessed with `mrc`/`mcr p15, 0, <Rt>, c15, c12, 0` ([`OPERANDS`]).
 //!
 //! One register controls all three counters, and it mixes three kinds of bits:
@@ -49,7 +49,7 @@ mod fields {
             /// CR0, bit \[8\]: Count Register 0 overflow flag (write 1 to clear).
             CR0 OFFSET(8) NUMBITS(1) [],
             /// ECC, bit \[6\]: interrupt on a Cycle Counter Register overflow. The Raspberry
-            /// Pi's ARM11 has no such interrupt wired (seed 004).
+            /// Pi's ARM11 has no such interrupt wired (Linux 6.12 arch/arm/boot/dts/broadcom/bcm2835.dtsi: its `arm,arm1176-pmu` node has no `interrupts`).
             ECC OFFSET(6) NUMBITS(1) [],
             /// EC1, bit \[5\]: interrupt on a Count Register 1 overflow.
             EC1 OFFSET(5) NUMBITS(1) [],
@@ -199,10 +199,12 @@ impl CounterRegister {
 mod tests {
     use super::*;
 
-    /// Seed 004: "CR0 counts instructions (7 in bits 20-27), CR1 branches (5 in bits
-    /// 12-19), reset the counters, clear the overflow bits and enable: 0x00705707."
+    /// TRM Tables 3-136 and 3-137: CR0 counting instructions (0x07 in EvtCount0, bits
+    /// 27:20), CR1 branches (0x05 in EvtCount1, bits 19:12), the counters reset, the
+    /// overflow flags cleared and E set is 0x00705707, the usual first Raspberry Pi 1
+    /// configuration.
     #[test]
-    fn seed_004_instructions_and_branches() {
+    fn instructions_and_branches_configuration() {
         let mut pmcr = Pmcr::new(0);
         pmcr.modify(
             PMCR::EvtCount0.val(Arm1176Event::InstructionExecuted.code().into())
@@ -248,10 +250,10 @@ mod tests {
         assert_eq!(decoded.get() & RESERVED, 0);
     }
 
-    /// Seed 004: "CR0 counts instruction cache misses (0x0), CR1 data cache misses
-    /// (0xb) ... 0x0000b707."
+    /// TRM Tables 3-136 and 3-137: CR0 counting instruction cache misses (0x00), CR1
+    /// data cache misses (0x0B), reset, flags cleared and E set is 0x0000B707.
     #[test]
-    fn seed_004_icache_and_dcache_misses() {
+    fn icache_and_dcache_misses_configuration() {
         let mut pmcr = Pmcr::new(0);
         pmcr.modify(
             PMCR::EvtCount0.val(Arm1176Event::InstructionCacheMiss.code().into())
@@ -298,7 +300,7 @@ mod tests {
         assert_eq!(RESERVED, 0xF000_0080);
     }
 
-    /// The write-1-to-clear rule (TRM Table 3-136, seed 004: "write a 1, not a 0"):
+    /// The write-1-to-clear rule (TRM Table 3-136: a flag is cleared by writing 1 to it, not 0):
     /// writing back a value with pending flags, P or C would clear or reset; the
     /// write-back base keeps everything else.
     #[test]

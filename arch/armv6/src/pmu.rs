@@ -29,8 +29,8 @@
 //! [`pmcr::for_write_back`], which zeroes all of them, and
 //! sets only the one flag it means to clear. A pending flag of one counter therefore
 //! survives anything done to the others. The interrupt enables are kept 0: the
-//! Raspberry Pi's ARM11 has no PMU interrupt wired (seed 004), and this driver has no
-//! handler.
+//! Raspberry Pi's ARM11 has no PMU interrupt wired (Linux 6.12 arch/arm/boot/dts/broadcom/bcm2835.dtsi: its `arm,arm1176-pmu` node has no `interrupts`),
+//! and this driver has no handler.
 //!
 //! # Privilege levels
 //!
@@ -101,7 +101,7 @@ impl Arm1176Pmu<crate::Cp15> {
     ///
     /// # Safety
     /// - The CPU is an ARM1176 (Raspberry Pi 1 / Zero: BCM2835).
-    /// - The code runs at PL1, or at PL0 with SUNAVCR.V set (seed 004's module).
+    /// - The code runs at PL1, or at PL0 with SUNAVCR.V set (kmod-enable-user's stock flavour).
     /// - It stays on this CPU, and nothing else uses the PMU while the value lives:
     ///   not Linux perf, not another `Arm1176Pmu`, not an interrupt handler.
     pub unsafe fn new(divider: CycleDivider) -> Self {

@@ -1,10 +1,11 @@
 //! SUNAVCR, the ARM1176 Secure User and Non-secure Access Validation Control Register.
 //!
-//! Source: ARM1176JZF-S TRM page 3-132 (cited by seed 004 and by the
+//! Source: ARM1176JZF-S TRM page 3-132 (and the
 //! access tables of CR0 and CR1, Tables 3-140/3-141); accessed with
 //! `mrc`/`mcr p15, 0, <Rt>, c15, c9, 0` ([`OPERANDS`]). Only privileged code can write
 //! it. Its bit 0, V, opens PMCR, CCR, CR0 and CR1 (and the system validation
-//! registers) to User mode: seed 004's kernel module writes 1 on load and 0 on unload.
+//! registers) to User mode: kmod-enable-user (stock flavour) sets it on load and writes the
+//! previous value back on unload.
 
 use tock_registers::LocalRegisterCopy;
 
@@ -33,7 +34,7 @@ pub use fields::SUNAVCR;
 /// A SUNAVCR value.
 pub type Sunavcr = LocalRegisterCopy<u32, SUNAVCR::Register>;
 
-/// The value that grants User mode access (what seed 004's module writes on load).
+/// The value that grants User mode access (what a user-enable module writes on load).
 pub const USER_ACCESS: Sunavcr = Sunavcr::new(1);
 
 /// The value that takes it away again (the reset value; written on unload).
@@ -48,10 +49,10 @@ pub fn user_access(value: Sunavcr) -> bool {
 mod tests {
     use super::*;
 
-    /// Seed 004, listing 1: `armv6_sunavcr_write(0x1)` grants access, reading back
-    /// non-zero proves it, `armv6_sunavcr_write(0x0)` on unload revokes it.
+    /// ARM1176JZF-S TRM page 3-132: V is bit 0 and the other bits are UNP/SBZ, so
+    /// writing 0x1 grants access and 0x0 (the reset value) revokes it.
     #[test]
-    fn seed_004_module_values() {
+    fn grant_and_revoke_values() {
         assert_eq!(USER_ACCESS.get(), 0x1);
         assert_eq!(PRIVILEGED_ONLY.get(), 0x0);
         assert!(user_access(USER_ACCESS));

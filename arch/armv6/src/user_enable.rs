@@ -2,16 +2,16 @@
 //! ARMv6 part of the kernel module kmod-enable-user (stock-kernel flavour, C glue around
 //! this code compiled as a no_std object; Linux 6.12 has no Rust support for 32-bit ARM).
 //!
-//! Seed 004's module writes SUNAVCR = 1 on load, reads it back, refuses to load (`-EIO`)
-//! when the read-back value is 0, and writes 0 on unload. Here:
+//! The usual Raspberry Pi 1 user-enable module writes SUNAVCR = 1 on load, reads it back,
+//! refuses to load (`-EIO`) when the read-back value is 0, and writes 0 on unload. Here:
 //!
 //! - [`enable`] records the previous value, writes it with V set, reads it back and,
 //!   when V did not stick, writes the previous value back and returns
 //!   [`DidNotStick`] with the value read (QEMU's ARM1176 model has a dummy c15 that reads
-//!   0 at PL1, shared/notes/qemu-facts.md; a real Raspberry Pi 1 keeps the bit). Only V
+//!   0 at PL1, docs/qemu.md; a real Raspberry Pi 1 keeps the bit). Only V
 //!   is checked: bits 31:1 are UNP/SBZ (ARM1176JZF-S TRM 3-132), so a non-zero read
-//!   back without V is a refusal too, unlike the seed's `sunavcr != 0`;
-//! - [`disable`] writes the previous value back (the seed writes 0, which is the same on
+//!   back without V is a refusal too, unlike a test of `sunavcr != 0`;
+//! - [`disable`] writes the previous value back (writing 0 would be the same on
 //!   a CPU where nobody else set V).
 //!
 //! [`is_arm1176`] is the check the module makes before touching c15, whose contents are
@@ -108,10 +108,10 @@ mod tests {
     use super::*;
     use crate::fake::FakeSunavcr;
 
-    /// Seed 004, listing 1, on a Raspberry Pi 1: write 0x1, read back non-zero (load
-    /// succeeds), write 0x0 on unload.
+    /// On a Raspberry Pi 1 (ARM1176JZF-S TRM page 3-132: V is writable at PL1): write
+    /// 0x1, read back V set (load succeeds), write the previous 0x0 on unload.
     #[test]
-    fn seed_004_sequence_on_a_real_arm1176() {
+    fn grant_sequence_on_a_real_arm1176() {
         let regs = FakeSunavcr::arm1176();
         let granted = enable(&regs).unwrap();
         assert_eq!(
@@ -127,7 +127,7 @@ mod tests {
         assert_eq!(regs.value(), 0);
     }
 
-    /// QEMU's ARM1176 (shared/notes/qemu-facts.md: c15 is a dummy that reads 0 at PL1):
+    /// QEMU's ARM1176 (docs/qemu.md: c15 is a dummy that reads 0 at PL1):
     /// refused with the read-back value, and the previous value written back.
     #[test]
     fn qemu_dummy_c15_is_refused_with_the_read_back_value() {
@@ -145,7 +145,7 @@ mod tests {
     }
 
     /// Bits 31:1 are UNP/SBZ (ARM1176JZF-S TRM 3-132): a read back of 0xFFFF_FFFE is
-    /// non-zero, which seed 004 would take for success, yet V is clear: refused.
+    /// non-zero, which a `!= 0` test would take for success, yet V is clear: refused.
     #[test]
     fn only_v_counts_as_success() {
         let err = enable(&FakeSunavcr::reads_as(0xFFFF_FFFE)).unwrap_err();

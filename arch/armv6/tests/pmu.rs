@@ -20,8 +20,8 @@ fn flag(counter: CounterRegister) -> u32 {
     field.mask << field.shift
 }
 
-/// TRM Table 3-136 (flags are write-1-to-clear) and DESIGN.md ("a read-modify-write of
-/// PMCR clears pending overflow flags"): with CR1's flag pending, enabling and
+/// TRM Table 3-136 (flags are write-1-to-clear, so a read-modify-write of PMCR clears
+/// pending overflow flags): with CR1's flag pending, enabling and
 /// reprogramming CR0 (and everything else short of clearing CR1) never writes 1 there.
 #[test]
 fn reprogramming_one_counter_keeps_another_counters_pending_flag() {
@@ -90,11 +90,11 @@ fn clear_overflow_clears_only_that_flag() {
     );
 }
 
-/// Seed 004's first configuration through the driver: CR0 = instructions (0x07), CR1 =
-/// branches (0x05), running. PMCR then holds the seed's event fields and E; the seed's
-/// P, C and flag bits are actions the driver does not need.
+/// The usual first configuration (TRM Tables 3-136/3-137: 0x00705707) through the
+/// driver: CR0 = instructions (0x07), CR1 = branches (0x05), running. PMCR then holds
+/// its event fields and E; its P, C and flag bits are actions the driver does not need.
 #[test]
-fn driver_programs_seed_004_event_fields() {
+fn driver_programs_instruction_and_branch_event_fields() {
     let pmu = pmu();
     pmu.configure(CR0, Arm1176Event::InstructionExecuted, PrivilegeFilter::ALL)
         .unwrap();
@@ -196,7 +196,7 @@ fn overflow_while_stopped_is_not_reported() {
     assert!(pmu.overflowed(CCR));
 }
 
-/// PMCR.D (TRM Table 3-136, seed 004's "factor 64"): the CCR counts every 64th cycle.
+/// PMCR.D (TRM Table 3-136: the cycle count divider, one increment per 64 cycles): the CCR counts every 64th cycle.
 #[test]
 fn cycle_divider_sets_pmcr_d() {
     let pmu = Arm1176Pmu::with_registers(FakeRegisters::new(), CycleDivider::Every64thCycle);
@@ -423,7 +423,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    /// DESIGN.md's PMCR rule as a property: whatever sequence of operations runs, no
+    /// The write-1-to-clear rule of PMCR (TRM Table 3-136) as a property: whatever sequence of operations runs, no
     /// PMCR write sets a flag bit except `clear_overflow` of that very counter (or the
     /// start of a counter whose flag was raised only while it was stopped), and no
     /// write sets P or C.

@@ -126,8 +126,9 @@ mod tests {
     use proptest::prelude::*;
 
     /// The arm64 perf mmap-page mapping (drivers/perf/arm_pmuv3.c
-    /// `armv8pmu_user_event_idx`, `ARMV8_PMU_CYCLE_IDX` = 31; shared/DESIGN.md "arm64
-    /// user reads through perf").
+    /// `armv8pmu_user_event_idx`, `ARMV8_PMU_CYCLE_IDX` = 31, Linux 6.12; the page's
+    /// `index` is the counter + 1: Documentation/arch/arm64/perf.rst, "Perf Userspace PMU
+    /// Hardware Counter Access").
     #[test]
     fn perf_index_mapping() {
         assert_eq!(counter_for_perf_index(32), Some(CounterId::Cycle));

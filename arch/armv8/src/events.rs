@@ -419,7 +419,7 @@ mod tests {
     /// QEMU `-cpu max -icount shift=0`: PMCEID0_EL0 = 0x20101, i.e. SW_INCR,
     /// INST_RETIRED and CPU_CYCLES and nothing else of events 0x00..=0x1F;
     /// PMCEID1_EL0 = 0x10000018 adds STALL_FRONTEND, STALL_BACKEND and STALL
-    /// (shared/notes/qemu-facts.md).
+    /// (docs/qemu.md).
     #[test]
     fn qemu_icount_pmceid() {
         let low = ImplementedEvents::new(0x20101, 0);

@@ -5,7 +5,7 @@
 //! C zeroing the counters, set/clear register pairs, write-one-to-clear overflow flags,
 //! evtCount 10 bits wide before PMUv3p1, PMSWINC_EL0 incrementing SW_INCR counters.
 //! [`FakeRegisters::count`] plays the role of the PE: enabled counters for that event
-//! advance and overflow like QEMU's (shared/notes/qemu-facts.md): at 2^32 unless
+//! advance and overflow like QEMU's (docs/qemu.md): at 2^32 unless
 //! PMCR_EL0.LP (event counters, FEAT_PMUv3p5) or LC (cycle counter) is set, and on
 //! FEAT_PMUv3p5 a counter with LP = 0 keeps its bits above 31 (reads 0x1_0000_005d).
 //! Privilege filters are stored but not applied (the fake has no Exception levels).
@@ -109,7 +109,7 @@ impl FakeRegisters {
         fake
     }
 
-    /// QEMU `-M virt -cpu max -icount shift=0` as measured (shared/notes/qemu-facts.md):
+    /// QEMU `-M virt -cpu max -icount shift=0` as measured (docs/qemu.md):
     /// PMUv3p5, PMCR_EL0 reset 0x41013000 (N = 6), PMCEID0_EL0 0x20101 (SW_INCR,
     /// INST_RETIRED, CPU_CYCLES), PMCEID1_EL0 0x10000018.
     pub fn qemu_max_icount() -> Self {

@@ -69,3 +69,8 @@ pub use pmu::{
     Armv8Pmu, EventCounterWidth, InterruptRegisters, PmuOptions, PmuRegisters, ProbeError,
 };
 pub use version::PmuVersion;
+
+/// The README (what crates.io shows), its example run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -163,7 +163,7 @@ pub enum EventCounterWidth {
     ///
     /// On FEAT_PMUv3p5 the registers still hold 64 bits and keep counting past 2^32:
     /// QEMU `-cpu max` reads 0x1_0000_005d from a counter preset to 0xFFFF_FFF0 that
-    /// wrapped (shared/notes/qemu-facts.md). The capabilities say 32 bits, so
+    /// wrapped (docs/qemu.md). The capabilities say 32 bits, so
     /// [`pmu_core::Counter::read`] and the deltas mask the value to 0x5d, as on a
     /// Cortex-A53.
     #[default]
@@ -543,7 +543,7 @@ mod tests {
     }
 
     /// Probe of QEMU `-cpu max` (PMCR_EL0 reset 0x41013000, N = 6;
-    /// shared/notes/qemu-facts.md) and the reset sequence of Linux `armv8pmu_reset`:
+    /// docs/qemu.md) and the reset sequence of Linux `armv8pmu_reset`:
     /// counters disabled, then PMCR_EL0 = P | C | LC, plus E and the overflow flags
     /// cleared.
     #[test]
@@ -874,7 +874,7 @@ mod tests {
     }
 
     /// QEMU `-cpu max` (PMUv3p5, LP = 0): PMEVCNTR0 preset to 0xFFFF_FFF0, 0x6d events
-    /// later reads 0x1_0000_005d with PMOVSSET bit 0 set (shared/notes/qemu-facts.md).
+    /// later reads 0x1_0000_005d with PMOVSSET bit 0 set (docs/qemu.md).
     /// The 32-bit width masks it to 0x5d, what a Cortex-A53 reads.
     #[test]
     fn qemu_long_storage_with_lp_clear_is_masked() {
@@ -893,7 +893,7 @@ mod tests {
         assert_eq!(ins.width().wrapping_delta(0xFFFF_FFF0, ins.read()), 0x6d);
     }
 
-    /// With LC = 1 the cycle counter overflows at 2^64 (qemu-facts: "PMCCNTR with
+    /// With LC = 1 the cycle counter overflows at 2^64 (docs/qemu.md: "PMCCNTR with
     /// LC=1 wraps at 64 bits"), flag in bit 31.
     #[test]
     fn cycle_counter_is_64_bit() {

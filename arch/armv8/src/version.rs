@@ -158,7 +158,7 @@ mod tests {
     }
 
     /// QEMU `-cpu max`: ID_AA64DFR0_EL1 = 0x10305609, PMUVer = 6 (PMUv3p5) and
-    /// PMSVer = 0 (no SPE); cortex-a53/a72 report PMUVer 1 (shared/notes/qemu-facts.md).
+    /// PMSVer = 0 (no SPE); cortex-a53/a72 report PMUVer 1 (docs/qemu.md).
     #[test]
     fn qemu_max_id_aa64dfr0() {
         let raw = 0x1030_5609;

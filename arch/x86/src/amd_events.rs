@@ -110,11 +110,11 @@ mod tests {
         );
     }
 
-    /// Seed 001 opens Zen 2's RETIRED_SSE_AVX_FLOPS:MULT_FLOPS by name: PMCx003 with unit
-    /// mask bit 1 (MultFLOPs) in the family 17h PPR and in libpfm4's amd64_fam17h_zen2
-    /// table the seed's name comes from. It encodes and round-trips.
+    /// Zen 2's RETIRED_SSE_AVX_FLOPS:MULT_FLOPS, as perf tools open it by name: PMCx003
+    /// with unit mask bit 1 (MultFLOPs) in the family 17h PPR and in libpfm4's
+    /// amd64_fam17h_zen2 table the name comes from. It encodes and round-trips.
     #[test]
-    fn seed_001_zen2_flops_event() {
+    fn zen2_mult_flops_event() {
         let mult = AmdEvent::new(0x003, 0x02).unwrap();
         assert_eq!(mult.bits(), 0x0203);
         assert_eq!(AmdEvent::from_raw(0x0203), Ok(mult));

@@ -45,8 +45,7 @@ pub unsafe fn rdpmc(ecx: u32) -> u64 {
 /// until every earlier instruction (the region being measured) has completed locally, so
 /// its events are counted; the second keeps later instructions from starting before the
 /// counter is read, so theirs are not. LFENCE is cheaper than the fully serializing CPUID
-/// the SDM also allows, but does not wait for earlier stores to drain. perf-counter
-/// brackets its reads the same way (seed 000, "命令の実行順序を保証する").
+/// the SDM also allows, but does not wait for earlier stores to drain.
 ///
 /// # Safety
 /// As [`rdpmc`].

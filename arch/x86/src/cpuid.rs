@@ -440,8 +440,8 @@ mod tests {
         );
     }
 
-    /// A VM without a virtual PMU (QEMU TCG, and this machine: DESIGN.md "CPUID 0xA is
-    /// zero") returns all zeros: a typed "no architectural PMU", not a panic.
+    /// A VM without a virtual PMU (QEMU TCG, and this project's KVM hosts: docs/qemu.md "x86_64",
+    /// CPUID 0xA is zero) returns all zeros: a typed "no architectural PMU", not a panic.
     #[test]
     fn all_zero_leaf_is_no_pmu() {
         assert_eq!(
@@ -533,8 +533,8 @@ mod tests {
         assert!(ArchPerfmon::decode(0x0700_0002, 0, 0, 0x603).is_ok());
     }
 
-    /// APM Vol. 3, CPUID Fn8000_0001_ECX bit 23 PerfCtrExtCore. Zen 2 (Ryzen 7 4700U,
-    /// seed 001's machine) reports it set: six counters at C001_0200h.
+    /// APM Vol. 3, CPUID Fn8000_0001_ECX bit 23 PerfCtrExtCore. Zen 2 (e.g. Ryzen 7 4700U, family 17h
+    /// model 60h) reports it set: six counters at C001_0200h.
     #[test]
     fn amd_perf_ctr_ext_core() {
         let ext = AmdCoreCounters::decode(1 << 23, None);
@@ -591,7 +591,7 @@ mod tests {
     }
 
     /// Probing the machine the tests run on never panics; on this project's VMs it
-    /// reports no PMU (DESIGN.md: "CPUID 0xA is zero"), on real hardware a decoded one.
+    /// reports no PMU (docs/qemu.md: CPUID 0xA is zero), on real hardware a decoded one.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn describe_this_cpu_is_typed() {

@@ -69,3 +69,8 @@ pub use cpuid::{AmdCoreCounters, ArchPerfmon, CpuPmuInfo, PmuDescription, Vendor
 pub use error::ProbeError;
 pub use events::{ArchEvent, IntelEvent};
 pub use intel_pmu::{CounterWrites, IntelPmu};
+
+/// The README (what crates.io shows), its example run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -14,7 +14,7 @@ pub struct Probe {
     /// Which PMUSERENR_EL0 bits allow it (Arm ARM, PMUSERENR_EL0 field descriptions:
     /// EN allows every access, CR reads of PMCCNTR_EL0, ER reads of the event
     /// counters, SW writes of PMSWINC_EL0; measured the same in QEMU,
-    /// shared/notes/qemu-facts.md).
+    /// docs/qemu.md).
     pub allowed_by: u64,
 }
 

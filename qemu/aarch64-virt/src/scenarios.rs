@@ -115,7 +115,8 @@ fn spe_probe(t: &mut Tally) {
 struct SpeBuffer([u8; 64 * 1024]);
 static mut SPE_BUFFER: SpeBuffer = SpeBuffer([0; 64 * 1024]);
 
-/// Seed 003's memory-latency configuration (corrected: LLC miss is event bit 9) applied
+/// The usual memory-latency configuration (loads of at least 120 cycles that missed the
+/// last-level cache: event bit 9, Arm ARM D24.7.11) applied
 /// through the SPE programming sequence: probes first, so without SPE it must end in
 /// "SPE not implemented" having touched no SPE register (which would be UNDEFINED and
 /// end the image with a FATAL exception).
@@ -135,7 +136,7 @@ fn spe_config(t: &mut Tally) {
             let ok = t.check(true);
             println!("RESULT spe_config outcome=not-implemented pass={ok}");
             println!(
-                "  seed 003 memory-latency filter not applied: {}",
+                "  memory-latency filter (loads, >= 120 cycles, LLC miss) not applied: {}",
                 spe::SpeError::NotImplemented
             );
         }

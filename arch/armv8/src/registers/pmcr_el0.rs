@@ -83,7 +83,7 @@ mod tests {
     use super::*;
 
     /// QEMU `-M virt -cpu max` resets PMCR_EL0 to 0x41013000
-    /// (shared/notes/qemu-facts.md): Arm (IMP 0x41), IDCODE 1, six event counters, all
+    /// (docs/qemu.md): Arm (IMP 0x41), IDCODE 1, six event counters, all
     /// control bits clear.
     #[test]
     fn qemu_max_reset_value() {

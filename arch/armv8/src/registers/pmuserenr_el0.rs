@@ -5,7 +5,7 @@
 //! `armv8pmu_start()` unless the task has user-readable perf events, and ER | CR when
 //! it does. Source: Arm ARM (DDI 0487), "PMUSERENR_EL0, Performance Monitors User
 //! Enable Register"; Linux `ARMV8_PMU_USERENR_*` in include/linux/perf/arm_pmuv3.h;
-//! QEMU behaviour per bit in shared/notes/qemu-facts.md.
+//! QEMU behaviour per bit in docs/qemu.md.
 
 use tock_registers::LocalRegisterCopy;
 

@@ -268,7 +268,7 @@ mod tests {
             .value
     }
 
-    /// QEMU `-cpu max`, ID_AA64DFR0_EL1 = 0x10305609 (shared/notes/qemu-facts.md): the probe
+    /// QEMU `-cpu max`, ID_AA64DFR0_EL1 = 0x10305609 (docs/qemu.md): the probe
     /// stops at PMSVer = 0 and reads no SPE register (they would be UNDEFINED), with exactly
     /// the documented message.
     #[test]
@@ -307,7 +307,7 @@ mod tests {
         assert_eq!(caps.buffer_align, Ok(1));
         assert_eq!(caps.record_format, 0);
         assert!(!caps.buffer_owned_by_higher_el);
-        // Seed 003's MINLAT=120 fits, 0x1000 does not (12-bit counters).
+        // The memory-latency recipe's MINLAT=120 fits, 0x1000 does not (12-bit counters).
         assert_eq!(caps.encode_min_latency(120).map(|v| v.get()), Ok(120));
         assert_eq!(
             caps.encode_min_latency(0x1000).map(|v| v.get()),

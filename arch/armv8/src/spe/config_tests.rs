@@ -1,5 +1,5 @@
-//! Tests of the configuration builder: one test per error case of the issue, the warnings, the
-//! register values of the seed 003 examples (corrected per DESIGN.md errata), and a property
+//! Tests of the configuration builder: one test per error case of [`SpeError`], the warnings, the
+//! register values of the usual recipes (with the event bits of Arm ARM D24.7.11), and a property
 //! test that no input panics.
 
 use std::string::ToString;
@@ -59,7 +59,7 @@ fn defaults() {
     );
 }
 
-/// PMSCR_EL1 bits (DESIGN.md: E0SPE 0, E1SPE 1, CX 3, PA 4, TS 5, PCT 7:6) for each record
+/// PMSCR_EL1 bits (Linux 6.12 arch/arm64/tools/sysreg: E0SPE 0, E1SPE 1, CX 3, PA 4, TS 5, PCT 7:6) for each record
 /// content; PCT = 0b01 for physical timestamps as Linux's `pct_enable`.
 #[test]
 fn record_contents_and_levels() {
@@ -83,11 +83,12 @@ fn record_contents_and_levels() {
     assert_eq!(r.pmscr, 0b0010_0001);
 }
 
-/// Seed 003's three example configurations, with the event bits corrected (DESIGN.md errata:
-/// 0x08 is L1D refill, LLC miss is 0x200; 0x20 is TLB walk) and the branch example's intent
+/// The three usual recipes (memory latency, branch misprediction, store bottleneck), with
+/// the event bits of Arm ARM D24.7.11 (0x08 is L1D refill, LLC miss is 0x200; 0x20 is TLB
+/// walk; the `spe` module docs, "Common mistake") and the branch example's intent
 /// (record mispredictions) expressed as FE with E[7].
 #[test]
-fn seed_003_examples_registers() {
+fn recipe_registers() {
     let memory = base()
         .operation_types(OperationTypes::LOADS)
         .min_latency(120)
@@ -113,10 +114,10 @@ fn seed_003_examples_registers() {
     assert_eq!((r.pmsfcr, r.pmsevfr, r.pmslatfr), (0x4_0007, 0x20, 80));
 }
 
-// ---- one test per error case of the issue ----
+// ---- one test per error case ----
 
-/// "event filter enabled with an empty mask" (seed 003 §4.1: FE=1 with PMSEVFR_EL1=0 is
-/// unpredictable), for both filters.
+/// "event filter enabled with an empty mask" (Arm ARM D24.7.12: FE=1 with PMSEVFR_EL1=0 is
+/// CONSTRAINED UNPREDICTABLE), for both filters.
 #[test]
 fn error_empty_event_filter() {
     assert_eq!(
@@ -133,8 +134,8 @@ fn error_empty_event_filter() {
     );
 }
 
-/// "the same event required and excluded" (seed 003 §2.1: unpredictable on Cortex-X2 and
-/// others).
+/// "the same event required and excluded" (Arm ARM D24.7.17, PMSNEVFR_EL1: CONSTRAINED
+/// UNPREDICTABLE).
 #[test]
 fn error_event_required_and_excluded() {
     assert_eq!(
@@ -195,8 +196,8 @@ fn error_event_not_filterable_at_version() {
         .is_ok());
 }
 
-/// "latency wider than COUNTSIZE allows (12-bit counters: MINLAT[15:12] must be 0)", seed 003
-/// §3.2 and Arm ARM D24.7.16.
+/// "latency wider than COUNTSIZE allows (12-bit counters: MINLAT[15:12] must be 0)", Arm
+/// ARM D24.7.16 and D24.7.14 (PMSIDR_EL1.COUNTSIZE).
 #[test]
 fn error_min_latency_too_wide() {
     assert_eq!(
@@ -249,7 +250,8 @@ fn error_interval() {
         .is_ok());
 }
 
-/// "a type filter with no type selected" (seed 003 §2.2: cores differ for FT=1, ST=LD=B=0).
+/// "a type filter with no type selected" (Arm ARM D24.7.12: FT=1 with ST=LD=B=0 is CONSTRAINED
+/// UNPREDICTABLE, cores differ).
 #[test]
 fn error_type_filter_without_types() {
     assert_eq!(
@@ -412,16 +414,16 @@ fn error_messages_say_what_to_change() {
     }
     .to_string()
     .contains("PMSIDR_EL1.FnE"));
-    // The product states the architecture's reason, never the notes it came from.
+    // The product states the architecture's reason, in the architecture's words.
     let message = SpeError::NoOperationTypeSelected.to_string();
     assert!(message.contains("CONSTRAINED UNPREDICTABLE"), "{message}");
-    assert!(!message.to_lowercase().contains("seed"), "{message}");
+    assert!(message.contains("the Arm ARM"), "{message}");
 }
 
 // ---- warnings ----
 
 /// LLC miss (E[9]) is only optionally filterable before FEAT_SPEv1p4 (Arm ARM D24.7.11), the
-/// corrected seed 003 filter therefore warns on v1p2 and not on v1p4.
+/// memory-latency recipe's filter therefore warns on v1p2 and not on v1p4.
 #[test]
 fn warning_optional_event() {
     let b = base().require_events(SpeEvents::LLC_MISS);
@@ -484,7 +486,7 @@ fn warning_required_events_never_occur() {
     .is_empty());
 }
 
-/// Raw register review: seed 003's "FT=1 but ST=LD=B=0" is a warning there (the register
+/// Raw register review: "FT=1 but ST=LD=B=0" is a warning there (the register
 /// accepts it; cores differ), as are bits without their enable; FE with an empty mask and an
 /// overlap of the two masks are errors.
 #[test]

@@ -193,7 +193,7 @@ mod tests {
         SpeVersion::Newer(9),
     ];
 
-    /// Event bit positions, Arm ARM M.a.a D18.2.6 and DESIGN.md "Event bits".
+    /// Event bit positions, Arm ARM M.a.a D18.2.6 and D24.7.11 (PMSEVFR_EL1).
     #[test]
     fn event_bit_positions() {
         let table = [
@@ -225,14 +225,15 @@ mod tests {
         }
     }
 
-    /// Seed 003 and DESIGN.md errata: the seed's PMSEVFR_EL1 = 0x08 "L2 cache miss" is bit 3,
-    /// L1D refill; 0x20 "store buffer full" is bit 5, TLB walk; LLC miss is bit 9 = 0x200.
+    /// Arm ARM D24.7.11: the PMSEVFR_EL1 = 0x08 often written for "L2 cache miss" is bit 3,
+    /// L1D refill; 0x20 "store buffer full" is bit 5, TLB walk; LLC miss is bit 9 = 0x200
+    /// (the `spe` module docs, "Common mistake").
     #[test]
-    fn seed_003_event_values_corrected() {
+    fn commonly_misread_event_values() {
         assert_eq!(SpeEvents::from_bits_retain(0x08), SpeEvents::L1D_REFILL);
         assert_eq!(SpeEvents::from_bits_retain(0x20), SpeEvents::TLB_WALK);
         assert_eq!(SpeEvents::LLC_MISS.bits(), 0x200);
-        // Both seed values filter on every SPE version: E[3] and E[5] have no condition.
+        // Both values filter on every SPE version: E[3] and E[5] have no condition.
         for version in VERSIONS {
             assert_eq!(check_event_filter(version, SpeEvents::L1D_REFILL), Ok(()));
             assert_eq!(check_event_filter(version, SpeEvents::TLB_WALK), Ok(()));
@@ -240,7 +241,7 @@ mod tests {
     }
 
     /// Arm ARM M.a.a D24.7.11 E[9]: "When (FEAT_SPEv1p4 is implemented or filtering on event 9
-    /// is optionally supported)". The corrected seed 003 filter (LLC miss) is architected only
+    /// is optionally supported)". The memory-latency recipe's filter (LLC miss) is architected only
     /// from FEAT_SPEv1p4; before that it must be probed.
     #[test]
     fn llc_miss_filter_needs_v1p4_or_probing() {

@@ -101,7 +101,7 @@ impl RecordingSpe {
     }
 
     /// QEMU 10.0 `-M virt -cpu max`: ID_AA64DFR0_EL1 = 0x10305609, PMSVer = 0, no SPE
-    /// (shared/notes/qemu-facts.md).
+    /// (docs/qemu.md).
     pub const fn qemu_max() -> Self {
         Self::new(0x1030_5609, 0, 0)
     }

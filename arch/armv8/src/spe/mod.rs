@@ -33,13 +33,15 @@
 //! - [`decode`]: the record packet stream decoder, checked against perf's own;
 //! - [`perf_data`]: the reader for the `perf.data` files `perf record` writes.
 //!
-//! The walkthrough, with the common mistakes (testing one bit of PMSVer, a PMSCR_EL1 "EN" bit,
-//! writing PMSIDR_EL1, PMSEVFR_EL1 = 0x08 for an LLC miss, exclusives taken for atomics), is
-//! `docs/spe.md` in the repository.
+//! The walkthrough below goes through it in order, with the common mistakes (testing one bit
+//! of PMSVer, a PMSCR_EL1 "EN" bit, writing PMSIDR_EL1, PMSEVFR_EL1 = 0x08 for an LLC miss,
+//! exclusives taken for atomics).
 //!
 //! Sources: Arm ARM DDI 0487 M.a.a, D24.7 (SPE registers), D24.2.80 (ID_AA64DFR0_EL1), D18.2.6
 //! (Events packet), D17.9 (synchronization), C6.2.318 (PSB); Linux 6.12
 //! `arch/arm64/tools/sysreg` and `drivers/perf/arm_spe_pmu.c`.
+//!
+#![doc = include_str!("walkthrough.md")]
 
 /// Generates the typed `read`/`write` of one register from its `asm::spe` accessors.
 macro_rules! spe_register_access {

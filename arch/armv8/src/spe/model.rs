@@ -287,12 +287,12 @@ mod tests {
         }
     }
 
-    /// Seed 003 "内存延迟分析" (memory-latency analysis): FL=1 MINLAT=120, FT=1 LD=1, FE=1 with
-    /// the event the seed *meant* (a cache miss beyond L1: LLC miss, E[9] = 0x200, DESIGN.md
-    /// errata) instead of its 0x08 (E[3], L1D refill). A slow load that missed the LLC is
+    /// The usual memory-latency recipe: FL=1 MINLAT=120, FT=1 LD=1, FE=1 with the event it
+    /// means (a cache miss beyond L1: LLC miss, E[9] = 0x200, Arm ARM D24.7.11) instead of the
+    /// 0x08 often written (E[3], L1D refill; the `spe` module docs, "Common mistake"). A slow load that missed the LLC is
     /// recorded; a fast one, a store, or a slow load that only missed L1 is not.
     #[test]
-    fn seed_003_memory_latency_scenario() {
+    fn memory_latency_scenario() {
         let config = SpeConfigBuilder::new()
             .operation_types(OperationTypes::LOADS)
             .min_latency(120)
@@ -343,7 +343,7 @@ mod tests {
         for (operation, want) in cases {
             assert_eq!(config.decide(&operation), want, "{operation:?}");
         }
-        // The seed's literal 0x08 would have recorded every slow L1-missing load instead.
+        // The often-written 0x08 would have recorded every slow L1-missing load instead.
         let literal = SpeConfigBuilder::new()
             .operation_types(OperationTypes::LOADS)
             .min_latency(120)
@@ -359,13 +359,13 @@ mod tests {
         );
     }
 
-    /// Seed 003 "分支预测分析" (branch-misprediction analysis): FT=1 B=1, FnE=1 with
+    /// The usual branch-misprediction recipe: FT=1 B=1, FnE=1 with
     /// PMSNEVFR_EL1.E[7]=1, described as "only record mispredictions". E[7] *is* the
     /// mispredicted event, so excluding it keeps the correctly predicted branches, the
     /// opposite of the stated goal. The intent is met by FE=1 with PMSEVFR_EL1.E[7]=1; what
-    /// the seed wrote is shown to do the opposite.
+    /// the recipe writes is shown to do the opposite.
     #[test]
-    fn seed_003_branch_misprediction_scenario() {
+    fn branch_misprediction_scenario() {
         let caps = v1p2_caps();
         let intended = SpeConfigBuilder::new()
             .operation_types(OperationTypes::BRANCHES)
@@ -409,7 +409,7 @@ mod tests {
             FilterDecision::Dropped(DropReason::ExcludedEvents(SpeEvents::MISPREDICTED))
         );
         assert_eq!(as_written.decide(&predicted), FilterDecision::Recorded);
-        // Without FEAT_SPEv1p2 (PMSIDR_EL1.FnE = 0) the seed's configuration is refused.
+        // Without FEAT_SPEv1p2 (PMSIDR_EL1.FnE = 0) the recipe's configuration is refused.
         let v1p1 = SpeCapabilities::decode_raw(SpeVersion::V1p1, 0x2_6407, 0);
         assert_eq!(
             SpeConfigBuilder::new()
@@ -422,12 +422,12 @@ mod tests {
         );
     }
 
-    /// Seed 003 "存储瓶颈分析" (store-bottleneck analysis): FL=1 MINLAT=80, FT=1 ST=1, FE=1
-    /// PMSEVFR_EL1=0x20, called "store buffer full". 0x20 is E[5], TLB walk (DESIGN.md errata);
+    /// The usual store-bottleneck recipe: FL=1 MINLAT=80, FT=1 ST=1, FE=1 PMSEVFR_EL1=0x20,
+    /// called "store buffer full". 0x20 is E[5], TLB walk (Arm ARM D24.7.11);
     /// SPE has no store-buffer-full event, so the corrected configuration records slow stores
     /// that walked the page tables.
     #[test]
-    fn seed_003_store_scenario_corrected() {
+    fn store_scenario_corrected() {
         let config = SpeConfigBuilder::new()
             .operation_types(OperationTypes::STORES)
             .min_latency(80)
@@ -445,7 +445,7 @@ mod tests {
         );
     }
 
-    /// Seed 003 §3.2/§4.1 and DESIGN.md: FE=1 with PMSEVFR_EL1=0, an event required and
+    /// Arm ARM D24.7.12 (PMSFCR_EL1) and D24.7.11: FE=1 with PMSEVFR_EL1=0, an event required and
     /// excluded, and FT=1 with B=LD=ST=0 are reported as unpredictable, never guessed.
     #[test]
     fn unpredictable_settings() {

@@ -61,7 +61,7 @@ spe_register_read!(PmbidrEl1, read_pmbidr_el1, "PMBIDR_EL1");
 mod tests {
     use super::*;
 
-    /// DESIGN.md / Linux sysreg: Align 3:0, P 4, F 5, EA 11:8.
+    /// Linux 6.12 arch/arm64/tools/sysreg: Align 3:0, P 4, F 5, EA 11:8.
     #[test]
     fn field_positions() {
         assert_eq!(PMBIDR_EL1::P.val(1).value, 1 << 4);

@@ -62,7 +62,7 @@ spe_register_access!(
 mod tests {
     use super::*;
 
-    /// DESIGN.md / Linux sysreg: E 0, FM 2:1 (0b00 FILL, 0b10 DISCARD), PMFZ 5, LIMIT 63:12.
+    /// Linux 6.12 arch/arm64/tools/sysreg: E 0, FM 2:1 (0b00 FILL, 0b10 DISCARD), PMFZ 5, LIMIT 63:12.
     #[test]
     fn field_positions() {
         let v = PmblimitrEl1::new(

@@ -135,7 +135,7 @@ spe_register_access!(PmbsrEl1, read_pmbsr_el1, write_pmbsr_el1, "PMBSR_EL1");
 mod tests {
     use super::*;
 
-    /// DESIGN.md / Linux sysreg: COLL 16, S 17, EA 18, DL 19, EC 31:26, MSS 15:0.
+    /// Linux 6.12 arch/arm64/tools/sysreg: COLL 16, S 17, EA 18, DL 19, EC 31:26, MSS 15:0.
     #[test]
     fn field_positions() {
         assert_eq!(PMBSR_EL1::COLL.val(1).value, 1 << 16);

@@ -54,7 +54,7 @@ spe_register_access!(PmscrEl1, read_pmscr_el1, write_pmscr_el1, "PMSCR_EL1");
 mod tests {
     use super::*;
 
-    /// DESIGN.md / Linux sysreg: E0SPE 0, E1SPE 1, CX 3, PA 4, TS 5, PCT 7:6 (bit 2 RES0).
+    /// Linux 6.12 arch/arm64/tools/sysreg: E0SPE 0, E1SPE 1, CX 3, PA 4, TS 5, PCT 7:6 (bit 2 RES0).
     #[test]
     fn field_positions() {
         let v = PmscrEl1::new(

@@ -61,7 +61,7 @@ mod tests {
     use super::super::pmslatfr_el1::encode_min_latency;
     use super::*;
 
-    /// DESIGN.md and Linux 6.12 sysreg: FE 0, FT 1, FL 2, FnE 3, B 16, LD 17, ST 18; each field
+    /// Linux 6.12 arch/arm64/tools/sysreg: FE 0, FT 1, FL 2, FnE 3, B 16, LD 17, ST 18; each field
     /// built alone lands on its bit and decodes back.
     #[test]
     fn field_positions_build_and_decode() {
@@ -113,11 +113,11 @@ mod tests {
         assert_eq!(masks.value, 0x1F << 48);
     }
 
-    /// Seed 003, "内存延迟分析" (memory latency analysis): FL=1, MINLAT=120, FT=1, LD=1, FE=1,
-    /// PMSEVFR_EL1=0x08 "L2 cache miss". Corrected per DESIGN.md errata and Arm ARM D24.7.11:
+    /// The usual memory-latency recipe: FL=1, MINLAT=120, FT=1, LD=1, FE=1, often written
+    /// with PMSEVFR_EL1=0x08 for "L2 cache miss". Corrected per Arm ARM D24.7.11:
     /// 0x08 is E[3] L1D refill; the intended last-level-cache miss is E[9] = 0x200.
     #[test]
-    fn seed_003_memory_latency_example_corrected() {
+    fn memory_latency_example_corrected() {
         let pmsfcr = PmsfcrEl1::new(
             (PMSFCR_EL1::FL::SET + PMSFCR_EL1::FT::SET + PMSFCR_EL1::LD::SET + PMSFCR_EL1::FE::SET)
                 .value,
@@ -132,9 +132,9 @@ mod tests {
         let pmsevfr = PmsevfrEl1::from(SpeEvents::LLC_MISS);
         assert_eq!(pmsevfr.get(), 0x200);
 
-        // What the seed actually wrote: L1D refill, not an L2/LLC miss.
-        let seed = SpeEvents::from(PmsevfrEl1::new(0x08));
-        assert_eq!(seed, SpeEvents::L1D_REFILL);
-        assert!(!seed.contains(SpeEvents::LLC_MISS));
+        // What 0x08 actually selects: L1D refill, not an L2/LLC miss.
+        let often_written = SpeEvents::from(PmsevfrEl1::new(0x08));
+        assert_eq!(often_written, SpeEvents::L1D_REFILL);
+        assert!(!often_written.contains(SpeEvents::LLC_MISS));
     }
 }

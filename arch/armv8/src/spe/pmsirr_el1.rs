@@ -46,7 +46,7 @@ spe_register_access!(PmsirrEl1, read_pmsirr_el1, write_pmsirr_el1, "PMSIRR_EL1")
 mod tests {
     use super::*;
 
-    /// DESIGN.md / Linux sysreg: RND 0, INTERVAL 31:8.
+    /// Linux 6.12 arch/arm64/tools/sysreg: RND 0, INTERVAL 31:8.
     #[test]
     fn field_positions() {
         let v = PmsirrEl1::new((PMSIRR_EL1::RND::SET + PMSIRR_EL1::INTERVAL.val(0x10)).value);

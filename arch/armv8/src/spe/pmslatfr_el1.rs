@@ -54,7 +54,7 @@ spe_register_access!(
 mod tests {
     use super::*;
 
-    /// Arm ARM D24.7.16 and seed 003 ("12位计数器...MINLAT[15:12]必须为0"): 0xFFF is the largest
+    /// Arm ARM D24.7.16 (with 12-bit counters MINLAT[15:12] must be 0): 0xFFF is the largest
     /// 12-bit value, 0x1000 is detectably invalid; 16-bit counters take up to 0xFFFF.
     #[test]
     fn min_latency_width_check() {

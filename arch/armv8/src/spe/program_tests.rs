@@ -24,7 +24,7 @@ fn caps() -> SpeCapabilities {
     SpeCapabilities::decode_raw(SpeVersion::V1p2, PMSIDR_V1P2, PMBIDR_ALIGN64)
 }
 
-/// Seed 003's memory-latency analysis (corrected: LLC miss), with timestamps.
+/// The memory-latency recipe (LLC miss, Arm ARM D24.7.11), with timestamps.
 fn memory_latency() -> SpeConfig {
     SpeConfigBuilder::new()
         .operation_types(OperationTypes::LOADS)
@@ -47,7 +47,7 @@ fn log(pe: &RecordingSpe) -> Vec<SpeAccess> {
 /// The whole sequence, access by access: PMSCR_EL1 = 0 and isb before anything else; drain,
 /// stop the buffer, read and clear PMBSR_EL1, pointer before limit, isb; then PMSLATFR,
 /// PMSEVFR, PMSNEVFR, PMSFCR, PMSIRR, isb, PMSICR (Linux arm_spe_pmu_start()), isb, PMSCR_EL1,
-/// isb. Values: seed 003's example with the corrected event (0x200).
+/// isb. Values: the memory-latency recipe with LLC miss (0x200).
 #[test]
 fn start_sequence_exact() {
     use super::Barrier::{DsbNsh, Isb, PsbCsync};

@@ -568,10 +568,10 @@ mod tests {
         assert_eq!(EVENT_NAMES[63].0, "E[63]");
     }
 
-    /// Seed 003 memory-latency example, corrected (DESIGN.md errata): PMSFCR_EL1 = 0x2_0007
+    /// The memory-latency recipe with LLC miss (Arm ARM D24.7.11): PMSFCR_EL1 = 0x2_0007
     /// explains as FE, FT, FL and LD set; PMSEVFR_EL1 = 0x200 lists only LLC_MISS.
     #[test]
-    fn explains_seed_003_memory_latency_registers() {
+    fn explains_memory_latency_registers() {
         let set: std::vec::Vec<_> = SpeRegister::Pmsfcr
             .fields(0x2_0007)
             .filter(|f| f.value != 0)

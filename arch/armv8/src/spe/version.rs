@@ -101,7 +101,7 @@ mod tests {
     use super::*;
 
     /// QEMU 10.0 `-M virt -cpu max` reports ID_AA64DFR0_EL1 = 0x10305609
-    /// (shared/notes/qemu-facts.md): PMUv3p5 (PMUVer 6) but PMSVer 0, no SPE.
+    /// (docs/qemu.md): PMUv3p5 (PMUVer 6) but PMSVer 0, no SPE.
     #[test]
     fn qemu_max_has_no_spe() {
         const QEMU_MAX_ID_AA64DFR0_EL1: u64 = 0x1030_5609;

@@ -7,7 +7,7 @@
 //! AMD the counter is checked the way Linux's `check_hw_exists()`
 //! (`arch/x86/events/core.c`) does: a value written to PERF_CTR0 must read back. QEMU
 //! TCG reports leaf 0AH as zeros and lets MSRs read 0 and drop writes
-//! (shared/notes/qemu-facts.md): no PMU either way, and the line says so.
+//! (docs/qemu.md): no PMU either way, and the line says so.
 
 use core::arch::x86_64::{__cpuid, __cpuid_count, CpuidResult};
 

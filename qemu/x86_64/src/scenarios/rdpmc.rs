@@ -6,7 +6,7 @@
 //! 3 with PCE clear the CPU must raise #GP before looking at the counter; with PCE set
 //! it reads the counter (a PMU with counter 0) or faults for another reason. QEMU TCG
 //! implements the privilege check but no counters: it raises #UD once the check passes,
-//! in ring 0 and in ring 3 with PCE set (shared/notes/qemu-facts.md). The change from
+//! in ring 0 and in ring 3 with PCE set (docs/qemu.md). The change from
 //! #GP to something else is what proves the bit works.
 
 use super::cpuid::Platform;

@@ -25,7 +25,7 @@ fn string(event: &PerfSpeEvent) -> String {
     event.event_string("arm_spe_0").to_string()
 }
 
-/// DESIGN.md "Linux perf format" and Linux 6.12 `ATTR_CFG_FLD_*`: the documented layout.
+/// Linux 6.12 drivers/perf/arm_spe_pmu.c `ATTR_CFG_FLD_*`: the documented layout.
 #[test]
 fn documented_layout() {
     let f = PerfFormat::linux_6_12();
@@ -173,10 +173,10 @@ fn linux_rules_per_version() {
     }
 }
 
-/// Seed 003 branch-misprediction analysis, as the seed meant it (require E[7]) and as it wrote
-/// it (exclude E[7], needs `inv_event_filter`).
+/// The branch-misprediction recipe, as meant (require E[7]) and as often written (exclude
+/// E[7], needs `inv_event_filter`).
 #[test]
-fn seed_003_branch_event_strings() {
+fn branch_recipe_event_strings() {
     let meant = SpeConfigBuilder::new()
         .operation_types(OperationTypes::BRANCHES)
         .require_events(SpeEvents::MISPREDICTED)
