@@ -303,7 +303,9 @@ mod arch {
         cycle_counter: bool,
         el0_programming: bool,
         pmuver: u8,
-        reserved: [u8; 3],
+        sentinel: bool,
+        sentinel_event: u8,
+        kernel_at_el2: bool,
     }
     const _: () = assert!(core::mem::size_of::<Config>() == 24);
 
@@ -330,7 +332,7 @@ mod arch {
     const _: () = assert!(core::mem::size_of::<CpuState>() == 88);
 
     /// The layout text's size with its NUL (`pmu_armv8::user_enable::LAYOUT_TEXT_MAX` + 1).
-    const LAYOUT_SIZE: usize = 71;
+    const LAYOUT_SIZE: usize = 97;
 
     extern "C" {
         fn kmod_eu_arm64_configure(
@@ -339,6 +341,7 @@ mod arch {
             el0_programming: bool,
             events: *const c_char,
             cycle_counter: bool,
+            sentinel: bool,
             layout: *mut c_char,
             layout_size: usize,
             why: *mut *const c_char,
@@ -366,6 +369,7 @@ mod arch {
     static EL0_PROGRAMMING: param::Value<bool> = param::Value::new(false);
     static EVENTS: param::Value<*mut c_char> = param::Value::new(c"0x8".as_ptr() as *mut c_char);
     static CYCLE_COUNTER: param::Value<bool> = param::Value::new(true);
+    static SENTINEL: param::Value<bool> = param::Value::new(false);
 
     #[link_section = "__param"]
     #[used(compiler)]
@@ -410,6 +414,15 @@ mod arch {
         "parm=cycle_counter:Also run the cycle counter for EL0, EL0 only (PMCCFILTR_EL0.P); default 1"
     );
     modinfo!(PARMTYPE_CYCLE_COUNTER, "parmtype=cycle_counter:bool");
+    #[link_section = "__param"]
+    #[used(compiler)]
+    static SENTINEL_PARAM: param::Param =
+        param::describe(c"sentinel", &raw const bindings::param_ops_bool, SENTINEL.as_arg());
+    modinfo!(
+        PARM_SENTINEL,
+        "parm=sentinel:Also run the kernel-entry sentinel: an event counter counting INST_RETIRED at the kernel's level only (:k in layout), so a region read at EL0 sees the kernel run in it. Tells every process how much the kernel did on its CPU (perf allows that only with perf_event_paranoid <= 1); default 0"
+    );
+    modinfo!(PARMTYPE_SENTINEL, "parmtype=sentinel:bool");
 
     /// The settings every CPU gets: written once by `enable` before any reader exists
     /// (the hotplug state, the CPU PM notifier and `regrant` all come after).
@@ -425,9 +438,21 @@ mod arch {
         cycle_counter: false,
         el0_programming: false,
         pmuver: 0,
-        reserved: [0; 3],
+        sentinel: false,
+        sentinel_event: 0,
+        kernel_at_el2: false,
     }));
-    static LAYOUT: Shared<[u8; LAYOUT_SIZE]> = Shared(UnsafeCell::new(*b"none\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"));
+    static LAYOUT: Shared<[u8; LAYOUT_SIZE]> = Shared(UnsafeCell::new(layout_none()));
+
+    /// `none` and NULs: the `layout` text before the module is configured.
+    const fn layout_none() -> [u8; LAYOUT_SIZE] {
+        let mut text = [0u8; LAYOUT_SIZE];
+        text[0] = b'n';
+        text[1] = b'o';
+        text[2] = b'n';
+        text[3] = b'e';
+        text
+    }
 
     fn config() -> *const Config {
         CONFIG.0.get()
@@ -878,6 +903,7 @@ mod arch {
                 args.el0_programming,
                 EVENTS.get(),
                 CYCLE_COUNTER.get(),
+                SENTINEL.get(),
                 LAYOUT.0.get().cast(),
                 LAYOUT_SIZE,
                 &mut args.why,
@@ -920,7 +946,7 @@ mod arch {
         STATE.store(1, Ordering::Release);
         let granted = u64::from(user_access) | u64::from(el0_programming);
         pr_info!(
-            "loaded: PMUSERENR_EL0 = {} ({}) on every online CPU and on CPUs that come online later (PMUVer={:#x}, {} event counters); counting for EL0 only: {} (parameters/layout)\n",
+            "loaded: PMUSERENR_EL0 = {} ({}) on every online CPU and on CPUs that come online later (PMUVer={:#x}, {} event counters); counting: {} (parameters/layout: at EL0 only, :k at the kernel's level only)\n",
             // SAFETY: static strings of the Rust object.
             text(unsafe { kmod_eu_arm64_access_names(granted) }),
             // SAFETY: as above.

@@ -76,6 +76,10 @@ static bool cycle_counter = true;
 module_param(cycle_counter, bool, 0444);
 MODULE_PARM_DESC(cycle_counter, "Also run the cycle counter for EL0, EL0 only (PMCCFILTR_EL0.P); default 1");
 
+static bool sentinel;
+module_param(sentinel, bool, 0444);
+MODULE_PARM_DESC(sentinel, "Also run the kernel-entry sentinel: an event counter counting INST_RETIRED at the kernel's level only (:k in layout), so a region read at EL0 sees the kernel run in it. Tells every process how much the kernel did on its CPU (perf allows that only with perf_event_paranoid <= 1); default 0");
+
 /* The settings every CPU gets, checked once at load. */
 static struct kmod_eu_config config;
 /* "<counter>=0x<event> …" (31: the cycle counter): the `layout` parameter. */
@@ -299,7 +303,8 @@ static int __init kmod_enable_user_init(void)
 	/* This CPU's ID register and PMCR_EL0.N (no PMU state is changed), on one CPU. */
 	preempt_disable();
 	ret = kmod_eu_arm64_configure(&config, user_access, el0_programming, events,
-				      cycle_counter, layout, sizeof(layout), &why);
+				      cycle_counter, sentinel, layout, sizeof(layout),
+				      &why);
 	preempt_enable();
 	if (ret) {
 		pr_err("%s (PMUVer=0x%x): refusing to load\n", why, config.pmuver);
@@ -323,7 +328,7 @@ static int __init kmod_enable_user_init(void)
 	mutex_lock(&state_lock);
 	live = true;
 	mutex_unlock(&state_lock);
-	pr_info("loaded: PMUSERENR_EL0 = %s (%s) on every online CPU and on CPUs that come online later (PMUVer=0x%x, %u event counters); counting for EL0 only: %s (parameters/layout)\n",
+	pr_info("loaded: PMUSERENR_EL0 = %s (%s) on every online CPU and on CPUs that come online later (PMUVer=0x%x, %u event counters); counting: %s (parameters/layout: at EL0 only, :k at the kernel's level only)\n",
 		kmod_eu_arm64_access_names(user_access | (el0_programming ? 1 : 0)),
 		kmod_eu_arm64_grant_words(user_access | (el0_programming ? 1 : 0)),
 		config.pmuver, config.event_counters, layout);

@@ -17,7 +17,7 @@ void __noreturn kmod_enable_user_rust_panic(void);
 #ifdef CONFIG_ARM64
 #define KMOD_EU_MAX_EVENTS 6
 /* The longest `layout` text (pmu_armv8::user_enable::LAYOUT_TEXT_MAX) plus the NUL. */
-#define KMOD_EU_LAYOUT_SIZE 71
+#define KMOD_EU_LAYOUT_SIZE 97
 
 /* The module-wide settings, checked at load (Rust: arm64::KmodEuConfig). */
 struct kmod_eu_config {
@@ -28,7 +28,9 @@ struct kmod_eu_config {
 	bool cycle_counter;
 	bool el0_programming;
 	u8 pmuver;
-	u8 reserved[3];
+	bool sentinel;		/* the kernel-entry sentinel (parameter) */
+	u8 sentinel_event;	/* INST_RETIRED, or CPU_CYCLES without it */
+	bool kernel_at_el2;	/* VHE: the sentinel counts at EL2 */
 };
 static_assert(sizeof(struct kmod_eu_config) == 24);
 
@@ -55,7 +57,8 @@ static_assert(offsetof(struct kmod_eu_cpu, applied) == 80);
 
 int kmod_eu_arm64_configure(struct kmod_eu_config *cfg, u32 user_access,
 			    bool el0_programming, const char *events,
-			    bool cycle_counter, char *layout, size_t layout_size,
+			    bool cycle_counter, bool sentinel, char *layout,
+			    size_t layout_size,
 			    const char **why);
 void kmod_eu_arm64_apply(struct kmod_eu_cpu *st, const struct kmod_eu_config *cfg);
 void kmod_eu_arm64_restore(struct kmod_eu_cpu *st, const struct kmod_eu_config *cfg);

@@ -10,6 +10,11 @@ hazards_lean() {
 	result "$1" status=$status
 }
 
+# Interrupts CPU $1 has taken (its column of /proc/interrupts, every line).
+cpu_interrupts() {
+	awk -v col=$(($1 + 2)) 'NR > 1 && $col ~ /^[0-9]+$/ { s += $col } END { print s + 0 }' /proc/interrupts
+}
+
 # el0-probe on CPU $2 (tests/guest/el0_probe.rs): what the grant lets EL0 do.
 # usage: probe TAG CPU MODE [N]
 probe() {
@@ -80,6 +85,18 @@ scenario_access() {
 	probe cycle-counter-read 0 read 5
 	klog
 	unload cycle-counter
+	klog
+
+	# The kernel-entry sentinel (sentinel=1): INST_RETIRED at EL1 only on the counter
+	# below the module's event, read at EL0 across quiet blocks and getpid calls; the
+	# interrupts CPU 0 took meanwhile explain every quiet block it flags.
+	load sentinel sentinel=1
+	klog
+	result sentinel-layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout)
+	irqs_before=$(cpu_interrupts 0)
+	probe sentinel 0 kernel-entry 4 1000
+	result sentinel-interrupts cpu=0 delta=$(($(cpu_interrupts 0) - irqs_before))
+	unload sentinel
 	klog
 
 	load bad-bits user_access=16

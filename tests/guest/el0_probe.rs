@@ -9,6 +9,10 @@
 //!                       back (needs EN)
 //! el0-probe cpu-wide CPU N  count instructions on CPU (every level) with a CPU-wide
 //!                       perf event, read it N times 1 ms apart: reads=… max_step=…
+//! el0-probe kernel-entry N ROUNDS  the module's kernel-entry sentinel on counter N
+//!                       (`sentinel=1`): ROUNDS times, its difference across 10000 EL0
+//!                       instructions (quiet) and across one getpid system call:
+//!                       rounds=… quiet_flagged=… syscall_flagged=… min_syscall=…
 //! ```
 //!
 //! `cpu-wide` is what a `perf stat -a` or the NMI watchdog looks like to the PMU: a
@@ -99,16 +103,55 @@ fn main() {
             let reads = args.get(3).and_then(|a| a.parse::<u32>().ok()).unwrap_or(1000);
             cpu_wide(n as i64, reads);
         }
+        Some("kernel-entry") => {
+            let rounds = args.get(3).and_then(|a| a.parse::<u32>().ok()).unwrap_or(1000);
+            kernel_entry(n, rounds);
+        }
         _ => {
-            eprintln!("usage: el0-probe read N | cycles | write-pmcr | write-type N | cpu-wide CPU N");
+            eprintln!("usage: el0-probe read N | cycles | write-pmcr | write-type N | cpu-wide CPU N | kernel-entry N ROUNDS");
             std::process::exit(2);
         }
     }
 }
 
-/// perf_event_open(2) and read(2) on aarch64 (include/uapi/asm-generic/unistd.h).
+/// perf_event_open(2), read(2) and getpid(2) on aarch64 (include/uapi/asm-generic/unistd.h).
 const SYS_PERF_EVENT_OPEN: u64 = 241;
 const SYS_READ: u64 = 63;
+const SYS_GETPID: u64 = 172;
+
+/// The selected counter after every earlier instruction has completed (`isb`: the
+/// Arm ARM's Performance Monitors chapter leaves a counter read unordered otherwise),
+/// as 32 bits (the read-only grant reads event counters as 32 bits).
+fn read_selected_synchronized() -> u64 {
+    // SAFETY: a barrier.
+    unsafe { asm!("isb", options(nostack)) };
+    read_selected() & 0xffff_ffff
+}
+
+/// The kernel-entry sentinel: counter `n` counts only at the kernel's level, so it
+/// must stand still across EL0 code unless an interrupt came in, and move across every
+/// system call.
+fn kernel_entry(n: u64, rounds: u32) {
+    select(n);
+    let (mut quiet_flagged, mut syscall_flagged, mut min_syscall) = (0u32, 0u32, u64::MAX);
+    for _ in 0..rounds {
+        let before = read_selected_synchronized();
+        block();
+        let after = read_selected_synchronized();
+        if after.wrapping_sub(before) & 0xffff_ffff != 0 {
+            quiet_flagged += 1;
+        }
+        let before = read_selected_synchronized();
+        syscall5(SYS_GETPID, [0; 5]);
+        let after = read_selected_synchronized();
+        let delta = after.wrapping_sub(before) & 0xffff_ffff;
+        if delta != 0 {
+            syscall_flagged += 1;
+        }
+        min_syscall = min_syscall.min(delta);
+    }
+    println!("rounds={rounds} quiet_flagged={quiet_flagged} syscall_flagged={syscall_flagged} min_syscall={min_syscall}");
+}
 
 fn syscall5(nr: u64, a: [u64; 5]) -> i64 {
     let ret: i64;

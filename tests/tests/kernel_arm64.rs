@@ -284,6 +284,34 @@ fn access(cpu: &str, flavour: Flavour) {
     );
     assert_reads_advance(&run, "cycle-counter-cycles");
     assert_eq!(probe(&run, "cycle-counter-read").0, TRAPPED);
+
+    // The kernel-entry sentinel (`sentinel=1`): INST_RETIRED at EL1 only (PMEVTYPER.U,
+    // pmu_armv8::user_enable::Sentinel) on the counter below the event, `:k` in the
+    // layout. Read at EL0 it moves across every getpid (the kernel ran) and stands still
+    // across 10000 EL0 instructions, except where an interrupt came in: the quiet blocks
+    // it flags are at most the interrupts CPU 0 took during the probe (a sentinel that
+    // counted EL0 would flag all 1000).
+    let load = run.find("insmod", "tag", "sentinel");
+    assert_eq!(load.int("rc"), 0, "{}", load.raw);
+    let layout = &run.scenario("sentinel-layout")[0];
+    assert_eq!(
+        layout.get("text"),
+        "5=0x8,4=0x8:k,31=0x11",
+        "{}",
+        layout.raw
+    );
+    let sentinel = run.find("probe", "tag", "sentinel");
+    assert_eq!(sentinel.int("status"), 0, "{}", sentinel.raw);
+    assert_eq!(sentinel.int("rounds"), 1000, "{}", sentinel.raw);
+    assert_eq!(sentinel.int("syscall_flagged"), 1000, "{}", sentinel.raw);
+    assert!(sentinel.int("min_syscall") > 0, "{}", sentinel.raw);
+    let interrupts = run.scenario("sentinel-interrupts")[0].int("delta");
+    assert!(
+        sentinel.int("quiet_flagged") <= interrupts,
+        "{} with {interrupts} interrupts on CPU 0",
+        sentinel.raw
+    );
+    eprintln!("{} (interrupts on CPU 0: {interrupts})", sentinel.raw);
     for c in 0..2 {
         run.assert_klog(&format!(
             "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x4 (CR: read-only) [online]; counters for EL0: 31=0x11"

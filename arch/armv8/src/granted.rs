@@ -19,6 +19,12 @@
 //! difference, on 32- and 64-bit counters alike), and the cycle counter, 64 bits with
 //! the module's PMCR_EL0.LC, never wraps in practice.
 //!
+//! With `sentinel=1` the module also runs the kernel-entry sentinel
+//! ([`crate::user_enable::Sentinel`]): an event counter that counts only at the kernel's
+//! Exception level, marked `:k` in the layout (`5=0x8 4=0x8:k 31=0x11`). It is not a
+//! slot (EL0 cannot count its own code with it): [`GrantedPmu::read_sentinel`] reads it,
+//! and a region that sees it advance knows the kernel ran on its CPU in between.
+//!
 //! Source: Arm ARM (DDI 0487), PMUSERENR_EL0 (ER: `PMEVCNTR<n>_EL0`, PMXEVCNTR_EL0 and
 //! PMSELR_EL0 at EL0; CR: PMCCNTR_EL0).
 
@@ -27,8 +33,9 @@ use pmu_core::{Capabilities, CounterWidth, Error, GenericEvent, PrivilegeFilter,
 use crate::counter::EventCounter;
 use crate::events::{Armv8Event, EventNumber};
 
-/// The most counters a layout names: 6 events and the cycle counter (the module's limit).
-pub const MAX_GRANTED: usize = 7;
+/// The most counters a layout names: 6 events, the sentinel and the cycle counter (the
+/// module's limit).
+pub const MAX_GRANTED: usize = 8;
 
 /// The cycle counter in a layout.
 const CYCLE_COUNTER: u8 = 31;
@@ -40,19 +47,21 @@ pub struct GrantedLayout {
     events: [(u8, u16); MAX_GRANTED],
     n_events: u8,
     cycle_counter: bool,
+    /// The kernel-entry sentinel: (event counter n, event).
+    sentinel: Option<(u8, u16)>,
 }
 
 /// Why a layout text was not understood.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LayoutError {
-    /// An item is not `<counter>=0x<event>`.
+    /// An item is not `<counter>=0x<event>` (or `…:k` for the sentinel).
     Malformed {
         /// Which item (0-based).
         position: u8,
     },
-    /// A counter number above 31, the cycle counter with another event than 0x11, or a
-    /// counter named twice.
+    /// A counter number above 31, the cycle counter with another event than 0x11 or as
+    /// the sentinel, a counter named twice, or a second sentinel.
     BadCounter {
         /// Which item (0-based).
         position: u8,
@@ -66,11 +75,11 @@ impl core::fmt::Display for LayoutError {
         match self {
             Self::Malformed { position } => write!(
                 f,
-                "item {position} is not <counter>=0x<event> (e.g. 5=0x8)"
+                "item {position} is not <counter>=0x<event> (e.g. 5=0x8, or 4=0x8:k for the sentinel)"
             ),
             Self::BadCounter { position } => write!(
                 f,
-                "item {position} names a counter above 31, the cycle counter (31) with another event than 0x11, or a counter twice"
+                "item {position} names a counter above 31, the cycle counter (31) with another event than 0x11 or as the sentinel, a counter twice, or a second sentinel"
             ),
             Self::TooMany => write!(f, "more than {MAX_GRANTED} counters"),
         }
@@ -85,8 +94,8 @@ fn parse_number(text: &str) -> Option<u32> {
 }
 
 impl GrantedLayout {
-    /// Parses the module's `layout` parameter (`5=0x8 31=0x11`, or `none`; a trailing
-    /// newline is fine).
+    /// Parses the module's `layout` parameter (`5=0x8 31=0x11`, with the sentinel
+    /// `5=0x8 4=0x8:k 31=0x11`, or `none`; a trailing newline is fine).
     ///
     /// # Errors
     /// [`LayoutError`] with the offending item.
@@ -102,6 +111,10 @@ impl GrantedLayout {
             if i >= MAX_GRANTED {
                 return Err(LayoutError::TooMany);
             }
+            let (item, sentinel) = match item.strip_suffix(":k") {
+                Some(item) => (item, true),
+                None => (item, false),
+            };
             let (counter, event) = item
                 .split_once('=')
                 .and_then(|(c, e)| Some((c.parse::<u8>().ok()?, parse_number(e)?)))
@@ -109,12 +122,16 @@ impl GrantedLayout {
             let event = u16::try_from(event).map_err(|_| LayoutError::Malformed { position })?;
             if counter > CYCLE_COUNTER
                 || seen & (1 << counter) != 0
-                || (counter == CYCLE_COUNTER && event != EventNumber::CPU_CYCLES.get())
+                || (counter == CYCLE_COUNTER
+                    && (sentinel || event != EventNumber::CPU_CYCLES.get()))
+                || (sentinel && out.sentinel.is_some())
             {
                 return Err(LayoutError::BadCounter { position });
             }
             seen |= 1 << counter;
-            if counter == CYCLE_COUNTER {
+            if sentinel {
+                out.sentinel = Some((counter, event));
+            } else if counter == CYCLE_COUNTER {
                 out.cycle_counter = true;
             } else {
                 out.events[usize::from(out.n_events)] = (counter, event);
@@ -133,6 +150,11 @@ impl GrantedLayout {
     /// Whether the cycle counter (slot `Fixed(0)`) is part of it.
     pub const fn cycle_counter(&self) -> bool {
         self.cycle_counter
+    }
+
+    /// The kernel-entry sentinel, `(n, event)`, when the module runs one.
+    pub const fn sentinel(&self) -> Option<(u8, u16)> {
+        self.sentinel
     }
 
     /// The slot that counts `event`: the cycle counter for CPU_CYCLES when the layout
@@ -211,6 +233,16 @@ impl<R: CounterReads> GrantedPmu<R> {
     /// The layout.
     pub const fn layout(&self) -> &GrantedLayout {
         &self.layout
+    }
+
+    /// The kernel-entry sentinel's count (`PMEVCNTR<n>_EL0`, read as 32 bits like the
+    /// other event counters: a difference of two reads is exact below 2^32 kernel
+    /// events), or `None` when the layout has none.
+    #[inline(always)]
+    pub fn read_sentinel(&self) -> Option<u64> {
+        let (n, _) = self.layout.sentinel?;
+        let counter = EventCounter::new(n)?;
+        Some(self.reads.event_counter(counter) & u64::from(u32::MAX))
     }
 
     /// Always false: EL0 cannot preset these counters (no EN), so an overflow cannot be
@@ -351,9 +383,45 @@ mod tests {
             Err(LayoutError::BadCounter { position: 0 })
         );
         assert_eq!(
-            GrantedLayout::parse("0=1 1=2 2=3 3=4 4=5 5=6 6=7 31=0x11"),
+            GrantedLayout::parse("0=1 1=2 2=3 3=4 4=5 5=6 6=7 7=8:k 31=0x11"),
             Err(LayoutError::TooMany)
         );
+    }
+
+    /// The sentinel (`:k`, kmod-enable-user's `sentinel=1`, written by
+    /// `user_enable::Layout::write_text`) is parsed apart from the EL0 events: no slot,
+    /// read by `read_sentinel` (as 32 bits); one sentinel at most, never the cycle
+    /// counter.
+    #[test]
+    fn parses_the_sentinel_apart_from_the_slots() {
+        let layout = GrantedLayout::parse("5=0x8 4=0x8:k 31=0x11").unwrap();
+        assert_eq!(layout.event_counters(), [(5, 0x8)]);
+        assert_eq!(layout.sentinel(), Some((4, 0x8)));
+        let pmu = GrantedPmu::new(layout, fake());
+        pmu.reads.counters[4].set(0x1_0000_0005);
+        assert_eq!(pmu.read_sentinel(), Some(5));
+        assert_eq!(pmu_core::Pmu::capabilities(&pmu).programmable, 1);
+        let plain = GrantedPmu::new(GrantedLayout::parse("5=0x8").unwrap(), fake());
+        assert_eq!(plain.read_sentinel(), None);
+        assert_eq!(
+            GrantedLayout::parse("5=0x8:k 4=0x8:k"),
+            Err(LayoutError::BadCounter { position: 1 })
+        );
+        assert_eq!(
+            GrantedLayout::parse("31=0x11:k"),
+            Err(LayoutError::BadCounter { position: 0 })
+        );
+        assert_eq!(
+            GrantedLayout::parse("4=0x8:u"),
+            Err(LayoutError::Malformed { position: 0 })
+        );
+        // The widest layout the module writes.
+        let widest = GrantedLayout::parse(
+            "29=0xffff 28=0xfffe 27=0xfffd 26=0xfffc 25=0xfffb 24=0xfffa 23=0xfff9:k 31=0x11",
+        )
+        .unwrap();
+        assert_eq!(widest.event_counters().len(), 6);
+        assert_eq!(widest.sentinel(), Some((23, 0xfff9)));
     }
 
     /// Generic events find their counter; anything the module did not program, or at

@@ -74,6 +74,59 @@ pub const CYCLE_COUNTER: u8 = 31;
 /// NSU = 0 and NSH = 0 the counter counts at EL0 only (Arm ARM, `PMEVTYPER<n>_EL0`).
 const FILTER_EL0_ONLY: u64 = 1 << 31;
 
+/// `PMEVTYPER<n>_EL0` bit 30, U: do not count at EL0 (Arm ARM, `PMEVTYPER<n>_EL0`).
+const FILTER_NOT_EL0: u64 = 1 << 30;
+
+/// `PMEVTYPER<n>_EL0` bit 27, NSH: count at (Non-secure) EL2 (Arm ARM,
+/// `PMEVTYPER<n>_EL0`; Linux's `ARMV8_PMU_INCLUDE_EL2`, include/linux/perf/arm_pmuv3.h).
+const FILTER_INCLUDE_EL2: u64 = 1 << 27;
+
+/// The kernel-entry sentinel: one event counter the module programs to count an event
+/// at the kernel's Exception level only, never at EL0.
+///
+/// User code that reads it at both edges of a region learns whether the kernel ran on
+/// this CPU in between (an interrupt, a system call, a page fault, a reschedule): any
+/// increase is kernel work, because the counter does not count at EL0. Which Exception
+/// level is the kernel's: EL1, or EL2 for a kernel that runs there with VHE
+/// (`is_kernel_in_hyp_mode()`; Linux then adds `ARMV8_PMU_INCLUDE_EL2` to a kernel
+/// event, drivers/perf/arm_pmuv3.c `armv8pmu_set_event_filter`).
+///
+/// What EL0 learns from it is how much the kernel did on its CPU: information that
+/// perf gives only with `perf_event_paranoid` ≤ 1 (kernel profiling). Both module
+/// flavours program it only when asked (`sentinel=1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sentinel {
+    event: u16,
+    kernel_at_el2: bool,
+}
+
+impl Sentinel {
+    /// A sentinel counting `event` (INST_RETIRED, 0x08, is what both module flavours
+    /// use) at EL1, or at EL2 when `kernel_at_el2` (VHE: CurrentEL is 2 in the kernel).
+    pub const fn new(event: u16, kernel_at_el2: bool) -> Self {
+        Self {
+            event,
+            kernel_at_el2,
+        }
+    }
+
+    /// The event.
+    pub const fn event(&self) -> u16 {
+        self.event
+    }
+
+    /// The `PMEVTYPER<n>_EL0` value: U = 1 (not at EL0); at EL1 (P = 0), or with a VHE
+    /// kernel at EL2 only (P = 1 excludes guest EL1, NSH = 1 includes EL2).
+    pub const fn config(&self) -> u64 {
+        let filter = if self.kernel_at_el2 {
+            FILTER_NOT_EL0 | FILTER_EL0_ONLY | FILTER_INCLUDE_EL2
+        } else {
+            FILTER_NOT_EL0
+        };
+        filter | self.event as u64
+    }
+}
+
 /// The register accesses [`apply`] and [`restore`] need, on one CPU.
 ///
 /// The writes of PMCR_EL0, PMCNTENSET_EL0 and PMCNTENCLR_EL0 synchronize (`isb` after
@@ -314,6 +367,7 @@ pub struct Layout {
     event_counters: u8,
     events: ModuleEvents,
     cycle_counter: bool,
+    sentinel: Option<Sentinel>,
 }
 
 /// The layout does not fit this CPU's counters.
@@ -346,7 +400,40 @@ impl Layout {
             event_counters,
             events,
             cycle_counter,
+            sentinel: None,
         })
+    }
+
+    /// The layout with the kernel-entry [`Sentinel`] on the event counter below the
+    /// events (`event_counters - 1 - events.len()`).
+    ///
+    /// # Errors
+    /// [`TooFewCounters`] when the events and the sentinel do not fit.
+    pub fn with_sentinel(self, sentinel: Sentinel) -> Result<Self, TooFewCounters> {
+        let needed = self.events.len() + 1;
+        if needed > usize::from(self.event_counters) {
+            return Err(TooFewCounters {
+                needed: needed as u8,
+                have: self.event_counters,
+            });
+        }
+        Ok(Self {
+            sentinel: Some(sentinel),
+            ..self
+        })
+    }
+
+    /// The sentinel, if the layout has one.
+    pub const fn sentinel(&self) -> Option<Sentinel> {
+        self.sentinel
+    }
+
+    /// The event counter of the sentinel, if the layout has one.
+    pub const fn sentinel_counter(&self) -> Option<u8> {
+        match self.sentinel {
+            Some(_) => Some(self.event_counters - 1 - self.events.len() as u8),
+            None => None,
+        }
     }
 
     /// The event counter number of events\[i\].
@@ -354,8 +441,8 @@ impl Layout {
         self.event_counters - 1 - i as u8
     }
 
-    /// `(counter, event)` for every event of the layout, the cycle counter last as
-    /// `(CYCLE_COUNTER, 0x11)` (CPU_CYCLES).
+    /// `(counter, event)` for every event of the layout, then the sentinel's, the cycle
+    /// counter last as `(CYCLE_COUNTER, 0x11)` (CPU_CYCLES).
     pub fn assignments(&self) -> impl Iterator<Item = (u8, u16)> + '_ {
         let events = self
             .events
@@ -363,7 +450,29 @@ impl Layout {
             .iter()
             .enumerate()
             .map(|(i, &e)| (self.counter_of(i), e));
-        events.chain(self.cycle_counter.then_some((CYCLE_COUNTER, 0x11)))
+        let sentinel = self
+            .sentinel_counter()
+            .zip(self.sentinel.map(|s| s.event()));
+        events
+            .chain(sentinel)
+            .chain(self.cycle_counter.then_some((CYCLE_COUNTER, 0x11)))
+    }
+
+    /// What the module writes to the configuration register of `counter`
+    /// (`PMEVTYPER<n>_EL0`, or PMCCFILTR_EL0 for the cycle counter) to count `event`:
+    /// at EL0 only, or the sentinel's filter on the sentinel's counter.
+    pub fn config_of(&self, counter: u8, event: u16) -> u64 {
+        if counter == CYCLE_COUNTER {
+            pmccfiltr_el0_only().get()
+        } else if let (Some(sentinel), Some(c)) = (self.sentinel, self.sentinel_counter()) {
+            if c == counter {
+                sentinel.config()
+            } else {
+                event_config(event)
+            }
+        } else {
+            event_config(event)
+        }
     }
 
     /// The PMCNTENSET_EL0 bits of the layout's counters.
@@ -387,9 +496,10 @@ impl Layout {
     }
 
     /// The layout as user space reads it from the module's `layout` parameter:
-    /// `<counter>=0x<event>` pairs separated by spaces, the cycle counter as `31=0x11`
-    /// (`"5=0x8 31=0x11"`), or `none`. Written into `out` without a NUL; returns the
-    /// length (at most [`LAYOUT_TEXT_MAX`]), shorter only when `out` is.
+    /// `<counter>=0x<event>` pairs separated by spaces, the sentinel's marked `:k` (the
+    /// kernel only, as perf's event modifier), the cycle counter as `31=0x11`
+    /// (`"5=0x8 4=0x8:k 31=0x11"`), or `none`. Written into `out` without a NUL; returns
+    /// the length (at most [`LAYOUT_TEXT_MAX`]), shorter only when `out` is.
     pub fn write_text(&self, out: &mut [u8]) -> usize {
         let mut w = TextWriter { out, len: 0 };
         let mut first = true;
@@ -403,6 +513,10 @@ impl Layout {
             w.push(b'0');
             w.push(b'x');
             w.hex(event);
+            if Some(counter) == self.sentinel_counter() {
+                w.push(b':');
+                w.push(b'k');
+            }
         }
         if first {
             for &b in b"none" {
@@ -413,8 +527,9 @@ impl Layout {
     }
 }
 
-/// The longest [`Layout::write_text`]: 7 entries of `30=0xffff` and separators.
-pub const LAYOUT_TEXT_MAX: usize = 7 * 10;
+/// The longest [`Layout::write_text`]: 8 entries (6 events, the sentinel, the cycle
+/// counter) of at most `30=0xffff:k` and their separators.
+pub const LAYOUT_TEXT_MAX: usize = 8 * 12;
 
 struct TextWriter<'a> {
     out: &'a mut [u8],
@@ -526,16 +641,6 @@ pub fn pmccfiltr_el0_only() -> PmccfiltrEl0 {
     value
 }
 
-/// What the module writes to the configuration register of `counter` (`PMEVTYPER<n>_EL0`,
-/// or PMCCFILTR_EL0 for the cycle counter) to count `event` at EL0 only.
-fn module_config(counter: u8, event: u16) -> u64 {
-    if counter == CYCLE_COUNTER {
-        pmccfiltr_el0_only().get()
-    } else {
-        event_config(event)
-    }
-}
-
 /// The configuration register of `counter` as it reads now.
 fn config_of<R: UserAccessRegisters>(regs: &R, counter: u8) -> u64 {
     if counter == CYCLE_COUNTER {
@@ -583,9 +688,10 @@ pub fn apply<R: UserAccessRegisters>(
             have,
         }));
     }
-    if !layout.events().is_empty() {
+    if !layout.events().is_empty() || layout.sentinel().is_some() {
         let implemented = regs.implemented_events();
-        for &event in layout.events().as_slice() {
+        let sentinel = layout.sentinel().map(|s| s.event());
+        for &event in layout.events().as_slice().iter().chain(sentinel.as_ref()) {
             if implemented.contains(EventNumber::new(event)) == Some(false) {
                 return Err(ApplyError::EventNotImplemented { event });
             }
@@ -600,7 +706,7 @@ pub fn apply<R: UserAccessRegisters>(
             continue;
         }
         let config = config_of(regs, counter);
-        if config != module_config(counter, event) {
+        if config != layout.config_of(counter, event) {
             return Err(ApplyError::CounterInUse { counter, config });
         }
         kept |= bit;
@@ -628,7 +734,7 @@ pub fn apply<R: UserAccessRegisters>(
         if counter == CYCLE_COUNTER {
             regs.set_pmccfiltr(pmccfiltr_el0_only());
         } else {
-            regs.set_pmevtyper(counter, event_config(event));
+            regs.set_pmevtyper(counter, layout.config_of(counter, event));
         }
     }
     if start != 0 {
@@ -717,7 +823,7 @@ pub fn restore<R: UserAccessRegisters>(regs: &R, applied: &Applied, layout: &Lay
         if applied.owned & bit == 0 || enabled & bit == 0 {
             continue;
         }
-        if config_of(regs, counter) == module_config(counter, event) {
+        if config_of(regs, counter) == layout.config_of(counter, event) {
             released |= bit;
         } else {
             taken |= bit;

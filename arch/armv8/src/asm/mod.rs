@@ -379,3 +379,17 @@ pub fn read_cntvct_el0() -> u64 {
     use aarch64_cpu::registers::{Readable, CNTVCT_EL0};
     CNTVCT_EL0.get()
 }
+
+/// `mrs CurrentEL`: the Exception level this code runs at (0 to 3). A Linux kernel runs
+/// at EL1, or at EL2 with VHE (`is_kernel_in_hyp_mode()`, arch/arm64/include/asm/virt.h).
+///
+/// # Safety
+///
+/// At EL1 or higher: CurrentEL is not accessible at EL0 (UNDEFINED there, Arm ARM
+/// "CurrentEL").
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub unsafe fn current_el() -> u8 {
+    use aarch64_cpu::registers::{CurrentEL, Readable};
+    CurrentEL.read(CurrentEL::EL) as u8
+}

@@ -405,3 +405,106 @@ fn names_of_every_combination() {
         assert_eq!(access_names(bits | 0x70), access_names(bits));
     }
 }
+
+/// The kernel-entry sentinel's filter (Arm ARM, `PMEVTYPER<n>_EL0`: P bit 31, U bit 30,
+/// NSH bit 27): a kernel at EL1 counts with U = 1 alone (0x4000_0008 for INST_RETIRED);
+/// a VHE kernel at EL2 with U = 1, P = 1 (no guest EL1) and NSH = 1 (0xC800_0008), the
+/// filter drivers/perf/arm_pmuv3.c gives a kernel-only event there
+/// (`armv8pmu_set_event_filter`: exclude_user → U, `ARMV8_PMU_INCLUDE_EL2` in hyp mode,
+/// exclude_guest … → P).
+#[test]
+fn sentinel_counts_only_at_the_kernels_exception_level() {
+    assert_eq!(Sentinel::new(INST_RETIRED, false).config(), 0x4000_0008);
+    assert_eq!(Sentinel::new(INST_RETIRED, true).config(), 0xC800_0008);
+}
+
+/// The sentinel sits on the counter below the events, is printed with `:k`, and needs
+/// a counter of its own.
+#[test]
+fn sentinel_takes_the_counter_below_the_events() {
+    let layout = Layout::new(6, events("0x8,0x3"), true)
+        .unwrap()
+        .with_sentinel(Sentinel::new(INST_RETIRED, false))
+        .unwrap();
+    assert_eq!(layout.sentinel_counter(), Some(3));
+    assert_eq!(
+        layout.assignments().collect::<Vec<_>>(),
+        [(5, 0x8), (4, 0x3), (3, 0x8), (31, 0x11)]
+    );
+    assert_eq!(layout.config_of(3, 0x8), 0x4000_0008);
+    assert_eq!(layout.config_of(5, 0x8), 0x8000_0008);
+    assert_eq!(layout.config_of(31, 0x11), 0x8000_0000);
+    let mut buf = [0u8; LAYOUT_TEXT_MAX];
+    let n = layout.write_text(&mut buf);
+    assert_eq!(&buf[..n], b"5=0x8 4=0x3 3=0x8:k 31=0x11");
+    assert_eq!(
+        Layout::new(2, events("1,2"), false)
+            .unwrap()
+            .with_sentinel(Sentinel::new(INST_RETIRED, false)),
+        Err(TooFewCounters { needed: 3, have: 2 })
+    );
+    let widest = Layout::new(
+        30,
+        events("0xffff,0xfffe,0xfffd,0xfffc,0xfffb,0xfffa"),
+        true,
+    )
+    .unwrap()
+    .with_sentinel(Sentinel::new(0xfff9, true))
+    .unwrap();
+    let n = widest.write_text(&mut buf);
+    assert!(n <= LAYOUT_TEXT_MAX);
+    assert_eq!(
+        &buf[..n],
+        b"29=0xffff 28=0xfffe 27=0xfffd 26=0xfffc 25=0xfffb 24=0xfffa 23=0xfff9:k 31=0x11"
+    );
+}
+
+/// A grant with the sentinel programs PMEVTYPER4_EL0 = U | INST_RETIRED next to the
+/// EL0 event on counter 5, enables both with the cycle counter in one write; a re-grant
+/// keeps all three running; restore releases all three; a sentinel event the CPU does
+/// not implement refuses the grant (QEMU without icount: PMCEID0 = 0x20001).
+#[test]
+fn sentinel_is_programmed_kept_and_released_like_the_events() {
+    let request = Request {
+        layout: default_request()
+            .layout
+            .with_sentinel(Sentinel::new(INST_RETIRED, false))
+            .unwrap(),
+        ..default_request()
+    };
+    let regs = qemu_cpu();
+    let applied = apply(&regs, request, None).unwrap();
+    assert_eq!(applied.owned, (1 << 5) | (1 << 4) | (1 << 31));
+    let w = writes(&regs);
+    assert!(
+        w.contains(&UserAccessOp::WritePmevtyper(4, 0x4000_0008)),
+        "{w:?}"
+    );
+    assert!(w.contains(&UserAccessOp::WritePmcntenset(
+        (1 << 5) | (1 << 4) | (1 << 31)
+    )));
+    assert_eq!(regs.event_type(4), 0x4000_0008);
+
+    let again = apply(&regs, request, Some(&applied)).unwrap();
+    assert_eq!(again.kept, applied.owned);
+
+    let restored = restore(&regs, &again, &request.layout);
+    assert_eq!(restored.released, applied.owned);
+    assert_eq!(restored.taken, 0);
+
+    let regs = FakeUserAccess::new(DFR0_PMUV3P5, PMCR_QEMU, 0x2_0001, 0);
+    let no_events = Request {
+        layout: Layout::new(6, ModuleEvents::none(), true)
+            .unwrap()
+            .with_sentinel(Sentinel::new(INST_RETIRED, false))
+            .unwrap(),
+        ..default_request()
+    };
+    assert_eq!(
+        apply(&regs, no_events, None),
+        Err(ApplyError::EventNotImplemented {
+            event: INST_RETIRED
+        })
+    );
+    assert!(writes(&regs).is_empty());
+}

@@ -44,10 +44,10 @@ pub mod arm64 {
     use super::*;
     use core::ffi::{c_char, CStr};
     use pmu_armv8::user_enable::{
-        self, Applied, ApplyError, EventsError, Layout, ModuleEvents, Request, UserAccess,
-        UserAccessError, UserAccessRegisters, MAX_MODULE_EVENTS,
+        self, Applied, ApplyError, EventsError, Layout, ModuleEvents, Request, Sentinel,
+        UserAccess, UserAccessError, UserAccessRegisters, MAX_MODULE_EVENTS,
     };
-    use pmu_armv8::El1UserAccess;
+    use pmu_armv8::{El1UserAccess, EventNumber};
 
     /// `ENODEV`: no such device (include/uapi/asm-generic/errno-base.h).
     const ENODEV: i32 = 19;
@@ -77,8 +77,13 @@ pub mod arm64 {
         pub el0_programming: bool,
         /// ID_AA64DFR0_EL1.PMUVer of the loading CPU.
         pub pmuver: u8,
-        /// Padding, zero.
-        pub reserved: [u8; 3],
+        /// The `sentinel` parameter: run the kernel-entry sentinel.
+        pub sentinel: bool,
+        /// The sentinel's event: INST_RETIRED, or CPU_CYCLES where the CPU does not
+        /// implement INST_RETIRED.
+        pub sentinel_event: u8,
+        /// The kernel runs at EL2 (VHE): the sentinel counts there.
+        pub kernel_at_el2: bool,
     }
 
     const _: () = assert!(core::mem::size_of::<KmodEuConfig>() == 24);
@@ -89,15 +94,23 @@ pub mod arm64 {
         fn request(&self) -> Option<Request> {
             let n = usize::from(self.n_events).min(MAX_MODULE_EVENTS);
             let events = ModuleEvents::from_slice(self.events.get(..n)?).ok()?;
+            let layout = Layout::new(self.event_counters, events, self.cycle_counter).ok()?;
+            let layout = if self.sentinel {
+                let sentinel = Sentinel::new(u16::from(self.sentinel_event), self.kernel_at_el2);
+                layout.with_sentinel(sentinel).ok()?
+            } else {
+                layout
+            };
             Some(Request {
                 user_access: UserAccess::new(u64::from(self.user_access), self.el0_programming)
                     .ok()?,
-                layout: Layout::new(self.event_counters, events, self.cycle_counter).ok()?,
+                layout,
             })
         }
     }
 
     /// Checks the parameters and fills `cfg` and `layout` (the `layout` parameter's text,
+    /// with `sentinel` the kernel-entry sentinel below the events, `:k`;
     /// NUL-terminated, at most `layout_size` bytes with the NUL) on the CPU it runs on.
     /// Returns 0, or a negative errno with `*why` a static sentence saying which rule was
     /// broken: `-EINVAL` (a parameter), `-ENODEV` (no PMUv3, or too few counters).
@@ -114,6 +127,7 @@ pub mod arm64 {
         el0_programming: bool,
         events: *const c_char,
         cycle_counter: bool,
+        sentinel: bool,
         layout: *mut c_char,
         layout_size: usize,
         why: *mut *const c_char,
@@ -198,6 +212,33 @@ pub mod arm64 {
                 c"events: more events than this CPU has event counters (PMCR_EL0.N)",
             );
         };
+        // The sentinel's event: INST_RETIRED where implemented (PMCEID0_EL0), else
+        // CPU_CYCLES, which every PMUv3 implements (Arm ARM, "Common event numbers").
+        // Which Exception level the kernel runs at: CurrentEL (2 with VHE).
+        let inst_retired = regs
+            .implemented_events()
+            .contains(EventNumber::INST_RETIRED);
+        let sentinel_event: u8 = if inst_retired == Some(false) {
+            0x11
+        } else {
+            0x08
+        };
+        // SAFETY: at EL1 or EL2 (the caller's contract), where CurrentEL is readable.
+        let kernel_at_el2 = unsafe { pmu_armv8::asm::current_el() } == 2;
+        let checked = if sentinel {
+            match checked.with_sentinel(Sentinel::new(u16::from(sentinel_event), kernel_at_el2)) {
+                Ok(with) => with,
+                Err(_) => {
+                    return fail(
+                        why,
+                        -ENODEV,
+                        c"sentinel: the events and the sentinel need more event counters than this CPU has (PMCR_EL0.N)",
+                    )
+                }
+            }
+        } else {
+            checked
+        };
         *cfg = KmodEuConfig {
             user_access,
             events: [0; MAX_MODULE_EVENTS],
@@ -206,7 +247,9 @@ pub mod arm64 {
             cycle_counter,
             el0_programming,
             pmuver: version.pmuver(),
-            reserved: [0; 3],
+            sentinel,
+            sentinel_event,
+            kernel_at_el2,
         };
         for (slot, &event) in cfg.events.iter_mut().zip(parsed.as_slice()) {
             *slot = event;
