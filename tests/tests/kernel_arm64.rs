@@ -872,3 +872,134 @@ fn demo_messages_on_max() {
 fn demo_messages_on_max_stock_module() {
     demo_messages(Flavour::Stock);
 }
+
+/// Heterogeneous CPUs: QEMU `virt` with 4 CPUs booted with a device tree that declares
+/// two PMUs, `arm,cortex-a53-pmu` over CPUs 0-1 and `arm,cortex-a72-pmu` over CPUs 2-3
+/// (tests/src/lib.rs `arm64_big_little_dtb`); tests/guest/arm64.sh `scenario_hybrid`
+/// runs pmu-linux/examples/hybrid.rs there (pmu-linux/src/hybrid.rs). Every CPU is a
+/// QEMU `max` (one kind of core: the two PMUs are the device tree's), which counts
+/// instructions exactly under `-icount`: the loop of 1000 `subs; b.ne` is 2000.
+#[test]
+fn hybrid_generic_event_on_two_pmus() {
+    let kernel = kernel_artefact(kernel_env::ARM64_KERNEL);
+    let initramfs = kernel_artefact(kernel_env::ARM64_INITRAMFS);
+    let mut args = arm64_kernel_args(&kernel, &initramfs, "max", 4, "hybrid");
+    let dtb = pmu_tests::arm64_big_little_dtb(&args, "hybrid");
+    args.extend(["-dtb".to_string(), dtb.display().to_string()]);
+    let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
+    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_guest_finished();
+    let ctx = &run.stdout;
+
+    // The kernel registered one PMU per node, each over its CPUs (drivers/perf/
+    // arm_pmu.c `cpus_show`).
+    let sysfs: Vec<(&str, &str)> = run
+        .scenario("hybrid-sysfs")
+        .iter()
+        .map(|l| (l.get("pmu"), l.get("cpus")))
+        .collect();
+    assert_eq!(
+        sysfs,
+        [("armv8_cortex_a53", "0-1"), ("armv8_cortex_a72", "2-3")],
+        "{ctx}"
+    );
+    let pmus = &run.scenario("hybrid-pmus")[0];
+    assert_eq!(
+        (
+            pmus.int("count"),
+            pmus.get("names"),
+            pmus.get("cpus"),
+            pmus.int("heterogeneous")
+        ),
+        (2, "armv8_cortex_a53,armv8_cortex_a72", "0-1,2-3", 1),
+        "{ctx}"
+    );
+    // One `instructions` per PMU: PERF_TYPE_HARDWARE (0) with the PMU's type in config
+    // bits 63:32 and PERF_COUNT_HW_INSTRUCTIONS (1) below (include/uapi/linux/
+    // perf_event.h), read through the pages.
+    let types: Vec<u64> = pmus
+        .get("types")
+        .split(',')
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let open = &run.scenario("hybrid-open")[0];
+    let configs: Vec<String> = types
+        .iter()
+        .map(|t| format!("{:#x}", t << 32 | 1))
+        .collect();
+    assert_eq!(
+        (
+            open.int("groups"),
+            open.get("types"),
+            open.get("configs"),
+            open.int("page_reads"),
+            open.int("uncovered")
+        ),
+        (2, "0,0", configs.join(",").as_str(), 1, 0),
+        "{ctx}"
+    );
+
+    // Pinned to each cluster: exact, clean, and all of it on that cluster's PMU.
+    let pinned = run.scenario("hybrid-pinned");
+    assert_eq!(pinned.len(), 2, "{ctx}");
+    for (line, (cpu, pmu)) in pinned
+        .iter()
+        .zip([(0, "armv8_cortex_a53"), (2, "armv8_cortex_a72")])
+    {
+        assert_eq!(
+            (
+                line.int("cpu"),
+                line.get("pmu"),
+                line.int("min"),
+                line.int("median")
+            ),
+            (cpu, pmu, 2000, 2000),
+            "{}\n{ctx}",
+            line.raw
+        );
+        assert_eq!(
+            (
+                line.int("clean"),
+                line.int("runs"),
+                line.get("hazards"),
+                line.get("region_hazards")
+            ),
+            (5, 5, "none", "none"),
+            "{}",
+            line.raw
+        );
+        assert_eq!(
+            (line.int("own"), line.int("others")),
+            (2000, 0),
+            "{}",
+            line.raw
+        );
+    }
+
+    // Migrated mid-region (1000 iterations on one cluster, sched_setaffinity to the
+    // other, 1000 there): the sum is whole, 1000 loop iterations on each PMU, and the
+    // move is flagged (CONTEXT_SWITCH, CPU_MIGRATION), not a lost count.
+    let migrated = run.scenario("hybrid-migrate");
+    assert_eq!(migrated.len(), 6, "{ctx}");
+    for line in &migrated {
+        assert_eq!(
+            (line.int("loops"), line.get("loop_split")),
+            (2000, "1000,1000"),
+            "{}\n{ctx}",
+            line.raw
+        );
+        for key in ["hazards", "empty_hazards"] {
+            assert_eq!(
+                line.get(key),
+                "CONTEXT_SWITCH|CPU_MIGRATION",
+                "{}",
+                line.raw
+            );
+        }
+    }
+
+    let done = &run.scenario("hybrid-run")[0];
+    assert_eq!(done.int("status"), 0, "{ctx}");
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{ctx}", log.raw);
+}

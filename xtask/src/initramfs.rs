@@ -324,6 +324,33 @@ fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// Builds the static `pmu-linux` example `name` for `arch` (as [`pmu_demo`]) and
+/// returns its path: arm64's `hybrid` (tests/tests/kernel_arm64.rs `hybrid_*`).
+fn pmu_linux_example(arch: Arch, name: &str) -> Result<PathBuf, String> {
+    let target = arch.user_target();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    println!("    $ cargo build --release -p pmu-linux --example {name} --target {target}");
+    let status = Command::new(cargo)
+        .args(["build", "--release", "-p", "pmu-linux", "--example", name])
+        .args(["--target", target])
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "building example {name} for {target} failed ({status})"
+        ));
+    }
+    let path = crate::images::target_dir()
+        .join(target)
+        .join("release/examples")
+        .join(name);
+    if !path.is_file() {
+        return Err(format!("{} missing after the build", path.display()));
+    }
+    Ok(path)
+}
+
 /// Builds a guest probe (`tests/guest/<name with _>.rs`, one static program for `arch`):
 /// x86_64 `pce-probe` (one process that loads the module and executes rdpmc), arm64
 /// `el0-probe` (which PMU accesses the module's grant allows at EL0).
@@ -470,6 +497,14 @@ pub fn build_with_modules(
             path: format!("bin/{name}"),
             mode: 0o755,
             data: read(&guest_probe(arch, name)?)?,
+        });
+    }
+    if arch == Arch::Arm64 {
+        // Heterogeneous-CPU counting (pmu-linux/src/hybrid.rs), run by scenario_hybrid.
+        entries.push(Entry::File {
+            path: "bin/pmu-hybrid".into(),
+            mode: 0o755,
+            data: read(&pmu_linux_example(arch, "hybrid")?)?,
         });
     }
     for (name, from) in extra {
