@@ -201,9 +201,10 @@ mod run {
                 (last.cpus[0] as usize, first.cpus[0] as usize),
             ] {
                 for run in 0..3 {
-                    let _pin = sched::pin_to(from)?;
+                    // Not `pin_to`: the region itself changes the allowed CPUs.
+                    sched::set_allowed_cpus(&[from])?;
                     let (full, full_split) = migrating(&mut meter, units, to)?;
-                    let _back = sched::pin_to(from)?;
+                    sched::set_allowed_cpus(&[from])?;
                     let (empty, empty_split) = migrating(&mut meter, 0, to)?;
                     sched::set_allowed_cpus(&home)?;
                     let loops: Vec<u64> = full_split

@@ -977,14 +977,15 @@ fn hybrid_generic_event_on_two_pmus() {
     }
 
     // Migrated mid-region (1000 iterations on one cluster, sched_setaffinity to the
-    // other, 1000 there): the sum is whole, 1000 loop iterations on each PMU, and the
-    // move is flagged (CONTEXT_SWITCH, CPU_MIGRATION), not a lost count.
+    // other, 1000 there): the sum is whole (2 × 2000 loop instructions), each PMU
+    // counted its cluster's 2000, and the move is flagged (CONTEXT_SWITCH,
+    // CPU_MIGRATION), not a lost count.
     let migrated = run.scenario("hybrid-migrate");
     assert_eq!(migrated.len(), 6, "{ctx}");
     for line in &migrated {
         assert_eq!(
             (line.int("loops"), line.get("loop_split")),
-            (2000, "1000,1000"),
+            (4000, "2000,2000"),
             "{}\n{ctx}",
             line.raw
         );
