@@ -11,8 +11,8 @@
 //!   cluster, moves the thread to the other (`sched_setaffinity`) and runs it again:
 //!   its sum and split minus those of the same region with empty loops (the loop's
 //!   instructions exactly), with the hazards;
-//! - `hybrid-plain`: a plain `instructions` (no PMU type in it) on the last PMU's CPU,
-//!   for comparison.
+//! - `hybrid-plain` (one per PMU): a plain `instructions` (no PMU type in it) on the
+//!   PMU's first CPU, for comparison.
 //!
 //! Run: `cargo run --example hybrid -p pmu-linux` (needs `kernel.perf_user_access=1`
 //! on arm64 for the one-instruction reads; without it every region uses `read()`).
@@ -226,22 +226,25 @@ mod run {
             }
         }
         meter.disable()?;
-        // A plain `instructions` goes to one PMU only (the kernel picks it): on the
-        // last PMU's CPU it says what a tool that ignores the topology sees.
-        if let Some(last) = pmus.last() {
-            let cpu = last.cpus[0] as usize;
+        // A plain `instructions` (no PMU type in it) goes to one PMU only, the kernel's
+        // choice: on each PMU's first CPU, what a tool that ignores the topology sees.
+        for pmu in pmus {
+            let cpu = pmu.cpus[0] as usize;
             let _pin = sched::pin_to(cpu)?;
             let mut plain = Session::open(&["instructions"], Options::default())?;
             plain.enable()?;
             let m = measure_with_baseline(&mut plain, &config, &mut looped(units), &mut looped(0))?;
             let strict = &m.events[0];
             let tolerant = m.tolerating(0, Hazards::all());
+            let raw: Vec<u64> = m.runs.iter().map(|r| r.readings[0].value).collect();
             println!(
-                "RESULT hybrid-plain cpu={cpu} clean={} runs={} hazards={} tolerated_min={}",
+                "RESULT hybrid-plain cpu={cpu} pmu={} clean={} runs={} hazards={} tolerated_min={} raw={}",
+                pmu.name,
                 strict.summary.clean,
                 strict.summary.runs,
                 hazard_names(strict.summary.hazards),
                 tolerant.min.map_or(-1, |v| v),
+                list(&raw),
             );
         }
         sched::set_allowed_cpus(&home)?;

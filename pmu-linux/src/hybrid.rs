@@ -8,10 +8,12 @@
 //! 4-5; x86 `cpu_atom` and `cpu_core`). A `perf_event_attr` with
 //! `type = PERF_TYPE_HARDWARE` and no PMU in it goes to *one* of them: Linux 6.12
 //! kernel/events/core.c `perf_init_event` looks the type up as PERF_TYPE_RAW, finds
-//! no PMU with that number on arm64 and gives the event to the first registered PMU
-//! that accepts it. That PMU's `filter` (drivers/perf/arm_pmu.c `armpmu_filter`)
+//! no PMU with that number on arm64 and gives the event to the first PMU of its list
+//! that accepts it, which is the last one registered (`perf_pmu_register` adds at the
+//! head of `pmus`). That PMU's `filter` (drivers/perf/arm_pmu.c `armpmu_filter`)
 //! keeps the event off every CPU it does not cover, so a thread that runs on the
-//! other cluster is not counted there: its count is silently short.
+//! other cluster is not counted there. (In the arm64 guest test the plain event
+//! lands on the second PMU: exact on its CPUs, nothing on the first PMU's.)
 //!
 //! # What is opened
 //!

@@ -890,6 +890,7 @@ fn hybrid_generic_event_on_two_pmus() {
     assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
     run.assert_guest_finished();
     let ctx = &run.stdout;
+    println!("{ctx}");
 
     // The kernel registered one PMU per node, each over its CPUs (drivers/perf/
     // arm_pmu.c `cpus_show`).
