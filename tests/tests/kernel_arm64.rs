@@ -890,7 +890,6 @@ fn hybrid_generic_event_on_two_pmus() {
     assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
     run.assert_guest_finished();
     let ctx = &run.stdout;
-    println!("{ctx}");
 
     // The kernel registered one PMU per node, each over its CPUs (drivers/perf/
     // arm_pmu.c `cpus_show`).
@@ -999,6 +998,39 @@ fn hybrid_generic_event_on_two_pmus() {
             );
         }
     }
+
+    // For comparison, a plain `instructions` (PERF_TYPE_HARDWARE, no PMU type): Linux
+    // 6.12 gives it to the first PMU of its list that accepts it, the last registered
+    // (kernel/events/core.c `perf_pmu_register` adds at the head, `perf_init_event`),
+    // here armv8_cortex_a72. Exact on CPU 2; on CPU 0 it never counts (arm_pmu.c
+    // `armpmu_filter`), which the single-PMU session reports as NOT_SCHEDULED.
+    let plain = run.scenario("hybrid-plain");
+    assert_eq!(plain.len(), 2, "{ctx}");
+    assert_eq!(
+        (
+            plain[0].int("cpu"),
+            plain[0].int("clean"),
+            plain[0].get("raw")
+        ),
+        (0, 0, "0,0,0,0,0"),
+        "{}",
+        plain[0].raw
+    );
+    assert!(
+        plain[0].get("hazards").contains("NOT_SCHEDULED"),
+        "{}",
+        plain[0].raw
+    );
+    assert_eq!(
+        (
+            plain[1].int("cpu"),
+            plain[1].int("clean"),
+            plain[1].int("tolerated_min")
+        ),
+        (2, 5, 2000),
+        "{}",
+        plain[1].raw
+    );
 
     let done = &run.scenario("hybrid-run")[0];
     assert_eq!(done.int("status"), 0, "{ctx}");
