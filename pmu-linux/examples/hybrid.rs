@@ -102,6 +102,16 @@ mod run {
         Ok((out[0], split))
     }
 
+    /// How each PMU's event was read at the last region's edges: `start>stop` per PMU.
+    fn reads(meter: &HybridSession) -> String {
+        meter
+            .split(0)
+            .iter()
+            .map(|s| format!("{}>{}", s.start, s.stop))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// One region of `n` iterations on this CPU: the reading and the split.
     fn once(meter: &mut HybridSession, n: u64) -> Result<(Reading, Vec<u64>)> {
         let mut out = [Reading::default(); 1];
@@ -172,6 +182,7 @@ mod run {
             let event = &m.events[0];
             let corrected = event.corrected.as_ref();
             let (full, full_split) = once(&mut meter, units)?;
+            let full_reads = reads(&meter);
             let (empty, empty_split) = once(&mut meter, 0)?;
             let own = full_split[p].wrapping_sub(empty_split[p]);
             let others: u64 = full_split
@@ -182,7 +193,7 @@ mod run {
                 .map(|(_, v)| v)
                 .sum();
             println!(
-                "RESULT hybrid-pinned cpu={cpu} pmu={} min={} median={} clean={} runs={} hazards={} own={own} others={others} region_hazards={} split={}",
+                "RESULT hybrid-pinned cpu={cpu} pmu={} min={} median={} clean={} runs={} hazards={} own={own} others={others} region_hazards={} split={} reads={full_reads}",
                 pmu.name,
                 corrected.and_then(|c| c.min).map_or(-1, |v| v),
                 corrected.and_then(|c| c.median).map_or(-1, |v| v),
@@ -204,6 +215,7 @@ mod run {
                     // Not `pin_to`: the region itself changes the allowed CPUs.
                     sched::set_allowed_cpus(&[from])?;
                     let (full, full_split) = migrating(&mut meter, units, to)?;
+                    let full_reads = reads(&meter);
                     sched::set_allowed_cpus(&[from])?;
                     let (empty, empty_split) = migrating(&mut meter, 0, to)?;
                     sched::set_allowed_cpus(&home)?;
@@ -213,7 +225,7 @@ mod run {
                         .map(|(f, e)| f.wrapping_sub(*e))
                         .collect();
                     println!(
-                        "RESULT hybrid-migrate from={from} to={to} run={run} sum={} empty={} loops={} split={} loop_split={} hazards={} empty_hazards={}",
+                        "RESULT hybrid-migrate from={from} to={to} run={run} sum={} empty={} loops={} split={} loop_split={} hazards={} empty_hazards={} reads={full_reads}",
                         full.value,
                         empty.value,
                         full.value.wrapping_sub(empty.value),
