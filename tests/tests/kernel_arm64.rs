@@ -975,6 +975,16 @@ fn hybrid_generic_event_on_two_pmus() {
             line.raw
         );
     }
+    // The one-instruction read: this cluster's event through its counter, the other's
+    // from its page (index 0: on no counter here, `offset` is its count), both edges.
+    assert_eq!(
+        (pinned[0].get("reads"), pinned[1].get("reads")),
+        (
+            "counter>counter,page-offset>page-offset",
+            "page-offset>page-offset,counter>counter"
+        ),
+        "{ctx}"
+    );
 
     // Migrated mid-region (1000 iterations on one cluster, sched_setaffinity to the
     // other, 1000 there): the sum is whole (2 × 2000 loop instructions), each PMU
@@ -983,6 +993,14 @@ fn hybrid_generic_event_on_two_pmus() {
     let migrated = run.scenario("hybrid-migrate");
     assert_eq!(migrated.len(), 6, "{ctx}");
     for line in &migrated {
+        // Each edge read each PMU through its page: the counter of the cluster the
+        // thread was on, the other's offset.
+        let reads = if line.int("from") == 0 {
+            "counter>page-offset,page-offset>counter"
+        } else {
+            "page-offset>counter,counter>page-offset"
+        };
+        assert_eq!(line.get("reads"), reads, "{}", line.raw);
         assert_eq!(
             (line.int("loops"), line.get("loop_split")),
             (4000, "2000,2000"),
