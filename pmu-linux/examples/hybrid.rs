@@ -11,6 +11,8 @@
 //!   cluster, moves the thread to the other (`sched_setaffinity`) and runs it again:
 //!   its sum and split minus those of the same region with empty loops (the loop's
 //!   instructions exactly), with the hazards;
+//! - `hybrid-lost` (one per PMU): a new meter while a pinned group of the thread
+//!   holds every counter of the last PMU: its group there cannot be scheduled;
 //! - `hybrid-plain` (one per PMU): a plain `instructions` (no PMU type in it) on the
 //!   PMU's first CPU, for comparison.
 //!
@@ -238,6 +240,41 @@ mod run {
             }
         }
         meter.disable()?;
+        // The last PMU's counters all taken by a pinned group of this thread opened
+        // before (six event counters and the cycle counter of QEMU's PMUv3): a new
+        // meter's group there cannot be scheduled, which must show as a hazard.
+        if let (true, Some(last)) = (pmus.len() >= 2, pmus.last()) {
+            let hog_names: Vec<String> = (0..6)
+                .map(|_| format!("{}/event=0x8/", last.name))
+                .chain([format!("{}/event=0x11/", last.name)])
+                .collect();
+            let hog_refs: Vec<&str> = hog_names.iter().map(String::as_str).collect();
+            let hog = Session::open(&hog_refs, Options::default())?;
+            hog.enable()?;
+            let mut fresh = HybridSession::open(&["instructions"], Options::default())?;
+            fresh.enable()?;
+            for pmu in pmus {
+                let cpu = pmu.cpus[0] as usize;
+                let _pin = sched::pin_to(cpu)?;
+                let m =
+                    measure_with_baseline(&mut fresh, &config, &mut looped(units), &mut looped(0))?;
+                let event = &m.events[0];
+                let (one, _) = once(&mut fresh, units)?;
+                println!(
+                    "RESULT hybrid-lost cpu={cpu} pmu={} clean={} runs={} min={} hazards={} value={} region_hazards={} reads={}",
+                    pmu.name,
+                    event.summary.clean,
+                    event.summary.runs,
+                    event.corrected.as_ref().and_then(|c| c.min).map_or(-1, |v| v),
+                    hazard_names(event.summary.hazards),
+                    one.value,
+                    hazard_names(one.hazards),
+                    reads(&fresh),
+                );
+            }
+            fresh.disable()?;
+            hog.disable()?;
+        }
         // A plain `instructions` (no PMU type in it) goes to one PMU only, the kernel's
         // choice: on each PMU's first CPU, what a tool that ignores the topology sees.
         for pmu in pmus {

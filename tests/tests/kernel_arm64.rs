@@ -1017,6 +1017,41 @@ fn hybrid_generic_event_on_two_pmus() {
         }
     }
 
+    // A pinned group of the thread holds all of armv8_cortex_a72's counters (6 event
+    // counters + the cycle counter, as the kernel log says): a new meter's a72 group
+    // cannot be scheduled (pinned: error state, `read()` gives 0 bytes). On CPU 0 the
+    // count is exact and clean; on CPU 2 every region says NOT_SCHEDULED, never a
+    // clean 0.
+    let lost = run.scenario("hybrid-lost");
+    assert_eq!(lost.len(), 2, "{ctx}");
+    assert_eq!(
+        (
+            lost[0].int("cpu"),
+            lost[0].int("clean"),
+            lost[0].int("min"),
+            lost[0].get("hazards")
+        ),
+        (0, 5, 2000, "none"),
+        "{}",
+        lost[0].raw
+    );
+    assert_eq!(
+        (
+            lost[1].int("cpu"),
+            lost[1].int("clean"),
+            lost[1].get("hazards")
+        ),
+        (2, 0, "NOT_SCHEDULED|SYSCALL_FALLBACK"),
+        "{}",
+        lost[1].raw
+    );
+    assert_eq!(
+        (lost[1].get("region_hazards"), lost[1].get("reads")),
+        ("NOT_SCHEDULED|SYSCALL_FALLBACK", "read>read,lost>lost"),
+        "{}",
+        lost[1].raw
+    );
+
     // For comparison, a plain `instructions` (PERF_TYPE_HARDWARE, no PMU type): Linux
     // 6.12 gives it to the first PMU of its list that accepts it, the last registered
     // (kernel/events/core.c `perf_pmu_register` adds at the head, `perf_init_event`),
