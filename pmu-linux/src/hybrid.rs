@@ -542,6 +542,8 @@ mod meter {
         /// Online CPUs no core PMU covers.
         uncovered: Vec<u32>,
         mode: Mode,
+        /// The group of the PMU of the CPU at the start.
+        owner: Option<usize>,
         facts: EdgeFacts,
         /// The last `read()` region's switch counts (for its evidence).
         switches: Option<sys::SwitchCounts>,
@@ -626,6 +628,7 @@ mod meter {
                 page_reads,
                 uncovered,
                 mode: Mode::Pages,
+                owner: None,
                 facts: EdgeFacts::default(),
                 switches: None,
                 start: vec![EdgeSample::default(); samples],
@@ -713,35 +716,65 @@ mod meter {
         }
 
         /// Every event of every group through its page into `out`: false when a page
-        /// cannot be read (contended, or an `index` the counter read refuses).
+        /// cannot be read (contended, or an `index` the counter read refuses). The
+        /// group `owner` (the PMU of the thread's CPU, whose counters run) is read last
+        /// at a start and first at a stop, so that the other pages' loads are not in
+        /// the region's count.
         #[inline(always)]
-        fn sample_pages(groups: &[Session], out: &mut [EdgeSample]) -> bool {
+        fn sample_pages(
+            groups: &[Session],
+            out: &mut [EdgeSample],
+            owner: Option<usize>,
+            edge_is_start: bool,
+        ) -> bool {
             let n = out.len() / groups.len().max(1);
-            for (g, group) in groups.iter().enumerate() {
-                for i in 0..n {
-                    let Some(page) = group.page(i) else {
+            let owner = owner.filter(|&g| g < groups.len());
+            if !edge_is_start {
+                if let Some(g) = owner {
+                    if !Self::sample_group(&groups[g], &mut out[g * n..(g + 1) * n]) {
                         return false;
-                    };
-                    let Some(state) = page_state(&page.view()) else {
-                        return false;
-                    };
-                    out[g * n + i] = if state.index == 0 {
-                        EdgeSample {
-                            value: state.offset as u64,
-                            lock: Some(state.lock),
-                            read: EdgeRead::PageOffset,
-                        }
-                    } else {
-                        match group.read_fast(i) {
-                            Ok(read) => EdgeSample {
-                                value: read.value,
-                                lock: Some(read.seq),
-                                read: EdgeRead::Counter,
-                            },
-                            Err(_) => return false,
-                        }
-                    };
+                    }
                 }
+            }
+            for (g, group) in groups.iter().enumerate() {
+                if Some(g) != owner && !Self::sample_group(group, &mut out[g * n..(g + 1) * n]) {
+                    return false;
+                }
+            }
+            if edge_is_start {
+                if let Some(g) = owner {
+                    return Self::sample_group(&groups[g], &mut out[g * n..(g + 1) * n]);
+                }
+            }
+            true
+        }
+
+        /// The events of one group through their pages into `out` (one per event).
+        #[inline(always)]
+        fn sample_group(group: &Session, out: &mut [EdgeSample]) -> bool {
+            for (i, sample) in out.iter_mut().enumerate() {
+                let Some(page) = group.page(i) else {
+                    return false;
+                };
+                let Some(state) = page_state(&page.view()) else {
+                    return false;
+                };
+                *sample = if state.index == 0 {
+                    EdgeSample {
+                        value: state.offset as u64,
+                        lock: Some(state.lock),
+                        read: EdgeRead::PageOffset,
+                    }
+                } else {
+                    match group.read_fast(i) {
+                        Ok(read) => EdgeSample {
+                            value: read.value,
+                            lock: Some(read.seq),
+                            read: EdgeRead::Counter,
+                        },
+                        Err(_) => return false,
+                    }
+                };
             }
             true
         }
@@ -775,16 +808,21 @@ mod meter {
             Ok(())
         }
 
+        /// The group of the PMU that counts on `cpu` (the only group with plain events).
+        #[inline(always)]
+        fn owner_of(&self, cpu: Option<u32>) -> Option<usize> {
+            match (self.topology.pmus().is_empty(), cpu) {
+                (true, _) => Some(0),
+                (false, Some(cpu)) => self.topology.owner_of(cpu),
+                (false, None) => None,
+            }
+        }
+
         /// Whether the group of the PMU covering `cpu` was on the counters in
         /// `samples` (every event read through a counter).
         fn owner_counting(&self, cpu: Option<u32>, samples: &[EdgeSample]) -> bool {
             let n = self.names.len();
-            let owner = match (self.topology.pmus().is_empty(), cpu) {
-                (true, _) => Some(0),
-                (false, Some(cpu)) => self.topology.owner_of(cpu),
-                (false, None) => None,
-            };
-            owner.is_some_and(|g| {
+            self.owner_of(cpu).is_some_and(|g| {
                 samples[g * n..(g + 1) * n]
                     .iter()
                     .all(|s| s.read == EdgeRead::Counter)
@@ -816,8 +854,9 @@ mod meter {
                 cpu_start: cpu,
                 ..EdgeFacts::default()
             };
+            self.owner = self.owner_of(cpu);
             if self.page_reads
-                && Self::sample_pages(&self.groups, &mut self.start)
+                && Self::sample_pages(&self.groups, &mut self.start, self.owner, true)
                 && self.owner_counting(cpu, &self.start)
             {
                 self.mode = Mode::Pages;
@@ -849,7 +888,7 @@ mod meter {
             match self.mode {
                 Mode::Pages => {
                     crate::fast::synchronize();
-                    let paged = Self::sample_pages(&self.groups, &mut self.end);
+                    let paged = Self::sample_pages(&self.groups, &mut self.end, self.owner, false);
                     let quiet = paged
                         && self
                             .start
