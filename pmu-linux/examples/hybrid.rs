@@ -16,19 +16,21 @@
 //! - `hybrid-plain` (one per PMU): a plain `instructions` (no PMU type in it) on the
 //!   PMU's first CPU, for comparison.
 //!
+//! `--tag NAME` names the lines `RESULT NAME-<what>`; `--only-pinned` stops after the
+//! pinned regions.
+//!
 //! Run: `cargo run --example hybrid -p pmu-linux` (needs `kernel.perf_user_access=1`
 //! on arm64 for the one-instruction reads; without it every region uses `read()`).
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn main() {
-    let units = std::env::args()
-        .skip_while(|a| a != "--units")
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    if let Err(e) = run::all(units) {
+    let arg = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
+    let units = arg("--units").and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let tag = arg("--tag").unwrap_or_else(|| "hybrid".to_owned());
+    let only_pinned = std::env::args().any(|a| a == "--only-pinned");
+    if let Err(e) = run::all(units, &tag, only_pinned) {
         println!(
-            "RESULT hybrid-error message={}",
+            "RESULT {tag}-error message={}",
             e.to_string().replace(' ', "_")
         );
         std::process::exit(1);
@@ -131,11 +133,11 @@ mod run {
             .join(",")
     }
 
-    pub fn all(units: u64) -> Result<()> {
+    pub fn all(units: u64, tag: &str, only_pinned: bool) -> Result<()> {
         let topology = CoreTopology::discover()?;
         let pmus = topology.pmus();
         println!(
-            "RESULT hybrid-pmus count={} names={} cpus={} types={} heterogeneous={}",
+            "RESULT {tag}-pmus count={} names={} cpus={} types={} heterogeneous={}",
             pmus.len(),
             pmus.iter()
                 .map(|p| p.name.as_str())
@@ -153,7 +155,7 @@ mod run {
         );
         let mut meter = HybridSession::open(&["instructions"], Options::default())?;
         println!(
-            "RESULT hybrid-open groups={} page_reads={} uncovered={} types={} configs={}",
+            "RESULT {tag}-open groups={} page_reads={} uncovered={} types={} configs={}",
             meter.groups().len(),
             u8::from(meter.page_reads()),
             meter.uncovered().len(),
@@ -195,7 +197,7 @@ mod run {
                 .map(|(_, v)| v)
                 .sum();
             println!(
-                "RESULT hybrid-pinned cpu={cpu} pmu={} min={} median={} clean={} runs={} hazards={} own={own} others={others} region_hazards={} split={} reads={full_reads}",
+                "RESULT {tag}-pinned cpu={cpu} pmu={} min={} median={} clean={} runs={} hazards={} own={own} others={others} region_hazards={} split={} reads={full_reads} tolerated_min={}",
                 pmu.name,
                 corrected.and_then(|c| c.min).map_or(-1, |v| v),
                 corrected.and_then(|c| c.median).map_or(-1, |v| v),
@@ -204,8 +206,12 @@ mod run {
                 hazard_names(event.summary.hazards),
                 hazard_names(full.hazards | empty.hazards),
                 list(&full_split),
+                m.tolerating(0, Hazards::SYSCALL_FALLBACK).min.map_or(-1, |v| v),
             );
             drop(pin);
+        }
+        if only_pinned {
+            return meter.disable();
         }
         if pmus.len() >= 2 {
             let (first, last) = (&pmus[0], &pmus[pmus.len() - 1]);
@@ -227,7 +233,7 @@ mod run {
                         .map(|(f, e)| f.wrapping_sub(*e))
                         .collect();
                     println!(
-                        "RESULT hybrid-migrate from={from} to={to} run={run} sum={} empty={} loops={} split={} loop_split={} hazards={} empty_hazards={} reads={full_reads}",
+                        "RESULT {tag}-migrate from={from} to={to} run={run} sum={} empty={} loops={} split={} loop_split={} hazards={} empty_hazards={} reads={full_reads}",
                         full.value,
                         empty.value,
                         full.value.wrapping_sub(empty.value),
@@ -261,7 +267,7 @@ mod run {
                 let event = &m.events[0];
                 let (one, _) = once(&mut fresh, units)?;
                 println!(
-                    "RESULT hybrid-lost cpu={cpu} pmu={} clean={} runs={} min={} hazards={} value={} region_hazards={} reads={}",
+                    "RESULT {tag}-lost cpu={cpu} pmu={} clean={} runs={} min={} hazards={} value={} region_hazards={} reads={}",
                     pmu.name,
                     event.summary.clean,
                     event.summary.runs,
@@ -287,7 +293,7 @@ mod run {
             let tolerant = m.tolerating(0, Hazards::all());
             let raw: Vec<u64> = m.runs.iter().map(|r| r.readings[0].value).collect();
             println!(
-                "RESULT hybrid-plain cpu={cpu} pmu={} clean={} runs={} hazards={} tolerated_min={} raw={}",
+                "RESULT {tag}-plain cpu={cpu} pmu={} clean={} runs={} hazards={} tolerated_min={} raw={}",
                 pmu.name,
                 strict.summary.clean,
                 strict.summary.runs,

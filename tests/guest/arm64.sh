@@ -363,6 +363,11 @@ scenario_hybrid() {
 	pmu-hybrid --units 1000 2>/tmp/hybrid.err
 	result hybrid-run status=$?
 	sed 's/^/STDERR hybrid /' /tmp/hybrid.err
+	# Without user access every region goes through read().
+	echo 0 >/proc/sys/kernel/perf_user_access
+	pmu-hybrid --units 1000 --tag hybrid-off --only-pinned 2>/tmp/hybrid.err
+	result hybrid-off-run status=$?
+	sed 's/^/STDERR hybrid-off /' /tmp/hybrid.err
 	finish
 }
 
