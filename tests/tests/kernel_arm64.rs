@@ -1085,6 +1085,39 @@ fn hybrid_generic_event_on_two_pmus() {
         plain[1].raw
     );
 
+    // kernel.perf_user_access = 0: Linux publishes index 0 for every event (arm_pmuv3.c
+    // `armv8pmu_user_event_idx`), so no page says "on a counter": every region uses
+    // read() (SYSCALL_FALLBACK, nothing else), still 2000 once calibrated, all on the
+    // cluster's PMU.
+    let off = &run.scenario("hybrid-off-open")[0];
+    assert_eq!(off.int("page_reads"), 0, "{ctx}");
+    let off_pinned = run.scenario("hybrid-off-pinned");
+    assert_eq!(off_pinned.len(), 2, "{ctx}");
+    for line in &off_pinned {
+        assert_eq!(
+            (
+                line.int("clean"),
+                line.get("hazards"),
+                line.get("region_hazards")
+            ),
+            (0, "SYSCALL_FALLBACK", "SYSCALL_FALLBACK"),
+            "{}",
+            line.raw
+        );
+        assert_eq!(
+            (
+                line.int("tolerated_min"),
+                line.int("own"),
+                line.int("others"),
+                line.get("reads")
+            ),
+            (2000, 2000, 0, "read>read,read>read"),
+            "{}",
+            line.raw
+        );
+    }
+    assert_eq!(run.scenario("hybrid-off-run")[0].int("status"), 0, "{ctx}");
+
     let done = &run.scenario("hybrid-run")[0];
     assert_eq!(done.int("status"), 0, "{ctx}");
     let log = &run.scenario("kernel_log")[0];
