@@ -123,6 +123,9 @@
 //!   region on CPU 2;
 //! - a plain `instructions` (no PMU type) lands on `armv8_cortex_a72`: exact on CPU 2,
 //!   0 on CPU 0 (which the one-PMU [`crate::Session`] flags NOT_SCHEDULED).
+//! - with `kernel.perf_user_access=0` no page is readable: every region uses `read()`,
+//!   flagged SYSCALL_FALLBACK only, and still counts 2000 once calibrated (with that
+//!   hazard tolerated), all on the cluster's PMU.
 //!
 //! An empty region (start, stop) costs 172 user instructions on CPU 0 and 196 on CPU 2
 //! there (the uncalibrated split of the pinned regions minus 2000): both pages are
@@ -490,16 +493,15 @@ pub struct PmuShare {
 
 /// The reading of one event over a region: the sum over the PMUs of `end - start`
 /// (wrapping: perf's counts are 64-bit), with the hazards the [module](self) lists.
-/// `start` and `end` hold one sample per PMU, in the same order.
+/// `edges` holds one (start, end) pair per PMU.
 pub fn sum_reading(
-    start: &[EdgeSample],
-    end: &[EdgeSample],
+    edges: impl IntoIterator<Item = (EdgeSample, EdgeSample)>,
     facts: &EdgeFacts,
 ) -> pmu_core::Reading {
     use pmu_core::Hazards;
     let mut reading = pmu_core::Reading::new(0);
     let mut moved = false;
-    for (s, e) in start.iter().zip(end) {
+    for (s, e) in edges {
         reading.value = reading.value.wrapping_add(e.value.wrapping_sub(s.value));
         if matches!((s.lock, e.lock), (Some(a), Some(b)) if a != b) {
             moved = true;
@@ -964,14 +966,9 @@ mod meter {
                 }
             }
             let groups = self.groups.len();
-            let mut starts = [EdgeSample::default(); crate::MAX_EVENTS];
-            let mut ends = [EdgeSample::default(); crate::MAX_EVENTS];
             for (i, reading) in out.iter_mut().enumerate().take(n) {
-                for g in 0..groups.min(crate::MAX_EVENTS) {
-                    starts[g] = self.start[g * n + i];
-                    ends[g] = self.end[g * n + i];
-                }
-                *reading = sum_reading(&starts[..groups], &ends[..groups], &self.facts);
+                let edges = (0..groups).map(|g| (self.start[g * n + i], self.end[g * n + i]));
+                *reading = sum_reading(edges, &self.facts);
             }
             Ok(())
         }
@@ -1242,7 +1239,7 @@ mod tests {
             cpu_start: Some(0),
             ..EdgeFacts::default()
         };
-        let reading = sum_reading(&start, &end, &facts);
+        let reading = sum_reading(start.into_iter().zip(end), &facts);
         assert_eq!((reading.value, reading.hazards), (2000, Hazards::empty()));
         assert_eq!((reading.time_enabled, reading.time_running), (None, None));
     }
@@ -1264,7 +1261,7 @@ mod tests {
             cpu_end: Some(2),
             ..EdgeFacts::default()
         };
-        let reading = sum_reading(&start, &end, &facts);
+        let reading = sum_reading(start.into_iter().zip(end), &facts);
         assert_eq!(reading.value, 2000);
         assert_eq!(
             reading.hazards,
@@ -1300,11 +1297,11 @@ mod tests {
             switches: Some(0),
             maybe_uncounted: false,
         };
-        let reading = sum_reading(&start, &end, &facts);
+        let reading = sum_reading(start.into_iter().zip(end), &facts);
         assert!(reading
             .hazards
             .contains(Hazards::NOT_SCHEDULED | Hazards::SYSCALL_FALLBACK));
-        let quiet_syscall = sum_reading(&start, &start, &facts);
+        let quiet_syscall = sum_reading(start.into_iter().zip(start), &facts);
         assert_eq!(quiet_syscall.hazards, Hazards::SYSCALL_FALLBACK);
         let uncovered = EdgeFacts {
             maybe_uncounted: true,
@@ -1312,7 +1309,7 @@ mod tests {
             ..facts
         };
         assert_eq!(
-            sum_reading(&start, &start, &uncovered).hazards,
+            sum_reading(start.into_iter().zip(start), &uncovered).hazards,
             Hazards::SYSCALL_FALLBACK | Hazards::NOT_SCHEDULED | Hazards::CONTEXT_SWITCH
         );
     }
@@ -1321,6 +1318,9 @@ mod tests {
     fn counts_wrap_as_64_bit_values() {
         let start = [sample(u64::MAX - 9, 2, EdgeRead::Counter)];
         let end = [sample(10, 2, EdgeRead::Counter)];
-        assert_eq!(sum_reading(&start, &end, &EdgeFacts::default()).value, 20);
+        assert_eq!(
+            sum_reading(start.into_iter().zip(end), &EdgeFacts::default()).value,
+            20
+        );
     }
 }
