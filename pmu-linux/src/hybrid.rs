@@ -38,8 +38,13 @@
 //! time its thread spends on the other cluster, so multiplexing could not be told
 //! apart from migration. [`HybridSession`] therefore always opens pinned.
 //!
-//! A machine with one core PMU gets one group (with the extended type where the PMU
-//! takes it); a machine with no extended-type PMU (x86 `cpu`) gets the plain events.
+//! As in perf, the extended type is used only where there are two core PMUs or more
+//! (tools/perf/util/pmus.c `perf_pmus__supports_extended_type`; parse-events.c
+//! `parse_events_add_numeric` then adds the event once per core PMU): a machine with
+//! one core PMU, or none that takes the extended type (x86 `cpu`), gets the plain
+//! events in one group. A kernel too old for the extended type on a heterogeneous
+//! machine refuses the open ([`Error::Open`] names the `<pmu>/<event>/`); perf would
+//! fall back to the plain event there, which is the silent under-count above.
 //!
 //! # The sum, the split, the hazards
 //!
@@ -609,7 +614,10 @@ mod meter {
             let options = options.pinned(true).grouped(true);
             let mut labels = Vec::new();
             let mut groups = Vec::new();
-            if topology.pmus().is_empty() {
+            if !topology.is_heterogeneous() {
+                // One core PMU or none: the plain events reach it, as perf opens them
+                // (the extended type only where there are two or more, which also
+                // works on kernels older than PERF_PMU_CAP_EXTENDED_HW_TYPE).
                 for spec in &generic {
                     if !matches!(spec.kind, EventKind::Hardware | EventKind::HwCache) {
                         return Err(HybridProblem::NotGeneric {
@@ -619,7 +627,12 @@ mod meter {
                         .into());
                     }
                 }
-                labels.push("cpu".to_owned());
+                labels.push(
+                    topology
+                        .pmus()
+                        .first()
+                        .map_or_else(|| "cpu".to_owned(), |p| p.name.clone()),
+                );
                 groups.push(Session::from_specs(generic.clone(), options)?);
             } else {
                 for pmu in topology.pmus() {

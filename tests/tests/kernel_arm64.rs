@@ -881,14 +881,7 @@ fn demo_messages_on_max_stock_module() {
 /// instructions exactly under `-icount`: the loop of 1000 `subs; b.ne` is 2000.
 #[test]
 fn hybrid_generic_event_on_two_pmus() {
-    let kernel = kernel_artefact(kernel_env::ARM64_KERNEL);
-    let initramfs = kernel_artefact(kernel_env::ARM64_INITRAMFS);
-    let mut args = arm64_kernel_args(&kernel, &initramfs, "max", 4, "hybrid");
-    let dtb = pmu_tests::arm64_big_little_dtb(&args, "hybrid");
-    args.extend(["-dtb".to_string(), dtb.display().to_string()]);
-    let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
-    run.assert_guest_finished();
+    let run = hybrid_boot(true);
     let ctx = &run.stdout;
 
     // The kernel registered one PMU per node, each over its CPUs (drivers/perf/
@@ -1120,6 +1113,85 @@ fn hybrid_generic_event_on_two_pmus() {
 
     let done = &run.scenario("hybrid-run")[0];
     assert_eq!(done.int("status"), 0, "{ctx}");
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{ctx}", log.raw);
+}
+
+/// tests/guest/arm64.sh `scenario_hybrid` on 4 CPUs, with QEMU's device tree or the
+/// big.LITTLE one.
+fn hybrid_boot(big_little: bool) -> QemuRun {
+    let kernel = kernel_artefact(kernel_env::ARM64_KERNEL);
+    let initramfs = kernel_artefact(kernel_env::ARM64_INITRAMFS);
+    let mut args = arm64_kernel_args(&kernel, &initramfs, "max", 4, "hybrid");
+    if big_little {
+        let dtb = pmu_tests::arm64_big_little_dtb(&args, "hybrid");
+        args.extend(["-dtb".to_string(), dtb.display().to_string()]);
+    }
+    let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
+    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_guest_finished();
+    run
+}
+
+/// The same scenario with QEMU's own device tree: one PMU (`arm,armv8-pmuv3`, one PPI)
+/// over every CPU. As perf does, the meter opens the plain event there (no PMU type in
+/// `config`: tools/perf/util/pmus.c uses the extended type only with two core PMUs or
+/// more) in one group: exact on every CPU, read through the counter.
+#[test]
+fn hybrid_meter_on_one_pmu() {
+    let run = hybrid_boot(false);
+    let ctx = &run.stdout;
+    let pmus = &run.scenario("hybrid-pmus")[0];
+    assert_eq!(
+        (
+            pmus.int("count"),
+            pmus.get("names"),
+            pmus.get("cpus"),
+            pmus.int("heterogeneous")
+        ),
+        (1, "armv8_pmuv3_0", "0-3", 0),
+        "{ctx}"
+    );
+    let open = &run.scenario("hybrid-open")[0];
+    assert_eq!(
+        (
+            open.int("groups"),
+            open.get("types"),
+            open.get("configs"),
+            open.int("page_reads")
+        ),
+        (1, "0", "0x1", 1),
+        "{ctx}"
+    );
+    let pinned = run.scenario("hybrid-pinned");
+    assert_eq!(pinned.len(), 1, "{ctx}");
+    assert_eq!(
+        (
+            pinned[0].int("cpu"),
+            pinned[0].int("min"),
+            pinned[0].int("median"),
+            pinned[0].int("clean")
+        ),
+        (0, 2000, 2000, 5),
+        "{}",
+        pinned[0].raw
+    );
+    assert_eq!(
+        (
+            pinned[0].int("own"),
+            pinned[0].get("reads"),
+            pinned[0].get("hazards")
+        ),
+        (2000, "counter>counter", "none"),
+        "{}",
+        pinned[0].raw
+    );
+    // Nothing to migrate between, nothing to take away from another cluster.
+    assert!(
+        run.scenario("hybrid-migrate").is_empty() && run.scenario("hybrid-lost").is_empty(),
+        "{ctx}"
+    );
+    assert_eq!(run.scenario("hybrid-run")[0].int("status"), 0, "{ctx}");
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{ctx}", log.raw);
 }
