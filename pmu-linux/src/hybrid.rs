@@ -538,9 +538,10 @@ pub use meter::HybridSession;
 mod meter {
     use super::*;
     use crate::events;
-    use crate::region::Evidence;
+    use crate::region::{Evidence, FallbackReason};
     use crate::session::{Options, Session};
     use crate::sys;
+    use pmu_core::Fallback;
 
     /// How the current region was started.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -785,31 +786,30 @@ mod meter {
             true
         }
 
-        /// The events of one group through their pages into `out` (one per event).
+        /// The events of one group through their pages into `out` (one per event):
+        /// the one-instruction read, or, where the page says the event is on no
+        /// counter of this CPU, its `offset`.
         #[inline(always)]
         fn sample_group(group: &Session, out: &mut [EdgeSample]) -> bool {
             for (i, sample) in out.iter_mut().enumerate() {
-                let Some(page) = group.page(i) else {
-                    return false;
-                };
-                let Some(state) = page_state(&page.view()) else {
-                    return false;
-                };
-                *sample = if state.index == 0 {
-                    EdgeSample {
-                        value: state.offset as u64,
-                        lock: Some(state.lock),
-                        read: EdgeRead::PageOffset,
+                *sample = match group.read_fast(i) {
+                    Ok(read) => EdgeSample {
+                        value: read.value,
+                        lock: Some(read.seq),
+                        read: EdgeRead::Counter,
+                    },
+                    Err(FallbackReason::Page(Fallback::NotScheduled)) => {
+                        match group.page(i).and_then(|p| page_state(&p.view())) {
+                            Some(state) if state.index == 0 => EdgeSample {
+                                value: state.offset as u64,
+                                lock: Some(state.lock),
+                                read: EdgeRead::PageOffset,
+                            },
+                            // Put on a counter meanwhile, or unreadable: read() instead.
+                            _ => return false,
+                        }
                     }
-                } else {
-                    match group.read_fast(i) {
-                        Ok(read) => EdgeSample {
-                            value: read.value,
-                            lock: Some(read.seq),
-                            read: EdgeRead::Counter,
-                        },
-                        Err(_) => return false,
-                    }
+                    Err(_) => return false,
                 };
             }
             true

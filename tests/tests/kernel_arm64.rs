@@ -1149,7 +1149,7 @@ fn hybrid_meter_on_one_pmu() {
             pmus.get("cpus"),
             pmus.int("heterogeneous")
         ),
-        (1, "armv8_pmuv3_0", "0-3", 0),
+        (1, "armv8_pmuv3", "0-3", 0),
         "{ctx}"
     );
     let open = &run.scenario("hybrid-open")[0];
