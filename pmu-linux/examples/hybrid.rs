@@ -197,7 +197,7 @@ mod run {
                 .map(|(_, v)| v)
                 .sum();
             println!(
-                "RESULT {tag}-pinned cpu={cpu} pmu={} min={} median={} clean={} runs={} hazards={} own={own} others={others} region_hazards={} split={} reads={full_reads} tolerated_min={}",
+                "RESULT {tag}-pinned cpu={cpu} pmu={} min={} median={} clean={} runs={} hazards={} own={own} others={others} region_hazards={} split={} reads={full_reads} tolerated_min={} raw={}",
                 pmu.name,
                 corrected.and_then(|c| c.min).map_or(-1, |v| v),
                 corrected.and_then(|c| c.median).map_or(-1, |v| v),
@@ -207,6 +207,7 @@ mod run {
                 hazard_names(full.hazards | empty.hazards),
                 list(&full_split),
                 m.tolerating(0, Hazards::SYSCALL_FALLBACK).min.map_or(-1, |v| v),
+                list(&m.runs.iter().map(|r| r.readings[0].value).collect::<Vec<_>>()),
             );
             drop(pin);
         }
