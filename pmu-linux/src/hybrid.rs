@@ -538,9 +538,12 @@ pub use meter::HybridSession;
 mod meter {
     use super::*;
     use crate::events;
+    use crate::fast;
+    use crate::page::KernelPage;
     use crate::region::{Evidence, FallbackReason};
     use crate::session::{Options, Session};
     use crate::sys;
+    use pmu_core::mmap_page::Anchor;
     use pmu_core::Fallback;
 
     /// How the current region was started.
@@ -579,6 +582,11 @@ mod meter {
         /// `groups × events` samples, group-major.
         start: Vec<EdgeSample>,
         end: Vec<EdgeSample>,
+        /// Every event's page (`groups × events`, group-major) when `page_reads`,
+        /// beside the groups that own the mappings (kept as long).
+        pages: Vec<KernelPage>,
+        /// The start reads of the owner's events (one per event).
+        anchors: Vec<Anchor>,
     }
 
     impl HybridSession {
@@ -657,6 +665,18 @@ mod meter {
                 topology.uncovered(online)
             };
             let samples = groups.len() * generic.len();
+            let pages = if page_reads {
+                groups
+                    .iter()
+                    .flat_map(|g| (0..g.len()).filter_map(move |i| g.page(i)))
+                    // SAFETY: the handles live in the same `HybridSession` as `groups`,
+                    // whose sessions own the mappings and are never replaced or dropped
+                    // before it: each page outlives every use of its handle.
+                    .map(|page| unsafe { KernelPage::new(page) })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             Ok(Self {
                 names: names.iter().map(|n| n.trim().to_owned()).collect(),
                 topology,
@@ -670,6 +690,8 @@ mod meter {
                 switches: None,
                 start: vec![EdgeSample::default(); samples],
                 end: vec![EdgeSample::default(); samples],
+                pages,
+                anchors: vec![Anchor::default(); generic.len()],
             })
         }
 
@@ -752,38 +774,123 @@ mod meter {
             self.each(Session::reset)
         }
 
-        /// Every event of every group through its page into `out`: false when a page
-        /// cannot be read (contended, or an `index` the counter read refuses). The
-        /// group `owner` (the PMU of the thread's CPU, whose counters run) is read last
-        /// at a start and first at a stop, so that the other pages' loads are not in
-        /// the region's count.
+        /// A start through the pages, `owner` the group of this CPU's PMU: the other
+        /// groups' pages first (each event on no counter here: its `offset`), then the
+        /// owner's events with one instruction each, last. False when a page says
+        /// otherwise or cannot be read (the start then uses `read()`).
         #[inline(always)]
-        fn sample_pages(
-            groups: &[Session],
-            out: &mut [EdgeSample],
-            owner: Option<usize>,
-            edge_is_start: bool,
-        ) -> bool {
-            let n = out.len() / groups.len().max(1);
-            let owner = owner.filter(|&g| g < groups.len());
-            if !edge_is_start {
-                if let Some(g) = owner {
-                    if !Self::sample_group(&groups[g], &mut out[g * n..(g + 1) * n]) {
-                        return false;
+        fn start_pages(&mut self, owner: usize) -> bool {
+            let n = self.names.len();
+            for (k, sample) in self.start.iter_mut().enumerate() {
+                if k / n == owner {
+                    continue;
+                }
+                match page_state(&self.pages[k].view()) {
+                    Some(state) if state.index == 0 => {
+                        *sample = EdgeSample {
+                            value: state.offset as u64,
+                            lock: Some(state.lock),
+                            read: EdgeRead::PageOffset,
+                        }
                     }
+                    _ => return false,
                 }
             }
-            for (g, group) in groups.iter().enumerate() {
-                if Some(g) != owner && !Self::sample_group(group, &mut out[g * n..(g + 1) * n]) {
-                    return false;
-                }
-            }
-            if edge_is_start {
-                if let Some(g) = owner {
-                    return Self::sample_group(&groups[g], &mut out[g * n..(g + 1) * n]);
+            for (anchor, &page) in self.anchors.iter_mut().zip(&self.pages[owner * n..]) {
+                match fast::read_anchor(page) {
+                    Ok(read) => *anchor = read,
+                    Err(_) => return false,
                 }
             }
             true
+        }
+
+        /// The stop of a region started through the pages when no page changed: the
+        /// owner's counts since their anchors (one instruction each, first), then the
+        /// other pages' `lock`s, all as at the start. False (nothing final written)
+        /// when some page changed: the thread left the CPU.
+        #[inline(always)]
+        fn stop_pages_quiet(&mut self) -> bool {
+            let n = self.names.len();
+            let Some(owner) = self.owner else {
+                return false;
+            };
+            let ends = &mut self.end[owner * n..(owner + 1) * n];
+            for ((end, anchor), &page) in ends
+                .iter_mut()
+                .zip(&self.anchors)
+                .zip(&self.pages[owner * n..])
+            {
+                match fast::count_since(page, anchor) {
+                    Some(count) => {
+                        *end = EdgeSample {
+                            value: anchor.read.value.wrapping_add(count),
+                            lock: Some(anchor.read.seq),
+                            read: EdgeRead::Counter,
+                        }
+                    }
+                    None => return self.settle_owner_start(owner),
+                }
+            }
+            self.settle_owner_start(owner);
+            for (k, page) in self.pages.iter().enumerate() {
+                if k / n != owner && page_state(&page.view()).map(|s| s.lock) != self.start[k].lock
+                {
+                    return false;
+                }
+            }
+            for k in 0..self.end.len() {
+                if k / n != owner {
+                    self.end[k] = self.start[k];
+                }
+            }
+            true
+        }
+
+        /// The owner's start samples from its anchors (kept as anchors until the stop,
+        /// so that the start does no work after its reads); false, for the callers.
+        #[inline(always)]
+        fn settle_owner_start(&mut self, owner: usize) -> bool {
+            let n = self.names.len();
+            for (start, anchor) in self.start[owner * n..(owner + 1) * n]
+                .iter_mut()
+                .zip(&self.anchors)
+            {
+                *start = EdgeSample {
+                    value: anchor.read.value,
+                    lock: Some(anchor.read.seq),
+                    read: EdgeRead::Counter,
+                };
+            }
+            false
+        }
+
+        /// The readings of the region from the samples and facts.
+        fn readings(&self, out: &mut [pmu_core::Reading]) -> Result<()> {
+            let n = self.names.len();
+            let groups = self.groups.len();
+            for (i, reading) in out.iter_mut().enumerate().take(n) {
+                let edges = (0..groups).map(|g| (self.start[g * n + i], self.end[g * n + i]));
+                *reading = sum_reading(edges, &self.facts);
+            }
+            Ok(())
+        }
+
+        /// Every event of every group through its page into `out` (the stop of a
+        /// region whose pages changed): false when a page cannot be read (contended,
+        /// or an `index` the counter read refuses). The group `owner` (the PMU of the
+        /// CPU at the start) first.
+        fn sample_pages(groups: &[Session], out: &mut [EdgeSample], owner: Option<usize>) -> bool {
+            let n = out.len() / groups.len().max(1);
+            let owner = owner.filter(|&g| g < groups.len());
+            if let Some(g) = owner {
+                if !Self::sample_group(&groups[g], &mut out[g * n..(g + 1) * n]) {
+                    return false;
+                }
+            }
+            groups.iter().enumerate().all(|(g, group)| {
+                Some(g) == owner || Self::sample_group(group, &mut out[g * n..(g + 1) * n])
+            })
         }
 
         /// The events of one group through their pages into `out` (one per event):
@@ -891,12 +998,11 @@ mod meter {
                 ..EdgeFacts::default()
             };
             self.owner = self.owner_of(cpu);
-            if self.page_reads
-                && Self::sample_pages(&self.groups, &mut self.start, self.owner, true)
-                && self.owner_counting(cpu, &self.start)
-            {
-                self.mode = Mode::Pages;
-                return Ok(());
+            if let (true, Some(owner)) = (self.page_reads, self.owner) {
+                if self.start_pages(owner) {
+                    self.mode = Mode::Pages;
+                    return Ok(());
+                }
             }
             let switches = sys::thread_switches().map_err(|errno| Error::Syscall {
                 op: crate::error::Op::Rusage,
@@ -923,15 +1029,13 @@ mod meter {
             }
             match self.mode {
                 Mode::Pages => {
-                    crate::fast::synchronize();
-                    let paged = Self::sample_pages(&self.groups, &mut self.end, self.owner, false);
-                    let quiet = paged
-                        && self
-                            .start
-                            .iter()
-                            .zip(&self.end)
-                            .all(|(s, e)| s.lock == e.lock);
-                    if !quiet {
+                    fast::synchronize();
+                    if self.stop_pages_quiet() {
+                        return self.readings(out);
+                    }
+                    // Some page changed: every event read again, and the checks.
+                    let paged = Self::sample_pages(&self.groups, &mut self.end, self.owner);
+                    {
                         self.facts.cpu_end = crate::sched::current_cpu();
                         if !paged {
                             // A page cannot be read now: the counts from `read()`
@@ -978,12 +1082,7 @@ mod meter {
                     }
                 }
             }
-            let groups = self.groups.len();
-            for (i, reading) in out.iter_mut().enumerate().take(n) {
-                let edges = (0..groups).map(|g| (self.start[g * n + i], self.end[g * n + i]));
-                *reading = sum_reading(edges, &self.facts);
-            }
-            Ok(())
+            self.readings(out)
         }
     }
 
