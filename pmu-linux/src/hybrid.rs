@@ -79,14 +79,20 @@
 //! their pages say so (`index` 0: core.c `perf_event_update_userpage` publishes
 //! `perf_event_index` = 0 for an event that is not active), with the count in
 //! `offset`, written when the event was last taken off a counter (`armpmu_del`). An
-//! event that is on no counter does not count, so that `offset` is its count now;
-//! the region reads it from the page under the seqlock, without reading a counter
-//! ([`page_state`]). If no `lock` moved between start and stop, the thread never left
-//! its CPU: the other PMUs' parts are 0 and the region was read with one instruction
-//! per event and edge plus the pages' loads. If a `lock` moved, the stop reads every
-//! page again the same way (the values are exact: each is the count at that moment)
-//! and one `read()` per PMU checks that no group lost its counters (a region that
-//! was switched out is the rare one, and pays for the check).
+//! event that is on no counter does not count, so that `offset` is its count now.
+//!
+//! A region's start reads the other PMUs' pages first (their `offset`s, under the
+//! seqlock, [`page_state`]: loads only), then the running PMU's events with one
+//! instruction each, last, keeping each read as the anchor of the stop (as
+//! [`crate::Session`]'s lean regions do). The stop reads the running PMU's counts
+//! since those anchors first, then checks that no other page's `lock` moved. If none
+//! did, the thread never left its CPU (arm_pmu rewrites the page at every
+//! `armpmu_del`/`armpmu_add`): the other PMUs' parts are 0, and the region cost one
+//! counter read per event and edge plus the pages' loads. If a `lock` moved, the stop
+//! reads every page again (the running PMU's now through its counter, the others
+//! through their `offset`: each the count at that moment, so the sum is whole) and
+//! one `read()` per PMU checks that no group lost its counters (a region that was
+//! switched out is the rare one, and pays for the check).
 //!
 //! A region falls back to `read()` at both edges (SYSCALL_FALLBACK) when the page of
 //! the PMU that covers the current CPU has no `index` (its group is not on the
@@ -132,10 +138,11 @@
 //!   flagged SYSCALL_FALLBACK only, and still counts 2000 once calibrated (with that
 //!   hazard tolerated), all on the cluster's PMU.
 //!
-//! An empty region (start, stop) costs 172 user instructions on CPU 0 and 196 on CPU 2
-//! there (the uncalibrated split of the pinned regions minus 2000): both pages are
-//! read at each edge. x86 hybrid machines (`cpu_core`/`cpu_atom`) are covered by the
-//! host tests only.
+//! Cost: with the measurement harness ([`mod@crate::measure`]) a region of that loop
+//! reads 2111 on either cluster and with one PMU (111 of overhead), against 2078 for a
+//! one-PMU [`crate::Session`] on the same CPU; with `read()` (perf_user_access=0)
+//! 2552. x86 hybrid machines (`cpu_core`/`cpu_atom`) are covered by the host tests
+//! only.
 
 use std::fmt;
 use std::fs;
