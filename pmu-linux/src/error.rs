@@ -461,6 +461,9 @@ pub enum Error {
         /// The module's layout (`5=0x8 31=0x11`).
         layout: String,
     },
+    /// Counting over every core PMU of a heterogeneous machine ([`crate::hybrid`]) is
+    /// not possible as asked.
+    Hybrid(crate::hybrid::HybridProblem),
 }
 
 /// Why user mode traps on this CPU although kmod-enable-user is loaded.
@@ -761,6 +764,7 @@ impl fmt::Display for Error {
             ),
             Self::NoFastRead { reason } => write!(f, "no one-instruction read: {reason}"),
             Self::Core(e) => e.fmt(f),
+            Self::Hybrid(problem) => problem.fmt(f),
             Self::Armv8Probe(e) => e.fmt(f),
             Self::ModuleLayout { reason } => write!(
                 f,

@@ -53,6 +53,7 @@ pub mod error;
 pub mod events;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub mod fast;
+pub mod hybrid;
 pub mod list;
 pub mod measure;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -71,6 +72,8 @@ pub const MAX_EVENTS: usize = 16;
 pub use direct::{AccessCheck, DirectMeter, Unchecked};
 pub use error::{Errno, Error, GrantMissing, OpenError, Result};
 pub use events::{EventKind, EventSpec};
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub use hybrid::HybridSession;
 pub use measure::{
     measure, measure_against, measure_keeping_partial, measure_once, measure_with_baseline,
     Counters, Interrupted, MeasureConfig, Measurement, RunRecord,

@@ -379,6 +379,28 @@ scenario_multiplex() {
 	finish
 }
 
+# Two core PMUs over two CPU sets (QEMU's device tree with two arm,cortex-*-pmu
+# nodes, tests/src/lib.rs `arm64_big_little_dtb`): what the kernel registered, then
+# pmu-hybrid (pmu-linux/examples/hybrid.rs) counts a generic event on both.
+scenario_hybrid() {
+	dmesg | grep -E "hw perfevents|armv8-pmu|pmu" | sed 's/^\[[ 0-9.]*\] //; s/^/PMULOG /'
+	boot_line
+	for dir in /sys/bus/event_source/devices/armv8*; do
+		result hybrid-sysfs pmu=$(basename "$dir") type=$(cat "$dir/type") cpus=$(cat "$dir/cpus")
+	done
+	echo 1 >/proc/sys/kernel/perf_user_access
+	result hybrid-sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
+	pmu-hybrid --units 1000 2>/tmp/hybrid.err
+	result hybrid-run status=$?
+	sed 's/^/STDERR hybrid /' /tmp/hybrid.err
+	# Without user access every region goes through read().
+	echo 0 >/proc/sys/kernel/perf_user_access
+	pmu-hybrid --units 1000 --tag hybrid-off --only-pinned 2>/tmp/hybrid.err
+	result hybrid-off-run status=$?
+	sed 's/^/STDERR hybrid-off /' /tmp/hybrid.err
+	finish
+}
+
 main() {
 	case "$scenario" in
 	multiplex) scenario_multiplex ;;
@@ -389,6 +411,7 @@ main() {
 	grant) scenario_grant ;;
 	nopmu) scenario_nopmu ;;
 	stress) scenario_stress ;;
+	hybrid) scenario_hybrid ;;
 	*)
 		result error unknown_scenario=${scenario:-none}
 		poweroff -f

@@ -281,6 +281,121 @@ pub fn arm64_idle_dtb(args: &[String], name: &str) -> PathBuf {
     patched
 }
 
+/// The SPIs the two PMU nodes of [`add_big_little_pmus`] take, one per CPU: QEMU `virt`
+/// wires nothing to them (hw/arm/virt.c uses SPIs below 176), so they never fire. A PMU
+/// node with one SPI per CPU and `interrupt-affinity` is how Linux learns which CPUs a
+/// PMU covers (6.12 drivers/perf/arm_pmu_platform.c `pmu_parse_irqs`); the one PPI of
+/// QEMU's own node would cover every CPU.
+pub const BIG_LITTLE_FIRST_SPI: u32 = 200;
+
+/// `dts` (QEMU `virt`'s device tree as `dtc -O dts` prints it) with its `pmu` node
+/// replaced by two, as a big.LITTLE board declares them: `arm,cortex-a53-pmu` over the
+/// first half of the CPUs and `arm,cortex-a72-pmu` over the rest, each with one SPI
+/// per CPU and `interrupt-affinity` (Documentation/devicetree/bindings/arm/pmu.yaml).
+/// Linux then registers `armv8_cortex_a53` and `armv8_cortex_a72` (drivers/perf/
+/// arm_pmuv3.c), each counting on its CPUs only. `None` without a `pmu` node or with
+/// fewer than two CPUs.
+pub fn add_big_little_pmus(dts: &str) -> Option<String> {
+    // Every cpu@N's phandle, in N order.
+    let mut phandles = Vec::new();
+    let mut in_cpu = false;
+    for line in dts.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("cpu@") && trimmed.ends_with('{') {
+            in_cpu = true;
+        } else if in_cpu && trimmed.starts_with("phandle = <") {
+            phandles.push(
+                trimmed
+                    .trim_start_matches("phandle = <")
+                    .trim_end_matches(">;")
+                    .to_owned(),
+            );
+            in_cpu = false;
+        } else if in_cpu && trimmed == "};" {
+            return None;
+        }
+    }
+    if phandles.len() < 2 {
+        return None;
+    }
+    let (little, big) = phandles.split_at(phandles.len() / 2);
+    let node = |name: &str, compatible: &str, cpus: &[String], first_spi: u32| {
+        let irqs: Vec<String> = (0..cpus.len() as u32)
+            .map(|i| format!("0x00 {:#x} 0x04", first_spi + i))
+            .collect();
+        format!(
+            "\t{name} {{\n\t\tcompatible = \"{compatible}\";\n\t\tinterrupts = <{}>;\n\t\tinterrupt-affinity = <{}>;\n\t}};\n",
+            irqs.join(" "),
+            cpus.join(" ")
+        )
+    };
+    let nodes = node(
+        "pmu-little",
+        "arm,cortex-a53-pmu",
+        little,
+        BIG_LITTLE_FIRST_SPI,
+    ) + &node(
+        "pmu-big",
+        "arm,cortex-a72-pmu",
+        big,
+        BIG_LITTLE_FIRST_SPI + little.len() as u32,
+    );
+    let mut out = String::with_capacity(dts.len() + nodes.len());
+    let mut in_pmu = false;
+    let mut replaced = false;
+    for line in dts.lines() {
+        if line == "\tpmu {" {
+            in_pmu = true;
+            continue;
+        }
+        if in_pmu {
+            if line == "\t};" {
+                in_pmu = false;
+                out.push_str(&nodes);
+                replaced = true;
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    replaced.then_some(out)
+}
+
+/// QEMU `virt`'s device tree for `args`, dumped (`-machine dumpdtb=`) and rewritten by
+/// [`add_big_little_pmus`], compiled into `target/dtb/<name>-big-little.dtb`.
+pub fn arm64_big_little_dtb(args: &[String], name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/dtb");
+    std::fs::create_dir_all(&dir).unwrap();
+    let raw = dir.join(format!("{name}-qemu.dtb"));
+    let patched = dir.join(format!("{name}-big-little.dtb"));
+    let mut dump: Vec<String> = args.to_vec();
+    dump.push("-machine".into());
+    dump.push(format!("dumpdtb={}", raw.display()));
+    let out = Command::new(QEMU_AARCH64).args(&dump).output().unwrap();
+    assert!(out.status.success() && raw.is_file(), "dumpdtb: {out:?}");
+    let dts = Command::new("dtc")
+        .args(["-q", "-I", "dtb", "-O", "dts"])
+        .arg(&raw)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("dtc (Debian's device-tree-compiler; `cargo xtask setup` installs it): {e}")
+        });
+    assert!(dts.status.success(), "dtc -O dts: {dts:?}");
+    let text = add_big_little_pmus(&String::from_utf8_lossy(&dts.stdout))
+        .unwrap_or_else(|| panic!("QEMU's device tree has no pmu node or fewer than 2 CPUs"));
+    let src = dir.join(format!("{name}-big-little.dts"));
+    std::fs::write(&src, text).unwrap();
+    let dtb = Command::new("dtc")
+        .args(["-q", "-I", "dts", "-O", "dtb", "-o"])
+        .arg(&patched)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(dtb.status.success(), "dtc -O dtb: {dtb:?}");
+    patched
+}
+
 /// QEMU for an emulated Raspberry Pi board (`raspi3b`, `raspi0`, `raspi1ap`): the board's
 /// own device tree `dtb`, its RAM size and CPUs (QEMU fixes both per board), the PL011
 /// UART (`ttyAMA0`) on stdio. The boards have no PSCI: the kernel's power-off goes
@@ -595,6 +710,24 @@ pub fn run_qemu(program: &str, args: &[String], limit: Duration) -> QemuRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn big_little_pmu_nodes() {
+        // The shape of QEMU 10.0 `virt`'s dump (`-smp 4`, `dtc -O dts`), shortened.
+        let dts = "/ {\n\tinterrupt-parent = <0x8005>;\n\n\tpmu {\n\t\tinterrupts = <0x01 0x07 0xf04>;\n\t\tcompatible = \"arm,armv8-pmuv3\";\n\t};\n\n\tcpus {\n\t\tcpu@0 {\n\t\t\tphandle = <0x8004>;\n\t\t\treg = <0x00>;\n\t\t};\n\n\t\tcpu@1 {\n\t\t\tphandle = <0x8003>;\n\t\t};\n\n\t\tcpu@2 {\n\t\t\tphandle = <0x8002>;\n\t\t};\n\n\t\tcpu@3 {\n\t\t\tphandle = <0x8001>;\n\t\t};\n\t};\n};\n";
+        let out = add_big_little_pmus(dts).unwrap();
+        assert!(
+            !out.contains("arm,armv8-pmuv3") && !out.contains("0xf04"),
+            "{out}"
+        );
+        assert!(out.contains("\tpmu-little {\n\t\tcompatible = \"arm,cortex-a53-pmu\";\n\t\tinterrupts = <0x00 0xc8 0x04 0x00 0xc9 0x04>;\n\t\tinterrupt-affinity = <0x8004 0x8003>;\n\t};\n"), "{out}");
+        assert!(out.contains("\tpmu-big {\n\t\tcompatible = \"arm,cortex-a72-pmu\";\n\t\tinterrupts = <0x00 0xca 0x04 0x00 0xcb 0x04>;\n\t\tinterrupt-affinity = <0x8002 0x8001>;\n\t};\n"), "{out}");
+        assert!(out.contains("\tcpus {"));
+        assert_eq!(
+            add_big_little_pmus(&dts.replace("\tpmu {", "\tpmux {")),
+            None
+        );
+    }
 
     #[test]
     fn parses_result_lines() {

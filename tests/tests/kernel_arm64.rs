@@ -944,3 +944,326 @@ fn multiplexed_page_reads_scale_with_current_times() {
     }
     eprintln!("{}", run.lines_with("RESULT mux").join("\n"));
 }
+
+/// Heterogeneous CPUs: QEMU `virt` with 4 CPUs booted with a device tree that declares
+/// two PMUs, `arm,cortex-a53-pmu` over CPUs 0-1 and `arm,cortex-a72-pmu` over CPUs 2-3
+/// (tests/src/lib.rs `arm64_big_little_dtb`); tests/guest/arm64.sh `scenario_hybrid`
+/// runs pmu-linux/examples/hybrid.rs there (pmu-linux/src/hybrid.rs). Every CPU is a
+/// QEMU `max` (one kind of core: the two PMUs are the device tree's), which counts
+/// instructions exactly under `-icount`: the loop of 1000 `subs; b.ne` is 2000.
+#[test]
+fn hybrid_generic_event_on_two_pmus() {
+    let run = hybrid_boot(true);
+    let ctx = &run.stdout;
+
+    // The kernel registered one PMU per node, each over its CPUs (drivers/perf/
+    // arm_pmu.c `cpus_show`).
+    let sysfs: Vec<(&str, &str)> = run
+        .scenario("hybrid-sysfs")
+        .iter()
+        .map(|l| (l.get("pmu"), l.get("cpus")))
+        .collect();
+    assert_eq!(
+        sysfs,
+        [("armv8_cortex_a53", "0-1"), ("armv8_cortex_a72", "2-3")],
+        "{ctx}"
+    );
+    let pmus = &run.scenario("hybrid-pmus")[0];
+    assert_eq!(
+        (
+            pmus.int("count"),
+            pmus.get("names"),
+            pmus.get("cpus"),
+            pmus.int("heterogeneous")
+        ),
+        (2, "armv8_cortex_a53,armv8_cortex_a72", "0-1,2-3", 1),
+        "{ctx}"
+    );
+    // One `instructions` per PMU: PERF_TYPE_HARDWARE (0) with the PMU's type in config
+    // bits 63:32 and PERF_COUNT_HW_INSTRUCTIONS (1) below (include/uapi/linux/
+    // perf_event.h), read through the pages.
+    let types: Vec<u64> = pmus
+        .get("types")
+        .split(',')
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let open = &run.scenario("hybrid-open")[0];
+    let configs: Vec<String> = types
+        .iter()
+        .map(|t| format!("{:#x}", t << 32 | 1))
+        .collect();
+    assert_eq!(
+        (
+            open.int("groups"),
+            open.get("types"),
+            open.get("configs"),
+            open.int("page_reads"),
+            open.int("uncovered")
+        ),
+        (2, "0,0", configs.join(",").as_str(), 1, 0),
+        "{ctx}"
+    );
+
+    // Pinned to each cluster: exact, clean, and all of it on that cluster's PMU.
+    let pinned = run.scenario("hybrid-pinned");
+    assert_eq!(pinned.len(), 2, "{ctx}");
+    for (line, (cpu, pmu)) in pinned
+        .iter()
+        .zip([(0, "armv8_cortex_a53"), (2, "armv8_cortex_a72")])
+    {
+        assert_eq!(
+            (
+                line.int("cpu"),
+                line.get("pmu"),
+                line.int("min"),
+                line.int("median")
+            ),
+            (cpu, pmu, 2000, 2000),
+            "{}\n{ctx}",
+            line.raw
+        );
+        assert_eq!(
+            (
+                line.int("clean"),
+                line.int("runs"),
+                line.get("hazards"),
+                line.get("region_hazards")
+            ),
+            (5, 5, "none", "none"),
+            "{}",
+            line.raw
+        );
+        assert_eq!(
+            (line.int("own"), line.int("others")),
+            (2000, 0),
+            "{}",
+            line.raw
+        );
+    }
+    // The one-instruction read: this cluster's event through its counter, the other's
+    // from its page (index 0: on no counter here, `offset` is its count), both edges.
+    assert_eq!(
+        (pinned[0].get("reads"), pinned[1].get("reads")),
+        (
+            "counter>counter,page-offset>page-offset",
+            "page-offset>page-offset,counter>counter"
+        ),
+        "{ctx}"
+    );
+
+    // Migrated mid-region (1000 iterations on one cluster, sched_setaffinity to the
+    // other, 1000 there): the sum is whole (2 × 2000 loop instructions), each PMU
+    // counted its cluster's 2000, and the move is flagged (CONTEXT_SWITCH,
+    // CPU_MIGRATION), not a lost count.
+    let migrated = run.scenario("hybrid-migrate");
+    assert_eq!(migrated.len(), 6, "{ctx}");
+    for line in &migrated {
+        // Each edge read each PMU through its page: the counter of the cluster the
+        // thread was on, the other's offset.
+        let reads = if line.int("from") == 0 {
+            "counter>page-offset,page-offset>counter"
+        } else {
+            "page-offset>counter,counter>page-offset"
+        };
+        assert_eq!(line.get("reads"), reads, "{}", line.raw);
+        assert_eq!(
+            (line.int("loops"), line.get("loop_split")),
+            (4000, "2000,2000"),
+            "{}\n{ctx}",
+            line.raw
+        );
+        for key in ["hazards", "empty_hazards"] {
+            assert_eq!(
+                line.get(key),
+                "CONTEXT_SWITCH|CPU_MIGRATION",
+                "{}",
+                line.raw
+            );
+        }
+    }
+
+    // A pinned group of the thread holds all of armv8_cortex_a72's counters (6 event
+    // counters + the cycle counter, as the kernel log says): a new meter's a72 group
+    // cannot be scheduled (pinned: error state, `read()` gives 0 bytes). On CPU 0 the
+    // count is exact and clean; on CPU 2 every region says NOT_SCHEDULED, never a
+    // clean 0.
+    let lost = run.scenario("hybrid-lost");
+    assert_eq!(lost.len(), 2, "{ctx}");
+    assert_eq!(
+        (
+            lost[0].int("cpu"),
+            lost[0].int("clean"),
+            lost[0].int("min"),
+            lost[0].get("hazards")
+        ),
+        (0, 5, 2000, "none"),
+        "{}",
+        lost[0].raw
+    );
+    assert_eq!(
+        (
+            lost[1].int("cpu"),
+            lost[1].int("clean"),
+            lost[1].get("hazards")
+        ),
+        (2, 0, "NOT_SCHEDULED|SYSCALL_FALLBACK"),
+        "{}",
+        lost[1].raw
+    );
+    assert_eq!(
+        (lost[1].get("region_hazards"), lost[1].get("reads")),
+        ("NOT_SCHEDULED|SYSCALL_FALLBACK", "read>read,lost>lost"),
+        "{}",
+        lost[1].raw
+    );
+
+    // For comparison, a plain `instructions` (PERF_TYPE_HARDWARE, no PMU type): Linux
+    // 6.12 gives it to the first PMU of its list that accepts it, the last registered
+    // (kernel/events/core.c `perf_pmu_register` adds at the head, `perf_init_event`),
+    // here armv8_cortex_a72. Exact on CPU 2; on CPU 0 it never counts (arm_pmu.c
+    // `armpmu_filter`), which the single-PMU session reports as NOT_SCHEDULED.
+    let plain = run.scenario("hybrid-plain");
+    assert_eq!(plain.len(), 2, "{ctx}");
+    assert_eq!(
+        (
+            plain[0].int("cpu"),
+            plain[0].int("clean"),
+            plain[0].get("raw")
+        ),
+        (0, 0, "0,0,0,0,0"),
+        "{}",
+        plain[0].raw
+    );
+    assert!(
+        plain[0].get("hazards").contains("NOT_SCHEDULED"),
+        "{}",
+        plain[0].raw
+    );
+    assert_eq!(
+        (
+            plain[1].int("cpu"),
+            plain[1].int("clean"),
+            plain[1].int("tolerated_min")
+        ),
+        (2, 5, 2000),
+        "{}",
+        plain[1].raw
+    );
+
+    // kernel.perf_user_access = 0: Linux publishes index 0 for every event (arm_pmuv3.c
+    // `armv8pmu_user_event_idx`), so no page says "on a counter": every region uses
+    // read() (SYSCALL_FALLBACK, nothing else), still 2000 once calibrated, all on the
+    // cluster's PMU.
+    let off = &run.scenario("hybrid-off-open")[0];
+    assert_eq!(off.int("page_reads"), 0, "{ctx}");
+    let off_pinned = run.scenario("hybrid-off-pinned");
+    assert_eq!(off_pinned.len(), 2, "{ctx}");
+    for line in &off_pinned {
+        assert_eq!(
+            (
+                line.int("clean"),
+                line.get("hazards"),
+                line.get("region_hazards")
+            ),
+            (0, "SYSCALL_FALLBACK", "SYSCALL_FALLBACK"),
+            "{}",
+            line.raw
+        );
+        assert_eq!(
+            (
+                line.int("tolerated_min"),
+                line.int("own"),
+                line.int("others"),
+                line.get("reads")
+            ),
+            (2000, 2000, 0, "read>read,read>read"),
+            "{}",
+            line.raw
+        );
+    }
+    assert_eq!(run.scenario("hybrid-off-run")[0].int("status"), 0, "{ctx}");
+
+    let done = &run.scenario("hybrid-run")[0];
+    assert_eq!(done.int("status"), 0, "{ctx}");
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{ctx}", log.raw);
+}
+
+/// tests/guest/arm64.sh `scenario_hybrid` on 4 CPUs, with QEMU's device tree or the
+/// big.LITTLE one.
+fn hybrid_boot(big_little: bool) -> QemuRun {
+    let kernel = kernel_artefact(kernel_env::ARM64_KERNEL);
+    let initramfs = kernel_artefact(kernel_env::ARM64_INITRAMFS);
+    let mut args = arm64_kernel_args(&kernel, &initramfs, "max", 4, "hybrid");
+    if big_little {
+        let dtb = pmu_tests::arm64_big_little_dtb(&args, "hybrid");
+        args.extend(["-dtb".to_string(), dtb.display().to_string()]);
+    }
+    let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
+    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_guest_finished();
+    run
+}
+
+/// The same scenario with QEMU's own device tree: one PMU (`arm,armv8-pmuv3`, one PPI)
+/// over every CPU. As perf does, the meter opens the plain event there (no PMU type in
+/// `config`: tools/perf/util/pmus.c uses the extended type only with two core PMUs or
+/// more) in one group: exact on every CPU, read through the counter.
+#[test]
+fn hybrid_meter_on_one_pmu() {
+    let run = hybrid_boot(false);
+    let ctx = &run.stdout;
+    let pmus = &run.scenario("hybrid-pmus")[0];
+    assert_eq!(
+        (
+            pmus.int("count"),
+            pmus.get("names"),
+            pmus.get("cpus"),
+            pmus.int("heterogeneous")
+        ),
+        (1, "armv8_pmuv3", "0-3", 0),
+        "{ctx}"
+    );
+    let open = &run.scenario("hybrid-open")[0];
+    assert_eq!(
+        (
+            open.int("groups"),
+            open.get("types"),
+            open.get("configs"),
+            open.int("page_reads")
+        ),
+        (1, "0", "0x1", 1),
+        "{ctx}"
+    );
+    let pinned = run.scenario("hybrid-pinned");
+    assert_eq!(pinned.len(), 1, "{ctx}");
+    assert_eq!(
+        (
+            pinned[0].int("cpu"),
+            pinned[0].int("min"),
+            pinned[0].int("median"),
+            pinned[0].int("clean")
+        ),
+        (0, 2000, 2000, 5),
+        "{}",
+        pinned[0].raw
+    );
+    assert_eq!(
+        (
+            pinned[0].int("own"),
+            pinned[0].get("reads"),
+            pinned[0].get("hazards")
+        ),
+        (2000, "counter>counter", "none"),
+        "{}",
+        pinned[0].raw
+    );
+    // Nothing to migrate between, nothing to take away from another cluster.
+    assert!(
+        run.scenario("hybrid-migrate").is_empty() && run.scenario("hybrid-lost").is_empty(),
+        "{ctx}"
+    );
+    assert_eq!(run.scenario("hybrid-run")[0].int("status"), 0, "{ctx}");
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{ctx}", log.raw);
+}

@@ -324,8 +324,11 @@ fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The pmu-linux examples the arm64 guest runs (`bin/<name with ->`).
-const ARM64_EXAMPLES: &[&str] = &["multiplex_now"];
+/// The pmu-linux examples the arm64 guest runs, as `bin/<name with ->`:
+/// `multiplex_now` (scenario_multiplex) and `hybrid` (scenario_hybrid, as
+/// `pmu-hybrid`).
+const ARM64_EXAMPLES: &[(&str, &str)] =
+    &[("multiplex_now", "multiplex-now"), ("hybrid", "pmu-hybrid")];
 
 /// Builds the pmu-linux example `name` static for `arch` (as [`pmu_demo`]) and returns
 /// its path.
@@ -503,9 +506,9 @@ pub fn build_with_modules(
         });
     }
     if arch == Arch::Arm64 {
-        for name in ARM64_EXAMPLES {
+        for (name, bin) in ARM64_EXAMPLES {
             entries.push(Entry::File {
-                path: format!("bin/{}", name.replace('_', "-")),
+                path: format!("bin/{bin}"),
                 mode: 0o755,
                 data: read(&pmu_linux_example(arch, name)?)?,
             });
