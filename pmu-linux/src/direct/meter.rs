@@ -1,0 +1,259 @@
+//! The direct backend's region meter: reads the counters at both edges, their overflow
+//! flags at the stop, the thread's switch counts and CPU outside the region, and the
+//! grant before every counter access.
+
+use pmu_core::{Counter, CounterWidth, Pmu, Reading, RegionMeter};
+
+use super::{AccessCheck, Unchecked};
+use crate::error::{Error, Result};
+use crate::measure::Counters;
+use crate::region::{direct_evidence, direct_readings, Evidence};
+use crate::sched::ThreadStamp;
+use crate::MAX_EVENTS;
+
+/// Counters a [`GenericDirectMeter`] measures with: the handles of a
+/// [`pmu_core::CounterPool`] (borrowed, `&[Counter]`), or an owned
+/// [`super::OwnedCounters`].
+pub trait CounterSet {
+    /// How many counters.
+    fn len(&self) -> usize;
+    /// Whether there is none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Counter `i`'s width.
+    fn width(&self, i: usize) -> CounterWidth;
+    /// Counter `i`'s value, truncated to its width.
+    fn read(&self, i: usize) -> u64;
+    /// Whether counter `i`'s overflow flag is set.
+    fn overflowed(&self, i: usize) -> bool;
+    /// Clears counter `i`'s overflow flag.
+    fn clear_overflow(&self, i: usize);
+    /// Starts counter `i`.
+    fn start(&self, i: usize);
+    /// Stops counter `i`.
+    fn stop(&self, i: usize);
+}
+
+impl<P: Pmu> CounterSet for &[Counter<'_, P>] {
+    fn len(&self) -> usize {
+        <[Counter<'_, P>]>::len(self)
+    }
+    fn width(&self, i: usize) -> CounterWidth {
+        self[i].width()
+    }
+    #[inline(always)]
+    fn read(&self, i: usize) -> u64 {
+        self[i].read()
+    }
+    #[inline(always)]
+    fn overflowed(&self, i: usize) -> bool {
+        self[i].overflowed()
+    }
+    #[inline(always)]
+    fn clear_overflow(&self, i: usize) {
+        self[i].clear_overflow()
+    }
+    fn start(&self, i: usize) {
+        self[i].start()
+    }
+    fn stop(&self, i: usize) {
+        self[i].stop()
+    }
+}
+
+/// A direct meter over borrowed counter handles (`allocate` → `DirectMeter::new`).
+pub type DirectMeter<'c, 'p, P, A = Unchecked> = GenericDirectMeter<&'c [Counter<'p, P>], A>;
+
+/// Measures regions on counters the library programmed itself: over borrowed handles
+/// ([`DirectMeter`]) or owned counters (`GenericDirectMeter<OwnedCounters<P>, A>`, no
+/// lifetime: it can live in a struct).
+#[derive(Debug)]
+pub struct GenericDirectMeter<C: CounterSet, A: AccessCheck = Unchecked> {
+    counters: C,
+    names: Vec<String>,
+    widths: [CounterWidth; MAX_EVENTS],
+    access: A,
+    start: [u64; MAX_EVENTS],
+    end: [u64; MAX_EVENTS],
+    overflowed: [bool; MAX_EVENTS],
+    /// Events per counter tick (1, or 64 for the ARM1176 CCR with PMCR.D).
+    scales: [u64; MAX_EVENTS],
+    start_thread: ThreadStamp,
+    end_thread: ThreadStamp,
+}
+
+impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
+    /// A meter over `counters`, named `names`, checking user access with `access`.
+    ///
+    /// # Errors
+    /// [`Error::NoEvents`], [`Error::TooManyEvents`], or a name count that differs
+    /// from the counter count ([`pmu_core::Error::ReadingsMismatch`]).
+    pub fn new(counters: C, names: Vec<String>, access: A) -> Result<Self> {
+        if counters.is_empty() {
+            return Err(Error::NoEvents);
+        }
+        if counters.len() > MAX_EVENTS {
+            return Err(Error::TooManyEvents {
+                given: counters.len(),
+                max: MAX_EVENTS,
+            });
+        }
+        if names.len() != counters.len() {
+            return Err(pmu_core::Error::ReadingsMismatch {
+                expected: counters.len() as u32,
+                got: names.len() as u32,
+            }
+            .into());
+        }
+        let mut widths = [CounterWidth::W64; MAX_EVENTS];
+        for (i, w) in widths.iter_mut().enumerate().take(counters.len()) {
+            *w = counters.width(i);
+        }
+        Ok(Self {
+            counters,
+            names,
+            widths,
+            access,
+            start: [0; MAX_EVENTS],
+            end: [0; MAX_EVENTS],
+            overflowed: [false; MAX_EVENTS],
+            scales: [1; MAX_EVENTS],
+            start_thread: ThreadStamp::default(),
+            end_thread: ThreadStamp::default(),
+        })
+    }
+
+    /// Counter `index` advances once per `events_per_tick` events (the ARM1176 CCR with
+    /// the /64 divider, PMCR.D: 64 cycles a tick): its region values are reported in
+    /// events, the tick delta multiplied by `events_per_tick`, so their resolution is
+    /// `events_per_tick`. Overflow is judged on the ticks, where the counter wraps.
+    ///
+    /// # Errors
+    /// [`Error::ScaleOutOfRange`] for an index without a counter or a factor of 0.
+    pub fn scaled(mut self, index: usize, events_per_tick: u64) -> Result<Self> {
+        if index >= self.counters.len() || events_per_tick == 0 {
+            return Err(Error::ScaleOutOfRange {
+                index,
+                counters: self.counters.len(),
+                events_per_tick,
+            });
+        }
+        self.scales[index] = events_per_tick;
+        Ok(self)
+    }
+
+    /// Events per tick of each counter (see [`GenericDirectMeter::scaled`]).
+    pub fn scales(&self) -> &[u64] {
+        &self.scales[..self.counters.len()]
+    }
+
+    fn check_access(&self) -> Result<()> {
+        if self.access.granted() {
+            Ok(())
+        } else {
+            Err(Error::UserAccessRevoked)
+        }
+    }
+
+    /// The readings of the last region (into `out`, one per counter), from what its
+    /// edges kept; how many.
+    fn readings(&self, out: &mut [Reading]) -> std::result::Result<usize, pmu_core::Error> {
+        let n = out.len();
+        direct_readings(
+            &self.start[..n],
+            &self.end[..n],
+            &self.overflowed[..n],
+            &self.widths[..n],
+            self.start_thread,
+            self.end_thread,
+            out,
+        )
+    }
+
+    /// The readings (into `out`) and evidence of the last region.
+    fn evaluate(&self, out: &mut [Reading]) -> std::result::Result<Evidence, pmu_core::Error> {
+        let n = self.readings(out)?;
+        Ok(direct_evidence(
+            self.start_thread,
+            self.end_thread,
+            &out[..n],
+        ))
+    }
+}
+
+impl<C: CounterSet, A: AccessCheck> RegionMeter for GenericDirectMeter<C, A> {
+    type Error = Error;
+
+    /// Checks access, takes switch counts and CPU, reads every counter, then clears the
+    /// overflow flags (in this order every wrap after the read is seen: pmu-core
+    /// `CounterMeter::start`).
+    #[inline(always)]
+    fn start(&mut self) -> Result<()> {
+        self.check_access()?;
+        self.start_thread = ThreadStamp::before()?;
+        let n = self.counters.len();
+        for (i, s) in self.start.iter_mut().enumerate().take(n) {
+            *s = self.counters.read(i);
+        }
+        for i in 0..n {
+            self.counters.clear_overflow(i);
+        }
+        Ok(())
+    }
+
+    /// Checks access, reads every counter and its overflow flag, then CPU and switch
+    /// counts.
+    #[inline(always)]
+    fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
+        self.check_access()?;
+        let n = self.counters.len();
+        for (i, e) in self.end.iter_mut().enumerate().take(n) {
+            *e = self.counters.read(i);
+        }
+        for (i, o) in self.overflowed.iter_mut().enumerate().take(n) {
+            *o = self.counters.overflowed(i);
+        }
+        let thread_end = ThreadStamp::after()?;
+        if out.len() < n {
+            return Err(pmu_core::Error::ReadingsMismatch {
+                expected: n as u32,
+                got: out.len() as u32,
+            }
+            .into());
+        }
+        self.end_thread = thread_end;
+        // The readings only: the evidence is derived on demand (`evidence`).
+        self.readings(&mut out[..n])?;
+        for (reading, &scale) in out[..n].iter_mut().zip(&self.scales) {
+            // A 32-bit tick delta (plus one wrap) times 64 cannot overflow u64; saturate
+            // rather than wrap should a caller scale a 64-bit counter absurdly.
+            reading.value = reading.value.saturating_mul(scale);
+        }
+        Ok(())
+    }
+}
+
+impl<C: CounterSet, A: AccessCheck> Counters for GenericDirectMeter<C, A> {
+    fn names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    fn enable(&mut self) -> Result<()> {
+        self.check_access()?;
+        (0..self.counters.len()).for_each(|i| self.counters.start(i));
+        Ok(())
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        self.check_access()?;
+        (0..self.counters.len()).for_each(|i| self.counters.stop(i));
+        Ok(())
+    }
+
+    fn evidence(&self) -> Evidence {
+        let n = self.counters.len().min(MAX_EVENTS);
+        self.evaluate(&mut [Reading::default(); MAX_EVENTS][..n])
+            .unwrap_or_default()
+    }
+}
