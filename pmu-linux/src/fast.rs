@@ -170,7 +170,7 @@ unsafe fn read_counter(counter: u32) -> Option<u64> {
 #[inline(always)]
 unsafe fn read_counter(counter: u32) -> Option<u64> {
     // SAFETY: the caller's contract.
-    unsafe { crate::asm::read_perf_counter(counter) }
+    unsafe { pmu_armv8::asm::read_counter(counter) }
 }
 
 /// [`read_counter`] of a counter it accepted before: x86_64 the same; aarch64 without
@@ -193,7 +193,7 @@ unsafe fn read_counter_again(counter: u32) -> Option<u64> {
 #[inline(always)]
 unsafe fn read_counter_again(counter: u32) -> Option<u64> {
     // SAFETY: the caller's contract: `counter` ≤ 31, so the mask changes nothing.
-    Some(unsafe { crate::asm::read_perf_counter_masked(counter) })
+    Some(unsafe { pmu_armv8::asm::read_counter_masked(counter) })
 }
 
 #[cfg(test)]
