@@ -55,6 +55,7 @@ pub mod events;
 pub mod fast;
 pub mod list;
 pub mod measure;
+pub mod meter;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub mod page;
 pub mod region;
@@ -64,18 +65,24 @@ pub mod sched;
 pub mod session;
 mod sys;
 pub mod sysfs;
+pub mod timestamp;
 
 /// The most events one group (or direct meter) holds.
 pub const MAX_EVENTS: usize = 16;
 
-pub use direct::{AccessCheck, DirectMeter, Unchecked};
+pub use direct::{AccessCheck, DirectMeter, GenericDirectMeter, OwnedCounters, Unchecked};
 pub use error::{Errno, Error, GrantMissing, OpenError, Result};
 pub use events::{EventKind, EventSpec};
 pub use measure::{
     measure, measure_against, measure_keeping_partial, measure_once, measure_with_baseline,
-    Counters, Interrupted, MeasureConfig, Measurement, RunRecord,
+    Counters, EventResult, Interrupted, MeasureConfig, Measurement, RunRecord,
 };
+pub use meter::{
+    BackendChoice, BackendKind, Counts, Event, EventHandle, Measured, Meter, MeterBuilder,
+};
+pub use pmu_core::{Corrected, GenericEvent, Hazards, Reading, Summary};
 pub use region::{Evidence, FallbackReason, ReadPath};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use session::{Options, Session};
 pub use sysfs::Sysfs;
+pub use timestamp::TimestampMeter;

@@ -172,6 +172,9 @@ impl<P: Pmu> CounterSet for OwnedCounters<P> {
     fn stop(&self, i: usize) {
         self.pmu.disable(self.slots[i].0)
     }
+    fn leave_programmed(&mut self) {
+        self.release_on_drop = false;
+    }
 }
 
 impl<P: Pmu> Drop for OwnedCounters<P> {

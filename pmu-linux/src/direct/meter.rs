@@ -33,6 +33,10 @@ pub trait CounterSet {
     fn start(&self, i: usize);
     /// Stops counter `i`.
     fn stop(&self, i: usize);
+    /// Leaves every counter as it is when the set is dropped (the grant is gone: any
+    /// register access would trap). Borrowed handles: nothing to do here, their owner
+    /// decides.
+    fn leave_programmed(&mut self) {}
 }
 
 impl<P: Pmu> CounterSet for &[Counter<'_, P>] {
@@ -255,5 +259,16 @@ impl<C: CounterSet, A: AccessCheck> Counters for GenericDirectMeter<C, A> {
         let n = self.counters.len().min(MAX_EVENTS);
         self.evaluate(&mut [Reading::default(); MAX_EVENTS][..n])
             .unwrap_or_default()
+    }
+}
+
+impl<C: CounterSet, A: AccessCheck> Drop for GenericDirectMeter<C, A> {
+    /// With the grant gone, every register access traps (SIGILL), the counters' release
+    /// included, and the kernel owns this CPU's PMU again: the counters are left as
+    /// they are.
+    fn drop(&mut self) {
+        if !self.access.granted() {
+            self.counters.leave_programmed();
+        }
     }
 }

@@ -433,6 +433,29 @@ pub unsafe fn read_pmevcntr_el0(counter: EventCounter) -> u64 {
     unsafe { counter_table!(u32::from(counter.index()) & 31) }
 }
 
+/// Reads CNTVCT_EL0, the generic timer's virtual count (Arm ARM D11.1.2, "The virtual
+/// counter"): a constant-rate clock, not a PMU register.
+///
+/// Not ordered with the instructions around it: an `isb` before and after brackets a
+/// region (Arm ARM D11.2.2: reads of CNTVCT_EL0 can occur speculatively and out of
+/// order relative to other instructions).
+///
+/// # Safety
+///
+/// The read is permitted at the current Exception level: at EL0 CNTKCTL_EL1.EL0VCTEN is
+/// set (or the kernel emulates the trap: Linux 6.12 sets it in
+/// drivers/clocksource/arm_arch_timer.c `arch_counter_set_user_access` for the vDSO, and
+/// arch/arm64/kernel/traps.c `cntvct_read_handler` emulates the read where an erratum
+/// makes it trap).
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub unsafe fn read_cntvct_el0() -> u64 {
+    let value: u64;
+    // SAFETY: the caller's contract; `mrs` only writes the output register.
+    unsafe { asm!("mrs {}, cntvct_el0", out(reg) value, options(nostack, preserves_flags)) };
+    value
+}
+
 /// `isb`: a context synchronization event. Later instructions see the effects of earlier
 /// system-register writes (callers say which write needs it, and why).
 #[cfg(target_arch = "aarch64")]
