@@ -176,6 +176,8 @@ pub struct MeterBuilder {
     cpu: Option<usize>,
     sysfs: Sysfs,
     program: bool,
+    #[cfg(target_arch = "arm")]
+    divider: pmu_armv6::CycleDivider,
 }
 
 /// Every builder's id, so that a handle of one meter is refused by another.
@@ -193,6 +195,8 @@ impl Default for MeterBuilder {
             cpu: None,
             sysfs: Sysfs::system(),
             program: false,
+            #[cfg(target_arch = "arm")]
+            divider: pmu_armv6::CycleDivider::EveryCycle,
         }
     }
 }
@@ -258,6 +262,15 @@ impl MeterBuilder {
     /// affinity is not changed meanwhile. On 32-bit ARM the CPU is an ARM1176.
     pub unsafe fn program_the_pmu(&mut self) -> &mut Self {
         self.program = true;
+        self
+    }
+
+    /// The ARM1176's cycle counter counts every cycle or every 64th (PMCR.D, ARM1176
+    /// TRM 3.2.51): with 64 it wraps after about 392 s instead of 6 s at 700 MHz; its
+    /// counts are still reported in cycles (ticks × 64, resolution 64 cycles).
+    #[cfg(target_arch = "arm")]
+    pub fn cycle_divider(&mut self, divider: pmu_armv6::CycleDivider) -> &mut Self {
+        self.divider = divider;
         self
     }
 
@@ -481,8 +494,10 @@ impl MeterBuilder {
             Box::new(meter),
             self.events.len(),
             format!(
-                "kmod-enable-user's read-only grant on CPU {cpu}: the counters it runs \
-                 ({layout}), read with one instruction; event counters read as 32 bits"
+                "grant: read-only (ER|CR) from kmod-enable-user on CPU {cpu}: the counters the \
+                 module runs ({layout}), read with one instruction, EL0 only; event counters \
+                 read as 32 bits (no overflow flags without EN: a region must count fewer \
+                 than 2^32 events)"
             ),
             pin,
         ))
@@ -514,9 +529,6 @@ impl MeterBuilder {
                     &placed,
                     pmu_core::PrivilegeFilter::USER,
                 )?;
-                for i in 0..placed.len() {
-                    crate::direct::CounterSet::start(&counters, i);
-                }
                 let meter = crate::direct::GenericDirectMeter::new(
                     counters,
                     self.names(),
@@ -526,8 +538,8 @@ impl MeterBuilder {
                     Box::new(meter),
                     self.events.len(),
                     format!(
-                        "kmod-enable-user's grant on CPU {cpu} (PMUSERENR_EL0.EN): the library \
-                         programs the counters itself, counting EL0 only"
+                        "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the \
+                         library programs the counters itself, counting EL0 only"
                     ),
                     pin,
                 ))
@@ -547,16 +559,26 @@ impl MeterBuilder {
         }
         let wanted = self.direct_events()?;
         // SAFETY: `program_the_pmu`'s caller promised an ARM1176 and exclusive use.
-        let (pin, pmu) =
-            unsafe { crate::direct::arm1176::take_arm1176(pmu_armv6::CycleDivider::EveryCycle) }?;
+        let (pin, pmu) = unsafe { crate::direct::arm1176::take_arm1176(self.divider) }?;
         let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
         let counters =
             crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::ALL)?;
-        let meter = crate::direct::GenericDirectMeter::new(
+        // The CCR (Slot::Fixed(0)) ticks once per `cycles_per_tick` cycles: its counts
+        // are reported in cycles.
+        let ccr: Vec<usize> = counters
+            .slots()
+            .enumerate()
+            .filter(|(_, s)| *s == pmu_core::Slot::Fixed(0))
+            .map(|(i, _)| i)
+            .collect();
+        let mut meter = crate::direct::GenericDirectMeter::new(
             counters,
             self.names(),
             crate::direct::Unchecked,
         )?;
+        for i in ccr {
+            meter = meter.scaled(i, self.divider.cycles_per_tick())?;
+        }
         Ok(direct_opened(
             Box::new(meter),
             self.events.len(),
@@ -896,6 +918,15 @@ impl Meter {
     /// What the last region's hazards were derived from.
     pub fn evidence(&mut self) -> crate::region::Evidence {
         self.inner.counters().evidence()
+    }
+
+    /// The backend as [`Counters`], for the functions of [`crate::measure`] (a baseline
+    /// of one's own, a measurement that keeps its runs when it stops on an error). The
+    /// readings are in the order of [`Counters::names`]: the events the backend counts,
+    /// not the handles'.
+    pub fn counters(&mut self) -> &mut dyn Counters {
+        self.started = false;
+        self.inner.counters()
     }
 }
 

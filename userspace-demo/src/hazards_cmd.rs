@@ -198,7 +198,7 @@ fn forced_hazards(_: &Args) -> Result<Vec<Demo>, Failure> {
 
     progress("overflow: instructions counter (CR0) preset 1000 below its 32-bit wrap");
     counters[1].preset_before_wrap(1000);
-    let prepared = crate::kernels::Kernel::Loop.prepare(0)?;
+    let prepared = crate::workloads::Workload::Loop.prepare(0)?;
     let record = measure_once(&mut meter, &mut prepared.region(10_000))?;
     demos.push(demo(
         "overflow",
@@ -288,7 +288,7 @@ fn overflow_demo() -> Demo {
     if let Err(e) = pmu_linux::Counters::enable(&mut meter) {
         return skipped("overflow", Hazards::OVERFLOW, e.to_string());
     }
-    let prepared = crate::kernels::Kernel::Loop.prepare(0);
+    let prepared = crate::workloads::Workload::Loop.prepare(0);
     let record = match prepared {
         Ok(p) => measure_once(&mut meter, &mut p.region(10_000)),
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
