@@ -1,6 +1,6 @@
 //! The direct backend: user space programs and reads the PMU itself, after the kernel
 //! module `kmod-enable-user` opened the registers to user mode (ARMv8: PMUSERENR_EL0.EN;
-//! ARM1176: SUNAVCR.V, seed 004).
+//! ARM1176: SUNAVCR.V, ARM1176JZF-S TRM 3.2.50).
 //!
 //! - [`probe`] tries one register access in a forked child first (the child inherits
 //!   the CPU pinning): if user access is off, the instruction traps and the child dies

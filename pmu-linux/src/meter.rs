@@ -920,7 +920,7 @@ impl Meter {
         self.inner.counters().evidence()
     }
 
-    /// The backend as [`Counters`], for the functions of [`crate::measure`] (a baseline
+    /// The backend as [`Counters`], for the functions of [`mod@crate::measure`] (a baseline
     /// of one's own, a measurement that keeps its runs when it stops on an error). The
     /// readings are in the order of [`Counters::names`]: the events the backend counts,
     /// not the handles'.

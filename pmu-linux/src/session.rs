@@ -1,7 +1,7 @@
 //! The perf backend: a group of events opened with `perf_event_open`, each with its
 //! metadata page mapped.
 //!
-//! Opening follows perf-counter (seeds 000/001): the first event is the group leader,
+//! Opening follows perf's group pattern (perf_event_open(2)): the first event is the group leader,
 //! `pinned` so the group is never multiplexed (it stays on the counters or goes into an
 //! error state, which a read reports), every event opened `disabled` and enabled,
 //! disabled and reset together with `PERF_IOC_FLAG_GROUP`, hardware events restricted

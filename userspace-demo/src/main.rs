@@ -174,7 +174,7 @@ pub struct Failure {
 
 impl From<pmu_linux::Error> for Failure {
     fn from(e: pmu_linux::Error) -> Self {
-        use pmu_core::Error as Core;
+        use pmu_linux::pmu_core::Error as Core;
         use pmu_linux::Error as E;
         let status = match e {
             E::UserAccessNotEnabled | E::ModuleGrantMissing { .. } => EXIT_NOT_ENABLED,

