@@ -324,6 +324,52 @@ fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// The examples the arm64 guest runs (tests/guest/arm64.sh `examples`): pmu-linux's
+/// `count` and pmu-criterion's `bench`, static for the musl target like `pmu-demo`;
+/// their paths, named as they go into `/bin`.
+fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
+    if arch != Arch::Arm64 {
+        return Ok(Vec::new());
+    }
+    let target = arch.user_target();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let args = [
+        "build",
+        "--release",
+        "-p",
+        "pmu-linux",
+        "-p",
+        "pmu-criterion",
+        "--example",
+        "count",
+        "--example",
+        "bench",
+        "--target",
+        target,
+    ];
+    println!("    $ cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the examples for {target} failed ({status})"));
+    }
+    let dir = crate::images::target_dir().join(target).join("release/examples");
+    [("count", "count"), ("pmu-criterion-bench", "bench")]
+        .into_iter()
+        .map(|(name, file)| {
+            let path = dir.join(file);
+            if path.is_file() {
+                Ok((name, path))
+            } else {
+                Err(format!("{} missing after the build", path.display()))
+            }
+        })
+        .collect()
+}
+
 /// Builds a guest probe (`tests/guest/<name with _>.rs`, one static program for `arch`):
 /// x86_64 `pce-probe` (one process that loads the module and executes rdpmc), arm64
 /// `el0-probe` (which PMU accesses the module's grant allows at EL0).
@@ -472,7 +518,7 @@ pub fn build_with_modules(
             data: read(&guest_probe(arch, name)?)?,
         });
     }
-    for (name, from) in extra {
+    for (name, from) in examples(arch)?.iter().chain(extra) {
         entries.push(Entry::File {
             path: format!("bin/{name}"),
             mode: 0o755,
