@@ -430,6 +430,9 @@ pub enum Error {
     NoTimestampCounter,
     /// [`crate::Meter::stop`] without a [`crate::Meter::start`] before it.
     RegionNotStarted,
+    /// A [`crate::Meter`]'s backend was asked to stop counting: it counts from the
+    /// meter's build to its drop.
+    MeterAlwaysCounts,
     /// An [`crate::EventHandle`] of another meter.
     ForeignHandle,
     /// The meter's backend does not count this event (the software fallback counts no
@@ -807,6 +810,9 @@ impl fmt::Display for Error {
             Self::RegionNotStarted => {
                 f.write_str("the meter was stopped without a start: call start() first")
             }
+            Self::MeterAlwaysCounts => f.write_str(
+                "a meter counts from its build to its drop: drop it to stop counting",
+            ),
             Self::ForeignHandle => f.write_str(
                 "this event handle belongs to another meter: use the handles of the builder \
                  this meter was built from",

@@ -86,7 +86,7 @@ pub use measure::{
     Counters, EventResult, Interrupted, MeasureConfig, Measurement, RunRecord,
 };
 pub use meter::{
-    BackendChoice, BackendKind, Counts, Event, EventHandle, Measured, Meter, MeterBuilder,
+    BackendChoice, BackendKind, Counting, Counts, Event, EventHandle, Measured, Meter, MeterBuilder,
 };
 pub use pmu_core;
 pub use pmu_core::{Corrected, GenericEvent, Hazards, Reading, RegionMeter, Summary};

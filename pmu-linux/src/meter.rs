@@ -650,7 +650,7 @@ impl MeterBuilder {
             counted.join(", ")
         );
         Ok(Opened {
-            inner: Inner::Other(Box::new(Stacked { backends })),
+            inner: Inner::Other(Box::new(Stacked::new(backends))),
             slots,
             names,
             kind: BackendKind::Software,
@@ -725,6 +725,21 @@ impl Inner {
 /// them). The readings follow each other; the evidence is the first backend's.
 struct Stacked {
     backends: Vec<Box<dyn Counters>>,
+    /// Per backend, the index after its last reading.
+    ends: Vec<usize>,
+}
+
+impl Stacked {
+    fn new(backends: Vec<Box<dyn Counters>>) -> Self {
+        let ends = backends
+            .iter()
+            .scan(0, |at, b| {
+                *at += b.names().len();
+                Some(*at)
+            })
+            .collect();
+        Self { backends, ends }
+    }
 }
 
 impl RegionMeter for Stacked {
@@ -735,12 +750,7 @@ impl RegionMeter for Stacked {
     }
 
     fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
-        let mut ends: Vec<usize> = Vec::with_capacity(self.backends.len());
-        let mut at = 0;
-        for b in &self.backends {
-            at += b.names().len();
-            ends.push(at);
-        }
+        let (ends, at) = (&self.ends, self.ends.last().copied().unwrap_or(0));
         if out.len() < at {
             return Err(pmu_core::Error::ReadingsMismatch {
                 expected: at as u32,
@@ -924,9 +934,52 @@ impl Meter {
     /// of one's own, a measurement that keeps its runs when it stops on an error). The
     /// readings are in the order of [`Counters::names`]: the events the backend counts,
     /// not the handles'.
-    pub fn counters(&mut self) -> &mut dyn Counters {
+    pub fn counters(&mut self) -> Counting<'_> {
         self.started = false;
-        self.inner.counters()
+        Counting {
+            inner: self.inner.counters(),
+        }
+    }
+}
+
+/// A meter's backend as [`Counters`] ([`Meter::counters`]): it counts from the meter's
+/// build to its drop, so it cannot be disabled (a disabled backend's regions would read
+/// nothing).
+pub struct Counting<'m> {
+    inner: &'m mut dyn Counters,
+}
+
+impl RegionMeter for Counting<'_> {
+    type Error = Error;
+
+    #[inline(always)]
+    fn start(&mut self) -> Result<()> {
+        self.inner.start()
+    }
+
+    #[inline(always)]
+    fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
+        self.inner.stop(out)
+    }
+}
+
+impl Counters for Counting<'_> {
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
+
+    /// Already counting: enabling again changes nothing.
+    fn enable(&mut self) -> Result<()> {
+        self.inner.enable()
+    }
+
+    /// [`Error::MeterAlwaysCounts`]: drop the meter to stop counting.
+    fn disable(&mut self) -> Result<()> {
+        Err(Error::MeterAlwaysCounts)
+    }
+
+    fn evidence(&self) -> crate::region::Evidence {
+        self.inner.evidence()
     }
 }
 

@@ -246,7 +246,7 @@ fn measure_all(args: &Args, sofar: &mut SoFar) -> Result<(), Failure> {
         )));
     }
     run_workloads(
-        meter.counters(),
+        &mut meter.counters(),
         args,
         &workloads,
         &config,

@@ -171,3 +171,17 @@ fn misuse_is_an_error() {
     assert!(matches!(meter.stop(), Err(Error::RegionNotStarted)));
     assert_eq!(Meter::builder().build().unwrap_err(), Error::NoEvents);
 }
+
+/// The backend handed to the measure functions counts for the meter's whole life: it
+/// refuses to be disabled, and measures by the names it counts.
+#[test]
+fn the_backend_cannot_be_disabled() {
+    let mut builder = Meter::builder();
+    builder.add_named("task-clock").unwrap();
+    let mut meter = builder.build().unwrap();
+    let mut counting = meter.counters();
+    assert_eq!(counting.disable(), Err(Error::MeterAlwaysCounts));
+    assert_eq!(counting.names(), ["task-clock"]);
+    let run = crate::measure_once(&mut counting, &mut || spin(100_000)).unwrap();
+    assert!(run.readings[0].value > 0);
+}
