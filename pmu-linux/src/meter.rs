@@ -338,6 +338,28 @@ impl MeterBuilder {
             .map(|e| events::resolve(&e.name(), &self.sysfs))
             .collect::<Result<Vec<_>>>()?;
         let hardware = specs.iter().any(|s| s.kind != EventKind::Software);
+        // arm64 with perf's user reads off: the module's read-only grant first. Opening
+        // perf's hardware events would revoke it on this CPU (Linux 6.12
+        // drivers/perf/arm_pmuv3.c `armv8pmu_start` rewrites PMUSERENR_EL0).
+        let mut granted_error = None;
+        if self.choice == BackendChoice::Auto
+            && hardware
+            && cfg!(target_arch = "aarch64")
+            && crate::sys::perf_user_access() == Some(0)
+            && std::path::Path::new(crate::direct::MODULE_LAYOUT).exists()
+        {
+            match self.open_direct_granted() {
+                Ok(mut direct) => {
+                    direct.why = format!(
+                        "perf cannot give one-instruction reads here (kernel.perf_user_access \
+                         = 0); {}",
+                        direct.why
+                    );
+                    return Ok(direct);
+                }
+                Err(e) => granted_error = Some(e),
+            }
+        }
         match crate::Session::from_specs(specs.clone(), self.options) {
             Ok(session) => {
                 session.check_fits()?;
@@ -360,14 +382,26 @@ impl MeterBuilder {
                     }
                     None => "software events only: the kernel's own counters, read with read()"
                         .to_owned(),
-                    Some(reason) => {
-                        let reason = match reason {
+                    Some(blocked) => {
+                        let reason = match blocked {
                             FallbackReason::Page(f) => f.to_string(),
                             other => other.to_string(),
                         };
-                        if self.choice == BackendChoice::Auto && cfg!(target_arch = "aarch64") {
+                        // The kernel forbids user reads (perf_user_access = 0): the
+                        // module's grant may still allow them. (Unmapped pages, asked
+                        // for, stay with perf.)
+                        let forbidden =
+                            blocked == FallbackReason::Page(pmu_core::Fallback::NoUserAccess);
+                        if self.choice == BackendChoice::Auto
+                            && forbidden
+                            && cfg!(target_arch = "aarch64")
+                        {
                             drop(session);
-                            match self.open_direct_granted() {
+                            let direct = match granted_error {
+                                Some(e) => Err(e),
+                                None => self.open_direct_granted(),
+                            };
+                            match direct {
                                 Ok(mut direct) => {
                                     direct.why = format!(
                                         "perf cannot give one-instruction reads here ({reason}); {}",
@@ -403,7 +437,11 @@ impl MeterBuilder {
                     notes.push(e.to_string());
                 }
                 if cfg!(target_arch = "aarch64") {
-                    match self.open_direct_granted() {
+                    let direct = match granted_error {
+                        Some(e) => Err(e),
+                        None => self.open_direct_granted(),
+                    };
+                    match direct {
                         Ok(mut direct) => {
                             direct.why = format!("{}; {}", notes.join("; "), direct.why);
                             return Ok(direct);
