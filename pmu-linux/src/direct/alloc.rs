@@ -172,6 +172,24 @@ impl<P: Pmu> CounterSet for OwnedCounters<P> {
     fn stop(&self, i: usize) {
         self.pmu.disable(self.slots[i].0)
     }
+    #[inline(always)]
+    fn read_all(&self, out: &mut [u64]) {
+        for (v, &(slot, width)) in out.iter_mut().zip(&self.slots) {
+            *v = width.truncate(self.pmu.read(slot));
+        }
+    }
+    #[inline(always)]
+    fn overflowed_all(&self, out: &mut [bool]) {
+        for (o, &(slot, _)) in out.iter_mut().zip(&self.slots) {
+            *o = self.pmu.overflowed(slot);
+        }
+    }
+    #[inline(always)]
+    fn clear_overflows(&self) {
+        for &(slot, _) in &self.slots {
+            self.pmu.clear_overflow(slot);
+        }
+    }
     fn leave_programmed(&mut self) {
         self.release_on_drop = false;
     }

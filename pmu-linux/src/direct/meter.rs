@@ -33,6 +33,27 @@ pub trait CounterSet {
     fn start(&self, i: usize);
     /// Stops counter `i`.
     fn stop(&self, i: usize);
+    /// Every counter's value into `out` (one per counter, in order).
+    #[inline(always)]
+    fn read_all(&self, out: &mut [u64]) {
+        for (i, v) in out.iter_mut().enumerate().take(self.len()) {
+            *v = self.read(i);
+        }
+    }
+    /// Every counter's overflow flag into `out`.
+    #[inline(always)]
+    fn overflowed_all(&self, out: &mut [bool]) {
+        for (i, o) in out.iter_mut().enumerate().take(self.len()) {
+            *o = self.overflowed(i);
+        }
+    }
+    /// Clears every counter's overflow flag.
+    #[inline(always)]
+    fn clear_overflows(&self) {
+        for i in 0..self.len() {
+            self.clear_overflow(i);
+        }
+    }
     /// Leaves every counter as it is when the set is dropped (the grant is gone: any
     /// register access would trap). Borrowed handles: nothing to do here, their owner
     /// decides.
@@ -63,6 +84,25 @@ impl<P: Pmu> CounterSet for &[Counter<'_, P>] {
     }
     fn stop(&self, i: usize) {
         self[i].stop()
+    }
+    // The region's reads walk the handles (no index, no bounds check per counter).
+    #[inline(always)]
+    fn read_all(&self, out: &mut [u64]) {
+        for (v, c) in out.iter_mut().zip(self.iter()) {
+            *v = c.read();
+        }
+    }
+    #[inline(always)]
+    fn overflowed_all(&self, out: &mut [bool]) {
+        for (o, c) in out.iter_mut().zip(self.iter()) {
+            *o = c.overflowed();
+        }
+    }
+    #[inline(always)]
+    fn clear_overflows(&self) {
+        for c in self.iter() {
+            c.clear_overflow();
+        }
     }
 }
 
@@ -196,13 +236,8 @@ impl<C: CounterSet, A: AccessCheck> RegionMeter for GenericDirectMeter<C, A> {
     fn start(&mut self) -> Result<()> {
         self.check_access()?;
         self.start_thread = ThreadStamp::before()?;
-        let n = self.counters.len();
-        for (i, s) in self.start.iter_mut().enumerate().take(n) {
-            *s = self.counters.read(i);
-        }
-        for i in 0..n {
-            self.counters.clear_overflow(i);
-        }
+        self.counters.read_all(&mut self.start);
+        self.counters.clear_overflows();
         Ok(())
     }
 
@@ -211,13 +246,9 @@ impl<C: CounterSet, A: AccessCheck> RegionMeter for GenericDirectMeter<C, A> {
     #[inline(always)]
     fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
         self.check_access()?;
+        self.counters.read_all(&mut self.end);
+        self.counters.overflowed_all(&mut self.overflowed);
         let n = self.counters.len();
-        for (i, e) in self.end.iter_mut().enumerate().take(n) {
-            *e = self.counters.read(i);
-        }
-        for (i, o) in self.overflowed.iter_mut().enumerate().take(n) {
-            *o = self.counters.overflowed(i);
-        }
         let thread_end = ThreadStamp::after()?;
         if out.len() < n {
             return Err(pmu_core::Error::ReadingsMismatch {
