@@ -32,7 +32,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use pmu_core::{GenericEvent, Hazards, Reading, RegionMeter};
 
 use crate::error::{Error, Result};
-use crate::events::{self, EventKind};
+use crate::events;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use crate::events::EventKind;
 use crate::measure::{self, Counters, EventResult, MeasureConfig, Measurement};
 use crate::sched::PinGuard;
 use crate::sysfs::Sysfs;
@@ -489,8 +491,9 @@ impl MeterBuilder {
         }
     }
 
-    /// The CPU the direct backend uses: the one given, else the one the thread is on.
-    #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+    /// The CPU the direct backend uses: the one given, else the one the thread is on
+    /// (the ARM1176's is CPU 0: the Raspberry Pi 1 and Zero have one core).
+    #[cfg(target_arch = "aarch64")]
     fn direct_cpu(&self) -> usize {
         self.cpu
             .or_else(|| crate::sched::current_cpu().map(|c| c as usize))
@@ -541,8 +544,8 @@ impl MeterBuilder {
         ))
     }
 
-    /// Elsewhere there is no read-only grant to take (the callers ask on aarch64 only).
-    #[cfg(not(target_arch = "aarch64"))]
+    /// x86_64 has no read-only grant to take (the callers ask on aarch64 only).
+    #[cfg(target_arch = "x86_64")]
     fn open_direct_granted(&self) -> Result<Opened> {
         crate::direct::probe()?;
         Err(Error::DirectUnsupported {
