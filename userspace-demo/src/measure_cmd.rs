@@ -396,6 +396,26 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         }
         Ok(builder)
     };
+    if cfg!(target_arch = "arm") {
+        if let Some(cpu) = args.cpu.filter(|&c| c != 0) {
+            return Err(Failure {
+                message: format!(
+                    "--cpu {cpu}: the ARM1176 direct backend runs on CPU 0 (the Raspberry Pi 1 \
+                     and Zero have one core)"
+                ),
+                status: EXIT_USAGE,
+            });
+        }
+        if args.backend == crate::BackendChoice::Auto {
+            // No perf backend in pmu-linux on 32-bit ARM: the meter goes to the direct
+            // one; say so first.
+            let why = pmu_linux::Error::PerfUnsupported;
+            sofar.notes.push(format!("perf backend: {why}"));
+            progress(format_args!(
+                "perf backend: {why}; trying the direct backend"
+            ));
+        }
+    }
     let choice = match args.backend {
         crate::BackendChoice::Auto => BackendChoice::Auto,
         crate::BackendChoice::Perf => BackendChoice::Perf,
@@ -428,8 +448,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         }
         Err(
             e @ (pmu_linux::Error::UserAccessNotEnabled
-            | pmu_linux::Error::ModuleGrantMissing { .. }
-            | pmu_linux::Error::PerfUnsupported),
+            | pmu_linux::Error::ModuleGrantMissing { .. }),
         ) => return Err(e.into()),
         Err(e) => return Err(usage(e)),
     };

@@ -1,15 +1,19 @@
 //! The front door on this machine: software events through perf (every Linux has
 //! them), the software fallback, and the typed errors of misuse.
 
-use pmu_core::{GenericEvent, Hazards};
+use pmu_core::GenericEvent;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use pmu_core::Hazards;
 
 use super::*;
 
 /// Software events are always read with read() (a software event is never on a
 /// counter: include/linux/perf_event.h, perf_swevent_*), so their readings carry these
 /// two flags by nature.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const READ_BY_SYSCALL: Hazards = Hazards::SYSCALL_FALLBACK.union(Hazards::NOT_SCHEDULED);
 
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn spin(iterations: u64) {
     (0..iterations).fold(0u64, |a, i| {
         std::hint::black_box(a.wrapping_mul(31).wrapping_add(i))
@@ -55,6 +59,7 @@ fn events_from_text() {
 /// Results go by handle, whatever the order the events were added in: `task-clock`
 /// (ns) of a 1 ms sleep is at least 0 and far below the sleep (the thread is off the
 /// CPU), `context-switches` counts the sleep's switch.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn results_by_handle() {
     let mut builder = Meter::builder();
@@ -96,6 +101,7 @@ fn results_by_handle() {
 
 /// `measure`: calibrated statistics of task-clock for a spin, by handle; strict
 /// statistics refuse (every run is read by syscall), tolerating that gives a number.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn measure_by_handle() {
     let mut builder = Meter::builder();
@@ -120,6 +126,7 @@ fn measure_by_handle() {
 
 /// The software backend, asked for: hardware events are not counted (an error that
 /// says why, never a 0); `task-clock` and the time-stamp counter are added and counted.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn software_backend_counts_no_hardware_event() {
     let mut builder = Meter::builder();
@@ -157,6 +164,7 @@ fn software_backend_counts_no_hardware_event() {
 }
 
 /// Misuse is a typed error: a stop without a start, a handle of another meter.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn misuse_is_an_error() {
     let mut builder = Meter::builder();
@@ -174,6 +182,7 @@ fn misuse_is_an_error() {
 
 /// The backend handed to the measure functions counts for the meter's whole life: it
 /// refuses to be disabled, and measures by the names it counts.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn the_backend_cannot_be_disabled() {
     let mut builder = Meter::builder();
@@ -184,4 +193,19 @@ fn the_backend_cannot_be_disabled() {
     assert_eq!(counting.names(), ["task-clock"]);
     let run = crate::measure_once(&mut counting, &mut || spin(100_000)).unwrap();
     assert!(run.readings[0].value > 0);
+}
+
+/// 32-bit ARM: pmu-linux has no perf backend and no time-stamp counter reader there; the
+/// meter's one backend is the ARM1176's direct one, which programs the PMU and so needs
+/// `program_the_pmu` (SUNAVCR.V has no read-only form).
+#[cfg(target_arch = "arm")]
+#[test]
+fn on_32_bit_arm_only_the_direct_backend() {
+    let mut builder = Meter::builder();
+    builder.add(GenericEvent::Instructions);
+    assert_eq!(builder.build().unwrap_err(), Error::DirectNeedsProgramming);
+    builder.backend(BackendChoice::Perf);
+    assert_eq!(builder.build().unwrap_err(), Error::PerfUnsupported);
+    builder.backend(BackendChoice::Software);
+    assert_eq!(builder.build().unwrap_err(), Error::NoTimestampCounter);
 }
