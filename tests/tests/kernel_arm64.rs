@@ -939,7 +939,11 @@ fn examples_run_in_the_guest() {
     );
     let (n1000, n2000) = (counted(&run, "count-1000"), counted(&run, "count-2000"));
     assert_eq!(n2000 - n1000, 2000);
-    assert_eq!(counted(&run, "count-1000-again"), n1000, "exact, run after run");
+    assert_eq!(
+        counted(&run, "count-1000-again"),
+        n1000,
+        "exact, run after run"
+    );
 
     let (out, err, status) = example(&run, "bench");
     assert_eq!(status, 0, "{err:?}");
@@ -953,7 +957,10 @@ fn examples_run_in_the_guest() {
         // Exact counts: criterion's bootstrap interval collapses onto its estimate.
         assert!((e[2] - e[0]).abs() < 0.01, "{e:?}");
     }
-    assert!((e200[1] - e100[1] - 200.0).abs() < 0.01, "{e100:?} {e200:?}");
+    assert!(
+        (e200[1] - e100[1] - 200.0).abs() < 0.01,
+        "{e100:?} {e200:?}"
+    );
     println!("count 1000/2000: {n1000}/{n2000}; bench spin 100/200: {e100:?} {e200:?}");
     // Batches with a hazard (a timer tick's context switch) are measured again, never
     // kept.
@@ -972,14 +979,17 @@ fn examples_run_in_the_guest() {
         "{err:?}"
     );
     assert!(
-        err.iter().any(|l| l.starts_with("count: `instructions`: none of the 10 runs")
-            && l.contains("syscall-fallback")),
+        err.iter().any(
+            |l| l.starts_with("count: `instructions`: none of the 10 runs")
+                && l.contains("syscall-fallback")
+        ),
         "{err:?}"
     );
 
     let (_, err, _) = example(&run, "count-granted-1000");
     assert!(
-        err.iter().any(|l| l.starts_with("backend: direct (perf cannot give one-instruction reads")
+        err.iter().any(|l| l
+            .starts_with("backend: direct (perf cannot give one-instruction reads")
             && l.contains("grant: read-only (ER|CR)")),
         "{err:?}"
     );

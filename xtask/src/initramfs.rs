@@ -354,9 +354,13 @@ fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
-        return Err(format!("building the examples for {target} failed ({status})"));
+        return Err(format!(
+            "building the examples for {target} failed ({status})"
+        ));
     }
-    let dir = crate::images::target_dir().join(target).join("release/examples");
+    let dir = crate::images::target_dir()
+        .join(target)
+        .join("release/examples");
     [("count", "count"), ("pmu-criterion-bench", "bench")]
         .into_iter()
         .map(|(name, file)| {
