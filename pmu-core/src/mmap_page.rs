@@ -188,14 +188,14 @@ pub fn read<P: UserPage + ?Sized>(
     page: &P,
     read_counter: impl FnMut(u32) -> Option<u64>,
 ) -> Result<PageRead, Fallback> {
-    read_anchor(page, read_counter).map(|anchor| anchor.read)
+    read_base(page, read_counter).map(|base| base.read)
 }
 
 /// A consistent read kept as the base of later [`count_since`]s and [`read_since`]s:
 /// the read, and how its counter was read (counter number, sign-extension shift, the
 /// sign-extended counter value).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Anchor {
+pub struct BaseRead {
     /// The read.
     pub read: PageRead,
     pmc: i64,
@@ -208,10 +208,10 @@ pub struct Anchor {
 /// # Errors
 /// As [`read`].
 #[inline(always)]
-pub fn read_anchor<P: UserPage + ?Sized>(
+pub fn read_base<P: UserPage + ?Sized>(
     page: &P,
     mut read_counter: impl FnMut(u32) -> Option<u64>,
-) -> Result<Anchor, Fallback> {
+) -> Result<BaseRead, Fallback> {
     retry(|| attempt::<P, true>(page, &mut read_counter))
 }
 
@@ -221,7 +221,7 @@ pub fn read_anchor<P: UserPage + ?Sized>(
 ///
 /// Without the times it cannot say whether the event was multiplexed; a caller that
 /// needs to know uses [`read`] ([`PageRead::hazards`]) or compares `lock` across its
-/// region, as [`read_anchor`]/[`read_since`] do.
+/// region, as [`read_base`]/[`read_since`] do.
 ///
 /// # Errors
 /// As [`read`].
@@ -230,7 +230,7 @@ pub fn read_count<P: UserPage + ?Sized>(
     page: &P,
     mut read_counter: impl FnMut(u32) -> Option<u64>,
 ) -> Result<u64, Fallback> {
-    retry(|| attempt::<P, false>(page, &mut read_counter)).map(|anchor| anchor.read.value)
+    retry(|| attempt::<P, false>(page, &mut read_counter)).map(|base| base.read.value)
 }
 
 /// How a page converts a reading of the counter clock into the event times: the
@@ -354,9 +354,9 @@ fn retry<T>(mut pass: impl FnMut() -> Option<Result<T, Fallback>>) -> Result<T, 
     }
 }
 
-/// The count since `anchor`, if the kernel has not rewritten the page since then
+/// The count since `base`, if the kernel has not rewritten the page since then
 /// (`lock` unchanged before and after the counter read): then `index`, `offset` and
-/// `pmc_width` are still the anchor's, only the counter is read, and the count is the
+/// `pmc_width` are still the base read's, only the counter is read, and the count is the
 /// difference of the two sign-extended counter values (`offset` cancels). `None` when
 /// the page changed (the event was scheduled out and in, rotated, or reloaded after an
 /// overflow): read it again with [`read`].
@@ -366,34 +366,34 @@ fn retry<T>(mut pass: impl FnMut() -> Option<Result<T, Fallback>>) -> Result<T, 
 #[inline(always)]
 pub fn count_since<P: UserPage + ?Sized>(
     page: &P,
-    anchor: &Anchor,
+    base: &BaseRead,
     read_counter: impl FnOnce(u32) -> Option<u64>,
 ) -> Option<u64> {
     let seq = page.lock();
-    if seq != anchor.read.seq {
+    if seq != base.read.seq {
         return None;
     }
     // As in `read`: the counter read stays between the two `lock` loads.
     page.order_loads();
-    let pmc = read_counter(anchor.counter)?;
+    let pmc = read_counter(base.counter)?;
     page.order_loads();
     if page.lock() != seq {
         return None;
     }
-    let shift = anchor.shift;
+    let shift = base.shift;
     let pmc = ((pmc << shift) as i64) >> shift;
-    Some(pmc.wrapping_sub(anchor.pmc) as u64)
+    Some(pmc.wrapping_sub(base.pmc) as u64)
 }
 
 /// The event's count now (as [`read`] gives it) if the page is unchanged since
-/// `anchor`: the anchor's value plus [`count_since`].
+/// `base`: the base read's value plus [`count_since`].
 #[inline(always)]
 pub fn read_since<P: UserPage + ?Sized>(
     page: &P,
-    anchor: &Anchor,
+    base: &BaseRead,
     read_counter: impl FnOnce(u32) -> Option<u64>,
 ) -> Option<u64> {
-    count_since(page, anchor, read_counter).map(|count| anchor.read.value.wrapping_add(count))
+    count_since(page, base, read_counter).map(|count| base.read.value.wrapping_add(count))
 }
 
 /// One pass: `None` if the page changed under it (or was being changed). Without
@@ -402,7 +402,7 @@ pub fn read_since<P: UserPage + ?Sized>(
 fn attempt<P: UserPage + ?Sized, const TIMES: bool>(
     page: &P,
     read_counter: &mut impl FnMut(u32) -> Option<u64>,
-) -> Option<Result<Anchor, Fallback>> {
+) -> Option<Result<BaseRead, Fallback>> {
     let seq = page.lock();
     // Pairs with the kernel's barrier after its first `lock++`.
     page.order_loads();
@@ -446,7 +446,7 @@ fn attempt<P: UserPage + ?Sized, const TIMES: bool>(
         return not_consistent_or_bad_width(changed == 0, width).map(Err);
     }
     let pmc = ((pmc << shift) as i64) >> shift;
-    Some(Ok(Anchor {
+    Some(Ok(BaseRead {
         read: PageRead {
             value: offset.wrapping_add(pmc) as u64,
             seq,
@@ -476,7 +476,7 @@ fn unreadable(index: u32, cap_user_rdpmc: bool) -> Fallback {
 
 /// A pass that failed its last test: the page changed (`None`: try again) or, on a
 /// consistent page, `width` is not 1..=64. Out of line, so that the fast path tests
-/// both with one branch (and returning a small value: in registers, so the anchor of
+/// both with one branch (and returning a small value: in registers, so the base of
 /// the fast path is never built in memory for it).
 #[cold]
 #[inline(never)]
@@ -778,54 +778,54 @@ mod tests {
     }
 
     /// read_since and count_since: while the page is unchanged only the counter is
-    /// read, against the anchor's counter and width (the 48-bit sign-extension case of
+    /// read, against the base read's counter and width (the 48-bit sign-extension case of
     /// perf_event.h); once the kernel rewrote the page (lock moved), or while it is
     /// rewriting it, `None`.
     #[test]
     fn read_since_an_unchanged_page() {
         let page = FakePage::with(3, 1_000_100, 48, true, 0xFFFF_FFFF_FF9C);
-        let anchor = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
-        assert_eq!(anchor.read.value, 1_000_000);
+        let base = read_base(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(base.read.value, 1_000_000);
         page.pmc.store(0xFFFF_FFFF_FFFF, Ordering::Relaxed); // -1: 99 events later
         assert_eq!(
-            read_since(&page, &anchor, |i| page.read_pmc(i)),
+            read_since(&page, &base, |i| page.read_pmc(i)),
             Some(1_000_099)
         );
-        // The count since the anchor: the difference of the sign-extended counters.
-        assert_eq!(count_since(&page, &anchor, |i| page.read_pmc(i)), Some(99));
+        // The count since the base: the difference of the sign-extended counters.
+        assert_eq!(count_since(&page, &base, |i| page.read_pmc(i)), Some(99));
         // Across the sign boundary of the 48-bit counter: -100 to +16 is 116 events.
         page.pmc.store(16, Ordering::Relaxed);
-        assert_eq!(count_since(&page, &anchor, |i| page.read_pmc(i)), Some(116));
+        assert_eq!(count_since(&page, &base, |i| page.read_pmc(i)), Some(116));
         assert_eq!(
-            read_since(&page, &anchor, |i| page.read_pmc(i)),
+            read_since(&page, &base, |i| page.read_pmc(i)),
             Some(1_000_116)
         );
         page.pmc.store(0xFFFF_FFFF_FFFF, Ordering::Relaxed);
         // A rewrite that changes nothing visible still moves the lock: not trusted.
         page.update(|_| {});
-        assert_eq!(read_since(&page, &anchor, |_| panic!("not read")), None);
-        let again = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(read_since(&page, &base, |_| panic!("not read")), None);
+        let again = read_base(&page, |i| page.read_pmc(i)).unwrap();
         assert_eq!(again.read.value, 1_000_099);
-        // Mid-update (odd lock): never equal to an anchor's even lock.
+        // Mid-update (odd lock): never equal to a base read's even lock.
         page.lock.fetch_add(1, Ordering::Relaxed);
         assert_eq!(read_since(&page, &again, |_| panic!("not read")), None);
         // The counter read refusing the number: None as well.
         page.lock.fetch_add(1, Ordering::Relaxed);
-        let third = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
+        let third = read_base(&page, |i| page.read_pmc(i)).unwrap();
         assert_eq!(read_since(&page, &third, |_| None), None);
         assert_eq!(count_since(&page, &third, |_| None), None);
     }
 
     /// count_since on a 32-bit counter (Cortex-A53's PMEVCNTR, pmc_width 32) that
-    /// wrapped between anchor and stop without a page update: 0xFFFF_FFF0 (-16) to
+    /// wrapped between base and stop without a page update: 0xFFFF_FFF0 (-16) to
     /// 0x10 (16) is 32 events, as the 32-bit sign extension of both ends gives.
     #[test]
     fn count_since_across_a_32_bit_wrap() {
         let page = FakePage::with(1, 5_000, 32, true, 0xFFFF_FFF0);
-        let anchor = read_anchor(&page, |i| page.read_pmc(i)).unwrap();
-        assert_eq!(anchor.read.value, 5_000 - 16);
+        let base = read_base(&page, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(base.read.value, 5_000 - 16);
         page.pmc.store(0x10, Ordering::Relaxed);
-        assert_eq!(count_since(&page, &anchor, |i| page.read_pmc(i)), Some(32));
+        assert_eq!(count_since(&page, &base, |i| page.read_pmc(i)), Some(32));
     }
 
     /// No torn value over 10^6 reads while another thread rewrites the page.
@@ -899,12 +899,12 @@ mod tests {
             // The "hardware counter" read ignores the index check (the writer changes
             // it); a torn index shows up as a wrong value.
             let counter = |_| Some(page.pmc.load(Ordering::Relaxed));
-            match read_anchor(&*page, counter) {
-                Ok(anchor) => {
-                    let r = anchor.read;
-                    // A later read against the anchor: the same generation's value, or
+            match read_base(&*page, counter) {
+                Ok(base) => {
+                    let r = base.read;
+                    // A later read against the base: the same generation's value, or
                     // None once the writer moved on.
-                    if let Some(v) = read_since(&*page, &anchor, counter) {
+                    if let Some(v) = read_since(&*page, &base, counter) {
                         assert_eq!(v, r.value, "read_since across generations");
                         since += 1;
                     }

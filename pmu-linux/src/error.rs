@@ -425,6 +425,47 @@ pub enum Error {
     },
     /// The perf backend is not built for this architecture.
     PerfUnsupported,
+    /// No time-stamp counter reader for this architecture (x86_64 and aarch64 have
+    /// one).
+    NoTimestampCounter,
+    /// [`crate::Meter::stop`] without a [`crate::Meter::start`] before it.
+    RegionNotStarted,
+    /// A [`crate::Meter`]'s backend was asked to stop counting: it counts from the
+    /// meter's build to its drop.
+    MeterAlwaysCounts,
+    /// An [`crate::EventHandle`] of another meter.
+    ForeignHandle,
+    /// The meter's backend does not count this event (the software fallback counts no
+    /// hardware event).
+    NotCounted {
+        /// The event.
+        event: String,
+        /// The backend the meter uses.
+        backend: String,
+        /// Why the meter uses that backend.
+        why: String,
+    },
+    /// A count asked for as trustworthy has hazards.
+    Hazardous {
+        /// The event.
+        event: String,
+        /// The count as read.
+        value: u64,
+        /// Why it cannot be trusted.
+        hazards: pmu_core::Hazards,
+    },
+    /// Every run of a measurement had a hazard for this event: no statistic to give.
+    NoCleanRun {
+        /// The event.
+        event: String,
+        /// Runs measured.
+        runs: usize,
+        /// Their hazards, combined.
+        hazards: pmu_core::Hazards,
+    },
+    /// The ARM1176's direct backend programs the PMU (SUNAVCR.V has no read-only form):
+    /// it needs [`crate::MeterBuilder::program_the_pmu`].
+    DirectNeedsProgramming,
     /// [`crate::DirectMeter::scaled`] for a counter the meter lacks, or by 0.
     ScaleOutOfRange {
         /// The counter index given.
@@ -493,6 +534,22 @@ pub enum GrantMissing {
 pub const MODULE_SYSFS: &str = "/sys/module/kmod_enable_user";
 
 impl Error {
+    /// Whether this is perf refusing a hardware event because the machine registers no
+    /// CPU PMU at all (a VM without vPMU): then software events are all there is.
+    pub fn means_no_hardware_counters(&self) -> bool {
+        matches!(
+            self,
+            Self::Open {
+                cause: OpenError::NotSupported {
+                    needs_cpu_pmu: true,
+                    cpu_pmu_present: false,
+                    ..
+                },
+                ..
+            }
+        )
+    }
+
     /// The error of a probe that trapped, from the module's state under `module`
     /// ([`MODULE_SYSFS`]): [`Error::UserAccessNotEnabled`] when it is not loaded,
     /// [`Error::ModuleGrantMissing`] with what its parameters say when it is.
@@ -748,6 +805,49 @@ impl fmt::Display for Error {
             Self::PerfUnsupported => f.write_str(
                 "the perf backend needs the perf-event-open-sys bindings, which exist for \
                  64-bit architectures only: use the direct backend",
+            ),
+            Self::NoTimestampCounter => f.write_str(
+                "this library reads a time-stamp counter on x86_64 (RDTSC) and aarch64 \
+                 (CNTVCT_EL0) only",
+            ),
+            Self::RegionNotStarted => {
+                f.write_str("the meter was stopped without a start: call start() first")
+            }
+            Self::MeterAlwaysCounts => f.write_str(
+                "a meter counts from its build to its drop: drop it to stop counting",
+            ),
+            Self::ForeignHandle => f.write_str(
+                "this event handle belongs to another meter: use the handles of the builder \
+                 this meter was built from",
+            ),
+            Self::NotCounted {
+                event,
+                backend,
+                why,
+            } => write!(
+                f,
+                "`{event}` is not counted: the meter uses the {backend} backend: {why}"
+            ),
+            Self::Hazardous {
+                event,
+                value,
+                hazards,
+            } => write!(
+                f,
+                "`{event}` read {value}, which cannot be trusted: {hazards}"
+            ),
+            Self::NoCleanRun {
+                event,
+                runs,
+                hazards,
+            } => write!(
+                f,
+                "`{event}`: none of the {runs} runs was free of hazards ({hazards}); \
+                 measure again, pinned to a quiet CPU"
+            ),
+            Self::DirectNeedsProgramming => f.write_str(
+                "the ARM1176's direct backend programs the PMU itself: build the meter with \
+                 program_the_pmu() (which promises exclusive use of the PMU)",
             ),
             Self::ScaleOutOfRange {
                 index,

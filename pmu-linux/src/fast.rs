@@ -19,7 +19,7 @@
 //!   by default. Only task-bound events qualify, and never chained (64-bit on 32-bit
 //!   counters) ones.
 
-use pmu_core::mmap_page::{self, Anchor, Fallback, PageRead};
+use pmu_core::mmap_page::{self, BaseRead, Fallback, PageRead};
 
 use crate::page::MmapPage;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -86,7 +86,9 @@ fn read_clock() -> u64 {
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
 fn read_clock() -> u64 {
-    pmu_armv8::asm::read_cntvct_el0()
+    // SAFETY: Linux user space: EL0 may read CNTVCT_EL0 (CNTKCTL_EL1.EL0VCTEN, set for
+    // the vDSO), or the kernel emulates the trapped read (`read_cntvct_el0`'s contract).
+    unsafe { pmu_armv8::asm::read_cntvct_el0() }
 }
 
 /// Waits until every earlier instruction has completed, so that a counter read after
@@ -129,8 +131,8 @@ pub fn read_unsynchronized(page: &MmapPage) -> Result<PageRead, Fallback> {
 /// As [`read`].
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
-pub(crate) fn read_anchor(page: KernelPage) -> Result<Anchor, Fallback> {
-    mmap_page::read_anchor(&page.view(), |counter| {
+pub(crate) fn read_base(page: KernelPage) -> Result<BaseRead, Fallback> {
+    mmap_page::read_base(&page.view(), |counter| {
         // SAFETY: a `KernelPage` is made only from an `MmapPage`, the kernel's page,
         // mapped while the handle is used; the protocol passes `index - 1` of a
         // consistent pass with index ≠ 0 (see `read_counter`).
@@ -147,21 +149,21 @@ pub(crate) fn read_anchor(page: KernelPage) -> Result<Anchor, Fallback> {
 #[inline(always)]
 pub(crate) fn read_count(page: KernelPage) -> Result<u64, Fallback> {
     mmap_page::read_count(&page.view(), |counter| {
-        // SAFETY: as in `read_anchor`.
+        // SAFETY: as in `read_base`.
         unsafe { read_counter(counter) }
     })
 }
 
-/// The count since `anchor` if the page is unchanged since then (only the counter is
+/// The count since `base` if the page is unchanged since then (only the counter is
 /// read), `None` if the kernel rewrote it meanwhile ([`mmap_page::count_since`]).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
-pub(crate) fn count_since(page: KernelPage, anchor: &Anchor) -> Option<u64> {
-    mmap_page::count_since(&page.view(), anchor, |counter| {
-        // SAFETY: as in `read_anchor`: the page is unchanged since the anchor's
+pub(crate) fn count_since(page: KernelPage, base: &BaseRead) -> Option<u64> {
+    mmap_page::count_since(&page.view(), base, |counter| {
+        // SAFETY: as in `read_base`: the page is unchanged since the base read's
         // consistent pass (same lock), so its counter is still the event's, one that
-        // `read_counter` accepted there (pmu-linux makes its anchors only through
-        // `read_anchor`).
+        // `read_counter` accepted there (pmu-linux makes its base reads only through
+        // `read_base`).
         unsafe { read_counter_again(counter) }
     })
 }
@@ -210,7 +212,7 @@ unsafe fn read_counter(counter: u32) -> Option<u64> {
 #[inline(always)]
 unsafe fn read_counter(counter: u32) -> Option<u64> {
     // SAFETY: the caller's contract.
-    unsafe { crate::asm::read_perf_counter(counter) }
+    unsafe { pmu_armv8::asm::read_counter(counter) }
 }
 
 /// [`read_counter`] of a counter it accepted before: x86_64 the same; aarch64 without
@@ -233,7 +235,7 @@ unsafe fn read_counter_again(counter: u32) -> Option<u64> {
 #[inline(always)]
 unsafe fn read_counter_again(counter: u32) -> Option<u64> {
     // SAFETY: the caller's contract: `counter` ≤ 31, so the mask changes nothing.
-    Some(unsafe { crate::asm::read_perf_counter_masked(counter) })
+    Some(unsafe { pmu_armv8::asm::read_counter_masked(counter) })
 }
 
 #[cfg(test)]

@@ -550,7 +550,7 @@ mod meter {
     use crate::region::{Evidence, FallbackReason};
     use crate::session::{Options, Session};
     use crate::sys;
-    use pmu_core::mmap_page::Anchor;
+    use pmu_core::mmap_page::BaseRead;
     use pmu_core::Fallback;
 
     /// How the current region was started.
@@ -593,7 +593,7 @@ mod meter {
         /// beside the groups that own the mappings (kept as long).
         pages: Vec<KernelPage>,
         /// The start reads of the owner's events (one per event).
-        anchors: Vec<Anchor>,
+        anchors: Vec<BaseRead>,
     }
 
     impl HybridSession {
@@ -698,7 +698,7 @@ mod meter {
                 start: vec![EdgeSample::default(); samples],
                 end: vec![EdgeSample::default(); samples],
                 pages,
-                anchors: vec![Anchor::default(); generic.len()],
+                anchors: vec![BaseRead::default(); generic.len()],
             })
         }
 
@@ -804,7 +804,7 @@ mod meter {
                 }
             }
             for (anchor, &page) in self.anchors.iter_mut().zip(&self.pages[owner * n..]) {
-                match fast::read_anchor(page) {
+                match fast::read_base(page) {
                     Ok(read) => *anchor = read,
                     Err(_) => return false,
                 }

@@ -1,7 +1,31 @@
 //! Linux user-space access to the PMU, with a verdict for every measured region.
 //!
-//! Two backends behind one API (open a set of events, enable, measure a region,
-//! disable), both [`Counters`]:
+//! Count the instructions of a function:
+//!
+//! ```no_run
+//! # fn my_function() {}
+//! # fn main() -> Result<(), pmu_linux::Error> {
+//! let mut builder = pmu_linux::Meter::builder();
+//! let instructions = builder.add(pmu_linux::GenericEvent::Instructions);
+//! let mut meter = builder.build()?;
+//! let result = meter.measure(|| my_function())?;
+//! println!("{} instructions", result.min(instructions)?);
+//! # Ok(()) }
+//! ```
+//!
+//! [`Meter::builder`] takes typed events ([`GenericEvent`], raw codes, sysfs
+//! `pmu/term=…/` names, or text parsed into those: [`Event`]) and
+//! [`MeterBuilder::build`] opens the best backend that works on this machine, saying
+//! which and why ([`Meter::backend`], [`Meter::why`]). [`Meter::measure`] runs warm-ups,
+//! an empty region for calibration and the recorded runs, and gives the minimum and
+//! median over the runs without hazards ([`Measured`]); [`Meter::start`] and
+//! [`Meter::stop`] measure one region ([`Counts`]). Results are indexed by the
+//! [`EventHandle`] each event got when it was added. A count that cannot be trusted is
+//! an error that says why ([`Error::Hazardous`], [`Error::NoCleanRun`],
+//! [`Error::NotCounted`]), never a silent number. `examples/count.rs` is the program
+//! above, runnable.
+//!
+//! # Backends
 //!
 //! - **perf** ([`Session`], x86_64 and aarch64): `perf_event_open` of a group with a
 //!   pinned leader, the metadata page of every event mapped, and reads done in user
@@ -10,41 +34,25 @@
 //!   ([`pmu_core::mmap_page`]); when the page says user reads are impossible, one
 //!   group `read()` instead, flagged with the reason;
 //! - **direct** ([`direct`]): after `kmod-enable-user` opened the PMU to user mode
-//!   (ARMv8 PMUSERENR_EL0.EN, ARM1176 SUNAVCR.V), the library programs and reads the
+//!   (ARMv8 PMUSERENR_EL0, ARM1176 SUNAVCR.V), the library reads (or programs) the
 //!   counters itself through pmu-armv8 / pmu-armv6, after a probe in a child process
-//!   that turns a trap into [`Error::UserAccessNotEnabled`].
+//!   that turns a trap into [`Error::UserAccessNotEnabled`];
+//! - **software** ([`timestamp`]): where there are no hardware counters, perf's
+//!   software events and the time-stamp counter.
 //!
-//! Every region's [`pmu_core::Reading`]s carry [`pmu_core::Hazards`]: overflow,
-//! context switch, CPU migration, multiplexing, not scheduled, syscall fallback,
-//! revoked user access. [`region`] documents exactly what each means and how each
-//! backend detects it; [`region::Evidence`] keeps what each detector saw.
+//! Every region's [`Reading`]s carry [`Hazards`]: overflow, context switch, CPU
+//! migration, multiplexing, not scheduled, syscall fallback, revoked user access.
+//! [`region`] documents exactly what each means and how each backend detects it;
+//! [`region::Evidence`] keeps what each detector saw.
 //!
 //! Layers: `sys` (private: the system calls, the only `unsafe` besides the page view
 //! and the counter reads), [`sysfs`] and [`events`] (names → `perf_event_attr`), [`page`]
 //! (the mmapped page as a `UserPage`), [`fast`] (the per-architecture read), [`session`]
 //! (the perf group), [`region`] (samples → readings + hazards), [`mod@measure`] (warm-up,
-//! N runs, statistics, calibration), [`direct`], [`sched`] (switch counts, CPU,
-//! pinning), [`mod@bench`] (the read paths' costs), [`list`] (what this machine offers).
-//!
-//! ```no_run
-//! # #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-//! # fn main() -> Result<(), pmu_linux::Error> {
-//! use pmu_linux::{measure, MeasureConfig, Options, Session};
-//!
-//! let mut session = Session::open(&["cycles", "instructions", "task-clock"], Options::default())?;
-//! session.enable()?;
-//! let mut data = vec![1.0f64; 1 << 16];
-//! let m = measure(&mut session, &MeasureConfig::default(), &mut || {
-//!     data.iter_mut().for_each(|x| *x = x.mul_add(1.000_001, 0.5));
-//! })?;
-//! for e in &m.events {
-//!     println!("{}: min {:?} over {} clean runs, hazards seen: {}", e.name,
-//!              e.corrected.and_then(|c| c.min), e.summary.clean, e.summary.hazards);
-//! }
-//! # Ok(()) }
-//! # #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-//! # fn main() {}
-//! ```
+//! N runs, statistics, calibration, over any [`Counters`]), [`direct`], [`timestamp`],
+//! [`sched`] (switch counts, CPU, pinning), [`mod@bench`] (the read paths' costs),
+//! [`list`] (what this machine offers), [`meter`] (the front door over all of them).
+//! The lower layers' own types are in [`pmu_core`], re-exported whole.
 
 mod asm;
 pub mod bench;
@@ -56,6 +64,7 @@ pub mod fast;
 pub mod hybrid;
 pub mod list;
 pub mod measure;
+pub mod meter;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub mod page;
 pub mod region;
@@ -65,20 +74,27 @@ pub mod sched;
 pub mod session;
 mod sys;
 pub mod sysfs;
+pub mod timestamp;
 
 /// The most events one group (or direct meter) holds.
 pub const MAX_EVENTS: usize = 16;
 
-pub use direct::{AccessCheck, DirectMeter, Unchecked};
+pub use direct::{AccessCheck, DirectMeter, GenericDirectMeter, OwnedCounters, Unchecked};
 pub use error::{Errno, Error, GrantMissing, OpenError, Result};
 pub use events::{EventKind, EventSpec};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use hybrid::HybridSession;
 pub use measure::{
     measure, measure_against, measure_keeping_partial, measure_once, measure_with_baseline,
-    Counters, Interrupted, MeasureConfig, Measurement, RunRecord,
+    Counters, EventResult, Interrupted, MeasureConfig, Measurement, RunRecord,
 };
+pub use meter::{
+    BackendChoice, BackendKind, Counting, Counts, Event, EventHandle, Measured, Meter, MeterBuilder,
+};
+pub use pmu_core;
+pub use pmu_core::{Corrected, GenericEvent, Hazards, Reading, RegionMeter, Summary};
 pub use region::{Evidence, FallbackReason, ReadPath};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use session::{Options, Session};
 pub use sysfs::Sysfs;
+pub use timestamp::TimestampMeter;

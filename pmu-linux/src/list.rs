@@ -154,7 +154,7 @@ fn direct_status() -> BackendStatus {
         notes.push("ARMv8 EL0 access needs PMUSERENR_EL0.EN from kmod-enable-user; the probe ran on the current CPU".to_owned());
     }
     if cfg!(target_arch = "arm") {
-        notes.push("ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (seed 004); the probe read PMCR in a child process on CPU 0".to_owned());
+        notes.push("ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (ARM1176JZF-S TRM 3.2.50); the probe read PMCR in a child process on CPU 0".to_owned());
     }
     BackendStatus {
         backend: Backend::Direct,
@@ -457,7 +457,7 @@ mod tests {
     }
 
     /// The table `pmu-demo list` prints on 32-bit ARM: 24 selectable events plus 0xFF
-    /// (ARM1176 TRM Table 3-137; DESIGN.md's errata of seed 004's "21"), and every name
+    /// (ARM1176JZF-S TRM Table 3-137: 0x08 and 0x0E are reserved), and every name
     /// it offers is one `--backend direct` accepts for exactly that event number.
     #[test]
     fn arm1176_event_list_names_what_the_direct_backend_takes() {

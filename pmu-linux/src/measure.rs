@@ -6,8 +6,8 @@
 //! enable/disable), so the same functions serve the perf [`crate::Session`] and the
 //! direct [`crate::DirectMeter`]. The loop is pmu-core's [`Harness`]: the region and
 //! the empty baseline run inside the same never-inlined function, so the reads around
-//! them are the same machine code and cancel exactly (seed 001 measures FMA latency
-//! with 3 warm-ups and the minimum of 10 runs; those are the defaults here).
+//! them are the same machine code and cancel exactly. The defaults: 3 warm-ups, then the
+//! minimum and median of 10 runs.
 
 use pmu_core::{Corrected, Harness, Hazards, Reading, RegionMeter, Run, Summary};
 
@@ -45,7 +45,7 @@ pub struct MeasureConfig {
 }
 
 impl Default for MeasureConfig {
-    /// Seed 001's choice: 3 warm-ups, 10 runs; calibrated.
+    /// 3 warm-ups, 10 runs; calibrated.
     fn default() -> Self {
         Self {
             warmup: 3,

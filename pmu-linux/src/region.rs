@@ -564,7 +564,7 @@ mod tests {
         assert_eq!(out[0].time_enabled, None, "page times are not region times");
     }
 
-    /// Direct counters: 32-bit wrap with the flag (ARM1176, seed 004; PMUv3 32-bit).
+    /// Direct counters: 32-bit wrap with the flag (ARM1176JZF-S TRM 3.2.51; PMUv3 32-bit).
     #[test]
     fn direct_overflow_and_switch() {
         let w = [pmu_core::CounterWidth::W32, pmu_core::CounterWidth::W64];

@@ -401,10 +401,43 @@ scenario_hybrid() {
 	finish
 }
 
+# The libraries' examples as a user runs them (tests/tests/kernel_arm64.rs
+# `examples_run_in_the_guest`): pmu-linux's `count` (the front door) and pmu-criterion's
+# bench. With kernel.perf_user_access=1 the meter reads through perf's pages; with 0 and
+# no module it falls back to read() and refuses to give a count; with 0 and the module's
+# read-only grant it picks the direct backend. Each run prints `OUT <tag> …`,
+# `STDERR <tag> …` and `RESULT example tag=<tag> status=<exit status>`.
+ex_run() {
+	tag=$1
+	shift
+	"$@" >"/tmp/$tag.out" 2>"/tmp/$tag.err"
+	status=$?
+	sed "s/^/OUT $tag /" "/tmp/$tag.out"
+	sed "s/^/STDERR $tag /" "/tmp/$tag.err"
+	result example tag=$tag status=$status
+}
+
+scenario_examples() {
+	boot_line
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	ex_run count-1000 taskset -c 0 count 1000
+	ex_run count-2000 taskset -c 0 count 2000
+	ex_run count-1000-again taskset -c 0 count 1000
+	CRITERION_HOME=/tmp/criterion ex_run bench taskset -c 0 pmu-criterion-bench --bench
+	sysctl -w kernel.perf_user_access=0 >/dev/null
+	ex_run count-no-access taskset -c 0 count 1000
+	load granted
+	ex_run count-granted-1000 taskset -c 0 count 1000
+	ex_run count-granted-2000 taskset -c 0 count 2000
+	unload granted
+	finish
+}
+
 main() {
 	case "$scenario" in
 	multiplex) scenario_multiplex ;;
 	demo-msgs) scenario_demo_msgs ;;
+	examples) scenario_examples ;;
 	raspi) scenario_raspi ;;
 	bench) scenario_bench ;;
 	access) scenario_access ;;

@@ -802,12 +802,12 @@ pub mod guest {
                 .unwrap_or_else(|| panic!("no JSON for {}\n{}", self.raw, run.stdout))
         }
 
-        /// The result of the one kernel measured (`loop`): `expected_instructions`,
+        /// The result of the one workload measured (`loop`): `expected_instructions`,
         /// `fast_read`, `fallback_reason`, `events`, …
         pub fn result(&self, run: &QemuRun) -> &Value {
             let json = self.json(run);
             let result = &json["results"][0];
-            assert_eq!(result["kernel"], "loop", "{json}");
+            assert_eq!(result["workload"], "loop", "{json}");
             result
         }
 

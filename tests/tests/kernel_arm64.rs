@@ -1267,3 +1267,131 @@ fn hybrid_meter_on_one_pmu() {
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{ctx}", log.raw);
 }
+
+/// What an example printed on stdout (`OUT <tag>` lines) and stderr, and its status.
+fn example<'r>(run: &'r QemuRun, tag: &str) -> (Vec<&'r str>, Vec<&'r str>, i128) {
+    let status = run.find("example", "tag", tag).int("status");
+    (
+        run.lines_with(&format!("OUT {tag}")),
+        run.lines_with(&format!("STDERR {tag}")),
+        status,
+    )
+}
+
+/// `count`'s instructions (its one stdout line `N instructions`), exit status 0.
+fn counted(run: &QemuRun, tag: &str) -> i64 {
+    let (out, err, status) = example(run, tag);
+    assert_eq!(status, 0, "{tag}: {err:?}\n{}", run.stdout);
+    match out.as_slice() {
+        [line] => line
+            .strip_suffix(" instructions")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{tag}: {line:?}")),
+        other => panic!("{tag}: {other:?}\n{}", run.stdout),
+    }
+}
+
+/// criterion's estimate line of `bench` (`spin N  time: [low est high]` in
+/// instructions).
+fn estimate(out: &[&str], bench: &str) -> [f64; 3] {
+    let line = out
+        .iter()
+        .find(|l| l.starts_with(bench) && l.contains("time:"))
+        .unwrap_or_else(|| panic!("no estimate for {bench}: {out:?}"));
+    let inner = line
+        .split_once('[')
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(inner, _)| inner)
+        .unwrap_or_else(|| panic!("{line}"));
+    let numbers: Vec<f64> = inner
+        .split_whitespace()
+        .filter(|w| *w != "instructions")
+        .map(|w| w.parse().unwrap_or_else(|_| panic!("{line}")))
+        .collect();
+    numbers
+        .try_into()
+        .unwrap_or_else(|_| panic!("{line}: three values"))
+}
+
+/// pmu-linux's `count` example and pmu-criterion's bench in the guest
+/// (tests/guest/arm64.sh `examples`). Both loops are two instructions per iteration
+/// (`subs`, `b.ne`), and with `-icount` INST_RETIRED counts every architecturally
+/// executed instruction exactly once (Arm ARM D12.11, common event 0x08), so 1000 more
+/// iterations are exactly 2000 instructions more, run after run, on every backend the
+/// meter picks: perf's pages (perf_user_access=1), the module's read-only grant
+/// (perf_user_access=0). Without either, every read is a read() and `count` refuses to
+/// give a number.
+#[test]
+fn examples_run_in_the_guest() {
+    let run = boot("max", 2, "examples", Flavour::RustForLinux);
+
+    let (_, err, _) = example(&run, "count-1000");
+    assert!(
+        err.iter().any(|l| l.starts_with(
+            "backend: perf (the kernel lets this thread read every counter with one instruction"
+        )),
+        "{err:?}"
+    );
+    let (n1000, n2000) = (counted(&run, "count-1000"), counted(&run, "count-2000"));
+    assert_eq!(n2000 - n1000, 2000);
+    assert_eq!(
+        counted(&run, "count-1000-again"),
+        n1000,
+        "exact, run after run"
+    );
+
+    let (out, err, status) = example(&run, "bench");
+    assert_eq!(status, 0, "{err:?}");
+    assert!(
+        err.iter()
+            .any(|l| l.starts_with("pmu-criterion: counting instructions on the perf backend")),
+        "{err:?}"
+    );
+    let (e100, e200) = (estimate(&out, "spin 100"), estimate(&out, "spin 200"));
+    for e in [e100, e200] {
+        // Exact counts: criterion's bootstrap interval collapses onto its estimate.
+        assert!((e[2] - e[0]).abs() < 0.01, "{e:?}");
+    }
+    assert!(
+        (e200[1] - e100[1] - 200.0).abs() < 0.01,
+        "{e100:?} {e200:?}"
+    );
+    println!("count 1000/2000: {n1000}/{n2000}; bench spin 100/200: {e100:?} {e200:?}");
+    // Batches with a hazard (a timer tick's context switch) are measured again, never
+    // kept.
+    assert!(
+        err.iter()
+            .any(|l| l.starts_with("pmu-criterion: ") && l.contains(", 0 kept with hazards;")),
+        "{err:?}"
+    );
+
+    let (out, err, status) = example(&run, "count-no-access");
+    assert_eq!(status, 1, "{out:?} {err:?}");
+    assert!(out.is_empty(), "no number without a clean read: {out:?}");
+    assert!(
+        err.iter()
+            .any(|l| l.starts_with("backend: perf (every read is a read() system call")),
+        "{err:?}"
+    );
+    assert!(
+        err.iter().any(
+            |l| l.starts_with("count: `instructions`: none of the 10 runs")
+                && l.contains("syscall-fallback")
+        ),
+        "{err:?}"
+    );
+
+    let (_, err, _) = example(&run, "count-granted-1000");
+    assert!(
+        err.iter().any(|l| l
+            .starts_with("backend: direct (perf cannot give one-instruction reads")
+            && l.contains("grant: read-only (ER|CR)")),
+        "{err:?}"
+    );
+    let (g1000, g2000) = (
+        counted(&run, "count-granted-1000"),
+        counted(&run, "count-granted-2000"),
+    );
+    assert_eq!(g2000 - g1000, 2000);
+    println!("count on the grant 1000/2000: {g1000}/{g2000}");
+}

@@ -48,7 +48,7 @@ mod imp {
 mod imp {
     use std::hint::black_box;
 
-    use pmu_core::{Hazards, RegionMeter};
+    use pmu_linux::pmu_core::{Hazards, RegionMeter};
     use pmu_linux::{measure, Counters, MeasureConfig, Options, Session};
 
     use super::*;
@@ -261,7 +261,7 @@ mod imp {
         // Only the measuring counter stays open: a group of 6 takes the cycle counter and
         // 5 of the 6 event counters of `-cpu max` (PMCR_EL0.N = 6).
         drop(fast);
-        let mut out = [pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
+        let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
         for k in [1usize, 2, 4, 6] {
             match measured(k, Options::default()) {
                 Ok(mut s) => {
@@ -321,8 +321,8 @@ mod imp {
     #[cfg(target_arch = "aarch64")]
     fn direct(n: u64) -> Result<(), Failure> {
         use pmu_armv8::{PmuOptions, PmuVersion};
-        use pmu_core::{CounterPool, PrivilegeFilter};
         use pmu_linux::direct::{allocate, armv8::Pmuserenr};
+        use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
         let cpu = pmu_linux::sched::current_cpu().map_or(0, |c| c as usize);
         // SAFETY: the bench guest runs nothing else on the PMU: no perf hardware event
         // is open while this runs.
@@ -349,7 +349,7 @@ mod imp {
                 }),
                 "",
             );
-            let mut out = [pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
+            let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
             let mut meter = pmu_linux::DirectMeter::new(
                 &counters[1..],
                 vec!["instructions".into()],

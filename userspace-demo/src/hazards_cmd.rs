@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::Args as ClapArgs;
-use pmu_core::Hazards;
+use pmu_linux::pmu_core::Hazards;
 use pmu_linux::{measure_once, RunRecord};
 use serde::Serialize;
 
@@ -172,8 +172,8 @@ fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
 /// kmod-enable-user this is the "not enabled" error (exit status 3).
 #[cfg(target_arch = "arm")]
 fn forced_hazards(_: &Args) -> Result<Vec<Demo>, Failure> {
-    use pmu_core::{CounterPool, PrivilegeFilter};
     use pmu_linux::direct::{allocate, arm1176};
+    use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
     // SAFETY: as in `measure --backend direct` on 32-bit ARM: the demo takes the
     // ARM1176's PMU over exclusively for the duration (documented in --help and the
     // README).
@@ -198,7 +198,7 @@ fn forced_hazards(_: &Args) -> Result<Vec<Demo>, Failure> {
 
     progress("overflow: instructions counter (CR0) preset 1000 below its 32-bit wrap");
     counters[1].preset_before_wrap(1000);
-    let prepared = crate::kernels::Kernel::Loop.prepare(0)?;
+    let prepared = crate::workloads::Workload::Loop.prepare(0)?;
     let record = measure_once(&mut meter, &mut prepared.region(10_000))?;
     demos.push(demo(
         "overflow",
@@ -256,8 +256,8 @@ fn report(args: &Args, demos: &[Demo]) -> Result<(), Failure> {
 #[cfg(target_arch = "aarch64")]
 fn overflow_demo() -> Demo {
     use pmu_armv8::{PmuOptions, PmuVersion};
-    use pmu_core::{CounterPool, GenericEvent, PrivilegeFilter};
     use pmu_linux::direct::armv8::Pmuserenr;
+    use pmu_linux::pmu_core::{CounterPool, GenericEvent, PrivilegeFilter};
     progress("overflow: direct backend, instructions counter preset 1000 below its wrap");
     // SAFETY: as in `measure --backend direct`: the demo takes CPU 0's PMU over
     // exclusively for the duration (documented in --help and the README).
@@ -288,7 +288,7 @@ fn overflow_demo() -> Demo {
     if let Err(e) = pmu_linux::Counters::enable(&mut meter) {
         return skipped("overflow", Hazards::OVERFLOW, e.to_string());
     }
-    let prepared = crate::kernels::Kernel::Loop.prepare(0);
+    let prepared = crate::workloads::Workload::Loop.prepare(0);
     let record = match prepared {
         Ok(p) => measure_once(&mut meter, &mut p.region(10_000)),
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),

@@ -5,7 +5,7 @@ use pmu_linux::list;
 use pmu_linux::Sysfs;
 use serde::Serialize;
 
-use crate::kernels::Kernel;
+use crate::workloads::Workload;
 use crate::Failure;
 
 #[derive(ClapArgs, Debug)]
@@ -161,7 +161,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         pmus,
         events,
         arm1176_events,
-        kernels: Kernel::ALL
+        kernels: Workload::ALL
             .into_iter()
             .map(|k| KernelOut {
                 name: k.name(),

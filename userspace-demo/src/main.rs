@@ -2,7 +2,7 @@
 //! space, and say for every run whether the number can be trusted.
 //!
 //! Subcommands: `list` (backends, PMUs, events, and why what is missing is missing),
-//! `measure` (built-in kernels with chosen events, warm-up + N runs, min/median,
+//! `measure` (built-in workloads with chosen events, warm-up + N runs, min/median,
 //! IPC/CPI, per-run hazards, `--json`), `hazards` (forces a context switch, a migration
 //! and, in direct mode, an overflow, and shows each flagged), `bench` (what each read
 //! path costs), `spe` (Arm SPE sampling filters from intent, checked against capabilities,
@@ -11,14 +11,11 @@
 mod bench_cmd;
 mod bench_guest_cmd;
 mod hazards_cmd;
-mod kernels;
 mod list_cmd;
 mod measure_cmd;
 mod report;
 mod spe_cmd;
-// The TSC meter backs the software fallback of the perf backend.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod tsc;
+mod workloads;
 
 use std::process::ExitCode;
 
@@ -54,9 +51,9 @@ runs: the demo says why there are none, measures with software events and the TS
 and points to the exact measurement in QEMU (`cargo xtask qemu aarch64`).",
     after_help = "Examples:
   pmu-demo list
-  pmu-demo measure --kernel fma-latency --events cycles,instructions
-  pmu-demo measure --kernel loop --units 1000 --json
-  pmu-demo measure --backend direct --kernel loop --units 1000 --events instructions,cycles
+  pmu-demo measure --workload fma-latency --events cycles,instructions
+  pmu-demo measure --workload loop --units 1000 --json
+  pmu-demo measure --backend direct --workload loop --units 1000 --events instructions,cycles
   pmu-demo hazards
   pmu-demo bench
   pmu-demo spe --profile spev1p4-16bit --loads --min-latency 120 --event llc-miss --interval 4096
@@ -71,7 +68,7 @@ struct Cli {
 enum Command {
     /// Backends available here and why not the others, PMUs and their events.
     List(list_cmd::Args),
-    /// Measure built-in kernels: warm-up + N runs, min/median, IPC/CPI, hazards per run.
+    /// Measure built-in workloads: warm-up + N runs, min/median, IPC/CPI, hazards per run.
     Measure(measure_cmd::Args),
     /// Force a context switch, a migration and (direct mode) an overflow inside a region,
     /// and show each one flagged.
@@ -177,7 +174,7 @@ pub struct Failure {
 
 impl From<pmu_linux::Error> for Failure {
     fn from(e: pmu_linux::Error) -> Self {
-        use pmu_core::Error as Core;
+        use pmu_linux::pmu_core::Error as Core;
         use pmu_linux::Error as E;
         let status = match e {
             E::UserAccessNotEnabled | E::ModuleGrantMissing { .. } => EXIT_NOT_ENABLED,
@@ -198,8 +195,8 @@ impl From<pmu_linux::Error> for Failure {
     }
 }
 
-impl From<kernels::KernelError> for Failure {
-    fn from(e: kernels::KernelError) -> Self {
+impl From<workloads::WorkloadError> for Failure {
+    fn from(e: workloads::WorkloadError) -> Self {
         Failure {
             message: e.to_string(),
             status: EXIT_USAGE,

@@ -1,15 +1,17 @@
 //! `pmu-demo measure`.
 
 use clap::Args as ClapArgs;
-use pmu_linux::{measure_keeping_partial, Counters, Interrupted, MeasureConfig, Measurement};
+use pmu_linux::{
+    measure_keeping_partial, BackendChoice, BackendKind, Counters, Interrupted, MeasureConfig,
+    Measurement, Meter, MeterBuilder,
+};
 use serde::Serialize;
 
-use crate::kernels::{Kernel, Prepared};
 use crate::report::{self, EventReport, RunReport};
-use crate::{progress, BackendChoice, Failure, EXIT_NOT_ENABLED, EXIT_USAGE};
+use crate::workloads::{Prepared, Workload};
+use crate::{progress, Failure, EXIT_NOT_ENABLED, EXIT_USAGE};
 
 /// Events of the software fallback (what a VM without vPMU can count).
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub const SOFTWARE_EVENTS: [&str; 4] = [
     "task-clock",
     "context-switches",
@@ -23,18 +25,18 @@ pub struct Args {
     /// software events + TSC otherwise (32-bit ARM, which has no perf backend here: the
     /// direct one); `direct` needs kmod-enable-user (ARMv8, ARM1176).
     #[arg(long, value_enum, default_value = "auto")]
-    backend: BackendChoice,
+    backend: crate::BackendChoice,
     /// ARM1176 direct backend only: 64 sets PMCR.D, so the cycle counter (CCR) ticks
     /// every 64th cycle and wraps after about 392 s instead of 6 s at 700 MHz. Cycles
     /// are still reported in cycles (ticks × 64, resolution 64 cycles).
     #[arg(long, default_value_t = 1, value_parser = parse_cycle_divider)]
     cycle_divider: u64,
-    /// Kernels to run (repeat or comma-separate): loop, fma-latency, fma-throughput,
+    /// Workloads to run (repeat or comma-separate): loop, fma-latency, fma-throughput,
     /// pointer-chase; default: every one this CPU can run.
-    #[arg(long = "kernel", value_delimiter = ',')]
-    kernels: Vec<String>,
+    #[arg(long = "workload", alias = "kernel", value_delimiter = ',')]
+    workloads: Vec<String>,
     /// Units of work per run: loop iterations, FMAs (rounded down to a multiple of 12)
-    /// or loads. Default: 1 200 000 FMAs (seed 001), 1 000 000 otherwise.
+    /// or loads. Default: 1 200 000 FMAs, 1 000 000 otherwise.
     #[arg(long)]
     units: Option<u64>,
     /// Pointer-chase buffer size in bytes (larger than the last-level cache gives DRAM
@@ -74,13 +76,13 @@ pub struct Args {
     json: bool,
 }
 
-/// One kernel's result.
+/// One workload's result.
 #[derive(Debug, Serialize)]
-struct KernelReport {
-    kernel: &'static str,
+struct WorkloadReport {
+    workload: &'static str,
     unit: &'static str,
     units: u64,
-    /// Instructions the units retire beyond an empty run, from the kernel's code.
+    /// Instructions the units retire beyond an empty run, from the workload's code.
     expected_instructions: u64,
     /// Every read was one instruction (rdpmc / mrs / direct).
     fast_read: bool,
@@ -122,7 +124,7 @@ struct Output {
     calibrated: bool,
     /// --multiplex: events opened one by one, unpinned.
     multiplexed_mode: bool,
-    results: Vec<KernelReport>,
+    results: Vec<WorkloadReport>,
     /// Why the measurement failed; the results above are what was measured before.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorReport>,
@@ -147,7 +149,7 @@ struct SoFar {
     backend: Option<&'static str>,
     cycle_divider: Option<u64>,
     notes: Vec<String>,
-    results: Vec<KernelReport>,
+    results: Vec<WorkloadReport>,
 }
 
 /// `--cycle-divider`: 1 or 64, the two settings of PMCR.D.
@@ -214,7 +216,7 @@ fn measure_all(args: &Args, sofar: &mut SoFar) -> Result<(), Failure> {
             status: EXIT_USAGE,
         });
     }
-    if args.multiplex && args.backend == BackendChoice::Direct {
+    if args.multiplex && args.backend == crate::BackendChoice::Direct {
         return Err(Failure {
             message: "--multiplex is for the perf backend (the kernel multiplexes perf \
                       events); the direct backend counts only what fits on the counters"
@@ -222,7 +224,7 @@ fn measure_all(args: &Args, sofar: &mut SoFar) -> Result<(), Failure> {
             status: EXIT_USAGE,
         });
     }
-    let kernels = choose_kernels(&args.kernels)?;
+    let workloads = choose_workloads(&args.workloads)?;
     let config = MeasureConfig {
         warmup: args.warmup,
         runs: args.runs,
@@ -235,15 +237,26 @@ fn measure_all(args: &Args, sofar: &mut SoFar) -> Result<(), Failure> {
         });
     }
     let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
-    match args.backend {
-        BackendChoice::Direct => direct::run(args, &names, &kernels, &config, sofar),
-        BackendChoice::Perf | BackendChoice::Auto => perf(args, &names, &kernels, &config, sofar),
+    let mut meter = open_meter(args, &names, sofar)?;
+    if args.backend == crate::BackendChoice::Perf && meter.backend() != BackendKind::Perf {
+        return Err(Failure::new(format!(
+            "--backend perf: the meter opened the {} backend ({})",
+            meter.backend(),
+            meter.why()
+        )));
     }
+    run_workloads(
+        &mut meter.counters(),
+        args,
+        &workloads,
+        &config,
+        &mut sofar.results,
+    )
 }
 
-fn choose_kernels(names: &[String]) -> Result<Vec<Kernel>, Failure> {
+fn choose_workloads(names: &[String]) -> Result<Vec<Workload>, Failure> {
     if names.is_empty() || names.iter().any(|n| n == "all") {
-        return Ok(Kernel::ALL
+        return Ok(Workload::ALL
             .into_iter()
             .filter(|k| k.unavailable().is_none())
             .collect());
@@ -251,10 +264,10 @@ fn choose_kernels(names: &[String]) -> Result<Vec<Kernel>, Failure> {
     names
         .iter()
         .map(|n| {
-            Kernel::from_name(n).ok_or_else(|| Failure {
+            Workload::from_name(n).ok_or_else(|| Failure {
                 message: format!(
-                    "unknown kernel `{n}`: choose from {}",
-                    Kernel::ALL.map(Kernel::name).join(", ")
+                    "unknown workload `{n}`: choose from {}",
+                    Workload::ALL.map(Workload::name).join(", ")
                 ),
                 status: EXIT_USAGE,
             })
@@ -262,16 +275,16 @@ fn choose_kernels(names: &[String]) -> Result<Vec<Kernel>, Failure> {
         .collect()
 }
 
-fn default_units(kernel: Kernel) -> u64 {
-    match kernel {
-        Kernel::FmaLatency | Kernel::FmaThroughput => 1_200_000,
+fn default_units(workload: Workload) -> u64 {
+    match workload {
+        Workload::FmaLatency | Workload::FmaThroughput => 1_200_000,
         _ => 1_000_000,
     }
 }
 
-/// Measures `kernel` on `counters`, the region and the empty baseline through the same
+/// Measures `workload` on `counters`, the region and the empty baseline through the same
 /// closure type so the calibration cancels exactly.
-fn measure_kernel(
+fn measure_workload(
     counters: &mut dyn Counters,
     config: &MeasureConfig,
     prepared: &Prepared,
@@ -286,13 +299,13 @@ fn measure_kernel(
     }
 }
 
-fn kernel_report(
-    kernel: Kernel,
+fn workload_report(
+    workload: Workload,
     units: u64,
     m: &Measurement,
     multiplexed: bool,
     complete: bool,
-) -> KernelReport {
+) -> WorkloadReport {
     let (events, runs) = report::events_and_runs(m, multiplexed);
     let (fast_read, fallback_reason) = report::read_paths(m);
     let value = |name: &str| {
@@ -308,7 +321,7 @@ fn kernel_report(
         _ => None,
     };
     let per_unit = |v: Option<i64>| v.filter(|_| units > 0).map(|v| v as f64 / units as f64);
-    let expected = kernel.instructions(units);
+    let expected = workload.instructions(units);
     let derived = Derived {
         ipc: ratio(instructions, cycles),
         cpi: ratio(cycles, instructions),
@@ -318,9 +331,9 @@ fn kernel_report(
         tsc_ticks_per_unit: per_unit(value("tsc")),
         instructions_exact: instructions.map(|i| i == expected as i64),
     };
-    KernelReport {
-        kernel: kernel.name(),
-        unit: kernel.unit(),
+    WorkloadReport {
+        workload: workload.name(),
+        unit: workload.unit(),
         units,
         expected_instructions: expected,
         fast_read,
@@ -332,152 +345,148 @@ fn kernel_report(
     }
 }
 
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn perf(
-    args: &Args,
-    names: &[&str],
-    kernels: &[Kernel],
-    config: &MeasureConfig,
-    sofar: &mut SoFar,
-) -> Result<(), Failure> {
-    let mut options = pmu_linux::Options::default().exclude_kernel(!args.include_kernel);
-    if args.multiplex {
-        // Each event its own unpinned group: the kernel rotates them through the
-        // counters (perf stat's default). read() at both edges gives each event the
-        // region's own time enabled and running; the pages' would stand still between
-        // rotations.
-        options = options.pinned(false).grouped(false).map_pages(false);
-    }
-    let _pin = match args.cpu {
-        Some(cpu) => Some(pmu_linux::sched::pin_to(cpu)?),
-        None => None,
-    };
-    match pmu_linux::Session::open(names, options) {
-        Ok(mut session) => {
-            // Before any work and before the progress line: the group must fit on the
-            // counters (a pinned group that does not fails only at its first read).
-            session.check_fits()?;
-            sofar.backend = Some("perf");
-            if args.multiplex {
-                sofar.notes.push(
-                    "--multiplex: every event opened on its own, unpinned; the kernel rotates \
-                     them through the counters: runs where an event was off its counter are \
-                     flagged multiplexed, with time enabled/running and the scaled estimate"
-                        .into(),
-                );
-            }
-            session.enable()?;
-            run_kernels(&mut session, args, kernels, config, &mut sofar.results)?;
-            session.disable()?;
-            Ok(())
+/// The meter for `names`: pmu-linux's [`Meter`] picks the backend (perf, the direct one
+/// after kmod-enable-user, or software events and the time-stamp counter) and says why.
+fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, Failure> {
+    let usage = |e: pmu_linux::Error| {
+        let failure = Failure::from(e);
+        Failure {
+            status: if failure.status == 1 {
+                EXIT_USAGE
+            } else {
+                failure.status
+            },
+            ..failure
         }
-        Err(e) if args.backend == BackendChoice::Auto && no_hardware_counters(&e) => {
+    };
+    let builder = |events: &[&str], choice: BackendChoice| -> Result<MeterBuilder, Failure> {
+        let mut builder = Meter::builder();
+        for name in events {
+            builder.add_named(name).map_err(usage)?;
+        }
+        builder.backend(choice);
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        {
+            let mut options = pmu_linux::Options::default().exclude_kernel(!args.include_kernel);
+            if args.multiplex {
+                // Each event its own unpinned group: the kernel rotates them through the
+                // counters (perf stat's default). read() at both edges gives each event
+                // the region's own time enabled and running; the pages' would stand still
+                // between rotations.
+                options = options.pinned(false).grouped(false).map_pages(false);
+            }
+            builder.perf_options(options);
+        }
+        if let Some(cpu) = args.cpu {
+            builder.cpu(cpu);
+        }
+        #[cfg(target_arch = "arm")]
+        builder.cycle_divider(if args.cycle_divider == 64 {
+            pmu_armv6::CycleDivider::Every64thCycle
+        } else {
+            pmu_armv6::CycleDivider::EveryCycle
+        });
+        if choice == BackendChoice::Direct || cfg!(target_arch = "arm") {
+            // SAFETY: direct mode is documented (--help, README) as taking the PMU of the
+            // CPU over exclusively: no perf hardware events may run there meanwhile. On
+            // 32-bit ARM the direct backend is the ARM1176's (the ARMv6 build is for the
+            // Raspberry Pi 1 / Zero; take_arm1176 refuses another core /proc/cpuinfo
+            // names).
+            unsafe { builder.program_the_pmu() };
+        }
+        Ok(builder)
+    };
+    if cfg!(target_arch = "arm") {
+        if let Some(cpu) = args.cpu.filter(|&c| c != 0) {
+            return Err(Failure {
+                message: format!(
+                    "--cpu {cpu}: the ARM1176 direct backend runs on CPU 0 (the Raspberry Pi 1 \
+                     and Zero have one core)"
+                ),
+                status: EXIT_USAGE,
+            });
+        }
+        if args.backend == crate::BackendChoice::Auto {
+            // No perf backend in pmu-linux on 32-bit ARM: the meter goes to the direct
+            // one; say so first.
+            let why = pmu_linux::Error::PerfUnsupported;
+            sofar.notes.push(format!("perf backend: {why}"));
+            progress(format_args!(
+                "perf backend: {why}; trying the direct backend"
+            ));
+        }
+    }
+    let choice = match args.backend {
+        crate::BackendChoice::Auto => BackendChoice::Auto,
+        crate::BackendChoice::Perf => BackendChoice::Perf,
+        crate::BackendChoice::Direct => BackendChoice::Direct,
+    };
+    let meter = builder(names, choice)?.build();
+    let meter = match meter {
+        Ok(meter) if meter.backend() == BackendKind::Software => {
+            // Measure what there is: every software event the demo knows, and the
+            // time-stamp counter.
             let notes = &mut sofar.notes;
-            notes.push(format!("hardware events cannot be opened: {e}"));
-            notes.extend(pmu_linux::list::why_no_hardware_counters(
-                &pmu_linux::Sysfs::system(),
-            ));
-            notes.push(format!(
-                "measuring with what is available instead: perf software events ({}) and the TSC",
-                SOFTWARE_EVENTS.join(", ")
-            ));
-            notes.push("exact instruction and cycle counts of the same kind of kernels: `cargo xtask qemu aarch64` (QEMU, icount)".into());
+            notes.push(format!("hardware events cannot be opened: {}", meter.why()));
+            notes.push(
+                "exact instruction and cycle counts of the same kind of workloads: `cargo \
+                 xtask qemu aarch64` (QEMU, icount)"
+                    .into(),
+            );
             for n in notes.iter() {
                 progress(n);
             }
-            software(args, kernels, config, options, sofar)
+            let mut events = SOFTWARE_EVENTS.to_vec();
+            events.extend(names.iter().filter(|n| !SOFTWARE_EVENTS.contains(n)));
+            let meter = builder(&events, BackendChoice::Software)?.build()?;
+            sofar.notes.push(meter.why().to_owned());
+            meter
         }
-        Err(e) => Err(Failure {
-            message: e.to_string(),
-            status: EXIT_USAGE,
-        }),
-    }
-}
-
-/// 32-bit ARM: pmu-linux has no perf backend there (no perf-event-open-sys bindings, and
-/// Linux offers ARMv6 no user-space counter reads anyway), so `auto` goes to the direct
-/// backend, and says so on stderr first.
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn perf(
-    args: &Args,
-    names: &[&str],
-    kernels: &[Kernel],
-    config: &MeasureConfig,
-    sofar: &mut SoFar,
-) -> Result<(), Failure> {
-    let why = pmu_linux::Error::PerfUnsupported;
-    if args.backend != BackendChoice::Auto {
-        return Err(Failure {
-            message: why.to_string(),
-            status: EXIT_USAGE,
-        });
-    }
-    sofar.notes.push(format!("perf backend: {why}"));
-    progress(format_args!(
-        "perf backend: {why}; trying the direct backend"
-    ));
-    direct::run(args, names, kernels, config, sofar)
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn no_hardware_counters(e: &pmu_linux::Error) -> bool {
-    matches!(
-        e,
-        pmu_linux::Error::Open {
-            cause: pmu_linux::OpenError::NotSupported {
-                needs_cpu_pmu: true,
-                cpu_pmu_present: false,
-                ..
-            },
-            ..
+        Ok(meter) => {
+            sofar.notes.push(meter.why().to_owned());
+            meter
         }
-    )
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn software(
-    args: &Args,
-    kernels: &[Kernel],
-    config: &MeasureConfig,
-    options: pmu_linux::Options,
-    sofar: &mut SoFar,
-) -> Result<(), Failure> {
-    let mut session = pmu_linux::Session::open(&SOFTWARE_EVENTS, options)?;
-    sofar.backend = Some("software");
-    session.enable()?;
-    run_kernels(&mut session, args, kernels, config, &mut sofar.results)?;
-    session.disable()?;
-    if crate::tsc::TscMeter::available() {
-        let mut tsc = crate::tsc::TscMeter::default();
-        let mut tsc_results = Vec::new();
-        run_kernels(&mut tsc, args, kernels, config, &mut tsc_results)?;
-        for (r, t) in sofar.results.iter_mut().zip(tsc_results) {
-            r.events.extend(t.events);
-            r.derived.tsc_ticks_per_unit = t.derived.tsc_ticks_per_unit;
-            for (run, trun) in r.runs.iter_mut().zip(t.runs) {
-                run.values.extend(trun.values);
-            }
-        }
+        Err(
+            e @ (pmu_linux::Error::UserAccessNotEnabled
+            | pmu_linux::Error::ModuleGrantMissing { .. }),
+        ) => return Err(e.into()),
+        Err(e) => return Err(usage(e)),
+    };
+    sofar.backend = Some(match meter.backend() {
+        BackendKind::Perf => "perf",
+        BackendKind::Direct => "direct",
+        _ => "software",
+    });
+    if args.multiplex {
+        sofar.notes.push(
+            "--multiplex: every event opened on its own, unpinned; the kernel rotates them \
+             through the counters: runs where an event was off its counter are flagged \
+             multiplexed, with time enabled/running and the scaled estimate"
+                .into(),
+        );
     }
-    Ok(())
+    if cfg!(target_arch = "arm") && meter.backend() == BackendKind::Direct {
+        sofar.cycle_divider = Some(args.cycle_divider);
+    }
+    Ok(meter)
 }
 
-/// Measures every kernel into `done`, one report each. When a measurement stops on an
+/// Measures every workload into `done`, one report each. When a measurement stops on an
 /// error, the runs recorded before it are reported too (`complete: false`), and the
 /// error says how far it got.
-fn run_kernels(
+fn run_workloads(
     counters: &mut dyn Counters,
     args: &Args,
-    kernels: &[Kernel],
+    workloads: &[Workload],
     config: &MeasureConfig,
-    done: &mut Vec<KernelReport>,
+    done: &mut Vec<WorkloadReport>,
 ) -> Result<(), Failure> {
-    for &kernel in kernels {
-        let units = kernel.effective_units(args.units.unwrap_or_else(|| default_units(kernel)));
-        let prepared = kernel.prepare(args.bytes)?;
+    for &workload in workloads {
+        let units = workload.effective_units(args.units.unwrap_or_else(|| default_units(workload)));
+        let prepared = workload.prepare(args.bytes)?;
         progress(format_args!(
-            "{kernel}: {units} {}s, {} warm-up + {} runs{} on {}",
-            kernel.unit(),
+            "{workload}: {units} {}s, {} warm-up + {} runs{} on {}",
+            workload.unit(),
             config.warmup,
             config.runs,
             if config.calibrate {
@@ -487,14 +496,14 @@ fn run_kernels(
             },
             counters.names().join(",")
         ));
-        match measure_kernel(counters, config, &prepared, units) {
-            Ok(m) => done.push(kernel_report(kernel, units, &m, args.multiplex, true)),
+        match measure_workload(counters, config, &prepared, units) {
+            Ok(m) => done.push(workload_report(workload, units, &m, args.multiplex, true)),
             Err(interrupted) => {
                 let Interrupted { error, partial } = *interrupted;
                 let recorded = partial.runs.len();
                 if recorded > 0 || !partial.baseline.is_empty() {
-                    done.push(kernel_report(
-                        kernel,
+                    done.push(workload_report(
+                        workload,
                         units,
                         &partial,
                         args.multiplex,
@@ -512,7 +521,7 @@ fn run_kernels(
                     String::new()
                 };
                 failure.message = format!(
-                    "{kernel}: stopped after {recorded} of {} runs{baseline}{}: {}",
+                    "{workload}: stopped after {recorded} of {} runs{baseline}{}: {}",
                     config.runs,
                     if recorded > 0 {
                         "; the runs measured before are reported"
@@ -550,7 +559,7 @@ fn print_human(out: &Output) {
         println!();
         println!(
             "{}: {} {}s (code retires {} instructions beyond an empty run)",
-            r.kernel, r.units, r.unit, r.expected_instructions
+            r.workload, r.units, r.unit, r.expected_instructions
         );
         match (&r.fallback_reason, r.fast_read) {
             (_, true) => println!("  reads: one instruction each"),
@@ -612,205 +621,6 @@ fn cycle_divider_line(divider: u64) -> String {
     }
 }
 
-mod direct {
-    use super::*;
-
-    /// Counters for `names` from `pool` (counting in `filter`'s levels), zeroed, a
-    /// meter over them (its cycle counter, `Slot::Fixed(0)`, scaled by `cycle_scale`
-    /// when given), then the kernels measured between enable and disable.
-    #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
-    #[allow(clippy::too_many_arguments)]
-    fn measure<P: pmu_core::Pmu, A: pmu_linux::direct::AccessCheck + Copy>(
-        pool: &pmu_core::CounterPool<P>,
-        names: &[&str],
-        filter: pmu_core::PrivilegeFilter,
-        access: A,
-        cycle_scale: Option<u64>,
-        args: &Args,
-        kernels: &[Kernel],
-        config: &MeasureConfig,
-        sofar: &mut SoFar,
-    ) -> Result<(), Failure> {
-        let counters = pmu_linux::direct::allocate(pool, names, filter)?;
-        for c in &counters {
-            c.reset();
-        }
-        let mut meter = pmu_linux::DirectMeter::new(
-            &counters,
-            names.iter().map(|s| (*s).to_owned()).collect(),
-            access,
-        )?;
-        if let Some(scale) = cycle_scale {
-            for (i, c) in counters.iter().enumerate() {
-                if c.slot() == pmu_core::Slot::Fixed(0) {
-                    meter = meter.scaled(i, scale)?;
-                }
-            }
-        }
-        sofar.backend = Some("direct");
-        meter.enable()?;
-        if let Err(failure) = run_kernels(&mut meter, args, kernels, config, &mut sofar.results) {
-            if !access.granted() {
-                // The grant is gone (perf started the PMU on this CPU, or the module was
-                // unloaded): from here every PMU register access traps (SIGILL), the
-                // counters' release in their drop included, and the kernel owns and
-                // reprograms this CPU's PMU anyway. Leave them as they are, so that the
-                // runs measured before are still reported.
-                drop(meter);
-                std::mem::forget(counters);
-            }
-            return Err(failure);
-        }
-        meter.disable()?;
-        Ok(())
-    }
-
-    #[cfg(target_arch = "aarch64")]
-    pub fn run(
-        args: &Args,
-        names: &[&str],
-        kernels: &[Kernel],
-        config: &MeasureConfig,
-        sofar: &mut SoFar,
-    ) -> Result<(), Failure> {
-        use pmu_armv8::{PmuOptions, PmuVersion};
-        use pmu_core::{CounterPool, PrivilegeFilter};
-        use pmu_linux::direct::armv8::Pmuserenr;
-        // The CPU the demo runs on (taskset picks it), unless --cpu says otherwise.
-        let cpu = args
-            .cpu
-            .or_else(|| pmu_linux::sched::current_cpu().map(|c| c as usize))
-            .unwrap_or(0);
-        // SAFETY: direct mode is documented (--help, README) as taking the PMU of the CPU
-        // over exclusively: no perf hardware events may run there meanwhile. EL0 cannot
-        // read PMUVer, so only the PMUv3 baseline is assumed.
-        let taken = unsafe {
-            pmu_linux::direct::armv8::take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new())
-        };
-        sofar
-            .notes
-            .push(format!("direct access on CPU {cpu}, counting EL0 only"));
-        match taken {
-            Ok((_pin, pmu)) => {
-                let pool = CounterPool::new(pmu);
-                sofar.notes.push(
-                    "grant: read and program (EN): the demo programs the counters itself".into(),
-                );
-                measure(
-                    &pool,
-                    names,
-                    PrivilegeFilter::USER,
-                    Pmuserenr,
-                    None,
-                    args,
-                    kernels,
-                    config,
-                    sofar,
-                )
-            }
-            // The module is loaded without EN: its read-only grant, on the counters it
-            // runs (a read probe that traps there means perf revoked the grant).
-            Err(pmu_linux::Error::ModuleGrantMissing {
-                cause: pmu_linux::GrantMissing::NoProgrammingAccess { .. },
-            }) => {
-                let (_pin, pmu, layout) = pmu_linux::direct::armv8::take_granted(cpu)?;
-                let access = pmu_linux::direct::armv8::PmuserenrRead::for_layout(pmu.layout());
-                let pool = CounterPool::new(pmu);
-                let counters = pmu_linux::direct::allocate_granted(&pool, names, &layout)?;
-                let mut meter = pmu_linux::DirectMeter::new(
-                    &counters,
-                    names.iter().map(|s| (*s).to_owned()).collect(),
-                    access,
-                )?;
-                sofar.notes.push(format!(
-                    "grant: read-only (ER|CR): the module's counters {layout}, event counters \
-                     read as 32 bits (no overflow flags without EN: a region must count fewer \
-                     than 2^32 events)"
-                ));
-                sofar.backend = Some("direct");
-                meter.enable()?;
-                run_kernels(&mut meter, args, kernels, config, &mut sofar.results)?;
-                meter.disable()?;
-                Ok(())
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// ARM1176 (Raspberry Pi 1 / Zero) after kmod-enable-user set SUNAVCR.V: CCR for
-    /// `cycles`, CR0/CR1 for two more events, every mode counted (no privilege filter).
-    #[cfg(target_arch = "arm")]
-    pub fn run(
-        args: &Args,
-        names: &[&str],
-        kernels: &[Kernel],
-        config: &MeasureConfig,
-        sofar: &mut SoFar,
-    ) -> Result<(), Failure> {
-        use pmu_armv6::CycleDivider;
-        use pmu_core::{CounterPool, PrivilegeFilter};
-        use pmu_linux::direct::arm1176;
-        if let Some(cpu) = args.cpu.filter(|&c| c != 0) {
-            return Err(Failure {
-                message: format!(
-                    "--cpu {cpu}: the ARM1176 direct backend runs on CPU 0 (the Raspberry Pi 1 \
-                     and Zero have one core)"
-                ),
-                status: crate::EXIT_USAGE,
-            });
-        }
-        let divider = if args.cycle_divider == 64 {
-            CycleDivider::Every64thCycle
-        } else {
-            CycleDivider::EveryCycle
-        };
-        // SAFETY: direct mode is documented (--help, README) as taking the PMU over
-        // exclusively: no perf hardware events meanwhile. The CPU is an ARM1176:
-        // take_arm1176 refuses a core /proc/cpuinfo names otherwise, and the README
-        // gives the ARMv6 build for the Raspberry Pi 1 / Zero only.
-        let (_pin, pmu) = unsafe { arm1176::take_arm1176(divider) }?;
-        let pool = CounterPool::new(pmu);
-        // The CCR (Slot::Fixed(0)) counts every 64th cycle with the divider: its ticks
-        // are reported in cycles.
-        sofar.cycle_divider = Some(divider.cycles_per_tick());
-        sofar.notes.extend([
-            "direct access to the ARM1176 PMU on CPU 0 (SUNAVCR.V from kmod-enable-user)".into(),
-            "the ARM1176 has no privilege filter: kernel and other processes' work inside \
-             a region is counted too (context switches are flagged)"
-                .into(),
-        ]);
-        measure(
-            &pool,
-            names,
-            PrivilegeFilter::ALL,
-            pmu_linux::Unchecked,
-            Some(divider.cycles_per_tick()),
-            args,
-            kernels,
-            config,
-            sofar,
-        )
-    }
-
-    #[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
-    pub fn run(
-        _: &Args,
-        _: &[&str],
-        _: &[Kernel],
-        _: &MeasureConfig,
-        _: &mut SoFar,
-    ) -> Result<(), Failure> {
-        Err(pmu_linux::direct::probe()
-            .err()
-            .map(Failure::from)
-            .unwrap_or_else(|| {
-                Failure::new(
-                    "the direct backend is built for aarch64 and 32-bit ARM only in this demo",
-                )
-            }))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -823,7 +633,7 @@ mod tests {
         args: Args,
     }
 
-    /// PMCR.D has two settings (ARM1176 TRM 3.2.51; seed 004: every cycle, or every
+    /// PMCR.D has two settings (ARM1176JZF-S TRM 3.2.51: every cycle, or every
     /// 64th): `--cycle-divider` takes exactly those, and the output says how the
     /// reported cycles relate to the CCR.
     #[test]

@@ -1,6 +1,6 @@
 //! Turning a `pmu_linux::Measurement` into what people and machines read.
 
-use pmu_core::{Corrected, Hazards};
+use pmu_linux::pmu_core::{Corrected, Hazards};
 use pmu_linux::region::ReadPath;
 use pmu_linux::Measurement;
 use serde::Serialize;

@@ -324,37 +324,62 @@ fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The pmu-linux examples the arm64 guest runs, as `bin/<name with ->`:
-/// `multiplex_now` (scenario_multiplex) and `hybrid` (scenario_hybrid, as
-/// `pmu-hybrid`).
-const ARM64_EXAMPLES: &[(&str, &str)] =
-    &[("multiplex_now", "multiplex-now"), ("hybrid", "pmu-hybrid")];
+/// The examples the arm64 guest runs, static for the musl target like `pmu-demo`, by
+/// their name in `/bin`: pmu-linux's `count` and pmu-criterion's `bench`
+/// (tests/guest/arm64.sh `scenario_examples`), pmu-linux's `multiplex_now`
+/// (`scenario_multiplex`) and `hybrid` (`scenario_hybrid`).
+const ARM64_EXAMPLES: [(&str, &str); 4] = [
+    ("count", "count"),
+    ("pmu-criterion-bench", "bench"),
+    ("multiplex-now", "multiplex_now"),
+    ("pmu-hybrid", "hybrid"),
+];
 
-/// Builds the pmu-linux example `name` static for `arch` (as [`pmu_demo`]) and returns
-/// its path.
-fn pmu_linux_example(arch: Arch, name: &str) -> Result<PathBuf, String> {
+/// Builds the [`ARM64_EXAMPLES`] in one cargo run and returns their paths, named as
+/// they go into `/bin` (none for the other architectures).
+fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
+    if arch != Arch::Arm64 {
+        return Ok(Vec::new());
+    }
     let target = arch.user_target();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    println!("    $ cargo build --release -p pmu-linux --example {name} --target {target}");
+    let mut args = vec![
+        "build",
+        "--release",
+        "-p",
+        "pmu-linux",
+        "-p",
+        "pmu-criterion",
+    ];
+    for (_, example) in ARM64_EXAMPLES {
+        args.extend(["--example", example]);
+    }
+    args.extend(["--target", target]);
+    println!("    $ cargo {}", args.join(" "));
     let status = Command::new(cargo)
-        .args(["build", "--release", "-p", "pmu-linux", "--example", name])
-        .args(["--target", target])
+        .args(&args)
         .current_dir(workspace_root())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
         return Err(format!(
-            "building the example {name} for {target} failed ({status})"
+            "building the examples for {target} failed ({status})"
         ));
     }
-    let path = crate::images::target_dir()
+    let dir = crate::images::target_dir()
         .join(target)
-        .join("release/examples")
-        .join(name);
-    if !path.is_file() {
-        return Err(format!("{} missing after the build", path.display()));
-    }
-    Ok(path)
+        .join("release/examples");
+    ARM64_EXAMPLES
+        .into_iter()
+        .map(|(name, file)| {
+            let path = dir.join(file);
+            if path.is_file() {
+                Ok((name, path))
+            } else {
+                Err(format!("{} missing after the build", path.display()))
+            }
+        })
+        .collect()
 }
 
 /// Builds a guest probe (`tests/guest/<name with _>.rs`, one static program for `arch`):
@@ -505,16 +530,7 @@ pub fn build_with_modules(
             data: read(&guest_probe(arch, name)?)?,
         });
     }
-    if arch == Arch::Arm64 {
-        for (name, bin) in ARM64_EXAMPLES {
-            entries.push(Entry::File {
-                path: format!("bin/{bin}"),
-                mode: 0o755,
-                data: read(&pmu_linux_example(arch, name)?)?,
-            });
-        }
-    }
-    for (name, from) in extra {
+    for (name, from) in examples(arch)?.iter().chain(extra) {
         entries.push(Entry::File {
             path: format!("bin/{name}"),
             mode: 0o755,

@@ -163,8 +163,9 @@ impl Profile {
 mod tests {
     use super::*;
 
-    /// DESIGN.md event bits (Arm ARM D18.2.6): names, bit numbers and masks all land on the
-    /// same bit; the seed 003 errata values decode to what they really are.
+    /// The event bits (Arm ARM D18.2.6): names, bit numbers and masks all land on the same
+    /// bit; values often published wrongly (0x08 as "L2 miss", 0x20 as "store buffer
+    /// full") decode to what they really are (L1D refill, TLB walk).
     #[test]
     fn event_spellings() {
         for text in [

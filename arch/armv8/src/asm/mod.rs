@@ -6,7 +6,9 @@
 //!
 //! `PMEVCNTR<n>_EL0` and `PMEVTYPER<n>_EL0` are reached by their numbered encodings: the
 //! counter number is part of the instruction, so a macro generates one `mrs`/`msr` per
-//! n = 0..=30 and the function dispatches on n with a `match`. Nothing goes through
+//! n = 0..=30 and the function dispatches on n with a `match`; the counter reads, which
+//! sit inside measured regions, go through one computed branch into a table instead
+//! ([`read_counter`]). Nothing goes through
 //! PMSELR_EL0 + PMXEVCNTR_EL0, whose select-then-access pair an interrupt handler could
 //! split (the race Linux's `PMEVN_SWITCH` avoids the same way).
 //!
@@ -237,34 +239,6 @@ pub unsafe fn write_pmuserenr_el0(value: u64) {
 /// instruction per n, chosen by a `match` on n.
 macro_rules! pmu_numbered {
     ($($n:literal)*) => {
-        /// Reads `PMEVCNTR<n>_EL0` for `counter` = n.
-        ///
-        /// # Safety
-        ///
-        /// The module's shared contract: PMUv3 implemented, access permitted at the
-        /// current Exception level, n below PMCR_EL0.N.
-        #[cfg(target_arch = "aarch64")]
-        #[inline(always)]
-        pub unsafe fn read_pmevcntr_el0(counter: EventCounter) -> u64 {
-            let value: u64;
-            // SAFETY: the caller upholds the module contract, so PMEVCNTR<n>_EL0 exists
-            // and may be read; `mrs` only writes the output register.
-            unsafe {
-                match counter.index() {
-                    $(
-                        $n => asm!(
-                            concat!("mrs {value}, pmevcntr", stringify!($n), "_el0"),
-                            value = out(reg) value,
-                            options(nostack, preserves_flags),
-                        ),
-                    )*
-                    // `EventCounter` is always 0..=30: never taken.
-                    _ => value = 0,
-                }
-            }
-            value
-        }
-
         /// Writes `PMEVCNTR<n>_EL0` for `counter` = n.
         ///
         /// No `isb`: later direct reads of the same register are ordered after the
@@ -354,6 +328,134 @@ macro_rules! pmu_numbered {
 
 pmu_numbered!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30);
 
+/// The `mrs` table: `adr; add; br` into 32 entries of `mrs; b` (entry k at 2f + 8k).
+/// Expands to an `unsafe` operation: the counter must be ≤ 31.
+#[cfg(target_arch = "aarch64")]
+macro_rules! counter_table {
+    ($counter:expr) => {{
+        let value: u64;
+        asm!(
+            "adr {t}, 2f",
+            "add {t}, {t}, {c}, lsl #3",
+            "br {t}",
+            "2:",
+            "mrs {v}, pmevcntr0_el0", "b 3f",
+            "mrs {v}, pmevcntr1_el0", "b 3f",
+            "mrs {v}, pmevcntr2_el0", "b 3f",
+            "mrs {v}, pmevcntr3_el0", "b 3f",
+            "mrs {v}, pmevcntr4_el0", "b 3f",
+            "mrs {v}, pmevcntr5_el0", "b 3f",
+            "mrs {v}, pmevcntr6_el0", "b 3f",
+            "mrs {v}, pmevcntr7_el0", "b 3f",
+            "mrs {v}, pmevcntr8_el0", "b 3f",
+            "mrs {v}, pmevcntr9_el0", "b 3f",
+            "mrs {v}, pmevcntr10_el0", "b 3f",
+            "mrs {v}, pmevcntr11_el0", "b 3f",
+            "mrs {v}, pmevcntr12_el0", "b 3f",
+            "mrs {v}, pmevcntr13_el0", "b 3f",
+            "mrs {v}, pmevcntr14_el0", "b 3f",
+            "mrs {v}, pmevcntr15_el0", "b 3f",
+            "mrs {v}, pmevcntr16_el0", "b 3f",
+            "mrs {v}, pmevcntr17_el0", "b 3f",
+            "mrs {v}, pmevcntr18_el0", "b 3f",
+            "mrs {v}, pmevcntr19_el0", "b 3f",
+            "mrs {v}, pmevcntr20_el0", "b 3f",
+            "mrs {v}, pmevcntr21_el0", "b 3f",
+            "mrs {v}, pmevcntr22_el0", "b 3f",
+            "mrs {v}, pmevcntr23_el0", "b 3f",
+            "mrs {v}, pmevcntr24_el0", "b 3f",
+            "mrs {v}, pmevcntr25_el0", "b 3f",
+            "mrs {v}, pmevcntr26_el0", "b 3f",
+            "mrs {v}, pmevcntr27_el0", "b 3f",
+            "mrs {v}, pmevcntr28_el0", "b 3f",
+            "mrs {v}, pmevcntr29_el0", "b 3f",
+            "mrs {v}, pmevcntr30_el0", "b 3f",
+            // The last entry falls through.
+            "mrs {v}, pmccntr_el0",
+            "3:",
+            c = in(reg) u64::from($counter),
+            t = out(reg) _,
+            v = out(reg) value,
+            options(nostack, preserves_flags),
+        );
+        value
+    }};
+}
+
+/// Reads counter `counter` of the PMU's numbering: 0..=30 = `PMEVCNTR<n>_EL0`, 31 =
+/// PMCCNTR_EL0 (the numbering of PMCNTENSET_EL0's bits, and of Linux's arm64 perf page:
+/// drivers/perf/arm_pmuv3.c `armv8pmu_user_event_idx` publishes `hw.idx + 1`, the cycle
+/// counter's `hw.idx` being 31); `None` above 31.
+///
+/// One computed branch into a table of 32 two-instruction entries (`mrs; b`): a
+/// `match` over 32 registers compiles to a bounds check, a cycle-counter test and a
+/// table of offsets, four instructions more on every read.
+///
+/// # Safety
+///
+/// The module's shared contract for the named counter: PMUv3 implemented, the read
+/// permitted at the current Exception level (at EL0: PMUSERENR_EL0.ER for an event
+/// counter, CR for the cycle counter, or EN), an event counter's n below PMCR_EL0.N.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub unsafe fn read_counter(counter: u32) -> Option<u64> {
+    if counter > 31 {
+        return None;
+    }
+    // SAFETY: the caller's contract; `counter` ≤ 31 keeps the branch inside the table.
+    Some(unsafe { counter_table!(counter) })
+}
+
+/// [`read_counter`] of `counter & 31`, without the range test: for a number that an
+/// earlier [`read_counter`] accepted (a region's stop reads the counter its start
+/// did). The mask keeps the branch inside the table whatever `counter` is.
+///
+/// # Safety
+///
+/// As [`read_counter`], for `counter & 31`.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub unsafe fn read_counter_masked(counter: u32) -> u64 {
+    // SAFETY: the caller's contract; the mask keeps the branch inside the table.
+    unsafe { counter_table!(counter & 31) }
+}
+
+/// Reads `PMEVCNTR<n>_EL0` for `counter` = n (through [`read_counter`]'s table).
+///
+/// # Safety
+///
+/// The module's shared contract: PMUv3 implemented, access permitted at the current
+/// Exception level, n below PMCR_EL0.N.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub unsafe fn read_pmevcntr_el0(counter: EventCounter) -> u64 {
+    // SAFETY: the caller's contract; `EventCounter` is 0..=30, inside the table.
+    unsafe { counter_table!(u32::from(counter.index()) & 31) }
+}
+
+/// Reads CNTVCT_EL0, the generic timer's virtual count (Arm ARM D11.1.2, "The virtual
+/// counter"): a constant-rate clock, not a PMU register.
+///
+/// Not ordered with the instructions around it: an `isb` before and after brackets a
+/// region (Arm ARM D11.2.2: reads of CNTVCT_EL0 can occur speculatively and out of
+/// order relative to other instructions).
+///
+/// # Safety
+///
+/// The read is permitted at the current Exception level: at EL0 CNTKCTL_EL1.EL0VCTEN is
+/// set (or the kernel emulates the trap: Linux 6.12 sets it in
+/// drivers/clocksource/arm_arch_timer.c `arch_counter_set_user_access` for the vDSO, and
+/// arch/arm64/kernel/traps.c `cntvct_read_handler` emulates the read where an erratum
+/// makes it trap).
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub unsafe fn read_cntvct_el0() -> u64 {
+    let value: u64;
+    // SAFETY: the caller's contract; `mrs` only writes the output register.
+    unsafe { asm!("mrs {}, cntvct_el0", out(reg) value, options(nostack, preserves_flags)) };
+    value
+}
+
 /// `isb`: a context synchronization event. Later instructions see the effects of earlier
 /// system-register writes (callers say which write needs it, and why).
 #[cfg(target_arch = "aarch64")]
@@ -362,22 +464,6 @@ pub fn isb() {
     // SAFETY: a barrier changes no state and is defined at every Exception level. Not
     // `nomem`: the compiler must not move memory accesses across it either.
     unsafe { asm!("isb", options(nostack, preserves_flags)) };
-}
-
-/// `mrs CNTVCT_EL0`: the generic timer's virtual count, the clock Linux's perf pages
-/// convert to event times on arm64 (drivers/perf/arm_pmuv3.c `arch_perf_update_userpage`
-/// publishes `cap_user_time` only while sched_clock reads this counter).
-///
-/// Not ordered with the instructions around it (the Arm ARM's Generic Timer chapter:
-/// reads of CNTVCT_EL0 can occur speculatively and out of order); the event times it
-/// feeds are nanosecond estimates, which that does not disturb. At EL0 Linux allows it
-/// (CNTKCTL_EL1.EL0VCTEN, set for the vDSO by drivers/clocksource/arm_arch_timer.c) or
-/// traps and emulates it (arch/arm64/kernel/traps.c `cntvct_read_handler`), so it is safe.
-#[cfg(target_arch = "aarch64")]
-#[inline(always)]
-pub fn read_cntvct_el0() -> u64 {
-    use aarch64_cpu::registers::{Readable, CNTVCT_EL0};
-    CNTVCT_EL0.get()
 }
 
 /// `mrs CurrentEL`: the Exception level this code runs at (0 to 3). A Linux kernel runs

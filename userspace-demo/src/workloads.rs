@@ -1,15 +1,15 @@
-//! The built-in kernels `pmu-demo measure` runs: code whose instruction count is known
+//! The built-in workloads `pmu-demo measure` runs: code whose instruction count is known
 //! exactly, so a measurement can be checked, and whose cycle count teaches something
-//! (FMA latency and throughput as in seed 001, memory latency with a pointer chase).
+//! (FMA latency and throughput, memory latency with a pointer chase).
 //!
-//! Each kernel runs `units` units of work; the measurement subtracts a run of 0 units
+//! Each workload runs `units` units of work; the measurement subtracts a run of 0 units
 //! through the same code ([`Prepared::region`]), so what is left is the units' own cost.
 
 use std::fmt;
 
-/// A built-in kernel.
+/// A built-in workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kernel {
+pub enum Workload {
     /// `units` iterations of a two-instruction loop (`sub`, `jnz` / `subs`, `b.ne`).
     Loop,
     /// `units` iterations of 12 dependent FMAs (AVX2 `vfmadd231ps ymm` on x86_64,
@@ -23,47 +23,47 @@ pub enum Kernel {
     PointerChase,
 }
 
-/// FMAs per loop iteration of the FMA kernels.
+/// FMAs per loop iteration of the FMA workloads.
 pub const FMAS_PER_ITERATION: u64 = 12;
 
-impl Kernel {
-    /// Every kernel, in `--help` order.
-    pub const ALL: [Kernel; 4] = [
-        Kernel::Loop,
-        Kernel::FmaLatency,
-        Kernel::FmaThroughput,
-        Kernel::PointerChase,
+impl Workload {
+    /// Every workload, in `--help` order.
+    pub const ALL: [Workload; 4] = [
+        Workload::Loop,
+        Workload::FmaLatency,
+        Workload::FmaThroughput,
+        Workload::PointerChase,
     ];
 
     /// The name on the command line.
     pub const fn name(self) -> &'static str {
         match self {
-            Kernel::Loop => "loop",
-            Kernel::FmaLatency => "fma-latency",
-            Kernel::FmaThroughput => "fma-throughput",
-            Kernel::PointerChase => "pointer-chase",
+            Workload::Loop => "loop",
+            Workload::FmaLatency => "fma-latency",
+            Workload::FmaThroughput => "fma-throughput",
+            Workload::PointerChase => "pointer-chase",
         }
     }
 
     /// What one unit of work is.
     pub const fn unit(self) -> &'static str {
         match self {
-            Kernel::Loop => "iteration",
-            Kernel::FmaLatency | Kernel::FmaThroughput => "FMA",
-            Kernel::PointerChase => "load",
+            Workload::Loop => "iteration",
+            Workload::FmaLatency | Workload::FmaThroughput => "FMA",
+            Workload::PointerChase => "load",
         }
     }
 
-    /// The kernel called `name`.
+    /// The workload called `name`.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// The units actually run for a request of `units`: the FMA kernels run whole
+    /// The units actually run for a request of `units`: the FMA workloads run whole
     /// iterations of 12 FMAs.
     pub const fn effective_units(self, units: u64) -> u64 {
         match self {
-            Kernel::FmaLatency | Kernel::FmaThroughput => {
+            Workload::FmaLatency | Workload::FmaThroughput => {
                 units / FMAS_PER_ITERATION * FMAS_PER_ITERATION
             }
             _ => units,
@@ -75,59 +75,62 @@ impl Kernel {
     pub const fn instructions(self, units: u64) -> u64 {
         match self {
             // sub + jnz per iteration.
-            Kernel::Loop => 2 * units,
+            Workload::Loop => 2 * units,
             // 12 FMAs + sub + jnz per 12 FMAs.
-            Kernel::FmaLatency | Kernel::FmaThroughput => {
+            Workload::FmaLatency | Workload::FmaThroughput => {
                 units / FMAS_PER_ITERATION * (FMAS_PER_ITERATION + 2)
             }
             // load + sub + jnz per load.
-            Kernel::PointerChase => 3 * units,
+            Workload::PointerChase => 3 * units,
         }
     }
 
-    /// Why the kernel cannot run on this CPU, if it cannot.
+    /// Why the workload cannot run on this CPU, if it cannot.
     pub fn unavailable(self) -> Option<&'static str> {
         match self {
-            Kernel::FmaLatency | Kernel::FmaThroughput => fma_unavailable(),
+            Workload::FmaLatency | Workload::FmaThroughput => fma_unavailable(),
             _ => None,
         }
     }
 
-    /// Sets the kernel up: `bytes` is the pointer-chase buffer size (ignored by the
+    /// Sets the workload up: `bytes` is the pointer-chase buffer size (ignored by the
     /// others).
     ///
     /// # Errors
-    /// [`KernelError`] when the CPU lacks the instructions or the size is unusable.
-    pub fn prepare(self, bytes: usize) -> Result<Prepared, KernelError> {
+    /// [`WorkloadError`] when the CPU lacks the instructions or the size is unusable.
+    pub fn prepare(self, bytes: usize) -> Result<Prepared, WorkloadError> {
         if let Some(why) = self.unavailable() {
-            return Err(KernelError::Unavailable { kernel: self, why });
+            return Err(WorkloadError::Unavailable {
+                workload: self,
+                why,
+            });
         }
-        let chase = if self == Kernel::PointerChase {
+        let chase = if self == Workload::PointerChase {
             Some(Chase::new(bytes)?)
         } else {
             None
         };
         Ok(Prepared {
-            kernel: self,
+            workload: self,
             chase,
         })
     }
 }
 
-impl fmt::Display for Kernel {
+impl fmt::Display for Workload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-/// Why a kernel cannot be prepared.
+/// Why a workload cannot be prepared.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum KernelError {
+pub enum WorkloadError {
     /// The CPU lacks the instructions.
     Unavailable {
-        /// The kernel.
-        kernel: Kernel,
+        /// The workload.
+        workload: Workload,
         /// Why.
         why: &'static str,
     },
@@ -138,10 +141,10 @@ pub enum KernelError {
     },
 }
 
-impl fmt::Display for KernelError {
+impl fmt::Display for WorkloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Unavailable { kernel, why } => write!(f, "kernel `{kernel}` cannot run here: {why}"),
+            Self::Unavailable { workload, why } => write!(f, "workload `{workload}` cannot run here: {why}"),
             Self::BufferTooSmall { bytes } => write!(
                 f,
                 "a pointer-chase buffer of {bytes} bytes holds fewer than 2 pointers: use --bytes {} or more",
@@ -151,30 +154,30 @@ impl fmt::Display for KernelError {
     }
 }
 
-impl std::error::Error for KernelError {}
+impl std::error::Error for WorkloadError {}
 
-/// A kernel ready to run.
+/// A workload ready to run.
 #[derive(Debug)]
 pub struct Prepared {
-    kernel: Kernel,
+    workload: Workload,
     chase: Option<Chase>,
 }
 
 impl Prepared {
-    /// The kernel.
-    pub fn kernel(&self) -> Kernel {
-        self.kernel
+    /// The workload.
+    pub fn workload(&self) -> Workload {
+        self.workload
     }
 
     /// Runs `units` units of work.
     pub fn run(&self, units: u64) {
-        match self.kernel {
-            Kernel::Loop => arch::spin(units),
+        match self.workload {
+            Workload::Loop => arch::spin(units),
             // SAFETY: prepare() checked that the CPU has the instructions.
-            Kernel::FmaLatency => unsafe { arch::fma_latency(units / FMAS_PER_ITERATION) },
+            Workload::FmaLatency => unsafe { arch::fma_latency(units / FMAS_PER_ITERATION) },
             // SAFETY: as above.
-            Kernel::FmaThroughput => unsafe { arch::fma_throughput(units / FMAS_PER_ITERATION) },
-            Kernel::PointerChase => {
+            Workload::FmaThroughput => unsafe { arch::fma_throughput(units / FMAS_PER_ITERATION) },
+            Workload::PointerChase => {
                 if let Some(chase) = &self.chase {
                     chase.run(units);
                 }
@@ -199,10 +202,10 @@ struct Chase {
 }
 
 impl Chase {
-    fn new(bytes: usize) -> Result<Self, KernelError> {
+    fn new(bytes: usize) -> Result<Self, WorkloadError> {
         let n = bytes / std::mem::size_of::<usize>();
         if n < 2 {
-            return Err(KernelError::BufferTooSmall { bytes });
+            return Err(WorkloadError::BufferTooSmall { bytes });
         }
         // A random permutation (xorshift-driven Fisher-Yates, fixed seed: repeatable),
         // then slot order[i] points to slot order[i + 1].
@@ -245,7 +248,7 @@ fn fma_unavailable() -> Option<&'static str> {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        Some("FMA kernels exist for x86_64 and aarch64 only (the ARM1176 has VFPv2, no fused multiply-add)")
+        Some("FMA workloads exist for x86_64 and aarch64 only (the ARM1176 has VFPv2, no fused multiply-add)")
     }
 }
 
@@ -271,7 +274,7 @@ mod arch {
         }
     }
 
-    /// `iterations` × 12 dependent `vfmadd231ps ymm0, ymm1, ymm1` (seed 001).
+    /// `iterations` × 12 dependent `vfmadd231ps ymm0, ymm1, ymm1`: a chain, one FMA's latency each.
     ///
     /// # Safety
     /// The CPU has AVX2 and FMA.
@@ -299,7 +302,7 @@ mod arch {
         }
     }
 
-    /// `iterations` × 12 independent `vfmadd231ps ymm{1..12}, ymm0, ymm0` (seed 001).
+    /// `iterations` × 12 independent `vfmadd231ps ymm{1..12}, ymm0, ymm0`: independent, the FMA units' throughput.
     ///
     /// # Safety
     /// The CPU has AVX2 and FMA.
@@ -465,7 +468,7 @@ mod arch {
 /// 32-bit ARM (ARMv6, ARM mode: the Raspberry Pi 1 / Zero): the same loops as on
 /// aarch64, `subs; bne` per iteration, on 32-bit counts. A request above 2^32 - 1 units
 /// runs in chunks of at most that many, each adding the loop's few entry instructions:
-/// [`Kernel::instructions`] is exact up to 2^32 - 1 units (about 6 s of the loop at
+/// [`Workload::instructions`] is exact up to 2^32 - 1 units (about 6 s of the loop at
 /// 700 MHz, where the 32-bit counters wrap anyway).
 #[cfg(target_arch = "arm")]
 mod arch {
@@ -584,10 +587,10 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for k in Kernel::ALL {
-            assert_eq!(Kernel::from_name(k.name()), Some(k));
+        for k in Workload::ALL {
+            assert_eq!(Workload::from_name(k.name()), Some(k));
         }
-        assert_eq!(Kernel::from_name("fma"), None);
+        assert_eq!(Workload::from_name("fma"), None);
     }
 
     /// The chase visits every slot once per cycle: following n pointers from slot 0
@@ -614,19 +617,19 @@ mod tests {
     #[test]
     fn bad_sizes_are_errors() {
         let one = std::mem::size_of::<usize>();
-        let err = Kernel::PointerChase.prepare(one).err();
-        assert_eq!(err, Some(KernelError::BufferTooSmall { bytes: one }));
+        let err = Workload::PointerChase.prepare(one).err();
+        assert_eq!(err, Some(WorkloadError::BufferTooSmall { bytes: one }));
         assert!(err
             .unwrap()
             .to_string()
             .ends_with(&format!("use --bytes {} or more", 2 * one)));
-        assert!(Kernel::PointerChase.prepare(2 * one).is_ok());
+        assert!(Workload::PointerChase.prepare(2 * one).is_ok());
     }
 
-    /// Every kernel runs (and terminates) for 0 and a few units on this CPU.
+    /// Every workload runs (and terminates) for 0 and a few units on this CPU.
     #[test]
     fn kernels_run() {
-        for k in Kernel::ALL {
+        for k in Workload::ALL {
             match k.prepare(1 << 16) {
                 Ok(p) => {
                     p.run(0);

@@ -1,0 +1,208 @@
+//! Counters for event names: handles of a [`CounterPool`] (borrowed from it), or an
+//! [`OwnedCounters`] set that owns its PMU.
+
+use pmu_core::{Counter, CounterPool, CounterWidth, Event, Pmu, PrivilegeFilter, Slot};
+
+use super::CounterSet;
+use crate::error::{Error, Result};
+use crate::events;
+use crate::MAX_EVENTS;
+
+/// Counters of a `CounterPool` for `names` (generic names or `r<hex>`, see
+/// [`events::direct_event`]), counting in `filter`'s levels, not yet started.
+///
+/// # Errors
+/// Name errors; pmu-core's allocation errors (no free counter, event not implemented,
+/// filter unsupported: the ARM1176 only counts [`PrivilegeFilter::ALL`]).
+pub fn allocate<'p, P: Pmu>(
+    pool: &'p CounterPool<P>,
+    names: &[&str],
+    filter: PrivilegeFilter,
+) -> Result<Vec<Counter<'p, P>>> {
+    if names.len() > MAX_EVENTS {
+        return Err(Error::TooManyEvents {
+            given: names.len(),
+            max: MAX_EVENTS,
+        });
+    }
+    names
+        .iter()
+        .map(|name| Ok(pool.counter(events::direct_event(name)?, filter)?))
+        .collect()
+}
+
+/// Where kmod-enable-user publishes the counters it runs for EL0 under its read-only
+/// grant (`5=0x8 31=0x11`: counter=event, 31 the cycle counter).
+pub const MODULE_LAYOUT: &str = "/sys/module/kmod_enable_user/parameters/layout";
+
+/// Counters of a pool over the module's counters ([`pmu_armv8::granted::GrantedPmu`])
+/// for `names`: each on the slot where the module counts that event, EL0 only.
+///
+/// # Errors
+/// Name errors; [`Error::NotInModuleLayout`] for an event the module does not count.
+#[cfg(target_arch = "aarch64")]
+pub fn allocate_granted<'p, R: pmu_armv8::granted::CounterReads>(
+    pool: &'p CounterPool<pmu_armv8::granted::GrantedPmu<R>>,
+    names: &[&str],
+    layout_text: &str,
+) -> Result<Vec<Counter<'p, pmu_armv8::granted::GrantedPmu<R>>>> {
+    use pmu_core::EventEncoding;
+    if names.len() > MAX_EVENTS {
+        return Err(Error::TooManyEvents {
+            given: names.len(),
+            max: MAX_EVENTS,
+        });
+    }
+    names
+        .iter()
+        .map(|name| {
+            let event = events::direct_event(name)?;
+            let code = pmu_armv8::Armv8Event::encode(event)?;
+            let slot =
+                pool.pmu()
+                    .layout()
+                    .slot_of(code)
+                    .ok_or_else(|| Error::NotInModuleLayout {
+                        event: (*name).to_owned(),
+                        layout: layout_text.trim().to_owned(),
+                    })?;
+            Ok(pool.counter_at(slot, event, PrivilegeFilter::USER)?)
+        })
+        .collect()
+}
+
+/// Counters programmed on a PMU this value owns: what [`allocate`] hands out, without
+/// the borrow of a pool, so that a meter over them can live in a struct. Dropping it
+/// stops every counter and clears its overflow flag, as dropping the handles does.
+#[derive(Debug)]
+pub struct OwnedCounters<P: Pmu> {
+    pmu: P,
+    slots: Vec<(Slot, CounterWidth)>,
+    release_on_drop: bool,
+}
+
+impl<P: Pmu> OwnedCounters<P> {
+    /// One counter per `(event, slot)`: on `slot` where given (the module's layout
+    /// under the read-only grant), else where [`CounterPool::counter`] puts it;
+    /// counting in `filter`'s levels, stopped.
+    ///
+    /// # Errors
+    /// [`Error::NoEvents`], [`Error::TooManyEvents`]; pmu-core's allocation errors.
+    pub fn allocate(
+        pmu: P,
+        wanted: &[(Event, Option<Slot>)],
+        filter: PrivilegeFilter,
+    ) -> Result<Self> {
+        if wanted.is_empty() {
+            return Err(Error::NoEvents);
+        }
+        if wanted.len() > MAX_EVENTS {
+            return Err(Error::TooManyEvents {
+                given: wanted.len(),
+                max: MAX_EVENTS,
+            });
+        }
+        let mut slots = Vec::with_capacity(wanted.len());
+        {
+            // A pool over a borrow of the PMU checks and claims the slots (pmu-core's
+            // allocation rules: fixed counters first, implemented events only).
+            let pool = CounterPool::new(&pmu);
+            let mut handles = Vec::with_capacity(wanted.len());
+            for &(event, slot) in wanted {
+                handles.push(match slot {
+                    Some(slot) => pool.counter_at(slot, event, filter)?,
+                    None => pool.counter(event, filter)?,
+                });
+            }
+            for handle in handles {
+                slots.push((handle.slot(), handle.width()));
+                // The handle's drop would stop the counter it just programmed; this
+                // set stops it in its own drop instead.
+                std::mem::forget(handle);
+            }
+        }
+        Ok(Self {
+            pmu,
+            slots,
+            release_on_drop: true,
+        })
+    }
+
+    /// The PMU underneath.
+    pub fn pmu(&self) -> &P {
+        &self.pmu
+    }
+
+    /// The slot of each counter, in allocation order.
+    pub fn slots(&self) -> impl ExactSizeIterator<Item = Slot> + '_ {
+        self.slots.iter().map(|&(slot, _)| slot)
+    }
+
+    /// Leaves the counters as they are when dropped: for a grant that is gone (every
+    /// register access would trap, the release included, and the kernel owns the PMU
+    /// again).
+    pub fn leave_programmed_on_drop(&mut self) {
+        self.release_on_drop = false;
+    }
+}
+
+impl<P: Pmu> CounterSet for OwnedCounters<P> {
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+    fn width(&self, i: usize) -> CounterWidth {
+        self.slots[i].1
+    }
+    #[inline(always)]
+    fn read(&self, i: usize) -> u64 {
+        let (slot, width) = self.slots[i];
+        width.truncate(self.pmu.read(slot))
+    }
+    #[inline(always)]
+    fn overflowed(&self, i: usize) -> bool {
+        self.pmu.overflowed(self.slots[i].0)
+    }
+    #[inline(always)]
+    fn clear_overflow(&self, i: usize) {
+        self.pmu.clear_overflow(self.slots[i].0)
+    }
+    fn start(&self, i: usize) {
+        self.pmu.enable(self.slots[i].0)
+    }
+    fn stop(&self, i: usize) {
+        self.pmu.disable(self.slots[i].0)
+    }
+    #[inline(always)]
+    fn read_all(&self, out: &mut [u64]) {
+        for (v, &(slot, width)) in out.iter_mut().zip(&self.slots) {
+            *v = width.truncate(self.pmu.read(slot));
+        }
+    }
+    #[inline(always)]
+    fn overflowed_all(&self, out: &mut [bool]) {
+        for (o, &(slot, _)) in out.iter_mut().zip(&self.slots) {
+            *o = self.pmu.overflowed(slot);
+        }
+    }
+    #[inline(always)]
+    fn clear_overflows(&self) {
+        for &(slot, _) in &self.slots {
+            self.pmu.clear_overflow(slot);
+        }
+    }
+    fn leave_programmed(&mut self) {
+        self.release_on_drop = false;
+    }
+}
+
+impl<P: Pmu> Drop for OwnedCounters<P> {
+    fn drop(&mut self) {
+        if !self.release_on_drop {
+            return;
+        }
+        for &(slot, _) in &self.slots {
+            self.pmu.disable(slot);
+            self.pmu.clear_overflow(slot);
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The direct backend against pmu-core's fake PMU and pmu-armv6's fake registers.
+
+use std::cell::Cell;
+
+use pmu_core::fake::{FakeEvent, FakePmu};
+use pmu_core::{Hazards, Slot};
+
+use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter, Reading, RegionMeter};
+
+use super::*;
+use crate::measure::{measure, measure_once, Counters, MeasureConfig};
+
+/// An illegal instruction in the probe child is the "not enabled" error, and the
+/// test process lives on. (x86 `ud2`; the ARM probes execute their real register
+/// read the same way.)
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn sigill_in_the_probe_becomes_the_error() {
+    use crate::error::DirectUnsupported;
+    fn illegal() {
+        // SAFETY: runs only in the forked probe child; UD2 raises #UD (SIGILL), which
+        // ends the child: that is what is being tested.
+        unsafe { core::arch::asm!("ud2", options(nostack)) };
+    }
+    let err = probe_with(illegal).unwrap_err();
+    assert_eq!(err, Error::UserAccessNotEnabled);
+    assert_eq!(
+        err.to_string(),
+        "user access to the PMU is not enabled: load kmod-enable-user"
+    );
+    fn fine() {}
+    assert_eq!(probe_with(fine), Ok(()));
+    // This machine has no direct backend at all.
+    assert_eq!(
+        probe(),
+        Err(Error::DirectUnsupported {
+            reason: DirectUnsupported::X86NeedsRing0
+        })
+    );
+}
+
+/// The same on 32-bit ARM (run by `cargo xtask armv6-demo` under `qemu-arm -cpu
+/// arm1176`): a permanently undefined instruction (ARM ARM A3.16.5: 0xe7f000f0, not
+/// one of Linux's BUG/breakpoint patterns 0xe7f001f0/1, which raise SIGTRAP) is the
+/// "not enabled" error. The real probe's PMCR read either works (a Pi with
+/// kmod-enable-user) or is that error (QEMU's ARM1176 c15 traps in User mode), and
+/// never takes the test process down.
+#[cfg(target_arch = "arm")]
+#[test]
+fn sigill_in_the_probe_becomes_the_error_on_arm() {
+    fn illegal() {
+        // SAFETY: runs only in the forked probe child; the undefined instruction
+        // raises SIGILL, which ends the child: that is what is being tested.
+        unsafe { core::arch::asm!(".inst 0xe7f000f0", options(nostack)) };
+    }
+    assert_eq!(probe_with(illegal), Err(Error::UserAccessNotEnabled));
+    match probe() {
+        Ok(()) | Err(Error::UserAccessNotEnabled) => {}
+        other => panic!("the ARM1176 probe ended {other:?}"),
+    }
+}
+
+#[test]
+fn other_child_ends_are_probe_failures() {
+    assert_eq!(
+        classify(ChildEnd::Signaled(libc::SIGSEGV)),
+        Err(Error::ProbeFailed {
+            status: libc::SIGSEGV
+        })
+    );
+    assert_eq!(
+        classify(ChildEnd::Exited(3)),
+        Err(Error::ProbeFailed { status: 3 << 8 })
+    );
+    assert_eq!(classify(ChildEnd::Exited(0)), Ok(()));
+    assert_eq!(
+        classify(ChildEnd::Signaled(libc::SIGILL)),
+        Err(Error::UserAccessNotEnabled)
+    );
+}
+
+/// /proc/cpuinfo of a Raspberry Pi 1 (ARM1176JZF-S r0p7, MIDR 0x410fb767) as
+/// arch/arm/kernel/setup.c prints it, of a Pi 2 (Cortex-A7, part 0xc07) and of x86.
+#[test]
+fn cpuinfo_tells_an_arm1176() {
+    let pi1 = "processor\t: 0\nmodel name\t: ARMv6-compatible processor rev 7 (v6l)\n\
+               BogoMIPS\t: 697.95\nFeatures\t: half thumb fastmult vfp edsp java tls\n\
+               CPU implementer\t: 0x41\nCPU architecture: 7\nCPU variant\t: 0x0\n\
+               CPU part\t: 0xb76\nCPU revision\t: 7\n\nHardware\t: BCM2835\n";
+    assert_eq!(cpuinfo_midr(pi1), Some(ARM1176_MIDR));
+    let pi2 = pi1.replace("0xb76", "0xc07");
+    assert_eq!(cpuinfo_midr(&pi2), Some((0x41, 0xc07)));
+    assert_eq!(
+        cpuinfo_midr("processor\t: 0\nvendor_id\t: GenuineIntel\n"),
+        None
+    );
+    let err = Error::DirectUnsupported {
+        reason: crate::error::DirectUnsupported::NotArm1176 {
+            implementer: 0x41,
+            part: 0xc07,
+        },
+    };
+    assert!(err.to_string().contains("part 0xc07"), "{err}");
+}
+
+fn fake_pmu() -> FakePmu {
+    FakePmu::new(
+        2,
+        CounterWidth::W32,
+        &[FakeEvent::INSTRUCTIONS, FakeEvent::CYCLES],
+    )
+    .unwrap()
+}
+
+/// The direct meter over pmu-core's fake PMU: exact counts with the read cost
+/// calibrated away, an overflow flagged with the corrected value, a forced context
+/// switch flagged from getrusage.
+#[test]
+fn direct_meter_hazards() {
+    let pool = CounterPool::new(fake_pmu());
+    pool.pmu().set_read_cost(3);
+    let counters = allocate(
+        &pool,
+        &["instructions", "cpu-cycles"],
+        PrivilegeFilter::USER,
+    )
+    .unwrap();
+    assert_eq!(counters[0].slot(), Slot::Programmable(0));
+    let names = vec!["instructions".to_owned(), "cpu-cycles".to_owned()];
+    let mut meter = DirectMeter::new(&counters, names, Unchecked).unwrap();
+    meter.enable().unwrap();
+    let config = MeasureConfig {
+        warmup: 1,
+        runs: 5,
+        calibrate: true,
+    };
+    let m = measure(&mut meter, &config, &mut || {
+        pool.pmu().tick(FakeEvent::INSTRUCTIONS, 1000);
+        pool.pmu().tick(FakeEvent::CYCLES, 2500);
+    })
+    .unwrap();
+    // Clean runs unless the scheduler preempted one (then flagged and excluded).
+    let ins = m.events[0].corrected.unwrap();
+    assert_eq!(ins.min, Some(1000));
+    assert_eq!(m.events[1].corrected.unwrap().min, Some(2500));
+    for run in &m.runs {
+        assert_eq!(
+            run.is_trusted(),
+            run.evidence
+                .switches
+                .expect("direct regions take getrusage")
+                .total()
+                == 0
+        );
+    }
+
+    counters[0].preset_before_wrap(16);
+    let run = measure_once(&mut meter, &mut || {
+        pool.pmu().tick(FakeEvent::INSTRUCTIONS, 100)
+    })
+    .unwrap();
+    // 100 events plus the fake read cost of 3 for each of the two reads in between
+    // (this counter's own start read and the other counter's stop read).
+    assert_eq!(run.readings[0].value, 106);
+    assert!(run.readings[0].hazards.contains(Hazards::OVERFLOW));
+    assert!(run.evidence.events()[0].overflowed);
+
+    let run = measure_once(&mut meter, &mut || {
+        std::thread::sleep(std::time::Duration::from_millis(1))
+    })
+    .unwrap();
+    assert!(run.evidence.switches.expect("getrusage").voluntary >= 1);
+    assert!(run.hazards().contains(Hazards::CONTEXT_SWITCH));
+    meter.disable().unwrap();
+}
+
+/// A revoked grant is an error before any counter is touched.
+#[test]
+fn revoked_access_is_an_error() {
+    let pool = CounterPool::new(fake_pmu());
+    let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER).unwrap();
+    let granted = Cell::new(true);
+    let mut meter =
+        DirectMeter::new(&counters, vec!["instructions".into()], || granted.get()).unwrap();
+    meter.enable().unwrap();
+    meter.start().unwrap();
+    granted.set(false);
+    let mut out = [Reading::default(); 1];
+    assert_eq!(meter.stop(&mut out), Err(Error::UserAccessRevoked));
+    assert_eq!(meter.start(), Err(Error::UserAccessRevoked));
+}
+
+#[test]
+fn names_the_direct_backend_cannot_count() {
+    let pool = CounterPool::new(fake_pmu());
+    assert!(matches!(
+        allocate(&pool, &["task-clock"], PrivilegeFilter::USER),
+        Err(Error::NotDirectEvent { .. })
+    ));
+    assert!(matches!(
+        allocate(&pool, &["cyclez"], PrivilegeFilter::USER),
+        Err(Error::UnknownEvent { .. })
+    ));
+    assert!(matches!(
+        allocate(&pool, &["cpu/event=1/"], PrivilegeFilter::USER),
+        Err(Error::NotDirectEvent { .. })
+    ));
+    let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER).unwrap();
+    assert_eq!(
+        DirectMeter::new(&counters, vec![], Unchecked).unwrap_err(),
+        Error::Core(pmu_core::Error::ReadingsMismatch {
+            expected: 1,
+            got: 0
+        })
+    );
+    assert_eq!(
+        DirectMeter::new(&counters[..0], vec![], Unchecked).unwrap_err(),
+        Error::NoEvents
+    );
+}
+
+/// The ARM1176 driver of pmu-armv6 over its fake registers, through the same meter:
+/// CCR as the cycle counter, 32-bit wrap with the flag (ARM1176JZF-S TRM 3.2.51).
+#[test]
+fn arm1176_through_the_direct_meter() {
+    use pmu_armv6::fake::FakeRegisters;
+    use pmu_armv6::{Arm1176Event, Arm1176Pmu, CycleDivider};
+    let pool = CounterPool::new(Arm1176Pmu::with_registers(
+        FakeRegisters::new(),
+        CycleDivider::EveryCycle,
+    ));
+    assert!(matches!(
+        allocate(&pool, &["cycles"], PrivilegeFilter::USER),
+        Err(Error::Core(pmu_core::Error::FilterUnsupported { .. }))
+    ));
+    let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
+    let mut meter = DirectMeter::new(
+        &counters,
+        vec!["cycles".into(), "instructions".into()],
+        Unchecked,
+    )
+    .unwrap();
+    meter.enable().unwrap();
+    let run = measure_once(&mut meter, &mut || {
+        pool.pmu().registers().tick(Arm1176Event::CycleCount, 452);
+        pool.pmu()
+            .registers()
+            .tick(Arm1176Event::InstructionExecuted, 68);
+    })
+    .unwrap();
+    assert_eq!((run.readings[0].value, run.readings[1].value), (452, 68));
+}
+
+/// An ARM1176 pool over the fake registers (pmu-armv6 `fake`: TRM Table 3-136's
+/// write-1-to-clear flags, 32-bit wrap raising the flag, PMCR.D's /64).
+fn arm1176_pool(
+    divider: pmu_armv6::CycleDivider,
+) -> CounterPool<pmu_armv6::Arm1176Pmu<pmu_armv6::fake::FakeRegisters>> {
+    CounterPool::new(pmu_armv6::Arm1176Pmu::with_registers(
+        pmu_armv6::fake::FakeRegisters::new(),
+        divider,
+    ))
+}
+
+/// Event mapping of the direct ARM1176 meter, against two PMCR values built from the
+/// ARM1176JZF-S TRM (3.2.51, Table 3-137): 0x00705707 (CR0 instructions = 0x07 in bits
+/// 27:20, CR1 branches = 0x05 in bits 19:12) and 0x0000b707 (CR0 instruction cache
+/// misses = 0x00, CR1 data cache misses = 0x0B). The low bits 0x707 are the resets and
+/// flag clears a program writes along (actions, not state); what stays in PMCR is E and
+/// the two event fields. `cycles` is the CCR.
+#[test]
+fn arm1176_event_mapping_matches_the_trm_pmcr_layout() {
+    use pmu_armv6::pmcr::PMCR;
+    use pmu_armv6::{CounterRegister, CycleDivider};
+    const STATE: u32 = 0x0FFF_F009; // EvtCount0, EvtCount1, D, E
+    let pool = arm1176_pool(CycleDivider::EveryCycle);
+    let counters = allocate(
+        &pool,
+        &["cycles", "instructions", "branches"],
+        PrivilegeFilter::ALL,
+    )
+    .unwrap();
+    let slots: Vec<Slot> = counters.iter().map(Counter::slot).collect();
+    assert_eq!(
+        slots,
+        [Slot::Fixed(0), Slot::Programmable(0), Slot::Programmable(1)]
+    );
+    counters.iter().for_each(Counter::start);
+    let regs = pool.pmu().registers();
+    assert_eq!(regs.state().get() & STATE, 0x0070_5707 & STATE);
+    // Arbitrary counts: 452 cycles, 68 instructions, 12 branches.
+    regs.tick(pmu_armv6::Arm1176Event::CycleCount, 452);
+    regs.tick(pmu_armv6::Arm1176Event::InstructionExecuted, 68);
+    regs.tick(pmu_armv6::Arm1176Event::BranchExecuted, 12);
+    assert_eq!(
+        counters.iter().map(Counter::read).collect::<Vec<_>>(),
+        [452, 68, 12]
+    );
+    drop(counters);
+
+    let pool = arm1176_pool(CycleDivider::EveryCycle);
+    let counters = allocate(
+        &pool,
+        &["L1-icache-load-misses", "r0b"],
+        PrivilegeFilter::ALL,
+    )
+    .unwrap();
+    counters.iter().for_each(Counter::start);
+    let state = pool.pmu().registers().state();
+    assert_eq!(state.get() & STATE, 0x0000_b707 & STATE);
+    assert!(state.is_set(PMCR::E));
+    assert_eq!(
+        pmu_armv6::pmcr::event(state, CounterRegister::Cr1),
+        Ok(pmu_armv6::Arm1176Event::DataCacheMiss)
+    );
+    // 0x08 is reserved (TRM Table 3-137); a third programmable event has no counter.
+    assert!(matches!(
+        allocate(
+            &arm1176_pool(CycleDivider::EveryCycle),
+            &["r08"],
+            PrivilegeFilter::ALL
+        ),
+        Err(Error::Core(pmu_core::Error::EventNotImplemented {
+            code: 8
+        }))
+    ));
+    assert!(matches!(
+        allocate(
+            &arm1176_pool(CycleDivider::EveryCycle),
+            &["instructions", "branches", "branch-misses"],
+            PrivilegeFilter::ALL
+        ),
+        Err(Error::Core(pmu_core::Error::NoFreeCounter { available: 2 }))
+    ));
+}
+
+/// The PMCR overflow flags (bits 8 CR0, 9 CR1, 10 CCR: ARM1176JZF-S TRM 3.2.51) become
+/// the region's OVERFLOW hazard, with the value corrected for the one wrap: never a
+/// silent wrong number. A flag left over from before the region is cleared at its
+/// start and does not taint it.
+#[test]
+fn arm1176_overflow_flag_is_a_hazard_of_the_region() {
+    use pmu_armv6::{Arm1176Event, CounterRegister, CycleDivider};
+    let pool = arm1176_pool(CycleDivider::EveryCycle);
+    let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
+    let names = vec!["cycles".to_owned(), "instructions".to_owned()];
+    let mut meter = DirectMeter::new(&counters, names, Unchecked).unwrap();
+    meter.enable().unwrap();
+    let regs = pool.pmu().registers();
+
+    // A stale flag (an earlier wrap) is not this region's.
+    regs.raise_overflow(CounterRegister::Cr0);
+    let run = measure_once(&mut meter, &mut || {
+        regs.tick(Arm1176Event::InstructionExecuted, 68)
+    })
+    .unwrap();
+    assert_eq!(run.readings[1].value, 68);
+    assert!(!run.readings[1].hazards.contains(Hazards::OVERFLOW));
+    assert!(!run.evidence.events()[1].overflowed);
+
+    // CR0 16 below its 32-bit wrap, 68 instructions: wraps, flag, corrected value.
+    counters[1].preset_before_wrap(16);
+    let run = measure_once(&mut meter, &mut || {
+        regs.tick(Arm1176Event::InstructionExecuted, 68)
+    })
+    .unwrap();
+    assert_eq!(run.readings[1].value, 68);
+    assert!(run.readings[1].hazards.contains(Hazards::OVERFLOW));
+    assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
+
+    // A region of 2^32 + 452 cycles (about 6.1 s at the Raspberry Pi 1's 700 MHz): the CCR
+    // ends 452 above where it started, and only its flag (bit 10) tells the wrap.
+    let run = measure_once(&mut meter, &mut || {
+        regs.tick(Arm1176Event::CycleCount, (1 << 32) + 452)
+    })
+    .unwrap();
+    assert_eq!(run.readings[0].value, (1 << 32) + 452);
+    assert!(run.readings[0].hazards.contains(Hazards::OVERFLOW));
+    assert!(run.evidence.events()[0].overflowed);
+    assert!(!run.readings[1].hazards.contains(Hazards::OVERFLOW));
+}
+
+/// PMCR.D: the CCR counts every 64th cycle (ARM1176JZF-S TRM 3.2.51: it then wraps
+/// after about 392 s instead of 6 s at 700 MHz). The meter reports cycles, the tick
+/// delta multiplied back by 64 (resolution 64 cycles); a 6.1 s region that wraps the
+/// undivided CCR does not wrap the divided one. Instruction counts are not scaled.
+#[test]
+fn arm1176_cycle_divider_is_multiplied_back() {
+    use pmu_armv6::{Arm1176Event, CounterRegister, CycleDivider};
+    let pool = arm1176_pool(CycleDivider::Every64thCycle);
+    let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
+    let names = vec!["cycles".to_owned(), "instructions".to_owned()];
+    let meter = DirectMeter::new(&counters, names.clone(), Unchecked).unwrap();
+    let mut meter = meter
+        .scaled(0, pool.pmu().cycle_divider().cycles_per_tick())
+        .unwrap();
+    assert_eq!(meter.scales(), [64, 1]);
+    meter.enable().unwrap();
+    let regs = pool.pmu().registers();
+    let run = measure_once(&mut meter, &mut || {
+        regs.tick(Arm1176Event::CycleCount, 452 * 64);
+        regs.tick(Arm1176Event::InstructionExecuted, 68);
+    })
+    .unwrap();
+    assert_eq!(
+        (run.readings[0].value, run.readings[1].value),
+        (452 * 64, 68)
+    );
+    assert_eq!(regs.count(CounterRegister::Ccr), 452);
+
+    // 2^32 + 452 cycles: 2^26 + 7 ticks (the 4 left over wait for the next tick).
+    let run = measure_once(&mut meter, &mut || {
+        regs.tick(Arm1176Event::CycleCount, (1 << 32) + 452)
+    })
+    .unwrap();
+    assert_eq!(run.readings[0].value, ((1 << 26) + 7) * 64);
+    assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
+
+    // Scaling a counter the meter lacks, or by 0, is refused.
+    let meter = DirectMeter::new(&counters, names, Unchecked).unwrap();
+    assert_eq!(
+        meter.scaled(2, 64).unwrap_err(),
+        Error::ScaleOutOfRange {
+            index: 2,
+            counters: 2,
+            events_per_tick: 64
+        }
+    );
+}

@@ -1,0 +1,211 @@
+//! The front door on this machine: software events through perf (every Linux has
+//! them), the software fallback, and the typed errors of misuse.
+
+use pmu_core::GenericEvent;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use pmu_core::Hazards;
+
+use super::*;
+
+/// Software events are always read with read() (a software event is never on a
+/// counter: include/linux/perf_event.h, perf_swevent_*), so their readings carry these
+/// two flags by nature.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const READ_BY_SYSCALL: Hazards = Hazards::SYSCALL_FALLBACK.union(Hazards::NOT_SCHEDULED);
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn spin(iterations: u64) {
+    (0..iterations).fold(0u64, |a, i| {
+        std::hint::black_box(a.wrapping_mul(31).wrapping_add(i))
+    });
+}
+
+/// perf's names (tools/perf/util/parse-events.c `event_symbols_hw`, aliases included)
+/// become generic events, `r<hex>` raw codes, anything else is kept for the build.
+#[test]
+fn events_from_text() {
+    assert_eq!(
+        "instructions".parse::<Event>(),
+        Ok(Event::Generic(GenericEvent::Instructions))
+    );
+    assert_eq!(
+        "cpu-cycles".parse::<Event>(),
+        Ok(Event::Generic(GenericEvent::CpuCycles))
+    );
+    assert_eq!(" r1b ".parse::<Event>(), Ok(Event::Raw(0x1b)));
+    assert!(matches!(
+        "r12xyz".parse::<Event>(),
+        Err(Error::MalformedRaw { .. })
+    ));
+    assert_eq!(
+        "task-clock".parse::<Event>(),
+        Ok(Event::Named("task-clock".into()))
+    );
+    assert_eq!(
+        "cpu/event=0x3c/".parse::<Event>(),
+        Ok(Event::Named("cpu/event=0x3c/".into()))
+    );
+    assert!(matches!(
+        "".parse::<Event>(),
+        Err(Error::UnknownEvent { .. })
+    ));
+    assert_eq!(Event::Raw(0x1b).name(), "r1b");
+    assert_eq!(
+        Event::from(GenericEvent::BranchMisses).name(),
+        "branch-misses"
+    );
+}
+
+/// Results go by handle, whatever the order the events were added in: `task-clock`
+/// (ns) of a 1 ms sleep is at least 0 and far below the sleep (the thread is off the
+/// CPU), `context-switches` counts the sleep's switch.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn results_by_handle() {
+    let mut builder = Meter::builder();
+    let switches = builder.add_named("context-switches").unwrap();
+    let clock = builder.add_named("task-clock").unwrap();
+    let mut meter = builder.build().unwrap();
+    assert_eq!(meter.backend(), BackendKind::Perf);
+    assert!(
+        meter.why().starts_with("software events only"),
+        "{}",
+        meter.why()
+    );
+    meter.start().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    let counts = meter.stop().unwrap();
+    let switched = counts.reading(switches).unwrap();
+    assert!(switched.value >= 1, "{switched:?}");
+    assert!(switched
+        .hazards
+        .contains(Hazards::CONTEXT_SWITCH | READ_BY_SYSCALL));
+    assert!(matches!(
+        counts.value(switches),
+        Err(Error::Hazardous { value, .. }) if value == switched.value
+    ));
+    let ns = counts.reading(clock).unwrap().value;
+    assert!(ns < 1_000_000, "task-clock {ns} ns while asleep 1 ms");
+    let names: Vec<_> = meter
+        .events()
+        .map(|(h, n, c)| (h, n.to_owned(), c))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (switches, "context-switches".to_owned(), true),
+            (clock, "task-clock".to_owned(), true)
+        ]
+    );
+}
+
+/// `measure`: calibrated statistics of task-clock for a spin, by handle; strict
+/// statistics refuse (every run is read by syscall), tolerating that gives a number.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn measure_by_handle() {
+    let mut builder = Meter::builder();
+    let clock = builder.add(Event::Named("task-clock".into()));
+    builder.measure_config(MeasureConfig {
+        warmup: 1,
+        runs: 5,
+        calibrate: true,
+    });
+    let mut meter = builder.build().unwrap();
+    let result = meter.measure(|| spin(200_000)).unwrap();
+    assert_eq!(result.measurement().runs.len(), 5);
+    assert!(matches!(
+        result.min(clock),
+        Err(Error::NoCleanRun { runs: 5, hazards, .. }) if hazards.contains(READ_BY_SYSCALL)
+    ));
+    assert_eq!(result.runs_with_hazards(), 5);
+    if let Ok(ns) = result.min_tolerating(clock, READ_BY_SYSCALL) {
+        assert!(ns > 0, "a 200 000-iteration spin takes time: {ns} ns");
+    }
+}
+
+/// The software backend, asked for: hardware events are not counted (an error that
+/// says why, never a 0); `task-clock` and the time-stamp counter are added and counted.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn software_backend_counts_no_hardware_event() {
+    let mut builder = Meter::builder();
+    let instructions = builder.add(GenericEvent::Instructions);
+    let faults = builder.add_named("page-faults").unwrap();
+    builder.backend(BackendChoice::Software);
+    let mut meter = builder.build().unwrap();
+    assert_eq!(meter.backend(), BackendKind::Software);
+    let tsc = meter.handle_of(crate::timestamp::NAME).unwrap();
+    let clock = meter.handle_of("task-clock").unwrap();
+    let listed: Vec<_> = meter.events().map(|(_, n, c)| (n.to_owned(), c)).collect();
+    assert_eq!(
+        listed,
+        [
+            ("instructions".to_owned(), false),
+            ("page-faults".to_owned(), true),
+            ("task-clock".to_owned(), true),
+            (crate::timestamp::NAME.to_owned(), true)
+        ]
+    );
+    meter.start().unwrap();
+    spin(100_000);
+    let counts = meter.stop().unwrap();
+    assert!(matches!(
+        counts.reading(instructions),
+        Err(Error::NotCounted { ref event, .. }) if event == "instructions"
+    ));
+    assert!(counts.reading(tsc).unwrap().value > 0);
+    assert!(counts.reading(clock).unwrap().value > 0);
+    assert!(counts
+        .reading(faults)
+        .unwrap()
+        .hazards
+        .contains(READ_BY_SYSCALL));
+}
+
+/// Misuse is a typed error: a stop without a start, a handle of another meter.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn misuse_is_an_error() {
+    let mut builder = Meter::builder();
+    builder.add_named("task-clock").unwrap();
+    let mut meter = builder.build().unwrap();
+    assert!(matches!(meter.stop(), Err(Error::RegionNotStarted)));
+    let mut other = Meter::builder();
+    let foreign = other.add_named("task-clock").unwrap();
+    meter.start().unwrap();
+    let counts = meter.stop().unwrap();
+    assert_eq!(counts.reading(foreign), Err(Error::ForeignHandle));
+    assert!(matches!(meter.stop(), Err(Error::RegionNotStarted)));
+    assert_eq!(Meter::builder().build().unwrap_err(), Error::NoEvents);
+}
+
+/// The backend handed to the measure functions counts for the meter's whole life: it
+/// refuses to be disabled, and measures by the names it counts.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn the_backend_cannot_be_disabled() {
+    let mut builder = Meter::builder();
+    builder.add_named("task-clock").unwrap();
+    let mut meter = builder.build().unwrap();
+    let mut counting = meter.counters();
+    assert_eq!(counting.disable(), Err(Error::MeterAlwaysCounts));
+    assert_eq!(counting.names(), ["task-clock"]);
+    let run = crate::measure_once(&mut counting, &mut || spin(100_000)).unwrap();
+    assert!(run.readings[0].value > 0);
+}
+
+/// 32-bit ARM: pmu-linux has no perf backend and no time-stamp counter reader there; the
+/// meter's one backend is the ARM1176's direct one, which programs the PMU and so needs
+/// `program_the_pmu` (SUNAVCR.V has no read-only form).
+#[cfg(target_arch = "arm")]
+#[test]
+fn on_32_bit_arm_only_the_direct_backend() {
+    let mut builder = Meter::builder();
+    builder.add(GenericEvent::Instructions);
+    assert_eq!(builder.build().unwrap_err(), Error::DirectNeedsProgramming);
+    builder.backend(BackendChoice::Perf);
+    assert_eq!(builder.build().unwrap_err(), Error::PerfUnsupported);
+    builder.backend(BackendChoice::Software);
+    assert_eq!(builder.build().unwrap_err(), Error::NoTimestampCounter);
+}

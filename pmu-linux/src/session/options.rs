@@ -1,0 +1,102 @@
+//! How a perf session opens its events.
+
+/// How events are opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Hardware, cache, raw and sysfs events do not count in the kernel
+    /// (`exclude_kernel`). Default: true (perf_event_paranoid ≤ 2 suffices).
+    pub exclude_kernel: bool,
+    /// Events do not count in the hypervisor (`exclude_hv`). Default: true.
+    pub exclude_hv: bool,
+    /// Software events count in the kernel, where they happen. Default: true (needs
+    /// perf_event_paranoid ≤ 1 or CAP_PERFMON).
+    pub software_counts_kernel: bool,
+    /// The leader is `pinned`: the group is never multiplexed. Default: true.
+    pub pinned: bool,
+    /// The events form one group (the first leads; all on the counters together or
+    /// not at all). Without it every event is a group of its own, which the kernel
+    /// schedules, and with `pinned` off multiplexes, one by one: perf stat's default,
+    /// the only way more events than counters get counted at all. Default: true.
+    pub grouped: bool,
+    /// Map each event's metadata page (needed for one-instruction reads and for
+    /// seeing the kernel reschedule an event). Default: true.
+    pub map_pages: bool,
+    /// Ask for user-space counter reads where the architecture needs asking (arm64:
+    /// config1 bit 1 / the PMU's `rdpmc` term). Default: true.
+    pub user_read: bool,
+    /// Take the thread's switch counts (`getrusage`) and CPU (`sched_getcpu`) at every
+    /// region edge, even where the pages' `lock`s and the rseq CPU number already see
+    /// every switch and migration (see [`crate::region`]). Default: false.
+    pub thorough_evidence: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            exclude_kernel: true,
+            exclude_hv: true,
+            software_counts_kernel: true,
+            pinned: true,
+            grouped: true,
+            map_pages: true,
+            user_read: true,
+            thorough_evidence: false,
+        }
+    }
+}
+
+impl Options {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With hardware events counting in the kernel too (or not).
+    pub fn exclude_kernel(mut self, exclude: bool) -> Self {
+        self.exclude_kernel = exclude;
+        self
+    }
+
+    /// With events counting in the hypervisor too (or not).
+    pub fn exclude_hv(mut self, exclude: bool) -> Self {
+        self.exclude_hv = exclude;
+        self
+    }
+
+    /// With software events counting in the kernel (or not).
+    pub fn software_counts_kernel(mut self, counts: bool) -> Self {
+        self.software_counts_kernel = counts;
+        self
+    }
+
+    /// With a pinned leader (or a group the kernel may multiplex).
+    pub fn pinned(mut self, pinned: bool) -> Self {
+        self.pinned = pinned;
+        self
+    }
+
+    /// As one group (or every event on its own).
+    pub fn grouped(mut self, grouped: bool) -> Self {
+        self.grouped = grouped;
+        self
+    }
+
+    /// With or without the metadata pages.
+    pub fn map_pages(mut self, map: bool) -> Self {
+        self.map_pages = map;
+        self
+    }
+
+    /// Asking for user-space reads (arm64) or not.
+    pub fn user_read(mut self, ask: bool) -> Self {
+        self.user_read = ask;
+        self
+    }
+
+    /// With getrusage and sched_getcpu at every region edge (or only where needed).
+    pub fn thorough_evidence(mut self, thorough: bool) -> Self {
+        self.thorough_evidence = thorough;
+        self
+    }
+}

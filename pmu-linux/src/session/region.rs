@@ -1,0 +1,303 @@
+//! A region's two edges: the lean path (one-instruction reads kept as bases, the
+//! thread's CPU, nothing else while no page changes) and the thorough one (every
+//! event sampled, the thread's switch counts and CPU), and how the last region was
+//! recorded.
+
+use pmu_core::mmap_page::BaseRead;
+
+use super::group::Group;
+use super::Session;
+use crate::error::Result;
+use crate::fast;
+use crate::page::KernelPage;
+use crate::region::{FallbackReason, ReadPath, Sample};
+use crate::sched::ThreadStamp;
+use crate::MAX_EVENTS;
+
+/// Which region edge a sample is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Edge {
+    Start,
+    Stop,
+}
+
+/// One event in a lean region.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LeanEvent {
+    /// The event's page (as in `Session::pages`).
+    pub(super) page: KernelPage,
+    /// The start read.
+    pub(super) base: BaseRead,
+    /// The count of a quiet region.
+    pub(super) count: u64,
+}
+
+impl LeanEvent {
+    /// The start read: the base now, false if the event needs `read()`.
+    #[inline(always)]
+    pub(super) fn take_base(&mut self) -> bool {
+        match fast::read_base(self.page) {
+            Ok(base) => {
+                self.base = base;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The stop read: the count since the base into `reading` (kept for the
+    /// evidence too), false if the kernel rewrote the page meanwhile.
+    #[inline(always)]
+    pub(super) fn count_now(&mut self, reading: &mut pmu_core::Reading) -> bool {
+        match fast::count_since(self.page, &self.base) {
+            Some(count) => {
+                *reading = pmu_core::Reading::new(count);
+                self.count = count;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Session {
+    /// Samples every event into `start` or `end`: one-instruction reads where the
+    /// pages allow, one group `read()` for the others.
+    ///
+    /// At the start edge the fast reads are repeated after the `read()`, so that they
+    /// are the last thing before the region; at the stop edge they come first, and the
+    /// locks of the `read()` events are taken after it. Either way the window the
+    /// locks watch covers the whole region.
+    pub(super) fn sample_into(&mut self, edge: Edge) -> Result<()> {
+        let n = self.group.events.len();
+        let (group, pages) = (&self.group, &self.pages);
+        // Before the reads of either edge: the instructions before them are counted.
+        fast::synchronize();
+        let out = match edge {
+            Edge::Start => &mut self.start,
+            Edge::Stop => &mut self.end,
+        };
+        let mut need_read = false;
+        for (i, sample) in out.iter_mut().enumerate().take(n) {
+            *sample = sample_page(group, pages, i);
+            need_read |= sample.path != ReadPath::Fast;
+        }
+        if need_read {
+            let read = group.read()?;
+            let fill = |i: usize, sample: &mut Sample| {
+                sample.value = read.values[i];
+                (sample.time_enabled, sample.time_running) = read.times[i];
+            };
+            for (i, sample) in out.iter_mut().enumerate().take(n) {
+                if sample.path != ReadPath::Fast {
+                    fill(i, sample);
+                    if edge == Edge::Stop {
+                        sample.lock = page_lock(pages, i);
+                    }
+                }
+            }
+            if edge == Edge::Start {
+                for (i, sample) in out.iter_mut().enumerate().take(n) {
+                    if sample.path == ReadPath::Fast {
+                        *sample = sample_page(group, pages, i);
+                        if sample.path != ReadPath::Fast {
+                            fill(i, sample);
+                        }
+                    }
+                }
+            }
+        }
+        if edge == Edge::Start {
+            // After the start's reads: none of the region's instructions begins before.
+            fast::synchronize();
+        }
+        Ok(())
+    }
+
+    /// The lean start: the thread's CPU (`cpu`, taken by the caller before anything
+    /// else), then one-instruction reads of every event, kept as base reads for the stop;
+    /// false (nothing kept) as soon as one event needs `read()`.
+    #[inline(always)]
+    pub(super) fn start_lean(&mut self, cpu: u32) -> bool {
+        // Before the reads: what came before the region is counted before it (an
+        // instruction still in flight would otherwise land in the region).
+        fast::synchronize();
+        // One event (the common region) apart, without the loop's set-up and control;
+        // groups pay for the test.
+        match &mut *self.lean_events {
+            [only] => {
+                if !only.take_base() {
+                    return false;
+                }
+            }
+            events => {
+                for event in events {
+                    if !event.take_base() {
+                        return false;
+                    }
+                }
+            }
+        }
+        // After the reads: none of the region's instructions begins before them.
+        fast::synchronize();
+        self.lean_start_cpu = cpu;
+        self.last_region = RegionRecord::BasesTaken;
+        true
+    }
+
+    /// The thread stamp of a lean start: no switch counts, its CPU.
+    pub(super) fn lean_start_stamp(&self) -> ThreadStamp {
+        let cpu = self.lean_start_cpu;
+        ThreadStamp {
+            switches: None,
+            cpu: if self.lean_rseq.is_some() {
+                Some(cpu)
+            } else {
+                (cpu != u32::MAX).then_some(cpu)
+            },
+            cpu_from_rseq: self.lean_rseq.is_some(),
+        }
+    }
+
+    /// The lean stop after a lean start: every event's counter read against its
+    /// base ([`fast::count_since`]), the readings from the counts. That succeeds only
+    /// while no page's `lock` moved: the thread was never switched out, so it cannot
+    /// have migrated either (a migration switches it out, and the sched-out rewrites
+    /// every page: arm_pmu.c `armpmu_del`; x86 at the sched-in,
+    /// `x86_perf_event_set_period`) nor been multiplexed (the page times change only in
+    /// those updates): no hazard, and the CPU is the start's. A moved lock: see
+    /// [`Session::stop_lean_moved`]. False (readings unfinished) when some event
+    /// needs `read()` now or `out` has fewer readings than there are events.
+    #[inline(always)]
+    pub(super) fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        // Before the reads: every instruction of the region is counted.
+        fast::synchronize();
+        // One event apart, as in the start (and `out` then needs one reading, the
+        // group loop `out.len() >= events`: one test each instead of cutting `out` to
+        // the events first). Too few readings: false, the thorough stop reports them.
+        match (&mut *self.lean_events, &mut *out) {
+            ([only], [reading, ..]) => {
+                if !only.count_now(reading) {
+                    return self.stop_lean_moved(out);
+                }
+            }
+            (events, readings) if readings.len() >= events.len() => {
+                for (event, reading) in events.iter_mut().zip(readings) {
+                    if !event.count_now(reading) {
+                        return self.stop_lean_moved(out);
+                    }
+                }
+            }
+            _ => return false,
+        }
+        self.last_region = RegionRecord::Undisturbed;
+        true
+    }
+
+    /// A lean region whose pages the kernel rewrote: full reads of every event (false
+    /// if one needs `read()` now: the thorough stop follows, with the start's samples
+    /// in place), then the readings as [`crate::region::evaluate_perf`] judges them:
+    /// CONTEXT_SWITCH on every reading if a `lock` moved, the thread's CPU now
+    /// (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an event's page
+    /// times advanced differently.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn stop_lean_moved(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        for i in 0..self.len {
+            self.start[i] = Sample::fast(self.lean_events[i].base.read);
+        }
+        self.last_region = RegionRecord::PageRewritten;
+        self.start_thread = self.lean_start_stamp();
+        for i in 0..self.len {
+            match self.pages[i].map(fast::read_base) {
+                Some(Ok(base)) => self.end[i] = Sample::fast(base.read),
+                _ => return false,
+            }
+        }
+        let moved = (0..self.len).any(|i| self.start[i].lock != self.end[i].lock);
+        // The CPU again only if a lock moved (else the thread never left its CPU);
+        // the readings from evaluate_perf, as every thorough region's.
+        self.end_thread = if moved {
+            self.cpu_source.stamp()
+        } else {
+            self.start_thread
+        };
+        self.evaluate(out);
+        true
+    }
+
+    /// The readings and evidence of the last region, from everything its edges kept.
+    pub(super) fn evaluate(&self, out: &mut [pmu_core::Reading]) -> crate::region::Evidence {
+        let n = self.len;
+        let (mut start, mut end) = (self.start, self.end);
+        // A lean start keeps only its CPU (PageRewritten copied it into `start_thread`).
+        let start_thread = match self.last_region {
+            RegionRecord::BasesTaken | RegionRecord::Undisturbed => self.lean_start_stamp(),
+            RegionRecord::Sampled | RegionRecord::PageRewritten => self.start_thread,
+        };
+        let mut end_thread = self.end_thread;
+        if self.last_region == RegionRecord::Undisturbed {
+            // Nothing moved: the stop's pages were the start's, only the values differ.
+            for i in 0..n {
+                start[i] = Sample::fast(self.lean_events[i].base.read);
+                end[i] = Sample {
+                    value: start[i].value.wrapping_add(self.lean_events[i].count),
+                    ..start[i]
+                };
+            }
+            end_thread = start_thread;
+        }
+        crate::region::evaluate_perf(
+            &start[..n],
+            &end[..n],
+            self.software_ids(),
+            start_thread,
+            end_thread,
+            &mut out[..n],
+        )
+    }
+}
+
+/// Where the last region's edges are recorded (which path it took).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum RegionRecord {
+    /// Both edges sampled thoroughly: `start`, `end` and the thread stamps hold it.
+    #[default]
+    Sampled,
+    /// Started lean: the start is in `lean_events`' base reads, its CPU in
+    /// `lean_start_cpu`.
+    BasesTaken,
+    /// Stopped lean with no page rewritten since the start: the counts are in
+    /// `lean_events`.
+    Undisturbed,
+    /// Stopped lean after the kernel rewrote a page: `start` and `end` hold it.
+    PageRewritten,
+}
+
+/// Event `i` read through its page (no `isb`), or why `read()` is needed, with the
+/// page's `lock` then.
+#[inline(always)]
+pub(super) fn sample_page(
+    group: &Group,
+    pages: &[Option<KernelPage>; MAX_EVENTS],
+    i: usize,
+) -> Sample {
+    match pages[i].map(fast::read_base) {
+        Some(Ok(base)) => Sample::fast(base.read),
+        Some(Err(fallback)) => Sample {
+            lock: page_lock(pages, i),
+            path: ReadPath::Syscall(group.reason(i, fallback)),
+            ..Sample::default()
+        },
+        None => Sample {
+            path: ReadPath::Syscall(FallbackReason::NoPage),
+            ..Sample::default()
+        },
+    }
+}
+
+/// The page's `lock` of event `i`, if mapped.
+#[inline(always)]
+pub(super) fn page_lock(pages: &[Option<KernelPage>; MAX_EVENTS], i: usize) -> Option<u32> {
+    pages[i].map(|p| pmu_core::UserPage::lock(&p.view()))
+}
