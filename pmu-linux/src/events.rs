@@ -589,7 +589,7 @@ mod tests {
             hw("cgroup-switches"),
             u64::from(b::PERF_COUNT_SW_CGROUP_SWITCHES)
         );
-        // Seed 001: L1D | OP_READ << 8 | RESULT_MISS << 16.
+        // perf_event_open(2), PERF_TYPE_HW_CACHE: id | op << 8 | result << 16.
         let l1d_miss = u64::from(b::PERF_COUNT_HW_CACHE_L1D)
             | u64::from(b::PERF_COUNT_HW_CACHE_OP_READ) << 8
             | u64::from(b::PERF_COUNT_HW_CACHE_RESULT_MISS) << 16;

@@ -320,7 +320,8 @@ mod tests {
         .unwrap();
         assert_eq!((r.value, r.seq, r.index), (1_000_000, 4, 3));
         assert_eq!(r.hazards(), Hazards::empty());
-        // Seed 000 would read counter 0xFFFFFFFF here; the protocol falls back.
+        // index 0 names no counter: reading "index - 1" would be counter 0xFFFFFFFF
+        // (include/uapi/linux/perf_event.h reads only when idx != 0); it falls back.
         let never = |_| -> Option<u64> { panic!("no counter read with index 0") };
         assert_eq!(
             read(&PageView::new(&page(4, 0, 0, 48, true)), never),
