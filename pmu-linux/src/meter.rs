@@ -5,7 +5,11 @@
 //! says which it picked and why ([`Meter::backend`], [`Meter::why`]):
 //!
 //! 1. **perf** (x86_64, aarch64) when the events open and the kernel lets user space
-//!    read their counters with one instruction (`rdpmc`, `mrs`);
+//!    read their counters with one instruction (`rdpmc`, `mrs`). On a machine with
+//!    several core PMUs (big.LITTLE: one PMU per CPU type in sysfs) generic events are
+//!    opened on every one of them and summed ([`crate::hybrid`]), so a thread that
+//!    migrates between clusters is counted in full; [`Meter::core_pmu_split`] gives
+//!    each PMU's share;
 //! 2. **direct** (aarch64) under kmod-enable-user's read-only grant, when perf's user
 //!    reads are off (`kernel.perf_user_access = 0`) or the kernel registers no CPU PMU
 //!    for perf; the grant that lets user space *program* the PMU is used only after
@@ -340,6 +344,13 @@ impl MeterBuilder {
             .map(|e| events::resolve(&e.name(), &self.sysfs))
             .collect::<Result<Vec<_>>>()?;
         let hardware = specs.iter().any(|s| s.kind != EventKind::Software);
+        // Several core PMUs (big.LITTLE, x86 hybrid): generic events on every one of them,
+        // summed, as perf stat does (crate::hybrid).
+        if hardware {
+            if let Some(hybrid) = self.open_hybrid(&specs)? {
+                return Ok(hybrid);
+            }
+        }
         // arm64 with perf's user reads off: the module's read-only grant first. Opening
         // perf's hardware events would revoke it on this CPU (Linux 6.12
         // drivers/perf/arm_pmuv3.c `armv8pmu_start` rewrites PMUSERENR_EL0).
@@ -457,6 +468,60 @@ impl MeterBuilder {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// With two core PMUs or more in sysfs and only generic hardware events (the
+    /// perf-defined `instructions`, `cycles`, cache events …): a
+    /// [`crate::HybridSession`], each event opened on every core PMU with its extended
+    /// type and summed. `None` where the machine has one core PMU (or none) or an event
+    /// belongs to one PMU (raw numbers, `pmu/term=…/`): then the plain session.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn open_hybrid(&self, specs: &[crate::EventSpec]) -> Result<Option<Opened>> {
+        let Ok(topology) = crate::hybrid::CoreTopology::discover_in(&self.sysfs) else {
+            return Ok(None);
+        };
+        let generic = specs
+            .iter()
+            .all(|s| matches!(s.kind, EventKind::Hardware | EventKind::HwCache));
+        if !topology.is_heterogeneous() || !generic || self.choice == BackendChoice::Direct {
+            return Ok(None);
+        }
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .and_then(|t| crate::hybrid::parse_cpu_list(&t))
+            .unwrap_or_default();
+        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let session = match crate::HybridSession::open_in(&self.sysfs, &online, &refs, self.options)
+        {
+            Ok(session) => session,
+            // The PMUs are listed but cannot count (a VM's sysfs copy, a driver gone):
+            // the plain path finds out and says why, or falls back to software.
+            Err(e) if e.means_no_hardware_counters() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        session.enable()?;
+        session.disable()?;
+        session.reset()?;
+        let pmus = session.pmus().join(", ");
+        let why = format!(
+            "{} core PMUs ({pmus}): every event opened on each and summed, the share of each \
+             in Meter::core_pmu_split; {}",
+            session.pmus().len(),
+            if session.page_reads() {
+                "read with one instruction through the pages"
+            } else {
+                "read with read() (no user-space reads), flagged syscall-fallback"
+            }
+        );
+        Ok(Some(Opened {
+            names,
+            inner: Inner::Hybrid(session),
+            slots: (0..self.events.len()).map(Some).collect(),
+            kind: BackendKind::Perf,
+            why,
+            pin: None,
+        }))
     }
 
     /// 32-bit ARM: no perf backend in this library; the direct one.
@@ -748,6 +813,9 @@ fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinG
 enum Inner {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     Perf(crate::Session),
+    /// Generic events on every core PMU of a heterogeneous machine.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    Hybrid(crate::HybridSession),
     Other(Box<dyn Counters>),
 }
 
@@ -756,6 +824,8 @@ impl Inner {
         match self {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             Self::Perf(session) => session,
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            Self::Hybrid(session) => session,
             Self::Other(other) => &mut **other,
         }
     }
@@ -872,6 +942,25 @@ impl Meter {
         &self.why
     }
 
+    /// On a machine with several core PMUs (big.LITTLE), where the meter opened the
+    /// generic events on each and sums them ([`crate::hybrid`]): `handle`'s share of
+    /// the last region per core PMU, and how each was read. `None` with one core PMU
+    /// (the event then has one counter, the whole count is the reading).
+    ///
+    /// # Errors
+    /// [`Error::ForeignHandle`], [`Error::NotCounted`].
+    pub fn core_pmu_split(
+        &self,
+        handle: EventHandle,
+    ) -> Result<Option<Vec<crate::hybrid::PmuShare>>> {
+        let slot = self.slot(handle)?;
+        Ok(match &self.inner {
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            Inner::Hybrid(session) => Some(session.split(slot)),
+            _ => None,
+        })
+    }
+
     /// Every event with its handle and whether this backend counts it: the ones added,
     /// then the ones the meter added itself (the software fallback's `task-clock` and
     /// time-stamp counter).
@@ -926,6 +1015,8 @@ impl Meter {
         let started = match &mut self.inner {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             Inner::Perf(session) => RegionMeter::start(session),
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            Inner::Hybrid(session) => RegionMeter::start(session),
             Inner::Other(other) => other.start(),
         };
         self.started = started.is_ok();
@@ -945,6 +1036,8 @@ impl Meter {
         match &mut self.inner {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             Inner::Perf(session) => RegionMeter::stop(session, &mut self.readings)?,
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            Inner::Hybrid(session) => RegionMeter::stop(session, &mut self.readings)?,
             Inner::Other(other) => other.stop(&mut self.readings)?,
         }
         Ok(Counts { meter: self })

@@ -393,6 +393,12 @@ scenario_hybrid() {
 	pmu-hybrid --units 1000 2>/tmp/hybrid.err
 	result hybrid-run status=$?
 	sed 's/^/STDERR hybrid /' /tmp/hybrid.err
+	# The front door on the same machine: pmu-linux's Meter opens `instructions` on
+	# both PMUs (pmu-linux/examples/count.rs), on a CPU of each cluster.
+	for cpu in 0 2; do
+		ex_run hybrid-count-$cpu-1000 taskset -c $cpu count 1000
+		ex_run hybrid-count-$cpu-2000 taskset -c $cpu count 2000
+	done
 	# Without user access every region goes through read().
 	echo 0 >/proc/sys/kernel/perf_user_access
 	pmu-hybrid --units 1000 --tag hybrid-off --only-pinned 2>/tmp/hybrid.err

@@ -1182,11 +1182,40 @@ fn hybrid_generic_event_on_two_pmus() {
         );
     }
     assert_eq!(run.scenario("hybrid-off-run")[0].int("status"), 0, "{ctx}");
+    meter_counts_on_both_clusters(&run, true);
 
     let done = &run.scenario("hybrid-run")[0];
     assert_eq!(done.int("status"), 0, "{ctx}");
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{ctx}", log.raw);
+}
+
+/// pmu-linux's front door (`Meter`, pmu-linux/examples/count.rs) on a CPU of each
+/// cluster: 1000 more iterations are exactly 2000 more instructions on both. With two
+/// core PMUs the meter says it opened the event on both and sums them
+/// (pmu-linux/src/meter.rs `open_hybrid`); with one it reads the plain event.
+fn meter_counts_on_both_clusters(run: &QemuRun, two_pmus: bool) {
+    for cpu in [0, 2] {
+        let tag = format!("hybrid-count-{cpu}-1000");
+        let (_, err, _) = example(run, &tag);
+        let backend = err
+            .iter()
+            .find(|l| l.starts_with("backend: "))
+            .unwrap_or_else(|| panic!("{tag}: no backend line: {err:?}"));
+        if two_pmus {
+            assert!(
+                backend.starts_with(
+                    "backend: perf (2 core PMUs (armv8_cortex_a53, armv8_cortex_a72): every event opened on each and summed"
+                ),
+                "{backend}"
+            );
+        } else {
+            assert!(!backend.contains("core PMUs"), "{backend}");
+        }
+        let n1000 = counted(run, &tag);
+        let n2000 = counted(run, &format!("hybrid-count-{cpu}-2000"));
+        assert_eq!(n2000 - n1000, 2000, "CPU {cpu}: {n1000} / {n2000}");
+    }
 }
 
 /// tests/guest/arm64.sh `scenario_hybrid` on 4 CPUs, with QEMU's device tree or the
@@ -1264,6 +1293,7 @@ fn hybrid_meter_on_one_pmu() {
         "{ctx}"
     );
     assert_eq!(run.scenario("hybrid-run")[0].int("status"), 0, "{ctx}");
+    meter_counts_on_both_clusters(&run, false);
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{ctx}", log.raw);
 }
