@@ -29,6 +29,9 @@ use crate::sched::ThreadStamp;
 use crate::sys::{self, ChildEnd};
 use crate::MAX_EVENTS;
 
+#[cfg(all(target_arch = "arm", target_feature = "v7"))]
+pub mod aarch32;
+
 /// Runs `access` (one register access that traps without user access) in a forked
 /// child and classifies the outcome.
 ///

@@ -737,8 +737,47 @@ mod direct {
         }
     }
 
+    /// ARMv7 and later under a 32-bit kernel (Raspberry Pi 2/3/4/5) after
+    /// kmod-enable-user's ARMv7 flavour set PMUSERENR.EN (`el0_programming=1`): the demo
+    /// programs the counters itself, PL0 only (pmu-linux `direct::aarch32`; the ARMv7
+    /// build only).
+    #[cfg(all(target_arch = "arm", target_feature = "v7"))]
+    fn run_aarch32(
+        args: &Args,
+        names: &[&str],
+        kernels: &[Kernel],
+        config: &MeasureConfig,
+        sofar: &mut SoFar,
+    ) -> Result<(), Failure> {
+        use pmu_linux::direct::aarch32;
+        let cpu = args
+            .cpu
+            .or_else(|| pmu_linux::sched::current_cpu().map(|c| c as usize))
+            .unwrap_or(0);
+        // SAFETY: direct mode is documented (--help, README) as taking the PMU of the CPU
+        // over exclusively: no perf hardware events may run there meanwhile.
+        let (_pin, pmu) = unsafe { aarch32::take_pl0(cpu) }?;
+        let pool = pmu_core::CounterPool::new(pmu);
+        sofar.notes.extend([
+            format!("direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN), counting PL0 only"),
+            "grant: read and program (EN): the demo programs the counters itself".into(),
+        ]);
+        measure(
+            &pool,
+            names,
+            pmu_core::PrivilegeFilter::USER,
+            aarch32::PmuserenrEn,
+            None,
+            args,
+            kernels,
+            config,
+            sofar,
+        )
+    }
+
     /// ARM1176 (Raspberry Pi 1 / Zero) after kmod-enable-user set SUNAVCR.V: CCR for
     /// `cycles`, CR0/CR1 for two more events, every mode counted (no privilege filter).
+    /// In the ARMv7 build, an ARMv7 or later CPU goes to `run_aarch32`.
     #[cfg(target_arch = "arm")]
     pub fn run(
         args: &Args,
@@ -750,6 +789,10 @@ mod direct {
         use pmu_armv6::CycleDivider;
         use pmu_core::{CounterPool, PrivilegeFilter};
         use pmu_linux::direct::arm1176;
+        #[cfg(target_feature = "v7")]
+        if pmu_linux::direct::aarch32::is_armv7_cpu() {
+            return run_aarch32(args, names, kernels, config, sofar);
+        }
         if let Some(cpu) = args.cpu.filter(|&c| c != 0) {
             return Err(Failure {
                 message: format!(
