@@ -262,7 +262,11 @@ const IMAGES: &[&str] = &[
 ];
 
 /// The stock-kernel module's Rust object, for the kernels' targets (build-std: rust-src).
-const STOCK_MODULE_TARGETS: &[&str] = &["aarch64-unknown-none-softfloat", ARMV6_TARGET];
+const STOCK_MODULE_TARGETS: &[&str] = &[
+    "aarch64-unknown-none-softfloat",
+    ARMV6_TARGET,
+    "armv7a-none-eabi",
+];
 
 /// Bare-metal targets, with the crates that must build (and lint) for each.
 const BARE_METAL: &[(&str, &[&str])] = &[
@@ -327,6 +331,7 @@ fn lint_steps() -> Vec<Step> {
     }
     steps.push(armv6("clippy"));
     steps.push(armv6_linux_clippy());
+    steps.push(armv7_linux_clippy());
     for target in STOCK_MODULE_TARGETS {
         steps.push(
             Step::cargo(
@@ -369,6 +374,31 @@ fn armv6_linux_clippy() -> Step {
         format!(
             "clippy {} ({}; build-std), -D warnings",
             armv6::TARGET,
+            crates.join(", ")
+        ),
+        args,
+    )
+    .env("RUSTC_BOOTSTRAP", "1")
+}
+
+/// clippy of the crates in the ARMv7 pmu-demo (pmu-linux's `direct::aarch32`, built for
+/// `target_feature = "v7"` only), tests included, with std from rust-src.
+fn armv7_linux_clippy() -> Step {
+    let crates = ["pmu-core", "pmu-armv7", "pmu-linux", "userspace-demo"];
+    let mut args = vec![
+        "clippy".to_string(),
+        "--release".into(),
+        "--all-targets".into(),
+        "-Zbuild-std=std,panic_unwind".into(),
+        "--target".into(),
+        armv7::TARGET.into(),
+    ];
+    args.extend(packages(&crates));
+    args.extend(["--", "-D", "warnings"].map(String::from));
+    Step::cargo(
+        format!(
+            "clippy {} ({}; build-std), -D warnings",
+            armv7::TARGET,
             crates.join(", ")
         ),
         args,

@@ -570,6 +570,12 @@ pub mod armv7 {
             *why = text.as_ptr();
             errno
         };
+        // First, so that every refusal logs the CPU's true PerfMon (the glue prints it).
+        // SAFETY: PL1 with preemption off (the caller's contract); only ID_DFR0 and, with
+        // a PMU, PMCR are read here: nothing is written.
+        let regs = unsafe { Pl1Registers::new() };
+        let perfmon = PerfMon::from_id_dfr0(regs.id_dfr0());
+        cfg.perfmon = perfmon.raw();
         if let Err(e) = UserAccess::new(user_access, el0_programming) {
             let text = match e {
                 UserAccessError::Empty => c"user_access=0 grants nothing",
@@ -615,11 +621,6 @@ pub mod armv7 {
                 return fail(why, -EINVAL, text);
             }
         };
-        // SAFETY: PL1 with preemption off (the caller's contract); only ID_DFR0 and, with
-        // a PMU, PMCR are read here: nothing is written.
-        let regs = unsafe { Pl1Registers::new() };
-        let perfmon = PerfMon::from_id_dfr0(regs.id_dfr0());
-        cfg.perfmon = perfmon.raw();
         match perfmon {
             PerfMon::PmuV2 | PerfMon::PmuV3(_) => {}
             PerfMon::PmuV1 => {
