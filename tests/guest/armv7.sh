@@ -56,6 +56,11 @@ scenario_board() {
 		cpu=$((cpu + 1))
 	done
 	hazards hazards
+	# pmu-demo took every CPU's PMU over (its counters disabled the module's): `regrant`
+	# programs the module's counters and grants again on every online CPU.
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	result regrant rc=$?
+	klog
 	# CPU hotplug: cpu1 offline (the module releases its counters and revokes the grant
 	# there) and online again (arm_pmu resets the PMU, the module grants again).
 	if echo 0 >/sys/devices/system/cpu/cpu1/online 2>/dev/null; then
