@@ -82,6 +82,9 @@ void __noreturn kmod_enable_user_rust_panic(void)
 #define EU_EL0 "EL0"
 #define EU_EL1 "EL1"
 #define EU_VERSION "PMUVer"
+#define EU_CCFILTR "PMCCFILTR_EL0"
+#define EU_CCNTR "PMCCNTR_EL0"
+#define EU_USER_ACCESS_NOTE ""
 #define EU_NO_PMU "no PMUv3 (ID_AA64DFR0_EL1.PMUVer=0x%x)"
 typedef struct kmod_eu_config eu_config_t;
 typedef struct kmod_eu_cpu eu_cpu_t;
@@ -102,6 +105,9 @@ MODULE_DESCRIPTION("Lets user space read the PMU counters directly (arm64: PMUSE
 #define EU_EL0 "PL0"
 #define EU_EL1 "PL1"
 #define EU_VERSION "ID_DFR0.PerfMon"
+#define EU_CCFILTR "PMCCFILTR"
+#define EU_CCNTR "PMCCNTR"
+#define EU_USER_ACCESS_NOTE "; PMUv2 (ARMv7) has no read bits: EN alone, through el0_programming=1"
 #define EU_NO_PMU "no PMUv2 or PMUv3 (ID_DFR0.PerfMon=0x%x)"
 typedef struct kmod_eu_v7_config eu_config_t;
 typedef struct kmod_eu_v7_cpu eu_cpu_t;
@@ -162,7 +168,7 @@ void __aeabi_memcpy8(void *dest, const void *src, size_t n)
 
 static unsigned int user_access = 12;	/* CR | ER: read-only */
 module_param(user_access, uint, 0444);
-MODULE_PARM_DESC(user_access, EU_USERENR " read bits to grant on every CPU: SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 12 = CR|ER, read-only. Write access (EN=1) only through el0_programming=1; PMUv2 (ARMv7) has no read bits: EN alone, through el0_programming=1");
+MODULE_PARM_DESC(user_access, EU_USERENR " read bits to grant on every CPU: SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 12 = CR|ER, read-only. Write access (EN=1) only through el0_programming=1" EU_USER_ACCESS_NOTE);
 
 static bool el0_programming;
 module_param(el0_programming, bool, 0444);
@@ -174,7 +180,7 @@ MODULE_PARM_DESC(events, "Events the module counts for " EU_EL0 " (" EU_EL0 " on
 
 static bool cycle_counter = true;
 module_param(cycle_counter, bool, 0444);
-MODULE_PARM_DESC(cycle_counter, "Also run the cycle counter for " EU_EL0 ", " EU_EL0 " only (PMCCFILTR.P); default 1");
+MODULE_PARM_DESC(cycle_counter, "Also run the cycle counter for " EU_EL0 ", " EU_EL0 " only (" EU_CCFILTR ".P); default 1");
 
 /* The settings every CPU gets, checked once at load. */
 static eu_config_t config;
@@ -342,7 +348,7 @@ static const struct kernel_param_ops layout_ops = {
 	.get = layout_get,
 };
 module_param_cb(layout, &layout_ops, NULL, 0444);
-MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for " EU_EL0 ", as <counter>=<event> pairs (31 = the cycle counter), e.g. 5=0x8 31=0x11");
+MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for " EU_EL0 ", as <counter>=<event> pairs (31 = " EU_CCNTR "), e.g. 5=0x8 31=0x11");
 
 /* `cpu_pm_regrants`: read-only, how often the grant was put back after CPU PM. */
 static int cpu_pm_regrants_get(char *buffer, const struct kernel_param *kp)
