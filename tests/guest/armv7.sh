@@ -84,6 +84,25 @@ scenario_board() {
 	finish
 }
 
+# PMUv3 seen from AArch32 (QEMU's 32-bit `max` CPU): the default, read-only grant;
+# pmu-demo's ARMv7 backend programs counters itself and says what it needs; with
+# el0_programming=1 it counts exactly.
+scenario_pmuv3() {
+	boot_line
+	cpu_line
+	load default
+	klog
+	demo readonly-cpu0 0 direct
+	unload default
+	klog
+	load programming el0_programming=1
+	klog
+	demo loaded-cpu1 1 direct
+	unload programming
+	klog
+	finish
+}
+
 # A CPU without a PMU (QEMU -cpu cortex-a15,pmu=off): the module refuses to load.
 scenario_nopmu() {
 	boot_line
@@ -97,6 +116,7 @@ main() {
 	case "$scenario" in
 	board) scenario_board ;;
 	nopmu) scenario_nopmu ;;
+	pmuv3) scenario_pmuv3 ;;
 	*)
 		result error unknown_scenario=${scenario:-none}
 		finish

@@ -376,3 +376,52 @@ fn virt_cortex_a15_without_pmu_refuses() {
     );
     run.assert_klog("kmod_enable_user: no ARM-architected PMU on this CPU (ID_DFR0.PerfMon is 0 or 0xF) (ID_DFR0.PerfMon=0x0): refusing to load");
 }
+
+/// `-M virt -cpu max -smp 2`: qemu-system-arm's `max` is an ARMv8 CPU in AArch32 (MIDR
+/// part 0xd07) with PMUv3p5 (ID_DFR0.PerfMon = 6), the PMU a Pi 3/4 has under a 32-bit
+/// kernel: the default load grants read-only access (CR|ER) on both CPUs; pmu-demo's
+/// ARMv7 backend, which programs its counters, refuses with what it needs; with
+/// `el0_programming=1` it counts exactly.
+#[test]
+fn virt_max_pmuv3_in_aarch32_read_only_default() {
+    let run = run(QEMU_ARM, &virt_args("max", 2, "pmuv3"));
+    let cpu = &run.scenario("cpu")[0];
+    assert_eq!(cpu.get("part"), "0xd07", "{}", cpu.raw);
+    let load = run.find("insmod", "tag", "default");
+    assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    run.assert_klog("kmod_enable_user: loaded: PMUSERENR = CR|ER (read-only) on every online CPU and on CPUs that come online later (ID_DFR0.PerfMon=0x6, 6 event counters); counting for PL0 only: 5=0x8 31=0x11");
+    for c in 0..2 {
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: PMUSERENR 0x0 -> 0xc (CR|ER: read-only) [online]; counters for PL0: 5=0x8 31=0x11, started 0x80000020"
+        ));
+    }
+    let readonly = demo(&run, "readonly-cpu0");
+    assert_eq!(readonly.status, 3, "{}\n{}", readonly.raw, run.stdout);
+    assert!(
+        readonly
+            .stderr
+            .contains("it was loaded with el0_programming=N"),
+        "{}",
+        readonly.stderr
+    );
+    let unload = run.find("rmmod", "tag", "default");
+    assert_eq!(
+        (unload.int("rc"), unload.int("states")),
+        (0, 0),
+        "{}",
+        unload.raw
+    );
+    let load = run.find("insmod", "tag", "programming");
+    assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    run.assert_klog(
+        "kmod_enable_user: cpu1: PMUSERENR 0x0 -> 0xd (EN|CR|ER: read and program (EN)) [online]",
+    );
+    assert_exact(&run, "loaded-cpu1");
+    let unload = run.find("rmmod", "tag", "programming");
+    assert_eq!(
+        (unload.int("rc"), unload.int("states")),
+        (0, 0),
+        "{}",
+        unload.raw
+    );
+}
