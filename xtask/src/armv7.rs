@@ -161,7 +161,7 @@ pub fn raspi2b_step() -> crate::step::Step {
 /// The step of `cargo xtask e2e armv7` (and of `cargo xtask test`).
 pub fn virt_step() -> crate::step::Step {
     crate::step::Step::func(
-        "armv7 kernel on virt -cpu cortex-a15 -smp 2 (ARMv7 module flavour, hotplug, ARMv7 pmu-demo) and pmu=off (tests/tests/kernel_armv7.rs)",
+        "armv7 kernel on virt: -cpu cortex-a15 -smp 2 (ARMv7 module flavour, hotplug, ARMv7 pmu-demo), -cpu max (PMUv3 in AArch32: read-only default) and cortex-a15,pmu=off (tests/tests/kernel_armv7.rs)",
         run_virt,
     )
 }

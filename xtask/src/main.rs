@@ -82,7 +82,8 @@ COMMANDS:
                       The armv7 kernel with the ARMv7 module flavour and the
                       static ARMv7 pmu-demo (armv7-unknown-linux-gnueabi,
                       build-std): raspi2b (4 x Cortex-A7, bcm2836-rpi-2-b.dtb)
-                      or virt -cpu cortex-a15 -smp 2 (and pmu=off), under
+                      or virt -cpu cortex-a15 -smp 2 (and -cpu max: PMUv3 in
+                      AArch32; and pmu=off), under
                       icount: PMUv2's default refused, el0_programming=1
                       granted, exact counts on every CPU, hazards, unload, the
                       wrong flavour refused on the other CPU kind

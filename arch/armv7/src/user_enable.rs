@@ -155,7 +155,7 @@ pub enum ApplyError {
         perfmon: PerfMon,
     },
     /// PMUv2 has PMUSERENR.EN only: a grant is write access, and `el0_programming=1`
-    /// was not given (`-EPERM`). Load with `el0_programming=1` to accept that PL0 can
+    /// was not given (`-EOPNOTSUPP` in the module: the read-only grant is not supported here). Load with `el0_programming=1` to accept that PL0 can
     /// program (and stop) every counter and count in PL1.
     NoReadOnlyGrant {
         /// ID_DFR0.PerfMon.
