@@ -28,16 +28,19 @@
 #      direct call (CALL26/JUMP26) takes. A kernel with BTI enforced at EL1 would
 #      otherwise take a Branch Target exception.
 #
-# usage: check-object.sh arm64|arm OBJECT [KERNEL_CONFIG]   exit status 0 only when all pass
+# usage: check-object.sh arm64|arm|armv7 OBJECT [KERNEL_CONFIG]   exit status 0 only when all pass
+# (arm: the ARMv6 flavour's object; armv7: the ARMv7 flavour's, the same 32-bit checks)
 set -u
+flavour=$1
 arch=$1
+[ "$arch" = armv7 ] && arch=arm
 obj=$2
 kconfig=${3:-}
 if [ -n "$kconfig" ] && [ ! -r "$kconfig" ]; then
 	echo "check-object: kernel configuration '$kconfig' not readable" >&2
 	exit 2
 fi
-case $arch in
+case $flavour in
 arm64)
 	prefix=aarch64-linux-gnu-
 	machine=AArch64
@@ -47,17 +50,18 @@ arm64)
 	# What apply_relocate_add() handles (arch/arm64/kernel/module.c, Linux 6.12).
 	relocs="R_AARCH64_NONE R_AARCH64_ABS64 R_AARCH64_ABS32 R_AARCH64_ABS16 R_AARCH64_PREL64 R_AARCH64_PREL32 R_AARCH64_PREL16 R_AARCH64_MOVW_UABS_G0_NC R_AARCH64_MOVW_UABS_G0 R_AARCH64_MOVW_UABS_G1_NC R_AARCH64_MOVW_UABS_G1 R_AARCH64_MOVW_UABS_G2_NC R_AARCH64_MOVW_UABS_G2 R_AARCH64_MOVW_UABS_G3 R_AARCH64_MOVW_SABS_G0 R_AARCH64_MOVW_SABS_G1 R_AARCH64_MOVW_SABS_G2 R_AARCH64_MOVW_PREL_G0_NC R_AARCH64_MOVW_PREL_G0 R_AARCH64_MOVW_PREL_G1_NC R_AARCH64_MOVW_PREL_G1 R_AARCH64_MOVW_PREL_G2_NC R_AARCH64_MOVW_PREL_G2 R_AARCH64_MOVW_PREL_G3 R_AARCH64_LD_PREL_LO19 R_AARCH64_ADR_PREL_LO21 R_AARCH64_ADR_PREL_PG_HI21_NC R_AARCH64_ADR_PREL_PG_HI21 R_AARCH64_ADD_ABS_LO12_NC R_AARCH64_LDST8_ABS_LO12_NC R_AARCH64_LDST16_ABS_LO12_NC R_AARCH64_LDST32_ABS_LO12_NC R_AARCH64_LDST64_ABS_LO12_NC R_AARCH64_LDST128_ABS_LO12_NC R_AARCH64_TSTBR14 R_AARCH64_CONDBR19 R_AARCH64_JUMP26 R_AARCH64_CALL26"
 	;;
-arm)
+arm | armv7)
 	prefix=arm-linux-gnueabi-
 	machine=ARM
 	exports="kmod_eu_armv6_is_arm1176 kmod_eu_armv6_part_number kmod_eu_armv6_enable kmod_eu_armv6_disable"
+	[ "$flavour" = armv7 ] && exports="kmod_eu_armv7_configure kmod_eu_armv7_apply kmod_eu_armv7_restore kmod_eu_armv7_access_names kmod_eu_armv7_grant_words"
 	# VFP/NEON registers, and the VFP coprocessors cp10/cp11 (objdump: p10, p11).
 	fp_regs='[sdq][0-9]{1,2}|p1[01]'
 	# What apply_relocate() handles (arch/arm/kernel/module.c, Linux 6.12).
 	relocs="R_ARM_NONE R_ARM_ABS32 R_ARM_TARGET1 R_ARM_PC24 R_ARM_CALL R_ARM_JUMP24 R_ARM_V4BX R_ARM_PREL31 R_ARM_REL32 R_ARM_MOVW_ABS_NC R_ARM_MOVT_ABS R_ARM_MOVW_PREL_NC R_ARM_MOVT_PREL R_ARM_ALU_PC_G0_NC R_ARM_ALU_PC_G1_NC R_ARM_LDR_PC_G2 R_ARM_THM_CALL R_ARM_THM_JUMP24 R_ARM_THM_MOVW_ABS_NC R_ARM_THM_MOVT_ABS R_ARM_THM_MOVW_PREL_NC R_ARM_THM_MOVT_PREL"
 	;;
 *)
-	echo "check-object: unknown arch '$arch' (arm64 or arm)" >&2
+	echo "check-object: unknown arch '$flavour' (arm64, arm or armv7)" >&2
 	exit 2
 	;;
 esac
@@ -65,6 +69,10 @@ esac
 # (arm64: arch/arm64/lib/memcpy.S, memset.S; arm: arch/arm/kernel/armksyms.c), which
 # the compiler calls for struct copies it does not inline (no SIMD registers here).
 allowed_undefined="kmod_enable_user_rust_panic memcpy memmove memset"
+# The ARMv7 object (LLVM, EABI): struct copies it does not inline call the run-time ABI's
+# __aeabi_memcpy* (ARM IHI 0043 "Run-time ABI", 4.3.4), which the kernel (built by gcc)
+# neither has nor exports; the glue defines them over memcpy (kmod_enable_user_glue.c).
+[ "$flavour" = armv7 ] && allowed_undefined="$allowed_undefined __aeabi_memcpy __aeabi_memcpy4 __aeabi_memcpy8"
 # Tools: the cross binutils, or the native ones where they are the same architecture.
 tool() {
 	if command -v "$prefix$1" >/dev/null 2>&1; then echo "$prefix$1"; else echo "$1"; fi
@@ -139,6 +147,26 @@ if [ "$arch" = arm ]; then
 	else
 		echo "check-object: float ABI: soft (no Tag_ABI_VFP_args: VFP registers)"
 	fi
+fi
+
+# 32-bit ARM: every function in the kernel's instruction set. The module loader refuses a
+# call between ARM and Thumb code in either direction ("unsupported interworking call",
+# arch/arm/kernel/module.c apply_relocate(), Linux 6.12), and the C glue is compiled in
+# the kernel's: Thumb-2 with CONFIG_THUMB2_KERNEL=y, ARM otherwise. A Thumb function's
+# symbol value has bit 0 set (ELF for the Arm Architecture, "Symbol values").
+if [ "$arch" = arm ]; then
+	if [ -n "$kconfig" ] && grep -q '^CONFIG_THUMB2_KERNEL=y$' "$kconfig"; then
+		want_set=Thumb
+	else
+		want_set=ARM
+	fi
+	wrong_set=$($READELF -sW "$obj" | awk -v want="$want_set" '
+		$4 == "FUNC" && $7 != "UND" {
+			thumb = substr($2, length($2)) ~ /[13579bdf]/
+			if ((want == "Thumb") != thumb) print "  " $8
+		}' | sort -u)
+	verdict "functions not in the kernel's instruction set ($want_set${kconfig:+, from $kconfig})" "$wrong_set" \
+		"instruction set: $want_set, as the kernel's (no ARM/Thumb interworking call)"
 fi
 
 # Relocations of the sections the loader loads: "SECTION TYPE SYMBOL ADDEND" per line.

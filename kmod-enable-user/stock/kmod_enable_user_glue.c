@@ -16,9 +16,18 @@
  *   is put back; `regrant` puts it back on request (after perf revoked it). Unload and
  *   offline release the module's counters and revoke the grant.
  *   -ENODEV without PMUv3, -EINVAL for a bad parameter.
- * - 32-bit ARM: ARM1176 only (Raspberry Pi 1 / Zero): set SUNAVCR.V (ARM1176JZF-S TRM, page 3-132), read it
- *   back, refuse with -EIO when it did not stick (QEMU's ARM1176 c15 is a dummy that
- *   reads 0), write the previous value back on unload. -ENODEV on any other core.
+ * - 32-bit ARM, ARMv7 flavour (KMOD_EU_ARMV7: Cortex-A7/A15, and ARMv8 cores under a
+ *   32-bit kernel): the same per-CPU grant as arm64, through PMUSERENR and the cp15 c9
+ *   registers (rust/src/lib.rs, module armv7, over pmu-armv7). PMUv3 seen from AArch32
+ *   gets the same read-only default (ER|CR). PMUv2 (Cortex-A7/A15) has PMUSERENR.EN
+ *   alone, which is write access: the load is refused (-EOPNOTSUPP) unless
+ *   el0_programming=1 is given. -ENODEV on a CPU older than ARMv7 (the ARMv6 flavour is
+ *   for that one) and on a CPU without a PMUv2/PMUv3 (ID_DFR0.PerfMon).
+ * - 32-bit ARM, ARMv6 flavour: ARM1176 only (Raspberry Pi 1 / Zero): set SUNAVCR.V
+ *   (ARM1176JZF-S TRM, page 3-132), read it back, refuse with -EIO when it did not
+ *   stick (QEMU's ARM1176 c15 is a dummy that reads 0), write the previous value back
+ *   on unload. -ENODEV on any other core (an ARMv7 CPU is told to load the ARMv7
+ *   flavour).
  *
  * Security: once loaded, any process can read the granted counters, a timing side
  * channel; with el0_programming=1 it can also program the PMU.
@@ -41,6 +50,7 @@
 #include <linux/atomic.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
+#include <linux/string.h>
 
 #ifdef CONFIG_ARM
 #include <asm/cputype.h>
@@ -56,37 +66,142 @@ void __noreturn kmod_enable_user_rust_panic(void)
 	panic(KBUILD_MODNAME ": panic in the Rust object\n");
 }
 
+#if defined(CONFIG_ARM64) || defined(KMOD_EU_ARMV7)
+
+/*
+ * The per-CPU grant shared by arm64 and the ARMv7 flavour: the same parameters,
+ * callbacks and log lines; only the register names, the ID field and the Rust entry
+ * points differ (the AArch32 registers are 32 bits: printed through the same u64
+ * formats).
+ */
 #if defined(CONFIG_ARM64)
+
+#define EU_USERENR "PMUSERENR_EL0"
+#define EU_PMCR "PMCR_EL0"
+#define EU_PCEID "PMCEID0/1_EL0"
+#define EU_EL0 "EL0"
+#define EU_EL1 "EL1"
+#define EU_VERSION "PMUVer"
+#define EU_CCFILTR "PMCCFILTR_EL0"
+#define EU_CCNTR "PMCCNTR_EL0"
+#define EU_USER_ACCESS_NOTE ""
+#define EU_NO_PMU "no PMUv3 (ID_AA64DFR0_EL1.PMUVer=0x%x)"
+typedef struct kmod_eu_config eu_config_t;
+typedef struct kmod_eu_cpu eu_cpu_t;
+#define eu_version(x) ((x).pmuver)
+#define eu_configure kmod_eu_arm64_configure
+#define eu_apply kmod_eu_arm64_apply
+#define eu_restore kmod_eu_arm64_restore
+#define eu_access_names kmod_eu_arm64_access_names
+#define eu_grant_words kmod_eu_arm64_grant_words
+/* arm64 only: the kernel-entry sentinel (`sentinel` below). */
+#define EU_SENTINEL_ARG sentinel,
+#define EU_COUNTING "counting: %s (parameters/layout: at EL0 only, :k at the kernel's level only)"
 
 MODULE_DESCRIPTION("Lets user space read the PMU counters directly (arm64: PMUSERENR_EL0, read-only by default); stock-kernel flavour: C glue + Rust object");
 
+#else /* ARMv7 flavour */
+
+#define EU_USERENR "PMUSERENR"
+#define EU_PMCR "PMCR"
+#define EU_PCEID "PMCEID0/1"
+#define EU_EL0 "PL0"
+#define EU_EL1 "PL1"
+#define EU_VERSION "ID_DFR0.PerfMon"
+#define EU_CCFILTR "PMCCFILTR"
+#define EU_CCNTR "PMCCNTR"
+#define EU_USER_ACCESS_NOTE "; PMUv2 (ARMv7) has no read bits: EN alone, through el0_programming=1"
+#define EU_NO_PMU "no PMUv2 or PMUv3 (ID_DFR0.PerfMon=0x%x)"
+typedef struct kmod_eu_v7_config eu_config_t;
+typedef struct kmod_eu_v7_cpu eu_cpu_t;
+#define eu_version(x) ((x).perfmon)
+#define eu_configure kmod_eu_armv7_configure
+#define eu_apply kmod_eu_armv7_apply
+#define eu_restore kmod_eu_armv7_restore
+#define eu_access_names kmod_eu_armv7_access_names
+#define eu_grant_words kmod_eu_armv7_grant_words
+#define EU_COUNTING "counting for PL0 only: %s (parameters/layout)"
+
+MODULE_DESCRIPTION("Lets user space read the PMU counters directly (ARMv7/AArch32: PMUSERENR; read-only by default on PMUv3, PMUv2 only with el0_programming=1); stock-kernel flavour: C glue + Rust object");
+
+/*
+ * Whether this CPU is ARMv7 or later, before any ARMv7 instruction runs. MIDR must use
+ * the CPUID scheme (Architecture = 0xF) and ID_MMFR0 name VMSAv7 or PMSAv7, the test of
+ * Linux's __get_cpu_architecture() (arch/arm/kernel/setup.c, 6.12; cpu_architecture()
+ * is not exported to modules). That test also calls the ARM1176 ARMv7 (its ID_MMFR0.VMSA
+ * is 3), so its part number (0xB76) is excluded by name: its cp15 c9 has no PMU.
+ */
+static bool eu_cpu_is_armv7(u32 midr)
+{
+	u32 mmfr0;
+
+	if ((midr & 0x000f0000) != 0x000f0000)
+		return false;
+	if ((midr & 0xff00fff0) == 0x4100b760)
+		return false;
+	mmfr0 = read_cpuid_ext(CPUID_EXT_MMFR0);
+	return (mmfr0 & 0xf) >= 3 || (mmfr0 & 0xf0) >= 0x30;
+}
+
+/*
+ * The run-time ABI's memcpy variants (ARM IHI 0043 "Run-time ABI for the Arm
+ * Architecture", 4.3.4), which LLVM calls from the Rust object for struct copies it does
+ * not inline; the kernel, built by gcc, has none of them (check-object.sh allows exactly
+ * these three). The 4 and 8 variants only promise alignment: memcpy does the same work.
+ */
+void __aeabi_memcpy(void *dest, const void *src, size_t n);
+void __aeabi_memcpy4(void *dest, const void *src, size_t n);
+void __aeabi_memcpy8(void *dest, const void *src, size_t n);
+
+void __aeabi_memcpy(void *dest, const void *src, size_t n)
+{
+	memcpy(dest, src, n);
+}
+
+void __aeabi_memcpy4(void *dest, const void *src, size_t n)
+{
+	memcpy(dest, src, n);
+}
+
+void __aeabi_memcpy8(void *dest, const void *src, size_t n)
+{
+	memcpy(dest, src, n);
+}
+
+#endif
+
 static unsigned int user_access = 12;	/* CR | ER: read-only */
 module_param(user_access, uint, 0444);
-MODULE_PARM_DESC(user_access, "PMUSERENR_EL0 read bits to grant on every CPU: SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 12 = CR|ER, read-only. Write access (EN=1) only through el0_programming=1");
+MODULE_PARM_DESC(user_access, EU_USERENR " read bits to grant on every CPU: SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 12 = CR|ER, read-only. Write access (EN=1) only through el0_programming=1" EU_USER_ACCESS_NOTE);
 
 static bool el0_programming;
 module_param(el0_programming, bool, 0444);
-MODULE_PARM_DESC(el0_programming, "Also let EL0 program the PMU (PMUSERENR_EL0.EN): every process may then count at EL1 (a side channel into the kernel) and stop or reset perf's counters; default 0");
+MODULE_PARM_DESC(el0_programming, "Also let " EU_EL0 " program the PMU (" EU_USERENR ".EN): every process may then count at " EU_EL1 " (a side channel into the kernel) and stop or reset perf's counters; default 0");
 
 static char *events = "0x8";
 module_param(events, charp, 0444);
-MODULE_PARM_DESC(events, "Events the module counts for EL0 (EL0 only) on the highest-numbered event counters: comma-separated numbers, e.g. 0x8,0x3; default 0x8 (INST_RETIRED); empty for none");
+MODULE_PARM_DESC(events, "Events the module counts for " EU_EL0 " (" EU_EL0 " only) on the highest-numbered event counters: comma-separated numbers, e.g. 0x8,0x3; default 0x8 (INST_RETIRED); empty for none");
 
 static bool cycle_counter = true;
 module_param(cycle_counter, bool, 0444);
-MODULE_PARM_DESC(cycle_counter, "Also run the cycle counter for EL0, EL0 only (PMCCFILTR_EL0.P); default 1");
+MODULE_PARM_DESC(cycle_counter, "Also run the cycle counter for " EU_EL0 ", " EU_EL0 " only (" EU_CCFILTR ".P); default 1");
 
+#ifdef CONFIG_ARM64
 static bool sentinel;
 module_param(sentinel, bool, 0444);
 MODULE_PARM_DESC(sentinel, "Also run the kernel-entry sentinel: an event counter counting INST_RETIRED at the kernel's level only (:k in layout), so a region read at EL0 sees the kernel run in it. Tells every process how much the kernel did on its CPU (perf allows that only with perf_event_paranoid <= 1); default 0");
+#else
+/* The ARMv7 flavour has no sentinel parameter (the AArch32 layout has none). */
+#define EU_SENTINEL_ARG
+#endif
 
 /* The settings every CPU gets, checked once at load. */
-static struct kmod_eu_config config;
+static eu_config_t config;
 /* "<counter>=0x<event> …" (31: the cycle counter): the `layout` parameter. */
 static char layout[KMOD_EU_LAYOUT_SIZE] = "none";
 
 /* One slot per possible CPU number. */
-static struct kmod_eu_cpu *slots;
+static eu_cpu_t *slots;
 static enum cpuhp_state hp_state;
 /*
  * True while the hotplug state is being installed: a CPU that cannot be granted then
@@ -103,41 +218,45 @@ static atomic_long_t cpu_pm_failures = ATOMIC_LONG_INIT(0);
 
 static void apply_on_cpu(void *info)
 {
-	kmod_eu_arm64_apply(info, &config);
+	eu_apply(info, &config);
 }
 
 static void restore_on_cpu(void *info)
 {
-	kmod_eu_arm64_restore(info, &config);
+	eu_restore(info, &config);
 }
 
 /* The log line for an apply on `cpu` (`why`: online, regrant); its errno. */
-static int report_apply(unsigned int cpu, const struct kmod_eu_cpu *st,
+static int report_apply(unsigned int cpu, const eu_cpu_t *st,
 			const char *why)
 {
 	switch (st->error) {
 	case 0:
-		pr_info("cpu%u: PMUSERENR_EL0 0x%llx -> 0x%llx (%s: %s) [%s]; counters for EL0: %s, started 0x%llx, kept running 0x%llx; idle counters zeroed 0x%llx\n",
-			cpu, st->found_userenr, st->new_userenr,
-			kmod_eu_arm64_access_names(st->new_userenr),
-			kmod_eu_arm64_grant_words(st->new_userenr), why, layout,
-			st->owned & ~st->kept, st->kept, st->zeroed);
+		pr_info("cpu%u: " EU_USERENR " 0x%llx -> 0x%llx (%s: %s) [%s]; counters for " EU_EL0 ": %s, started 0x%llx, kept running 0x%llx; idle counters zeroed 0x%llx\n",
+			cpu, (u64)st->found_userenr, (u64)st->new_userenr,
+			eu_access_names(st->new_userenr),
+			eu_grant_words(st->new_userenr), why, layout,
+			(u64)(st->owned & ~st->kept), (u64)st->kept, (u64)st->zeroed);
 		break;
 	case -EBUSY:
 		pr_err("cpu%u: counter %u is in use by another owner (perf; its config 0x%llx): no grant on this CPU [%s]\n",
-		       cpu, st->error_detail, st->busy_config, why);
+		       cpu, st->error_detail, (u64)st->busy_config, why);
 		break;
 	case -EOPNOTSUPP:
-		pr_err("cpu%u: event 0x%x is not implemented by this CPU (PMCEID0/1_EL0): no grant on this CPU [%s]\n",
-		       cpu, st->error_detail, why);
+		if (st->error_detail != KMOD_EU_NO_EVENT)
+			pr_err("cpu%u: event 0x%x is not implemented by this CPU (" EU_PCEID "): no grant on this CPU [%s]\n",
+			       cpu, st->error_detail, why);
+		else
+			pr_err("cpu%u: " EU_VERSION "=0x%x has no read-only grant (PMUv2: " EU_USERENR ".EN alone) and el0_programming=1 was not given: no grant on this CPU [%s]\n",
+			       cpu, eu_version(*st), why);
 		break;
 	case -ENODEV:
 		if (st->error_detail)
-			pr_err("cpu%u: %u event counters (PMCR_EL0.N), the layout needs %u: no grant on this CPU [%s]\n",
+			pr_err("cpu%u: %u event counters (" EU_PMCR ".N), the layout needs %u: no grant on this CPU [%s]\n",
 			       cpu, st->error_detail, config.event_counters, why);
 		else
-			pr_err("cpu%u: no PMUv3 (ID_AA64DFR0_EL1.PMUVer=0x%x): no grant on this CPU [%s]\n",
-			       cpu, st->pmuver, why);
+			pr_err("cpu%u: " EU_NO_PMU ": no grant on this CPU [%s]\n",
+			       cpu, eu_version(*st), why);
 		break;
 	default:
 		pr_err("cpu%u: grant failed (%pe) [%s]\n", cpu, ERR_PTR(st->error), why);
@@ -147,14 +266,14 @@ static int report_apply(unsigned int cpu, const struct kmod_eu_cpu *st,
 
 static int kmod_eu_cpu_online(unsigned int cpu)
 {
-	struct kmod_eu_cpu *st;
+	eu_cpu_t *st;
 	int ret;
 
 	if (!slots || cpu >= nr_cpu_ids)
 		return 0;
 	st = &slots[cpu];
 	/* A fresh grant: what this CPU holds now is what the restore goes back to. */
-	*st = (struct kmod_eu_cpu){};
+	*st = (eu_cpu_t){};
 	/* On this CPU (the callback runs there), with interrupts off. */
 	ret = smp_call_function_single(cpu, apply_on_cpu, st, 1);
 	if (ret) {
@@ -171,7 +290,7 @@ static int kmod_eu_cpu_online(unsigned int cpu)
 
 static int kmod_eu_cpu_offline(unsigned int cpu)
 {
-	struct kmod_eu_cpu *st;
+	eu_cpu_t *st;
 	u64 granted;
 	int ret;
 
@@ -187,11 +306,11 @@ static int kmod_eu_cpu_offline(unsigned int cpu)
 		       ERR_PTR(ret));
 		return 0;
 	}
-	pr_info("cpu%u: PMUSERENR_EL0 0x%llx -> 0x%llx (%s)%s; counters released 0x%llx, left to perf 0x%llx\n",
-		cpu, st->found_userenr, st->new_userenr,
-		kmod_eu_arm64_access_names(st->new_userenr),
+	pr_info("cpu%u: " EU_USERENR " 0x%llx -> 0x%llx (%s)%s; counters released 0x%llx, left to perf 0x%llx\n",
+		cpu, (u64)st->found_userenr, (u64)st->new_userenr,
+		eu_access_names(st->new_userenr),
 		st->found_userenr != granted ? " (perf had rewritten it: left as perf wrote it)" : "",
-		st->released, st->taken);
+		(u64)st->released, (u64)st->taken);
 	return 0;
 }
 
@@ -204,18 +323,18 @@ static int kmod_eu_cpu_offline(unsigned int cpu)
 static int kmod_eu_cpu_pm(struct notifier_block *nb, unsigned long action, void *data)
 {
 	unsigned int cpu = smp_processor_id();
-	struct kmod_eu_cpu *st;
+	eu_cpu_t *st;
 
 	if (action != CPU_PM_EXIT && action != CPU_PM_ENTER_FAILED)
 		return NOTIFY_OK;
 	st = READ_ONCE(slots);
 	if (!st || cpu >= nr_cpu_ids || !st[cpu].applied)
 		return NOTIFY_OK;
-	kmod_eu_arm64_apply(&st[cpu], &config);
+	eu_apply(&st[cpu], &config);
 	atomic_long_inc(&cpu_pm_regrants);
 	if (st[cpu].error) {
 		atomic_long_inc(&cpu_pm_failures);
-		pr_warn_ratelimited("cpu%u: grant not restored after CPU PM exit (%pe): EL0 access stays off on this CPU\n",
+		pr_warn_ratelimited("cpu%u: grant not restored after CPU PM exit (%pe): " EU_EL0 " access stays off on this CPU\n",
 				    cpu, ERR_PTR(st[cpu].error));
 	}
 	return NOTIFY_OK;
@@ -242,7 +361,7 @@ static const struct kernel_param_ops layout_ops = {
 	.get = layout_get,
 };
 module_param_cb(layout, &layout_ops, NULL, 0444);
-MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for EL0, as <counter>=<event> pairs (31 = PMCCNTR_EL0), e.g. 5=0x8 31=0x11");
+MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for " EU_EL0 ", as <counter>=<event> pairs (31 = " EU_CCNTR "), e.g. 5=0x8 31=0x11");
 
 /* `cpu_pm_regrants`: read-only, how often the grant was put back after CPU PM. */
 static int cpu_pm_regrants_get(char *buffer, const struct kernel_param *kp)
@@ -276,7 +395,7 @@ static int regrant_set(const char *val, const struct kernel_param *kp)
 	}
 	cpus_read_lock();
 	for_each_online_cpu(cpu) {
-		struct kmod_eu_cpu *st = &slots[cpu];
+		eu_cpu_t *st = &slots[cpu];
 		int err = smp_call_function_single(cpu, apply_on_cpu, st, 1);
 
 		if (!err)
@@ -295,19 +414,42 @@ static const struct kernel_param_ops regrant_ops = {
 module_param_cb(regrant, &regrant_ops, NULL, 0200);
 MODULE_PARM_DESC(regrant, "Write-only (root): write 1 to put the grant back on every online CPU (after perf revoked it)");
 
+/* What the load grants, for its log line: PMUv2 gets EN alone (rust: pmuserenr_for). */
+static u32 eu_granted_bits(void)
+{
+	u32 bits = user_access | (el0_programming ? 1 : 0);
+
+#ifndef CONFIG_ARM64
+	if (eu_version(config) == 2)
+		bits &= 1;
+#endif
+	return bits;
+}
+
 static int __init kmod_enable_user_init(void)
 {
 	const char *why;
 	int ret;
 
-	/* This CPU's ID register and PMCR_EL0.N (no PMU state is changed), on one CPU. */
+#ifndef CONFIG_ARM64
+	/*
+	 * Before any ARMv7 instruction: the object's cp15 c9 accesses and `isb` are
+	 * undefined on an ARMv6 CPU.
+	 */
+	if (!eu_cpu_is_armv7(read_cpuid_id())) {
+		pr_err("not an ARMv7 or later CPU (MIDR 0x%08x): this is the ARMv7 flavour; an ARM1176 (Raspberry Pi 1 / Zero) takes the ARMv6 flavour (make FLAVOUR=armv6): refusing to load\n",
+		       read_cpuid_id());
+		return -ENODEV;
+	}
+#endif
+	/* This CPU's ID register and PMCR.N (no PMU state is changed), on one CPU. */
 	preempt_disable();
-	ret = kmod_eu_arm64_configure(&config, user_access, el0_programming, events,
-				      cycle_counter, sentinel, layout, sizeof(layout),
-				      &why);
+	ret = eu_configure(&config, user_access, el0_programming, events,
+			   cycle_counter, EU_SENTINEL_ARG layout, sizeof(layout),
+			   &why);
 	preempt_enable();
 	if (ret) {
-		pr_err("%s (PMUVer=0x%x): refusing to load\n", why, config.pmuver);
+		pr_err("%s (" EU_VERSION "=0x%x): refusing to load\n", why, eu_version(config));
 		return ret;
 	}
 	slots = kcalloc(nr_cpu_ids, sizeof(*slots), GFP_KERNEL);
@@ -328,14 +470,14 @@ static int __init kmod_enable_user_init(void)
 	mutex_lock(&state_lock);
 	live = true;
 	mutex_unlock(&state_lock);
-	pr_info("loaded: PMUSERENR_EL0 = %s (%s) on every online CPU and on CPUs that come online later (PMUVer=0x%x, %u event counters); counting: %s (parameters/layout: at EL0 only, :k at the kernel's level only)\n",
-		kmod_eu_arm64_access_names(user_access | (el0_programming ? 1 : 0)),
-		kmod_eu_arm64_grant_words(user_access | (el0_programming ? 1 : 0)),
-		config.pmuver, config.event_counters, layout);
+	pr_info("loaded: " EU_USERENR " = %s (%s) on every online CPU and on CPUs that come online later (" EU_VERSION "=0x%x, %u event counters); " EU_COUNTING "\n",
+		eu_access_names(eu_granted_bits()),
+		eu_grant_words(eu_granted_bits()),
+		eu_version(config), config.event_counters, layout);
 	if (el0_programming)
-		pr_warn("el0_programming=1: every process may now program the PMU: count at EL1 (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");
+		pr_warn("el0_programming=1: every process may now program the PMU: count at " EU_EL1 " (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");
 	else
-		pr_warn("every process may now read the counters listed in the layout (EL0 events only; a timing side channel)\n");
+		pr_warn("every process may now read the counters listed in the layout (" EU_EL0 " events only; a timing side channel)\n");
 	return 0;
 
 unregister:
@@ -362,10 +504,10 @@ static void __exit kmod_enable_user_exit(void)
 	cpuhp_remove_state(hp_state);
 	kfree(slots);
 	slots = NULL;
-	pr_info("unloaded: EL0 access revoked, the module's counters released on every online CPU\n");
+	pr_info("unloaded: " EU_EL0 " access revoked, the module's counters released on every online CPU\n");
 }
 
-#elif defined(CONFIG_ARM)
+#elif defined(CONFIG_ARM) /* ARMv6 flavour */
 
 MODULE_DESCRIPTION("Lets user space read the PMU counters directly (ARM1176: SUNAVCR.V); stock-kernel flavour: C glue + Rust object");
 
@@ -377,7 +519,7 @@ static int __init kmod_enable_user_init(void)
 	int ret;
 
 	if (!kmod_eu_armv6_is_arm1176(midr)) {
-		pr_err("not an ARM1176 (MIDR 0x%08x, part 0x%03x; SUNAVCR exists only there): refusing to load\n",
+		pr_err("not an ARM1176 (MIDR 0x%08x, part 0x%03x; SUNAVCR exists only there): this is the ARMv6 flavour; an ARMv7 or later CPU (Raspberry Pi 2/3/4/5 on a 32-bit kernel) takes the ARMv7 flavour (make FLAVOUR=armv7): refusing to load\n",
 		       midr, kmod_eu_armv6_part_number(midr));
 		return -ENODEV;
 	}
@@ -406,7 +548,7 @@ static void __exit kmod_enable_user_exit(void)
 }
 
 #else
-#error "kmod-enable-user/stock supports arm64 and 32-bit ARM (ARMv6) kernels only"
+#error "kmod-enable-user/stock supports arm64 and 32-bit ARM (ARMv6, ARMv7) kernels only"
 #endif
 
 module_init(kmod_enable_user_init);

@@ -11,6 +11,9 @@
 #include <linux/stddef.h>
 #include <linux/types.h>
 
+/* error_detail of an -EOPNOTSUPP that names no event (PMUv2 without el0_programming). */
+#define KMOD_EU_NO_EVENT 0xffffffffU
+
 /* Called by the Rust panic handler; never returns. */
 void __noreturn kmod_enable_user_rust_panic(void);
 
@@ -66,7 +69,53 @@ const char *kmod_eu_arm64_access_names(u64 bits);
 const char *kmod_eu_arm64_grant_words(u64 bits);
 #endif
 
-#ifdef CONFIG_ARM
+#if defined(CONFIG_ARM) && defined(KMOD_EU_ARMV7)
+#define KMOD_EU_MAX_EVENTS 6
+/* The longest `layout` text (pmu_armv8::user_enable::LAYOUT_TEXT_MAX) plus the NUL. */
+#define KMOD_EU_LAYOUT_SIZE 71
+
+/* The module-wide settings, checked at load (Rust: armv7::KmodEuV7Config). */
+struct kmod_eu_v7_config {
+	u32 user_access;
+	u16 events[KMOD_EU_MAX_EVENTS];
+	u8 n_events;
+	u8 event_counters;	/* PMCR.N of the loading CPU */
+	bool cycle_counter;
+	bool el0_programming;
+	u8 perfmon;		/* ID_DFR0.PerfMon of the loading CPU */
+	u8 reserved[3];
+};
+static_assert(sizeof(struct kmod_eu_v7_config) == 24);
+
+/* One CPU's grant (Rust: armv7::KmodEuV7Cpu); AArch32 registers are 32 bits. */
+struct kmod_eu_v7_cpu {
+	u32 found_userenr;	/* PMUSERENR found by the last apply or restore */
+	u32 new_userenr;	/* written by the last apply or restore */
+	u32 owned;		/* PMCNTENSET bits of the module's counters */
+	u32 zeroed;		/* idle counters the last apply zeroed */
+	u32 kept;		/* module counters found running and kept (re-grant) */
+	u32 released;		/* counters the restore disabled and zeroed */
+	u32 taken;		/* module counters perf reprogrammed: left to perf */
+	u32 busy_config;	/* -EBUSY: PMXEVTYPER of the counter in use */
+	s32 error;		/* 0 or -ENODEV, -EBUSY, -EOPNOTSUPP, -EINVAL */
+	u32 error_detail;	/* the counter, the event, or PMCR.N */
+	bool applied;
+	bool enabled_pmu;	/* the module turned PMCR.E on */
+	u8 perfmon;
+	u8 reserved;
+};
+static_assert(sizeof(struct kmod_eu_v7_cpu) == 44);
+static_assert(offsetof(struct kmod_eu_v7_cpu, applied) == 40);
+
+int kmod_eu_armv7_configure(struct kmod_eu_v7_config *cfg, u32 user_access,
+			    bool el0_programming, const char *events,
+			    bool cycle_counter, char *layout, size_t layout_size,
+			    const char **why);
+void kmod_eu_armv7_apply(struct kmod_eu_v7_cpu *st, const struct kmod_eu_v7_config *cfg);
+void kmod_eu_armv7_restore(struct kmod_eu_v7_cpu *st, const struct kmod_eu_v7_config *cfg);
+const char *kmod_eu_armv7_access_names(u32 bits);
+const char *kmod_eu_armv7_grant_words(u32 bits);
+#elif defined(CONFIG_ARM)
 /* SUNAVCR before and after (Rust: armv6::KmodEuArmv6). */
 struct kmod_eu_armv6 {
 	u32 previous;

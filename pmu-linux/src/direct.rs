@@ -38,6 +38,9 @@ pub use alloc::allocate_granted;
 pub use alloc::{allocate, OwnedCounters, MODULE_LAYOUT};
 pub use meter::{CounterSet, DirectMeter, GenericDirectMeter};
 
+#[cfg(all(target_arch = "arm", target_feature = "v7"))]
+pub mod aarch32;
+
 /// Runs `access` (one register access that traps without user access) in a forked
 /// child and classifies the outcome.
 ///

@@ -545,6 +545,10 @@ impl MeterBuilder {
         }
         #[cfg(target_arch = "arm")]
         {
+            #[cfg(target_feature = "v7")]
+            if crate::direct::aarch32::is_armv7_cpu() {
+                return self.open_aarch32();
+            }
             self.open_arm1176()
         }
         #[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
@@ -691,6 +695,42 @@ impl MeterBuilder {
             "kmod-enable-user's grant (SUNAVCR.V) on the ARM1176: the library programs the \
              counters itself; no privilege filter (the kernel's work in a region counts too)"
                 .to_owned(),
+            pin,
+        ))
+    }
+
+    /// ARMv7 and later under a 32-bit kernel (the ARMv7 build): PL0 programs the PMU
+    /// after kmod-enable-user's ARMv7 flavour set PMUSERENR.EN ([`crate::direct::aarch32`]),
+    /// counting PL0 only; every access checks that EN is still there.
+    #[cfg(all(target_arch = "arm", target_feature = "v7"))]
+    fn open_aarch32(&self) -> Result<Opened> {
+        if !self.program {
+            // PMUv2 has no read-only grant: EN is the only one, and it programs.
+            return Err(Error::DirectNeedsProgramming);
+        }
+        let wanted = self.direct_events()?;
+        let cpu = self
+            .cpu
+            .or_else(|| crate::sched::current_cpu().map(|c| c as usize))
+            .unwrap_or(0);
+        // SAFETY: `program_the_pmu`'s caller promised exclusive use of the PMU.
+        let (pin, pmu) = unsafe { crate::direct::aarch32::take_pl0(cpu) }?;
+        let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
+        let counters =
+            crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
+        let meter = crate::direct::GenericDirectMeter::new(
+            counters,
+            self.names(),
+            crate::direct::aarch32::PmuserenrEn,
+        )?;
+        Ok(direct_opened(
+            Box::new(meter),
+            self.events.len(),
+            format!(
+                "direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN from kmod-enable-user's \
+                 ARMv7 flavour, el0_programming=1): the library programs the counters itself, \
+                 counting PL0 only"
+            ),
             pin,
         ))
     }
@@ -953,6 +993,11 @@ impl Meter {
         &self,
         handle: EventHandle,
     ) -> Result<Option<Vec<crate::hybrid::PmuShare>>> {
+        // Checked on every architecture: a foreign handle is an error everywhere.
+        #[cfg_attr(
+            not(any(target_arch = "x86_64", target_arch = "aarch64")),
+            allow(unused_variables)
+        )]
         let slot = self.slot(handle)?;
         Ok(match &self.inner {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -171,9 +171,13 @@ fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
 /// CR0 for the context switch and the overflow; one CPU, so no migration. Without
 /// kmod-enable-user this is the "not enabled" error (exit status 3).
 #[cfg(target_arch = "arm")]
-fn forced_hazards(_: &Args) -> Result<Vec<Demo>, Failure> {
+fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
     use pmu_linux::direct::{allocate, arm1176};
     use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
+    #[cfg(target_feature = "v7")]
+    if pmu_linux::direct::aarch32::is_armv7_cpu() {
+        return forced_hazards_aarch32(_args);
+    }
     // SAFETY: as in `measure --backend direct` on 32-bit ARM: the demo takes the
     // ARM1176's PMU over exclusively for the duration (documented in --help and the
     // README).
@@ -203,6 +207,76 @@ fn forced_hazards(_: &Args) -> Result<Vec<Demo>, Failure> {
     demos.push(demo(
         "overflow",
         "10 000 loop iterations on CR0 1000 below its 32-bit wrap (PMCR flag bit 8)".into(),
+        Hazards::OVERFLOW,
+        &record,
+    ));
+    pmu_linux::Counters::disable(&mut meter)?;
+    Ok(demos)
+}
+
+/// ARMv7 and later under a 32-bit kernel: the direct backend (PMUSERENR.EN from
+/// kmod-enable-user's ARMv7 flavour with `el0_programming=1`) counts cycles and
+/// instructions, PL0 only, on the first allowed CPU, for the context switch, the
+/// migration (to the second allowed CPU, whose PMU the module opened too) and the
+/// overflow. The ARMv7 build only.
+#[cfg(all(target_arch = "arm", target_feature = "v7"))]
+fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
+    use pmu_linux::direct::{aarch32, allocate};
+    use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
+    let cpus = pmu_linux::sched::allowed_cpus()?;
+    let first = cpus.first().copied().unwrap_or(0);
+    // SAFETY: as in `measure --backend direct`: the demo takes the PMU of the CPUs it
+    // runs on over exclusively for the duration (documented in --help and the README).
+    let (_pin, pmu) = unsafe { aarch32::take_pl0(first) }?;
+    let pool = CounterPool::new(pmu);
+    let names = ["cycles", "instructions"];
+    let counters = allocate(&pool, &names, PrivilegeFilter::USER)?;
+    let mut meter = pmu_linux::DirectMeter::new(
+        &counters,
+        names.map(str::to_owned).to_vec(),
+        aarch32::PmuserenrEn,
+    )?;
+    pmu_linux::Counters::enable(&mut meter)?;
+    let mut demos = Vec::new();
+
+    demos.push(context_switch_demo(&mut meter)?);
+
+    if cpus.len() >= 2 {
+        let (from, to) = (first, cpus[1]);
+        progress(format_args!(
+            "migration: on CPU {from}, moving to CPU {to} inside a region"
+        ));
+        let mut moved = Ok(());
+        let record = measure_once(&mut meter, &mut || {
+            moved = pmu_linux::sched::set_allowed_cpus(&[to])
+        })?;
+        moved?;
+        demos.push(demo(
+            "cpu-migration",
+            format!("sched_setaffinity CPU {from} -> CPU {to} inside the region"),
+            Hazards::CPU_MIGRATION,
+            &record,
+        ));
+        // Back to the CPU whose counters the demo programmed.
+        pmu_linux::sched::set_allowed_cpus(&[from])?;
+    } else {
+        demos.push(skipped(
+            "cpu-migration",
+            Hazards::CPU_MIGRATION,
+            format!("this thread may run on {} CPU only", cpus.len()),
+        ));
+    }
+
+    progress("overflow: instructions counter preset 100 000 below its 32-bit wrap");
+    let prepared = crate::workloads::Workload::Loop.prepare(0)?;
+    // The counter runs from here on: the distance leaves room for what executes before
+    // the region starts (glibc's getrusage and sched_getcpu wrappers, the meter's own
+    // reads), so that the wrap falls inside the region.
+    counters[1].preset_before_wrap(100_000);
+    let record = measure_once(&mut meter, &mut prepared.region(1_000_000))?;
+    demos.push(demo(
+        "overflow",
+        "1 000 000 loop iterations on a counter 100 000 below its 32-bit wrap (PMOVSR)".into(),
         Hazards::OVERFLOW,
         &record,
     ));

@@ -70,7 +70,7 @@ pub fn armv6_demo() -> Result<PathBuf, String> {
 /// Whether `elf` is a 32-bit little-endian ARM executable without a program
 /// interpreter (statically linked). The architecture version (v6) is in the
 /// `.ARM.attributes` section, which the tests read with readelf.
-fn check_static_arm32(elf: &[u8]) -> Result<(), String> {
+pub(crate) fn check_static_arm32(elf: &[u8]) -> Result<(), String> {
     const EM_ARM: u16 = 40;
     const PT_INTERP: u32 = 3;
     let u16_at = |at: usize| {

@@ -27,6 +27,11 @@ pub fn env_names(arch: Arch) -> [&'static str; 3] {
             "PMU_INITRAMFS_ARMV6",
             "PMU_MODULE_ARMV6",
         ],
+        Arch::Armv7 => [
+            "PMU_KERNEL_ARMV7",
+            "PMU_INITRAMFS_ARMV7",
+            "PMU_MODULE_ARMV7",
+        ],
     }
 }
 
@@ -37,7 +42,7 @@ pub fn run(arch: Arch) -> Result<(), String> {
     // arm64: the stock-kernel flavour too; the same scenarios run once per flavour.
     let stock = match arch {
         Arch::Arm64 => Some(crate::stock_module::arm64_test_kernel()?),
-        Arch::X86_64 | Arch::Armv6 => None,
+        Arch::X86_64 | Arch::Armv6 | Arch::Armv7 => None,
     };
     let initramfs = crate::initramfs::build(arch, Some(&ko), stock.as_deref())?;
     let [k, i, m] = env_names(arch);
@@ -92,6 +97,10 @@ fn kernel_armv6() -> Result<(), String> {
     kernel::kernel(Arch::Armv6).map(|_| ())
 }
 
+fn kernel_armv7() -> Result<(), String> {
+    kernel::kernel(Arch::Armv7).map(|_| ())
+}
+
 fn module_x86_64() -> Result<(), String> {
     kernel::module(Arch::X86_64).map(|_| ())
 }
@@ -125,6 +134,7 @@ pub fn kernel_step(arch: Arch) -> Step {
         Arch::X86_64 => Step::func(what, kernel_x86_64),
         Arch::Arm64 => Step::func(what, kernel_arm64),
         Arch::Armv6 => Step::func(what, kernel_armv6),
+        Arch::Armv7 => Step::func(what, kernel_armv7),
     }
 }
 
@@ -138,6 +148,8 @@ pub fn module_step(arch: Arch) -> Step {
         Arch::X86_64 => Step::func(what, module_x86_64),
         Arch::Arm64 => Step::func(what, module_arm64),
         Arch::Armv6 => Step::func(what, module_armv6),
+        // The stock flavour (FLAVOUR=armv7) is built by the board step.
+        Arch::Armv7 => Step::func(what, module_armv6),
     }
 }
 
@@ -157,6 +169,7 @@ pub fn e2e_step(arch: Arch) -> Step {
         Arch::X86_64 => Step::func(what, e2e_x86_64),
         Arch::Arm64 => Step::func(what, e2e_arm64),
         Arch::Armv6 => Step::func(what, crate::raspi::run),
+        Arch::Armv7 => crate::armv7::virt_step(),
     }
 }
 
@@ -164,7 +177,7 @@ pub fn e2e_step(arch: Arch) -> Step {
 /// plan): the three kernels, the modules, the runs, the emulated Raspberry Pis.
 pub fn test_steps() -> Vec<Step> {
     let mut steps = Vec::new();
-    for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6] {
+    for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6, Arch::Armv7] {
         steps.push(kernel_step(arch));
     }
     for arch in [Arch::X86_64, Arch::Arm64] {
@@ -174,5 +187,7 @@ pub fn test_steps() -> Vec<Step> {
     for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6] {
         steps.push(e2e_step(arch));
     }
+    steps.push(crate::armv7::raspi2b_step());
+    steps.push(crate::armv7::virt_step());
     steps
 }

@@ -145,7 +145,7 @@ fn busybox(arch: Arch) -> Result<PathBuf, String> {
         }
         Arch::Arm64 => debian_busybox("arm64"),
         // Debian's armel port is ARMv5TE code, which the ARM1176 (ARMv6) runs.
-        Arch::Armv6 => debian_busybox("armel"),
+        Arch::Armv6 | Arch::Armv7 => debian_busybox("armel"),
     }
 }
 
@@ -297,6 +297,10 @@ fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     if arch == Arch::Armv6 {
         // -Zbuild-std with glibc, checked static and ARMv6 (xtask/src/armv6.rs).
         return crate::armv6::armv6_demo();
+    }
+    if arch == Arch::Armv7 {
+        // The same, for ARMv7 (xtask/src/armv7.rs).
+        return crate::armv7::armv7_demo();
     }
     let target = arch.user_target();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -521,7 +525,7 @@ pub fn build_with_modules(
     let probe = match arch {
         Arch::X86_64 => Some("pce-probe"),
         Arch::Arm64 => Some("el0-probe"),
-        Arch::Armv6 => None,
+        Arch::Armv6 | Arch::Armv7 => None,
     };
     if let Some(name) = probe {
         entries.push(Entry::File {
@@ -531,8 +535,13 @@ pub fn build_with_modules(
         });
     }
     for (name, from) in examples(arch)?.iter().chain(extra) {
+        // A bare name is an executable in /bin; a path (`lib/modules/…`) goes there.
         entries.push(Entry::File {
-            path: format!("bin/{name}"),
+            path: if name.contains('/') {
+                (*name).to_string()
+            } else {
+                format!("bin/{name}")
+            },
             mode: 0o755,
             data: read(from)?,
         });

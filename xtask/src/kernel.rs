@@ -51,6 +51,10 @@ pub enum Arch {
     /// Debian's arm-linux-gnueabi-gcc. Linux 6.12 has no Rust support for 32-bit ARM:
     /// this kernel has no CONFIG_RUST and takes only the stock-kernel module flavour.
     Armv6,
+    /// 32-bit ARMv7 multi-platform (the Cortex-A7 of the Raspberry Pi 2, QEMU `-M raspi2b`;
+    /// Cortex-A15 on `-M virt`), cross-built with the same arm-linux-gnueabi-gcc; no
+    /// CONFIG_RUST either: the stock-kernel module flavour.
+    Armv7,
 }
 
 impl Arch {
@@ -60,6 +64,7 @@ impl Arch {
             "x86_64" => Some(Self::X86_64),
             "arm64" | "aarch64" => Some(Self::Arm64),
             "armv6" => Some(Self::Armv6),
+            "armv7" => Some(Self::Armv7),
             _ => None,
         }
     }
@@ -70,6 +75,7 @@ impl Arch {
             Self::X86_64 => "x86_64",
             Self::Arm64 => "arm64",
             Self::Armv6 => "armv6",
+            Self::Armv7 => "armv7",
         }
     }
 
@@ -80,13 +86,14 @@ impl Arch {
             Self::X86_64 => "x86_64-unknown-linux-musl",
             Self::Arm64 => "aarch64-unknown-linux-musl",
             Self::Armv6 => "arm-unknown-linux-gnueabi",
+            Self::Armv7 => "armv7-unknown-linux-gnueabi",
         }
     }
 
     /// Whether the kernel is built with CONFIG_RUST (and so takes the Rust-for-Linux
     /// module).
     pub fn has_rust(self) -> bool {
-        !matches!(self, Self::Armv6)
+        !matches!(self, Self::Armv6 | Self::Armv7)
     }
 
     /// `make` variables that select the architecture and the compiler; the module must be
@@ -98,7 +105,9 @@ impl Arch {
                 "ARCH=arm64".into(),
                 "CROSS_COMPILE=aarch64-linux-gnu-".into(),
             ],
-            Self::Armv6 => vec!["ARCH=arm".into(), "CROSS_COMPILE=arm-linux-gnueabi-".into()],
+            Self::Armv6 | Self::Armv7 => {
+                vec!["ARCH=arm".into(), "CROSS_COMPILE=arm-linux-gnueabi-".into()]
+            }
         }
     }
 
@@ -107,7 +116,7 @@ impl Arch {
         match self {
             Self::X86_64 => "clang-14",
             Self::Arm64 => "aarch64-linux-gnu-gcc",
-            Self::Armv6 => "arm-linux-gnueabi-gcc",
+            Self::Armv6 | Self::Armv7 => "arm-linux-gnueabi-gcc",
         }
     }
 
@@ -116,7 +125,7 @@ impl Arch {
         match self {
             Self::X86_64 => ("bzImage", "arch/x86/boot/bzImage"),
             Self::Arm64 => ("Image", "arch/arm64/boot/Image"),
-            Self::Armv6 => ("zImage", "arch/arm/boot/zImage"),
+            Self::Armv6 | Self::Armv7 => ("zImage", "arch/arm/boot/zImage"),
         }
     }
 
@@ -125,7 +134,7 @@ impl Arch {
         match self {
             Self::X86_64 => None,
             Self::Arm64 => Some("arch/arm64/boot/dts/broadcom"),
-            Self::Armv6 => Some("arch/arm/boot/dts/broadcom"),
+            Self::Armv6 | Self::Armv7 => Some("arch/arm/boot/dts/broadcom"),
         }
     }
 
@@ -758,7 +767,7 @@ mod tests {
 
     #[test]
     fn arch_names_round_trip() {
-        for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6] {
+        for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6, Arch::Armv7] {
             assert_eq!(Arch::parse(arch.name()), Some(arch));
             assert!(arch.fragment().is_file(), "{}", arch.fragment().display());
         }

@@ -5,6 +5,7 @@
 //! `cargo xtask test` is the README's test command and what CI runs.
 
 mod armv6;
+mod armv7;
 mod bench;
 mod demo;
 mod e2e;
@@ -42,14 +43,15 @@ COMMANDS:
                       ARMv6 through build-std), the ARMv6 pmu-demo under
                       qemu-arm -cpu arm1176, then the bare-metal images booted
                       in QEMU with their RESULT lines asserted (tests/), then
-                      the kernel side: the three test kernels (x86_64, arm64,
-                      armv6; cached), the module, the stock-kernel module
-                      (arm64 test kernel, Debian's arm64 headers, armv6), the
+                      the kernel side: the four test kernels (x86_64, arm64,
+                      armv6, armv7; cached), the module, the stock-kernel module
+                      (arm64 test kernel, Debian's arm64 headers, armv6, armv7), the
                       initramfs, the end-to-end runs in QEMU (arm64: both
                       module flavours), the emulated Raspberry Pis (raspi,
-                      below); last, the bench (below, about 15 s with the
+                      e2e raspi2b, below), the armv7 virt board (e2e armv7);
+                      last, the bench (below, about 15 s with the
                       kernel cached).
-    kernel <x86_64|arm64|armv6>
+    kernel <x86_64|arm64|armv6|armv7>
                       Build the test kernel (Debian's linux-source-6.12,
                       tinyconfig + xtask/kernel/<arch>.config, pinned rustc and
                       bindgen-cli) once; cached outside the clone in
@@ -58,7 +60,7 @@ COMMANDS:
     module <x86_64|arm64>
                       Build kmod-enable-user against that kernel (make KDIR=…),
                       warnings are errors; prints its modinfo.
-    module-stock <arm64|debian-arm64|armv6 [KDIR]>
+    module-stock <arm64|debian-arm64|armv6 [KDIR]|armv7 [KDIR]>
                       The stock-kernel flavour of kmod-enable-user (no
                       CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
                       object, checked with nm/objdump): against the arm64 test
@@ -66,7 +68,9 @@ COMMANDS:
                       linux-headers-6.12.*+deb12-arm64 (fetched through a
                       private apt state; asserts no CONFIG_RUST, prints
                       vermagic), or against the armv6 test kernel (or an
-                      ARMv6 kernel build directory KDIR).
+                      ARMv6 kernel build directory KDIR), or its ARMv7 flavour
+                      (FLAVOUR=armv7, pmu-armv7) against the armv7 test kernel
+                      (or a 32-bit ARMv7 kernel build directory KDIR).
     raspi             The emulated Raspberry Pis (QEMU 10): raspi3b boots the
                       arm64 test kernel with bcm2837-rpi-3-b.dtb (icount: exact
                       counts), loads each module flavour and reads counters
@@ -78,6 +82,16 @@ COMMANDS:
                       Kernel, module, initramfs (busybox-static, static pmu-demo,
                       the module), then boot them in QEMU TCG and assert on the
                       guest's RESULT lines (tests/tests/kernel_<arch>.rs).
+    e2e <raspi2b|armv7>
+                      The armv7 kernel with the ARMv7 module flavour and the
+                      static ARMv7 pmu-demo (armv7-unknown-linux-gnueabi,
+                      build-std): raspi2b (4 x Cortex-A7, bcm2836-rpi-2-b.dtb)
+                      or virt -cpu cortex-a15 -smp 2 (and -cpu max: PMUv3 in
+                      AArch32; and pmu=off), under
+                      icount: PMUv2's default refused, el0_programming=1
+                      granted, exact counts on every CPU, hazards, unload, the
+                      wrong flavour refused on the other CPU kind
+                      (tests/tests/kernel_armv7.rs).
     bench [--json | --markdown] [--from-log FILE]
                       Read-path costs in user-space instructions, measured in the
                       arm64 test kernel under qemu-system-aarch64 -M virt -cpu max
@@ -155,7 +169,7 @@ fn main() -> ExitCode {
             Some(arch) => Plan::new("kernel")
                 .then(setup::kernel_steps())
                 .then(vec![e2e::kernel_step(arch)]),
-            None => return usage("`kernel` takes `x86_64`, `arm64` or `armv6`"),
+            None => return usage("`kernel` takes `x86_64`, `arm64`, `armv6` or `armv7`"),
         },
         ["module", arch] => match kernel::Arch::parse(arch) {
             Some(arch) => Plan::new("module")
@@ -164,6 +178,22 @@ fn main() -> ExitCode {
             None => return usage("`module` takes `x86_64` or `arm64`"),
         },
         ["module-stock", rest @ ..] => return stock_module::command(rest),
+        ["e2e", "raspi2b"] => Plan::new("e2e")
+            .then(setup::steps())
+            .then(setup::kernel_steps())
+            .then(vec![
+                e2e::kernel_step(kernel::Arch::Armv7),
+                e2e::kernel_step(kernel::Arch::Armv6),
+                armv7::raspi2b_step(),
+            ]),
+        ["e2e", "armv7"] => Plan::new("e2e")
+            .then(setup::steps())
+            .then(setup::kernel_steps())
+            .then(vec![
+                e2e::kernel_step(kernel::Arch::Armv7),
+                e2e::kernel_step(kernel::Arch::Armv6),
+                armv7::virt_step(),
+            ]),
         ["e2e", arch] => match kernel::Arch::parse(arch) {
             Some(arch) => Plan::new("e2e")
                 .then(setup::steps())
@@ -173,7 +203,7 @@ fn main() -> ExitCode {
                     e2e::module_step(arch),
                     e2e::e2e_step(arch),
                 ]),
-            None => return usage("`e2e` takes `x86_64` or `arm64`"),
+            None => return usage("`e2e` takes `x86_64`, `arm64`, `raspi2b` or `armv7`"),
         },
         ["raspi"] => Plan::new("raspi")
             .then(setup::steps())
@@ -240,7 +270,11 @@ const IMAGES: &[&str] = &[
 ];
 
 /// The stock-kernel module's Rust object, for the kernels' targets (build-std: rust-src).
-const STOCK_MODULE_TARGETS: &[&str] = &["aarch64-unknown-none-softfloat", ARMV6_TARGET];
+const STOCK_MODULE_TARGETS: &[&str] = &[
+    "aarch64-unknown-none-softfloat",
+    ARMV6_TARGET,
+    "armv7a-none-eabi",
+];
 
 /// Bare-metal targets, with the crates that must build (and lint) for each.
 const BARE_METAL: &[(&str, &[&str])] = &[
@@ -305,6 +339,7 @@ fn lint_steps() -> Vec<Step> {
     }
     steps.push(armv6("clippy"));
     steps.push(armv6_linux_clippy());
+    steps.push(armv7_linux_clippy());
     for target in STOCK_MODULE_TARGETS {
         steps.push(
             Step::cargo(
@@ -347,6 +382,31 @@ fn armv6_linux_clippy() -> Step {
         format!(
             "clippy {} ({}; build-std), -D warnings",
             armv6::TARGET,
+            crates.join(", ")
+        ),
+        args,
+    )
+    .env("RUSTC_BOOTSTRAP", "1")
+}
+
+/// clippy of the crates in the ARMv7 pmu-demo (pmu-linux's `direct::aarch32`, built for
+/// `target_feature = "v7"` only), tests included, with std from rust-src.
+fn armv7_linux_clippy() -> Step {
+    let crates = ["pmu-core", "pmu-armv7", "pmu-linux", "userspace-demo"];
+    let mut args = vec![
+        "clippy".to_string(),
+        "--release".into(),
+        "--all-targets".into(),
+        "-Zbuild-std=std,panic_unwind".into(),
+        "--target".into(),
+        armv7::TARGET.into(),
+    ];
+    args.extend(packages(&crates));
+    args.extend(["--", "-D", "warnings"].map(String::from));
+    Step::cargo(
+        format!(
+            "clippy {} ({}; build-std), -D warnings",
+            armv7::TARGET,
             crates.join(", ")
         ),
         args,

@@ -13,7 +13,10 @@
 //!   WITHOUT CONFIG_RUST: the point of this flavour), fetched with `apt-get download`
 //!   through a private apt state (the headers, the common headers and the amd64
 //!   `linux-kbuild` whose host tools must run here), extracted under the cache root;
-//! - [`armv6`]: against an ARMv6 (ARM1176, `ARCH=arm`) kernel build directory.
+//! - [`armv6`]: against an ARMv6 (ARM1176, `ARCH=arm`) kernel build directory;
+//! - [`armv7`]: the ARMv7 flavour (`FLAVOUR=armv7`) against a 32-bit ARM kernel build
+//!   directory; [`wrong_flavour`] builds each 32-bit flavour against the other's test
+//!   kernel, for the tests that prove a CPU of the other kind refuses it at load.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -38,6 +41,16 @@ pub const MODULE_NAME: &str = "kmod_enable_user";
 /// `make` variables of an ARMv6 kernel (the Raspberry Pi 1 / Zero, `bcm2835`).
 pub fn armv6_make_vars() -> Vec<String> {
     vec!["ARCH=arm".into(), "CROSS_COMPILE=arm-linux-gnueabi-".into()]
+}
+
+/// `make` variables of an ARMv7 kernel (the Raspberry Pi 2, and Pi 3/4/5 on a 32-bit
+/// kernel): the ARMv7 flavour.
+pub fn armv7_make_vars() -> Vec<String> {
+    vec![
+        "ARCH=arm".into(),
+        "CROSS_COMPILE=arm-linux-gnueabi-".into(),
+        "FLAVOUR=armv7".into(),
+    ]
 }
 
 /// The directory the stock module is built in for `name` (arm64, debian-arm64, armv6).
@@ -179,6 +192,24 @@ pub fn arm64_test_kernel() -> Result<PathBuf, String> {
 /// The stock module against an ARMv6 kernel build directory `kdir` (`ARCH=arm`).
 pub fn armv6(kdir: &Path) -> Result<PathBuf, String> {
     build(kdir, &armv6_make_vars(), "armv6")
+}
+
+/// The ARMv7 flavour against a 32-bit ARM kernel build directory `kdir`.
+pub fn armv7(kdir: &Path) -> Result<PathBuf, String> {
+    build(kdir, &armv7_make_vars(), "armv7")
+}
+
+/// The 32-bit flavours built against the other flavour's test kernel: (the ARMv6
+/// flavour for the armv7 kernel, the ARMv7 flavour for the armv6 kernel). Loaded on a
+/// Cortex-A7 and an ARM1176 respectively, each must refuse with its reason.
+pub fn wrong_flavour() -> Result<(PathBuf, PathBuf), String> {
+    let v7 = crate::kernel::kernel(Arch::Armv7)?;
+    let v6 = crate::kernel::kernel(Arch::Armv6)?;
+    let mut armv6_vars = armv6_make_vars();
+    armv6_vars.push("FLAVOUR=armv6".into());
+    let armv6_on_v7 = build(&v7.dir, &armv6_vars, "armv6-on-armv7-kernel")?;
+    let armv7_on_v6 = build(&v6.dir, &armv7_make_vars(), "armv7-on-armv6-kernel")?;
+    Ok((armv6_on_v7, armv7_on_v6))
 }
 
 /// Debian's arm64 kernel headers, extracted.
@@ -373,9 +404,17 @@ pub fn command(args: &[&str]) -> std::process::ExitCode {
             ])
             .run(),
         ["armv6", kdir] => direct(armv6(Path::new(kdir)).map(|_| ())),
+        ["armv7"] => Plan::new("module-stock")
+            .then(crate::setup::kernel_steps())
+            .then(vec![
+                crate::e2e::kernel_step(Arch::Armv7),
+                Step::func(ARMV7_STEP, armv7_test_kernel_step),
+            ])
+            .run(),
+        ["armv7", kdir] => direct(armv7(Path::new(kdir)).map(|_| ())),
         _ => {
             eprintln!(
-                "xtask: `module-stock` takes `arm64`, `debian-arm64` or `armv6 [KDIR]` (see `cargo xtask help`)"
+                "xtask: `module-stock` takes `arm64`, `debian-arm64`, `armv6 [KDIR]` or `armv7 [KDIR]` (see `cargo xtask help`)"
             );
             ExitCode::from(2)
         }
@@ -386,6 +425,12 @@ const ARMV6_STEP: &str = "kmod-enable-user/stock for the armv6 test kernel (bcm2
 
 fn armv6_test_kernel_step() -> Result<(), String> {
     armv6(&crate::kernel::kernel(Arch::Armv6)?.dir).map(|_| ())
+}
+
+const ARMV7_STEP: &str = "kmod-enable-user/stock, ARMv7 flavour, for the armv7 test kernel (multi-v7, no CONFIG_RUST; checked; no warnings)";
+
+fn armv7_test_kernel_step() -> Result<(), String> {
+    armv7(&crate::kernel::kernel(Arch::Armv7)?.dir).map(|_| ())
 }
 
 const ARM64_STEP: &str = "kmod-enable-user/stock for the arm64 test kernel (C glue + no_std Rust object, checked; no warnings)";
@@ -399,6 +444,7 @@ pub fn test_steps() -> Vec<Step> {
         Step::func(ARM64_STEP, arm64_test_kernel_step),
         Step::func(DEBIAN_STEP, debian_arm64_step),
         Step::func(ARMV6_STEP, armv6_test_kernel_step),
+        Step::func(ARMV7_STEP, armv7_test_kernel_step),
     ]
 }
 
@@ -492,6 +538,8 @@ linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
             "arm64" => {
                 "CONFIG_ARM64=y\nCONFIG_ARM64_PTR_AUTH_KERNEL=y\nCONFIG_ARM64_BTI_KERNEL=y\n"
             }
+            "armv7" => "CONFIG_ARM=y\nCONFIG_CPU_V7=y\n",
+            "armv7-thumb2" => "CONFIG_ARM=y\nCONFIG_CPU_V7=y\nCONFIG_THUMB2_KERNEL=y\n",
             _ => "CONFIG_ARM=y\nCONFIG_CPU_V6=y\n",
         }
     }
@@ -679,15 +727,19 @@ int use_x18(int x) { __asm__ volatile(\"add x18, x18, #1\"); return x + per_thre
             workspace_root().join("kmod-enable-user/stock/kmod_enable_user_stock.h"),
         )
         .unwrap();
-        for (arch, machine, prefix) in [
-            ("arm64", "AArch64", "kmod_eu_arm64_"),
-            ("arm", "ARM", "kmod_eu_armv6_"),
+        // (ARCH, FLAVOUR, stand-in configuration, ELF machine, exported prefix): the
+        // ARMv7 flavour for an ARM-mode kernel and for a Thumb-2 one.
+        for (arch, flavour, kernel, machine, prefix) in [
+            ("arm64", "arm64", "arm64", "AArch64", "kmod_eu_arm64_"),
+            ("arm", "armv6", "armv6", "ARM", "kmod_eu_armv6_"),
+            ("arm", "armv7", "armv7", "ARM", "kmod_eu_armv7_"),
+            ("arm", "armv7", "armv7-thumb2", "ARM", "kmod_eu_armv7_"),
         ] {
-            let name = format!("object-test-{arch}");
+            let name = format!("object-test-{kernel}");
             let dir = build_dir(&name);
             fs::create_dir_all(&dir).unwrap();
             let config = dir.join("stand-in.config");
-            fs::write(&config, stand_in_config(arch)).unwrap();
+            fs::write(&config, stand_in_config(kernel)).unwrap();
             for f in SOURCES {
                 fs::copy(
                     workspace_root().join("kmod-enable-user/stock").join(f),
@@ -699,6 +751,7 @@ int use_x18(int x) { __asm__ volatile(\"add x18, x18, #1\"); return x + per_thre
             cmd.arg("-C")
                 .arg(&dir)
                 .arg(format!("ARCH={arch}"))
+                .arg(format!("FLAVOUR={flavour}"))
                 .arg(format!(
                     "RUST_MANIFEST={}",
                     workspace_root()
@@ -746,6 +799,15 @@ int use_x18(int x) { __asm__ volatile(\"add x18, x18, #1\"); return x + per_thre
                 }
             } else {
                 assert!(text.contains("relocation sections: REL only"), "{text}");
+                let set = if kernel.ends_with("thumb2") {
+                    "Thumb"
+                } else {
+                    "ARM"
+                };
+                assert!(
+                    text.contains(&format!("instruction set: {set}, as the kernel's")),
+                    "{kernel}: {text}"
+                );
             }
             let obj = dir.join("kmod_enable_user_rust.o_shipped");
             assert_eq!(elf_machine(&obj).unwrap(), machine);

@@ -155,8 +155,9 @@ pub enum ApplyError {
         perfmon: PerfMon,
     },
     /// PMUv2 has PMUSERENR.EN only: a grant is write access, and `el0_programming=1`
-    /// was not given (`-EPERM`). Load with `el0_programming=1` to accept that PL0 can
-    /// program (and stop) every counter and count in PL1.
+    /// was not given (`-EOPNOTSUPP` in the module: no read-only grant on this PMU).
+    /// Load with `el0_programming=1` to accept that PL0 can program (and stop) every
+    /// counter and count in PL1.
     NoReadOnlyGrant {
         /// ID_DFR0.PerfMon.
         perfmon: PerfMon,

@@ -1,5 +1,7 @@
 //! The Rust half of kmod-enable-user for stock kernels: the register logic of
-//! `pmu_armv8::user_enable` (arm64) and `pmu_armv6::user_enable` (ARMv6) behind a few
+//! `pmu_armv8::user_enable` (arm64), `pmu_armv6::user_enable` (ARMv6, built for
+//! `armv6-none-eabi`) and `pmu_armv7::user_enable` (ARMv7 and ARMv8 in AArch32, built for
+//! `armv7a-none-eabi`) behind a few
 //! `extern "C"` functions and `#[repr(C)]` structs, compiled as one no_std object that
 //! Kbuild links with the C glue (`../kmod_enable_user_glue.c`, declarations in
 //! `../kmod_enable_user_stock.h`).
@@ -422,7 +424,7 @@ pub mod arm64 {
     }
 }
 
-#[cfg(target_arch = "arm")]
+#[cfg(all(target_arch = "arm", not(target_feature = "v7")))]
 pub mod armv6 {
     //! ARMv6 (ARM1176): SUNAVCR.V through `pmu_armv6::user_enable`.
 
@@ -515,5 +517,373 @@ pub mod armv6 {
             now: st.read_back,
         };
         st.found = user_enable::disable(&regs, &granted);
+    }
+}
+
+#[cfg(all(target_arch = "arm", target_feature = "v7"))]
+pub mod armv7 {
+    //! ARMv7 / AArch32: the grant of `pmu_armv7::user_enable` (PMUSERENR), for the
+    //! ARMv7 flavour's callbacks (CPU hotplug, CPU PM, `regrant`) and load-time checks.
+    //! The same shape as [`crate::arm64`], with the AArch32 rule that PMUv2 has no
+    //! read-only grant.
+
+    use super::*;
+    use core::ffi::{c_char, CStr};
+    use pmu_armv7::user_enable::{
+        self, Applied, ApplyError, EventsError, Layout, ModuleEvents, Request, UserAccess,
+        UserAccessError, UserAccessRegisters, MAX_MODULE_EVENTS,
+    };
+    use pmu_armv7::{PerfMon, Pl1Registers, PmuRegisters};
+
+    /// `ENODEV`: no such device (include/uapi/asm-generic/errno-base.h).
+    const ENODEV: i32 = 19;
+    /// `EBUSY`: device or resource busy.
+    const EBUSY: i32 = 16;
+    /// `EOPNOTSUPP`: operation not supported (include/uapi/asm-generic/errno.h).
+    const EOPNOTSUPP: i32 = 95;
+    /// The longest `events` text: 6 items of `0xffff` and 5 commas.
+    const EVENTS_TEXT_MAX: usize = 6 * 6 + 5;
+    /// `error_detail` of an `-EOPNOTSUPP` that names no event (C: KMOD_EU_NO_EVENT).
+    const NO_EVENT: u32 = u32::MAX;
+
+    /// The module-wide settings, checked once at load by [`kmod_eu_armv7_configure`]
+    /// (C: `struct kmod_eu_v7_config`).
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct KmodEuV7Config {
+        /// The `user_access` parameter.
+        pub user_access: u32,
+        /// The events the module programs, `n_events` of them.
+        pub events: [u16; MAX_MODULE_EVENTS],
+        /// How many of `events`.
+        pub n_events: u8,
+        /// PMCR.N of the loading CPU: the layout's counters are counted from it.
+        pub event_counters: u8,
+        /// The `cycle_counter` parameter.
+        pub cycle_counter: bool,
+        /// The `el0_programming` parameter.
+        pub el0_programming: bool,
+        /// ID_DFR0.PerfMon of the loading CPU.
+        pub perfmon: u8,
+        /// Padding, zero.
+        pub reserved: [u8; 3],
+    }
+
+    const _: () = assert!(core::mem::size_of::<KmodEuV7Config>() == 24);
+
+    impl KmodEuV7Config {
+        fn request(&self) -> Option<Request> {
+            let n = usize::from(self.n_events).min(MAX_MODULE_EVENTS);
+            let events = ModuleEvents::from_slice(self.events.get(..n)?).ok()?;
+            Some(Request {
+                user_access: UserAccess::new(self.user_access, self.el0_programming).ok()?,
+                layout: Layout::new(self.event_counters, events, self.cycle_counter).ok()?,
+            })
+        }
+    }
+
+    /// Checks the parameters against the loading CPU and fills `cfg` and `layout` (as
+    /// the arm64 `kmod_eu_arm64_configure`). Returns 0, or a negative errno with `*why`
+    /// a static sentence: `-EINVAL` (a parameter), `-ENODEV` (no PMUv2/PMUv3, too few
+    /// counters), `-EOPNOTSUPP` (PMUv2, which has no read-only grant, without
+    /// `el0_programming=1`).
+    ///
+    /// # Safety
+    ///
+    /// At PL1 on an ARMv7 CPU (the glue checked ID_MMFR0) with preemption disabled;
+    /// `cfg` and `why` valid for writes, `events` a NUL-terminated string or null,
+    /// `layout` valid for `layout_size` bytes of writes.
+    #[no_mangle]
+    pub unsafe extern "C" fn kmod_eu_armv7_configure(
+        cfg: *mut KmodEuV7Config,
+        user_access: u32,
+        el0_programming: bool,
+        events: *const c_char,
+        cycle_counter: bool,
+        layout: *mut c_char,
+        layout_size: usize,
+        why: *mut *const c_char,
+    ) -> i32 {
+        // SAFETY: valid pointers by the caller's contract.
+        let (Some(cfg), Some(why)) = (unsafe { cfg.as_mut() }, unsafe { why.as_mut() }) else {
+            return -EINVAL;
+        };
+        *why = c"".as_ptr();
+        let fail = |why: &mut *const c_char, errno: i32, text: &'static CStr| {
+            *why = text.as_ptr();
+            errno
+        };
+        // First, so that every refusal logs the CPU's true PerfMon (the glue prints it).
+        // SAFETY: PL1 with preemption off (the caller's contract); only ID_DFR0 and, with
+        // a PMU, PMCR are read here: nothing is written.
+        let regs = unsafe { Pl1Registers::new() };
+        let perfmon = PerfMon::from_id_dfr0(regs.id_dfr0());
+        cfg.perfmon = perfmon.raw();
+        if let Err(e) = UserAccess::new(user_access, el0_programming) {
+            let text = match e {
+                UserAccessError::Empty => c"user_access=0 grants nothing",
+                UserAccessError::WriteAccessNeedsOptIn => {
+                    c"user_access may hold SW=2, CR=4, ER=8 only: write access (EN=1) is granted by el0_programming=1 alone"
+                }
+                _ => c"user_access has bits outside SW=2|CR=4|ER=8",
+            };
+            return fail(why, -EINVAL, text);
+        }
+        let mut length = 0;
+        if !events.is_null() {
+            // SAFETY: a NUL-terminated string by the caller's contract; the scan stops
+            // at the NUL or at EVENTS_TEXT_MAX + 1 bytes, within the string.
+            while length <= EVENTS_TEXT_MAX && unsafe { *events.add(length) } != 0 {
+                length += 1;
+            }
+        }
+        if length > EVENTS_TEXT_MAX {
+            return fail(
+                why,
+                -EINVAL,
+                c"events: longer than a list of 6 event numbers can be",
+            );
+        }
+        let text: &[u8] = if length == 0 {
+            b""
+        } else {
+            // SAFETY: `length` bytes before the NUL, read above.
+            unsafe { core::slice::from_raw_parts(events.cast::<u8>(), length) }
+        };
+        let parsed = match ModuleEvents::parse(text) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                let text = match e {
+                    EventsError::TooMany => c"events: at most 6 event numbers",
+                    EventsError::OutOfRange { .. } => c"events: an event number above 0xffff",
+                    EventsError::Duplicate { .. } => c"events: an event named twice",
+                    _ => {
+                        c"events: a comma-separated list of event numbers, decimal or 0x-hex, e.g. 0x8,0x3"
+                    }
+                };
+                return fail(why, -EINVAL, text);
+            }
+        };
+        match perfmon {
+            PerfMon::PmuV2 | PerfMon::PmuV3(_) => {}
+            PerfMon::PmuV1 => {
+                return fail(
+                    why,
+                    -ENODEV,
+                    c"PMUv1 (ID_DFR0.PerfMon=1) cannot restrict counting to PL0 (no PMXEVTYPER privilege filter)",
+                )
+            }
+            _ => {
+                return fail(
+                    why,
+                    -ENODEV,
+                    c"no ARM-architected PMU on this CPU (ID_DFR0.PerfMon is 0 or 0xF)",
+                )
+            }
+        }
+        if !perfmon.has_read_only_grant() && !el0_programming {
+            return fail(
+                why,
+                -EOPNOTSUPP,
+                c"PMUv2 (ID_DFR0.PerfMon=2: Cortex-A7, Cortex-A15) has no read-only grant, PMUSERENR.EN alone lets user space program every counter and count in PL1: load with el0_programming=1 to accept that",
+            );
+        }
+        let max_event: u16 = if perfmon.has_read_only_grant() {
+            0x3FF
+        } else {
+            0xFF
+        };
+        if parsed.as_slice().iter().any(|&e| e > max_event) {
+            return fail(
+                why,
+                -EINVAL,
+                c"events: an event number above PMXEVTYPER.evtCount (0xff on PMUv2, 0x3ff on PMUv3)",
+            );
+        }
+        // PMCR.N, bits 15:11 (DDI 0406C C12 "PMCR").
+        let n = ((regs.pmcr().get() >> 11) & 0x1f) as u8;
+        let Ok(checked) = Layout::new(n, parsed, cycle_counter) else {
+            return fail(
+                why,
+                -ENODEV,
+                c"events: more events than this CPU has event counters (PMCR.N)",
+            );
+        };
+        *cfg = KmodEuV7Config {
+            user_access,
+            events: [0; MAX_MODULE_EVENTS],
+            n_events: parsed.len() as u8,
+            event_counters: n,
+            cycle_counter,
+            el0_programming,
+            perfmon: perfmon.raw(),
+            reserved: [0; 3],
+        };
+        for (slot, &event) in cfg.events.iter_mut().zip(parsed.as_slice()) {
+            *slot = event;
+        }
+        if !layout.is_null() && layout_size > 0 {
+            // SAFETY: `layout` is valid for `layout_size` bytes (the caller's contract).
+            let out = unsafe { core::slice::from_raw_parts_mut(layout.cast::<u8>(), layout_size) };
+            if let Some((nul, text)) = out.split_last_mut() {
+                let len = checked.write_text(text);
+                *text.get_mut(len).unwrap_or(nul) = 0;
+            }
+        }
+        0
+    }
+
+    /// One CPU's state (C: `struct kmod_eu_v7_cpu`).
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct KmodEuV7Cpu {
+        /// PMUSERENR found by the last apply or restore.
+        pub found_userenr: u32,
+        /// PMUSERENR written by the last apply or restore.
+        pub new_userenr: u32,
+        /// PMCNTENSET bits of the module's counters.
+        pub owned: u32,
+        /// Counters the last apply zeroed (idle ones).
+        pub zeroed: u32,
+        /// The module's counters the last apply found still running and kept.
+        pub kept: u32,
+        /// Counters the restore disabled and zeroed.
+        pub released: u32,
+        /// The module's counters the restore found counting something else: left alone.
+        pub taken: u32,
+        /// With `-EBUSY`: PMXEVTYPER (PMCCFILTR) of the counter in use.
+        pub busy_config: u32,
+        /// 0, or the negative errno of the last apply.
+        pub error: i32,
+        /// With `-EBUSY` the counter (31: cycle counter), with `-EOPNOTSUPP` and
+        /// `-EINVAL` the event (`NO_EVENT`: PMUv2 without `el0_programming`), with
+        /// `-ENODEV` PMCR.N (0: no usable PMU).
+        pub error_detail: u32,
+        /// Whether the grant is in place (and must be restored).
+        pub applied: bool,
+        /// Whether the module turned PMCR.E on.
+        pub enabled_pmu: bool,
+        /// ID_DFR0.PerfMon of this CPU.
+        pub perfmon: u8,
+        /// Padding, zero.
+        pub reserved: u8,
+    }
+
+    const _: () = assert!(core::mem::size_of::<KmodEuV7Cpu>() == 44);
+
+    impl KmodEuV7Cpu {
+        fn applied(&self) -> Applied {
+            Applied {
+                perfmon: self.perfmon,
+                found_pmuserenr: self.found_userenr,
+                new_pmuserenr: self.new_userenr,
+                owned: self.owned,
+                zeroed: self.zeroed,
+                kept: self.kept,
+                enabled_pmu: self.enabled_pmu,
+            }
+        }
+    }
+
+    /// On the CPU, interrupts off: [`user_enable::apply`] of `cfg`'s request (a
+    /// re-grant when `st.applied`). `st.applied` and `st.error` say how it went.
+    ///
+    /// # Safety
+    ///
+    /// `st` and `cfg` valid (or null: nothing happens), `cfg` accepted by
+    /// [`kmod_eu_armv7_configure`]; PL1 with interrupts disabled on the CPU `st`
+    /// describes, an ARMv7 CPU; the caller has decided that PL0 may use the PMU.
+    #[no_mangle]
+    pub unsafe extern "C" fn kmod_eu_armv7_apply(st: *mut KmodEuV7Cpu, cfg: *const KmodEuV7Config) {
+        // SAFETY: valid or null, by the caller's contract.
+        let (Some(st), Some(cfg)) = (unsafe { st.as_mut() }, unsafe { cfg.as_ref() }) else {
+            return;
+        };
+        let Some(request) = cfg.request() else {
+            st.error = -EINVAL;
+            return;
+        };
+        // SAFETY: PL1, interrupts off on this CPU; perf's counters are never reset or
+        // reprogrammed by `apply` (it refuses a counter in use): `new`'s contract.
+        let regs = unsafe { Pl1Registers::new() };
+        let previous = st.applied.then(|| st.applied());
+        match user_enable::apply(&regs, request, previous.as_ref()) {
+            Ok(applied) => {
+                st.perfmon = applied.perfmon;
+                st.found_userenr = applied.found_pmuserenr;
+                st.new_userenr = applied.new_pmuserenr;
+                st.owned = applied.owned;
+                st.zeroed = applied.zeroed;
+                st.kept = applied.kept;
+                st.enabled_pmu = applied.enabled_pmu;
+                st.error = 0;
+                st.applied = true;
+            }
+            Err(e) => {
+                (st.error, st.error_detail) = match e {
+                    ApplyError::NoUsablePmu { perfmon } => {
+                        st.perfmon = perfmon.raw();
+                        (-ENODEV, 0)
+                    }
+                    ApplyError::NoReadOnlyGrant { perfmon } => {
+                        st.perfmon = perfmon.raw();
+                        (-EOPNOTSUPP, NO_EVENT)
+                    }
+                    ApplyError::TooFewCounters(t) => (-ENODEV, u32::from(t.have)),
+                    ApplyError::CounterInUse { counter, config } => {
+                        st.busy_config = config;
+                        (-EBUSY, u32::from(counter))
+                    }
+                    ApplyError::EventNotImplemented { event } => (-EOPNOTSUPP, u32::from(event)),
+                    ApplyError::EventOutOfRange { event } => (-EINVAL, u32::from(event)),
+                    _ => (-EINVAL, 0),
+                };
+            }
+        }
+    }
+
+    /// On the CPU, interrupts off: [`user_enable::restore`] of what
+    /// [`kmod_eu_armv7_apply`] recorded; clears `st.applied`. Nothing happens unless
+    /// `st.applied`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`kmod_eu_armv7_apply`], with `st` filled by it on this CPU.
+    #[no_mangle]
+    pub unsafe extern "C" fn kmod_eu_armv7_restore(
+        st: *mut KmodEuV7Cpu,
+        cfg: *const KmodEuV7Config,
+    ) {
+        // SAFETY: valid or null, by the caller's contract.
+        let (Some(st), Some(cfg)) = (unsafe { st.as_mut() }, unsafe { cfg.as_ref() }) else {
+            return;
+        };
+        if !st.applied {
+            return;
+        }
+        let Some(request) = cfg.request() else {
+            return;
+        };
+        // SAFETY: as in `kmod_eu_armv7_apply`; restoring takes access away again.
+        let regs = unsafe { Pl1Registers::new() };
+        let restored = user_enable::restore(&regs, &st.applied(), &request.layout);
+        st.found_userenr = restored.found_pmuserenr;
+        st.new_userenr = restored.new_pmuserenr;
+        st.released = restored.released;
+        st.taken = restored.taken;
+        st.applied = false;
+    }
+
+    /// "EN", "CR|ER" and so on for PMUSERENR `bits` (the same bit positions as
+    /// PMUSERENR_EL0): a static NUL-terminated string.
+    #[no_mangle]
+    pub extern "C" fn kmod_eu_armv7_access_names(bits: u32) -> *const c_char {
+        user_enable::access_names(u64::from(bits)).as_ptr()
+    }
+
+    /// What PL0 may do with PMUSERENR `bits`, in words: a static NUL-terminated string.
+    #[no_mangle]
+    pub extern "C" fn kmod_eu_armv7_grant_words(bits: u32) -> *const c_char {
+        user_enable::grant_words(u64::from(bits)).as_ptr()
     }
 }

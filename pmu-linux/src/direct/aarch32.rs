@@ -1,0 +1,156 @@
+//! The direct backend on ARMv7 and later CPUs under a 32-bit kernel (Raspberry Pi 2 with
+//! its Cortex-A7; Pi 3/4/5 running a 32-bit OS): PL0 programs the PMU through the cp15 c9
+//! registers after kmod-enable-user's ARMv7 flavour set PMUSERENR.EN on every CPU
+//! (pmu-armv7's [`Pl0Pmu`]).
+//!
+//! - [`is_armv7_cpu`] tells this backend's CPUs from the ARM1176 (the ARMv6 backend,
+//!   [`super::arm1176`]) by /proc/cpuinfo's "CPU architecture" and "CPU part" lines
+//!   (Linux prints "CPU architecture: 7" for the ARM1176 too: its ID_MMFR0 reports
+//!   VMSAv7, which is what `__get_cpu_architecture()` tests);
+//! - [`take_pl0`] pins the thread, probes in a forked child that a PMCR read does not
+//!   trap, and takes the PMU over (all counters stopped, flags cleared, counters reset);
+//! - [`PmuserenrEn`] checks before every counter access that the grant is still there
+//!   (PMUSERENR is readable at PL0 whatever it holds), so a revoked grant is an error
+//!   instead of SIGILL.
+//!
+//! PL0 cannot read ID_DFR0: the backend assumes the PMUv2 baseline (8-bit event numbers,
+//! no PMCEID), which PMUv3 seen from AArch32 extends. Every counter is 32 bits; overflow
+//! is flagged from PMOVSR.
+//!
+//! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMUSERENR" (readable at PL0; EN grants PL0
+//! every PMU register but PMUSERENR writes and PMINTEN*); Linux 6.12
+//! arch/arm/kernel/setup.c `c_show()`, `proc_arch[]` and `__get_cpu_architecture()`.
+
+use pmu_armv7::registers::{Pmuserenr, PMUSERENR};
+use pmu_armv7::{PerfMon, Pl0Pmu};
+
+use super::{cpuinfo_midr, probe_with, AccessCheck, ARM1176_MIDR};
+use crate::error::{DirectUnsupported, Error, Result};
+use crate::sched::{pin_to, PinGuard};
+
+/// The "CPU architecture" value of the first CPU in /proc/cpuinfo text ("7", "6TEJ",
+/// "8" on arm64 kernels), `None` when the line is missing.
+pub fn cpuinfo_architecture(cpuinfo: &str) -> Option<&str> {
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "CPU architecture").then(|| value.trim())
+    })
+}
+
+/// Whether /proc/cpuinfo text names an ARMv7 or later CPU: "CPU architecture: 7" (32-bit
+/// Linux prints 7 for every ARMv7 and ARMv8 core) and a "CPU part" other than the
+/// ARM1176's, which Linux reports as 7 as well (its ID_MMFR0.VMSA is 3).
+pub fn cpuinfo_is_armv7(cpuinfo: &str) -> bool {
+    cpuinfo_architecture(cpuinfo).is_some_and(|arch| arch == "7")
+        && cpuinfo_midr(cpuinfo).is_some_and(|midr| midr != ARM1176_MIDR)
+}
+
+/// Whether this machine's CPU takes this backend (ARMv7 or later, per /proc/cpuinfo);
+/// false on the ARM1176 and where /proc/cpuinfo cannot be read.
+pub fn is_armv7_cpu() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|text| cpuinfo_is_armv7(&text))
+}
+
+/// Whether PMUSERENR value `value` lets PL0 program the PMU (EN).
+pub fn grants_programming(value: u32) -> bool {
+    Pmuserenr::new(value).is_set(PMUSERENR::EN)
+}
+
+/// PMUSERENR.EN, read from PL0 (always permitted, no trap): whether the grant is still
+/// there on the CPU the thread runs on. CPU hotplug resets it (the module puts it back
+/// when the CPU comes online); unloading the module clears it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PmuserenrEn;
+
+impl AccessCheck for PmuserenrEn {
+    #[inline(always)]
+    fn granted(&self) -> bool {
+        // SAFETY: PMUSERENR is readable at PL0 whatever its value (DDI 0406C C12); the
+        // read has no side effect.
+        grants_programming(unsafe { pmu_armv7::asm::pmuserenr() })
+    }
+}
+
+/// The probe: one read of PMCR, which is UNDEFINED at PL0 (SIGILL) unless PMUSERENR.EN.
+fn probe_access() {
+    // SAFETY: runs only in the forked probe child: with EN the read is permitted;
+    // without it the kernel kills the child with SIGILL, which is the probe's answer.
+    let pmcr = unsafe { pmu_armv7::asm::pmcr() };
+    core::hint::black_box(pmcr);
+}
+
+/// Pins the thread to `cpu`, probes PL0 access there, and takes the PMU over from PL0
+/// (pmu-armv7 `Armv7Pmu::new`: every counter disabled, overflow flags cleared, counters
+/// reset). Keep the guard alive as long as the PMU; drop the PMU first.
+///
+/// # Errors
+/// [`Error::DirectUnsupported`] on a CPU older than ARMv7 (the ARM1176 takes
+/// [`super::arm1176`]); [`Error::NoSuchCpu`]; [`Error::UserAccessNotEnabled`] without the
+/// module, [`Error::ModuleGrantMissing`] when it is loaded without programming access
+/// (`el0_programming=1` is what sets EN).
+///
+/// # Safety
+/// Nothing else uses the PMU of `cpu` while the returned PMU lives (no perf hardware
+/// events there, no second direct user); the thread's affinity is not changed until the
+/// guard drops, except to CPUs where the module granted EN too (every online CPU).
+pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
+    if !is_armv7_cpu() {
+        return Err(Error::DirectUnsupported {
+            reason: DirectUnsupported::Architecture,
+        });
+    }
+    let pin = pin_to(cpu)?;
+    probe_with(probe_access)?;
+    // SAFETY: the probe just read PMCR at PL0 on this (pinned) CPU, so EN is set there;
+    // the caller promises exclusive use. PMUv2 is the baseline every ARMv7 PMU with PL0
+    // filtering implements.
+    let pmu = unsafe { Pl0Pmu::take(PerfMon::PmuV2) }.map_err(|e| match e {
+        // EN went away between the probe and here: the module's state says why.
+        None => Error::trapped(),
+        // PerfMon::PmuV2 is architected: `take` cannot refuse it.
+        Some(_) => Error::DirectUnsupported {
+            reason: DirectUnsupported::Architecture,
+        },
+    })?;
+    Ok((pin, pmu))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// /proc/cpuinfo of a Raspberry Pi 2 (Cortex-A7 r0p5) under Raspberry Pi OS armhf, as
+    /// Linux's `c_show()` (arch/arm/kernel/setup.c, 6.12) prints it: "CPU architecture: 7".
+    const PI2: &str = "processor\t: 0\nmodel name\t: ARMv7 Processor rev 5 (v7l)\n\
+        BogoMIPS\t: 38.40\nFeatures\t: half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 \
+        idiva idivt vfpd32 lpae evtstrm\nCPU implementer\t: 0x41\nCPU architecture: 7\n\
+        CPU variant\t: 0x0\nCPU part\t: 0xc07\nCPU revision\t: 5\n";
+    /// A Raspberry Pi 1 (ARM1176JZF-S r0p7): "CPU architecture: 7" too, since
+    /// `__get_cpu_architecture()` finds VMSAv7 in its ID_MMFR0; the part tells it apart.
+    const PI1: &str = "processor\t: 0\nmodel name\t: ARMv6-compatible processor rev 7 (v6l)\n\
+        CPU implementer\t: 0x41\nCPU architecture: 7\nCPU variant\t: 0x0\nCPU part\t: 0xb76\n";
+
+    #[test]
+    fn cpuinfo_tells_armv7_from_the_arm1176() {
+        assert_eq!(cpuinfo_architecture(PI2), Some("7"));
+        assert!(cpuinfo_is_armv7(PI2));
+        assert_eq!(cpuinfo_architecture(PI1), Some("7"));
+        assert!(!cpuinfo_is_armv7(PI1));
+        // A Cortex-A15 (part 0xc0f), and an arm64 kernel's "CPU architecture: 8".
+        assert!(cpuinfo_is_armv7(&PI2.replace("0xc07", "0xc0f")));
+        assert!(!cpuinfo_is_armv7(
+            &PI2.replace("architecture: 7", "architecture: 8")
+        ));
+        assert_eq!(cpuinfo_architecture("processor : 0\n"), None);
+        assert!(!cpuinfo_is_armv7(""));
+    }
+
+    /// PMUSERENR.EN is bit 0 (DDI 0406C C12 "PMUSERENR").
+    #[test]
+    fn en_is_bit_0() {
+        assert!(grants_programming(0x1));
+        assert!(grants_programming(0xd));
+        assert!(!grants_programming(0xc));
+        assert!(!grants_programming(0));
+    }
+}

@@ -1,0 +1,125 @@
+
+# ---- armv7 scenarios: the ARMv7 multi-platform kernel on QEMU `-M raspi2b` (4 x
+# Cortex-A7) and `-M virt -cpu cortex-a15`; tests/tests/kernel_armv7.rs asserts on them.
+# The module is the stock flavour built with FLAVOUR=armv7 (/lib/modules/stock), the
+# ARMv6 flavour built against the same kernel is /lib/modules/kmod_enable_user_armv6.ko ----
+
+OTHER_FLAVOUR=/lib/modules/kmod_enable_user_armv6.ko
+
+# The CPU's identity as the kernel tells it (/proc/cpuinfo), and whether perf owns the
+# PMU (an arm_pmu device in sysfs: the board's device tree has a PMU node).
+cpu_line() {
+	part=$(awk -F': ' '/^CPU part/ {print $2; exit}' /proc/cpuinfo)
+	arch=$(awk -F': ' '/^CPU architecture/ {print $2; exit}' /proc/cpuinfo)
+	model=$(tr -d '\0' </proc/device-tree/model 2>/dev/null | tr ' ' '_')
+	perf_pmu=$(ls /sys/bus/event_source/devices 2>/dev/null | grep -c -E '^armv7_|^arm_')
+	result cpu part=$part architecture=$arch board=${model:-none} perf_pmu=$perf_pmu
+}
+
+# pmu-demo hazards (direct backend on 32-bit ARM): JSON and exit status.
+hazards() {
+	tag=$1
+	pmu-demo hazards --json >/tmp/hazards.out 2>/tmp/hazards.err
+	status=$?
+	echo "JSON $tag $(tr -d '\n' </tmp/hazards.out)"
+	sed "s/^/STDERR $tag /" /tmp/hazards.err
+	result demo tag=$tag cpu=any backend=direct status=$status
+}
+
+# insmod of the ARMv6 flavour (SUNAVCR, for the ARM1176): refused on an ARMv7 CPU.
+load_other_flavour() {
+	insmod "$OTHER_FLAVOUR" 2>/tmp/insmod.err
+	rc=$?
+	msg=$(head -n 1 /tmp/insmod.err | sed 's/.*: //; s/ /_/g')
+	result insmod tag=other-flavour rc=$rc loaded=$(module_loaded) error=${msg:-none}
+}
+
+# The whole story on one board: off before; the default (read-only) request refused on
+# PMUv2 with the reason; bad input refused; loaded with the write opt-in; exact counts
+# on every CPU; the hazards flagged; CPU hotplug (where the board has it); unloaded;
+# off again; the other flavour refused; load/unload cycles without leaks.
+scenario_board() {
+	boot_line
+	cpu_line
+	ncpus=$(grep -c ^processor /proc/cpuinfo)
+	demo before-cpu0 0 direct
+	load default
+	load bad-user-access user_access=1
+	load bad-events el0_programming=1 events=0x100
+	klog
+	load programming el0_programming=1
+	klog
+	result layout text=$(tr ' ' '_' </sys/module/$NAME/parameters/layout)
+	cpu=0
+	while [ $cpu -lt "$ncpus" ]; do
+		demo loaded-cpu$cpu $cpu direct
+		cpu=$((cpu + 1))
+	done
+	hazards hazards
+	# pmu-demo took every CPU's PMU over (its counters disabled the module's): `regrant`
+	# programs the module's counters and grants again on every online CPU.
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	result regrant rc=$?
+	klog
+	# CPU hotplug: cpu1 offline (the module releases its counters and revokes the grant
+	# there) and online again (arm_pmu resets the PMU, the module grants again).
+	if echo 0 >/sys/devices/system/cpu/cpu1/online 2>/dev/null; then
+		offline=1
+		echo 1 >/sys/devices/system/cpu/cpu1/online
+	else
+		offline=0
+	fi
+	online=$(cat /sys/devices/system/cpu/cpu1/online 2>/dev/null)
+	result hotplug offlined=$offline online=${online:-absent}
+	klog
+	if [ "$offline" = 1 ]; then
+		demo replugged-cpu1 1 direct
+	fi
+	unload default
+	klog
+	demo after-cpu0 0 direct
+	load_other_flavour
+	klog
+	stress_cycles 10 el0_programming=1
+	finish
+}
+
+# PMUv3 seen from AArch32 (QEMU's 32-bit `max` CPU): the default, read-only grant;
+# pmu-demo's ARMv7 backend programs counters itself and says what it needs; with
+# el0_programming=1 it counts exactly.
+scenario_pmuv3() {
+	boot_line
+	cpu_line
+	load default
+	klog
+	demo readonly-cpu0 0 direct
+	unload default
+	klog
+	load programming el0_programming=1
+	klog
+	demo loaded-cpu1 1 direct
+	unload programming
+	klog
+	finish
+}
+
+# A CPU without a PMU (QEMU -cpu cortex-a15,pmu=off): the module refuses to load.
+scenario_nopmu() {
+	boot_line
+	cpu_line
+	load nopmu el0_programming=1
+	klog
+	finish
+}
+
+main() {
+	case "$scenario" in
+	board) scenario_board ;;
+	nopmu) scenario_nopmu ;;
+	pmuv3) scenario_pmuv3 ;;
+	*)
+		result error unknown_scenario=${scenario:-none}
+		finish
+		;;
+	esac
+}

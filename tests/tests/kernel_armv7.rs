@@ -1,0 +1,427 @@
+//! The 32-bit ARMv7 side end to end: the armv7 multi-platform test kernel (Debian's
+//! linux-source-6.12, tinyconfig + xtask/kernel/armv7.config, no CONFIG_RUST) with the
+//! ARMv7 flavour of kmod-enable-user's stock module (kmod-enable-user/stock, built with
+//! FLAVOUR=armv7: C glue + pmu-armv7) and the static ARMv7 `pmu-demo`, booted on
+//!
+//! - QEMU `-M raspi2b`: the Raspberry Pi 2 Model B, four Cortex-A7 (PMUv2, PMCR.N = 4
+//!   in QEMU 10.0.2), the board's own device tree `bcm2836-rpi-2-b.dtb`, which has an
+//!   `arm,cortex-a7-pmu` node: perf's ARMv7 driver owns the PMU, as on a real Pi 2;
+//! - QEMU `-M virt -cpu cortex-a15 -smp 2` (PMUv2, PMCR.N = 6), PSCI: CPU hotplug;
+//!   and `-cpu cortex-a15,pmu=off` for a CPU without a PMU;
+//! - QEMU `-M raspi0` with the armv6 kernel and the ARMv7 flavour: the wrong flavour for
+//!   an ARM1176.
+//!
+//! All under `-icount shift=0,align=off,sleep=off`, where QEMU's INST_RETIRED is exact
+//! (the armv7-virt bare-metal image measures it: tests/tests/qemu_armv7.rs).
+//! The guest's /init is tests/guest/common.sh + armv7.sh (armv6.sh for raspi0).
+//!
+//! Run with `cargo xtask e2e raspi2b`, `cargo xtask e2e armv7` (or `cargo xtask test`),
+//! which build the artefacts and pass their paths in the variables below.
+
+use std::time::Duration;
+
+use pmu_tests::guest::demo;
+use pmu_tests::{
+    arm64_kernel_args, kernel_artefact, kernel_env, raspi_args, run_qemu, QemuRun, QEMU_ARM,
+};
+use serde_json::Value;
+
+/// Boot + scenario: four Cortex-A7s under icount, 10 load/unload cycles with kmemleak.
+const LIMIT: Duration = Duration::from_secs(500);
+
+/// The armv7 kernel (`zImage`), its initramfs, and the Raspberry Pi 2 device tree.
+const ARMV7_KERNEL: &str = "PMU_KERNEL_ARMV7";
+const ARMV7_INITRAMFS: &str = "PMU_INITRAMFS_ARMV7";
+const RASPI2B_DTB: &str = "PMU_DTB_RASPI2B";
+/// The armv6 initramfs whose stock module is the ARMv7 flavour.
+const ARMV6_WITH_ARMV7_FLAVOUR: &str = "PMU_INITRAMFS_ARMV6_WITH_ARMV7_FLAVOUR";
+
+/// What a board is, for the assertions.
+struct Board {
+    /// CPUs the kernel brings up.
+    cpus: i128,
+    /// /proc/cpuinfo "CPU part": MIDR bits 15:4 (Cortex-A7 MPCore TRM 4.3.1: 0xC07;
+    /// Cortex-A15 TRM 4.3.1: 0xC0F).
+    part: &'static str,
+    /// PMCR.N in QEMU 10.0.2 (measured by the armv7-virt image: 4 on cortex-a7, 6 on
+    /// cortex-a15).
+    event_counters: u32,
+    /// Whether the device tree has a PMU node that perf's ARMv7 driver probes.
+    perf_pmu: i128,
+    /// Whether CPU 1 can go offline (PSCI CPU_OFF on virt; the BCM2836's SMP operations
+    /// have no cpu_die: arch/arm/mach-bcm/platsmp.c, Linux 6.12).
+    hotplug: bool,
+}
+
+fn run(program: &str, args: &[String]) -> QemuRun {
+    let run = run_qemu(program, args, LIMIT);
+    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_guest_finished();
+    let module = &run.scenario("module")[0];
+    assert_eq!(module.get("flavour"), "stock", "{}", module.raw);
+    assert_eq!(module.int("stock_marker"), 1, "{}", module.raw);
+    assert_eq!(
+        run.scenario("kernel_log")[0].int("trouble"),
+        0,
+        "kernel log trouble\n{}",
+        run.stdout
+    );
+    run
+}
+
+fn virt_args(cpu: &str, smp: u32, scenario: &str) -> Vec<String> {
+    let mut args = arm64_kernel_args(
+        &kernel_artefact(ARMV7_KERNEL),
+        &kernel_artefact(ARMV7_INITRAMFS),
+        cpu,
+        smp,
+        scenario,
+    );
+    let append = args
+        .iter_mut()
+        .skip_while(|a| a.as_str() != "-append")
+        .nth(1)
+        .expect("the virt arguments have -append");
+    *append = format!("{append} flavour=stock");
+    args
+}
+
+/// The direct backend measured the `loop` kernel's 1000 iterations of `subs; bne`:
+/// exactly 2000 PL0 instructions (min and median; the max may include what another vCPU
+/// executed, QEMU's INST_RETIRED being the global icount: see tests/tests/raspi.rs).
+fn assert_exact(run: &QemuRun, tag: &str) {
+    let d = demo(run, tag);
+    let json = d.json(run);
+    assert_eq!(json["backend"], "direct", "{tag}: {json}");
+    assert_eq!(
+        d.result(run)["expected_instructions"],
+        2000,
+        "{tag}: {json}"
+    );
+    let inst = d.event(run, "instructions");
+    assert_eq!(inst["min"], 2000, "{tag}: {json}");
+    assert_eq!(inst["median"], 2000, "{tag}: {json}");
+    assert!(
+        inst["max"].as_i64().is_some_and(|m| m >= 2000),
+        "{tag}: {json}"
+    );
+    let notes = json["notes"].to_string();
+    assert!(notes.contains("PMUSERENR.EN"), "{tag}: {notes}");
+}
+
+/// The board scenario (tests/guest/armv7.sh `scenario_board`).
+fn board_scenario(run: &QemuRun, b: &Board) {
+    let boot = &run.scenario("boot")[0];
+    assert_eq!(boot.get("arch"), "armv7l", "{}", boot.raw);
+    assert_eq!(boot.int("cpus"), b.cpus, "{}", boot.raw);
+    let cpu = &run.scenario("cpu")[0];
+    assert_eq!(cpu.get("part"), b.part, "{}", cpu.raw);
+    assert_eq!(cpu.get("architecture"), "7", "{}", cpu.raw);
+    assert_eq!(cpu.int("perf_pmu"), b.perf_pmu, "{}", cpu.raw);
+
+    // Off before the module.
+    demo(run, "before-cpu0").assert_not_enabled(run);
+
+    // The default request (read-only, ER|CR) does not exist on PMUv2: refused with the
+    // reason (kmod-enable-user/README.md, ARMv7).
+    let default = run.find("insmod", "tag", "default");
+    assert_eq!(
+        (default.int("loaded"), default.get("error")),
+        (0, "Operation_not_supported"),
+        "{}",
+        default.raw
+    );
+    run.assert_klog("kmod_enable_user: PMUv2 (ID_DFR0.PerfMon=2: Cortex-A7, Cortex-A15) has no read-only grant, PMUSERENR.EN alone lets user space program every counter and count in PL1: load with el0_programming=1 to accept that (ID_DFR0.PerfMon=0x2): refusing to load");
+    // Bad parameters: -EINVAL with the rule.
+    let bad = run.find("insmod", "tag", "bad-user-access");
+    assert_eq!(
+        (bad.int("loaded"), bad.get("error")),
+        (0, "Invalid_argument"),
+        "{}",
+        bad.raw
+    );
+    run.assert_klog("kmod_enable_user: user_access may hold SW=2, CR=4, ER=8 only: write access (EN=1) is granted by el0_programming=1 alone (ID_DFR0.PerfMon=0x2): refusing to load");
+    let bad = run.find("insmod", "tag", "bad-events");
+    assert_eq!(
+        (bad.int("loaded"), bad.get("error")),
+        (0, "Invalid_argument"),
+        "{}",
+        bad.raw
+    );
+    run.assert_klog("kmod_enable_user: events: an event number above PMXEVTYPER.evtCount (0xff on PMUv2, 0x3ff on PMUv3) (ID_DFR0.PerfMon=0x2): refusing to load");
+
+    // With the write opt-in: EN on every CPU, INST_RETIRED on the highest counter (N-1)
+    // and the cycle counter, PL0 only; every idle counter zeroed.
+    let load = run.find("insmod", "tag", "programming");
+    assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    let n = b.event_counters;
+    let top = n - 1;
+    let layout = format!("{top}=0x8 31=0x11");
+    run.assert_klog(&format!(
+        "kmod_enable_user: loaded: PMUSERENR = EN (read and program (EN)) on every online CPU and on CPUs that come online later (ID_DFR0.PerfMon=0x2, {n} event counters); counting for PL0 only: {layout}"
+    ));
+    run.assert_klog(
+        "kmod_enable_user: el0_programming=1: every process may now program the PMU: count at PL1",
+    );
+    let started = (1u32 << 31) | (1 << top);
+    let zeroed = (1u32 << 31) | ((1 << n) - 1);
+    for c in 0..b.cpus {
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: PMUSERENR 0x0 -> 0x1 (EN: read and program (EN)) [online]; counters for PL0: {layout}, started {started:#x}, kept running 0x0; idle counters zeroed {zeroed:#x}"
+        ));
+    }
+    let text = &run.scenario("layout")[0];
+    assert_eq!(text.get("text"), layout.replace(' ', "_"), "{}", text.raw);
+
+    // Exact counts on every CPU.
+    for c in 0..b.cpus {
+        assert_exact(run, &format!("loaded-cpu{c}"));
+    }
+
+    // The hazards pmu-demo forces, each flagged.
+    let hazards = demo(run, "hazards");
+    assert_eq!(hazards.status, 0, "{}\n{}", hazards.raw, run.stdout);
+    let list = hazards
+        .json
+        .as_ref()
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("no hazards JSON\n{}", run.stdout));
+    for name in ["context-switch", "cpu-migration", "overflow"] {
+        let d = list
+            .iter()
+            .find(|d| d["name"] == name)
+            .unwrap_or_else(|| panic!("no `{name}` demo: {list:?}"));
+        assert_eq!(d["detected"], true, "{name}: {d}");
+        assert_eq!(d["skipped"], Value::Null, "{name}: {d}");
+    }
+
+    // `regrant` after pmu-demo took the PMUs over: the module's counters programmed and
+    // started again on every CPU (the grant itself was still there).
+    let regrant = &run.scenario("regrant")[0];
+    assert_eq!(regrant.int("rc"), 0, "{}", regrant.raw);
+    for c in 0..b.cpus {
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: PMUSERENR 0x1 -> 0x1 (EN: read and program (EN)) [regrant]; counters for PL0: {layout}, started {started:#x}, kept running 0x0"
+        ));
+    }
+
+    // CPU hotplug.
+    let hotplug = &run.scenario("hotplug")[0];
+    assert_eq!(
+        hotplug.int("offlined"),
+        i128::from(b.hotplug),
+        "{}",
+        hotplug.raw
+    );
+    // A CPU that cannot go offline has no `online` file in sysfs (Linux 6.12
+    // drivers/base/cpu.c sets `offline_disabled` from arch/arm's
+    // `platform_can_hotplug_cpu()`; drivers/base/core.c then creates no `online`).
+    let online = if b.hotplug { "1" } else { "absent" };
+    assert_eq!(hotplug.get("online"), online, "{}", hotplug.raw);
+    if b.hotplug {
+        // Offline: revoked and the (regranted) counters released (counted below); online
+        // again: granted again, the counters programmed again.
+        let grants = run.klog(
+            "kmod_enable_user: cpu1: PMUSERENR 0x0 -> 0x1 (EN: read and program (EN)) [online]",
+        );
+        // At the load, when CPU 1 came back, and at the final load of the script.
+        assert_eq!(grants.len(), 3, "{}", run.stdout);
+        assert_exact(run, "replugged-cpu1");
+    }
+
+    // Unload: every CPU's grant revoked, access off again.
+    let unload = run.find("rmmod", "tag", "default");
+    assert_eq!(
+        (unload.int("rc"), unload.int("loaded"), unload.int("states")),
+        (0, 0, 0),
+        "{}",
+        unload.raw
+    );
+    // Every restore line of the script, per CPU: the module releases (disables and
+    // zeroes) only counters that still count what it programmed. Its counters, running
+    // again since `regrant`, are released at the unload and at the script's last unload
+    // (CPU 1 on virt: at the offline instead, and pmu-demo took its PMU over after it
+    // came back, so the unload finds none of the module's counters there: 0x0).
+    for c in 0..b.cpus {
+        let taken_by_demo = b.hotplug && c == 1;
+        let released = |mask: u32| {
+            run.klog(&format!(
+                "kmod_enable_user: cpu{c}: PMUSERENR 0x1 -> 0x0 (none); counters released {mask:#x}, left to perf 0x0"
+            ))
+            .len()
+        };
+        assert_eq!(released(started), 2, "cpu{c}\n{}", run.stdout);
+        assert_eq!(
+            released(0),
+            usize::from(taken_by_demo),
+            "cpu{c}\n{}",
+            run.stdout
+        );
+    }
+    run.assert_klog("kmod_enable_user: unloaded: PL0 access revoked");
+    demo(run, "after-cpu0").assert_not_enabled(run);
+
+    // The ARMv6 flavour on this ARMv7 CPU: refused before any ARM1176 instruction.
+    let other = run.find("insmod", "tag", "other-flavour");
+    assert_eq!(
+        (other.int("loaded"), other.get("error")),
+        (0, "No_such_device"),
+        "{}",
+        other.raw
+    );
+    run.assert_klog(&format!(
+        "part {}; SUNAVCR exists only there): this is the ARMv6 flavour; an ARMv7 or later CPU (Raspberry Pi 2/3/4/5 on a 32-bit kernel) takes the ARMv7 flavour (make FLAVOUR=armv7): refusing to load",
+        b.part
+    ));
+
+    // Load/unload cycles: no failure, no state, no leak; loading twice refused.
+    run.assert_stress_cycles(10);
+    let first = run.find("insmod", "tag", "twice-first");
+    assert_eq!(first.int("rc"), 0, "{}", first.raw);
+    let second = run.find("insmod", "tag", "twice-second");
+    assert_ne!(second.int("rc"), 0, "{}", second.raw);
+    let twice = run.find("rmmod", "tag", "twice");
+    assert_eq!(
+        (twice.int("rc"), twice.int("states")),
+        (0, 0),
+        "{}",
+        twice.raw
+    );
+}
+
+/// Raspberry Pi 2 Model B (QEMU `raspi2b`): four Cortex-A7, perf's PMU driver probed.
+#[test]
+fn raspi2b_armv7_flavour_grants_exact_counts_and_restores() {
+    let args = raspi_args(
+        "raspi2b",
+        &kernel_artefact(ARMV7_KERNEL),
+        &kernel_artefact(RASPI2B_DTB),
+        &kernel_artefact(ARMV7_INITRAMFS),
+        "board",
+        "stock",
+        true,
+    );
+    let run = run(QEMU_ARM, &args);
+    let model = &run.scenario("cpu")[0];
+    assert!(
+        model.get("board").starts_with("Raspberry_Pi_2_Model_B"),
+        "{}",
+        model.raw
+    );
+    board_scenario(
+        &run,
+        &Board {
+            cpus: 4,
+            part: "0xc07",
+            event_counters: 4,
+            perf_pmu: 1,
+            hotplug: false,
+        },
+    );
+}
+
+/// Raspberry Pi Zero (QEMU `raspi0`, ARM1176) with the ARMv7 flavour built against the
+/// armv6 kernel: refused at load, before any ARMv7 instruction, with the reason.
+#[test]
+fn raspi0_refuses_the_armv7_flavour() {
+    let args = raspi_args(
+        "raspi0",
+        &kernel_artefact(kernel_env::ARMV6_KERNEL),
+        &kernel_artefact(kernel_env::RASPI0_DTB),
+        &kernel_artefact(ARMV6_WITH_ARMV7_FLAVOUR),
+        "raspi",
+        "stock",
+        false,
+    );
+    let run = run(QEMU_ARM, &args);
+    let load = run.find("insmod", "tag", "default");
+    assert_eq!(
+        (load.int("loaded"), load.get("error")),
+        (0, "No_such_device"),
+        "{}",
+        load.raw
+    );
+    // QEMU's arm1176: MIDR 0x410fb767 (ARM1176JZF-S r0p7).
+    run.assert_klog("kmod_enable_user: not an ARMv7 or later CPU (MIDR 0x410fb767): this is the ARMv7 flavour; an ARM1176 (Raspberry Pi 1 / Zero) takes the ARMv6 flavour (make FLAVOUR=armv6): refusing to load");
+    demo(&run, "after").assert_not_enabled(&run);
+}
+
+/// `-M virt -cpu cortex-a15 -smp 2`: PSCI lets CPU 1 go offline and come back.
+#[test]
+fn virt_cortex_a15_armv7_flavour_grants_exact_counts_hotplug_and_restores() {
+    let run = run(QEMU_ARM, &virt_args("cortex-a15", 2, "board"));
+    board_scenario(
+        &run,
+        &Board {
+            cpus: 2,
+            part: "0xc0f",
+            event_counters: 6,
+            perf_pmu: 0,
+            hotplug: true,
+        },
+    );
+}
+
+/// `-cpu cortex-a15,pmu=off`: QEMU clears ID_DFR0.PerfMon; the module refuses with
+/// -ENODEV and says why.
+#[test]
+fn virt_cortex_a15_without_pmu_refuses() {
+    let run = run(QEMU_ARM, &virt_args("cortex-a15,pmu=off", 1, "nopmu"));
+    let load = run.find("insmod", "tag", "nopmu");
+    assert_eq!(
+        (load.int("loaded"), load.get("error")),
+        (0, "No_such_device"),
+        "{}",
+        load.raw
+    );
+    run.assert_klog("kmod_enable_user: no ARM-architected PMU on this CPU (ID_DFR0.PerfMon is 0 or 0xF) (ID_DFR0.PerfMon=0x0): refusing to load");
+}
+
+/// `-M virt -cpu max -smp 2`: qemu-system-arm's `max` is an ARMv8 CPU in AArch32 (MIDR
+/// part 0xd07) with PMUv3p5 (ID_DFR0.PerfMon = 6), the PMU a Pi 3/4 has under a 32-bit
+/// kernel: the default load grants read-only access (CR|ER) on both CPUs; pmu-demo's
+/// ARMv7 backend, which programs its counters, refuses with what it needs; with
+/// `el0_programming=1` it counts exactly.
+#[test]
+fn virt_max_pmuv3_in_aarch32_read_only_default() {
+    let run = run(QEMU_ARM, &virt_args("max", 2, "pmuv3"));
+    let cpu = &run.scenario("cpu")[0];
+    assert_eq!(cpu.get("part"), "0xd07", "{}", cpu.raw);
+    let load = run.find("insmod", "tag", "default");
+    assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    run.assert_klog("kmod_enable_user: loaded: PMUSERENR = CR|ER (read-only) on every online CPU and on CPUs that come online later (ID_DFR0.PerfMon=0x6, 6 event counters); counting for PL0 only: 5=0x8 31=0x11");
+    for c in 0..2 {
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: PMUSERENR 0x0 -> 0xc (CR|ER: read-only) [online]; counters for PL0: 5=0x8 31=0x11, started 0x80000020"
+        ));
+    }
+    let readonly = demo(&run, "readonly-cpu0");
+    assert_eq!(readonly.status, 3, "{}\n{}", readonly.raw, run.stdout);
+    assert!(
+        readonly
+            .stderr
+            .contains("it was loaded with el0_programming=N"),
+        "{}",
+        readonly.stderr
+    );
+    let unload = run.find("rmmod", "tag", "default");
+    assert_eq!(
+        (unload.int("rc"), unload.int("states")),
+        (0, 0),
+        "{}",
+        unload.raw
+    );
+    let load = run.find("insmod", "tag", "programming");
+    assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    run.assert_klog(
+        "kmod_enable_user: cpu1: PMUSERENR 0x0 -> 0xd (EN|CR|ER: read and program (EN)) [online]",
+    );
+    assert_exact(&run, "loaded-cpu1");
+    let unload = run.find("rmmod", "tag", "programming");
+    assert_eq!(
+        (unload.int("rc"), unload.int("states")),
+        (0, 0),
+        "{}",
+        unload.raw
+    );
+}

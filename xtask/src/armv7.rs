@@ -1,0 +1,167 @@
+//! `pmu-demo` for ARMv7 Linux (Raspberry Pi 2, and Pi 3/4/5 under a 32-bit OS), static.
+//!
+//! As for ARMv6 (xtask/src/armv6.rs), rustup has no std for the target here, so std is
+//! built from rust-src (`-Zbuild-std`, `RUSTC_BOOTSTRAP=1`). The target is
+//! `armv7-unknown-linux-gnueabi`: ARMv7 code (the cp15 c9 PMU, `isb`), the soft-float
+//! calling convention, linked by `arm-linux-gnueabi-gcc` against the static armel glibc
+//! the ARMv6 build uses already (`.cargo/config.toml`: `+crt-static`). A static binary
+//! carries its float ABI inside itself: it runs on an armhf OS (Raspberry Pi OS) as
+//! well, without the armhf cross toolchain (`gcc-arm-linux-gnueabihf`) on the build host.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::step::workspace_root;
+
+/// The Rust target: ARMv7-A, EABI, soft-float calling convention, glibc.
+pub const TARGET: &str = "armv7-unknown-linux-gnueabi";
+
+/// Builds the static ARMv7 `pmu-demo` and returns its path:
+/// `target/armv7-unknown-linux-gnueabi/release/pmu-demo`. What the armv7 initramfs
+/// (the emulated Raspberry Pi 2 and the Cortex-A15 virt board) puts in `/bin`.
+///
+/// # Errors
+/// The apt install or the build failed, or the result is not a static 32-bit ARM
+/// executable.
+pub fn armv7_demo() -> Result<PathBuf, String> {
+    // The same cross linker and static armel glibc as the ARMv6 build.
+    crate::setup::ensure_armv6_packages()?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let args = [
+        "build",
+        "--release",
+        "-Zbuild-std=std,panic_abort",
+        "--target",
+        TARGET,
+        "-p",
+        "userspace-demo",
+    ];
+    println!("    $ RUSTC_BOOTSTRAP=1 cargo {}", args.join(" "));
+    let started = std::time::Instant::now();
+    let status = Command::new(cargo)
+        .args(args)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building pmu-demo for {TARGET} failed ({status})"));
+    }
+    let path = crate::images::target_dir()
+        .join(TARGET)
+        .join("release/pmu-demo");
+    let bytes = std::fs::read(&path)
+        .map_err(|e| format!("{} missing after the build: {e}", path.display()))?;
+    crate::armv6::check_static_arm32(&bytes).map_err(|why| format!("{}: {why}", path.display()))?;
+    println!(
+        "    ARMv7 pmu-demo: {} ({} KiB, static, built in {:.1} s)",
+        path.display(),
+        bytes.len() / 1024,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(path)
+}
+
+/// The variable that names the Raspberry Pi 2 device tree for tests/tests/kernel_armv7.rs.
+pub const RASPI2B_DTB_ENV: &str = "PMU_DTB_RASPI2B";
+/// The variable that names the armv6 initramfs whose module is the ARMv7 flavour.
+pub const WRONG_FLAVOUR_INITRAMFS_ENV: &str = "PMU_INITRAMFS_ARMV6_WITH_ARMV7_FLAVOUR";
+
+/// Every artefact of the armv7 runs, as (variable, path): the armv7 kernel and its
+/// Raspberry Pi 2 device tree; its initramfs with the ARMv7 flavour (the stock module)
+/// and the ARMv6 flavour built against the same kernel; the armv6 kernel and an armv6
+/// initramfs whose stock module is the ARMv7 flavour (the wrong flavour on an ARM1176).
+fn artefacts() -> Result<Vec<(&'static str, PathBuf)>, String> {
+    use crate::kernel::{kernel, Arch};
+    let v7 = kernel(Arch::Armv7)?;
+    let v6 = kernel(Arch::Armv6)?;
+    let stock = crate::stock_module::armv7(&v7.dir)?;
+    let (armv6_on_v7, armv7_on_v6) = crate::stock_module::wrong_flavour()?;
+    let initramfs = crate::initramfs::build_with_modules(
+        Arch::Armv7,
+        None,
+        Some(&stock),
+        &[("lib/modules/kmod_enable_user_armv6.ko", armv6_on_v7)],
+        crate::initramfs::path(Arch::Armv7),
+    )?;
+    let wrong = crate::initramfs::build_with_modules(
+        Arch::Armv6,
+        None,
+        Some(&armv7_on_v6),
+        &[],
+        crate::images::target_dir().join("initramfs/armv6-with-armv7-flavour.cpio"),
+    )?;
+    let [k7, i7, _] = crate::e2e::env_names(Arch::Armv7);
+    let [k6, _, _] = crate::e2e::env_names(Arch::Armv6);
+    Ok(vec![
+        (k7, v7.image()),
+        (i7, initramfs),
+        (RASPI2B_DTB_ENV, v7.dtb("bcm2836-rpi-2-b")?),
+        (k6, v6.image()),
+        (WRONG_FLAVOUR_INITRAMFS_ENV, wrong),
+        ("PMU_DTB_RASPI0", v6.dtb("bcm2835-rpi-zero")?),
+    ])
+}
+
+/// `cargo xtask e2e raspi2b` / `armv7`: the artefacts, then
+/// `cargo test -p pmu-tests --test kernel_armv7 <filter>` (`raspi2b`: the Raspberry Pi 2
+/// and the wrong flavour on a Pi Zero; `virt`: the Cortex-A15 virt board; none: all).
+pub fn run(filter: Option<&str>) -> Result<(), String> {
+    let env = artefacts()?;
+    for (var, path) in &env {
+        println!("    {var}={}", path.display());
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut args = vec![
+        "test",
+        "-p",
+        crate::images::E2E_CRATE,
+        "--test",
+        "kernel_armv7",
+    ];
+    args.push("--");
+    if let Some(f) = filter {
+        args.push(f);
+    }
+    args.push("--test-threads=2");
+    println!("    $ cargo {}", args.join(" "));
+    let mut cmd = Command::new(cargo);
+    cmd.args(&args).current_dir(workspace_root());
+    for (var, path) in env {
+        cmd.env(var, path);
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the armv7 end-to-end tests failed ({status})"))
+    }
+}
+
+fn run_raspi2b() -> Result<(), String> {
+    run(Some("raspi"))
+}
+
+fn run_virt() -> Result<(), String> {
+    run(Some("virt"))
+}
+
+/// The step of `cargo xtask e2e raspi2b` (and of `cargo xtask test`).
+pub fn raspi2b_step() -> crate::step::Step {
+    crate::step::Step::func(
+        "emulated Raspberry Pi 2 (raspi2b, 4 x Cortex-A7; armv7 kernel + DTB, ARMv7 module flavour, ARMv7 pmu-demo) and the ARMv7 flavour refused on raspi0 (tests/tests/kernel_armv7.rs)",
+        run_raspi2b,
+    )
+}
+
+/// The step of `cargo xtask e2e armv7` (and of `cargo xtask test`).
+pub fn virt_step() -> crate::step::Step {
+    crate::step::Step::func(
+        "armv7 kernel on virt: -cpu cortex-a15 -smp 2 (ARMv7 module flavour, hotplug, ARMv7 pmu-demo), -cpu max (PMUv3 in AArch32: read-only default) and cortex-a15,pmu=off (tests/tests/kernel_armv7.rs)",
+        run_virt,
+    )
+}
