@@ -101,6 +101,23 @@ pub fn probe() -> Result<()> {
 /// 0x4100b760 in arch/arm/include/asm/cputype.h).
 pub const ARM1176_MIDR: (u32, u32) = (0x41, 0xb76);
 
+/// The "CPU architecture" value of the first CPU in /proc/cpuinfo text ("7", "6TEJ",
+/// "8" on arm64 kernels), `None` when the line is missing.
+pub fn cpuinfo_architecture(cpuinfo: &str) -> Option<&str> {
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "CPU architecture").then(|| value.trim())
+    })
+}
+
+/// Whether /proc/cpuinfo text names an ARMv7 or later CPU: "CPU architecture: 7" (32-bit
+/// Linux prints 7 for every ARMv7 and ARMv8 core) and a "CPU part" other than the
+/// ARM1176's, which Linux reports as 7 as well (its ID_MMFR0.VMSA is 3).
+pub fn cpuinfo_is_armv7(cpuinfo: &str) -> bool {
+    cpuinfo_architecture(cpuinfo).is_some_and(|arch| arch == "7")
+        && cpuinfo_midr(cpuinfo).is_some_and(|midr| midr != ARM1176_MIDR)
+}
+
 /// The first CPU's `(CPU implementer, CPU part)` in /proc/cpuinfo text, `None` when the
 /// lines are missing (another architecture's format, or an emulator that hides them).
 pub fn cpuinfo_midr(cpuinfo: &str) -> Option<(u32, u32)> {

@@ -24,26 +24,10 @@
 use pmu_armv7::registers::{Pmuserenr, PMUSERENR};
 use pmu_armv7::{PerfMon, Pl0Pmu};
 
-use super::{cpuinfo_midr, probe_with, AccessCheck, ARM1176_MIDR};
+pub use super::{cpuinfo_architecture, cpuinfo_is_armv7};
+use super::{probe_with, AccessCheck};
 use crate::error::{DirectUnsupported, Error, Result};
 use crate::sched::{pin_to, PinGuard};
-
-/// The "CPU architecture" value of the first CPU in /proc/cpuinfo text ("7", "6TEJ",
-/// "8" on arm64 kernels), `None` when the line is missing.
-pub fn cpuinfo_architecture(cpuinfo: &str) -> Option<&str> {
-    cpuinfo.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        (key.trim() == "CPU architecture").then(|| value.trim())
-    })
-}
-
-/// Whether /proc/cpuinfo text names an ARMv7 or later CPU: "CPU architecture: 7" (32-bit
-/// Linux prints 7 for every ARMv7 and ARMv8 core) and a "CPU part" other than the
-/// ARM1176's, which Linux reports as 7 as well (its ID_MMFR0.VMSA is 3).
-pub fn cpuinfo_is_armv7(cpuinfo: &str) -> bool {
-    cpuinfo_architecture(cpuinfo).is_some_and(|arch| arch == "7")
-        && cpuinfo_midr(cpuinfo).is_some_and(|midr| midr != ARM1176_MIDR)
-}
 
 /// Whether this machine's CPU takes this backend (ARMv7 or later, per /proc/cpuinfo);
 /// false on the ARM1176 and where /proc/cpuinfo cannot be read.
@@ -113,44 +97,4 @@ pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
         },
     })?;
     Ok((pin, pmu))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// /proc/cpuinfo of a Raspberry Pi 2 (Cortex-A7 r0p5) under Raspberry Pi OS armhf, as
-    /// Linux's `c_show()` (arch/arm/kernel/setup.c, 6.12) prints it: "CPU architecture: 7".
-    const PI2: &str = "processor\t: 0\nmodel name\t: ARMv7 Processor rev 5 (v7l)\n\
-        BogoMIPS\t: 38.40\nFeatures\t: half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 \
-        idiva idivt vfpd32 lpae evtstrm\nCPU implementer\t: 0x41\nCPU architecture: 7\n\
-        CPU variant\t: 0x0\nCPU part\t: 0xc07\nCPU revision\t: 5\n";
-    /// A Raspberry Pi 1 (ARM1176JZF-S r0p7): "CPU architecture: 7" too, since
-    /// `__get_cpu_architecture()` finds VMSAv7 in its ID_MMFR0; the part tells it apart.
-    const PI1: &str = "processor\t: 0\nmodel name\t: ARMv6-compatible processor rev 7 (v6l)\n\
-        CPU implementer\t: 0x41\nCPU architecture: 7\nCPU variant\t: 0x0\nCPU part\t: 0xb76\n";
-
-    #[test]
-    fn cpuinfo_tells_armv7_from_the_arm1176() {
-        assert_eq!(cpuinfo_architecture(PI2), Some("7"));
-        assert!(cpuinfo_is_armv7(PI2));
-        assert_eq!(cpuinfo_architecture(PI1), Some("7"));
-        assert!(!cpuinfo_is_armv7(PI1));
-        // A Cortex-A15 (part 0xc0f), and an arm64 kernel's "CPU architecture: 8".
-        assert!(cpuinfo_is_armv7(&PI2.replace("0xc07", "0xc0f")));
-        assert!(!cpuinfo_is_armv7(
-            &PI2.replace("architecture: 7", "architecture: 8")
-        ));
-        assert_eq!(cpuinfo_architecture("processor : 0\n"), None);
-        assert!(!cpuinfo_is_armv7(""));
-    }
-
-    /// PMUSERENR.EN is bit 0 (DDI 0406C C12 "PMUSERENR").
-    #[test]
-    fn en_is_bit_0() {
-        assert!(grants_programming(0x1));
-        assert!(grants_programming(0xd));
-        assert!(!grants_programming(0xc));
-        assert!(!grants_programming(0));
-    }
 }

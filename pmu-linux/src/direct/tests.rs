@@ -427,3 +427,32 @@ fn arm1176_cycle_divider_is_multiplied_back() {
         }
     );
 }
+
+// The ARMv7 backend's CPU test (direct::aarch32 uses these), on the host.
+use crate::direct::{cpuinfo_architecture, cpuinfo_is_armv7};
+
+/// /proc/cpuinfo of a Raspberry Pi 2 (Cortex-A7 r0p5) under Raspberry Pi OS armhf, as
+/// Linux's `c_show()` (arch/arm/kernel/setup.c, 6.12) prints it: "CPU architecture: 7".
+const PI2: &str = "processor\t: 0\nmodel name\t: ARMv7 Processor rev 5 (v7l)\n\
+    BogoMIPS\t: 38.40\nFeatures\t: half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 \
+    idiva idivt vfpd32 lpae evtstrm\nCPU implementer\t: 0x41\nCPU architecture: 7\n\
+    CPU variant\t: 0x0\nCPU part\t: 0xc07\nCPU revision\t: 5\n";
+/// A Raspberry Pi 1 (ARM1176JZF-S r0p7): "CPU architecture: 7" too, since
+/// `__get_cpu_architecture()` finds VMSAv7 in its ID_MMFR0; the part tells it apart.
+const PI1: &str = "processor\t: 0\nmodel name\t: ARMv6-compatible processor rev 7 (v6l)\n\
+    CPU implementer\t: 0x41\nCPU architecture: 7\nCPU variant\t: 0x0\nCPU part\t: 0xb76\n";
+
+#[test]
+fn cpuinfo_tells_armv7_from_the_arm1176() {
+    assert_eq!(cpuinfo_architecture(PI2), Some("7"));
+    assert!(cpuinfo_is_armv7(PI2));
+    assert_eq!(cpuinfo_architecture(PI1), Some("7"));
+    assert!(!cpuinfo_is_armv7(PI1));
+    // A Cortex-A15 (part 0xc0f), and an arm64 kernel's "CPU architecture: 8".
+    assert!(cpuinfo_is_armv7(&PI2.replace("0xc07", "0xc0f")));
+    assert!(!cpuinfo_is_armv7(
+        &PI2.replace("architecture: 7", "architecture: 8")
+    ));
+    assert_eq!(cpuinfo_architecture("processor : 0\n"), None);
+    assert!(!cpuinfo_is_armv7(""));
+}
