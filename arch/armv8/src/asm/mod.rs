@@ -8,7 +8,7 @@
 //! counter number is part of the instruction, so a macro generates one `mrs`/`msr` per
 //! n = 0..=30 and the function dispatches on n with a `match`; the counter reads, which
 //! sit inside measured regions, go through one computed branch into a table instead
-//! ([`read_counter`]). Nothing goes through
+//! (`read_counter`). Nothing goes through
 //! PMSELR_EL0 + PMXEVCNTR_EL0, whose select-then-access pair an interrupt handler could
 //! split (the race Linux's `PMEVN_SWITCH` avoids the same way).
 //!
