@@ -340,21 +340,29 @@ fn lint_steps() -> Vec<Step> {
     steps.push(armv6("clippy"));
     steps.push(armv6_linux_clippy());
     steps.push(armv7_linux_clippy());
+    // A target directory of their own, as the module's Makefile uses: cargo caches
+    // `rustc --print cfg` per target directory whatever RUSTC_BOOTSTRAP says, and the
+    // ARMv7 flavour's dependencies hang on `target_feature = "v7"`, which rustc prints
+    // only with it (an earlier step without it, the armv7a-none-eabi image's clippy,
+    // would leave a cache that picks the ARMv6 flavour's dependencies).
+    let kmod_target_dir = crate::images::target_dir().join("kmod-enable-user/clippy");
     for target in STOCK_MODULE_TARGETS {
         steps.push(
             Step::cargo(
                 format!("clippy {target} (kmod-enable-user-stock; build-std)"),
                 [
-                    "clippy",
-                    "--release",
-                    "-Zbuild-std=core",
-                    "--target",
-                    target,
-                    "-p",
-                    "kmod-enable-user-stock",
-                    "--",
-                    "-D",
-                    "warnings",
+                    "clippy".to_string(),
+                    "--release".into(),
+                    "-Zbuild-std=core".into(),
+                    "--target".into(),
+                    target.to_string(),
+                    "--target-dir".into(),
+                    kmod_target_dir.display().to_string(),
+                    "-p".into(),
+                    "kmod-enable-user-stock".into(),
+                    "--".into(),
+                    "-D".into(),
+                    "warnings".into(),
                 ],
             )
             .env("RUSTC_BOOTSTRAP", "1"),
