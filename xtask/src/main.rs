@@ -457,7 +457,7 @@ fn cross_steps() -> Vec<Step> {
 /// The unit tests of pmu-core and pmu-linux compiled for aarch64 and run under
 /// qemu-aarch64 (user mode): the arm64 page reader, perf-index mapping and fast-read
 /// code on their real target. qemu-user has no perf_event_open (ENOSYS), so the tests
-/// that open perf events (`session::`, `list::`) run on the host and in the arm64
+/// that open perf events (`session::`, `list::`, `meter::`) run on the host and in the arm64
 /// kernel guest instead.
 fn aarch64_user_tests() -> Step {
     Step::cargo(
