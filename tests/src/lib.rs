@@ -193,8 +193,10 @@ pub fn arm64_kernel_args(
         "virt",
         "-cpu",
         cpu,
+        // 512 MiB: pmu-demo's 60 000-run sessions (scenario_grant) keep every run's
+        // record, which outgrew 256 MiB (the OOM killer ended the run, status 137).
         "-m",
-        "256M",
+        "512M",
         "-nographic",
         "-nic",
         "none",

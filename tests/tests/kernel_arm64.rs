@@ -1379,11 +1379,12 @@ fn examples_run_in_the_guest() {
     );
     let (e100, e200) = (estimate(&out, "spin 100"), estimate(&out, "spin 200"));
     for e in [e100, e200] {
-        // Exact counts: criterion's bootstrap interval collapses onto its estimate.
-        assert!((e[2] - e[0]).abs() < 0.01, "{e:?}");
+        // Exact counts: criterion's bootstrap interval collapses onto its estimate, to
+        // within the batches' fixed cost spread over their iterations (seen: 0.02).
+        assert!((e[2] - e[0]).abs() < 0.1, "{e:?}");
     }
     assert!(
-        (e200[1] - e100[1] - 200.0).abs() < 0.01,
+        (e200[1] - e100[1] - 200.0).abs() < 0.1,
         "{e100:?} {e200:?}"
     );
     println!("count 1000/2000: {n1000}/{n2000}; bench spin 100/200: {e100:?} {e200:?}");
