@@ -1383,10 +1383,7 @@ fn examples_run_in_the_guest() {
         // within the batches' fixed cost spread over their iterations (seen: 0.02).
         assert!((e[2] - e[0]).abs() < 0.1, "{e:?}");
     }
-    assert!(
-        (e200[1] - e100[1] - 200.0).abs() < 0.1,
-        "{e100:?} {e200:?}"
-    );
+    assert!((e200[1] - e100[1] - 200.0).abs() < 0.1, "{e100:?} {e200:?}");
     println!("count 1000/2000: {n1000}/{n2000}; bench spin 100/200: {e100:?} {e200:?}");
     // Batches with a hazard (a timer tick's context switch) are measured again, never
     // kept.
