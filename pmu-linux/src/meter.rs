@@ -500,9 +500,6 @@ impl MeterBuilder {
             Err(e) if e.means_no_hardware_counters() => return Ok(None),
             Err(e) => return Err(e),
         };
-        session.enable()?;
-        session.disable()?;
-        session.reset()?;
         let pmus = session.pmus().join(", ");
         let why = format!(
             "{} core PMUs ({pmus}): every event opened on each and summed, the share of each \
