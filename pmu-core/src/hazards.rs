@@ -27,12 +27,18 @@ bitflags::bitflags! {
         /// User access to the counters was revoked during the region (the kernel or a
         /// module reset PMUSERENR / CR4.PCE / SUNAVCR).
         const USER_ACCESS_REVOKED = 1 << 6;
+        /// The kernel ran on this CPU during the region (an interrupt, a system call, a
+        /// page fault, a preemption): a *sentinel* counter that counts only at the
+        /// kernel's privilege level moved. The value may be right (perf counts per
+        /// thread), but the kernel's work disturbed caches, TLBs, predictors and, for
+        /// cycles, the time; a direct counter counting user and kernel includes it.
+        const KERNEL_ENTRY = 1 << 7;
     }
 }
 
 impl Hazards {
     /// A short name per flag, in bit order, for human and machine output.
-    pub const NAMES: [(Hazards, &'static str); 7] = [
+    pub const NAMES: [(Hazards, &'static str); 8] = [
         (Hazards::OVERFLOW, "overflow"),
         (Hazards::CONTEXT_SWITCH, "context-switch"),
         (Hazards::CPU_MIGRATION, "cpu-migration"),
@@ -40,6 +46,7 @@ impl Hazards {
         (Hazards::NOT_SCHEDULED, "not-scheduled"),
         (Hazards::SYSCALL_FALLBACK, "syscall-fallback"),
         (Hazards::USER_ACCESS_REVOKED, "user-access-revoked"),
+        (Hazards::KERNEL_ENTRY, "kernel-entry"),
     ];
 }
 

@@ -32,6 +32,7 @@
 //! | [`NOT_SCHEDULED`](Hazards::NOT_SCHEDULED) | at an edge the event was not on a hardware counter (page `index` 0): a software event, or a hardware event rotated out | the page | never |
 //! | [`SYSCALL_FALLBACK`](Hazards::SYSCALL_FALLBACK) | at an edge the value came from `read()`, not one instruction: the read itself costs hundreds of instructions at the region's edge | the page said so; the reason per edge is in [`EventEvidence`] | never |
 //! | [`USER_ACCESS_REVOKED`](Hazards::USER_ACCESS_REVOKED) | one-instruction reads were allowed at the start and not at the end | fast at the start, `cap_user_rdpmc` 0 at the end (x86 rdpmc policy or arm64 `perf_user_access` changed) | PMUSERENR_EL0.EN found clear: [`crate::Error::UserAccessRevoked`] instead of a value, since the counters are gone |
+//! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise |
 //! | [`OVERFLOW`](Hazards::OVERFLOW) | the counter wrapped | never: the kernel keeps 64-bit counts (`offset` absorbs wraps) | overflow flag, or end < start (pmu-core `CounterMeter` rule) |
 //!
 //! **Why the page `lock` reveals a switch even when the value is right.** A perf event
@@ -169,6 +170,11 @@ pub struct Evidence {
     pub counted_switches: Option<u64>,
     /// The region's count of a `cpu-migrations` event of the group, if there is one.
     pub counted_migrations: Option<u64>,
+    /// What the kernel-entry sentinel (a counter counting only at the kernel's
+    /// privilege level) counted during the region; `None` where no sentinel was read.
+    /// Non-zero means the kernel ran on this CPU inside the region:
+    /// [`Hazards::KERNEL_ENTRY`].
+    pub kernel_entries: Option<u64>,
     events: [EventEvidence; MAX_EVENTS],
     len: usize,
 }
@@ -201,7 +207,15 @@ impl Evidence {
         if self.migrated() {
             hazards |= Hazards::CPU_MIGRATION;
         }
+        if self.kernel_entered() {
+            hazards |= Hazards::KERNEL_ENTRY;
+        }
         hazards
+    }
+
+    /// Whether the kernel-entry sentinel moved (false where there is none).
+    pub fn kernel_entered(&self) -> bool {
+        self.kernel_entries.is_some_and(|n| n > 0)
     }
 
     #[inline]
@@ -383,6 +397,20 @@ mod tests {
             lock: Some(lock),
             path: ReadPath::Syscall(FallbackReason::Page(fallback)),
         }
+    }
+
+    /// A sentinel that moved flags the region, one that stood still or is absent does
+    /// not: the rule of [`Hazards::KERNEL_ENTRY`] (the sentinel counts only at the
+    /// kernel's level, so any count means the kernel ran).
+    #[test]
+    fn a_moved_sentinel_flags_kernel_entry() {
+        let mut ev = Evidence::default();
+        assert!(!ev.thread_hazards().contains(Hazards::KERNEL_ENTRY));
+        ev.kernel_entries = Some(0);
+        assert!(!ev.thread_hazards().contains(Hazards::KERNEL_ENTRY));
+        ev.kernel_entries = Some(251);
+        assert_eq!(ev.thread_hazards(), Hazards::KERNEL_ENTRY);
+        assert!(ev.kernel_entered());
     }
 
     #[test]
