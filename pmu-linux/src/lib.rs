@@ -70,6 +70,7 @@ pub mod page;
 pub mod region;
 pub mod rseq;
 pub mod sched;
+pub mod sentinel;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub mod session;
 mod sys;
@@ -94,6 +95,7 @@ pub use meter::{
 pub use pmu_core;
 pub use pmu_core::{Corrected, GenericEvent, Hazards, Reading, RegionMeter, Summary};
 pub use region::{Evidence, FallbackReason, ReadPath};
+pub use sentinel::Sentinel;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use session::{Options, Session};
 pub use sysfs::Sysfs;

@@ -326,6 +326,7 @@ impl MeterBuilder {
             inner,
             kind,
             why,
+            sentinel: crate::Sentinel::off("no backend of this meter reads one yet"),
             config: self.config,
             started: false,
             readings: [Reading::default(); MAX_EVENTS],
@@ -945,6 +946,8 @@ pub struct Meter {
     inner: Inner,
     kind: BackendKind,
     why: String,
+    /// Whether regions see every kernel entry, and how.
+    sentinel: crate::Sentinel,
     config: MeasureConfig,
     started: bool,
     readings: [Reading; MAX_EVENTS],
@@ -977,6 +980,12 @@ impl Meter {
     /// Why that backend, and how it reads.
     pub fn why(&self) -> &str {
         &self.why
+    }
+
+    /// Whether this meter's regions see every kernel entry
+    /// ([`crate::Hazards::KERNEL_ENTRY`]), and how; or why not.
+    pub fn sentinel(&self) -> &crate::Sentinel {
+        &self.sentinel
     }
 
     /// On a machine with several core PMUs (big.LITTLE), where the meter opened the

@@ -1,0 +1,80 @@
+//! The kernel-entry sentinel: one counter that counts only at the kernel's privilege
+//! level, read at both edges of a region. Any count means the kernel ran on the CPU
+//! inside the region (an interrupt, a system call, a page fault, a preemption), which
+//! the region reports as [`crate::Hazards::KERNEL_ENTRY`] with the count as evidence
+//! ([`crate::Evidence::kernel_entries`]).
+//!
+//! Where a backend cannot have one, its meter says why ([`Sentinel::Off`]) instead of
+//! reporting regions as free of kernel entries.
+
+use std::fmt;
+
+/// Whether a meter's regions see every kernel entry, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Sentinel {
+    /// A counter counts `event` at the kernel's level only and is read at both edges.
+    Counting {
+        /// The event counted (`instructions`, or `cycles` where INST_RETIRED is not
+        /// implemented).
+        event: String,
+        /// Who programmed it and how it is read.
+        how: String,
+    },
+    /// No sentinel: regions see the kernel only through the other detectors.
+    Off {
+        /// Why.
+        why: String,
+    },
+}
+
+impl Sentinel {
+    /// Whether regions are watched by a sentinel.
+    pub fn is_counting(&self) -> bool {
+        matches!(self, Self::Counting { .. })
+    }
+
+    /// Off, for `why`.
+    pub fn off(why: impl Into<String>) -> Self {
+        Self::Off { why: why.into() }
+    }
+}
+
+impl fmt::Display for Sentinel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Counting { event, how } => {
+                write!(
+                    f,
+                    "kernel-entry sentinel: {event} at the kernel's level ({how})"
+                )
+            }
+            Self::Off { why } => write!(f, "no kernel-entry sentinel: {why}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn says_what_it_is() {
+        let on = Sentinel::Counting {
+            event: "instructions".into(),
+            how: "kernel-only member of the perf group, read through its page".into(),
+        };
+        assert!(on.is_counting());
+        assert_eq!(
+            on.to_string(),
+            "kernel-entry sentinel: instructions at the kernel's level \
+             (kernel-only member of the perf group, read through its page)"
+        );
+        let off = Sentinel::off("perf_event_paranoid 2 forbids counting the kernel");
+        assert!(!off.is_counting());
+        assert_eq!(
+            off.to_string(),
+            "no kernel-entry sentinel: perf_event_paranoid 2 forbids counting the kernel"
+        );
+    }
+}
