@@ -439,6 +439,34 @@ scenario_examples() {
 	finish
 }
 
+# `cargo xtask hazards` (xtask/src/hazards.rs): pmu-demo hazard-stats on the perf
+# backend (kernel.perf_user_access=1), on the direct backend under the module's read-only
+# grant with its kernel-only sentinel (sentinel=1), and the direct backend programming a
+# counter itself (el0_programming=1) for the preset overflow. `hazards_injections=` and
+# `hazards_quiet=` on the kernel command line scale the run (default 1000 and 10 000).
+hazard_stats() {
+	tag=$1
+	shift
+	pmu-demo hazard-stats --injections "${hazards_injections:-1000}" "$@" 2>/tmp/hazards.err
+	result hazards-run tag="$tag" status=$?
+	sed "s/^/STDERR $tag /" /tmp/hazards.err
+}
+
+scenario_hazards() {
+	boot_line
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
+	sed 's/^/INTERRUPTS /' /proc/interrupts
+	hazard_stats perf --backend perf --quiet "${hazards_quiet:-10000}"
+	load hazards-direct sentinel=1
+	hazard_stats direct --backend direct --quiet "${hazards_quiet:-10000}"
+	unload hazards-direct
+	load hazards-programmed el0_programming=1
+	hazard_stats direct-programmed --backend direct-programmed --only overflow --quiet 0
+	unload hazards-programmed
+	finish
+}
+
 main() {
 	case "$scenario" in
 	multiplex) scenario_multiplex ;;
@@ -446,6 +474,7 @@ main() {
 	examples) scenario_examples ;;
 	raspi) scenario_raspi ;;
 	bench) scenario_bench ;;
+	hazards) scenario_hazards ;;
 	access) scenario_access ;;
 	grant) scenario_grant ;;
 	nopmu) scenario_nopmu ;;

@@ -10,6 +10,7 @@
 
 mod bench_cmd;
 mod bench_guest_cmd;
+mod hazard_stats_cmd;
 mod hazards_cmd;
 mod list_cmd;
 mod measure_cmd;
@@ -78,6 +79,9 @@ enum Command {
     /// Read-path costs in instructions, for `cargo xtask bench` in the arm64 QEMU guest.
     #[command(hide = true)]
     BenchGuest(bench_guest_cmd::Args),
+    /// Injected-disturbance statistics (the guest of `cargo xtask hazards`).
+    #[command(hide = true)]
+    HazardStats(hazard_stats_cmd::Args),
     /// Arm SPE: sampling-filter registers and the perf event from what you want to sample,
     /// checked against an implementation's capabilities; `spe decode FILE` for raw buffers.
     Spe(spe_cmd::Args),
@@ -152,6 +156,7 @@ fn main() -> ExitCode {
         Command::Hazards(args) => hazards_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::BenchGuest(args) => bench_guest_cmd::run(&args),
+        Command::HazardStats(args) => hazard_stats_cmd::run(&args),
         Command::Spe(args) => spe_cmd::run(&args),
     };
     match result {

@@ -9,6 +9,7 @@ mod armv7;
 mod bench;
 mod demo;
 mod e2e;
+mod hazards;
 mod hw_check;
 mod images;
 mod initramfs;
@@ -49,8 +50,8 @@ COMMANDS:
                       initramfs, the end-to-end runs in QEMU (arm64: both
                       module flavours), the emulated Raspberry Pis (raspi,
                       e2e raspi2b, below), the armv7 virt board (e2e armv7);
-                      last, the bench (below, about 15 s with the
-                      kernel cached).
+                      then the bench (below, about 15 s with the
+                      kernel cached); last, the hazard statistics (below).
     kernel <x86_64|arm64|armv6|armv7>
                       Build the test kernel (Debian's linux-source-6.12,
                       tinyconfig + xtask/kernel/<arch>.config, pinned rustc and
@@ -107,6 +108,18 @@ COMMANDS:
                       target/bench/bench.json, the guest's console in
                       target/bench/guest.log, which --from-log renders again
                       without booting the guest.
+    hazards [--json | --markdown] [--from-log FILE] [--injections N] [--quiet N]
+                      Injected-disturbance statistics in the arm64 test kernel
+                      under qemu-system-aarch64 -M virt -cpu max -smp 2 -icount
+                      shift=0,align=off,sleep=off: a timer tick, nanosleep, a
+                      migration, a page fault, getpid and a counter overflow,
+                      each injected N times (default 1000) in a region, on the
+                      perf and the direct backend; Q quiet regions (default
+                      10 000) whose flags are checked against /proc/interrupts,
+                      getrusage and the CPU. Fails on a missed injection or an
+                      unexplained flag. --markdown writes docs/hazards.md's
+                      text (docs/hazards.md explains every column); the guest's
+                      console is in target/hazards/guest.log (--from-log).
     armv6-demo        pmu-demo for ARMv6 Linux (Raspberry Pi 1 / Zero): the
                       unit tests of pmu-armv6 and pmu-linux for ARMv6, a static
                       build for arm-unknown-linux-gnueabi (build-std, the
@@ -164,7 +177,7 @@ fn main() -> ExitCode {
             .then(vec![armv6::step()])
             .then(images::test_steps())
             .then(e2e::test_steps())
-            .then(vec![bench::test_step()]),
+            .then(vec![bench::test_step(), hazards::test_step()]),
         ["kernel", arch] => match kernel::Arch::parse(arch) {
             Some(arch) => Plan::new("kernel")
                 .then(setup::kernel_steps())
@@ -216,6 +229,7 @@ fn main() -> ExitCode {
             ]),
         ["demo"] => return demo::run(),
         ["bench", rest @ ..] => return bench::command(rest),
+        ["hazards", rest @ ..] => return hazards::command(rest),
         ["hw-check"] => return hw_check::run(),
         ["armv6-demo"] => Plan::new("armv6-demo")
             .then(setup::steps())
