@@ -489,6 +489,9 @@ pub enum Error {
     Core(pmu_core::Error),
     /// The ARMv8 driver could not take over the PMU.
     Armv8Probe(pmu_armv8::ProbeError),
+    /// An ARMv8 counter handle was refused when made: the grant does not cover the
+    /// counter (the error names what it covers).
+    CounterHandle(pmu_armv8::handle::HandleError),
     /// kmod-enable-user's `layout` parameter could not be read or understood (the
     /// read-only grant: the module's counters are the only ones EL0 may read).
     ModuleLayout {
@@ -866,6 +869,7 @@ impl fmt::Display for Error {
             Self::Core(e) => e.fmt(f),
             Self::Hybrid(problem) => problem.fmt(f),
             Self::Armv8Probe(e) => e.fmt(f),
+            Self::CounterHandle(e) => e.fmt(f),
             Self::ModuleLayout { reason } => write!(
                 f,
                 "kmod-enable-user's counter layout: {reason}"

@@ -100,15 +100,17 @@ pub(crate) fn lean_evidence(
 }
 
 #[cfg(target_arch = "aarch64")]
-pub use imp::{LeanRegion, OverflowFlags};
+pub use imp::{lean_granted, lean_programmed, LeanRegion, OverflowFlags, SENTINEL_FILTER};
 
 #[cfg(target_arch = "aarch64")]
 mod imp {
-    use pmu_armv8::handle::ReadCounter;
-    use pmu_core::{CounterWidth, Reading, RegionMeter};
+    use pmu_armv8::granted::{El0Reads, GrantedLayout, GrantedPmu};
+    use pmu_armv8::handle::{CounterHandle, ReadCounter};
+    use pmu_armv8::{CounterId, El0Pmu, EventCounter, EventNumber};
+    use pmu_core::{CounterWidth, Reading, RegionMeter, Slot};
 
     use super::{lean_evidence, lean_readings, sentinel_delta};
-    use crate::direct::{AccessCheck, CounterSet};
+    use crate::direct::{AccessCheck, CounterSet, OwnedCounters};
     use crate::error::{Error, Result};
     use crate::measure::Counters;
     use crate::region::Evidence;
@@ -411,6 +413,242 @@ mod imp {
                 self.owner.leave_programmed();
             }
         }
+    }
+
+    /// The sentinel the backend programs under EN: INST_RETIRED (CPU_CYCLES where that is
+    /// not implemented) counted at EL1 and EL2 only: PMEVTYPER<n>_EL0.U = 1 (not EL0),
+    /// P = 0 (EL1), NSH = 1 (EL2). EL2 is included because a VHE kernel runs at EL2 and
+    /// EL0 cannot read which level the kernel uses (CurrentEL is UNDEFINED at EL0); Linux
+    /// does the same for a kernel-only event on a VHE host (drivers/perf/arm_pmuv3.c
+    /// `armv8pmu_set_event_filter`, 6.12: `exclude_kernel` and `exclude_hv` both map to
+    /// the EL2 bit there). Field meanings: Arm ARM (DDI 0487), PMEVTYPER<n>_EL0 (P, U,
+    /// NSH).
+    pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter {
+        user: false,
+        kernel: true,
+        hypervisor: true,
+    };
+
+    /// A [`LeanRegion`] of `handles.len()` counters (K chosen here from the count),
+    /// boxed for the meter.
+    #[allow(clippy::too_many_arguments)]
+    fn boxed<O, A>(
+        owner: O,
+        access: A,
+        handles: Vec<CounterHandle>,
+        names: Vec<String>,
+        sentinel: Option<CounterHandle>,
+        state: Sentinel,
+        flags: OverflowFlags,
+    ) -> Result<Box<dyn Counters>>
+    where
+        O: CounterSet + 'static,
+        A: AccessCheck + 'static,
+    {
+        const _: () = assert!(crate::MAX_EVENTS == 16, "extend the list below");
+        macro_rules! by_len {
+            ($($k:literal)*) => {
+                match handles.len() {
+                    $($k => {
+                        let given = handles.len();
+                        let counters: [CounterHandle; $k] =
+                            handles.try_into().map_err(|_| pmu_core::Error::ReadingsMismatch {
+                                expected: $k,
+                                got: given as u32,
+                            })?;
+                        Ok(Box::new(LeanRegion::<O, A, CounterHandle, CounterHandle, $k>::new(
+                            owner, access, counters, names, sentinel, state, flags,
+                        )?))
+                    })*
+                    0 => Err(Error::NoEvents),
+                    given => Err(Error::TooManyEvents { given, max: crate::MAX_EVENTS }),
+                }
+            };
+        }
+        by_len!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    }
+
+    /// The layout counter behind a [`GrantedPmu`] slot (its i-th event counter, or the
+    /// cycle counter).
+    fn granted_counter(layout: &GrantedLayout, slot: Slot) -> Option<CounterId> {
+        match slot {
+            Slot::Programmable(i) => layout
+                .event_counters()
+                .get(usize::from(i))
+                .and_then(|&(n, _)| EventCounter::new(n))
+                .map(CounterId::Event),
+            Slot::Fixed(0) if layout.cycle_counter() => Some(CounterId::Cycle),
+            Slot::Fixed(_) => None,
+        }
+    }
+
+    /// The name of a sentinel's event number.
+    fn event_name(event: u16) -> String {
+        match EventNumber::new(event) {
+            EventNumber::INST_RETIRED => "instructions".into(),
+            EventNumber::CPU_CYCLES => "cycles".into(),
+            _ => format!("r{event:x}"),
+        }
+    }
+
+    /// A lean region on the module's counters under its read-only grant, for `placed`
+    /// (each on the layout slot that counts it), with the module's sentinel when it runs
+    /// one (`sentinel=1`), else `getrusage` for switches and a [`Sentinel::Off`] saying
+    /// so.
+    ///
+    /// # Errors
+    /// pmu-core's allocation errors; [`Error::CounterHandle`] (a slot the layout does
+    /// not back: cannot happen for slots of this PMU).
+    pub fn lean_granted(
+        pmu: GrantedPmu<El0Reads>,
+        placed: &[(pmu_core::Event, Option<Slot>)],
+        names: Vec<String>,
+    ) -> Result<(Box<dyn Counters>, Sentinel)> {
+        let layout = *pmu.layout();
+        let access = super::super::armv8::PmuserenrRead::for_layout(&layout);
+        let counters = OwnedCounters::allocate(pmu, placed, pmu_core::PrivilegeFilter::USER)?;
+        let handles = counters
+            .slots()
+            .map(|slot| {
+                let id = granted_counter(&layout, slot).ok_or(Error::Core(
+                    pmu_core::Error::CounterOutOfRange {
+                        slot,
+                        available: layout.event_counters().len() as u32,
+                    },
+                ))?;
+                CounterHandle::new(counters.pmu(), id).map_err(Error::CounterHandle)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let (sentinel, state) = match layout.sentinel() {
+            Some((n, event)) => {
+                let handle = CounterHandle::from_number(counters.pmu(), u32::from(n))
+                    .map_err(Error::CounterHandle)?;
+                (
+                    Some(handle),
+                    Sentinel::Counting {
+                        event: event_name(event),
+                        how: format!(
+                            "kmod-enable-user's sentinel=1 counter PMEVCNTR{n}_EL0, EL1 \
+                             only, read with one instruction at both edges; a context \
+                             switch shows as a kernel entry"
+                        ),
+                    },
+                )
+            }
+            None => (
+                None,
+                Sentinel::off(
+                    "kmod-enable-user runs none (load it with sentinel=1): regions see \
+                     context switches (getrusage) and migrations, not interrupts, system \
+                     calls or faults",
+                ),
+            ),
+        };
+        let region = boxed(
+            counters,
+            access,
+            handles,
+            names,
+            sentinel,
+            state.clone(),
+            OverflowFlags::UNREADABLE,
+        )?;
+        Ok((region, state))
+    }
+
+    /// A lean region on counters the backend programs itself under EN (`pmu` from
+    /// [`super::super::armv8::take_armv8`]), for `placed`, plus a sentinel on a free
+    /// counter ([`SENTINEL_FILTER`]); with no free counter (or neither event), regions
+    /// take `getrusage` for switches and a [`Sentinel::Off`] says why.
+    ///
+    /// # Errors
+    /// pmu-core's allocation errors for `placed`.
+    pub fn lean_programmed(
+        pmu: El0Pmu,
+        placed: &[(pmu_core::Event, Option<Slot>)],
+        names: Vec<String>,
+    ) -> Result<(Box<dyn Counters>, Sentinel)> {
+        use pmu_core::GenericEvent;
+        let candidates = [
+            (
+                pmu_core::Event::Generic(GenericEvent::Instructions),
+                SENTINEL_FILTER,
+            ),
+            (
+                pmu_core::Event::Generic(GenericEvent::CpuCycles),
+                SENTINEL_FILTER,
+            ),
+        ];
+        let (counters, sentinel_error) = OwnedCounters::allocate_with_extra(
+            pmu,
+            placed,
+            pmu_core::PrivilegeFilter::USER,
+            &candidates,
+        )?;
+        let pmu = counters.pmu();
+        let id = |slot: Slot| {
+            pmu.counter_id(slot)
+                .ok_or(Error::Core(pmu_core::Error::CounterOutOfRange {
+                    slot,
+                    available: pmu_core::Pmu::capabilities(pmu).programmable,
+                }))
+        };
+        let slots: Vec<Slot> = counters.slots().collect();
+        let handles = slots[..placed.len()]
+            .iter()
+            .map(|&slot| {
+                CounterHandle::new(pmu.registers(), id(slot)?).map_err(Error::CounterHandle)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let flags = OverflowFlags::with_en(pmu.registers());
+        let (sentinel, state) = match slots.get(placed.len()) {
+            Some(&slot) => {
+                let counter = id(slot)?;
+                // The event is whichever candidate got the counter: read it back from
+                // PMEVTYPER<n>_EL0 (evtCount, bits 15:0) rather than guess.
+                let event = match counter {
+                    CounterId::Event(n) => {
+                        // SAFETY: EN on this PE (`El0Pmu`'s contract), n below PMCR_EL0.N
+                        // (the pool allocated it).
+                        let typer = unsafe { pmu_armv8::asm::read_pmevtyper_el0(n) };
+                        event_name((typer & 0xFFFF) as u16)
+                    }
+                    CounterId::Cycle => "cycles".into(),
+                };
+                (
+                    Some(
+                        CounterHandle::new(pmu.registers(), counter)
+                            .map_err(Error::CounterHandle)?,
+                    ),
+                    Sentinel::Counting {
+                        event,
+                        how: format!(
+                            "programmed by this library on {counter} with PMEVTYPER.U=1 \
+                             P=0 NSH=1 (EL1 and EL2, not EL0), read with one instruction at \
+                             both edges; a context switch shows as a kernel entry"
+                        ),
+                    },
+                )
+            }
+            None => (
+                None,
+                Sentinel::off(format!(
+                    "no counter left for it ({}): regions see context switches \
+                     (getrusage) and migrations, not interrupts, system calls or faults",
+                    sentinel_error.map_or_else(|| "no candidate".to_owned(), |e| e.to_string())
+                )),
+            ),
+        };
+        let region = boxed(
+            counters,
+            super::super::armv8::Pmuserenr,
+            handles,
+            names,
+            sentinel,
+            state.clone(),
+            flags,
+        )?;
+        Ok((region, state))
     }
 }
 
