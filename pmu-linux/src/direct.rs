@@ -42,7 +42,10 @@ mod tests;
 pub use alloc::allocate_granted;
 pub use alloc::{allocate, OwnedCounters, MODULE_LAYOUT};
 #[cfg(target_arch = "aarch64")]
-pub use lean::{lean_granted, lean_programmed, LeanRegion, OverflowFlags, SENTINEL_FILTER};
+pub use lean::{
+    lean_granted, lean_programmed, Flags, LeanRegion, NoFlags, NoSentinel, OverflowFlags,
+    SentinelRead, Watching, SENTINEL_FILTER,
+};
 pub use meter::{CounterSet, DirectMeter, GenericDirectMeter};
 
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]

@@ -32,8 +32,9 @@
 
 use pmu_core::{CounterWidth, Hazards, Reading};
 
-use crate::region::{direct_evidence, direct_readings, Evidence};
+use crate::region::{direct_evidence, Evidence};
 use crate::sched::ThreadStamp;
+use crate::sys::SwitchCounts;
 
 /// The sentinel's count over a region: its reads are 32 bits (the module's and the
 /// backend's counters without PMCR_EL0.LP), so one wrap is undone by the 32-bit
@@ -44,9 +45,36 @@ pub(crate) fn sentinel_delta(start: u64, end: u64) -> u64 {
     end.wrapping_sub(start) & u64::from(u32::MAX)
 }
 
-/// The readings of a lean region (into `out`, one per counter) from its edges:
-/// `flags` is PMOVSSET_EL0 at the stop (0 without EN), `bits[i]` counter i's bit in it,
-/// `kernel_entries` the sentinel's count (`None` without one).
+/// The hazards every counter of a lean region shares: [`Hazards::CPU_MIGRATION`] when
+/// the edges' CPUs differ (both are always known: a region whose `sched_getcpu()`
+/// fails is an error), [`Hazards::CONTEXT_SWITCH`] when getrusage saw one (regions
+/// without a sentinel), [`Hazards::KERNEL_ENTRY`] when the sentinel moved. The same
+/// rules as [`Evidence::thread_hazards`] on [`lean_evidence`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) fn lean_hazards(
+    cpu_start: u32,
+    cpu_end: u32,
+    switched: bool,
+    kernel_entries: u64,
+) -> Hazards {
+    let mut common = Hazards::empty();
+    if cpu_start != cpu_end {
+        common |= Hazards::CPU_MIGRATION;
+    }
+    if switched {
+        common |= Hazards::CONTEXT_SWITCH;
+    }
+    if kernel_entries != 0 {
+        common |= Hazards::KERNEL_ENTRY;
+    }
+    common
+}
+
+/// The readings of a lean region (into `out`, one per counter): `masks[i]` keeps
+/// counter i's width (`widths[i]`), `flags` is PMOVSSET_EL0 at the stop (0 without
+/// EN), `bits[i]` counter i's bit in it, `common` the region's [`lean_hazards`]. Returns
+/// how many.
 ///
 /// # Errors
 /// [`pmu_core::Error::DeltaOverflow`] (a wrapped 64-bit counter, impossible in
@@ -59,29 +87,35 @@ pub(crate) fn lean_readings(
     end: &[u64],
     flags: u64,
     bits: &[u64],
+    masks: &[u64],
     widths: &[CounterWidth],
-    thread_start: ThreadStamp,
-    thread_end: ThreadStamp,
-    kernel_entries: Option<u64>,
+    common: Hazards,
     out: &mut [Reading],
 ) -> Result<usize, pmu_core::Error> {
-    let mut overflowed = [false; crate::MAX_EVENTS];
-    for (o, &bit) in overflowed.iter_mut().zip(bits) {
-        *o = flags & bit != 0;
-    }
-    let n = direct_readings(
-        start,
-        end,
-        &overflowed[..bits.len().min(crate::MAX_EVENTS)],
-        widths,
-        thread_start,
-        thread_end,
-        out,
-    )?;
-    if kernel_entries.is_some_and(|k| k > 0) {
-        for reading in &mut out[..n] {
-            reading.hazards |= Hazards::KERNEL_ENTRY;
-        }
+    let n = start
+        .len()
+        .min(end.len())
+        .min(bits.len())
+        .min(masks.len())
+        .min(widths.len())
+        .min(out.len());
+    for i in 0..n {
+        let (s, e) = (start[i] & masks[i], end[i] & masks[i]);
+        // The flag says the counter wrapped after the start cleared it; end < start
+        // says it wrapped between the start read and the clear (or, without flags,
+        // at all). More than one wrap cannot be told apart.
+        let wrapped = flags & bits[i] != 0 || e < s;
+        let (value, hazards) = if wrapped {
+            (widths[i].accumulate(s, e, 1)?, common | Hazards::OVERFLOW)
+        } else {
+            (e - s, common)
+        };
+        out[i] = Reading {
+            value,
+            hazards,
+            time_enabled: None,
+            time_running: None,
+        };
     }
     Ok(n)
 }
@@ -89,18 +123,31 @@ pub(crate) fn lean_readings(
 /// The evidence of a lean region whose readings are `out`.
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) fn lean_evidence(
-    thread_start: ThreadStamp,
-    thread_end: ThreadStamp,
+    cpu: (u32, u32),
+    cpu_from_rseq: bool,
+    switches: Option<(SwitchCounts, SwitchCounts)>,
     kernel_entries: Option<u64>,
     out: &[Reading],
 ) -> Evidence {
-    let mut evidence = direct_evidence(thread_start, thread_end, out);
+    let stamp = |cpu: u32, switches: Option<SwitchCounts>| ThreadStamp {
+        switches,
+        cpu: Some(cpu),
+        cpu_from_rseq,
+    };
+    let mut evidence = direct_evidence(
+        stamp(cpu.0, switches.map(|s| s.0)),
+        stamp(cpu.1, switches.map(|s| s.1)),
+        out,
+    );
     evidence.kernel_entries = kernel_entries;
     evidence
 }
 
 #[cfg(target_arch = "aarch64")]
-pub use imp::{lean_granted, lean_programmed, LeanRegion, OverflowFlags, SENTINEL_FILTER};
+pub use imp::{
+    lean_granted, lean_programmed, Flags, LeanRegion, NoFlags, NoSentinel, OverflowFlags,
+    SentinelRead, Watching, SENTINEL_FILTER,
+};
 
 #[cfg(target_arch = "aarch64")]
 mod imp {
@@ -109,91 +156,173 @@ mod imp {
     use pmu_armv8::{CounterId, El0Pmu, EventCounter, EventNumber};
     use pmu_core::{CounterWidth, Reading, RegionMeter, Slot};
 
-    use super::{lean_evidence, lean_readings, sentinel_delta};
+    use super::{lean_evidence, lean_hazards, lean_readings, sentinel_delta};
     use crate::direct::{AccessCheck, CounterSet, OwnedCounters};
     use crate::error::{Error, Result};
     use crate::measure::Counters;
     use crate::region::Evidence;
     use crate::rseq::CpuId;
-    use crate::sched::{thread_switches, ThreadStamp};
+    use crate::sched::thread_switches;
+    use crate::sys::SwitchCounts;
     use crate::Sentinel;
+
+    /// Where a region's kernel-entry sentinel comes from: [`Watching`] a counter handle,
+    /// or [`NoSentinel`] (then the region takes `getrusage` for switches). A type, not
+    /// a run-time test: a region with a sentinel has no branch on it.
+    pub trait SentinelRead {
+        /// Whether there is a sentinel.
+        const PRESENT: bool;
+        /// Its count (0 without one).
+        fn read(&self) -> u64;
+    }
+
+    /// No sentinel.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct NoSentinel;
+
+    impl SentinelRead for NoSentinel {
+        const PRESENT: bool = false;
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            0
+        }
+    }
+
+    /// The sentinel read through a counter handle.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Watching<H: ReadCounter>(pub H);
+
+    impl<H: ReadCounter> SentinelRead for Watching<H> {
+        const PRESENT: bool = true;
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            self.0.read()
+        }
+    }
 
     /// Whether a region may read and clear the overflow flags: only with
     /// PMUSERENR_EL0.EN (PMOVSSET_EL0 and PMOVSCLR_EL0 are not among what ER and CR
-    /// open, Arm ARM PMUSERENR_EL0).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct OverflowFlags {
-        readable: bool,
+    /// open, Arm ARM PMUSERENR_EL0). A type, as [`SentinelRead`].
+    pub trait OverflowFlags {
+        /// Whether the flags are read.
+        const READABLE: bool;
+        /// PMOVSSET_EL0 (0 when not readable).
+        fn read(&self) -> u64;
+        /// Clears the flags of `mask` (nothing when not readable).
+        fn clear(&self, mask: u64);
     }
 
-    impl OverflowFlags {
-        /// Read-only grant: overflow from end < start only.
-        pub const UNREADABLE: Self = Self { readable: false };
+    /// Read-only grant: overflow from end < start only.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct NoFlags;
 
-        /// EN, proved by the register file of a PMU taken from EL0
-        /// ([`pmu_armv8::El0Registers`]): the flags are cleared at the start and read at
-        /// the stop.
-        pub fn with_en(_en: &pmu_armv8::El0Registers) -> Self {
-            Self { readable: true }
+    impl OverflowFlags for NoFlags {
+        const READABLE: bool = false;
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            0
         }
+        #[inline(always)]
+        fn clear(&self, _mask: u64) {}
+    }
 
-        /// Whether the region reads them.
-        pub fn readable(self) -> bool {
-            self.readable
+    /// EN: the flags are cleared at the start and read at the stop.
+    #[derive(Debug)]
+    pub struct Flags {
+        _this_pe: core::marker::PhantomData<*const ()>,
+    }
+
+    impl Flags {
+        /// The flags, proved accessible by the register file of a PMU taken from EL0
+        /// ([`pmu_armv8::El0Registers`]: EN on this PE, the thread pinned there).
+        pub fn with_en(_en: &pmu_armv8::El0Registers) -> Self {
+            Self {
+                _this_pe: core::marker::PhantomData,
+            }
+        }
+    }
+
+    impl OverflowFlags for Flags {
+        const READABLE: bool = true;
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            // SAFETY: made only by `with_en`, whose proof is a register file made under
+            // EN on this PE (its contract pins the thread there; `Flags` cannot leave
+            // it); `mrs` has no side effect.
+            unsafe { pmu_armv8::asm::read_pmovsset_el0() }
+        }
+        #[inline(always)]
+        fn clear(&self, mask: u64) {
+            // SAFETY: as in `read`; the write clears the flags of `mask` only
+            // (write-one-to-clear), the region's own counters.
+            unsafe { pmu_armv8::asm::write_pmovsclr_el0(mask) }
         }
     }
 
     /// A direct region of `K` counters without system calls (see the module docs).
     ///
     /// `O` keeps the counters programmed (and enables, disables and releases them),
-    /// `A` checks the grant, `H` reads a counter, `S` the sentinel.
+    /// `A` checks the grant, `H` reads a counter, `S` the sentinel, `F` the overflow
+    /// flags.
     #[derive(Debug)]
-    pub struct LeanRegion<
+    pub struct LeanRegion<O, A, H, S, F, const K: usize>
+    where
         O: CounterSet,
         A: AccessCheck,
         H: ReadCounter,
-        S: ReadCounter,
-        const K: usize,
-    > {
+        S: SentinelRead,
+        F: OverflowFlags,
+    {
         owner: O,
         access: A,
         counters: [H; K],
-        sentinel: Option<S>,
+        sentinel: S,
         sentinel_state: Sentinel,
-        flags: OverflowFlags,
+        flags: F,
         /// The counters' bits in PMOVSSET_EL0 / PMOVSCLR_EL0.
         bits: [u64; K],
         mask: u64,
         widths: [CounterWidth; K],
+        /// `widths[i]` as a mask of the low bits.
+        masks: [u64; K],
         names: Vec<String>,
         cpu: Option<CpuId>,
         start: [u64; K],
         end: [u64; K],
         sentinel_start: u64,
         sentinel_end: u64,
-        thread_start: ThreadStamp,
-        thread_end: ThreadStamp,
+        cpu_start: u32,
+        cpu_end: u32,
+        /// getrusage at both edges, regions without a sentinel only.
+        switches_start: SwitchCounts,
+        switches_end: SwitchCounts,
         overflow_flags: u64,
     }
 
-    impl<O: CounterSet, A: AccessCheck, H: ReadCounter, S: ReadCounter, const K: usize>
-        LeanRegion<O, A, H, S, K>
+    impl<O, A, H, S, F, const K: usize> LeanRegion<O, A, H, S, F, K>
+    where
+        O: CounterSet,
+        A: AccessCheck,
+        H: ReadCounter,
+        S: SentinelRead,
+        F: OverflowFlags,
     {
-        /// A region over `counters` (named `names`, their widths from `owner`, counter
-        /// i of `counters` being counter i of `owner`), with `sentinel` when there is
-        /// one (`sentinel_state` says how it counts, or why there is none).
+        /// A region over `counters` (named `names`, counter i of `counters` being
+        /// counter i of `owner`, whose widths they have), watched by `sentinel`;
+        /// `sentinel_state` says how the sentinel counts, or why there is none.
         ///
         /// # Errors
         /// [`Error::NoEvents`] for K = 0; [`Error::TooManyEvents`]; a name count or an
-        /// owner that differs from K ([`pmu_core::Error::ReadingsMismatch`]).
+        /// owner that differs from K ([`pmu_core::Error::ReadingsMismatch`]); a
+        /// `sentinel_state` that contradicts `S` ([`Error::SentinelMismatch`]).
         pub fn new(
             owner: O,
             access: A,
             counters: [H; K],
             names: Vec<String>,
-            sentinel: Option<S>,
+            sentinel: S,
             sentinel_state: Sentinel,
-            flags: OverflowFlags,
+            flags: F,
         ) -> Result<Self> {
             if K == 0 {
                 return Err(Error::NoEvents);
@@ -211,22 +340,18 @@ mod imp {
                 }
                 .into());
             }
-            let widths = core::array::from_fn(|i| owner.width(i));
+            if sentinel_state.is_counting() != S::PRESENT {
+                return Err(Error::SentinelMismatch {
+                    said: sentinel_state.to_string(),
+                });
+            }
+            let widths: [CounterWidth; K] = core::array::from_fn(|i| owner.width(i));
+            let masks = core::array::from_fn(|i| widths[i].truncate(u64::MAX));
             let bits = core::array::from_fn(|i| counters[i].counter().mask());
-            let mask = if flags.readable {
+            let mask = if F::READABLE {
                 bits.iter().fold(0, |a, b| a | b)
             } else {
                 0
-            };
-            let sentinel_state = if sentinel.is_some() {
-                sentinel_state
-            } else {
-                match sentinel_state {
-                    Sentinel::Counting { .. } => {
-                        Sentinel::off("no sentinel counter was given to the region")
-                    }
-                    off => off,
-                }
             };
             Ok(Self {
                 owner,
@@ -238,6 +363,7 @@ mod imp {
                 bits,
                 mask,
                 widths,
+                masks,
                 names,
                 cpu: crate::rseq::ThreadCpu::this_thread()
                     .ok()
@@ -246,8 +372,10 @@ mod imp {
                 end: [0; K],
                 sentinel_start: 0,
                 sentinel_end: 0,
-                thread_start: ThreadStamp::default(),
-                thread_end: ThreadStamp::default(),
+                cpu_start: 0,
+                cpu_end: 0,
+                switches_start: SwitchCounts::default(),
+                switches_end: SwitchCounts::default(),
                 overflow_flags: 0,
             })
         }
@@ -271,35 +399,40 @@ mod imp {
             }
         }
 
-        /// The CPU (rseq, else `sched_getcpu()`), and the switch counts where no
-        /// sentinel sees them.
+        /// The CPU: rseq's `cpu_id` (one load), else `sched_getcpu()`.
         #[inline(always)]
-        fn stamp(&self) -> Result<ThreadStamp> {
-            let (cpu, cpu_from_rseq) = match self.cpu {
-                Some(cpu) => (Some(cpu.current()), true),
-                None => (crate::sched::current_cpu(), false),
-            };
-            let switches = if self.sentinel.is_some() {
-                None
-            } else {
-                Some(thread_switches()?)
-            };
-            Ok(ThreadStamp {
-                switches,
-                cpu,
-                cpu_from_rseq,
-            })
+        fn cpu(&self) -> Result<u32> {
+            match self.cpu {
+                Some(cpu) => Ok(cpu.current()),
+                None => crate::sched::current_cpu().ok_or_else(|| Error::Syscall {
+                    op: crate::error::Op::Getcpu,
+                    errno: crate::error::Errno::last(),
+                }),
+            }
         }
 
-        fn kernel_entries(&self) -> Option<u64> {
-            self.sentinel
-                .as_ref()
-                .map(|_| sentinel_delta(self.sentinel_start, self.sentinel_end))
+        #[inline(always)]
+        fn kernel_entries(&self) -> u64 {
+            if S::PRESENT {
+                sentinel_delta(self.sentinel_start, self.sentinel_end)
+            } else {
+                0
+            }
+        }
+
+        #[inline(always)]
+        fn switched(&self) -> bool {
+            !S::PRESENT && self.switches_start.delta(self.switches_end).total() > 0
         }
     }
 
-    impl<O: CounterSet, A: AccessCheck, H: ReadCounter, S: ReadCounter, const K: usize> RegionMeter
-        for LeanRegion<O, A, H, S, K>
+    impl<O, A, H, S, F, const K: usize> RegionMeter for LeanRegion<O, A, H, S, F, K>
+    where
+        O: CounterSet,
+        A: AccessCheck,
+        H: ReadCounter,
+        S: SentinelRead,
+        F: OverflowFlags,
     {
         type Error = Error;
 
@@ -309,18 +442,18 @@ mod imp {
         #[inline(always)]
         fn start(&mut self) -> Result<()> {
             self.check_access()?;
-            self.thread_start = self.stamp()?;
-            if let Some(s) = &self.sentinel {
-                self.sentinel_start = s.read();
+            if !S::PRESENT {
+                self.switches_start = thread_switches()?;
+            }
+            self.cpu_start = self.cpu()?;
+            if S::PRESENT {
+                self.sentinel_start = self.sentinel.read();
             }
             for (v, c) in self.start.iter_mut().zip(&self.counters) {
                 *v = c.read();
             }
-            if self.flags.readable {
-                // SAFETY: `readable` only from `with_en`, whose proof is a register file made
-                // under EN on this PE (its contract pins the thread there); the write clears the flags of this
-                // region's own counters only (write-one-to-clear).
-                unsafe { pmu_armv8::asm::write_pmovsclr_el0(self.mask) };
+            if F::READABLE {
+                self.flags.clear(self.mask);
             }
             Ok(())
         }
@@ -334,14 +467,16 @@ mod imp {
             for (v, c) in self.end.iter_mut().zip(&self.counters) {
                 *v = c.read();
             }
-            if self.flags.readable {
-                // SAFETY: as in `start`: EN on this PE.
-                self.overflow_flags = unsafe { pmu_armv8::asm::read_pmovsset_el0() };
+            if F::READABLE {
+                self.overflow_flags = self.flags.read();
             }
-            if let Some(s) = &self.sentinel {
-                self.sentinel_end = s.read();
+            if S::PRESENT {
+                self.sentinel_end = self.sentinel.read();
             }
-            self.thread_end = self.stamp()?;
+            self.cpu_end = self.cpu()?;
+            if !S::PRESENT {
+                self.switches_end = thread_switches()?;
+            }
             if out.len() < K {
                 return Err(pmu_core::Error::ReadingsMismatch {
                     expected: K as u32,
@@ -349,23 +484,33 @@ mod imp {
                 }
                 .into());
             }
+            let common = lean_hazards(
+                self.cpu_start,
+                self.cpu_end,
+                self.switched(),
+                self.kernel_entries(),
+            );
             lean_readings(
                 &self.start,
                 &self.end,
                 self.overflow_flags,
                 &self.bits,
+                &self.masks,
                 &self.widths,
-                self.thread_start,
-                self.thread_end,
-                self.kernel_entries(),
+                common,
                 &mut out[..K],
             )?;
             Ok(())
         }
     }
 
-    impl<O: CounterSet, A: AccessCheck, H: ReadCounter, S: ReadCounter, const K: usize> Counters
-        for LeanRegion<O, A, H, S, K>
+    impl<O, A, H, S, F, const K: usize> Counters for LeanRegion<O, A, H, S, F, K>
+    where
+        O: CounterSet,
+        A: AccessCheck,
+        H: ReadCounter,
+        S: SentinelRead,
+        F: OverflowFlags,
     {
         fn names(&self) -> Vec<String> {
             self.names.clone()
@@ -385,26 +530,41 @@ mod imp {
 
         fn evidence(&self) -> Evidence {
             let mut out = [Reading::default(); crate::MAX_EVENTS];
-            let entries = self.kernel_entries();
+            let common = lean_hazards(
+                self.cpu_start,
+                self.cpu_end,
+                self.switched(),
+                self.kernel_entries(),
+            );
             match lean_readings(
                 &self.start,
                 &self.end,
                 self.overflow_flags,
                 &self.bits,
+                &self.masks,
                 &self.widths,
-                self.thread_start,
-                self.thread_end,
-                entries,
+                common,
                 &mut out[..K],
             ) {
-                Ok(n) => lean_evidence(self.thread_start, self.thread_end, entries, &out[..n]),
+                Ok(n) => lean_evidence(
+                    (self.cpu_start, self.cpu_end),
+                    self.cpu.is_some(),
+                    (!S::PRESENT).then_some((self.switches_start, self.switches_end)),
+                    S::PRESENT.then(|| self.kernel_entries()),
+                    &out[..n],
+                ),
                 Err(_) => Evidence::default(),
             }
         }
     }
 
-    impl<O: CounterSet, A: AccessCheck, H: ReadCounter, S: ReadCounter, const K: usize> Drop
-        for LeanRegion<O, A, H, S, K>
+    impl<O, A, H, S, F, const K: usize> Drop for LeanRegion<O, A, H, S, F, K>
+    where
+        O: CounterSet,
+        A: AccessCheck,
+        H: ReadCounter,
+        S: SentinelRead,
+        F: OverflowFlags,
     {
         /// With the grant gone every register access traps, the release included: the
         /// counters are left as they are (the kernel owns the PMU again).
@@ -415,14 +575,14 @@ mod imp {
         }
     }
 
-    /// The sentinel the backend programs under EN: INST_RETIRED (CPU_CYCLES where that is
-    /// not implemented) counted at EL1 and EL2 only: PMEVTYPER<n>_EL0.U = 1 (not EL0),
-    /// P = 0 (EL1), NSH = 1 (EL2). EL2 is included because a VHE kernel runs at EL2 and
-    /// EL0 cannot read which level the kernel uses (CurrentEL is UNDEFINED at EL0); Linux
-    /// does the same for a kernel-only event on a VHE host (drivers/perf/arm_pmuv3.c
-    /// `armv8pmu_set_event_filter`, 6.12: `exclude_kernel` and `exclude_hv` both map to
-    /// the EL2 bit there). Field meanings: Arm ARM (DDI 0487), PMEVTYPER<n>_EL0 (P, U,
-    /// NSH).
+    /// The sentinel the backend programs under EN: INST_RETIRED (CPU_CYCLES where that
+    /// is not implemented) counted at EL1 and EL2 only: `PMEVTYPER<n>_EL0`.U = 1 (not
+    /// EL0), P = 0 (EL1), NSH = 1 (EL2). EL2 is included because a VHE kernel runs at
+    /// EL2 and EL0 cannot read which level the kernel uses (CurrentEL is UNDEFINED at
+    /// EL0); Linux counts a kernel event on a VHE host the same way (drivers/perf/
+    /// arm_pmuv3.c `armv8pmu_set_event_filter`, 6.12: with the kernel at EL2, counting
+    /// the kernel sets the EL2 bit). Field meanings: Arm ARM (DDI 0487),
+    /// `PMEVTYPER<n>_EL0` (P, U, NSH).
     pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter {
         user: false,
         kernel: true,
@@ -432,18 +592,20 @@ mod imp {
     /// A [`LeanRegion`] of `handles.len()` counters (K chosen here from the count),
     /// boxed for the meter.
     #[allow(clippy::too_many_arguments)]
-    fn boxed<O, A>(
+    fn boxed<O, A, S, F>(
         owner: O,
         access: A,
         handles: Vec<CounterHandle>,
         names: Vec<String>,
-        sentinel: Option<CounterHandle>,
+        sentinel: S,
         state: Sentinel,
-        flags: OverflowFlags,
+        flags: F,
     ) -> Result<Box<dyn Counters>>
     where
         O: CounterSet + 'static,
         A: AccessCheck + 'static,
+        S: SentinelRead + 'static,
+        F: OverflowFlags + 'static,
     {
         const _: () = assert!(crate::MAX_EVENTS == 16, "extend the list below");
         macro_rules! by_len {
@@ -456,7 +618,7 @@ mod imp {
                                 expected: $k,
                                 got: given as u32,
                             })?;
-                        Ok(Box::new(LeanRegion::<O, A, CounterHandle, CounterHandle, $k>::new(
+                        Ok(Box::new(LeanRegion::<O, A, CounterHandle, S, F, $k>::new(
                             owner, access, counters, names, sentinel, state, flags,
                         )?))
                     })*
@@ -466,6 +628,28 @@ mod imp {
             };
         }
         by_len!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    }
+
+    /// [`boxed`] with the sentinel `sentinel` says is there, or none.
+    #[allow(clippy::too_many_arguments)]
+    fn boxed_watched<O, A, F>(
+        owner: O,
+        access: A,
+        handles: Vec<CounterHandle>,
+        names: Vec<String>,
+        sentinel: Option<CounterHandle>,
+        state: Sentinel,
+        flags: F,
+    ) -> Result<Box<dyn Counters>>
+    where
+        O: CounterSet + 'static,
+        A: AccessCheck + 'static,
+        F: OverflowFlags + 'static,
+    {
+        match sentinel {
+            Some(h) => boxed(owner, access, handles, names, Watching(h), state, flags),
+            None => boxed(owner, access, handles, names, NoSentinel, state, flags),
+        }
     }
 
     /// The layout counter behind a [`GrantedPmu`] slot (its i-th event counter, or the
@@ -544,14 +728,14 @@ mod imp {
                 ),
             ),
         };
-        let region = boxed(
+        let region = boxed_watched(
             counters,
             access,
             handles,
             names,
             sentinel,
             state.clone(),
-            OverflowFlags::UNREADABLE,
+            NoFlags,
         )?;
         Ok((region, state))
     }
@@ -600,7 +784,7 @@ mod imp {
                 CounterHandle::new(pmu.registers(), id(slot)?).map_err(Error::CounterHandle)
             })
             .collect::<Result<Vec<_>>>()?;
-        let flags = OverflowFlags::with_en(pmu.registers());
+        let flags = Flags::with_en(pmu.registers());
         let (sentinel, state) = match slots.get(placed.len()) {
             Some(&slot) => {
                 let counter = id(slot)?;
@@ -639,7 +823,7 @@ mod imp {
                 )),
             ),
         };
-        let region = boxed(
+        let region = boxed_watched(
             counters,
             super::super::armv8::Pmuserenr,
             handles,
@@ -655,64 +839,59 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::SwitchCounts;
 
-    fn stamp(cpu: u32, switches: Option<u64>) -> ThreadStamp {
-        ThreadStamp {
-            switches: switches.map(|involuntary| SwitchCounts {
-                voluntary: 0,
-                involuntary,
-            }),
-            cpu: Some(cpu),
-            cpu_from_rseq: true,
-        }
-    }
+    const W32: u64 = u32::MAX as u64;
 
     /// The lean verdict (region.rs hazard table, direct column): a moved sentinel flags
     /// every counter KERNEL_ENTRY with its count as evidence; the flag bit of a counter
     /// (PMOVSSET_EL0 bit n, Arm ARM) flags that counter only; end < start is a wrap
-    /// (pmu-core `CounterMeter` rule); a changed CPU is a migration.
+    /// (pmu-core `CounterMeter` rule); a changed CPU is a migration; without a sentinel,
+    /// getrusage's switches are the switch evidence.
     #[test]
     fn the_verdict_of_a_lean_region() {
-        let w32 = CounterWidth::W32;
+        let widths = [CounterWidth::W32, CounterWidth::W64];
+        let masks = [W32, u64::MAX];
+        let bits = [1 << 5, 1 << 31];
         let mut out = [Reading::default(); 2];
         // Quiet: sentinel still, no flag, same CPU.
+        let quiet = lean_hazards(0, 0, false, 0);
+        assert_eq!(quiet, Hazards::empty());
         let n = lean_readings(
             &[100, 5],
             &[350, 9],
             0,
-            &[1 << 5, 1 << 31],
-            &[w32, CounterWidth::W64],
-            stamp(0, None),
-            stamp(0, None),
-            Some(0),
+            &bits,
+            &masks,
+            &widths,
+            quiet,
             &mut out,
         )
         .unwrap();
         assert_eq!(n, 2);
         assert_eq!((out[0].value, out[0].hazards), (250, Hazards::empty()));
         assert_eq!((out[1].value, out[1].hazards), (4, Hazards::empty()));
-        let ev = lean_evidence(stamp(0, None), stamp(0, None), Some(0), &out);
+        let ev = lean_evidence((0, 0), true, None, Some(0), &out);
         assert_eq!(ev.kernel_entries, Some(0));
         assert_eq!(ev.switches, None);
         assert!(ev.cpu_from_rseq);
+        assert_eq!(ev.thread_hazards(), quiet);
 
-        // The kernel ran 251 instructions: both counters flagged.
+        // The kernel ran 251 instructions: both counters flagged, as the evidence says.
+        let entered = lean_hazards(0, 0, false, 251);
         lean_readings(
             &[100, 5],
             &[350, 9],
             0,
-            &[1 << 5, 1 << 31],
-            &[w32, CounterWidth::W64],
-            stamp(0, None),
-            stamp(0, None),
-            Some(251),
+            &bits,
+            &masks,
+            &widths,
+            entered,
             &mut out,
         )
         .unwrap();
         assert!(out.iter().all(|r| r.hazards == Hazards::KERNEL_ENTRY));
-        let ev = lean_evidence(stamp(0, None), stamp(0, None), Some(251), &out);
-        assert_eq!(ev.thread_hazards(), Hazards::KERNEL_ENTRY);
+        let ev = lean_evidence((0, 0), true, None, Some(251), &out);
+        assert_eq!(ev.thread_hazards(), entered);
 
         // Counter 5's flag: it wrapped once (2^32 + 10 − 0xFFFF_FFF0 = 26), the cycle
         // counter did not.
@@ -720,47 +899,52 @@ mod tests {
             &[0xFFFF_FFF0, 5],
             &[10, 9],
             1 << 5,
-            &[1 << 5, 1 << 31],
-            &[w32, CounterWidth::W64],
-            stamp(0, None),
-            stamp(0, None),
-            Some(0),
+            &bits,
+            &masks,
+            &widths,
+            quiet,
             &mut out,
         )
         .unwrap();
         assert_eq!((out[0].value, out[0].hazards), (26, Hazards::OVERFLOW));
         assert_eq!(out[1].hazards, Hazards::empty());
+        assert!(lean_evidence((0, 0), true, None, Some(0), &out).events()[0].overflowed);
 
-        // Read-only grant (no flags): end < start is the wrap.
+        // Read-only grant (no flags): end < start is the wrap; the high bits of a
+        // 32-bit read are ignored; CPU 0 → 1 is a migration.
+        let moved = lean_hazards(0, 1, false, 0);
         lean_readings(
             &[0xFFFF_FFF0],
-            &[10],
+            &[0x7_0000_000A],
             0,
-            &[1 << 5],
-            &[w32],
-            stamp(0, None),
-            stamp(1, None),
-            None,
+            &bits[..1],
+            &masks[..1],
+            &widths[..1],
+            moved,
             &mut out[..1],
         )
         .unwrap();
         assert_eq!(out[0].value, 26);
         assert_eq!(out[0].hazards, Hazards::OVERFLOW | Hazards::CPU_MIGRATION);
+        assert_eq!(
+            lean_evidence((0, 1), false, None, None, &out[..1]).thread_hazards(),
+            Hazards::CPU_MIGRATION
+        );
 
         // No sentinel: getrusage's switches are the evidence of a switch.
-        lean_readings(
-            &[1],
-            &[2],
-            0,
-            &[1],
-            &[w32],
-            stamp(0, Some(3)),
-            stamp(0, Some(4)),
-            None,
-            &mut out[..1],
-        )
-        .unwrap();
-        assert_eq!(out[0].hazards, Hazards::CONTEXT_SWITCH);
+        let switched = lean_hazards(0, 0, true, 0);
+        assert_eq!(switched, Hazards::CONTEXT_SWITCH);
+        let a = SwitchCounts {
+            voluntary: 1,
+            involuntary: 3,
+        };
+        let b = SwitchCounts {
+            voluntary: 1,
+            involuntary: 4,
+        };
+        let ev = lean_evidence((0, 0), true, Some((a, b)), None, &out[..1]);
+        assert_eq!(ev.thread_hazards(), Hazards::CONTEXT_SWITCH);
+        assert_eq!(ev.kernel_entries, None);
     }
 
     /// The sentinel is read as 32 bits (kmod-enable-user's and the backend's counters
