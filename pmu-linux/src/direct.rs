@@ -17,7 +17,7 @@
 //!   access from PMUSERENR_EL0, which EL0 may always read, checked before every counter
 //!   access so a revoked grant is an error instead of SIGILL.
 //!
-//! - [`LeanRegion`] (ARMv8) measures regions without system calls: the CPU from the
+//! - `LeanRegion` (ARMv8) measures regions without system calls: the CPU from the
 //!   thread's rseq area, every kernel entry (switches included) from the kernel-entry
 //!   sentinel, overflow from PMOVSSET_EL0 (see `lean.rs`).
 //!

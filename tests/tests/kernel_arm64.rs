@@ -94,11 +94,9 @@ impl Exact for Demo {
         let runs = inst["runs"].as_u64().unwrap_or(0);
         assert!(runs >= 5 && clean * 2 > runs, "{result}");
         assert!(
-            inst["hazards"]
-                .as_array()
-                .is_some_and(|h| h
-                    .iter()
-                    .all(|h| h == "context-switch" || h == "kernel-entry")),
+            inst["hazards"].as_array().is_some_and(|h| h
+                .iter()
+                .all(|h| h == "context-switch" || h == "kernel-entry")),
             "{result}"
         );
         assert_eq!(result["derived"]["instructions_exact"], true, "{result}");
@@ -368,7 +366,12 @@ fn access(cpu: &str, flavour: Flavour) {
     // of a counter preset 256 below its 32-bit wrap flagged OVERFLOW (PMOVSSET_EL0).
     assert_lean(&run, "programming-lean", true, 200);
     let programmed = run.find("lean", "tag", "programming-lean");
-    assert_eq!(programmed.int("overflow_flagged"), 200, "{}", programmed.raw);
+    assert_eq!(
+        programmed.int("overflow_flagged"),
+        200,
+        "{}",
+        programmed.raw
+    );
     for c in 0..2 {
         run.assert_klog(&format!(
             "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x4 (CR: read-only) [online]; counters for EL0: 31=0x11"

@@ -89,7 +89,11 @@ const TARGETS: [(&str, &str, f64); 5] = [
         "direct read, counter known at compile time",
         4.0,
     ),
-    ("direct-read-runtime", "direct read, counter chosen at run time", 8.0),
+    (
+        "direct-read-runtime",
+        "direct read, counter chosen at run time",
+        8.0,
+    ),
     (
         "direct-region-lean-1",
         "direct region, 1 counter (syscall-free, full verdict)",

@@ -3,22 +3,22 @@
 //! time; every check happens once, when the handle is made.
 //!
 //! - [`EventCounterN<N>`]: `PMEVCNTR<N>_EL0` with N a constant; its
-//!   [`read`](EventCounterN::read) is `mrs xD, PMEVCNTR<N>_EL0` and nothing else (the
+//!   `read` is `mrs xD, PMEVCNTR<N>_EL0` and nothing else (the
 //!   register number is an `asm!` `const` operand, so it is written into the
 //!   instruction; N > 30 does not compile).
 //! - [`CycleCounterHandle`]: PMCCNTR_EL0, one `mrs`.
 //! - [`CounterHandle`]: any counter chosen at run time (0..=30, 31 the cycle counter);
-//!   its read is [`crate::asm::read_counter_masked`]: `adr; add; br; mrs; b`.
+//!   its read is `asm::read_counter_masked`: `adr; add; br; mrs; b`.
 //!
 //! Making a handle needs proof that EL0 may read the counter on this PE: a
 //! [`ReadGrant`]. Under kmod-enable-user's read-only grant (PMUSERENR_EL0.ER | CR) that
 //! is the module's layout ([`crate::granted::GrantedPmu`] over
-//! [`crate::granted::El0Reads`]): a counter the module does not run is refused here,
+//! `granted::El0Reads`): a counter the module does not run is refused here,
 //! with the counters the grant does cover ([`HandleError::NotGranted`]), instead of
 //! trapping at the read (PMUSERENR_EL0.ER opens every event counter below PMCR_EL0.N,
 //! but only the module's are programmed and kept; a read of another one would be a
 //! number nobody programmed, and one at or above PMCR_EL0.N is UNDEFINED). With
-//! PMUSERENR_EL0.EN the proof is [`crate::El0Registers`]: every counter below
+//! PMUSERENR_EL0.EN the proof is `El0Registers`: every counter below
 //! PMCR_EL0.N and the cycle counter (the backend takes its counters from its own
 //! allocation).
 //!
@@ -264,7 +264,7 @@ impl ReadCounter for CycleCounterHandle {
 }
 
 /// A counter chosen at run time: the read is one computed branch into a table of
-/// `mrs` ([`crate::asm::read_counter_masked`]), no range test.
+/// `mrs` (`asm::read_counter_masked`), no range test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CounterHandle {
     /// [`CounterId::bit`]: 0..=31.
