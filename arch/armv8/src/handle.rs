@@ -8,7 +8,7 @@
 //!   instruction; N > 30 does not compile).
 //! - [`CycleCounterHandle`]: PMCCNTR_EL0, one `mrs`.
 //! - [`CounterHandle`]: any counter chosen at run time (0..=30, 31 the cycle counter);
-//!   its read is `asm::read_counter_masked`: `adr; add; br; mrs; b`.
+//!   its read is `asm::read_counter_in_table`: `adr; add; br; mrs; b`.
 //!
 //! Making a handle needs proof that EL0 may read the counter on this PE: a
 //! [`ReadGrant`]. Under kmod-enable-user's read-only grant (PMUSERENR_EL0.ER | CR) that
@@ -138,8 +138,9 @@ impl fmt::Display for HandleError {
         match self {
             Self::NotGranted { counter, granted } => write!(
                 f,
-                "{counter} is not readable under this grant (it covers {granted}): load \
-                 kmod-enable-user with the event on that counter, or use one of those"
+                "{counter} is not readable under this grant (it covers {granted}): use one \
+                 of those (under the read-only grant, kmod-enable-user's `events` parameter \
+                 chooses which counters it runs)"
             ),
             Self::NoSuchCounter { number } => write!(
                 f,
@@ -264,7 +265,7 @@ impl ReadCounter for CycleCounterHandle {
 }
 
 /// A counter chosen at run time: the read is one computed branch into a table of
-/// `mrs` (`asm::read_counter_masked`), no range test.
+/// `mrs` (`asm::read_counter_in_table`), no range test, no mask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CounterHandle {
     /// [`CounterId::bit`]: 0..=31.
@@ -304,9 +305,8 @@ impl CounterHandle {
     #[inline(always)]
     pub fn read(&self) -> u64 {
         // SAFETY: `new` checked the grant for this counter on this PE; `number` is
-        // 0..=31, inside the table (the mask in `read_counter_masked` only keeps it
-        // there should that ever change).
-        unsafe { crate::asm::read_counter_masked(self.number) }
+        // `CounterId::bit` (0..=31), set only there: inside the table.
+        unsafe { crate::asm::read_counter_in_table(self.number) }
     }
 }
 
@@ -364,8 +364,8 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "PMEVCNTR0_EL0 is not readable under this grant (it covers PMEVCNTR4_EL0, \
-             PMEVCNTR5_EL0, PMCCNTR_EL0): load kmod-enable-user with the event on that \
-             counter, or use one of those"
+             PMEVCNTR5_EL0, PMCCNTR_EL0): use one of those (under the read-only grant, \
+             kmod-enable-user's `events` parameter chooses which counters it runs)"
         );
         assert!(CounterHandle::from_number(&grant, 5).is_ok());
         assert!(matches!(

@@ -166,6 +166,17 @@ mod imp {
     use crate::sys::SwitchCounts;
     use crate::Sentinel;
 
+    /// `sched_getcpu()`, for threads without an rseq area: out of the regions' line
+    /// (cold), so that the rseq load falls through.
+    #[cold]
+    #[inline(never)]
+    fn sched_getcpu() -> Result<u32> {
+        crate::sched::current_cpu().ok_or_else(|| Error::Syscall {
+            op: crate::error::Op::Getcpu,
+            errno: crate::error::Errno::last(),
+        })
+    }
+
     /// Where a region's kernel-entry sentinel comes from: [`Watching`] a counter handle,
     /// or [`NoSentinel`] (then the region takes `getrusage` for switches). A type, not
     /// a run-time test: a region with a sentinel has no branch on it.
@@ -404,10 +415,7 @@ mod imp {
         fn cpu(&self) -> Result<u32> {
             match self.cpu {
                 Some(cpu) => Ok(cpu.current()),
-                None => crate::sched::current_cpu().ok_or_else(|| Error::Syscall {
-                    op: crate::error::Op::Getcpu,
-                    errno: crate::error::Errno::last(),
-                }),
+                None => sched_getcpu(),
             }
         }
 
@@ -467,9 +475,8 @@ mod imp {
             for (v, c) in self.end.iter_mut().zip(&self.counters) {
                 *v = c.read();
             }
-            if F::READABLE {
-                self.overflow_flags = self.flags.read();
-            }
+            let flags = if F::READABLE { self.flags.read() } else { 0 };
+            self.overflow_flags = flags;
             if S::PRESENT {
                 self.sentinel_end = self.sentinel.read();
             }
@@ -493,7 +500,7 @@ mod imp {
             lean_readings(
                 &self.start,
                 &self.end,
-                self.overflow_flags,
+                flags,
                 &self.bits,
                 &self.masks,
                 &self.widths,
