@@ -311,6 +311,7 @@ impl MeterBuilder {
             kind,
             why,
             pin: backend_pin,
+            sentinel,
         } = opened;
         let mut extra = Vec::new();
         for name in names.iter().skip(self.events.len()) {
@@ -326,7 +327,8 @@ impl MeterBuilder {
             inner,
             kind,
             why,
-            sentinel: crate::Sentinel::off("no backend of this meter reads one yet"),
+            sentinel: sentinel
+                .unwrap_or_else(|| crate::Sentinel::off("no backend of this meter reads one yet")),
             config: self.config,
             started: false,
             readings: [Reading::default(); MAX_EVENTS],
@@ -519,6 +521,7 @@ impl MeterBuilder {
             kind: BackendKind::Perf,
             why,
             pin: None,
+            sentinel: None,
         }))
     }
 
@@ -595,6 +598,9 @@ impl MeterBuilder {
                 Ok((event, Some(slot)))
             })
             .collect::<Result<Vec<_>>>()?;
+        if !self.options.thorough_evidence {
+            return self.open_direct_lean_granted(pmu, &placed, &layout, cpu, pin);
+        }
         let counters =
             crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
         let meter = crate::direct::GenericDirectMeter::new(counters, self.names(), access)?;
@@ -632,6 +638,9 @@ impl MeterBuilder {
         match taken {
             Ok((pin, pmu)) => {
                 let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
+                if !self.options.thorough_evidence {
+                    return self.open_direct_lean_programmed(pmu, &placed, cpu, pin);
+                }
                 let counters = crate::direct::OwnedCounters::allocate(
                     pmu,
                     &placed,
@@ -657,6 +666,58 @@ impl MeterBuilder {
             }) => self.open_direct_granted(),
             Err(e) => Err(e),
         }
+    }
+
+    /// The read-only grant's lean region (no system calls; `Options::thorough_evidence`
+    /// takes the getrusage region instead).
+    #[cfg(target_arch = "aarch64")]
+    fn open_direct_lean_granted(
+        &self,
+        pmu: pmu_armv8::granted::GrantedPmu<pmu_armv8::granted::El0Reads>,
+        placed: &[(pmu_core::Event, Option<pmu_core::Slot>)],
+        layout: &str,
+        cpu: usize,
+        pin: PinGuard,
+    ) -> Result<Opened> {
+        let (region, sentinel) = crate::direct::lean_granted(pmu, placed, self.names())?;
+        let mut opened = direct_opened(
+            region,
+            self.events.len(),
+            format!(
+                "grant: read-only (ER|CR) from kmod-enable-user on CPU {cpu}: the counters the \
+                 module runs ({layout}), read with one instruction, EL0 only; event counters \
+                 read as 32 bits (no overflow flags without EN: a region must count fewer \
+                 than 2^32 events); regions without system calls (CPU from rseq; {sentinel})"
+            ),
+            pin,
+        );
+        opened.sentinel = Some(sentinel);
+        Ok(opened)
+    }
+
+    /// The lean region on counters the library programs under EN, with its own
+    /// sentinel where a counter is free.
+    #[cfg(target_arch = "aarch64")]
+    fn open_direct_lean_programmed(
+        &self,
+        pmu: pmu_armv8::El0Pmu,
+        placed: &[(pmu_core::Event, Option<pmu_core::Slot>)],
+        cpu: usize,
+        pin: PinGuard,
+    ) -> Result<Opened> {
+        let (region, sentinel) = crate::direct::lean_programmed(pmu, placed, self.names())?;
+        let mut opened = direct_opened(
+            region,
+            self.events.len(),
+            format!(
+                "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the \
+                 library programs the counters itself, counting EL0 only; regions without \
+                 system calls (CPU from rseq, overflow flags; {sentinel})"
+            ),
+            pin,
+        );
+        opened.sentinel = Some(sentinel);
+        Ok(opened)
     }
 
     #[cfg(target_arch = "arm")]
@@ -800,6 +861,7 @@ impl MeterBuilder {
             kind: BackendKind::Software,
             why,
             pin: None,
+            sentinel: None,
         })
     }
 
@@ -818,6 +880,8 @@ struct Opened {
     kind: BackendKind,
     why: String,
     pin: Option<PinGuard>,
+    /// The backend's kernel-entry sentinel, where it said (`None`: it has none yet).
+    sentinel: Option<crate::Sentinel>,
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -829,6 +893,7 @@ fn perf_opened(session: crate::Session, events: usize, why: String) -> Opened {
         kind: BackendKind::Perf,
         why,
         pin: None,
+        sentinel: None,
     }
 }
 
@@ -841,6 +906,7 @@ fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinG
         kind: BackendKind::Direct,
         why,
         pin: Some(pin),
+        sentinel: None,
     }
 }
 

@@ -77,13 +77,28 @@ const ICOUNT: &str = "-icount shift=0,align=off,sleep=off";
 const BLOCKS: [u64; 5] = [1, 10, 100, 1000, 10000];
 
 /// Our paths: their accuracy errors must all be 0.
-const OURS: [&str; 3] = ["perf-fast", "perf-read", "direct"];
+const OURS: [&str; 4] = ["perf-fast", "perf-read", "direct", "direct-lean"];
 
 /// The cost targets set for the read paths (instructions per operation,
 /// at most): reported with the table, met or missed; the bench fails only on accuracy.
-const TARGETS: [(&str, &str, f64); 2] = [
+const TARGETS: [(&str, &str, f64); 5] = [
     ("perf-fast", "perf fast read", 30.0),
     ("perf-region-1", "perf region of 1 counter", 80.0),
+    (
+        "direct-read-const",
+        "direct read, counter known at compile time",
+        4.0,
+    ),
+    (
+        "direct-read-runtime",
+        "direct read, counter chosen at run time",
+        8.0,
+    ),
+    (
+        "direct-region-lean-1",
+        "direct region, 1 counter (syscall-free, full verdict)",
+        30.0,
+    ),
 ];
 
 /// The method part of docs/bench.md; `@COSTS@`, `@TARGETS@` and `@ACCURACY@` are
@@ -486,8 +501,18 @@ impl Report {
                 lp_total,
             ),
             (
-                "direct read (module loaded)".into(),
+                "direct read through a `pmu_core::Counter` handle (bound tests + table)".into(),
                 self.per_op("direct-read"),
+                lp_fast,
+            ),
+            (
+                "direct read, counter known at compile time (`EventCounterN<1>`)".into(),
+                self.per_op("direct-read-const"),
+                lp_fast,
+            ),
+            (
+                "direct read, counter chosen at run time (`CounterHandle`)".into(),
+                self.per_op("direct-read-runtime"),
                 lp_fast,
             ),
         ];
@@ -499,8 +524,20 @@ impl Report {
             ));
         }
         v.push((
-            "direct region, 1 counter (start+stop+hazards)".into(),
+            "direct region, 1 counter (getrusage + sched_getcpu: `GenericDirectMeter`)".into(),
             self.per_op("direct-region-1"),
+            lp_fast.map(|f| f * 2.0),
+        ));
+        v.push((
+            "direct region, 1 counter (syscall-free, full verdict: `LeanRegion`, compile-time handles)"
+                .into(),
+            self.per_op("direct-region-lean-1"),
+            lp_fast.map(|f| f * 2.0),
+        ));
+        v.push((
+            "direct region, 1 counter (syscall-free, full verdict: `LeanRegion`, run-time handles, as `Meter` uses it)"
+                .into(),
+            self.per_op("direct-region-lean-runtime-1"),
             lp_fast.map(|f| f * 2.0),
         ));
         for build in &LIBPERF_BUILDS {
