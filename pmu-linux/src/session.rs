@@ -46,6 +46,7 @@ use crate::MAX_EVENTS;
 mod group;
 mod options;
 mod region;
+mod sentinel;
 #[cfg(test)]
 mod tests;
 
@@ -87,6 +88,11 @@ pub struct Session {
     /// The CPU at a lean start: the rseq `cpu_id`, or `sched_getcpu()`'s with
     /// `u32::MAX` for none (see [`Session::lean_start_stamp`]).
     lean_start_cpu: u32,
+    /// The kernel-entry sentinel's page and its reads over the last region, if the
+    /// session has one ([`Options::kernel_sentinel`]).
+    sentinel_read: Option<sentinel::SentinelRead>,
+    /// Whether the session has a sentinel, or why not.
+    sentinel: crate::Sentinel,
 }
 
 impl Session {
@@ -116,7 +122,38 @@ impl Session {
     /// # Errors
     /// As [`Session::open`].
     pub fn from_specs(specs: Vec<EventSpec>, options: Options) -> Result<Self> {
-        let group = Group::open(specs, options)?;
+        if !options.kernel_sentinel {
+            return Self::from_group(
+                Group::open(specs, options)?,
+                crate::Sentinel::off(sentinel::NOT_ASKED),
+            );
+        }
+        let mut group = Group::open(specs.clone(), options)?;
+        let status = match sentinel::open(&group, options) {
+            Ok(event) => {
+                let status = sentinel::counting(&event);
+                group.sentinel = Some(event);
+                status
+            }
+            Err(why) => crate::Sentinel::off(why),
+        };
+        let session = Self::from_group(group, status)?;
+        match sentinel::trial(&session)? {
+            Ok(()) => Ok(session),
+            // Never worth failing a measurement: the events again, without it.
+            Err(fallback) => {
+                drop(session);
+                Self::from_group(
+                    Group::open(specs, options.kernel_sentinel(false))?,
+                    crate::Sentinel::off(sentinel::unreadable(fallback)),
+                )
+            }
+        }
+    }
+
+    /// The session over an open group (with its sentinel, if any).
+    fn from_group(group: Group, sentinel: crate::Sentinel) -> Result<Self> {
+        let options = group.options;
         let mut pages = [None; MAX_EVENTS];
         for (slot, event) in pages.iter_mut().zip(&group.events) {
             // SAFETY: the handle lives in the same `Session` as `group`, which owns the
@@ -146,6 +183,15 @@ impl Session {
         } else {
             Box::default()
         };
+        let sentinel_read = group
+            .sentinel
+            .as_ref()
+            .and_then(|e| e.page.as_ref())
+            .map(|page| {
+                // SAFETY: as for the events' pages: `group` owns the mapping and lives
+                // in the same `Session`, unchanged, as long as the handle.
+                sentinel::SentinelRead::new(unsafe { KernelPage::new(page) })
+            });
         Ok(Self {
             len,
             group,
@@ -163,7 +209,17 @@ impl Session {
             lean_events,
             last_region: RegionRecord::Sampled,
             lean_start_cpu: u32::MAX,
+            sentinel_read,
+            sentinel,
         })
+    }
+
+    /// Whether regions are watched by the kernel-entry sentinel
+    /// ([`Options::kernel_sentinel`]): a non-zero count over a region puts
+    /// [`crate::Hazards::KERNEL_ENTRY`] on every reading and the count in
+    /// [`crate::Evidence::kernel_entries`]; or why the session has none.
+    pub fn sentinel(&self) -> &crate::Sentinel {
+        &self.sentinel
     }
 
     /// Whether regions judge context switches and migrations from the pages' `lock`s

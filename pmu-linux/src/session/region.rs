@@ -6,6 +6,7 @@
 use pmu_core::mmap_page::BaseRead;
 
 use super::group::Group;
+use super::sentinel::LeanCount;
 use super::Session;
 use crate::error::Result;
 use crate::fast;
@@ -77,13 +78,31 @@ impl Session {
             Edge::Start => &mut self.start,
             Edge::Stop => &mut self.end,
         };
+        // The sentinel's window contains the events' one-instruction reads: its start
+        // read comes first, its stop read after them (before any read()).
+        if edge == Edge::Start {
+            if let Some(sentinel) = &mut self.sentinel_read {
+                sentinel.sample(Edge::Start);
+            }
+        }
         let mut need_read = false;
         for (i, sample) in out.iter_mut().enumerate().take(n) {
             *sample = sample_page(group, pages, i);
             need_read |= sample.path != ReadPath::Fast;
         }
+        if edge == Edge::Stop {
+            if let Some(sentinel) = &mut self.sentinel_read {
+                sentinel.sample(Edge::Stop);
+            }
+        }
         if need_read {
             let read = group.read()?;
+            // The read() entered the kernel: the sentinel starts again after it.
+            if edge == Edge::Start {
+                if let Some(sentinel) = &mut self.sentinel_read {
+                    sentinel.sample(Edge::Start);
+                }
+            }
             let fill = |i: usize, sample: &mut Sample| {
                 sample.value = read.values[i];
                 (sample.time_enabled, sample.time_running) = read.times[i];
@@ -122,6 +141,10 @@ impl Session {
         // Before the reads: what came before the region is counted before it (an
         // instruction still in flight would otherwise land in the region).
         fast::synchronize();
+        // The sentinel first, so that its window contains the events' reads.
+        if let Some(sentinel) = &mut self.sentinel_read {
+            sentinel.take_base();
+        }
         // One event (the common region) apart, without the loop's set-up and control;
         // groups pay for the test.
         match &mut *self.lean_events {
@@ -190,8 +213,32 @@ impl Session {
             }
             _ => return false,
         }
+        // The sentinel last, so that its window contains the events' reads.
+        if let Some(sentinel) = &mut self.sentinel_read {
+            match sentinel.count_now() {
+                LeanCount::Counted(0) => {}
+                LeanCount::Counted(_) => {
+                    crate::region::flag_kernel_entry(&mut out[..self.lean_events.len()]);
+                }
+                LeanCount::Sampled => self.sentinel_sampled(out),
+            }
+        }
         self.last_region = RegionRecord::Undisturbed;
         true
+    }
+
+    /// A lean stop whose sentinel was not counted from its base (its page moved: an
+    /// overflow reload of its own counter; or its start read failed): the verdict
+    /// from its samples.
+    #[cold]
+    #[inline(never)]
+    fn sentinel_sampled(&self, out: &mut [pmu_core::Reading]) {
+        if let Some(sentinel) = &self.sentinel_read {
+            let (start, end) = sentinel.samples();
+            if crate::region::sentinel_count(&start, &end).is_ok_and(|count| count > 0) {
+                crate::region::flag_kernel_entry(&mut out[..self.lean_events.len()]);
+            }
+        }
     }
 
     /// A lean region whose pages the kernel rewrote: full reads of every event (false
@@ -213,6 +260,9 @@ impl Session {
                 Some(Ok(base)) => self.end[i] = Sample::fast(base.read),
                 _ => return false,
             }
+        }
+        if let Some(sentinel) = &mut self.sentinel_read {
+            sentinel.sample(Edge::Stop);
         }
         let moved = (0..self.len).any(|i| self.start[i].lock != self.end[i].lock);
         // The CPU again only if a lock moved (else the thread never left its CPU);
@@ -247,14 +297,19 @@ impl Session {
             }
             end_thread = start_thread;
         }
-        crate::region::evaluate_perf(
+        let mut evidence = crate::region::evaluate_perf(
             &start[..n],
             &end[..n],
             self.software_ids(),
             start_thread,
             end_thread,
             &mut out[..n],
-        )
+        );
+        if let Some(sentinel) = &self.sentinel_read {
+            let (start, end) = sentinel.samples();
+            crate::region::apply_sentinel(&mut evidence, &start, &end, &mut out[..n]);
+        }
+        evidence
     }
 }
 
