@@ -142,6 +142,13 @@ impl Session {
             Ok(()) => Ok(session),
             // Never worth failing a measurement: the events again, without it.
             Err(fallback) => {
+                // arm64 with perf_user_access = 0 publishes index 0 even on a counter.
+                let fallback = match fallback {
+                    pmu_core::Fallback::NotScheduled if session.group.user_reads_off => {
+                        pmu_core::Fallback::NoUserAccess
+                    }
+                    other => other,
+                };
                 drop(session);
                 Self::from_group(
                     Group::open(specs, options.kernel_sentinel(false))?,
