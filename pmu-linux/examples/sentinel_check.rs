@@ -14,6 +14,8 @@
 //!   sentinel (the smallest of N regions each): the sentinel must not change them.
 //!
 //! Every mode prints `sentinel=counting|off`, and with `off` its reason in `why=`.
+//! With `as-nobody` after N it first drops root for uid 65534 (a user without
+//! CAP_PERFMON).
 //! Exit status 0 when the regions were measured (whatever the verdicts: the test
 //! judges them), 1 on an error.
 
@@ -27,12 +29,23 @@ fn main() -> ExitCode {
         args.get(1),
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
-        eprintln!("usage: sentinel-check getpid|fault|quiet|compare N");
+        eprintln!("usage: sentinel-check getpid|fault|quiet|compare N [as-nobody]");
         return ExitCode::from(2);
+    };
+    let user = if args.get(3).is_some_and(|a| a == "as-nobody") {
+        if let Err(e) = become_nobody() {
+            eprintln!("sentinel-check: cannot drop root: {e}");
+            return ExitCode::FAILURE;
+        }
+        "nobody"
+    } else {
+        "self"
     };
     match run(mode, n) {
         Ok(line) => {
-            println!("{line}");
+            // SAFETY: getuid has no arguments and cannot fail.
+            let uid = unsafe { libc::getuid() };
+            println!("{line} user={user} uid={uid}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -50,6 +63,25 @@ fn open(sentinel: bool) -> Result<Session, pmu_linux::Error> {
     session.reset()?;
     Counters::enable(&mut session)?;
     Ok(session)
+}
+
+/// Drops root for uid and gid 65534 (`nobody`), no supplementary groups, no
+/// capabilities left (setuid from root to another uid clears them all).
+fn become_nobody() -> std::io::Result<()> {
+    let check = |rc: libc::c_int| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    // SAFETY: plain system calls on this process's credentials.
+    unsafe {
+        check(libc::setgroups(0, std::ptr::null()))?;
+        check(libc::setgid(65534))?;
+        check(libc::setuid(65534))?;
+    }
+    Ok(())
 }
 
 /// `sentinel=…` and, when off, `why=…` (spaces as `_`).
@@ -77,7 +109,10 @@ struct Tally {
     /// was switched out; neither.
     by_interrupt: usize,
     by_switch: usize,
+    by_fault: usize,
     unexplained: usize,
+    /// The first unexplained region's number and sentinel count.
+    first_unexplained: Option<(usize, u64)>,
 }
 
 impl Tally {
@@ -106,7 +141,7 @@ impl Tally {
     fn line(&self) -> String {
         format!(
             "regions={} flagged={} unknown={} min_entries={} max_entries={} min_count={} \
-             by_interrupt={} by_switch={} unexplained={}",
+             by_interrupt={} by_switch={} by_fault={} unexplained={} first_unexplained={}",
             self.regions,
             self.flagged,
             self.unknown,
@@ -115,7 +150,10 @@ impl Tally {
             self.counted_min.map_or(-1, |m| m as i128),
             self.by_interrupt,
             self.by_switch,
-            self.unexplained
+            self.by_fault,
+            self.unexplained,
+            self.first_unexplained
+                .map_or_else(|| "none".to_owned(), |(i, k)| format!("{i}:{k}"))
         )
     }
 }
@@ -184,20 +222,28 @@ fn run(mode: &str, n: usize) -> Result<String, pmu_linux::Error> {
             let cpu = pmu_linux::sched::current_cpu().unwrap_or(0);
             let mut tally = Tally::default();
             let mut out = [Reading::default(); 1];
-            for _ in 0..n {
+            for i in 0..n {
                 let irq_before = cpu_interrupts(cpu);
+                let faults_before = thread_faults();
                 session.start()?;
                 spin(200);
                 session.stop(&mut out)?;
+                let faults_after = thread_faults();
                 let irq_after = cpu_interrupts(cpu);
                 if tally.add(&session, out[0]) {
-                    let switched = Counters::evidence(&session).context_switched();
+                    let evidence = Counters::evidence(&session);
                     if irq_after != irq_before {
                         tally.by_interrupt += 1;
-                    } else if switched {
+                    } else if evidence.context_switched() {
                         tally.by_switch += 1;
+                    } else if faults_after != faults_before {
+                        tally.by_fault += 1;
                     } else {
                         tally.unexplained += 1;
+                        if tally.first_unexplained.is_none() {
+                            tally.first_unexplained =
+                                Some((i, evidence.kernel_entries.unwrap_or(0)));
+                        }
                     }
                 }
             }
@@ -252,6 +298,18 @@ fn spin(iterations: u64) -> u64 {
     (0..iterations).fold(0u64, |a, i| {
         std::hint::black_box(a.wrapping_mul(31).wrapping_add(i))
     })
+}
+
+/// The thread's page faults, minor + major (getrusage(RUSAGE_THREAD)): a region's first
+/// execution of a code page, or first touch of a data page, faults.
+fn thread_faults() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value; getrusage writes it whole.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return u64::MAX;
+    }
+    (usage.ru_minflt + usage.ru_majflt) as u64
 }
 
 /// The interrupts CPU `cpu` has taken: the sum of its column of /proc/interrupts.

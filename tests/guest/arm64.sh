@@ -440,7 +440,7 @@ scenario_examples() {
 }
 
 # pmu-linux/examples/sentinel_check.rs under `taskset -c 0`, its line as a RESULT.
-# usage: sentinel_run TAG [setpriv …] MODE N
+# usage: sentinel_run TAG PROGRAM ARGS…
 sentinel_run() {
 	tag=$1
 	shift
@@ -465,7 +465,7 @@ scenario_sentinel() {
 	demo sentinel-meter 0 perf
 	demo sentinel-meter-off 0 perf --no-kernel-sentinel
 	sysctl -w kernel.perf_event_paranoid=2 >/dev/null
-	sentinel_run user-paranoid2 setpriv --reuid=65534 --regid=65534 --clear-groups sentinel-check getpid 100
+	sentinel_run user-paranoid2 sentinel-check getpid 100 as-nobody
 	sentinel_run root-paranoid2 sentinel-check getpid 100
 	sysctl -w kernel.perf_user_access=0 >/dev/null
 	sentinel_run no-user-reads sentinel-check getpid 100

@@ -1431,9 +1431,10 @@ fn examples_run_in_the_guest() {
 /// write to an anonymous page (a page fault) both run kernel code on the thread's CPU,
 /// so a counter of instructions at EL1 alone (PMEVTYPER<n>_EL0.U set, Arm ARM D13
 /// "PMU event filtering") moves in every such region: 1000 of 1000 flagged. A quiet
-/// loop enters the kernel only when interrupted: every flagged quiet region must
-/// coincide with a change of the CPU's /proc/interrupts column or a context switch
-/// (read outside the region). The user's `instructions` are the same with and without
+/// loop enters the kernel only when interrupted or faulting (the loop's code page on
+/// its first run): every flagged quiet region must coincide with a change of the
+/// CPU's /proc/interrupts column, a context switch, or a change of the thread's page
+/// faults (getrusage), each read outside the region. The user's `instructions` are the same with and without
 /// the sentinel (icount: the same code retires the same instructions). At
 /// perf_event_paranoid 2 a non-root user may not count the kernel (Linux 6.12
 /// kernel/events/core.c `perf_allow_kernel`): off, with that reason, the regions still
@@ -1442,6 +1443,10 @@ fn examples_run_in_the_guest() {
 #[test]
 fn perf_kernel_entry_sentinel() {
     let run = boot("max", 2, "sentinel", Flavour::RustForLinux);
+    // The figures, for the record (`-- --nocapture`).
+    for line in run.scenario("sentinel") {
+        eprintln!("{}", line.raw);
+    }
     let line = |tag: &str| {
         let line = run.find("sentinel", "tag", tag);
         assert_eq!(line.int("status"), 0, "{}\n{}", line.raw, run.stdout);
@@ -1463,7 +1468,7 @@ fn perf_kernel_entry_sentinel() {
     assert_eq!(quiet.int("unexplained"), 0, "{}", quiet.raw);
     assert_eq!(
         quiet.int("flagged"),
-        quiet.int("by_interrupt") + quiet.int("by_switch"),
+        quiet.int("by_interrupt") + quiet.int("by_switch") + quiet.int("by_fault"),
         "{}",
         quiet.raw
     );
@@ -1485,6 +1490,7 @@ fn perf_kernel_entry_sentinel() {
     );
 
     let user = line("user-paranoid2");
+    assert_eq!(user.int("uid"), 65534, "{}", user.raw);
     assert_eq!(user.get("sentinel"), "off", "{}", user.raw);
     assert!(
         user.get("why").contains("perf_event_paranoid_is_2"),
