@@ -136,14 +136,18 @@ impl Session {
     /// The lean start: the thread's CPU (`cpu`, taken by the caller before anything
     /// else), then one-instruction reads of every event, kept as base reads for the stop;
     /// false (nothing kept) as soon as one event needs `read()`.
+    /// `SENTINEL`: the session has a kernel-entry sentinel, read first (so that its
+    /// window contains the events' reads); a separate copy, so that a session without
+    /// one runs the same code as before it existed.
     #[inline(always)]
-    pub(super) fn start_lean(&mut self, cpu: u32) -> bool {
+    pub(super) fn start_lean<const SENTINEL: bool>(&mut self, cpu: u32) -> bool {
         // Before the reads: what came before the region is counted before it (an
         // instruction still in flight would otherwise land in the region).
         fast::synchronize();
-        // The sentinel first, so that its window contains the events' reads.
-        if let Some(sentinel) = &mut self.sentinel_read {
-            sentinel.take_base();
+        if SENTINEL {
+            if let Some(sentinel) = &mut self.sentinel_read {
+                sentinel.start_lean();
+            }
         }
         // One event (the common region) apart, without the loop's set-up and control;
         // groups pay for the test.
@@ -164,7 +168,11 @@ impl Session {
         // After the reads: none of the region's instructions begins before them.
         fast::synchronize();
         self.lean_start_cpu = cpu;
-        self.last_region = RegionRecord::BasesTaken;
+        self.last_region = if SENTINEL {
+            RegionRecord::BasesTakenSentinel
+        } else {
+            RegionRecord::BasesTaken
+        };
         true
     }
 
@@ -173,12 +181,12 @@ impl Session {
         let cpu = self.lean_start_cpu;
         ThreadStamp {
             switches: None,
-            cpu: if self.lean_rseq.is_some() {
+            cpu: if self.cpu_from_rseq_lean() {
                 Some(cpu)
             } else {
                 (cpu != u32::MAX).then_some(cpu)
             },
-            cpu_from_rseq: self.lean_rseq.is_some(),
+            cpu_from_rseq: self.cpu_from_rseq_lean(),
         }
     }
 
@@ -191,8 +199,13 @@ impl Session {
     /// those updates): no hazard, and the CPU is the start's. A moved lock: see
     /// [`Session::stop_lean_moved`]. False (readings unfinished) when some event
     /// needs `read()` now or `out` has fewer readings than there are events.
+    ///
+    /// `SENTINEL`: as in [`Session::start_lean`]; the sentinel is read last.
     #[inline(always)]
-    pub(super) fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+    pub(super) fn stop_lean<const SENTINEL: bool>(
+        &mut self,
+        out: &mut [pmu_core::Reading],
+    ) -> bool {
         // Before the reads: every instruction of the region is counted.
         fast::synchronize();
         // One event apart, as in the start (and `out` then needs one reading, the
@@ -214,13 +227,15 @@ impl Session {
             _ => return false,
         }
         // The sentinel last, so that its window contains the events' reads.
-        if let Some(sentinel) = &mut self.sentinel_read {
-            match sentinel.count_now() {
-                LeanCount::Counted(0) => {}
-                LeanCount::Counted(_) => {
-                    crate::region::flag_kernel_entry(&mut out[..self.lean_events.len()]);
+        if SENTINEL {
+            if let Some(sentinel) = &mut self.sentinel_read {
+                match sentinel.stop_lean() {
+                    LeanCount::Counted(0) => {}
+                    LeanCount::Counted(_) => {
+                        crate::region::flag_kernel_entry(&mut out[..self.lean_events.len()]);
+                    }
+                    LeanCount::Sampled => self.sentinel_sampled(out),
                 }
-                LeanCount::Sampled => self.sentinel_sampled(out),
             }
         }
         self.last_region = RegionRecord::Undisturbed;
@@ -282,7 +297,9 @@ impl Session {
         let (mut start, mut end) = (self.start, self.end);
         // A lean start keeps only its CPU (PageRewritten copied it into `start_thread`).
         let start_thread = match self.last_region {
-            RegionRecord::BasesTaken | RegionRecord::Undisturbed => self.lean_start_stamp(),
+            RegionRecord::BasesTaken
+            | RegionRecord::BasesTakenSentinel
+            | RegionRecord::Undisturbed => self.lean_start_stamp(),
             RegionRecord::Sampled | RegionRecord::PageRewritten => self.start_thread,
         };
         let mut end_thread = self.end_thread;
@@ -322,6 +339,8 @@ pub(super) enum RegionRecord {
     /// Started lean: the start is in `lean_events`' base reads, its CPU in
     /// `lean_start_cpu`.
     BasesTaken,
+    /// As `BasesTaken`, with the kernel-entry sentinel's start read.
+    BasesTakenSentinel,
     /// Stopped lean with no page rewritten since the start: the counts are in
     /// `lean_events`.
     Undisturbed,

@@ -163,13 +163,18 @@ pub(super) fn counting(event: &OpenEvent) -> Sentinel {
 
 /// The sentinel's reads over the last region.
 ///
-/// A lean start keeps the base read (`start_in_base`), a lean stop with its page
-/// unchanged the count since it (`end_in_count`); every other edge keeps a [`Sample`]
-/// (a failed read keeps why). [`SentinelRead::samples`] gives both edges as samples.
+/// The sentinel keeps a base read (`base`, one full pass of the page's seqlock) for
+/// as long as its page is unchanged, across regions: a lean edge is then only the
+/// count since it ([`fast::count_since`]: `lock`, the counter, `lock`), the start's
+/// in `start_count` (`start_in_base`), the region's in `count` (`end_in_count`). A
+/// page rewritten since the base costs one full read (a new base) at the start; at
+/// the stop, a full read kept as the end sample. A read that is not possible keeps
+/// why ([`SentinelRead::samples`] then makes the count unknown).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct SentinelRead {
     pub(super) page: KernelPage,
     base: BaseRead,
+    start_count: u64,
     count: u64,
     start: Sample,
     end: Sample,
@@ -179,7 +184,7 @@ pub(super) struct SentinelRead {
 
 /// What a lean stop found.
 pub(super) enum LeanCount {
-    /// The page is unchanged since the base: the count since.
+    /// The page is unchanged since the start: the region's count.
     Counted(u64),
     /// Not counted from the base (the page moved, or the start read failed): the
     /// samples decide ([`SentinelRead::samples`]).
@@ -187,10 +192,12 @@ pub(super) enum LeanCount {
 }
 
 impl SentinelRead {
-    pub(super) fn new(page: KernelPage) -> Self {
+    /// Over `page`, with `base` a full read of it ([`fast::read_base`]).
+    pub(super) fn new(page: KernelPage, base: BaseRead) -> Self {
         Self {
             page,
-            base: BaseRead::default(),
+            base,
+            start_count: 0,
             count: 0,
             start: Sample::default(),
             end: Sample::default(),
@@ -199,30 +206,25 @@ impl SentinelRead {
         }
     }
 
-    /// The lean start's read.
+    /// The lean start's read: the count since the base, or a new base.
     #[inline(always)]
-    pub(super) fn take_base(&mut self) {
-        match fast::read_base(self.page) {
-            Ok(base) => {
-                self.base = base;
+    pub(super) fn start_lean(&mut self) {
+        match fast::count_since(self.page, &self.base) {
+            Some(count) => {
+                self.start_count = count;
                 self.start_in_base = true;
             }
-            Err(fallback) => self.start_failed(fallback),
+            None => self.sample(super::region::Edge::Start),
         }
     }
 
-    #[cold]
-    fn start_failed(&mut self, fallback: Fallback) {
-        self.start = unread(fallback);
-        self.start_in_base = false;
-    }
-
-    /// The lean stop's read: the count since the base while the page is unchanged,
-    /// else a full read kept as the end sample.
+    /// The lean stop's read: the region's count while the page is unchanged since
+    /// the start, else a full read kept as the end sample.
     #[inline(always)]
-    pub(super) fn count_now(&mut self) -> LeanCount {
+    pub(super) fn stop_lean(&mut self) -> LeanCount {
         if self.start_in_base {
             if let Some(count) = fast::count_since(self.page, &self.base) {
+                let count = count.wrapping_sub(self.start_count);
                 self.count = count;
                 self.end_in_count = true;
                 return LeanCount::Counted(count);
@@ -232,29 +234,35 @@ impl SentinelRead {
         LeanCount::Sampled
     }
 
-    /// A full read into the start or end sample.
+    /// A full read: at the start a new base (or why not), at the stop the end sample.
     #[cold]
+    #[inline(never)]
     pub(super) fn sample(&mut self, edge: super::region::Edge) {
-        let sample = match fast::read_base(self.page) {
-            Ok(base) => Sample::fast(base.read),
-            Err(fallback) => unread(fallback),
-        };
-        match edge {
-            super::region::Edge::Start => {
-                self.start = sample;
+        let read = fast::read_base(self.page);
+        match (edge, read) {
+            (super::region::Edge::Start, Ok(base)) => {
+                self.base = base;
+                self.start_count = 0;
+                self.start_in_base = true;
+            }
+            (super::region::Edge::Start, Err(fallback)) => {
+                self.start = unread(fallback);
                 self.start_in_base = false;
             }
-            super::region::Edge::Stop => {
-                self.end = sample;
+            (super::region::Edge::Stop, read) => {
+                self.end = read.map_or_else(unread, |base| Sample::fast(base.read));
                 self.end_in_count = false;
             }
         }
     }
 
-    /// The region's two edges as samples.
+    /// The region's two edges as samples (value, page times and `lock` of each).
     pub(super) fn samples(&self) -> (Sample, Sample) {
         let start = if self.start_in_base {
-            Sample::fast(self.base.read)
+            Sample {
+                value: self.base.read.value.wrapping_add(self.start_count),
+                ..Sample::fast(self.base.read)
+            }
         } else {
             self.start
         };
@@ -279,14 +287,25 @@ fn unread(fallback: Fallback) -> Sample {
 }
 
 /// The trial at open: the group enabled, the sentinel read through its page, the
-/// group disabled and reset. `Ok(Err(fallback))` when the read was not possible.
-pub(super) fn trial(session: &super::Session) -> Result<std::result::Result<(), Fallback>> {
-    let Some(read) = session.sentinel_read.as_ref() else {
-        return Ok(Ok(()));
+/// group disabled and reset. `Ok(Ok(None))` without a sentinel; `Ok(Err(fallback))`
+/// when the read was not possible.
+pub(super) fn trial(
+    session: &super::Session,
+) -> Result<std::result::Result<Option<SentinelRead>, Fallback>> {
+    let Some(page) = session
+        .group
+        .sentinel
+        .as_ref()
+        .and_then(|e| e.page.as_ref())
+    else {
+        return Ok(Ok(None));
     };
+    // SAFETY: `group` owns the mapping and lives in the same `Session`, unchanged, as
+    // long as the handle (the caller keeps the read only in that session).
+    let page = unsafe { KernelPage::new(page) };
     session.enable()?;
-    let result = fast::read_base(read.page).map(|_| ());
+    let read = fast::read_base(page);
     session.disable()?;
     session.reset()?;
-    Ok(result)
+    Ok(read.map(|base| Some(SentinelRead::new(page, base))))
 }
