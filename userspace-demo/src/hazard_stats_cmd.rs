@@ -466,10 +466,15 @@ mod imp {
         }
 
         let mut builder = Meter::builder();
-        let handles = vec![
-            builder.add(pmu_linux::GenericEvent::Instructions),
-            builder.add(pmu_linux::GenericEvent::CpuCycles),
-        ];
+        let mut handles = vec![builder.add(pmu_linux::GenericEvent::Instructions)];
+        // perf: instructions only, so that the cycle counter (PMCCNTR_EL0) stays free for
+        // the overflow row's sampling `cycles` event: QEMU raises the cycle counter's
+        // overflow interrupt at the overflow under -icount, an event counter's only at
+        // the next PMU register access (docs/qemu.md), which would be the region's
+        // stop. The direct backend reads the module's counters: both.
+        if backend != StatsBackend::Perf {
+            handles.push(builder.add(pmu_linux::GenericEvent::CpuCycles));
+        }
         builder.cpu(home).backend(match backend {
             StatsBackend::Perf => BackendChoice::Perf,
             _ => BackendChoice::Direct,
