@@ -480,7 +480,13 @@ mod imp {
             _ => BackendChoice::Direct,
         });
         let mut meter = builder.build()?;
-        let how = format!("{}; {}", meter.why(), meter.sentinel());
+        // The meter's reason, and its sentinel where the reason does not already say it.
+        let sentinel = meter.sentinel().to_string();
+        let how = if meter.why().contains(&sentinel) {
+            meter.why().to_owned()
+        } else {
+            format!("{}; {sentinel}", meter.why())
+        };
         // The meter's description (spaces and all) on a line of its own.
         println!("HAZARDS-HOW {tag} {how}");
         let freq = counter_frequency();
