@@ -5,15 +5,20 @@
 //! `sched_getcpu()` at both edges: two system calls each, some 450 instructions a region
 //! (`cargo xtask bench`). A lean region reads, at each edge, only registers and memory:
 //!
-//! | edge | what | how | instructions |
+//! | edge | what | how | instructions (compile-time handles, `cargo xtask bench`) |
 //! |---|---|---|---|
-//! | start | the grant | `mrs PMUSERENR_EL0`, test, branch | 3 |
-//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]) | 1–2 loads |
-//! | start | the sentinel | `mrs PMEVCNTR<s>_EL0` (handle) | 1 (compile-time) or 5 (run-time) |
-//! | start | the counters | `mrs` each | likewise |
-//! | start | the overflow flags (EN) | `msr PMOVSCLR_EL0` of the counters' bits | 1 |
-//! | stop | the grant | as at the start, *before* the reads (a revoked grant traps them) | 3 |
-//! | stop | the counters, the flags, the sentinel, the CPU | `mrs` each, `mrs PMOVSSET_EL0`, one load | |
+//! | start | the grant | `mrs PMUSERENR_EL0`, test-and-branch | 2 |
+//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]): pointer, test, load, store | 4 |
+//! | start | the sentinel, the counters | `mrs` and a store each (a run-time handle: 5 more, the table) | 2 each |
+//! | start | the overflow flags (EN) | the counters' mask, `msr PMOVSCLR_EL0` | 2 |
+//! | stop | the grant | as at the start, *before* the reads (a revoked grant traps them) | 2 |
+//! | stop | the counters, the flags (EN), the sentinel | `mrs` and a store each | 2 each |
+//! | stop | the CPU | the rseq `cpu_id` | 3 |
+//! | stop | the verdict | loads of the start state, compares and selects | 18 |
+//! | stop | the readings | four stores each | 4 each |
+//!
+//! One counter: 12 + 33 = 45 instructions (46 measured with the harness's store), 65
+//! with run-time handles; the `getrusage` region costs about 455.
 //!
 //! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end < start
 //! (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU differs,
