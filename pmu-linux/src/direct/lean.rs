@@ -17,13 +17,15 @@
 //! | stop | the verdict | loads of the start state, compares and selects | 18 |
 //! | stop | the readings | four stores each | 4 each |
 //!
-//! One counter: 12 + 33 = 45 instructions (46 measured with the harness's store), 65
+//! One counter: 12 + 33 = 45 instructions (46 measured with the harness's store), 65 (66)
 //! with run-time handles; the `getrusage` region costs about 455.
 //!
 //! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end < start
 //! (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU differs,
-//! [`Hazards::KERNEL_ENTRY`] when the sentinel moved. A context switch is a kernel entry
-//! (the scheduler runs at EL1), so the sentinel sees it too, and no `getrusage` is
+//! [`Hazards::KERNEL_ENTRY`] when the sentinel moved: every exception taken to the kernel
+//! retires kernel instructions, so any entry moves it (its 32-bit difference would read 0
+//! only after a multiple of 2^32 of them inside one region). A context switch is a kernel
+//! entry (the scheduler runs at the kernel's level, EL1 or EL2 with VHE), so the sentinel sees it too, and no `getrusage` is
 //! needed: a lean region with a sentinel reports a switch as `KERNEL_ENTRY`, not as
 //! `CONTEXT_SWITCH` ([`crate::region`]'s hazard table). Without a sentinel the region
 //! does not pretend: it takes `getrusage` at both edges as before (switches, not the
@@ -32,8 +34,9 @@
 //! the evidence says so ([`Evidence::cpu_from_rseq`] false).
 //!
 //! Under the read-only grant (ER | CR) EL0 cannot read the overflow flags (PMOVSSET_EL0
-//! needs EN, `OverflowFlags`): overflow is judged from end < start on the 32-bit reads alone, exact for
-//! regions below 2^32 events, as [`super::GenericDirectMeter`] does there.
+//! needs EN, `OverflowFlags`): overflow is judged from end < start on the 32-bit reads
+//! alone, exact for regions below 2^32 events, as [`super::GenericDirectMeter`] does
+//! there.
 
 use pmu_core::{CounterWidth, Hazards, Reading};
 
