@@ -727,8 +727,8 @@ mod imp {
                     Sentinel::Counting {
                         event: event_name(event),
                         how: format!(
-                            "kmod-enable-user's sentinel=1 counter PMEVCNTR{n}_EL0, EL1 \
-                             only, read with one instruction at both edges; a context \
+                            "kmod-enable-user's sentinel=1 counter PMEVCNTR{n}_EL0, the \
+                             kernel's level only (EL1, or EL2 with VHE), read with one instruction at both edges; a context \
                              switch shows as a kernel entry"
                         ),
                     },
