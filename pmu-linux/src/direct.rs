@@ -17,9 +17,9 @@
 //!   access from PMUSERENR_EL0, which EL0 may always read, checked before every counter
 //!   access so a revoked grant is an error instead of SIGILL.
 //!
-//! - `LeanRegion` (ARMv8) measures regions without system calls: the CPU from the
-//!   thread's rseq area, every kernel entry (switches included) from the kernel-entry
-//!   sentinel, overflow from PMOVSSET_EL0 (see `lean.rs`).
+//! - [`lean`]'s `LeanRegion` (ARMv8) measures regions without system calls: the CPU from
+//!   the thread's rseq area, every kernel entry (switches included) from the kernel-entry
+//!   sentinel, overflow from PMOVSSET_EL0.
 //!
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
@@ -28,7 +28,7 @@ use crate::error::{Error, Op, Result};
 use crate::sys::{self, ChildEnd};
 
 mod alloc;
-mod lean;
+pub mod lean;
 mod meter;
 
 #[cfg(target_arch = "arm")]

@@ -791,6 +791,10 @@ mod tests {
         out += "RESULT bench path=perf-fast-times per_op=28.000\n";
         out += "RESULT bench path=perf-read per_op=23.000 total=900.000\n";
         out += "RESULT bench path=libperf-default-fast per_op=520.000 fast=true\n";
+        // The direct floor (figures of a guest run, bench-guest `floor`).
+        out += "RESULT bench path=direct-read-const per_op=2.000 single_min=3\n";
+        out += "RESULT bench path=direct-read-runtime per_op=7.000 single_min=9\n";
+        out += "RESULT bench path=direct-region-lean-1 per_op=46.000 single_min=58 counters=1\n";
         for tag in ["perf", "direct", "libperf", "libperf-default"] {
             out += &format!("RESULT bench-run tag={tag} status=0\n");
         }
@@ -828,7 +832,9 @@ mod tests {
         // The targets (fast read ≤ 30, region of one counter ≤ 80): reported,
         // met or missed by the measured figure, or not measured.
         assert!(
-            table.contains("Targets: perf fast read ≤ 30: 20, met; perf region of 1 counter ≤ 80: not measured; perf region of 1 counter + kernel-entry sentinel ≤ 90: not measured."),
+            table.contains(
+                "Targets: perf fast read ≤ 30: 20, met; perf region of 1 counter ≤ 80: not measured; perf region of 1 counter + kernel-entry sentinel ≤ 90: not measured; direct read, counter known at compile time ≤ 4: 2, met; direct read, counter chosen at run time ≤ 8: 7, met; direct region, 1 counter (syscall-free, full verdict) ≤ 30: 46, missed."
+            ),
             "{table}"
         );
         // The JSON is read back by serde_json: whole instructions as integers, the
@@ -845,6 +851,9 @@ mod tests {
                 {"path": "perf-fast", "at_most": 30, "per_op": 20, "met": true},
                 {"path": "perf-region-1", "at_most": 80, "per_op": null, "met": false},
                 {"path": "perf-region-1-sentinel", "at_most": 90, "per_op": null, "met": false},
+                {"path": "direct-read-const", "at_most": 4, "per_op": 2, "met": true},
+                {"path": "direct-read-runtime", "at_most": 8, "per_op": 7, "met": true},
+                {"path": "direct-region-lean-1", "at_most": 30, "per_op": 46, "met": false},
             ])
         );
         assert_eq!(
@@ -866,7 +875,7 @@ mod tests {
         let table = report.table();
         assert!(
             table.contains(
-                "Targets: perf fast read ≤ 30: 31, missed; perf region of 1 counter ≤ 80: 80, met; perf region of 1 counter + kernel-entry sentinel ≤ 90: not measured."
+                "Targets: perf fast read ≤ 30: 31, missed; perf region of 1 counter ≤ 80: 80, met; perf region of 1 counter + kernel-entry sentinel ≤ 90: not measured; direct read, counter known at compile time ≤ 4: 2, met; direct read, counter chosen at run time ≤ 8: 7, met; direct region, 1 counter (syscall-free, full verdict) ≤ 30: 46, missed."
             ),
             "{table}"
         );

@@ -5,20 +5,27 @@
 //! `sched_getcpu()` at both edges: two system calls each, some 450 instructions a region
 //! (`cargo xtask bench`). A lean region reads, at each edge, only registers and memory:
 //!
-//! | edge | what | how | instructions |
+//! | edge | what | how | instructions (compile-time handles, `cargo xtask bench`) |
 //! |---|---|---|---|
-//! | start | the grant | `mrs PMUSERENR_EL0`, test, branch | 3 |
-//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]) | 1–2 loads |
-//! | start | the sentinel | `mrs PMEVCNTR<s>_EL0` (handle) | 1 (compile-time) or 5 (run-time) |
-//! | start | the counters | `mrs` each | likewise |
-//! | start | the overflow flags (EN) | `msr PMOVSCLR_EL0` of the counters' bits | 1 |
-//! | stop | the grant | as at the start, *before* the reads (a revoked grant traps them) | 3 |
-//! | stop | the counters, the flags, the sentinel, the CPU | `mrs` each, `mrs PMOVSSET_EL0`, one load | |
+//! | start | the grant | `mrs PMUSERENR_EL0`, test-and-branch | 2 |
+//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]): pointer, test, load, store | 4 |
+//! | start | the sentinel, the counters | `mrs` and a store each (a run-time handle: 5 more, the table) | 2 each |
+//! | start | the overflow flags (EN) | the counters' mask, `msr PMOVSCLR_EL0` | 2 |
+//! | stop | the grant | as at the start, *before* the reads (a revoked grant traps them) | 2 |
+//! | stop | the counters, the flags (EN), the sentinel | `mrs` and a store each | 2 each |
+//! | stop | the CPU | the rseq `cpu_id` | 3 |
+//! | stop | the verdict | loads of the start state, compares and selects | 18 |
+//! | stop | the readings | four stores each | 4 each |
+//!
+//! One counter: 12 + 33 = 45 instructions (46 measured with the harness's store), 65 (66)
+//! with run-time handles; the `getrusage` region costs about 455.
 //!
 //! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end < start
 //! (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU differs,
-//! [`Hazards::KERNEL_ENTRY`] when the sentinel moved. A context switch is a kernel entry
-//! (the scheduler runs at EL1), so the sentinel sees it too, and no `getrusage` is
+//! [`Hazards::KERNEL_ENTRY`] when the sentinel moved: every exception taken to the kernel
+//! retires kernel instructions, so any entry moves it (its 32-bit difference would read 0
+//! only after a multiple of 2^32 of them inside one region). A context switch is a kernel
+//! entry (the scheduler runs at the kernel's level, EL1 or EL2 with VHE), so the sentinel sees it too, and no `getrusage` is
 //! needed: a lean region with a sentinel reports a switch as `KERNEL_ENTRY`, not as
 //! `CONTEXT_SWITCH` ([`crate::region`]'s hazard table). Without a sentinel the region
 //! does not pretend: it takes `getrusage` at both edges as before (switches, not the
@@ -27,8 +34,9 @@
 //! the evidence says so ([`Evidence::cpu_from_rseq`] false).
 //!
 //! Under the read-only grant (ER | CR) EL0 cannot read the overflow flags (PMOVSSET_EL0
-//! needs EN, `OverflowFlags`): overflow is judged from end < start on the 32-bit reads alone, exact for
-//! regions below 2^32 events, as [`super::GenericDirectMeter`] does there.
+//! needs EN, `OverflowFlags`): overflow is judged from end < start on the 32-bit reads
+//! alone, exact for regions below 2^32 events, as [`super::GenericDirectMeter`] does
+//! there.
 
 use pmu_core::{CounterWidth, Hazards, Reading};
 
@@ -719,8 +727,8 @@ mod imp {
                     Sentinel::Counting {
                         event: event_name(event),
                         how: format!(
-                            "kmod-enable-user's sentinel=1 counter PMEVCNTR{n}_EL0, EL1 \
-                             only, read with one instruction at both edges; a context \
+                            "kmod-enable-user's sentinel=1 counter PMEVCNTR{n}_EL0, the \
+                             kernel's level only (EL1, or EL2 with VHE), read with one instruction at both edges; a context \
                              switch shows as a kernel entry"
                         ),
                     },
