@@ -11,7 +11,8 @@
 //!   CPU's interrupt count (its column of /proc/interrupts) and the thread's
 //!   context switches are read, so that every flagged region can be explained;
 //! - `compare`: the user's `instructions` over the same loop with and without the
-//!   sentinel (the smallest of N regions each): the sentinel must not change them.
+//!   sentinel (the smallest of N regions each, less the smallest of N empty regions,
+//!   as a Meter calibrates): the sentinel must not change them.
 //!
 //! Every mode prints `sentinel=counting|off`, and with `off` its reason in `why=`.
 //! With `as-nobody` after N it first drops root for uid 65534 (a user without
@@ -260,21 +261,32 @@ fn run(mode: &str, n: usize) -> Result<String, pmu_linux::Error> {
                 let mut session = open(sentinel)?;
                 names.push(Counters::names(&session).join(","));
                 let mut out = [Reading::default(); 1];
-                let mut clean_min: Option<u64> = None;
-                for _ in 0..n {
-                    session.start()?;
-                    spin(1000);
-                    session.stop(&mut out)?;
-                    // The user's count of regions no detector flagged besides the
-                    // sentinel: its own flags are what differs.
-                    if (out[0].hazards - Hazards::KERNEL_ENTRY).is_empty() {
-                        clean_min = Some(clean_min.map_or(out[0].value, |m| m.min(out[0].value)));
+                // The smallest count of regions no detector flagged besides the
+                // sentinel (its own flags are what differs), of the loop and of an
+                // empty region: the loop's count is their difference, as a Meter
+                // calibrates it. The raw counts also hold the edges' own user-space
+                // instructions, which differ with the sentinel (its reads are out of
+                // line): both raw minimums are printed too.
+                let mut min = [None::<u64>; 2];
+                for (slot, iterations) in [(0, 1000), (1, 0)] {
+                    for _ in 0..n {
+                        session.start()?;
+                        spin(iterations);
+                        session.stop(&mut out)?;
+                        if (out[0].hazards - Hazards::KERNEL_ENTRY).is_empty() {
+                            min[slot] =
+                                Some(min[slot].map_or(out[0].value, |m| m.min(out[0].value)));
+                        }
                     }
                 }
+                let tag = if sentinel { "with" } else { "without" };
+                let [Some(looped), Some(empty)] = min else {
+                    lines.push(format!("{tag}=-1"));
+                    continue;
+                };
                 lines.push(format!(
-                    "{}={}",
-                    if sentinel { "with" } else { "without" },
-                    clean_min.map_or(-1, |m| m as i128)
+                    "{tag}={} {tag}_raw={looped} {tag}_empty={empty}",
+                    looped as i128 - empty as i128
                 ));
                 if sentinel {
                     lines.push(describe(&session));

@@ -35,6 +35,20 @@
 //! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise, in a `LeanRegion`: the module's `sentinel=1` counter under the read-only grant, the backend's own (INST_RETIRED, `PMEVTYPER<n>_EL0`.U=1 P=0 NSH=1) under EN; `Meter::sentinel` says which, or why there is none (`GenericDirectMeter` has none) |
 //! | [`OVERFLOW`](Hazards::OVERFLOW) | the counter wrapped | never: the kernel keeps 64-bit counts (`offset` absorbs wraps) | overflow flag (PMOVSSET_EL0, EN only), or end < start (pmu-core `CounterMeter` rule) |
 //!
+//! **The perf backend's kernel-entry sentinel** ([`crate::Options::kernel_sentinel`],
+//! on by default in a [`crate::Meter`]): one more member of the group, `instructions`
+//! (or `cycles`) with `exclude_user` set, read through its page first at the start and
+//! last at the stop, so its window contains the events' reads. It is not one of the
+//! session's events (not in its names or readings; the other members' values are
+//! unchanged). Its count over the region goes into [`Evidence::kernel_entries`]; a
+//! non-zero count puts `KERNEL_ENTRY` on every reading. Where its read at an edge was
+//! not one instruction (rotated out, user reads withdrawn), or its page times advanced
+//! differently (multiplexed), the count is unknown: `kernel_entries` is `None`, the
+//! readings carry no claim either way, and [`Evidence::sentinel_gap`] says why. Where
+//! a session cannot have one (perf_event_paranoid 2 without CAP_PERFMON, no counter
+//! free, no user reads), it opens without it and [`crate::Session::sentinel`] says
+//! why.
+//!
 //! **Why the page `lock` reveals a switch even when the value is right.** A perf event
 //! of a thread is scheduled out when the thread is switched out and in again when it
 //! returns; every sched-in rewrites its metadata page through
@@ -176,7 +190,7 @@ pub struct Evidence {
     /// [`Hazards::KERNEL_ENTRY`].
     pub kernel_entries: Option<u64>,
     /// Why [`Evidence::kernel_entries`] is `None` although a sentinel was read: its
-    /// count over this region cannot be trusted (see [`apply_sentinel`]); `None`
+    /// count over this region cannot be trusted ([`crate::SentinelGap`]); `None`
     /// where it is known or there is no sentinel.
     pub sentinel_gap: Option<crate::SentinelGap>,
     events: [EventEvidence; MAX_EVENTS],

@@ -423,24 +423,16 @@ impl pmu_core::RegionMeter for Session {
             if self.start_lean::<false>(cpu.current()) {
                 return Ok(());
             }
-        } else if let Some(cpu) = self.lean_rseq_sentinel {
-            if self.start_lean::<true>(cpu.current()) {
+        } else if self.sentinel_read.is_some() {
+            if self.start_lean_sentinel() {
                 return Ok(());
             }
-        } else if !self.lean_events.is_empty() {
-            let cpu = crate::sched::current_cpu().unwrap_or(u32::MAX);
-            let lean = if self.sentinel_read.is_some() {
-                self.start_lean::<true>(cpu)
-            } else {
-                self.start_lean::<false>(cpu)
-            };
-            if lean {
-                return Ok(());
-            }
+        } else if !self.lean_events.is_empty()
+            && self.start_lean::<false>(crate::sched::current_cpu().unwrap_or(u32::MAX))
+        {
+            return Ok(());
         }
-        self.last_region = RegionRecord::Sampled;
-        self.start_thread = ThreadStamp::before()?;
-        self.sample_into(Edge::Start)
+        self.start_thorough()
     }
 
     /// Every event (one-instruction reads first), then the CPU (and the switch counts
@@ -451,9 +443,45 @@ impl pmu_core::RegionMeter for Session {
         if self.last_region == RegionRecord::BasesTaken && self.stop_lean::<false>(out) {
             return Ok(());
         }
-        if self.last_region == RegionRecord::BasesTakenSentinel && self.stop_lean::<true>(out) {
+        if self.last_region == RegionRecord::BasesTakenSentinel && self.stop_lean_sentinel(out) {
             return Ok(());
         }
+        self.stop_thorough(out)
+    }
+}
+
+/// The region edges of a session with a kernel-entry sentinel, and the thorough ones:
+/// out of line, so that the lean edges of a session without a sentinel stay as small
+/// as they were (inlined there, the sentinel's reads cost every region of the arm64
+/// bench 13 instructions more, sentinel or not: `cargo xtask bench`, perf-region-1 at
+/// 88 instead of 75).
+impl Session {
+    /// The lean start with the sentinel (false: the thorough start follows).
+    #[inline(never)]
+    fn start_lean_sentinel(&mut self) -> bool {
+        if self.lean_events.is_empty() {
+            return false;
+        }
+        let cpu = match self.lean_rseq_sentinel {
+            Some(cpu) => cpu.current(),
+            None => crate::sched::current_cpu().unwrap_or(u32::MAX),
+        };
+        self.start_lean::<true>(cpu)
+    }
+
+    fn start_thorough(&mut self) -> Result<()> {
+        self.last_region = RegionRecord::Sampled;
+        self.start_thread = ThreadStamp::before()?;
+        self.sample_into(Edge::Start)
+    }
+
+    /// The lean stop with the sentinel (false: the thorough stop follows).
+    #[inline(never)]
+    fn stop_lean_sentinel(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        self.stop_lean::<true>(out)
+    }
+
+    fn stop_thorough(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
         let n = self.len();
         if out.len() < n {
             return Err(pmu_core::Error::ReadingsMismatch {

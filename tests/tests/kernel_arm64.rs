@@ -1489,12 +1489,14 @@ fn examples_run_in_the_guest() {
 /// pmu-linux/examples/sentinel_check.rs), on CPU 0 of a 2-CPU `max` guest.
 /// Expected values, and where they come from: a `getpid` system call and the first
 /// write to an anonymous page (a page fault) both run kernel code on the thread's CPU,
-/// so a counter of instructions at EL1 alone (PMEVTYPER<n>_EL0.U set, Arm ARM D13
-/// "PMU event filtering") moves in every such region: 1000 of 1000 flagged. A quiet
-/// loop enters the kernel only when interrupted or faulting (the loop's code page on
-/// its first run): every flagged quiet region must coincide with a change of the
-/// CPU's /proc/interrupts column, a context switch, or a change of the thread's page
-/// faults (getrusage), each read outside the region. The user's `instructions` are the same with and without
+/// so a counter of instructions at EL1 alone (perf's exclude_user: PMEVTYPER<n>_EL0.U
+/// set, the Arm ARM's description of PMEVTYPER<n>_EL0; Linux 6.12 arm_pmuv3.c
+/// `armv8pmu_set_event_filter`) moves in every such region: 1000 of 1000 flagged. A
+/// quiet loop enters the kernel only when interrupted or faulting (the loop's code
+/// page on its first run): every flagged quiet region must coincide with a change of
+/// the CPU's /proc/interrupts column, a context switch, or a change of the thread's
+/// page faults (getrusage), each read outside the region. The user's `instructions`,
+/// calibrated as a Meter does (less an empty region's), are the same with and without
 /// the sentinel (icount: the same code retires the same instructions). At
 /// perf_event_paranoid 2 a non-root user may not count the kernel (Linux 6.12
 /// kernel/events/core.c `perf_allow_kernel`): off, with that reason, the regions still
@@ -1541,6 +1543,8 @@ fn perf_kernel_entry_sentinel() {
     let compare = line("compare");
     assert_eq!(compare.get("sentinel"), "counting", "{}", compare.raw);
     assert_eq!(compare.int("names_equal"), 1, "{}", compare.raw);
+    // The loop of 1000 iterations retires well over 1000 instructions (its count,
+    // calibrated: the region's less an empty region's).
     assert!(compare.int("without") > 1000, "{}", compare.raw);
     assert_eq!(
         compare.int("with"),

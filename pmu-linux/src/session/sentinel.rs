@@ -220,15 +220,17 @@ impl SentinelRead {
 
     /// The lean stop's read: the region's count while the page is unchanged since
     /// the start, else a full read kept as the end sample.
+    ///
+    /// No test of `start_in_base`: a start that could not read the page leaves the
+    /// base of an older page (`lock` since moved), so the count since it fails here
+    /// too and the stop samples.
     #[inline(always)]
     pub(super) fn stop_lean(&mut self) -> LeanCount {
-        if self.start_in_base {
-            if let Some(count) = fast::count_since(self.page, &self.base) {
-                let count = count.wrapping_sub(self.start_count);
-                self.count = count;
-                self.end_in_count = true;
-                return LeanCount::Counted(count);
-            }
+        if let Some(count) = fast::count_since(self.page, &self.base) {
+            let count = count.wrapping_sub(self.start_count);
+            self.count = count;
+            self.end_in_count = true;
+            return LeanCount::Counted(count);
         }
         self.sample(super::region::Edge::Stop);
         LeanCount::Sampled
