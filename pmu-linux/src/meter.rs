@@ -345,8 +345,7 @@ impl MeterBuilder {
         // The direct backend says which sentinel it has (merge of the `direct` and
         // `perf-sentinel` branches: the lead may want `kernel_sentinel(false)` to
         // apply to it as well).
-        let sentinel =
-            backend_sentinel.unwrap_or_else(|| opened_sentinel(&inner, self.sentinel));
+        let sentinel = backend_sentinel.unwrap_or_else(|| opened_sentinel(&inner, self.sentinel));
         Ok(Meter {
             id: self.id,
             names,
