@@ -3,10 +3,10 @@
 //!
 //! | counter | PMU | read | handle |
 //! |---|---|---|---|
-//! | PMCCNTR | all | one `mrc p15, 0, Rt, c9, c13, 0` | [`CycleReader`] |
-//! | event counter N, N known at compile time | PMUv3 | one `mrc p15, 0, Rt, c14, c(8+N/8), N%8` (`PMEVCNTR<N>`) | [`EventReader`] |
-//! | event counter n, chosen at run time | PMUv3 | one indirect call to that `mrc` | [`Reader`] |
-//! | event counter n | PMUv1, PMUv2 | `mcr` PMSELR, `isb`, `mrc` PMXEVCNTR | [`Reader`] |
+//! | PMCCNTR | all | one `mrc p15, 0, Rt, c9, c13, 0` | `CycleReader` |
+//! | event counter N, N known at compile time | PMUv3 | one `mrc p15, 0, Rt, c14, c(8+N/8), N%8` (`PMEVCNTR<N>`) | `EventReader` |
+//! | event counter n, chosen at run time | PMUv3 | one indirect call to that `mrc` | `Reader` |
+//! | event counter n | PMUv1, PMUv2 | `mcr` PMSELR, `isb`, `mrc` PMXEVCNTR | `Reader` |
 //!
 //! ARMv7 PMUv1/PMUv2 have no per-counter encoding: an event counter is reached through
 //! PMSELR.SEL and PMXEVCNTR, and the `isb` between the two is required because a write
@@ -19,8 +19,8 @@
 //! c8..c11`), which is why a handle uses it wherever the PMU is PMUv3.
 //!
 //! [`ReadPath::for_slot`] is the decision, a pure function the host tests check; the
-//! handles (`target_arch = "arm"` only) are made from an [`Armv7Pmu`] over a register
-//! file that reaches the hardware ([`Cp15Access`]: PL1, or PL0 after PMUSERENR.EN), and
+//! handles (`target_arch = "arm"` only) are made from an [`Armv7Pmu`](crate::Armv7Pmu) over a register
+//! file that reaches the hardware (`Cp15Access`: PL1, or PL0 after PMUSERENR.EN), and
 //! borrow it, so they cannot outlive the access it stands for.
 //!
 //! A handle reads the register and nothing else: the value is the same as
