@@ -98,3 +98,113 @@ pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
     })?;
     Ok((pin, pmu))
 }
+
+/// The kernel-entry sentinel of this backend: event counter `counter` counting
+/// INST_RETIRED (0x08) at PL1 only (PMXEVTYPER.P = 0, U = 1, NSH = 0), read from PL0
+/// through PMSELR + `isb` + PMXEVCNTR (the PMUv2 baseline: PL0 cannot tell PMUv3,
+/// whose `PMEVCNTR<n>` encodings would save the select).
+///
+/// The filter bits are PMUv2's (ARMv7-A/R ARM, DDI 0406C, C12 "PMXEVTYPER"; PMUv3 in
+/// AArch32 keeps them: DDI 0487 G8 "`PMEVTYPER<n>`"), the ones Linux 6.12
+/// drivers/perf/arm_v7_pmu.c `armv7pmu_set_event_filter` writes for
+/// `exclude_user` on the Cortex-A7/A15/A12/A17; the exact split of PL1 and PL0
+/// instructions is measured with qemu/armv7-virt's `filter` scenario.
+#[derive(Debug)]
+pub struct Pl1InstRetired {
+    counter: u8,
+}
+
+impl Pl1InstRetired {
+    /// Programs and starts the sentinel on the highest event counter of `pmu` that
+    /// `used` does not hold.
+    ///
+    /// # Errors
+    /// Why there is none, as [`crate::Sentinel::Off`] says it: every event counter is
+    /// in use, or the PMU refused the event or the filter.
+    pub fn program(
+        pmu: &Pl0Pmu,
+        used: impl Iterator<Item = pmu_core::Slot>,
+    ) -> std::result::Result<Self, String> {
+        use pmu_armv8::{Armv8Event, EventNumber};
+        use pmu_core::{Pmu, PrivilegeFilter, Slot};
+        let used: Vec<Slot> = used.collect();
+        let n = pmu.event_counters();
+        let Some(counter) = (0..n)
+            .rev()
+            .find(|&c| !used.contains(&Slot::Programmable(c)))
+        else {
+            return Err(format!(
+                "all {n} event counters count the region's events: ask for one event fewer \
+                 to have one"
+            ));
+        };
+        let slot = Slot::Programmable(counter);
+        pmu.configure(
+            slot,
+            Armv8Event::new(EventNumber::INST_RETIRED),
+            PrivilegeFilter::KERNEL,
+        )
+        .map_err(|e| format!("counter {counter} refused INST_RETIRED at PL1 only: {e}"))?;
+        pmu.clear_overflow(slot);
+        pmu.enable(slot);
+        Ok(Self { counter })
+    }
+
+    /// The event counter it uses.
+    pub fn counter(&self) -> u8 {
+        self.counter
+    }
+
+    fn mask(&self) -> u32 {
+        1 << self.counter
+    }
+}
+
+impl super::kernel_sentinel::SentinelCounter for Pl1InstRetired {
+    #[inline(always)]
+    fn read(&self) -> u64 {
+        // SAFETY: the meter checks PMUSERENR.EN before each edge's reads (the
+        // `PmuserenrEn` of its GenericDirectMeter), and `counter` < PMCR.N (`program`).
+        unsafe { pmu_armv7::asm::set_pmselr(u32::from(self.counter)) };
+        // PMXEVCNTR must see the new PMSELR (DDI 0406C B3.15.5; pmu_armv7::reader).
+        pmu_armv7::asm::isb();
+        // SAFETY: as above.
+        u64::from(unsafe { pmu_armv7::asm::pmxevcntr() })
+    }
+
+    fn width(&self) -> pmu_core::CounterWidth {
+        pmu_core::CounterWidth::W32
+    }
+
+    #[inline(always)]
+    fn overflowed(&self) -> bool {
+        // SAFETY: as in `read`.
+        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
+        pmovsr & self.mask() != 0
+    }
+
+    #[inline(always)]
+    fn clear_overflow(&self) {
+        // SAFETY: as in `read`; write-1-to-clear touches only this counter's flag.
+        unsafe { pmu_armv7::asm::set_pmovsr(self.mask()) };
+    }
+
+    fn start(&self) {
+        if PmuserenrEn.granted() {
+            // SAFETY: EN was just seen; only this counter's bit.
+            unsafe { pmu_armv7::asm::set_pmcntenset(self.mask()) };
+            // Counting starts before the instructions that follow.
+            pmu_armv7::asm::isb();
+        }
+    }
+
+    fn stop(&self) {
+        // Without the grant the access would trap, and the kernel owns the PMU again.
+        if PmuserenrEn.granted() {
+            // SAFETY: EN was just seen; only this counter's bit.
+            unsafe { pmu_armv7::asm::set_pmcntenclr(self.mask()) };
+            // Counting stops before the instructions that follow.
+            pmu_armv7::asm::isb();
+        }
+    }
+}
