@@ -838,7 +838,8 @@ fn perf_opened(session: crate::Session, events: usize, why: String) -> Opened {
     }
 }
 
-/// The AArch32 direct meter over `counters`, watched by a kernel-entry sentinel on a
+/// The AArch32 direct meter over `counters` (read at the floor: [`FloorCounters`]),
+/// watched by a kernel-entry sentinel on a
 /// free event counter ([`crate::direct::aarch32::Pl1InstRetired`]) where there is one;
 /// without, it says why.
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]
@@ -846,17 +847,18 @@ fn aarch32_with_sentinel(
     counters: crate::direct::OwnedCounters<pmu_armv7::Pl0Pmu>,
     names: Vec<String>,
 ) -> Result<Box<dyn Counters>> {
-    use crate::direct::aarch32::{Pl1InstRetired, PmuserenrEn};
+    use crate::direct::aarch32::{FloorCounters, Pl1InstRetired, PmuserenrEn};
     use crate::direct::kernel_sentinel::{with_sentinel, SentinelMeter, WithoutSentinel};
     use crate::direct::GenericDirectMeter;
     match Pl1InstRetired::program(counters.pmu(), counters.slots()) {
         Ok(sentinel) => {
             let how = format!(
                 "event counter {} programmed by the library (INST_RETIRED, PMXEVTYPER.U \
-                 set, P clear), read through PMSELR + PMXEVCNTR before and after the \
-                 region's counters",
+                 set, P clear), read through PMSELR + PMXEVCNTR before the region's \
+                 counters at the start and after them at the stop",
                 sentinel.counter()
             );
+            let counters = FloorCounters::new(counters)?;
             let (set, link) = with_sentinel(counters, sentinel);
             let inner = GenericDirectMeter::new(set, names, PmuserenrEn)?;
             Ok(Box::new(SentinelMeter::new(
@@ -867,7 +869,7 @@ fn aarch32_with_sentinel(
             )))
         }
         Err(why) => Ok(Box::new(WithoutSentinel::new(
-            GenericDirectMeter::new(counters, names, PmuserenrEn)?,
+            GenericDirectMeter::new(FloorCounters::new(counters)?, names, PmuserenrEn)?,
             why,
         ))),
     }

@@ -112,6 +112,20 @@ impl ReadPath {
 }
 
 #[cfg(target_arch = "arm")]
+impl ReadPath {
+    /// The function that reads this path: one `mrc` (PMCCNTR, `PMEVCNTR<n>`) or the
+    /// selected read, for a caller that keeps its own table (a [`Reader`] is the borrowed,
+    /// safe form).
+    ///
+    /// Calling it is `unsafe`: the path must come from [`ReadPath::for_slot`] for this
+    /// CPU's PMU (its version and PMCR.N), the access must be permitted (PL1, or PL0 with
+    /// PMUSERENR.EN), and nothing may change PMSELR during a selected read.
+    pub fn read_fn(self) -> unsafe fn() -> u32 {
+        hw::read_fn(self)
+    }
+}
+
+#[cfg(target_arch = "arm")]
 pub use hw::{Cp15Access, CycleReader, EventReader, Reader};
 
 #[cfg(target_arch = "arm")]
@@ -240,6 +254,15 @@ mod hw {
     /// PMSELR + PMXEVCNTR readers, n = 0..=30.
     const SELECTED: [unsafe fn() -> u32; 31] = table!(selected: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30);
 
+    /// The table entry of `path` (n ≤ 30: `ReadPath::for_slot` never makes more).
+    pub(super) fn read_fn(path: ReadPath) -> unsafe fn() -> u32 {
+        match path {
+            ReadPath::Pmccntr => cycles,
+            ReadPath::Pmevcntr(n) => PMEVCNTR[usize::from(n.min(30))],
+            ReadPath::Selected(n) => SELECTED[usize::from(n.min(30))],
+        }
+    }
+
     impl<R: Cp15Access> Armv7Pmu<R> {
         /// The cycle counter's reader.
         pub fn cycle_reader(&self) -> CycleReader<'_> {
@@ -268,13 +291,8 @@ mod hw {
         /// [`ReaderError::OutOfRange`] for a counter this PMU lacks.
         pub fn reader(&self, slot: Slot) -> Result<Reader<'_>, ReaderError> {
             let path = ReadPath::for_slot(self.perfmon(), self.event_counters(), slot)?;
-            let read = match path {
-                ReadPath::Pmccntr => cycles as unsafe fn() -> u32,
-                ReadPath::Pmevcntr(n) => PMEVCNTR[usize::from(n)],
-                ReadPath::Selected(n) => SELECTED[usize::from(n)],
-            };
             Ok(Reader {
-                read,
+                read: read_fn(path),
                 path,
                 _pmu: PhantomData,
             })

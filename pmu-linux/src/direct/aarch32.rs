@@ -208,3 +208,109 @@ impl super::kernel_sentinel::SentinelCounter for Pl1InstRetired {
         }
     }
 }
+
+/// The region's counters read at the floor: each counter's read function chosen once,
+/// when the set is made (`pmu_armv7::reader`: PMCCNTR with one `mrc`, an event counter
+/// through PMSELR + `isb` + PMXEVCNTR), so an edge costs one indirect call per counter
+/// instead of the driver's slot decoding; one PMOVSR read for every overflow flag, one
+/// write to clear them. Everything else is the [`OwnedCounters`](super::OwnedCounters)'.
+#[derive(Debug)]
+pub struct FloorCounters {
+    counters: super::OwnedCounters<Pl0Pmu>,
+    reads: Vec<unsafe fn() -> u32>,
+    masks: Vec<u32>,
+    all: u32,
+}
+
+impl FloorCounters {
+    /// The floor reads of `counters`.
+    ///
+    /// # Errors
+    /// [`Error::Pmu`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
+    /// counter on this PMU (cannot happen for slots the PMU allocated).
+    pub fn new(counters: super::OwnedCounters<Pl0Pmu>) -> Result<Self> {
+        use pmu_armv7::reader::ReadPath;
+        use pmu_armv7::CounterId;
+        let pmu = counters.pmu();
+        let mut reads = Vec::with_capacity(counters.slots().len());
+        let mut masks = Vec::with_capacity(counters.slots().len());
+        for slot in counters.slots() {
+            let path =
+                ReadPath::for_slot(pmu.perfmon(), pmu.event_counters(), slot).map_err(|_| {
+                    pmu_core::Error::CounterOutOfRange {
+                        slot,
+                        available: u32::from(pmu.event_counters()),
+                    }
+                })?;
+            reads.push(path.read_fn());
+            masks.push(match path {
+                ReadPath::Pmccntr => CounterId::Cycle.mask(),
+                ReadPath::Pmevcntr(n) | ReadPath::Selected(n) => CounterId::Event(n).mask(),
+            });
+        }
+        let all = masks.iter().fold(0, |a, m| a | m);
+        Ok(Self {
+            counters,
+            reads,
+            masks,
+            all,
+        })
+    }
+}
+
+impl super::CounterSet for FloorCounters {
+    fn len(&self) -> usize {
+        self.reads.len()
+    }
+    fn width(&self, _: usize) -> pmu_core::CounterWidth {
+        // Every AArch32 counter is 32 bits here (PMCR.LC stays 0: pmu_armv7::pmu).
+        pmu_core::CounterWidth::W32
+    }
+    #[inline(always)]
+    fn read(&self, i: usize) -> u64 {
+        // SAFETY: `reads[i]` came from `ReadPath::for_slot` for this PMU; the meter
+        // checks PMUSERENR.EN before each edge; the thread is pinned and owns the PMU
+        // (`take_pl0`), so nothing changes PMSELR in a selected read.
+        u64::from(unsafe { (self.reads[i])() })
+    }
+    #[inline(always)]
+    fn overflowed(&self, i: usize) -> bool {
+        // SAFETY: as in `read`.
+        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
+        pmovsr & self.masks[i] != 0
+    }
+    #[inline(always)]
+    fn clear_overflow(&self, i: usize) {
+        // SAFETY: as in `read`; write-1-to-clear touches this counter's flag only.
+        unsafe { pmu_armv7::asm::set_pmovsr(self.masks[i]) };
+    }
+    fn start(&self, i: usize) {
+        super::CounterSet::start(&self.counters, i)
+    }
+    fn stop(&self, i: usize) {
+        super::CounterSet::stop(&self.counters, i)
+    }
+    #[inline(always)]
+    fn read_all(&self, out: &mut [u64]) {
+        for (v, read) in out.iter_mut().zip(&self.reads) {
+            // SAFETY: as in `read`.
+            *v = u64::from(unsafe { read() });
+        }
+    }
+    #[inline(always)]
+    fn overflowed_all(&self, out: &mut [bool]) {
+        // SAFETY: as in `read`.
+        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
+        for (o, mask) in out.iter_mut().zip(&self.masks) {
+            *o = pmovsr & mask != 0;
+        }
+    }
+    #[inline(always)]
+    fn clear_overflows(&self) {
+        // SAFETY: as in `read`; only the region's counters' flags.
+        unsafe { pmu_armv7::asm::set_pmovsr(self.all) };
+    }
+    fn leave_programmed(&mut self) {
+        self.counters.leave_programmed();
+    }
+}

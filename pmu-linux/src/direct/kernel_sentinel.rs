@@ -4,18 +4,18 @@
 //!
 //! - [`SentinelCounter`] is that counter (AArch32: [`super::aarch32::Pl1InstRetired`]; a
 //!   fake in the tests);
-//! - [`WithSentinel`] wraps the region's [`CounterSet`]: every `read_all` reads the
-//!   sentinel before and after the counters, so the sentinel's window (first read at
-//!   the start edge, last read at the stop edge) encloses the counters' window. The
-//!   meter's system calls (`getrusage`, `sched_getcpu`) stay outside it: they run before
-//!   the start edge's `read_all` and after the stop edge's;
+//! - [`WithSentinel`] wraps the region's [`CounterSet`]: its `read_all` reads the
+//!   sentinel before the counters at the start edge and after them at the stop edge
+//!   (the [`SentinelMeter`] says which edge comes), so the sentinel's window encloses
+//!   the counters' window. The meter's system calls (`getrusage`, `sched_getcpu`) stay
+//!   outside it: they run before the start edge's `read_all` and after the stop edge's;
 //! - [`SentinelMeter`] wraps the [`GenericDirectMeter`](super::GenericDirectMeter) over
 //!   it: after each stop, the sentinel's difference is [`Evidence::kernel_entries`]
 //!   and, when it is not 0, every reading gets [`Hazards::KERNEL_ENTRY`].
 //!
 //! A sentinel sees the kernel's own instructions, so any interrupt, exception, system
-//! call or preemption between the edges counts. Its cost is two more counter reads per
-//! edge.
+//! call or preemption between the edges counts. Its cost is one more counter read per
+//! edge, outside the counters' window.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -43,12 +43,16 @@ pub trait SentinelCounter {
     fn stop(&self);
 }
 
-/// The sentinel's values around the last `read_all`, and its overflow flag at the last
-/// stop edge.
+/// Which edge the next `read_all` is, the sentinel's value there, and its overflow flag
+/// at the last stop edge.
 #[derive(Clone, Copy, Debug, Default)]
 struct Edges {
-    before: u64,
-    after: u64,
+    /// The next `read_all` is a stop edge's.
+    stopping: bool,
+    /// At the start edge.
+    start: u64,
+    /// At the stop edge.
+    end: u64,
     overflowed: bool,
 }
 
@@ -85,18 +89,19 @@ impl<C: CounterSet, S: SentinelCounter> CounterSet for WithSentinel<C, S> {
     fn stop(&self, i: usize) {
         self.counters.stop(i)
     }
-    /// The sentinel, the counters, the sentinel.
+    /// Start edge: the sentinel, then the counters. Stop edge: the counters, then the
+    /// sentinel.
     #[inline(always)]
     fn read_all(&self, out: &mut [u64]) {
-        let before = self.sentinel.read();
-        self.counters.read_all(out);
-        let after = self.sentinel.read();
-        let overflowed = self.edges.get().overflowed;
-        self.edges.set(Edges {
-            before,
-            after,
-            overflowed,
-        });
+        let mut edges = self.edges.get();
+        if edges.stopping {
+            self.counters.read_all(out);
+            edges.end = self.sentinel.read();
+        } else {
+            edges.start = self.sentinel.read();
+            self.counters.read_all(out);
+        }
+        self.edges.set(edges);
     }
     /// The counters' flags, then the sentinel's (only the stop edge asks).
     #[inline(always)]
@@ -173,6 +178,13 @@ impl<M: Counters, S: SentinelCounter> SentinelMeter<M, S> {
         }
     }
 
+    #[inline(always)]
+    fn set_stopping(&self, stopping: bool) {
+        let mut edges = self.link.edges.get();
+        edges.stopping = stopping;
+        self.link.edges.set(edges);
+    }
+
     /// The sentinel's count over the last region (`None` before the first stop).
     pub fn kernel_entries(&self) -> Option<u64> {
         self.entries
@@ -185,26 +197,28 @@ impl<M: Counters, S: SentinelCounter> RegionMeter for SentinelMeter<M, S> {
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
         self.entries = None;
+        self.set_stopping(false);
         self.inner.start()?;
-        self.start = self.link.edges.get().before;
+        self.start = self.link.edges.get().start;
         Ok(())
     }
 
     #[inline(always)]
     fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
+        self.set_stopping(true);
         self.inner.stop(out)?;
         let edges = self.link.edges.get();
         let width = self.link.sentinel.width();
-        let delta = width.wrapping_delta(self.start, edges.after);
+        let delta = width.wrapping_delta(self.start, edges.end);
         // One wrap at most, as for the counters (pmu-core `CounterWidth::accumulate`).
         // The flag is read after the value: a wrap in between would add 2^bits, but a
         // wrap needs the kernel to run on this CPU then, so the hazard stays true.
-        let entries =
-            if edges.overflowed && width.truncate(edges.after) >= width.truncate(self.start) {
-                delta.saturating_add(1 << width.bits().min(63))
-            } else {
-                delta
-            };
+        let entries = if edges.overflowed && width.truncate(edges.end) >= width.truncate(self.start)
+        {
+            delta.saturating_add(1 << width.bits().min(63))
+        } else {
+            delta
+        };
         self.entries = Some(entries);
         if entries > 0 {
             let n = self.events.min(out.len());
@@ -390,7 +404,7 @@ mod tests {
         assert_eq!(m.evidence().kernel_entries, Some(0));
         assert_eq!(
             *j.log.borrow(),
-            ["sentinel", "counter", "sentinel", "sentinel", "counter", "sentinel"]
+            ["sentinel", "counter", "counter", "sentinel"]
         );
     }
 
