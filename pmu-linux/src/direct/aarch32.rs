@@ -13,6 +13,11 @@
 //!   (PMUSERENR is readable at PL0 whatever it holds), so a revoked grant is an error
 //!   instead of SIGILL.
 //!
+//! - [`FloorCounters`] reads the region's counters through `pmu_armv7::reader`'s
+//!   table (one indirect call per counter);
+//! - [`Pl1InstRetired`] is the kernel-entry sentinel: INST_RETIRED at PL1 only on a
+//!   free event counter (docs/sentinel.md).
+//!
 //! PL0 cannot read ID_DFR0: the backend assumes the PMUv2 baseline (8-bit event numbers,
 //! no PMCEID), which PMUv3 seen from AArch32 extends. Every counter is 32 bits; overflow
 //! is flagged from PMOVSR.
