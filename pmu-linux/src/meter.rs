@@ -838,9 +838,9 @@ fn perf_opened(session: crate::Session, events: usize, why: String) -> Opened {
     }
 }
 
-/// The AArch32 direct meter over `counters` (read at the floor: [`FloorCounters`]),
-/// watched by a kernel-entry sentinel on a
-/// free event counter ([`crate::direct::aarch32::Pl1InstRetired`]) where there is one;
+/// The AArch32 direct meter over `counters`, read at the floor
+/// ([`crate::direct::aarch32::FloorCounters`]) and watched by a kernel-entry sentinel on
+/// a free event counter ([`crate::direct::aarch32::Pl1InstRetired`]) where there is one;
 /// without, it says why.
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]
 fn aarch32_with_sentinel(

@@ -165,6 +165,14 @@ impl Pl1InstRetired {
     }
 }
 
+impl Drop for Pl1InstRetired {
+    /// Stops the counter (where the grant is still there), also when the meter it was
+    /// made for could not be built.
+    fn drop(&mut self) {
+        super::kernel_sentinel::SentinelCounter::stop(self);
+    }
+}
+
 impl super::kernel_sentinel::SentinelCounter for Pl1InstRetired {
     #[inline(always)]
     fn read(&self) -> u64 {
