@@ -24,6 +24,7 @@ use crate::error::{Error, Op, Result};
 use crate::sys::{self, ChildEnd};
 
 mod alloc;
+pub mod kernel_sentinel;
 mod meter;
 
 #[cfg(target_arch = "arm")]

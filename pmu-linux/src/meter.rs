@@ -318,6 +318,10 @@ impl MeterBuilder {
         }
         names.truncate(self.events.len());
         inner.counters().enable()?;
+        let sentinel = inner
+            .counters()
+            .sentinel()
+            .unwrap_or_else(|| crate::Sentinel::off("no backend of this meter reads one yet"));
         Ok(Meter {
             id: self.id,
             names,
@@ -326,7 +330,7 @@ impl MeterBuilder {
             inner,
             kind,
             why,
-            sentinel: crate::Sentinel::off("no backend of this meter reads one yet"),
+            sentinel,
             config: self.config,
             started: false,
             readings: [Reading::default(); MAX_EVENTS],
@@ -687,6 +691,12 @@ impl MeterBuilder {
         for i in ccr {
             meter = meter.scaled(i, self.divider.cycles_per_tick())?;
         }
+        let meter = crate::direct::kernel_sentinel::WithoutSentinel::new(
+            meter,
+            "the ARM1176 counters have no privilege filter: every counter counts in every \
+             mode (ARM1176JZF-S TRM 3.2.51, PMCR); kernel entries that end in a context \
+             switch are seen through getrusage only",
+        );
         Ok(direct_opened(
             Box::new(meter),
             self.events.len(),
@@ -716,13 +726,9 @@ impl MeterBuilder {
         let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
         let counters =
             crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
-        let meter = crate::direct::GenericDirectMeter::new(
-            counters,
-            self.names(),
-            crate::direct::aarch32::PmuserenrEn,
-        )?;
+        let meter = aarch32_with_sentinel(counters, self.names())?;
         Ok(direct_opened(
-            Box::new(meter),
+            meter,
             self.events.len(),
             format!(
                 "direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN from kmod-enable-user's \
@@ -829,6 +835,43 @@ fn perf_opened(session: crate::Session, events: usize, why: String) -> Opened {
         kind: BackendKind::Perf,
         why,
         pin: None,
+    }
+}
+
+/// The AArch32 direct meter over `counters`, read at the floor
+/// ([`crate::direct::aarch32::FloorCounters`]) and watched by a kernel-entry sentinel on
+/// a free event counter ([`crate::direct::aarch32::Pl1InstRetired`]) where there is one;
+/// without, it says why.
+#[cfg(all(target_arch = "arm", target_feature = "v7"))]
+fn aarch32_with_sentinel(
+    counters: crate::direct::OwnedCounters<pmu_armv7::Pl0Pmu>,
+    names: Vec<String>,
+) -> Result<Box<dyn Counters>> {
+    use crate::direct::aarch32::{FloorCounters, Pl1InstRetired, PmuserenrEn};
+    use crate::direct::kernel_sentinel::{with_sentinel, SentinelMeter, WithoutSentinel};
+    use crate::direct::GenericDirectMeter;
+    match Pl1InstRetired::program(counters.pmu(), counters.slots()) {
+        Ok(sentinel) => {
+            let how = format!(
+                "event counter {} programmed by the library (INST_RETIRED, PMXEVTYPER.U \
+                 set, P clear), read through PMSELR + PMXEVCNTR before the region's \
+                 counters at the start and after them at the stop",
+                sentinel.counter()
+            );
+            let counters = FloorCounters::new(counters)?;
+            let (set, link) = with_sentinel(counters, sentinel);
+            let inner = GenericDirectMeter::new(set, names, PmuserenrEn)?;
+            Ok(Box::new(SentinelMeter::new(
+                inner,
+                link,
+                "instructions",
+                &how,
+            )))
+        }
+        Err(why) => Ok(Box::new(WithoutSentinel::new(
+            GenericDirectMeter::new(FloorCounters::new(counters)?, names, PmuserenrEn)?,
+            why,
+        ))),
     }
 }
 
