@@ -311,7 +311,6 @@ impl MeterBuilder {
             kind,
             why,
             pin: backend_pin,
-            sentinel,
         } = opened;
         let mut extra = Vec::new();
         for name in names.iter().skip(self.events.len()) {
@@ -319,6 +318,10 @@ impl MeterBuilder {
         }
         names.truncate(self.events.len());
         inner.counters().enable()?;
+        let sentinel = inner
+            .counters()
+            .sentinel()
+            .unwrap_or_else(|| crate::Sentinel::off("no backend of this meter reads one yet"));
         Ok(Meter {
             id: self.id,
             names,
@@ -327,8 +330,7 @@ impl MeterBuilder {
             inner,
             kind,
             why,
-            sentinel: sentinel
-                .unwrap_or_else(|| crate::Sentinel::off("no backend of this meter reads one yet")),
+            sentinel,
             config: self.config,
             started: false,
             readings: [Reading::default(); MAX_EVENTS],
@@ -521,7 +523,6 @@ impl MeterBuilder {
             kind: BackendKind::Perf,
             why,
             pin: None,
-            sentinel: None,
         }))
     }
 
@@ -680,7 +681,7 @@ impl MeterBuilder {
         pin: PinGuard,
     ) -> Result<Opened> {
         let (region, sentinel) = crate::direct::lean_granted(pmu, placed, self.names())?;
-        let mut opened = direct_opened(
+        Ok(direct_opened(
             region,
             self.events.len(),
             format!(
@@ -690,9 +691,7 @@ impl MeterBuilder {
                  than 2^32 events); regions without system calls (CPU from rseq; {sentinel})"
             ),
             pin,
-        );
-        opened.sentinel = Some(sentinel);
-        Ok(opened)
+        ))
     }
 
     /// The lean region on counters the library programs under EN, with its own
@@ -706,7 +705,7 @@ impl MeterBuilder {
         pin: PinGuard,
     ) -> Result<Opened> {
         let (region, sentinel) = crate::direct::lean_programmed(pmu, placed, self.names())?;
-        let mut opened = direct_opened(
+        Ok(direct_opened(
             region,
             self.events.len(),
             format!(
@@ -715,9 +714,7 @@ impl MeterBuilder {
                  system calls (CPU from rseq, overflow flags; {sentinel})"
             ),
             pin,
-        );
-        opened.sentinel = Some(sentinel);
-        Ok(opened)
+        ))
     }
 
     #[cfg(target_arch = "arm")]
@@ -861,7 +858,6 @@ impl MeterBuilder {
             kind: BackendKind::Software,
             why,
             pin: None,
-            sentinel: None,
         })
     }
 
@@ -880,8 +876,6 @@ struct Opened {
     kind: BackendKind,
     why: String,
     pin: Option<PinGuard>,
-    /// The backend's kernel-entry sentinel, where it said (`None`: it has none yet).
-    sentinel: Option<crate::Sentinel>,
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -893,7 +887,6 @@ fn perf_opened(session: crate::Session, events: usize, why: String) -> Opened {
         kind: BackendKind::Perf,
         why,
         pin: None,
-        sentinel: None,
     }
 }
 
@@ -906,7 +899,6 @@ fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinG
         kind: BackendKind::Direct,
         why,
         pin: Some(pin),
-        sentinel: None,
     }
 }
 

@@ -557,6 +557,10 @@ mod imp {
             Ok(())
         }
 
+        fn sentinel(&self) -> Option<Sentinel> {
+            Some(self.sentinel_state.clone())
+        }
+
         fn evidence(&self) -> Evidence {
             let mut out = [Reading::default(); crate::MAX_EVENTS];
             let common = lean_hazards(
