@@ -17,6 +17,10 @@
 //!   access from PMUSERENR_EL0, which EL0 may always read, checked before every counter
 //!   access so a revoked grant is an error instead of SIGILL.
 //!
+//! - [`lean`]'s `LeanRegion` (ARMv8) measures regions without system calls: the CPU from
+//!   the thread's rseq area, every kernel entry (switches included) from the kernel-entry
+//!   sentinel, overflow from PMOVSSET_EL0.
+//!
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
 
@@ -25,6 +29,7 @@ use crate::sys::{self, ChildEnd};
 
 mod alloc;
 pub mod kernel_sentinel;
+pub mod lean;
 mod meter;
 
 #[cfg(target_arch = "arm")]
@@ -37,6 +42,12 @@ mod tests;
 #[cfg(target_arch = "aarch64")]
 pub use alloc::allocate_granted;
 pub use alloc::{allocate, OwnedCounters, MODULE_LAYOUT};
+pub use lean::SENTINEL_FILTER;
+#[cfg(target_arch = "aarch64")]
+pub use lean::{
+    lean_granted, lean_programmed, Flags, LeanRegion, NoFlags, NoSentinel, OverflowFlags,
+    SentinelRead, Watching,
+};
 pub use meter::{CounterSet, DirectMeter, GenericDirectMeter};
 
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]

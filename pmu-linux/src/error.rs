@@ -264,6 +264,8 @@ pub enum Op {
     Rusage,
     /// `fork` / `waitpid` of the probe child.
     Probe,
+    /// `sched_getcpu()` (a direct region without an rseq area).
+    Getcpu,
 }
 
 impl fmt::Display for Op {
@@ -278,6 +280,7 @@ impl fmt::Display for Op {
             Self::Affinity => "setting the CPU affinity",
             Self::Rusage => "reading the thread's switch counts",
             Self::Probe => "running the access probe",
+            Self::Getcpu => "reading the thread's CPU (sched_getcpu)",
         })
     }
 }
@@ -489,6 +492,15 @@ pub enum Error {
     Core(pmu_core::Error),
     /// The ARMv8 driver could not take over the PMU.
     Armv8Probe(pmu_armv8::ProbeError),
+    /// An ARMv8 counter handle was refused when made: the grant does not cover the
+    /// counter (the error names what it covers).
+    CounterHandle(pmu_armv8::handle::HandleError),
+    /// A direct region was given a sentinel description that contradicts its sentinel
+    /// (counting without a counter, or off with one): a bug of the caller.
+    SentinelMismatch {
+        /// What the description said.
+        said: String,
+    },
     /// kmod-enable-user's `layout` parameter could not be read or understood (the
     /// read-only grant: the module's counters are the only ones EL0 may read).
     ModuleLayout {
@@ -872,6 +884,11 @@ impl fmt::Display for Error {
             Self::Core(e) => e.fmt(f),
             Self::Hybrid(problem) => problem.fmt(f),
             Self::Armv8Probe(e) => e.fmt(f),
+            Self::CounterHandle(e) => e.fmt(f),
+            Self::SentinelMismatch { said } => write!(
+                f,
+                "the region's sentinel description contradicts its sentinel counter: {said}"
+            ),
             Self::ModuleLayout { reason } => write!(
                 f,
                 "kmod-enable-user's counter layout: {reason}"

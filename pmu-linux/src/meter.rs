@@ -599,6 +599,9 @@ impl MeterBuilder {
                 Ok((event, Some(slot)))
             })
             .collect::<Result<Vec<_>>>()?;
+        if !self.options.thorough_evidence {
+            return self.open_direct_lean_granted(pmu, &placed, &layout, cpu, pin);
+        }
         let counters =
             crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
         let meter = crate::direct::GenericDirectMeter::new(counters, self.names(), access)?;
@@ -636,6 +639,9 @@ impl MeterBuilder {
         match taken {
             Ok((pin, pmu)) => {
                 let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
+                if !self.options.thorough_evidence {
+                    return self.open_direct_lean_programmed(pmu, &placed, cpu, pin);
+                }
                 let counters = crate::direct::OwnedCounters::allocate(
                     pmu,
                     &placed,
@@ -661,6 +667,54 @@ impl MeterBuilder {
             }) => self.open_direct_granted(),
             Err(e) => Err(e),
         }
+    }
+
+    /// The read-only grant's lean region (no system calls; `Options::thorough_evidence`
+    /// takes the getrusage region instead).
+    #[cfg(target_arch = "aarch64")]
+    fn open_direct_lean_granted(
+        &self,
+        pmu: pmu_armv8::granted::GrantedPmu<pmu_armv8::granted::El0Reads>,
+        placed: &[(pmu_core::Event, Option<pmu_core::Slot>)],
+        layout: &str,
+        cpu: usize,
+        pin: PinGuard,
+    ) -> Result<Opened> {
+        let (region, sentinel) = crate::direct::lean_granted(pmu, placed, self.names())?;
+        Ok(direct_opened(
+            region,
+            self.events.len(),
+            format!(
+                "grant: read-only (ER|CR) from kmod-enable-user on CPU {cpu}: the counters the \
+                 module runs ({layout}), read with one instruction, EL0 only; event counters \
+                 read as 32 bits (no overflow flags without EN: a region must count fewer \
+                 than 2^32 events); regions without system calls (CPU from rseq; {sentinel})"
+            ),
+            pin,
+        ))
+    }
+
+    /// The lean region on counters the library programs under EN, with its own
+    /// sentinel where a counter is free.
+    #[cfg(target_arch = "aarch64")]
+    fn open_direct_lean_programmed(
+        &self,
+        pmu: pmu_armv8::El0Pmu,
+        placed: &[(pmu_core::Event, Option<pmu_core::Slot>)],
+        cpu: usize,
+        pin: PinGuard,
+    ) -> Result<Opened> {
+        let (region, sentinel) = crate::direct::lean_programmed(pmu, placed, self.names())?;
+        Ok(direct_opened(
+            region,
+            self.events.len(),
+            format!(
+                "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the \
+                 library programs the counters itself, counting EL0 only; regions without \
+                 system calls (CPU from rseq, overflow flags; {sentinel})"
+            ),
+            pin,
+        ))
     }
 
     #[cfg(target_arch = "arm")]

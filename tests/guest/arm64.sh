@@ -26,6 +26,20 @@ probe() {
 	result probe tag=$tag cpu=$cpu mode=$1 status=$status $out
 }
 
+# pmu-demo lean-check on CPU $2 (userspace-demo/src/lean_check_cmd.rs): the direct
+# backend's syscall-free region (getpid flagged, quiet blocks clean or explained by
+# /proc/interrupts, a preset counter's overflow) and its counter handles.
+# usage: lean TAG CPU [ARGS]
+lean() {
+	tag=$1
+	cpu=$2
+	shift 2
+	out=$(pmu-demo lean-check --cpu "$cpu" "$@" 2>/tmp/lean.err)
+	status=$?
+	sed "s/^/STDERR $tag /" /tmp/lean.err
+	result lean tag=$tag cpu=$cpu status=$status $out
+}
+
 # Direct access off before loading; the default grant (read-only: the module's own
 # counters readable, every write traps) on every CPU; off again after unloading; the
 # write opt-in (el0_programming=1) with the direct backend programming the PMU itself,
@@ -43,6 +57,9 @@ scenario_access() {
 	# pmu-demo's direct backend on the module's counters (no EN: read-only).
 	demo default-cpu0 0 direct
 	demo default-cpu1 1 direct
+	# The syscall-free region without a sentinel: getrusage for switches, no claim
+	# about other kernel entries.
+	lean default-lean 0 --rounds 200
 	for c in 0 1; do
 		probe default-read-$c $c read 5
 		probe default-cycles-$c $c cycles
@@ -66,6 +83,8 @@ scenario_access() {
 	echo "JSON hazards $(tr -d '\n' </tmp/hazards.out)"
 	sed "s/^/STDERR hazards /" /tmp/hazards.err
 	result hazards status=$status
+	# The syscall-free region with the backend's own sentinel and overflow flags.
+	lean programming-lean 0 --program --rounds 200
 
 	echo 0 >/sys/devices/system/cpu/cpu1/online
 	off=$?
@@ -96,6 +115,8 @@ scenario_access() {
 	irqs_before=$(cpu_interrupts 0)
 	probe sentinel 0 kernel-entry 4 1000
 	result sentinel-interrupts cpu=0 delta=$(($(cpu_interrupts 0) - irqs_before))
+	# The syscall-free region on the module's counters and sentinel.
+	lean sentinel-lean 0 --rounds 500
 	unload sentinel
 	klog
 

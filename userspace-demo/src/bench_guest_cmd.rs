@@ -370,6 +370,7 @@ mod imp {
                 c.stop();
             }
         }
+        floor(&pool, n)?;
         let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER)?;
         counters[0].reset();
         let mut meter =
@@ -377,6 +378,122 @@ mod imp {
         meter.enable()?;
         accuracy("direct", &mut meter, Hazards::empty());
         meter.disable()?;
+        Ok(())
+    }
+
+    /// The direct path at the hardware floor (pmu-armv8 `handle`, pmu-linux
+    /// `direct::LeanRegion`): counter 0 measures, counter 1 is the measured one, counter
+    /// 2 the kernel-entry sentinel (INST_RETIRED at EL1 and EL2 only), all from the
+    /// pool's allocation under EN.
+    #[cfg(target_arch = "aarch64")]
+    fn floor(
+        pool: &pmu_linux::pmu_core::CounterPool<pmu_armv8::El0Pmu>,
+        n: u64,
+    ) -> Result<(), Failure> {
+        use pmu_armv8::handle::{CounterHandle, EventCounterN};
+        use pmu_linux::direct::{allocate, armv8::Pmuserenr, Flags, LeanRegion, Watching};
+        use pmu_linux::pmu_core::{PrivilegeFilter, Slot};
+        let counters = allocate(
+            pool,
+            &["instructions", "instructions"],
+            PrivilegeFilter::USER,
+        )?;
+        let sentinel = pool
+            .counter(
+                pmu_linux::pmu_core::GenericEvent::Instructions.into(),
+                pmu_linux::direct::SENTINEL_FILTER,
+            )
+            .map_err(pmu_linux::Error::from)?;
+        // The compile-time handles below name counters 1 and 2: the pool must have put
+        // them there (first free counters, in order).
+        let placed = [counters[1].slot(), sentinel.slot()];
+        if placed != [Slot::Programmable(1), Slot::Programmable(2)] {
+            return Err(Failure::new(format!(
+                "the floor bench expects PMEVCNTR1_EL0 and PMEVCNTR2_EL0, got {placed:?}"
+            )));
+        }
+        for c in counters.iter().chain([&sentinel]) {
+            c.reset();
+            c.start();
+        }
+        let grant = pool.pmu().registers();
+        let handle_error = |e: pmu_armv8::handle::HandleError| Failure::new(e.to_string());
+        let fixed = EventCounterN::<1>::new(grant).map_err(handle_error)?;
+        let chosen = CounterHandle::from_number(grant, black_box(1)).map_err(handle_error)?;
+        let m = || counters[0].read();
+        bench_line(
+            "direct-read-const",
+            per_op(&m, n, || {
+                black_box(fixed.read());
+            }),
+            "",
+        );
+        bench_line(
+            "direct-read-runtime",
+            per_op(&m, n, || {
+                black_box(chosen.read());
+            }),
+            "",
+        );
+
+        let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
+        let sentinel_state = pmu_linux::Sentinel::Counting {
+            event: "instructions".into(),
+            how: "PMEVCNTR2_EL0, EL1 and EL2 only".into(),
+        };
+        {
+            let mut region = LeanRegion::new(
+                &counters[1..2],
+                Pmuserenr,
+                [fixed],
+                vec!["instructions".into()],
+                Watching(EventCounterN::<2>::new(grant).map_err(handle_error)?),
+                sentinel_state.clone(),
+                Flags::with_en(grant),
+            )?;
+            let mut failed = false;
+            let cost = per_op(&m, n, || {
+                failed |= region.start().is_err();
+                failed |= region.stop(&mut out).is_err();
+                black_box(&out);
+            });
+            let cpu = if region.evidence().cpu_from_rseq {
+                "rseq"
+            } else {
+                "sched_getcpu"
+            };
+            bench_line(
+                "direct-region-lean-1",
+                cost,
+                &format!(" counters=1 failed={failed} handles=compile-time sentinel=yes cpu={cpu}"),
+            );
+            accuracy("direct-lean", &mut region, Hazards::empty());
+        }
+        {
+            let mut region = LeanRegion::new(
+                &counters[1..2],
+                Pmuserenr,
+                [chosen],
+                vec!["instructions".into()],
+                Watching(CounterHandle::from_number(grant, black_box(2)).map_err(handle_error)?),
+                sentinel_state,
+                Flags::with_en(grant),
+            )?;
+            let mut failed = false;
+            let cost = per_op(&m, n, || {
+                failed |= region.start().is_err();
+                failed |= region.stop(&mut out).is_err();
+                black_box(&out);
+            });
+            bench_line(
+                "direct-region-lean-runtime-1",
+                cost,
+                &format!(" counters=1 failed={failed} handles=run-time sentinel=yes"),
+            );
+        }
+        for c in counters.iter().chain([&sentinel]) {
+            c.stop();
+        }
         Ok(())
     }
 

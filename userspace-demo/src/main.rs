@@ -11,6 +11,7 @@
 mod bench_cmd;
 mod bench_guest_cmd;
 mod hazards_cmd;
+mod lean_check_cmd;
 mod list_cmd;
 mod measure_cmd;
 mod report;
@@ -78,6 +79,10 @@ enum Command {
     /// Read-path costs in instructions, for `cargo xtask bench` in the arm64 QEMU guest.
     #[command(hide = true)]
     BenchGuest(bench_guest_cmd::Args),
+    /// The direct backend's syscall-free region and counter handles, for the arm64
+    /// guest tests.
+    #[command(hide = true)]
+    LeanCheck(lean_check_cmd::Args),
     /// Arm SPE: sampling-filter registers and the perf event from what you want to sample,
     /// checked against an implementation's capabilities; `spe decode FILE` for raw buffers.
     Spe(spe_cmd::Args),
@@ -152,6 +157,7 @@ fn main() -> ExitCode {
         Command::Hazards(args) => hazards_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::BenchGuest(args) => bench_guest_cmd::run(&args),
+        Command::LeanCheck(args) => lean_check_cmd::run(&args),
         Command::Spe(args) => spe_cmd::run(&args),
     };
     match result {

@@ -77,13 +77,28 @@ const ICOUNT: &str = "-icount shift=0,align=off,sleep=off";
 const BLOCKS: [u64; 5] = [1, 10, 100, 1000, 10000];
 
 /// Our paths: their accuracy errors must all be 0.
-const OURS: [&str; 3] = ["perf-fast", "perf-read", "direct"];
+const OURS: [&str; 4] = ["perf-fast", "perf-read", "direct", "direct-lean"];
 
 /// The cost targets set for the read paths (instructions per operation,
 /// at most): reported with the table, met or missed; the bench fails only on accuracy.
-const TARGETS: [(&str, &str, f64); 2] = [
+const TARGETS: [(&str, &str, f64); 5] = [
     ("perf-fast", "perf fast read", 30.0),
     ("perf-region-1", "perf region of 1 counter", 80.0),
+    (
+        "direct-read-const",
+        "direct read, counter known at compile time",
+        4.0,
+    ),
+    (
+        "direct-read-runtime",
+        "direct read, counter chosen at run time",
+        8.0,
+    ),
+    (
+        "direct-region-lean-1",
+        "direct region, 1 counter (syscall-free, full verdict)",
+        30.0,
+    ),
 ];
 
 /// The method part of docs/bench.md; `@COSTS@`, `@TARGETS@` and `@ACCURACY@` are
@@ -486,8 +501,18 @@ impl Report {
                 lp_total,
             ),
             (
-                "direct read (module loaded)".into(),
+                "direct read through a `pmu_core::Counter` handle (bound tests + table)".into(),
                 self.per_op("direct-read"),
+                lp_fast,
+            ),
+            (
+                "direct read, counter known at compile time (`EventCounterN<1>`)".into(),
+                self.per_op("direct-read-const"),
+                lp_fast,
+            ),
+            (
+                "direct read, counter chosen at run time (`CounterHandle`)".into(),
+                self.per_op("direct-read-runtime"),
                 lp_fast,
             ),
         ];
@@ -499,8 +524,20 @@ impl Report {
             ));
         }
         v.push((
-            "direct region, 1 counter (start+stop+hazards)".into(),
+            "direct region, 1 counter (getrusage + sched_getcpu: `GenericDirectMeter`)".into(),
             self.per_op("direct-region-1"),
+            lp_fast.map(|f| f * 2.0),
+        ));
+        v.push((
+            "direct region, 1 counter (syscall-free, full verdict: `LeanRegion`, compile-time handles)"
+                .into(),
+            self.per_op("direct-region-lean-1"),
+            lp_fast.map(|f| f * 2.0),
+        ));
+        v.push((
+            "direct region, 1 counter (syscall-free, full verdict: `LeanRegion`, run-time handles, as `Meter` uses it)"
+                .into(),
+            self.per_op("direct-region-lean-runtime-1"),
             lp_fast.map(|f| f * 2.0),
         ));
         for build in &LIBPERF_BUILDS {
@@ -744,6 +781,10 @@ mod tests {
         out += "RESULT bench path=perf-fast-times per_op=28.000\n";
         out += "RESULT bench path=perf-read per_op=23.000 total=900.000\n";
         out += "RESULT bench path=libperf-default-fast per_op=520.000 fast=true\n";
+        // The direct floor (figures of a guest run, bench-guest `floor`).
+        out += "RESULT bench path=direct-read-const per_op=2.000 single_min=3\n";
+        out += "RESULT bench path=direct-read-runtime per_op=7.000 single_min=9\n";
+        out += "RESULT bench path=direct-region-lean-1 per_op=46.000 single_min=58 counters=1\n";
         for tag in ["perf", "direct", "libperf", "libperf-default"] {
             out += &format!("RESULT bench-run tag={tag} status=0\n");
         }
@@ -781,7 +822,9 @@ mod tests {
         // The targets (fast read ≤ 30, region of one counter ≤ 80): reported,
         // met or missed by the measured figure, or not measured.
         assert!(
-            table.contains("Targets: perf fast read ≤ 30: 20, met; perf region of 1 counter ≤ 80: not measured."),
+            table.contains(
+                "Targets: perf fast read ≤ 30: 20, met; perf region of 1 counter ≤ 80: not measured; direct read, counter known at compile time ≤ 4: 2, met; direct read, counter chosen at run time ≤ 8: 7, met; direct region, 1 counter (syscall-free, full verdict) ≤ 30: 46, missed."
+            ),
             "{table}"
         );
         // The JSON is read back by serde_json: whole instructions as integers, the
@@ -797,6 +840,9 @@ mod tests {
             json!([
                 {"path": "perf-fast", "at_most": 30, "per_op": 20, "met": true},
                 {"path": "perf-region-1", "at_most": 80, "per_op": null, "met": false},
+                {"path": "direct-read-const", "at_most": 4, "per_op": 2, "met": true},
+                {"path": "direct-read-runtime", "at_most": 8, "per_op": 7, "met": true},
+                {"path": "direct-region-lean-1", "at_most": 30, "per_op": 46, "met": false},
             ])
         );
         assert_eq!(
@@ -818,7 +864,7 @@ mod tests {
         let table = report.table();
         assert!(
             table.contains(
-                "Targets: perf fast read ≤ 30: 31, missed; perf region of 1 counter ≤ 80: 80, met."
+                "Targets: perf fast read ≤ 30: 31, missed; perf region of 1 counter ≤ 80: 80, met; direct read, counter known at compile time ≤ 4: 2, met; direct read, counter chosen at run time ≤ 8: 7, met; direct region, 1 counter (syscall-free, full verdict) ≤ 30: 46, missed."
             ),
             "{table}"
         );

@@ -49,6 +49,14 @@ impl El0Registers {
 
 sysreg_pmu_registers!(El0Registers);
 
+// SAFETY: `El0Registers::new`'s contract: PMUSERENR_EL0.EN on this (pinned) PE, which
+// opens every event counter below PMCR_EL0.N (read at construction) and PMCCNTR_EL0.
+unsafe impl crate::handle::ReadGrant for El0Registers {
+    fn readable(&self) -> crate::handle::CounterMask {
+        crate::handle::CounterMask::below(self.event_counters)
+    }
+}
+
 /// The PMU driven from EL0.
 pub type El0Pmu = Armv8Pmu<El0Registers>;
 

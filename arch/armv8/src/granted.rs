@@ -157,6 +157,26 @@ impl GrantedLayout {
         self.sentinel
     }
 
+    /// Every counter of the layout EL0 may read: its event counters, the sentinel and
+    /// the cycle counter (what a [`crate::handle`] may be made for).
+    pub fn readable(&self) -> crate::handle::CounterMask {
+        let mut mask = crate::handle::CounterMask::EMPTY;
+        let counters = self
+            .event_counters()
+            .iter()
+            .map(|&(n, _)| n)
+            .chain(self.sentinel.map(|(n, _)| n));
+        for n in counters {
+            if let Some(n) = EventCounter::new(n) {
+                mask = mask.with(crate::counter::CounterId::Event(n));
+            }
+        }
+        if self.cycle_counter {
+            mask = mask.with(crate::counter::CounterId::Cycle);
+        }
+        mask
+    }
+
     /// The slot that counts `event`: the cycle counter for CPU_CYCLES when the layout
     /// has it, else the first event counter with one of the event's candidates.
     pub fn slot_of(&self, event: Armv8Event) -> Option<Slot> {
@@ -214,6 +234,15 @@ impl CounterReads for El0Reads {
     fn cycle_counter(&self) -> u64 {
         // SAFETY: `new`'s contract: CR granted on this PE.
         unsafe { crate::asm::read_pmccntr_el0() }
+    }
+}
+
+// SAFETY: `El0Reads::new`'s contract: the grant is given on this (pinned) PE for every
+// counter the layout names, all below PMCR_EL0.N.
+#[cfg(target_arch = "aarch64")]
+unsafe impl crate::handle::ReadGrant for GrantedPmu<El0Reads> {
+    fn readable(&self) -> crate::handle::CounterMask {
+        self.layout.readable()
     }
 }
 

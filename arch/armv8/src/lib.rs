@@ -14,6 +14,9 @@
 //!   [`PmuRegisters`] register file; `el1` and `el0` (aarch64 only) provide the real register files
 //!   (EL1, and EL0 after the kernel set PMUSERENR_EL0.EN), [`fake`] the in-memory one the
 //!   host tests drive;
+//! - [`handle`]: counter handles at the floor (one `mrs` per read for a counter known at
+//!   compile time, a table dispatch for one chosen at run time), made only with proof
+//!   of access ([`handle::ReadGrant`]);
 //! - [`spe`]: SPE registers, capabilities and filter configuration;
 //! - [`user_enable`]: the per-CPU grant and restore of EL0 access that both flavours of
 //!   the kernel module kmod-enable-user run (`el1::El1UserAccess` is its real register
@@ -53,6 +56,7 @@ pub mod el1;
 pub mod events;
 pub mod fake;
 pub mod granted;
+pub mod handle;
 pub mod pmu;
 pub mod registers;
 pub mod spe;

@@ -128,6 +128,66 @@ impl<P: Pmu> OwnedCounters<P> {
         })
     }
 
+    /// As [`OwnedCounters::allocate`], then one more counter for `extra` (the first of
+    /// its `(event, filter)` candidates that gets a counter: the backend's kernel-entry
+    /// sentinel) after the others. An `extra` that gets none is not an error: the
+    /// second value says why (the last candidate's error), and the set has only the
+    /// `wanted` counters.
+    ///
+    /// # Errors
+    /// As [`OwnedCounters::allocate`], for `wanted`.
+    pub fn allocate_with_extra(
+        pmu: P,
+        wanted: &[(Event, Option<Slot>)],
+        filter: PrivilegeFilter,
+        extra: &[(Event, PrivilegeFilter)],
+    ) -> Result<(Self, Option<Error>)> {
+        if wanted.is_empty() {
+            return Err(Error::NoEvents);
+        }
+        if wanted.len() > MAX_EVENTS {
+            return Err(Error::TooManyEvents {
+                given: wanted.len(),
+                max: MAX_EVENTS,
+            });
+        }
+        let mut slots = Vec::with_capacity(wanted.len() + 1);
+        let mut extra_error = None;
+        {
+            let pool = CounterPool::new(&pmu);
+            let mut handles = Vec::with_capacity(wanted.len() + 1);
+            for &(event, slot) in wanted {
+                handles.push(match slot {
+                    Some(slot) => pool.counter_at(slot, event, filter)?,
+                    None => pool.counter(event, filter)?,
+                });
+            }
+            for &(event, extra_filter) in extra {
+                match pool.counter(event, extra_filter) {
+                    Ok(handle) => {
+                        handles.push(handle);
+                        extra_error = None;
+                        break;
+                    }
+                    Err(e) => extra_error = Some(Error::from(e)),
+                }
+            }
+            for handle in handles {
+                slots.push((handle.slot(), handle.width()));
+                // Stopped in this set's drop instead (see `allocate`).
+                std::mem::forget(handle);
+            }
+        }
+        Ok((
+            Self {
+                pmu,
+                slots,
+                release_on_drop: true,
+            },
+            extra_error,
+        ))
+    }
+
     /// The PMU underneath.
     pub fn pmu(&self) -> &P {
         &self.pmu

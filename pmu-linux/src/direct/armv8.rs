@@ -52,7 +52,8 @@ fn probe_event_read() {
     core::hint::black_box(v);
 }
 
-/// PMUSERENR_EL0 still grants the reads of a layout (ER for its event counters, CR
+/// PMUSERENR_EL0 still grants the reads of a layout (ER for its event counters and its
+/// sentinel, CR
 /// for its cycle counter), read from EL0 without trapping: perf's
 /// `armv8pmu_start()` clears it, CPU hotplug and power-down reset it.
 #[derive(Clone, Copy, Debug)]
@@ -64,7 +65,7 @@ impl PmuserenrRead {
     /// The check for `layout`.
     pub fn for_layout(layout: &pmu_armv8::granted::GrantedLayout) -> Self {
         let mut needed = 0;
-        if !layout.event_counters().is_empty() {
+        if !layout.event_counters().is_empty() || layout.sentinel().is_some() {
             needed |= PMUSERENR_EL0::ER.mask << PMUSERENR_EL0::ER.shift;
         }
         if layout.cycle_counter() {

@@ -420,6 +420,19 @@ pub unsafe fn read_counter_masked(counter: u32) -> u64 {
     unsafe { counter_table!(counter & 31) }
 }
 
+/// [`read_counter`] without the range test or the mask: for a counter number a handle
+/// checked when it was made ([`crate::handle::CounterHandle`]).
+///
+/// # Safety
+///
+/// As [`read_counter`], and `counter` ≤ 31: a larger number branches past the table.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub unsafe fn read_counter_in_table(counter: u32) -> u64 {
+    // SAFETY: the caller's contract keeps the branch inside the table.
+    unsafe { counter_table!(counter) }
+}
+
 /// Reads `PMEVCNTR<n>_EL0` for `counter` = n (through [`read_counter`]'s table).
 ///
 /// # Safety
