@@ -341,7 +341,7 @@ impl MeterBuilder {
         }
         names.truncate(self.events.len());
         inner.counters().enable()?;
-        let sentinel = opened_sentinel(&inner, self.sentinel);
+        let sentinel = opened_sentinel(&inner, kind, self.sentinel);
         Ok(Meter {
             id: self.id,
             names,
@@ -871,9 +871,12 @@ fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinG
 
 /// Whether the opened backend watches regions with a kernel-entry sentinel, or why
 /// not (`asked`: [`MeterBuilder::kernel_sentinel`]).
-fn opened_sentinel(inner: &Inner, asked: bool) -> crate::Sentinel {
+fn opened_sentinel(inner: &Inner, kind: BackendKind, asked: bool) -> crate::Sentinel {
     match inner {
         _ if !asked => crate::Sentinel::off("switched off (MeterBuilder::kernel_sentinel)"),
+        _ if kind == BackendKind::Software => crate::Sentinel::off(
+            "no hardware counters: the software backend has none to count the kernel with",
+        ),
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         Inner::Perf(session) => session.sentinel().clone(),
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
