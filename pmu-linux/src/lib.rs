@@ -95,7 +95,7 @@ pub use meter::{
 pub use pmu_core;
 pub use pmu_core::{Corrected, GenericEvent, Hazards, Reading, RegionMeter, Summary};
 pub use region::{Evidence, FallbackReason, ReadPath};
-pub use sentinel::Sentinel;
+pub use sentinel::{Sentinel, SentinelGap};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use session::{Options, Session};
 pub use sysfs::Sysfs;

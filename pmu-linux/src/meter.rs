@@ -184,6 +184,8 @@ pub struct MeterBuilder {
     program: bool,
     #[cfg(target_arch = "arm")]
     divider: pmu_armv6::CycleDivider,
+    /// Ask the backend for a kernel-entry sentinel ([`MeterBuilder::kernel_sentinel`]).
+    sentinel: bool,
 }
 
 /// Every builder's id, so that a handle of one meter is refused by another.
@@ -203,6 +205,7 @@ impl Default for MeterBuilder {
             program: false,
             #[cfg(target_arch = "arm")]
             divider: pmu_armv6::CycleDivider::EveryCycle,
+            sentinel: true,
         }
     }
 }
@@ -229,6 +232,28 @@ impl MeterBuilder {
     pub fn backend(&mut self, choice: BackendChoice) -> &mut Self {
         self.choice = choice;
         self
+    }
+
+    /// Whether the backend watches every region with a kernel-entry sentinel where it
+    /// can (default: true): every region the kernel entered (interrupt, system call,
+    /// page fault, preemption) is then flagged [`crate::Hazards::KERNEL_ENTRY`], so
+    /// [`Measured::min`] and [`Measured::median`] leave it out (a region that enters
+    /// the kernel on purpose: [`Measured::min_tolerating`]). The perf backend adds one
+    /// kernel-only member to the group ([`crate::Options::kernel_sentinel`], whatever
+    /// [`MeterBuilder::perf_options`] say); where it cannot, the meter still opens and
+    /// [`Meter::sentinel`] says why. The direct backends use theirs wherever they have
+    /// one, whatever this says: it replaces the system calls of their regions
+    /// ([`crate::direct::lean`]).
+    pub fn kernel_sentinel(&mut self, on: bool) -> &mut Self {
+        self.sentinel = on;
+        self
+    }
+
+    /// The perf session options: [`MeterBuilder::perf_options`] with the sentinel as
+    /// [`MeterBuilder::kernel_sentinel`] says.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn session_options(&self) -> crate::Options {
+        self.options.kernel_sentinel(self.sentinel)
     }
 
     /// How the perf backend opens events.
@@ -318,10 +343,7 @@ impl MeterBuilder {
         }
         names.truncate(self.events.len());
         inner.counters().enable()?;
-        let sentinel = inner
-            .counters()
-            .sentinel()
-            .unwrap_or_else(|| crate::Sentinel::off("no backend of this meter reads one yet"));
+        let sentinel = opened_sentinel(&inner, kind, self.sentinel);
         Ok(Meter {
             id: self.id,
             names,
@@ -378,7 +400,7 @@ impl MeterBuilder {
                 Err(e) => granted_error = Some(e),
             }
         }
-        match crate::Session::from_specs(specs.clone(), self.options) {
+        match crate::Session::from_specs(specs.clone(), self.session_options()) {
             Ok(session) => {
                 session.check_fits()?;
                 session.enable()?;
@@ -428,7 +450,8 @@ impl MeterBuilder {
                                     return Ok(direct);
                                 }
                                 Err(direct_error) => {
-                                    let session = crate::Session::from_specs(specs, self.options)?;
+                                    let session =
+                                        crate::Session::from_specs(specs, self.session_options())?;
                                     return Ok(perf_opened(
                                         session,
                                         self.events.len(),
@@ -938,6 +961,32 @@ fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinG
         kind: BackendKind::Direct,
         why,
         pin: Some(pin),
+    }
+}
+
+/// Whether the opened backend watches regions with a kernel-entry sentinel, or why
+/// not (`asked`: [`MeterBuilder::kernel_sentinel`]).
+fn opened_sentinel(inner: &Inner, kind: BackendKind, asked: bool) -> crate::Sentinel {
+    // The direct backends decide themselves: their sentinel replaces the system calls
+    // of every region (see `MeterBuilder::kernel_sentinel`), so theirs is the truth
+    // whatever was asked.
+    if let Inner::Other(other) = inner {
+        if let Some(sentinel) = other.sentinel() {
+            return sentinel;
+        }
+    }
+    match inner {
+        _ if !asked => crate::Sentinel::off("switched off (MeterBuilder::kernel_sentinel)"),
+        _ if kind == BackendKind::Software => crate::Sentinel::off(
+            "no hardware counters: the software backend has none to count the kernel with",
+        ),
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        Inner::Perf(session) => session.sentinel().clone(),
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        Inner::Hybrid(_) => crate::Sentinel::off(
+            "not yet on machines with several core PMUs (each PMU's group would need its own)",
+        ),
+        Inner::Other(_) => crate::Sentinel::off("this backend reads none"),
     }
 }
 

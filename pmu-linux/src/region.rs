@@ -35,6 +35,20 @@
 //! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise, in a `LeanRegion`: the module's `sentinel=1` counter under the read-only grant, the backend's own (INST_RETIRED, `PMEVTYPER<n>_EL0`.U=1 P=0 NSH=1) under EN; `Meter::sentinel` says which, or why there is none (`GenericDirectMeter` has none) |
 //! | [`OVERFLOW`](Hazards::OVERFLOW) | the counter wrapped | never: the kernel keeps 64-bit counts (`offset` absorbs wraps) | overflow flag (PMOVSSET_EL0, EN only), or end < start (pmu-core `CounterMeter` rule) |
 //!
+//! **The perf backend's kernel-entry sentinel** ([`crate::Options::kernel_sentinel`],
+//! on by default in a [`crate::Meter`]): one more member of the group, `instructions`
+//! (or `cycles`) with `exclude_user` set, read through its page first at the start and
+//! last at the stop, so its window contains the events' reads. It is not one of the
+//! session's events (not in its names or readings; the other members' values are
+//! unchanged). Its count over the region goes into [`Evidence::kernel_entries`]; a
+//! non-zero count puts `KERNEL_ENTRY` on every reading. Where its read at an edge was
+//! not one instruction (rotated out, user reads withdrawn), or its page times advanced
+//! differently (multiplexed), the count is unknown: `kernel_entries` is `None`, the
+//! readings carry no claim either way, and [`Evidence::sentinel_gap`] says why. Where
+//! a session cannot have one (perf_event_paranoid 2 without CAP_PERFMON, no counter
+//! free, no user reads), it opens without it and [`crate::Session::sentinel`] says
+//! why.
+//!
 //! **Why the page `lock` reveals a switch even when the value is right.** A perf event
 //! of a thread is scheduled out when the thread is switched out and in again when it
 //! returns; every sched-in rewrites its metadata page through
@@ -175,6 +189,10 @@ pub struct Evidence {
     /// Non-zero means the kernel ran on this CPU inside the region:
     /// [`Hazards::KERNEL_ENTRY`].
     pub kernel_entries: Option<u64>,
+    /// Why [`Evidence::kernel_entries`] is `None` although a sentinel was read: its
+    /// count over this region cannot be trusted ([`crate::SentinelGap`]); `None`
+    /// where it is known or there is no sentinel.
+    pub sentinel_gap: Option<crate::SentinelGap>,
     events: [EventEvidence; MAX_EVENTS],
     len: usize,
 }
@@ -304,6 +322,67 @@ pub(crate) fn evaluate_perf(
     evidence
 }
 
+/// The kernel-entry sentinel's count over a region from its samples at both edges
+/// (both one-instruction reads through its page), or why it is unknown: a read that
+/// was not one instruction at either edge ([`crate::SentinelGap::NoRead`]), or page
+/// times that advanced differently (multiplexed, [`crate::SentinelGap::Multiplexed`]:
+/// the page times change only when the kernel rewrites the page, as for the user's
+/// events in [`evaluate_perf`]). Counts are 64-bit per thread (the kernel's `offset`
+/// absorbs reschedules), so a rewritten page alone does not make the count unknown.
+pub(crate) fn sentinel_count(start: &Sample, end: &Sample) -> Result<u64, crate::SentinelGap> {
+    for path in [start.path, end.path] {
+        match path {
+            ReadPath::Fast => {}
+            ReadPath::Syscall(FallbackReason::Page(fallback)) => {
+                return Err(crate::SentinelGap::NoRead(fallback))
+            }
+            ReadPath::Syscall(FallbackReason::NoPage) | ReadPath::Direct => {
+                return Err(crate::SentinelGap::NoRead(Fallback::NoUserAccess))
+            }
+        }
+    }
+    let enabled = end.time_enabled.wrapping_sub(start.time_enabled);
+    let running = end.time_running.wrapping_sub(start.time_running);
+    if enabled != running {
+        return Err(crate::SentinelGap::Multiplexed);
+    }
+    Ok(end.value.wrapping_sub(start.value))
+}
+
+/// Puts the sentinel's verdict over a region into `evidence` and, when it counted,
+/// [`Hazards::KERNEL_ENTRY`] on every reading of `out`; an unknown count leaves the
+/// readings as they are (no claim either way) and says why in
+/// [`Evidence::sentinel_gap`].
+pub(crate) fn apply_sentinel(
+    evidence: &mut Evidence,
+    start: &Sample,
+    end: &Sample,
+    out: &mut [Reading],
+) {
+    match sentinel_count(start, end) {
+        Ok(count) => {
+            evidence.kernel_entries = Some(count);
+            evidence.sentinel_gap = None;
+            if count > 0 {
+                flag_kernel_entry(out);
+            }
+        }
+        Err(gap) => {
+            evidence.kernel_entries = None;
+            evidence.sentinel_gap = Some(gap);
+        }
+    }
+}
+
+/// [`Hazards::KERNEL_ENTRY`] on every reading.
+#[cold]
+#[inline(never)]
+pub(crate) fn flag_kernel_entry(out: &mut [Reading]) {
+    for reading in out {
+        reading.hazards |= Hazards::KERNEL_ENTRY;
+    }
+}
+
 /// The evidence of a direct region whose readings [`direct_readings`] wrote into `out`
 /// (one per counter; the overflow flags come from them).
 pub(crate) fn direct_evidence(
@@ -411,6 +490,73 @@ mod tests {
         ev.kernel_entries = Some(251);
         assert_eq!(ev.thread_hazards(), Hazards::KERNEL_ENTRY);
         assert!(ev.kernel_entered());
+    }
+
+    /// The perf sentinel's verdict from fake samples (the rules of [`apply_sentinel`]):
+    /// a kernel-only counter that moved flags every reading and keeps the values; one
+    /// that stood still gives `Some(0)` and no flag; a rewritten page with equal page
+    /// times still gives the count (the kernel's 64-bit per-thread count, offset
+    /// included); a read that was not one instruction, or page times that advanced
+    /// differently (multiplexed), make the count unknown: `None`, the gap said, no
+    /// claim on the readings.
+    #[test]
+    fn the_sentinel_verdict_from_its_samples() {
+        let user = || {
+            let mut out = [Reading::new(250), Reading::new(7)];
+            let ev = evaluate_perf(
+                &[fast(100, 4, 50), fast(3, 4, 50)],
+                &[fast(350, 4, 50), fast(10, 4, 50)],
+                &[None, None],
+                stamp(0, 0, 0),
+                stamp(0, 0, 0),
+                &mut out,
+            );
+            (ev, out)
+        };
+        let (mut ev, mut out) = user();
+        apply_sentinel(&mut ev, &fast(1000, 9, 50), &fast(1431, 9, 50), &mut out);
+        assert_eq!(ev.kernel_entries, Some(431));
+        assert_eq!(ev.sentinel_gap, None);
+        for (reading, value) in out.iter().zip([250, 7]) {
+            assert_eq!(reading.value, value, "the sentinel changed a user value");
+            assert_eq!(reading.hazards, Hazards::KERNEL_ENTRY);
+        }
+
+        let (mut ev, mut out) = user();
+        apply_sentinel(&mut ev, &fast(1000, 9, 50), &fast(1000, 9, 50), &mut out);
+        assert_eq!((ev.kernel_entries, ev.sentinel_gap), (Some(0), None));
+        assert_eq!(out, [Reading::new(250), Reading::new(7)]);
+
+        let (mut ev, mut out) = user();
+        apply_sentinel(&mut ev, &fast(1000, 9, 50), &fast(1800, 11, 90), &mut out);
+        assert_eq!(ev.kernel_entries, Some(800));
+        assert!(out.iter().all(|r| r.hazards == Hazards::KERNEL_ENTRY));
+
+        let rotated_out = Sample {
+            path: ReadPath::Syscall(FallbackReason::Page(Fallback::NotScheduled)),
+            ..Sample::default()
+        };
+        let (mut ev, mut out) = user();
+        apply_sentinel(&mut ev, &rotated_out, &fast(1000, 9, 50), &mut out);
+        assert_eq!(ev.kernel_entries, None);
+        assert_eq!(
+            ev.sentinel_gap,
+            Some(crate::SentinelGap::NoRead(Fallback::NotScheduled))
+        );
+        assert!(!ev.thread_hazards().contains(Hazards::KERNEL_ENTRY));
+        assert_eq!(out, [Reading::new(250), Reading::new(7)]);
+
+        let (mut ev, mut out) = user();
+        let multiplexed = Sample {
+            time_running: 70,
+            ..fast(1000, 11, 90)
+        };
+        apply_sentinel(&mut ev, &fast(1000, 9, 50), &multiplexed, &mut out);
+        assert_eq!(
+            (ev.kernel_entries, ev.sentinel_gap),
+            (None, Some(crate::SentinelGap::Multiplexed))
+        );
+        assert_eq!(out, [Reading::new(250), Reading::new(7)]);
     }
 
     #[test]

@@ -54,6 +54,37 @@ impl fmt::Display for Sentinel {
     }
 }
 
+/// Why a region's sentinel count is unknown ([`crate::Evidence::kernel_entries`]
+/// `None` although the meter has a sentinel): the region then makes no claim either
+/// way about kernel entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SentinelGap {
+    /// At one edge the sentinel's page gave no one-instruction read (not on a counter:
+    /// rotated out by multiplexing, or the group did not fit; or user reads were
+    /// withdrawn). It is never read with `read()`: that system call would count itself.
+    NoRead(pmu_core::Fallback),
+    /// Its page times advanced by different amounts (`time_enabled` ≠
+    /// `time_running`): it was off its counter for part of the region, so kernel
+    /// entries in that part were not counted.
+    Multiplexed,
+}
+
+impl fmt::Display for SentinelGap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoRead(why) => write!(
+                f,
+                "kernel entries unknown: the sentinel could not be read at an edge ({why})"
+            ),
+            Self::Multiplexed => f.write_str(
+                "kernel entries unknown: the sentinel was off its counter for part of the \
+                 region (multiplexed)",
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,6 +46,7 @@ use crate::MAX_EVENTS;
 mod group;
 mod options;
 mod region;
+mod sentinel;
 #[cfg(test)]
 mod tests;
 
@@ -74,6 +75,9 @@ pub struct Session {
     /// Lean and the CPU from rseq: the thread's `cpu_id` (one load). The start's first
     /// test: `None` sends it on to the other cases.
     lean_rseq: Option<crate::rseq::CpuId>,
+    /// As `lean_rseq` for a session with a kernel-entry sentinel (then `lean_rseq` is
+    /// `None`): the start's second test, so that a session without one pays nothing.
+    lean_rseq_sentinel: Option<crate::rseq::CpuId>,
     _this_thread: std::marker::PhantomData<*const ()>,
     start: [Sample; MAX_EVENTS],
     end: [Sample; MAX_EVENTS],
@@ -87,6 +91,11 @@ pub struct Session {
     /// The CPU at a lean start: the rseq `cpu_id`, or `sched_getcpu()`'s with
     /// `u32::MAX` for none (see [`Session::lean_start_stamp`]).
     lean_start_cpu: u32,
+    /// The kernel-entry sentinel's page and its reads over the last region, if the
+    /// session has one ([`Options::kernel_sentinel`]).
+    sentinel_read: Option<sentinel::SentinelRead>,
+    /// Whether the session has a sentinel, or why not.
+    sentinel: crate::Sentinel,
 }
 
 impl Session {
@@ -116,7 +125,50 @@ impl Session {
     /// # Errors
     /// As [`Session::open`].
     pub fn from_specs(specs: Vec<EventSpec>, options: Options) -> Result<Self> {
-        let group = Group::open(specs, options)?;
+        if !options.kernel_sentinel {
+            return Self::from_group(
+                Group::open(specs, options)?,
+                crate::Sentinel::off(sentinel::NOT_ASKED),
+            );
+        }
+        let mut group = Group::open(specs.clone(), options)?;
+        let status = match sentinel::open(&group, options) {
+            Ok(event) => {
+                let status = sentinel::counting(&event);
+                group.sentinel = Some(event);
+                status
+            }
+            Err(why) => crate::Sentinel::off(why),
+        };
+        let session = Self::from_group(group, status)?;
+        let mut session = session;
+        match sentinel::trial(&session)? {
+            Ok(Some(read)) => {
+                session.sentinel_read = Some(read);
+                Ok(session)
+            }
+            Ok(None) => Ok(session),
+            // Never worth failing a measurement: the events again, without it.
+            Err(fallback) => {
+                // arm64 with perf_user_access = 0 publishes index 0 even on a counter.
+                let fallback = match fallback {
+                    pmu_core::Fallback::NotScheduled if session.group.user_reads_off => {
+                        pmu_core::Fallback::NoUserAccess
+                    }
+                    other => other,
+                };
+                drop(session);
+                Self::from_group(
+                    Group::open(specs, options.kernel_sentinel(false))?,
+                    crate::Sentinel::off(sentinel::unreadable(fallback)),
+                )
+            }
+        }
+    }
+
+    /// The session over an open group (with its sentinel, if any).
+    fn from_group(group: Group, sentinel: crate::Sentinel) -> Result<Self> {
+        let options = group.options;
         let mut pages = [None; MAX_EVENTS];
         for (slot, event) in pages.iter_mut().zip(&group.events) {
             // SAFETY: the handle lives in the same `Session` as `group`, which owns the
@@ -146,13 +198,18 @@ impl Session {
         } else {
             Box::default()
         };
+        let with_sentinel = group.sentinel.is_some();
         Ok(Self {
             len,
             group,
             pages,
             cpu_source,
             lean_rseq: match cpu_source {
-                CpuSource::Rseq(cpu) if lean => Some(cpu.cpu_id()),
+                CpuSource::Rseq(cpu) if lean && !with_sentinel => Some(cpu.cpu_id()),
+                _ => None,
+            },
+            lean_rseq_sentinel: match cpu_source {
+                CpuSource::Rseq(cpu) if lean && with_sentinel => Some(cpu.cpu_id()),
                 _ => None,
             },
             _this_thread: std::marker::PhantomData,
@@ -163,7 +220,17 @@ impl Session {
             lean_events,
             last_region: RegionRecord::Sampled,
             lean_start_cpu: u32::MAX,
+            sentinel_read: None,
+            sentinel,
         })
+    }
+
+    /// Whether regions are watched by the kernel-entry sentinel
+    /// ([`Options::kernel_sentinel`]): a non-zero count over a region puts
+    /// [`crate::Hazards::KERNEL_ENTRY`] on every reading and the count in
+    /// [`crate::Evidence::kernel_entries`]; or why the session has none.
+    pub fn sentinel(&self) -> &crate::Sentinel {
+        &self.sentinel
     }
 
     /// Whether regions judge context switches and migrations from the pages' `lock`s
@@ -172,6 +239,11 @@ impl Session {
     /// events or unmapped pages.
     pub fn lean_evidence(&self) -> bool {
         !self.lean_events.is_empty()
+    }
+
+    /// Lean regions take their CPU from rseq (with or without a sentinel).
+    fn cpu_from_rseq_lean(&self) -> bool {
+        self.lean_rseq.is_some() || self.lean_rseq_sentinel.is_some()
     }
 
     /// Whether lean regions read the thread's CPU from its rseq area (one load), not
@@ -348,17 +420,19 @@ impl pmu_core::RegionMeter for Session {
     fn start(&mut self) -> Result<()> {
         // The usual case first, one test: lean with the CPU from rseq.
         if let Some(cpu) = self.lean_rseq {
-            if self.start_lean(cpu.current()) {
+            if self.start_lean::<false>(cpu.current()) {
+                return Ok(());
+            }
+        } else if self.sentinel_read.is_some() {
+            if self.start_lean_sentinel() {
                 return Ok(());
             }
         } else if !self.lean_events.is_empty()
-            && self.start_lean(crate::sched::current_cpu().unwrap_or(u32::MAX))
+            && self.start_lean::<false>(crate::sched::current_cpu().unwrap_or(u32::MAX))
         {
             return Ok(());
         }
-        self.last_region = RegionRecord::Sampled;
-        self.start_thread = ThreadStamp::before()?;
-        self.sample_into(Edge::Start)
+        self.start_thorough()
     }
 
     /// Every event (one-instruction reads first), then the CPU (and the switch counts
@@ -366,9 +440,48 @@ impl pmu_core::RegionMeter for Session {
     /// describes, the [`crate::region::Evidence`] on demand.
     #[inline(always)]
     fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
-        if self.last_region == RegionRecord::BasesTaken && self.stop_lean(out) {
+        if self.last_region == RegionRecord::BasesTaken && self.stop_lean::<false>(out) {
             return Ok(());
         }
+        if self.last_region == RegionRecord::BasesTakenSentinel && self.stop_lean_sentinel(out) {
+            return Ok(());
+        }
+        self.stop_thorough(out)
+    }
+}
+
+/// The region edges of a session with a kernel-entry sentinel, and the thorough ones:
+/// out of line, so that the lean edges of a session without a sentinel stay as small
+/// as they were (inlined there, the sentinel's reads cost every region of the arm64
+/// bench 13 instructions more, sentinel or not: `cargo xtask bench`, perf-region-1 at
+/// 88 instead of 75).
+impl Session {
+    /// The lean start with the sentinel (false: the thorough start follows).
+    #[inline(never)]
+    fn start_lean_sentinel(&mut self) -> bool {
+        if self.lean_events.is_empty() {
+            return false;
+        }
+        let cpu = match self.lean_rseq_sentinel {
+            Some(cpu) => cpu.current(),
+            None => crate::sched::current_cpu().unwrap_or(u32::MAX),
+        };
+        self.start_lean::<true>(cpu)
+    }
+
+    fn start_thorough(&mut self) -> Result<()> {
+        self.last_region = RegionRecord::Sampled;
+        self.start_thread = ThreadStamp::before()?;
+        self.sample_into(Edge::Start)
+    }
+
+    /// The lean stop with the sentinel (false: the thorough stop follows).
+    #[inline(never)]
+    fn stop_lean_sentinel(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        self.stop_lean::<true>(out)
+    }
+
+    fn stop_thorough(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
         let n = self.len();
         if out.len() < n {
             return Err(pmu_core::Error::ReadingsMismatch {

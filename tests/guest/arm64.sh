@@ -460,8 +460,42 @@ scenario_examples() {
 	finish
 }
 
+# pmu-linux/examples/sentinel_check.rs under `taskset -c 0`, its line as a RESULT.
+# usage: sentinel_run TAG PROGRAM ARGS…
+sentinel_run() {
+	tag=$1
+	shift
+	out=$(taskset -c 0 "$@" 2>"/tmp/$tag.err")
+	status=$?
+	sed "s/^/STDERR $tag /" "/tmp/$tag.err"
+	result sentinel tag=$tag status=$status $out
+}
+
+# The perf backend's kernel-entry sentinel: getpid and first-touch regions (all must be
+# flagged), quiet regions (each flag explained by /proc/interrupts or a switch), the
+# user's counts with and without it, pmu-demo's Meter line; as a user at paranoid 2
+# (off, with the reason, and the measurement still made); without user reads (off).
+scenario_sentinel() {
+	boot_line
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	result sentinel-env paranoid=$(cat /proc/sys/kernel/perf_event_paranoid) uid=$(id -u)
+	sentinel_run getpid sentinel-check getpid 1000
+	sentinel_run fault sentinel-check fault 1000
+	sentinel_run quiet sentinel-check quiet 1000
+	sentinel_run compare sentinel-check compare 100
+	demo sentinel-meter 0 perf
+	demo sentinel-meter-off 0 perf --no-kernel-sentinel
+	sysctl -w kernel.perf_event_paranoid=2 >/dev/null
+	sentinel_run user-paranoid2 sentinel-check getpid 100 as-nobody
+	sentinel_run root-paranoid2 sentinel-check getpid 100
+	sysctl -w kernel.perf_user_access=0 >/dev/null
+	sentinel_run no-user-reads sentinel-check getpid 100
+	finish
+}
+
 main() {
 	case "$scenario" in
+	sentinel) scenario_sentinel ;;
 	multiplex) scenario_multiplex ;;
 	demo-msgs) scenario_demo_msgs ;;
 	examples) scenario_examples ;;

@@ -1493,3 +1493,117 @@ fn examples_run_in_the_guest() {
     assert_eq!(g2000 - g1000, 2000);
     println!("count on the grant 1000/2000: {g1000}/{g2000}");
 }
+
+/// The perf backend's kernel-entry sentinel (pmu-linux Options::kernel_sentinel) in the
+/// guest's `sentinel` scenario (tests/guest/arm64.sh `scenario_sentinel`, program
+/// pmu-linux/examples/sentinel_check.rs), on CPU 0 of a 2-CPU `max` guest.
+/// Expected values, and where they come from: a `getpid` system call and the first
+/// write to an anonymous page (a page fault) both run kernel code on the thread's CPU,
+/// so a counter of instructions at EL1 alone (perf's exclude_user: PMEVTYPER<n>_EL0.U
+/// set, the Arm ARM's description of PMEVTYPER<n>_EL0; Linux 6.12 arm_pmuv3.c
+/// `armv8pmu_set_event_filter`) moves in every such region: 1000 of 1000 flagged. A
+/// quiet loop enters the kernel only when interrupted or faulting (the loop's code
+/// page on its first run): every flagged quiet region must coincide with a change of
+/// the CPU's /proc/interrupts column, a context switch, or a change of the thread's
+/// page faults (getrusage), each read outside the region. The user's `instructions`,
+/// calibrated as a Meter does (less an empty region's), are the same with and without
+/// the sentinel (icount: the same code retires the same instructions). At
+/// perf_event_paranoid 2 a non-root user may not count the kernel (Linux 6.12
+/// kernel/events/core.c `perf_allow_kernel`): off, with that reason, the regions still
+/// measured; root keeps it (CAP_PERFMON). With perf_user_access = 0 the sentinel has
+/// no one-instruction read (arm_pmuv3.c `armv8pmu_user_event_idx` returns 0): off.
+#[test]
+fn perf_kernel_entry_sentinel() {
+    let run = boot("max", 2, "sentinel", Flavour::RustForLinux);
+    // The figures, for the record (`-- --nocapture`).
+    for line in run.scenario("sentinel") {
+        eprintln!("{}", line.raw);
+    }
+    let line = |tag: &str| {
+        let line = run.find("sentinel", "tag", tag);
+        assert_eq!(line.int("status"), 0, "{}\n{}", line.raw, run.stdout);
+        line
+    };
+    for tag in ["getpid", "fault"] {
+        let l = line(tag);
+        assert_eq!(l.get("sentinel"), "counting", "{}", l.raw);
+        assert_eq!(l.get("event"), "instructions", "{}", l.raw);
+        assert_eq!(l.int("regions"), 1000, "{}", l.raw);
+        assert_eq!(l.int("flagged"), 1000, "{}", l.raw);
+        assert_eq!(l.int("unknown"), 0, "{}", l.raw);
+        assert!(l.int("min_entries") > 0, "{}", l.raw);
+    }
+    let quiet = line("quiet");
+    assert_eq!(quiet.get("sentinel"), "counting", "{}", quiet.raw);
+    assert_eq!(quiet.int("regions"), 1000, "{}", quiet.raw);
+    assert_eq!(quiet.int("unknown"), 0, "{}", quiet.raw);
+    assert_eq!(quiet.int("unexplained"), 0, "{}", quiet.raw);
+    assert_eq!(
+        quiet.int("flagged"),
+        quiet.int("by_interrupt") + quiet.int("by_switch") + quiet.int("by_fault"),
+        "{}",
+        quiet.raw
+    );
+    assert!(
+        quiet.int("flagged") < 1000,
+        "every quiet region flagged: {}",
+        quiet.raw
+    );
+
+    let compare = line("compare");
+    assert_eq!(compare.get("sentinel"), "counting", "{}", compare.raw);
+    assert_eq!(compare.int("names_equal"), 1, "{}", compare.raw);
+    // The loop of 1000 iterations retires well over 1000 instructions (its count,
+    // calibrated: the region's less an empty region's).
+    assert!(compare.int("without") > 1000, "{}", compare.raw);
+    assert_eq!(
+        compare.int("with"),
+        compare.int("without"),
+        "{}",
+        compare.raw
+    );
+
+    let user = line("user-paranoid2");
+    assert_eq!(user.int("uid"), 65534, "{}", user.raw);
+    assert_eq!(user.get("sentinel"), "off", "{}", user.raw);
+    assert!(
+        user.get("why").contains("perf_event_paranoid_is_2"),
+        "{}",
+        user.raw
+    );
+    assert_eq!(user.int("regions"), 100, "{}", user.raw);
+    assert_eq!(user.int("flagged"), 0, "{}", user.raw);
+    assert_eq!(
+        user.int("unknown"),
+        100,
+        "no sentinel: no count {}",
+        user.raw
+    );
+    assert!(user.int("min_count") > 0, "measured anyway: {}", user.raw);
+    let root = line("root-paranoid2");
+    assert_eq!(root.get("sentinel"), "counting", "{}", root.raw);
+    assert_eq!(root.int("flagged"), 100, "{}", root.raw);
+    let no_reads = line("no-user-reads");
+    assert_eq!(no_reads.get("sentinel"), "off", "{}", no_reads.raw);
+    assert!(
+        no_reads.get("why").contains("no_one-instruction_read"),
+        "{}",
+        no_reads.raw
+    );
+    assert_eq!(no_reads.int("regions"), 100, "{}", no_reads.raw);
+
+    // pmu-demo measure: the Meter's sentinel line, on by default, off when asked.
+    let meter = demo(&run, "sentinel-meter");
+    let json = meter.json(&run);
+    assert_eq!(json["sentinel"]["counting"], true, "{json}");
+    assert!(
+        json["sentinel"]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("kernel-entry sentinel: instructions")),
+        "{json}"
+    );
+    let off = demo(&run, "sentinel-meter-off");
+    let json = off.json(&run);
+    assert_eq!(json["sentinel"]["counting"], false, "{json}");
+    assert_eq!(run.scenario("kernel_log")[0].int("trouble"), 0);
+}

@@ -220,6 +220,44 @@ mod imp {
         Ok(s)
     }
 
+    /// The perf region of one counter with the kernel-entry sentinel
+    /// (`Options::kernel_sentinel`): one more page read at each edge. Its line says
+    /// whether the sentinel was there (`sentinel=counting`), else why not.
+    fn perf_region_with_sentinel(
+        n: u64,
+        m: &impl Fn() -> u64,
+        out: &mut [pmu_linux::pmu_core::Reading],
+    ) {
+        match measured(1, Options::default().kernel_sentinel(true)) {
+            Ok(mut s) => {
+                let mut failed = false;
+                let cost = per_op(m, n, || {
+                    failed |= s.start().is_err();
+                    failed |= s.stop(out).is_err();
+                    black_box(&*out);
+                });
+                let sentinel = match s.sentinel() {
+                    pmu_linux::Sentinel::Off { why } => {
+                        format!("off why={}", why.replace(' ', "_"))
+                    }
+                    _ => "counting".to_owned(),
+                };
+                bench_line(
+                    "perf-region-1-sentinel",
+                    cost,
+                    &format!(
+                        " counters=1 failed={failed} lean={} sentinel={sentinel}",
+                        s.lean_evidence()
+                    ),
+                );
+            }
+            Err(e) => println!(
+                "RESULT bench path=perf-region-1-sentinel per_op=none why={}",
+                e.message.replace(' ', "_")
+            ),
+        }
+    }
+
     fn perf(n: u64, measuring: &str) -> Result<(), Failure> {
         let user = measuring_perf(measuring, true)?;
         let m = || read_measuring(&user);
@@ -298,6 +336,8 @@ mod imp {
                 ),
             }
         }
+
+        perf_region_with_sentinel(n, &m, &mut out);
 
         let mut fast = measured(1, Options::default())?;
         accuracy("perf-fast", &mut fast, Hazards::empty());

@@ -74,6 +74,20 @@ pub struct Args {
     /// One JSON object on stdout instead of the tables.
     #[arg(long)]
     json: bool,
+    /// Without the kernel-entry sentinel (by default a counter counting only in the
+    /// kernel watches every region where the backend can have one, flagging regions
+    /// the kernel entered `kernel-entry`).
+    #[arg(long)]
+    no_kernel_sentinel: bool,
+}
+
+/// Whether the meter's regions were watched by a kernel-entry sentinel.
+#[derive(Debug, Clone, Serialize)]
+struct SentinelReport {
+    /// A sentinel counted at the kernel's level in every region.
+    counting: bool,
+    /// The meter's line: the event and how it is read, or why there is none.
+    text: String,
 }
 
 /// One workload's result.
@@ -124,6 +138,10 @@ struct Output {
     calibrated: bool,
     /// --multiplex: events opened one by one, unpinned.
     multiplexed_mode: bool,
+    /// Whether regions were watched by a kernel-entry sentinel, once a backend was
+    /// chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sentinel: Option<SentinelReport>,
     results: Vec<WorkloadReport>,
     /// Why the measurement failed; the results above are what was measured before.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,6 +168,7 @@ struct SoFar {
     cycle_divider: Option<u64>,
     notes: Vec<String>,
     results: Vec<WorkloadReport>,
+    sentinel: Option<SentinelReport>,
 }
 
 /// `--cycle-divider`: 1 or 64, the two settings of PMCR.D.
@@ -186,6 +205,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         warmup: args.warmup,
         calibrated: !args.no_calibrate,
         multiplexed_mode: args.multiplex,
+        sentinel: sofar.sentinel,
         results: sofar.results,
         error,
     };
@@ -380,6 +400,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         if let Some(cpu) = args.cpu {
             builder.cpu(cpu);
         }
+        builder.kernel_sentinel(!args.no_kernel_sentinel);
         #[cfg(target_arch = "arm")]
         builder.cycle_divider(if args.cycle_divider == 64 {
             pmu_armv6::CycleDivider::Every64thCycle
@@ -454,6 +475,10 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         ) => return Err(e.into()),
         Err(e) => return Err(usage(e)),
     };
+    sofar.sentinel = Some(SentinelReport {
+        counting: meter.sentinel().is_counting(),
+        text: meter.sentinel().to_string(),
+    });
     sofar.backend = Some(match meter.backend() {
         BackendKind::Perf => "perf",
         BackendKind::Direct => "direct",
@@ -556,6 +581,9 @@ fn print_human(out: &Output) {
     );
     if let Some(divider) = out.cycle_divider {
         println!("{}", cycle_divider_line(divider));
+    }
+    if let Some(sentinel) = &out.sentinel {
+        println!("{}", sentinel.text);
     }
     for r in &out.results {
         println!();

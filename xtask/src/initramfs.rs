@@ -332,11 +332,12 @@ fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
 /// their name in `/bin`: pmu-linux's `count` and pmu-criterion's `bench`
 /// (tests/guest/arm64.sh `scenario_examples`), pmu-linux's `multiplex_now`
 /// (`scenario_multiplex`) and `hybrid` (`scenario_hybrid`).
-const ARM64_EXAMPLES: [(&str, &str); 4] = [
+const ARM64_EXAMPLES: [(&str, &str); 5] = [
     ("count", "count"),
     ("pmu-criterion-bench", "bench"),
     ("multiplex-now", "multiplex_now"),
     ("pmu-hybrid", "hybrid"),
+    ("sentinel-check", "sentinel_check"),
 ];
 
 /// Builds the [`ARM64_EXAMPLES`] in one cargo run and returns their paths, named as

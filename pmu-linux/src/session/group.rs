@@ -66,6 +66,10 @@ pub(super) struct Group {
     pub(super) group_format: bool,
     /// How the events were opened.
     pub(super) options: Options,
+    /// The kernel-entry sentinel ([`Options::kernel_sentinel`]): not one of `events`; a
+    /// member of the group when the events are grouped (the group `read()` then has
+    /// one more value, last), else an event of its own.
+    pub(super) sentinel: Option<OpenEvent>,
 }
 
 /// Whether the kernel registered a CPU PMU (`cpu`, `cpu_core`, `armv8_pmuv3_0`, …) in
@@ -157,6 +161,7 @@ impl Group {
             user_reads_off: cfg!(target_arch = "aarch64") && sys::perf_user_access() == Some(0),
             group_format,
             options,
+            sentinel: None,
         })
     }
 
@@ -174,6 +179,12 @@ impl Group {
             sys::perf::group_ioctl(leader.fd.as_fd(), ioctl)
                 .map_err(|errno| Error::Syscall { op, errno })?;
         }
+        // A sentinel of its own (ungrouped events) is enabled, disabled and reset with
+        // them.
+        if let Some(sentinel) = self.sentinel.as_ref().filter(|_| !self.options.grouped) {
+            sys::perf::group_ioctl(sentinel.fd.as_fd(), ioctl)
+                .map_err(|errno| Error::Syscall { op, errno })?;
+        }
         Ok(())
     }
 
@@ -185,8 +196,10 @@ impl Group {
             return self.read_one(0);
         }
         let n = self.events.len();
-        let words = 3 + 2 * n;
-        let mut buf = [0u64; 3 + 2 * MAX_EVENTS];
+        // The sentinel, a member of the group, comes last in the kernel's answer.
+        let members = n + usize::from(self.sentinel.is_some());
+        let words = 3 + 2 * members;
+        let mut buf = [0u64; 3 + 2 * (MAX_EVENTS + 1)];
         let got = sys::perf::read_u64s(self.events[0].fd.as_fd(), &mut buf[..words]).map_err(
             |errno| Error::Syscall {
                 op: Op::Read,
@@ -199,7 +212,7 @@ impl Group {
                 got,
             });
         }
-        if buf[0] != n as u64 {
+        if buf[0] != members as u64 {
             return Err(Error::GroupMismatch);
         }
         let mut values = [0u64; MAX_EVENTS];

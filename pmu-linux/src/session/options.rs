@@ -29,6 +29,17 @@ pub struct Options {
     /// region edge, even where the pages' `lock`s and the rseq CPU number already see
     /// every switch and migration (see [`crate::region`]). Default: false.
     pub thorough_evidence: bool,
+    /// Add the kernel-entry sentinel: one more member of the group, `instructions`
+    /// (`cycles` where the PMU does not count instructions) counting only at the
+    /// kernel's level (`exclude_user`), read through its page at both region edges;
+    /// any count flags the region [`crate::Hazards::KERNEL_ENTRY`] (see
+    /// [`crate::Session::sentinel`]). It needs perf_event_paranoid ≤ 1 or CAP_PERFMON
+    /// (Linux 6.12 kernel/events/core.c `perf_allow_kernel`), one more hardware
+    /// counter, and one-instruction reads; where one is missing the session opens
+    /// without it and says why. Not one of the session's events: not in its names,
+    /// specs or readings. Default: false (a counter budget stays as it was; a
+    /// [`crate::Meter`] asks for one by default).
+    pub kernel_sentinel: bool,
 }
 
 impl Default for Options {
@@ -42,6 +53,7 @@ impl Default for Options {
             map_pages: true,
             user_read: true,
             thorough_evidence: false,
+            kernel_sentinel: false,
         }
     }
 }
@@ -97,6 +109,12 @@ impl Options {
     /// With getrusage and sched_getcpu at every region edge (or only where needed).
     pub fn thorough_evidence(mut self, thorough: bool) -> Self {
         self.thorough_evidence = thorough;
+        self
+    }
+
+    /// With the kernel-entry sentinel (or without).
+    pub fn kernel_sentinel(mut self, on: bool) -> Self {
+        self.kernel_sentinel = on;
         self
     }
 }

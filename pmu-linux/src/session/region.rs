@@ -6,6 +6,7 @@
 use pmu_core::mmap_page::BaseRead;
 
 use super::group::Group;
+use super::sentinel::LeanCount;
 use super::Session;
 use crate::error::Result;
 use crate::fast;
@@ -77,13 +78,31 @@ impl Session {
             Edge::Start => &mut self.start,
             Edge::Stop => &mut self.end,
         };
+        // The sentinel's window contains the events' one-instruction reads: its start
+        // read comes first, its stop read after them (before any read()).
+        if edge == Edge::Start {
+            if let Some(sentinel) = &mut self.sentinel_read {
+                sentinel.sample(Edge::Start);
+            }
+        }
         let mut need_read = false;
         for (i, sample) in out.iter_mut().enumerate().take(n) {
             *sample = sample_page(group, pages, i);
             need_read |= sample.path != ReadPath::Fast;
         }
+        if edge == Edge::Stop {
+            if let Some(sentinel) = &mut self.sentinel_read {
+                sentinel.sample(Edge::Stop);
+            }
+        }
         if need_read {
             let read = group.read()?;
+            // The read() entered the kernel: the sentinel starts again after it.
+            if edge == Edge::Start {
+                if let Some(sentinel) = &mut self.sentinel_read {
+                    sentinel.sample(Edge::Start);
+                }
+            }
             let fill = |i: usize, sample: &mut Sample| {
                 sample.value = read.values[i];
                 (sample.time_enabled, sample.time_running) = read.times[i];
@@ -117,11 +136,19 @@ impl Session {
     /// The lean start: the thread's CPU (`cpu`, taken by the caller before anything
     /// else), then one-instruction reads of every event, kept as base reads for the stop;
     /// false (nothing kept) as soon as one event needs `read()`.
+    /// `SENTINEL`: the session has a kernel-entry sentinel, read first (so that its
+    /// window contains the events' reads); a separate copy, so that a session without
+    /// one runs the same code as before it existed.
     #[inline(always)]
-    pub(super) fn start_lean(&mut self, cpu: u32) -> bool {
+    pub(super) fn start_lean<const SENTINEL: bool>(&mut self, cpu: u32) -> bool {
         // Before the reads: what came before the region is counted before it (an
         // instruction still in flight would otherwise land in the region).
         fast::synchronize();
+        if SENTINEL {
+            if let Some(sentinel) = &mut self.sentinel_read {
+                sentinel.start_lean();
+            }
+        }
         // One event (the common region) apart, without the loop's set-up and control;
         // groups pay for the test.
         match &mut *self.lean_events {
@@ -141,7 +168,11 @@ impl Session {
         // After the reads: none of the region's instructions begins before them.
         fast::synchronize();
         self.lean_start_cpu = cpu;
-        self.last_region = RegionRecord::BasesTaken;
+        self.last_region = if SENTINEL {
+            RegionRecord::BasesTakenSentinel
+        } else {
+            RegionRecord::BasesTaken
+        };
         true
     }
 
@@ -150,12 +181,12 @@ impl Session {
         let cpu = self.lean_start_cpu;
         ThreadStamp {
             switches: None,
-            cpu: if self.lean_rseq.is_some() {
+            cpu: if self.cpu_from_rseq_lean() {
                 Some(cpu)
             } else {
                 (cpu != u32::MAX).then_some(cpu)
             },
-            cpu_from_rseq: self.lean_rseq.is_some(),
+            cpu_from_rseq: self.cpu_from_rseq_lean(),
         }
     }
 
@@ -168,8 +199,13 @@ impl Session {
     /// those updates): no hazard, and the CPU is the start's. A moved lock: see
     /// [`Session::stop_lean_moved`]. False (readings unfinished) when some event
     /// needs `read()` now or `out` has fewer readings than there are events.
+    ///
+    /// `SENTINEL`: as in [`Session::start_lean`]; the sentinel is read last.
     #[inline(always)]
-    pub(super) fn stop_lean(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+    pub(super) fn stop_lean<const SENTINEL: bool>(
+        &mut self,
+        out: &mut [pmu_core::Reading],
+    ) -> bool {
         // Before the reads: every instruction of the region is counted.
         fast::synchronize();
         // One event apart, as in the start (and `out` then needs one reading, the
@@ -190,8 +226,34 @@ impl Session {
             }
             _ => return false,
         }
+        // The sentinel last, so that its window contains the events' reads.
+        if SENTINEL {
+            if let Some(sentinel) = &mut self.sentinel_read {
+                match sentinel.stop_lean() {
+                    LeanCount::Counted(0) => {}
+                    LeanCount::Counted(_) => {
+                        crate::region::flag_kernel_entry(&mut out[..self.lean_events.len()]);
+                    }
+                    LeanCount::Sampled => self.sentinel_sampled(out),
+                }
+            }
+        }
         self.last_region = RegionRecord::Undisturbed;
         true
+    }
+
+    /// A lean stop whose sentinel was not counted from its base (its page moved: an
+    /// overflow reload of its own counter; or its start read failed): the verdict
+    /// from its samples.
+    #[cold]
+    #[inline(never)]
+    fn sentinel_sampled(&self, out: &mut [pmu_core::Reading]) {
+        if let Some(sentinel) = &self.sentinel_read {
+            let (start, end) = sentinel.samples();
+            if crate::region::sentinel_count(&start, &end).is_ok_and(|count| count > 0) {
+                crate::region::flag_kernel_entry(&mut out[..self.lean_events.len()]);
+            }
+        }
     }
 
     /// A lean region whose pages the kernel rewrote: full reads of every event (false
@@ -214,6 +276,9 @@ impl Session {
                 _ => return false,
             }
         }
+        if let Some(sentinel) = &mut self.sentinel_read {
+            sentinel.sample(Edge::Stop);
+        }
         let moved = (0..self.len).any(|i| self.start[i].lock != self.end[i].lock);
         // The CPU again only if a lock moved (else the thread never left its CPU);
         // the readings from evaluate_perf, as every thorough region's.
@@ -232,7 +297,9 @@ impl Session {
         let (mut start, mut end) = (self.start, self.end);
         // A lean start keeps only its CPU (PageRewritten copied it into `start_thread`).
         let start_thread = match self.last_region {
-            RegionRecord::BasesTaken | RegionRecord::Undisturbed => self.lean_start_stamp(),
+            RegionRecord::BasesTaken
+            | RegionRecord::BasesTakenSentinel
+            | RegionRecord::Undisturbed => self.lean_start_stamp(),
             RegionRecord::Sampled | RegionRecord::PageRewritten => self.start_thread,
         };
         let mut end_thread = self.end_thread;
@@ -247,14 +314,19 @@ impl Session {
             }
             end_thread = start_thread;
         }
-        crate::region::evaluate_perf(
+        let mut evidence = crate::region::evaluate_perf(
             &start[..n],
             &end[..n],
             self.software_ids(),
             start_thread,
             end_thread,
             &mut out[..n],
-        )
+        );
+        if let Some(sentinel) = &self.sentinel_read {
+            let (start, end) = sentinel.samples();
+            crate::region::apply_sentinel(&mut evidence, &start, &end, &mut out[..n]);
+        }
+        evidence
     }
 }
 
@@ -267,6 +339,8 @@ pub(super) enum RegionRecord {
     /// Started lean: the start is in `lean_events`' base reads, its CPU in
     /// `lean_start_cpu`.
     BasesTaken,
+    /// As `BasesTaken`, with the kernel-entry sentinel's start read.
+    BasesTakenSentinel,
     /// Stopped lean with no page rewritten since the start: the counts are in
     /// `lean_events`.
     Undisturbed,

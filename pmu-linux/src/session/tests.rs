@@ -506,3 +506,37 @@ fn hardware_events_take_the_fast_path_where_allowed() {
         }
     }
 }
+
+/// The sentinel is not one of the session's events: asked for over software events it
+/// is off and says why (no hardware counter in use), and the session's names,
+/// length and readings are those of the events alone; not asked for, it is off as
+/// such. (Where perf has hardware counters the arm64 guest tests it counting:
+/// tests/tests/kernel_arm64.rs.)
+#[test]
+fn a_sentinel_over_software_events_is_off_and_changes_nothing() {
+    let session = Session::open(&SOFTWARE_GROUP, Options::default().kernel_sentinel(true))
+        .expect("software events open");
+    assert_eq!(session.len(), SOFTWARE_GROUP.len());
+    match session.sentinel() {
+        crate::Sentinel::Off { why } => assert!(why.contains("software events only"), "{why}"),
+        other => panic!("a sentinel over software events: {other}"),
+    }
+    let names: Vec<String> = crate::measure::Counters::names(&session);
+    assert_eq!(names, SOFTWARE_GROUP);
+    let plain = Session::open(&SOFTWARE_GROUP, Options::default()).unwrap();
+    assert_eq!(
+        plain.sentinel(),
+        &crate::Sentinel::off(super::sentinel::NOT_ASKED)
+    );
+    let mut session = session;
+    session.enable().unwrap();
+    let mut out = [pmu_core::Reading::default(); 4];
+    session.start().unwrap();
+    spin(1000);
+    session.stop(&mut out).unwrap();
+    let ev = crate::measure::Counters::evidence(&session);
+    assert_eq!((ev.kernel_entries, ev.sentinel_gap), (None, None));
+    assert!(out
+        .iter()
+        .all(|r| !r.hazards.contains(Hazards::KERNEL_ENTRY)));
+}

@@ -1,0 +1,313 @@
+//! The session's kernel-entry sentinel ([`Options::kernel_sentinel`]): one more
+//! member of the group, `instructions` (or `cycles`) with `exclude_user` set and
+//! `exclude_kernel` clear, so it counts only while the CPU runs the kernel on behalf of
+//! (or interrupting) this thread, read through its metadata page at both region edges.
+//!
+//! Where the reads come from: arm64 (Linux 6.12 drivers/perf/arm_pmuv3.c) publishes a
+//! user-readable index for any task-bound event opened with the `rdpmc` term
+//! (`armv8pmu_user_event_idx`: the event's `PERF_EVENT_FLAG_USER_READ_CNT`, set in
+//! `__armv8_pmuv3_map_event` whatever its privilege filter), and
+//! `armv8pmu_enable_user_access` sets PMUSERENR_EL0.ER | CR for the task: EL0 may read
+//! every event counter, including one that counts only EL1. x86 (arch/x86/events/
+//! core.c `x86_pmu_event_idx`): RDPMC reads any counter once CR4.PCE is set for the
+//! mm, whatever the counter's USR/OS bits. The sentinel is never read with `read()`:
+//! that system call would be counted by the sentinel itself.
+//!
+//! Opening it needs what counting the kernel needs: perf_event_paranoid ≤ 1 or
+//! CAP_PERFMON (kernel/events/core.c `perf_allow_kernel`); and one more hardware
+//! counter, tried once at open (enable, read its page, disable, reset). Where any of
+//! this fails the session opens without it and [`crate::Session::sentinel`] says why.
+
+use std::os::fd::AsFd;
+
+use perf_event_open_sys::bindings as b;
+use pmu_core::mmap_page::{BaseRead, Fallback};
+
+use super::group::{Group, OpenEvent};
+use super::Options;
+use crate::error::{Errno, Op, Result};
+use crate::events::{self, EventKind};
+use crate::fast;
+use crate::page::{KernelPage, MmapPage};
+use crate::region::{FallbackReason, ReadPath, Sample};
+use crate::sys;
+use crate::Sentinel;
+
+/// The events tried, in order: instructions retired counts every kernel entry's
+/// work; cycles where the PMU does not implement instructions.
+const EVENTS: [&str; 2] = ["instructions", "cycles"];
+
+/// How the perf backend's sentinel is read (its [`Sentinel::Counting`] `how`).
+pub(super) const HOW: &str =
+    "a member of the perf group counting only at the kernel's level (exclude_user), read \
+     through its metadata page at both region edges";
+
+/// Why a session has no sentinel when it was not asked for one.
+pub(super) const NOT_ASKED: &str = "not asked for (perf session without Options::kernel_sentinel)";
+
+/// Opens the sentinel beside `group`'s events (as a member of its group when the
+/// events are grouped, else on its own), or why not.
+pub(super) fn open(group: &Group, options: Options) -> std::result::Result<OpenEvent, String> {
+    if group
+        .events
+        .iter()
+        .all(|e| e.spec.kind == EventKind::Software)
+    {
+        return Err(
+            "software events only: no hardware counter is in use, none is taken \
+                    for a sentinel"
+                .to_owned(),
+        );
+    }
+    if !options.map_pages {
+        return Err(
+            "the metadata pages are not mapped (Options::map_pages off): the \
+                    sentinel is read with one instruction through its page or not at all"
+                .to_owned(),
+        );
+    }
+    let leader = group
+        .events
+        .first()
+        .filter(|_| options.grouped)
+        .map(|e| e.fd.as_fd());
+    let mut unsupported = Vec::new();
+    for name in EVENTS {
+        let Some(spec) = events::resolve_builtin(name) else {
+            continue;
+        };
+        let mut attr = b::perf_event_attr {
+            size: size_of::<b::perf_event_attr>() as u32,
+            type_: spec.perf_type,
+            ..Default::default()
+        };
+        let config = if options.user_read && cfg!(target_arch = "aarch64") {
+            spec.config_with_user_read()
+        } else {
+            spec.config
+        };
+        attr.config = config[0];
+        attr.__bindgen_anon_3.config1 = config[1];
+        attr.read_format = u64::from(
+            b::PERF_FORMAT_TOTAL_TIME_ENABLED
+                | b::PERF_FORMAT_TOTAL_TIME_RUNNING
+                | b::PERF_FORMAT_ID,
+        );
+        attr.set_disabled(1);
+        attr.set_exclude_user(1);
+        attr.set_exclude_kernel(0);
+        attr.set_exclude_hv(u64::from(options.exclude_hv));
+        match sys::perf::open(&mut attr, leader) {
+            Ok(fd) => {
+                let id = sys::perf::event_id(fd.as_fd()).map_err(|errno| {
+                    format!(
+                        "its id could not be read ({})",
+                        crate::Error::Syscall { op: Op::Id, errno }
+                    )
+                })?;
+                let page = MmapPage::map(fd.as_fd())
+                    .map_err(|e| format!("its metadata page could not be mapped ({e})"))?;
+                return Ok(OpenEvent {
+                    spec,
+                    fd,
+                    page: Some(page),
+                    id,
+                });
+            }
+            Err(errno @ Errno(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV)) => {
+                unsupported.push(format!("{name}: {errno}"));
+            }
+            Err(errno) => return Err(refused(errno, sys::perf_event_paranoid())),
+        }
+    }
+    Err(format!(
+        "the PMU counts neither instructions nor cycles at the kernel's level alone ({})",
+        unsupported.join("; ")
+    ))
+}
+
+/// The reason perf_event_open refused a kernel-only event with `errno`.
+pub(super) fn refused(errno: Errno, paranoid: Option<i32>) -> String {
+    match errno.0 {
+        libc::EACCES | libc::EPERM => format!(
+            "counting at the kernel's level is not allowed to this process ({errno}; \
+             kernel.perf_event_paranoid is {}): it needs perf_event_paranoid ≤ 1 \
+             (`sysctl -w kernel.perf_event_paranoid=1`) or CAP_PERFMON",
+            paranoid.map_or_else(|| "unreadable".to_owned(), |p| p.to_string())
+        ),
+        _ => format!("perf_event_open refused a kernel-only instructions event ({errno})"),
+    }
+}
+
+/// The reason a sentinel that opened gave no one-instruction read at the trial.
+pub(super) fn unreadable(fallback: Fallback) -> String {
+    match fallback {
+        Fallback::NotScheduled => "it was not on a counter when tried: the group with it \
+                                   (one counter more than the events asked for) does not \
+                                   fit on the free counters"
+            .to_owned(),
+        other => format!(
+            "its page gives no one-instruction read ({other}); read with read() it would \
+             count that system call itself"
+        ),
+    }
+}
+
+/// The sentinel as [`Sentinel::Counting`].
+pub(super) fn counting(event: &OpenEvent) -> Sentinel {
+    Sentinel::Counting {
+        event: event.spec.name.clone(),
+        how: HOW.to_owned(),
+    }
+}
+
+/// The sentinel's reads over the last region.
+///
+/// The sentinel keeps a base read (`base`, one full pass of the page's seqlock) for
+/// as long as its page is unchanged, across regions: a lean edge is then only the
+/// count since it ([`fast::count_since`]: `lock`, the counter, `lock`), the start's
+/// in `start_count` (`start_in_base`), the region's in `count` (`end_in_count`). A
+/// page rewritten since the base costs one full read (a new base) at the start; at
+/// the stop, a full read kept as the end sample. A read that is not possible keeps
+/// why ([`SentinelRead::samples`] then makes the count unknown).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SentinelRead {
+    pub(super) page: KernelPage,
+    base: BaseRead,
+    start_count: u64,
+    count: u64,
+    start: Sample,
+    end: Sample,
+    start_in_base: bool,
+    end_in_count: bool,
+}
+
+/// What a lean stop found.
+pub(super) enum LeanCount {
+    /// The page is unchanged since the start: the region's count.
+    Counted(u64),
+    /// Not counted from the base (the page moved, or the start read failed): the
+    /// samples decide ([`SentinelRead::samples`]).
+    Sampled,
+}
+
+impl SentinelRead {
+    /// Over `page`, with `base` a full read of it ([`fast::read_base`]).
+    pub(super) fn new(page: KernelPage, base: BaseRead) -> Self {
+        Self {
+            page,
+            base,
+            start_count: 0,
+            count: 0,
+            start: Sample::default(),
+            end: Sample::default(),
+            start_in_base: false,
+            end_in_count: false,
+        }
+    }
+
+    /// The lean start's read: the count since the base, or a new base.
+    #[inline(always)]
+    pub(super) fn start_lean(&mut self) {
+        match fast::count_since(self.page, &self.base) {
+            Some(count) => {
+                self.start_count = count;
+                self.start_in_base = true;
+            }
+            None => self.sample(super::region::Edge::Start),
+        }
+    }
+
+    /// The lean stop's read: the region's count while the page is unchanged since
+    /// the start, else a full read kept as the end sample.
+    ///
+    /// No test of `start_in_base`: a start that could not read the page leaves the
+    /// base of an older page (`lock` since moved), so the count since it fails here
+    /// too and the stop samples.
+    #[inline(always)]
+    pub(super) fn stop_lean(&mut self) -> LeanCount {
+        if let Some(count) = fast::count_since(self.page, &self.base) {
+            let count = count.wrapping_sub(self.start_count);
+            self.count = count;
+            self.end_in_count = true;
+            return LeanCount::Counted(count);
+        }
+        self.sample(super::region::Edge::Stop);
+        LeanCount::Sampled
+    }
+
+    /// A full read: at the start a new base (or why not), at the stop the end sample.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn sample(&mut self, edge: super::region::Edge) {
+        let read = fast::read_base(self.page);
+        match (edge, read) {
+            (super::region::Edge::Start, Ok(base)) => {
+                self.base = base;
+                self.start_count = 0;
+                self.start_in_base = true;
+            }
+            (super::region::Edge::Start, Err(fallback)) => {
+                self.start = unread(fallback);
+                self.start_in_base = false;
+            }
+            (super::region::Edge::Stop, read) => {
+                self.end = read.map_or_else(unread, |base| Sample::fast(base.read));
+                self.end_in_count = false;
+            }
+        }
+    }
+
+    /// The region's two edges as samples (value, page times and `lock` of each).
+    pub(super) fn samples(&self) -> (Sample, Sample) {
+        let start = if self.start_in_base {
+            Sample {
+                value: self.base.read.value.wrapping_add(self.start_count),
+                ..Sample::fast(self.base.read)
+            }
+        } else {
+            self.start
+        };
+        let end = if self.end_in_count {
+            Sample {
+                value: start.value.wrapping_add(self.count),
+                ..start
+            }
+        } else {
+            self.end
+        };
+        (start, end)
+    }
+}
+
+/// A sentinel read that was not possible, and why.
+fn unread(fallback: Fallback) -> Sample {
+    Sample {
+        path: ReadPath::Syscall(FallbackReason::Page(fallback)),
+        ..Sample::default()
+    }
+}
+
+/// The trial at open: the group enabled, the sentinel read through its page, the
+/// group disabled and reset. `Ok(Ok(None))` without a sentinel; `Ok(Err(fallback))`
+/// when the read was not possible.
+pub(super) fn trial(
+    session: &super::Session,
+) -> Result<std::result::Result<Option<SentinelRead>, Fallback>> {
+    let Some(page) = session
+        .group
+        .sentinel
+        .as_ref()
+        .and_then(|e| e.page.as_ref())
+    else {
+        return Ok(Ok(None));
+    };
+    // SAFETY: `group` owns the mapping and lives in the same `Session`, unchanged, as
+    // long as the handle (the caller keeps the read only in that session).
+    let page = unsafe { KernelPage::new(page) };
+    session.enable()?;
+    let read = fast::read_base(page);
+    session.disable()?;
+    session.reset()?;
+    Ok(read.map(|base| Some(SentinelRead::new(page, base))))
+}
