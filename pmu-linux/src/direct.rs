@@ -28,6 +28,7 @@ use crate::error::{Error, Op, Result};
 use crate::sys::{self, ChildEnd};
 
 mod alloc;
+pub mod kernel_sentinel;
 pub mod lean;
 mod meter;
 
@@ -41,10 +42,11 @@ mod tests;
 #[cfg(target_arch = "aarch64")]
 pub use alloc::allocate_granted;
 pub use alloc::{allocate, OwnedCounters, MODULE_LAYOUT};
+pub use lean::SENTINEL_FILTER;
 #[cfg(target_arch = "aarch64")]
 pub use lean::{
     lean_granted, lean_programmed, Flags, LeanRegion, NoFlags, NoSentinel, OverflowFlags,
-    SentinelRead, Watching, SENTINEL_FILTER,
+    SentinelRead, Watching,
 };
 pub use meter::{CounterSet, DirectMeter, GenericDirectMeter};
 

@@ -644,8 +644,13 @@ impl fmt::Display for GrantMissing {
             Self::NoProgrammingAccess { parameter } => write!(
                 f,
                 "it was loaded with {parameter}, which does not let user mode program the \
-                 counters (PMUSERENR_EL0.EN), and the direct backend programs them: reload it \
-                 with programming access, or use --backend perf"
+                 counters ({en}), and the direct backend programs them: reload it with \
+                 programming access, or use --backend perf",
+                en = if cfg!(target_arch = "arm") {
+                    "PMUSERENR.EN"
+                } else {
+                    "PMUSERENR_EL0.EN"
+                }
             ),
             Self::Trapped => f.write_str(
                 "user mode still traps on this CPU: reload the module, and check its kernel log",
@@ -678,8 +683,9 @@ impl fmt::Display for DirectUnsupported {
             return write!(
                 f,
                 "this CPU (implementer {implementer:#04x}, part {part:#05x} in /proc/cpuinfo) is \
-                 not an ARM1176 (0x41, 0xb76: Raspberry Pi 1 / Zero), the only 32-bit ARM core \
-                 whose PMU the direct backend programs"
+                 neither an ARM1176 (0x41, 0xb76: Raspberry Pi 1 / Zero) nor an ARMv7 or later \
+                 core (\"CPU architecture: 7\"): the 32-bit ARM cores whose PMU the direct \
+                 backend programs"
             );
         }
         f.write_str(match self {

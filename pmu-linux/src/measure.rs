@@ -31,6 +31,12 @@ pub trait Counters: RegionMeter<Error = Error> {
     fn disable(&mut self) -> Result<()>;
     /// What the last [`RegionMeter::stop`] saw.
     fn evidence(&self) -> Evidence;
+    /// Whether this backend's regions are watched by a kernel-entry sentinel, or why
+    /// not; `None` where the backend does not say ([`crate::Meter::sentinel`] then
+    /// reports it off).
+    fn sentinel(&self) -> Option<crate::Sentinel> {
+        None
+    }
 }
 
 /// How to measure.

@@ -241,7 +241,9 @@ impl MeterBuilder {
     /// the kernel on purpose: [`Measured::min_tolerating`]). The perf backend adds one
     /// kernel-only member to the group ([`crate::Options::kernel_sentinel`], whatever
     /// [`MeterBuilder::perf_options`] say); where it cannot, the meter still opens and
-    /// [`Meter::sentinel`] says why.
+    /// [`Meter::sentinel`] says why. The direct backends use theirs wherever they have
+    /// one, whatever this says: it replaces the system calls of their regions
+    /// ([`crate::direct::lean`]).
     pub fn kernel_sentinel(&mut self, on: bool) -> &mut Self {
         self.sentinel = on;
         self
@@ -334,7 +336,6 @@ impl MeterBuilder {
             kind,
             why,
             pin: backend_pin,
-            sentinel: backend_sentinel,
         } = opened;
         let mut extra = Vec::new();
         for name in names.iter().skip(self.events.len()) {
@@ -342,10 +343,7 @@ impl MeterBuilder {
         }
         names.truncate(self.events.len());
         inner.counters().enable()?;
-        // The direct backend says which sentinel it has (merge of the `direct` and
-        // `perf-sentinel` branches: the lead may want `kernel_sentinel(false)` to
-        // apply to it as well).
-        let sentinel = backend_sentinel.unwrap_or_else(|| opened_sentinel(&inner, self.sentinel));
+        let sentinel = opened_sentinel(&inner, kind, self.sentinel);
         Ok(Meter {
             id: self.id,
             names,
@@ -548,7 +546,6 @@ impl MeterBuilder {
             kind: BackendKind::Perf,
             why,
             pin: None,
-            sentinel: None,
         }))
     }
 
@@ -707,7 +704,7 @@ impl MeterBuilder {
         pin: PinGuard,
     ) -> Result<Opened> {
         let (region, sentinel) = crate::direct::lean_granted(pmu, placed, self.names())?;
-        let mut opened = direct_opened(
+        Ok(direct_opened(
             region,
             self.events.len(),
             format!(
@@ -717,9 +714,7 @@ impl MeterBuilder {
                  than 2^32 events); regions without system calls (CPU from rseq; {sentinel})"
             ),
             pin,
-        );
-        opened.sentinel = Some(sentinel);
-        Ok(opened)
+        ))
     }
 
     /// The lean region on counters the library programs under EN, with its own
@@ -733,7 +728,7 @@ impl MeterBuilder {
         pin: PinGuard,
     ) -> Result<Opened> {
         let (region, sentinel) = crate::direct::lean_programmed(pmu, placed, self.names())?;
-        let mut opened = direct_opened(
+        Ok(direct_opened(
             region,
             self.events.len(),
             format!(
@@ -742,9 +737,7 @@ impl MeterBuilder {
                  system calls (CPU from rseq, overflow flags; {sentinel})"
             ),
             pin,
-        );
-        opened.sentinel = Some(sentinel);
-        Ok(opened)
+        ))
     }
 
     #[cfg(target_arch = "arm")]
@@ -775,6 +768,12 @@ impl MeterBuilder {
         for i in ccr {
             meter = meter.scaled(i, self.divider.cycles_per_tick())?;
         }
+        let meter = crate::direct::kernel_sentinel::WithoutSentinel::new(
+            meter,
+            "the ARM1176 counters have no privilege filter: every counter counts in every \
+             mode (ARM1176JZF-S TRM 3.2.51, PMCR); kernel entries that end in a context \
+             switch are seen through getrusage only",
+        );
         Ok(direct_opened(
             Box::new(meter),
             self.events.len(),
@@ -804,13 +803,9 @@ impl MeterBuilder {
         let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
         let counters =
             crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
-        let meter = crate::direct::GenericDirectMeter::new(
-            counters,
-            self.names(),
-            crate::direct::aarch32::PmuserenrEn,
-        )?;
+        let meter = aarch32_with_sentinel(counters, self.names())?;
         Ok(direct_opened(
-            Box::new(meter),
+            meter,
             self.events.len(),
             format!(
                 "direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN from kmod-enable-user's \
@@ -888,7 +883,6 @@ impl MeterBuilder {
             kind: BackendKind::Software,
             why,
             pin: None,
-            sentinel: None,
         })
     }
 
@@ -907,8 +901,6 @@ struct Opened {
     kind: BackendKind,
     why: String,
     pin: Option<PinGuard>,
-    /// The backend's kernel-entry sentinel, where it said (`None`: it has none yet).
-    sentinel: Option<crate::Sentinel>,
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -920,7 +912,43 @@ fn perf_opened(session: crate::Session, events: usize, why: String) -> Opened {
         kind: BackendKind::Perf,
         why,
         pin: None,
-        sentinel: None,
+    }
+}
+
+/// The AArch32 direct meter over `counters`, read at the floor
+/// ([`crate::direct::aarch32::FloorCounters`]) and watched by a kernel-entry sentinel on
+/// a free event counter ([`crate::direct::aarch32::Pl1InstRetired`]) where there is one;
+/// without, it says why.
+#[cfg(all(target_arch = "arm", target_feature = "v7"))]
+fn aarch32_with_sentinel(
+    counters: crate::direct::OwnedCounters<pmu_armv7::Pl0Pmu>,
+    names: Vec<String>,
+) -> Result<Box<dyn Counters>> {
+    use crate::direct::aarch32::{FloorCounters, Pl1InstRetired, PmuserenrEn};
+    use crate::direct::kernel_sentinel::{with_sentinel, SentinelMeter, WithoutSentinel};
+    use crate::direct::GenericDirectMeter;
+    match Pl1InstRetired::program(counters.pmu(), counters.slots()) {
+        Ok(sentinel) => {
+            let how = format!(
+                "event counter {} programmed by the library (INST_RETIRED, PMXEVTYPER.U \
+                 set, P clear), read through PMSELR + PMXEVCNTR before the region's \
+                 counters at the start and after them at the stop",
+                sentinel.counter()
+            );
+            let counters = FloorCounters::new(counters)?;
+            let (set, link) = with_sentinel(counters, sentinel);
+            let inner = GenericDirectMeter::new(set, names, PmuserenrEn)?;
+            Ok(Box::new(SentinelMeter::new(
+                inner,
+                link,
+                "instructions",
+                &how,
+            )))
+        }
+        Err(why) => Ok(Box::new(WithoutSentinel::new(
+            GenericDirectMeter::new(FloorCounters::new(counters)?, names, PmuserenrEn)?,
+            why,
+        ))),
     }
 }
 
@@ -933,22 +961,32 @@ fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinG
         kind: BackendKind::Direct,
         why,
         pin: Some(pin),
-        sentinel: None,
     }
 }
 
 /// Whether the opened backend watches regions with a kernel-entry sentinel, or why
 /// not (`asked`: [`MeterBuilder::kernel_sentinel`]).
-fn opened_sentinel(inner: &Inner, asked: bool) -> crate::Sentinel {
+fn opened_sentinel(inner: &Inner, kind: BackendKind, asked: bool) -> crate::Sentinel {
+    // The direct backends decide themselves: their sentinel replaces the system calls
+    // of every region (see `MeterBuilder::kernel_sentinel`), so theirs is the truth
+    // whatever was asked.
+    if let Inner::Other(other) = inner {
+        if let Some(sentinel) = other.sentinel() {
+            return sentinel;
+        }
+    }
     match inner {
         _ if !asked => crate::Sentinel::off("switched off (MeterBuilder::kernel_sentinel)"),
+        _ if kind == BackendKind::Software => crate::Sentinel::off(
+            "no hardware counters: the software backend has none to count the kernel with",
+        ),
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         Inner::Perf(session) => session.sentinel().clone(),
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         Inner::Hybrid(_) => crate::Sentinel::off(
             "not yet on machines with several core PMUs (each PMU's group would need its own)",
         ),
-        Inner::Other(_) => crate::Sentinel::off("no backend of this meter reads one yet"),
+        Inner::Other(_) => crate::Sentinel::off("this backend reads none"),
     }
 }
 

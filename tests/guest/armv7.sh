@@ -26,6 +26,20 @@ hazards() {
 	result demo tag=$tag cpu=any backend=direct status=$status
 }
 
+# The kernel-entry sentinel over long regions: 20 000 000 loop iterations, 40 M PL0
+# instructions, at least 40 ms of virtual time under icount shift=0; the kernel's timer
+# (CONFIG_HZ=100) interrupts every run several times.
+sentinel_demo() {
+	tag=$1
+	cpu=$2
+	pmu-demo measure --backend direct --cpu "$cpu" --kernel loop --units 20000000 \
+		--events instructions,cycles --runs 3 --warmup 1 --json >/tmp/demo.out 2>/tmp/demo.err
+	status=$?
+	echo "JSON $tag $(tr -d '\n' </tmp/demo.out)"
+	sed "s/^/STDERR $tag /" /tmp/demo.err
+	result demo tag=$tag cpu=$cpu backend=direct status=$status
+}
+
 # insmod of the ARMv6 flavour (SUNAVCR, for the ARM1176): refused on an ARMv7 CPU.
 load_other_flavour() {
 	insmod "$OTHER_FLAVOUR" 2>/tmp/insmod.err
@@ -55,6 +69,7 @@ scenario_board() {
 		demo loaded-cpu$cpu $cpu direct
 		cpu=$((cpu + 1))
 	done
+	sentinel_demo sentinel-long 0
 	hazards hazards
 	# pmu-demo took every CPU's PMU over (its counters disabled the module's): `regrant`
 	# programs the module's counters and grants again on every online CPU.

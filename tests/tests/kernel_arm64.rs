@@ -402,6 +402,16 @@ fn access(cpu: &str, flavour: Flavour) {
         );
         run.assert_klog(&format!("kmod_enable_user: {why}"));
     }
+    // Each refusal names the CPU's real PMUVer (`-cpu max`: PMUv3, never 0), read
+    // before the parameters are checked.
+    let refusals = run.klog("refusing to load");
+    assert!(refusals.len() >= 4, "{refusals:?}");
+    assert!(
+        refusals
+            .iter()
+            .all(|l| l.contains("(PMUVer=0x") && !l.contains("(PMUVer=0x0)")),
+        "{refusals:?}"
+    );
 
     // perf with kernel.perf_user_access=1: one-instruction reads, exact.
     let fast = demo(&run, "perf-user-access");

@@ -107,6 +107,31 @@ fn assert_exact(run: &QemuRun, tag: &str) {
     );
     let notes = json["notes"].to_string();
     assert!(notes.contains("PMUSERENR.EN"), "{tag}: {notes}");
+    // The AArch32 direct meter's kernel-entry sentinel (pmu-linux direct::aarch32
+    // `Pl1InstRetired`): INST_RETIRED at PL1 only on a counter the events leave free.
+    // The quiet runs above still give exact minima: it does not flag every region.
+    assert!(
+        notes.contains("kernel-entry sentinel: instructions at the kernel's level (event counter"),
+        "{tag}: {notes}"
+    );
+}
+
+/// Long regions (tests/guest/armv7.sh `sentinel_demo`: 40 M PL0 instructions, at least
+/// 40 ms of virtual time, CONFIG_HZ=100): the timer interrupts each run, and the
+/// sentinel (INST_RETIRED with PMXEVTYPER.U set: DDI 0406C C12 "PMXEVTYPER") flags every
+/// run with the kernel-entry hazard; no other detector of the direct backend sees an
+/// interrupt that does not end in a context switch.
+fn assert_sentinel_flags_long_regions(run: &QemuRun, tag: &str) {
+    let d = demo(run, tag);
+    let json = d.json(run);
+    let runs = d.result(run)["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{tag}: no runs: {json}"));
+    assert_eq!(runs.len(), 3, "{tag}: {json}");
+    for r in runs {
+        let hazards = r["hazards"].to_string();
+        assert!(hazards.contains("kernel-entry"), "{tag}: {r}\n{json}");
+    }
 }
 
 /// The board scenario (tests/guest/armv7.sh `scenario_board`).
@@ -177,6 +202,8 @@ fn board_scenario(run: &QemuRun, b: &Board) {
     for c in 0..b.cpus {
         assert_exact(run, &format!("loaded-cpu{c}"));
     }
+
+    assert_sentinel_flags_long_regions(run, "sentinel-long");
 
     // The hazards pmu-demo forces, each flagged.
     let hazards = demo(run, "hazards");

@@ -465,6 +465,8 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         }
         Ok(meter) => {
             sofar.notes.push(meter.why().to_owned());
+            // Whether a region sees every kernel entry (kernel-entry hazard), or why not.
+            sofar.notes.push(meter.sentinel().to_string());
             meter
         }
         Err(

@@ -25,6 +25,8 @@
 //!   counters although PMCR.E is global, and never clears a pending overflow flag by
 //!   accident (see the [`pmu`] module docs).
 //!
+//! [`reader`] holds the handles that read a counter with one `mrc` and nothing else.
+//!
 //! The ARM1176 has no privilege filter (everything counts in every mode) and, on the
 //! Raspberry Pi, no overflow interrupt: overflows are seen through the flags.
 //!
@@ -62,6 +64,7 @@ pub mod event;
 pub mod fake;
 pub mod pmcr;
 pub mod pmu;
+pub mod reader;
 pub mod sunavcr;
 pub mod user_enable;
 

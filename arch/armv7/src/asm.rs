@@ -36,6 +36,31 @@ macro_rules! cp15_read {
     };
 }
 
+/// A counter read: as `cp15_read!`, but not `nomem`. Counter reads bracket a measured
+/// region, so the compiler must not move the region's loads and stores across them
+/// (without `nomem` the asm is a compiler barrier for memory; it costs nothing at run
+/// time).
+macro_rules! cp15_counter_read {
+    ($(#[$doc:meta])* $name:ident, $crn:literal, $crm:literal, $op2:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The access must be permitted at the current privilege level (see the module
+        /// doc); otherwise it raises an Undefined Instruction exception.
+        #[inline(always)]
+        pub unsafe fn $name() -> u32 {
+            let value: u32;
+            // SAFETY: the caller guarantees the access is permitted; a cp15 read writes
+            // only `value`.
+            unsafe {
+                asm!(concat!("mrc p15, 0, {}, ", $crn, ", ", $crm, ", ", $op2),
+                     out(reg) value, options(nostack, preserves_flags));
+            }
+            value
+        }
+    };
+}
+
 macro_rules! cp15_write {
     ($(#[$doc:meta])* $name:ident, $crn:literal, $crm:literal, $op2:literal) => {
         $(#[$doc])*
@@ -81,7 +106,7 @@ cp15_read!(/// PMCEID0 (common events 0x00..=0x1F).
     pmceid0, "c9", "c12", "6");
 cp15_read!(/// PMCEID1 (common events 0x20..=0x3F).
     pmceid1, "c9", "c12", "7");
-cp15_read!(/// PMCCNTR (low 32 bits on PMUv3).
+cp15_counter_read!(/// PMCCNTR (low 32 bits on PMUv3).
     pmccntr, "c9", "c13", "0");
 cp15_write!(/// Writes PMCCNTR.
     set_pmccntr, "c9", "c13", "0");
@@ -89,7 +114,7 @@ cp15_read!(/// PMXEVTYPER of the counter PMSELR selects.
     pmxevtyper, "c9", "c13", "1");
 cp15_write!(/// Writes PMXEVTYPER of the counter PMSELR selects.
     set_pmxevtyper, "c9", "c13", "1");
-cp15_read!(/// PMXEVCNTR of the counter PMSELR selects.
+cp15_counter_read!(/// PMXEVCNTR of the counter PMSELR selects.
     pmxevcntr, "c9", "c13", "2");
 cp15_write!(/// Writes PMXEVCNTR of the counter PMSELR selects.
     set_pmxevcntr, "c9", "c13", "2");
@@ -103,6 +128,28 @@ cp15_write!(/// Writes PMINTENSET (PL1 only).
     set_pmintenset, "c9", "c14", "1");
 cp15_write!(/// Writes PMINTENCLR (PL1 only).
     set_pmintenclr, "c9", "c14", "2");
+
+/// `PMEVCNTR<N>`: event counter N through its own encoding, `c14, c(8 + N/8), N%8`
+/// (Arm ARM DDI 0487 G8 "`PMEVCNTR<n>`", PMUv3 only: on ARMv7 PMUv1/PMUv2 the encoding
+/// is UNDEFINED). One `mrc`, no PMSELR, no `isb`. `N > 30` does not compile.
+///
+/// # Safety
+/// The PMU is PMUv3, N < PMCR.N, and the access is permitted at the current privilege
+/// level (PL1, or PL0 with PMUSERENR.EN or .ER); otherwise it is UNDEFINED or
+/// CONSTRAINED UNPREDICTABLE.
+#[inline(always)]
+pub unsafe fn pmevcntr<const N: u8>() -> u32 {
+    const { assert!(N <= 30, "PMEVCNTR<n> exists for n = 0..=30") };
+    let value: u32;
+    // SAFETY: the caller guarantees PMUv3, N < PMCR.N and permission; a cp15 read writes
+    // only `value`. Not `nomem`, as every counter read here (`cp15_counter_read!`).
+    unsafe {
+        asm!("mrc p15, 0, {value}, c14, c{crm}, {op2}",
+             value = out(reg) value, crm = const 8 + N / 8, op2 = const N % 8,
+             options(nostack, preserves_flags));
+    }
+    value
+}
 
 /// Instruction Synchronization Barrier: makes earlier cp15 writes (PMSELR, PMCR,
 /// PMUSERENR, PMCNTENSET) visible to the instructions after it (DDI 0406C B3.15.5

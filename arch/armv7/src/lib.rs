@@ -19,9 +19,11 @@
 //!   runs. PMUv2 has no read-only grant (PMUSERENR.EN only): there it refuses unless
 //!   the explicit write opt-in `el0_programming=1` is given.
 //!
-//! Counters are accessed through PMSELR + PMXEVTYPER/PMXEVCNTR, which both PMUv2 and
-//! PMUv3 have; the PMUv3-only direct encodings (`PMEVCNTR<n>`, `PMEVTYPER<n>`, `c14, c8..`)
-//! are not used. Every counter is 32 bits (PMCR.LC stays 0).
+//! The driver reaches counters through PMSELR + PMXEVTYPER/PMXEVCNTR, which both PMUv2
+//! and PMUv3 have. [`reader`] holds the handles that read at the floor: PMCCNTR with
+//! one `mrc`, and on PMUv3 event counter N with one `mrc` of its own encoding
+//! (`PMEVCNTR<N>`, `c14, c8..c11`); on PMUv1/PMUv2 PMSELR + `isb` + PMXEVCNTR. Every
+//! counter is 32 bits (PMCR.LC stays 0).
 //!
 //! ```
 //! use pmu_armv7::fake::FakeRegisters;
@@ -50,6 +52,7 @@ pub mod pl0;
 #[cfg(target_arch = "arm")]
 pub mod pl1;
 pub mod pmu;
+pub mod reader;
 pub mod registers;
 pub mod user_enable;
 

@@ -13,6 +13,11 @@
 //!   (PMUSERENR is readable at PL0 whatever it holds), so a revoked grant is an error
 //!   instead of SIGILL.
 //!
+//! - [`FloorCounters`] reads the region's counters through `pmu_armv7::reader`'s
+//!   table (one indirect call per counter);
+//! - [`Pl1InstRetired`] is the kernel-entry sentinel: INST_RETIRED at PL1 only on a
+//!   free event counter (docs/sentinel.md).
+//!
 //! PL0 cannot read ID_DFR0: the backend assumes the PMUv2 baseline (8-bit event numbers,
 //! no PMCEID), which PMUv3 seen from AArch32 extends. Every counter is 32 bits; overflow
 //! is flagged from PMOVSR.
@@ -97,4 +102,228 @@ pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
         },
     })?;
     Ok((pin, pmu))
+}
+
+/// The kernel-entry sentinel of this backend: event counter `counter` counting
+/// INST_RETIRED (0x08) at PL1 only (PMXEVTYPER.P = 0, U = 1, NSH = 0), read from PL0
+/// through PMSELR + `isb` + PMXEVCNTR (the PMUv2 baseline: PL0 cannot tell PMUv3,
+/// whose `PMEVCNTR<n>` encodings would save the select).
+///
+/// The filter bits are PMUv2's (ARMv7-A/R ARM, DDI 0406C, C12 "PMXEVTYPER"; PMUv3 in
+/// AArch32 keeps them: DDI 0487 G8 "`PMEVTYPER<n>`"), the ones Linux 6.12
+/// drivers/perf/arm_v7_pmu.c `armv7pmu_set_event_filter` writes for
+/// `exclude_user` on the Cortex-A7/A15/A12/A17; the exact split of PL1 and PL0
+/// instructions is measured with qemu/armv7-virt's `filter` scenario.
+#[derive(Debug)]
+pub struct Pl1InstRetired {
+    counter: u8,
+}
+
+impl Pl1InstRetired {
+    /// Programs and starts the sentinel on the highest event counter of `pmu` that
+    /// `used` does not hold.
+    ///
+    /// # Errors
+    /// Why there is none, as [`crate::Sentinel::Off`] says it: every event counter is
+    /// in use, or the PMU refused the event or the filter.
+    pub fn program(
+        pmu: &Pl0Pmu,
+        used: impl Iterator<Item = pmu_core::Slot>,
+    ) -> std::result::Result<Self, String> {
+        use pmu_armv8::{Armv8Event, EventNumber};
+        use pmu_core::{Pmu, PrivilegeFilter, Slot};
+        let used: Vec<Slot> = used.collect();
+        let n = pmu.event_counters();
+        let Some(counter) = (0..n)
+            .rev()
+            .find(|&c| !used.contains(&Slot::Programmable(c)))
+        else {
+            return Err(format!(
+                "all {n} event counters count the region's events: ask for one event fewer \
+                 to have one"
+            ));
+        };
+        let slot = Slot::Programmable(counter);
+        pmu.configure(
+            slot,
+            Armv8Event::new(EventNumber::INST_RETIRED),
+            PrivilegeFilter::KERNEL,
+        )
+        .map_err(|e| format!("counter {counter} refused INST_RETIRED at PL1 only: {e}"))?;
+        pmu.clear_overflow(slot);
+        pmu.enable(slot);
+        Ok(Self { counter })
+    }
+
+    /// The event counter it uses.
+    pub fn counter(&self) -> u8 {
+        self.counter
+    }
+
+    fn mask(&self) -> u32 {
+        1 << self.counter
+    }
+}
+
+impl Drop for Pl1InstRetired {
+    /// Stops the counter (where the grant is still there), also when the meter it was
+    /// made for could not be built.
+    fn drop(&mut self) {
+        super::kernel_sentinel::SentinelCounter::stop(self);
+    }
+}
+
+impl super::kernel_sentinel::SentinelCounter for Pl1InstRetired {
+    #[inline(always)]
+    fn read(&self) -> u64 {
+        // SAFETY: the meter checks PMUSERENR.EN before each edge's reads (the
+        // `PmuserenrEn` of its GenericDirectMeter), and `counter` < PMCR.N (`program`).
+        unsafe { pmu_armv7::asm::set_pmselr(u32::from(self.counter)) };
+        // PMXEVCNTR must see the new PMSELR (DDI 0406C B3.15.5; pmu_armv7::reader).
+        pmu_armv7::asm::isb();
+        // SAFETY: as above.
+        u64::from(unsafe { pmu_armv7::asm::pmxevcntr() })
+    }
+
+    fn width(&self) -> pmu_core::CounterWidth {
+        pmu_core::CounterWidth::W32
+    }
+
+    #[inline(always)]
+    fn overflowed(&self) -> bool {
+        // SAFETY: as in `read`.
+        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
+        pmovsr & self.mask() != 0
+    }
+
+    #[inline(always)]
+    fn clear_overflow(&self) {
+        // SAFETY: as in `read`; write-1-to-clear touches only this counter's flag.
+        unsafe { pmu_armv7::asm::set_pmovsr(self.mask()) };
+    }
+
+    fn start(&self) {
+        if PmuserenrEn.granted() {
+            // SAFETY: EN was just seen; only this counter's bit.
+            unsafe { pmu_armv7::asm::set_pmcntenset(self.mask()) };
+            // Counting starts before the instructions that follow.
+            pmu_armv7::asm::isb();
+        }
+    }
+
+    fn stop(&self) {
+        // Without the grant the access would trap, and the kernel owns the PMU again.
+        if PmuserenrEn.granted() {
+            // SAFETY: EN was just seen; only this counter's bit.
+            unsafe { pmu_armv7::asm::set_pmcntenclr(self.mask()) };
+            // Counting stops before the instructions that follow.
+            pmu_armv7::asm::isb();
+        }
+    }
+}
+
+/// The region's counters read at the floor: each counter's read function chosen once,
+/// when the set is made (`pmu_armv7::reader`: PMCCNTR with one `mrc`, an event counter
+/// through PMSELR + `isb` + PMXEVCNTR), so an edge costs one indirect call per counter
+/// instead of the driver's slot decoding; one PMOVSR read for every overflow flag, one
+/// write to clear them. Everything else is the [`OwnedCounters`](super::OwnedCounters)'.
+#[derive(Debug)]
+pub struct FloorCounters {
+    counters: super::OwnedCounters<Pl0Pmu>,
+    reads: Vec<unsafe fn() -> u32>,
+    masks: Vec<u32>,
+    all: u32,
+}
+
+impl FloorCounters {
+    /// The floor reads of `counters`.
+    ///
+    /// # Errors
+    /// [`Error::Pmu`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
+    /// counter on this PMU (cannot happen for slots the PMU allocated).
+    pub fn new(counters: super::OwnedCounters<Pl0Pmu>) -> Result<Self> {
+        use pmu_armv7::reader::ReadPath;
+        use pmu_armv7::CounterId;
+        let pmu = counters.pmu();
+        let mut reads = Vec::with_capacity(counters.slots().len());
+        let mut masks = Vec::with_capacity(counters.slots().len());
+        for slot in counters.slots() {
+            let path =
+                ReadPath::for_slot(pmu.perfmon(), pmu.event_counters(), slot).map_err(|_| {
+                    pmu_core::Error::CounterOutOfRange {
+                        slot,
+                        available: u32::from(pmu.event_counters()),
+                    }
+                })?;
+            reads.push(path.read_fn());
+            masks.push(match path {
+                ReadPath::Pmccntr => CounterId::Cycle.mask(),
+                ReadPath::Pmevcntr(n) | ReadPath::Selected(n) => CounterId::Event(n).mask(),
+            });
+        }
+        let all = masks.iter().fold(0, |a, m| a | m);
+        Ok(Self {
+            counters,
+            reads,
+            masks,
+            all,
+        })
+    }
+}
+
+impl super::CounterSet for FloorCounters {
+    fn len(&self) -> usize {
+        self.reads.len()
+    }
+    fn width(&self, _: usize) -> pmu_core::CounterWidth {
+        // Every AArch32 counter is 32 bits here (PMCR.LC stays 0: pmu_armv7::pmu).
+        pmu_core::CounterWidth::W32
+    }
+    #[inline(always)]
+    fn read(&self, i: usize) -> u64 {
+        // SAFETY: `reads[i]` came from `ReadPath::for_slot` for this PMU; the meter
+        // checks PMUSERENR.EN before each edge; the thread is pinned and owns the PMU
+        // (`take_pl0`), so nothing changes PMSELR in a selected read.
+        u64::from(unsafe { (self.reads[i])() })
+    }
+    #[inline(always)]
+    fn overflowed(&self, i: usize) -> bool {
+        // SAFETY: as in `read`.
+        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
+        pmovsr & self.masks[i] != 0
+    }
+    #[inline(always)]
+    fn clear_overflow(&self, i: usize) {
+        // SAFETY: as in `read`; write-1-to-clear touches this counter's flag only.
+        unsafe { pmu_armv7::asm::set_pmovsr(self.masks[i]) };
+    }
+    fn start(&self, i: usize) {
+        super::CounterSet::start(&self.counters, i)
+    }
+    fn stop(&self, i: usize) {
+        super::CounterSet::stop(&self.counters, i)
+    }
+    #[inline(always)]
+    fn read_all(&self, out: &mut [u64]) {
+        for (v, read) in out.iter_mut().zip(&self.reads) {
+            // SAFETY: as in `read`.
+            *v = u64::from(unsafe { read() });
+        }
+    }
+    #[inline(always)]
+    fn overflowed_all(&self, out: &mut [bool]) {
+        // SAFETY: as in `read`.
+        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
+        for (o, mask) in out.iter_mut().zip(&self.masks) {
+            *o = pmovsr & mask != 0;
+        }
+    }
+    #[inline(always)]
+    fn clear_overflows(&self) {
+        // SAFETY: as in `read`; only the region's counters' flags.
+        unsafe { pmu_armv7::asm::set_pmovsr(self.all) };
+    }
+    fn leave_programmed(&mut self) {
+        self.counters.leave_programmed();
+    }
 }

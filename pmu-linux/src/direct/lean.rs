@@ -44,6 +44,20 @@ use crate::region::{direct_evidence, Evidence};
 use crate::sched::ThreadStamp;
 use crate::sys::SwitchCounts;
 
+/// The sentinel the backend programs under EN: INST_RETIRED (CPU_CYCLES where that
+/// is not implemented) counted at EL1 and EL2 only: `PMEVTYPER<n>_EL0`.U = 1 (not
+/// EL0), P = 0 (EL1), NSH = 1 (EL2). EL2 is included because a VHE kernel runs at
+/// EL2 and EL0 cannot read which level the kernel uses (CurrentEL is UNDEFINED at
+/// EL0); Linux counts a kernel event on a VHE host the same way (drivers/perf/
+/// arm_pmuv3.c `armv8pmu_set_event_filter`, 6.12: with the kernel at EL2, counting
+/// the kernel sets the EL2 bit). Field meanings: Arm ARM (DDI 0487),
+/// `PMEVTYPER<n>_EL0` (P, U, NSH).
+pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter {
+    user: false,
+    kernel: true,
+    hypervisor: true,
+};
+
 /// The sentinel's count over a region: its reads are 32 bits (the module's and the
 /// backend's counters without PMCR_EL0.LP), so one wrap is undone by the 32-bit
 /// difference.
@@ -154,7 +168,7 @@ pub(crate) fn lean_evidence(
 #[cfg(target_arch = "aarch64")]
 pub use imp::{
     lean_granted, lean_programmed, Flags, LeanRegion, NoFlags, NoSentinel, OverflowFlags,
-    SentinelRead, Watching, SENTINEL_FILTER,
+    SentinelRead, Watching,
 };
 
 #[cfg(target_arch = "aarch64")]
@@ -164,7 +178,7 @@ mod imp {
     use pmu_armv8::{CounterId, El0Pmu, EventCounter, EventNumber};
     use pmu_core::{CounterWidth, Reading, RegionMeter, Slot};
 
-    use super::{lean_evidence, lean_hazards, lean_readings, sentinel_delta};
+    use super::{lean_evidence, lean_hazards, lean_readings, sentinel_delta, SENTINEL_FILTER};
     use crate::direct::{AccessCheck, CounterSet, OwnedCounters};
     use crate::error::{Error, Result};
     use crate::measure::Counters;
@@ -543,6 +557,10 @@ mod imp {
             Ok(())
         }
 
+        fn sentinel(&self) -> Option<Sentinel> {
+            Some(self.sentinel_state.clone())
+        }
+
         fn evidence(&self) -> Evidence {
             let mut out = [Reading::default(); crate::MAX_EVENTS];
             let common = lean_hazards(
@@ -589,20 +607,6 @@ mod imp {
             }
         }
     }
-
-    /// The sentinel the backend programs under EN: INST_RETIRED (CPU_CYCLES where that
-    /// is not implemented) counted at EL1 and EL2 only: `PMEVTYPER<n>_EL0`.U = 1 (not
-    /// EL0), P = 0 (EL1), NSH = 1 (EL2). EL2 is included because a VHE kernel runs at
-    /// EL2 and EL0 cannot read which level the kernel uses (CurrentEL is UNDEFINED at
-    /// EL0); Linux counts a kernel event on a VHE host the same way (drivers/perf/
-    /// arm_pmuv3.c `armv8pmu_set_event_filter`, 6.12: with the kernel at EL2, counting
-    /// the kernel sets the EL2 bit). Field meanings: Arm ARM (DDI 0487),
-    /// `PMEVTYPER<n>_EL0` (P, U, NSH).
-    pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter {
-        user: false,
-        kernel: true,
-        hypervisor: true,
-    };
 
     /// A [`LeanRegion`] of `handles.len()` counters (K chosen here from the count),
     /// boxed for the meter.
@@ -960,6 +964,58 @@ mod tests {
         let ev = lean_evidence((0, 0), true, Some((a, b)), None, &out[..1]);
         assert_eq!(ev.thread_hazards(), Hazards::CONTEXT_SWITCH);
         assert_eq!(ev.kernel_entries, None);
+    }
+
+    /// The backend's own sentinel (EN): allocated after the measured counters on the
+    /// next free one, `PMEVTYPER<n>_EL0` = INST_RETIRED with U = 1 (bit 30: not EL0),
+    /// P = 0 (bit 31: EL1 counted), NSH = 1 (bit 27: EL2 counted), Arm ARM (DDI 0487)
+    /// `PMEVTYPER<n>_EL0`; on QEMU's `max` PMU (PMCR_EL0.N = 6, pmu-armv8's fake
+    /// `qemu_max_icount`) six measured events leave none, and that is said, not an
+    /// error.
+    #[test]
+    fn the_backends_sentinel_takes_a_free_counter_or_says_why_not() {
+        use pmu_armv8::fake::FakeRegisters;
+        use pmu_armv8::{Armv8Pmu, EventCounter, PmuOptions, PmuRegisters, PmuVersion};
+        use pmu_core::{Event, GenericEvent, PrivilegeFilter, Slot};
+        let regs = FakeRegisters::qemu_max_icount();
+        let pmu = Armv8Pmu::new(&regs, PmuVersion::PmuV3, PmuOptions::new()).unwrap();
+        let inst = Event::Generic(GenericEvent::Instructions);
+        let sentinel = [(inst, SENTINEL_FILTER)];
+        let (set, why) = super::super::OwnedCounters::allocate_with_extra(
+            pmu,
+            &[(inst, None)],
+            PrivilegeFilter::USER,
+            &sentinel,
+        )
+        .unwrap();
+        assert!(why.is_none(), "{why:?}");
+        let slots: Vec<Slot> = set.slots().collect();
+        assert_eq!(slots, [Slot::Programmable(0), Slot::Programmable(1)]);
+        let typer = regs.pmevtyper(EventCounter::new(1).unwrap()).get();
+        assert_eq!(typer & 0xFFFF, 0x08, "INST_RETIRED");
+        assert_eq!(typer >> 31 & 1, 0, "P = 0: EL1 counted");
+        assert_eq!(typer >> 30 & 1, 1, "U = 1: EL0 not counted");
+        assert_eq!(typer >> 27 & 1, 1, "NSH = 1: EL2 counted");
+        let measured = regs.pmevtyper(EventCounter::new(0).unwrap()).get();
+        assert_eq!(
+            (measured >> 31 & 1, measured >> 30 & 1, measured >> 27 & 1),
+            (1, 0, 0),
+            "the measured counter counts EL0 only"
+        );
+        drop(set);
+
+        let regs = FakeRegisters::qemu_max_icount();
+        let pmu = Armv8Pmu::new(&regs, PmuVersion::PmuV3, PmuOptions::new()).unwrap();
+        let six = [(inst, None); 6];
+        let (set, why) = super::super::OwnedCounters::allocate_with_extra(
+            pmu,
+            &six,
+            PrivilegeFilter::USER,
+            &sentinel,
+        )
+        .unwrap();
+        assert_eq!(set.slots().count(), 6);
+        assert!(why.is_some(), "no counter is left for the sentinel");
     }
 
     /// The sentinel is read as 32 bits (kmod-enable-user's and the backend's counters

@@ -101,6 +101,11 @@ fn cpuinfo_tells_an_arm1176() {
         },
     };
     assert!(err.to_string().contains("part 0xc07"), "{err}");
+    // The ARMv7 backend exists: the message must not call the ARM1176 the only one.
+    assert!(
+        err.to_string().contains("nor an ARMv7 or later core"),
+        "{err}"
+    );
 }
 
 fn fake_pmu() -> FakePmu {

@@ -209,3 +209,27 @@ fn on_32_bit_arm_only_the_direct_backend() {
     builder.backend(BackendChoice::Software);
     assert_eq!(builder.build().unwrap_err(), Error::NoTimestampCounter);
 }
+
+/// A meter says whether its regions are watched by a kernel-entry sentinel: the
+/// software backend has no hardware counter to count the kernel with (off, saying
+/// so), and a meter built with `kernel_sentinel(false)` says it was switched off. (The
+/// perf backend's sentinel counting: tests/tests/kernel_arm64.rs
+/// `perf_kernel_entry_sentinel`, pmu-demo's `sentinel-meter` runs.)
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn the_meter_says_whether_a_sentinel_watches() {
+    let mut builder = Meter::builder();
+    builder.add_named("page-faults").unwrap();
+    builder.backend(BackendChoice::Software);
+    let meter = builder.build().unwrap();
+    match meter.sentinel() {
+        crate::Sentinel::Off { why } => assert!(why.contains("software backend"), "{why}"),
+        other => panic!("software backend with a sentinel: {other}"),
+    }
+    builder.kernel_sentinel(false);
+    let meter = builder.build().unwrap();
+    assert_eq!(
+        meter.sentinel(),
+        &crate::Sentinel::off("switched off (MeterBuilder::kernel_sentinel)")
+    );
+}

@@ -143,6 +143,13 @@ pub mod arm64 {
             *why = text.as_ptr();
             errno
         };
+        // The version first, so that every refusal's log line names the CPU's real
+        // PMUVer (read after the parameter checks, a refused parameter logged 0x0).
+        // SAFETY: EL1 with preemption off (the caller's contract); only ID_AA64DFR0_EL1
+        // and, with PMUv3, PMCR_EL0 are read: nothing is written.
+        let regs = unsafe { El1UserAccess::new() };
+        let version = pmu_armv8::PmuVersion::from_id_aa64dfr0(regs.id_aa64dfr0());
+        cfg.pmuver = version.pmuver();
         if let Err(e) = UserAccess::new(u64::from(user_access), el0_programming) {
             let text = match e {
                 UserAccessError::Empty => c"user_access=0 grants nothing",
@@ -193,11 +200,6 @@ pub mod arm64 {
                 return fail(why, -EINVAL, text);
             }
         };
-        // SAFETY: EL1 with preemption off (the caller's contract); only ID_AA64DFR0_EL1
-        // and, with PMUv3, PMCR_EL0 are read: nothing is written.
-        let regs = unsafe { El1UserAccess::new() };
-        let version = pmu_armv8::PmuVersion::from_id_aa64dfr0(regs.id_aa64dfr0());
-        cfg.pmuver = version.pmuver();
         if !version.is_pmuv3() {
             return fail(
                 why,

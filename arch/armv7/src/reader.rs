@@ -1,0 +1,373 @@
+//! Counter reads at the hardware floor: handles made once, with the bounds checked then,
+//! that read a counter with as few instructions as the PMU allows.
+//!
+//! | counter | PMU | read | handle |
+//! |---|---|---|---|
+//! | PMCCNTR | all | one `mrc p15, 0, Rt, c9, c13, 0` | `CycleReader` |
+//! | event counter N, N known at compile time | PMUv3 | one `mrc p15, 0, Rt, c14, c(8+N/8), N%8` (`PMEVCNTR<N>`) | `EventReader` |
+//! | event counter n, chosen at run time | PMUv3 | one indirect call to that `mrc` | `Reader` |
+//! | event counter n | PMUv1, PMUv2 | `mcr` PMSELR, `isb`, `mrc` PMXEVCNTR | `Reader` |
+//!
+//! ARMv7 PMUv1/PMUv2 have no per-counter encoding: an event counter is reached through
+//! PMSELR.SEL and PMXEVCNTR, and the `isb` between the two is required because a write
+//! to a CP15 register is only guaranteed to be seen by later instructions after a
+//! context synchronization operation (ARMv7-A/R ARM, DDI 0406C, B3.15.5
+//! "Synchronization of changes to system control registers"; Linux 6.12
+//! drivers/perf/arm_v7_pmu.c `armv7_pmnc_select_counter` issues the same `isb`).
+//! Without it the `mrc` may read the counter selected before. PMUv3 gives every event
+//! counter its own encoding in AArch32 (Arm ARM, DDI 0487, G8 "`PMEVCNTR<n>`": `c14,
+//! c8..c11`), which is why a handle uses it wherever the PMU is PMUv3.
+//!
+//! [`ReadPath::for_slot`] is the decision, a pure function the host tests check; the
+//! handles (`target_arch = "arm"` only) are made from an [`Armv7Pmu`](crate::Armv7Pmu) over a register
+//! file that reaches the hardware (`Cp15Access`: PL1, or PL0 after PMUSERENR.EN), and
+//! borrow it, so they cannot outlive the access it stands for.
+//!
+//! A handle reads the register and nothing else: the value is the same as
+//! [`pmu_core::Pmu::read`] of that slot (the driver keeps no state of its own for a
+//! counter), 32 bits wide.
+
+use core::fmt;
+
+use pmu_core::Slot;
+
+use crate::registers::PerfMon;
+
+/// How a counter is read: the instructions a handle executes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPath {
+    /// PMCCNTR: one `mrc`.
+    Pmccntr,
+    /// `PMEVCNTR<n>` (PMUv3): one `mrc`.
+    Pmevcntr(u8),
+    /// PMSELR = n, `isb`, PMXEVCNTR (PMUv1, PMUv2).
+    Selected(u8),
+}
+
+/// Why a reader cannot be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReaderError {
+    /// The PMU has no such counter: event counters are 0..PMCR.N, the cycle counter is
+    /// `Slot::Fixed(0)`.
+    OutOfRange {
+        /// The slot asked for.
+        slot: Slot,
+        /// PMCR.N.
+        event_counters: u8,
+    },
+    /// `PMEVCNTR<n>` exists on PMUv3 only; this PMU is older: use [`ReadPath::Selected`]
+    /// (a run-time `Reader`).
+    NeedsPmuV3 {
+        /// What ID_DFR0.PerfMon says (or what the caller said at PL0).
+        perfmon: PerfMon,
+    },
+}
+
+impl fmt::Display for ReaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::OutOfRange {
+                slot,
+                event_counters,
+            } => write!(
+                f,
+                "no counter {slot:?} on this PMU: it has {event_counters} event counters \
+                 (Slot::Programmable(0..{event_counters})) and the cycle counter (Slot::Fixed(0))"
+            ),
+            Self::NeedsPmuV3 { perfmon } => write!(
+                f,
+                "PMEVCNTR<n> needs PMUv3, this PMU is {perfmon}: read event counters \
+                 through a run-time Reader (PMSELR + PMXEVCNTR)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for ReaderError {}
+
+impl ReadPath {
+    /// The read path of `slot` on a PMU with `perfmon` and `event_counters` (PMCR.N)
+    /// event counters.
+    ///
+    /// # Errors
+    /// [`ReaderError::OutOfRange`] for a counter the PMU lacks.
+    pub fn for_slot(perfmon: PerfMon, event_counters: u8, slot: Slot) -> Result<Self, ReaderError> {
+        match slot {
+            Slot::Fixed(0) => Ok(Self::Pmccntr),
+            // PMCR.N is at most 31 and PMEVCNTR<n> exists for n = 0..=30.
+            Slot::Programmable(n) if n < event_counters.min(31) => {
+                Ok(if matches!(perfmon, PerfMon::PmuV3(_)) {
+                    Self::Pmevcntr(n)
+                } else {
+                    Self::Selected(n)
+                })
+            }
+            _ => Err(ReaderError::OutOfRange {
+                slot,
+                event_counters,
+            }),
+        }
+    }
+}
+
+#[cfg(target_arch = "arm")]
+impl ReadPath {
+    /// The function that reads this path: one `mrc` (PMCCNTR, `PMEVCNTR<n>`) or the
+    /// selected read, for a caller that keeps its own table (a [`Reader`] is the borrowed,
+    /// safe form).
+    ///
+    /// Calling it is `unsafe`: the path must come from [`ReadPath::for_slot`] for this
+    /// CPU's PMU (its version and PMCR.N), the access must be permitted (PL1, or PL0 with
+    /// PMUSERENR.EN), and nothing may change PMSELR during a selected read.
+    pub fn read_fn(self) -> unsafe fn() -> u32 {
+        hw::read_fn(self)
+    }
+}
+
+#[cfg(target_arch = "arm")]
+pub use hw::{Cp15Access, CycleReader, EventReader, Reader};
+
+#[cfg(target_arch = "arm")]
+mod hw {
+    use core::marker::PhantomData;
+
+    use pmu_core::Slot;
+
+    use super::{ReadPath, ReaderError};
+    use crate::asm;
+    use crate::pmu::{Armv7Pmu, PmuRegisters};
+
+    /// A register file that reaches this CPU's PMU registers with `mrc`/`mcr`.
+    ///
+    /// # Safety
+    /// While a value lives, every counter read of the PMU it was made for is permitted
+    /// on the CPU the thread runs on (PL1, or PL0 with PMUSERENR.EN), and nothing else
+    /// changes PMSELR between a select and the access that follows it (the constructors
+    /// of [`crate::Pl1Registers`] and [`crate::Pl0Registers`] demand exactly that).
+    pub unsafe trait Cp15Access: PmuRegisters {}
+
+    // SAFETY: `Pl1Registers::new` demands PL1, one CPU and exclusive ownership.
+    unsafe impl Cp15Access for crate::Pl1Registers {}
+    // SAFETY: `Pl0Registers::new` demands PMUSERENR.EN on every CPU the thread may run
+    // on, a pinned thread and exclusive ownership, and checks EN.
+    unsafe impl Cp15Access for crate::Pl0Registers {}
+
+    /// PMCCNTR, read with one `mrc`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct CycleReader<'p> {
+        // Borrows the PMU (whose register file stands for the access) and, like it,
+        // stays on this CPU.
+        _pmu: PhantomData<&'p *const ()>,
+    }
+
+    impl CycleReader<'_> {
+        /// PMCCNTR (its low 32 bits on PMUv3).
+        #[inline(always)]
+        pub fn read(&self) -> u32 {
+            // SAFETY: made from an `Armv7Pmu<R: Cp15Access>` it borrows: PMCCNTR is
+            // readable here.
+            unsafe { asm::pmccntr() }
+        }
+    }
+
+    /// Event counter N of a PMUv3, read with one `mrc` of `PMEVCNTR<N>`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct EventReader<'p, const N: u8> {
+        _pmu: PhantomData<&'p *const ()>,
+    }
+
+    impl<const N: u8> EventReader<'_, N> {
+        /// `PMEVCNTR<N>`.
+        #[inline(always)]
+        pub fn read(&self) -> u32 {
+            // SAFETY: made by `Armv7Pmu::event_reader`, which checked PMUv3 and
+            // N < PMCR.N, from a PMU whose register file grants the access.
+            unsafe { asm::pmevcntr::<N>() }
+        }
+    }
+
+    /// A counter chosen at run time: its read function was picked from a table when the
+    /// handle was made, so a read is one indirect call (and then one `mrc`, or the
+    /// selected path on PMUv1/PMUv2).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Reader<'p> {
+        read: unsafe fn() -> u32,
+        path: ReadPath,
+        _pmu: PhantomData<&'p *const ()>,
+    }
+
+    impl Reader<'_> {
+        /// The counter's value.
+        #[inline(always)]
+        pub fn read(&self) -> u32 {
+            // SAFETY: `read` was chosen by `ReadPath::for_slot` for this PMU (bounds and
+            // PMU version checked) and the borrowed PMU grants the access.
+            unsafe { (self.read)() }
+        }
+
+        /// How it reads.
+        pub fn path(&self) -> ReadPath {
+            self.path
+        }
+    }
+
+    /// Reads event counter N through PMSELR and PMXEVCNTR.
+    ///
+    /// # Safety
+    /// N < PMCR.N; PMSELR and PMXEVCNTR are accessible; nothing changes PMSELR between
+    /// the two accesses.
+    #[inline(always)]
+    unsafe fn selected<const N: u8>() -> u32 {
+        // SAFETY: forwarded to the caller.
+        unsafe { asm::set_pmselr(u32::from(N)) };
+        // PMXEVCNTR must see the new PMSELR (module doc: DDI 0406C B3.15.5).
+        asm::isb();
+        // SAFETY: forwarded to the caller; PMSELR selects counter N.
+        unsafe { asm::pmxevcntr() }
+    }
+
+    /// `PMEVCNTR<N>` as a plain `unsafe fn`, for the table.
+    ///
+    /// # Safety
+    /// As [`asm::pmevcntr`].
+    unsafe fn direct<const N: u8>() -> u32 {
+        // SAFETY: forwarded to the caller.
+        unsafe { asm::pmevcntr::<N>() }
+    }
+
+    /// PMCCNTR as a plain `unsafe fn`, for [`Reader`].
+    ///
+    /// # Safety
+    /// As [`asm::pmccntr`].
+    unsafe fn cycles() -> u32 {
+        // SAFETY: forwarded to the caller.
+        unsafe { asm::pmccntr() }
+    }
+
+    macro_rules! table {
+        ($f:ident: $($n:literal)*) => { [$($f::<$n>,)*] };
+    }
+
+    /// `PMEVCNTR<n>` readers, n = 0..=30.
+    const PMEVCNTR: [unsafe fn() -> u32; 31] = table!(direct: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30);
+    /// PMSELR + PMXEVCNTR readers, n = 0..=30.
+    const SELECTED: [unsafe fn() -> u32; 31] = table!(selected: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30);
+
+    /// The table entry of `path` (n ≤ 30: `ReadPath::for_slot` never makes more).
+    pub(super) fn read_fn(path: ReadPath) -> unsafe fn() -> u32 {
+        match path {
+            ReadPath::Pmccntr => cycles,
+            ReadPath::Pmevcntr(n) => PMEVCNTR[usize::from(n.min(30))],
+            ReadPath::Selected(n) => SELECTED[usize::from(n.min(30))],
+        }
+    }
+
+    impl<R: Cp15Access> Armv7Pmu<R> {
+        /// The cycle counter's reader.
+        pub fn cycle_reader(&self) -> CycleReader<'_> {
+            CycleReader { _pmu: PhantomData }
+        }
+
+        /// Event counter `N`'s one-instruction reader (PMUv3).
+        ///
+        /// # Errors
+        /// [`ReaderError::NeedsPmuV3`] on PMUv1/PMUv2 (use [`Armv7Pmu::reader`]);
+        /// [`ReaderError::OutOfRange`] when N ≥ PMCR.N.
+        pub fn event_reader<const N: u8>(&self) -> Result<EventReader<'_, N>, ReaderError> {
+            match ReadPath::for_slot(self.perfmon(), self.event_counters(), Slot::Programmable(N))?
+            {
+                ReadPath::Pmevcntr(_) => Ok(EventReader { _pmu: PhantomData }),
+                _ => Err(ReaderError::NeedsPmuV3 {
+                    perfmon: self.perfmon(),
+                }),
+            }
+        }
+
+        /// The reader of `slot`, chosen at run time: `PMEVCNTR<n>` on PMUv3, PMSELR +
+        /// PMXEVCNTR before, PMCCNTR for `Slot::Fixed(0)`.
+        ///
+        /// # Errors
+        /// [`ReaderError::OutOfRange`] for a counter this PMU lacks.
+        pub fn reader(&self, slot: Slot) -> Result<Reader<'_>, ReaderError> {
+            let path = ReadPath::for_slot(self.perfmon(), self.event_counters(), slot)?;
+            Ok(Reader {
+                read: read_fn(path),
+                path,
+                _pmu: PhantomData,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmu_armv8::PmuVersion;
+    use std::string::ToString;
+
+    /// The decision of the handles. Counter numbering and PMCR.N: DDI 0406C C12 "PMCR"
+    /// (N event counters, 0..N-1) and PMCCNTR as `Slot::Fixed(0)` (crate::pmu
+    /// `CounterId`); `PMEVCNTR<n>` exists on PMUv3 only (DDI 0487 G8 "`PMEVCNTR<n>`"),
+    /// so PMUv1/PMUv2 go through PMSELR.
+    #[test]
+    fn read_path_by_pmu_version_and_bounds() {
+        let v2 = PerfMon::PmuV2;
+        let v3 = PerfMon::PmuV3(PmuVersion::PmuV3);
+        assert_eq!(
+            ReadPath::for_slot(v2, 4, Slot::Fixed(0)),
+            Ok(ReadPath::Pmccntr)
+        );
+        assert_eq!(
+            ReadPath::for_slot(v3, 6, Slot::Fixed(0)),
+            Ok(ReadPath::Pmccntr)
+        );
+        assert_eq!(
+            ReadPath::for_slot(v2, 4, Slot::Programmable(3)),
+            Ok(ReadPath::Selected(3))
+        );
+        assert_eq!(
+            ReadPath::for_slot(PerfMon::PmuV1, 4, Slot::Programmable(0)),
+            Ok(ReadPath::Selected(0))
+        );
+        assert_eq!(
+            ReadPath::for_slot(v3, 6, Slot::Programmable(5)),
+            Ok(ReadPath::Pmevcntr(5))
+        );
+        for (perfmon, n, slot) in [
+            (v2, 4, Slot::Programmable(4)),
+            (v3, 6, Slot::Programmable(6)),
+            (v3, 0, Slot::Programmable(0)),
+            (v3, 6, Slot::Fixed(1)),
+            // PMCR.N reads at most 31, but PMEVCNTR<31> does not exist (31 is the cycle
+            // counter's bit).
+            (v3, 31, Slot::Programmable(31)),
+        ] {
+            assert_eq!(
+                ReadPath::for_slot(perfmon, n, slot),
+                Err(ReaderError::OutOfRange {
+                    slot,
+                    event_counters: n
+                }),
+                "{perfmon} N={n} {slot:?}"
+            );
+        }
+        assert_eq!(
+            ReadPath::for_slot(v3, 31, Slot::Programmable(30)),
+            Ok(ReadPath::Pmevcntr(30))
+        );
+    }
+
+    #[test]
+    fn errors_say_what_to_do() {
+        let e = ReaderError::OutOfRange {
+            slot: Slot::Programmable(4),
+            event_counters: 4,
+        };
+        assert!(e.to_string().contains("has 4 event counters"), "{e}");
+        let e = ReaderError::NeedsPmuV3 {
+            perfmon: PerfMon::PmuV2,
+        };
+        assert!(e.to_string().contains("run-time Reader"), "{e}");
+    }
+}
