@@ -701,8 +701,8 @@ mod imp {
     }
 
     /// How far below its wrap the direct overflow's counter is preset: room for what
-    /// runs before the region's start read (the meter's own start path, about 50
-    /// instructions, once in 20 about 1050 in a measured run with a distance of 1000).
+    /// runs between the preset and the start's read of the counter (a run with a
+    /// distance of 1000 found the counter 52 past its wrap there in 52 regions of 1000).
     const OVERFLOW_DISTANCE: u64 = 10_000;
 
     /// The overflow on the direct backend: an instructions counter this program
