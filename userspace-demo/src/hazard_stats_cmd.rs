@@ -702,7 +702,8 @@ mod imp {
 
     /// How far below its wrap the direct overflow's counter is preset: room for what
     /// runs between the preset and the start's read of the counter (a run with a
-    /// distance of 1000 found the counter 52 past its wrap there in 52 regions of 1000).
+    /// distance of 1000 found the counter past its wrap there in 52 regions of 1000; the
+    /// five it printed read 52 each).
     const OVERFLOW_DISTANCE: u64 = 10_000;
 
     /// The overflow on the direct backend: an instructions counter this program
