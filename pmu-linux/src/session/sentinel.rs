@@ -211,19 +211,24 @@ impl SentinelRead {
             count: 0,
             start: Sample::default(),
             end: Sample::default(),
-            start_in_base: false,
+            // The base is a start until a region starts.
+            start_in_base: true,
             end_in_count: false,
         }
     }
 
     /// The lean start's read: the raw counter while the page is the base's, else a
     /// new base (whose own read is the start).
+    ///
+    /// `start_in_base` is already true when the page is the base's: only a failed
+    /// start read clears it, and that leaves the base of an older page (`lock` since
+    /// moved, see [`SentinelRead::stop_lean`]), which no later `raw_since` matches.
     #[inline(always)]
     pub(super) fn start_lean(&mut self) {
         match fast::raw_since(self.page, &self.base) {
             Some(raw) => {
+                debug_assert!(self.start_in_base);
                 self.raw_start = raw;
-                self.start_in_base = true;
             }
             None => self.sample(super::region::Edge::Start),
         }
