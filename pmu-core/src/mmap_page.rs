@@ -396,6 +396,64 @@ pub fn read_since<P: UserPage + ?Sized>(
     count_since(page, base, read_counter).map(|count| base.read.value.wrapping_add(count))
 }
 
+/// The raw counter of `base`'s event (as the counter read gives it: neither sign
+/// extension nor `offset`), if the page is unchanged since `base`: `lock` is loaded and
+/// compared first, so the counter read is the one the page still names, never one it
+/// no longer publishes. `None` when the page changed (nothing is read then).
+///
+/// For a pair of reads whose difference alone matters (a region's edges): two of them
+/// and one [`unchanged_since`] after the second prove that both read the same counter of
+/// the same event with no reprogramming in between, and [`BaseRead::raw_count`] gives the
+/// count. Cheaper than two [`count_since`] (one `lock` test fewer per pair, no sign
+/// extension at either end).
+#[inline(always)]
+pub fn raw_since<P: UserPage + ?Sized>(
+    page: &P,
+    base: &BaseRead,
+    read_counter: impl FnOnce(u32) -> Option<u64>,
+) -> Option<u64> {
+    if page.lock() != base.read.seq {
+        return None;
+    }
+    // The counter read stays after the `lock` test (as in `read`).
+    page.order_loads();
+    read_counter(base.counter)
+}
+
+/// Whether the page is still as at `base` (`lock` unchanged), loaded after every
+/// counter read before it: after [`raw_since`] reads it proves that the kernel did not
+/// rewrite the page in between (no reschedule, no period reload), so the raw values are
+/// one counter of one event, counting on.
+#[inline(always)]
+pub fn unchanged_since<P: UserPage + ?Sized>(page: &P, base: &BaseRead) -> bool {
+    // Pairs with the kernel's barrier before its second `lock++`; keeps the counter
+    // reads before this load.
+    page.order_loads();
+    page.lock() == base.read.seq
+}
+
+impl BaseRead {
+    /// The base's own counter value, as a raw value for [`BaseRead::raw_count`]
+    /// (sign-extended; the count masks the bits above `pmc_width`).
+    #[inline(always)]
+    pub fn raw(&self) -> u64 {
+        self.pmc as u64
+    }
+
+    /// The count between two raw reads of this base's counter, `start` then `end`
+    /// ([`raw_since`], [`BaseRead::raw`]): their difference modulo 2^`pmc_width`, the
+    /// counter's own wrap (bits above the width, which a 64-bit register may carry
+    /// beside a 32-bit counter, do not count). Exact while the counter advanced less
+    /// than 2^`pmc_width` in between: a wrap at the width is an overflow, whose period
+    /// reload rewrites the page (Linux arm_pmu.c `armpmu_event_set_period`, x86
+    /// `x86_perf_event_set_period`), which [`unchanged_since`] catches.
+    #[inline(always)]
+    pub fn raw_count(&self, start: u64, end: u64) -> u64 {
+        // `shift` = 64 - pmc_width, 0..=63 (a consistent base read checked it).
+        (end.wrapping_sub(start) << self.shift) >> self.shift
+    }
+}
+
 /// One pass: `None` if the page changed under it (or was being changed). Without
 /// `TIMES` the page times are not loaded (they read as 0).
 #[inline(always)]
@@ -826,6 +884,53 @@ mod tests {
         assert_eq!(base.read.value, 5_000 - 16);
         page.pmc.store(0x10, Ordering::Relaxed);
         assert_eq!(count_since(&page, &base, |i| page.read_pmc(i)), Some(32));
+    }
+
+    /// The raw pair (raw_since, raw_since, unchanged_since, raw_count) on a 32-bit
+    /// counter (Cortex-A53's PMEVCNTR: pmc_width 32, arm_pmuv3.c
+    /// `armv8pmu_event_is_64bit` false) whose 64-bit register carries stale upper bits:
+    /// 0x1_FFFF_FFF0 to 0x1_0000_0010 is 32 events modulo 2^32 (the wrap at the
+    /// counter's width), not 2^32 less.
+    #[test]
+    fn raw_pair_across_a_32_bit_wrap() {
+        let page = FakePage::with(2, 7, 32, true, 0x1_FFFF_FFF0);
+        let base = read_base(&page, |i| page.read_pmc(i)).unwrap();
+        let start = raw_since(&page, &base, |i| page.read_pmc(i)).unwrap();
+        assert_eq!(start, 0x1_FFFF_FFF0);
+        page.pmc.store(0x1_0000_0010, Ordering::Relaxed);
+        let end = raw_since(&page, &base, |i| page.read_pmc(i)).unwrap();
+        assert!(unchanged_since(&page, &base));
+        assert_eq!(base.raw_count(start, end), 32);
+        // From the base's own (sign-extended) value: the same count.
+        assert_eq!(base.raw_count(base.raw(), end), 32);
+        // 64-bit counters (pmc_width 64): the plain difference.
+        let wide = FakePage::with(1, 0, 64, true, u64::MAX - 4);
+        let base = read_base(&wide, |i| wide.read_pmc(i)).unwrap();
+        wide.pmc.store(5, Ordering::Relaxed);
+        let end = raw_since(&wide, &base, |i| wide.read_pmc(i)).unwrap();
+        assert_eq!(base.raw_count(base.raw(), end), 10);
+    }
+
+    /// A page rewritten after the base (here a period reload: same index, new counter
+    /// value, as arm_pmu.c `armpmu_event_set_period` then `perf_event_update_userpage`
+    /// do) is caught by both tests: `raw_since` reads nothing, `unchanged_since` is false
+    /// for raw values taken before the rewrite, so their difference is never used.
+    #[test]
+    fn raw_pair_refuses_a_rewritten_page() {
+        let page = FakePage::with(4, 0, 32, true, 100);
+        let base = read_base(&page, |i| page.read_pmc(i)).unwrap();
+        let start = raw_since(&page, &base, |i| page.read_pmc(i)).unwrap();
+        // The counter reloaded between the two reads: the raw difference is garbage.
+        page.update(|p| p.pmc.store(0x8000_0000, Ordering::Relaxed));
+        let end = page.pmc.load(Ordering::Relaxed);
+        assert_ne!(base.raw_count(start, end), 0);
+        assert!(!unchanged_since(&page, &base));
+        assert_eq!(raw_since(&page, &base, |_| panic!("not read")), None);
+        // Mid-update (odd lock): never equal to the base's even lock.
+        let fresh = read_base(&page, |i| page.read_pmc(i)).unwrap();
+        page.lock.fetch_add(1, Ordering::Relaxed);
+        assert!(!unchanged_since(&page, &fresh));
+        assert_eq!(raw_since(&page, &fresh, |_| panic!("not read")), None);
     }
 
     /// No torn value over 10^6 reads while another thread rewrites the page.

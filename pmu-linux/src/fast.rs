@@ -168,6 +168,27 @@ pub(crate) fn count_since(page: KernelPage, base: &BaseRead) -> Option<u64> {
     })
 }
 
+/// The raw counter of `base`'s event if its page is unchanged since `base`
+/// ([`mmap_page::raw_since`]: `lock` tested first, then one counter read, no sign
+/// extension), `None` (nothing read) if the kernel rewrote the page meanwhile.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub(crate) fn raw_since(page: KernelPage, base: &BaseRead) -> Option<u64> {
+    mmap_page::raw_since(&page.view(), base, |counter| {
+        // SAFETY: as in `count_since`: `lock` is the base read's, so the page still
+        // names the counter that `read_counter` accepted at the base.
+        unsafe { read_counter_again(counter) }
+    })
+}
+
+/// Whether `page` is unchanged since `base` ([`mmap_page::unchanged_since`]), tested
+/// after the counter reads before it.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub(crate) fn unchanged_since(page: KernelPage, base: &BaseRead) -> bool {
+    mmap_page::unchanged_since(&page.view(), base)
+}
+
 /// The protocol over `view` with this architecture's counter read.
 ///
 /// # Safety

@@ -164,17 +164,40 @@ pub(super) fn counting(event: &OpenEvent) -> Sentinel {
 /// The sentinel's reads over the last region.
 ///
 /// The sentinel keeps a base read (`base`, one full pass of the page's seqlock) for
-/// as long as its page is unchanged, across regions: a lean edge is then only the
-/// count since it ([`fast::count_since`]: `lock`, the counter, `lock`), the start's
-/// in `start_count` (`start_in_base`), the region's in `count` (`end_in_count`). A
-/// page rewritten since the base costs one full read (a new base) at the start; at
-/// the stop, a full read kept as the end sample. A read that is not possible keeps
-/// why ([`SentinelRead::samples`] then makes the count unknown).
+/// as long as its page is unchanged, across regions. A lean edge reads only its raw
+/// counter at the base's counter number ([`fast::raw_since`]: the page's `lock`
+/// compared with the base's, then one counter read): `raw_start` at the start; at the
+/// stop the raw counter again, then `lock` once more ([`fast::unchanged_since`]). An
+/// unchanged `lock` from the base to after the stop's read proves both raw values come
+/// from the sentinel's own counter with no reschedule and no period reload in between
+/// (every one rewrites the page: Linux 6.12 drivers/perf/arm_pmu.c `armpmu_add`,
+/// `armpmu_del`, `armpmu_event_set_period`, each ending in
+/// `perf_event_update_userpage`; x86 arch/x86/events/core.c `x86_pmu_start`,
+/// `x86_pmu_del`, `x86_perf_event_set_period`), so the region's count is their difference modulo
+/// 2^`pmc_width` ([`BaseRead::raw_count`]) in `count` (`end_in_count`). A page
+/// rewritten since the base costs one full read (a new base) at the start; at the
+/// stop, a full read kept as the end sample (the region is then judged from the two
+/// samples, as a thorough one). A read that is not possible keeps why
+/// ([`SentinelRead::samples`] then makes the count unknown).
+///
+/// Why a read at the kept counter number is safe and its value never misused: each
+/// read comes after a `lock` test against the base, so the page still names that
+/// counter on this CPU (a reschedule, and so a migration, rewrites the page first:
+/// `armpmu_del` at the sched-out, `armpmu_add` at the sched-in), and EL0 may read it:
+/// arm_pmuv3.c `armv8pmu_start` sets PMUSERENR_EL0.ER | CR while the running task's
+/// context has user-readable events (`ctx->nr_user`, kernel/events/core.c
+/// `list_add_event`), as this group's are; `armv8pmu_enable_user_access` zeroes the
+/// counters no event uses. The window between a `lock` load and the read is the one
+/// every one-instruction read has (the page's `index`, then `mrs`): only a
+/// `perf_user_access` switched off in it (its IPI clears PMUSERENR_EL0 without
+/// touching the pages) makes the read trap. A value read just before a rewrite is
+/// caught by the `lock` test after the stop's read, and never counted.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct SentinelRead {
     pub(super) page: KernelPage,
     base: BaseRead,
-    start_count: u64,
+    /// The start's raw counter (of `base`'s counter), when `start_in_base`.
+    raw_start: u64,
     count: u64,
     start: Sample,
     end: Sample,
@@ -197,40 +220,49 @@ impl SentinelRead {
         Self {
             page,
             base,
-            start_count: 0,
+            raw_start: base.raw(),
             count: 0,
             start: Sample::default(),
             end: Sample::default(),
-            start_in_base: false,
+            // The base is a start until a region starts.
+            start_in_base: true,
             end_in_count: false,
         }
     }
 
-    /// The lean start's read: the count since the base, or a new base.
+    /// The lean start's read: the raw counter while the page is the base's, else a
+    /// new base (whose own read is the start).
+    ///
+    /// `start_in_base` is already true when the page is the base's: only a failed
+    /// start read clears it, and that leaves the base of an older page (`lock` since
+    /// moved, see [`SentinelRead::stop_lean`]), which no later `raw_since` matches.
     #[inline(always)]
     pub(super) fn start_lean(&mut self) {
-        match fast::count_since(self.page, &self.base) {
-            Some(count) => {
-                self.start_count = count;
-                self.start_in_base = true;
+        match fast::raw_since(self.page, &self.base) {
+            Some(raw) => {
+                debug_assert!(self.start_in_base);
+                self.raw_start = raw;
             }
             None => self.sample(super::region::Edge::Start),
         }
     }
 
-    /// The lean stop's read: the region's count while the page is unchanged since
-    /// the start, else a full read kept as the end sample.
+    /// The lean stop's read: the region's count while the page is unchanged from the
+    /// base to after this read, else a full read kept as the end sample.
     ///
     /// No test of `start_in_base`: a start that could not read the page leaves the
-    /// base of an older page (`lock` since moved), so the count since it fails here
-    /// too and the stop samples.
+    /// base of an older page (`lock` since moved: the read failed because the page
+    /// changed, to `index` 0, an odd `lock` or no `cap_user_rdpmc`), so the stop's
+    /// `lock` test fails too and the stop samples.
     #[inline(always)]
     pub(super) fn stop_lean(&mut self) -> LeanCount {
-        if let Some(count) = fast::count_since(self.page, &self.base) {
-            let count = count.wrapping_sub(self.start_count);
-            self.count = count;
-            self.end_in_count = true;
-            return LeanCount::Counted(count);
+        if let Some(raw) = fast::raw_since(self.page, &self.base) {
+            if fast::unchanged_since(self.page, &self.base) {
+                let count = self.base.raw_count(self.raw_start, raw);
+                self.count = count;
+                self.end_in_count = true;
+                return LeanCount::Counted(count);
+            }
         }
         self.sample(super::region::Edge::Stop);
         LeanCount::Sampled
@@ -244,7 +276,7 @@ impl SentinelRead {
         match (edge, read) {
             (super::region::Edge::Start, Ok(base)) => {
                 self.base = base;
-                self.start_count = 0;
+                self.raw_start = base.raw();
                 self.start_in_base = true;
             }
             (super::region::Edge::Start, Err(fallback)) => {
@@ -260,24 +292,44 @@ impl SentinelRead {
 
     /// The region's two edges as samples (value, page times and `lock` of each).
     pub(super) fn samples(&self) -> (Sample, Sample) {
-        let start = if self.start_in_base {
-            Sample {
-                value: self.base.read.value.wrapping_add(self.start_count),
-                ..Sample::fast(self.base.read)
-            }
-        } else {
-            self.start
-        };
-        let end = if self.end_in_count {
-            Sample {
-                value: start.value.wrapping_add(self.count),
-                ..start
-            }
-        } else {
-            self.end
-        };
-        (start, end)
+        samples(
+            &self.base,
+            self.start_in_base.then_some(self.raw_start),
+            self.start,
+            self.end_in_count.then_some(self.count),
+            self.end,
+        )
     }
+}
+
+/// The samples of a sentinel region: the start from `base` and the start's raw
+/// counter when it was read against the base (else `start`), the end from the start
+/// and the lean count when there is one (else `end`).
+fn samples(
+    base: &BaseRead,
+    raw_start: Option<u64>,
+    start: Sample,
+    count: Option<u64>,
+    end: Sample,
+) -> (Sample, Sample) {
+    let start = match raw_start {
+        Some(raw) => Sample {
+            value: base
+                .read
+                .value
+                .wrapping_add(base.raw_count(base.raw(), raw)),
+            ..Sample::fast(base.read)
+        },
+        None => start,
+    };
+    let end = match count {
+        Some(count) => Sample {
+            value: start.value.wrapping_add(count),
+            ..start
+        },
+        None => end,
+    };
+    (start, end)
 }
 
 /// A sentinel read that was not possible, and why.
@@ -310,4 +362,77 @@ pub(super) fn trial(
     session.disable()?;
     session.reset()?;
     Ok(read.map(|base| Some(SentinelRead::new(page, base))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmu_core::mmap_page::{self, UserPage};
+
+    /// A quiet page: `lock` 6, counter 1 (`index` 2), 32 bits wide (arm64's
+    /// PMEVCNTR<n>_EL0 without the `long` term: arm_pmuv3.c `armv8pmu_event_is_64bit`).
+    struct Page {
+        offset: i64,
+    }
+
+    impl UserPage for Page {
+        fn lock(&self) -> u32 {
+            6
+        }
+        fn index(&self) -> u32 {
+            2
+        }
+        fn offset(&self) -> i64 {
+            self.offset
+        }
+        fn pmc_width(&self) -> u16 {
+            32
+        }
+        fn cap_user_rdpmc(&self) -> bool {
+            true
+        }
+        fn time_enabled(&self) -> u64 {
+            0
+        }
+        fn time_running(&self) -> u64 {
+            0
+        }
+    }
+
+    /// The lean edges' samples: a base whose counter read 0xFFFF_FFF0 (-16, sign
+    /// extended from 32 bits) with offset 1000 reads 984; a start raw of
+    /// 0x1_0000_0004 (the counter wrapped at 32 bits, a stale bit 32 above it) is 20
+    /// later (1004), and a lean count of 7 ends at 1011. A start or stop that was not
+    /// read against the base keeps its own sample instead (the count is never used
+    /// then).
+    #[test]
+    fn lean_samples_count_from_the_base_modulo_the_width() {
+        let page = Page { offset: 1000 };
+        let base = mmap_page::read_base(&page, |_| Some(0xFFFF_FFF0)).unwrap();
+        assert_eq!(base.read.value, 984);
+        let (start, end) = samples(
+            &base,
+            Some(0x1_0000_0004),
+            Sample::default(),
+            Some(7),
+            Sample::default(),
+        );
+        assert_eq!((start.value, end.value), (1004, 1011));
+        assert_eq!((start.lock, end.lock), (Some(6), Some(6)));
+        // The base's own read as the start (a new base taken at the start).
+        let (start, _) = samples(&base, Some(base.raw()), Sample::default(), None, end);
+        assert_eq!(start.value, 984);
+        // A stop that sampled (page moved): its own sample, not start + count.
+        let moved = Sample {
+            value: 5000,
+            lock: Some(8),
+            ..Sample::default()
+        };
+        let (_, end) = samples(&base, Some(base.raw()), Sample::default(), None, moved);
+        assert_eq!((end.value, end.lock), (5000, Some(8)));
+        // A start that could not read: its own (unread) sample.
+        let unread = unread(Fallback::NotScheduled);
+        let (start, _) = samples(&base, None, unread, None, moved);
+        assert_eq!(start.path, unread.path);
+    }
 }
