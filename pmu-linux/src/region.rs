@@ -37,8 +37,11 @@
 //!
 //! **The perf backend's kernel-entry sentinel** ([`crate::Options::kernel_sentinel`],
 //! on by default in a [`crate::Meter`]): one more member of the group, `instructions`
-//! (or `cycles`) with `exclude_user` set, read through its page first at the start and
-//! last at the stop, so its window contains the events' reads. It is not one of the
+//! (or `cycles`) with `exclude_user` set, read first at the start and last at the stop,
+//! so its window contains the events' reads: one counter read at each edge at the
+//! counter number of a base read kept while its page's `lock` is unchanged, `lock`
+//! tested before each read and after the stop's (the count: the raw difference modulo
+//! 2^`pmc_width`; a moved `lock` means a full read of its page). It is not one of the
 //! session's events (not in its names or readings; the other members' values are
 //! unchanged). Its count over the region goes into [`Evidence::kernel_entries`]; a
 //! non-zero count puts `KERNEL_ENTRY` on every reading. Where its read at an edge was

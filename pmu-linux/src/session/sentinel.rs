@@ -172,13 +172,26 @@ pub(super) fn counting(event: &OpenEvent) -> Sentinel {
 /// from the sentinel's own counter with no reschedule and no period reload in between
 /// (every one rewrites the page: Linux 6.12 drivers/perf/arm_pmu.c `armpmu_add`,
 /// `armpmu_del`, `armpmu_event_set_period`, each ending in
-/// `perf_event_update_userpage`; x86 arch/x86/events/core.c `x86_pmu_start` /
-/// `x86_perf_event_set_period`), so the region's count is their difference modulo
+/// `perf_event_update_userpage`; x86 arch/x86/events/core.c `x86_pmu_start`,
+/// `x86_pmu_del`, `x86_perf_event_set_period`), so the region's count is their difference modulo
 /// 2^`pmc_width` ([`BaseRead::raw_count`]) in `count` (`end_in_count`). A page
 /// rewritten since the base costs one full read (a new base) at the start; at the
 /// stop, a full read kept as the end sample (the region is then judged from the two
 /// samples, as a thorough one). A read that is not possible keeps why
 /// ([`SentinelRead::samples`] then makes the count unknown).
+///
+/// Why a read at the kept counter number is safe and its value never misused: each
+/// read comes after a `lock` test against the base, so the page still names that
+/// counter on this CPU (a reschedule, and so a migration, rewrites the page first:
+/// `armpmu_del` at the sched-out, `armpmu_add` at the sched-in), and EL0 may read it:
+/// arm_pmuv3.c `armv8pmu_start` sets PMUSERENR_EL0.ER | CR while the running task's
+/// context has user-readable events (`ctx->nr_user`, kernel/events/core.c
+/// `list_add_event`), as this group's are; `armv8pmu_enable_user_access` zeroes the
+/// counters no event uses. The window between a `lock` load and the read is the one
+/// every one-instruction read has (the page's `index`, then `mrs`): only a
+/// `perf_user_access` switched off in it (its IPI clears PMUSERENR_EL0 without
+/// touching the pages) makes the read trap. A value read just before a rewrite is
+/// caught by the `lock` test after the stop's read, and never counted.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct SentinelRead {
     pub(super) page: KernelPage,
@@ -211,19 +224,24 @@ impl SentinelRead {
             count: 0,
             start: Sample::default(),
             end: Sample::default(),
-            start_in_base: false,
+            // The base is a start until a region starts.
+            start_in_base: true,
             end_in_count: false,
         }
     }
 
     /// The lean start's read: the raw counter while the page is the base's, else a
     /// new base (whose own read is the start).
+    ///
+    /// `start_in_base` is already true when the page is the base's: only a failed
+    /// start read clears it, and that leaves the base of an older page (`lock` since
+    /// moved, see [`SentinelRead::stop_lean`]), which no later `raw_since` matches.
     #[inline(always)]
     pub(super) fn start_lean(&mut self) {
         match fast::raw_since(self.page, &self.base) {
             Some(raw) => {
+                debug_assert!(self.start_in_base);
                 self.raw_start = raw;
-                self.start_in_base = true;
             }
             None => self.sample(super::region::Edge::Start),
         }
