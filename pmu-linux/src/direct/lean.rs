@@ -8,17 +8,28 @@
 //! | edge | what | how | instructions (compile-time handles, `cargo xtask bench`) |
 //! |---|---|---|---|
 //! | start | the grant | `mrs PMUSERENR_EL0`, test-and-branch | 2 |
-//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]): pointer, test, load, store | 4 |
-//! | start | the sentinel, the counters | `mrs` and a store each (a run-time handle: 5 more, the table) | 2 each |
-//! | start | the overflow flags (EN) | the counters' mask, `msr PMOVSCLR_EL0` | 2 |
+//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]): pointer, load | 2 |
+//! | start | the sentinel, the counters | one `mrs` each (a run-time handle: 5 more, the table) | 1 each |
+//! | start | the state | CPU and sentinel packed into one tag (`bfi`), stored with the counters (`stp`) | 2 |
+//! | start | the overflow flags (EN) | `msr PMOVSCLR_EL0` of the counters' bits (a constant: in a register across the bench's loop, one `mov` more otherwise) | 1 |
 //! | stop | the grant | as at the start, *before* the reads (a revoked grant traps them) | 2 |
-//! | stop | the counters, the flags (EN), the sentinel | `mrs` and a store each | 2 each |
-//! | stop | the CPU | the rseq `cpu_id` | 3 |
-//! | stop | the verdict | loads of the start state, compares and selects | 18 |
+//! | stop | the counters, the flags (EN), the sentinel | one `mrs` each | 1 each |
+//! | stop | the CPU, the tag | the rseq `cpu_id`, `bfi` | 3 |
+//! | stop | the fast test | the flag bit (`tbnz`), the tags (load, compare, branch), end ≥ start (load, mask, compare, branch) | 9 |
+//! | stop | the end state | the counters and a "fast" word, one `stp` | 1 |
 //! | stop | the readings | four stores each | 4 each |
 //!
-//! One counter: 12 + 33 = 45 instructions (46 measured with the harness's store), 65 (66)
-//! with run-time handles; the `getrusage` region costs about 455.
+//! One counter: 9 + 22 = 31 instructions when the region is clean (33 measured: the
+//! harness's store, and a branch back to the bench's loop from the fast path's block,
+//! which the compiler lays out of line). A region with a hazard leaves the fast path at its test for
+//! the slow path, out of line (`#[cold]`): it stores the stop's tag and flags and
+//! derives the full verdict, as every stop did before. A clean stop stores neither:
+//! its tag is the start's and none of its counters' flags is set, which is all the
+//! region's `evidence()` needs to rebuild the same evidence. The 30-instruction target is missed by three: the end ≥ start
+//! test (a wrap between the start's read and its clear sets a flag the clear then
+//! erases, so the flag alone is not enough, and an empty hazard set promises no wrap),
+//! the reading's four stores and that branch. With run-time handles: 56 (each of the
+//! four counter reads a table dispatch, the flag mask loaded). The `getrusage` region costs about 455.
 //!
 //! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end < start
 //! (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU differs,
