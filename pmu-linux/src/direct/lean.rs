@@ -265,6 +265,14 @@ mod imp {
         })
     }
 
+    /// The error of a revoked grant, out of the regions' line (cold): the compiler then
+    /// lays the granted path straight.
+    #[cold]
+    #[inline(never)]
+    fn revoked() -> Result<()> {
+        Err(Error::UserAccessRevoked)
+    }
+
     /// Where a region reads the thread's CPU: [`RseqCpu`] (one load) or [`Getcpu`] (a
     /// system call, for kernels without rseq). A type, as [`SentinelRead`]: a region
     /// with an rseq area has no test for one.
@@ -598,7 +606,7 @@ mod imp {
             if self.access.granted() {
                 Ok(())
             } else {
-                Err(Error::UserAccessRevoked)
+                revoked()
             }
         }
 
