@@ -266,6 +266,9 @@ pub enum Op {
     Probe,
     /// `sched_getcpu()` (a direct region without an rseq area).
     Getcpu,
+    /// Registering (or finding) the thread's rseq area (a direct region that reads its
+    /// CPU there).
+    Rseq,
 }
 
 impl fmt::Display for Op {
@@ -281,6 +284,7 @@ impl fmt::Display for Op {
             Self::Rusage => "reading the thread's switch counts",
             Self::Probe => "running the access probe",
             Self::Getcpu => "reading the thread's CPU (sched_getcpu)",
+            Self::Rseq => "registering the thread's rseq area (a kernel with CONFIG_RSEQ has one)",
         })
     }
 }

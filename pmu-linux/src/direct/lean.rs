@@ -8,17 +8,28 @@
 //! | edge | what | how | instructions (compile-time handles, `cargo xtask bench`) |
 //! |---|---|---|---|
 //! | start | the grant | `mrs PMUSERENR_EL0`, test-and-branch | 2 |
-//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]): pointer, test, load, store | 4 |
-//! | start | the sentinel, the counters | `mrs` and a store each (a run-time handle: 5 more, the table) | 2 each |
-//! | start | the overflow flags (EN) | the counters' mask, `msr PMOVSCLR_EL0` | 2 |
+//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]): pointer, load | 2 |
+//! | start | the sentinel, the counters | one `mrs` each (a run-time handle: 5 more, the table) | 1 each |
+//! | start | the state | CPU and sentinel packed into one tag (`bfi`), stored with the counters (`stp`) | 2 |
+//! | start | the overflow flags (EN) | `msr PMOVSCLR_EL0` of the counters' bits (a constant: in a register across the bench's loop, one `mov` more otherwise) | 1 |
 //! | stop | the grant | as at the start, *before* the reads (a revoked grant traps them) | 2 |
-//! | stop | the counters, the flags (EN), the sentinel | `mrs` and a store each | 2 each |
-//! | stop | the CPU | the rseq `cpu_id` | 3 |
-//! | stop | the verdict | loads of the start state, compares and selects | 18 |
+//! | stop | the counters, the flags (EN), the sentinel | one `mrs` each | 1 each |
+//! | stop | the CPU, the tag | the rseq `cpu_id`, `bfi` | 3 |
+//! | stop | the fast test | the flag bit (`tbnz`), the tags (load, compare, branch), end ≥ start (load, mask, compare, branch) | 9 |
+//! | stop | the end state | the counters and a "fast" word, one `stp` | 1 |
 //! | stop | the readings | four stores each | 4 each |
 //!
-//! One counter: 12 + 33 = 45 instructions (46 measured with the harness's store), 65 (66)
-//! with run-time handles; the `getrusage` region costs about 455.
+//! One counter: 9 + 22 = 31 instructions when the region is clean (33 measured: the
+//! harness's store, and a branch back to the bench's loop from the fast path's block,
+//! which the compiler lays out of line). A region with a hazard leaves the fast path at its test for
+//! the slow path, out of line (`#[cold]`): it stores the stop's tag and flags and
+//! derives the full verdict, as every stop did before. A clean stop stores neither:
+//! its tag is the start's and none of its counters' flags is set, which is all the
+//! region's `evidence()` needs to rebuild the same evidence. The 30-instruction target is missed by three: the end ≥ start
+//! test (a wrap between the start's read and its clear sets a flag the clear then
+//! erases, so the flag alone is not enough, and an empty hazard set promises no wrap),
+//! the reading's four stores and that branch. With run-time handles: 56 (each of the
+//! four counter reads a table dispatch, the flag mask loaded). The `getrusage` region costs about 455.
 //!
 //! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end < start
 //! (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU differs,
@@ -65,6 +76,58 @@ pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) fn sentinel_delta(start: u64, end: u64) -> u64 {
     end.wrapping_sub(start) & u64::from(u32::MAX)
+}
+
+/// One word for a region edge's CPU and sentinel: the CPU in bits 63:32, the
+/// sentinel's low 32 bits (all of its count the region uses, [`sentinel_delta`]) in
+/// bits 31:0. Two edges' tags are equal exactly when the CPU is the same and the
+/// sentinel did not move (modulo 2^32): the stop's fast path compares them in one
+/// instruction.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) fn edge_tag(cpu: u32, sentinel: u64) -> u64 {
+    (u64::from(cpu) << 32) | (sentinel & u64::from(u32::MAX))
+}
+
+/// The CPU of an [`edge_tag`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) fn tag_cpu(tag: u64) -> u32 {
+    (tag >> 32) as u32
+}
+
+/// The stop's fast path: `Some` of the readings' values when the region is clean
+/// (same CPU and sentinel still, `tag_start == tag_end`; none of `flag_mask` set in
+/// `flags`; every counter's masked end at or above its masked start), `None` when any
+/// of them says a hazard (then the full verdict, [`lean_hazards`] and
+/// [`lean_readings`], decides). A clean region's readings are exactly what
+/// [`lean_readings`] gives for it (no hazard, `end − start`); the fast path only skips
+/// building the verdict.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) fn lean_fast<const K: usize>(
+    tag_start: u64,
+    tag_end: u64,
+    flags: u64,
+    flag_mask: u64,
+    start: &[u64; K],
+    end: &[u64; K],
+    masks: &[u64; K],
+) -> Option<[u64; K]> {
+    let mut wrapped = false;
+    let values = core::array::from_fn(|i| {
+        let (s, e) = (start[i] & masks[i], end[i] & masks[i]);
+        wrapped |= e < s;
+        e.wrapping_sub(s)
+    });
+    // The tests combined without short-circuit (`|`, not `||`): the compiler may fold
+    // them into conditional compares and one branch; the hazards are rare, the branch
+    // predicted.
+    if (flags & flag_mask != 0) | (tag_start != tag_end) | wrapped {
+        None
+    } else {
+        Some(values)
+    }
 }
 
 /// The hazards every counter of a lean region shares: [`Hazards::CPU_MIGRATION`] when
@@ -167,8 +230,8 @@ pub(crate) fn lean_evidence(
 
 #[cfg(target_arch = "aarch64")]
 pub use imp::{
-    lean_granted, lean_programmed, Flags, LeanRegion, NoFlags, NoSentinel, OverflowFlags,
-    SentinelRead, Watching,
+    lean_granted, lean_programmed, CpuSource, Flags, Getcpu, LeanRegion, NoFlags, NoSentinel,
+    OverflowFlags, RseqCpu, SentinelRead, Watching,
 };
 
 #[cfg(target_arch = "aarch64")]
@@ -178,7 +241,10 @@ mod imp {
     use pmu_armv8::{CounterId, El0Pmu, EventCounter, EventNumber};
     use pmu_core::{CounterWidth, Reading, RegionMeter, Slot};
 
-    use super::{lean_evidence, lean_hazards, lean_readings, sentinel_delta, SENTINEL_FILTER};
+    use super::{
+        edge_tag, lean_evidence, lean_fast, lean_hazards, lean_readings, sentinel_delta, tag_cpu,
+        SENTINEL_FILTER,
+    };
     use crate::direct::{AccessCheck, CounterSet, OwnedCounters};
     use crate::error::{Error, Result};
     use crate::measure::Counters;
@@ -197,6 +263,68 @@ mod imp {
             op: crate::error::Op::Getcpu,
             errno: crate::error::Errno::last(),
         })
+    }
+
+    /// The error of a revoked grant, out of the regions' line (cold): the compiler then
+    /// lays the granted path straight.
+    #[cold]
+    #[inline(never)]
+    fn revoked() -> Result<()> {
+        Err(Error::UserAccessRevoked)
+    }
+
+    /// Where a region reads the thread's CPU: [`RseqCpu`] (one load) or [`Getcpu`] (a
+    /// system call, for kernels without rseq). A type, as [`SentinelRead`]: a region
+    /// with an rseq area has no test for one.
+    pub trait CpuSource {
+        /// Whether the CPU comes from the rseq area.
+        const RSEQ: bool;
+        /// The CPU the thread runs on.
+        ///
+        /// # Errors
+        /// `sched_getcpu()`'s ([`Getcpu`] only).
+        fn current(&self) -> Result<u32>;
+    }
+
+    /// The CPU from the thread's rseq area (`cpu_id`, [`crate::rseq`]).
+    #[derive(Clone, Copy, Debug)]
+    pub struct RseqCpu(CpuId);
+
+    impl RseqCpu {
+        /// The calling thread's area (registered on first use).
+        ///
+        /// # Errors
+        /// [`Error::Syscall`] with [`crate::error::Op::Rseq`]: no area (ENOSYS: a kernel
+        /// without CONFIG_RSEQ; EBUSY: one another library registered and this crate
+        /// cannot find). Use [`Getcpu`] there.
+        pub fn this_thread() -> Result<Self> {
+            crate::rseq::ThreadCpu::this_thread()
+                .map(|c| Self(c.cpu_id()))
+                .map_err(|errno| Error::Syscall {
+                    op: crate::error::Op::Rseq,
+                    errno,
+                })
+        }
+    }
+
+    impl CpuSource for RseqCpu {
+        const RSEQ: bool = true;
+        #[inline(always)]
+        fn current(&self) -> Result<u32> {
+            Ok(self.0.current())
+        }
+    }
+
+    /// The CPU from `sched_getcpu()` (threads without an rseq area).
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct Getcpu;
+
+    impl CpuSource for Getcpu {
+        const RSEQ: bool = false;
+        #[inline(always)]
+        fn current(&self) -> Result<u32> {
+            sched_getcpu()
+        }
     }
 
     /// Where a region's kernel-entry sentinel comes from: [`Watching`] a counter handle,
@@ -296,15 +424,16 @@ mod imp {
     ///
     /// `O` keeps the counters programmed (and enables, disables and releases them),
     /// `A` checks the grant, `H` reads a counter, `S` the sentinel, `F` the overflow
-    /// flags.
+    /// flags, `C` the CPU.
     #[derive(Debug)]
-    pub struct LeanRegion<O, A, H, S, F, const K: usize>
+    pub struct LeanRegion<O, A, H, S, F, const K: usize, C = RseqCpu>
     where
         O: CounterSet,
         A: AccessCheck,
         H: ReadCounter,
         S: SentinelRead,
         F: OverflowFlags,
+        C: CpuSource,
     {
         owner: O,
         access: A,
@@ -319,20 +448,32 @@ mod imp {
         /// `widths[i]` as a mask of the low bits.
         masks: [u64; K],
         names: Vec<String>,
-        cpu: Option<CpuId>,
+        cpu: C,
         start: [u64; K],
-        end: [u64; K],
-        sentinel_start: u64,
-        sentinel_end: u64,
-        cpu_start: u32,
-        cpu_end: u32,
+        /// The start's [`edge_tag`] (CPU and sentinel).
+        start_tag: u64,
+        /// The stop's counters, and whether it took the slow path.
+        ends: Ends<K>,
+        /// The stop's tag and PMOVSSET_EL0, stored by the slow path only (the fast
+        /// path's are the start's tag and no flag of the region's counters).
+        end_tag: u64,
+        end_flags: u64,
         /// getrusage at both edges, regions without a sentinel only.
         switches_start: SwitchCounts,
         switches_end: SwitchCounts,
-        overflow_flags: u64,
     }
 
-    impl<O, A, H, S, F, const K: usize> LeanRegion<O, A, H, S, F, K>
+    /// The stop's counters and a word saying whether the stop took the slow path
+    /// (0: the fast path, the region clean). One `repr(C)` block so that the fast
+    /// path's two stores (the word, the first counter) pair into one `stp`.
+    #[derive(Debug)]
+    #[repr(C)]
+    struct Ends<const K: usize> {
+        slow: u64,
+        counters: [u64; K],
+    }
+
+    impl<O, A, H, S, F, const K: usize> LeanRegion<O, A, H, S, F, K, RseqCpu>
     where
         O: CounterSet,
         A: AccessCheck,
@@ -340,14 +481,10 @@ mod imp {
         S: SentinelRead,
         F: OverflowFlags,
     {
-        /// A region over `counters` (named `names`, counter i of `counters` being
-        /// counter i of `owner`, whose widths they have), watched by `sentinel`;
-        /// `sentinel_state` says how the sentinel counts, or why there is none.
+        /// [`LeanRegion::with_cpu`] reading the CPU from the thread's rseq area.
         ///
         /// # Errors
-        /// [`Error::NoEvents`] for K = 0; [`Error::TooManyEvents`]; a name count or an
-        /// owner that differs from K ([`pmu_core::Error::ReadingsMismatch`]); a
-        /// `sentinel_state` that contradicts `S` ([`Error::SentinelMismatch`]).
+        /// [`RseqCpu::this_thread`]'s, and [`LeanRegion::with_cpu`]'s.
         pub fn new(
             owner: O,
             access: A,
@@ -356,6 +493,48 @@ mod imp {
             sentinel: S,
             sentinel_state: Sentinel,
             flags: F,
+        ) -> Result<Self> {
+            Self::with_cpu(
+                owner,
+                access,
+                counters,
+                names,
+                sentinel,
+                sentinel_state,
+                flags,
+                RseqCpu::this_thread()?,
+            )
+        }
+    }
+
+    impl<O, A, H, S, F, const K: usize, C> LeanRegion<O, A, H, S, F, K, C>
+    where
+        O: CounterSet,
+        A: AccessCheck,
+        H: ReadCounter,
+        S: SentinelRead,
+        F: OverflowFlags,
+        C: CpuSource,
+    {
+        /// A region over `counters` (named `names`, counter i of `counters` being
+        /// counter i of `owner`, whose widths they have), watched by `sentinel`;
+        /// `sentinel_state` says how the sentinel counts, or why there is none; `cpu`
+        /// reads the CPU.
+        ///
+        /// # Errors
+        /// [`Error::NoEvents`] for K = 0; [`Error::TooManyEvents`]; a name count or an
+        /// owner that differs from K ([`pmu_core::Error::ReadingsMismatch`]); a
+        /// `sentinel_state` that contradicts `S` ([`Error::SentinelMismatch`]).
+        #[allow(clippy::too_many_arguments)]
+        pub fn with_cpu(
+            owner: O,
+            access: A,
+            counters: [H; K],
+            names: Vec<String>,
+            sentinel: S,
+            sentinel_state: Sentinel,
+            flags: F,
+            cpu: C,
         ) -> Result<Self> {
             if K == 0 {
                 return Err(Error::NoEvents);
@@ -398,18 +577,17 @@ mod imp {
                 widths,
                 masks,
                 names,
-                cpu: crate::rseq::ThreadCpu::this_thread()
-                    .ok()
-                    .map(|c| c.cpu_id()),
+                cpu,
                 start: [0; K],
-                end: [0; K],
-                sentinel_start: 0,
-                sentinel_end: 0,
-                cpu_start: 0,
-                cpu_end: 0,
+                start_tag: 0,
+                ends: Ends {
+                    slow: 0,
+                    counters: [0; K],
+                },
+                end_tag: 0,
+                end_flags: 0,
                 switches_start: SwitchCounts::default(),
                 switches_end: SwitchCounts::default(),
-                overflow_flags: 0,
             })
         }
 
@@ -428,26 +606,83 @@ mod imp {
             if self.access.granted() {
                 Ok(())
             } else {
-                Err(Error::UserAccessRevoked)
+                revoked()
             }
         }
 
-        /// The CPU: rseq's `cpu_id` (one load), else `sched_getcpu()`.
+        /// The CPU: rseq's `cpu_id` (one load), or `sched_getcpu()`.
         #[inline(always)]
         fn cpu(&self) -> Result<u32> {
-            match self.cpu {
-                Some(cpu) => Ok(cpu.current()),
-                None => sched_getcpu(),
+            self.cpu.current()
+        }
+
+        /// The stop's tag and flags: the slow path's, or the fast path's (the start's
+        /// tag, no flag).
+        fn end_state(&self) -> (u64, u64) {
+            if self.ends.slow == 0 {
+                (self.start_tag, 0)
+            } else {
+                (self.end_tag, self.end_flags)
             }
         }
 
         #[inline(always)]
         fn kernel_entries(&self) -> u64 {
             if S::PRESENT {
-                sentinel_delta(self.sentinel_start, self.sentinel_end)
+                sentinel_delta(self.start_tag, self.end_state().0)
             } else {
                 0
             }
+        }
+
+        /// The overflow bits of the region's counters: a constant where the handles
+        /// name their counters in their types (zero-sized: nothing else to name it
+        /// with), else the mask kept at construction.
+        #[inline(always)]
+        fn flag_mask(&self) -> u64 {
+            if !F::READABLE {
+                0
+            } else if core::mem::size_of::<H>() == 0 {
+                self.counters.iter().fold(0, |a, c| a | c.counter().mask())
+            } else {
+                self.mask
+            }
+        }
+
+        /// The stop's slow path (out of line): keeps the stop's state for
+        /// [`Counters::evidence`] and derives the full verdict.
+        #[cold]
+        #[inline(never)]
+        fn stop_slow(
+            &mut self,
+            end: [u64; K],
+            end_tag: u64,
+            flags: u64,
+            out: &mut [Reading],
+        ) -> Result<()> {
+            self.ends = Ends {
+                slow: 1,
+                counters: end,
+            };
+            self.end_tag = end_tag;
+            self.end_flags = flags;
+            let common = lean_hazards(
+                tag_cpu(self.start_tag),
+                tag_cpu(end_tag),
+                self.switched(),
+                self.kernel_entries(),
+            );
+            lean_readings(
+                &self.start,
+                &self.ends.counters,
+                flags,
+                &self.bits,
+                &self.masks,
+                &self.widths,
+                common,
+                out,
+            )?;
+            Ok(())
         }
 
         #[inline(always)]
@@ -456,13 +691,14 @@ mod imp {
         }
     }
 
-    impl<O, A, H, S, F, const K: usize> RegionMeter for LeanRegion<O, A, H, S, F, K>
+    impl<O, A, H, S, F, const K: usize, C> RegionMeter for LeanRegion<O, A, H, S, F, K, C>
     where
         O: CounterSet,
         A: AccessCheck,
         H: ReadCounter,
         S: SentinelRead,
         F: OverflowFlags,
+        C: CpuSource,
     {
         type Error = Error;
 
@@ -475,15 +711,12 @@ mod imp {
             if !S::PRESENT {
                 self.switches_start = thread_switches()?;
             }
-            self.cpu_start = self.cpu()?;
-            if S::PRESENT {
-                self.sentinel_start = self.sentinel.read();
-            }
-            for (v, c) in self.start.iter_mut().zip(&self.counters) {
-                *v = c.read();
-            }
+            let cpu = self.cpu()?;
+            let sentinel = if S::PRESENT { self.sentinel.read() } else { 0 };
+            self.start = core::array::from_fn(|i| self.counters[i].read());
+            self.start_tag = edge_tag(cpu, sentinel);
             if F::READABLE {
-                self.flags.clear(self.mask);
+                self.flags.clear(self.flag_mask());
             }
             Ok(())
         }
@@ -494,52 +727,58 @@ mod imp {
         #[inline(always)]
         fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
             self.check_access()?;
-            for (v, c) in self.end.iter_mut().zip(&self.counters) {
-                *v = c.read();
-            }
+            let end: [u64; K] = core::array::from_fn(|i| self.counters[i].read());
             let flags = if F::READABLE { self.flags.read() } else { 0 };
-            self.overflow_flags = flags;
-            if S::PRESENT {
-                self.sentinel_end = self.sentinel.read();
-            }
-            self.cpu_end = self.cpu()?;
+            let sentinel = if S::PRESENT { self.sentinel.read() } else { 0 };
+            let end_tag = edge_tag(self.cpu()?, sentinel);
             if !S::PRESENT {
                 self.switches_end = thread_switches()?;
             }
-            if out.len() < K {
+            let Some(out) = out.get_mut(..K) else {
                 return Err(pmu_core::Error::ReadingsMismatch {
                     expected: K as u32,
                     got: out.len() as u32,
                 }
                 .into());
+            };
+            // A region without a sentinel judges switches from getrusage: never fast.
+            let fast = if S::PRESENT {
+                lean_fast(
+                    self.start_tag,
+                    end_tag,
+                    flags,
+                    self.flag_mask(),
+                    &self.start,
+                    &end,
+                    &self.masks,
+                )
+            } else {
+                None
+            };
+            match fast {
+                Some(values) => {
+                    self.ends = Ends {
+                        slow: 0,
+                        counters: end,
+                    };
+                    for (r, value) in out.iter_mut().zip(values) {
+                        *r = Reading::new(value);
+                    }
+                    Ok(())
+                }
+                None => self.stop_slow(end, end_tag, flags, out),
             }
-            let common = lean_hazards(
-                self.cpu_start,
-                self.cpu_end,
-                self.switched(),
-                self.kernel_entries(),
-            );
-            lean_readings(
-                &self.start,
-                &self.end,
-                flags,
-                &self.bits,
-                &self.masks,
-                &self.widths,
-                common,
-                &mut out[..K],
-            )?;
-            Ok(())
         }
     }
 
-    impl<O, A, H, S, F, const K: usize> Counters for LeanRegion<O, A, H, S, F, K>
+    impl<O, A, H, S, F, const K: usize, C> Counters for LeanRegion<O, A, H, S, F, K, C>
     where
         O: CounterSet,
         A: AccessCheck,
         H: ReadCounter,
         S: SentinelRead,
         F: OverflowFlags,
+        C: CpuSource,
     {
         fn names(&self) -> Vec<String> {
             self.names.clone()
@@ -563,16 +802,17 @@ mod imp {
 
         fn evidence(&self) -> Evidence {
             let mut out = [Reading::default(); crate::MAX_EVENTS];
+            let (end_tag, flags) = self.end_state();
             let common = lean_hazards(
-                self.cpu_start,
-                self.cpu_end,
+                tag_cpu(self.start_tag),
+                tag_cpu(end_tag),
                 self.switched(),
                 self.kernel_entries(),
             );
             match lean_readings(
                 &self.start,
-                &self.end,
-                self.overflow_flags,
+                &self.ends.counters,
+                flags,
                 &self.bits,
                 &self.masks,
                 &self.widths,
@@ -580,8 +820,8 @@ mod imp {
                 &mut out[..K],
             ) {
                 Ok(n) => lean_evidence(
-                    (self.cpu_start, self.cpu_end),
-                    self.cpu.is_some(),
+                    (tag_cpu(self.start_tag), tag_cpu(end_tag)),
+                    C::RSEQ,
                     (!S::PRESENT).then_some((self.switches_start, self.switches_end)),
                     S::PRESENT.then(|| self.kernel_entries()),
                     &out[..n],
@@ -591,13 +831,14 @@ mod imp {
         }
     }
 
-    impl<O, A, H, S, F, const K: usize> Drop for LeanRegion<O, A, H, S, F, K>
+    impl<O, A, H, S, F, const K: usize, C> Drop for LeanRegion<O, A, H, S, F, K, C>
     where
         O: CounterSet,
         A: AccessCheck,
         H: ReadCounter,
         S: SentinelRead,
         F: OverflowFlags,
+        C: CpuSource,
     {
         /// With the grant gone every register access traps, the release included: the
         /// counters are left as they are (the kernel owns the PMU again).
@@ -611,7 +852,7 @@ mod imp {
     /// A [`LeanRegion`] of `handles.len()` counters (K chosen here from the count),
     /// boxed for the meter.
     #[allow(clippy::too_many_arguments)]
-    fn boxed<O, A, S, F>(
+    fn boxed<O, A, S, F, C>(
         owner: O,
         access: A,
         handles: Vec<CounterHandle>,
@@ -619,12 +860,14 @@ mod imp {
         sentinel: S,
         state: Sentinel,
         flags: F,
+        cpu: C,
     ) -> Result<Box<dyn Counters>>
     where
         O: CounterSet + 'static,
         A: AccessCheck + 'static,
         S: SentinelRead + 'static,
         F: OverflowFlags + 'static,
+        C: CpuSource + 'static,
     {
         const _: () = assert!(crate::MAX_EVENTS == 16, "extend the list below");
         macro_rules! by_len {
@@ -637,8 +880,8 @@ mod imp {
                                 expected: $k,
                                 got: given as u32,
                             })?;
-                        Ok(Box::new(LeanRegion::<O, A, CounterHandle, S, F, $k>::new(
-                            owner, access, counters, names, sentinel, state, flags,
+                        Ok(Box::new(LeanRegion::<O, A, CounterHandle, S, F, $k, C>::with_cpu(
+                            owner, access, counters, names, sentinel, state, flags, cpu,
                         )?))
                     })*
                     0 => Err(Error::NoEvents),
@@ -665,9 +908,35 @@ mod imp {
         A: AccessCheck + 'static,
         F: OverflowFlags + 'static,
     {
-        match sentinel {
-            Some(h) => boxed(owner, access, handles, names, Watching(h), state, flags),
-            None => boxed(owner, access, handles, names, NoSentinel, state, flags),
+        // The CPU source is a type too: the rseq area when the thread has one, else
+        // sched_getcpu() (the evidence says which, `cpu_from_rseq`).
+        match (sentinel, RseqCpu::this_thread().ok()) {
+            (Some(h), Some(cpu)) => boxed(
+                owner,
+                access,
+                handles,
+                names,
+                Watching(h),
+                state,
+                flags,
+                cpu,
+            ),
+            (Some(h), None) => boxed(
+                owner,
+                access,
+                handles,
+                names,
+                Watching(h),
+                state,
+                flags,
+                Getcpu,
+            ),
+            (None, Some(cpu)) => {
+                boxed(owner, access, handles, names, NoSentinel, state, flags, cpu)
+            }
+            (None, None) => boxed(
+                owner, access, handles, names, NoSentinel, state, flags, Getcpu,
+            ),
         }
     }
 
@@ -1016,6 +1285,98 @@ mod tests {
         .unwrap();
         assert_eq!(set.slots().count(), 6);
         assert!(why.is_some(), "no counter is left for the sentinel");
+    }
+
+    /// The stop's fast path (`lean_fast`) takes only clean regions, and gives them the
+    /// readings the full verdict gives: a moved sentinel (the kernel ran, module docs),
+    /// a CPU change, the region's overflow flag (PMOVSSET_EL0 bit n, Arm ARM) and
+    /// end < start (a wrap between the start's read and its clear) each send the stop
+    /// to the slow path, which flags them as before.
+    #[test]
+    fn the_fast_path_takes_only_clean_regions() {
+        let masks = [W32, u64::MAX];
+        let bits = [1 << 5, 1 << 31];
+        let widths = [CounterWidth::W32, CounterWidth::W64];
+        let mask = bits[0] | bits[1];
+        let (start, end) = ([100, 5], [350, 9]);
+        // Sentinel 7 at both edges on CPU 3; its high bits (a 64-bit read) are not part
+        // of the test, which is on its 32-bit count.
+        let tag = edge_tag(3, 7);
+        assert_eq!(tag_cpu(tag), 3);
+        assert_eq!(edge_tag(3, 0x5_0000_0007), tag);
+        // Clean: the values are lean_readings' for the quiet verdict; another
+        // counter's flag (bit 0: not the region's) does not count.
+        let fast = lean_fast(tag, tag, 1, mask, &start, &end, &masks).unwrap();
+        let mut slow = [Reading::default(); 2];
+        let quiet = lean_hazards(3, 3, false, sentinel_delta(tag, tag));
+        lean_readings(&start, &end, 1, &bits, &masks, &widths, quiet, &mut slow).unwrap();
+        assert_eq!(fast, [250, 4]);
+        assert_eq!(fast.map(Reading::new), slow);
+        // The evidence the region rebuilds for a fast stop (the start's tag, no flag)
+        // is the slow path's for the same state.
+        let rebuilt = lean_evidence((3, tag_cpu(tag)), true, None, Some(0), &slow);
+        assert_eq!(rebuilt, lean_evidence((3, 3), true, None, Some(0), &slow));
+        assert_eq!(rebuilt.thread_hazards(), Hazards::empty());
+
+        // Each hazard alone sends the stop to the slow path, where it is flagged.
+        let moved = edge_tag(3, 8);
+        let migrated = edge_tag(4, 7);
+        assert_eq!(lean_fast(tag, moved, 0, mask, &start, &end, &masks), None);
+        assert_eq!(
+            lean_hazards(3, 3, false, sentinel_delta(tag, moved)),
+            Hazards::KERNEL_ENTRY
+        );
+        assert_eq!(
+            lean_fast(tag, migrated, 0, mask, &start, &end, &masks),
+            None
+        );
+        assert_eq!(
+            lean_hazards(3, tag_cpu(migrated), false, 0),
+            Hazards::CPU_MIGRATION
+        );
+        assert_eq!(
+            lean_fast(tag, tag, 1 << 5, mask, &start, &end, &masks),
+            None
+        );
+        lean_readings(
+            &start,
+            &end,
+            1 << 5,
+            &bits,
+            &masks,
+            &widths,
+            quiet,
+            &mut slow,
+        )
+        .unwrap();
+        // Counter 5 wrapped once after the clear: 2^32 + 250.
+        assert_eq!(
+            (slow[0].value, slow[0].hazards),
+            ((1 << 32) + 250, Hazards::OVERFLOW)
+        );
+        // A wrap before the clear: no flag, end < start (2^32 + 10 − 0xFFFF_FFF0 = 26).
+        let (wrap_start, wrap_end) = ([0xFFFF_FFF0, 5], [10, 9]);
+        assert_eq!(
+            lean_fast(tag, tag, 0, mask, &wrap_start, &wrap_end, &masks),
+            None
+        );
+        lean_readings(
+            &wrap_start,
+            &wrap_end,
+            0,
+            &bits,
+            &masks,
+            &widths,
+            quiet,
+            &mut slow,
+        )
+        .unwrap();
+        assert_eq!((slow[0].value, slow[0].hazards), (26, Hazards::OVERFLOW));
+        // The high bits of a 32-bit counter's read are not a wrap.
+        assert_eq!(
+            lean_fast(tag, tag, 0, mask, &[0x1_0000_0064, 5], &end, &masks),
+            Some([250, 4])
+        );
     }
 
     /// The sentinel is read as 32 bits (kmod-enable-user's and the backend's counters
