@@ -19,17 +19,17 @@
 //! | stop | the end state | the counters and a "fast" word, one `stp` | 1 |
 //! | stop | the readings | four stores each | 4 each |
 //!
-//! One counter: 9 + 22 = 31 instructions when the region is clean (33 measured: the
-//! harness's store, and a branch back to the bench's loop from the fast path's block,
-//! which the compiler lays out of line). A region with a hazard leaves the fast path at its test for
+//! One counter: 9 + 22 = 31 instructions when the region is clean (32 measured with
+//! the harness's store). A region with a hazard leaves the fast path at its test for
 //! the slow path, out of line (`#[cold]`): it stores the stop's tag and flags and
 //! derives the full verdict, as every stop did before. A clean stop stores neither:
 //! its tag is the start's and none of its counters' flags is set, which is all the
-//! region's `evidence()` needs to rebuild the same evidence. The 30-instruction target is missed by three: the end ≥ start
+//! region's `evidence()` needs to rebuild the same evidence. The 30-instruction target is missed by two: the end ≥ start
 //! test (a wrap between the start's read and its clear sets a flag the clear then
-//! erases, so the flag alone is not enough, and an empty hazard set promises no wrap),
-//! the reading's four stores and that branch. With run-time handles: 56 (each of the
-//! four counter reads a table dispatch, the flag mask loaded). The `getrusage` region costs about 455.
+//! erases, so the flag alone is not enough, and an empty hazard set promises no wrap)
+//! and the reading's four stores. With run-time handles: 55 (each of the four counter
+//! reads a table dispatch, the flag mask loaded). The revoked grant's error and the
+//! slow path are out of line (`#[cold]`), so the clean path is laid out straight. The `getrusage` region costs about 455.
 //!
 //! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end < start
 //! (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU differs,
