@@ -11,12 +11,12 @@
 //!   architecture crate's driver (`El0Pmu`, `Arm1176Pmu<Cp15>`);
 //! - [`allocate`] turns event names into counters of a `pmu_core::CounterPool`
 //!   ([`OwnedCounters`]: the same, owning the PMU);
-//! - [`DirectMeter`] ([`GenericDirectMeter`] over owned counters) measures regions on them: overflow from the overflow flags,
-//!   context switches from `getrusage` switch counts taken outside the region,
-//!   migration from `sched_getcpu` before and after, and (ARMv8) revocation of user
-//!   access from PMUSERENR_EL0, which EL0 may always read, checked before every counter
-//!   access so a revoked grant is an error instead of SIGILL.
-//!
+//! - [`DirectMeter`] ([`GenericDirectMeter`] over owned counters) measures regions on
+//!   them: overflow from the overflow flags, context switches from `getrusage` switch
+//!   counts taken outside the region, migration from `sched_getcpu` before and after,
+//!   and (ARMv8) revocation of user access from PMUSERENR_EL0, which EL0 may always
+//!   read, checked before every counter access so a revoked grant is an error instead
+//!   of SIGILL (the ARM1176, AArch32, and ARMv8 with `Options::thorough_evidence`);
 //! - [`lean`]'s `LeanRegion` (ARMv8) measures regions without system calls: the CPU from
 //!   the thread's rseq area, every kernel entry (switches included) from the kernel-entry
 //!   sentinel, overflow from PMOVSSET_EL0.

@@ -296,8 +296,9 @@ impl Session {
     /// events are opened disabled, and Linux checks a group against the counters only
     /// for events that are not (6.12 drivers/perf/arm_pmu.c `validate_event` accepts
     /// every `PERF_EVENT_STATE_OFF` sibling; x86's `validate_group` goes through
-    /// `collect_events`, arch/x86/events/core.c, which skips siblings that are off). A pinned group the kernel cannot put on the counters
-    /// goes into an error state at the enable, and its `read()` returns 0 bytes
+    /// `collect_events`, arch/x86/events/core.c, which skips siblings that are off). A
+    /// pinned group the kernel cannot put on the counters goes into an error state at
+    /// the enable, and its `read()` returns 0 bytes
     /// (kernel/events/core.c `merge_sched_in`, `__perf_read`). EL0 cannot read
     /// PMCR_EL0.N, and sysfs does not publish the number of counters, so this trial is
     /// the one true answer; it is an answer for now: a CPU-wide pinned perf user that

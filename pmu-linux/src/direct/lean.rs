@@ -19,30 +19,32 @@
 //! | stop | the end state | the counters and a "fast" word, one `stp` | 1 |
 //! | stop | the readings | four stores each | 4 each |
 //!
-//! One counter: 9 + 22 = 31 instructions when the region is clean (32 measured with
-//! the harness's store). A region with a hazard leaves the fast path at its test for
-//! the slow path, out of line (`#[cold]`): it stores the stop's tag and flags and
-//! derives the full verdict, as every stop did before. A clean stop stores neither:
-//! its tag is the start's and none of its counters' flags is set, which is all the
-//! region's `evidence()` needs to rebuild the same evidence. The 30-instruction target is missed by two: the end ≥ start
-//! test (a wrap between the start's read and its clear sets a flag the clear then
-//! erases, so the flag alone is not enough, and an empty hazard set promises no wrap)
-//! and the reading's four stores. With run-time handles: 55 (each of the four counter
-//! reads a table dispatch, the flag mask loaded). The revoked grant's error and the
-//! slow path are out of line (`#[cold]`), so the clean path is laid out straight. The `getrusage` region costs about 455.
+//! One counter: 9 + 22 = 31 instructions when the region is clean (32 measured with the
+//! harness's store). A region with a hazard leaves the fast path at its test for the
+//! slow path, out of line (`#[cold]`): it stores the stop's tag and flags and derives
+//! the full verdict, as every stop did before. A clean stop stores neither: its tag is
+//! the start's and none of its counters' flags is set, which is all the region's
+//! `evidence()` needs to rebuild the same evidence. The 30-instruction target is missed
+//! by two: the end ≥ start test (a wrap between the start's read and its clear sets a
+//! flag the clear then erases, so the flag alone is not enough, and an empty hazard set
+//! promises no wrap) and the reading's four stores. With run-time handles: 55 (each of
+//! the four counter reads a table dispatch, the flag mask loaded). The revoked grant's
+//! error and the slow path are out of line (`#[cold]`), so the clean path is laid out
+//! straight. The `getrusage` region costs about 455.
 //!
-//! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end < start
-//! (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU differs,
-//! [`Hazards::KERNEL_ENTRY`] when the sentinel moved: every exception taken to the kernel
-//! retires kernel instructions, so any entry moves it (its 32-bit difference would read 0
-//! only after a multiple of 2^32 of them inside one region). A context switch is a kernel
-//! entry (the scheduler runs at the kernel's level, EL1 or EL2 with VHE), so the sentinel sees it too, and no `getrusage` is
-//! needed: a lean region with a sentinel reports a switch as `KERNEL_ENTRY`, not as
-//! `CONTEXT_SWITCH` ([`crate::region`]'s hazard table). Without a sentinel the region
-//! does not pretend: it takes `getrusage` at both edges as before (switches, not the
-//! other kernel entries) and `LeanRegion::sentinel` says why there is none. Without
-//! an rseq area (a kernel without CONFIG_RSEQ) the CPU comes from `sched_getcpu()` and
-//! the evidence says so ([`Evidence::cpu_from_rseq`] false).
+//! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end <
+//! start (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU
+//! differs, [`Hazards::KERNEL_ENTRY`] when the sentinel moved: every exception taken to
+//! the kernel retires kernel instructions, so any entry moves it (its 32-bit difference
+//! would read 0 only after a multiple of 2^32 of them inside one region). A context
+//! switch is a kernel entry (the scheduler runs at the kernel's level, EL1 or EL2 with
+//! VHE), so the sentinel sees it too, and no `getrusage` is needed: a lean region with
+//! a sentinel reports a switch as `KERNEL_ENTRY`, not as `CONTEXT_SWITCH`
+//! ([`crate::region`]'s hazard table). Without a sentinel the region does not pretend:
+//! it takes `getrusage` at both edges as before (switches, not the other kernel
+//! entries) and `LeanRegion::sentinel` says why there is none. Without an rseq area (a
+//! kernel without CONFIG_RSEQ) the CPU comes from `sched_getcpu()` and the evidence
+//! says so ([`Evidence::cpu_from_rseq`] false).
 //!
 //! Under the read-only grant (ER | CR) EL0 cannot read the overflow flags (PMOVSSET_EL0
 //! needs EN, `OverflowFlags`): overflow is judged from end < start on the 32-bit reads
