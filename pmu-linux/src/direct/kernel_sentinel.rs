@@ -2,7 +2,7 @@
 //! one more counter, counting an event at the kernel's privilege level only, read
 //! around the region's counter reads at both edges ([`crate::sentinel`]).
 //!
-//! - [`SentinelCounter`] is that counter (AArch32: [`super::aarch32::Pl1InstRetired`]; a
+//! - [`SentinelCounter`] is that counter (AArch32: `direct::aarch32::Pl1InstRetired`; a
 //!   fake in the tests);
 //! - [`WithSentinel`] wraps the region's [`CounterSet`]: its `read_all` reads the
 //!   sentinel before the counters at the start edge and after them at the stop edge
