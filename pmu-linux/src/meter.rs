@@ -970,6 +970,8 @@ fn opened_sentinel(inner: &Inner, kind: BackendKind, asked: bool) -> crate::Sent
     // The direct backends decide themselves: their sentinel replaces the system calls
     // of every region (see `MeterBuilder::kernel_sentinel`), so theirs is the truth
     // whatever was asked.
+    // On 32-bit ARM `Other` is the only variant.
+    #[allow(irrefutable_let_patterns)]
     if let Inner::Other(other) = inner {
         if let Some(sentinel) = other.sentinel() {
             return sentinel;

@@ -332,6 +332,10 @@ pub(crate) fn evaluate_perf(
 /// the page times change only when the kernel rewrites the page, as for the user's
 /// events in [`evaluate_perf`]). Counts are 64-bit per thread (the kernel's `offset`
 /// absorbs reschedules), so a rewritten page alone does not make the count unknown.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) fn sentinel_count(start: &Sample, end: &Sample) -> Result<u64, crate::SentinelGap> {
     for path in [start.path, end.path] {
         match path {
@@ -356,6 +360,10 @@ pub(crate) fn sentinel_count(start: &Sample, end: &Sample) -> Result<u64, crate:
 /// [`Hazards::KERNEL_ENTRY`] on every reading of `out`; an unknown count leaves the
 /// readings as they are (no claim either way) and says why in
 /// [`Evidence::sentinel_gap`].
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) fn apply_sentinel(
     evidence: &mut Evidence,
     start: &Sample,
@@ -380,6 +388,10 @@ pub(crate) fn apply_sentinel(
 /// [`Hazards::KERNEL_ENTRY`] on every reading.
 #[cold]
 #[inline(never)]
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) fn flag_kernel_entry(out: &mut [Reading]) {
     for reading in out {
         reading.hazards |= Hazards::KERNEL_ENTRY;
