@@ -24,7 +24,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -33,6 +32,7 @@ use pmu_tests::{arm64_kernel_args, run_qemu, QemuRun, QEMU_AARCH64};
 use serde_json::{json, Map, Value};
 
 use crate::kernel::{self, Arch};
+use crate::stdout::Output;
 use crate::step::{workspace_root, Plan, Step};
 
 /// The libperf build flags the ratios refer to (docs/bench.md's reference: 144
@@ -110,17 +110,6 @@ const TARGETS: [(&str, &str, f64); 6] = [
 /// replaced by the figures of the run.
 const MARKDOWN_TEMPLATE: &str = include_str!("../bench/bench.md.in");
 
-/// What `cargo xtask bench` prints on stdout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
-    /// The tables, after the progress of the steps.
-    Table,
-    /// One JSON object, alone on stdout (also written to target/bench/bench.json).
-    Json,
-    /// docs/bench.md: the method and the tables, alone on stdout.
-    Markdown,
-}
-
 /// `cargo xtask bench [--json | --markdown] [--from-log FILE]`.
 pub fn command(args: &[&str]) -> ExitCode {
     let mut output = Output::Table;
@@ -149,15 +138,8 @@ pub fn command(args: &[&str]) -> ExitCode {
 /// Runs the bench (or reads `from_log`) and prints the report as `output` says.
 fn run(output: Output, from_log: Option<&Path>) -> ExitCode {
     // The result alone on stdout: from here on, stdout is stderr.
-    let mut result_out: Box<dyn Write> = match output {
-        Output::Table => Box::new(std::io::stdout()),
-        Output::Json | Output::Markdown => match crate::stdout::divert_to_stderr() {
-            Ok(file) => Box::new(file),
-            Err(e) => {
-                eprintln!("xtask bench: cannot keep stdout for the result: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
+    let Ok(mut result_out) = crate::stdout::result_sink("bench", output) else {
+        return ExitCode::FAILURE;
     };
     let report = match from_log {
         Some(log) => report_from_log(log),
@@ -192,22 +174,7 @@ fn run(output: Output, from_log: Option<&Path>) -> ExitCode {
         }
         Output::Markdown => report.markdown(),
     };
-    if let Err(e) = result_out
-        .write_all(text.as_bytes())
-        .and_then(|()| result_out.flush())
-    {
-        eprintln!("xtask bench: cannot write the result: {e}");
-        return ExitCode::FAILURE;
-    }
-    match report.failures() {
-        failures if failures.is_empty() => ExitCode::SUCCESS,
-        failures => {
-            for f in failures {
-                eprintln!("xtask bench: {f}");
-            }
-            ExitCode::FAILURE
-        }
-    }
+    crate::stdout::finish("bench", &mut result_out, &text, &report.failures())
 }
 
 /// A report from a guest console kept by an earlier run.

@@ -17,7 +17,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
@@ -26,6 +25,7 @@ use pmu_tests::{arm64_kernel_args, run_qemu, QemuRun, QEMU_AARCH64};
 use serde_json::{json, Value};
 
 use crate::kernel::{self, Arch};
+use crate::stdout::Output;
 use crate::step::{Plan, Step};
 
 /// QEMU's options (docs/qemu.md): `-icount` makes the cycle and instruction counters
@@ -62,14 +62,6 @@ const QUIET: [&str; 2] = ["perf", "direct"];
 /// The method part of docs/hazards.md; `@SETUP@`, `@INJECTED@`, `@QUIET@`, `@HOW@` and
 /// `@VERDICT@` are replaced by the run's figures.
 const MARKDOWN_TEMPLATE: &str = include_str!("../hazards/hazards.md.in");
-
-/// What `cargo xtask hazards` prints on stdout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Output {
-    Table,
-    Json,
-    Markdown,
-}
 
 /// How much the guest injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,15 +116,8 @@ pub fn command(args: &[&str]) -> ExitCode {
 }
 
 fn run(output: Output, from_log: Option<&Path>, scale: Scale) -> ExitCode {
-    let mut result_out: Box<dyn Write> = match output {
-        Output::Table => Box::new(std::io::stdout()),
-        Output::Json | Output::Markdown => match crate::stdout::divert_to_stderr() {
-            Ok(file) => Box::new(file),
-            Err(e) => {
-                eprintln!("xtask hazards: cannot keep stdout for the result: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
+    let Ok(mut result_out) = crate::stdout::result_sink("hazards", output) else {
+        return ExitCode::FAILURE;
     };
     let report = match from_log {
         Some(log) => report_from_log(log),
@@ -156,22 +141,7 @@ fn run(output: Output, from_log: Option<&Path>, scale: Scale) -> ExitCode {
         },
         Output::Markdown => report.markdown(),
     };
-    if let Err(e) = result_out
-        .write_all(text.as_bytes())
-        .and_then(|()| result_out.flush())
-    {
-        eprintln!("xtask hazards: cannot write the result: {e}");
-        return ExitCode::FAILURE;
-    }
-    match report.failures() {
-        failures if failures.is_empty() => ExitCode::SUCCESS,
-        failures => {
-            for f in failures {
-                eprintln!("xtask hazards: {f}");
-            }
-            ExitCode::FAILURE
-        }
-    }
+    crate::stdout::finish("hazards", &mut result_out, &text, &report.failures())
 }
 
 fn build_dir() -> PathBuf {

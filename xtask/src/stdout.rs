@@ -23,3 +23,52 @@ pub fn divert_to_stderr() -> io::Result<File> {
     }
     Ok(File::from(original))
 }
+
+/// What a reporting command (`bench`, `hazards`) prints on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The tables, after the progress of the steps.
+    Table,
+    /// One JSON object, alone on stdout.
+    Json,
+    /// The command's docs/*.md page: the method and the tables, alone on stdout.
+    Markdown,
+}
+
+/// Where `command`'s result goes: stdout for the tables; for JSON and Markdown the
+/// original stdout, everything else diverted to stderr ([`divert_to_stderr`]).
+/// `Err` (after saying why on stderr) when stdout cannot be kept.
+pub fn result_sink(command: &str, output: Output) -> Result<Box<dyn Write>, ()> {
+    match output {
+        Output::Table => Ok(Box::new(io::stdout())),
+        Output::Json | Output::Markdown => match divert_to_stderr() {
+            Ok(file) => Ok(Box::new(file)),
+            Err(e) => {
+                eprintln!("xtask {command}: cannot keep stdout for the result: {e}");
+                Err(())
+            }
+        },
+    }
+}
+
+/// Writes `text` to `out`, then `command`'s `failures` to stderr: success only when the
+/// text was written and nothing failed.
+pub fn finish(
+    command: &str,
+    out: &mut dyn Write,
+    text: &str,
+    failures: &[String],
+) -> std::process::ExitCode {
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        eprintln!("xtask {command}: cannot write the result: {e}");
+        return std::process::ExitCode::FAILURE;
+    }
+    for f in failures {
+        eprintln!("xtask {command}: {f}");
+    }
+    if failures.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    }
+}

@@ -103,30 +103,10 @@ impl Group {
             } else {
                 options.exclude_kernel
             };
-            let mut attr = b::perf_event_attr {
-                size: size_of::<b::perf_event_attr>() as u32,
-                type_: spec.perf_type,
-                ..Default::default()
-            };
-            let config = if options.user_read && cfg!(target_arch = "aarch64") {
-                spec.config_with_user_read()
-            } else {
-                spec.config
-            };
-            attr.config = config[0];
-            attr.__bindgen_anon_3.config1 = config[1];
-            attr.__bindgen_anon_4.config2 = config[2];
-            attr.config3 = config[3];
-            attr.read_format = u64::from(
-                b::PERF_FORMAT_TOTAL_TIME_ENABLED
-                    | b::PERF_FORMAT_TOTAL_TIME_RUNNING
-                    | b::PERF_FORMAT_ID
-                    | if group_format {
-                        b::PERF_FORMAT_GROUP
-                    } else {
-                        0
-                    },
-            );
+            let mut attr = event_attr(&spec, options.user_read);
+            if group_format {
+                attr.read_format |= u64::from(b::PERF_FORMAT_GROUP);
+            }
             attr.set_disabled(1);
             let leader = events
                 .first()
@@ -290,4 +270,29 @@ impl Group {
             other => other,
         })
     }
+}
+
+/// The `perf_event_attr` of `spec` as every event of a session starts: its type and
+/// config (with the arm64 user-read bit where `user_read`), read as `{ value,
+/// time_enabled, time_running, id }`; the caller adds the group format, the filters and
+/// the state.
+pub(super) fn event_attr(spec: &EventSpec, user_read: bool) -> b::perf_event_attr {
+    let mut attr = b::perf_event_attr {
+        size: size_of::<b::perf_event_attr>() as u32,
+        type_: spec.perf_type,
+        ..Default::default()
+    };
+    let config = if user_read && cfg!(target_arch = "aarch64") {
+        spec.config_with_user_read()
+    } else {
+        spec.config
+    };
+    attr.config = config[0];
+    attr.__bindgen_anon_3.config1 = config[1];
+    attr.__bindgen_anon_4.config2 = config[2];
+    attr.config3 = config[3];
+    attr.read_format = u64::from(
+        b::PERF_FORMAT_TOTAL_TIME_ENABLED | b::PERF_FORMAT_TOTAL_TIME_RUNNING | b::PERF_FORMAT_ID,
+    );
+    attr
 }

@@ -20,7 +20,6 @@
 
 use std::os::fd::AsFd;
 
-use perf_event_open_sys::bindings as b;
 use pmu_core::mmap_page::{BaseRead, Fallback};
 
 use super::group::{Group, OpenEvent};
@@ -76,23 +75,7 @@ pub(super) fn open(group: &Group, options: Options) -> std::result::Result<OpenE
         let Some(spec) = events::resolve_builtin(name) else {
             continue;
         };
-        let mut attr = b::perf_event_attr {
-            size: size_of::<b::perf_event_attr>() as u32,
-            type_: spec.perf_type,
-            ..Default::default()
-        };
-        let config = if options.user_read && cfg!(target_arch = "aarch64") {
-            spec.config_with_user_read()
-        } else {
-            spec.config
-        };
-        attr.config = config[0];
-        attr.__bindgen_anon_3.config1 = config[1];
-        attr.read_format = u64::from(
-            b::PERF_FORMAT_TOTAL_TIME_ENABLED
-                | b::PERF_FORMAT_TOTAL_TIME_RUNNING
-                | b::PERF_FORMAT_ID,
-        );
+        let mut attr = super::group::event_attr(&spec, options.user_read);
         attr.set_disabled(1);
         attr.set_exclude_user(1);
         attr.set_exclude_kernel(0);
