@@ -19,15 +19,70 @@ pub const PUBLISHED: [&str; 6] = [
 
 /// `cargo package --offline` of every [`PUBLISHED`] crate (`--allow-dirty`: a working
 /// tree with uncommitted changes is what is being tested).
-pub fn step() -> Step {
+pub fn steps() -> Vec<Step> {
     let mut args = vec!["package", "--offline", "--allow-dirty"];
     for name in PUBLISHED {
         args.extend(["-p", name]);
     }
-    Step::cargo(
-        "the library crates packaged and built as crates.io would (cargo package --offline)",
-        args,
-    )
+    vec![
+        Step::func(
+            "forget earlier package verifications' unpacked sources (cargo reuses them)",
+            forget_unpacked,
+        ),
+        Step::cargo(
+            "the library crates packaged and built as crates.io would (cargo package --offline)",
+            args,
+        ),
+    ]
+}
+
+/// `cargo package` verifies each crate against the others through a local registry in
+/// `target/package/tmp-registry`, whose crates cargo unpacks into
+/// `$CARGO_HOME/registry/src/-<hash of that path>/<name>-<version>` and, when that
+/// directory exists already, reuses without comparing it with the new package: a
+/// clone at a path an earlier run used (same version, older sources) was verified
+/// against the older ones (seen: `Hazards::KERNEL_ENTRY` not found). Removes those
+/// directories of this workspace's crates; crates.io's sources (`index.crates.io-…`)
+/// are left alone.
+fn forget_unpacked() -> Result<(), String> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo")))
+        .ok_or("neither CARGO_HOME nor HOME is set")?;
+    let src = home.join("registry/src");
+    let Ok(registries) = std::fs::read_dir(&src) else {
+        return Ok(()); // nothing unpacked yet
+    };
+    for registry in registries.flatten() {
+        if !is_local_registry(&registry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(registry.path()) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if is_ours(&entry.file_name().to_string_lossy()) {
+                std::fs::remove_dir_all(entry.path())
+                    .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A registry source directory of a local (`file://`) registry: cargo names it by the
+/// URL's host, empty there, so the name starts with the dash before the hash.
+fn is_local_registry(dir: &str) -> bool {
+    dir.starts_with('-')
+}
+
+/// `<name>-<version>` of one of [`PUBLISHED`].
+fn is_ours(dir: &str) -> bool {
+    PUBLISHED.iter().any(|name| {
+        dir.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 #[cfg(test)]
@@ -35,6 +90,19 @@ mod tests {
     use super::*;
     use crate::step::{stdout_of, workspace_root};
     use std::process::Command;
+
+    /// What `forget_unpacked` removes: this workspace's crates in local registries
+    /// (names as seen in `~/.cargo/registry/src` after `cargo package`), nothing of
+    /// crates.io's, nor a crate whose name only starts like ours.
+    #[test]
+    fn forgets_only_our_unpacked_crates() {
+        assert!(is_local_registry("-31bfa3159cf5eb4d"));
+        assert!(!is_local_registry("index.crates.io-1949cf8c6b5b557f"));
+        assert!(is_ours("pmu-core-0.1.0"));
+        assert!(is_ours("pmu-linux-0.2.3"));
+        assert!(!is_ours("pmu-core-extra-0.1.0"));
+        assert!(!is_ours("bitflags-2.13.2"));
+    }
 
     /// `cargo metadata`: a member whose `publish` is null may be published anywhere, an
     /// empty list nowhere. The publishable members are exactly [`PUBLISHED`], so a new
