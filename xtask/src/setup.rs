@@ -18,6 +18,7 @@ pub const TARGETS: &[&str] = &[
     "x86_64-unknown-none",
     "aarch64-unknown-linux-musl",
     "x86_64-unknown-linux-musl",
+    "armv7a-none-eabi",
 ];
 
 /// rustup components the suite uses (rust-src: build-std for ARMv6).
