@@ -120,7 +120,7 @@
 //! over CPUs 2-3, each with one SPI per CPU and `interrupt-affinity`), so the kernel
 //! registers `armv8_cortex_a53` and `armv8_cortex_a72`. All four CPUs are the same
 //! QEMU model, so both PMUs count the same way; what is tested is the kernel's and
-//! this module's handling of two PMUs. `pmu-linux/examples/hybrid.rs` there, with
+//! this module's handling of two PMUs. `pmu-guest hybrid` (tests/guest) there, with
 //! `kernel.perf_user_access=1`:
 //!
 //! - pinned to each cluster, 1000 iterations of `subs; b.ne` count 2000 (calibrated

@@ -50,12 +50,10 @@
 //! (the mmapped page as a `UserPage`), [`fast`] (the per-architecture read), [`session`]
 //! (the perf group), [`region`] (samples → readings + hazards), [`mod@measure`] (warm-up,
 //! N runs, statistics, calibration, over any [`Counters`]), [`direct`], [`timestamp`],
-//! [`sched`] (switch counts, CPU, pinning), [`mod@bench`] (the read paths' costs),
-//! [`list`] (what this machine offers), [`meter`] (the front door over all of them).
+//! [`sched`] (switch counts, CPU, pinning), [`list`] (what this machine offers), [`meter`] (the front door over all of them).
 //! The lower layers' own types are in [`pmu_core`], re-exported whole.
 
 mod asm;
-pub mod bench;
 pub mod direct;
 pub mod error;
 pub mod events;

@@ -26,7 +26,7 @@ probe() {
 	result probe tag=$tag cpu=$cpu mode=$1 status=$status $out
 }
 
-# pmu-demo lean-check on CPU $2 (userspace-demo/src/lean_check_cmd.rs): the direct
+# pmu-guest lean-check on CPU $2 (tests/guest/src/lean_check.rs): the direct
 # backend's syscall-free region (getpid flagged, quiet blocks clean or explained by
 # /proc/interrupts, a preset counter's overflow) and its counter handles.
 # usage: lean TAG CPU [ARGS]
@@ -34,7 +34,7 @@ lean() {
 	tag=$1
 	cpu=$2
 	shift 2
-	out=$(pmu-demo lean-check --cpu "$cpu" "$@" 2>/tmp/lean.err)
+	out=$(pmu-guest lean-check --cpu "$cpu" "$@" 2>/tmp/lean.err)
 	status=$?
 	sed "s/^/STDERR $tag /" /tmp/lean.err
 	result lean tag=$tag cpu=$cpu status=$status $out
@@ -276,14 +276,14 @@ scenario_stress() {
 	finish
 }
 
-# `cargo xtask bench`: read-path costs in user-space instructions (pmu-demo
-# bench-guest, then the libperf harnesses when the initramfs has them), with
+# `cargo xtask bench`: read-path costs in user-space instructions (pmu-guest
+# read-costs, then the libperf harnesses when the initramfs has them), with
 # kernel.perf_user_access=1, then the direct backend after loading the module.
 scenario_bench() {
 	boot_line
 	sysctl -w kernel.perf_user_access=1 >/dev/null
 	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
-	pmu-demo bench-guest 2>/tmp/bench.err
+	pmu-guest read-costs 2>/tmp/bench.err
 	result bench-run tag=perf status=$?
 	sed 's/^/STDERR perf /' /tmp/bench.err
 	# One libperf harness per build (-O2, the Makefile's default), named by its tag.
@@ -295,7 +295,7 @@ scenario_bench() {
 		sed "s/^/STDERR $tag /" "/tmp/$tag.err"
 	done
 	load bench el0_programming=1
-	pmu-demo bench-guest --direct 2>/tmp/bench.err
+	pmu-guest read-costs --direct 2>/tmp/bench.err
 	result bench-run tag=direct status=$?
 	sed 's/^/STDERR direct /' /tmp/bench.err
 	unload bench
@@ -387,13 +387,13 @@ scenario_demo_msgs() {
 	finish
 }
 
-# Multiplexed events read through their pages (pmu-linux/examples/multiplex_now.rs):
+# Multiplexed events read through their pages (tests/guest/src/multiplex_now.rs):
 # 12 rotated `instructions` events next to a pinned reference, on 5 free counters.
 scenario_multiplex() {
 	boot_line
 	# arm64 perf hands out user reads only with this (drivers/perf/arm_pmuv3.c).
 	sysctl -w kernel.perf_user_access=1 >/dev/null
-	taskset -c 0 multiplex-now 12 20000000 >/tmp/mux.out 2>/tmp/mux.err
+	taskset -c 0 pmu-guest multiplex-now 12 20000000 >/tmp/mux.out 2>/tmp/mux.err
 	result multiplex status=$?
 	sed 's/^/STDERR multiplex /' /tmp/mux.err
 	sed 's/^/RESULT mux /' /tmp/mux.out
@@ -402,7 +402,7 @@ scenario_multiplex() {
 
 # Two core PMUs over two CPU sets (QEMU's device tree with two arm,cortex-*-pmu
 # nodes, tests/src/lib.rs `arm64_big_little_dtb`): what the kernel registered, then
-# pmu-hybrid (pmu-linux/examples/hybrid.rs) counts a generic event on both.
+# `pmu-guest hybrid` (tests/guest/src/hybrid.rs) counts a generic event on both.
 scenario_hybrid() {
 	dmesg | grep -E "hw perfevents|armv8-pmu|pmu" | sed 's/^\[[ 0-9.]*\] //; s/^/PMULOG /'
 	boot_line
@@ -411,7 +411,7 @@ scenario_hybrid() {
 	done
 	echo 1 >/proc/sys/kernel/perf_user_access
 	result hybrid-sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
-	pmu-hybrid --units 1000 2>/tmp/hybrid.err
+	pmu-guest hybrid --units 1000 2>/tmp/hybrid.err
 	result hybrid-run status=$?
 	sed 's/^/STDERR hybrid /' /tmp/hybrid.err
 	# The front door on the same machine: pmu-linux's Meter opens `instructions` on
@@ -422,7 +422,7 @@ scenario_hybrid() {
 	done
 	# Without user access every region goes through read().
 	echo 0 >/proc/sys/kernel/perf_user_access
-	pmu-hybrid --units 1000 --tag hybrid-off --only-pinned 2>/tmp/hybrid.err
+	pmu-guest hybrid --units 1000 --tag hybrid-off --only-pinned 2>/tmp/hybrid.err
 	result hybrid-off-run status=$?
 	sed 's/^/STDERR hybrid-off /' /tmp/hybrid.err
 	finish
@@ -460,7 +460,7 @@ scenario_examples() {
 	finish
 }
 
-# `cargo xtask hazards` (xtask/src/hazards.rs): pmu-demo hazard-stats on the perf
+# `cargo xtask hazards` (xtask/src/hazards.rs): pmu-guest hazard-stats on the perf
 # backend (kernel.perf_user_access=1), on the direct backend under the module's read-only
 # grant with its kernel-only sentinel (sentinel=1), and the direct backend programming a
 # counter itself (el0_programming=1) for the preset overflow. `hazards_injections=` and
@@ -468,7 +468,7 @@ scenario_examples() {
 hazard_stats() {
 	tag=$1
 	shift
-	pmu-demo hazard-stats --injections "${hazards_injections:-1000}" "$@" 2>/tmp/hazards.err
+	pmu-guest hazard-stats --injections "${hazards_injections:-1000}" "$@" 2>/tmp/hazards.err
 	result hazards-run tag="$tag" status=$?
 	sed "s/^/STDERR $tag /" /tmp/hazards.err
 }
@@ -488,7 +488,8 @@ scenario_hazards() {
 	finish
 }
 
-# pmu-linux/examples/sentinel_check.rs under `taskset -c 0`, its line as a RESULT.
+# `pmu-guest sentinel-check` (tests/guest/src/sentinel_check.rs) under `taskset -c 0`,
+# its line as a RESULT.
 # usage: sentinel_run TAG PROGRAM ARGS…
 sentinel_run() {
 	tag=$1
@@ -507,17 +508,17 @@ scenario_sentinel() {
 	boot_line
 	sysctl -w kernel.perf_user_access=1 >/dev/null
 	result sentinel-env paranoid=$(cat /proc/sys/kernel/perf_event_paranoid) uid=$(id -u)
-	sentinel_run getpid sentinel-check getpid 1000
-	sentinel_run fault sentinel-check fault 1000
-	sentinel_run quiet sentinel-check quiet 1000
-	sentinel_run compare sentinel-check compare 100
+	sentinel_run getpid pmu-guest sentinel-check getpid 1000
+	sentinel_run fault pmu-guest sentinel-check fault 1000
+	sentinel_run quiet pmu-guest sentinel-check quiet 1000
+	sentinel_run compare pmu-guest sentinel-check compare 100
 	demo sentinel-meter 0 perf
 	demo sentinel-meter-off 0 perf --no-kernel-sentinel
 	sysctl -w kernel.perf_event_paranoid=2 >/dev/null
-	sentinel_run user-paranoid2 sentinel-check getpid 100 as-nobody
-	sentinel_run root-paranoid2 sentinel-check getpid 100
+	sentinel_run user-paranoid2 pmu-guest sentinel-check getpid 100 as-nobody
+	sentinel_run root-paranoid2 pmu-guest sentinel-check getpid 100
 	sysctl -w kernel.perf_user_access=0 >/dev/null
-	sentinel_run no-user-reads sentinel-check getpid 100
+	sentinel_run no-user-reads pmu-guest sentinel-check getpid 100
 	finish
 }
 

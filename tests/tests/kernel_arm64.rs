@@ -147,7 +147,7 @@ fn assert_reads_advance(run: &QemuRun, tag: &str) {
     );
 }
 
-/// What `pmu-demo lean-check` (userspace-demo/src/lean_check_cmd.rs) reported for `tag`:
+/// What `pmu-guest lean-check` (tests/guest/src/lean_check.rs) reported for `tag`:
 /// the direct backend's syscall-free region (pmu-linux `direct::LeanRegion`, what
 /// `Meter` measures with on ARMv8) over `rounds` quiet blocks of 300 `nop`s and as many
 /// `getpid` calls, and its counter handles.
@@ -972,7 +972,7 @@ fn demo_messages_on_max_stock_module() {
 }
 
 /// More events than counters, read through their pages (tests/guest/arm64.sh
-/// `scenario_multiplex`, pmu-linux/examples/multiplex_now.rs): 12 unpinned
+/// `scenario_multiplex`, tests/guest/src/multiplex_now.rs): 12 unpinned
 /// `instructions` events rotate over the 5 event counters a pinned reference leaves
 /// (`-cpu max`: PMCR_EL0.N = 6). For every event on a counter at the read,
 /// `value * time_enabled / time_running` with the times brought up to the read
@@ -1018,7 +1018,7 @@ fn multiplexed_page_reads_scale_with_current_times() {
 /// Heterogeneous CPUs: QEMU `virt` with 4 CPUs booted with a device tree that declares
 /// two PMUs, `arm,cortex-a53-pmu` over CPUs 0-1 and `arm,cortex-a72-pmu` over CPUs 2-3
 /// (tests/src/lib.rs `arm64_big_little_dtb`); tests/guest/arm64.sh `scenario_hybrid`
-/// runs pmu-linux/examples/hybrid.rs there (pmu-linux/src/hybrid.rs). Every CPU is a
+/// runs `pmu-guest hybrid` (tests/guest/src/hybrid.rs) there (pmu-linux/src/hybrid.rs). Every CPU is a
 /// QEMU `max` (one kind of core: the two PMUs are the device tree's), which counts
 /// instructions exactly under `-icount`: the loop of 1000 `subs; b.ne` is 2000.
 #[test]
@@ -1496,7 +1496,7 @@ fn examples_run_in_the_guest() {
 
 /// The perf backend's kernel-entry sentinel (pmu-linux Options::kernel_sentinel) in the
 /// guest's `sentinel` scenario (tests/guest/arm64.sh `scenario_sentinel`, program
-/// pmu-linux/examples/sentinel_check.rs), on CPU 0 of a 2-CPU `max` guest.
+/// tests/guest/src/sentinel_check.rs), on CPU 0 of a 2-CPU `max` guest.
 /// Expected values, and where they come from: a `getpid` system call and the first
 /// write to an anonymous page (a page fault) both run kernel code on the thread's CPU,
 /// so a counter of instructions at EL1 alone (perf's exclude_user: PMEVTYPER<n>_EL0.U

@@ -7,8 +7,8 @@
     allow(dead_code, unused_imports)
 )]
 
+use crate::timing::{self as bench, BenchConfig, BenchResult};
 use clap::Args as ClapArgs;
-use pmu_linux::bench::{self, BenchConfig, BenchResult};
 use serde::Serialize;
 
 use crate::{progress, Failure};

@@ -9,14 +9,12 @@
 //! as registers and a perf event; `spe decode` for raw SPE buffers).
 
 mod bench_cmd;
-mod bench_guest_cmd;
-mod hazard_stats_cmd;
 mod hazards_cmd;
-mod lean_check_cmd;
 mod list_cmd;
 mod measure_cmd;
 mod report;
 mod spe_cmd;
+mod timing;
 mod workloads;
 
 use std::process::ExitCode;
@@ -77,16 +75,6 @@ enum Command {
     Hazards(hazards_cmd::Args),
     /// What one fast read, one read() fallback and one whole region measurement cost.
     Bench(bench_cmd::Args),
-    /// Read-path costs in instructions, for `cargo xtask bench` in the arm64 QEMU guest.
-    #[command(hide = true)]
-    BenchGuest(bench_guest_cmd::Args),
-    /// Injected-disturbance statistics (the guest of `cargo xtask hazards`).
-    #[command(hide = true)]
-    HazardStats(hazard_stats_cmd::Args),
-    /// The direct backend's syscall-free region and counter handles, for the arm64
-    /// guest tests.
-    #[command(hide = true)]
-    LeanCheck(lean_check_cmd::Args),
     /// Arm SPE: sampling-filter registers and the perf event from what you want to sample,
     /// checked against an implementation's capabilities; `spe decode FILE` for raw buffers.
     Spe(spe_cmd::Args),
@@ -160,9 +148,6 @@ fn main() -> ExitCode {
         Command::Measure(args) => measure_cmd::run(&args),
         Command::Hazards(args) => hazards_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
-        Command::BenchGuest(args) => bench_guest_cmd::run(&args),
-        Command::HazardStats(args) => hazard_stats_cmd::run(&args),
-        Command::LeanCheck(args) => lean_check_cmd::run(&args),
         Command::Spe(args) => spe_cmd::run(&args),
     };
     match result {

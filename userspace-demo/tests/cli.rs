@@ -244,6 +244,39 @@ fn help_teaches() {
     }
 }
 
+/// The demo is the product: its commands are the user's, and the guest rigs
+/// (`read-costs`, `hazard-stats`, `lean-check`: tests/guest, the `pmu-guest` binary)
+/// are not among them, listed or hidden.
+#[test]
+fn only_user_commands() {
+    let out = demo(&["--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let commands: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        commands,
+        ["list", "measure", "hazards", "bench", "spe", "help"],
+        "{text}"
+    );
+    for rig in ["bench-guest", "hazard-stats", "lean-check"] {
+        let out = demo(&[rig]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "`pmu-demo {rig}` is not a command"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("unrecognized subcommand"),
+            "{rig}"
+        );
+    }
+}
+
 /// `pmu-demo list | head -1`: the reader closes the pipe early. The demo must end the way
 /// C tools do, killed by SIGPIPE (POSIX: a write to a pipe without readers raises it),
 /// never with a panic (Rust's default: SIGPIPE ignored, EPIPE, `println!` panics with

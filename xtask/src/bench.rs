@@ -4,12 +4,12 @@
 //! -icount shift=0,align=off,sleep=off`, where INST_RETIRED is exact and every run is
 //! byte-for-byte repeatable.
 //!
-//! The guest (`scenario=bench` in tests/guest/arm64.sh) runs `pmu-demo bench-guest`
+//! The guest (`scenario=bench` in tests/guest/arm64.sh) runs `pmu-guest read-costs`
 //! (perf fast read, `read()` fallback, regions of 1, 2, 4, 6 counters, accuracy),
 //! `libperf-bench` (xtask/bench/libperf_bench.c linked statically against libperf.a,
 //! built here from linux-source-6.12's tools/lib/perf for aarch64 with -O2, and once
 //! more as its Makefile builds it by default, -O0) and, after
-//! loading kmod-enable-user, `pmu-demo bench-guest --direct`. Each prints `RESULT bench
+//! loading kmod-enable-user, `pmu-guest read-costs --direct`. Each prints `RESULT bench
 //! path=… per_op=…` and `RESULT accuracy path=… k=… error=…` lines; this file turns them
 //! into a table (or JSON, or docs/bench.md) and fails unless every one of our paths is
 //! exact.
@@ -758,7 +758,7 @@ mod tests {
         out += "RESULT bench path=perf-fast-times per_op=28.000\n";
         out += "RESULT bench path=perf-read per_op=23.000 total=900.000\n";
         out += "RESULT bench path=libperf-default-fast per_op=520.000 fast=true\n";
-        // The direct floor (figures of a guest run, bench-guest `floor`).
+        // The direct floor (figures of a guest run, read-costs `floor`).
         out += "RESULT bench path=direct-read-const per_op=2.000 single_min=3\n";
         out += "RESULT bench path=direct-read-runtime per_op=7.000 single_min=9\n";
         out += "RESULT bench path=direct-region-lean-1 per_op=46.000 single_min=58 counters=1\n";

@@ -1,7 +1,7 @@
 //! `cargo xtask hazards [--json | --markdown] [--from-log FILE] [--injections N] [--quiet N]`:
 //! injected-disturbance statistics. The arm64 test kernel boots under
 //! `qemu-system-aarch64 -M virt -cpu max -smp 2 -icount shift=0,align=off,sleep=off`
-//! (`scenario=hazards` in tests/guest/arm64.sh), where `pmu-demo hazard-stats` injects
+//! (`scenario=hazards` in tests/guest/arm64.sh), where `pmu-guest hazard-stats` injects
 //! each disturbance (a timer tick, `nanosleep`, a migration, a page fault, `getpid`, a
 //! counter overflow) N times inside a measured region, for the perf backend and the
 //! direct one, and measures quiet regions, checking every flag against evidence that the
@@ -53,7 +53,7 @@ const ROWS: [(&str, &str); 12] = [
     ("direct-programmed", "overflow"),
 ];
 
-/// The guest's runs of `pmu-demo hazard-stats`.
+/// The guest's runs of `pmu-guest hazard-stats`.
 const RUNS: [&str; 3] = ["perf", "direct", "direct-programmed"];
 
 /// The backends with quiet regions.
@@ -275,7 +275,7 @@ struct Quiet {
 struct Report {
     rows: BTreeMap<(String, String), Row>,
     quiet: BTreeMap<String, Quiet>,
-    /// tag → exit status of pmu-demo hazard-stats.
+    /// tag → exit status of pmu-guest hazard-stats.
     runs: BTreeMap<String, String>,
     /// backend → the meter's description (backend, reads, sentinel).
     how: BTreeMap<String, String>,
@@ -526,7 +526,7 @@ impl Report {
             match self.runs.get(tag).map(String::as_str) {
                 Some("0") => {}
                 Some(status) => out.push(format!(
-                    "pmu-demo hazard-stats ({tag}) exited with status {status}: {}",
+                    "pmu-guest hazard-stats ({tag}) exited with status {status}: {}",
                     self.stderr
                         .iter()
                         .filter(|l| l.starts_with(&format!("STDERR {tag} pmu-demo:")))
@@ -534,7 +534,7 @@ impl Report {
                         .collect::<Vec<_>>()
                         .join(" | ")
                 )),
-                None => out.push(format!("pmu-demo hazard-stats ({tag}) did not run")),
+                None => out.push(format!("pmu-guest hazard-stats ({tag}) did not run")),
             }
         }
         for (backend, disturbance) in ROWS {
@@ -584,7 +584,7 @@ mod tests {
     use super::*;
 
     /// A console as the guest prints it (tests/guest/arm64.sh `scenario_hazards`,
-    /// userspace-demo/src/hazard_stats_cmd.rs), built here line by line.
+    /// tests/guest/src/hazard_stats.rs), built here line by line.
     fn console(missed_getpid: u64, unexplained: u64) -> String {
         let mut s = String::from("RESULT hazards-host qemu_version=10.0.2 guest_seconds=42\nRESULT boot scenario=hazards arch=aarch64 kernel=6.12.118 cpus=2\n");
         for (backend, disturbance) in ROWS {

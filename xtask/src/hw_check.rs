@@ -1,9 +1,9 @@
 //! `cargo xtask hw-check`: the real-hardware check, for an x86_64 machine with a PMU
-//! (bare metal, or a VM with a vPMU). It builds `pmu-demo` and reports:
+//! (bare metal, or a VM with a vPMU). It builds `pmu-demo` and `pmu-guest` and reports:
 //!
 //! 1. that the perf backend's rdpmc path is taken, not the `read()` fallback;
 //! 2. what one read costs, rdpmc vs `read()`, in TSC ticks (`pmu-demo bench`, timed
-//!    with `lfence; rdtsc`) and in core cycles (`pmu-demo bench-guest --measuring
+//!    with `lfence; rdtsc`) and in core cycles (`pmu-guest read-costs --measuring
 //!    cycles`: a second, independent `cycles` event around N reads);
 //! 3. exact instruction counts of known blocks after calibration (the `loop` kernel,
 //!    1 … 10000 iterations, 2 instructions each);
@@ -23,6 +23,11 @@ use crate::step::{stdout_of, workspace_root, Plan, Step};
 
 fn demo() -> PathBuf {
     crate::images::target_dir().join("release/pmu-demo")
+}
+
+/// The host's `pmu-guest` (the read-cost rig, tests/guest).
+fn guest() -> PathBuf {
+    crate::images::target_dir().join("release/pmu-guest")
 }
 
 /// `pmu-demo args… --json`, parsed.
@@ -154,8 +159,8 @@ fn check() -> Result<(), String> {
         );
     }
     // In core cycles: a second, independent `cycles` event (its own group, read with
-    // rdpmc) around N and 2N reads, minus an empty loop (pmu-demo bench-guest).
-    let out = stdout_of(Command::new(demo()).args(["bench-guest", "--measuring", "cycles"]))?;
+    // rdpmc) around N and 2N reads, minus an empty loop (pmu-guest read-costs).
+    let out = stdout_of(Command::new(guest()).args(["read-costs", "--measuring", "cycles"]))?;
     let results = pmu_tests::parse_results(&out);
     println!("cost of one read, core cycles (cycle counter, mean over 1000):");
     for r in results.iter().filter(|r| r.scenario == "bench") {
@@ -188,8 +193,15 @@ pub fn run() -> ExitCode {
     Plan::new("hw-check")
         .then(vec![
             Step::cargo(
-                "build pmu-demo (host, release)",
-                ["build", "--release", "-p", "userspace-demo"],
+                "build pmu-demo and pmu-guest (host, release)",
+                [
+                    "build",
+                    "--release",
+                    "-p",
+                    "userspace-demo",
+                    "-p",
+                    "pmu-guest",
+                ],
             ),
             Step::func(
                 "hardware counters: rdpmc path, read costs, exact counts, FMA",

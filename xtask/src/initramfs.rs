@@ -328,20 +328,15 @@ fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The examples the arm64 guest runs, static for the musl target like `pmu-demo`, by
-/// their name in `/bin`: pmu-linux's `count` and pmu-criterion's `bench`
-/// (tests/guest/arm64.sh `scenario_examples`), pmu-linux's `multiplex_now`
-/// (`scenario_multiplex`) and `hybrid` (`scenario_hybrid`).
-const ARM64_EXAMPLES: [(&str, &str); 5] = [
-    ("count", "count"),
-    ("pmu-criterion-bench", "bench"),
-    ("multiplex-now", "multiplex_now"),
-    ("pmu-hybrid", "hybrid"),
-    ("sentinel-check", "sentinel_check"),
-];
+/// The programs the arm64 guest runs besides `pmu-demo`, static for the musl target like
+/// it, by their name in `/bin`: pmu-linux's `count` and pmu-criterion's `bench` examples
+/// (tests/guest/arm64.sh `scenario_examples`: what a user writes), and the guest rigs,
+/// `pmu-guest` (tests/guest: `read-costs`, `hazard-stats`, `lean-check`,
+/// `sentinel-check`, `hybrid`, `multiplex-now`).
+const ARM64_EXAMPLES: [(&str, &str); 2] = [("count", "count"), ("pmu-criterion-bench", "bench")];
 
-/// Builds the [`ARM64_EXAMPLES`] in one cargo run and returns their paths, named as
-/// they go into `/bin` (none for the other architectures).
+/// Builds the [`ARM64_EXAMPLES`] and `pmu-guest` in one cargo run and returns their
+/// paths, named as they go into `/bin` (none for the other architectures).
 fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
     if arch != Arch::Arm64 {
         return Ok(Vec::new());
@@ -355,11 +350,13 @@ fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
         "pmu-linux",
         "-p",
         "pmu-criterion",
+        "-p",
+        "pmu-guest",
     ];
     for (_, example) in ARM64_EXAMPLES {
         args.extend(["--example", example]);
     }
-    args.extend(["--target", target]);
+    args.extend(["--bin", "pmu-guest", "--target", target]);
     println!("    $ cargo {}", args.join(" "));
     let status = Command::new(cargo)
         .args(&args)
@@ -368,16 +365,15 @@ fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
         return Err(format!(
-            "building the examples for {target} failed ({status})"
+            "building the examples and pmu-guest for {target} failed ({status})"
         ));
     }
-    let dir = crate::images::target_dir()
-        .join(target)
-        .join("release/examples");
+    let release = crate::images::target_dir().join(target).join("release");
     ARM64_EXAMPLES
         .into_iter()
-        .map(|(name, file)| {
-            let path = dir.join(file);
+        .map(|(name, file)| (name, release.join("examples").join(file)))
+        .chain([("pmu-guest", release.join("pmu-guest"))])
+        .map(|(name, path)| {
             if path.is_file() {
                 Ok((name, path))
             } else {

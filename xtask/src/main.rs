@@ -268,11 +268,11 @@ pub const ARMV6_TARGET: &str = "armv6-none-eabi";
 const LINUX_MUSL: &[(&str, &[&str])] = &[
     (
         "aarch64-unknown-linux-musl",
-        &["pmu-core", "pmu-linux", "userspace-demo"],
+        &["pmu-core", "pmu-linux", "userspace-demo", "pmu-guest"],
     ),
     (
         "x86_64-unknown-linux-musl",
-        &["pmu-core", "pmu-linux", "userspace-demo"],
+        &["pmu-core", "pmu-linux", "userspace-demo", "pmu-guest"],
     ),
 ];
 

@@ -424,34 +424,6 @@ fn stop_checks_the_output_size() {
     );
 }
 
-/// The read-path benchmarks on this machine: no one-instruction read for a
-/// software event (the reason is the page's), a `read()` and a whole region that
-/// cost something measurable.
-#[test]
-fn read_path_benchmarks() {
-    use crate::bench::{read_paths, BenchConfig};
-    let mut session = software_session();
-    let costs = read_paths(
-        &mut session,
-        BenchConfig {
-            batches: 11,
-            per_batch: 50,
-        },
-    );
-    assert_eq!(
-        costs.fast.unwrap_err(),
-        Error::NoFastRead {
-            reason: FallbackReason::Page(Fallback::NotScheduled)
-        }
-    );
-    let syscall = costs.syscall.unwrap();
-    let region = costs.region.unwrap();
-    assert!(syscall.ns_min > 0.0 && syscall.ns_min <= syscall.ns_median);
-    // A region is two group reads plus two getrusage calls at least.
-    assert!(region.ns_min > syscall.ns_min, "{region:?} vs {syscall:?}");
-    assert!(costs.clock.unwrap().ns_min < syscall.ns_min);
-}
-
 /// Hardware events take the one-instruction path exactly where the kernel allows
 /// it (x86: .../cpu/rdpmc ≥ 1; arm64: kernel.perf_user_access = 1), and fall back
 /// with the page's reason elsewhere. On this VM (no vPMU) the open itself is

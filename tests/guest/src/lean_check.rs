@@ -1,4 +1,4 @@
-//! `pmu-demo lean-check` (hidden): the arm64 guest's check of the direct backend's
+//! `pmu-guest lean-check`: the arm64 guest's check of the direct backend's
 //! syscall-free region (pmu-linux `direct::LeanRegion`, what `Meter` measures with on
 //! ARMv8) and of pmu-armv8's counter handles, for tests/tests/kernel_arm64.rs.
 //!

@@ -8,12 +8,18 @@
 //! TSC ticks (`lfence; rdtsc; lfence`, pmu-x86 `rdtsc_fenced`). Batching makes the
 //! clock's own cost negligible; the minimum is the cost without interference, the
 //! median what a typical run sees.
+//!
+//! The perf read paths exist on x86_64 and aarch64 only; elsewhere `pmu-demo bench` says
+//! so and the timing helpers go unused.
+#![cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use crate::error::Result;
-use crate::measure::Counters;
+use pmu_linux::{Counters, Result};
 
 /// How long to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,21 +106,21 @@ pub fn batches(config: BenchConfig, mut op: impl FnMut() -> Result<()>) -> Resul
 /// One read of event `event` through its metadata page (seqlock + one instruction).
 ///
 /// # Errors
-/// [`crate::Error::NoFastRead`] with the reason when the page says the value must come from
+/// [`pmu_linux::Error::NoFastRead`] with the reason when the page says the value must come from
 /// `read()` (software event, no vPMU, user reads disabled).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn fast_read(
-    session: &crate::Session,
+    session: &pmu_linux::Session,
     event: usize,
     config: BenchConfig,
 ) -> Result<BenchResult> {
     session
         .read_fast(event)
-        .map_err(|reason| crate::Error::NoFastRead { reason })?;
+        .map_err(|reason| pmu_linux::Error::NoFastRead { reason })?;
     batches(config, || {
         let read = session
             .read_fast(event)
-            .map_err(|reason| crate::Error::NoFastRead { reason })?;
+            .map_err(|reason| pmu_linux::Error::NoFastRead { reason })?;
         black_box(read);
         Ok(())
     })
@@ -125,7 +131,7 @@ pub fn fast_read(
 /// # Errors
 /// The read's.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub fn syscall_read(session: &crate::Session, config: BenchConfig) -> Result<BenchResult> {
+pub fn syscall_read(session: &pmu_linux::Session, config: BenchConfig) -> Result<BenchResult> {
     batches(config, || {
         black_box(session.read_group()?);
         Ok(())
@@ -138,7 +144,7 @@ pub fn syscall_read(session: &crate::Session, config: BenchConfig) -> Result<Ben
 /// # Errors
 /// The backend's.
 pub fn region(counters: &mut dyn Counters, config: BenchConfig) -> Result<BenchResult> {
-    let mut out = [pmu_core::Reading::default(); crate::MAX_EVENTS];
+    let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
     batches(config, || {
         counters.start()?;
         counters.stop(&mut out)?;
@@ -173,7 +179,7 @@ pub struct ReadPathCosts {
 
 /// Measures every read path of `session`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub fn read_paths(session: &mut crate::Session, config: BenchConfig) -> ReadPathCosts {
+pub fn read_paths(session: &mut pmu_linux::Session, config: BenchConfig) -> ReadPathCosts {
     ReadPathCosts {
         fast: fast_read(session, 0, config),
         syscall: syscall_read(session, config),
@@ -185,7 +191,7 @@ pub fn read_paths(session: &mut crate::Session, config: BenchConfig) -> ReadPath
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Error;
+    use pmu_linux::Error;
 
     #[test]
     fn batches_report_min_and_median() {

@@ -20,15 +20,17 @@
 //! Exit status 0 when the regions were measured (whatever the verdicts: the test
 //! judges them), 1 on an error.
 
+use std::process::ExitCode;
+
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn main() -> std::process::ExitCode {
-    imp::main()
+pub fn main(argv: &[String]) -> ExitCode {
+    imp::main(argv)
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn main() {
+pub fn main(_: &[String]) -> ExitCode {
     eprintln!("sentinel-check: the perf backend exists on x86_64 and aarch64 only");
-    std::process::exit(1);
+    ExitCode::FAILURE
 }
 
 /// The check, where there is a perf backend.
@@ -38,8 +40,7 @@ mod imp {
 
     use pmu_linux::{Counters, Hazards, Options, Reading, RegionMeter, Session};
 
-    pub fn main() -> ExitCode {
-        let args: Vec<String> = std::env::args().collect();
+    pub fn main(args: &[String]) -> ExitCode {
         let (Some(mode), Some(n)) = (
             args.get(1),
             args.get(2).and_then(|n| n.parse::<usize>().ok()),

@@ -19,27 +19,28 @@
 //! `--tag NAME` names the lines `RESULT NAME-<what>`; `--only-pinned` stops after the
 //! pinned regions.
 //!
-//! Run: `cargo run --example hybrid -p pmu-linux` (needs `kernel.perf_user_access=1`
+//! Run: `pmu-guest hybrid` (needs `kernel.perf_user_access=1`
 //! on arm64 for the one-instruction reads; without it every region uses `read()`).
 
+use std::process::ExitCode;
+
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn main() {
-    let arg = |name: &str| std::env::args().skip_while(|a| a != name).nth(1);
+pub fn main(argv: &[String]) -> ExitCode {
+    let arg = |name: &str| argv.iter().skip_while(|a| *a != name).nth(1).cloned();
     let units = arg("--units").and_then(|v| v.parse().ok()).unwrap_or(1000);
     let tag = arg("--tag").unwrap_or_else(|| "hybrid".to_owned());
-    let only_pinned = std::env::args().any(|a| a == "--only-pinned");
+    let only_pinned = argv.iter().any(|a| a == "--only-pinned");
     if let Err(e) = run::all(units, &tag, only_pinned) {
-        println!(
-            "RESULT {tag}-error message={}",
-            e.to_string().replace(' ', "_")
-        );
-        std::process::exit(1);
+        crate::result!("{tag}-error message={}", e.to_string().replace(' ', "_"));
+        return ExitCode::FAILURE;
     }
+    ExitCode::SUCCESS
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn main() {
-    eprintln!("the perf backend (and so this example) is for x86_64 and aarch64");
+pub fn main(_: &[String]) -> ExitCode {
+    eprintln!("hybrid: the perf backend exists on x86_64 and aarch64 only");
+    ExitCode::FAILURE
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -136,8 +137,8 @@ mod run {
     pub fn all(units: u64, tag: &str, only_pinned: bool) -> Result<()> {
         let topology = CoreTopology::discover()?;
         let pmus = topology.pmus();
-        println!(
-            "RESULT {tag}-pmus count={} names={} cpus={} types={} heterogeneous={}",
+        crate::result!(
+            "{tag}-pmus count={} names={} cpus={} types={} heterogeneous={}",
             pmus.len(),
             pmus.iter()
                 .map(|p| p.name.as_str())
@@ -154,8 +155,8 @@ mod run {
             u8::from(topology.is_heterogeneous())
         );
         let mut meter = HybridSession::open(&["instructions"], Options::default())?;
-        println!(
-            "RESULT {tag}-open groups={} page_reads={} uncovered={} types={} configs={}",
+        crate::result!(
+            "{tag}-open groups={} page_reads={} uncovered={} types={} configs={}",
             meter.groups().len(),
             u8::from(meter.page_reads()),
             meter.uncovered().len(),
@@ -196,8 +197,8 @@ mod run {
                 .filter(|&(i, _)| i % pmus.len() != p)
                 .map(|(_, v)| v)
                 .sum();
-            println!(
-                "RESULT {tag}-pinned cpu={cpu} pmu={} min={} median={} clean={} runs={} hazards={} own={own} others={others} region_hazards={} split={} reads={full_reads} tolerated_min={} raw={}",
+            crate::result!(
+                "{tag}-pinned cpu={cpu} pmu={} min={} median={} clean={} runs={} hazards={} own={own} others={others} region_hazards={} split={} reads={full_reads} tolerated_min={} raw={}",
                 pmu.name,
                 corrected.and_then(|c| c.min).map_or(-1, |v| v),
                 corrected.and_then(|c| c.median).map_or(-1, |v| v),
@@ -233,8 +234,8 @@ mod run {
                         .zip(&empty_split)
                         .map(|(f, e)| f.wrapping_sub(*e))
                         .collect();
-                    println!(
-                        "RESULT {tag}-migrate from={from} to={to} run={run} sum={} empty={} loops={} split={} loop_split={} hazards={} empty_hazards={} reads={full_reads}",
+                    crate::result!(
+                        "{tag}-migrate from={from} to={to} run={run} sum={} empty={} loops={} split={} loop_split={} hazards={} empty_hazards={} reads={full_reads}",
                         full.value,
                         empty.value,
                         full.value.wrapping_sub(empty.value),
@@ -267,8 +268,8 @@ mod run {
                     measure_with_baseline(&mut fresh, &config, &mut looped(units), &mut looped(0))?;
                 let event = &m.events[0];
                 let (one, _) = once(&mut fresh, units)?;
-                println!(
-                    "RESULT {tag}-lost cpu={cpu} pmu={} clean={} runs={} min={} hazards={} value={} region_hazards={} reads={}",
+                crate::result!(
+                    "{tag}-lost cpu={cpu} pmu={} clean={} runs={} min={} hazards={} value={} region_hazards={} reads={}",
                     pmu.name,
                     event.summary.clean,
                     event.summary.runs,
@@ -293,8 +294,8 @@ mod run {
             let strict = &m.events[0];
             let tolerant = m.tolerating(0, Hazards::all());
             let raw: Vec<u64> = m.runs.iter().map(|r| r.readings[0].value).collect();
-            println!(
-                "RESULT {tag}-plain cpu={cpu} pmu={} clean={} runs={} hazards={} tolerated_min={} raw={}",
+            crate::result!(
+                "{tag}-plain cpu={cpu} pmu={} clean={} runs={} hazards={} tolerated_min={} raw={}",
                 pmu.name,
                 strict.summary.clean,
                 strict.summary.runs,

@@ -1,4 +1,4 @@
-//! `pmu-demo hazard-stats` (hidden; the guest of `cargo xtask hazards` runs it): inject
+//! `pmu-guest hazard-stats` (the guest of `cargo xtask hazards` runs it): inject
 //! each disturbance many times inside a measured region and count how many regions the
 //! meter flagged; then measure many quiet regions and check every flag against evidence,
 //! read outside the region, that the kernel really ran.
@@ -140,7 +140,7 @@ mod imp {
     use pmu_linux::{BackendChoice, Counters, Meter, RegionMeter};
 
     use super::{Args, Disturbance, Interrupts, StatsBackend};
-    use crate::report::hazard_names;
+    use crate::hazard_names;
     use crate::{progress, Failure};
 
     /// The test kernel's tick: CONFIG_HZ=250 with CONFIG_HZ_PERIODIC (tinyconfig's
@@ -496,7 +496,7 @@ mod imp {
             let want = expected(d, backend);
             let mut t = Tally::default();
             if d == Disturbance::Migration && other.is_none() {
-                println!("RESULT hazard-stats backend={tag} disturbance=migration skipped=one_cpu");
+                crate::result!("hazard-stats backend={tag} disturbance=migration skipped=one_cpu");
                 failures.push(format!(
                     "{tag} migration: this thread may run on one CPU only"
                 ));
@@ -507,8 +507,8 @@ mod imp {
                     Some(SamplingEvent::open(SAMPLE_PERIOD)?)
                 }
                 Disturbance::Overflow => {
-                    println!(
-                        "RESULT hazard-stats backend={tag} disturbance=overflow skipped=read_only_grant"
+                    crate::result!(
+                        "hazard-stats backend={tag} disturbance=overflow skipped=read_only_grant"
                     );
                     continue;
                 }
@@ -598,8 +598,8 @@ mod imp {
 
         if args.quiet > 0 {
             let q = quiet(&mut meter, &handles, args.quiet)?;
-            println!(
-                "RESULT hazard-quiet backend={tag} regions={} flagged={} explained={} unexplained={} hazards={} evidence={} kernel_ran_unflagged={} unflagged_evidence={}",
+            crate::result!(
+                "hazard-quiet backend={tag} regions={} flagged={} explained={} unexplained={} hazards={} evidence={} kernel_ran_unflagged={} unflagged_evidence={}",
                 args.quiet,
                 q.flagged,
                 q.explained,
@@ -623,8 +623,8 @@ mod imp {
     }
 
     fn print_row(tag: &str, d: Disturbance, t: &Tally) {
-        println!(
-            "RESULT hazard-stats backend={tag} disturbance={} regions={} injected={} flagged={} expected={} missed={} hazards={} errors={} evidence={}",
+        crate::result!(
+            "hazard-stats backend={tag} disturbance={} regions={} injected={} flagged={} expected={} missed={} hazards={} errors={} evidence={}",
             name(d),
             t.regions,
             t.injected,

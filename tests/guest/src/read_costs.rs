@@ -1,4 +1,4 @@
-//! `pmu-demo bench-guest` (hidden): what each read path costs in user-space
+//! `pmu-guest read-costs`: what each read path costs in user-space
 //! instructions, for `cargo xtask bench` in the arm64 QEMU guest (`-icount`, where
 //! INST_RETIRED is exact and every run is repeatable).
 //!
@@ -40,7 +40,7 @@ mod imp {
     use super::*;
 
     pub fn run(_: &Args) -> Result<(), Failure> {
-        Err(Failure::new("bench-guest needs x86_64 or aarch64"))
+        Err(Failure::new("read-costs needs x86_64 or aarch64"))
     }
 }
 
@@ -74,14 +74,14 @@ mod imp {
         let k = K as i64;
         match measure(counters, &config, &mut || block::<K>()) {
             Ok(m) => match m.tolerating(0, tolerated).min {
-                Some(got) => println!(
-                    "RESULT accuracy path={path} k={k} measured={got} error={}",
+                Some(got) => crate::result!(
+                    "accuracy path={path} k={k} measured={got} error={}",
                     got - k
                 ),
-                None => println!("RESULT accuracy path={path} k={k} measured=none error=none"),
+                None => crate::result!("accuracy path={path} k={k} measured=none error=none"),
             },
-            Err(e) => println!(
-                "RESULT accuracy path={path} k={k} measured=none error=none why={}",
+            Err(e) => crate::result!(
+                "accuracy path={path} k={k} measured=none error=none why={}",
                 e.to_string().replace(' ', "_")
             ),
         }
@@ -185,7 +185,7 @@ mod imp {
     }
 
     fn bench_line(path: &str, (min, mean): (f64, f64), extra: &str) {
-        println!("RESULT bench path={path} per_op={mean:.3} single_min={min:.0}{extra}");
+        crate::result!("bench path={path} per_op={mean:.3} single_min={min:.0}{extra}");
     }
 
     fn accuracy(path: &str, counters: &mut dyn Counters, tolerated: Hazards) {
@@ -251,8 +251,8 @@ mod imp {
                     ),
                 );
             }
-            Err(e) => println!(
-                "RESULT bench path=perf-region-1-sentinel per_op=none why={}",
+            Err(e) => crate::result!(
+                "bench path=perf-region-1-sentinel per_op=none why={}",
                 e.message.replace(' ', "_")
             ),
         }
@@ -330,8 +330,8 @@ mod imp {
                         ),
                     );
                 }
-                Err(e) => println!(
-                    "RESULT bench path=perf-region-{k} per_op=none why={}",
+                Err(e) => crate::result!(
+                    "bench path=perf-region-{k} per_op=none why={}",
                     e.message.replace(' ', "_")
                 ),
             }

@@ -1,6 +1,6 @@
 //! Scaling a multiplexed count read through the perf page, with current times.
 //!
-//! `cargo run --release -p pmu-linux --example multiplex_now [events] [iterations]`
+//! `pmu-guest multiplex-now [events] [iterations]`
 //!
 //! Opens one pinned `instructions` event (the reference: always on a counter) and
 //! `events` more `instructions` events (default 12), each its own unpinned group, so
@@ -24,19 +24,22 @@
 //! page has `index` 0). The arm64 guest test (tests/tests/kernel_arm64.rs, `multiplex`)
 //! checks the `now` estimates against the reference.
 
+use std::process::ExitCode;
+
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn main() {
-    if let Err(e) = run() {
-        eprintln!("multiplex_now: {e}");
-        std::process::exit(1);
+pub fn main(argv: &[String]) -> ExitCode {
+    if let Err(e) = run(argv) {
+        eprintln!("multiplex-now: {e}");
+        return ExitCode::FAILURE;
     }
+    ExitCode::SUCCESS
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn run() -> Result<(), String> {
+fn run(argv: &[String]) -> Result<(), String> {
     use pmu_linux::{fast, Options, Session};
 
-    let mut args = std::env::args().skip(1);
+    let mut args = argv.iter().skip(1).cloned();
     let parse = |arg: Option<String>, default: u64, what: &str| -> Result<u64, String> {
         arg.map_or(Ok(default), |a| {
             a.parse()
@@ -109,7 +112,7 @@ fn run() -> Result<(), String> {
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn main() {
-    eprintln!("multiplex_now: the perf backend exists on x86_64 and aarch64 only");
-    std::process::exit(1);
+pub fn main(_: &[String]) -> ExitCode {
+    eprintln!("multiplex-now: the perf backend exists on x86_64 and aarch64 only");
+    ExitCode::FAILURE
 }
