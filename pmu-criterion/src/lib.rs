@@ -39,7 +39,7 @@ use std::rc::Rc;
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::Throughput;
-use pmu_linux::{BackendKind, Error, Event, EventHandle, GenericEvent, Hazards, Meter};
+use pmu_linux::{BackendKind, Error, Event, EventHandle, GenericEvent, Hazards, Meter, Region};
 
 /// How many times [`PmuMeasurement::iter_clean`] measures a batch before it keeps one
 /// with hazards (and counts it as kept).
@@ -206,14 +206,14 @@ impl PmuMeasurement {
         let mut meter = s.meter.borrow_mut();
         let mut last = 0;
         for _ in 0..RETRIES {
-            if let Err(e) = meter.start() {
-                panic!("pmu-criterion: the meter cannot start a region: {e}");
-            }
+            let region = meter
+                .start()
+                .unwrap_or_else(|e| panic!("pmu-criterion: the meter cannot start a region: {e}"));
             for _ in 0..iters {
                 std::hint::black_box(routine());
             }
             let counts = meter
-                .stop()
+                .stop(region)
                 .unwrap_or_else(|e| panic!("pmu-criterion: the meter cannot read: {e}"));
             let reading = counts
                 .reading(s.handle)
@@ -233,24 +233,26 @@ impl PmuMeasurement {
 }
 
 impl Measurement for PmuMeasurement {
-    type Intermediate = ();
+    type Intermediate = Region;
     type Value = u64;
 
     /// # Panics
     /// As [`PmuMeasurement::iter_clean`].
-    fn start(&self) {
-        if let Err(e) = self.shared.meter.borrow_mut().start() {
-            panic!("pmu-criterion: the meter cannot start a region: {e}");
-        }
+    fn start(&self) -> Region {
+        self.shared
+            .meter
+            .borrow_mut()
+            .start()
+            .unwrap_or_else(|e| panic!("pmu-criterion: the meter cannot start a region: {e}"))
     }
 
     /// # Panics
     /// As [`PmuMeasurement::iter_clean`].
-    fn end(&self, _: ()) -> u64 {
+    fn end(&self, region: Region) -> u64 {
         let s = &self.shared;
         let mut meter = s.meter.borrow_mut();
         let counts = meter
-            .stop()
+            .stop(region)
             .unwrap_or_else(|e| panic!("pmu-criterion: the meter cannot read: {e}"));
         let reading = counts
             .reading(s.handle)
@@ -354,9 +356,9 @@ mod tests {
         assert!(value > 0);
         assert!(m.report().contains("batches dropped"));
         // Criterion's own path: start/end.
-        m.start();
+        let region = m.start();
         std::hint::black_box((0..1000u64).sum::<u64>());
-        assert!(m.end(()) > 0);
+        assert!(m.end(region) > 0);
         assert_eq!(m.add(&2, &3), 5);
         assert_eq!(m.to_f64(&7), 7.0);
     }

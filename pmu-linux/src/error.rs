@@ -435,8 +435,6 @@ pub enum Error {
     /// No time-stamp counter reader for this architecture (x86_64 and aarch64 have
     /// one).
     NoTimestampCounter,
-    /// [`crate::Meter::stop`] without a [`crate::Meter::start`] before it.
-    RegionNotStarted,
     /// A [`crate::Meter`]'s backend was asked to stop counting: it counts from the
     /// meter's build to its drop.
     MeterAlwaysCounts,
@@ -832,9 +830,6 @@ impl fmt::Display for Error {
                 "this library reads a time-stamp counter on x86_64 (RDTSC) and aarch64 \
                  (CNTVCT_EL0) only",
             ),
-            Self::RegionNotStarted => {
-                f.write_str("the meter was stopped without a start: call start() first")
-            }
             Self::MeterAlwaysCounts => f.write_str(
                 "a meter counts from its build to its drop: drop it to stop counting",
             ),

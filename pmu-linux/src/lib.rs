@@ -88,7 +88,8 @@ pub use measure::{
     Counters, EventResult, Interrupted, MeasureConfig, Measurement, RunRecord,
 };
 pub use meter::{
-    BackendChoice, BackendKind, Counting, Counts, Event, EventHandle, Measured, Meter, MeterBuilder,
+    BackendChoice, BackendKind, Counting, Counts, Event, EventHandle, Measured, Meter,
+    MeterBuilder, Region,
 };
 pub use pmu_core;
 pub use pmu_core::{Corrected, GenericEvent, Hazards, Reading, RegionMeter, Summary};

@@ -24,7 +24,8 @@
 //!
 //! The meter is enabled when it is built: it counts from then on, and a region is
 //! [`Meter::start`] … [`Meter::stop`] (or [`Meter::measure`] for warm-up, calibration
-//! and statistics). It owns its backend (no lifetime), so it can live in a struct; it
+//! and statistics): `start` returns the [`Region`] that `stop` takes, so a stop
+//! without a start does not compile. It owns its backend (no lifetime), so it can live in a struct; it
 //! is not `Send`, because every backend binds it to the thread that built it: perf
 //! events count that thread (`pid` 0), the direct backend pins it to one CPU, and the
 //! hazards are judged from its switch counts and CPU.
@@ -354,7 +355,8 @@ impl MeterBuilder {
             why,
             sentinel,
             config: self.config,
-            started: false,
+            region: 0,
+            open: false,
             readings: [Reading::default(); MAX_EVENTS],
             _pins: (pin, backend_pin),
         })
@@ -1097,7 +1099,10 @@ pub struct Meter {
     /// Whether regions see every kernel entry, and how.
     sentinel: crate::Sentinel,
     config: MeasureConfig,
-    started: bool,
+    /// The number of the region begun last, and whether it is still open (begun, not
+    /// yet stopped, not ended by a `measure` or `counters` since).
+    region: u32,
+    open: bool,
     readings: [Reading; MAX_EVENTS],
     /// The builder's pin and the direct backend's: kept as long as the meter.
     _pins: (Option<PinGuard>, Option<PinGuard>),
@@ -1205,12 +1210,12 @@ impl Meter {
             .map_or("", String::as_str)
     }
 
-    /// Starts a region.
+    /// Starts a region: the [`Region`] that [`Meter::stop`] ends.
     ///
     /// # Errors
-    /// The backend's read errors.
+    /// The backend's read errors (then no region is open).
     #[inline(always)]
-    pub fn start(&mut self) -> Result<()> {
+    pub fn start(&mut self) -> Result<Region> {
         let started = match &mut self.inner {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             Inner::Perf(session) => RegionMeter::start(session),
@@ -1218,20 +1223,30 @@ impl Meter {
             Inner::Hybrid(session) => RegionMeter::start(session),
             Inner::Other(other) => other.start(),
         };
-        self.started = started.is_ok();
-        started
+        self.region = self.region.wrapping_add(1);
+        self.open = started.is_ok();
+        started.map(|()| Region {
+            meter: self.id,
+            number: self.region,
+        })
     }
 
-    /// Ends the region [`Meter::start`] began: its counts, by handle.
+    /// Ends `region`: its counts, by handle.
     ///
     /// # Errors
-    /// [`Error::RegionNotStarted`] without a start; the backend's read errors.
+    /// The backend's read errors.
+    ///
+    /// # Panics
+    /// When `region` is not this meter's open region: another meter's, or one that a
+    /// [`Meter::measure`] or [`Meter::counters`] call ended (both measure regions of
+    /// their own on the same counters). Both are mistakes in the calling code, as
+    /// indexing with a key of another map is.
     #[inline(always)]
-    pub fn stop(&mut self) -> Result<Counts<'_>> {
-        if !self.started {
-            return Err(Error::RegionNotStarted);
+    pub fn stop(&mut self, region: Region) -> Result<Counts<'_>> {
+        if region.meter != self.id || region.number != self.region || !self.open {
+            region_not_open(region, self.id);
         }
-        self.started = false;
+        self.open = false;
         match &mut self.inner {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             Inner::Perf(session) => RegionMeter::stop(session, &mut self.readings)?,
@@ -1249,7 +1264,7 @@ impl Meter {
     /// # Errors
     /// The backend's read errors; [`pmu_core::Error`] for zero runs.
     pub fn measure(&mut self, mut region: impl FnMut()) -> Result<Measured<'_>> {
-        self.started = false;
+        self.open = false;
         let config = self.config;
         let measurement = measure::measure(self.inner.counters(), &config, &mut region)?;
         Ok(Measured {
@@ -1268,7 +1283,7 @@ impl Meter {
     /// readings are in the order of [`Counters::names`]: the events the backend counts,
     /// not the handles'.
     pub fn counters(&mut self) -> Counting<'_> {
-        self.started = false;
+        self.open = false;
         Counting {
             inner: self.inner.counters(),
         }
@@ -1322,6 +1337,29 @@ impl Drop for Meter {
         // direct counters are released): this only stops them first, in order.
         let _ = self.inner.counters().disable();
     }
+}
+
+/// A region begun by [`Meter::start`], to be ended by [`Meter::stop`] (once: it is
+/// neither `Clone` nor `Copy`).
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a region is ended by passing it to Meter::stop"]
+pub struct Region {
+    meter: u32,
+    number: u32,
+}
+
+/// The panic of [`Meter::stop`] with a region that is not open; out of the stop's line.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn region_not_open(region: Region, meter: u32) -> ! {
+    if region.meter == meter {
+        panic!(
+            "Meter::stop: region {} was ended by measure() or counters() since its start",
+            region.number
+        )
+    }
+    panic!("Meter::stop: a region of another meter")
 }
 
 /// One region's counts (from [`Meter::stop`]), by handle.

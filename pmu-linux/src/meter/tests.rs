@@ -72,9 +72,9 @@ fn results_by_handle() {
         "{}",
         meter.why()
     );
-    meter.start().unwrap();
+    let region = meter.start().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1));
-    let counts = meter.stop().unwrap();
+    let counts = meter.stop(region).unwrap();
     let switched = counts.reading(switches).unwrap();
     assert!(switched.value >= 1, "{switched:?}");
     assert!(switched
@@ -147,9 +147,9 @@ fn software_backend_counts_no_hardware_event() {
             (crate::timestamp::NAME.to_owned(), true)
         ]
     );
-    meter.start().unwrap();
+    let region = meter.start().unwrap();
     spin(100_000);
-    let counts = meter.stop().unwrap();
+    let counts = meter.stop(region).unwrap();
     assert!(matches!(
         counts.reading(instructions),
         Err(Error::NotCounted { ref event, .. }) if event == "instructions"
@@ -163,21 +163,50 @@ fn software_backend_counts_no_hardware_event() {
         .contains(READ_BY_SYSCALL));
 }
 
-/// Misuse is a typed error: a stop without a start, a handle of another meter.
+/// A handle of another meter is a typed error. (A stop without a start does not
+/// compile: `stop` takes the `Region` that only `start` returns.)
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn misuse_is_an_error() {
     let mut builder = Meter::builder();
     builder.add_named("task-clock").unwrap();
     let mut meter = builder.build().unwrap();
-    assert!(matches!(meter.stop(), Err(Error::RegionNotStarted)));
     let mut other = Meter::builder();
     let foreign = other.add_named("task-clock").unwrap();
-    meter.start().unwrap();
-    let counts = meter.stop().unwrap();
+    let region = meter.start().unwrap();
+    let counts = meter.stop(region).unwrap();
     assert_eq!(counts.reading(foreign), Err(Error::ForeignHandle));
-    assert!(matches!(meter.stop(), Err(Error::RegionNotStarted)));
     assert_eq!(Meter::builder().build().unwrap_err(), Error::NoEvents);
+}
+
+/// A region that `measure` ended (it measures regions of its own on the same counters)
+/// cannot be stopped again: a panic, as a stale key is.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+#[should_panic(expected = "was ended by measure() or counters() since its start")]
+fn a_region_ended_by_measure_panics() {
+    let mut builder = Meter::builder();
+    builder.add_named("task-clock").unwrap();
+    let mut meter = builder.build().unwrap();
+    let region = meter.start().unwrap();
+    meter.measure(|| ()).unwrap();
+    let _ = meter.stop(region);
+}
+
+/// Another meter's region: a panic.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+#[should_panic(expected = "a region of another meter")]
+fn a_region_of_another_meter_panics() {
+    let build = || {
+        let mut builder = Meter::builder();
+        builder.add_named("task-clock").unwrap();
+        builder.build().unwrap()
+    };
+    let (mut a, mut b) = (build(), build());
+    let region = a.start().unwrap();
+    let _ = b.start().unwrap();
+    let _ = b.stop(region);
 }
 
 /// The backend handed to the measure functions counts for the meter's whole life: it

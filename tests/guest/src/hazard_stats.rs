@@ -301,12 +301,13 @@ mod imp {
             .join(",")
     }
 
-    /// The union of every reading's hazards of the region `meter` just stopped.
+    /// Stops `region`: the union of its readings' hazards.
     fn region_hazards(
         meter: &mut Meter,
+        region: pmu_linux::Region,
         handles: &[pmu_linux::EventHandle],
     ) -> Result<Hazards, Failure> {
-        let counts = meter.stop()?;
+        let counts = meter.stop(region)?;
         let mut h = Hazards::empty();
         for &handle in handles {
             h |= counts.reading(handle)?.hazards;
@@ -525,7 +526,7 @@ mod imp {
                     _ => None,
                 };
                 let before = Outside::read()?;
-                meter.start()?;
+                let region = meter.start()?;
                 match d {
                     Disturbance::Timer => {
                         let t0 = virtual_count();
@@ -556,7 +557,7 @@ mod imp {
                     }
                     Disturbance::Overflow => spin_loop(OVERFLOW_LOOP),
                 }
-                let got = region_hazards(&mut meter, &handles)?;
+                let got = region_hazards(&mut meter, region, &handles)?;
                 let after = Outside::read()?;
                 let moved = before.interrupts.moved(&after.interrupts);
                 let injected = match d {
@@ -670,9 +671,9 @@ mod imp {
         let mut q = Quiet::default();
         for _ in 0..n {
             let before = Outside::read()?;
-            meter.start()?;
+            let region = meter.start()?;
             spin_loop(100);
-            let got = region_hazards(meter, handles)?;
+            let got = region_hazards(meter, region, handles)?;
             let after = Outside::read()?;
             let why = before.kernel_ran(&after);
             if got.is_empty() {

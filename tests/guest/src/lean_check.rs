@@ -140,9 +140,9 @@ mod imp {
         let kernel = Hazards::KERNEL_ENTRY | Hazards::CONTEXT_SWITCH | Hazards::CPU_MIGRATION;
         let region =
             |meter: &mut Meter, f: &mut dyn FnMut()| -> Result<(Hazards, Option<u64>), Failure> {
-                meter.start()?;
+                let region = meter.start()?;
                 f();
-                let hazards = meter.stop()?.reading(inst)?.hazards;
+                let hazards = meter.stop(region)?.reading(inst)?.hazards;
                 Ok((hazards, meter.evidence().kernel_entries))
             };
         for _ in 0..10 {
