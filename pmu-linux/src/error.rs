@@ -638,16 +638,16 @@ impl fmt::Display for GrantMissing {
                     )?;
                 }
                 f.write_str(if *regrant {
-                    ", or reload the module, or use --backend perf"
+                    ", or reload the module, or use the perf backend"
                 } else {
-                    ", or use --backend perf"
+                    ", or use the perf backend"
                 })
             }
             Self::NoProgrammingAccess { parameter } => write!(
                 f,
                 "it was loaded with {parameter}, which does not let user mode program the \
                  counters ({en}), and the direct backend programs them: reload it with \
-                 programming access, or use --backend perf",
+                 programming access, or use the perf backend",
                 en = if cfg!(target_arch = "arm") {
                     "PMUSERENR.EN"
                 } else {
@@ -792,8 +792,9 @@ impl fmt::Display for Error {
                 "the {events} events do not fit on the hardware counters together: a trial \
                  enable could not put them on the counters at once (the first {fit} fit); \
                  measure at most {fit} per run, stop other perf users of this CPU's counters, \
-                 or let the kernel multiplex them (pmu-demo measure --multiplex: scaled \
-                 estimates, flagged)"
+                 or let the kernel multiplex them (each event opened on its own, unpinned: \
+                 `Options::grouped(false)` and `Options::pinned(false)`; scaled estimates, \
+                 flagged)"
             ),
             Self::GroupMismatch => f.write_str(
                 "the group read returned other events than were opened",
@@ -815,7 +816,7 @@ impl fmt::Display for Error {
                 "user access to the PMU was revoked while measuring (perf started the PMU on \
                  this CPU, or a CPU hotplug reset it): grant it again with \
                  `echo 1 > /sys/module/kmod_enable_user/parameters/regrant` (as root), or reload \
-                 kmod-enable-user, and keep perf off this CPU; or use --backend perf",
+                 kmod-enable-user, and keep perf off this CPU; or use the perf backend",
             ),
             Self::ProbeFailed { status } => write!(
                 f,
@@ -955,7 +956,7 @@ mod tests {
                 "perf's use of the PMU revoked the module's grant on this CPU",
                 "/sys/module/kmod_enable_user/parameters/regrant",
                 "rmmod kmod_enable_user",
-                "--backend perf",
+                "or use the perf backend",
             ] {
                 assert!(text.contains(needle), "`{needle}` missing: {text}");
             }
@@ -963,7 +964,7 @@ mod tests {
             let text = Error::trapped_with_module_at(&module).to_string();
             assert!(
                 text.contains("`echo 1 > /sys/module/kmod_enable_user/parameters/regrant`")
-                    && text.contains("or reload the module, or use --backend perf"),
+                    && text.contains("or reload the module, or use the perf backend"),
                 "{text}"
             );
         } else {

@@ -185,9 +185,24 @@ impl From<pmu_linux::Error> for Failure {
             _ => 1,
         };
         Failure {
-            message: e.to_string(),
+            message: format!("{e}{}", cli_hint(&e)),
             status,
         }
+    }
+}
+
+/// What this program's command line offers for `e`, after the library's message (which
+/// speaks of backends and options, not of flags).
+fn cli_hint(e: &pmu_linux::Error) -> &'static str {
+    use pmu_linux::error::GrantMissing;
+    use pmu_linux::Error as E;
+    match e {
+        E::UserAccessRevoked
+        | E::ModuleGrantMissing {
+            cause: GrantMissing::RevokedByPerf { .. } | GrantMissing::NoProgrammingAccess { .. },
+        } => " (pmu-demo: --backend perf)",
+        E::GroupDoesNotFit { .. } => " (pmu-demo: measure --multiplex)",
+        _ => "",
     }
 }
 
@@ -213,4 +228,37 @@ impl Failure {
 /// Progress for anything slow, on stderr so `--json` output stays clean.
 pub fn progress(line: impl std::fmt::Display) {
     eprintln!("... {line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use pmu_linux::error::GrantMissing;
+    use pmu_linux::Error;
+
+    use super::Failure;
+
+    /// The library's messages name backends, not flags; the demo adds the flag that
+    /// does what the message advises.
+    #[test]
+    fn failures_add_the_demo_flag() {
+        let revoked = Failure::from(Error::ModuleGrantMissing {
+            cause: GrantMissing::RevokedByPerf { regrant: true },
+        });
+        assert!(
+            revoked
+                .message
+                .ends_with("or use the perf backend (pmu-demo: --backend perf)"),
+            "{}",
+            revoked.message
+        );
+        assert_eq!(revoked.status, super::EXIT_NOT_ENABLED);
+        let crowded = Failure::from(Error::GroupDoesNotFit { events: 8, fit: 7 });
+        assert!(
+            crowded.message.ends_with("(pmu-demo: measure --multiplex)"),
+            "{}",
+            crowded.message
+        );
+        let plain = Failure::from(Error::NoEvents);
+        assert_eq!(plain.message, "no events given");
+    }
 }
