@@ -13,45 +13,41 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`Meter::builder`] takes typed events ([`GenericEvent`], raw codes, sysfs
-//! `pmu/term=…/` names, or text parsed into those: [`Event`]) and
-//! [`MeterBuilder::build`] opens the best backend that works on this machine, saying
-//! which and why ([`Meter::backend`], [`Meter::why`]). [`Meter::measure`] runs warm-ups,
-//! an empty region for calibration and the recorded runs, and gives the minimum and
-//! median over the runs without hazards ([`Measured`]); [`Meter::start`] and
-//! [`Meter::stop`] measure one region ([`Counts`]). Results are indexed by the
-//! [`EventHandle`] each event got when it was added. A count that cannot be trusted is
-//! an error that says why ([`Error::Hazardous`], [`Error::NoCleanRun`],
-//! [`Error::NotCounted`]), never a silent number. `examples/count.rs` is the program
-//! above, runnable.
+//! `add` returns the [`EventHandle`] that indexes the results; `build` opens the best
+//! backend that works on this machine and says which and why ([`Meter::why`]);
+//! `measure` runs warm-ups, an empty region for calibration and the recorded runs, and
+//! `min` is the smallest count over the runs without hazards. One region at a time is
+//! `let region = meter.start()?; …; meter.stop(region)?`. A count that cannot be trusted
+//! is an [`Error`] that says why, never a silent number. `examples/count.rs` is the
+//! program above, runnable.
 //!
 //! # Backends
 //!
-//! - **perf** ([`Session`], x86_64 and aarch64): `perf_event_open` of a group with a
-//!   pinned leader, the metadata page of every event mapped, and reads done in user
-//!   space with one instruction (`rdpmc` on x86_64, `mrs` of `PMEVCNTR<n>_EL0` /
-//!   PMCCNTR_EL0 on aarch64: [`fast`]) through pmu-core's seqlock protocol
-//!   ([`pmu_core::mmap_page`]); when the page says user reads are impossible, one
-//!   group `read()` instead, flagged with the reason;
-//! - **direct** ([`direct`]): after `kmod-enable-user` opened the PMU to user mode
-//!   (ARMv8 PMUSERENR_EL0, ARM1176 SUNAVCR.V), the library reads (or programs) the
-//!   counters itself through pmu-armv8 / pmu-armv6, after a probe in a child process
-//!   that turns a trap into [`Error::UserAccessNotEnabled`];
-//! - **software** ([`timestamp`]): where there are no hardware counters, perf's
-//!   software events and the time-stamp counter.
+//! - **perf** (x86_64, aarch64): `perf_event_open` of a group with a pinned leader, the
+//!   metadata page of every event mapped, and each read done in user space with one
+//!   instruction (`rdpmc`, `mrs PMEVCNTR<n>_EL0`) through pmu-core's seqlock protocol;
+//!   one group `read()` where the page says user reads are impossible (flagged, with the
+//!   reason). On big.LITTLE machines the events are opened on every core PMU and summed.
+//! - **direct** (ARMv8, ARMv7, ARM1176): after `kmod-enable-user` opened the PMU to user
+//!   mode, the library reads (or, when allowed, programs) the counters itself; a probe
+//!   in a child process turns a trap into an error instead of a SIGILL.
+//! - **software**: where there are no hardware counters (a VM without vPMU), perf's
+//!   software events and the time-stamp counter; hardware events are then not counted,
+//!   and asking for them is an error with the reason.
 //!
-//! Every region's [`Reading`]s carry [`Hazards`]: overflow, context switch, CPU
-//! migration, multiplexing, not scheduled, syscall fallback, revoked user access.
-//! [`region`] documents exactly what each means and how each backend detects it;
-//! [`region::Evidence`] keeps what each detector saw.
+//! # Verdicts
 //!
-//! Layers: `sys` (private: the system calls, the only `unsafe` besides the page view
-//! and the counter reads), [`sysfs`] and [`events`] (names → `perf_event_attr`), [`page`]
-//! (the mmapped page as a `UserPage`), [`fast`] (the per-architecture read), [`session`]
-//! (the perf group), [`region`] (samples → readings + hazards), [`mod@measure`] (warm-up,
-//! N runs, statistics, calibration, over any [`Counters`]), [`direct`], [`timestamp`],
-//! [`sched`] (switch counts, CPU, pinning), [`list`] (what this machine offers), [`meter`] (the front door over all of them).
-//! The lower layers' own types are in [`pmu_core`], re-exported whole.
+//! Every [`Reading`] carries [`Hazards`]: overflow, context switch, CPU migration,
+//! kernel entry, multiplexing, not scheduled, syscall fallback, revoked user access. The
+//! [`region`] module documents what each means and how each backend detects it, and
+//! keeps the evidence each detector saw.
+//!
+//! # Below the front door
+//!
+//! The backends themselves are public for programs that build a region by hand:
+//! `Session` (perf), `direct`, `timestamp`, the `measure` functions over any `Counters`,
+//! and `list` (what this machine offers). pmu-core's types are re-exported as
+//! `pmu_linux::pmu_core`.
 
 mod asm;
 pub mod direct;
