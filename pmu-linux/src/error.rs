@@ -471,7 +471,7 @@ pub enum Error {
     /// The ARM1176's direct backend programs the PMU (SUNAVCR.V has no read-only form):
     /// it needs [`crate::MeterBuilder::program_the_pmu`].
     DirectNeedsProgramming,
-    /// [`crate::DirectMeter::scaled`] for a counter the meter lacks, or by 0.
+    /// [`crate::direct::DirectMeter::scaled`] for a counter the meter lacks, or by 0.
     ScaleOutOfRange {
         /// The counter index given.
         index: usize,

@@ -15,7 +15,7 @@
 //!   `cpu_atom/rdpmc`) is 1 (the default: RDPMC allowed while a perf event is mapped)
 //!   or 2 (always);
 //! - arm64: `sysctl -w kernel.perf_user_access=1` (Linux ≥ 5.17), and the event opened
-//!   with attr.config1 bit 1 (the `rdpmc` format term), which [`crate::Session`] does
+//!   with attr.config1 bit 1 (the `rdpmc` format term), which [`crate::session::Session`] does
 //!   by default. Only task-bound events qualify, and never chained (64-bit on 32-bit
 //!   counters) ones.
 

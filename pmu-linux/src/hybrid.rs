@@ -22,7 +22,7 @@
 //! CPU list (`cpus`, or `cpumask`). Two PMUs that claim the same CPU are refused
 //! ([`HybridProblem::Overlap`]): their sum would count that CPU twice.
 //!
-//! [`HybridSession`] opens each generic hardware or cache event (`instructions`,
+//! `HybridSession` (x86_64, aarch64) opens each generic hardware or cache event (`instructions`,
 //! `cycles`, `L1-dcache-load-misses`, …) once per core PMU, as `perf stat` does on
 //! hybrid machines (tools/perf/util/parse-events.c adds one event per core PMU for
 //! a generic name; tools/perf/util/pmus.c, `perf_pmus__supports_extended_type`):
@@ -31,12 +31,12 @@
 //! `perf_init_event` hands to that PMU because it has PERF_PMU_CAP_EXTENDED_HW_TYPE
 //! (set for every arm_pmu in drivers/perf/arm_pmu.c `armpmu_alloc`, and for the
 //! hybrid x86 PMUs). The events of one PMU form one pinned group (a
-//! [`crate::Session`]); a group cannot span two hardware PMUs. Pinned matters: a pinned
+//! perf `Session`); a group cannot span two hardware PMUs. Pinned matters: a pinned
 //! group that loses its counters goes into an error state that a `read()` reports
 //! (0 bytes), so "not counted" is always visible; an unpinned one would be
 //! multiplexed, and on a heterogeneous machine every event is "not running" for the
 //! time its thread spends on the other cluster, so multiplexing could not be told
-//! apart from migration. [`HybridSession`] therefore always opens pinned.
+//! apart from migration. `HybridSession` therefore always opens pinned.
 //!
 //! As in perf, the extended type is used only where there are two core PMUs or more
 //! (tools/perf/util/pmus.c `perf_pmus__supports_extended_type`; parse-events.c
@@ -51,7 +51,7 @@
 //! A region's count of an event is the sum, over the core PMUs, of each PMU's count
 //! between the region's start and stop: a thread that runs on both clusters in the
 //! region is counted by each while it runs there, and the sum is its whole count.
-//! [`HybridSession::split`] keeps each PMU's part ([`PmuShare`]).
+//! `HybridSession::split` keeps each PMU's part ([`PmuShare`]).
 //! The [`pmu_core::Reading`] of the sum carries:
 //!
 //! - CONTEXT_SWITCH when some page's `lock` moved (the thread left the CPU: arm_pmu
@@ -75,7 +75,7 @@
 //!
 //! On the CPU the thread runs on, exactly one PMU's events are on counters: their
 //! pages have an `index` and are read with one instruction (`mrs`/`rdpmc`,
-//! [`crate::fast`]). The other PMUs' events are not on any counter of this CPU, and
+//! `fast`). The other PMUs' events are not on any counter of this CPU, and
 //! their pages say so (`index` 0: core.c `perf_event_update_userpage` publishes
 //! `perf_event_index` = 0 for an event that is not active), with the count in
 //! `offset`, written when the event was last taken off a counter (`armpmu_del`). An
@@ -84,7 +84,7 @@
 //! A region's start reads the other PMUs' pages first (their `offset`s, under the
 //! seqlock, [`page_state`]: loads only), then the running PMU's events with one
 //! instruction each, last, keeping each read as the anchor of the stop (as
-//! [`crate::Session`]'s lean regions do). The stop reads the running PMU's counts
+//! `Session`'s lean regions do). The stop reads the running PMU's counts
 //! since those anchors first, then checks that no other page's `lock` moved. If none
 //! did, the thread never left its CPU (arm_pmu rewrites the page at every
 //! `armpmu_del`/`armpmu_add`): the other PMUs' parts are 0, and the region cost one
@@ -133,14 +133,14 @@
 //!   thread, a new meter counts 2000 clean on CPU 0 and reports NOT_SCHEDULED on every
 //!   region on CPU 2;
 //! - a plain `instructions` (no PMU type) lands on `armv8_cortex_a72`: exact on CPU 2,
-//!   0 on CPU 0 (which the one-PMU [`crate::Session`] flags NOT_SCHEDULED).
+//!   0 on CPU 0 (which the one-PMU `Session` flags NOT_SCHEDULED).
 //! - with `kernel.perf_user_access=0` no page is readable: every region uses `read()`,
 //!   flagged SYSCALL_FALLBACK only, and still counts 2000 once calibrated (with that
 //!   hazard tolerated), all on the cluster's PMU.
 //!
 //! Cost: with the measurement harness ([`mod@crate::measure`]) a region of that loop
 //! reads 2111 on either cluster and with one PMU (111 of overhead), against 2078 for a
-//! one-PMU [`crate::Session`] on the same CPU; with `read()` (perf_user_access=0)
+//! one-PMU `Session` on the same CPU; with `read()` (perf_user_access=0)
 //! 2552. x86 hybrid machines (`cpu_core`/`cpu_atom`) are covered by the host tests
 //! only.
 

@@ -74,24 +74,12 @@ pub mod timestamp;
 /// The most events one group (or direct meter) holds.
 pub const MAX_EVENTS: usize = 16;
 
-pub use direct::{AccessCheck, DirectMeter, GenericDirectMeter, OwnedCounters, Unchecked};
-pub use error::{Errno, Error, GrantMissing, OpenError, Result};
-pub use events::{EventKind, EventSpec};
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub use hybrid::HybridSession;
-pub use measure::{
-    measure, measure_against, measure_keeping_partial, measure_once, measure_with_baseline,
-    Counters, EventResult, Interrupted, MeasureConfig, Measurement, RunRecord,
-};
+// The front door; everything else is reached through its module.
+pub use error::{Error, Result};
+pub use measure::MeasureConfig;
 pub use meter::{
-    BackendChoice, BackendKind, Counting, Counts, Event, EventHandle, Measured, Meter,
-    MeterBuilder, Region,
+    BackendChoice, BackendKind, Counts, Event, EventHandle, Measured, Meter, MeterBuilder, Region,
 };
 pub use pmu_core;
-pub use pmu_core::{Corrected, GenericEvent, Hazards, Reading, RegionMeter, Summary};
-pub use region::{Evidence, FallbackReason, ReadPath};
-pub use sentinel::{Sentinel, SentinelGap};
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub use session::{Options, Session};
-pub use sysfs::Sysfs;
-pub use timestamp::TimestampMeter;
+pub use pmu_core::{GenericEvent, Hazards, Reading};
+pub use sentinel::Sentinel;

@@ -335,14 +335,21 @@ pub struct EventStatus {
 /// Resolves and opens each of `names` alone (never enabled) to see whether this
 /// machine can count it.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub fn probe_events(sysfs: &Sysfs, names: &[&str], options: crate::Options) -> Vec<EventStatus> {
+pub fn probe_events(
+    sysfs: &Sysfs,
+    names: &[&str],
+    options: crate::session::Options,
+) -> Vec<EventStatus> {
     names
         .iter()
         .map(|name| match events::resolve(name, sysfs) {
             Ok(spec) => EventStatus {
                 name: (*name).to_owned(),
-                status: crate::Session::from_specs(vec![spec.clone()], options.map_pages(false))
-                    .map(drop),
+                status: crate::session::Session::from_specs(
+                    vec![spec.clone()],
+                    options.map_pages(false),
+                )
+                .map(drop),
                 spec: Some(spec),
             },
             Err(e) => EventStatus {
@@ -435,7 +442,7 @@ mod tests {
         let statuses = probe_events(
             &sysfs,
             &["task-clock", "cycles", "cyclez"],
-            crate::Options::default(),
+            crate::session::Options::default(),
         );
         assert_eq!(statuses[0].status, Ok(()));
         assert_eq!(

@@ -3,8 +3,8 @@
 //! hazards with the evidence behind them.
 //!
 //! Both backends implement [`Counters`] (pmu-core's [`RegionMeter`] plus names and
-//! enable/disable), so the same functions serve the perf [`crate::Session`] and the
-//! direct [`crate::DirectMeter`]. The loop is pmu-core's [`Harness`]: the region and
+//! enable/disable), so the same functions serve the perf `Session` and the
+//! direct [`crate::direct::DirectMeter`]. The loop is pmu-core's [`Harness`]: the region and
 //! the empty baseline run inside the same never-inlined function, so the reads around
 //! them are the same machine code and cancel exactly. The defaults: 3 warm-ups, then the
 //! minimum and median of 10 runs.

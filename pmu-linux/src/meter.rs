@@ -178,7 +178,7 @@ pub struct MeterBuilder {
     events: Vec<Event>,
     choice: BackendChoice,
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    options: crate::Options,
+    options: crate::session::Options,
     config: MeasureConfig,
     cpu: Option<usize>,
     sysfs: Sysfs,
@@ -199,7 +199,7 @@ impl Default for MeterBuilder {
             events: Vec::new(),
             choice: BackendChoice::Auto,
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            options: crate::Options::default(),
+            options: crate::session::Options::default(),
             config: MeasureConfig::default(),
             cpu: None,
             sysfs: Sysfs::system(),
@@ -240,8 +240,8 @@ impl MeterBuilder {
     /// page fault, preemption) is then flagged [`crate::Hazards::KERNEL_ENTRY`], so
     /// [`Measured::min`] and [`Measured::median`] leave it out (a region that enters
     /// the kernel on purpose: [`Measured::min_tolerating`]). The perf backend adds one
-    /// kernel-only member to the group ([`crate::Options::kernel_sentinel`], whatever
-    /// [`MeterBuilder::perf_options`] say); where it cannot, the meter still opens and
+    /// kernel-only member to the group (`Options::kernel_sentinel`, whatever
+    /// `MeterBuilder::perf_options` say); where it cannot, the meter still opens and
     /// [`Meter::sentinel`] says why. The direct backends use theirs wherever they have
     /// one, whatever this says: it replaces the system calls of their regions
     /// ([`crate::direct::lean`]).
@@ -253,13 +253,13 @@ impl MeterBuilder {
     /// The perf session options: [`MeterBuilder::perf_options`] with the sentinel as
     /// [`MeterBuilder::kernel_sentinel`] says.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn session_options(&self) -> crate::Options {
+    fn session_options(&self) -> crate::session::Options {
         self.options.kernel_sentinel(self.sentinel)
     }
 
     /// How the perf backend opens events.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    pub fn perf_options(&mut self, options: crate::Options) -> &mut Self {
+    pub fn perf_options(&mut self, options: crate::session::Options) -> &mut Self {
         self.options = options;
         self
     }
@@ -402,7 +402,7 @@ impl MeterBuilder {
                 Err(e) => granted_error = Some(e),
             }
         }
-        match crate::Session::from_specs(specs.clone(), self.session_options()) {
+        match crate::session::Session::from_specs(specs.clone(), self.session_options()) {
             Ok(session) => {
                 session.check_fits()?;
                 session.enable()?;
@@ -452,8 +452,10 @@ impl MeterBuilder {
                                     return Ok(direct);
                                 }
                                 Err(direct_error) => {
-                                    let session =
-                                        crate::Session::from_specs(specs, self.session_options())?;
+                                    let session = crate::session::Session::from_specs(
+                                        specs,
+                                        self.session_options(),
+                                    )?;
                                     return Ok(perf_opened(
                                         session,
                                         self.events.len(),
@@ -502,11 +504,11 @@ impl MeterBuilder {
 
     /// With two core PMUs or more in sysfs and only generic hardware events (the
     /// perf-defined `instructions`, `cycles`, cache events …): a
-    /// [`crate::HybridSession`], each event opened on every core PMU with its extended
+    /// [`crate::hybrid::HybridSession`], each event opened on every core PMU with its extended
     /// type and summed. `None` where the machine has one core PMU (or none) or an event
     /// belongs to one PMU (raw numbers, `pmu/term=…/`): then the plain session.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn open_hybrid(&self, specs: &[crate::EventSpec]) -> Result<Option<Opened>> {
+    fn open_hybrid(&self, specs: &[crate::events::EventSpec]) -> Result<Option<Opened>> {
         let Ok(topology) = crate::hybrid::CoreTopology::discover_in(&self.sysfs) else {
             return Ok(None);
         };
@@ -522,8 +524,12 @@ impl MeterBuilder {
             .unwrap_or_default();
         let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let session = match crate::HybridSession::open_in(&self.sysfs, &online, &refs, self.options)
-        {
+        let session = match crate::hybrid::HybridSession::open_in(
+            &self.sysfs,
+            &online,
+            &refs,
+            self.options,
+        ) {
             Ok(session) => session,
             // The PMUs are listed but cannot count (a VM's sysfs copy, a driver gone):
             // the plain path finds out and says why, or falls back to software.
@@ -688,7 +694,7 @@ impl MeterBuilder {
                 ))
             }
             Err(Error::ModuleGrantMissing {
-                cause: crate::GrantMissing::NoProgrammingAccess { .. },
+                cause: crate::error::GrantMissing::NoProgrammingAccess { .. },
             }) => self.open_direct_granted(),
             Err(e) => Err(e),
         }
@@ -854,7 +860,7 @@ impl MeterBuilder {
                     *slot = 0;
                 }
             }
-            backends.push(Box::new(crate::Session::from_specs(
+            backends.push(Box::new(crate::session::Session::from_specs(
                 software,
                 self.options,
             )?));
@@ -906,7 +912,7 @@ struct Opened {
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn perf_opened(session: crate::Session, events: usize, why: String) -> Opened {
+fn perf_opened(session: crate::session::Session, events: usize, why: String) -> Opened {
     Opened {
         names: session.specs().map(|s| s.name.clone()).collect(),
         inner: Inner::Perf(session),
@@ -1000,10 +1006,10 @@ fn opened_sentinel(inner: &Inner, kind: BackendKind, asked: bool) -> crate::Sent
 #[allow(clippy::large_enum_variant)]
 enum Inner {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    Perf(crate::Session),
+    Perf(crate::session::Session),
     /// Generic events on every core PMU of a heterogeneous machine.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    Hybrid(crate::HybridSession),
+    Hybrid(crate::hybrid::HybridSession),
     Other(Box<dyn Counters>),
 }
 

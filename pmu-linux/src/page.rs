@@ -191,7 +191,7 @@ impl MmapPage {
 }
 
 /// A copyable handle on the page of an [`MmapPage`], for the region's hot path: a
-/// [`crate::Session`] keeps one per event beside the mappings that own them, and reads
+/// [`crate::session::Session`] keeps one per event beside the mappings that own them, and reads
 /// through it without going through the event list.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelPage(NonNull<perf_event_mmap_page>);

@@ -20,7 +20,7 @@
 //! change only in those updates). Only when a `lock` moved does the stop read the
 //! pages again, the CPU again, and compare the page times. Every other region is
 //! *thorough*: getrusage and `sched_getcpu()` at both edges besides the locks, as are
-//! all regions with [`crate::Options::thorough_evidence`]. [`Evidence::switches`] is
+//! all regions with `Options::thorough_evidence`. [`Evidence::switches`] is
 //! `None` in a lean region (getrusage not consulted), and its `cpu_end` is the start's
 //! when no lock moved (inferred as above, not read).
 //!
@@ -35,7 +35,7 @@
 //! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise, in a `LeanRegion`: the module's `sentinel=1` counter under the read-only grant, the backend's own (INST_RETIRED, `PMEVTYPER<n>_EL0`.U=1 P=0 NSH=1) under EN; `Meter::sentinel` says which, or why there is none (`GenericDirectMeter` has none) |
 //! | [`OVERFLOW`](Hazards::OVERFLOW) | the counter wrapped | never: the kernel keeps 64-bit counts (`offset` absorbs wraps) | overflow flag (PMOVSSET_EL0, EN only), or end < start (pmu-core `CounterMeter` rule) |
 //!
-//! **The perf backend's kernel-entry sentinel** ([`crate::Options::kernel_sentinel`],
+//! **The perf backend's kernel-entry sentinel** (`Options::kernel_sentinel`,
 //! on by default in a [`crate::Meter`]): one more member of the group, `instructions`
 //! (or `cycles`) with `exclude_user` set, read first at the start and last at the stop,
 //! so its window contains the events' reads: one counter read at each edge at the
@@ -49,7 +49,7 @@
 //! differently (multiplexed), the count is unknown: `kernel_entries` is `None`, the
 //! readings carry no claim either way, and [`Evidence::sentinel_gap`] says why. Where
 //! a session cannot have one (perf_event_paranoid 2 without CAP_PERFMON, no counter
-//! free, no user reads), it opens without it and [`crate::Session::sentinel`] says
+//! free, no user reads), it opens without it and `Session::sentinel` says
 //! why.
 //!
 //! **Why the page `lock` reveals a switch even when the value is right.** A perf event
@@ -193,9 +193,9 @@ pub struct Evidence {
     /// [`Hazards::KERNEL_ENTRY`].
     pub kernel_entries: Option<u64>,
     /// Why [`Evidence::kernel_entries`] is `None` although a sentinel was read: its
-    /// count over this region cannot be trusted ([`crate::SentinelGap`]); `None`
+    /// count over this region cannot be trusted ([`crate::sentinel::SentinelGap`]); `None`
     /// where it is known or there is no sentinel.
-    pub sentinel_gap: Option<crate::SentinelGap>,
+    pub sentinel_gap: Option<crate::sentinel::SentinelGap>,
     events: [EventEvidence; MAX_EVENTS],
     len: usize,
 }
@@ -327,8 +327,8 @@ pub(crate) fn evaluate_perf(
 
 /// The kernel-entry sentinel's count over a region from its samples at both edges
 /// (both one-instruction reads through its page), or why it is unknown: a read that
-/// was not one instruction at either edge ([`crate::SentinelGap::NoRead`]), or page
-/// times that advanced differently (multiplexed, [`crate::SentinelGap::Multiplexed`]:
+/// was not one instruction at either edge ([`crate::sentinel::SentinelGap::NoRead`]), or page
+/// times that advanced differently (multiplexed, [`crate::sentinel::SentinelGap::Multiplexed`]:
 /// the page times change only when the kernel rewrites the page, as for the user's
 /// events in [`evaluate_perf`]). Counts are 64-bit per thread (the kernel's `offset`
 /// absorbs reschedules), so a rewritten page alone does not make the count unknown.
@@ -336,22 +336,25 @@ pub(crate) fn evaluate_perf(
     not(any(target_arch = "x86_64", target_arch = "aarch64")),
     allow(dead_code)
 )]
-pub(crate) fn sentinel_count(start: &Sample, end: &Sample) -> Result<u64, crate::SentinelGap> {
+pub(crate) fn sentinel_count(
+    start: &Sample,
+    end: &Sample,
+) -> Result<u64, crate::sentinel::SentinelGap> {
     for path in [start.path, end.path] {
         match path {
             ReadPath::Fast => {}
             ReadPath::Syscall(FallbackReason::Page(fallback)) => {
-                return Err(crate::SentinelGap::NoRead(fallback))
+                return Err(crate::sentinel::SentinelGap::NoRead(fallback))
             }
             ReadPath::Syscall(FallbackReason::NoPage) | ReadPath::Direct => {
-                return Err(crate::SentinelGap::NoRead(Fallback::NoUserAccess))
+                return Err(crate::sentinel::SentinelGap::NoRead(Fallback::NoUserAccess))
             }
         }
     }
     let enabled = end.time_enabled.wrapping_sub(start.time_enabled);
     let running = end.time_running.wrapping_sub(start.time_running);
     if enabled != running {
-        return Err(crate::SentinelGap::Multiplexed);
+        return Err(crate::sentinel::SentinelGap::Multiplexed);
     }
     Ok(end.value.wrapping_sub(start.value))
 }
@@ -556,7 +559,7 @@ mod tests {
         assert_eq!(ev.kernel_entries, None);
         assert_eq!(
             ev.sentinel_gap,
-            Some(crate::SentinelGap::NoRead(Fallback::NotScheduled))
+            Some(crate::sentinel::SentinelGap::NoRead(Fallback::NotScheduled))
         );
         assert!(!ev.thread_hazards().contains(Hazards::KERNEL_ENTRY));
         assert_eq!(out, [Reading::new(250), Reading::new(7)]);
@@ -569,7 +572,7 @@ mod tests {
         apply_sentinel(&mut ev, &fast(1000, 9, 50), &multiplexed, &mut out);
         assert_eq!(
             (ev.kernel_entries, ev.sentinel_gap),
-            (None, Some(crate::SentinelGap::Multiplexed))
+            (None, Some(crate::sentinel::SentinelGap::Multiplexed))
         );
         assert_eq!(out, [Reading::new(250), Reading::new(7)]);
     }

@@ -58,7 +58,7 @@ use region::{Edge, LeanEvent, RegionRecord};
 /// An open perf group and the state of the region being measured.
 ///
 /// Reads regions through [`pmu_core::RegionMeter`] (see [`crate::region`] for the
-/// hazards) and [`crate::Counters`].
+/// hazards) and [`crate::measure::Counters`].
 ///
 /// Neither `Send` nor `Sync`: the events count the thread that opened them (pid 0),
 /// and the hazards are judged from the calling thread's CPU (its rseq area) and switch
@@ -228,7 +228,7 @@ impl Session {
     /// Whether regions are watched by the kernel-entry sentinel
     /// ([`Options::kernel_sentinel`]): a non-zero count over a region puts
     /// [`crate::Hazards::KERNEL_ENTRY`] on every reading and the count in
-    /// [`crate::Evidence::kernel_entries`]; or why the session has none.
+    /// [`crate::region::Evidence::kernel_entries`]; or why the session has none.
     pub fn sentinel(&self) -> &crate::Sentinel {
         &self.sentinel
     }
@@ -303,7 +303,7 @@ impl Session {
     /// PMCR_EL0.N, and sysfs does not publish the number of counters, so this trial is
     /// the one true answer; it is an answer for now: a CPU-wide pinned perf user that
     /// comes later can still take the counters (the reads then fail, see
-    /// [`crate::measure_keeping_partial`]). Unpinned sessions always pass: the kernel
+    /// [`crate::measure::measure_keeping_partial`]). Unpinned sessions always pass: the kernel
     /// multiplexes them instead.
     ///
     /// # Errors

@@ -31,7 +31,7 @@ fn example(name: &str) -> PathBuf {
 /// Whether the kernel registers a CPU PMU (sysfs `cpu`, `cpu_core`, `armv8_pmuv3_0` …:
 /// pmu_linux::list::is_cpu_pmu), and user space may read its counters.
 fn has_cpu_pmu() -> bool {
-    pmu_linux::Sysfs::system()
+    pmu_linux::sysfs::Sysfs::system()
         .pmu_names()
         .is_ok_and(|names| names.iter().any(|n| pmu_linux::list::is_cpu_pmu(n)))
 }

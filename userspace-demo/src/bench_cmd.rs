@@ -83,17 +83,18 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     let mut names: Vec<&str> = args.events.iter().map(String::as_str).collect();
     let mut note = None;
-    let mut session = match pmu_linux::Session::open(&names, pmu_linux::Options::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            note = Some(format!(
+    let mut session =
+        match pmu_linux::session::Session::open(&names, pmu_linux::session::Options::default()) {
+            Ok(s) => s,
+            Err(e) => {
+                note = Some(format!(
                 "{e}; timing the software event task-clock instead (its reads are read() calls)"
             ));
-            progress(note.as_deref().unwrap_or_default());
-            names = vec!["task-clock"];
-            pmu_linux::Session::open(&names, pmu_linux::Options::default())?
-        }
-    };
+                progress(note.as_deref().unwrap_or_default());
+                names = vec!["task-clock"];
+                pmu_linux::session::Session::open(&names, pmu_linux::session::Options::default())?
+            }
+        };
     session.enable()?;
     progress(format_args!(
         "timing {} batches of {} operations per path",

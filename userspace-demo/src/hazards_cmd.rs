@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use clap::Args as ClapArgs;
+use pmu_linux::measure::{measure_once, RunRecord};
 use pmu_linux::pmu_core::Hazards;
-use pmu_linux::{measure_once, RunRecord};
 use serde::Serialize;
 
 use crate::report::hazard_names;
@@ -87,7 +87,7 @@ fn skipped(name: &'static str, expected: Hazards, why: String) -> Demo {
 }
 
 /// The forced context switch: a 2 ms sleep inside one region of `counters`.
-fn context_switch_demo(counters: &mut dyn pmu_linux::Counters) -> Result<Demo, Failure> {
+fn context_switch_demo(counters: &mut dyn pmu_linux::measure::Counters) -> Result<Demo, Failure> {
     progress("context switch: sleeping 2 ms inside a region");
     let record = measure_once(counters, &mut || {
         std::thread::sleep(Duration::from_millis(2))
@@ -110,7 +110,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
     let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
-    let mut session = pmu_linux::Session::open(&names, pmu_linux::Options::default())?;
+    let mut session =
+        pmu_linux::session::Session::open(&names, pmu_linux::session::Options::default())?;
     session.enable()?;
     let mut demos = Vec::new();
 
@@ -185,12 +186,12 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
     let pool = CounterPool::new(pmu);
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::ALL)?;
-    let mut meter = pmu_linux::DirectMeter::new(
+    let mut meter = pmu_linux::direct::DirectMeter::new(
         &counters,
         names.map(str::to_owned).to_vec(),
-        pmu_linux::Unchecked,
+        pmu_linux::direct::Unchecked,
     )?;
-    pmu_linux::Counters::enable(&mut meter)?;
+    pmu_linux::measure::Counters::enable(&mut meter)?;
     let mut demos = Vec::new();
 
     demos.push(context_switch_demo(&mut meter)?);
@@ -210,7 +211,7 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
         Hazards::OVERFLOW,
         &record,
     ));
-    pmu_linux::Counters::disable(&mut meter)?;
+    pmu_linux::measure::Counters::disable(&mut meter)?;
     Ok(demos)
 }
 
@@ -231,12 +232,12 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
     let pool = CounterPool::new(pmu);
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::USER)?;
-    let mut meter = pmu_linux::DirectMeter::new(
+    let mut meter = pmu_linux::direct::DirectMeter::new(
         &counters,
         names.map(str::to_owned).to_vec(),
         aarch32::PmuserenrEn,
     )?;
-    pmu_linux::Counters::enable(&mut meter)?;
+    pmu_linux::measure::Counters::enable(&mut meter)?;
     let mut demos = Vec::new();
 
     demos.push(context_switch_demo(&mut meter)?);
@@ -280,7 +281,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
         Hazards::OVERFLOW,
         &record,
     ));
-    pmu_linux::Counters::disable(&mut meter)?;
+    pmu_linux::measure::Counters::disable(&mut meter)?;
     Ok(demos)
 }
 
@@ -353,13 +354,14 @@ fn overflow_demo() -> Demo {
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
     };
     let counters = [counter];
-    let meter = pmu_linux::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr);
+    let meter =
+        pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr);
     let mut meter = match meter {
         Ok(m) => m,
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
     };
     counters[0].preset_before_wrap(1000);
-    if let Err(e) = pmu_linux::Counters::enable(&mut meter) {
+    if let Err(e) = pmu_linux::measure::Counters::enable(&mut meter) {
         return skipped("overflow", Hazards::OVERFLOW, e.to_string());
     }
     let prepared = crate::workloads::Workload::Loop.prepare(0);

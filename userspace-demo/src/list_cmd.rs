@@ -2,7 +2,7 @@
 
 use clap::Args as ClapArgs;
 use pmu_linux::list;
-use pmu_linux::Sysfs;
+use pmu_linux::sysfs::Sysfs;
 use serde::Serialize;
 
 use crate::workloads::Workload;
@@ -89,7 +89,7 @@ struct KernelOut {
 /// The common events, each opened alone through perf.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn probe_events(sysfs: &Sysfs) -> Vec<EventOut> {
-    list::probe_events(sysfs, &COMMON, pmu_linux::Options::default())
+    list::probe_events(sysfs, &COMMON, pmu_linux::session::Options::default())
         .into_iter()
         .map(|e| EventOut {
             name: e.name,

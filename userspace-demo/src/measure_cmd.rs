@@ -1,10 +1,8 @@
 //! `pmu-demo measure`.
 
 use clap::Args as ClapArgs;
-use pmu_linux::{
-    measure_keeping_partial, BackendChoice, BackendKind, Counters, Interrupted, MeasureConfig,
-    Measurement, Meter, MeterBuilder,
-};
+use pmu_linux::measure::{measure_keeping_partial, Counters, Interrupted, Measurement};
+use pmu_linux::{BackendChoice, BackendKind, MeasureConfig, Meter, MeterBuilder};
 use serde::Serialize;
 
 use crate::report::{self, EventReport, RunReport};
@@ -387,7 +385,8 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         builder.backend(choice);
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
-            let mut options = pmu_linux::Options::default().exclude_kernel(!args.include_kernel);
+            let mut options =
+                pmu_linux::session::Options::default().exclude_kernel(!args.include_kernel);
             if args.multiplex {
                 // Each event its own unpinned group: the kernel rotates them through the
                 // counters (perf stat's default). read() at both edges gives each event

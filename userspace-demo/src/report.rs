@@ -1,8 +1,8 @@
-//! Turning a `pmu_linux::Measurement` into what people and machines read.
+//! Turning a `pmu_linux::measure::Measurement` into what people and machines read.
 
+use pmu_linux::measure::Measurement;
 use pmu_linux::pmu_core::{Corrected, Hazards};
 use pmu_linux::region::ReadPath;
-use pmu_linux::Measurement;
 use serde::Serialize;
 
 /// Hazards that every read of a `read()`-only event carries: tolerated (and said so)

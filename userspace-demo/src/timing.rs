@@ -19,7 +19,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use pmu_linux::{Counters, Result};
+use pmu_linux::measure::Counters;
+use pmu_linux::Result;
 
 /// How long to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +111,7 @@ pub fn batches(config: BenchConfig, mut op: impl FnMut() -> Result<()>) -> Resul
 /// `read()` (software event, no vPMU, user reads disabled).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn fast_read(
-    session: &pmu_linux::Session,
+    session: &pmu_linux::session::Session,
     event: usize,
     config: BenchConfig,
 ) -> Result<BenchResult> {
@@ -131,7 +132,10 @@ pub fn fast_read(
 /// # Errors
 /// The read's.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub fn syscall_read(session: &pmu_linux::Session, config: BenchConfig) -> Result<BenchResult> {
+pub fn syscall_read(
+    session: &pmu_linux::session::Session,
+    config: BenchConfig,
+) -> Result<BenchResult> {
     batches(config, || {
         black_box(session.read_group()?);
         Ok(())
@@ -179,7 +183,7 @@ pub struct ReadPathCosts {
 
 /// Measures every read path of `session`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub fn read_paths(session: &mut pmu_linux::Session, config: BenchConfig) -> ReadPathCosts {
+pub fn read_paths(session: &mut pmu_linux::session::Session, config: BenchConfig) -> ReadPathCosts {
     ReadPathCosts {
         fast: fast_read(session, 0, config),
         syscall: syscall_read(session, config),

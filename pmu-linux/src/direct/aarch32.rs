@@ -239,7 +239,7 @@ impl FloorCounters {
     /// The floor reads of `counters`.
     ///
     /// # Errors
-    /// [`Error::Pmu`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
+    /// [`Error::Core`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
     /// counter on this PMU (cannot happen for slots the PMU allocated).
     pub fn new(counters: super::OwnedCounters<Pl0Pmu>) -> Result<Self> {
         use pmu_armv7::reader::ReadPath;

@@ -126,7 +126,7 @@ pub fn take_granted(
     // The module is loaded and has a layout: a read that traps on this CPU means the
     // grant went away here (perf's armv8pmu_start()), not that it was never given.
     let revoked = || Error::ModuleGrantMissing {
-        cause: crate::GrantMissing::RevokedByPerf {
+        cause: crate::error::GrantMissing::RevokedByPerf {
             regrant: std::path::Path::new(crate::error::MODULE_SYSFS)
                 .join("parameters/regrant")
                 .exists(),

@@ -319,8 +319,8 @@ impl<M, S: SentinelCounter> Drop for SentinelMeter<M, S> {
 mod tests {
     use super::*;
     use crate::direct::GenericDirectMeter;
+    use crate::direct::Unchecked;
     use crate::sched::fake::FakeThread;
-    use crate::Unchecked;
     use std::cell::RefCell;
 
     /// A counter set of one fake counter, and a fake sentinel; both log their accesses

@@ -220,7 +220,7 @@ fn the_backend_cannot_be_disabled() {
     let mut counting = meter.counters();
     assert_eq!(counting.disable(), Err(Error::MeterAlwaysCounts));
     assert_eq!(counting.names(), ["task-clock"]);
-    let run = crate::measure_once(&mut counting, &mut || spin(100_000)).unwrap();
+    let run = crate::measure::measure_once(&mut counting, &mut || spin(100_000)).unwrap();
     assert!(run.readings[0].value > 0);
 }
 

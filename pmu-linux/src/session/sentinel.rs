@@ -16,7 +16,7 @@
 //! Opening it needs what counting the kernel needs: perf_event_paranoid ≤ 1 or
 //! CAP_PERFMON (kernel/events/core.c `perf_allow_kernel`); and one more hardware
 //! counter, tried once at open (enable, read its page, disable, reset). Where any of
-//! this fails the session opens without it and [`crate::Session::sentinel`] says why.
+//! this fails the session opens without it and [`crate::session::Session::sentinel`] says why.
 
 use std::os::fd::AsFd;
 

@@ -136,8 +136,10 @@ mod imp {
     use std::collections::BTreeMap;
     use std::hint::black_box;
 
+    use pmu_linux::measure::Counters;
     use pmu_linux::pmu_core::Hazards;
-    use pmu_linux::{BackendChoice, Counters, Meter, RegionMeter};
+    use pmu_linux::pmu_core::RegionMeter;
+    use pmu_linux::{BackendChoice, Meter};
 
     use super::{Args, Disturbance, Interrupts, StatsBackend};
     use crate::hazard_names;
@@ -451,7 +453,7 @@ mod imp {
             if wanted.contains(&Disturbance::Overflow) {
                 let t = direct_overflow(home, args.injections)?;
                 println!(
-                    "HAZARDS-HOW {tag} module el0_programming=1: pmu_linux::DirectMeter on an \
+                    "HAZARDS-HOW {tag} module el0_programming=1: pmu_linux::direct::DirectMeter on an \
                      instructions counter this program programs (EL0 only) and presets \
                      {OVERFLOW_DISTANCE} below its 32-bit wrap before each region"
                 );
@@ -729,7 +731,7 @@ mod imp {
             .map_err(|e| Failure::new(format!("no instructions counter: {e}")))?;
         let counters = [counter];
         let mut meter =
-            pmu_linux::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
+            pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
         meter.enable()?;
         let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
         let mut t = Tally::default();

@@ -47,7 +47,9 @@ pub fn main(_: &[String]) -> ExitCode {
 mod run {
     use pmu_core::{Hazards, Reading, RegionMeter};
     use pmu_linux::hybrid::{CoreTopology, HybridSession};
-    use pmu_linux::{measure_with_baseline, sched, MeasureConfig, Options, Result, Session};
+    use pmu_linux::measure::measure_with_baseline;
+    use pmu_linux::session::{Options, Session};
+    use pmu_linux::{sched, MeasureConfig, Result};
 
     /// `n` iterations of a two-instruction loop, nothing at all for 0.
     #[inline(never)]

@@ -37,7 +37,8 @@ pub fn main(argv: &[String]) -> ExitCode {
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn run(argv: &[String]) -> Result<(), String> {
-    use pmu_linux::{fast, Options, Session};
+    use pmu_linux::fast;
+    use pmu_linux::session::{Options, Session};
 
     let mut args = argv.iter().skip(1).cloned();
     let parse = |arg: Option<String>, default: u64, what: &str| -> Result<u64, String> {

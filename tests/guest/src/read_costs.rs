@@ -48,8 +48,10 @@ mod imp {
 mod imp {
     use std::hint::black_box;
 
+    use pmu_linux::measure::{measure, Counters};
     use pmu_linux::pmu_core::{Hazards, RegionMeter};
-    use pmu_linux::{measure, Counters, MeasureConfig, Options, Session};
+    use pmu_linux::session::{Options, Session};
+    use pmu_linux::MeasureConfig;
 
     use super::*;
 
@@ -390,7 +392,7 @@ mod imp {
                 "",
             );
             let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
-            let mut meter = pmu_linux::DirectMeter::new(
+            let mut meter = pmu_linux::direct::DirectMeter::new(
                 &counters[1..],
                 vec!["instructions".into()],
                 Pmuserenr,
@@ -414,7 +416,7 @@ mod imp {
         let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER)?;
         counters[0].reset();
         let mut meter =
-            pmu_linux::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
+            pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
         meter.enable()?;
         accuracy("direct", &mut meter, Hazards::empty());
         meter.disable()?;

@@ -1,4 +1,4 @@
-//! Checks the perf backend's kernel-entry sentinel ([`pmu_linux::Options::kernel_sentinel`])
+//! Checks the perf backend's kernel-entry sentinel ([`pmu_linux::session::Options::kernel_sentinel`])
 //! on this machine: the arm64 guest runs it (tests/guest/arm64.sh `scenario_sentinel`,
 //! asserted by tests/tests/kernel_arm64.rs).
 //!
@@ -38,7 +38,10 @@ pub fn main(_: &[String]) -> ExitCode {
 mod imp {
     use std::process::ExitCode;
 
-    use pmu_linux::{Counters, Hazards, Options, Reading, RegionMeter, Session};
+    use pmu_linux::measure::Counters;
+    use pmu_linux::pmu_core::RegionMeter;
+    use pmu_linux::session::{Options, Session};
+    use pmu_linux::{Hazards, Reading};
 
     pub fn main(args: &[String]) -> ExitCode {
         let (Some(mode), Some(n)) = (
@@ -215,7 +218,7 @@ mod imp {
                 if base == libc::MAP_FAILED {
                     return Err(pmu_linux::Error::Syscall {
                         op: pmu_linux::error::Op::Mmap,
-                        errno: pmu_linux::Errno(
+                        errno: pmu_linux::error::Errno(
                             std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
                         ),
                     });
