@@ -278,6 +278,7 @@ const LINUX_MUSL: &[(&str, &[&str])] = &[
 
 /// Crates that only build for bare metal: excluded from host steps.
 const IMAGES: &[&str] = &[
+    "pmu-scenarios-armv8",
     "qemu-aarch64-virt",
     "qemu-armv7-virt",
     "qemu-x86_64",
@@ -295,7 +296,12 @@ const STOCK_MODULE_TARGETS: &[&str] = &[
 const BARE_METAL: &[(&str, &[&str])] = &[
     (
         "aarch64-unknown-none",
-        &["pmu-core", "pmu-armv8", "qemu-aarch64-virt"],
+        &[
+            "pmu-core",
+            "pmu-armv8",
+            "pmu-scenarios-armv8",
+            "qemu-aarch64-virt",
+        ],
     ),
     (
         "armv7a-none-eabi",

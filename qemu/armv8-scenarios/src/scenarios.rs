@@ -14,7 +14,7 @@ use crate::blocks::{self, el0_nops};
 use crate::boot::at_el0;
 use crate::el0_probes::{PROBES, SETTINGS};
 use crate::exceptions::{self, take_el0_trap};
-use crate::{gic, println};
+use crate::{print, println, Board};
 
 /// Warm-up runs and measured runs of the exact-count scenario.
 const WARMUP: u32 = 3;
@@ -40,7 +40,7 @@ impl Tally {
 }
 
 /// Runs every scenario; returns (passed, failed) checks.
-pub fn run_all() -> (u32, u32) {
+pub fn run_all(board: &Board) -> (u32, u32) {
     let mut t = Tally::default();
     // SAFETY: this image runs alone at EL1 on one PE; nothing else touches the PMU.
     let pmu = match unsafe { El1Pmu::take(PmuOptions::new()) } {
@@ -57,7 +57,7 @@ pub fn run_all() -> (u32, u32) {
     spe_config(&mut t);
     exact(&pool, &mut t);
     overflow(&pool, &mut t);
-    cycle_interrupt(&pool, &mut t);
+    cycle_interrupt(&pool, board, &mut t);
     filters(&pool, &mut t);
     el0_access(&mut t);
     (t.pass, t.fail)
@@ -291,11 +291,14 @@ fn window(
 }
 
 static PMU_IRQS: AtomicU32 = AtomicU32::new(0);
+/// The identifier of the last PMU interrupt taken (u32::MAX: none).
+static PMU_IRQ_ID: AtomicU32 = AtomicU32::new(u32::MAX);
 static PMU_IRQ_OVERFLOWS: AtomicU64 = AtomicU64::new(0);
 
 /// The cycle counter preset 1000 cycles before its 64-bit wrap, its overflow interrupt
-/// (PPI 23) enabled; 10000 instructions later exactly one interrupt must have arrived.
-fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
+/// enabled and routed through the board's interrupt controller (QEMU `virt`: GIC PPI
+/// 23); 10000 instructions later exactly one interrupt must have arrived.
+fn cycle_interrupt(pool: &CounterPool<El1Pmu>, board: &Board, t: &mut Tally) {
     let Ok(cyc) = pool.counter(GenericEvent::CpuCycles.into(), PrivilegeFilter::ALL) else {
         let ok = t.check(false);
         println!("RESULT irq error=counter-allocation pass={ok}");
@@ -303,8 +306,9 @@ fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
     };
     let slot = cyc.slot();
     fn on_irq(intid: u32) {
-        if intid == gic::PMU_INTID {
+        if crate::board().is_some_and(|b| (b.irq.is_pmu)(intid)) {
             PMU_IRQS.store(PMU_IRQS.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            PMU_IRQ_ID.store(intid, Ordering::Relaxed);
             // The handler cannot reach the pool; it records the flag state and clears
             // the cycle counter's flag through the registers' owner below.
             irq_clear_cycle_overflow();
@@ -315,7 +319,7 @@ fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
         Ordering::Relaxed,
     );
     exceptions::set_irq_handler(on_irq);
-    gic::enable(gic::PMU_INTID);
+    (board.irq.enable_pmu)();
     let enabled = pool.pmu().enable_overflow_interrupt(slot);
     cyc.preset_before_wrap(1000);
     cyc.start();
@@ -328,13 +332,32 @@ fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
     let _ = pool.pmu().disable_overflow_interrupt(slot);
     let irqs = PMU_IRQS.load(Ordering::Relaxed);
     let flagged = PMU_IRQ_OVERFLOWS.load(Ordering::Relaxed);
-    let ok = t.check(enabled.is_ok() && irqs == 1 && flagged == 1 && !cyc.overflowed());
-    println!(
-        "RESULT irq counter={} intid={} interrupts={irqs} overflow_seen_in_handler={flagged} flag_after={} pass={ok}",
+    let flag_after = cyc.overflowed();
+    let ok = t.check(enabled.is_ok() && irqs == 1 && flagged == 1 && !flag_after);
+    let intid = PMU_IRQ_ID.load(Ordering::Relaxed);
+    print!(
+        "RESULT irq counter={} controller={} intid=",
         slot_name(slot),
-        gic::PMU_INTID,
-        u8::from(cyc.overflowed()),
+        board.irq.name
     );
+    if intid == u32::MAX {
+        print!("none");
+    } else {
+        print!("{intid}");
+    }
+    println!(
+        " interrupts={irqs} overflow_seen_in_handler={flagged} flag_after={} pass={ok}",
+        u8::from(flag_after),
+    );
+    if irqs == 0 {
+        println!(
+            "  no interrupt arrived; the overflow flag is {} (the counter {} wrap)",
+            if flag_after { "set" } else { "clear" },
+            if flag_after { "did" } else { "did not" }
+        );
+        // The handler did not clear it: leave the counter clean for what follows.
+        pool.pmu().clear_overflow(slot);
+    }
 }
 
 static IRQ_POOL: AtomicU64 = AtomicU64::new(0);
