@@ -67,14 +67,22 @@ impl Image {
     }
 }
 
-/// Build both images, then run the tests that boot them.
+/// Build the images, then run the tests that boot them.
 pub fn test_steps() -> Vec<Step> {
+    use crate::boards::{image_step, RASPI3B, RASPI4B, RASPI5};
     vec![
         AARCH64.build(),
         ARMV7.build(),
         X86_64.build(),
+        RASPI3B.build(),
+        image_step(&RASPI3B),
+        RASPI4B.build(),
+        image_step(&RASPI4B),
+        // Built (and its kernel8.img made) though no emulator runs it.
+        RASPI5.build(),
+        image_step(&RASPI5),
         Step::cargo(
-            "QEMU end-to-end tests (tests/: aarch64 on max, cortex-a72, cortex-a53; armv7 on cortex-a7, cortex-a15; x86_64 TCG)",
+            "QEMU end-to-end tests (tests/: aarch64 on max, cortex-a72, cortex-a53; armv7 on cortex-a7, cortex-a15; x86_64 TCG; kernel8.img on raspi3b, raspi4b)",
             [
                 "test",
                 "-p",
@@ -86,13 +94,17 @@ pub fn test_steps() -> Vec<Step> {
                 "qemu_armv7",
                 "--test",
                 "qemu_x86_64",
+                "--test",
+                "qemu_raspi_aarch64",
                 "--",
                 "--test-threads=2",
             ],
         )
         .env(AARCH64.env, AARCH64.path())
         .env(ARMV7.env, ARMV7.path())
-        .env(X86_64.env, X86_64.path()),
+        .env(X86_64.env, X86_64.path())
+        .env(RASPI3B.env, RASPI3B.image())
+        .env(RASPI4B.env, RASPI4B.image()),
     ]
 }
 

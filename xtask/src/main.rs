@@ -7,6 +7,7 @@
 mod armv6;
 mod armv7;
 mod bench;
+mod boards;
 mod demo;
 mod e2e;
 mod hazards;
@@ -142,6 +143,18 @@ COMMANDS:
                       (default cortex-a15; also cortex-a7).
     qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
                       (TCG).
+    qemu <raspi3b|raspi4b>
+                      Build the bare-metal Raspberry Pi 3 / 4 image
+                      (qemu/raspi-aarch64), make kernel8.img from it and boot
+                      that on QEMU's raspi3b / raspi4b under -icount; every
+                      RESULT check must pass but the model's known gaps
+                      (raspi3b: QEMU does not wire the PMU interrupt to the
+                      local interrupt controller). docs/boards.md.
+    sdcard <raspi3b|raspi4b|raspi5> DIR
+                      Build the board's kernel8.img and write it and a
+                      config.txt into DIR, a mounted SD card boot partition
+                      (an old config.txt is kept as config.txt.pmu-backup);
+                      names the firmware files DIR still lacks.
     setup             Only install what the suite needs: rustup targets and
                       components (rust-toolchain.toml), QEMU and the kernel
                       build tools (apt), bindgen-cli (cargo install). Safe to
@@ -240,7 +253,15 @@ fn main() -> ExitCode {
         ["qemu", "armv7"] => return images::boot_armv7("cortex-a15"),
         ["qemu", "armv7", cpu] => return images::boot_armv7(cpu),
         ["qemu", "x86_64"] => return images::boot_x86_64(),
-        ["qemu", ..] => return usage("`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]` or `x86_64`"),
+        ["qemu", name] if boards::board(name).is_some() => {
+            return boards::boot(boards::board(name).expect("checked in the guard"))
+        }
+        ["qemu", ..] => {
+            return usage(
+                "`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]`, `x86_64`, `raspi3b` or `raspi4b`",
+            )
+        }
+        ["sdcard", board, dir] => return boards::sdcard(board, dir),
         ["setup"] => Plan::new("setup")
             .then(setup::steps())
             .then(setup::kernel_steps()),
@@ -280,6 +301,7 @@ const LINUX_MUSL: &[(&str, &[&str])] = &[
 const IMAGES: &[&str] = &[
     "pmu-scenarios-armv8",
     "qemu-aarch64-virt",
+    "qemu-raspi-aarch64",
     "qemu-armv7-virt",
     "qemu-x86_64",
     "kmod-enable-user-stock",
@@ -301,6 +323,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
             "pmu-armv8",
             "pmu-scenarios-armv8",
             "qemu-aarch64-virt",
+            "qemu-raspi-aarch64",
         ],
     ),
     (

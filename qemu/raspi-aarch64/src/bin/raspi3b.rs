@@ -1,0 +1,44 @@
+//! `kernel8.img` for the Raspberry Pi 3 (BCM2837, 4 x Cortex-A53), and QEMU's
+//! `raspi3b`: peripherals at 0x3F00_0000 (PL011 at 0x3F20_1000, GPIO at 0x3F20_0000),
+//! the PMU interrupt through the ARM local interrupt controller at 0x4000_0000 (source
+//! 9), the other cores released from the firmware's spin table into `wfi`. The
+//! scenarios are `pmu-scenarios-armv8`'s, the same as on QEMU `virt`.
+#![no_std]
+#![no_main]
+
+use pmu_scenarios_armv8::{Board, InterruptController};
+use qemu_raspi_aarch64::pl011::{self, Pl011};
+use qemu_raspi_aarch64::{local_intc, spin_table};
+
+const PERIPHERALS: usize = 0x3F00_0000;
+const UART: Pl011 = Pl011 {
+    base: PERIPHERALS + 0x20_1000,
+};
+
+static BOARD: Board = Board {
+    banner: "pmu raspi3b image (kernel8.img, BCM2837): PMU scenarios at EL1 and EL0",
+    name: "raspi3b",
+    init_console: || {
+        pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000);
+        UART.init();
+    },
+    write_byte: |b| UART.write_byte(b),
+    crlf: true,
+    park_secondaries: || {
+        spin_table::release_secondaries(pmu_scenarios_armv8::boot::park_address());
+        "spin-table-to-wfi"
+    },
+    irq: InterruptController {
+        name: "bcm2836-local",
+        enable_pmu: local_intc::route_pmu_to_core0,
+        acknowledge: local_intc::pending_core0,
+        end: |_| {},
+        is_pmu: |source| source == local_intc::PMU_SOURCE,
+    },
+};
+
+/// The board, for `pmu-scenarios-armv8`'s `_start`.
+#[no_mangle]
+fn pmu_board() -> &'static Board {
+    &BOARD
+}

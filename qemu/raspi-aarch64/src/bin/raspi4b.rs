@@ -1,0 +1,58 @@
+//! `kernel8.img` for the Raspberry Pi 4 (BCM2711, 4 x Cortex-A72), and QEMU's
+//! `raspi4b`: peripherals at 0xFE00_0000 (PL011 at 0xFE20_1000, GPIO at 0xFE20_0000),
+//! the GIC-400 at 0xFF84_1000 (distributor) / 0xFF84_2000 (CPU interface) (Linux 6.12
+//! bcm2711.dtsi: `gicv2` at bus 0x4004_1000, ranges 0x4000_0000 -> 0xFF80_0000), the
+//! other cores released from the firmware's spin table into `wfi`.
+//!
+//! The PMU interrupt: on the board it is SPI 16 + core (INTID 48 for core 0:
+//! bcm2711.dtsi's `pmu` node, `interrupts = <GIC_SPI 16 …>, …`); QEMU 10's model wires
+//! it to PPI 7 (INTID 23: hw/arm/bcm2838.c, `VIRTUAL_PMU_IRQ`). Both are enabled and
+//! the RESULT line says which one arrived.
+#![no_std]
+#![no_main]
+
+use pmu_scenarios_armv8::gic::Gic2;
+use pmu_scenarios_armv8::{Board, InterruptController};
+use qemu_raspi_aarch64::pl011::{self, Pl011};
+use qemu_raspi_aarch64::spin_table;
+
+const PERIPHERALS: usize = 0xFE00_0000;
+const UART: Pl011 = Pl011 {
+    base: PERIPHERALS + 0x20_1000,
+};
+const GIC: Gic2 = Gic2 {
+    distributor: 0xFF84_1000,
+    cpu_interface: 0xFF84_2000,
+};
+/// Core 0's PMU interrupt on the board (SPI 16).
+const PMU_SPI_CORE0: u32 = 32 + 16;
+/// The PMU interrupt in QEMU's model (PPI 7).
+const PMU_PPI_QEMU: u32 = 16 + 7;
+
+static BOARD: Board = Board {
+    banner: "pmu raspi4b image (kernel8.img, BCM2711): PMU scenarios at EL1 and EL0",
+    name: "raspi4b",
+    init_console: || {
+        pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000);
+        UART.init();
+    },
+    write_byte: |b| UART.write_byte(b),
+    crlf: true,
+    park_secondaries: || {
+        spin_table::release_secondaries(pmu_scenarios_armv8::boot::park_address());
+        "spin-table-to-wfi"
+    },
+    irq: InterruptController {
+        name: "gic-400",
+        enable_pmu: || GIC.enable(&[PMU_SPI_CORE0, PMU_PPI_QEMU]),
+        acknowledge: || GIC.acknowledge(),
+        end: |intid| GIC.end_of_interrupt(intid),
+        is_pmu: |intid| intid == PMU_SPI_CORE0 || intid == PMU_PPI_QEMU,
+    },
+};
+
+/// The board, for `pmu-scenarios-armv8`'s `_start`.
+#[no_mangle]
+fn pmu_board() -> &'static Board {
+    &BOARD
+}

@@ -1,0 +1,35 @@
+//! The Raspberry Pi pieces of the `kernel8.img` images (bins `raspi3b`, `raspi4b`,
+//! `raspi5`): each bin is a [`pmu_scenarios_armv8::Board`] made of these.
+//!
+//! Addresses are the ARM physical addresses (the MMU stays off). Sources: the BCM2835
+//! ARM Peripherals document (GPIO function select, section 6.1; the PL011, chapter 13,
+//! at bus address 0x7E20_1000), the BCM2836 "QA7" ARM local peripherals document (the
+//! PMU interrupt routing and the per-core IRQ source registers; the same offsets are in
+//! Linux 6.12 include/linux/irqchip/irq-bcm2836.h) and the Linux 6.12 device trees
+//! (arch/arm/boot/dts/broadcom/bcm2837.dtsi, bcm2711.dtsi; arch/arm64/boot/dts/
+//! broadcom/bcm2712.dtsi), which map the bus addresses to ARM physical ones. QEMU's
+//! models use the same addresses (hw/arm/bcm2836.c, bcm2838.c, raspi4b.c).
+#![no_std]
+
+pub mod local_intc;
+pub mod pl011;
+pub mod spin_table;
+
+/// A 32-bit MMIO register at a fixed physical address.
+#[derive(Clone, Copy)]
+pub struct Mmio(pub usize);
+
+impl Mmio {
+    /// Reads the register.
+    pub fn read(self) -> u32 {
+        // SAFETY: every `Mmio` of this crate names a device register of the board it is
+        // used on (module docs give the sources); the MMU is off, so it is mapped.
+        unsafe { core::ptr::read_volatile(self.0 as *const u32) }
+    }
+
+    /// Writes the register.
+    pub fn write(self, value: u32) {
+        // SAFETY: as in `read`.
+        unsafe { core::ptr::write_volatile(self.0 as *mut u32, value) }
+    }
+}

@@ -1,0 +1,30 @@
+//! The BCM2836 ARM local interrupt controller of the Pi 3 (BCM2837, at 0x4000_0000):
+//! the PMU interrupt of core n is routed to its IRQ by bit n of "PMU interrupt routing
+//! set" (0x10) and shows as bit 9 of core n's IRQ source register (0x60 + 4 n). Linux
+//! 6.12 include/linux/irqchip/irq-bcm2836.h (`LOCAL_PM_ROUTING_SET`,
+//! `LOCAL_IRQ_PENDING0`, `LOCAL_IRQ_PMU_FAST` = 9) and bcm2837.dtsi (the `arm-pmu`
+//! node's `interrupts = <9 …>` on `local_intc`).
+
+use crate::Mmio;
+
+/// The controller's base on the Pi 2 and Pi 3.
+pub const BASE: usize = 0x4000_0000;
+/// "PMU interrupt routing set".
+const PM_ROUTING_SET: usize = 0x10;
+/// Core 0's IRQ source register.
+const IRQ_PENDING0: usize = 0x60;
+/// The PMU's bit in a core's IRQ source register.
+pub const PMU_SOURCE: u32 = 9;
+
+/// Routes the PMU interrupt of core 0 to its IRQ line.
+pub fn route_pmu_to_core0() {
+    Mmio(BASE + PM_ROUTING_SET).write(1 << 0);
+}
+
+/// The lowest pending IRQ source of core 0 (the PMU is [`PMU_SOURCE`]), or `None`.
+/// Sources are level-triggered: there is nothing to acknowledge; clearing the cause
+/// (the overflow flag) ends the interrupt.
+pub fn pending_core0() -> Option<u32> {
+    let pending = Mmio(BASE + IRQ_PENDING0).read();
+    (pending != 0).then(|| pending.trailing_zeros())
+}
