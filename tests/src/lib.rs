@@ -74,7 +74,8 @@ pub const QEMU_AARCH64: &str = "qemu-system-aarch64";
 /// The QEMU command line for a bare-metal Raspberry Pi image (`kernel8.img`, …) on
 /// QEMU's model of the board (`raspi3b`, `raspi4b`, …), loaded the way the board's
 /// firmware loads it: a raw `-kernel` image (hw/arm/boot.c puts a 64-bit one at
-/// 0x8_0000 and starts the boot core at EL2, the others in the spin table). The model's
+/// 0x8_0000 and starts the boot core at EL2, the others in the spin table; a 32-bit one
+/// at 0x1_0000, the other cores polling their mailboxes). The model's
 /// four cores stay (the board has four; the image parks the other three), exact
 /// counting (`-icount shift=0,align=off,sleep=off`), semihosting for the exit status.
 pub fn raspi_image_args(machine: &str, image: &std::path::Path) -> Vec<String> {

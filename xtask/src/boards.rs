@@ -69,6 +69,28 @@ pub const RASPI4B: BoardImage = BoardImage {
     firmware: &["start4.elf", "fixup4.dat"],
 };
 
+/// Raspberry Pi 2 (BCM2836): a 32-bit image at 0x1_0000.
+pub const RASPI2B: BoardImage = BoardImage {
+    name: "raspi2b",
+    package: "qemu-raspi2b",
+    bin: "raspi2b",
+    target: "armv7a-none-eabi",
+    kernel_file: "kernel7.img",
+    qemu: Some(pmu_tests::QEMU_ARM),
+    env: "PMU_IMAGE_RASPI2B",
+    config: &[
+        "# pmu bare-metal image (cargo xtask sdcard): docs/boards.md",
+        "arm_64bit=0",
+        "kernel=kernel7.img",
+        "kernel_address=0x10000",
+        "enable_uart=1",
+        "uart_2ndstage=1",
+        "init_uart_clock=48000000",
+        "disable_commandline_tags=1",
+    ],
+    firmware: &["bootcode.bin", "start.elf", "fixup.dat"],
+};
+
 /// Raspberry Pi 5 (BCM2712): built, not emulated anywhere.
 pub const RASPI5: BoardImage = BoardImage {
     name: "raspi5",
@@ -92,7 +114,7 @@ pub const RASPI5: BoardImage = BoardImage {
 };
 
 /// Every board, in the order `cargo xtask sdcard` lists them.
-pub const BOARDS: &[BoardImage] = &[RASPI3B, RASPI4B, RASPI5];
+pub const BOARDS: &[BoardImage] = &[RASPI2B, RASPI3B, RASPI4B, RASPI5];
 
 /// The board called `name`.
 pub fn board(name: &str) -> Option<&'static BoardImage> {
@@ -163,9 +185,11 @@ impl BoardImage {
 /// The step that makes `board`'s raw image (after its build step).
 pub fn image_step(board: &'static BoardImage) -> Step {
     let f: fn() -> Result<(), String> = match board.name {
+        "raspi2b" => || RASPI2B.make_image().map(drop),
         "raspi3b" => || RASPI3B.make_image().map(drop),
         "raspi4b" => || RASPI4B.make_image().map(drop),
-        _ => || RASPI5.make_image().map(drop),
+        "raspi5" => || RASPI5.make_image().map(drop),
+        _ => || Err("no image step for this board".into()),
     };
     Step::func(
         format!(

@@ -143,14 +143,15 @@ COMMANDS:
                       (default cortex-a15; also cortex-a7).
     qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
                       (TCG).
-    qemu <raspi3b|raspi4b>
+    qemu <raspi3b|raspi4b|raspi2b>
                       Build the bare-metal Raspberry Pi 3 / 4 image
-                      (qemu/raspi-aarch64), make kernel8.img from it and boot
-                      that on QEMU's raspi3b / raspi4b under -icount; every
+                      (qemu/raspi-aarch64) or Pi 2 image (qemu/raspi2b), make
+                      kernel8.img / kernel7.img from it and boot that on
+                      QEMU's raspi3b / raspi4b / raspi2b under -icount; every
                       RESULT check must pass but the model's known gaps
                       (raspi3b: QEMU does not wire the PMU interrupt to the
                       local interrupt controller). docs/boards.md.
-    sdcard <raspi3b|raspi4b|raspi5> DIR
+    sdcard <raspi2b|raspi3b|raspi4b|raspi5> DIR
                       Build the board's kernel8.img and write it and a
                       config.txt into DIR, a mounted SD card boot partition
                       (an old config.txt is kept as config.txt.pmu-backup);
@@ -258,7 +259,7 @@ fn main() -> ExitCode {
         }
         ["qemu", ..] => {
             return usage(
-                "`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]`, `x86_64`, `raspi3b` or `raspi4b`",
+                "`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]`, `x86_64`, `raspi2b`, `raspi3b` or `raspi4b`",
             )
         }
         ["sdcard", board, dir] => return boards::sdcard(board, dir),
@@ -302,7 +303,9 @@ const IMAGES: &[&str] = &[
     "pmu-scenarios-armv8",
     "qemu-aarch64-virt",
     "qemu-raspi-aarch64",
+    "pmu-scenarios-armv7",
     "qemu-armv7-virt",
+    "qemu-raspi2b",
     "qemu-x86_64",
     "kmod-enable-user-stock",
 ];
@@ -323,12 +326,20 @@ const BARE_METAL: &[(&str, &[&str])] = &[
             "pmu-armv8",
             "pmu-scenarios-armv8",
             "qemu-aarch64-virt",
+            "pmu-raspi-board",
             "qemu-raspi-aarch64",
         ],
     ),
     (
         "armv7a-none-eabi",
-        &["pmu-core", "pmu-armv7", "qemu-armv7-virt"],
+        &[
+            "pmu-core",
+            "pmu-armv7",
+            "pmu-scenarios-armv7",
+            "qemu-armv7-virt",
+            "pmu-raspi-board",
+            "qemu-raspi2b",
+        ],
     ),
     (
         "x86_64-unknown-none",

@@ -6,9 +6,9 @@
 #![no_std]
 #![no_main]
 
+use pmu_raspi_board::pl011::{self, Pl011};
+use pmu_raspi_board::{local_intc, spin_table};
 use pmu_scenarios_armv8::{Board, InterruptController};
-use qemu_raspi_aarch64::pl011::{self, Pl011};
-use qemu_raspi_aarch64::{local_intc, spin_table};
 
 const PERIPHERALS: usize = 0x3F00_0000;
 const UART: Pl011 = Pl011 {

@@ -17,9 +17,9 @@
 #![no_std]
 #![no_main]
 
+use pmu_raspi_board::pl011::Pl011;
 use pmu_scenarios_armv8::gic::Gic2;
 use pmu_scenarios_armv8::{Board, InterruptController};
-use qemu_raspi_aarch64::pl011::Pl011;
 
 const UART: Pl011 = Pl011 {
     base: 0x10_7D00_1000,

@@ -1,5 +1,6 @@
-//! The Raspberry Pi pieces of the `kernel8.img` images (bins `raspi3b`, `raspi4b`,
-//! `raspi5`): each bin is a [`pmu_scenarios_armv8::Board`] made of these.
+//! The Raspberry Pi pieces of the bare-metal images: `kernel8.img` (qemu/raspi-aarch64,
+//! Pi 3/4/5), `kernel7.img` (qemu/raspi2b) and `kernel.img` (qemu/raspi0, Pi 0/1) are
+//! each a board made of these over their architecture's shared scenarios.
 //!
 //! Addresses are the ARM physical addresses (the MMU stays off). Sources: the BCM2835
 //! ARM Peripherals document (GPIO function select, section 6.1; the PL011, chapter 13,
@@ -13,6 +14,7 @@
 
 pub mod local_intc;
 pub mod pl011;
+#[cfg(target_arch = "aarch64")]
 pub mod spin_table;
 
 /// A 32-bit MMIO register at a fixed physical address.

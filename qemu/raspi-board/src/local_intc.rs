@@ -28,3 +28,17 @@ pub fn pending_core0() -> Option<u32> {
     let pending = Mmio(BASE + IRQ_PENDING0).read();
     (pending != 0).then(|| pending.trailing_zeros())
 }
+
+/// Mailbox 3 "write-set" of core `n` (0x8C + 16 n): the Pi 2's firmware, and QEMU's
+/// `raspi2b` boot stub (hw/arm/raspi.c `write_smpboot`), park cores 1 to 3 polling their
+/// mailbox 3 (read/clear at 0xCC + 16 n) and jump to the first non-zero value; Linux
+/// 6.12 starts them the same way (arch/arm/mach-bcm/platsmp.c,
+/// `bcm2836_smp_boot_secondary`: `LOCAL_MAILBOX3_SET0 + 16 * cpu`).
+const MAILBOX3_SET0: usize = 0x8C;
+
+/// Sends cores 1 to 3 to `entry` through their mailbox 3.
+pub fn release_secondaries_by_mailbox(entry: u32) {
+    for core in 1..4 {
+        Mmio(BASE + MAILBOX3_SET0 + 16 * core).write(entry);
+    }
+}
