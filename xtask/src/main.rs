@@ -143,15 +143,17 @@ COMMANDS:
                       (default cortex-a15; also cortex-a7).
     qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
                       (TCG).
-    qemu <raspi3b|raspi4b|raspi2b>
+    qemu <raspi3b|raspi4b|raspi2b|raspi0>
                       Build the bare-metal Raspberry Pi 3 / 4 image
-                      (qemu/raspi-aarch64) or Pi 2 image (qemu/raspi2b), make
-                      kernel8.img / kernel7.img from it and boot that on
-                      QEMU's raspi3b / raspi4b / raspi2b under -icount; every
+                      (qemu/raspi-aarch64), Pi 2 image (qemu/raspi2b) or Pi
+                      0/1 image (qemu/raspi0, ARMv6 through build-std), make
+                      kernel8.img / kernel7.img / kernel.img from it and boot
+                      that on QEMU's raspi3b / raspi4b / raspi2b / raspi0
+                      under -icount; every
                       RESULT check must pass but the model's known gaps
                       (raspi3b: QEMU does not wire the PMU interrupt to the
                       local interrupt controller). docs/boards.md.
-    sdcard <raspi2b|raspi3b|raspi4b|raspi5> DIR
+    sdcard <raspi0|raspi2b|raspi3b|raspi4b|raspi5> DIR
                       Build the board's kernel8.img and write it and a
                       config.txt into DIR, a mounted SD card boot partition
                       (an old config.txt is kept as config.txt.pmu-backup);
@@ -259,7 +261,7 @@ fn main() -> ExitCode {
         }
         ["qemu", ..] => {
             return usage(
-                "`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]`, `x86_64`, `raspi2b`, `raspi3b` or `raspi4b`",
+                "`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]`, `x86_64`, `raspi0`, `raspi2b`, `raspi3b` or `raspi4b`",
             )
         }
         ["sdcard", board, dir] => return boards::sdcard(board, dir),
@@ -306,6 +308,7 @@ const IMAGES: &[&str] = &[
     "pmu-scenarios-armv7",
     "qemu-armv7-virt",
     "qemu-raspi2b",
+    "qemu-raspi0",
     "qemu-x86_64",
     "kmod-enable-user-stock",
 ];
@@ -525,8 +528,8 @@ fn aarch64_user_tests() -> Step {
     .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER", "qemu-aarch64-static -cpu max")
 }
 
-/// `cargo <verb>` of pmu-armv6 for ARMv6, building `core` from rust-src on the pinned
-/// stable toolchain (RUSTC_BOOTSTRAP allows -Zbuild-std there).
+/// `cargo <verb>` of pmu-armv6 and the Pi 0/1 image for ARMv6, building `core` from
+/// rust-src on the pinned stable toolchain (RUSTC_BOOTSTRAP allows -Zbuild-std there).
 fn armv6(verb: &str) -> Step {
     let mut args = vec![
         verb.to_string(),
@@ -538,12 +541,18 @@ fn armv6(verb: &str) -> Step {
         "pmu-armv6".into(),
         "-p".into(),
         "pmu-core".into(),
+        "-p".into(),
+        "pmu-raspi-board".into(),
+        "-p".into(),
+        "qemu-raspi0".into(),
     ];
     if verb == "clippy" {
         args.extend(["--".into(), "-D".into(), "warnings".into()]);
     }
     Step::cargo(
-        format!("{verb} {ARMV6_TARGET} (pmu-core, pmu-armv6; build-std)"),
+        format!(
+            "{verb} {ARMV6_TARGET} (pmu-core, pmu-armv6, pmu-raspi-board, qemu-raspi0; build-std)"
+        ),
         args,
     )
     .env("RUSTC_BOOTSTRAP", "1")
