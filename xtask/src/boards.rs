@@ -40,6 +40,7 @@ const CONFIG_64: &[&str] = &[
     "kernel=kernel8.img",
     "kernel_address=0x80000",
     "enable_uart=1",
+    "dtoverlay=disable-bt",
     "uart_2ndstage=1",
     "init_uart_clock=48000000",
     "disable_commandline_tags=1",

@@ -140,8 +140,15 @@ fn exact(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
         let exact = |x: &Corrected| {
             x.min == Some(k as i64) && x.median == Some(k as i64) && x.region.clean == RUNS
         };
+        // The verdict is the instruction count, exact on any core for a straight-line
+        // block with interrupts masked. Cycles equal K only under QEMU's icount (one
+        // instruction per cycle); on a board they are what the core took (printed, and
+        // asserted against K by the QEMU tests, tests/tests/qemu_*.rs).
         let ok = t.check(
-            exact(&i) && exact(&c) && i.region.hazards.is_empty() && c.region.hazards.is_empty(),
+            exact(&i)
+                && c.region.clean == RUNS
+                && i.region.hazards.is_empty()
+                && c.region.hazards.is_empty(),
         );
         println!(
             "RESULT exact k={k} inst={} inst_median={} cycles={} cycles_median={} clean={}/{} hazards={} overhead_inst={} overhead_cycles={} inst_slot={} cycle_slot={} pass={ok}",
@@ -254,7 +261,10 @@ fn readers(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
             let _ = read_window(read, blocks::EMPTY);
             *g = read_window(read, block).wrapping_sub(read_window(read, blocks::EMPTY));
         }
-        let ok = t.check(got.iter().all(|&g| g == k));
+        // Instructions through the handle and the driver must be K; the cycle readings
+        // are K only under QEMU's icount (the QEMU tests assert them), so they are
+        // printed, not judged here.
+        let ok = t.check(got[0] == k && got[2] == k);
         println!(
             "RESULT readers k={k} path={:?} handle_inst={} handle_cycles={} driver_inst={} driver_cycles={} pass={ok}",
             ins_reader.path(), got[0], got[1], got[2], got[3],

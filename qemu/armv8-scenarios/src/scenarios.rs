@@ -198,8 +198,15 @@ fn exact(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
         let exact = |x: &Corrected| {
             x.min == Some(k as i64) && x.median == Some(k as i64) && x.region.clean == RUNS
         };
+        // The verdict is the instruction count, exact on any core for a straight-line
+        // block with interrupts masked. Cycles equal K only under QEMU's icount (one
+        // instruction per cycle); on a board they are what the core took (printed, and
+        // asserted against K by the QEMU tests, tests/tests/qemu_*.rs).
         let ok = t.check(
-            exact(&i) && exact(&c) && i.region.hazards.is_empty() && c.region.hazards.is_empty(),
+            exact(&i)
+                && c.region.clean == RUNS
+                && i.region.hazards.is_empty()
+                && c.region.hazards.is_empty(),
         );
         println!(
             "RESULT exact k={k} inst={} inst_median={} cycles={} cycles_median={} clean={}/{} hazards={} overhead_inst={} overhead_cycles={} inst_slot={} cycle_slot={} pass={ok}",
