@@ -4,7 +4,7 @@
 //! `config.txt` into a mounted boot partition (`cargo xtask sdcard BOARD DIR`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 
 use crate::images::target_dir;
 use crate::step::Step;
@@ -344,20 +344,16 @@ pub fn boot(board: &'static BoardImage) -> ExitCode {
     }
     let args = pmu_tests::raspi_image_args(board.name, &board.image());
     println!("==> {program} {}", args.join(" "));
-    let out = match Command::new(program)
-        .args(&args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("xtask qemu: cannot start {program}: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
+    // A time limit, so a hung image fails instead of blocking (the images finish in
+    // about a second).
+    let limit = std::time::Duration::from_secs(300);
+    let run = pmu_tests::run_qemu(program, &args, limit);
+    let text = run.stdout;
     print!("{text}");
+    if run.timed_out {
+        eprintln!("xtask qemu: QEMU ran past {limit:?}: the image hung");
+        return ExitCode::FAILURE;
+    }
     match verdict(board.name, &text) {
         Ok(note) => {
             println!("xtask qemu: {note}");
