@@ -26,10 +26,9 @@ const UARTDR: usize = 0x00;
 const UARTFR: usize = 0x18;
 const UARTFR_TXFF: u32 = 1 << 5;
 
-const GIC: Gic2 = Gic2 {
-    distributor: 0x0800_0000,
-    cpu_interface: 0x0801_0000,
-};
+// SAFETY: QEMU virt's GICv2 (hw/arm/virt.c memmap VIRT_GIC_DIST, VIRT_GIC_CPU); only
+// this image programs it.
+const GIC: Gic2 = unsafe { Gic2::new(0x0800_0000, 0x0801_0000) };
 
 /// INTID of the PMU overflow interrupt on `-M virt` (PPI 7 = INTID 16 + 7).
 const PMU_INTID: u32 = 23;

@@ -16,15 +16,13 @@ pub const SPURIOUS: u32 = 1023;
 
 /// A GICv2 at fixed addresses.
 pub struct Gic2 {
-    /// Distributor base.
-    pub distributor: usize,
-    /// CPU interface base.
-    pub cpu_interface: usize,
+    distributor: usize,
+    cpu_interface: usize,
 }
 
 fn write(addr: usize, value: u32) {
     // SAFETY: every address passed here is a register of the board's GICv2 (the
-    // `Gic2` a board defines names its distributor and CPU interface).
+    // contract of `Gic2::new`).
     unsafe { core::ptr::write_volatile(addr as *mut u32, value) }
 }
 
@@ -34,6 +32,18 @@ fn read(addr: usize) -> u32 {
 }
 
 impl Gic2 {
+    /// The GICv2 whose distributor and CPU interface are at these addresses.
+    ///
+    /// # Safety
+    /// They are the GICv2's on the board the code runs on (the MMU is off), and the
+    /// image owns it: nothing else programs it.
+    pub const unsafe fn new(distributor: usize, cpu_interface: usize) -> Self {
+        Self {
+            distributor,
+            cpu_interface,
+        }
+    }
+
     /// Enables the distributor and CPU interface and each of `intids` at priority 0x80;
     /// a shared peripheral interrupt (INTID 32 and up) is also targeted at CPU 0.
     pub fn enable(&self, intids: &[u32]) {

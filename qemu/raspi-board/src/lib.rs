@@ -19,13 +19,22 @@ pub mod spin_table;
 
 /// A 32-bit MMIO register at a fixed physical address.
 #[derive(Clone, Copy)]
-pub struct Mmio(pub usize);
+pub struct Mmio(usize);
 
 impl Mmio {
+    /// The register at `address`.
+    ///
+    /// # Safety
+    /// `address` is a 32-bit device register of the board the code runs on, reachable
+    /// at that physical address (the MMU is off), whose reads and writes have no effect
+    /// the caller has not accounted for.
+    pub const unsafe fn new(address: usize) -> Self {
+        Self(address)
+    }
+
     /// Reads the register.
     pub fn read(self) -> u32 {
-        // SAFETY: every `Mmio` of this crate names a device register of the board it is
-        // used on (module docs give the sources); the MMU is off, so it is mapped.
+        // SAFETY: `new`'s contract: a device register of this board, mapped.
         unsafe { core::ptr::read_volatile(self.0 as *const u32) }
     }
 

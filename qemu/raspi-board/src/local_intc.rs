@@ -16,16 +16,33 @@ const IRQ_PENDING0: usize = 0x60;
 /// The PMU's bit in a core's IRQ source register.
 pub const PMU_SOURCE: u32 = 9;
 
+/// The controller's register at `offset`.
+///
+/// # Safety
+/// The board is a Pi 2 or Pi 3 (BCM2836/BCM2837: the controller is at [`BASE`]).
+unsafe fn reg(offset: usize) -> Mmio {
+    // SAFETY: the caller's contract.
+    unsafe { Mmio::new(BASE + offset) }
+}
+
 /// Routes the PMU interrupt of core 0 to its IRQ line.
-pub fn route_pmu_to_core0() {
-    Mmio(BASE + PM_ROUTING_SET).write(1 << 0);
+///
+/// # Safety
+/// A Pi 2 or Pi 3, with an IRQ handler ready for the PMU interrupt.
+pub unsafe fn route_pmu_to_core0() {
+    // SAFETY: the caller's contract.
+    unsafe { reg(PM_ROUTING_SET) }.write(1 << 0);
 }
 
 /// The lowest pending IRQ source of core 0 (the PMU is [`PMU_SOURCE`]), or `None`.
 /// Sources are level-triggered: there is nothing to acknowledge; clearing the cause
 /// (the overflow flag) ends the interrupt.
-pub fn pending_core0() -> Option<u32> {
-    let pending = Mmio(BASE + IRQ_PENDING0).read();
+///
+/// # Safety
+/// A Pi 2 or Pi 3.
+pub unsafe fn pending_core0() -> Option<u32> {
+    // SAFETY: the caller's contract; reading the pending register has no side effect.
+    let pending = unsafe { reg(IRQ_PENDING0) }.read();
     (pending != 0).then(|| pending.trailing_zeros())
 }
 
@@ -37,8 +54,13 @@ pub fn pending_core0() -> Option<u32> {
 const MAILBOX3_SET0: usize = 0x8C;
 
 /// Sends cores 1 to 3 to `entry` through their mailbox 3.
-pub fn release_secondaries_by_mailbox(entry: u32) {
+///
+/// # Safety
+/// A Pi 2 (or a Pi 3 started in 32-bit mode) whose firmware parks the cores on their
+/// mailboxes; `entry` is code those cores can run forever.
+pub unsafe fn release_secondaries_by_mailbox(entry: u32) {
     for core in 1..4 {
-        Mmio(BASE + MAILBOX3_SET0 + 16 * core).write(entry);
+        // SAFETY: the caller's contract.
+        unsafe { reg(MAILBOX3_SET0 + 16 * core) }.write(entry);
     }
 }

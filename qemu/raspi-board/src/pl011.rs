@@ -31,16 +31,24 @@ pub const fn divisors(clock: u32, baud: u32) -> (u32, u32) {
     ((x64 / 64) as u32, (x64 % 64) as u32)
 }
 
-/// A PL011 at `base`.
+/// A PL011 at a fixed base.
 #[derive(Clone, Copy)]
 pub struct Pl011 {
-    /// Register base (ARM physical address).
-    pub base: usize,
+    base: usize,
 }
 
 impl Pl011 {
+    /// The PL011 whose registers start at `base` (ARM physical address).
+    ///
+    /// # Safety
+    /// A PL011 is at `base` on the board the code runs on (the MMU is off).
+    pub const unsafe fn new(base: usize) -> Self {
+        Self { base }
+    }
+
     fn reg(self, offset: usize) -> Mmio {
-        Mmio(self.base + offset)
+        // SAFETY: `new`'s contract: a PL011 at `base`; `offset` is one of its registers.
+        unsafe { Mmio::new(self.base + offset) }
     }
 
     /// Programs 115200 8N1 and enables transmit and receive: disable, wait until idle,
@@ -66,9 +74,14 @@ impl Pl011 {
 /// Puts GPIO 14 and 15 in function ALT0 (PL011 TXD0/RXD0): GPFSEL1 (base + 0x04), three
 /// bits per pin, pin 14 at bits 14:12, pin 15 at 17:15, ALT0 = 0b100 (BCM2835 ARM
 /// Peripherals 6.2, table 6-31; the same on the BCM2837 and BCM2711).
-pub fn gpio_14_15_alt0(gpio_base: usize) {
+///
+/// # Safety
+/// The BCM283x/BCM2711 GPIO block is at `gpio_base`, and nothing else on the board uses
+/// GPIO 14 and 15.
+pub unsafe fn gpio_14_15_alt0(gpio_base: usize) {
     const ALT0: u32 = 0b100;
-    let gpfsel1 = Mmio(gpio_base + 0x04);
+    // SAFETY: the caller's contract: GPFSEL1 of the GPIO block.
+    let gpfsel1 = unsafe { Mmio::new(gpio_base + 0x04) };
     let v = gpfsel1.read() & !((0b111 << 12) | (0b111 << 15));
     gpfsel1.write(v | (ALT0 << 12) | (ALT0 << 15));
 }

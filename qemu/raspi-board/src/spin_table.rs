@@ -13,11 +13,15 @@ pub const fn release_address(core: usize) -> usize {
 
 /// Sends cores 1 to 3 to `entry`: writes each release word, then `sev` wakes them from
 /// `wfe`.
-pub fn release_secondaries(entry: u64) {
+///
+/// # Safety
+/// A Pi 3 or Pi 4 whose firmware parks the cores on this spin table (not a Pi 5: its
+/// trusted firmware lives in low memory); `entry` is code those cores can run forever.
+pub unsafe fn release_secondaries(entry: u64) {
     for core in 1..4 {
-        // SAFETY: the release words are RAM the firmware reserves for this protocol
-        // (below the image at 0x8_0000); the 64-bit aligned store is what the waiting
-        // core reads.
+        // SAFETY: the caller's contract: the release words are RAM the firmware
+        // reserves for this protocol (below the image at 0x8_0000); the 64-bit aligned
+        // store is what the waiting core reads.
         unsafe { core::ptr::write_volatile(release_address(core) as *mut u64, entry) };
     }
     // SAFETY: a barrier and an event: the stores above must be visible before the

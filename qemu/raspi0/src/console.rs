@@ -10,13 +10,13 @@ use pmu_raspi_board::pl011::Pl011;
 /// BCM2835 peripherals (Pi 0/1): bus 0x7E00_0000 at ARM 0x2000_0000 (Linux 6.12
 /// bcm2835.dtsi `ranges`).
 pub const PERIPHERALS: usize = 0x2000_0000;
-const UART: Pl011 = Pl011 {
-    base: PERIPHERALS + 0x20_1000,
-};
+// SAFETY: the BCM2835's PL011 (bus 0x7E20_1000, bcm283x.dtsi `uart0`).
+const UART: Pl011 = unsafe { Pl011::new(PERIPHERALS + 0x20_1000) };
 
 /// Pins and baud rate.
 pub fn init() {
-    pmu_raspi_board::pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000);
+    // SAFETY: the BCM2835's GPIO block; GPIO 14/15 are the console's pins.
+    unsafe { pmu_raspi_board::pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000) };
     UART.init();
 }
 

@@ -11,21 +11,25 @@ use pmu_raspi_board::pl011::{self, Pl011};
 use pmu_scenarios_armv7::Board;
 
 const PERIPHERALS: usize = 0x3F00_0000;
-const UART: Pl011 = Pl011 {
-    base: PERIPHERALS + 0x20_1000,
-};
+// SAFETY: the BCM2836's PL011 (bus 0x7E20_1000, bcm283x.dtsi `uart0`).
+const UART: Pl011 = unsafe { Pl011::new(PERIPHERALS + 0x20_1000) };
 
 static BOARD: Board = Board {
     banner: "pmu raspi2b image (kernel7.img, BCM2836): AArch32 PMU scenarios at PL1 and PL0",
     name: "raspi2b",
     init_console: || {
-        pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000);
+        // SAFETY: the BCM2836's GPIO block; GPIO 14/15 are the console's pins.
+        unsafe { pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000) };
         UART.init();
     },
     write_byte: |b| UART.write_byte(b),
     crlf: true,
     park_secondaries: || {
-        local_intc::release_secondaries_by_mailbox(pmu_scenarios_armv7::boot::park_address());
+        // SAFETY: the Pi 2's firmware parks cores 1-3 on their mailboxes; the parking
+        // loop masks interrupts and sleeps forever.
+        unsafe {
+            local_intc::release_secondaries_by_mailbox(pmu_scenarios_armv7::boot::park_address())
+        };
         "mailbox-to-wfi"
     },
 };

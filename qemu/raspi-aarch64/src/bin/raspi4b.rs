@@ -17,13 +17,10 @@ use pmu_scenarios_armv8::gic::Gic2;
 use pmu_scenarios_armv8::{Board, InterruptController};
 
 const PERIPHERALS: usize = 0xFE00_0000;
-const UART: Pl011 = Pl011 {
-    base: PERIPHERALS + 0x20_1000,
-};
-const GIC: Gic2 = Gic2 {
-    distributor: 0xFF84_1000,
-    cpu_interface: 0xFF84_2000,
-};
+// SAFETY: the BCM2711's PL011 (bus 0x7E20_1000, bcm2711.dtsi `ranges`).
+const UART: Pl011 = unsafe { Pl011::new(PERIPHERALS + 0x20_1000) };
+// SAFETY: the BCM2711's GIC-400 (see the crate doc); only this image programs it.
+const GIC: Gic2 = unsafe { Gic2::new(0xFF84_1000, 0xFF84_2000) };
 /// Core 0's PMU interrupt on the board (SPI 16).
 const PMU_SPI_CORE0: u32 = 32 + 16;
 /// The PMU interrupt in QEMU's model (PPI 7).
@@ -33,13 +30,16 @@ static BOARD: Board = Board {
     banner: "pmu raspi4b image (kernel8.img, BCM2711): PMU scenarios at EL1 and EL0",
     name: "raspi4b",
     init_console: || {
-        pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000);
+        // SAFETY: the BCM2711's GPIO block; GPIO 14/15 are the console's pins.
+        unsafe { pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000) };
         UART.init();
     },
     write_byte: |b| UART.write_byte(b),
     crlf: true,
     park_secondaries: || {
-        spin_table::release_secondaries(pmu_scenarios_armv8::boot::park_address());
+        // SAFETY: the Pi 4's firmware parks cores 1-3 on the spin table; the parking
+        // loop masks interrupts and sleeps forever.
+        unsafe { spin_table::release_secondaries(pmu_scenarios_armv8::boot::park_address()) };
         "spin-table-to-wfi"
     },
     irq: InterruptController {

@@ -21,13 +21,10 @@ use pmu_raspi_board::pl011::Pl011;
 use pmu_scenarios_armv8::gic::Gic2;
 use pmu_scenarios_armv8::{Board, InterruptController};
 
-const UART: Pl011 = Pl011 {
-    base: 0x10_7D00_1000,
-};
-const GIC: Gic2 = Gic2 {
-    distributor: 0x10_7FFF_9000,
-    cpu_interface: 0x10_7FFF_A000,
-};
+// SAFETY: the BCM2712's debug-connector PL011 (bcm2712.dtsi `uart10`).
+const UART: Pl011 = unsafe { Pl011::new(0x10_7D00_1000) };
+// SAFETY: the BCM2712's GIC-400 (bcm2712.dtsi `gicv2`); only this image programs it.
+const GIC: Gic2 = unsafe { Gic2::new(0x10_7FFF_9000, 0x10_7FFF_A000) };
 const PMU_PPI: u32 = 16 + 7;
 
 static BOARD: Board = Board {
