@@ -92,7 +92,12 @@ pub fn test_steps() -> Vec<Step> {
         )
         .env(AARCH64.env, AARCH64.path())
         .env(ARMV7.env, ARMV7.path())
-        .env(X86_64.env, X86_64.path()),
+        .env(X86_64.env, X86_64.path())
+        .needs_programs(&[
+            pmu_tests::QEMU_AARCH64,
+            pmu_tests::QEMU_ARM,
+            pmu_tests::QEMU_X86_64,
+        ]),
     ]
 }
 
