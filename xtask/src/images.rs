@@ -114,7 +114,12 @@ pub fn test_steps() -> Vec<Step> {
         .env(RASPI0.env, RASPI0.image())
         .env(RASPI2B.env, RASPI2B.image())
         .env(RASPI3B.env, RASPI3B.image())
-        .env(RASPI4B.env, RASPI4B.image()),
+        .env(RASPI4B.env, RASPI4B.image())
+        .needs_programs(&[
+            pmu_tests::QEMU_AARCH64,
+            pmu_tests::QEMU_ARM,
+            pmu_tests::QEMU_X86_64,
+        ]),
     ]
 }
 
