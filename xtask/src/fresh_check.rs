@@ -354,20 +354,25 @@ fn run(rerun: bool, keep_targets: bool, dir: Option<PathBuf>) -> Result<bool, St
         );
         ok = false;
     }
+    let path = logs.join("report.md");
+    // The report is rewritten after each run, so a check stopped early keeps its figures.
+    let write_report = |runs: &[Run]| {
+        fs::write(&path, report(runs, &head)).map_err(|e| format!("{}: {e}", path.display()))
+    };
     runs.push(demo);
+    write_report(&runs)?;
     let test = run_xtask("test", &["test"], &clone, &env, &logs)?;
     ok &= test.ok;
     let test_ok = test.ok;
     runs.push(test);
+    write_report(&runs)?;
     if rerun && test_ok {
         let again = run_xtask("rerun", &["test"], &clone, &env, &logs)?;
         ok &= again.ok;
         runs.push(again);
+        write_report(&runs)?;
     }
-    let text = report(&runs, &head);
-    let path = logs.join("report.md");
-    fs::write(&path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
-    print!("{text}");
+    print!("{}", report(&runs, &head));
     eprintln!("fresh-check: report in {}", path.display());
     Ok(ok)
 }
