@@ -108,17 +108,23 @@ fn run_xtask(
         out_path.display(),
         err_path.display()
     );
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let started = Instant::now();
-    let mut child = Command::new(cargo)
+    // `cargo` from PATH (rustup's proxy) with none of our toolchain variables, as a
+    // newcomer types it: the clone's rust-toolchain.toml picks the toolchain, and the
+    // proxy passes it on (RUSTUP_TOOLCHAIN) to every rustc below. Without the proxy a
+    // dependency's own rust-toolchain file decides for that crate (the x86 crate ships
+    // one naming nightly: seen).
+    let mut child = Command::new("cargo")
         .arg("xtask")
         .args(args)
         .current_dir(clone)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("CI", "true")
-        // The clone builds its own xtask; our cargo's variables must not leak into it.
+        .env_remove("CARGO")
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
+        .env_remove("RUSTC")
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(Stdio::piped())
