@@ -335,6 +335,7 @@ pub fn boot(board: &'static BoardImage) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let plan = crate::step::Plan::new("qemu").then(vec![
+        Step::func("rustup targets installed", crate::setup::ensure_targets),
         Step::func("QEMU installed", crate::setup::ensure_qemu),
         board.build(),
         image_step(board),

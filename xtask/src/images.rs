@@ -125,6 +125,7 @@ pub fn test_steps() -> Vec<Step> {
 
 fn build_then_boot(image: &Image, program: &str, args: Vec<String>) -> ExitCode {
     let build = crate::step::Plan::new("qemu").then(vec![
+        Step::func("rustup targets installed", crate::setup::ensure_targets),
         Step::func("QEMU installed", crate::setup::ensure_qemu),
         image.build(),
     ]);
