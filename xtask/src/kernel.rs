@@ -271,7 +271,7 @@ pub fn package_version(package: &str) -> Option<String> {
     (out.status.success() && status.ends_with(" installed")).then(|| version.to_string())
 }
 
-fn sanitize(text: &str) -> String {
+pub(crate) fn sanitize(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || "._+-".contains(c) {
