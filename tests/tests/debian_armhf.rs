@@ -97,8 +97,10 @@ fn debian_armmp_kernel_on_cortex_a15() {
     let cpu = &run.scenario("cpu")[0];
     assert_eq!(cpu.get("part"), "0xc0f", "{}", cpu.raw);
     assert_eq!(cpu.get("architecture"), "7", "{}", cpu.raw);
-    // Debian's armmp kernel has perf's ARMv7 PMU driver (CONFIG_HW_PERF_EVENTS).
-    assert_eq!(cpu.int("perf_pmu"), 1, "{}", cpu.raw);
+    // QEMU's virt board describes no PMU in the device tree it gives a 32-bit CPU, so
+    // perf's ARMv7 driver (CONFIG_HW_PERF_EVENTS=y in Debian's armmp config) probes
+    // nothing: measured 0, as on the workspace's armv7 kernel (tests/tests/kernel_armv7.rs).
+    assert_eq!(cpu.int("perf_pmu"), 0, "{}", cpu.raw);
 
     demo(&run, "before-cpu0").assert_not_enabled(&run);
     let default = run.find("insmod", "tag", "default");
