@@ -616,7 +616,16 @@ pub fn kernel(arch: Arch) -> Result<Kernel, String> {
 }
 
 /// The module's sources, copied into the build directory (Kbuild builds in place).
-const MODULE_FILES: &[&str] = &["Kbuild", "Makefile", "kmod_enable_user_main.rs"];
+const MODULE_FILES: &[&str] = &[
+    "Kbuild",
+    "Makefile",
+    "kmod_enable_user_main.rs",
+    "param.rs",
+    "percpu.rs",
+    "arch_arm64.rs",
+    "arch_x86_64.rs",
+    "arch_other.rs",
+];
 
 /// The directory the module is built in for `arch`.
 fn module_dir(arch: Arch) -> PathBuf {

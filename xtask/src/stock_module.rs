@@ -32,6 +32,8 @@ pub const SOURCES: &[&str] = &[
     "check-object.sh",
     "kmod_enable_user_glue.c",
     "kmod_enable_user_stock.h",
+    "kmod_enable_user_perf.c",
+    "kmod_enable_user_perf.h",
 ];
 
 /// What the module is called, in both flavours (they are alternatives).
