@@ -137,9 +137,12 @@ scenario_debian() {
 	inst=$(layout_counter 0x8)
 	sysctl -w kernel.perf_user_access=1 >/dev/null
 	demo pua-session 0 perf
-	sysctl -w kernel.perf_user_access=0 >/dev/null
+	# Still with perf_user_access=1, as the session left it: perf's last event left
+	# CPU 0 (armpmu_disable -> armv8pmu_stop clears PMCR_EL0.E, drivers/perf/arm_pmu.c
+	# and arm_pmuv3.c), and PMUSERENR_EL0 may still hold the ER|CR perf gave the session.
 	demo pua-after-cpu0 0 direct
 	probe pua-after-read 0 read "${inst:-0}"
+	sysctl -w kernel.perf_user_access=0 >/dev/null
 	klog
 	unload pua
 	klog
