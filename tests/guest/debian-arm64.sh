@@ -52,6 +52,15 @@ probe() {
 	result probe tag=$tag cpu=$cpu mode=$1 status=$status $out
 }
 
+# Entries of the PSCI power-down idle state on every CPU (the boot's device tree has
+# one: tests/src/lib.rs `arm64_idle_dtb`). QEMU's CPU_SUSPEND returns instead of
+# powering down, so cpuidle counts them as `rejected`; cpu_pm_enter() and cpu_pm_exit()
+# ran around each all the same (and arm_pmu's CPU_PM_EXIT handler reset the PMU).
+idle_usage() {
+	cat /sys/devices/system/cpu/cpu*/cpuidle/state1/usage \
+		/sys/devices/system/cpu/cpu*/cpuidle/state1/rejected 2>/dev/null | awk '{n += $1} END {print n + 0}'
+}
+
 # `perf stat -a -e cycles:u,instructions:u -I 100` (what an administrator runs) started
 # before the module is loaded and stopped after it is unloaded; meanwhile: idle, insmod,
 # a direct read, CPU 1 offline and online, idle, rmmod, idle. Every interval line goes
@@ -67,6 +76,7 @@ perf_wide() {
 		n=$((n + 1))
 	done
 	result wide-started waited=$n
+	idle_before=$(idle_usage)
 	sleep 0.5
 	load wide
 	klog
@@ -83,6 +93,7 @@ perf_wide() {
 	unload wide
 	klog
 	sleep 0.5
+	result wide-idle driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) entries=$(($(idle_usage) - idle_before))
 	kill -INT $perf_pid
 	wait $perf_pid
 	result wide-perf status=$? intervals=$(grep -c -E '^ *[0-9]+\.[0-9]+,' /tmp/wide.csv)
@@ -98,8 +109,11 @@ scenario_debian() {
 	boot_line
 	perf_line
 
+	probe before-read 0 read 5
 	load default
 	klog
+	# The default grant is read-only: a PMCR_EL0 write traps.
+	probe default-write-pmcr 0 write-pmcr
 	result layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout)
 	inst=$(layout_counter 0x8)
 	demo default-cpu0 0 direct

@@ -66,9 +66,14 @@ fn file(name: &str) -> String {
 /// Boots Debian's kernel `kernel_var` with the initramfs on `-M <machine> -cpu max -smp
 /// 2` under icount, running `scenario`; the guest must finish and must have booted the
 /// kernel `release_var` names and loaded the module built for it.
-fn boot(kernel_var: &str, release_var: &str, machine: &str, scenario: &str) -> QemuRun {
+///
+/// `idle`: with PSCI idle states in the device tree (tests/src/lib.rs `arm64_idle_dtb`,
+/// as the test kernel's idle scenario), so an idle CPU goes through cpu_pm_enter() and
+/// cpu_pm_exit() and arm_pmu resets its PMU on the way out (Debian's kernel has
+/// CONFIG_ARM_PSCI_CPUIDLE=y).
+fn boot(kernel_var: &str, release_var: &str, machine: &str, scenario: &str, idle: bool) -> QemuRun {
     let release = var(release_var);
-    let args: Vec<String> = [
+    let mut args: Vec<String> = [
         "-M",
         machine,
         "-cpu",
@@ -95,6 +100,10 @@ fn boot(kernel_var: &str, release_var: &str, machine: &str, scenario: &str) -> Q
     .iter()
     .map(|s| s.to_string())
     .collect();
+    if idle {
+        let dtb = pmu_tests::arm64_idle_dtb(&args, &format!("debian-{release}"));
+        args.extend(["-dtb".to_string(), dtb.display().to_string()]);
+    }
     let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
     assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
     run.assert_guest_finished();
@@ -300,7 +309,7 @@ fn assert_no_jump(run: &QemuRun) {
 
 /// The whole `debian` scenario on one of Debian's kernels.
 fn debian_scenario(kernel_var: &str, release_var: &str) {
-    let run = boot(kernel_var, release_var, "virt", "debian");
+    let run = boot(kernel_var, release_var, "virt", "debian", true);
     let perf = &run.scenario("perf")[0];
     let version = var(env::PERF_VERSION);
     // `perf version 6.1.192` for linux-perf 6.1.192-3.
@@ -313,8 +322,17 @@ fn debian_scenario(kernel_var: &str, release_var: &str) {
     );
     assert!(perf.int("pmus") >= 1, "{}", perf.raw);
 
-    // The default load, exact counts on both CPUs.
+    // Nothing readable before the load; the default load, read-only (a PMCR_EL0 write
+    // traps), exact counts on both CPUs.
+    assert_eq!(
+        run.find("probe", "tag", "before-read").int("status"),
+        TRAPPED
+    );
     insmod(&run, "default");
+    assert_eq!(
+        run.find("probe", "tag", "default-write-pmcr").int("status"),
+        TRAPPED
+    );
     run.assert_klog("kmod_enable_user: loaded:");
     for cpu in 0..2 {
         assert_exact(&run, &demo(&run, &format!("default-cpu{cpu}")));
@@ -339,6 +357,11 @@ fn debian_scenario(kernel_var: &str, release_var: &str) {
         hotplug.raw
     );
     rmmod(&run, "wide");
+    // The CPUs went through the PSCI idle state meanwhile (CPU PM exits: arm_pmu reset
+    // the PMU each time).
+    let idle = &run.scenario("wide-idle")[0];
+    assert_eq!(idle.get("driver"), "psci_idle", "{}", idle.raw);
+    assert!(idle.int("entries") > 0, "{}", idle.raw);
     assert_no_jump(&run);
 
     // A perf_user_access session, then direct reads: counted, or refused with a reason.
@@ -376,6 +399,7 @@ fn debian_default_kernel_vhe() {
         env::RELEASE_DEFAULT,
         "virt,virtualization=on",
         "vhe",
+        false,
     );
     let el2 = &run.scenario("el2")[0];
     assert!(el2.int("el2_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
