@@ -95,6 +95,50 @@ impl Drop for PinGuard {
     }
 }
 
+/// Where a region's thread evidence comes from: the calling thread's context-switch
+/// counts and the CPU it runs on.
+///
+/// A region reads it outside its counter window, at both edges, and its verdict
+/// (`CONTEXT_SWITCH`, `CPU_MIGRATION`) is derived from the two stamps. Production
+/// regions use [`Kernel`]; the host tests give the regions a scripted source, so that
+/// their verdicts depend on what the test says happened and not on the machine's load.
+pub trait ThreadSource {
+    /// The thread's context-switch counts so far.
+    ///
+    /// # Errors
+    /// The source could not tell ([`Kernel`]: `getrusage` failed).
+    fn switches(&self) -> Result<SwitchCounts>;
+    /// The CPU the thread runs on, `None` if the source cannot tell.
+    fn cpu(&self) -> Option<u32>;
+}
+
+/// The running kernel: `getrusage(RUSAGE_THREAD)` and `sched_getcpu()` of the calling
+/// thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kernel;
+
+impl ThreadSource for Kernel {
+    #[inline(always)]
+    fn switches(&self) -> Result<SwitchCounts> {
+        thread_switches()
+    }
+    #[inline(always)]
+    fn cpu(&self) -> Option<u32> {
+        current_cpu()
+    }
+}
+
+impl<T: ThreadSource + ?Sized> ThreadSource for &T {
+    #[inline(always)]
+    fn switches(&self) -> Result<SwitchCounts> {
+        (**self).switches()
+    }
+    #[inline(always)]
+    fn cpu(&self) -> Option<u32> {
+        (**self).cpu()
+    }
+}
+
 /// The thread-level state taken outside a region, before the first and after the last
 /// counter read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -109,23 +153,83 @@ pub(crate) struct ThreadStamp {
 
 impl ThreadStamp {
     /// Switch counts, then the CPU (at a region's start).
-    pub(crate) fn before() -> Result<Self> {
-        let switches = thread_switches()?;
+    #[inline(always)]
+    pub(crate) fn before(thread: &impl ThreadSource) -> Result<Self> {
+        let switches = thread.switches()?;
         Ok(Self {
             switches: Some(switches),
-            cpu: current_cpu(),
+            cpu: thread.cpu(),
             cpu_from_rseq: false,
         })
     }
 
     /// The CPU, then the switch counts (at a region's end).
-    pub(crate) fn after() -> Result<Self> {
-        let cpu = current_cpu();
+    #[inline(always)]
+    pub(crate) fn after(thread: &impl ThreadSource) -> Result<Self> {
+        let cpu = thread.cpu();
         Ok(Self {
-            switches: Some(thread_switches()?),
+            switches: Some(thread.switches()?),
             cpu,
             cpu_from_rseq: false,
         })
+    }
+}
+
+/// A scripted [`ThreadSource`] for the host tests: switch counts and the CPU are what
+/// the test sets, never the machine's.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::cell::Cell;
+
+    use super::{SwitchCounts, ThreadSource};
+    use crate::error::Result;
+
+    /// Switch counts and a CPU that change only when the test says so. Shared by
+    /// reference (`&FakeThread` is a source too), so a test can script a switch or a
+    /// migration inside the region it measures.
+    #[derive(Debug)]
+    pub(crate) struct FakeThread {
+        switches: Cell<SwitchCounts>,
+        cpu: Cell<Option<u32>>,
+    }
+
+    impl Default for FakeThread {
+        /// On CPU 0, no switch yet.
+        fn default() -> Self {
+            Self {
+                switches: Cell::new(SwitchCounts::default()),
+                cpu: Cell::new(Some(0)),
+            }
+        }
+    }
+
+    impl FakeThread {
+        /// The thread gives up the CPU once (a sleep: `ru_nvcsw` + 1).
+        pub(crate) fn switch_voluntarily(&self) {
+            let mut s = self.switches.get();
+            s.voluntary += 1;
+            self.switches.set(s);
+        }
+        /// The scheduler takes the CPU away once (`ru_nivcsw` + 1).
+        pub(crate) fn preempt(&self) {
+            let mut s = self.switches.get();
+            s.involuntary += 1;
+            self.switches.set(s);
+        }
+        /// The thread moves to `cpu` (a migration is a switch out and in: + 1 involuntary).
+        pub(crate) fn migrate_to(&self, cpu: u32) {
+            self.preempt();
+            self.cpu.set(Some(cpu));
+        }
+    }
+
+    impl ThreadSource for FakeThread {
+        fn switches(&self) -> Result<SwitchCounts> {
+            Ok(self.switches.get())
+        }
+        fn cpu(&self) -> Option<u32> {
+            self.cpu.get()
+        }
     }
 }
 

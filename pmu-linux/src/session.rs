@@ -472,7 +472,7 @@ impl Session {
 
     fn start_thorough(&mut self) -> Result<()> {
         self.last_region = RegionRecord::Sampled;
-        self.start_thread = ThreadStamp::before()?;
+        self.start_thread = ThreadStamp::before(&crate::sched::Kernel)?;
         self.sample_into(Edge::Start)
     }
 
@@ -492,7 +492,7 @@ impl Session {
             .into());
         }
         self.sample_into(Edge::Stop)?;
-        self.end_thread = ThreadStamp::after()?;
+        self.end_thread = ThreadStamp::after(&crate::sched::Kernel)?;
         self.evaluate(out);
         Ok(())
     }

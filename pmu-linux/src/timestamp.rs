@@ -13,7 +13,7 @@ use pmu_core::{Reading, RegionMeter};
 use crate::error::{Error, Result};
 use crate::measure::Counters;
 use crate::region::Evidence;
-use crate::sched::{current_cpu, thread_switches, SwitchCounts};
+use crate::sched::{Kernel, SwitchCounts, ThreadSource};
 
 /// The name the meter gives its one reading: `tsc` on x86_64, `cntvct` on aarch64.
 pub const NAME: &str = if cfg!(target_arch = "aarch64") {
@@ -22,9 +22,30 @@ pub const NAME: &str = if cfg!(target_arch = "aarch64") {
     "tsc"
 };
 
-/// Measures regions in time-stamp ticks ([`NAME`]).
+/// Where a [`TimestampMeter`] reads its ticks: the CPU's [`TimestampCounter`] in
+/// production, a scripted clock in the host tests.
+pub trait TickSource {
+    /// The current tick count.
+    fn ticks(&self) -> u64;
+}
+
+/// The CPU's time-stamp counter ([`ticks`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TimestampCounter;
+
+impl TickSource for TimestampCounter {
+    #[inline(always)]
+    fn ticks(&self) -> u64 {
+        ticks()
+    }
+}
+
+/// Measures regions in time-stamp ticks ([`NAME`]); the ticks come from `K`, the
+/// thread's switch counts and CPU from `T`.
 #[derive(Debug, Default)]
-pub struct TimestampMeter {
+pub struct TimestampMeter<T: ThreadSource = Kernel, K: TickSource = TimestampCounter> {
+    thread: T,
+    clock: K,
     start: u64,
     switches: Option<SwitchCounts>,
     cpu: Option<u32>,
@@ -41,6 +62,20 @@ impl TimestampMeter {
             Ok(Self::default())
         } else {
             Err(Error::NoTimestampCounter)
+        }
+    }
+}
+
+impl<T: ThreadSource, K: TickSource> TimestampMeter<T, K> {
+    /// A meter reading `clock`, with the thread's evidence from `thread`.
+    pub fn with_sources(thread: T, clock: K) -> Self {
+        Self {
+            thread,
+            clock,
+            start: 0,
+            switches: None,
+            cpu: None,
+            last: Evidence::default(),
         }
     }
 }
@@ -70,20 +105,20 @@ pub fn ticks() -> u64 {
     }
 }
 
-impl RegionMeter for TimestampMeter {
+impl<T: ThreadSource, K: TickSource> RegionMeter for TimestampMeter<T, K> {
     type Error = Error;
 
     fn start(&mut self) -> Result<()> {
-        self.switches = thread_switches().ok();
-        self.cpu = current_cpu();
-        self.start = ticks();
+        self.switches = self.thread.switches().ok();
+        self.cpu = self.thread.cpu();
+        self.start = self.clock.ticks();
         Ok(())
     }
 
     fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
-        let end = ticks();
-        let switches_after = thread_switches().ok();
-        let cpu_after = current_cpu();
+        let end = self.clock.ticks();
+        let switches_after = self.thread.switches().ok();
+        let cpu_after = self.thread.cpu();
         let mut evidence = Evidence::default();
         evidence.cpu_start = self.cpu;
         evidence.cpu_end = cpu_after;
@@ -107,7 +142,7 @@ impl RegionMeter for TimestampMeter {
     }
 }
 
-impl Counters for TimestampMeter {
+impl<T: ThreadSource, K: TickSource> Counters for TimestampMeter<T, K> {
     fn names(&self) -> Vec<String> {
         vec![NAME.to_owned()]
     }
@@ -136,21 +171,55 @@ mod tests {
         );
     }
 
-    /// A region that sleeps 2 ms: the ticks advance, and the sleep (a voluntary switch,
-    /// counted by getrusage) is flagged CONTEXT_SWITCH; a short spin right after
-    /// advances too.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    /// A clock that advances by a fixed step at each read, as the test says.
+    #[derive(Debug)]
+    struct SteppingClock {
+        now: std::cell::Cell<u64>,
+        step: u64,
+    }
+
+    impl TickSource for SteppingClock {
+        fn ticks(&self) -> u64 {
+            let t = self.now.get();
+            self.now.set(t + self.step);
+            t
+        }
+    }
+
+    /// A region in which the (scripted) thread slept: the ticks are the clock's
+    /// difference, the voluntary switch is flagged CONTEXT_SWITCH; the next region, with
+    /// nothing happening, is clean; a migration is flagged CPU_MIGRATION. Expected
+    /// values: the verdict rules of `Evidence::thread_hazards` (getrusage(2) ru_nvcsw /
+    /// ru_nivcsw, sched_getcpu(3)).
     #[test]
-    fn ticks_advance_and_switches_are_flagged() {
-        let mut meter = TimestampMeter::new().unwrap();
+    fn ticks_and_the_threads_evidence() {
+        use crate::sched::fake::FakeThread;
         use pmu_core::Hazards;
-        let run = crate::measure::measure_once(&mut meter, &mut || {
-            std::thread::sleep(std::time::Duration::from_millis(2))
-        })
-        .unwrap();
-        assert!(run.readings[0].value > 0);
-        assert!(run.readings[0].hazards.contains(Hazards::CONTEXT_SWITCH));
-        assert!(run.evidence.switches.unwrap().voluntary >= 1);
+        let thread = FakeThread::default();
+        let clock = SteppingClock {
+            now: std::cell::Cell::new(1_000),
+            step: 250,
+        };
+        let mut meter = TimestampMeter::with_sources(&thread, clock);
+        let run =
+            crate::measure::measure_once(&mut meter, &mut || thread.switch_voluntarily()).unwrap();
+        assert_eq!(run.readings[0].value, 250);
+        assert_eq!(run.readings[0].hazards, Hazards::CONTEXT_SWITCH);
+        assert_eq!(run.evidence.switches.unwrap().voluntary, 1);
+
+        let run = crate::measure::measure_once(&mut meter, &mut || {}).unwrap();
+        assert_eq!(run.readings[0].value, 250);
+        assert!(run.readings[0].hazards.is_empty(), "{run:?}");
+
+        let run = crate::measure::measure_once(&mut meter, &mut || thread.migrate_to(1)).unwrap();
+        assert!(run.readings[0]
+            .hazards
+            .contains(Hazards::CPU_MIGRATION | Hazards::CONTEXT_SWITCH));
+        assert_eq!(
+            (run.evidence.cpu_start, run.evidence.cpu_end),
+            (Some(0), Some(1))
+        );
+
         let mut out = [];
         meter.start().unwrap();
         assert!(meter.stop(&mut out).is_err(), "no room for the reading");

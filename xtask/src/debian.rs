@@ -904,6 +904,20 @@ pub fn arm64_step() -> crate::step::Step {
         "Debian 12's own arm64 kernels (linux-image-arm64: 6.1, linux-image-6.12-arm64) with the stock module built against their headers, Debian's perf, pmu-demo (apt, cached; tests/tests/debian_arm64.rs)",
         run_arm64,
     )
+    .needs_programs(&[
+        "apt-get",
+        "apt-cache",
+        "dpkg-deb",
+        "tar",
+        "readelf",
+        "make",
+        "gcc",
+        "aarch64-linux-gnu-gcc",
+        "modinfo",
+        // The idle device tree (tests/src/lib.rs `arm64_idle_dtb`).
+        "dtc",
+        pmu_tests::QEMU_AARCH64,
+    ])
 }
 
 /// The step of `cargo xtask e2e debian-armhf` (and of `cargo xtask test`).
@@ -912,6 +926,17 @@ pub fn armhf_step() -> crate::step::Step {
         "Debian 12's own armhf kernel (linux-image-armmp) on virt -cpu cortex-a15 with the ARMv7 stock module built against its headers, the ARMv7 pmu-demo (apt, cached; tests/tests/debian_armhf.rs)",
         run_armhf,
     )
+    .needs_programs(&[
+        "apt-get",
+        "apt-cache",
+        "dpkg-deb",
+        "tar",
+        "make",
+        "gcc",
+        "arm-linux-gnueabi-gcc",
+        "modinfo",
+        pmu_tests::QEMU_ARM,
+    ])
 }
 
 #[cfg(test)]

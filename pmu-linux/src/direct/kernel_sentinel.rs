@@ -319,13 +319,16 @@ impl<M, S: SentinelCounter> Drop for SentinelMeter<M, S> {
 mod tests {
     use super::*;
     use crate::direct::GenericDirectMeter;
+    use crate::sched::fake::FakeThread;
     use crate::Unchecked;
     use std::cell::RefCell;
 
     /// A counter set of one fake counter, and a fake sentinel; both log their accesses
-    /// into one journal, so the order of reads is visible.
+    /// into one journal, so the order of reads is visible. The thread never switches or
+    /// migrates unless a test says so.
     #[derive(Debug, Default)]
     struct Journal {
+        thread: FakeThread,
         log: RefCell<Vec<&'static str>>,
         counter: Cell<u64>,
         sentinel: Cell<u64>,
@@ -381,7 +384,13 @@ mod tests {
 
     fn meter(j: &Journal) -> impl Counters + '_ {
         let (set, link) = with_sentinel(FakeCounters(j), FakeSentinel(j));
-        let inner = GenericDirectMeter::new(set, vec!["instructions".into()], Unchecked).unwrap();
+        let inner = GenericDirectMeter::with_thread_source(
+            set,
+            vec!["instructions".into()],
+            Unchecked,
+            &j.thread,
+        )
+        .unwrap();
         SentinelMeter::new(inner, link, "instructions", "fake")
     }
 
@@ -466,7 +475,13 @@ mod tests {
             })
         );
         let (set, _) = with_sentinel(FakeCounters(&j), FakeSentinel(&j));
-        let inner = GenericDirectMeter::new(set, vec!["instructions".into()], Unchecked).unwrap();
+        let inner = GenericDirectMeter::with_thread_source(
+            set,
+            vec!["instructions".into()],
+            Unchecked,
+            &j.thread,
+        )
+        .unwrap();
         let off = WithoutSentinel::new(inner, "no privilege filter");
         assert_eq!(
             off.sentinel(),

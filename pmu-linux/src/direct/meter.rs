@@ -8,7 +8,7 @@ use super::{AccessCheck, Unchecked};
 use crate::error::{Error, Result};
 use crate::measure::Counters;
 use crate::region::{direct_evidence, direct_readings, Evidence};
-use crate::sched::ThreadStamp;
+use crate::sched::{Kernel, ThreadSource, ThreadStamp};
 use crate::MAX_EVENTS;
 
 /// Counters a [`GenericDirectMeter`] measures with: the handles of a
@@ -111,10 +111,13 @@ pub type DirectMeter<'c, 'p, P, A = Unchecked> = GenericDirectMeter<&'c [Counter
 
 /// Measures regions on counters the library programmed itself: over borrowed handles
 /// ([`DirectMeter`]) or owned counters (`GenericDirectMeter<OwnedCounters<P>, A>`, no
-/// lifetime: it can live in a struct).
+/// lifetime: it can live in a struct). The thread's switch counts and CPU come from
+/// `T` (the running [`Kernel`] unless built with
+/// [`GenericDirectMeter::with_thread_source`]).
 #[derive(Debug)]
-pub struct GenericDirectMeter<C: CounterSet, A: AccessCheck = Unchecked> {
+pub struct GenericDirectMeter<C: CounterSet, A: AccessCheck = Unchecked, T: ThreadSource = Kernel> {
     counters: C,
+    thread: T,
     names: Vec<String>,
     widths: [CounterWidth; MAX_EVENTS],
     access: A,
@@ -128,12 +131,29 @@ pub struct GenericDirectMeter<C: CounterSet, A: AccessCheck = Unchecked> {
 }
 
 impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
-    /// A meter over `counters`, named `names`, checking user access with `access`.
+    /// A meter over `counters`, named `names`, checking user access with `access`; the
+    /// thread's evidence comes from the running kernel.
     ///
     /// # Errors
     /// [`Error::NoEvents`], [`Error::TooManyEvents`], or a name count that differs
     /// from the counter count ([`pmu_core::Error::ReadingsMismatch`]).
     pub fn new(counters: C, names: Vec<String>, access: A) -> Result<Self> {
+        Self::with_thread_source(counters, names, access, Kernel)
+    }
+}
+
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T> {
+    /// As [`GenericDirectMeter::new`], with the thread's switch counts and CPU taken
+    /// from `thread`.
+    ///
+    /// # Errors
+    /// As [`GenericDirectMeter::new`].
+    pub fn with_thread_source(
+        counters: C,
+        names: Vec<String>,
+        access: A,
+        thread: T,
+    ) -> Result<Self> {
         if counters.is_empty() {
             return Err(Error::NoEvents);
         }
@@ -156,6 +176,7 @@ impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
         }
         Ok(Self {
             counters,
+            thread,
             names,
             widths,
             access,
@@ -226,7 +247,7 @@ impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
     }
 }
 
-impl<C: CounterSet, A: AccessCheck> RegionMeter for GenericDirectMeter<C, A> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> RegionMeter for GenericDirectMeter<C, A, T> {
     type Error = Error;
 
     /// Checks access, takes switch counts and CPU, reads every counter, then clears the
@@ -235,7 +256,7 @@ impl<C: CounterSet, A: AccessCheck> RegionMeter for GenericDirectMeter<C, A> {
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
         self.check_access()?;
-        self.start_thread = ThreadStamp::before()?;
+        self.start_thread = ThreadStamp::before(&self.thread)?;
         self.counters.read_all(&mut self.start);
         self.counters.clear_overflows();
         Ok(())
@@ -249,7 +270,7 @@ impl<C: CounterSet, A: AccessCheck> RegionMeter for GenericDirectMeter<C, A> {
         self.counters.read_all(&mut self.end);
         self.counters.overflowed_all(&mut self.overflowed);
         let n = self.counters.len();
-        let thread_end = ThreadStamp::after()?;
+        let thread_end = ThreadStamp::after(&self.thread)?;
         if out.len() < n {
             return Err(pmu_core::Error::ReadingsMismatch {
                 expected: n as u32,
@@ -269,7 +290,7 @@ impl<C: CounterSet, A: AccessCheck> RegionMeter for GenericDirectMeter<C, A> {
     }
 }
 
-impl<C: CounterSet, A: AccessCheck> Counters for GenericDirectMeter<C, A> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Counters for GenericDirectMeter<C, A, T> {
     fn names(&self) -> Vec<String> {
         self.names.clone()
     }
@@ -293,7 +314,7 @@ impl<C: CounterSet, A: AccessCheck> Counters for GenericDirectMeter<C, A> {
     }
 }
 
-impl<C: CounterSet, A: AccessCheck> Drop for GenericDirectMeter<C, A> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Drop for GenericDirectMeter<C, A, T> {
     /// With the grant gone, every register access traps (SIGILL), the counters' release
     /// included, and the kernel owns this CPU's PMU again: the counters are left as
     /// they are.

@@ -9,6 +9,7 @@ use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter, Reading, Reg
 
 use super::*;
 use crate::measure::{measure, measure_once, Counters, MeasureConfig};
+use crate::sched::fake::FakeThread;
 
 /// An illegal instruction in the probe child is the "not enabled" error, and the
 /// test process lives on. (x86 `ud2`; the ARM probes execute their real register
@@ -117,9 +118,9 @@ fn fake_pmu() -> FakePmu {
     .unwrap()
 }
 
-/// The direct meter over pmu-core's fake PMU: exact counts with the read cost
-/// calibrated away, an overflow flagged with the corrected value, a forced context
-/// switch flagged from getrusage.
+/// The direct meter over pmu-core's fake PMU and a scripted thread: exact counts with
+/// the read cost calibrated away, an overflow flagged with the corrected value, a
+/// context switch flagged from the switch counts.
 #[test]
 fn direct_meter_hazards() {
     let pool = CounterPool::new(fake_pmu());
@@ -132,7 +133,9 @@ fn direct_meter_hazards() {
     .unwrap();
     assert_eq!(counters[0].slot(), Slot::Programmable(0));
     let names = vec!["instructions".to_owned(), "cpu-cycles".to_owned()];
-    let mut meter = DirectMeter::new(&counters, names, Unchecked).unwrap();
+    let thread = FakeThread::default();
+    let mut meter =
+        GenericDirectMeter::with_thread_source(&counters[..], names, Unchecked, &thread).unwrap();
     meter.enable().unwrap();
     let config = MeasureConfig {
         warmup: 1,
@@ -144,18 +147,17 @@ fn direct_meter_hazards() {
         pool.pmu().tick(FakeEvent::CYCLES, 2500);
     })
     .unwrap();
-    // Clean runs unless the scheduler preempted one (then flagged and excluded).
+    // The scripted thread never switches: every run is clean.
     let ins = m.events[0].corrected.unwrap();
     assert_eq!(ins.min, Some(1000));
     assert_eq!(m.events[1].corrected.unwrap().min, Some(2500));
     for run in &m.runs {
+        assert!(run.is_trusted(), "{run:?}");
         assert_eq!(
-            run.is_trusted(),
             run.evidence
                 .switches
-                .expect("direct regions take getrusage")
-                .total()
-                == 0
+                .expect("direct regions take the switch counts"),
+            crate::sched::SwitchCounts::default()
         );
     }
 
@@ -170,11 +172,9 @@ fn direct_meter_hazards() {
     assert!(run.readings[0].hazards.contains(Hazards::OVERFLOW));
     assert!(run.evidence.events()[0].overflowed);
 
-    let run = measure_once(&mut meter, &mut || {
-        std::thread::sleep(std::time::Duration::from_millis(1))
-    })
-    .unwrap();
-    assert!(run.evidence.switches.expect("getrusage").voluntary >= 1);
+    // The thread slept inside the region (getrusage(2): ru_nvcsw + 1).
+    let run = measure_once(&mut meter, &mut || thread.switch_voluntarily()).unwrap();
+    assert_eq!(run.evidence.switches.expect("getrusage").voluntary, 1);
     assert!(run.hazards().contains(Hazards::CONTEXT_SWITCH));
     meter.disable().unwrap();
 }
@@ -185,8 +185,13 @@ fn revoked_access_is_an_error() {
     let pool = CounterPool::new(fake_pmu());
     let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER).unwrap();
     let granted = Cell::new(true);
-    let mut meter =
-        DirectMeter::new(&counters, vec!["instructions".into()], || granted.get()).unwrap();
+    let mut meter = GenericDirectMeter::with_thread_source(
+        &counters[..],
+        vec!["instructions".into()],
+        || granted.get(),
+        FakeThread::default(),
+    )
+    .unwrap();
     meter.enable().unwrap();
     meter.start().unwrap();
     granted.set(false);
@@ -212,14 +217,26 @@ fn names_the_direct_backend_cannot_count() {
     ));
     let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER).unwrap();
     assert_eq!(
-        DirectMeter::new(&counters, vec![], Unchecked).unwrap_err(),
+        GenericDirectMeter::with_thread_source(
+            &counters[..],
+            vec![],
+            Unchecked,
+            FakeThread::default()
+        )
+        .unwrap_err(),
         Error::Core(pmu_core::Error::ReadingsMismatch {
             expected: 1,
             got: 0
         })
     );
     assert_eq!(
-        DirectMeter::new(&counters[..0], vec![], Unchecked).unwrap_err(),
+        GenericDirectMeter::with_thread_source(
+            &counters[..0],
+            vec![],
+            Unchecked,
+            FakeThread::default()
+        )
+        .unwrap_err(),
         Error::NoEvents
     );
 }
@@ -239,10 +256,11 @@ fn arm1176_through_the_direct_meter() {
         Err(Error::Core(pmu_core::Error::FilterUnsupported { .. }))
     ));
     let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
-    let mut meter = DirectMeter::new(
-        &counters,
+    let mut meter = GenericDirectMeter::with_thread_source(
+        &counters[..],
         vec!["cycles".into(), "instructions".into()],
         Unchecked,
+        FakeThread::default(),
     )
     .unwrap();
     meter.enable().unwrap();
@@ -349,7 +367,13 @@ fn arm1176_overflow_flag_is_a_hazard_of_the_region() {
     let pool = arm1176_pool(CycleDivider::EveryCycle);
     let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
     let names = vec!["cycles".to_owned(), "instructions".to_owned()];
-    let mut meter = DirectMeter::new(&counters, names, Unchecked).unwrap();
+    let mut meter = GenericDirectMeter::with_thread_source(
+        &counters[..],
+        names,
+        Unchecked,
+        FakeThread::default(),
+    )
+    .unwrap();
     meter.enable().unwrap();
     let regs = pool.pmu().registers();
 
@@ -395,7 +419,13 @@ fn arm1176_cycle_divider_is_multiplied_back() {
     let pool = arm1176_pool(CycleDivider::Every64thCycle);
     let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
     let names = vec!["cycles".to_owned(), "instructions".to_owned()];
-    let meter = DirectMeter::new(&counters, names.clone(), Unchecked).unwrap();
+    let meter = GenericDirectMeter::with_thread_source(
+        &counters[..],
+        names.clone(),
+        Unchecked,
+        FakeThread::default(),
+    )
+    .unwrap();
     let mut meter = meter
         .scaled(0, pool.pmu().cycle_divider().cycles_per_tick())
         .unwrap();
@@ -422,7 +452,13 @@ fn arm1176_cycle_divider_is_multiplied_back() {
     assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
 
     // Scaling a counter the meter lacks, or by 0, is refused.
-    let meter = DirectMeter::new(&counters, names, Unchecked).unwrap();
+    let meter = GenericDirectMeter::with_thread_source(
+        &counters[..],
+        names,
+        Unchecked,
+        FakeThread::default(),
+    )
+    .unwrap();
     assert_eq!(
         meter.scaled(2, 64).unwrap_err(),
         Error::ScaleOutOfRange {
