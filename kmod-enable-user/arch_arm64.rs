@@ -79,7 +79,12 @@ extern "C" {
 // perf's PMCR_EL0.E on, and perf's used_mask of this CPU.
 extern "C" {
     fn kmod_eu_perf_init() -> c_int;
-    fn kmod_eu_perf_cpu_up(cpu: c_uint, layout_mask: u64, why: *mut *const c_char) -> c_int;
+    fn kmod_eu_perf_cpu_up(
+        cpu: c_uint,
+        layout_mask: u64,
+        keeper: bool,
+        why: *mut *const c_char,
+    ) -> c_int;
     fn kmod_eu_perf_cpu_down(cpu: c_uint);
     fn kmod_eu_perf_used_here() -> u64;
     fn kmod_eu_perf_kernel_data_locked_down() -> bool;
@@ -305,8 +310,16 @@ unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
     // A fresh grant: what this CPU holds now is what the restore goes back to.
     *st = CpuState::default();
     let mut why: *const c_char = core::ptr::null();
+    // No keeper under el0_programming=1 (stock/kmod_enable_user_perf.c).
     // SAFETY: process context (the CPU's hotplug thread); `config()` is set.
-    let ret = unsafe { kmod_eu_perf_cpu_up(cpu, layout_mask(&*config()), &mut why) };
+    let ret = unsafe {
+        kmod_eu_perf_cpu_up(
+            cpu,
+            layout_mask(&*config()),
+            !(*config()).el0_programming,
+            &mut why,
+        )
+    };
     if ret != 0 {
         pr_err!(
             "cpu{cpu}: {} ({:?}): no grant on this CPU [online]\n",
@@ -794,10 +807,12 @@ pub(crate) fn enable() -> Result<Enabled> {
         cfg.event_counters,
         layout()
     );
-    pr_info!(
-        "left to perf: PMCCNTR_EL0 and event counters below {} (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event, which keeps perf's PMCR_EL0.E on while the module is loaded\n",
-        u32::from(cfg.event_counters) - layout_mask(&cfg).count_ones()
-    );
+    let left = u32::from(cfg.event_counters) - layout_mask(&cfg).count_ones();
+    if el0_programming {
+        pr_info!("left to perf: PMCCNTR_EL0 and event counters below {left} (the layout's are taken out of perf's counter mask); no keeper event: with EN, EL0 owns PMCR_EL0.E\n");
+    } else {
+        pr_info!("left to perf: PMCCNTR_EL0 and event counters below {left} (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event, which keeps perf's PMCR_EL0.E on while the module is loaded\n");
+    }
     if el0_programming {
         pr_warn!("el0_programming=1: every process may now program the PMU: count at EL1 (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");
     } else {

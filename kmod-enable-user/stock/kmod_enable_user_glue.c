@@ -266,8 +266,8 @@ static u64 eu_layout_mask(void)
 #define EU_PERF_HOLDS "; perf holds 0x%llx"
 #define EU_PERF_HOLDS_ARG(st) , (u64)(st)->perf_used
 #else
-#define EU_PERF_HOLDS ""
-#define EU_PERF_HOLDS_ARG(st)
+#define EU_PERF_HOLDS "; idle counters zeroed 0x%llx"
+#define EU_PERF_HOLDS_ARG(st) , (u64)(st)->zeroed
 #endif
 
 /* The log line for an apply on `cpu` (`why`: online, regrant); its errno. */
@@ -328,7 +328,8 @@ static int kmod_eu_cpu_online(unsigned int cpu)
 		const char *why;
 
 		/* Process context (the CPU's hotplug thread): may sleep. */
-		ret = kmod_eu_perf_cpu_up(cpu, eu_layout_mask(), &why);
+		/* No keeper under el0_programming=1 (kmod_enable_user_perf.c). */
+		ret = kmod_eu_perf_cpu_up(cpu, eu_layout_mask(), !el0_programming, &why);
 		if (ret) {
 			pr_err("cpu%u: %s (%pe): no grant on this CPU [online]\n", cpu,
 			       why, ERR_PTR(ret));
@@ -495,8 +496,11 @@ static int regrant_set(const char *val, const struct kernel_param *kp)
 		eu_cpu_t *st = &slots[cpu];
 		int err;
 
+#ifdef CONFIG_ARM64
+		/* No grant (and no keeper event) on this CPU since it came online. */
 		if (!st->applied)
-			continue;	/* no grant on this CPU since it came online */
+			continue;
+#endif
 		err = smp_call_on_cpu(cpu, regrant_on_cpu, st, false);
 
 		if (!err)
@@ -587,8 +591,12 @@ static int __init kmod_enable_user_init(void)
 		eu_grant_words(eu_granted_bits()),
 		eu_version(config), config.event_counters, layout);
 #ifdef CONFIG_ARM64
-	pr_info("left to perf: PMCCNTR_EL0 and event counters below %u (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event, which keeps perf's PMCR_EL0.E on while the module is loaded\n",
-		config.event_counters - (unsigned int)hweight64(eu_layout_mask()));
+	if (el0_programming)
+		pr_info("left to perf: PMCCNTR_EL0 and event counters below %u (the layout's are taken out of perf's counter mask); no keeper event: with EN, EL0 owns PMCR_EL0.E\n",
+			config.event_counters - (unsigned int)hweight64(eu_layout_mask()));
+	else
+		pr_info("left to perf: PMCCNTR_EL0 and event counters below %u (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event, which keeps perf's PMCR_EL0.E on while the module is loaded\n",
+			config.event_counters - (unsigned int)hweight64(eu_layout_mask()));
 #endif
 	if (el0_programming)
 		pr_warn("el0_programming=1: every process may now program the PMU: count at " EU_EL1 " (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");

@@ -16,6 +16,9 @@
  *   the PMU (armv8pmu_start sets PMCR_EL0.E) after each armpmu_disable()
  *   (armv8pmu_stop clears it): the module's counters cannot be left frozen when perf's
  *   last own event leaves the CPU. It costs perf one general counter on every CPU.
+ *   Not with el0_programming=1: EL0 then programs PMCR_EL0.E and any counter itself,
+ *   the keeper's included, whose overflow interrupt perf enabled; perf's handler
+ *   (armv8pmu_handle_irq) ends in armv8pmu_start, which revokes the grant.
  * - used_mask: read on the CPU with interrupts off (perf changes it there, under
  *   its context lock with interrupts off), as PMCNTENSET_EL0 bits: Linux 6.11+
  *   numbers perf's index as the counter (31 = PMCCNTR_EL0, 32 = PMICNTR_EL0);
@@ -122,7 +125,8 @@ static int eu_reserve(struct arm_pmu *pmu, u64 layout_mask, const char **why)
 	return 0;
 }
 
-int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, const char **why)
+int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
+			const char **why)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_RAW,
@@ -155,13 +159,18 @@ int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, const char **why)
 		perf_event_release_kernel(event);
 		return ret;
 	}
+	eu_cpu_pmu[cpu] = pmu;
+	if (!keeper) {
+		/* It only found the arm_pmu: no counter was ever given to it. */
+		perf_event_release_kernel(event);
+		return 0;
+	}
 	perf_event_enable(event);
 	if (READ_ONCE(event->state) != PERF_EVENT_STATE_ACTIVE) {
 		*why = "perf could not place the module's keeper event on this CPU (every counter it may use is taken)";
 		perf_event_release_kernel(event);
 		return -EBUSY;
 	}
-	eu_cpu_pmu[cpu] = pmu;
 	eu_keepers[cpu] = event;
 	return 0;
 }

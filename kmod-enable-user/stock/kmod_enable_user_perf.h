@@ -12,10 +12,11 @@
 int kmod_eu_perf_init(void);
 /*
  * Process context, `cpu` online: reserves `layout_mask`'s event counters in the CPU's
- * arm_pmu (once per PMU) and creates the CPU's keeper event. 0, or -errno with *why a
- * static sentence.
+ * arm_pmu (once per PMU) and, with `keeper`, creates the CPU's keeper event. 0, or
+ * -errno with *why a static sentence.
  */
-int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, const char **why);
+int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
+			const char **why);
 /* Process context: releases the CPU's keeper event (perf frees its counter). */
 void kmod_eu_perf_cpu_down(unsigned int cpu);
 /* Whether the CPU's keeper event is on the PMU (PERF_EVENT_STATE_ACTIVE). */

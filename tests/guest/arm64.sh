@@ -579,8 +579,11 @@ scenario_coexist() {
 	taskset -c 1 pmu-demo measure --backend perf --cpu 1 --kernel loop --units 1000 \
 		--events instructions --runs 20 --warmup 2 --json >/tmp/rdpmc.out 2>/tmp/rdpmc.err
 	result demo tag=rdpmc-session cpu=1 backend=perf status=$?
-	sysctl -w kernel.perf_user_access=0 >/dev/null
+	# Still perf_user_access=1: writing 0 would revoke every CPU's PMUSERENR_EL0
+	# (armv8pmu_proc_user_access_handler), hiding what the session left behind: perf's
+	# ER|CR for its task, and PMCR_EL0.E as its last event left it.
 	probe after-rdpmc-1 1 read 5
+	sysctl -w kernel.perf_user_access=0 >/dev/null
 	echo 1 >/sys/module/$NAME/parameters/regrant
 	result regrant rc=$?
 	probe after-rdpmc-regrant-1 1 read 5
