@@ -198,5 +198,7 @@ pub fn test_steps() -> Vec<Step> {
     }
     steps.push(crate::armv7::raspi2b_step());
     steps.push(crate::armv7::virt_step());
+    steps.push(crate::debian::arm64_step());
+    steps.push(crate::debian::armhf_step());
     steps
 }

@@ -267,7 +267,7 @@ pub fn package_version(package: &str) -> Option<String> {
     (out.status.success() && status.ends_with(" installed")).then(|| version.to_string())
 }
 
-fn sanitize(text: &str) -> String {
+pub(crate) fn sanitize(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || "._+-".contains(c) {
@@ -612,7 +612,16 @@ pub fn kernel(arch: Arch) -> Result<Kernel, String> {
 }
 
 /// The module's sources, copied into the build directory (Kbuild builds in place).
-const MODULE_FILES: &[&str] = &["Kbuild", "Makefile", "kmod_enable_user_main.rs"];
+const MODULE_FILES: &[&str] = &[
+    "Kbuild",
+    "Makefile",
+    "kmod_enable_user_main.rs",
+    "param.rs",
+    "percpu.rs",
+    "arch_arm64.rs",
+    "arch_x86_64.rs",
+    "arch_other.rs",
+];
 
 /// The directory the module is built in for `arch`.
 fn module_dir(arch: Arch) -> PathBuf {

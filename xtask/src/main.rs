@@ -8,6 +8,7 @@ mod armv6;
 mod armv7;
 mod bench;
 mod boards;
+mod debian;
 mod demo;
 mod e2e;
 mod fresh_check;
@@ -51,7 +52,8 @@ COMMANDS:
                       (arm64 test kernel, Debian's arm64 headers, armv6, armv7), the
                       initramfs, the end-to-end runs in QEMU (arm64: both
                       module flavours), the emulated Raspberry Pis (raspi,
-                      e2e raspi2b, below), the armv7 virt board (e2e armv7);
+                      e2e raspi2b, below), the armv7 virt board (e2e armv7),
+                      Debian 12's own kernels (e2e debian-arm64, debian-armhf);
                       then the bench (below, about 15 s with the
                       kernel cached); last, the hazard statistics (below).
     kernel <x86_64|arm64|armv6|armv7>
@@ -67,9 +69,9 @@ COMMANDS:
                       The stock-kernel flavour of kmod-enable-user (no
                       CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
                       object, checked with nm/objdump): against the arm64 test
-                      kernel, against Debian 12's newest
-                      linux-headers-6.12.*+deb12-arm64 (fetched through a
-                      private apt state; asserts no CONFIG_RUST, prints
+                      kernel, against the headers of Debian 12's own arm64
+                      kernels, the default 6.1 and the opt-in 6.12 (fetched
+                      through a private apt state; asserts no CONFIG_RUST, prints
                       vermagic), or against the armv6 test kernel (or an
                       ARMv6 kernel build directory KDIR), or its ARMv7 flavour
                       (FLAVOUR=armv7, pmu-armv7) against the armv7 test kernel
@@ -95,6 +97,17 @@ COMMANDS:
                       granted, exact counts on every CPU, hazards, unload, the
                       wrong flavour refused on the other CPU kind
                       (tests/tests/kernel_armv7.rs).
+    e2e <debian-arm64|debian-armhf>
+                      Debian 12's own kernels from Debian's packages (apt, private
+                      state, cached in the cache root): arm64: the default 6.1 and
+                      6.12 on virt -cpu max -smp 2 and once at EL2 (VHE), the stock
+                      module built against each kernel's headers, Debian's perf
+                      (linux-perf:arm64 and its libraries), pmu-demo: exact counts,
+                      perf stat -e instructions:u = the direct read, perf stat -a
+                      across insmod/hotplug/idle/rmmod without a jump, direct reads
+                      after a perf_user_access session; armhf: the armmp kernel on
+                      virt -cpu cortex-a15 with the ARMv7 flavour and the ARMv7
+                      pmu-demo (tests/tests/debian_<arch>.rs, docs/debian.md).
     bench [--json | --markdown] [--from-log FILE]
                       Read-path costs in user-space instructions, measured in the
                       arm64 test kernel under qemu-system-aarch64 -M virt -cpu max
@@ -202,7 +215,9 @@ fn main() -> ExitCode {
     match words.as_slice() {
         ["kernel", _] => usage("`kernel` takes `x86_64`, `arm64`, `armv6` or `armv7`"),
         ["module", _] => usage("`module` takes `x86_64` or `arm64`"),
-        ["e2e", _] => usage("`e2e` takes `x86_64`, `arm64`, `raspi2b` or `armv7`"),
+        ["e2e", _] => usage(
+            "`e2e` takes `x86_64`, `arm64`, `raspi2b`, `armv7`, `debian-arm64` or `debian-armhf`",
+        ),
         ["module-stock", rest @ ..] => stock_module::command(rest),
         ["demo"] => demo::run(),
         ["fresh-check", rest @ ..] => fresh_check::command(rest),
@@ -271,6 +286,14 @@ fn plan(words: &[&str]) -> Option<Plan> {
                 e2e::kernel_step(kernel::Arch::Armv6),
                 armv7::virt_step(),
             ]),
+        ["e2e", "debian-arm64"] => Plan::new("e2e")
+            .then(setup::steps())
+            .then(setup::kernel_steps())
+            .then(vec![debian::arm64_step()]),
+        ["e2e", "debian-armhf"] => Plan::new("e2e")
+            .then(setup::steps())
+            .then(setup::kernel_steps())
+            .then(vec![debian::armhf_step()]),
         ["e2e", arch] => {
             let arch = kernel::Arch::parse(arch)?;
             Plan::new("e2e")
@@ -607,6 +630,8 @@ mod tests {
         &["e2e", "arm64"],
         &["e2e", "raspi2b"],
         &["e2e", "armv7"],
+        &["e2e", "debian-arm64"],
+        &["e2e", "debian-armhf"],
     ];
 
     /// What each step of each plan needs (its rustup target, components, programs),

@@ -138,6 +138,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi"),
     // A dependency of gcc-arm-linux-gnueabi (binutils-arm-linux-gnueabi).
     ("arm-linux-gnueabi-readelf", "gcc-arm-linux-gnueabi"),
+    // binutils, a dependency of gcc (the Debian runs follow perf's NEEDED entries with it).
+    ("readelf", "gcc"),
 ];
 
 /// Programs every Debian system has (its essential and required packages: sh, tar,
@@ -150,6 +152,7 @@ pub const BASE_PROGRAMS: &[&str] = &[
     "dpkg-query",
     "dpkg-deb",
     "apt-get",
+    "apt-cache",
     "cargo",
     "rustc",
     "rustup",
