@@ -57,6 +57,9 @@
 #endif
 
 #include "kmod_enable_user_stock.h"
+#ifdef CONFIG_ARM64
+#include "kmod_enable_user_perf.h"
+#endif
 
 MODULE_LICENSE("Dual MIT/GPL");
 MODULE_AUTHOR("PMU workspace contributors");
@@ -170,9 +173,16 @@ void __aeabi_memcpy8(void *dest, const void *src, size_t n)
 
 #endif
 
+#ifdef CONFIG_ARM64
+/* ER: read-only, the event counters (the module never uses PMCCNTR_EL0: perf's). */
+static unsigned int user_access = 8;
+module_param(user_access, uint, 0444);
+MODULE_PARM_DESC(user_access, EU_USERENR " read bits to grant on every CPU: SW=2 (software increment), CR=4 (perf's cycle counter), ER=8 (event counters: every one, perf's too); default 8 = ER, read-only. Write access (EN=1) only through el0_programming=1");
+#else
 static unsigned int user_access = 12;	/* CR | ER: read-only */
 module_param(user_access, uint, 0444);
 MODULE_PARM_DESC(user_access, EU_USERENR " read bits to grant on every CPU: SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 12 = CR|ER, read-only. Write access (EN=1) only through el0_programming=1" EU_USER_ACCESS_NOTE);
+#endif
 
 static bool el0_programming;
 module_param(el0_programming, bool, 0444);
@@ -184,7 +194,11 @@ MODULE_PARM_DESC(events, "Events the module counts for " EU_EL0 " (" EU_EL0 " on
 
 static bool cycle_counter = true;
 module_param(cycle_counter, bool, 0444);
+#ifdef CONFIG_ARM64
+MODULE_PARM_DESC(cycle_counter, "Also count CPU_CYCLES for EL0, EL0 only, on one of the module's event counters (PMCCNTR_EL0 stays perf's); default 1");
+#else
 MODULE_PARM_DESC(cycle_counter, "Also run the cycle counter for " EU_EL0 ", " EU_EL0 " only (" EU_CCFILTR ".P); default 1");
+#endif
 
 #ifdef CONFIG_ARM64
 static bool sentinel;
@@ -216,15 +230,45 @@ static bool live;
 static atomic_long_t cpu_pm_regrants = ATOMIC_LONG_INIT(0);
 static atomic_long_t cpu_pm_failures = ATOMIC_LONG_INIT(0);
 
+/*
+ * perf's used_mask of this CPU for the Rust object (arm64): read here, interrupts off,
+ * right before the apply or restore that checks it.
+ */
+static void eu_read_perf_used(eu_cpu_t *st)
+{
+#ifdef CONFIG_ARM64
+	st->perf_used = kmod_eu_perf_used_here();
+#endif
+}
+
 static void apply_on_cpu(void *info)
 {
+	eu_read_perf_used(info);
 	eu_apply(info, &config);
 }
 
 static void restore_on_cpu(void *info)
 {
+	eu_read_perf_used(info);
 	eu_restore(info, &config);
 }
+
+#ifdef CONFIG_ARM64
+/* The layout's event counters: the top n_events + cycle_counter + sentinel of N. */
+static u64 eu_layout_mask(void)
+{
+	unsigned int k = config.n_events + config.cycle_counter + config.sentinel;
+
+	if (!k || k > config.event_counters)
+		return 0;
+	return GENMASK_ULL(config.event_counters - 1, config.event_counters - k);
+}
+#define EU_PERF_HOLDS "; perf holds 0x%llx"
+#define EU_PERF_HOLDS_ARG(st) , (u64)(st)->perf_used
+#else
+#define EU_PERF_HOLDS "; idle counters zeroed 0x%llx"
+#define EU_PERF_HOLDS_ARG(st) , (u64)(st)->zeroed
+#endif
 
 /* The log line for an apply on `cpu` (`why`: online, regrant); its errno. */
 static int report_apply(unsigned int cpu, const eu_cpu_t *st,
@@ -232,15 +276,20 @@ static int report_apply(unsigned int cpu, const eu_cpu_t *st,
 {
 	switch (st->error) {
 	case 0:
-		pr_info("cpu%u: " EU_USERENR " 0x%llx -> 0x%llx (%s: %s) [%s]; counters for " EU_EL0 ": %s, started 0x%llx, kept running 0x%llx; idle counters zeroed 0x%llx\n",
+		pr_info("cpu%u: " EU_USERENR " 0x%llx -> 0x%llx (%s: %s) [%s]; counters for " EU_EL0 ": %s, started 0x%llx, kept running 0x%llx" EU_PERF_HOLDS "\n",
 			cpu, (u64)st->found_userenr, (u64)st->new_userenr,
 			eu_access_names(st->new_userenr),
 			eu_grant_words(st->new_userenr), why, layout,
-			(u64)(st->owned & ~st->kept), (u64)st->kept, (u64)st->zeroed);
+			(u64)(st->owned & ~st->kept), (u64)st->kept EU_PERF_HOLDS_ARG(st));
 		break;
 	case -EBUSY:
+#ifdef CONFIG_ARM64
+		pr_err("cpu%u: counter %u is perf's (in its used_mask 0x%llx; config 0x%llx): no grant on this CPU [%s]\n",
+		       cpu, st->error_detail, (u64)st->perf_used, (u64)st->busy_config, why);
+#else
 		pr_err("cpu%u: counter %u is in use by another owner (perf; its config 0x%llx): no grant on this CPU [%s]\n",
 		       cpu, st->error_detail, (u64)st->busy_config, why);
+#endif
 		break;
 	case -EOPNOTSUPP:
 		if (st->error_detail != KMOD_EU_NO_EVENT)
@@ -274,16 +323,35 @@ static int kmod_eu_cpu_online(unsigned int cpu)
 	st = &slots[cpu];
 	/* A fresh grant: what this CPU holds now is what the restore goes back to. */
 	*st = (eu_cpu_t){};
+#ifdef CONFIG_ARM64
+	{
+		const char *why;
+
+		/* Process context (the CPU's hotplug thread): may sleep. */
+		/* No keeper under el0_programming=1 (kmod_enable_user_perf.c). */
+		ret = kmod_eu_perf_cpu_up(cpu, eu_layout_mask(), !el0_programming, &why);
+		if (ret) {
+			pr_err("cpu%u: %s (%pe): no grant on this CPU [online]\n", cpu,
+			       why, ERR_PTR(ret));
+			return READ_ONCE(installing) ? ret : 0;
+		}
+	}
+#endif
 	/* On this CPU (the callback runs there), with interrupts off. */
 	ret = smp_call_function_single(cpu, apply_on_cpu, st, 1);
-	if (ret) {
+	if (ret)
 		pr_err("cpu%u: cannot run on the CPU (%pe)\n", cpu, ERR_PTR(ret));
-		return ret;
-	}
-	ret = report_apply(cpu, st, "online");
-	if (ret && READ_ONCE(installing)) {
-		pr_err("cpu%u: refusing to load\n", cpu);
-		return ret;
+	else
+		ret = report_apply(cpu, st, "online");
+	if (ret) {
+#ifdef CONFIG_ARM64
+		/* No grant here: the keeper's counter goes back to perf. */
+		kmod_eu_perf_cpu_down(cpu);
+#endif
+		if (READ_ONCE(installing)) {
+			pr_err("cpu%u: refusing to load\n", cpu);
+			return ret;
+		}
 	}
 	return 0;
 }
@@ -297,8 +365,12 @@ static int kmod_eu_cpu_offline(unsigned int cpu)
 	if (!slots || cpu >= nr_cpu_ids)
 		return 0;
 	st = &slots[cpu];
-	if (!st->applied)
+	if (!st->applied) {
+#ifdef CONFIG_ARM64
+		kmod_eu_perf_cpu_down(cpu);
+#endif
 		return 0;
+	}
 	granted = st->new_userenr;
 	ret = smp_call_function_single(cpu, restore_on_cpu, st, 1);
 	if (ret) {
@@ -306,6 +378,10 @@ static int kmod_eu_cpu_offline(unsigned int cpu)
 		       ERR_PTR(ret));
 		return 0;
 	}
+#ifdef CONFIG_ARM64
+	/* After the restore: the keeper's counter goes back to perf last. */
+	kmod_eu_perf_cpu_down(cpu);
+#endif
 	pr_info("cpu%u: " EU_USERENR " 0x%llx -> 0x%llx (%s)%s; counters released 0x%llx, left to perf 0x%llx\n",
 		cpu, (u64)st->found_userenr, (u64)st->new_userenr,
 		eu_access_names(st->new_userenr),
@@ -330,6 +406,7 @@ static int kmod_eu_cpu_pm(struct notifier_block *nb, unsigned long action, void 
 	st = READ_ONCE(slots);
 	if (!st || cpu >= nr_cpu_ids || !st[cpu].applied)
 		return NOTIFY_OK;
+	eu_read_perf_used(&st[cpu]);
 	eu_apply(&st[cpu], &config);
 	atomic_long_inc(&cpu_pm_regrants);
 	if (st[cpu].error) {
@@ -361,7 +438,11 @@ static const struct kernel_param_ops layout_ops = {
 	.get = layout_get,
 };
 module_param_cb(layout, &layout_ops, NULL, 0444);
+#ifdef CONFIG_ARM64
+MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for EL0, as <counter>=<event> pairs, e.g. 5=0x8 4=0x11 (:k the sentinel)");
+#else
 MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for " EU_EL0 ", as <counter>=<event> pairs (31 = " EU_CCNTR "), e.g. 5=0x8 31=0x11");
+#endif
 
 /* `cpu_pm_regrants`: read-only, how often the grant was put back after CPU PM. */
 static int cpu_pm_regrants_get(char *buffer, const struct kernel_param *kp)
@@ -377,6 +458,23 @@ static const struct kernel_param_ops cpu_pm_regrants_ops = {
 };
 module_param_cb(cpu_pm_regrants, &cpu_pm_regrants_ops, NULL, 0444);
 MODULE_PARM_DESC(cpu_pm_regrants, "Read-only: grants put back after CPU PM exits, and how many of those failed");
+
+/*
+ * The regrant's work on one CPU, in process context on that CPU (smp_call_on_cpu), not
+ * in an IPI: on a KVM host an IPI can land while a vCPU is loaded, when
+ * PMUSERENR_EL0 holds the guest's trap value and the host's lives in KVM's copy
+ * (kvm_set_pmuserenr, arch/arm64/kvm/pmu.c 6.12); a thread running there means the
+ * vCPU was put. Interrupts off around the apply, as the other callers have them.
+ */
+static int regrant_on_cpu(void *info)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	apply_on_cpu(info);
+	local_irq_restore(flags);
+	return 0;
+}
 
 /*
  * `regrant` (write-only, root): put the grant back on every online CPU, after perf's
@@ -396,7 +494,14 @@ static int regrant_set(const char *val, const struct kernel_param *kp)
 	cpus_read_lock();
 	for_each_online_cpu(cpu) {
 		eu_cpu_t *st = &slots[cpu];
-		int err = smp_call_function_single(cpu, apply_on_cpu, st, 1);
+		int err;
+
+#ifdef CONFIG_ARM64
+		/* No grant (and no keeper event) on this CPU since it came online. */
+		if (!st->applied)
+			continue;
+#endif
+		err = smp_call_on_cpu(cpu, regrant_on_cpu, st, false);
 
 		if (!err)
 			err = report_apply(cpu, st, "regrant");
@@ -452,9 +557,20 @@ static int __init kmod_enable_user_init(void)
 		pr_err("%s (" EU_VERSION "=0x%x): refusing to load\n", why, eu_version(config));
 		return ret;
 	}
+#ifdef CONFIG_ARM64
+	if (config.sentinel && kmod_eu_perf_kernel_data_locked_down()) {
+		pr_err("sentinel=1 tells every process how much the kernel ran, and the kernel is locked down against kernel-level perf data (lockdown=confidentiality): refusing to load\n");
+		return -EPERM;
+	}
+#endif
 	slots = kcalloc(nr_cpu_ids, sizeof(*slots), GFP_KERNEL);
 	if (!slots)
 		return -ENOMEM;
+#ifdef CONFIG_ARM64
+	ret = kmod_eu_perf_init();
+	if (ret)
+		goto free_slots;
+#endif
 	/* Before the grants: an idle exit right after a CPU's grant must find it. */
 	ret = cpu_pm_register_notifier(&kmod_eu_cpu_pm_nb);
 	if (ret)
@@ -474,16 +590,27 @@ static int __init kmod_enable_user_init(void)
 		eu_access_names(eu_granted_bits()),
 		eu_grant_words(eu_granted_bits()),
 		eu_version(config), config.event_counters, layout);
+#ifdef CONFIG_ARM64
+	if (el0_programming)
+		pr_info("left to perf: PMCCNTR_EL0 and event counters below %u (the layout's are taken out of perf's counter mask); no keeper event: with EN, EL0 owns PMCR_EL0.E\n",
+			config.event_counters - (unsigned int)hweight64(eu_layout_mask()));
+	else
+		pr_info("left to perf: PMCCNTR_EL0 and event counters below %u (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event, which keeps perf's PMCR_EL0.E on while the module is loaded\n",
+			config.event_counters - (unsigned int)hweight64(eu_layout_mask()));
+#endif
 	if (el0_programming)
 		pr_warn("el0_programming=1: every process may now program the PMU: count at " EU_EL1 " (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");
 	else
-		pr_warn("every process may now read the counters listed in the layout (" EU_EL0 " events only; a timing side channel)\n");
+		pr_warn("every process may now read every event counter of its CPU, perf's included, bypassing perf_event_paranoid, LSM and seccomp (a timing side channel)\n");
 	return 0;
 
 unregister:
 	cpu_pm_unregister_notifier(&kmod_eu_cpu_pm_nb);
 	synchronize_rcu();
 free_slots:
+#ifdef CONFIG_ARM64
+	kmod_eu_perf_exit();
+#endif
 	kfree(slots);
 	slots = NULL;
 	return ret;
@@ -502,6 +629,10 @@ static void __exit kmod_enable_user_exit(void)
 	synchronize_rcu();
 	/* Runs kmod_eu_cpu_offline on every online CPU before the state is freed. */
 	cpuhp_remove_state(hp_state);
+#ifdef CONFIG_ARM64
+	/* Every CPU is down for the module: its counters go back to perf. */
+	kmod_eu_perf_exit();
+#endif
 	kfree(slots);
 	slots = NULL;
 	pr_info("unloaded: " EU_EL0 " access revoked, the module's counters released on every online CPU\n");

@@ -43,19 +43,20 @@ struct kmod_eu_cpu {
 	u64 found_userenr;	/* found by the last apply or restore */
 	u64 new_userenr;	/* written by the last apply or restore */
 	u64 owned;		/* PMCNTENSET_EL0 bits of the module's counters */
-	u64 zeroed;		/* idle counters the last apply zeroed */
+	u64 zeroed;		/* module counters the last apply programmed from zero */
 	u64 kept;		/* module counters found running and kept (re-grant) */
 	u64 released;		/* counters the restore disabled and zeroed */
-	u64 taken;		/* module counters perf reprogrammed: left to perf */
-	u64 busy_config;	/* -EBUSY: the config register of the counter in use */
+	u64 taken;		/* module counters in perf's used_mask: left to perf */
+	u64 busy_config;	/* -EBUSY: PMEVTYPER<n>_EL0 of the counter perf holds */
 	s32 error;		/* 0 or -ENODEV, -EBUSY, -EOPNOTSUPP */
 	u32 error_detail;	/* the counter, the event, or PMCR_EL0.N */
 	bool applied;
 	bool enabled_pmu;	/* the module turned PMCR_EL0.E on */
 	u8 pmuver;
 	u8 reserved[5];
+	u64 perf_used;		/* input: perf's used_mask as PMCNTENSET_EL0 bits */
 };
-static_assert(sizeof(struct kmod_eu_cpu) == 88);
+static_assert(sizeof(struct kmod_eu_cpu) == 96);
 static_assert(offsetof(struct kmod_eu_cpu, applied) == 80);
 
 int kmod_eu_arm64_configure(struct kmod_eu_config *cfg, u32 user_access,

@@ -62,14 +62,15 @@ scenario_access() {
 	lean default-lean 0 --rounds 200
 	for c in 0 1; do
 		probe default-read-$c $c read 5
-		probe default-cycles-$c $c cycles
+		probe default-cycles-$c $c read 4
+		probe default-pmccntr-$c $c cycles
 		probe default-write-pmcr-$c $c write-pmcr
 		probe default-write-type-$c $c write-type 5
 	done
 	unload default
 	klog
 	probe after-default-read 0 read 5
-	probe after-default-cycles 0 cycles
+	probe after-default-cycles 0 read 4
 
 	load programming el0_programming=1
 	klog
@@ -98,10 +99,10 @@ scenario_access() {
 	demo after-cpu0 0 direct
 	demo after-cpu1 1 direct
 
-	load cycle-counter user_access=4 events=
+	load cycle-counter events=
 	result params user_access=$(cat /sys/module/$NAME/parameters/user_access) cycle_counter=$(cat /sys/module/$NAME/parameters/cycle_counter) layout=$(cat /sys/module/$NAME/parameters/layout)
-	probe cycle-counter-cycles 0 cycles
-	probe cycle-counter-read 0 read 5
+	probe cycle-counter-cycles 0 read 5
+	probe cycle-counter-pmccntr 0 cycles
 	klog
 	unload cycle-counter
 	klog
@@ -113,7 +114,7 @@ scenario_access() {
 	klog
 	result sentinel-layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout)
 	irqs_before=$(cpu_interrupts 0)
-	probe sentinel 0 kernel-entry 4 1000
+	probe sentinel 0 kernel-entry 3 1000
 	result sentinel-interrupts cpu=0 delta=$(($(cpu_interrupts 0) - irqs_before))
 	# The syscall-free region on the module's counters and sentinel.
 	lean sentinel-lean 0 --rounds 500
@@ -124,6 +125,8 @@ scenario_access() {
 	load en-without-opt-in user_access=13
 	load nothing user_access=0
 	load bad-events events=0x8,zz
+	load empty events= cycle_counter=0
+	load chain events=0x1e
 	klog
 
 	sysctl -w kernel.perf_user_access=1 >/dev/null
@@ -209,7 +212,7 @@ scenario_grant() {
 	# Let the CPUs idle (every idle entry resets the PMU on CPU_PM_EXIT), then read.
 	sleep 1
 	probe idle-read-0 0 read 5
-	probe idle-cycles-1 1 cycles
+	probe idle-cycles-1 1 read 4
 	result cpu_pm regrants=$(cut -d' ' -f1 /sys/module/$NAME/parameters/cpu_pm_regrants) failures=$(cut -d' ' -f2 /sys/module/$NAME/parameters/cpu_pm_regrants) usage_after=$(idle_usage)
 
 	# perf on CPU 0 (read() path): while it runs, its armv8pmu_start() writes
@@ -522,8 +525,77 @@ scenario_sentinel() {
 	finish
 }
 
+# The module next to the perf people run (issue 25): perf's own bookkeeping decides
+# which counters are perf's; the module's counters never read frozen.
+# 1. `perf stat -a -e cycles` (every level; perf puts it on PMCCNTR_EL0) held on both
+#    CPUs while loading with the defaults: the load succeeds and logs what perf holds.
+# 2. `perf stat -a -e cycles:u,instructions:u` held on CPU 1 (read every 1 ms from CPU 0)
+#    across insmod, rmmod, insmod, CPU 1 offline and online, rmmod: no step near 2^31
+#    (a counter reset under perf shows as one, drivers/perf/arm_pmu.c
+#    `armpmu_event_update`).
+# 3. A perf_user_access session on CPU 1 (pmu-demo's perf backend), then EL0 reads of
+#    the module's counter there: counting (10000 instructions seen) or trapped (revoked,
+#    SIGILL): never readable and still (perf's `armv8pmu_stop` clears PMCR_EL0.E when its
+#    last event leaves a CPU).
+perf_stat_start() {
+	rm -f /tmp/perf-stat.open /tmp/perf-stat.stop /tmp/perf-stat.out
+	taskset -c "$1" el0-probe perf-stat "$2" 100000 "$3" >/tmp/perf-stat.out 2>&1 &
+	perf_stat_pid=$!
+	while [ ! -e /tmp/perf-stat.open ] && kill -0 $perf_stat_pid 2>/dev/null; do sleep 0.01; done
+}
+perf_stat_stop() {
+	touch /tmp/perf-stat.stop
+	wait $perf_stat_pid
+	result perf-stat tag=$1 status=$? $(cat /tmp/perf-stat.out)
+}
+scenario_coexist() {
+	boot_line
+	perf_stat_start 0 0,1 cycles
+	load beside-perf-stat-a
+	klog
+	result layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout 2>/dev/null)
+	probe beside-perf-read-0 0 read 5
+	probe beside-perf-read-1 1 read 5
+	unload beside-perf-stat-a
+	perf_stat_stop cycles-a
+	klog
+
+	perf_stat_start 0 1 cycles:u,instructions:u
+	load across-1
+	sleep 0.1
+	unload across-1
+	load across-2
+	sleep 0.1
+	echo 0 >/sys/devices/system/cpu/cpu1/online
+	result offline cpu=1 online=$(cat /sys/devices/system/cpu/cpu1/online)
+	sleep 0.1
+	echo 1 >/sys/devices/system/cpu/cpu1/online
+	sleep 0.1
+	unload across-2
+	perf_stat_stop user-across
+	klog
+
+	load rdpmc-session
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	taskset -c 1 pmu-demo measure --backend perf --cpu 1 --kernel loop --units 1000 \
+		--events instructions --runs 20 --warmup 2 --json >/tmp/rdpmc.out 2>/tmp/rdpmc.err
+	result demo tag=rdpmc-session cpu=1 backend=perf status=$?
+	# Still perf_user_access=1: writing 0 would revoke every CPU's PMUSERENR_EL0
+	# (armv8pmu_proc_user_access_handler), hiding what the session left behind: perf's
+	# ER|CR for its task, and PMCR_EL0.E as its last event left it.
+	probe after-rdpmc-1 1 read 5
+	sysctl -w kernel.perf_user_access=0 >/dev/null
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	result regrant rc=$?
+	probe after-rdpmc-regrant-1 1 read 5
+	unload rdpmc-session
+	klog
+	finish
+}
+
 main() {
 	case "$scenario" in
+	coexist) scenario_coexist ;;
 	sentinel) scenario_sentinel ;;
 	multiplex) scenario_multiplex ;;
 	demo-msgs) scenario_demo_msgs ;;

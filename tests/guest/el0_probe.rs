@@ -9,6 +9,13 @@
 //!                       back (needs EN)
 //! el0-probe cpu-wide CPU N  count instructions on CPU (every level) with a CPU-wide
 //!                       perf event, read it N times 1 ms apart: reads=… max_step=…
+//! el0-probe perf-stat CPUS READS EVENTS  what `perf stat -a -e EVENTS` holds: one
+//!                       CPU-wide perf event per event and CPU (CPUS `0,1`; EVENTS
+//!                       `cycles`, `instructions`, `cycles:u`, `instructions:u`,
+//!                       comma-separated), read READS times 1 ms apart; creates
+//!                       /tmp/perf-stat.open once they are open, stops early when
+//!                       /tmp/perf-stat.stop exists: reads=… max_step=… backwards=…
+//!                       totals=…
 //! el0-probe kernel-entry N ROUNDS  the module's kernel-entry sentinel on counter N
 //!                       (`sentinel=1`): ROUNDS times, its difference across 10000 EL0
 //!                       instructions (quiet) and across one getpid system call:
@@ -103,12 +110,18 @@ fn main() {
             let reads = args.get(3).and_then(|a| a.parse::<u32>().ok()).unwrap_or(1000);
             cpu_wide(n as i64, reads);
         }
+        Some("perf-stat") => {
+            let cpus = args.get(2).cloned().unwrap_or_default();
+            let reads = args.get(3).and_then(|a| a.parse::<u32>().ok()).unwrap_or(1000);
+            let events = args.get(4).cloned().unwrap_or_default();
+            perf_stat(&cpus, reads, &events);
+        }
         Some("kernel-entry") => {
             let rounds = args.get(3).and_then(|a| a.parse::<u32>().ok()).unwrap_or(1000);
             kernel_entry(n, rounds);
         }
         _ => {
-            eprintln!("usage: el0-probe read N | cycles | write-pmcr | write-type N | cpu-wide CPU N | kernel-entry N ROUNDS");
+            eprintln!("usage: el0-probe read N | cycles | write-pmcr | write-type N | cpu-wide CPU N | perf-stat CPUS READS EVENTS | kernel-entry N ROUNDS");
             std::process::exit(2);
         }
     }
@@ -202,4 +215,78 @@ fn cpu_wide(cpu: i64, reads: u32) {
         last = now;
     }
     println!("reads={reads} max_step={max_step} backwards={backwards} total={last}");
+}
+
+/// `perf stat -a`'s events on `cpus`, read `reads` times (see the module doc).
+///
+/// perf_event_attr (PERF_ATTR_SIZE_VER0, include/uapi/linux/perf_event.h): type
+/// PERF_TYPE_HARDWARE (0), config PERF_COUNT_HW_CPU_CYCLES (0) or
+/// PERF_COUNT_HW_INSTRUCTIONS (1); the flags word at offset 40 has exclude_kernel
+/// (bit 5) and exclude_hv (bit 6) for `:u`, what perf's tool sets for that modifier.
+/// On arm64 perf places a cycles event on PMCCNTR_EL0 first
+/// (drivers/perf/arm_pmuv3.c `armv8pmu_get_event_idx`).
+fn perf_stat(cpus: &str, reads: u32, events: &str) {
+    let mut fds = Vec::new();
+    for cpu in cpus.split(',').filter_map(|c| c.parse::<i64>().ok()) {
+        for event in events.split(',') {
+            let (name, user) = match event.strip_suffix(":u") {
+                Some(name) => (name, true),
+                None => (event, false),
+            };
+            let config: u64 = match name {
+                "cycles" => 0,
+                "instructions" => 1,
+                _ => {
+                    eprintln!("perf-stat: unknown event {event}");
+                    std::process::exit(2);
+                }
+            };
+            let mut attr = [0u8; 64];
+            attr[4..8].copy_from_slice(&64u32.to_ne_bytes());
+            attr[8..16].copy_from_slice(&config.to_ne_bytes());
+            let flags: u64 = if user { (1 << 5) | (1 << 6) } else { 0 };
+            attr[40..48].copy_from_slice(&flags.to_ne_bytes());
+            let fd = syscall5(
+                SYS_PERF_EVENT_OPEN,
+                [attr.as_ptr() as u64, (-1i64) as u64, cpu as u64, (-1i64) as u64, 0],
+            );
+            if fd < 0 {
+                eprintln!("perf_event_open {event} cpu{cpu}: errno {}", -fd);
+                std::process::exit(1);
+            }
+            fds.push(fd);
+        }
+    }
+    let read = |fd: i64| {
+        let mut value = 0u64;
+        let n = syscall5(SYS_READ, [fd as u64, &mut value as *mut u64 as u64, 8, 0, 0]);
+        if n != 8 {
+            eprintln!("read: {n}");
+            std::process::exit(1);
+        }
+        value
+    };
+    let mut last: Vec<u64> = fds.iter().map(|&fd| read(fd)).collect();
+    if std::fs::write("/tmp/perf-stat.open", b"1").is_err() {
+        eprintln!("perf-stat: cannot create /tmp/perf-stat.open");
+        std::process::exit(1);
+    }
+    let (mut max_step, mut backwards, mut done) = (0u64, 0u32, 0u32);
+    while done < reads && std::fs::metadata("/tmp/perf-stat.stop").is_err() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        for (fd, last) in fds.iter().zip(last.iter_mut()) {
+            let now = read(*fd);
+            if now < *last {
+                backwards += 1;
+            }
+            max_step = max_step.max(now.wrapping_sub(*last));
+            *last = now;
+        }
+        done += 1;
+    }
+    let totals: Vec<String> = last.iter().map(u64::to_string).collect();
+    println!(
+        "reads={done} max_step={max_step} backwards={backwards} totals={}",
+        totals.join(",")
+    );
 }

@@ -71,6 +71,30 @@ pub fn aarch64_virt_args(image: &std::path::Path, cpu: &str) -> Vec<String> {
 /// The QEMU program for the aarch64 image.
 pub const QEMU_AARCH64: &str = "qemu-system-aarch64";
 
+/// The QEMU command line for a bare-metal Raspberry Pi image (`kernel8.img`, …) on
+/// QEMU's model of the board (`raspi3b`, `raspi4b`, …), loaded the way the board's
+/// firmware loads it: a raw `-kernel` image (hw/arm/boot.c puts a 64-bit one at
+/// 0x8_0000 and starts the boot core at EL2, the others in the spin table; a 32-bit one
+/// at 0x1_0000, the other cores polling their mailboxes). The model's
+/// four cores stay (the board has four; the image parks the other three), exact
+/// counting (`-icount shift=0,align=off,sleep=off`), semihosting for the exit status.
+pub fn raspi_image_args(machine: &str, image: &std::path::Path) -> Vec<String> {
+    let mut args = strings(&[
+        "-M",
+        machine,
+        "-nographic",
+        "-monitor",
+        "none",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-icount",
+        "shift=0,align=off,sleep=off",
+        "-kernel",
+    ]);
+    args.push(image.display().to_string());
+    args
+}
+
 /// The QEMU command line for the x86_64 image under TCG (no KVM: it cannot boot a
 /// kernel on our CI machines, and TCG's missing PMU is what the image reports).
 pub fn x86_64_args(image: &std::path::Path) -> Vec<String> {
@@ -700,6 +724,63 @@ pub fn run_qemu(program: &str, args: &[String], limit: Duration) -> QemuRun {
         std::thread::sleep(Duration::from_millis(20));
     };
     let stdout = String::from_utf8_lossy(&reader.join().expect("reader thread")).into_owned();
+    let results = parse_results(&stdout);
+    QemuRun {
+        stdout,
+        code,
+        timed_out,
+        results,
+    }
+}
+
+/// Like [`run_qemu`], but ends QEMU as soon as its output contains `marker` (for an
+/// image that, as on a real board, waits forever once it is done). `timed_out` is
+/// false when the marker ended the run.
+pub fn run_qemu_until(program: &str, args: &[String], limit: Duration, marker: &str) -> QemuRun {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot start {program}: {e} — `cargo xtask test` installs QEMU (apt, bookworm-backports)")
+        });
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut bytes = Vec::new();
+    let (code, timed_out) = loop {
+        while let Ok(chunk) = rx.try_recv() {
+            bytes.extend_from_slice(&chunk);
+        }
+        if String::from_utf8_lossy(&bytes).contains(marker) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break (None, false);
+        }
+        if let Some(status) = child.try_wait().expect("waiting for QEMU") {
+            while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
+                bytes.extend_from_slice(&chunk);
+            }
+            break (status.code(), false);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break (None, true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = String::from_utf8_lossy(&bytes).into_owned();
     let results = parse_results(&stdout);
     QemuRun {
         stdout,

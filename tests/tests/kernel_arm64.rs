@@ -191,9 +191,10 @@ fn assert_lean(run: &QemuRun, tag: &str, sentinel: bool, rounds: i128) {
     eprintln!("{}", line.raw);
 }
 
-/// Before `insmod`: not enabled. The default grant, read-only (PMUSERENR_EL0 = CR|ER,
-/// what Linux's `armv8pmu_enable_user_access` grants): the module's counters (layout
-/// `5=0x8 31=0x11`) readable and advancing at EL0 on every CPU, every write trapping;
+/// Before `insmod`: not enabled. The default grant, read-only (PMUSERENR_EL0 = ER): the
+/// module's counters (layout `5=0x8 4=0x11`: CPU_CYCLES on an event counter, never
+/// PMCCNTR_EL0, which perf takes for every cycles event) readable and advancing at EL0
+/// on every CPU, PMCCNTR_EL0 and every write trapping;
 /// after `rmmod` nothing readable. The write opt-in (`el0_programming=1`): the direct
 /// backend programs the PMU, exact counts on every CPU (and a CPU that came back
 /// online). The cycle counter alone; bad parameters; the perf backend with and without
@@ -210,18 +211,19 @@ fn access(cpu: &str, flavour: Flavour) {
 
     let load = run.find("insmod", "tag", "default");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
-    run.assert_klog(
-        "kmod_enable_user: loaded: PMUSERENR_EL0 = CR|ER (read-only) on every online CPU",
-    );
+    run.assert_klog("kmod_enable_user: loaded: PMUSERENR_EL0 = ER (read-only) on every online CPU");
+    run.assert_klog("kmod_enable_user: left to perf: PMCCNTR_EL0 and event counters below 4");
     for c in 0..2 {
-        // Nothing was enabled before: every counter zeroed, the layout started.
+        // The layout's two counters started; perf's used_mask holds the module's
+        // keeper event alone, on counter 0 (the lowest perf may use:
+        // `armv8pmu_get_single_idx`, drivers/perf/arm_pmuv3.c 6.12).
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0xc (CR|ER: read-only) [online]; counters for EL0: 5=0x8 31=0x11, started 0x80000020, kept running 0x0; idle counters zeroed 0x8000003f"
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x8 (ER: read-only) [online]; counters for EL0: 5=0x8 4=0x11, started 0x30, kept running 0x0; perf holds 0x1"
         ));
     }
     let layout = &run.scenario("layout")[0];
-    assert_eq!(layout.get("text"), "5=0x8,31=0x11", "{}", layout.raw);
-    assert_eq!(layout.int("user_access"), 12, "{}", layout.raw);
+    assert_eq!(layout.get("text"), "5=0x8,4=0x11", "{}", layout.raw);
+    assert_eq!(layout.int("user_access"), 8, "{}", layout.raw);
     // pmu-demo's direct backend reads the module's counters: exact, and it says which
     // grant it has.
     for tag in ["default-cpu0", "default-cpu1"] {
@@ -240,6 +242,8 @@ fn access(cpu: &str, flavour: Flavour) {
     for c in 0..2 {
         assert_reads_advance(&run, &format!("default-read-{c}"));
         assert_reads_advance(&run, &format!("default-cycles-{c}"));
+        // No CR: PMCCNTR_EL0 is perf's.
+        assert_eq!(probe(&run, &format!("default-pmccntr-{c}")).0, TRAPPED);
         for write in ["write-pmcr", "write-type"] {
             assert_eq!(
                 probe(&run, &format!("default-{write}-{c}")).0,
@@ -257,7 +261,7 @@ fn access(cpu: &str, flavour: Flavour) {
     );
     for c in 0..2 {
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0xc -> 0x0 (none); counters released 0x80000020, left to perf 0x0"
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x8 -> 0x0 (none); counters released 0x30, left to perf 0x0"
         ));
     }
     run.assert_klog("kmod_enable_user: unloaded: EL0 access revoked");
@@ -269,10 +273,12 @@ fn access(cpu: &str, flavour: Flavour) {
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
     run.assert_klog("kmod_enable_user: el0_programming=1: every process may now program the PMU");
     assert_eq!(probe(&run, "programming-write-pmcr").0, 0);
+    // No keeper event under EN (it would share the PMU with EL0's own programming).
+    run.assert_klog("kmod_enable_user: left to perf: PMCCNTR_EL0 and event counters below 4 (the layout's are taken out of perf's counter mask); no keeper event");
     assert_eq!(probe(&run, "programming-write-type").0, 0);
     for c in 0..2 {
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0xd (EN|CR|ER: read and program (EN)) [online]"
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x9 (EN|ER: read and program (EN)) [online]"
         ));
     }
     for tag in ["loaded-cpu0", "loaded-cpu1"] {
@@ -295,8 +301,10 @@ fn access(cpu: &str, flavour: Flavour) {
         hotplug.raw
     );
     assert_eq!(
-        run.klog("kmod_enable_user: cpu1: PMUSERENR_EL0 0x0 -> 0xd")
-            .len(),
+        run.klog("kmod_enable_user: cpu1: PMUSERENR_EL0 0x0 -> 0x9")
+            .iter()
+            .filter(|l| l.contains("[online]"))
+            .count(),
         2,
         "cpu1 granted at load and again when it came back online\n{}",
         run.stdout
@@ -314,7 +322,8 @@ fn access(cpu: &str, flavour: Flavour) {
         demo(&run, tag).assert_not_enabled(&run);
     }
 
-    // The cycle counter alone, read with CR only: it advances; the event counters trap.
+    // CPU_CYCLES alone (`events=`): on the top event counter, read with ER; PMCCNTR_EL0
+    // (perf's) traps.
     let load = run.find("insmod", "tag", "cycle-counter");
     assert_eq!(load.int("rc"), 0, "{}", load.raw);
     let params = &run.scenario("params")[0];
@@ -324,15 +333,15 @@ fn access(cpu: &str, flavour: Flavour) {
             params.get("cycle_counter"),
             params.get("layout")
         ),
-        (4, "Y", "31=0x11"),
+        (8, "Y", "5=0x11"),
         "{}",
         params.raw
     );
     assert_reads_advance(&run, "cycle-counter-cycles");
-    assert_eq!(probe(&run, "cycle-counter-read").0, TRAPPED);
+    assert_eq!(probe(&run, "cycle-counter-pmccntr").0, TRAPPED);
 
     // The kernel-entry sentinel (`sentinel=1`): INST_RETIRED at EL1 only (PMEVTYPER.U,
-    // pmu_armv8::user_enable::Sentinel) on the counter below the event, `:k` in the
+    // pmu_armv8::user_enable::Sentinel) on the counter below the events, `:k` in the
     // layout. Read at EL0 it moves across every getpid (the kernel ran) and stands still
     // across 10000 EL0 instructions, except where an interrupt came in: the quiet blocks
     // it flags are at most the interrupts CPU 0 took during the probe (a sentinel that
@@ -340,12 +349,7 @@ fn access(cpu: &str, flavour: Flavour) {
     let load = run.find("insmod", "tag", "sentinel");
     assert_eq!(load.int("rc"), 0, "{}", load.raw);
     let layout = &run.scenario("sentinel-layout")[0];
-    assert_eq!(
-        layout.get("text"),
-        "5=0x8,4=0x8:k,31=0x11",
-        "{}",
-        layout.raw
-    );
+    assert_eq!(layout.get("text"), "5=0x8,4=0x11,3=0x8:k", "{}", layout.raw);
     let sentinel = run.find("probe", "tag", "sentinel");
     assert_eq!(sentinel.int("status"), 0, "{}", sentinel.raw);
     assert_eq!(sentinel.int("rounds"), 1000, "{}", sentinel.raw);
@@ -374,10 +378,10 @@ fn access(cpu: &str, flavour: Flavour) {
     );
     for c in 0..2 {
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x4 (CR: read-only) [online]; counters for EL0: 31=0x11"
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x8 (ER: read-only) [online]; counters for EL0: 5=0x11"
         ));
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x4 -> 0x0 (none); counters released 0x80000000"
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x8 -> 0x0 (none); counters released 0x20"
         ));
     }
     let unload = run.find("rmmod", "tag", "cycle-counter");
@@ -392,6 +396,15 @@ fn access(cpu: &str, flavour: Flavour) {
         ),
         ("nothing", "user_access=0 grants nothing"),
         ("bad-events", "events: a comma-separated list of event numbers"),
+        // An empty layout would only expose perf's counters (review finding 4).
+        (
+            "empty",
+            "events is empty, cycle_counter=0 and sentinel=0: the grant would only expose perf's counters",
+        ),
+        (
+            "chain",
+            "events: 0x1e (CHAIN) only pairs two counters and counts nothing alone",
+        ),
     ] {
         let bad = run.find("insmod", "tag", tag);
         assert_eq!(
@@ -405,7 +418,7 @@ fn access(cpu: &str, flavour: Flavour) {
     // Each refusal names the CPU's real PMUVer (`-cpu max`: PMUv3, never 0), read
     // before the parameters are checked.
     let refusals = run.klog("refusing to load");
-    assert!(refusals.len() >= 4, "{refusals:?}");
+    assert!(refusals.len() >= 6, "{refusals:?}");
     assert!(
         refusals
             .iter()
@@ -623,10 +636,10 @@ fn grant(flavour: Flavour) {
 
     // perf running on CPU 0 revokes the grant there at every start of the PMU
     // (armv8pmu_start: PMUSERENR_EL0 = 0), so a reader traps instead of reading perf's
-    // counters; `regrant` re-applies it (here perf's events, counted at EL0 only, sit on
-    // counter 0 and on the cycle counter with the module's own filter: kept). A layout
-    // counter perf holds with another configuration makes `regrant` refuse that CPU with
-    // EBUSY: pmu_armv8::user_enable's host tests. After perf, the grant holds.
+    // counters; `regrant` re-applies it (perf's events sit on counters it may still
+    // allocate and on the cycle counter; the module's are out of its mask). A layout
+    // counter in perf's used_mask makes `regrant` refuse that CPU with EBUSY:
+    // pmu_armv8::user_enable's host tests. After perf, the grant holds.
     let during = &run.scenario("regrant-during-perf")[0];
     assert_eq!(
         (during.int("perf_running"), during.int("rc")),
@@ -635,9 +648,7 @@ fn grant(flavour: Flavour) {
         during.raw
     );
     assert_eq!(probe(&run, "revoked-read-0").0, TRAPPED);
-    run.assert_klog(
-        "kmod_enable_user: cpu0: PMUSERENR_EL0 0x0 -> 0xc (CR|ER: read-only) [regrant]",
-    );
+    run.assert_klog("kmod_enable_user: cpu0: PMUSERENR_EL0 0x0 -> 0x8 (ER: read-only) [regrant]");
     assert_eq!(run.scenario("regrant")[0].int("rc"), 0);
     assert_reads_advance(&run, "regranted-read-0");
 
@@ -658,6 +669,101 @@ fn grant_next_to_perf_and_after_idle() {
 #[test]
 fn grant_next_to_perf_and_after_idle_stock_module() {
     grant(Flavour::Stock);
+}
+
+/// The module next to the perf people run (tests/guest/arm64.sh `scenario_coexist`):
+/// which counters are perf's comes from perf's own bookkeeping (its used_mask, and the
+/// layout's counters taken out of its counter mask), and a keeper event keeps perf's
+/// PMCR_EL0.E on while the module is loaded.
+fn coexist(flavour: Flavour) {
+    let run = boot("max", 2, "coexist", flavour);
+
+    // `perf stat -a -e cycles` (every level) holds PMCCNTR_EL0 on both CPUs (perf puts
+    // every cycles event there first, drivers/perf/arm_pmuv3.c
+    // `armv8pmu_get_event_idx`): the default load succeeds beside it and says what perf
+    // holds. (Before: "counter 31 is in use by another owner (perf…)", EBUSY.)
+    let load = run.find("insmod", "tag", "beside-perf-stat-a");
+    assert_eq!(
+        (load.int("rc"), load.int("loaded")),
+        (0, 1),
+        "{}\n{}",
+        load.raw,
+        run.stdout
+    );
+    run.assert_klog("kmod_enable_user: left to perf: PMCCNTR_EL0 and event counters below 4");
+    for c in 0..2 {
+        run.assert_klog(&format!(
+            "kmod_enable_user: cpu{c}: PMUSERENR_EL0 0x0 -> 0x8 (ER: read-only) [online]; counters for EL0: 5=0x8 4=0x11, started 0x30, kept running 0x0; perf holds 0x80000001"
+        ));
+        assert_reads_advance(&run, &format!("beside-perf-read-{c}"));
+    }
+    assert_eq!(run.scenario("layout")[0].get("text"), "5=0x8,4=0x11");
+    let unload = run.find("rmmod", "tag", "beside-perf-stat-a");
+    assert_eq!(unload.int("rc"), 0, "{}", unload.raw);
+    // perf's cycles never stepped backwards or jumped (a reset under perf reads as a
+    // step near 2^31: arm_pmu.c `armpmu_event_update` on a 32-bit period; 1 ms of a CPU
+    // at one instruction a nanosecond under -icount is 10^6).
+    let stat = run.find("perf-stat", "tag", "cycles-a");
+    assert_eq!(stat.int("status"), 0, "{}\n{}", stat.raw, run.stdout);
+    assert_eq!(stat.int("backwards"), 0, "{}", stat.raw);
+    assert!(stat.int("max_step") < 1 << 28, "{}", stat.raw);
+
+    // `perf stat -a -e cycles:u,instructions:u` on CPU 1 across insmod, rmmod, insmod,
+    // CPU 1 offline and online, rmmod. perf's cycles:u sits on PMCCNTR_EL0 with exactly
+    // the filter the module used to give its own cycle counter (P: EL0 only), and the
+    // module decided ownership by that match: it kept perf's counter and zeroed it at
+    // rmmod and offline (review finding 1). Now it never touches a counter in perf's
+    // used_mask: no step near 2^31.
+    for tag in ["across-1", "across-2"] {
+        assert_eq!(
+            run.find("insmod", "tag", tag).int("rc"),
+            0,
+            "{}",
+            run.stdout
+        );
+        assert_eq!(run.find("rmmod", "tag", tag).int("rc"), 0, "{}", run.stdout);
+    }
+    assert_eq!(run.scenario("offline")[0].int("online"), 0);
+    let stat = run.find("perf-stat", "tag", "user-across");
+    assert_eq!(stat.int("status"), 0, "{}\n{}", stat.raw, run.stdout);
+    assert_eq!(stat.int("backwards"), 0, "{}", stat.raw);
+    assert!(stat.int("reads") > 10, "{}", stat.raw);
+    assert!(stat.int("max_step") < 1 << 28, "{}", stat.raw);
+
+    // A perf_user_access session on CPU 1 (pmu-demo's perf backend: a task with
+    // user-readable events), then EL0 reads of the module's counter there. When perf's
+    // last event left the CPU, its `armv8pmu_stop` used to leave PMCR_EL0.E clear while
+    // PMUSERENR_EL0 still let EL0 read (perf's lingering ER|CR): the counter read the
+    // same value before and after 10000 instructions, "delta=0" (issue 25). The keeper
+    // event keeps E on: the read either counts the 10000 instructions or traps.
+    assert_eq!(
+        run.find("demo", "tag", "rdpmc-session").int("status"),
+        0,
+        "{}",
+        run.stdout
+    );
+    let (status, delta) = probe(&run, "after-rdpmc-1");
+    assert!(
+        status == TRAPPED || (status == 0 && delta.is_some_and(|d| (10_000..10_050).contains(&d))),
+        "after a perf_user_access session the module's counter must count or trap: {}\n{}",
+        run.find("probe", "tag", "after-rdpmc-1").raw,
+        run.stdout
+    );
+    assert_eq!(run.scenario("regrant")[0].int("rc"), 0);
+    assert_reads_advance(&run, "after-rdpmc-regrant-1");
+
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+#[test]
+fn coexist_with_perf_stat_and_perf_user_access() {
+    coexist(Flavour::RustForLinux);
+}
+
+#[test]
+fn coexist_with_perf_stat_and_perf_user_access_stock_module() {
+    coexist(Flavour::Stock);
 }
 
 /// `-cpu max,pmu=off`: no PMUv3 (ID_AA64DFR0_EL1.PMUVer = 0), the module refuses with

@@ -161,7 +161,7 @@ fn output_is_identical_across_runs() {
 }
 
 /// A failing check, a panic and an unexpected exception are each visible in the output
-/// and the exit status (src/main.rs: 1, 2, 3).
+/// and the exit status (qemu/armv8-scenarios/src/lib.rs: 1, 2, 3).
 #[test]
 fn failures_are_reported() {
     let fail = boot("max", &["-append", "selftest=fail"]);

@@ -172,7 +172,7 @@ fn cortex_a15_pmuv2() {
 }
 
 /// A failing check, a panic and an unexpected exception are each visible in the output
-/// and the exit status (qemu/armv7-virt/src/main.rs: 1, 2, 3).
+/// and the exit status (qemu/armv7-scenarios/src/lib.rs: 1, 2, 3).
 #[test]
 fn failures_are_reported() {
     let boot_with = |what: &str| {

@@ -106,11 +106,11 @@ fn raspi3b(flavour: &'static str) {
     let load = run.find("insmod", "tag", "default");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
     // The default, read-only grant: the direct backend reads the module's counters
-    // (INST_RETIRED on PMEVCNTR5_EL0 of the Cortex-A53's six, and the cycle counter).
-    run.assert_klog("kmod_enable_user: loaded: PMUSERENR_EL0 = CR|ER (read-only)");
+    // (INST_RETIRED on PMEVCNTR5_EL0 of the Cortex-A53's six, CPU_CYCLES on PMEVCNTR4_EL0).
+    run.assert_klog("kmod_enable_user: loaded: PMUSERENR_EL0 = ER (read-only)");
     for cpu in [0, 3] {
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{cpu}: PMUSERENR_EL0 0x0 -> 0xc (CR|ER: read-only) [online]; counters for EL0: 5=0x8 31=0x11"
+            "kmod_enable_user: cpu{cpu}: PMUSERENR_EL0 0x0 -> 0x8 (ER: read-only) [online]; counters for EL0: 5=0x8 4=0x11"
         ));
     }
     demo(&run, "loaded-cpu0").assert_exact_instructions(&run);

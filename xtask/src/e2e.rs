@@ -130,12 +130,13 @@ pub fn kernel_step(arch: Arch) -> Step {
         kernel::SOURCE_PACKAGE,
         arch.name()
     );
-    match arch {
+    let step = match arch {
         Arch::X86_64 => Step::func(what, kernel_x86_64),
         Arch::Arm64 => Step::func(what, kernel_arm64),
         Arch::Armv6 => Step::func(what, kernel_armv6),
         Arch::Armv7 => Step::func(what, kernel_armv7),
-    }
+    };
+    step.needs_programs(&["make", "gcc", arch.c_compiler()])
 }
 
 /// The step that builds kmod-enable-user against the kernel of `arch`.
@@ -165,12 +166,20 @@ pub fn e2e_step(arch: Arch) -> Step {
             arch.name()
         )
     };
-    match arch {
+    let step = match arch {
         Arch::X86_64 => Step::func(what, e2e_x86_64),
         Arch::Arm64 => Step::func(what, e2e_arm64),
         Arch::Armv6 => Step::func(what, crate::raspi::run),
         Arch::Armv7 => crate::armv7::virt_step(),
-    }
+    };
+    step.needs_programs(match arch {
+        Arch::X86_64 => &[pmu_tests::QEMU_X86_64],
+        // The idle scenario compiles a device tree with dtc (tests/src/lib.rs).
+        Arch::Arm64 => &[pmu_tests::QEMU_AARCH64, "dtc"],
+        // raspi3b (arm64) next to raspi0 and raspi1ap.
+        Arch::Armv6 => &[pmu_tests::QEMU_AARCH64, pmu_tests::QEMU_ARM],
+        Arch::Armv7 => &[pmu_tests::QEMU_ARM],
+    })
 }
 
 /// The kernel part of `cargo xtask test` (its tools are installed at the start of the
@@ -189,5 +198,7 @@ pub fn test_steps() -> Vec<Step> {
     }
     steps.push(crate::armv7::raspi2b_step());
     steps.push(crate::armv7::virt_step());
+    steps.push(crate::debian::arm64_step());
+    steps.push(crate::debian::armhf_step());
     steps
 }

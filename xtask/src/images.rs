@@ -67,14 +67,26 @@ impl Image {
     }
 }
 
-/// Build both images, then run the tests that boot them.
+/// Build the images, then run the tests that boot them.
 pub fn test_steps() -> Vec<Step> {
+    use crate::boards::{image_step, RASPI0, RASPI2B, RASPI3B, RASPI4B, RASPI5};
     vec![
         AARCH64.build(),
         ARMV7.build(),
         X86_64.build(),
+        RASPI0.build(),
+        image_step(&RASPI0),
+        RASPI2B.build(),
+        image_step(&RASPI2B),
+        RASPI3B.build(),
+        image_step(&RASPI3B),
+        RASPI4B.build(),
+        image_step(&RASPI4B),
+        // Built (and its kernel8.img made) though no emulator runs it.
+        RASPI5.build(),
+        image_step(&RASPI5),
         Step::cargo(
-            "QEMU end-to-end tests (tests/: aarch64 on max, cortex-a72, cortex-a53; armv7 on cortex-a7, cortex-a15; x86_64 TCG)",
+            "QEMU end-to-end tests (tests/: aarch64 on max, cortex-a72, cortex-a53; armv7 on cortex-a7, cortex-a15; x86_64 TCG; kernel8.img on raspi3b, raspi4b; kernel7.img on raspi2b; kernel.img on raspi0, raspi1ap)",
             [
                 "test",
                 "-p",
@@ -86,18 +98,34 @@ pub fn test_steps() -> Vec<Step> {
                 "qemu_armv7",
                 "--test",
                 "qemu_x86_64",
+                "--test",
+                "qemu_raspi_aarch64",
+                "--test",
+                "qemu_raspi2b",
+                "--test",
+                "qemu_raspi0",
                 "--",
                 "--test-threads=2",
             ],
         )
         .env(AARCH64.env, AARCH64.path())
         .env(ARMV7.env, ARMV7.path())
-        .env(X86_64.env, X86_64.path()),
+        .env(X86_64.env, X86_64.path())
+        .env(RASPI0.env, RASPI0.image())
+        .env(RASPI2B.env, RASPI2B.image())
+        .env(RASPI3B.env, RASPI3B.image())
+        .env(RASPI4B.env, RASPI4B.image())
+        .needs_programs(&[
+            pmu_tests::QEMU_AARCH64,
+            pmu_tests::QEMU_ARM,
+            pmu_tests::QEMU_X86_64,
+        ]),
     ]
 }
 
 fn build_then_boot(image: &Image, program: &str, args: Vec<String>) -> ExitCode {
     let build = crate::step::Plan::new("qemu").then(vec![
+        Step::func("rustup targets installed", crate::setup::ensure_targets),
         Step::func("QEMU installed", crate::setup::ensure_qemu),
         image.build(),
     ]);

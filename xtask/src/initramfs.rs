@@ -293,7 +293,7 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
 
 /// Builds the static `pmu-demo` for `arch` (musl target; `.cargo/config.toml` links it
 /// with rust-lld, no cross C toolchain needed) and returns its path.
-fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
+pub(crate) fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     if arch == Arch::Armv6 {
         // -Zbuild-std with glibc, checked static and ARMv6 (xtask/src/armv6.rs).
         return crate::armv6::armv6_demo();
@@ -386,7 +386,7 @@ fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
 /// Builds a guest probe (`tests/guest/<name with _>.rs`, one static program for `arch`):
 /// x86_64 `pce-probe` (one process that loads the module and executes rdpmc), arm64
 /// `el0-probe` (which PMU accesses the module's grant allows at EL0).
-fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
+pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     let source = workspace_root()
         .join("tests/guest")
         .join(format!("{}.rs", name.replace('-', "_")));

@@ -112,7 +112,7 @@ impl Arch {
     }
 
     /// The C compiler the kernel is built with (its version is part of the cache key).
-    fn c_compiler(self) -> &'static str {
+    pub fn c_compiler(self) -> &'static str {
         match self {
             Self::X86_64 => "clang-14",
             Self::Arm64 => "aarch64-linux-gnu-gcc",
@@ -220,7 +220,7 @@ pub fn ensure_bindgen() -> Result<(), String> {
     let want = format!("bindgen {BINDGEN_VERSION}");
     if let Ok(v) = first_line(&bindgen, &["--version"]) {
         if v.trim() == want {
-            println!("    {v}: {}", bindgen.display());
+            eprintln!("    {v}: {}", bindgen.display());
             return Ok(());
         }
     }
@@ -228,35 +228,31 @@ pub fn ensure_bindgen() -> Result<(), String> {
         .parent()
         .map(Path::to_path_buf)
         .ok_or("bindgen directory has no parent")?;
-    println!(
-        "    installing bindgen-cli {BINDGEN_VERSION} into {} (cargo install --locked; about a minute)",
-        root.display()
-    );
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let started = Instant::now();
-    let status = Command::new(cargo)
-        .args([
-            "install",
-            "--locked",
-            "bindgen-cli",
-            "--version",
-            BINDGEN_VERSION,
-        ])
-        .arg("--root")
-        .arg(&root)
-        .env("RUSTUP_TOOLCHAIN", TOOLCHAIN)
-        .env("CARGO_TARGET_DIR", cache_root().join("tools/bindgen-build"))
-        .status()
-        .map_err(|e| format!("cannot run cargo install: {e}"))?;
-    if !status.success() {
-        return Err(format!("cargo install bindgen-cli failed ({status})"));
-    }
+    crate::step::run_logged(
+        &format!(
+            "cargo install --locked bindgen-cli {BINDGEN_VERSION} into {} (about a minute)",
+            root.display()
+        ),
+        "setup-bindgen",
+        Command::new(cargo)
+            .args([
+                "install",
+                "--locked",
+                "bindgen-cli",
+                "--version",
+                BINDGEN_VERSION,
+            ])
+            .arg("--root")
+            .arg(&root)
+            .env("RUSTUP_TOOLCHAIN", TOOLCHAIN)
+            .env("CARGO_TARGET_DIR", cache_root().join("tools/bindgen-build")),
+    )?;
     let _ = fs::remove_dir_all(cache_root().join("tools/bindgen-build"));
     let v = first_line(&bindgen, &["--version"])?;
-    println!(
-        "    {v} installed in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+    if v.trim() != want {
+        return Err(format!("installed {}, but it says {v}", bindgen.display()));
+    }
     Ok(())
 }
 
@@ -271,7 +267,7 @@ pub fn package_version(package: &str) -> Option<String> {
     (out.status.success() && status.ends_with(" installed")).then(|| version.to_string())
 }
 
-fn sanitize(text: &str) -> String {
+pub(crate) fn sanitize(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || "._+-".contains(c) {
@@ -616,7 +612,16 @@ pub fn kernel(arch: Arch) -> Result<Kernel, String> {
 }
 
 /// The module's sources, copied into the build directory (Kbuild builds in place).
-const MODULE_FILES: &[&str] = &["Kbuild", "Makefile", "kmod_enable_user_main.rs"];
+const MODULE_FILES: &[&str] = &[
+    "Kbuild",
+    "Makefile",
+    "kmod_enable_user_main.rs",
+    "param.rs",
+    "percpu.rs",
+    "arch_arm64.rs",
+    "arch_x86_64.rs",
+    "arch_other.rs",
+];
 
 /// The directory the module is built in for `arch`.
 fn module_dir(arch: Arch) -> PathBuf {

@@ -7,8 +7,11 @@
 mod armv6;
 mod armv7;
 mod bench;
+mod boards;
+mod debian;
 mod demo;
 mod e2e;
+mod fresh_check;
 mod hazards;
 mod hw_check;
 mod images;
@@ -49,7 +52,8 @@ COMMANDS:
                       (arm64 test kernel, Debian's arm64 headers, armv6, armv7), the
                       initramfs, the end-to-end runs in QEMU (arm64: both
                       module flavours), the emulated Raspberry Pis (raspi,
-                      e2e raspi2b, below), the armv7 virt board (e2e armv7);
+                      e2e raspi2b, below), the armv7 virt board (e2e armv7),
+                      Debian 12's own kernels (e2e debian-arm64, debian-armhf);
                       then the bench (below, about 15 s with the
                       kernel cached); last, the hazard statistics (below).
     kernel <x86_64|arm64|armv6|armv7>
@@ -65,9 +69,9 @@ COMMANDS:
                       The stock-kernel flavour of kmod-enable-user (no
                       CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
                       object, checked with nm/objdump): against the arm64 test
-                      kernel, against Debian 12's newest
-                      linux-headers-6.12.*+deb12-arm64 (fetched through a
-                      private apt state; asserts no CONFIG_RUST, prints
+                      kernel, against the headers of Debian 12's own arm64
+                      kernels, the default 6.1 and the opt-in 6.12 (fetched
+                      through a private apt state; asserts no CONFIG_RUST, prints
                       vermagic), or against the armv6 test kernel (or an
                       ARMv6 kernel build directory KDIR), or its ARMv7 flavour
                       (FLAVOUR=armv7, pmu-armv7) against the armv7 test kernel
@@ -93,6 +97,17 @@ COMMANDS:
                       granted, exact counts on every CPU, hazards, unload, the
                       wrong flavour refused on the other CPU kind
                       (tests/tests/kernel_armv7.rs).
+    e2e <debian-arm64|debian-armhf>
+                      Debian 12's own kernels from Debian's packages (apt, private
+                      state, cached in the cache root): arm64: the default 6.1 and
+                      6.12 on virt -cpu max -smp 2 and once at EL2 (VHE), the stock
+                      module built against each kernel's headers, Debian's perf
+                      (linux-perf:arm64 and its libraries), pmu-demo: exact counts,
+                      perf stat -e instructions:u = the direct read, perf stat -a
+                      across insmod/hotplug/idle/rmmod without a jump, direct reads
+                      after a perf_user_access session; armhf: the armmp kernel on
+                      virt -cpu cortex-a15 with the ARMv7 flavour and the ARMv7
+                      pmu-demo (tests/tests/debian_<arch>.rs, docs/debian.md).
     bench [--json | --markdown] [--from-log FILE]
                       Read-path costs in user-space instructions, measured in the
                       arm64 test kernel under qemu-system-aarch64 -M virt -cpu max
@@ -142,10 +157,39 @@ COMMANDS:
                       (default cortex-a15; also cortex-a7).
     qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
                       (TCG).
+    qemu <raspi3b|raspi4b|raspi2b|raspi0>
+                      Build the bare-metal Raspberry Pi 3 / 4 image
+                      (qemu/raspi-aarch64), Pi 2 image (qemu/raspi2b) or Pi
+                      0/1 image (qemu/raspi0, ARMv6 through build-std), make
+                      kernel8.img / kernel7.img / kernel.img from it and boot
+                      that on QEMU's raspi3b / raspi4b / raspi2b / raspi0
+                      under -icount; every
+                      RESULT check must pass but the model's known gaps
+                      (raspi3b: QEMU does not wire the PMU interrupt to the
+                      local interrupt controller). docs/boards.md.
+    sdcard <raspi0|raspi2b|raspi3b|raspi4b|raspi5> DIR
+                      Build the board's kernel8.img and write it and a
+                      config.txt into DIR, a mounted SD card boot partition
+                      (an old config.txt is kept as config.txt.pmu-backup);
+                      names the firmware files DIR still lacks.
     setup             Only install what the suite needs: rustup targets and
                       components (rust-toolchain.toml), QEMU and the kernel
                       build tools (apt), bindgen-cli (cargo install). Safe to
-                      run again.
+                      run again. Each install is one line on stderr with its
+                      time; the tools' own output goes to target/logs/, named
+                      when one fails. A step that needs a target, component or
+                      program set-up did not provide stops with the command
+                      that installs it.
+    fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
+                      The README's two commands as a new machine runs them: a
+                      fresh clone of HEAD at a new path (default
+                      /tmp/pmu-fresh-<time>), the pinned toolchain's non-host
+                      rustup targets REMOVED (set-up adds them back), empty
+                      PMU_CACHE_DIR and CARGO_HOME; then `demo`, `test` and
+                      `test` again (the cached rerun), with CI=true and no
+                      stdin. Prints a table of every step's time per run
+                      (docs/fresh-machine.md) and fails if a run fails or the
+                      demo's stdout holds package-manager output.
     lint              rustfmt --check, clippy (host and bare-metal targets) and
                       rustdoc, all with warnings as errors.
     cross             Only the cross-builds: no_std crates, the static pmu-demo
@@ -165,7 +209,45 @@ summary; their exit status is 0 only when every scenario passed.
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    let plan = match words.as_slice() {
+    if let Some(plan) = plan(&words) {
+        return plan.run();
+    }
+    match words.as_slice() {
+        ["kernel", _] => usage("`kernel` takes `x86_64`, `arm64`, `armv6` or `armv7`"),
+        ["module", _] => usage("`module` takes `x86_64` or `arm64`"),
+        ["e2e", _] => usage(
+            "`e2e` takes `x86_64`, `arm64`, `raspi2b`, `armv7`, `debian-arm64` or `debian-armhf`",
+        ),
+        ["module-stock", rest @ ..] => stock_module::command(rest),
+        ["demo"] => demo::run(),
+        ["fresh-check", rest @ ..] => fresh_check::command(rest),
+        ["bench", rest @ ..] => bench::command(rest),
+        ["hazards", rest @ ..] => hazards::command(rest),
+        ["hw-check"] => hw_check::run(),
+        ["qemu", "aarch64"] => images::boot_aarch64("max"),
+        ["qemu", "aarch64", cpu] => images::boot_aarch64(cpu),
+        ["qemu", "armv7"] => images::boot_armv7("cortex-a15"),
+        ["qemu", "armv7", cpu] => images::boot_armv7(cpu),
+        ["qemu", "x86_64"] => images::boot_x86_64(),
+        ["qemu", name] if boards::board(name).is_some() => {
+            boards::boot(boards::board(name).expect("checked in the guard"))
+        }
+        ["qemu", ..] => usage(
+            "`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]`, `x86_64`, `raspi0`, `raspi2b`, `raspi3b` or `raspi4b`",
+        ),
+        ["sdcard", board, dir] => boards::sdcard(board, dir),
+        [] | ["help" | "--help" | "-h"] => {
+            print!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        _ => usage(&format!("unknown command `{}`", args.join(" "))),
+    }
+}
+
+/// The commands that are a plan of steps (their needs are checked against set-up by a
+/// unit test), or `None`.
+fn plan(words: &[&str]) -> Option<Plan> {
+    let plan = match words {
         // The kernel tools come first: the host tests read linux-source-6.12 too (the SPE
         // bit positions and perf's SPE decoder are checked against it).
         ["test"] => Plan::new("test")
@@ -179,19 +261,15 @@ fn main() -> ExitCode {
             .then(images::test_steps())
             .then(e2e::test_steps())
             .then(vec![bench::test_step(), hazards::test_step()]),
-        ["kernel", arch] => match kernel::Arch::parse(arch) {
-            Some(arch) => Plan::new("kernel")
+        ["kernel", arch] => Plan::new("kernel")
+            .then(setup::kernel_steps())
+            .then(vec![e2e::kernel_step(kernel::Arch::parse(arch)?)]),
+        ["module", arch] => {
+            let arch = kernel::Arch::parse(arch)?;
+            Plan::new("module")
                 .then(setup::kernel_steps())
-                .then(vec![e2e::kernel_step(arch)]),
-            None => return usage("`kernel` takes `x86_64`, `arm64`, `armv6` or `armv7`"),
-        },
-        ["module", arch] => match kernel::Arch::parse(arch) {
-            Some(arch) => Plan::new("module")
-                .then(setup::kernel_steps())
-                .then(vec![e2e::kernel_step(arch), e2e::module_step(arch)]),
-            None => return usage("`module` takes `x86_64` or `arm64`"),
-        },
-        ["module-stock", rest @ ..] => return stock_module::command(rest),
+                .then(vec![e2e::kernel_step(arch), e2e::module_step(arch)])
+        }
         ["e2e", "raspi2b"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
@@ -208,17 +286,25 @@ fn main() -> ExitCode {
                 e2e::kernel_step(kernel::Arch::Armv6),
                 armv7::virt_step(),
             ]),
-        ["e2e", arch] => match kernel::Arch::parse(arch) {
-            Some(arch) => Plan::new("e2e")
+        ["e2e", "debian-arm64"] => Plan::new("e2e")
+            .then(setup::steps())
+            .then(setup::kernel_steps())
+            .then(vec![debian::arm64_step()]),
+        ["e2e", "debian-armhf"] => Plan::new("e2e")
+            .then(setup::steps())
+            .then(setup::kernel_steps())
+            .then(vec![debian::armhf_step()]),
+        ["e2e", arch] => {
+            let arch = kernel::Arch::parse(arch)?;
+            Plan::new("e2e")
                 .then(setup::steps())
                 .then(setup::kernel_steps())
                 .then(vec![
                     e2e::kernel_step(arch),
                     e2e::module_step(arch),
                     e2e::e2e_step(arch),
-                ]),
-            None => return usage("`e2e` takes `x86_64`, `arm64`, `raspi2b` or `armv7`"),
-        },
+                ])
+        }
         ["raspi"] => Plan::new("raspi")
             .then(setup::steps())
             .then(setup::kernel_steps())
@@ -228,31 +314,17 @@ fn main() -> ExitCode {
                 e2e::module_step(kernel::Arch::Arm64),
                 e2e::e2e_step(kernel::Arch::Armv6),
             ]),
-        ["demo"] => return demo::run(),
-        ["bench", rest @ ..] => return bench::command(rest),
-        ["hazards", rest @ ..] => return hazards::command(rest),
-        ["hw-check"] => return hw_check::run(),
         ["armv6-demo"] => Plan::new("armv6-demo")
             .then(setup::steps())
             .then(vec![armv6::unit_tests_step(), armv6::step()]),
-        ["qemu", "aarch64"] => return images::boot_aarch64("max"),
-        ["qemu", "aarch64", cpu] => return images::boot_aarch64(cpu),
-        ["qemu", "armv7"] => return images::boot_armv7("cortex-a15"),
-        ["qemu", "armv7", cpu] => return images::boot_armv7(cpu),
-        ["qemu", "x86_64"] => return images::boot_x86_64(),
-        ["qemu", ..] => return usage("`qemu` takes `aarch64 [CPU]`, `armv7 [CPU]` or `x86_64`"),
         ["setup"] => Plan::new("setup")
             .then(setup::steps())
             .then(setup::kernel_steps()),
         ["lint"] => Plan::new("lint").then(setup::steps()).then(lint_steps()),
         ["cross"] => Plan::new("cross").then(setup::steps()).then(cross_steps()),
-        [] | ["help" | "--help" | "-h"] => {
-            print!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        _ => return usage(&format!("unknown command `{}`", args.join(" "))),
+        _ => return None,
     };
-    plan.run()
+    Some(plan)
 }
 
 fn usage(why: &str) -> ExitCode {
@@ -278,8 +350,13 @@ const LINUX_MUSL: &[(&str, &[&str])] = &[
 
 /// Crates that only build for bare metal: excluded from host steps.
 const IMAGES: &[&str] = &[
+    "pmu-scenarios-armv8",
     "qemu-aarch64-virt",
+    "qemu-raspi-aarch64",
+    "pmu-scenarios-armv7",
     "qemu-armv7-virt",
+    "qemu-raspi2b",
+    "qemu-raspi0",
     "qemu-x86_64",
     "kmod-enable-user-stock",
 ];
@@ -295,11 +372,25 @@ const STOCK_MODULE_TARGETS: &[&str] = &[
 const BARE_METAL: &[(&str, &[&str])] = &[
     (
         "aarch64-unknown-none",
-        &["pmu-core", "pmu-armv8", "qemu-aarch64-virt"],
+        &[
+            "pmu-core",
+            "pmu-armv8",
+            "pmu-scenarios-armv8",
+            "qemu-aarch64-virt",
+            "pmu-raspi-board",
+            "qemu-raspi-aarch64",
+        ],
     ),
     (
         "armv7a-none-eabi",
-        &["pmu-core", "pmu-armv7", "qemu-armv7-virt"],
+        &[
+            "pmu-core",
+            "pmu-armv7",
+            "pmu-scenarios-armv7",
+            "qemu-armv7-virt",
+            "pmu-raspi-board",
+            "qemu-raspi2b",
+        ],
     ),
     (
         "x86_64-unknown-none",
@@ -485,8 +576,8 @@ fn aarch64_user_tests() -> Step {
     .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER", "qemu-aarch64-static -cpu max")
 }
 
-/// `cargo <verb>` of pmu-armv6 for ARMv6, building `core` from rust-src on the pinned
-/// stable toolchain (RUSTC_BOOTSTRAP allows -Zbuild-std there).
+/// `cargo <verb>` of pmu-armv6 and the Pi 0/1 image for ARMv6, building `core` from
+/// rust-src on the pinned stable toolchain (RUSTC_BOOTSTRAP allows -Zbuild-std there).
 fn armv6(verb: &str) -> Step {
     let mut args = vec![
         verb.to_string(),
@@ -498,13 +589,197 @@ fn armv6(verb: &str) -> Step {
         "pmu-armv6".into(),
         "-p".into(),
         "pmu-core".into(),
+        "-p".into(),
+        "pmu-raspi-board".into(),
+        "-p".into(),
+        "qemu-raspi0".into(),
     ];
     if verb == "clippy" {
         args.extend(["--".into(), "-D".into(), "warnings".into()]);
     }
     Step::cargo(
-        format!("{verb} {ARMV6_TARGET} (pmu-core, pmu-armv6; build-std)"),
+        format!(
+            "{verb} {ARMV6_TARGET} (pmu-core, pmu-armv6, pmu-raspi-board, qemu-raspi0; build-std)"
+        ),
         args,
     )
     .env("RUSTC_BOOTSTRAP", "1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use step::Need;
+
+    /// Every command that is a plan, with the arguments the README and the help name.
+    const PLANS: &[&[&str]] = &[
+        &["test"],
+        &["setup"],
+        &["lint"],
+        &["cross"],
+        &["armv6-demo"],
+        &["raspi"],
+        &["kernel", "x86_64"],
+        &["kernel", "arm64"],
+        &["kernel", "armv6"],
+        &["kernel", "armv7"],
+        &["module", "x86_64"],
+        &["module", "arm64"],
+        &["e2e", "x86_64"],
+        &["e2e", "arm64"],
+        &["e2e", "raspi2b"],
+        &["e2e", "armv7"],
+        &["e2e", "debian-arm64"],
+        &["e2e", "debian-armhf"],
+    ];
+
+    /// What each step of each plan needs (its rustup target, components, programs),
+    /// set-up provides: the suite never reaches a step that fails on a missing target.
+    #[test]
+    fn every_need_of_every_plan_is_provided_by_setup() {
+        let mut unprovided = Vec::new();
+        for words in PLANS {
+            let plan = plan(words).unwrap_or_else(|| panic!("{words:?} is not a plan"));
+            for step in plan.steps() {
+                for need in step.needs() {
+                    if !setup::provides(&need) {
+                        unprovided.push(format!("{words:?} step {:?}: {need}", step.what()));
+                    }
+                }
+            }
+        }
+        assert!(
+            unprovided.is_empty(),
+            "set-up does not provide: {unprovided:#?}"
+        );
+    }
+
+    /// The derivation the check above stands on: a cargo step for a target needs that
+    /// target unless it builds `core`/`std` from rust-src; clippy needs its component; a
+    /// runner its program.
+    #[test]
+    fn needs_follow_from_the_command_line() {
+        let plain = Step::cargo("x", ["build", "--release", "--target", "armv7a-none-eabi"]);
+        assert_eq!(plain.needs(), vec![Need::Target("armv7a-none-eabi".into())]);
+        let std = Step::cargo(
+            "x",
+            ["clippy", "-Zbuild-std=core", "--target", "armv6-none-eabi"],
+        );
+        assert_eq!(
+            std.needs(),
+            vec![
+                Need::Component("clippy".into()),
+                Need::Component("rust-src".into())
+            ]
+        );
+        let runner = Step::cargo("x", ["test"]).env(
+            "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER",
+            "qemu-aarch64-static -cpu max",
+        );
+        assert_eq!(
+            runner.needs(),
+            vec![Need::Program("qemu-aarch64-static".into())]
+        );
+        assert_eq!(
+            Step::new("x", "dtc", ["-v"]).needs(),
+            vec![Need::Program("dtc".into())]
+        );
+        assert!(!setup::provides(&Need::Target(
+            "riscv64gc-unknown-none-elf".into()
+        )));
+        assert!(!setup::provides(&Need::Program("some-tool".into())));
+    }
+
+    /// The string literals in `text` that follow `prefix` (up to the closing quote).
+    fn literals_after<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+        text.match_indices(prefix)
+            .filter_map(|(i, _)| {
+                let rest = &text[i + prefix.len()..];
+                rest.find('"').map(|end| &rest[..end])
+            })
+            .collect()
+    }
+
+    fn sources() -> Vec<(PathBuf, String)> {
+        let root = step::workspace_root();
+        let mut files = Vec::new();
+        for dir in ["xtask/src", "tests/src", "tests/tests"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect(dir).flatten() {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).expect("readable source");
+                    files.push((path, text));
+                }
+            }
+        }
+        files
+    }
+
+    /// Function steps and the QEMU-driven tests run programs their command lines do not
+    /// show: every program named in a `Command::new("…")` or a `QEMU_*` constant of xtask
+    /// and tests/ is one that set-up installs or the base system has.
+    #[test]
+    fn every_program_the_steps_run_is_provided_by_setup() {
+        let mut unprovided = Vec::new();
+        for (path, text) in sources() {
+            let mut programs = literals_after(&text, "Command::new(\"");
+            programs.extend(literals_after(&text, "pub const QEMU_AARCH64: &str = \""));
+            programs.extend(literals_after(&text, "pub const QEMU_ARM: &str = \""));
+            programs.extend(literals_after(&text, "pub const QEMU_X86_64: &str = \""));
+            for program in programs {
+                let name = program
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+                if !name || program.is_empty() {
+                    continue; // a path (`stdout_of`'s test of a missing one), or prose
+                }
+                if !setup::provides(&Need::Program(program.to_string())) {
+                    unprovided.push(format!("{}: {program}", path.display()));
+                }
+            }
+        }
+        assert!(
+            unprovided.is_empty(),
+            "set-up does not provide: {unprovided:#?}"
+        );
+    }
+
+    /// Function steps build for targets their command lines do not show either: every
+    /// target triple named in xtask and tests/ is a rustup target set-up adds, or one
+    /// built from rust-src (`-Zbuild-std`), which needs only that component.
+    #[test]
+    fn every_target_named_is_provided_by_setup() {
+        let mut unprovided = Vec::new();
+        for (path, text) in sources() {
+            for literal in text.split('"').skip(1).step_by(2) {
+                let parts: Vec<&str> = literal.split('-').collect();
+                let triple = parts.len() >= 3
+                    && [
+                        "aarch64",
+                        "x86_64",
+                        "arm",
+                        "armv6",
+                        "armv7",
+                        "armv7a",
+                        "thumbv7em",
+                    ]
+                    .contains(&parts[0])
+                    && ["none", "unknown"].contains(&parts[1])
+                    && literal
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_".contains(c));
+                if triple
+                    && !setup::TARGETS.contains(&literal)
+                    && !setup::BUILD_STD_TARGETS.contains(&literal)
+                {
+                    unprovided.push(format!("{}: {literal}", path.display()));
+                }
+            }
+        }
+        assert!(
+            unprovided.is_empty(),
+            "neither a set-up target nor a build-std one: {unprovided:#?}"
+        );
+    }
 }

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::step::Step;
+use crate::step::{Need, Step};
 
 /// The channel pinned in rust-toolchain.toml.
 pub const TOOLCHAIN: &str = "1.95.0";
@@ -21,31 +21,36 @@ pub const TARGETS: &[&str] = &[
     "armv7a-none-eabi",
 ];
 
+/// Targets the suite builds only with `-Zbuild-std` (no prebuilt library from rustup:
+/// the ARMv6 ones; or a kernel's code model: the stock module's soft-float object), which
+/// need the `rust-src` component rather than a rustup target.
+#[cfg(test)]
+pub const BUILD_STD_TARGETS: &[&str] = &[
+    "armv6-none-eabi",
+    "arm-unknown-linux-gnueabi",
+    "armv7-unknown-linux-gnueabi",
+    "aarch64-unknown-none-softfloat",
+];
+
 /// rustup components the suite uses (rust-src: build-std for ARMv6).
 pub const COMPONENTS: &[&str] = &["rust-src", "clippy", "rustfmt"];
 
 /// The set-up steps.
 pub fn steps() -> Vec<Step> {
-    let mut targets = vec!["target", "add", "--toolchain", TOOLCHAIN];
-    targets.extend_from_slice(TARGETS);
-    let mut components = vec!["component", "add", "--toolchain", TOOLCHAIN];
-    components.extend_from_slice(COMPONENTS);
     vec![
-        Step::new(
+        Step::func(
             format!("rustup: targets for {TOOLCHAIN} ({})", TARGETS.join(", ")),
-            "rustup",
-            targets,
+            ensure_targets,
         ),
-        Step::new(
+        Step::func(
             format!(
                 "rustup: components for {TOOLCHAIN} ({})",
                 COMPONENTS.join(", ")
             ),
-            "rustup",
-            components,
+            ensure_components,
         ),
         Step::func(
-            "QEMU (qemu-system-aarch64, qemu-system-x86_64, qemu-aarch64-static, qemu-arm-static)",
+            "QEMU (qemu-system-aarch64, qemu-system-arm, qemu-system-x86_64, qemu-aarch64-static, qemu-arm-static)",
             ensure_qemu,
         ),
         Step::func(
@@ -56,6 +61,126 @@ pub fn steps() -> Vec<Step> {
             ensure_armv6_packages,
         ),
     ]
+}
+
+/// `rustup <verb> add --toolchain TOOLCHAIN <missing…>` for the `wanted` needs this
+/// machine lacks, its output in a log; one line on stderr.
+fn rustup_add(verb: &str, wanted: Vec<Need>) -> Result<(), String> {
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|n| !n.is_met())
+        .map(|n| match n {
+            Need::Target(x) | Need::Component(x) | Need::Program(x) => x.clone(),
+        })
+        .collect();
+    if missing.is_empty() {
+        eprintln!("    all installed");
+        return Ok(());
+    }
+    let mut command = Command::new("rustup");
+    command
+        .args([verb, "add", "--toolchain", TOOLCHAIN])
+        .args(&missing);
+    crate::step::run_logged(
+        &format!("rustup: adding {verb}s {}", missing.join(", ")),
+        &format!("setup-rustup-{verb}"),
+        &mut command,
+    )?;
+    match wanted.iter().find(|n| !n.is_met()) {
+        Some(still) => Err(format!(
+            "{still} is still missing after `rustup {verb} add`: {}",
+            still.install_hint()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Adds the missing [`TARGETS`].
+pub fn ensure_targets() -> Result<(), String> {
+    rustup_add(
+        "target",
+        TARGETS
+            .iter()
+            .map(|t| Need::Target(t.to_string()))
+            .collect(),
+    )
+}
+
+/// Adds the missing [`COMPONENTS`].
+pub fn ensure_components() -> Result<(), String> {
+    rustup_add(
+        "component",
+        COMPONENTS
+            .iter()
+            .map(|c| Need::Component(c.to_string()))
+            .collect(),
+    )
+}
+
+/// Programs the steps run, with the Debian package set-up installs them from
+/// ([`QEMU_PACKAGES`], [`KERNEL_PACKAGES`], [`ARMV6_PACKAGES`]); bindgen is cargo-installed
+/// into the cache by the kernel steps and called by path.
+pub const PROGRAMS: &[(&str, &str)] = &[
+    ("qemu-system-aarch64", "qemu-system-arm"),
+    ("qemu-system-arm", "qemu-system-arm"),
+    ("qemu-system-x86_64", "qemu-system-x86"),
+    ("qemu-aarch64-static", "qemu-user-static"),
+    ("qemu-arm-static", "qemu-user-static"),
+    ("make", "make"),
+    ("gcc", "gcc"),
+    ("modinfo", "kmod"),
+    ("busybox", crate::initramfs::BUSYBOX_PACKAGE),
+    ("dtc", "device-tree-compiler"),
+    ("pahole", "dwarves"),
+    ("clang-14", "clang-14"),
+    ("ld.lld-14", "lld-14"),
+    ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
+    ("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi"),
+    // A dependency of gcc-arm-linux-gnueabi (binutils-arm-linux-gnueabi).
+    ("arm-linux-gnueabi-readelf", "gcc-arm-linux-gnueabi"),
+    // binutils, a dependency of gcc (the Debian runs follow perf's NEEDED entries with it).
+    ("readelf", "gcc"),
+];
+
+/// Programs every Debian system has (its essential and required packages: sh, tar,
+/// dpkg, apt) or that come with the Rust toolchain; set-up need not install them.
+pub const BASE_PROGRAMS: &[&str] = &[
+    "sh",
+    "bash",
+    "tar",
+    "gzip",
+    "dpkg-query",
+    "dpkg-deb",
+    "apt-get",
+    "apt-cache",
+    "cargo",
+    "rustc",
+    "rustup",
+    "git",
+];
+
+/// The Debian package set-up installs `program` from, if it does.
+pub fn package_of(program: &str) -> Option<&'static str> {
+    PROGRAMS
+        .iter()
+        .find(|(p, _)| *p == program)
+        .map(|(_, package)| *package)
+}
+
+/// Whether set-up provides `need` (or the base system has it).
+pub fn provides(need: &Need) -> bool {
+    match need {
+        Need::Target(t) => TARGETS.contains(&t.as_str()),
+        Need::Component(c) => COMPONENTS.contains(&c.as_str()),
+        Need::Program(p) => {
+            BASE_PROGRAMS.contains(&p.as_str())
+                || package_of(p).is_some_and(|package| {
+                    QEMU_PACKAGES.contains(&package)
+                        || KERNEL_PACKAGES.contains(&package)
+                        || ARMV6_PACKAGES.contains(&package)
+                })
+        }
+    }
 }
 
 /// Debian packages the test kernels, kmod-enable-user and the initramfs need
@@ -140,33 +265,24 @@ pub fn ensure_armv6_packages() -> Result<(), String> {
 }
 
 /// Installs the missing `packages` with apt (`why`: the message where there is no apt);
-/// prints what is installed.
+/// one line on stderr, apt's output in `target/logs/`.
 pub fn ensure_packages(packages: &[&str], why: &str) -> Result<(), String> {
-    let mut missing = Vec::new();
-    let mut installed = Vec::new();
-    for package in packages {
-        match crate::kernel::package_version(package) {
-            Some(version) => installed.push(format!("{package} {version}")),
-            None => missing.push(*package),
-        }
-    }
-    if !installed.is_empty() {
-        println!("    installed: {}", installed.join(", "));
-    }
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| crate::kernel::package_version(p).is_none())
+        .collect();
     if missing.is_empty() {
+        eprintln!("    all installed");
         return Ok(());
     }
-    println!("    missing: {} — installing with apt", missing.join(", "));
     if !Path::new("/usr/bin/apt-get").exists() {
         return Err(format!(
             "{} missing and this is not a Debian-like system: {why}",
             missing.join(", ")
         ));
     }
-    let mut install = vec!["install", "-y", "--no-install-recommends"];
-    install.extend_from_slice(&missing);
-    run("apt-get", &["update", "-q"])?;
-    run("apt-get", &install)?;
+    apt_install(&missing, &[])?;
     let still: Vec<&str> = missing
         .into_iter()
         .filter(|p| crate::kernel::package_version(p).is_none())
@@ -181,16 +297,38 @@ pub fn ensure_packages(packages: &[&str], why: &str) -> Result<(), String> {
     }
 }
 
+/// `apt-get update` then `apt-get install -y --no-install-recommends <extra…> <packages…>`,
+/// each one line on stderr with its time, the output in `target/logs/`.
+fn apt_install(packages: &[&str], extra: &[&str]) -> Result<(), String> {
+    crate::step::run_logged(
+        "apt: updating the package lists",
+        "setup-apt-update",
+        Command::new("apt-get")
+            .args(["update", "-q"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
+    crate::step::run_logged(
+        &format!("apt: installing {}", packages.join(", ")),
+        "setup-apt-install",
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(extra)
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
 /// QEMU programs the suite runs.
 pub const QEMU_PROGRAMS: &[&str] = &[
     "qemu-system-aarch64",
+    "qemu-system-arm",
     "qemu-system-x86_64",
     "qemu-aarch64-static",
     "qemu-arm-static",
 ];
 
 /// Debian packages that provide them.
-const QEMU_PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-x86", "qemu-user-static"];
+pub const QEMU_PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-x86", "qemu-user-static"];
 
 fn qemu_version(program: &str) -> Option<String> {
     let out = Command::new(program).arg("--version").output().ok()?;
@@ -212,21 +350,6 @@ fn os_codename() -> String {
         .unwrap_or_default()
 }
 
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
-    println!("    $ {program} {}", args.join(" "));
-    let status = Command::new(program)
-        .args(args)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdin(std::process::Stdio::null())
-        .status()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
-    }
-}
-
 /// Installs QEMU when a program is missing.
 ///
 /// On Debian 12 the image carries qemu-utils from bookworm-backports, which blocks
@@ -239,19 +362,16 @@ pub fn ensure_qemu() -> Result<(), String> {
         .filter(|p| qemu_version(p).is_none())
         .collect();
     if missing.is_empty() {
-        for p in QEMU_PROGRAMS {
-            println!("    {p}: {}", qemu_version(p).unwrap_or_default());
-        }
+        eprintln!("    {}", qemu_version(QEMU_PROGRAMS[0]).unwrap_or_default());
         return Ok(());
     }
-    println!("    missing: {} — installing with apt", missing.join(", "));
     if !Path::new("/usr/bin/apt-get").exists() {
         return Err(format!(
             "{} not found and this is not a Debian-like system: install QEMU ≥ 7.2 (system emulators for aarch64 and x86_64) by hand",
             missing.join(", ")
         ));
     }
-    let mut install = vec!["install", "-y", "--no-install-recommends"];
+    let mut extra = Vec::new();
     if os_codename() == "bookworm" {
         let sources = Path::new("/etc/apt/sources.list.d/pmu-bookworm-backports.sources");
         let already = std::fs::read_dir("/etc/apt/sources.list.d")
@@ -266,7 +386,7 @@ pub fn ensure_qemu() -> Result<(), String> {
             })
             .unwrap_or(false);
         if !already {
-            println!(
+            eprintln!(
                 "    adding the bookworm-backports suite: {}",
                 sources.display()
             );
@@ -276,14 +396,12 @@ pub fn ensure_qemu() -> Result<(), String> {
             )
             .map_err(|e| format!("cannot write {} (run as root): {e}", sources.display()))?;
         }
-        install.extend(["-t", "bookworm-backports"]);
+        extra.extend(["-t", "bookworm-backports"]);
     }
-    install.extend_from_slice(QEMU_PACKAGES);
-    run("apt-get", &["update", "-q"])?;
-    run("apt-get", &install)?;
+    apt_install(QEMU_PACKAGES, &extra)?;
     for p in QEMU_PROGRAMS {
-        let v = qemu_version(p).ok_or_else(|| format!("{p} still missing after the install"))?;
-        println!("    {p}: {v}");
+        qemu_version(p).ok_or_else(|| format!("{p} still missing after the install"))?;
     }
+    eprintln!("    {}", qemu_version(QEMU_PROGRAMS[0]).unwrap_or_default());
     Ok(())
 }

@@ -9,10 +9,10 @@
 //!
 //! - [`arm64_test_kernel`]: against the workspace's arm64 test kernel (which has
 //!   CONFIG_RUST, so both flavours run in the same guest);
-//! - [`debian_arm64`]: against Debian 12's `linux-headers-6.12.*+deb12-arm64` (built
-//!   WITHOUT CONFIG_RUST: the point of this flavour), fetched with `apt-get download`
-//!   through a private apt state (the headers, the common headers and the amd64
-//!   `linux-kbuild` whose host tools must run here), extracted under the cache root;
+//! - [`debian_arm64`]: against the headers of Debian 12's own arm64 kernels, the default
+//!   6.1 and the opt-in 6.12 (built WITHOUT CONFIG_RUST: the point of this flavour),
+//!   fetched through a private apt state by xtask/src/debian.rs (the headers, the common
+//!   headers and the amd64 `linux-kbuild` whose host tools must run here);
 //! - [`armv6`]: against an ARMv6 (ARM1176, `ARCH=arm`) kernel build directory;
 //! - [`armv7`]: the ARMv7 flavour (`FLAVOUR=armv7`) against a 32-bit ARM kernel build
 //!   directory; [`wrong_flavour`] builds each 32-bit flavour against the other's test
@@ -22,8 +22,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::initramfs::{download_and_extract, os_codename, private_apt, run};
-use crate::kernel::{cache_root, kbuild, Arch};
+use crate::kernel::{kbuild, Arch};
 use crate::step::{workspace_root, Step};
 
 /// The flavour's sources, copied into the build directory (Kbuild builds in place).
@@ -33,6 +32,8 @@ pub const SOURCES: &[&str] = &[
     "check-object.sh",
     "kmod_enable_user_glue.c",
     "kmod_enable_user_stock.h",
+    "kmod_enable_user_perf.c",
+    "kmod_enable_user_perf.h",
 ];
 
 /// What the module is called, in both flavours (they are alternatives).
@@ -212,100 +213,9 @@ pub fn wrong_flavour() -> Result<(PathBuf, PathBuf), String> {
     Ok((armv6_on_v7, armv7_on_v6))
 }
 
-/// Debian's arm64 kernel headers, extracted.
-pub struct DebianHeaders {
-    /// The kernel ABI version, e.g. `6.12.57+deb12`.
-    pub abi: String,
-    /// `…/usr/src/linux-headers-<abi>-arm64`: the `KDIR`.
-    pub kdir: PathBuf,
-}
-
-/// The newest `6.12.N+debNN` ABI among `apt-cache search` output lines naming
-/// `linux-headers-<abi>-arm64` packages.
-pub fn newest_abi(search_output: &str) -> Option<String> {
-    search_output
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter_map(|p| p.strip_prefix("linux-headers-")?.strip_suffix("-arm64"))
-        .filter_map(|abi| {
-            // Exactly 6.12.N+debM: the -rt, -cloud, … flavours end in other words.
-            let (version, deb) = abi.split_once("+deb")?;
-            let mut key: Vec<u32> = version
-                .split('.')
-                .map(|n| n.parse().ok())
-                .collect::<Option<_>>()?;
-            key.push(deb.parse().ok()?);
-            (key.len() == 4 && key[..2] == [6, 12]).then_some((key, abi))
-        })
-        .max()
-        .map(|(_, abi)| abi.to_string())
-}
-
-/// Debian 12's newest `linux-headers-6.12.*+deb12-arm64`, its `-common` part and the
-/// amd64 `linux-kbuild` of the same version, downloaded (once) through a private apt
-/// state and extracted under the cache root, with the absolute links between them made
-/// relative to the extraction.
-pub fn debian_headers_arm64() -> Result<DebianHeaders, String> {
-    let apt = cache_root().join("apt-debian-headers");
-    let codename = os_codename();
-    let options = private_apt(
-        &apt,
-        &["amd64", "arm64"],
-        &[
-            format!("http://deb.debian.org/debian {codename} {codename}-updates main"),
-            format!("http://deb.debian.org/debian-security {codename}-security main"),
-        ],
-    )?;
-    let opts: Vec<&str> = options.iter().map(String::as_str).collect();
-    let lists_fresh = fs::read_dir(apt.join("lists"))
-        .map(|d| d.flatten().count() > 2)
-        .unwrap_or(false);
-    if !lists_fresh {
-        println!(
-            "    apt-get update (private amd64+arm64 state in {})",
-            apt.display()
-        );
-        run("apt-get", &[&opts[..], &["update"]].concat())?;
-    }
-    let search = run_output(
-        "apt-cache",
-        &[
-            &opts[..],
-            &["search", "--names-only", r"^linux-headers-6\.12\..*-arm64$"],
-        ]
-        .concat(),
-    )?;
-    let abi = newest_abi(&search).ok_or_else(|| {
-        format!("no linux-headers-6.12.*-arm64 in the private apt state:\n{search}")
-    })?;
-    let root = cache_root().join("debian-headers").join(&abi);
-    let kdir = root.join(format!("usr/src/linux-headers-{abi}-arm64"));
-    let stamp = root.join(".pmu-complete");
-    if stamp.is_file() && kdir.is_dir() {
-        println!("    Debian headers {abi} (cached): {}", kdir.display());
-        return Ok(DebianHeaders { abi, kdir });
-    }
-    let packages = [
-        format!("linux-headers-{abi}-arm64:arm64"),
-        format!("linux-headers-{abi}-common"),
-        format!("linux-kbuild-{abi}:amd64"),
-    ];
-    download_and_extract(&options, &packages, &apt.join("downloads"), &root)?;
-    relink_absolute(&root, &root)?;
-    // The flavour's Makefile includes the common part by its installed path
-    // (`include /usr/src/linux-headers-<abi>-common/Makefile`): point it into `root`.
-    let makefile = kdir.join("Makefile");
-    let text = fs::read_to_string(&makefile).map_err(|e| format!("{}: {e}", makefile.display()))?;
-    let fixed = text.replace("include /usr/", &format!("include {}/usr/", root.display()));
-    fs::write(&makefile, fixed).map_err(|e| format!("{}: {e}", makefile.display()))?;
-    fs::write(&stamp, &abi).map_err(|e| e.to_string())?;
-    println!("    Debian headers {abi}: {}", kdir.display());
-    Ok(DebianHeaders { abi, kdir })
-}
-
 /// Makes every symlink under `dir` that points to an absolute path (`/usr/…`, as
 /// installed by dpkg) point into the extraction `root` instead.
-fn relink_absolute(dir: &Path, root: &Path) -> Result<(), String> {
+pub(crate) fn relink_absolute(dir: &Path, root: &Path) -> Result<(), String> {
     for entry in fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .flatten()
@@ -327,42 +237,21 @@ fn relink_absolute(dir: &Path, root: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds the stock module against Debian's arm64 headers and proves what it is for:
-/// the headers' `.config` has no CONFIG_RUST=y (Rust-for-Linux cannot be built there),
-/// the module's vermagic names the Debian kernel, and the `.ko` is AArch64.
-pub fn debian_arm64() -> Result<PathBuf, String> {
-    let headers = debian_headers_arm64()?;
-    let config = fs::read_to_string(headers.kdir.join(".config"))
-        .map_err(|e| format!("{}/.config: {e}", headers.kdir.display()))?;
-    if config.lines().any(|l| l.trim() == "CONFIG_RUST=y") {
-        return Err(format!(
-            "{}/.config has CONFIG_RUST=y: not the stock kernel this build is meant to prove",
-            headers.kdir.display()
-        ));
-    }
-    let rustc_line = config
-        .lines()
-        .find(|l| l.starts_with("CONFIG_RUSTC_VERSION="))
-        .unwrap_or("no CONFIG_RUSTC_VERSION");
-    println!(
-        "    {}/.config: no CONFIG_RUST=y ({rustc_line}: built without rustc)",
-        headers.kdir.display()
-    );
-    let ko = build(&headers.kdir, &Arch::Arm64.make_vars(), "debian-arm64")?;
-    let vermagic = modinfo(&ko, "vermagic")?;
-    let release = format!("{}-arm64 ", headers.abi);
-    if !vermagic.starts_with(&release) {
-        return Err(format!(
-            "vermagic {vermagic:?} does not name Debian's kernel {}-arm64",
-            headers.abi
-        ));
-    }
-    println!(
-        "    Debian {}-arm64 (no CONFIG_RUST): vermagic \"{vermagic}\", ELF machine {}",
-        headers.abi,
-        elf_machine(&ko)?
-    );
-    Ok(ko)
+/// Builds the stock module against the headers of Debian 12's own arm64 kernels, the
+/// default (`linux-image-arm64`: 6.1) and the opt-in 6.12 (`linux-image-6.12-arm64`),
+/// fetched through xtask/src/debian.rs's private apt state, and proves what it is for:
+/// the kernel has no CONFIG_RUST=y (Rust-for-Linux cannot be built there), the module's
+/// vermagic names the kernel, the `.ko` is AArch64. A build for one of them does not load
+/// on the other (module_layout's CRC, `struct module`'s size), hence one each.
+pub fn debian_arm64() -> Result<Vec<PathBuf>, String> {
+    let apt = crate::debian::Apt::open()?;
+    crate::debian::ARM64_METAPACKAGES
+        .iter()
+        .map(|meta| {
+            let kernel = crate::debian::kernel(&apt, meta, "arm64", "arm64")?;
+            crate::debian::stock_module(&kernel, &Arch::Arm64.make_vars())
+        })
+        .collect()
 }
 
 fn arm64_test_kernel_step() -> Result<(), String> {
@@ -435,7 +324,7 @@ fn armv7_test_kernel_step() -> Result<(), String> {
 
 const ARM64_STEP: &str = "kmod-enable-user/stock for the arm64 test kernel (C glue + no_std Rust object, checked; no warnings)";
 const DEBIAN_STEP: &str =
-    "kmod-enable-user/stock against Debian 12's linux-headers-6.12.*-arm64 (no CONFIG_RUST)";
+    "kmod-enable-user/stock against Debian 12's arm64 headers: the default 6.1 (linux-headers-arm64) and 6.12 (linux-headers-6.12-arm64) (no CONFIG_RUST)";
 
 /// The steps of `cargo xtask test` (after the kernel steps): the stock module against
 /// the arm64 test kernel and against Debian's arm64 headers.
@@ -452,23 +341,6 @@ pub fn test_steps() -> Vec<Step> {
 mod tests {
     use super::*;
     use crate::kernel::{is_warning, make_env};
-
-    /// Package names as Debian 12 lists them (`apt-cache search linux-headers-6.12`
-    /// on this machine: 6.12.95+deb12 and 6.12.107+deb12 side by side): numeric, not
-    /// lexical, order.
-    #[test]
-    fn newest_abi_compares_numerically() {
-        let search = "\
-linux-headers-6.12.95+deb12-arm64 - Header files for Linux 6.12.95+deb12-arm64
-linux-headers-6.12.107+deb12-arm64 - Header files for Linux 6.12.107+deb12-arm64
-linux-headers-6.12.107+deb12-rt-arm64 - Header files for Linux 6.12.107+deb12-rt-arm64
-linux-headers-6.12.9+deb12-arm64 - Header files for Linux 6.12.9+deb12-arm64
-linux-headers-6.12.200+deb12-rt-arm64 - Header files for Linux 6.12.200+deb12-rt-arm64
-linux-headers-6.1.0-40-arm64 - Header files for Linux 6.1.0-40-arm64";
-        // The -rt flavour ("6.12.107+deb12-rt") is not the generic arm64 kernel.
-        assert_eq!(newest_abi(search).as_deref(), Some("6.12.107+deb12"));
-        assert_eq!(newest_abi("linux-headers-6.1.0-40-arm64 - x"), None);
-    }
 
     #[test]
     fn make_vars_select_the_elf_machine() {

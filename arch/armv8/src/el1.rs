@@ -283,6 +283,17 @@ impl crate::user_enable::UserAccessRegisters for El1UserAccess {
         }
     }
 
+    fn clear_overflow_and_interrupt(&self, mask: u64) {
+        if self.pmuv3 {
+            // SAFETY: see above; PMINTENCLR_EL1 and PMOVSCLR_EL0 only clear the bits of
+            // `mask`, the module's own counters.
+            unsafe {
+                asm::write_pmintenclr_el1(mask);
+                asm::write_pmovsclr_el0(mask);
+            }
+        }
+    }
+
     fn isb(&self) {
         asm::isb();
     }

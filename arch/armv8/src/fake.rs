@@ -400,6 +400,8 @@ pub enum UserAccessOp {
     WritePmevcntr(u8, u64),
     /// PMCCNTR_EL0 write.
     WritePmccntr(u64),
+    /// PMINTENCLR_EL1 and PMOVSCLR_EL0 writes of the same mask.
+    ClearOverflowAndInterrupt(u64),
     /// `isb`.
     Isb,
 }
@@ -618,6 +620,10 @@ impl UserAccessRegisters for FakeUserAccess {
     fn set_pmccntr(&self, value: u64) {
         self.record(UserAccessOp::WritePmccntr(value));
         self.counters[31].set(value);
+    }
+
+    fn clear_overflow_and_interrupt(&self, mask: u64) {
+        self.record(UserAccessOp::ClearOverflowAndInterrupt(mask));
     }
 
     fn isb(&self) {

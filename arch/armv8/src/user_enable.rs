@@ -21,15 +21,15 @@
 //!
 //! # Next to perf
 //!
-//! perf owns the counters it enabled. [`apply`] never resets a counter that is enabled
-//! (no PMCR_EL0.P/C: those would reset perf's counters too); it zeroes only the event
-//! counters and the cycle counter whose PMCNTENSET_EL0 bit is clear, as
-//! `armv8pmu_enable_user_access()` does with the counters perf is not using, so no
-//! earlier count leaks to EL0. A counter the layout needs that perf is using
-//! ([`ApplyError::CounterInUse`]) stops the grant on that CPU: user space would
-//! otherwise read perf's counter as its own. [`restore`] disables only the counters
-//! that still count what the module programmed, and writes PMUSERENR_EL0 as Linux
-//! holds it (see [`restore`]).
+//! Which counters are perf's is perf's own bookkeeping, not something read from the
+//! counters: the kernel glue takes the layout's event counters out of the set perf may
+//! allocate from (`arm_pmu` counter mask) and passes perf's per-CPU `used_mask`, as
+//! PMCNTENSET_EL0 bits, to [`apply`] and [`restore`]. A layout counter perf holds is
+//! [`ApplyError::CounterInUse`] (nothing written); the module never zeroes, keeps or
+//! releases a counter perf holds, and never touches a counter outside its layout. The
+//! cycle counter is never part of a layout: perf places every CPU_CYCLES event on
+//! PMCCNTR_EL0 first and cannot be kept from it, so the module counts CPU_CYCLES on one
+//! of its event counters instead.
 //!
 //! # Again after idle, perf or hotplug
 //!
@@ -37,9 +37,9 @@
 //! CPU_PM_EXIT handler resets the PMU (`cpu_pm_pmu_notify` → `armv8pmu_reset`: every
 //! counter disabled, PMCR_EL0 = P | C | LC (| LP)), and perf's `armv8pmu_start()`
 //! writes PMUSERENR_EL0 = 0 whenever it starts the PMU for a task without user-readable
-//! events. [`apply`] with the previous [`Applied`] puts the grant back: counters that
-//! still count what the module programmed are left running, the others programmed
-//! again from zero.
+//! events. [`apply`] with the previous [`Applied`] puts the grant back: the module's
+//! counters that still count what it programmed are left running, the others
+//! programmed again from zero.
 //!
 //! Sources: Arm ARM (DDI 0487), "PMUSERENR_EL0", "PMCR_EL0", "PMCNTENSET_EL0",
 //! "`PMEVTYPER<n>_EL0`", "PMCCFILTR_EL0", "PMCEID0_EL0", "ID_AA64DFR0_EL1"; the register
@@ -60,15 +60,26 @@ pub const USER_ACCESS_BITS: u64 = 0xF;
 /// PMUSERENR_EL0.EN: EL0 may program the PMU. Only through the explicit opt-in.
 pub const EN: u64 = 1 << 0;
 
-/// What both module flavours grant by default: ER | CR (12), read-only.
-pub const DEFAULT_USER_ACCESS: u64 = 0b1100;
+/// What both module flavours grant by default on arm64: ER (8), read-only event
+/// counters. CR is not in it: the module never uses PMCCNTR_EL0 (perf's), so CR would
+/// only expose perf's cycle counter.
+pub const DEFAULT_USER_ACCESS: u64 = 0b1000;
 
 /// At most this many events the module programs for EL0.
 pub const MAX_MODULE_EVENTS: usize = 6;
 
-/// The cycle counter's number in a [`Layout`] and its bit in PMCNTENSET_EL0 (Linux
-/// numbers it the same way: `ARMV8_PMU_CYCLE_IDX`, include/linux/perf/arm_pmuv3.h).
+/// The cycle counter's number and its bit in PMCNTENSET_EL0 (Linux 6.12 numbers it
+/// the same way: `ARMV8_PMU_CYCLE_IDX`, include/linux/perf/arm_pmuv3.h). Never part of
+/// a [`Layout`]: perf takes it for every CPU_CYCLES event.
 pub const CYCLE_COUNTER: u8 = 31;
+
+/// CPU_CYCLES (Arm ARM, common event 0x0011): what the layout counts on an event
+/// counter when `cycle_counter` is asked for.
+pub const CPU_CYCLES: u16 = 0x11;
+
+/// CHAIN (Arm ARM, common event 0x001E): pairs a counter with the one below it; never
+/// a module event (Linux refuses it too, `__armv8_pmuv3_map_event`).
+pub const CHAIN: u16 = 0x1e;
 
 /// `PMEVTYPER<n>_EL0` / PMCCFILTR_EL0 bit 31, P: do not count at EL1. With U = 0, NSK =
 /// NSU = 0 and NSH = 0 the counter counts at EL0 only (Arm ARM, `PMEVTYPER<n>_EL0`).
@@ -163,6 +174,10 @@ pub trait UserAccessRegisters {
     fn set_pmevcntr(&self, n: u8, value: u64);
     /// Writes PMCCNTR_EL0 (no barrier).
     fn set_pmccntr(&self, value: u64);
+    /// Writes `mask` to PMINTENCLR_EL1 and PMOVSCLR_EL0 (no barrier): no overflow
+    /// interrupt and no overflow flag left on those counters (what perf does when it
+    /// releases a counter, `armv8pmu_disable_intens()`, drivers/perf/arm_pmuv3.c 6.12).
+    fn clear_overflow_and_interrupt(&self, mask: u64);
     /// A context synchronization event (`isb`).
     fn isb(&self);
 }
@@ -357,8 +372,8 @@ fn parse_number(item: &[u8]) -> Option<u32> {
 }
 
 /// Where the module's events live: events\[i\] on event counter `event_counters - 1 -
-/// i` (the top of the counter space: perf allocates from counter 0 upwards,
-/// `armv8pmu_get_single_idx`, so it reaches these last), and the cycle counter.
+/// i` (the top of the counter space, which the kernel glue takes out of perf's counter
+/// mask), then CPU_CYCLES (0x11) when `cycle_counter`, then the sentinel.
 ///
 /// The same on every CPU: `event_counters` is PMCR_EL0.N of the CPU the module was
 /// loaded on, and a CPU with fewer counters gets no grant.
@@ -390,9 +405,10 @@ impl Layout {
         events: ModuleEvents,
         cycle_counter: bool,
     ) -> Result<Self, TooFewCounters> {
-        if events.len() > usize::from(event_counters) {
+        let needed = events.len() + usize::from(cycle_counter);
+        if needed > usize::from(event_counters) {
             return Err(TooFewCounters {
-                needed: events.len() as u8,
+                needed: needed as u8,
                 have: event_counters,
             });
         }
@@ -405,12 +421,12 @@ impl Layout {
     }
 
     /// The layout with the kernel-entry [`Sentinel`] on the event counter below the
-    /// events (`event_counters - 1 - events.len()`).
+    /// events and CPU_CYCLES.
     ///
     /// # Errors
     /// [`TooFewCounters`] when the events and the sentinel do not fit.
     pub fn with_sentinel(self, sentinel: Sentinel) -> Result<Self, TooFewCounters> {
-        let needed = self.events.len() + 1;
+        let needed = self.events.len() + usize::from(self.cycle_counter) + 1;
         if needed > usize::from(self.event_counters) {
             return Err(TooFewCounters {
                 needed: needed as u8,
@@ -431,9 +447,25 @@ impl Layout {
     /// The event counter of the sentinel, if the layout has one.
     pub const fn sentinel_counter(&self) -> Option<u8> {
         match self.sentinel {
-            Some(_) => Some(self.event_counters - 1 - self.events.len() as u8),
+            Some(_) => {
+                Some(self.event_counters - 1 - self.events.len() as u8 - self.cycle_counter as u8)
+            }
             None => None,
         }
+    }
+
+    /// The event counter that counts CPU_CYCLES, if the layout has one.
+    pub const fn cycles_counter(&self) -> Option<u8> {
+        if self.cycle_counter {
+            Some(self.event_counters - 1 - self.events.len() as u8)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the layout programs no counter at all.
+    pub const fn is_empty(&self) -> bool {
+        self.events.is_empty() && !self.cycle_counter && self.sentinel.is_none()
     }
 
     /// The event counter number of events\[i\].
@@ -441,8 +473,8 @@ impl Layout {
         self.event_counters - 1 - i as u8
     }
 
-    /// `(counter, event)` for every event of the layout, then the sentinel's, the cycle
-    /// counter last as `(CYCLE_COUNTER, 0x11)` (CPU_CYCLES).
+    /// `(counter, event)` for every event of the layout, then CPU_CYCLES (0x11) on its
+    /// event counter, then the sentinel's.
     pub fn assignments(&self) -> impl Iterator<Item = (u8, u16)> + '_ {
         let events = self
             .events
@@ -454,17 +486,15 @@ impl Layout {
             .sentinel_counter()
             .zip(self.sentinel.map(|s| s.event()));
         events
+            .chain(self.cycles_counter().map(|c| (c, CPU_CYCLES)))
             .chain(sentinel)
-            .chain(self.cycle_counter.then_some((CYCLE_COUNTER, 0x11)))
     }
 
     /// What the module writes to the configuration register of `counter`
     /// (`PMEVTYPER<n>_EL0`, or PMCCFILTR_EL0 for the cycle counter) to count `event`:
     /// at EL0 only, or the sentinel's filter on the sentinel's counter.
     pub fn config_of(&self, counter: u8, event: u16) -> u64 {
-        if counter == CYCLE_COUNTER {
-            pmccfiltr_el0_only().get()
-        } else if let (Some(sentinel), Some(c)) = (self.sentinel, self.sentinel_counter()) {
+        if let (Some(sentinel), Some(c)) = (self.sentinel, self.sentinel_counter()) {
             if c == counter {
                 sentinel.config()
             } else {
@@ -497,8 +527,7 @@ impl Layout {
 
     /// The layout as user space reads it from the module's `layout` parameter:
     /// `<counter>=0x<event>` pairs separated by spaces, the sentinel's marked `:k` (the
-    /// kernel only, as perf's event modifier), the cycle counter as `31=0x11`
-    /// (`"5=0x8 4=0x8:k 31=0x11"`), or `none`. Written into `out` without a NUL; returns
+    /// kernel only, as perf's event modifier; `"5=0x8 4=0x11 3=0x8:k"`), or `none`. Written into `out` without a NUL; returns
     /// the length (at most [`LAYOUT_TEXT_MAX`]), shorter only when `out` is.
     pub fn write_text(&self, out: &mut [u8]) -> usize {
         let mut w = TextWriter { out, len: 0 };
@@ -527,8 +556,8 @@ impl Layout {
     }
 }
 
-/// The longest [`Layout::write_text`]: 8 entries (6 events, the sentinel, the cycle
-/// counter) of at most `30=0xffff:k` and their separators.
+/// The longest [`Layout::write_text`]: 8 entries (6 events, CPU_CYCLES, the sentinel)
+/// of at most `30=0xffff:k` and their separators.
 pub const LAYOUT_TEXT_MAX: usize = 8 * 12;
 
 struct TextWriter<'a> {
@@ -587,12 +616,11 @@ pub enum ApplyError {
     NoPmuV3(NoPmuV3),
     /// This CPU has fewer event counters than the layout (`-ENODEV`).
     TooFewCounters(TooFewCounters),
-    /// A counter of the layout is enabled and counts something the module did not
-    /// program: perf uses it (`-EBUSY`).
+    /// A counter of the layout is in perf's `used_mask` on this CPU (`-EBUSY`).
     CounterInUse {
-        /// The counter ([`CYCLE_COUNTER`] for the cycle counter).
+        /// The event counter.
         counter: u8,
-        /// Its `PMEVTYPER<n>_EL0` (PMCCFILTR_EL0 for the cycle counter).
+        /// Its `PMEVTYPER<n>_EL0`, for the log.
         config: u64,
     },
     /// An event of the layout is a common event this CPU does not implement
@@ -618,8 +646,8 @@ pub struct Applied {
     pub new_pmuserenr: u64,
     /// PMCNTENSET_EL0 bits of the counters the module programmed (and must release).
     pub owned: u64,
-    /// PMCNTENSET_EL0 bits of the counters this apply zeroed: every counter that was
-    /// not enabled.
+    /// PMCNTENSET_EL0 bits of the counters this apply (re)programmed from zero: the
+    /// layout's counters that were not kept.
     pub zeroed: u64,
     /// PMCNTENSET_EL0 bits of the module's counters found still counting (re-grant):
     /// left running, not zeroed.
@@ -641,31 +669,30 @@ pub fn pmccfiltr_el0_only() -> PmccfiltrEl0 {
     value
 }
 
-/// The configuration register of `counter` as it reads now.
+/// The configuration register of event counter `counter` as it reads now.
 fn config_of<R: UserAccessRegisters>(regs: &R, counter: u8) -> u64 {
-    if counter == CYCLE_COUNTER {
-        regs.pmccfiltr().get()
-    } else {
-        regs.pmevtyper(counter)
-    }
+    regs.pmevtyper(counter)
 }
 
 /// Grants EL0 the access `request` names on this CPU, programming the layout's
 /// counters. `previous` is what the last apply on this CPU returned, for a re-grant
-/// (after CPU PM, perf, or on request); `None` the first time.
+/// (after CPU PM, perf, or on request); `None` the first time. `perf_used` is perf's
+/// `used_mask` of this CPU as PMCNTENSET_EL0 bits (read by the kernel glue on this
+/// CPU with interrupts off): the counters perf holds.
 ///
 /// Steps, with interrupts off on the CPU:
 /// 1. PMUVer must name a PMUv3, PMCR_EL0.N must hold the layout, and every common
 ///    event of the layout must be implemented; else nothing is written;
-/// 2. each layout counter whose PMCNTENSET_EL0 bit is set must count exactly what the
-///    module programs (then it is ours from `previous`, or an identical perf event,
-///    and is left running); else [`ApplyError::CounterInUse`], nothing written;
-/// 3. every counter whose PMCNTENSET_EL0 bit is clear is zeroed (no count of an earlier
-///    context leaks to EL0) — the layout's among them;
-/// 4. the layout's idle counters get their filter and event (EL0 only), then one
-///    PMCNTENSET_EL0 write enables them, and PMCR_EL0.E (with LC, a 64-bit cycle
-///    counter, when the cycle counter is the module's) is set if it was clear. Both
-///    writes synchronize, so the counters run before step 5;
+/// 2. no layout counter may be in `perf_used`; else [`ApplyError::CounterInUse`],
+///    nothing written;
+/// 3. the module's counters that still count what it programmed (`previous.owned`,
+///    enabled, same configuration) are left running; the layout's other counters are
+///    disabled, their overflow flag and interrupt enable cleared, zeroed, and
+///    programmed (EL0 only; the sentinel at the kernel's level);
+/// 4. an `isb` (the new filters take effect before the counters run, as Linux's
+///    `armv8pmu_enable_counter()` does), then one PMCNTENSET_EL0 write enables them,
+///    and PMCR_EL0.E is set if it was clear. Both writes synchronize, so the counters
+///    run before step 5. No counter outside the layout is written;
 /// 5. PMUSERENR_EL0 = the requested bits, then an `isb`.
 ///
 /// # Errors
@@ -674,6 +701,7 @@ pub fn apply<R: UserAccessRegisters>(
     regs: &R,
     request: Request,
     previous: Option<&Applied>,
+    perf_used: u64,
 ) -> Result<Applied, ApplyError> {
     let version = PmuVersion::from_id_aa64dfr0(regs.id_aa64dfr0());
     if !version.is_pmuv3() {
@@ -688,64 +716,61 @@ pub fn apply<R: UserAccessRegisters>(
             have,
         }));
     }
-    if !layout.events().is_empty() || layout.sentinel().is_some() {
+    if !layout.is_empty() {
         let implemented = regs.implemented_events();
-        let sentinel = layout.sentinel().map(|s| s.event());
-        for &event in layout.events().as_slice().iter().chain(sentinel.as_ref()) {
+        for (_, event) in layout.assignments() {
             if implemented.contains(EventNumber::new(event)) == Some(false) {
                 return Err(ApplyError::EventNotImplemented { event });
             }
         }
     }
+    for (counter, _) in layout.assignments() {
+        if perf_used & (1u64 << counter) != 0 {
+            return Err(ApplyError::CounterInUse {
+                counter,
+                config: config_of(regs, counter),
+            });
+        }
+    }
     let found_pmuserenr = regs.pmuserenr();
     let enabled = regs.pmcntenset().get();
+    let owned_before = previous.map_or(0, |p| p.owned);
     let mut kept = 0;
     for (counter, event) in layout.assignments() {
         let bit = 1u64 << counter;
-        if enabled & bit == 0 {
-            continue;
+        if owned_before & enabled & bit != 0
+            && config_of(regs, counter) == layout.config_of(counter, event)
+        {
+            kept |= bit;
         }
-        let config = config_of(regs, counter);
-        if config != layout.config_of(counter, event) {
-            return Err(ApplyError::CounterInUse { counter, config });
-        }
-        kept |= bit;
-    }
-
-    // Zero every idle counter: the next owner, EL0 included, starts from 0.
-    let mut zeroed = 0;
-    for n in 0..have {
-        if enabled & (1 << n) == 0 {
-            regs.set_pmevcntr(n, 0);
-            zeroed |= 1 << n;
-        }
-    }
-    let cycle_bit = 1u64 << CYCLE_COUNTER;
-    if enabled & cycle_bit == 0 {
-        regs.set_pmccntr(0);
-        zeroed |= cycle_bit;
     }
 
     let start = layout.mask() & !kept;
+    if start & enabled != 0 {
+        // A layout counter left enabled by someone who is not perf (perf's are
+        // refused above): stop it before it is reprogrammed.
+        regs.set_pmcntenclr(PmcntenclrEl0::new(start & enabled));
+    }
+    if start != 0 {
+        regs.clear_overflow_and_interrupt(start);
+    }
     for (counter, event) in layout.assignments() {
         if start & (1 << counter) == 0 {
             continue;
         }
-        if counter == CYCLE_COUNTER {
-            regs.set_pmccfiltr(pmccfiltr_el0_only());
-        } else {
-            regs.set_pmevtyper(counter, layout.config_of(counter, event));
-        }
+        regs.set_pmevtyper(counter, layout.config_of(counter, event));
+        regs.set_pmevcntr(counter, 0);
     }
     if start != 0 {
+        // The filters and zeroes above take effect before the enable below: without
+        // it the Arm ARM allows the counter to start with the old filter for a few
+        // instructions (Linux puts the same `isb` before PMCNTENSET_EL0).
+        regs.isb();
         regs.set_pmcntenset(PmcntensetEl0::new(start));
     }
     let mut new_pmcr = pmcr;
     if layout.mask() != 0 {
         new_pmcr.modify(PMCR_EL0::E::SET);
-    }
-    if layout.cycle_counter() {
-        new_pmcr.modify(PMCR_EL0::LC::SET);
     }
     // P and C stay 0: they would reset perf's counters too.
     new_pmcr.modify(PMCR_EL0::P::CLEAR + PMCR_EL0::C::CLEAR);
@@ -766,7 +791,7 @@ pub fn apply<R: UserAccessRegisters>(
         found_pmuserenr: found_pmuserenr.get(),
         new_pmuserenr: new_pmuserenr.get(),
         owned: layout.mask(),
-        zeroed,
+        zeroed: start,
         kept,
         enabled_pmu: enabled_pmu || previous.is_some_and(|p| p.enabled_pmu),
     })
@@ -782,71 +807,46 @@ pub struct Restored {
     pub new_pmuserenr: u64,
     /// The module's counters disabled and zeroed (PMCNTENSET_EL0 bits).
     pub released: u64,
-    /// The module's counters that count something else now (perf took them): left as
-    /// they are.
+    /// The module's counters in perf's `used_mask` now: left exactly as they are.
     pub taken: u64,
 }
 
-/// Takes back what [`apply`] did on this CPU.
+/// Takes back what [`apply`] did on this CPU. `perf_used` as for [`apply`].
 ///
-/// PMUSERENR_EL0 first: when it still holds the module's grant, it becomes what Linux
-/// holds there: ER | CR if that is what the first apply found (perf's grant to a task
-/// that owns user-readable events, `armv8pmu_enable_user_access()`), else 0
-/// (`armv8pmu_disable_user_access()`); when perf rewrote it meanwhile, perf's value
-/// stays. Then each of the module's counters that still counts exactly what the
-/// module programmed is disabled and zeroed; one that counts something else is perf's
-/// now and stays. PMCR_EL0.E goes back off only when the module turned it on and no
-/// counter is enabled any more.
-pub fn restore<R: UserAccessRegisters>(regs: &R, applied: &Applied, layout: &Layout) -> Restored {
+/// PMUSERENR_EL0 first: when it still holds the module's grant it becomes 0, what
+/// `armv8pmu_disable_user_access()` writes (a task with user-readable perf events gets
+/// ER | CR back from `armv8pmu_start()` at its next sched-in); when perf rewrote it
+/// meanwhile, perf's value stays. Then each of the module's counters that perf does not
+/// hold is disabled, its overflow flag and interrupt enable cleared, and zeroed; one in
+/// `perf_used` is perf's and is not touched. PMCR_EL0.E is left alone: while perf has
+/// events on this CPU it is perf's, and perf clears it itself when its last event
+/// leaves (`armv8pmu_stop()`).
+pub fn restore<R: UserAccessRegisters>(
+    regs: &R,
+    applied: &Applied,
+    layout: &Layout,
+    perf_used: u64,
+) -> Restored {
     let found = regs.pmuserenr();
     let new_pmuserenr = if found.get() == applied.new_pmuserenr {
-        let linux_read = crate::registers::pmuserenr_el0::linux_user_read().get();
-        let value = if applied.old_pmuserenr == linux_read {
-            linux_read
-        } else {
-            0
-        };
-        regs.set_pmuserenr(PmuserenrEl0::new(value));
+        regs.set_pmuserenr(PmuserenrEl0::new(0));
         // Revoke before anything else changes: no EL0 instruction may run with access
         // to counters that are being released.
         regs.isb();
-        value
+        0
     } else {
         found.get()
     };
 
-    let enabled = regs.pmcntenset().get();
-    let mut released = 0;
-    let mut taken = 0;
-    for (counter, event) in layout.assignments() {
-        let bit = 1u64 << counter;
-        if applied.owned & bit == 0 || enabled & bit == 0 {
-            continue;
-        }
-        if config_of(regs, counter) == layout.config_of(counter, event) {
-            released |= bit;
-        } else {
-            taken |= bit;
-        }
-    }
+    let released = applied.owned & layout.mask() & !perf_used;
+    let taken = applied.owned & perf_used;
     if released != 0 {
         regs.set_pmcntenclr(PmcntenclrEl0::new(released));
+        regs.clear_overflow_and_interrupt(released);
         for (counter, _) in layout.assignments() {
-            if released & (1 << counter) == 0 {
-                continue;
-            }
-            if counter == CYCLE_COUNTER {
-                regs.set_pmccntr(0);
-            } else {
+            if released & (1 << counter) != 0 {
                 regs.set_pmevcntr(counter, 0);
             }
-        }
-    }
-    if applied.enabled_pmu && enabled & !released == 0 {
-        let mut pmcr = regs.pmcr();
-        if pmcr.is_set(PMCR_EL0::E) {
-            pmcr.modify(PMCR_EL0::E::CLEAR + PMCR_EL0::P::CLEAR + PMCR_EL0::C::CLEAR);
-            regs.set_pmcr(pmcr);
         }
     }
     Restored {

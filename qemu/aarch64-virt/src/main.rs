@@ -1,66 +1,67 @@
-//! Bare-metal image for `qemu-system-aarch64 -M virt`: measures with the PMU through
-//! `pmu-armv8`'s public API and prints one machine-readable line per result,
+//! Bare-metal image for `qemu-system-aarch64 -M virt`: the board layer over
+//! `pmu-scenarios-armv8` (which measures with the PMU through `pmu-armv8`'s public API
+//! and prints one machine-readable line per result,
 //!
 //! ```text
 //! RESULT <scenario> key=value … pass=<0|1>
 //! ```
 //!
-//! plus a human line, and at the end `RESULT summary pass=<n> fail=<m>`. The exit
-//! status (semihosting) is 0 only when every scenario passed; a panic or an unexpected
-//! exception prints `FATAL …` with the reason and exits with 2 or 3.
+//! and `RESULT summary pass=<n> fail=<m>` at the end). The exit status (semihosting)
+//! is 0 only when every scenario passed; a panic or an unexpected exception prints
+//! `FATAL …` and exits with 2 or 3.
 //!
-//! Run under `-icount shift=0,align=off,sleep=off`: QEMU then counts INST_RETIRED and
-//! cycles exactly, so the exact-count scenario must give K, not about K.
+//! The board: QEMU enters at EL1 with one CPU (`-smp 1`), the PL011 is at
+//! 0x0900_0000 and the GICv2 at 0x0800_0000 (distributor) / 0x0801_0000 (CPU
+//! interface), the PMU interrupt is PPI 7 = INTID 23 (hw/arm/virt.c, the device tree's
+//! `interrupts = <1 7 …>`). Run under `-icount shift=0,align=off,sleep=off`: QEMU then
+//! counts INST_RETIRED and cycles exactly, so the exact-count scenario must give K.
 #![no_std]
 #![no_main]
 
-mod blocks;
-mod boot;
-mod console;
-mod el0_probes;
-mod exceptions;
-mod gic;
-mod scenarios;
+use pmu_scenarios_armv8::gic::Gic2;
+use pmu_scenarios_armv8::{Board, InterruptController};
 
-/// Entry from `boot.rs`, at EL1.
+const UART_BASE: usize = 0x0900_0000;
+const UARTDR: usize = 0x00;
+const UARTFR: usize = 0x18;
+const UARTFR_TXFF: u32 = 1 << 5;
+
+// SAFETY: QEMU virt's GICv2 (hw/arm/virt.c memmap VIRT_GIC_DIST, VIRT_GIC_CPU); only
+// this image programs it.
+const GIC: Gic2 = unsafe { Gic2::new(0x0800_0000, 0x0801_0000) };
+
+/// INTID of the PMU overflow interrupt on `-M virt` (PPI 7 = INTID 16 + 7).
+const PMU_INTID: u32 = 23;
+
+fn write_byte(b: u8) {
+    // SAFETY: UART_BASE is the PL011 of QEMU's virt machine; FR and DR are its flag and
+    // data registers, accessed with 32-bit volatile loads/stores.
+    unsafe {
+        while core::ptr::read_volatile((UART_BASE + UARTFR) as *const u32) & UARTFR_TXFF != 0 {}
+        core::ptr::write_volatile((UART_BASE + UARTDR) as *mut u32, u32::from(b));
+    }
+}
+
+static BOARD: Board = Board {
+    banner: "pmu aarch64-virt image: PMU scenarios at EL1 and EL0",
+    name: "virt",
+    // QEMU's PL011 needs no set-up.
+    init_console: || {},
+    write_byte,
+    crlf: false,
+    // `-smp 1`: there is no other core.
+    park_secondaries: || "none",
+    irq: InterruptController {
+        name: "gicv2",
+        enable_pmu: || GIC.enable(&[PMU_INTID]),
+        acknowledge: || GIC.acknowledge(),
+        end: |intid| GIC.end_of_interrupt(intid),
+        is_pmu: |intid| intid == PMU_INTID,
+    },
+};
+
+/// The board, for `pmu-scenarios-armv8`'s `_start`.
 #[no_mangle]
-extern "C" fn kernel_main() -> ! {
-    println!("pmu aarch64-virt image: PMU scenarios at EL1 and EL0");
-    let mut buf = [0u8; 256];
-    let selftest = console::command_line(&mut buf).and_then(|line| {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix("selftest="))
-    });
-    let (pass, fail) = match selftest {
-        None => scenarios::run_all(),
-        Some(what) => self_test(what),
-    };
-    println!("RESULT summary pass={pass} fail={fail}");
-    if fail == 0 {
-        println!("all {pass} checks passed");
-        console::exit(0)
-    } else {
-        println!("{fail} of {} checks FAILED", pass + fail);
-        console::exit(1)
-    }
-}
-
-/// `-append selftest=…`: proves that each kind of failure is visible in the output and
-/// the exit status (the tests boot these too).
-fn self_test(what: &str) -> (u32, u32) {
-    println!("self-test: {what}");
-    match what {
-        "panic" => panic!("self-test panic"),
-        // SAFETY: deliberately UNDEFINED at EL1, to exercise the fatal-exception path.
-        "undef" => unsafe { core::arch::asm!("udf #0", options(nomem, nostack)) },
-        "fail" => println!("RESULT selftest pass=0"),
-        other => println!("unknown self-test `{other}` (panic, undef, fail)"),
-    }
-    (0, 1)
-}
-
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
-    println!("FATAL panic: {info}");
-    console::exit(2)
+fn pmu_board() -> &'static Board {
+    &BOARD
 }

@@ -207,6 +207,37 @@ pub mod arm64 {
                 c"no PMUv3 on this CPU (ID_AA64DFR0_EL1.PMUVer)",
             );
         }
+        if parsed.is_empty() && !cycle_counter && !sentinel && !el0_programming {
+            return fail(
+                why,
+                -EINVAL,
+                c"events is empty, cycle_counter=0 and sentinel=0: the grant would only expose perf's counters",
+            );
+        }
+        if parsed.as_slice().contains(&user_enable::CHAIN) {
+            return fail(
+                why,
+                -EINVAL,
+                c"events: 0x1e (CHAIN) only pairs two counters and counts nothing alone",
+            );
+        }
+        if cycle_counter && parsed.as_slice().contains(&user_enable::CPU_CYCLES) {
+            return fail(
+                why,
+                -EINVAL,
+                c"events: 0x11 (CPU_CYCLES) is already counted by cycle_counter=1",
+            );
+        }
+        // PMEVTYPER<n>_EL0.evtCount is 10 bits wide in PMUv3 for ARMv8.0 (PMUVer 0b0001)
+        // and 16 bits from PMUv3 for ARMv8.1 (Arm ARM, PMEVTYPER<n>_EL0): a wider number
+        // would write RES0 bits and count another event.
+        if version.pmuver() == 1 && parsed.as_slice().iter().any(|&e| e > 0x3ff) {
+            return fail(
+                why,
+                -EINVAL,
+                c"events: an event number above 0x3ff (PMUv3 for ARMv8.0: evtCount has 10 bits)",
+            );
+        }
         // PMCR_EL0.N, bits 15:11 (Arm ARM, PMCR_EL0).
         let n = ((regs.pmcr().get() >> 11) & 0x1f) as u8;
         let Ok(checked) = Layout::new(n, parsed, cycle_counter) else {
@@ -282,14 +313,13 @@ pub mod arm64 {
         pub new_userenr: u64,
         /// PMCNTENSET_EL0 bits of the module's counters.
         pub owned: u64,
-        /// Counters the last apply zeroed (idle ones).
+        /// The module's counters the last apply programmed from zero.
         pub zeroed: u64,
         /// The module's counters the last apply found still running and kept.
         pub kept: u64,
         /// Counters the restore disabled and zeroed.
         pub released: u64,
-        /// The module's counters the restore found counting something else (perf's
-        /// now), left alone.
+        /// The module's counters the restore found in perf's `used_mask`, left alone.
         pub taken: u64,
         /// With `-EBUSY`: the configuration register of the counter in use.
         pub busy_config: u64,
@@ -297,7 +327,7 @@ pub mod arm64 {
         /// counters), `-EBUSY` (a layout counter in use), `-EOPNOTSUPP` (an event not
         /// implemented).
         pub error: i32,
-        /// With `-EBUSY` the counter (31: cycle counter), with `-EOPNOTSUPP` the event,
+        /// With `-EBUSY` the counter, with `-EOPNOTSUPP` the event,
         /// with `-ENODEV` PMCR_EL0.N of this CPU.
         pub error_detail: u32,
         /// Whether the grant is in place (and must be restored).
@@ -308,10 +338,13 @@ pub mod arm64 {
         pub pmuver: u8,
         /// Padding, zero.
         pub reserved: [u8; 5],
+        /// Input of apply and restore, set by the glue on this CPU with interrupts off
+        /// just before: perf's `used_mask` of this CPU as PMCNTENSET_EL0 bits.
+        pub perf_used: u64,
     }
 
     // The C declaration has the same size (checked there with static_assert too).
-    const _: () = assert!(core::mem::size_of::<KmodEuCpu>() == 88);
+    const _: () = assert!(core::mem::size_of::<KmodEuCpu>() == 96);
 
     impl KmodEuCpu {
         fn applied(&self) -> Applied {
@@ -351,7 +384,7 @@ pub mod arm64 {
         // taken by the caller: `El1UserAccess::new`'s contract.
         let regs = unsafe { El1UserAccess::new() };
         let previous = st.applied.then(|| st.applied());
-        match user_enable::apply(&regs, request, previous.as_ref()) {
+        match user_enable::apply(&regs, request, previous.as_ref(), st.perf_used) {
             Ok(applied) => {
                 st.pmuver = applied.pmuver;
                 st.old_userenr = applied.old_pmuserenr;
@@ -403,7 +436,7 @@ pub mod arm64 {
         };
         // SAFETY: as in `kmod_eu_arm64_apply`; restoring takes access away again.
         let regs = unsafe { El1UserAccess::new() };
-        let restored = user_enable::restore(&regs, &st.applied(), &request.layout);
+        let restored = user_enable::restore(&regs, &st.applied(), &request.layout, st.perf_used);
         st.found_userenr = restored.found_pmuserenr;
         st.new_userenr = restored.new_pmuserenr;
         st.released = restored.released;
@@ -745,7 +778,7 @@ pub mod armv7 {
         pub new_userenr: u32,
         /// PMCNTENSET bits of the module's counters.
         pub owned: u32,
-        /// Counters the last apply zeroed (idle ones).
+        /// The module's counters the last apply programmed from zero.
         pub zeroed: u32,
         /// The module's counters the last apply found still running and kept.
         pub kept: u32,

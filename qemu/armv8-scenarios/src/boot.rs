@@ -1,8 +1,25 @@
 //! Boot code, the exception vector table and the EL1 <-> EL0 switch.
 //!
-//! QEMU `-M virt` enters `_start` at EL1 with the MMU off. The MMU stays off: every
-//! data access is then Device-nGnRnE, which is correct for the MMIO we touch and good
-//! enough for RAM in an emulator (the target is built with strict alignment).
+//! `_start` is where the loader jumps on the boot core, with the MMU off:
+//!
+//! - at EL1 on QEMU `-M virt`;
+//! - at EL2 on a Raspberry Pi 3/4/5 (the firmware's armstub, or on the Pi 5 its
+//!   trusted firmware, drops from EL3 to EL2 before the kernel: the Linux arm64 boot
+//!   protocol, Documentation/arch/arm64/booting.rst, "CPU mode") and on QEMU's
+//!   `raspi3b`/`raspi4b` (hw/arm/boot.c starts a Linux-style kernel at EL2 where the
+//!   CPU has EL2). From EL2 `_start` hands over to EL1 the way Linux's `init_el2`
+//!   does for a non-VHE kernel (arch/arm64/kernel/head.S, arch/arm64/include/asm/
+//!   el2_setup.h): EL1 in AArch64 (HCR_EL2.RW), MIDR/MPIDR passed through
+//!   (VPIDR_EL2/VMPIDR_EL2: EL1 reads of MIDR_EL1 return VPIDR_EL2 when EL2 exists),
+//!   every event counter to EL1 (MDCR_EL2.HPMN = PMCR_EL0.N) and no PMU trap to EL2
+//!   (MDCR_EL2.TPM/TPMCR = 0), no FP/SIMD trap (CPTR_EL2), the EL1 timers, SCTLR_EL1
+//!   with the MMU and caches off.
+//!
+//! A core other than core 0 that arrives here (a loader that starts every core at the
+//! entry point) parks in `wfi` with interrupts masked. The MMU stays off: every data
+//! access is then Device-nGnRnE, correct for the MMIO we touch and good enough for RAM
+//! (the target is built with strict alignment). No exclusive (LDXR/STXR) is used on
+//! this memory: without a cacheable mapping their behaviour is IMPLEMENTATION DEFINED.
 
 use core::arch::global_asm;
 
@@ -29,6 +46,40 @@ global_asm!(
 .section .text.boot, "ax"
 .global _start
 _start:
+    // Only core 0 (MPIDR_EL1.Aff0 = 0) runs the image.
+    mrs x0, mpidr_el1
+    and x0, x0, #0xff
+    cbnz x0, park_core
+    // x19: the exception level we were entered at (CurrentEL bits 3:2), for boot_main.
+    mrs x19, CurrentEL
+    lsr x19, x19, #2
+    cmp x19, #2
+    b.ne at_el1
+    // EL2 -> EL1 (see the module doc).
+    mov x0, #(1 << 31)
+    msr hcr_el2, x0
+    mrs x0, midr_el1
+    msr vpidr_el2, x0
+    mrs x0, mpidr_el1
+    msr vmpidr_el2, x0
+    mrs x0, pmcr_el0
+    ubfx x0, x0, #11, #5
+    msr mdcr_el2, x0
+    mov x0, #0x33ff
+    msr cptr_el2, x0
+    msr hstr_el2, xzr
+    mov x0, #3
+    msr cnthctl_el2, x0
+    msr cntvoff_el2, xzr
+    ldr x0, =0x30d00800
+    msr sctlr_el1, x0
+    // SPSR_EL2: EL1h with D, A, I and F masked; return to at_el1.
+    mov x0, #0x3c5
+    msr spsr_el2, x0
+    adr x0, at_el1
+    msr elr_el2, x0
+    eret
+at_el1:
     ldr x0, =__stack_el1_top
     mov sp, x0
     // FP/SIMD at EL1 and EL0 (CPACR_EL1.FPEN = 0b11): compiled code may use q registers.
@@ -45,9 +96,18 @@ _start:
     b.hs 2f
     str xzr, [x0], #8
     b 1b
-2:  bl kernel_main
+2:  mov x0, x19
+    bl boot_main
 3:  wfe
     b 3b
+
+// Where the other cores wait: interrupts masked, nothing routed to them, so `wfi`
+// sleeps for good (QEMU halts the vCPU: it retires no instruction).
+.global park_core
+park_core:
+    msr daifset, #0xf
+1:  wfi
+    b 1b
 
 // One vector entry: make room for the frame, save x0/x1, go to the common path with
 // the entry number in x0.
@@ -176,6 +236,27 @@ el0_exit:
     b el0_exit
 "#
 );
+
+/// The exception level the code runs at now (CurrentEL.EL).
+pub fn current_el() -> u64 {
+    let el: u64;
+    // SAFETY: CurrentEL is readable at EL1 and above and has no side effect.
+    unsafe {
+        core::arch::asm!("mrs {}, CurrentEL", out(reg) el, options(nomem, nostack, preserves_flags))
+    };
+    el >> 2
+}
+
+/// The address of the parking loop ([`park_core`]'s `wfi`), for a board that releases
+/// its other cores from a spin table.
+pub fn park_address() -> u64 {
+    park_core as *const () as u64
+}
+
+unsafe extern "C" {
+    /// The other cores' parking loop (never returns; jumped to, not called).
+    fn park_core() -> !;
+}
 
 /// EL1's stack pointer while EL0 code runs (written by `run_el0`).
 #[no_mangle]

@@ -1,7 +1,13 @@
 //! Boot code, the exception vectors and the PL1 <-> PL0 switch.
 //!
-//! QEMU `-M virt` (secure=off, virtualization=off) enters `_start` in Non-secure SVC
-//! mode with the MMU off. The MMU stays off: no permission checks, every data access
+//! `_start` is entered with the MMU off, in SVC mode (QEMU `-M virt`, secure=off,
+//! virtualization=off; QEMU `raspi2b`) or in HYP mode (the Raspberry Pi 2's firmware
+//! starts a 32-bit kernel in HYP where the CPU has the Virtualization Extensions, as
+//! Linux's arch/arm/kernel/hyp-stub.S expects). From HYP it hands over to SVC the way
+//! that stub does: no HYP trap (HCR, HSTR, HCPTR), every event counter to PL1 (HDCR.HPMN
+//! = PMCR.N, no PMU trap), MIDR/MPIDR passed through (VPIDR/VMPIDR: PL1 reads of MIDR
+//! return VPIDR when the Virtualization Extensions exist), the PL1 timers. A core other
+//! than core 0 (MPIDR.Aff0 != 0) that arrives here parks in `wfi`. The MMU stays off: no permission checks, every data access
 //! Strongly-ordered (the target is built with strict alignment). Exceptions go through
 //! VBAR to [`exception_vectors`]: the Undefined Instruction exception of a PL0 probe
 //! and the SVC that ends PL0 code return to [`at_pl0`]'s caller; every other exception
@@ -24,10 +30,42 @@ static PL0_TRAP_ADDRESS: AtomicU32 = AtomicU32::new(0);
 global_asm!(
     r#"
 .arm
+.arch_extension virt
 .section .text.boot, "ax"
 .global _start
 _start:
     cpsid aif
+    // Only core 0 runs the image.
+    mrc p15, 0, r0, c0, c0, 5
+    ands r0, r0, #0xff
+    bne park_core
+    // r8: the mode we were entered in (CPSR.M), for boot_main.
+    mrs r8, cpsr
+    and r8, r8, #0x1f
+    cmp r8, #0x1a
+    bne at_svc
+    // HYP -> SVC (see the module doc).
+    mov r0, #0
+    mcr p15, 4, r0, c1, c1, 0
+    mcr p15, 4, r0, c1, c1, 3
+    mrc p15, 0, r0, c9, c12, 0
+    ubfx r0, r0, #11, #5
+    mcr p15, 4, r0, c1, c1, 1
+    ldr r0, =0x33ff
+    mcr p15, 4, r0, c1, c1, 2
+    mrc p15, 0, r0, c0, c0, 0
+    mcr p15, 4, r0, c0, c0, 0
+    mrc p15, 0, r0, c0, c0, 5
+    mcr p15, 4, r0, c0, c0, 5
+    mov r0, #3
+    mcr p15, 4, r0, c14, c1, 0
+    adr r0, at_svc
+    msr elr_hyp, r0
+    // SPSR_hyp: SVC mode, A, I and F masked.
+    mov r0, #0x1d3
+    msr spsr_hyp, r0
+    eret
+at_svc:
     ldr sp, =__stack_svc_top
     ldr r0, =exception_vectors
     mcr p15, 0, r0, c12, c0, 0
@@ -39,9 +77,19 @@ _start:
 1:  cmp r0, r1
     strlo r2, [r0], #4
     blo 1b
-    bl kernel_main
+    mov r0, r8
+    bl boot_main
 2:  wfe
     b 2b
+
+// Where the other cores wait: interrupts masked, nothing routed to them, so `wfi`
+// sleeps for good (QEMU halts the vCPU: it retires no instruction).
+.global park_core
+park_core:
+    cpsid aif
+3:  wfi
+    b 3b
+.ltorg
 
 .section .text
 .balign 32
@@ -79,7 +127,7 @@ svc_entry:
     mrs r1, spsr
     and r1, r1, #0x1f
     cmp r1, #0x10
-    bne fatal_svc
+    bne svc_from_pl1
     ldr r2, =PL0_SAVED_SP
     ldr sp, [r2]
     pop {{r4-r11, pc}}
@@ -98,6 +146,18 @@ undef_entry:
     ldr sp, [r2]
     mov r0, #0
     pop {{r4-r11, pc}}
+
+// An SVC from PL1: a semihosting call (`svc 0x123456`, ARM state) where no debugger or
+// emulator serves it (a real board): return all ones in r0, a failed call. The caller
+// declares r1, r2 and lr clobbered. Any other SVC from PL1 is fatal.
+svc_from_pl1:
+    ldr r2, [lr, #-4]
+    bic r2, r2, #0xff000000
+    ldr r1, =0x123456
+    cmp r2, r1
+    bne fatal_svc
+    mvn r0, #0
+    movs pc, lr
 
 .macro FATAL name, kind
 \name:
@@ -118,7 +178,25 @@ undef_entry:
 "#
 );
 
+/// The current mode (CPSR.M).
+pub fn current_mode() -> u32 {
+    let cpsr: u32;
+    // SAFETY: reading CPSR has no side effect.
+    unsafe {
+        core::arch::asm!("mrs {}, cpsr", out(reg) cpsr, options(nomem, nostack, preserves_flags))
+    };
+    cpsr & 0x1f
+}
+
+/// The address of the parking loop, for a board that releases its other cores from
+/// the firmware's mailboxes.
+pub fn park_address() -> u32 {
+    park_core as *const () as u32
+}
+
 extern "C" {
+    /// The other cores' parking loop (jumped to, never called).
+    fn park_core() -> !;
     fn at_pl0_raw(entry: extern "C" fn(u32) -> !, arg: u32) -> u32;
 }
 

@@ -140,8 +140,15 @@ fn exact(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
         let exact = |x: &Corrected| {
             x.min == Some(k as i64) && x.median == Some(k as i64) && x.region.clean == RUNS
         };
+        // The verdict is the instruction count, exact on any core for a straight-line
+        // block with interrupts masked. Cycles equal K only under QEMU's icount (one
+        // instruction per cycle); on a board they are what the core took (printed, and
+        // asserted against K by the QEMU tests, tests/tests/qemu_*.rs).
         let ok = t.check(
-            exact(&i) && exact(&c) && i.region.hazards.is_empty() && c.region.hazards.is_empty(),
+            exact(&i)
+                && c.region.clean == RUNS
+                && i.region.hazards.is_empty()
+                && c.region.hazards.is_empty(),
         );
         println!(
             "RESULT exact k={k} inst={} inst_median={} cycles={} cycles_median={} clean={}/{} hazards={} overhead_inst={} overhead_cycles={} inst_slot={} cycle_slot={} pass={ok}",
@@ -173,19 +180,13 @@ fn overflow(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
     ins.start();
     let counters = [ins];
     let mut meter = CounterMeter::new(&counters);
-    let mut readings = [[Reading::default()]; 3];
-    let mut measured = Ok(());
-    for (i, out) in readings.iter_mut().enumerate() {
-        let block = if i == 0 {
-            blocks::EMPTY
-        } else {
-            blocks::nops::<100> as fn()
-        };
-        if i == 1 {
-            counters[0].preset_before_wrap(OVERFLOW_DISTANCE);
-        }
-        measured = measured.and(window(&mut meter, block, out));
-    }
+    // The whole sequence twice, the first time as a warm-up whose readings are dropped:
+    // on QEMU's four-vCPU raspi2b the first execution of a code path can count
+    // instructions it did not retire (measured: the counter wrapped before the window
+    // opened the first time, exact every later time). The exact scenario's harness warms
+    // up the same way.
+    let _ = overflow_sequence(&mut meter, &counters[0]);
+    let (measured, readings) = overflow_sequence(&mut meter, &counters[0]);
     let raw_end = pool.pmu().read(slot);
     let [[empty], [wrapped], [after]] = readings;
     let expected = empty.value + 100;
@@ -260,7 +261,10 @@ fn readers(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
             let _ = read_window(read, blocks::EMPTY);
             *g = read_window(read, block).wrapping_sub(read_window(read, blocks::EMPTY));
         }
-        let ok = t.check(got.iter().all(|&g| g == k));
+        // Instructions through the handle and the driver must be K; the cycle readings
+        // are K only under QEMU's icount (the QEMU tests assert them), so they are
+        // printed, not judged here.
+        let ok = t.check(got[0] == k && got[2] == k);
         println!(
             "RESULT readers k={k} path={:?} handle_inst={} handle_cycles={} driver_inst={} driver_cycles={} pass={ok}",
             ins_reader.path(), got[0], got[1], got[2], got[3],
@@ -378,6 +382,30 @@ extern "C" fn pl0_nops<const K: usize>(_: u32) -> ! {
         core::arch::asm!(".rept {k}", "nop", ".endr", k = const K, options(nomem, nostack, preserves_flags))
     }
     pl0_exit(0)
+}
+
+/// Run 0: the empty block, clean: the cost of the window itself. Run 1: the
+/// 100-instruction block with the counter preset to wrap inside it. Run 2: the same
+/// block again, past the wrap: clean.
+#[inline(never)]
+fn overflow_sequence(
+    meter: &mut CounterMeter<'_, '_, Pl1Pmu, 1>,
+    counter: &pmu_core::Counter<'_, Pl1Pmu>,
+) -> (Result<(), pmu_core::Error>, [[Reading; 1]; 3]) {
+    let mut readings = [[Reading::default()]; 3];
+    let mut measured = Ok(());
+    for (i, out) in readings.iter_mut().enumerate() {
+        let block = if i == 0 {
+            blocks::EMPTY
+        } else {
+            blocks::nops::<100> as fn()
+        };
+        if i == 1 {
+            counter.preset_before_wrap(OVERFLOW_DISTANCE);
+        }
+        measured = measured.and(window(meter, block, out));
+    }
+    (measured, readings)
 }
 
 /// One measured window around a block.

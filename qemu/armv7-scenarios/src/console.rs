@@ -1,32 +1,29 @@
-//! Output on the PL011 UART of `-M virt` (0x0900_0000), and exit through semihosting.
+//! Output through the board's console ([`crate::Board::write_byte`]), and exit and the
+//! command line through semihosting (`svc 0x123456`, what QEMU offers with
+//! `-semihosting-config enable=on`). On a real board the SVC reaches the image's own
+//! SVC vector, which returns all ones (a failed call): [`exit`] then waits in `wfe`
+//! and [`command_line`] gives `None`, so one image serves both.
 
 use core::fmt::{self, Write};
 
-const UART_BASE: usize = 0x0900_0000;
-const UARTDR: usize = 0x00;
-const UARTFR: usize = 0x18;
-const UARTFR_TXFF: u32 = 1 << 5;
-
-/// The UART as a `fmt::Write`.
+/// The console as a `fmt::Write`.
 pub struct Uart;
 
 impl Write for Uart {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        for b in s.bytes() {
-            // SAFETY: UART_BASE is the PL011 of QEMU's virt machine; FR and DR are its
-            // flag and data registers, accessed with 32-bit volatile loads/stores.
-            unsafe {
-                while core::ptr::read_volatile((UART_BASE + UARTFR) as *const u32) & UARTFR_TXFF
-                    != 0
-                {}
-                core::ptr::write_volatile((UART_BASE + UARTDR) as *mut u32, u32::from(b));
+        if let Some(board) = crate::board() {
+            for b in s.bytes() {
+                if b == b'\n' && board.crlf {
+                    (board.write_byte)(b'\r');
+                }
+                (board.write_byte)(b);
             }
         }
         Ok(())
     }
 }
 
-/// `print!` to the UART.
+/// `print!` to the console.
 #[macro_export]
 macro_rules! print {
     ($($arg:tt)*) => {{
@@ -34,7 +31,7 @@ macro_rules! print {
     }};
 }
 
-/// `println!` to the UART.
+/// `println!` to the console.
 #[macro_export]
 macro_rules! println {
     () => { $crate::print!("\n") };
@@ -52,12 +49,13 @@ pub fn exit(code: u32) -> ! {
     const ADP_STOPPED_APPLICATION_EXIT: u32 = 0x20026;
     let block = [ADP_STOPPED_APPLICATION_EXIT, code];
     // SAFETY: `svc 0x123456` in ARM state at PL1 is the AArch32 semihosting call; r1
-    // points at the two-word block SYS_EXIT_EXTENDED expects. QEMU ends the process.
+    // points at the two-word block SYS_EXIT_EXTENDED expects. QEMU ends the process;
+    // without semihosting the image's SVC vector returns (clobbering r1, r2, lr).
     unsafe {
-        core::arch::asm!("svc 0x123456", in("r0") SYS_EXIT_EXTENDED, in("r1") block.as_ptr(), options(nostack));
+        core::arch::asm!("svc 0x123456", inout("r0") SYS_EXIT_EXTENDED => _, inout("r1") block.as_ptr() => _, out("r2") _, out("lr") _, options(nostack));
     }
-    // Without semihosting the SVC reaches our vector as a fatal exception; should it
-    // return anyway, stop here.
+    // Without semihosting the SVC vector returned a failed call.
+    crate::println!("exit status {code}: no semihosting here, halted (power the board off)");
     loop {
         // SAFETY: waiting for an event has no effect on memory.
         unsafe { core::arch::asm!("wfe", options(nomem, nostack)) };
@@ -73,7 +71,7 @@ pub fn command_line(buf: &mut [u8]) -> Option<&str> {
     // SAFETY: semihosting call as in `exit`; QEMU writes at most `buf.len()` bytes into
     // `buf` and the length into block[1].
     unsafe {
-        core::arch::asm!("svc 0x123456", inout("r0") SYS_GET_CMDLINE => status, in("r1") block.as_mut_ptr(), options(nostack));
+        core::arch::asm!("svc 0x123456", inout("r0") SYS_GET_CMDLINE => status, inout("r1") block.as_mut_ptr() => _, out("r2") _, out("lr") _, options(nostack));
     }
     if status != 0 {
         return None;

@@ -14,7 +14,7 @@ use crate::blocks::{self, el0_nops};
 use crate::boot::at_el0;
 use crate::el0_probes::{PROBES, SETTINGS};
 use crate::exceptions::{self, take_el0_trap};
-use crate::{gic, println};
+use crate::{print, println, Board};
 
 /// Warm-up runs and measured runs of the exact-count scenario.
 const WARMUP: u32 = 3;
@@ -40,7 +40,7 @@ impl Tally {
 }
 
 /// Runs every scenario; returns (passed, failed) checks.
-pub fn run_all() -> (u32, u32) {
+pub fn run_all(board: &Board) -> (u32, u32) {
     let mut t = Tally::default();
     // SAFETY: this image runs alone at EL1 on one PE; nothing else touches the PMU.
     let pmu = match unsafe { El1Pmu::take(PmuOptions::new()) } {
@@ -57,7 +57,7 @@ pub fn run_all() -> (u32, u32) {
     spe_config(&mut t);
     exact(&pool, &mut t);
     overflow(&pool, &mut t);
-    cycle_interrupt(&pool, &mut t);
+    cycle_interrupt(&pool, board, &mut t);
     filters(&pool, &mut t);
     el0_access(&mut t);
     (t.pass, t.fail)
@@ -198,8 +198,15 @@ fn exact(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
         let exact = |x: &Corrected| {
             x.min == Some(k as i64) && x.median == Some(k as i64) && x.region.clean == RUNS
         };
+        // The verdict is the instruction count, exact on any core for a straight-line
+        // block with interrupts masked. Cycles equal K only under QEMU's icount (one
+        // instruction per cycle); on a board they are what the core took (printed, and
+        // asserted against K by the QEMU tests, tests/tests/qemu_*.rs).
         let ok = t.check(
-            exact(&i) && exact(&c) && i.region.hazards.is_empty() && c.region.hazards.is_empty(),
+            exact(&i)
+                && c.region.clean == RUNS
+                && i.region.hazards.is_empty()
+                && c.region.hazards.is_empty(),
         );
         println!(
             "RESULT exact k={k} inst={} inst_median={} cycles={} cycles_median={} clean={}/{} hazards={} overhead_inst={} overhead_cycles={} inst_slot={} cycle_slot={} pass={ok}",
@@ -231,22 +238,13 @@ fn overflow(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
     ins.start();
     let counters = [ins];
     let mut meter = CounterMeter::new(&counters);
-    // Run 0: the empty block, clean: the cost of the window itself. Run 1: the
-    // 100-instruction block with the counter preset to wrap inside it. Run 2: the same
-    // block again, past the wrap: clean.
-    let mut readings = [[Reading::default()]; 3];
-    let mut measured = Ok(());
-    for (i, out) in readings.iter_mut().enumerate() {
-        let block = if i == 0 {
-            blocks::EMPTY
-        } else {
-            blocks::nops::<100> as fn()
-        };
-        if i == 1 {
-            counters[0].preset_before_wrap(OVERFLOW_DISTANCE);
-        }
-        measured = measured.and(window(&mut meter, block, out));
-    }
+    // The whole sequence twice, the first time as a warm-up whose readings are dropped:
+    // on QEMU's four-vCPU raspi boards the first execution of a code path can count
+    // instructions it did not retire (measured on raspi3b: 39 extra between the preset
+    // and the next read the first time, exact every later time), enough to wrap the
+    // counter before the window opens. The exact scenario's harness warms up the same way.
+    let _ = overflow_sequence(&mut meter, &counters[0]);
+    let (measured, readings) = overflow_sequence(&mut meter, &counters[0]);
     // The raw register after the wrap: PMUv3p5 with LP=0 keeps bit 32 (0x1_0000_00xx)
     // though the counter overflows at 32 bits; PMUv3 reads 0x00xx.
     let raw_end = pool.pmu().read(slot);
@@ -278,6 +276,30 @@ fn overflow(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
     );
 }
 
+/// Run 0: the empty block, clean: the cost of the window itself. Run 1: the
+/// 100-instruction block with the counter preset to wrap inside it. Run 2: the same
+/// block again, past the wrap: clean.
+#[inline(never)]
+fn overflow_sequence(
+    meter: &mut CounterMeter<'_, '_, El1Pmu, 1>,
+    counter: &Counter<'_, El1Pmu>,
+) -> (Result<(), pmu_core::Error>, [[Reading; 1]; 3]) {
+    let mut readings = [[Reading::default()]; 3];
+    let mut measured = Ok(());
+    for (i, out) in readings.iter_mut().enumerate() {
+        let block = if i == 0 {
+            blocks::EMPTY
+        } else {
+            blocks::nops::<100> as fn()
+        };
+        if i == 1 {
+            counter.preset_before_wrap(OVERFLOW_DISTANCE);
+        }
+        measured = measured.and(window(meter, block, out));
+    }
+    (measured, readings)
+}
+
 /// One measured window around the 100-instruction block.
 #[inline(never)]
 fn window(
@@ -291,11 +313,14 @@ fn window(
 }
 
 static PMU_IRQS: AtomicU32 = AtomicU32::new(0);
+/// The identifier of the last PMU interrupt taken (u32::MAX: none).
+static PMU_IRQ_ID: AtomicU32 = AtomicU32::new(u32::MAX);
 static PMU_IRQ_OVERFLOWS: AtomicU64 = AtomicU64::new(0);
 
 /// The cycle counter preset 1000 cycles before its 64-bit wrap, its overflow interrupt
-/// (PPI 23) enabled; 10000 instructions later exactly one interrupt must have arrived.
-fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
+/// enabled and routed through the board's interrupt controller (QEMU `virt`: GIC PPI
+/// 23); 10000 instructions later exactly one interrupt must have arrived.
+fn cycle_interrupt(pool: &CounterPool<El1Pmu>, board: &Board, t: &mut Tally) {
     let Ok(cyc) = pool.counter(GenericEvent::CpuCycles.into(), PrivilegeFilter::ALL) else {
         let ok = t.check(false);
         println!("RESULT irq error=counter-allocation pass={ok}");
@@ -303,8 +328,9 @@ fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
     };
     let slot = cyc.slot();
     fn on_irq(intid: u32) {
-        if intid == gic::PMU_INTID {
+        if crate::board().is_some_and(|b| (b.irq.is_pmu)(intid)) {
             PMU_IRQS.store(PMU_IRQS.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            PMU_IRQ_ID.store(intid, Ordering::Relaxed);
             // The handler cannot reach the pool; it records the flag state and clears
             // the cycle counter's flag through the registers' owner below.
             irq_clear_cycle_overflow();
@@ -315,7 +341,7 @@ fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
         Ordering::Relaxed,
     );
     exceptions::set_irq_handler(on_irq);
-    gic::enable(gic::PMU_INTID);
+    (board.irq.enable_pmu)();
     let enabled = pool.pmu().enable_overflow_interrupt(slot);
     cyc.preset_before_wrap(1000);
     cyc.start();
@@ -328,13 +354,32 @@ fn cycle_interrupt(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
     let _ = pool.pmu().disable_overflow_interrupt(slot);
     let irqs = PMU_IRQS.load(Ordering::Relaxed);
     let flagged = PMU_IRQ_OVERFLOWS.load(Ordering::Relaxed);
-    let ok = t.check(enabled.is_ok() && irqs == 1 && flagged == 1 && !cyc.overflowed());
-    println!(
-        "RESULT irq counter={} intid={} interrupts={irqs} overflow_seen_in_handler={flagged} flag_after={} pass={ok}",
+    let flag_after = cyc.overflowed();
+    let ok = t.check(enabled.is_ok() && irqs == 1 && flagged == 1 && !flag_after);
+    let intid = PMU_IRQ_ID.load(Ordering::Relaxed);
+    print!(
+        "RESULT irq counter={} controller={} intid=",
         slot_name(slot),
-        gic::PMU_INTID,
-        u8::from(cyc.overflowed()),
+        board.irq.name
     );
+    if intid == u32::MAX {
+        print!("none");
+    } else {
+        print!("{intid}");
+    }
+    println!(
+        " interrupts={irqs} overflow_seen_in_handler={flagged} flag_after={} pass={ok}",
+        u8::from(flag_after),
+    );
+    if irqs == 0 {
+        println!(
+            "  no interrupt arrived; the overflow flag is {} (the counter {} wrap)",
+            if flag_after { "set" } else { "clear" },
+            if flag_after { "did" } else { "did not" }
+        );
+        // The handler did not clear it: leave the counter clean for what follows.
+        pool.pmu().clear_overflow(slot);
+    }
 }
 
 static IRQ_POOL: AtomicU64 = AtomicU64::new(0);

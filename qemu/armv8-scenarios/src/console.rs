@@ -1,32 +1,31 @@
-//! Output on the PL011 UART of `-M virt` (0x0900_0000), and exit through semihosting.
+//! Output through the board's console ([`crate::Board::write_byte`]), and exit and the
+//! command line through semihosting.
+//!
+//! Semihosting (`hlt #0xf000`) is what QEMU offers with `-semihosting-config
+//! enable=on`; on a real board without a debugger the instruction is UNDEFINED, and the
+//! exception handler turns it into a failed call (`crate::exceptions`): [`exit`] then
+//! waits in `wfe` and [`command_line`] gives `None`, so one image serves both.
 
 use core::fmt::{self, Write};
 
-const UART_BASE: usize = 0x0900_0000;
-const UARTDR: usize = 0x00;
-const UARTFR: usize = 0x18;
-const UARTFR_TXFF: u32 = 1 << 5;
-
-/// The UART as a `fmt::Write`.
+/// The console as a `fmt::Write`.
 pub struct Uart;
 
 impl Write for Uart {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        for b in s.bytes() {
-            // SAFETY: UART_BASE is the PL011 of QEMU's virt machine; FR and DR are its
-            // flag and data registers, accessed with 32-bit volatile loads/stores.
-            unsafe {
-                while core::ptr::read_volatile((UART_BASE + UARTFR) as *const u32) & UARTFR_TXFF
-                    != 0
-                {}
-                core::ptr::write_volatile((UART_BASE + UARTDR) as *mut u32, u32::from(b));
+        if let Some(board) = crate::board() {
+            for b in s.bytes() {
+                if b == b'\n' && board.crlf {
+                    (board.write_byte)(b'\r');
+                }
+                (board.write_byte)(b);
             }
         }
         Ok(())
     }
 }
 
-/// `print!` to the UART.
+/// `print!` to the console.
 #[macro_export]
 macro_rules! print {
     ($($arg:tt)*) => {{
@@ -34,7 +33,7 @@ macro_rules! print {
     }};
 }
 
-/// `println!` to the UART.
+/// `println!` to the console.
 #[macro_export]
 macro_rules! println {
     () => { $crate::print!("\n") };
@@ -45,7 +44,8 @@ macro_rules! println {
 }
 
 /// Ends QEMU with `code` as its exit status (semihosting SYS_EXIT with
-/// ADP_Stopped_ApplicationExit; QEMU needs `-semihosting-config enable=on`).
+/// ADP_Stopped_ApplicationExit; QEMU needs `-semihosting-config enable=on`). Without
+/// semihosting (a real board) it says so and waits forever.
 pub fn exit(code: u32) -> ! {
     const SYS_EXIT: u64 = 0x18;
     const ADP_STOPPED_APPLICATION_EXIT: u64 = 0x20026;
@@ -53,10 +53,10 @@ pub fn exit(code: u32) -> ! {
     // SAFETY: `hlt #0xf000` is the AArch64 semihosting call; x1 points at the
     // two-word parameter block SYS_EXIT expects. QEMU ends the process there.
     unsafe {
-        core::arch::asm!("hlt #0xf000", in("x0") SYS_EXIT, in("x1") block.as_ptr(), options(nostack));
+        core::arch::asm!("hlt #0xf000", inout("x0") SYS_EXIT => _, in("x1") block.as_ptr(), options(nostack));
     }
-    // Without semihosting the call is UNDEFINED and handled as a fatal exception;
-    // should it return anyway, stop here.
+    // Without semihosting the call is UNDEFINED; the exception handler skipped it.
+    crate::println!("exit status {code}: no semihosting here, halted (power the board off)");
     loop {
         // SAFETY: waiting for an event has no effect on memory.
         unsafe { core::arch::asm!("wfe", options(nomem, nostack)) };

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * kmod_enable_user, arm64: which counters are perf's, from perf's own bookkeeping.
+ * Linked into both flavours (the stock glue and the Rust-for-Linux module).
+ *
+ * - Reservation: the layout's event counters are taken out of the counters perf may
+ *   allocate from (struct arm_pmu, include/linux/perf/arm_pmu.h: `cntr_mask` since
+ *   Linux 6.11, `num_events` before), so perf cannot hand them out while the module
+ *   holds them (armv8pmu_get_single_idx/get_chain_idx walk that mask; so do
+ *   armv8pmu_enable_user_access's zeroing and KVM's counter count). A counter perf
+ *   already holds at load stays perf's: its bit in perf's per-CPU `used_mask` makes
+ *   the grant on that CPU fail with -EBUSY (the Rust object checks it).
+ * - Keeper: one pinned, CPU-wide, in-kernel perf event per CPU, owned by the module
+ *   (SW_INCR with every level excluded: it counts nothing). While it exists perf's
+ *   used_mask on that CPU is never empty, so perf's armpmu_enable() always restarts
+ *   the PMU (armv8pmu_start sets PMCR_EL0.E) after each armpmu_disable()
+ *   (armv8pmu_stop clears it): the module's counters cannot be left frozen when perf's
+ *   last own event leaves the CPU. It costs perf one general counter on every CPU.
+ *   Not with el0_programming=1: EL0 then programs PMCR_EL0.E and any counter itself,
+ *   the keeper's included, whose overflow interrupt perf enabled; perf's handler
+ *   (armv8pmu_handle_irq) ends in armv8pmu_start, which revokes the grant.
+ * - used_mask: read on the CPU with interrupts off (perf changes it there, under
+ *   its context lock with interrupts off), as PMCNTENSET_EL0 bits: Linux 6.11+
+ *   numbers perf's index as the counter (31 = PMCCNTR_EL0, 32 = PMICNTR_EL0);
+ *   before 6.11 index 0 is PMCCNTR_EL0 and index i the counter i - 1
+ *   (ARMV8_IDX_TO_COUNTER, arch/arm64/kernel/perf_event.c in 6.1).
+ *
+ * The arm_pmu is found through the keeper itself: to_arm_pmu(event->pmu).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitmap.h>
+#include <linux/cpumask.h>
+#include <linux/err.h>
+#include <linux/errno.h>
+#include <linux/mutex.h>
+#include <linux/perf_event.h>
+#include <linux/perf/arm_pmu.h>
+#include <linux/percpu.h>
+#include <linux/security.h>
+#include <linux/slab.h>
+#include <linux/version.h>
+
+#include "kmod_enable_user_perf.h"
+
+#define EU_MAX_PMUS 4
+
+/* One arm_pmu whose counters the module narrowed, and what it took away. */
+struct eu_reserved_pmu {
+	struct arm_pmu *pmu;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+	u64 cleared;		/* cntr_mask bits the module cleared */
+#else
+	int old_num_events;	/* num_events before the module narrowed it */
+#endif
+};
+
+static DEFINE_MUTEX(eu_perf_lock);
+static struct eu_reserved_pmu eu_pmus[EU_MAX_PMUS];
+static unsigned int eu_n_pmus;
+static struct perf_event **eu_keepers;
+static struct arm_pmu **eu_cpu_pmu;
+
+int kmod_eu_perf_init(void)
+{
+	eu_keepers = kcalloc(nr_cpu_ids, sizeof(*eu_keepers), GFP_KERNEL);
+	eu_cpu_pmu = kcalloc(nr_cpu_ids, sizeof(*eu_cpu_pmu), GFP_KERNEL);
+	if (!eu_keepers || !eu_cpu_pmu) {
+		kfree(eu_keepers);
+		kfree(eu_cpu_pmu);
+		eu_keepers = NULL;
+		eu_cpu_pmu = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Takes `layout_mask`'s event counters away from `pmu`; 0 or -errno. Under eu_perf_lock. */
+static int eu_reserve(struct arm_pmu *pmu, u64 layout_mask, const char **why)
+{
+	struct eu_reserved_pmu *r;
+	unsigned int i;
+
+	for (i = 0; i < eu_n_pmus; i++)
+		if (eu_pmus[i].pmu == pmu)
+			return 0;
+	if (eu_n_pmus == EU_MAX_PMUS) {
+		*why = "more than 4 PMU types (big.LITTLE clusters)";
+		return -ENODEV;
+	}
+	r = &eu_pmus[eu_n_pmus];
+	r->pmu = pmu;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+	r->cleared = 0;
+	for (i = 0; i < 31; i++) {
+		if (!(layout_mask & BIT_ULL(i)))
+			continue;
+		if (!test_bit(i, pmu->cntr_mask)) {
+			*why = "a layout counter is not one of this PMU's counters (cntr_mask)";
+			return -ENODEV;
+		}
+	}
+	for (i = 0; i < 31; i++) {
+		if (layout_mask & BIT_ULL(i)) {
+			clear_bit(i, pmu->cntr_mask);
+			r->cleared |= BIT_ULL(i);
+		}
+	}
+#else
+	{
+		/* num_events counts PMCCNTR_EL0 (index 0) and counters 0..num_events-2. */
+		int n = READ_ONCE(pmu->num_events) - 1;
+		int k = hweight64(layout_mask & GENMASK_ULL(30, 0));
+		u64 top = k ? GENMASK_ULL(n - 1, n - k) : 0;
+
+		if (n < k || (layout_mask & GENMASK_ULL(30, 0)) != top) {
+			*why = "the layout's counters are not the top of this PMU's counters (num_events)";
+			return -ENODEV;
+		}
+		r->old_num_events = n + 1;
+		WRITE_ONCE(pmu->num_events, n + 1 - k);
+	}
+#endif
+	eu_n_pmus++;
+	return 0;
+}
+
+int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
+			const char **why)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_RAW,
+		.size = sizeof(attr),
+		.config = 0x00,	/* SW_INCR: counts only software increments */
+		.pinned = 1,
+		.disabled = 1,
+		.exclude_user = 1,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+	};
+	struct perf_event *event;
+	struct arm_pmu *pmu;
+	int ret;
+
+	*why = "";
+	if (!eu_keepers || cpu >= nr_cpu_ids)
+		return -EINVAL;
+	/* Disabled: it gets no counter before the reservation below. */
+	event = perf_event_create_kernel_counter(&attr, cpu, NULL, NULL, NULL);
+	if (IS_ERR(event)) {
+		*why = "perf refused the module's keeper event (perf_event_create_kernel_counter)";
+		return PTR_ERR(event);
+	}
+	pmu = to_arm_pmu(event->pmu);
+	mutex_lock(&eu_perf_lock);
+	ret = eu_reserve(pmu, layout_mask, why);
+	mutex_unlock(&eu_perf_lock);
+	if (ret) {
+		perf_event_release_kernel(event);
+		return ret;
+	}
+	eu_cpu_pmu[cpu] = pmu;
+	if (!keeper) {
+		/* It only found the arm_pmu: no counter was ever given to it. */
+		perf_event_release_kernel(event);
+		return 0;
+	}
+	perf_event_enable(event);
+	if (READ_ONCE(event->state) != PERF_EVENT_STATE_ACTIVE) {
+		*why = "perf could not place the module's keeper event on this CPU (every counter it may use is taken)";
+		perf_event_release_kernel(event);
+		return -EBUSY;
+	}
+	eu_keepers[cpu] = event;
+	return 0;
+}
+
+void kmod_eu_perf_cpu_down(unsigned int cpu)
+{
+	struct perf_event *event;
+
+	if (!eu_keepers || cpu >= nr_cpu_ids)
+		return;
+	event = eu_keepers[cpu];
+	eu_keepers[cpu] = NULL;
+	if (event)
+		perf_event_release_kernel(event);
+}
+
+bool kmod_eu_perf_keeper_active(unsigned int cpu)
+{
+	struct perf_event *event;
+
+	if (!eu_keepers || cpu >= nr_cpu_ids)
+		return false;
+	event = eu_keepers[cpu];
+	return event && READ_ONCE(event->state) == PERF_EVENT_STATE_ACTIVE;
+}
+
+u64 kmod_eu_perf_used_here(void)
+{
+	unsigned int cpu = smp_processor_id();
+	struct arm_pmu *pmu;
+	struct pmu_hw_events *hw;
+	u64 used = 0;
+	unsigned int i;
+
+	if (!eu_cpu_pmu || cpu >= nr_cpu_ids || !eu_cpu_pmu[cpu])
+		return ~0ULL;	/* unknown: everything counts as perf's */
+	pmu = eu_cpu_pmu[cpu];
+	hw = this_cpu_ptr(pmu->hw_events);
+	for (i = 0; i < ARMPMU_MAX_HWEVENTS && i < 64; i++) {
+		if (!test_bit(i, hw->used_mask))
+			continue;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+		used |= BIT_ULL(i);
+#else
+		used |= i == 0 ? BIT_ULL(31) : BIT_ULL(i - 1);
+#endif
+	}
+	return used;
+}
+
+bool kmod_eu_perf_kernel_data_locked_down(void)
+{
+	/*
+	 * perf refuses kernel-level data under lockdown=confidentiality (LOCKDOWN_PERF,
+	 * include/linux/security.h; kernel/events/core.c perf_event_open): so does the
+	 * sentinel. Without CONFIG_SECURITY this is the inline that answers 0.
+	 */
+	return security_locked_down(LOCKDOWN_PERF) != 0;
+}
+
+void kmod_eu_perf_exit(void)
+{
+	unsigned int i;
+
+	mutex_lock(&eu_perf_lock);
+	for (i = 0; i < eu_n_pmus; i++) {
+		struct eu_reserved_pmu *r = &eu_pmus[i];
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+		unsigned int c;
+
+		for (c = 0; c < 31; c++)
+			if (r->cleared & BIT_ULL(c))
+				set_bit(c, r->pmu->cntr_mask);
+#else
+		WRITE_ONCE(r->pmu->num_events, r->old_num_events);
+#endif
+	}
+	eu_n_pmus = 0;
+	mutex_unlock(&eu_perf_lock);
+	kfree(eu_keepers);
+	kfree(eu_cpu_pmu);
+	eu_keepers = NULL;
+	eu_cpu_pmu = NULL;
+}

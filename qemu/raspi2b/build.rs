@@ -1,0 +1,8 @@
+//! Links the image at 0x1_0000 with `link.ld`.
+fn main() {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    println!("cargo:rerun-if-changed=link.ld");
+    if std::env::var("TARGET").is_ok_and(|t| t == "armv7a-none-eabi") {
+        println!("cargo:rustc-link-arg-bins=-T{dir}/link.ld");
+    }
+}

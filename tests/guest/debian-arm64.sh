@@ -1,0 +1,198 @@
+
+# ---- Debian 12's own arm64 kernels (linux-image-arm64: 6.1, linux-image-6.12-arm64),
+# booted from Debian's packages; tests/tests/debian_arm64.rs asserts on these lines. The
+# initramfs holds the stock module built against each kernel's own headers
+# (/lib/modules/kmod_enable_user-<uname -r>.ko), Debian's perf (linux-perf:arm64, with
+# its shared libraries), pmu-demo, el0-probe and debian-block (tests/guest/*.rs) ----
+
+MODULE=/lib/modules/kmod_enable_user-$(uname -r).ko
+export PATH=/bin:/usr/bin
+export LD_LIBRARY_PATH=/lib/aarch64-linux-gnu
+# perf writes its own files nowhere else.
+export HOME=/tmp
+
+# The counter the module's layout gives an event (`5=0x8 31=0x11`, `4=0x8:k` for the
+# sentinel): usage: layout_counter 0x8 | 0x8:k
+layout_counter() {
+	tr ' ' '\n' </sys/module/$NAME/parameters/layout | awk -F= -v ev="$1" '$2 == ev {print $1; exit}'
+}
+
+# Debian's perf and this kernel: versions and the PMU perf sees.
+perf_line() {
+	v=$(perf --version 2>&1 | head -n 1 | tr ' ' '_')
+	pmus=$(ls /sys/bus/event_source/devices | grep -c -E '^armv8_')
+	result perf version=$v pmus=$pmus paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+}
+
+# perf stat -e instructions:u of `debian-block ITER` (the whole program, user space):
+# usage: perf_block TAG ITER
+perf_block() {
+	perf stat -x, -e instructions:u -o /tmp/perf.csv debian-block "$2" 2>/tmp/perf.err
+	status=$?
+	count=$(awk -F, '$3 == "instructions:u" || $3 ~ /^instructions:u/ {print $1; exit}' /tmp/perf.csv)
+	sed "s/^/STDERR $1 /" /tmp/perf.err
+	result perf-block tag=$1 iterations=$2 status=$status count=${count:-none}
+}
+
+# debian-block ITER COUNTER without perf: the direct read around the same block.
+# usage: direct_block TAG ITER COUNTER
+direct_block() {
+	out=$(taskset -c 0 debian-block "$2" "$3" 2>/dev/null)
+	status=$?
+	result direct-block tag=$1 iterations=$2 counter=$3 status=$status $out
+}
+
+# el0-probe on CPU $2 (tests/guest/el0_probe.rs): usage: probe TAG CPU MODE [N]
+probe() {
+	tag=$1
+	cpu=$2
+	shift 2
+	out=$(taskset -c "$cpu" el0-probe "$@" 2>/dev/null)
+	status=$?
+	result probe tag=$tag cpu=$cpu mode=$1 status=$status $out
+}
+
+# Entries of the PSCI power-down idle state on every CPU (the boot's device tree has
+# one: tests/src/lib.rs `arm64_idle_dtb`). QEMU's CPU_SUSPEND returns instead of
+# powering down, so cpuidle counts them as `rejected`; cpu_pm_enter() and cpu_pm_exit()
+# ran around each all the same (and arm_pmu's CPU_PM_EXIT handler reset the PMU).
+idle_usage() {
+	cat /sys/devices/system/cpu/cpu*/cpuidle/state1/usage \
+		/sys/devices/system/cpu/cpu*/cpuidle/state1/rejected 2>/dev/null | awk '{n += $1} END {print n + 0}'
+}
+
+# `perf stat -a -e cycles:u,instructions:u -I 100` (what an administrator runs) started
+# before the module is loaded and stopped after it is unloaded; meanwhile: idle, insmod,
+# a direct read, CPU 1 offline and online, idle, rmmod, idle. Every interval line goes
+# to the console as a PERFSTAT line.
+perf_wide() {
+	rm -f /tmp/wide.csv
+	perf stat -a -e cycles:u,instructions:u -I 100 -x, -o /tmp/wide.csv 2>/tmp/wide.err &
+	perf_pid=$!
+	# perf has opened its events once it wrote its first interval.
+	n=0
+	while [ ! -s /tmp/wide.csv ] && [ $n -lt 500 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	result wide-started waited=$n
+	idle_before=$(idle_usage)
+	sleep 0.5
+	load wide
+	klog
+	layout=$(tr ' ' ',' </sys/module/$NAME/parameters/layout 2>/dev/null)
+	result wide-layout text=${layout:-none}
+	sleep 0.3
+	demo wide-cpu0 0 direct
+	echo 0 >/sys/devices/system/cpu/cpu1/online
+	off=$?
+	sleep 0.3
+	echo 1 >/sys/devices/system/cpu/cpu1/online
+	result wide-hotplug cpu=1 offline_rc=$off online_rc=$? online=$(cat /sys/devices/system/cpu/cpu1/online)
+	sleep 0.5
+	unload wide
+	klog
+	sleep 0.5
+	result wide-idle driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) entries=$(($(idle_usage) - idle_before))
+	kill -INT $perf_pid
+	wait $perf_pid
+	result wide-perf status=$? intervals=$(grep -c -E '^ *[0-9]+\.[0-9]+,' /tmp/wide.csv)
+	sed 's/^/PERFSTAT /' /tmp/wide.csv
+	sed 's/^/STDERR wide-perf /' /tmp/wide.err
+}
+
+# On one Debian kernel, -cpu max -smp 2: the module's default load and exact counts;
+# Debian's perf and the direct read agree on the same block to the instruction; perf
+# stat -a across insmod, CPU offline/online, idle and rmmod shows no jump; after a
+# perf_user_access session the direct reads either count or say why, never a clean 0.
+scenario_debian() {
+	boot_line
+	perf_line
+
+	probe before-read 0 read 5
+	load default
+	klog
+	# The default grant is read-only: a PMCR_EL0 write traps.
+	probe default-write-pmcr 0 write-pmcr
+	result layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout)
+	inst=$(layout_counter 0x8)
+	demo default-cpu0 0 direct
+	demo default-cpu1 1 direct
+	# The same block counted two ways: directly (module loaded, no perf event on the
+	# CPU) and by Debian's perf (the module's counters untouched by it: perf allocates
+	# from counter 0 upwards).
+	# Without address-space randomization: where the stack starts changes a few
+	# alignment-dependent instructions of the program's start-up from one run to the
+	# next (measured here: 27575 or 27579 for the same run of debian-block), never the
+	# block itself; perf counts the whole program.
+	aslr=$(cat /proc/sys/kernel/randomize_va_space)
+	echo 0 >/proc/sys/kernel/randomize_va_space
+	for iter in 10000 20000; do
+		direct_block direct-$iter $iter "${inst:-0}"
+	done
+	for iter in 10000 20000; do
+		perf_block perf-$iter-a $iter
+		perf_block perf-$iter-b $iter
+	done
+	echo "$aslr" >/proc/sys/kernel/randomize_va_space
+	klog
+	# After perf's task-bound sessions on this CPU: the direct read counts or traps.
+	probe after-perf-stat-read 0 read "${inst:-0}"
+	unload default
+	klog
+
+	perf_wide
+
+	# A perf session with user-readable events (kernel.perf_user_access=1: pmu-demo's
+	# perf backend reads its counters with one instruction), then the module's direct
+	# reads on the same CPU.
+	load pua
+	klog
+	inst=$(layout_counter 0x8)
+	sysctl -w kernel.perf_user_access=1 >/dev/null
+	demo pua-session 0 perf
+	# Still with perf_user_access=1, as the session left it: perf's last event left
+	# CPU 0 (armpmu_disable -> armv8pmu_stop clears PMCR_EL0.E, drivers/perf/arm_pmu.c
+	# and arm_pmuv3.c), and PMUSERENR_EL0 may still hold the ER|CR perf gave the session.
+	demo pua-after-cpu0 0 direct
+	probe pua-after-read 0 read "${inst:-0}"
+	sysctl -w kernel.perf_user_access=0 >/dev/null
+	klog
+	unload pua
+	klog
+	finish
+}
+
+# Booted at EL2 (-M virt,virtualization=on -cpu max: Linux runs with VHE): the module's
+# kernel-entry sentinel (sentinel=1) filters U|P|NSH there; its counts and the
+# direct backend's exact counts as at EL1.
+scenario_vhe() {
+	vhe=$(dmesg | grep -c 'Virtualization Host Extensions')
+	el2=$(dmesg | grep -c 'started at EL2')
+	boot_line
+	result el2 vhe_lines=$vhe el2_lines=$el2
+	load sentinel sentinel=1
+	klog
+	result sentinel-layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout)
+	sentinel=$(layout_counter 0x8:k)
+	irqs_before=$(awk -v col=2 'NR > 1 && $col ~ /^[0-9]+$/ { s += $col } END { print s + 0 }' /proc/interrupts)
+	probe sentinel 0 kernel-entry "${sentinel:-0}" 1000
+	irqs_after=$(awk -v col=2 'NR > 1 && $col ~ /^[0-9]+$/ { s += $col } END { print s + 0 }' /proc/interrupts)
+	result sentinel-interrupts cpu=0 delta=$((irqs_after - irqs_before))
+	demo vhe-cpu0 0 direct
+	demo vhe-cpu1 1 direct
+	unload sentinel
+	klog
+	finish
+}
+
+main() {
+	case "$scenario" in
+	debian) scenario_debian ;;
+	vhe) scenario_vhe ;;
+	*)
+		result error unknown_scenario=${scenario:-none}
+		finish
+		;;
+	esac
+}

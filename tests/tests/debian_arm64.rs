@@ -1,0 +1,433 @@
+//! Debian 12's own arm64 kernels under `qemu-system-aarch64 -M virt -icount`: the
+//! default `linux-image-arm64` (6.1) and the opt-in `linux-image-6.12-arm64`, booted
+//! from Debian's packages with the stock kmod-enable-user built against each one's own
+//! headers, Debian's `perf` (linux-perf:arm64 6.1 with its shared libraries), pmu-demo,
+//! el0-probe and debian-block (tests/guest/) in the initramfs. The guest's /init is
+//! tests/guest/common.sh + debian-arm64.sh; this file asserts on its lines.
+//!
+//! Run with `cargo xtask e2e debian-arm64` (or `cargo xtask test`), which fetches the
+//! packages through apt (cached), builds the module and the initramfs and passes their
+//! paths in the `PMU_DEBIAN_ARM64_*` variables.
+//!
+//! Expected values and their sources:
+//! - exact counts: under `-icount shift=0,align=off,sleep=off` QEMU counts INST_RETIRED
+//!   and CPU_CYCLES exactly (measured: K instructions between two reads give K plus the
+//!   reads, every run; docs/qemu.md), so pmu-demo's loop of 1000 two-instruction
+//!   iterations is 2000 instructions, and perf's count of a program is the same on every
+//!   run;
+//! - a jump: perf adds `(new - prev) & max_period` per read (Linux
+//!   drivers/perf/arm_pmu.c `armpmu_event_update`), so a counter reset or rewritten under
+//!   a CPU-wide event adds about 2^32 (32-bit event counters) or 2^64 minus the old
+//!   value; under icount shift=0 a CPU retires at most one instruction per nanosecond of
+//!   virtual time, so a 100 ms interval on 2 CPUs counts at most 2·10^8 (plus the lateness
+//!   of the interval timer), far below 2^31;
+//! - SIGILL (exit status 132 in the shell) is the refusal of an EL0 PMU access that
+//!   PMUSERENR_EL0 does not grant (Arm ARM, EC 0x18; Linux sends SIGILL).
+
+use std::time::Duration;
+
+use pmu_tests::guest::{demo, Demo};
+use pmu_tests::{run_qemu, QemuRun, ResultLine, QEMU_AARCH64};
+
+/// One boot and its scenario: 10-60 s wall here; perf's start-up under TCG is the slow
+/// part.
+const LIMIT: Duration = Duration::from_secs(420);
+
+/// SIGILL as the guest shell reports it: 128 + 4.
+const TRAPPED: i128 = 132;
+
+/// What the xtask sets (xtask/src/debian.rs `arm64_env`).
+mod env {
+    pub const KERNEL_DEFAULT: &str = "PMU_DEBIAN_ARM64_KERNEL_DEFAULT";
+    pub const RELEASE_DEFAULT: &str = "PMU_DEBIAN_ARM64_RELEASE_DEFAULT";
+    pub const KERNEL_612: &str = "PMU_DEBIAN_ARM64_KERNEL_612";
+    pub const RELEASE_612: &str = "PMU_DEBIAN_ARM64_RELEASE_612";
+    pub const INITRAMFS: &str = "PMU_DEBIAN_ARM64_INITRAMFS";
+    pub const PERF_VERSION: &str = "PMU_DEBIAN_PERF_VERSION";
+}
+
+/// The value of `var`; a missing one fails the test (never a skip).
+fn var(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run these tests with `cargo xtask e2e debian-arm64`")
+    })
+}
+
+/// The file named by `var`.
+fn file(name: &str) -> String {
+    let path = var(name);
+    assert!(
+        std::path::Path::new(&path).is_file(),
+        "{name}={path} does not exist: run `cargo xtask e2e debian-arm64`"
+    );
+    path
+}
+
+/// Boots Debian's kernel `kernel_var` with the initramfs on `-M <machine> -cpu max -smp
+/// 2` under icount, running `scenario`; the guest must finish and must have booted the
+/// kernel `release_var` names and loaded the module built for it.
+///
+/// `idle`: with PSCI idle states in the device tree (tests/src/lib.rs `arm64_idle_dtb`,
+/// as the test kernel's idle scenario), so an idle CPU goes through cpu_pm_enter() and
+/// cpu_pm_exit() and arm_pmu resets its PMU on the way out (Debian's kernel has
+/// CONFIG_ARM_PSCI_CPUIDLE=y).
+fn boot(kernel_var: &str, release_var: &str, machine: &str, scenario: &str, idle: bool) -> QemuRun {
+    let release = var(release_var);
+    let mut args: Vec<String> = [
+        "-M",
+        machine,
+        "-cpu",
+        "max",
+        "-smp",
+        "2",
+        "-m",
+        "1G",
+        "-nographic",
+        "-nic",
+        "none",
+        "-monitor",
+        "none",
+        "-no-reboot",
+        "-icount",
+        "shift=0,align=off,sleep=off",
+        "-kernel",
+        &file(kernel_var),
+        "-initrd",
+        &file(env::INITRAMFS),
+        "-append",
+        &format!("console=ttyAMA0 loglevel=3 panic=-1 scenario={scenario} flavour=stock"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if idle {
+        let dtb = pmu_tests::arm64_idle_dtb(&args, &format!("debian-{release}"));
+        args.extend(["-dtb".to_string(), dtb.display().to_string()]);
+    }
+    let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
+    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_guest_finished();
+    let boot = &run.scenario("boot")[0];
+    assert_eq!(boot.get("kernel"), release, "{}", boot.raw);
+    assert_eq!(boot.get("arch"), "aarch64", "{}", boot.raw);
+    assert_eq!(boot.int("cpus"), 2, "{}", boot.raw);
+    // The stock flavour (only its description says "stock-kernel flavour",
+    // kmod-enable-user/stock/kmod_enable_user_glue.c), built for this release.
+    let module = &run.scenario("module")[0];
+    assert_eq!(
+        module.get("path"),
+        format!("/lib/modules/kmod_enable_user-{release}.ko"),
+        "{}",
+        module.raw
+    );
+    assert_eq!(module.int("stock_marker"), 1, "{}", module.raw);
+    run
+}
+
+fn insmod<'a>(run: &'a QemuRun, tag: &str) -> &'a ResultLine {
+    let line = run.find("insmod", "tag", tag);
+    assert_eq!(
+        (line.int("rc"), line.int("loaded")),
+        (0, 1),
+        "insmod {tag} failed: {}\n{}",
+        line.raw,
+        run.stdout
+    );
+    line
+}
+
+fn rmmod(run: &QemuRun, tag: &str) {
+    let line = run.find("rmmod", "tag", tag);
+    assert_eq!(
+        (line.int("rc"), line.int("loaded"), line.int("states")),
+        (0, 0, 0),
+        "rmmod {tag}: {}\n{}",
+        line.raw,
+        run.stdout
+    );
+}
+
+/// pmu-demo's loop of 1000 two-instruction iterations measured exactly: min = median =
+/// 2000 instructions and as many cycles (icount shift=0: one cycle per instruction),
+/// most runs clean, nothing but a preemption flagged.
+fn assert_exact(run: &QemuRun, d: &Demo) {
+    let result = d.result(run);
+    assert_eq!(result["expected_instructions"], 2000, "{result}");
+    let inst = d.event(run, "instructions");
+    assert_eq!(inst["min"], 2000, "{}: {result}", d.raw);
+    assert_eq!(inst["median"], 2000, "{}: {result}", d.raw);
+    let clean = inst["clean_runs"].as_u64().unwrap_or(0);
+    let runs = inst["runs"].as_u64().unwrap_or(0);
+    assert!(runs >= 5 && clean * 2 > runs, "{}: {result}", d.raw);
+    assert!(
+        inst["hazards"].as_array().is_some_and(|h| h
+            .iter()
+            .all(|h| h == "context-switch" || h == "kernel-entry")),
+        "{}: {result}",
+        d.raw
+    );
+    let cycles = d.event(run, "cycles");
+    assert_eq!(cycles["min"], 2000, "{}: {result}", d.raw);
+}
+
+/// The product's promise after perf has had the PMU: a direct measurement either counts
+/// exactly, or fails and says why (stderr) — never a number that is not a count (0 with
+/// clean runs: perf's `armv8pmu_stop` left the module's counters stopped).
+fn assert_counts_or_says_why(run: &QemuRun, tag: &str) {
+    let d = demo(run, tag);
+    if d.status == 0 {
+        assert_exact(run, &d);
+    } else {
+        assert!(
+            !d.stderr.trim().is_empty(),
+            "{tag}: pmu-demo failed without saying why: {}\n{}",
+            d.raw,
+            run.stdout
+        );
+    }
+}
+
+/// el0-probe's raw read of the module's INST_RETIRED counter around its 10000
+/// instructions at EL0 (tests/guest/el0_probe.rs): it counts (10000 plus the read
+/// sequence) or traps; a read that succeeds with delta 0 is the frozen counter.
+fn assert_raw_read_counts_or_traps(run: &QemuRun, tag: &str) {
+    let line = run.find("probe", "tag", tag);
+    let status = line.int("status");
+    if status == TRAPPED {
+        return;
+    }
+    assert_eq!(status, 0, "{}\n{}", line.raw, run.stdout);
+    let delta = line.int("delta");
+    assert!(
+        (10_000..10_050).contains(&delta),
+        "{tag}: a successful direct read must count the 10000 EL0 instructions; delta {delta}: {}\n{}",
+        line.raw,
+        run.stdout
+    );
+}
+
+/// The same block counted by Debian's perf (the whole program, twice per size: the
+/// same count, address-space randomization off) and by the direct read (module loaded,
+/// no perf event): both grow by exactly 2 instructions per iteration (debian_block.rs:
+/// `subs`, `b.ne`).
+fn assert_perf_equals_direct(run: &QemuRun) {
+    let direct = |iter: i128| {
+        let line = run.find("direct-block", "tag", &format!("direct-{iter}"));
+        assert_eq!(line.int("status"), 0, "{}\n{}", line.raw, run.stdout);
+        let delta = line.int("delta");
+        // The block plus the read sequence (msr, isb, mrs) and the loop's set-up.
+        assert!(
+            (2 * iter..2 * iter + 50).contains(&delta),
+            "{}\n{}",
+            line.raw,
+            run.stdout
+        );
+        delta
+    };
+    let perf = |iter: i128| {
+        let [a, b] = ["a", "b"].map(|r| {
+            let line = run.find("perf-block", "tag", &format!("perf-{iter}-{r}"));
+            assert_eq!(line.int("status"), 0, "{}\n{}", line.raw, run.stdout);
+            line.int("count")
+        });
+        assert_eq!(
+            a, b,
+            "perf stat -e instructions:u debian-block {iter}: not repeatable"
+        );
+        a
+    };
+    let by_direct = direct(20_000) - direct(10_000);
+    let by_perf = perf(20_000) - perf(10_000);
+    assert_eq!(by_direct, 20_000, "direct read: 10000 more iterations");
+    assert_eq!(
+        by_perf, by_direct,
+        "Debian's perf stat -e instructions:u and the direct read disagree"
+    );
+}
+
+/// `perf stat -a -e cycles:u,instructions:u -I 100 -x,` (PERFSTAT lines:
+/// `time,count,unit,event,…`) across insmod, CPU offline/online, idle and rmmod: every
+/// interval of both events counted (no `<not counted>`), none above 10^9 (see the file's
+/// doc: a jump is at least 2^31), and in every interval as many cycles as instructions
+/// within 1% + 1000: under icount shift=0 each instruction takes one cycle (docs/qemu.md;
+/// perf prints "1.00 insn per cycle"), so a cycle count that stops (a frozen or taken
+/// PMCCNTR_EL0) or jumps while the instructions go on is caught. (The two events start
+/// and stop a few hundred instructions apart: the first interval differs by that.)
+fn assert_no_jump(run: &QemuRun) {
+    let lines = run.lines_with("PERFSTAT");
+    let mut per_event = std::collections::BTreeMap::<String, Vec<i128>>::new();
+    let mut per_time = std::collections::BTreeMap::<String, Vec<(String, i128)>>::new();
+    for line in &lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        if fields.len() < 4 || fields[0].trim().parse::<f64>().is_err() {
+            continue; // perf's comment header
+        }
+        let count = fields[1].trim().parse::<i128>().unwrap_or_else(|_| {
+            panic!(
+                "perf stat -a: an interval not counted: {line}\n{}",
+                run.stdout
+            )
+        });
+        assert!(
+            count <= 1_000_000_000,
+            "perf stat -a jumped: {line}\n{}",
+            lines.join("\n")
+        );
+        per_event
+            .entry(fields[3].to_string())
+            .or_default()
+            .push(count);
+        per_time
+            .entry(fields[0].trim().to_string())
+            .or_default()
+            .push((fields[3].to_string(), count));
+    }
+    for (time, counts) in &per_time {
+        let get = |event: &str| counts.iter().find(|(e, _)| e == event).map(|(_, c)| *c);
+        if let (Some(cycles), Some(inst)) = (get("cycles:u"), get("instructions:u")) {
+            assert!(
+                (cycles - inst).abs() <= inst / 100 + 1000,
+                "perf stat -a at {time} s: cycles:u {cycles}, instructions:u {inst} (one cycle per instruction under icount)\n{}",
+                lines.join("\n")
+            );
+        }
+    }
+    for event in ["cycles:u", "instructions:u"] {
+        let counts = per_event.get(event).map(Vec::len).unwrap_or(0);
+        assert!(
+            counts >= 10,
+            "{event}: {counts} intervals\n{}",
+            lines.join("\n")
+        );
+    }
+    let perf = &run.scenario("wide-perf")[0];
+    // Ended by SIGINT, as at a terminal: perf stat prints its last interval and exits
+    // with the signal's status (130 = 128 + SIGINT in the shell; measured with Debian's
+    // perf 6.1.192); anything else is a crash or an error.
+    assert_eq!(perf.int("status"), 130, "{}", perf.raw);
+}
+
+/// The whole `debian` scenario on one of Debian's kernels.
+fn debian_scenario(kernel_var: &str, release_var: &str) {
+    let run = boot(kernel_var, release_var, "virt", "debian", true);
+    let perf = &run.scenario("perf")[0];
+    let version = var(env::PERF_VERSION);
+    // `perf version 6.1.192` for linux-perf 6.1.192-3.
+    let upstream = version.split('-').next().unwrap_or(&version);
+    assert_eq!(
+        perf.get("version"),
+        format!("perf_version_{upstream}"),
+        "{}",
+        perf.raw
+    );
+    assert!(perf.int("pmus") >= 1, "{}", perf.raw);
+
+    // Nothing readable before the load; the default load, read-only (a PMCR_EL0 write
+    // traps), exact counts on both CPUs.
+    assert_eq!(
+        run.find("probe", "tag", "before-read").int("status"),
+        TRAPPED
+    );
+    insmod(&run, "default");
+    assert_eq!(
+        run.find("probe", "tag", "default-write-pmcr").int("status"),
+        TRAPPED
+    );
+    run.assert_klog("kmod_enable_user: loaded:");
+    for cpu in 0..2 {
+        assert_exact(&run, &demo(&run, &format!("default-cpu{cpu}")));
+    }
+    assert_perf_equals_direct(&run);
+    assert_raw_read_counts_or_traps(&run, "after-perf-stat-read");
+    rmmod(&run, "default");
+
+    // Next to perf stat -a: the default load succeeds, and perf sees no jump.
+    assert!(run.scenario("wide-started")[0].int("waited") < 500);
+    insmod(&run, "wide");
+    assert_counts_or_says_why(&run, "wide-cpu0");
+    let hotplug = &run.scenario("wide-hotplug")[0];
+    assert_eq!(
+        (
+            hotplug.int("offline_rc"),
+            hotplug.int("online_rc"),
+            hotplug.int("online")
+        ),
+        (0, 0, 1),
+        "{}",
+        hotplug.raw
+    );
+    rmmod(&run, "wide");
+    // The CPUs went through the PSCI idle state meanwhile (CPU PM exits: arm_pmu reset
+    // the PMU each time).
+    let idle = &run.scenario("wide-idle")[0];
+    assert_eq!(idle.get("driver"), "psci_idle", "{}", idle.raw);
+    assert!(idle.int("entries") > 0, "{}", idle.raw);
+    assert_no_jump(&run);
+
+    // A perf_user_access session, then direct reads: counted, or refused with a reason.
+    insmod(&run, "pua");
+    let session = demo(&run, "pua-session");
+    assert_exact(&run, &session);
+    assert_counts_or_says_why(&run, "pua-after-cpu0");
+    assert_raw_read_counts_or_traps(&run, "pua-after-read");
+    rmmod(&run, "pua");
+
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+/// Debian 12's default arm64 kernel (`linux-image-arm64`: 6.1).
+#[test]
+fn debian_default_kernel_6_1() {
+    debian_scenario(env::KERNEL_DEFAULT, env::RELEASE_DEFAULT);
+}
+
+/// Debian 12's opt-in 6.12 arm64 kernel (`linux-image-6.12-arm64`).
+#[test]
+fn debian_kernel_6_12() {
+    debian_scenario(env::KERNEL_612, env::RELEASE_612);
+}
+
+/// The default kernel booted at EL2 (`-M virt,virtualization=on -cpu max`: Linux uses
+/// VHE, the kernel runs at EL2): the module's kernel-entry sentinel must count the
+/// kernel there (its filter includes EL2: PMEVTYPER NSH), so every getpid is flagged
+/// and a quiet block only when an interrupt came in; direct counts exact on both CPUs.
+#[test]
+fn debian_default_kernel_vhe() {
+    let run = boot(
+        env::KERNEL_DEFAULT,
+        env::RELEASE_DEFAULT,
+        "virt,virtualization=on",
+        "vhe",
+        false,
+    );
+    let el2 = &run.scenario("el2")[0];
+    assert!(el2.int("el2_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
+    assert!(el2.int("vhe_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
+    insmod(&run, "sentinel");
+    let layout = &run.scenario("sentinel-layout")[0];
+    assert!(layout.get("text").contains("=0x8:k"), "{}", layout.raw);
+    let sentinel = run.find("probe", "tag", "sentinel");
+    assert_eq!(
+        sentinel.int("status"),
+        0,
+        "{}\n{}",
+        sentinel.raw,
+        run.stdout
+    );
+    assert_eq!(sentinel.int("rounds"), 1000, "{}", sentinel.raw);
+    assert_eq!(sentinel.int("syscall_flagged"), 1000, "{}", sentinel.raw);
+    assert!(sentinel.int("min_syscall") > 0, "{}", sentinel.raw);
+    let interrupts = run.scenario("sentinel-interrupts")[0].int("delta");
+    assert!(
+        sentinel.int("quiet_flagged") <= interrupts,
+        "{} (interrupts on CPU 0: {interrupts})",
+        sentinel.raw
+    );
+    for cpu in 0..2 {
+        assert_exact(&run, &demo(&run, &format!("vhe-cpu{cpu}")));
+    }
+    rmmod(&run, "sentinel");
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}

@@ -1,0 +1,425 @@
+//! `cargo xtask fresh-check`: the README's two commands as a new machine runs them.
+//!
+//! A fresh clone of the committed HEAD at a new path, the pinned toolchain's non-host
+//! rustup targets removed, an empty project cache (`PMU_CACHE_DIR`) and an empty cargo
+//! home (`CARGO_HOME`: no registry, no unpacked crates); then `cargo xtask demo`, `cargo
+//! xtask test`, and `cargo xtask test` once more (the cached rerun), each with CI=true and
+//! no standard input, as CI runs them. Every step's time is parsed from the runs' progress
+//! lines and reported as a table; the demo's stdout is checked to hold no package manager
+//! output (set-up writes that to logs).
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::step::{stdout_of, workspace_root};
+
+const USAGE: &str = "usage: cargo xtask fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
+
+  --no-rerun       skip the cached rerun of `cargo xtask test`
+  --keep-targets   do not remove the non-host rustup targets first
+  --dir DIR        where the clone, its caches and logs go (default /tmp/pmu-fresh-<time>;
+                   must not exist yet)";
+
+/// Lines of package-manager output that must never reach the demo's stdout.
+const PACKAGE_MANAGER_LINES: &[&str] = &[
+    "Unpacking ",
+    "Setting up ",
+    "Selecting previously unselected",
+    "Preparing to unpack",
+    "Get:",
+    "Hit:",
+    "Reading package lists",
+    "info: downloading component",
+    "info: installing component",
+];
+
+/// One step of a run, as its progress lines said.
+#[derive(Debug, PartialEq)]
+pub struct StepTime {
+    /// The step's description (`==> [i/n] what`).
+    pub what: String,
+    /// Its time in seconds (`ok (x s)`), or `None` where it did not finish.
+    pub secs: Option<f64>,
+}
+
+/// Steps and times from a run's stderr (see `step::Plan::run`).
+pub fn parse_steps(log: &str) -> Vec<StepTime> {
+    let mut steps: Vec<StepTime> = Vec::new();
+    for line in log.lines() {
+        if let Some(rest) = line.strip_prefix("==> [") {
+            if let Some((_, what)) = rest.split_once("] ") {
+                steps.push(StepTime {
+                    what: what.to_string(),
+                    secs: None,
+                });
+            }
+        } else if let Some(rest) = line.strip_prefix("    ok (") {
+            if let (Some(last), Some(secs)) = (
+                steps.last_mut(),
+                rest.strip_suffix(" s)").and_then(|s| s.parse().ok()),
+            ) {
+                if last.secs.is_none() {
+                    last.secs = Some(secs);
+                }
+            }
+        }
+    }
+    steps
+}
+
+/// Lines of `stdout` that look like package-manager output.
+pub fn package_manager_lines(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            PACKAGE_MANAGER_LINES.iter().any(|p| l.starts_with(p))
+        })
+        .collect()
+}
+
+struct Run {
+    name: &'static str,
+    secs: f64,
+    ok: bool,
+    steps: Vec<StepTime>,
+}
+
+/// Runs `cargo xtask <args>` in `clone` with `env`, stdout to `<logs>/<name>.stdout`,
+/// stderr to `<logs>/<name>.stderr` and, for the progress lines, to our stderr.
+fn run_xtask(
+    name: &'static str,
+    args: &[&str],
+    clone: &Path,
+    env: &[(&str, PathBuf)],
+    logs: &Path,
+) -> Result<Run, String> {
+    let out_path = logs.join(format!("{name}.stdout"));
+    let err_path = logs.join(format!("{name}.stderr"));
+    let out = fs::File::create(&out_path).map_err(|e| format!("{}: {e}", out_path.display()))?;
+    let mut err =
+        fs::File::create(&err_path).map_err(|e| format!("{}: {e}", err_path.display()))?;
+    eprintln!(
+        "fresh-check: {name}: cargo xtask {} (stdout {}, stderr {})",
+        args.join(" "),
+        out_path.display(),
+        err_path.display()
+    );
+    let started = Instant::now();
+    // `cargo` from PATH (rustup's proxy) with none of our toolchain variables, as a
+    // newcomer types it: the clone's rust-toolchain.toml picks the toolchain, and the
+    // proxy passes it on (RUSTUP_TOOLCHAIN) to every rustc below. Without the proxy a
+    // dependency's own rust-toolchain file decides for that crate (the x86 crate ships
+    // one naming nightly: seen).
+    let mut child = Command::new("cargo")
+        .arg("xtask")
+        .args(args)
+        .current_dir(clone)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("CI", "true")
+        .env_remove("CARGO")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("RUSTUP_TOOLCHAIN_SOURCE")
+        .env_remove("RUSTC")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run cargo xtask: {e}"))?;
+    let mut text = String::new();
+    if let Some(stderr) = child.stderr.take() {
+        for line in BufReader::new(stderr).lines() {
+            let line = line.map_err(|e| format!("reading the run's stderr: {e}"))?;
+            let _ = writeln!(err, "{line}");
+            if line.starts_with("==> [") || line.starts_with("xtask ") {
+                eprintln!("  {name}: {line}");
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo xtask: {e}"))?;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!("fresh-check: {name}: {status} after {secs:.0} s");
+    Ok(Run {
+        name,
+        secs,
+        ok: status.success(),
+        steps: parse_steps(&text),
+    })
+}
+
+fn host_triple() -> Result<String, String> {
+    let text = stdout_of(
+        Command::new("rustc")
+            .arg("-vV")
+            .current_dir(workspace_root()),
+    )?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_string)
+        .ok_or_else(|| "rustc -vV printed no host line".to_string())
+}
+
+fn remove_non_host_targets() -> Result<(), String> {
+    let toolchain = crate::setup::TOOLCHAIN;
+    let host = host_triple()?;
+    let installed = stdout_of(Command::new("rustup").args([
+        "target",
+        "list",
+        "--installed",
+        "--toolchain",
+        toolchain,
+    ]))?;
+    let others: Vec<&str> = installed
+        .lines()
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && *t != host)
+        .collect();
+    if others.is_empty() {
+        eprintln!("fresh-check: no non-host rustup targets installed");
+        return Ok(());
+    }
+    eprintln!(
+        "fresh-check: removing the rustup targets {} from {toolchain} (set-up must add them back)",
+        others.join(", ")
+    );
+    stdout_of(
+        Command::new("rustup")
+            .args(["target", "remove", "--toolchain", toolchain])
+            .args(&others),
+    )?;
+    Ok(())
+}
+
+fn unix_time() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The report: one table row per step, a column per run; totals; the kernels' share.
+fn report(runs: &[Run], head: &str) -> String {
+    let mut text = format!(
+        "Fresh-machine check of {head} (`cargo xtask fresh-check`): {}\n\n",
+        runs.iter()
+            .map(|r| format!(
+                "{} {} in {:.0} s",
+                r.name,
+                if r.ok { "passed" } else { "FAILED" },
+                r.secs
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for run in runs {
+        let kernels: f64 = run
+            .steps
+            .iter()
+            .filter(|s| s.what.starts_with("test kernel"))
+            .filter_map(|s| s.secs)
+            .sum();
+        text += &format!(
+            "- {}: {} steps, {:.0} s in all, {kernels:.0} s of them building test kernels\n",
+            run.name,
+            run.steps.len(),
+            run.secs
+        );
+    }
+    text += "\n| step |";
+    for run in runs {
+        text += &format!(" {} (s) |", run.name);
+    }
+    text += "\n|---|";
+    text += &"---:|".repeat(runs.len());
+    text += "\n";
+    let longest = runs.iter().map(|r| r.steps.len()).max().unwrap_or(0);
+    for i in 0..longest {
+        let what = runs
+            .iter()
+            .find_map(|r| r.steps.get(i).map(|s| s.what.as_str()))
+            .unwrap_or("");
+        let what: String = what.chars().take(90).collect();
+        text += &format!("| {} |", what.replace('|', "/"));
+        for run in runs {
+            let cell = match run.steps.get(i) {
+                Some(StepTime { secs: Some(s), .. }) => format!("{s:.1}"),
+                Some(StepTime { secs: None, .. }) => "failed".to_string(),
+                None => String::new(),
+            };
+            text += &format!(" {cell} |");
+        }
+        text += "\n";
+    }
+    text
+}
+
+/// `cargo xtask fresh-check …`.
+pub fn command(args: &[&str]) -> ExitCode {
+    let mut rerun = true;
+    let mut keep_targets = false;
+    let mut dir = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match *arg {
+            "--no-rerun" => rerun = false,
+            "--keep-targets" => keep_targets = true,
+            "--dir" => match rest.next() {
+                Some(d) => dir = Some(PathBuf::from(d)),
+                None => {
+                    eprintln!("xtask fresh-check: --dir needs a directory\n{USAGE}");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => {
+                eprintln!("xtask fresh-check: unknown argument `{arg}`\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match run(rerun, keep_targets, dir) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(why) => {
+            eprintln!("xtask fresh-check: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(rerun: bool, keep_targets: bool, dir: Option<PathBuf>) -> Result<bool, String> {
+    let root = workspace_root();
+    let dir = dir.unwrap_or_else(|| PathBuf::from(format!("/tmp/pmu-fresh-{}", unix_time())));
+    if dir.exists() {
+        return Err(format!(
+            "{} exists: a fresh check needs a new path",
+            dir.display()
+        ));
+    }
+    let status = stdout_of(
+        Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(["status", "--porcelain"]),
+    )?;
+    if !status.trim().is_empty() {
+        eprintln!("fresh-check: the work tree has uncommitted changes; they are not in the check (it clones HEAD)");
+    }
+    let head =
+        stdout_of(
+            Command::new("git")
+                .arg("-C")
+                .arg(&root)
+                .args(["rev-parse", "--short", "HEAD"]),
+        )?;
+    let head = head.trim().to_string();
+    let clone = dir.join("clone");
+    let logs = dir.join("logs");
+    fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    eprintln!(
+        "fresh-check: cloning {} ({head}) into {}",
+        root.display(),
+        clone.display()
+    );
+    stdout_of(
+        Command::new("git")
+            .arg("clone")
+            .arg("--quiet")
+            .arg(&root)
+            .arg(&clone),
+    )?;
+    if !keep_targets {
+        remove_non_host_targets()?;
+    }
+    let env = [
+        ("PMU_CACHE_DIR", dir.join("pmu-cache")),
+        ("CARGO_HOME", dir.join("cargo-home")),
+    ];
+    eprintln!(
+        "fresh-check: empty caches: PMU_CACHE_DIR={} CARGO_HOME={}",
+        env[0].1.display(),
+        env[1].1.display()
+    );
+    let mut runs = Vec::new();
+    let demo = run_xtask("demo", &["demo"], &clone, &env, &logs)?;
+    let demo_stdout = fs::read_to_string(logs.join("demo.stdout")).unwrap_or_default();
+    let noise = package_manager_lines(&demo_stdout);
+    let mut ok = demo.ok;
+    if !noise.is_empty() {
+        eprintln!(
+            "fresh-check: the demo's stdout holds {} lines of package-manager output, e.g. {:?}",
+            noise.len(),
+            noise[0]
+        );
+        ok = false;
+    }
+    let path = logs.join("report.md");
+    // The report is rewritten after each run, so a check stopped early keeps its figures.
+    let write_report = |runs: &[Run]| {
+        fs::write(&path, report(runs, &head)).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    runs.push(demo);
+    write_report(&runs)?;
+    let test = run_xtask("test", &["test"], &clone, &env, &logs)?;
+    ok &= test.ok;
+    let test_ok = test.ok;
+    runs.push(test);
+    write_report(&runs)?;
+    if rerun && test_ok {
+        let again = run_xtask("rerun", &["test"], &clone, &env, &logs)?;
+        ok &= again.ok;
+        runs.push(again);
+        write_report(&runs)?;
+    }
+    print!("{}", report(&runs, &head));
+    eprintln!("fresh-check: report in {}", path.display());
+    Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The progress lines `step::Plan::run` prints, read back.
+    #[test]
+    fn steps_and_times_from_progress_lines() {
+        let log = "==> [1/3] rustup: targets\n    all installed\n    ok (0.2 s)\n\
+                   ==> [2/3] test kernel arm64 (cached)\n    ok (151.0 s)\n\
+                   ==> [3/3] host tests\nxtask test: step 3/3 failed (exit status: 101)\n";
+        assert_eq!(
+            parse_steps(log),
+            vec![
+                StepTime {
+                    what: "rustup: targets".into(),
+                    secs: Some(0.2)
+                },
+                StepTime {
+                    what: "test kernel arm64 (cached)".into(),
+                    secs: Some(151.0)
+                },
+                StepTime {
+                    what: "host tests".into(),
+                    secs: None
+                },
+            ]
+        );
+    }
+
+    /// apt's and rustup's progress lines, as they printed into the demo's stdout before
+    /// set-up logged them; results and set-up's own summary lines are not flagged.
+    #[test]
+    fn package_manager_output_is_recognised() {
+        let stdout = "Selecting previously unselected package qemu-user.\n\
+                      Unpacking qemu-user (1:10.0.2+ds-2) ...\nSetting up cpio (2.13) ...\n\
+                      instructions 1003 1003 5/5 none\n    apt: installing cpio … ok (1.0 s)\n";
+        assert_eq!(package_manager_lines(stdout).len(), 3);
+        assert!(package_manager_lines("instructions 1003 1003 5/5 none\n").is_empty());
+    }
+}
