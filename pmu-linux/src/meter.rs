@@ -711,7 +711,7 @@ impl MeterBuilder {
         cpu: usize,
         pin: PinGuard,
     ) -> Result<Opened> {
-        let (region, sentinel) = crate::direct::lean_granted(pmu, placed, self.names())?;
+        let region = crate::direct::lean_granted(pmu, placed, self.names())?;
         Ok(direct_opened(
             region,
             self.events.len(),
@@ -719,7 +719,8 @@ impl MeterBuilder {
                 "grant: read-only (ER|CR) from kmod-enable-user on CPU {cpu}: the counters the \
                  module runs ({layout}), read with one instruction, EL0 only; event counters \
                  read as 32 bits (no overflow flags without EN: a region must count fewer \
-                 than 2^32 events); regions without system calls (CPU from rseq; {sentinel})"
+                 than 2^32 events); regions without system calls (CPU from rseq; the \
+                 kernel-entry sentinel as Meter::sentinel says)"
             ),
             pin,
         ))
@@ -735,14 +736,15 @@ impl MeterBuilder {
         cpu: usize,
         pin: PinGuard,
     ) -> Result<Opened> {
-        let (region, sentinel) = crate::direct::lean_programmed(pmu, placed, self.names())?;
+        let region = crate::direct::lean_programmed(pmu, placed, self.names())?;
         Ok(direct_opened(
             region,
             self.events.len(),
             format!(
                 "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the \
                  library programs the counters itself, counting EL0 only; regions without \
-                 system calls (CPU from rseq, overflow flags; {sentinel})"
+                 system calls (CPU from rseq, overflow flags; the kernel-entry sentinel as \
+                 Meter::sentinel says)"
             ),
             pin,
         ))

@@ -463,9 +463,9 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
             meter
         }
         Ok(meter) => {
+            // Whether a region sees every kernel entry is printed once, from
+            // `sofar.sentinel` below.
             sofar.notes.push(meter.why().to_owned());
-            // Whether a region sees every kernel entry (kernel-entry hazard), or why not.
-            sofar.notes.push(meter.sentinel().to_string());
             meter
         }
         Err(

@@ -977,7 +977,7 @@ mod imp {
         pmu: GrantedPmu<El0Reads>,
         placed: &[(pmu_core::Event, Option<Slot>)],
         names: Vec<String>,
-    ) -> Result<(Box<dyn Counters>, Sentinel)> {
+    ) -> Result<Box<dyn Counters>> {
         let layout = *pmu.layout();
         let access = super::super::armv8::PmuserenrRead::for_layout(&layout);
         let counters = OwnedCounters::allocate(pmu, placed, pmu_core::PrivilegeFilter::USER)?;
@@ -1018,16 +1018,15 @@ mod imp {
                 ),
             ),
         };
-        let region = boxed_watched(
+        boxed_watched(
             counters,
             access,
             handles,
             names,
             sentinel,
-            state.clone(),
+            state,
             NoFlags,
-        )?;
-        Ok((region, state))
+        )
     }
 
     /// A lean region on counters the backend programs itself under EN (`pmu` from
@@ -1041,7 +1040,7 @@ mod imp {
         pmu: El0Pmu,
         placed: &[(pmu_core::Event, Option<Slot>)],
         names: Vec<String>,
-    ) -> Result<(Box<dyn Counters>, Sentinel)> {
+    ) -> Result<Box<dyn Counters>> {
         use pmu_core::GenericEvent;
         let candidates = [
             (
@@ -1113,16 +1112,15 @@ mod imp {
                 )),
             ),
         };
-        let region = boxed_watched(
+        boxed_watched(
             counters,
             super::super::armv8::Pmuserenr,
             handles,
             names,
             sentinel,
-            state.clone(),
+            state,
             flags,
-        )?;
-        Ok((region, state))
+        )
     }
 }
 
