@@ -383,6 +383,9 @@ pub struct Layout {
     events: ModuleEvents,
     cycle_counter: bool,
     sentinel: Option<Sentinel>,
+    /// CPU_CYCLES on the cycle counter ([`CYCLE_COUNTER`]) instead of an event counter:
+    /// the ARMv7 flavour's layout, which takes nothing out of perf's counter mask.
+    cycles_on_cycle_counter: bool,
 }
 
 /// The layout does not fit this CPU's counters.
@@ -417,6 +420,33 @@ impl Layout {
             events,
             cycle_counter,
             sentinel: None,
+            cycles_on_cycle_counter: false,
+        })
+    }
+
+    /// The layout for `events` with CPU_CYCLES on the cycle counter ([`CYCLE_COUNTER`],
+    /// printed `31=0x11`) instead of an event counter: the ARMv7 flavour's (32-bit
+    /// kernels; it does not use perf's bookkeeping, so nothing is gained by moving it).
+    ///
+    /// # Errors
+    /// [`TooFewCounters`] when the events do not fit.
+    pub fn with_cycle_counter_register(
+        event_counters: u8,
+        events: ModuleEvents,
+        cycle_counter: bool,
+    ) -> Result<Self, TooFewCounters> {
+        if events.len() > usize::from(event_counters) {
+            return Err(TooFewCounters {
+                needed: events.len() as u8,
+                have: event_counters,
+            });
+        }
+        Ok(Self {
+            event_counters,
+            events,
+            cycle_counter,
+            sentinel: None,
+            cycles_on_cycle_counter: true,
         })
     }
 
@@ -426,7 +456,7 @@ impl Layout {
     /// # Errors
     /// [`TooFewCounters`] when the events and the sentinel do not fit.
     pub fn with_sentinel(self, sentinel: Sentinel) -> Result<Self, TooFewCounters> {
-        let needed = self.events.len() + usize::from(self.cycle_counter) + 1;
+        let needed = self.events.len() + usize::from(self.cycles_counter().is_some()) + 1;
         if needed > usize::from(self.event_counters) {
             return Err(TooFewCounters {
                 needed: needed as u8,
@@ -447,16 +477,19 @@ impl Layout {
     /// The event counter of the sentinel, if the layout has one.
     pub const fn sentinel_counter(&self) -> Option<u8> {
         match self.sentinel {
-            Some(_) => {
-                Some(self.event_counters - 1 - self.events.len() as u8 - self.cycle_counter as u8)
-            }
+            Some(_) => Some(
+                self.event_counters
+                    - 1
+                    - self.events.len() as u8
+                    - self.cycles_counter().is_some() as u8,
+            ),
             None => None,
         }
     }
 
     /// The event counter that counts CPU_CYCLES, if the layout has one.
     pub const fn cycles_counter(&self) -> Option<u8> {
-        if self.cycle_counter {
+        if self.cycle_counter && !self.cycles_on_cycle_counter {
             Some(self.event_counters - 1 - self.events.len() as u8)
         } else {
             None
@@ -485,9 +518,11 @@ impl Layout {
         let sentinel = self
             .sentinel_counter()
             .zip(self.sentinel.map(|s| s.event()));
+        let on_register = self.cycle_counter && self.cycles_on_cycle_counter;
         events
             .chain(self.cycles_counter().map(|c| (c, CPU_CYCLES)))
             .chain(sentinel)
+            .chain(on_register.then_some((CYCLE_COUNTER, CPU_CYCLES)))
     }
 
     /// What the module writes to the configuration register of `counter`

@@ -4,7 +4,12 @@ use crate::fake::FakeRegisters;
 fn request(bits: u32, el0_programming: bool, events: &[u16], n: u8) -> Request {
     Request {
         user_access: UserAccess::new(bits, el0_programming).unwrap(),
-        layout: Layout::new(n, ModuleEvents::from_slice(events).unwrap(), true).unwrap(),
+        layout: Layout::with_cycle_counter_register(
+            n,
+            ModuleEvents::from_slice(events).unwrap(),
+            true,
+        )
+        .unwrap(),
     }
 }
 

@@ -612,7 +612,12 @@ pub mod armv7 {
             let events = ModuleEvents::from_slice(self.events.get(..n)?).ok()?;
             Some(Request {
                 user_access: UserAccess::new(self.user_access, self.el0_programming).ok()?,
-                layout: Layout::new(self.event_counters, events, self.cycle_counter).ok()?,
+                layout: Layout::with_cycle_counter_register(
+                    self.event_counters,
+                    events,
+                    self.cycle_counter,
+                )
+                .ok()?,
             })
         }
     }
@@ -737,7 +742,7 @@ pub mod armv7 {
         }
         // PMCR.N, bits 15:11 (DDI 0406C C12 "PMCR").
         let n = ((regs.pmcr().get() >> 11) & 0x1f) as u8;
-        let Ok(checked) = Layout::new(n, parsed, cycle_counter) else {
+        let Ok(checked) = Layout::with_cycle_counter_register(n, parsed, cycle_counter) else {
             return fail(
                 why,
                 -ENODEV,
