@@ -151,7 +151,7 @@ fn perf_status() -> BackendStatus {
 fn direct_status() -> BackendStatus {
     let mut notes = Vec::new();
     if cfg!(target_arch = "aarch64") {
-        notes.push("ARMv8 EL0 access needs PMUSERENR_EL0.EN from kmod-enable-user; the probe ran on the current CPU".to_owned());
+        notes.push("this probe tests kmod-enable-user's programming grant (PMUSERENR_EL0.EN, el0_programming=1) on the current CPU; its default read-only grant (ER on the counters it runs) is what a Meter reads through the module's layout".to_owned());
     }
     if cfg!(target_arch = "arm") {
         notes.push("ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (ARM1176JZF-S TRM 3.2.50); the probe read PMCR in a child process on CPU 0".to_owned());
@@ -286,7 +286,12 @@ pub fn why_no_hardware_counters(sysfs: &Sysfs) -> Vec<String> {
             );
         }
     }
-    if let Some(level) = sys::perf_event_paranoid().filter(|&l| l > 2) {
+    // perf_event_paranoid binds unprivileged users only: perfmon_capable() (root, or
+    // CAP_PERFMON) passes every level (kernel/events/core.c, perf_allow_cpu and
+    // perf_allow_kernel, Linux 6.12). As root it stands in nobody's way here.
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if let Some(level) = sys::perf_event_paranoid().filter(|&l| l > 2 && !root) {
         why.push(format!(
             "kernel.perf_event_paranoid = {level} forbids perf for unprivileged users: \
              `sysctl kernel.perf_event_paranoid=2`"

@@ -640,7 +640,7 @@ impl MeterBuilder {
             Box::new(meter),
             self.events.len(),
             format!(
-                "grant: read-only (ER|CR) from kmod-enable-user on CPU {cpu}: the counters the \
+                "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU {cpu}: the counters the \
                  module runs ({layout}), read with one instruction, EL0 only; event counters \
                  read as 32 bits (no overflow flags without EN: a region must count fewer \
                  than 2^32 events)"
@@ -716,7 +716,7 @@ impl MeterBuilder {
             region,
             self.events.len(),
             format!(
-                "grant: read-only (ER|CR) from kmod-enable-user on CPU {cpu}: the counters the \
+                "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU {cpu}: the counters the \
                  module runs ({layout}), read with one instruction, EL0 only; event counters \
                  read as 32 bits (no overflow flags without EN: a region must count fewer \
                  than 2^32 events); regions without system calls (CPU from rseq; the \

@@ -233,9 +233,11 @@ fn access(cpu: &str, flavour: Flavour) {
         let json = d.json(&run);
         assert_eq!(json["backend"], "direct", "{json}");
         assert!(
-            json["notes"].as_array().is_some_and(|n| n.iter().any(|n| n
-                .as_str()
-                .is_some_and(|n| n.starts_with("grant: read-only (ER|CR)")))),
+            json["notes"]
+                .as_array()
+                .is_some_and(|n| n.iter().any(|n| n.as_str().is_some_and(
+                    |n| n.starts_with("grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN)")
+                ))),
             "{json}"
         );
     }
@@ -1589,7 +1591,7 @@ fn examples_run_in_the_guest() {
     assert!(
         err.iter().any(|l| l
             .starts_with("backend: direct (perf cannot give one-instruction reads")
-            && l.contains("grant: read-only (ER|CR)")),
+            && l.contains("grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN)")),
         "{err:?}"
     );
     let (g1000, g2000) = (

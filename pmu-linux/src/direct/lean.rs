@@ -1018,15 +1018,7 @@ mod imp {
                 ),
             ),
         };
-        boxed_watched(
-            counters,
-            access,
-            handles,
-            names,
-            sentinel,
-            state,
-            NoFlags,
-        )
+        boxed_watched(counters, access, handles, names, sentinel, state, NoFlags)
     }
 
     /// A lean region on counters the backend programs itself under EN (`pmu` from
