@@ -644,6 +644,15 @@ MODULE_DESCRIPTION("Lets user space read the PMU counters directly (ARM1176: SUN
 
 static struct kmod_eu_armv6 sunavcr;
 
+/*
+ * The ARM1176 has one User-mode access bit, SUNAVCR.V (ARM1176JZF-S TRM 3.2.50): it opens
+ * PMCR, CCR, CR0 and CR1 to reads AND writes. There is no read-only grant, so, as the
+ * ARMv7 flavour does for PMUv2, nothing is granted unless the loader asks for it.
+ */
+static bool el0_programming;
+module_param(el0_programming, bool, 0444);
+MODULE_PARM_DESC(el0_programming, "Set SUNAVCR.V: every process may then read and program the ARM1176 PMU (PMCR, CCR, CR0, CR1): count the kernel's events (a side channel into the kernel) and reset or stop the counters; the ARM1176 has no read-only grant, so without it the module refuses to load; default 0");
+
 static int __init kmod_enable_user_init(void)
 {
 	u32 midr = read_cpuid_id();
@@ -653,6 +662,10 @@ static int __init kmod_enable_user_init(void)
 		pr_err("not an ARM1176 (MIDR 0x%08x, part 0x%03x; SUNAVCR exists only there): this is the ARMv6 flavour; an ARMv7 or later CPU (Raspberry Pi 2/3/4/5 on a 32-bit kernel) takes the ARMv7 flavour (make FLAVOUR=armv7): refusing to load\n",
 		       midr, kmod_eu_armv6_part_number(midr));
 		return -ENODEV;
+	}
+	if (!el0_programming) {
+		pr_err("the ARM1176's only User-mode grant (SUNAVCR.V) lets every process program the PMU as well as read it; load with el0_programming=1 to grant that: refusing to load\n");
+		return -EOPNOTSUPP;
 	}
 	/* The ARM1176 is a uniprocessor core: stay on it while SUNAVCR is changed. */
 	preempt_disable();
@@ -665,7 +678,7 @@ static int __init kmod_enable_user_init(void)
 	}
 	pr_info("loaded: SUNAVCR 0x%x -> 0x%x (V=1): User mode may now use the PMU (PMCR, CCR, CR0, CR1)\n",
 		sunavcr.previous, sunavcr.read_back);
-	pr_warn("any process can now read the PMU counters (a timing side channel)\n");
+	pr_warn("el0_programming=1: every process may now read and program the PMU (a timing side channel, and counting the kernel's events)\n");
 	return 0;
 }
 

@@ -11,14 +11,17 @@ cpu_line() {
 	result cpu part=$part architecture=$arch model=$model board=$board
 }
 
-# QEMU's ARM1176 has no working SUNAVCR (its c15 is a dummy that reads 0): the module
-# writes SUNAVCR.V, reads it back, and must refuse to load (-EIO). pmu-demo's direct
-# backend says "not enabled" before and after, and does not crash.
+# The default load grants nothing (the ARM1176's only grant, SUNAVCR.V, programs too:
+# refused, EOPNOTSUPP). With el0_programming=1: QEMU's ARM1176 has no working SUNAVCR
+# (its c15 is a dummy that reads 0): the module writes SUNAVCR.V, reads it back, and must
+# refuse to load (-EIO). pmu-demo's direct backend says "not enabled" before and after,
+# and does not crash.
 scenario_raspi() {
 	boot_line
 	cpu_line
 	demo before 0 direct
 	load default
+	load programming el0_programming=1
 	klog
 	demo after 0 direct
 	finish

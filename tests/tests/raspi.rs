@@ -141,7 +141,8 @@ fn raspi3b_stock_module_and_direct_reads() {
     raspi3b("stock");
 }
 
-/// An ARM1176 board: the CPU is what the kernel says, the module refuses with -EIO
+/// An ARM1176 board: the CPU is what the kernel says, the module's default load is
+/// refused (no opt-in to programming), with el0_programming=1 it refuses with -EIO
 /// because SUNAVCR.V reads back 0, and pmu-demo says "not enabled" before and after.
 fn armv6_board(board: &'static str, dtb: &'static str, model: &str) {
     let run = boot(&Board {
@@ -163,11 +164,22 @@ fn armv6_board(board: &'static str, dtb: &'static str, model: &str) {
     assert!(cpu.get("board").starts_with(model), "{}", cpu.raw);
 
     demo(&run, "before").assert_not_enabled(&run);
-    let load = run.find("insmod", "tag", "default");
+    // The default grants nothing: SUNAVCR.V (ARM1176JZF-S TRM 3.2.50) opens the PMU to
+    // writes as well as reads, so it needs the el0_programming=1 opt-in (EOPNOTSUPP,
+    // kmod-enable-user/stock/kmod_enable_user_glue.c).
+    let default = run.find("insmod", "tag", "default");
+    assert_eq!(
+        (default.int("loaded"), default.get("error")),
+        (0, "Operation_not_supported"),
+        "the default insmod must be refused\n{}",
+        run.stdout
+    );
+    run.assert_klog("load with el0_programming=1 to grant that: refusing to load");
+    let load = run.find("insmod", "tag", "programming");
     assert_eq!(
         (load.int("loaded"), load.get("error")),
         (0, "Input/output_error"),
-        "insmod must fail with EIO\n{}",
+        "insmod el0_programming=1 must fail with EIO\n{}",
         run.stdout
     );
     assert_ne!(load.int("rc"), 0, "{}", load.raw);
