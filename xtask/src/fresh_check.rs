@@ -225,7 +225,8 @@ fn report(runs: &[Run], head: &str) -> String {
             .iter()
             .filter(|s| s.what.starts_with("test kernel"))
             .filter_map(|s| s.secs)
-            .sum();
+            // fold from +0.0: `sum` of no f64 is -0.0, printed "-0".
+            .fold(0.0, |total, secs| total + secs);
         text += &format!(
             "- {}: {} steps, {:.0} s in all, {kernels:.0} s of them building test kernels\n",
             run.name,
