@@ -1337,16 +1337,23 @@ fn hybrid_generic_event_on_two_pmus() {
     let off_pinned = run.scenario("hybrid-off-pinned");
     assert_eq!(off_pinned.len(), 2, "{ctx}");
     for line in &off_pinned {
-        assert_eq!(
-            (
-                line.int("clean"),
-                line.get("hazards"),
-                line.get("region_hazards")
-            ),
-            (0, "SYSCALL_FALLBACK", "SYSCALL_FALLBACK"),
-            "{}",
-            line.raw
-        );
+        // Every region is flagged SYSCALL_FALLBACK. A read() region is long enough for
+        // the guest's scheduler to switch now and then (seen: one run of five on CPU 2,
+        // raw 8980 against 2551): CONTEXT_SWITCH is then the true flag for that run, so
+        // it is allowed, and nothing else is. tolerated_min below still needs a run
+        // without a switch.
+        assert_eq!(line.int("clean"), 0, "{}", line.raw);
+        for field in ["hazards", "region_hazards"] {
+            let flags: Vec<&str> = line.get(field).split('|').collect();
+            assert!(
+                flags.contains(&"SYSCALL_FALLBACK")
+                    && flags
+                        .iter()
+                        .all(|f| ["SYSCALL_FALLBACK", "CONTEXT_SWITCH"].contains(f)),
+                "{field}: {}",
+                line.raw
+            );
+        }
         assert_eq!(
             (
                 line.int("tolerated_min"),
