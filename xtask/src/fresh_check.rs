@@ -17,6 +17,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use crate::step::{stdout_of, workspace_root};
 
 const USAGE: &str = "usage: cargo xtask fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
+       cargo xtask fresh-check --report DIR   (the table again, from DIR/logs)
 
   --no-rerun       skip the cached rerun of `cargo xtask test`
   --keep-targets   do not remove the non-host rustup targets first
@@ -155,6 +156,53 @@ fn run_xtask(
     })
 }
 
+/// A run read back from its stderr log: the steps, and its plans' closing lines (`xtask
+/// NAME: all N steps passed in T s`) for its time (the plans' own, without what ran
+/// between them, such as the demo's pmu-demo commands) and its verdict.
+fn run_from_log(name: &'static str, log: &str) -> Run {
+    let plans: Vec<f64> = log
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("xtask ")
+                .and_then(|l| l.split_once(" steps passed in "))
+                .and_then(|(_, t)| t.strip_suffix(" s"))
+                .and_then(|t| t.parse::<f64>().ok())
+        })
+        .collect();
+    let failed = log
+        .lines()
+        .any(|l| l.starts_with("xtask ") && l.contains(" failed"));
+    Run {
+        name,
+        secs: plans.iter().fold(0.0, |total, secs| total + secs),
+        ok: !plans.is_empty() && !failed,
+        steps: parse_steps(log),
+    }
+}
+
+/// The report of a check in `dir`, from the logs it kept.
+fn report_from_logs(dir: &Path) -> Result<String, String> {
+    let logs = dir.join("logs");
+    let head = fs::read_to_string(logs.join("report.md"))
+        .ok()
+        .and_then(|r| r.split_whitespace().nth(3).map(str::to_string))
+        .unwrap_or_else(|| "?".into());
+    let mut runs = Vec::new();
+    for name in ["demo", "test", "rerun"] {
+        if let Ok(text) = fs::read_to_string(logs.join(format!("{name}.stderr"))) {
+            runs.push(run_from_log(name, &text));
+        }
+    }
+    if runs.is_empty() {
+        return Err(format!("no run logs in {}", logs.display()));
+    }
+    Ok(format!(
+        "{}\n(Read back from {}: a run's time is its plans' own.)\n",
+        report(&runs, &head),
+        logs.display()
+    ))
+}
+
 fn host_triple() -> Result<String, String> {
     let text = stdout_of(
         Command::new("rustc")
@@ -234,30 +282,36 @@ fn report(runs: &[Run], head: &str) -> String {
             run.secs
         );
     }
-    text += "\n| step |";
+    // One table per plan: a run joins the table before it when it ran the same steps
+    // (the cached rerun beside the fresh test run); the demo has a table of its own.
+    let mut tables: Vec<Vec<&Run>> = Vec::new();
     for run in runs {
-        text += &format!(" {} (s) |", run.name);
-    }
-    text += "\n|---|";
-    text += &"---:|".repeat(runs.len());
-    text += "\n";
-    let longest = runs.iter().map(|r| r.steps.len()).max().unwrap_or(0);
-    for i in 0..longest {
-        let what = runs
-            .iter()
-            .find_map(|r| r.steps.get(i).map(|s| s.what.as_str()))
-            .unwrap_or("");
-        let what: String = what.chars().take(90).collect();
-        text += &format!("| {} |", what.replace('|', "/"));
-        for run in runs {
-            let cell = match run.steps.get(i) {
-                Some(StepTime { secs: Some(s), .. }) => format!("{s:.1}"),
-                Some(StepTime { secs: None, .. }) => "failed".to_string(),
-                None => String::new(),
-            };
-            text += &format!(" {cell} |");
+        let names = |r: &Run| r.steps.iter().map(|s| s.what.clone()).collect::<Vec<_>>();
+        match tables.last_mut() {
+            Some(table) if names(table[0]) == names(run) => table.push(run),
+            _ => tables.push(vec![run]),
         }
+    }
+    for table in tables {
+        text += "\n| step |";
+        for run in &table {
+            text += &format!(" {} (s) |", run.name);
+        }
+        text += "\n|---|";
+        text += &"---:|".repeat(table.len());
         text += "\n";
+        for (i, step) in table[0].steps.iter().enumerate() {
+            let what: String = step.what.chars().take(90).collect();
+            text += &format!("| {} |", what.replace('|', "/"));
+            for run in &table {
+                let cell = match run.steps.get(i).and_then(|s| s.secs) {
+                    Some(s) => format!("{s:.1}"),
+                    None => "failed".to_string(),
+                };
+                text += &format!(" {cell} |");
+            }
+            text += "\n";
+        }
     }
     text
 }
@@ -271,6 +325,22 @@ pub fn command(args: &[&str]) -> ExitCode {
     while let Some(arg) = rest.next() {
         match *arg {
             "--no-rerun" => rerun = false,
+            "--report" => {
+                let Some(dir) = rest.next() else {
+                    eprintln!("xtask fresh-check: --report needs the check's directory\n{USAGE}");
+                    return ExitCode::from(2);
+                };
+                return match report_from_logs(Path::new(dir)) {
+                    Ok(text) => {
+                        print!("{text}");
+                        ExitCode::SUCCESS
+                    }
+                    Err(why) => {
+                        eprintln!("xtask fresh-check: {why}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
             "--keep-targets" => keep_targets = true,
             "--dir" => match rest.next() {
                 Some(d) => dir = Some(PathBuf::from(d)),
@@ -410,6 +480,50 @@ mod tests {
                     secs: None
                 },
             ]
+        );
+    }
+
+    /// The demo and the test run ran different steps: each gets its own table, with a
+    /// step's time on its own row; a rerun of the same plan joins the test's table.
+    #[test]
+    fn report_aligns_steps_by_plan() {
+        let step = |what: &str, secs| StepTime {
+            what: what.into(),
+            secs: Some(secs),
+        };
+        let runs = [
+            Run {
+                name: "demo",
+                secs: 5.0,
+                ok: true,
+                steps: vec![step("build pmu-demo", 4.0)],
+            },
+            Run {
+                name: "test",
+                secs: 9.0,
+                ok: true,
+                steps: vec![step("rustfmt", 1.0), step("test kernel arm64", 8.0)],
+            },
+            Run {
+                name: "rerun",
+                secs: 2.0,
+                ok: true,
+                steps: vec![step("rustfmt", 0.5), step("test kernel arm64", 0.2)],
+            },
+        ];
+        let text = report(&runs, "abc1234");
+        assert!(
+            text.contains("| step | demo (s) |\n|---|---:|\n| build pmu-demo | 4.0 |\n"),
+            "{text}"
+        );
+        assert!(text.contains("| step | test (s) | rerun (s) |\n|---|---:|---:|\n| rustfmt | 1.0 | 0.5 |\n| test kernel arm64 | 8.0 | 0.2 |\n"), "{text}");
+        assert!(
+            text.contains("- demo: 1 steps, 5 s in all, 0 s of them building test kernels"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- test: 2 steps, 9 s in all, 8 s of them building test kernels"),
+            "{text}"
         );
     }
 
