@@ -318,14 +318,15 @@ fn apt_install(packages: &[&str], extra: &[&str]) -> Result<(), String> {
     )
 }
 
-/// QEMU programs the suite runs.
-pub const QEMU_PROGRAMS: &[&str] = &[
-    "qemu-system-aarch64",
-    "qemu-system-arm",
-    "qemu-system-x86_64",
-    "qemu-aarch64-static",
-    "qemu-arm-static",
-];
+/// QEMU programs the suite runs: the [`PROGRAMS`] that [`QEMU_PACKAGES`] provide
+/// (qemu-system-aarch64 first: its version is the one printed).
+fn qemu_programs() -> Vec<&'static str> {
+    PROGRAMS
+        .iter()
+        .filter(|(_, package)| QEMU_PACKAGES.contains(package))
+        .map(|(program, _)| *program)
+        .collect()
+}
 
 /// Debian packages that provide them.
 pub const QEMU_PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-x86", "qemu-user-static"];
@@ -356,13 +357,14 @@ fn os_codename() -> String {
 /// bookworm's own qemu-system 7.2 (docs/qemu.md, "Installing QEMU"), so the backports suite is added
 /// and QEMU 10 installed from it. Elsewhere, the distribution's packages.
 pub fn ensure_qemu() -> Result<(), String> {
-    let missing: Vec<&str> = QEMU_PROGRAMS
+    let programs = qemu_programs();
+    let missing: Vec<&str> = programs
         .iter()
         .copied()
         .filter(|p| qemu_version(p).is_none())
         .collect();
     if missing.is_empty() {
-        eprintln!("    {}", qemu_version(QEMU_PROGRAMS[0]).unwrap_or_default());
+        eprintln!("    {}", qemu_version(programs[0]).unwrap_or_default());
         return Ok(());
     }
     if !Path::new("/usr/bin/apt-get").exists() {
@@ -399,9 +401,9 @@ pub fn ensure_qemu() -> Result<(), String> {
         extra.extend(["-t", "bookworm-backports"]);
     }
     apt_install(QEMU_PACKAGES, &extra)?;
-    for p in QEMU_PROGRAMS {
+    for p in &programs {
         qemu_version(p).ok_or_else(|| format!("{p} still missing after the install"))?;
     }
-    eprintln!("    {}", qemu_version(QEMU_PROGRAMS[0]).unwrap_or_default());
+    eprintln!("    {}", qemu_version(programs[0]).unwrap_or_default());
     Ok(())
 }

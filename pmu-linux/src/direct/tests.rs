@@ -172,7 +172,8 @@ fn direct_meter_hazards() {
     assert!(run.readings[0].hazards.contains(Hazards::OVERFLOW));
     assert!(run.evidence.events()[0].overflowed);
 
-    // The thread slept inside the region (getrusage(2): ru_nvcsw + 1).
+    // The fake thread switched voluntarily inside the region (what getrusage(2)'s
+    // ru_nvcsw + 1 shows on a real one).
     let run = measure_once(&mut meter, &mut || thread.switch_voluntarily()).unwrap();
     assert_eq!(run.evidence.switches.expect("getrusage").voluntary, 1);
     assert!(run.hazards().contains(Hazards::CONTEXT_SWITCH));
