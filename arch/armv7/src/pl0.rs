@@ -135,9 +135,11 @@ impl PmuRegisters for Pl0Registers {
         unsafe { asm::set_pmxevtyper(value.get()) };
     }
     fn pmxevcntr(&self, n: u8) -> u32 {
-        self.select(n);
-        // SAFETY: EN; n < PMCR.N.
-        unsafe { asm::pmxevcntr() }
+        // Checked against a select by an interrupt or another process in between
+        // (crate::reader's module doc).
+        // SAFETY: EN grants PMSELR and PMXEVCNTR; n < PMCR.N (the caller's bound).
+        let access = unsafe { crate::reader::Cp15Selected::new() };
+        crate::reader::read_selected(&access, n)
     }
     fn set_pmxevcntr(&self, n: u8, value: u32) {
         self.select(n);

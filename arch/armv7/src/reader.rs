@@ -23,6 +23,17 @@
 //! file that reaches the hardware (`Cp15Access`: PL1, or PL0 after PMUSERENR.EN), and
 //! borrow it, so they cannot outlive the access it stands for.
 //!
+//! A selected read is checked: PMSELR is read back after PMXEVCNTR, and the read is
+//! repeated if another counter is selected by then ([`read_selected`]). On PMUv1/PMUv2 a
+//! select and its read are two instructions apart, and whatever runs on this CPU in
+//! between may select another counter and leave it selected: perf's ARMv7 driver does,
+//! from its overflow interrupt and from the IPI of a `read()` of a counter on this CPU
+//! (Linux 6.12 drivers/perf/arm_v7_pmu.c `armv7pmu_read_counter`, which calls
+//! `armv7_pmnc_select_counter` and reads PMXEVCNTR, and never restores PMSELR), and so
+//! does any other process of this CPU that reads its counters after a context switch.
+//! Without the check, the read would return that other counter's value with nothing to
+//! flag it.
+//!
 //! A handle reads the register and nothing else: the value is the same as
 //! [`pmu_core::Pmu::read`] of that slot (the driver keeps no state of its own for a
 //! counter), 32 bits wide.
@@ -111,6 +122,36 @@ impl ReadPath {
     }
 }
 
+/// The three accesses of a selected read (PMUv1/PMUv2), apart so that the check of
+/// [`read_selected`] can be tested on the host.
+pub trait SelectedAccess {
+    /// Writes PMSELR.SEL = `n` and synchronizes (`isb`), so that PMXEVCNTR reads counter n.
+    fn select(&self, n: u8);
+    /// PMXEVCNTR: the counter PMSELR selects now.
+    fn selected_value(&self) -> u32;
+    /// PMSELR.SEL as it reads now.
+    fn selection(&self) -> u8;
+}
+
+/// Event counter `n` through PMSELR and PMXEVCNTR, read again until PMSELR still selects
+/// `n` after the read (module doc: an interrupt or another process may select another
+/// counter between the select and the read).
+///
+/// If PMSELR still reads `n` after PMXEVCNTR was read, PMXEVCNTR read counter n: a
+/// selection of another counter that was not undone before the read would still show,
+/// and the only code that selects counter n is code that reads or programs counter n. The
+/// loop repeats only when something ran on this CPU inside the two-instruction window
+/// since the select, so it ends at the next quiet window.
+pub fn read_selected(access: &impl SelectedAccess, n: u8) -> u32 {
+    loop {
+        access.select(n);
+        let value = access.selected_value();
+        if access.selection() == n {
+            return value;
+        }
+    }
+}
+
 #[cfg(target_arch = "arm")]
 impl ReadPath {
     /// The function that reads this path: one `mrc` (PMCCNTR, `PMEVCNTR<n>`) or the
@@ -125,6 +166,8 @@ impl ReadPath {
     }
 }
 
+#[cfg(target_arch = "arm")]
+pub(crate) use hw::Cp15Selected;
 #[cfg(target_arch = "arm")]
 pub use hw::{Cp15Access, CycleReader, EventReader, Reader};
 
@@ -212,19 +255,51 @@ mod hw {
         }
     }
 
-    /// Reads event counter N through PMSELR and PMXEVCNTR.
+    /// The cp15 accesses of a selected read. Made only where they are permitted.
+    pub(crate) struct Cp15Selected(());
+
+    impl Cp15Selected {
+        /// # Safety
+        /// PMSELR and PMXEVCNTR are accessible on this CPU (PL1, or PL0 with
+        /// PMUSERENR.EN) while the value lives, and only counters below PMCR.N are
+        /// selected through it.
+        pub(crate) unsafe fn new() -> Self {
+            Self(())
+        }
+    }
+
+    impl super::SelectedAccess for Cp15Selected {
+        #[inline(always)]
+        fn select(&self, n: u8) {
+            // SAFETY: `new`'s contract: PMSELR is writable here.
+            unsafe { asm::set_pmselr(u32::from(n & 31)) };
+            // PMXEVCNTR must see the new PMSELR (module doc: DDI 0406C B3.15.5).
+            asm::isb();
+        }
+        #[inline(always)]
+        fn selected_value(&self) -> u32 {
+            // SAFETY: `new`'s contract; PMSELR selects an existing counter.
+            unsafe { asm::pmxevcntr() }
+        }
+        #[inline(always)]
+        fn selection(&self) -> u8 {
+            // SAFETY: `new`'s contract: PMSELR is readable here. No `isb` before it: a
+            // select by this thread was synchronized by `select`'s, and one by an
+            // interrupt handler by the exception return (a context synchronization
+            // event).
+            (unsafe { asm::pmselr() } & 31) as u8
+        }
+    }
+
+    /// Reads event counter N through PMSELR and PMXEVCNTR, checked ([`super::read_selected`]).
     ///
     /// # Safety
-    /// N < PMCR.N; PMSELR and PMXEVCNTR are accessible; nothing changes PMSELR between
-    /// the two accesses.
+    /// N < PMCR.N; PMSELR and PMXEVCNTR are accessible.
     #[inline(always)]
     unsafe fn selected<const N: u8>() -> u32 {
         // SAFETY: forwarded to the caller.
-        unsafe { asm::set_pmselr(u32::from(N)) };
-        // PMXEVCNTR must see the new PMSELR (module doc: DDI 0406C B3.15.5).
-        asm::isb();
-        // SAFETY: forwarded to the caller; PMSELR selects counter N.
-        unsafe { asm::pmxevcntr() }
+        let access = unsafe { Cp15Selected::new() };
+        super::read_selected(&access, N)
     }
 
     /// `PMEVCNTR<N>` as a plain `unsafe fn`, for the table.
@@ -356,6 +431,57 @@ mod tests {
             ReadPath::for_slot(v3, 31, Slot::Programmable(30)),
             Ok(ReadPath::Pmevcntr(30))
         );
+    }
+
+    /// A PMU of four event counters whose PMSELR something else moves once, as perf's
+    /// ARMv7 overflow interrupt or read IPI does (arm_v7_pmu.c `armv7pmu_read_counter`
+    /// selects its own counter and leaves it selected).
+    struct Interrupted {
+        counters: [u32; 4],
+        sel: core::cell::Cell<u8>,
+        /// Before which PMXEVCNTR read (0 = the first) the "interrupt" selects counter 3.
+        interrupt_before_read: Option<u32>,
+        reads: core::cell::Cell<u32>,
+    }
+
+    impl SelectedAccess for Interrupted {
+        fn select(&self, n: u8) {
+            self.sel.set(n);
+        }
+        fn selected_value(&self) -> u32 {
+            let read = self.reads.get();
+            self.reads.set(read + 1);
+            if self.interrupt_before_read == Some(read) {
+                self.sel.set(3);
+            }
+            self.counters[usize::from(self.sel.get())]
+        }
+        fn selection(&self) -> u8 {
+            self.sel.get()
+        }
+    }
+
+    /// Finding: an interrupt between the select and the read makes PMXEVCNTR another
+    /// counter's. The checked read returns counter 1's value (20), never counter 3's
+    /// (40), and reads twice when interrupted once.
+    #[test]
+    fn a_selection_moved_between_select_and_read_is_read_again() {
+        let pmu = |interrupt_before_read| Interrupted {
+            counters: [10, 20, 30, 40],
+            sel: core::cell::Cell::new(0),
+            interrupt_before_read,
+            reads: core::cell::Cell::new(0),
+        };
+        let quiet = pmu(None);
+        assert_eq!(read_selected(&quiet, 1), 20);
+        assert_eq!(quiet.reads.get(), 1);
+        let interrupted = pmu(Some(0));
+        assert_eq!(read_selected(&interrupted, 1), 20);
+        assert_eq!(interrupted.reads.get(), 2);
+        // Counter 3 itself, interrupted by a select of 3: one read suffices.
+        let same = pmu(Some(0));
+        assert_eq!(read_selected(&same, 3), 40);
+        assert_eq!(same.reads.get(), 1);
     }
 
     #[test]
