@@ -192,6 +192,12 @@ pub fn prepare(update: bool) -> Result<Guest, String> {
         guest.kernel_package
     );
     write_atomically(&pointer, text.as_bytes())?;
+    // apt's lists and caches (about 90 MB) are not needed to boot: a CI cache of this
+    // directory stays small; the next preparation fetches them again (seconds).
+    for path in ["apt/lists", "apt/pkgcache.bin", "apt/srcpkgcache.bin"] {
+        let path = dir.join(path);
+        let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
+    }
     eprintln!(
         "pmu-qemu: the guest is ready: {} ({})",
         guest.kernel_package,
@@ -516,7 +522,7 @@ impl Apt {
         let has_lists = fs::read_dir(apt.dir.join("lists"))
             .map(|d| {
                 d.flatten()
-                    .any(|e| e.file_name().to_string_lossy().ends_with("_Packages"))
+                    .any(|e| e.file_name().to_string_lossy().contains("_Packages"))
             })
             .unwrap_or(false);
         if update || !has_lists {

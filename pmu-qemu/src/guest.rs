@@ -5,8 +5,9 @@
 //! The program's stdin, stdout and stderr are three virtio-serial ports (named
 //! `pmu-qemu.stdin`, `.stdout`, `.stderr`; not ttys: bytes pass unchanged), and its
 //! exit status goes to a fourth (`pmu-qemu.status`) as the decimal number `sh` reports
-//! (128 + N for a signal N). The kernel's console (ttyAMA0) carries only the kernel's
-//! and init's own messages.
+//! (128 + N for a signal N) with the bytes the program wrote to stdout and stderr; the
+//! guest powers off when the host answers that it has them all. The kernel's console
+//! (ttyAMA0) carries only the kernel's and init's own messages.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -63,7 +64,19 @@ fi
 sh /pmu-qemu/run.sh < /dev/pmu-qemu.stdin > /dev/pmu-qemu.stdout 2> /dev/pmu-qemu.stderr
 status=$?
 sync
-echo "$status" > /dev/pmu-qemu.status
+# The bytes the program wrote to each port (virtio_console's debugfs `bytes_sent`): the
+# host acknowledges once it has them all, since QEMU may still hold some it could not
+# pass on yet, and powering off now would lose them.
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+sent() {
+	for f in /sys/kernel/debug/virtio-ports/*; do
+		grep -qx "name: $1" $f && sed -n 's/^bytes_sent: //p' $f
+	done
+}
+# One open for both ways: closing a port drops the input it has not read yet.
+exec 3<> /dev/pmu-qemu.status
+echo "$status $(sent pmu-qemu.stdout) $(sent pmu-qemu.stderr)" >&3
+read ack <&3
 poweroff -f
 "#;
 
@@ -124,9 +137,26 @@ pub fn run_script<'a>(
     s
 }
 
-/// The program's exit status from what the status port carried: `sh`'s `$?`, 0-255.
-pub fn parse_status(text: &[u8]) -> Option<u8> {
-    std::str::from_utf8(text).ok()?.trim().parse().ok()
+/// What the status port carried: `sh`'s `$?` (0-255), then the bytes the program
+/// wrote to stdout and stderr when the guest could count them.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct Status {
+    /// The exit status.
+    pub code: u8,
+    /// Bytes written to (stdout, stderr).
+    pub sent: Option<(u64, u64)>,
+}
+
+/// The status line, once it is complete (ends with a newline).
+pub fn parse_status(text: &[u8]) -> Option<Status> {
+    let line = std::str::from_utf8(text).ok()?.strip_suffix('\n')?;
+    let mut words = line.split_whitespace();
+    let code = words.next()?.parse().ok()?;
+    let sent = match (words.next(), words.next()) {
+        (Some(o), Some(e)) => Some((o.parse().ok()?, e.parse().ok()?)),
+        _ => None,
+    };
+    Some(Status { code, sent })
 }
 
 #[cfg(test)]
@@ -189,9 +219,24 @@ mod tests {
     }
 
     #[test]
-    fn the_status_port_carries_sh_s_exit_status() {
-        assert_eq!(parse_status(b"0\n"), Some(0));
-        assert_eq!(parse_status(b"139\n"), Some(139));
+    fn the_status_port_carries_sh_s_exit_status_and_the_bytes_sent() {
+        assert_eq!(
+            parse_status(b"139 1000000 10\n"),
+            Some(Status {
+                code: 139,
+                sent: Some((1_000_000, 10))
+            })
+        );
+        // No debugfs: the status alone.
+        assert_eq!(
+            parse_status(b"0  \n"),
+            Some(Status {
+                code: 0,
+                sent: None
+            })
+        );
+        // Not complete yet, or not a status.
+        assert_eq!(parse_status(b"0 12"), None);
         assert_eq!(parse_status(b""), None);
         assert_eq!(parse_status(b"256\n"), None);
     }

@@ -182,7 +182,7 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     );
     let outcome = qemu::run(&line, &run_dir.0, options.console)?;
     match guest::parse_status(&outcome.status) {
-        Some(status) => Ok(status),
+        Some(status) => Ok(status.code),
         None => {
             let console = String::from_utf8_lossy(&outcome.console);
             let lines: Vec<&str> = console.lines().collect();

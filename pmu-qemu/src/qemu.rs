@@ -94,11 +94,16 @@ pub fn command_line(
         "-no-reboot",
         "-icount",
         "shift=0,align=off,sleep=off",
-        "-append",
-        "console=ttyAMA0 quiet panic=-1 rdinit=/init",
     ] {
         push(&[OsStr::new(word)]);
     }
+    push(&[OsStr::new("-append")]);
+    // `quiet` unless the console is shown: its bytes are read either way.
+    push(&[OsStr::new(if options.console {
+        "console=ttyAMA0 panic=-1 rdinit=/init"
+    } else {
+        "console=ttyAMA0 quiet panic=-1 rdinit=/init"
+    })]);
     push(&[OsStr::new("-kernel")]);
     push(&[kernel.as_os_str()]);
     push(&[OsStr::new("-initrd")]);
@@ -227,8 +232,11 @@ pub fn run(args: &[OsString], run_dir: &Path, console_to_stderr: bool) -> Result
     std::thread::spawn(move || {
         if let Ok((mut socket, _)) = listener.accept() {
             let _ = std::io::copy(&mut std::io::stdin().lock(), &mut socket);
-            // End of input: the guest's next read on an empty port returns 0.
-            let _ = socket.shutdown(std::net::Shutdown::Both);
+            // End of input: QEMU reads it after the data and tells the guest, whose next
+            // read returns 0. Only our sending side is shut: a hang-up would make QEMU
+            // drop what it has not read yet.
+            let _ = socket.shutdown(std::net::Shutdown::Write);
+            let _ = socket.read(&mut [0u8; 1]);
         }
     });
     let mut files = Vec::new();
@@ -243,7 +251,15 @@ pub fn run(args: &[OsString], run_dir: &Path, console_to_stderr: bool) -> Result
         files.push(Some(f));
     }
     let mut kept = [Vec::new(), Vec::new()];
-    let result = relay(&mut child, &sinks, &mut files, &mut kept, console_to_stderr);
+    let ack = run_dir.join("status.in");
+    let result = relay(
+        &mut child,
+        &sinks,
+        &mut files,
+        &mut kept,
+        console_to_stderr,
+        &ack,
+    );
     let qemu = match result {
         Ok(s) => s,
         Err(e) => {
@@ -267,10 +283,28 @@ fn relay(
     files: &mut [Option<fs::File>],
     kept: &mut [Vec<u8>; 2],
     console_to_stderr: bool,
+    ack: &Path,
 ) -> Result<std::process::ExitStatus, String> {
     let mut buf = vec![0u8; 1 << 16];
     let mut exited = None;
+    // Bytes passed on to our stdout and stderr.
+    let mut passed = (0u64, 0u64);
+    let mut acknowledged = false;
     loop {
+        if !acknowledged {
+            if let Some(status) = guest::parse_status(&kept[0]) {
+                if status.sent.is_none_or(|sent| sent == passed) {
+                    // The guest waits for this line before it powers off.
+                    let mut f = fs::OpenOptions::new()
+                        .write(true)
+                        .open(ack)
+                        .map_err(|e| format!("{}: {e}", ack.display()))?;
+                    f.write_all(b"ok\n")
+                        .map_err(|e| format!("{}: {e}", ack.display()))?;
+                    acknowledged = true;
+                }
+            }
+        }
         let mut fds: Vec<libc::pollfd> = files
             .iter()
             .map(|f| libc::pollfd {
@@ -309,10 +343,16 @@ fn relay(
                     Ok(k) => {
                         let data = &buf[..k];
                         let written = match &sinks[i].1 {
-                            Sink::Stdout => std::io::stdout()
-                                .write_all(data)
-                                .and_then(|()| std::io::stdout().flush()),
-                            Sink::Stderr => std::io::stderr().write_all(data),
+                            Sink::Stdout => {
+                                passed.0 += k as u64;
+                                std::io::stdout()
+                                    .write_all(data)
+                                    .and_then(|()| std::io::stdout().flush())
+                            }
+                            Sink::Stderr => {
+                                passed.1 += k as u64;
+                                std::io::stderr().write_all(data)
+                            }
                             Sink::Keep(j) => {
                                 kept[*j].extend_from_slice(data);
                                 if *j == 1 && console_to_stderr {
