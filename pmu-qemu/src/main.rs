@@ -57,8 +57,10 @@ OPTIONS (before PROGRAM; everything after PROGRAM is the program's):
     --update          Ask apt for Debian's newest kernel even when one is cached
     --cpu MODEL       QEMU -cpu model (default max: PMUv3 with 64-bit counters;
                       cortex-a72, cortex-a53: PMUv3 with 32-bit event counters)
-    --smp N           Virtual CPUs (default 1: under -icount QEMU runs every vCPU in
-                      one host thread, so more add no speed, only a CPU to migrate to)
+    --smp N           Virtual CPUs (default 1: under -icount QEMU's instruction count
+                      is the machine's, so with more vCPUs a measured region can
+                      include instructions another vCPU retired meanwhile; and QEMU
+                      runs them all in one host thread, so more add no speed)
     --memory MIB      Guest memory (default 1024)
     --no-share        Do not share the working directory (the program starts in an
                       empty directory of the same path)
