@@ -261,8 +261,23 @@ fn run() -> Result<(), String> {
             .ok_or_else(|| format!("bench run {i}: no estimate for spin 100:\n{}", r.stdout))?;
         let e200 = estimate(&r.stdout, "spin 200")
             .ok_or_else(|| format!("bench run {i}: no estimate for spin 200:\n{}", r.stdout))?;
+        // Criterion picks each run's iteration counts from wall-clock time (the guest's
+        // virtual time) in its warm-up; the per-batch cost of a region's reads weighs in
+        // its estimate when those counts are small, so they are shown with the figures.
+        let iterations: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter_map(|l| {
+                l.split_once("Collecting ")?
+                    .1
+                    .rsplit_once('(')?
+                    .1
+                    .strip_suffix(')')
+            })
+            .collect();
         println!(
-            "    bench run {i}: spin 100 {e100:?}, spin 200 {e200:?} instructions ({:.1} s)",
+            "    bench run {i}: spin 100 {e100:?}, spin 200 {e200:?} instructions; criterion's samples: {} ({:.1} s)",
+            iterations.join(", "),
             r.secs
         );
         runs.push((e100, e200));
