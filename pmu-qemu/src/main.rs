@@ -182,7 +182,14 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
         &run_dir.0,
         share.as_deref(),
     );
-    let outcome = qemu::run(&line, &run_dir.0, options.console)?;
+    let outcome = qemu::run(
+        std::ffi::OsStr::new(qemu::QEMU),
+        &line,
+        &run_dir.0,
+        options.console,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )?;
     match guest::parse_status(&outcome.status) {
         Some(status) => Ok(status.code),
         None => {

@@ -202,8 +202,17 @@ enum Sink {
     Keep(usize),
 }
 
-/// Boots the guest and relays until QEMU exits.
-pub fn run(args: &[OsString], run_dir: &Path, console_to_stderr: bool) -> Result<Outcome, String> {
+/// Boots the guest (`program`: QEMU, or a stand-in in tests) and relays until it exits:
+/// the program's stdout and stderr to `out` and `err`, the console to `err` too when
+/// `console_to_stderr`.
+pub fn run(
+    program: &OsStr,
+    args: &[OsString],
+    run_dir: &Path,
+    console_to_stderr: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Outcome, String> {
     let mut sinks = Vec::new();
     for (name, sink) in [
         ("stdout", Sink::Stdout),
@@ -222,13 +231,13 @@ pub fn run(args: &[OsString], run_dir: &Path, console_to_stderr: bool) -> Result
     let qemu_log_path = run_dir.join("qemu.log");
     let qemu_log = fs::File::create(&qemu_log_path)
         .map_err(|e| format!("{}: {e}", qemu_log_path.display()))?;
-    let mut child = Command::new(QEMU)
+    let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(qemu_log.try_clone().map_err(|e| e.to_string())?)
         .stderr(qemu_log)
         .spawn()
-        .map_err(|e| format!("cannot run {QEMU}: {e}"))?;
+        .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
     std::thread::spawn(move || {
         if let Ok((mut socket, _)) = listener.accept() {
             let _ = std::io::copy(&mut std::io::stdin().lock(), &mut socket);
@@ -252,14 +261,12 @@ pub fn run(args: &[OsString], run_dir: &Path, console_to_stderr: bool) -> Result
     }
     let mut kept = [Vec::new(), Vec::new()];
     let ack = run_dir.join("status.in");
-    let result = relay(
-        &mut child,
-        &sinks,
-        &mut files,
-        &mut kept,
+    let mut ends = Ends {
+        out,
+        err,
         console_to_stderr,
-        &ack,
-    );
+    };
+    let result = relay(&mut child, &sinks, &mut files, &mut kept, &ack, &mut ends);
     let qemu = match result {
         Ok(s) => s,
         Err(e) => {
@@ -277,13 +284,20 @@ pub fn run(args: &[OsString], run_dir: &Path, console_to_stderr: bool) -> Result
     })
 }
 
+/// Where the guest's streams go on this side.
+struct Ends<'a> {
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    console_to_stderr: bool,
+}
+
 fn relay(
     child: &mut Child,
     sinks: &[(&str, Sink)],
     files: &mut [Option<fs::File>],
     kept: &mut [Vec<u8>; 2],
-    console_to_stderr: bool,
     ack: &Path,
+    ends: &mut Ends,
 ) -> Result<std::process::ExitStatus, String> {
     let mut buf = vec![0u8; 1 << 16];
     let mut exited = None;
@@ -345,18 +359,16 @@ fn relay(
                         let written = match &sinks[i].1 {
                             Sink::Stdout => {
                                 passed.0 += k as u64;
-                                std::io::stdout()
-                                    .write_all(data)
-                                    .and_then(|()| std::io::stdout().flush())
+                                ends.out.write_all(data).and_then(|()| ends.out.flush())
                             }
                             Sink::Stderr => {
                                 passed.1 += k as u64;
-                                std::io::stderr().write_all(data)
+                                ends.err.write_all(data)
                             }
                             Sink::Keep(j) => {
                                 kept[*j].extend_from_slice(data);
-                                if *j == 1 && console_to_stderr {
-                                    let _ = std::io::stderr().write_all(data);
+                                if *j == 1 && ends.console_to_stderr {
+                                    let _ = ends.err.write_all(data);
                                 }
                                 Ok(())
                             }
@@ -391,6 +403,80 @@ fn relay(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stand-in for QEMU (a shell script given the run directory): it holds the
+    /// acknowledgement FIFO open as QEMU does, writes what a guest would to the FIFOs in
+    /// `order`, then waits for the acknowledgement and exits 0 only when it got `ok`.
+    fn fake_guest(order: &str) -> (Outcome, Vec<u8>, Vec<u8>) {
+        let dir = RunDir::new().unwrap();
+        let script = dir.0.join("fake-qemu");
+        let body = format!(
+            "#!/bin/sh\nd=$1\nexec 3<> $d/status.in\n{order}\nread ack <&3\n[ \"$ack\" = ok ]\n"
+        );
+        fs::write(&script, body).unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let outcome = run(
+            OsStr::new("sh"),
+            &[script.into_os_string(), dir.0.clone().into_os_string()],
+            &dir.0,
+            false,
+            &mut out,
+            &mut err,
+        )
+        .unwrap();
+        (outcome, out, err)
+    }
+
+    const OUT: &str = "printf 'out bytes' > $d/stdout.out";
+    const ERR: &str = "printf 'err' > $d/stderr.out";
+    const CONSOLE: &str = "printf 'Linux booted\\n' > $d/console.out";
+    const STATUS: &str = "printf '7 9 3\\n' > $d/status.out";
+
+    #[test]
+    fn output_status_and_console_come_back_apart() {
+        let (o, out, err) = fake_guest(&[CONSOLE, OUT, ERR, STATUS].join("\n"));
+        assert_eq!(out, b"out bytes");
+        assert_eq!(err, b"err");
+        assert_eq!(o.console, b"Linux booted\n");
+        let status = guest::parse_status(&o.status).unwrap();
+        assert_eq!(status.code, 7);
+        assert_eq!(status.sent, Some((9, 3)));
+        assert!(o.qemu.success(), "the guest got its acknowledgement");
+    }
+
+    /// The status line can come before the output (another port): the output still
+    /// comes back whole and the guest still gets its acknowledgement.
+    #[test]
+    fn the_status_may_come_before_the_output() {
+        let (o, out, err) = fake_guest(&[STATUS, ERR, OUT].join("\n"));
+        assert_eq!(
+            (out.as_slice(), err.as_slice()),
+            (&b"out bytes"[..], &b"err"[..])
+        );
+        assert!(o.qemu.success());
+    }
+
+    #[test]
+    fn a_guest_that_dies_leaves_no_status() {
+        let dir = RunDir::new().unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let o = run(
+            OsStr::new("sh"),
+            &[
+                "-c".into(),
+                "printf 'Kernel panic\\n' > $0/console.out; exit 1".into(),
+                dir.0.clone().into_os_string(),
+            ],
+            &dir.0,
+            false,
+            &mut out,
+            &mut err,
+        )
+        .unwrap();
+        assert!(o.status.is_empty());
+        assert_eq!(o.console, b"Kernel panic\n");
+        assert!(!o.qemu.success());
+    }
 
     fn text(args: &[OsString]) -> String {
         args.iter()
