@@ -127,16 +127,24 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
     let guest = debian::prepare(options.update)?;
 
-    // The share is the working directory at its own path; the program comes from there
-    // when it lies inside, or else in the run's archive at its own path.
+    // The share is the working directory at its own path; the program is always in the
+    // run's archive (memory): at its own path, or bound over it when inside the share.
     let share: Option<PathBuf> = (options.share && cwd != Path::new("/")).then(|| cwd.clone());
     let from_share = share.as_ref().is_some_and(|s| program.starts_with(s));
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let program_path = in_archive(&program);
+    // A program inside the share is bound over its own path from a copy in memory.
+    let copy: &[u8] = if from_share {
+        b"pmu-qemu/program"
+    } else {
+        program_path
+    };
     let script = guest::run_script(
         cwd.as_os_str().as_bytes(),
         env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())),
         program.as_os_str().as_bytes(),
         args.iter().map(OsString::as_os_str),
+        from_share.then_some(b"/pmu-qemu/program".as_slice()),
     );
     let share_text = share
         .as_ref()
@@ -154,19 +162,12 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
             data: &share_text,
         });
     }
-    let program_path = in_archive(&program);
-    if !from_share {
-        entries.extend(
-            cpio::parents(program_path)
-                .into_iter()
-                .map(cpio::Entry::Dir),
-        );
-        entries.push(cpio::Entry::File {
-            path: program_path,
-            mode: 0o755,
-            data: &binary,
-        });
-    }
+    entries.extend(cpio::parents(copy).into_iter().map(cpio::Entry::Dir));
+    entries.push(cpio::Entry::File {
+        path: copy,
+        mode: 0o755,
+        data: &binary,
+    });
     let run_dir = qemu::RunDir::new()?;
     let initrd = run_dir.0.join("initrd.cpio");
     let mut image = std::fs::read(&guest.initramfs)
