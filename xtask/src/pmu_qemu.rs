@@ -265,8 +265,9 @@ fn run() -> Result<(), String> {
         // virtual time) in its warm-up; the per-batch cost of a region's reads weighs in
         // its estimate when those counts are small, so they are shown with the figures.
         let iterations: Vec<&str> = r
-            .stdout
+            .stderr
             .lines()
+            .chain(r.stdout.lines())
             .filter_map(|l| {
                 l.split_once("Collecting ")?
                     .1
