@@ -133,7 +133,6 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     let from_share = share.as_ref().is_some_and(|s| program.starts_with(s));
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let program_path = in_archive(&program);
-    // A program inside the share is bound over its own path from a copy in memory.
     let copy: &[u8] = if from_share {
         b"pmu-qemu/program"
     } else {
