@@ -462,6 +462,14 @@ pub fn raspi_args(
 }
 
 /// QEMU for the x86_64 test kernel under TCG (q35, `-cpu max`, `smp` CPUs).
+///
+/// One TCG thread for all vCPUs (`thread=single`, round-robin), not QEMU's default
+/// multi-threaded TCG for x86 on an x86 host: on a loaded 2-core machine, QEMU
+/// 10.0.2's multi-threaded TCG failed 2 of 218 boots of this kernel (one hung with
+/// the LAPIC timer of the idle vCPUs no longer firing: RCU "timer wakeup didn't
+/// happen", every vCPU halted with interrupts on; one aborted in QEMU's
+/// `iotlb_to_section` assertion), the single-threaded one none of 120 boots, in
+/// about the same time (docs/qemu.md, "x86_64 under TCG").
 pub fn x86_64_kernel_args(
     kernel: &std::path::Path,
     initramfs: &std::path::Path,
@@ -470,7 +478,7 @@ pub fn x86_64_kernel_args(
 ) -> Vec<String> {
     let mut args = strings(&[
         "-accel",
-        "tcg",
+        "tcg,thread=single",
         "-M",
         "q35",
         "-cpu",

@@ -207,10 +207,26 @@ fn assert_raw_read_counts_or_traps(run: &QemuRun, tag: &str) {
 }
 
 /// The same block counted by Debian's perf (the whole program, twice per size: the
-/// same count, address-space randomization off) and by the direct read (module loaded,
-/// no perf event): both grow by exactly 2 instructions per iteration (debian_block.rs:
-/// `subs`, `b.ne`).
+/// same count, address-space randomization off, the event running all the time, so
+/// perf did not scale it) and by the direct read (module loaded, no perf event): both
+/// grow by exactly 2 instructions per iteration (debian_block.rs: `subs`, `b.ne`).
+/// CPU 1 is offline meanwhile: under icount QEMU's INST_RETIRED is the global count of
+/// all vCPUs (docs/qemu.md), and CPU 1's instructions would be counted too.
 fn assert_perf_equals_direct(run: &QemuRun) {
+    let cpus = &run.scenario("block-cpus")[0];
+    assert_eq!(
+        (cpus.int("offline_rc"), cpus.get("online")),
+        (0, "0"),
+        "{}",
+        cpus.raw
+    );
+    let after = &run.scenario("block-cpus-after")[0];
+    assert_eq!(
+        (after.int("online_rc"), after.get("online")),
+        (0, "0-1"),
+        "{}",
+        after.raw
+    );
     let direct = |iter: i128| {
         let line = run.find("direct-block", "tag", &format!("direct-{iter}"));
         assert_eq!(line.int("status"), 0, "{}\n{}", line.raw, run.stdout);
@@ -228,6 +244,7 @@ fn assert_perf_equals_direct(run: &QemuRun) {
         let [a, b] = ["a", "b"].map(|r| {
             let line = run.find("perf-block", "tag", &format!("perf-{iter}-{r}"));
             assert_eq!(line.int("status"), 0, "{}\n{}", line.raw, run.stdout);
+            assert_eq!(line.get("running"), "100.00", "scaled: {}", line.raw);
             line.int("count")
         });
         assert_eq!(
