@@ -571,6 +571,8 @@ mod meter {
     #[derive(Debug)]
     pub struct HybridSession {
         names: Vec<String>,
+        /// Whether a kernel-entry sentinel was asked for (`Options::kernel_sentinel`).
+        sentinel_asked: bool,
         topology: CoreTopology,
         /// One label per group (the PMU's name, or `cpu` for plain events).
         labels: Vec<String>,
@@ -627,7 +629,8 @@ mod meter {
                 .iter()
                 .map(|n| events::resolve(n, sysfs))
                 .collect::<Result<Vec<_>>>()?;
-            let options = options.pinned(true).grouped(true);
+            let sentinel_asked = options.kernel_sentinel;
+            let options = options.pinned(true).grouped(true).kernel_sentinel(false);
             let mut labels = Vec::new();
             let mut groups = Vec::new();
             if !topology.is_heterogeneous() {
@@ -686,6 +689,7 @@ mod meter {
             };
             Ok(Self {
                 names: names.iter().map(|n| n.trim().to_owned()).collect(),
+                sentinel_asked,
                 topology,
                 labels,
                 groups,
@@ -1093,7 +1097,7 @@ mod meter {
         }
     }
 
-    impl crate::measure::Counters for HybridSession {
+    impl crate::backend::Backend for HybridSession {
         fn names(&self) -> Vec<String> {
             self.names.clone()
         }
@@ -1104,6 +1108,14 @@ mod meter {
 
         fn disable(&mut self) -> Result<()> {
             HybridSession::disable(self)
+        }
+
+        fn sentinel(&self) -> crate::Sentinel {
+            crate::Sentinel::off(if self.sentinel_asked {
+                "not yet on machines with several core PMUs (each PMU's group would need its own)"
+            } else {
+                crate::sentinel::SWITCHED_OFF
+            })
         }
 
         fn evidence(&self) -> Evidence {

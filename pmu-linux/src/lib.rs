@@ -45,11 +45,12 @@
 //! # Below the front door
 //!
 //! The backends themselves are public for programs that build a region by hand:
-//! `Session` (perf), `direct`, `timestamp`, the `measure` functions over any `Counters`,
+//! `Session` (perf), `direct`, `timestamp`, the `measure` functions over any of them,
 //! and `list` (what this machine offers). pmu-core's types are re-exported as
 //! `pmu_linux::pmu_core`.
 
 mod asm;
+mod backend;
 pub mod direct;
 pub mod error;
 pub mod events;

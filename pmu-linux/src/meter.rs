@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::events;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::events::EventKind;
-use crate::measure::{self, Counters, EventResult, MeasureConfig, Measurement};
+use crate::measure::{self, Backend, EventResult, MeasureConfig, Measurement};
 use crate::sched::PinGuard;
 use crate::sysfs::Sysfs;
 use crate::timestamp::TimestampMeter;
@@ -344,7 +344,7 @@ impl MeterBuilder {
         }
         names.truncate(self.events.len());
         inner.counters().enable()?;
-        let sentinel = opened_sentinel(&inner, kind, self.sentinel);
+        let sentinel = inner.counters().sentinel();
         Ok(Meter {
             id: self.id,
             names,
@@ -528,7 +528,7 @@ impl MeterBuilder {
             &self.sysfs,
             &online,
             &refs,
-            self.options,
+            self.session_options(),
         ) {
             Ok(session) => session,
             // The PMUs are listed but cannot count (a VM's sysfs copy, a driver gone):
@@ -637,7 +637,7 @@ impl MeterBuilder {
             crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
         let meter = crate::direct::GenericDirectMeter::new(counters, self.names(), access)?;
         Ok(direct_opened(
-            Box::new(meter),
+            self.unwatched(meter),
             self.events.len(),
             format!(
                 "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU {cpu}: the counters the \
@@ -684,7 +684,7 @@ impl MeterBuilder {
                     crate::direct::armv8::Pmuserenr,
                 )?;
                 Ok(direct_opened(
-                    Box::new(meter),
+                    self.unwatched(meter),
                     self.events.len(),
                     format!(
                         "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the \
@@ -711,7 +711,7 @@ impl MeterBuilder {
         cpu: usize,
         pin: PinGuard,
     ) -> Result<Opened> {
-        let region = crate::direct::lean_granted(pmu, placed, self.names())?;
+        let region = crate::direct::lean_granted(pmu, placed, self.names(), self.sentinel)?;
         Ok(direct_opened(
             region,
             self.events.len(),
@@ -736,7 +736,7 @@ impl MeterBuilder {
         cpu: usize,
         pin: PinGuard,
     ) -> Result<Opened> {
-        let region = crate::direct::lean_programmed(pmu, placed, self.names())?;
+        let region = crate::direct::lean_programmed(pmu, placed, self.names(), self.sentinel)?;
         Ok(direct_opened(
             region,
             self.events.len(),
@@ -780,9 +780,13 @@ impl MeterBuilder {
         }
         let meter = crate::direct::kernel_sentinel::WithoutSentinel::new(
             meter,
-            "the ARM1176 counters have no privilege filter: every counter counts in every \
-             mode (ARM1176JZF-S TRM 3.2.51, PMCR); kernel entries that end in a context \
-             switch are seen through getrusage only",
+            if self.sentinel {
+                "the ARM1176 counters have no privilege filter: every counter counts in every \
+                 mode (ARM1176JZF-S TRM 3.2.51, PMCR); kernel entries that end in a context \
+                 switch are seen through getrusage only"
+            } else {
+                crate::sentinel::SWITCHED_OFF
+            },
         );
         Ok(direct_opened(
             Box::new(meter),
@@ -813,7 +817,7 @@ impl MeterBuilder {
         let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
         let counters =
             crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
-        let meter = aarch32_with_sentinel(counters, self.names())?;
+        let meter = aarch32_with_sentinel(counters, self.names(), self.sentinel)?;
         Ok(direct_opened(
             meter,
             self.events.len(),
@@ -831,7 +835,7 @@ impl MeterBuilder {
     fn open_software(&self, notes: Vec<String>) -> Result<Opened> {
         let mut names: Vec<String> = self.names();
         let mut slots = vec![None; self.events.len()];
-        let mut backends: Vec<Box<dyn Counters>> = Vec::new();
+        let mut backends: Vec<Box<dyn Backend>> = Vec::new();
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             let mut software = Vec::new();
@@ -887,7 +891,14 @@ impl MeterBuilder {
             counted.join(", ")
         );
         Ok(Opened {
-            inner: Inner::Other(Box::new(Stacked::new(backends))),
+            inner: Inner::Other(Box::new(Stacked::new(
+                backends,
+                crate::Sentinel::off(if self.sentinel {
+                    crate::sentinel::NO_HARDWARE
+                } else {
+                    crate::sentinel::SWITCHED_OFF
+                }),
+            ))),
             slots,
             names,
             kind: BackendKind::Software,
@@ -898,6 +909,21 @@ impl MeterBuilder {
 
     fn names(&self) -> Vec<String> {
         self.events.iter().map(Event::name).collect()
+    }
+
+    /// A direct region without a kernel-entry sentinel, saying why.
+    #[cfg(target_arch = "aarch64")]
+    fn unwatched(&self, meter: impl Backend + 'static) -> Box<dyn Backend> {
+        let why = if self.sentinel {
+            "the getrusage region (Options::thorough_evidence) reads none: regions see \
+             context switches (getrusage) and migrations, not interrupts, system calls or \
+             faults"
+        } else {
+            crate::sentinel::SWITCHED_OFF
+        };
+        Box::new(crate::direct::kernel_sentinel::WithoutSentinel::new(
+            meter, why,
+        ))
     }
 }
 
@@ -933,11 +959,17 @@ fn perf_opened(session: crate::session::Session, events: usize, why: String) -> 
 fn aarch32_with_sentinel(
     counters: crate::direct::OwnedCounters<pmu_armv7::Pl0Pmu>,
     names: Vec<String>,
-) -> Result<Box<dyn Counters>> {
+    asked: bool,
+) -> Result<Box<dyn Backend>> {
     use crate::direct::aarch32::{FloorCounters, Pl1InstRetired, PmuserenrEn};
     use crate::direct::kernel_sentinel::{with_sentinel, SentinelMeter, WithoutSentinel};
     use crate::direct::GenericDirectMeter;
-    match Pl1InstRetired::program(counters.pmu(), counters.slots()) {
+    let program = if asked {
+        Pl1InstRetired::program(counters.pmu(), counters.slots())
+    } else {
+        Err(crate::sentinel::SWITCHED_OFF.to_owned())
+    };
+    match program {
         Ok(sentinel) => {
             let how = format!(
                 "event counter {} programmed by the library (INST_RETIRED, PMXEVTYPER.U \
@@ -963,7 +995,7 @@ fn aarch32_with_sentinel(
 }
 
 #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
-fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinGuard) -> Opened {
+fn direct_opened(meter: Box<dyn Backend>, events: usize, why: String, pin: PinGuard) -> Opened {
     Opened {
         names: meter.names(),
         inner: Inner::Other(meter),
@@ -974,36 +1006,8 @@ fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinG
     }
 }
 
-/// Whether the opened backend watches regions with a kernel-entry sentinel, or why
-/// not (`asked`: [`MeterBuilder::kernel_sentinel`]).
-fn opened_sentinel(inner: &Inner, kind: BackendKind, asked: bool) -> crate::Sentinel {
-    // The direct backends decide themselves: their sentinel replaces the system calls
-    // of every region (see `MeterBuilder::kernel_sentinel`), so theirs is the truth
-    // whatever was asked.
-    // On 32-bit ARM `Other` is the only variant.
-    #[allow(irrefutable_let_patterns)]
-    if let Inner::Other(other) = inner {
-        if let Some(sentinel) = other.sentinel() {
-            return sentinel;
-        }
-    }
-    match inner {
-        _ if !asked => crate::Sentinel::off("switched off (MeterBuilder::kernel_sentinel)"),
-        _ if kind == BackendKind::Software => crate::Sentinel::off(
-            "no hardware counters: the software backend has none to count the kernel with",
-        ),
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        Inner::Perf(session) => session.sentinel().clone(),
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        Inner::Hybrid(_) => crate::Sentinel::off(
-            "not yet on machines with several core PMUs (each PMU's group would need its own)",
-        ),
-        Inner::Other(_) => crate::Sentinel::off("this backend reads none"),
-    }
-}
-
 /// The backend underneath: perf's session directly (its region reads are the hot path),
-/// anything else behind [`Counters`]. The session stays inline (no pointer to follow
+/// anything else behind [`Backend`]. The session stays inline (no pointer to follow
 /// in a region's reads); a meter is built once, so its size does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Inner {
@@ -1012,11 +1016,11 @@ enum Inner {
     /// Generic events on every core PMU of a heterogeneous machine.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     Hybrid(crate::hybrid::HybridSession),
-    Other(Box<dyn Counters>),
+    Other(Box<dyn Backend>),
 }
 
 impl Inner {
-    fn counters(&mut self) -> &mut dyn Counters {
+    fn counters(&mut self) -> &mut dyn Backend {
         match self {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             Self::Perf(session) => session,
@@ -1031,13 +1035,15 @@ impl Inner {
 /// last, so each one's region contains the next one's reads (calibration subtracts
 /// them). The readings follow each other; the evidence is the first backend's.
 struct Stacked {
-    backends: Vec<Box<dyn Counters>>,
+    backends: Vec<Box<dyn Backend>>,
+    /// Why there is no kernel-entry sentinel.
+    sentinel: crate::Sentinel,
     /// Per backend, the index after its last reading.
     ends: Vec<usize>,
 }
 
 impl Stacked {
-    fn new(backends: Vec<Box<dyn Counters>>) -> Self {
+    fn new(backends: Vec<Box<dyn Backend>>, sentinel: crate::Sentinel) -> Self {
         let ends = backends
             .iter()
             .scan(0, |at, b| {
@@ -1045,7 +1051,11 @@ impl Stacked {
                 Some(*at)
             })
             .collect();
-        Self { backends, ends }
+        Self {
+            backends,
+            sentinel,
+            ends,
+        }
     }
 }
 
@@ -1073,7 +1083,7 @@ impl RegionMeter for Stacked {
     }
 }
 
-impl Counters for Stacked {
+impl Backend for Stacked {
     fn names(&self) -> Vec<String> {
         self.backends.iter().flat_map(|b| b.names()).collect()
     }
@@ -1088,6 +1098,9 @@ impl Counters for Stacked {
             .first()
             .map(|b| b.evidence())
             .unwrap_or_default()
+    }
+    fn sentinel(&self) -> crate::Sentinel {
+        self.sentinel.clone()
     }
 }
 
@@ -1286,9 +1299,9 @@ impl Meter {
         self.inner.counters().evidence()
     }
 
-    /// The backend as [`Counters`], for the functions of [`mod@crate::measure`] (a baseline
+    /// The backend, for the functions of [`mod@crate::measure`] (a baseline
     /// of one's own, a measurement that keeps its runs when it stops on an error). The
-    /// readings are in the order of [`Counters::names`]: the events the backend counts,
+    /// readings are in the order of [`Counting::names`]: the events the backend counts,
     /// not the handles'.
     pub fn counters(&mut self) -> Counting<'_> {
         self.open = false;
@@ -1298,11 +1311,18 @@ impl Meter {
     }
 }
 
-/// A meter's backend as [`Counters`] ([`Meter::counters`]): it counts from the meter's
+/// A meter's backend ([`Meter::counters`]): it counts from the meter's
 /// build to its drop, so it cannot be disabled (a disabled backend's regions would read
 /// nothing).
 pub struct Counting<'m> {
-    inner: &'m mut dyn Counters,
+    inner: &'m mut dyn Backend,
+}
+
+impl Counting<'_> {
+    /// The events the backend counts, in reading order.
+    pub fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
 }
 
 impl RegionMeter for Counting<'_> {
@@ -1319,7 +1339,7 @@ impl RegionMeter for Counting<'_> {
     }
 }
 
-impl Counters for Counting<'_> {
+impl Backend for Counting<'_> {
     fn names(&self) -> Vec<String> {
         self.inner.names()
     }
@@ -1336,6 +1356,10 @@ impl Counters for Counting<'_> {
 
     fn evidence(&self) -> crate::region::Evidence {
         self.inner.evidence()
+    }
+
+    fn sentinel(&self) -> crate::Sentinel {
+        self.inner.sentinel()
     }
 }
 

@@ -58,7 +58,7 @@ use region::{Edge, LeanEvent, RegionRecord};
 /// An open perf group and the state of the region being measured.
 ///
 /// Reads regions through [`pmu_core::RegionMeter`] (see [`crate::region`] for the
-/// hazards) and [`crate::measure::Counters`].
+/// hazards); the [`mod@crate::measure`] functions take it.
 ///
 /// Neither `Send` nor `Sync`: the events count the thread that opened them (pid 0),
 /// and the hazards are judged from the calling thread's CPU (its rseq area) and switch
@@ -265,6 +265,11 @@ impl Session {
     /// Never true: a session has at least one event.
     pub fn is_empty(&self) -> bool {
         self.group.events.is_empty()
+    }
+
+    /// What the last region's hazards were derived from.
+    pub fn evidence(&self) -> crate::region::Evidence {
+        <Self as crate::backend::Backend>::evidence(self)
     }
 
     /// Enables the whole group.
@@ -498,7 +503,7 @@ impl Session {
     }
 }
 
-impl crate::measure::Counters for Session {
+impl crate::backend::Backend for Session {
     fn names(&self) -> Vec<String> {
         self.specs().map(|s| s.name.clone()).collect()
     }
@@ -513,5 +518,9 @@ impl crate::measure::Counters for Session {
 
     fn evidence(&self) -> crate::region::Evidence {
         self.evaluate(&mut [pmu_core::Reading::default(); MAX_EVENTS])
+    }
+
+    fn sentinel(&self) -> crate::Sentinel {
+        Session::sentinel(self).clone()
     }
 }

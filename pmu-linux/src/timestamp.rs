@@ -10,8 +10,8 @@
 
 use pmu_core::{Reading, RegionMeter};
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::measure::Counters;
 use crate::region::Evidence;
 use crate::sched::{Kernel, SwitchCounts, ThreadSource};
 
@@ -142,7 +142,7 @@ impl<T: ThreadSource, K: TickSource> RegionMeter for TimestampMeter<T, K> {
     }
 }
 
-impl<T: ThreadSource, K: TickSource> Counters for TimestampMeter<T, K> {
+impl<T: ThreadSource, K: TickSource> Backend for TimestampMeter<T, K> {
     fn names(&self) -> Vec<String> {
         vec![NAME.to_owned()]
     }
@@ -154,6 +154,9 @@ impl<T: ThreadSource, K: TickSource> Counters for TimestampMeter<T, K> {
     }
     fn evidence(&self) -> Evidence {
         self.last
+    }
+    fn sentinel(&self) -> crate::Sentinel {
+        crate::Sentinel::off(crate::sentinel::NO_HARDWARE)
     }
 }
 

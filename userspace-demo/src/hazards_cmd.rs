@@ -86,12 +86,13 @@ fn skipped(name: &'static str, expected: Hazards, why: String) -> Demo {
     }
 }
 
-/// The forced context switch: a 2 ms sleep inside one region of `counters`.
-fn context_switch_demo(counters: &mut dyn pmu_linux::measure::Counters) -> Result<Demo, Failure> {
+/// The forced context switch: a 2 ms sleep inside one region that `measure_once`
+/// measures (`measure_once` of pmu-linux on the demo's backend).
+fn context_switch_demo(
+    measure_once: impl FnOnce(&mut dyn FnMut()) -> pmu_linux::Result<RunRecord>,
+) -> Result<Demo, Failure> {
     progress("context switch: sleeping 2 ms inside a region");
-    let record = measure_once(counters, &mut || {
-        std::thread::sleep(Duration::from_millis(2))
-    })?;
+    let record = measure_once(&mut || std::thread::sleep(Duration::from_millis(2)))?;
     Ok(demo(
         "context-switch",
         "nanosleep(2 ms) inside the region".into(),
@@ -115,7 +116,7 @@ fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
     session.enable()?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(&mut session)?);
+    demos.push(context_switch_demo(|r| measure_once(&mut session, r))?);
 
     let cpus = pmu_linux::sched::allowed_cpus()?;
     if cpus.len() >= 2 {
@@ -191,10 +192,10 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
         names.map(str::to_owned).to_vec(),
         pmu_linux::direct::Unchecked,
     )?;
-    pmu_linux::measure::Counters::enable(&mut meter)?;
+    meter.enable()?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(&mut meter)?);
+    demos.push(context_switch_demo(|r| measure_once(&mut meter, r))?);
     demos.push(skipped(
         "cpu-migration",
         Hazards::CPU_MIGRATION,
@@ -211,7 +212,7 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
         Hazards::OVERFLOW,
         &record,
     ));
-    pmu_linux::measure::Counters::disable(&mut meter)?;
+    meter.disable()?;
     Ok(demos)
 }
 
@@ -237,10 +238,10 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
         names.map(str::to_owned).to_vec(),
         aarch32::PmuserenrEn,
     )?;
-    pmu_linux::measure::Counters::enable(&mut meter)?;
+    meter.enable()?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(&mut meter)?);
+    demos.push(context_switch_demo(|r| measure_once(&mut meter, r))?);
 
     if cpus.len() >= 2 {
         let (from, to) = (first, cpus[1]);
@@ -281,7 +282,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
         Hazards::OVERFLOW,
         &record,
     ));
-    pmu_linux::measure::Counters::disable(&mut meter)?;
+    meter.disable()?;
     Ok(demos)
 }
 
@@ -361,7 +362,7 @@ fn overflow_demo() -> Demo {
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
     };
     counters[0].preset_before_wrap(1000);
-    if let Err(e) = pmu_linux::measure::Counters::enable(&mut meter) {
+    if let Err(e) = meter.enable() {
         return skipped("overflow", Hazards::OVERFLOW, e.to_string());
     }
     let prepared = crate::workloads::Workload::Loop.prepare(0);

@@ -1,7 +1,8 @@
 //! `pmu-demo measure`.
 
 use clap::Args as ClapArgs;
-use pmu_linux::measure::{measure_keeping_partial, Counters, Interrupted, Measurement};
+use pmu_linux::measure::{measure_keeping_partial, Interrupted, Measurement};
+use pmu_linux::meter::Counting;
 use pmu_linux::{BackendChoice, BackendKind, MeasureConfig, Meter, MeterBuilder};
 use serde::Serialize;
 
@@ -303,7 +304,7 @@ fn default_units(workload: Workload) -> u64 {
 /// Measures `workload` on `counters`, the region and the empty baseline through the same
 /// closure type so the calibration cancels exactly.
 fn measure_workload(
-    counters: &mut dyn Counters,
+    counters: &mut Counting<'_>,
     config: &MeasureConfig,
     prepared: &Prepared,
     units: u64,
@@ -501,7 +502,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
 /// error, the runs recorded before it are reported too (`complete: false`), and the
 /// error says how far it got.
 fn run_workloads(
-    counters: &mut dyn Counters,
+    counters: &mut Counting<'_>,
     args: &Args,
     workloads: &[Workload],
     config: &MeasureConfig,

@@ -19,7 +19,6 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use pmu_linux::measure::Counters;
 use pmu_linux::Result;
 
 /// How long to measure.
@@ -147,7 +146,12 @@ pub fn syscall_read(
 ///
 /// # Errors
 /// The backend's.
-pub fn region(counters: &mut dyn Counters, config: BenchConfig) -> Result<BenchResult> {
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub fn region(
+    counters: &mut pmu_linux::session::Session,
+    config: BenchConfig,
+) -> Result<BenchResult> {
+    use pmu_linux::pmu_core::RegionMeter;
     let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
     batches(config, || {
         counters.start()?;

@@ -23,8 +23,8 @@ use std::rc::Rc;
 use pmu_core::{CounterWidth, Hazards, Reading, RegionMeter};
 
 use super::CounterSet;
+use crate::backend::Backend;
 use crate::error::Result;
-use crate::measure::Counters;
 use crate::region::Evidence;
 
 /// The counter that counts at the kernel's level only.
@@ -161,7 +161,7 @@ pub struct SentinelMeter<M, S: SentinelCounter> {
     events: usize,
 }
 
-impl<M: Counters, S: SentinelCounter> SentinelMeter<M, S> {
+impl<M: Backend, S: SentinelCounter> SentinelMeter<M, S> {
     /// `inner` watched by the sentinel of `link`, which counts `event` (described by
     /// `how` in [`crate::Sentinel::Counting`]).
     pub fn new(inner: M, link: SentinelLink<S>, event: &str, how: &str) -> Self {
@@ -191,7 +191,7 @@ impl<M: Counters, S: SentinelCounter> SentinelMeter<M, S> {
     }
 }
 
-impl<M: Counters, S: SentinelCounter> RegionMeter for SentinelMeter<M, S> {
+impl<M: Backend, S: SentinelCounter> RegionMeter for SentinelMeter<M, S> {
     type Error = crate::Error;
 
     #[inline(always)]
@@ -230,7 +230,7 @@ impl<M: Counters, S: SentinelCounter> RegionMeter for SentinelMeter<M, S> {
     }
 }
 
-impl<M: Counters, S: SentinelCounter> Counters for SentinelMeter<M, S> {
+impl<M: Backend, S: SentinelCounter> Backend for SentinelMeter<M, S> {
     fn names(&self) -> Vec<String> {
         self.inner.names()
     }
@@ -253,12 +253,12 @@ impl<M: Counters, S: SentinelCounter> Counters for SentinelMeter<M, S> {
         evidence
     }
 
-    fn sentinel(&self) -> Option<crate::Sentinel> {
-        Some(self.described.clone())
+    fn sentinel(&self) -> crate::Sentinel {
+        self.described.clone()
     }
 }
 
-/// A meter without a sentinel that says why ([`Counters::sentinel`] is
+/// A meter without a sentinel that says why (its sentinel is
 /// [`crate::Sentinel::Off`] with the reason); everything else is `inner`'s.
 #[derive(Debug)]
 pub struct WithoutSentinel<M> {
@@ -266,7 +266,7 @@ pub struct WithoutSentinel<M> {
     why: String,
 }
 
-impl<M: Counters> WithoutSentinel<M> {
+impl<M: Backend> WithoutSentinel<M> {
     /// `inner`, which has no sentinel because of `why`.
     pub fn new(inner: M, why: impl Into<String>) -> Self {
         Self {
@@ -276,7 +276,7 @@ impl<M: Counters> WithoutSentinel<M> {
     }
 }
 
-impl<M: Counters> RegionMeter for WithoutSentinel<M> {
+impl<M: Backend> RegionMeter for WithoutSentinel<M> {
     type Error = crate::Error;
 
     #[inline(always)]
@@ -290,7 +290,7 @@ impl<M: Counters> RegionMeter for WithoutSentinel<M> {
     }
 }
 
-impl<M: Counters> Counters for WithoutSentinel<M> {
+impl<M: Backend> Backend for WithoutSentinel<M> {
     fn names(&self) -> Vec<String> {
         self.inner.names()
     }
@@ -303,8 +303,8 @@ impl<M: Counters> Counters for WithoutSentinel<M> {
     fn evidence(&self) -> Evidence {
         self.inner.evidence()
     }
-    fn sentinel(&self) -> Option<crate::Sentinel> {
-        Some(crate::Sentinel::off(self.why.clone()))
+    fn sentinel(&self) -> crate::Sentinel {
+        crate::Sentinel::off(self.why.clone())
     }
 }
 
@@ -382,7 +382,7 @@ mod tests {
         }
     }
 
-    fn meter(j: &Journal) -> impl Counters + '_ {
+    fn meter(j: &Journal) -> impl Backend + '_ {
         let (set, link) = with_sentinel(FakeCounters(j), FakeSentinel(j));
         let inner = GenericDirectMeter::with_thread_source(
             set,
@@ -469,10 +469,10 @@ mod tests {
         let m = meter(&j);
         assert_eq!(
             m.sentinel(),
-            Some(crate::Sentinel::Counting {
+            crate::Sentinel::Counting {
                 event: "instructions".into(),
                 how: "fake".into()
-            })
+            }
         );
         let (set, _) = with_sentinel(FakeCounters(&j), FakeSentinel(&j));
         let inner = GenericDirectMeter::with_thread_source(
@@ -483,10 +483,7 @@ mod tests {
         )
         .unwrap();
         let off = WithoutSentinel::new(inner, "no privilege filter");
-        assert_eq!(
-            off.sentinel(),
-            Some(crate::Sentinel::off("no privilege filter"))
-        );
+        assert_eq!(off.sentinel(), crate::Sentinel::off("no privilege filter"));
     }
 
     #[test]

@@ -247,9 +247,9 @@ mod imp {
         edge_tag, lean_evidence, lean_fast, lean_hazards, lean_readings, sentinel_delta, tag_cpu,
         SENTINEL_FILTER,
     };
+    use crate::backend::Backend;
     use crate::direct::{AccessCheck, CounterSet, OwnedCounters};
     use crate::error::{Error, Result};
-    use crate::measure::Counters;
     use crate::region::Evidence;
     use crate::rseq::CpuId;
     use crate::sched::thread_switches;
@@ -518,6 +518,26 @@ mod imp {
         F: OverflowFlags,
         C: CpuSource,
     {
+        /// Starts the counters.
+        ///
+        /// # Errors
+        /// [`Error::UserAccessRevoked`] when the grant went away.
+        pub fn enable(&mut self) -> Result<()> {
+            <Self as Backend>::enable(self)
+        }
+
+        /// Stops the counters.
+        ///
+        /// # Errors
+        /// As [`Self::enable`].
+        pub fn disable(&mut self) -> Result<()> {
+            <Self as Backend>::disable(self)
+        }
+
+        /// What the last region's hazards were derived from.
+        pub fn evidence(&self) -> Evidence {
+            <Self as Backend>::evidence(self)
+        }
         /// A region over `counters` (named `names`, counter i of `counters` being
         /// counter i of `owner`, whose widths they have), watched by `sentinel`;
         /// `sentinel_state` says how the sentinel counts, or why there is none; `cpu`
@@ -652,7 +672,7 @@ mod imp {
         }
 
         /// The stop's slow path (out of line): keeps the stop's state for
-        /// [`Counters::evidence`] and derives the full verdict.
+        /// [`Self::evidence`] and derives the full verdict.
         #[cold]
         #[inline(never)]
         fn stop_slow(
@@ -773,7 +793,7 @@ mod imp {
         }
     }
 
-    impl<O, A, H, S, F, const K: usize, C> Counters for LeanRegion<O, A, H, S, F, K, C>
+    impl<O, A, H, S, F, const K: usize, C> Backend for LeanRegion<O, A, H, S, F, K, C>
     where
         O: CounterSet,
         A: AccessCheck,
@@ -798,8 +818,8 @@ mod imp {
             Ok(())
         }
 
-        fn sentinel(&self) -> Option<Sentinel> {
-            Some(self.sentinel_state.clone())
+        fn sentinel(&self) -> Sentinel {
+            self.sentinel_state.clone()
         }
 
         fn evidence(&self) -> Evidence {
@@ -863,7 +883,7 @@ mod imp {
         state: Sentinel,
         flags: F,
         cpu: C,
-    ) -> Result<Box<dyn Counters>>
+    ) -> Result<Box<dyn Backend>>
     where
         O: CounterSet + 'static,
         A: AccessCheck + 'static,
@@ -904,7 +924,7 @@ mod imp {
         sentinel: Option<CounterHandle>,
         state: Sentinel,
         flags: F,
-    ) -> Result<Box<dyn Counters>>
+    ) -> Result<Box<dyn Backend>>
     where
         O: CounterSet + 'static,
         A: AccessCheck + 'static,
@@ -977,7 +997,8 @@ mod imp {
         pmu: GrantedPmu<El0Reads>,
         placed: &[(pmu_core::Event, Option<Slot>)],
         names: Vec<String>,
-    ) -> Result<Box<dyn Counters>> {
+        watch: bool,
+    ) -> Result<Box<dyn Backend>> {
         let layout = *pmu.layout();
         let access = super::super::armv8::PmuserenrRead::for_layout(&layout);
         let counters = OwnedCounters::allocate(pmu, placed, pmu_core::PrivilegeFilter::USER)?;
@@ -994,6 +1015,7 @@ mod imp {
             })
             .collect::<Result<Vec<_>>>()?;
         let (sentinel, state) = match layout.sentinel() {
+            _ if !watch => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
             Some((n, event)) => {
                 let handle = CounterHandle::from_number(counters.pmu(), u32::from(n))
                     .map_err(Error::CounterHandle)?;
@@ -1032,23 +1054,28 @@ mod imp {
         pmu: El0Pmu,
         placed: &[(pmu_core::Event, Option<Slot>)],
         names: Vec<String>,
-    ) -> Result<Box<dyn Counters>> {
+        watch: bool,
+    ) -> Result<Box<dyn Backend>> {
         use pmu_core::GenericEvent;
-        let candidates = [
-            (
-                pmu_core::Event::Generic(GenericEvent::Instructions),
-                SENTINEL_FILTER,
-            ),
-            (
-                pmu_core::Event::Generic(GenericEvent::CpuCycles),
-                SENTINEL_FILTER,
-            ),
-        ];
+        let candidates: &[_] = if !watch {
+            &[]
+        } else {
+            &[
+                (
+                    pmu_core::Event::Generic(GenericEvent::Instructions),
+                    SENTINEL_FILTER,
+                ),
+                (
+                    pmu_core::Event::Generic(GenericEvent::CpuCycles),
+                    SENTINEL_FILTER,
+                ),
+            ]
+        };
         let (counters, sentinel_error) = OwnedCounters::allocate_with_extra(
             pmu,
             placed,
             pmu_core::PrivilegeFilter::USER,
-            &candidates,
+            candidates,
         )?;
         let pmu = counters.pmu();
         let id = |slot: Slot| {
@@ -1095,6 +1122,7 @@ mod imp {
                     },
                 )
             }
+            None if !watch => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
             None => (
                 None,
                 Sentinel::off(format!(

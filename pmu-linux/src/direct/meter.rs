@@ -5,13 +5,13 @@
 use pmu_core::{Counter, CounterWidth, Pmu, Reading, RegionMeter};
 
 use super::{AccessCheck, Unchecked};
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::measure::Counters;
 use crate::region::{direct_evidence, direct_readings, Evidence};
 use crate::sched::{Kernel, ThreadSource, ThreadStamp};
 use crate::MAX_EVENTS;
 
-/// Counters a [`GenericDirectMeter`] measures with: the handles of a
+/// Backend a [`GenericDirectMeter`] measures with: the handles of a
 /// [`pmu_core::CounterPool`] (borrowed, `&[Counter]`), or an owned
 /// [`super::OwnedCounters`].
 pub trait CounterSet {
@@ -143,6 +143,27 @@ impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
 }
 
 impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T> {
+    /// Starts the counters.
+    ///
+    /// # Errors
+    /// [`Error::UserAccessRevoked`] when the grant went away.
+    pub fn enable(&mut self) -> Result<()> {
+        <Self as Backend>::enable(self)
+    }
+
+    /// Stops the counters.
+    ///
+    /// # Errors
+    /// As [`Self::enable`].
+    pub fn disable(&mut self) -> Result<()> {
+        <Self as Backend>::disable(self)
+    }
+
+    /// What the last region's hazards were derived from.
+    pub fn evidence(&self) -> Evidence {
+        <Self as Backend>::evidence(self)
+    }
+
     /// As [`GenericDirectMeter::new`], with the thread's switch counts and CPU taken
     /// from `thread`.
     ///
@@ -290,7 +311,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> RegionMeter for GenericDire
     }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Counters for GenericDirectMeter<C, A, T> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Backend for GenericDirectMeter<C, A, T> {
     fn names(&self) -> Vec<String> {
         self.names.clone()
     }
@@ -311,6 +332,13 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Counters for GenericDirectM
         let n = self.counters.len().min(MAX_EVENTS);
         self.evaluate(&mut [Reading::default(); MAX_EVENTS][..n])
             .unwrap_or_default()
+    }
+
+    fn sentinel(&self) -> crate::Sentinel {
+        crate::Sentinel::off(
+            "this region reads none: it sees context switches (getrusage) and migrations, \
+             not interrupts, system calls or faults",
+        )
     }
 }
 

@@ -8,7 +8,7 @@ use pmu_core::{Hazards, Slot};
 use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter, Reading, RegionMeter};
 
 use super::*;
-use crate::measure::{measure, measure_once, Counters, MeasureConfig};
+use crate::measure::{measure, measure_once, MeasureConfig};
 use crate::sched::fake::FakeThread;
 
 /// An illegal instruction in the probe child is the "not enabled" error, and the

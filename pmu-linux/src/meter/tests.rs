@@ -259,6 +259,6 @@ fn the_meter_says_whether_a_sentinel_watches() {
     let meter = builder.build().unwrap();
     assert_eq!(
         meter.sentinel(),
-        &crate::Sentinel::off("switched off (MeterBuilder::kernel_sentinel)")
+        &crate::Sentinel::off(crate::sentinel::SWITCHED_OFF)
     );
 }

@@ -42,7 +42,7 @@ pub(super) const HOW: &str =
      through its metadata page at both region edges";
 
 /// Why a session has no sentinel when it was not asked for one.
-pub(super) const NOT_ASKED: &str = "not asked for (perf session without Options::kernel_sentinel)";
+pub(super) const NOT_ASKED: &str = crate::sentinel::SWITCHED_OFF;
 
 /// Opens the sentinel beside `group`'s events (as a member of its group when the
 /// events are grouped, else on its own), or why not.

@@ -493,7 +493,7 @@ fn a_sentinel_over_software_events_is_off_and_changes_nothing() {
         crate::Sentinel::Off { why } => assert!(why.contains("software events only"), "{why}"),
         other => panic!("a sentinel over software events: {other}"),
     }
-    let names: Vec<String> = crate::measure::Counters::names(&session);
+    let names: Vec<String> = crate::backend::Backend::names(&session);
     assert_eq!(names, SOFTWARE_GROUP);
     let plain = Session::open(&SOFTWARE_GROUP, Options::default()).unwrap();
     assert_eq!(
@@ -506,7 +506,7 @@ fn a_sentinel_over_software_events_is_off_and_changes_nothing() {
     session.start().unwrap();
     spin(1000);
     session.stop(&mut out).unwrap();
-    let ev = crate::measure::Counters::evidence(&session);
+    let ev = crate::backend::Backend::evidence(&session);
     assert_eq!((ev.kernel_entries, ev.sentinel_gap), (None, None));
     assert!(out
         .iter()

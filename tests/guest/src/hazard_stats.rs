@@ -136,7 +136,6 @@ mod imp {
     use std::collections::BTreeMap;
     use std::hint::black_box;
 
-    use pmu_linux::measure::Counters;
     use pmu_linux::pmu_core::Hazards;
     use pmu_linux::pmu_core::RegionMeter;
     use pmu_linux::{BackendChoice, Meter};

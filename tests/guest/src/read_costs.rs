@@ -48,7 +48,7 @@ mod imp {
 mod imp {
     use std::hint::black_box;
 
-    use pmu_linux::measure::{measure, Counters};
+    use pmu_linux::measure::{measure, Measurement};
     use pmu_linux::pmu_core::{Hazards, RegionMeter};
     use pmu_linux::session::{Options, Session};
     use pmu_linux::MeasureConfig;
@@ -65,16 +65,20 @@ mod imp {
         }
     }
 
+    /// pmu-linux's `measure` on one backend: the rigs measure several kinds of backend.
+    type Measure<'a> =
+        dyn FnMut(&MeasureConfig, &mut dyn FnMut()) -> pmu_linux::Result<Measurement> + 'a;
+
     /// Block `K` measured by `counters` (the closure's body is K nops and its `ret`, the
     /// empty region's is the `ret` alone).
-    fn accuracy_k<const K: usize>(path: &str, counters: &mut dyn Counters, tolerated: Hazards) {
+    fn accuracy_k<const K: usize>(path: &str, counters: &mut Measure<'_>, tolerated: Hazards) {
         let config = MeasureConfig {
             warmup: 2,
             runs: 5,
             calibrate: true,
         };
         let k = K as i64;
-        match measure(counters, &config, &mut || block::<K>()) {
+        match counters(&config, &mut || block::<K>()) {
             Ok(m) => match m.tolerating(0, tolerated).min {
                 Some(got) => crate::result!(
                     "accuracy path={path} k={k} measured={got} error={}",
@@ -190,7 +194,7 @@ mod imp {
         crate::result!("bench path={path} per_op={mean:.3} single_min={min:.0}{extra}");
     }
 
-    fn accuracy(path: &str, counters: &mut dyn Counters, tolerated: Hazards) {
+    fn accuracy(path: &str, counters: &mut Measure<'_>, tolerated: Hazards) {
         accuracy_k::<1>(path, counters, tolerated);
         accuracy_k::<10>(path, counters, tolerated);
         accuracy_k::<100>(path, counters, tolerated);
@@ -342,12 +346,16 @@ mod imp {
         perf_region_with_sentinel(n, &m, &mut out);
 
         let mut fast = measured(1, Options::default())?;
-        accuracy("perf-fast", &mut fast, Hazards::empty());
+        accuracy(
+            "perf-fast",
+            &mut |c, r| measure(&mut fast, c, r),
+            Hazards::empty(),
+        );
         drop(fast);
         let mut slow = measured(1, Options::default().user_read(false))?;
         accuracy(
             "perf-read",
-            &mut slow,
+            &mut |c, r| measure(&mut slow, c, r),
             Hazards::SYSCALL_FALLBACK | Hazards::NOT_SCHEDULED,
         );
         Ok(())
@@ -418,7 +426,11 @@ mod imp {
         let mut meter =
             pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
         meter.enable()?;
-        accuracy("direct", &mut meter, Hazards::empty());
+        accuracy(
+            "direct",
+            &mut |c, r| measure(&mut meter, c, r),
+            Hazards::empty(),
+        );
         meter.disable()?;
         Ok(())
     }
@@ -509,7 +521,11 @@ mod imp {
                 cost,
                 &format!(" counters=1 failed={failed} handles=compile-time sentinel=yes cpu={cpu}"),
             );
-            accuracy("direct-lean", &mut region, Hazards::empty());
+            accuracy(
+                "direct-lean",
+                &mut |c, r| measure(&mut region, c, r),
+                Hazards::empty(),
+            );
         }
         {
             let mut region = LeanRegion::new(

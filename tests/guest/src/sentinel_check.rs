@@ -38,7 +38,6 @@ pub fn main(_: &[String]) -> ExitCode {
 mod imp {
     use std::process::ExitCode;
 
-    use pmu_linux::measure::Counters;
     use pmu_linux::pmu_core::RegionMeter;
     use pmu_linux::session::{Options, Session};
     use pmu_linux::{Hazards, Reading};
@@ -75,12 +74,12 @@ mod imp {
     }
 
     fn open(sentinel: bool) -> Result<Session, pmu_linux::Error> {
-        let mut session = Session::open(
+        let session = Session::open(
             &["instructions"],
             Options::default().kernel_sentinel(sentinel),
         )?;
         session.reset()?;
-        Counters::enable(&mut session)?;
+        session.enable()?;
         Ok(session)
     }
 
@@ -140,7 +139,7 @@ mod imp {
 
     impl Tally {
         fn add(&mut self, session: &Session, reading: Reading) -> bool {
-            let evidence = Counters::evidence(session);
+            let evidence = session.evidence();
             self.regions += 1;
             self.counted_min = Some(
                 self.counted_min
@@ -254,7 +253,7 @@ mod imp {
                     let faults_after = thread_faults();
                     let irq_after = cpu_interrupts(cpu);
                     if tally.add(&session, out[0]) {
-                        let evidence = Counters::evidence(&session);
+                        let evidence = session.evidence();
                         if irq_after != irq_before {
                             tally.by_interrupt += 1;
                         } else if evidence.context_switched() {
@@ -281,7 +280,13 @@ mod imp {
                 let mut names = Vec::new();
                 for sentinel in [false, true] {
                     let mut session = open(sentinel)?;
-                    names.push(Counters::names(&session).join(","));
+                    names.push(
+                        session
+                            .specs()
+                            .map(|s| s.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    );
                     let mut out = [Reading::default(); 1];
                     // The smallest count of regions no detector flagged besides the
                     // sentinel (its own flags are what differs), of the loop and of an
