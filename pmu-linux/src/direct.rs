@@ -25,6 +25,8 @@
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
 
 use crate::error::{Error, Op, Result};
+use crate::meter::choose::Opened;
+use crate::meter::MeterBuilder;
 use crate::sys::{self, ChildEnd};
 
 mod alloc;
@@ -52,6 +54,113 @@ pub use meter::{CounterSet, DirectMeter, GenericDirectMeter};
 
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]
 pub mod aarch32;
+
+/// Whether the direct backend has a read-only grant here (ARMv8: PMUSERENR_EL0.ER or
+/// ER|CR without EN), which the meter's ladder tries where perf cannot read.
+pub(crate) const READ_ONLY_GRANT: bool = cfg!(target_arch = "aarch64");
+
+/// The meter's direct-backend settings.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Settings {
+    /// The ARM1176's cycle counter divider (`MeterBuilder::cycle_divider`).
+    #[cfg(target_arch = "arm")]
+    pub(crate) divider: pmu_armv6::CycleDivider,
+}
+
+/// The direct backend for `builder`'s events: programming the PMU where allowed and
+/// asked for, else the module's read-only grant (ARMv8); ARMv7 or the ARM1176 on
+/// 32-bit ARM.
+///
+/// # Errors
+/// The architecture's open errors; [`Error::DirectUnsupported`] on x86.
+pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
+    // Nothing to set outside the ARM1176.
+    #[cfg(not(target_arch = "arm"))]
+    let Settings {} = builder.direct;
+    #[cfg(target_arch = "aarch64")]
+    {
+        armv8::open(builder)
+    }
+    #[cfg(target_arch = "arm")]
+    {
+        #[cfg(target_feature = "v7")]
+        if aarch32::is_armv7_cpu() {
+            return aarch32::open(builder);
+        }
+        arm1176::open(builder)
+    }
+    #[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
+    {
+        let _ = builder;
+        probe()?;
+        Err(Error::DirectUnsupported {
+            reason: crate::error::DirectUnsupported::Architecture,
+        })
+    }
+}
+
+/// The module's read-only grant ([`READ_ONLY_GRANT`]).
+///
+/// # Errors
+/// As [`open`].
+pub(crate) fn open_read_only_grant(builder: &MeterBuilder) -> Result<Opened> {
+    #[cfg(target_arch = "aarch64")]
+    {
+        armv8::open_granted(builder)
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        let _ = builder;
+        probe()?;
+        Err(Error::DirectUnsupported {
+            reason: crate::error::DirectUnsupported::Architecture,
+        })
+    }
+}
+
+/// A direct backend's region over the user's `events`, under `grant`, pinned.
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+fn opened(
+    meter: Box<dyn crate::backend::Backend>,
+    events: usize,
+    grant: crate::meter::Grant,
+    account: String,
+    pin: crate::sched::PinGuard,
+) -> Opened {
+    Opened {
+        names: meter.names(),
+        inner: crate::meter::Inner::Other(meter),
+        slots: (0..events).map(Some).collect(),
+        kind: crate::meter::BackendKind::Direct,
+        reads: crate::meter::Reads::OneInstruction,
+        grant: Some(grant),
+        account,
+        pin: Some(pin),
+    }
+}
+
+/// The CPU the direct backend uses: the one given, else the one the thread is on
+/// (the ARM1176's is CPU 0: the Raspberry Pi 1 and Zero have one core).
+#[cfg(any(
+    target_arch = "aarch64",
+    all(target_arch = "arm", target_feature = "v7")
+))]
+fn cpu_of(builder: &MeterBuilder) -> usize {
+    builder
+        .cpu
+        .or_else(|| crate::sched::current_cpu().map(|c| c as usize))
+        .unwrap_or(0)
+}
+
+/// The direct events, checked before anything is taken.
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+fn events_of(builder: &MeterBuilder) -> Result<Vec<pmu_core::Event>> {
+    builder
+        .events
+        .iter()
+        .map(crate::meter::Event::direct)
+        .collect()
+}
 
 /// Runs `access` (one register access that traps without user access) in a forked
 /// child and classifies the outcome.

@@ -69,6 +69,14 @@ pub mod sentinel;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub mod session;
 mod sys;
+
+// The perf backend's rungs of the meter's ladder where this library has one; the
+// front door (`meter`) is the same on every architecture.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use session::rungs as perf_rungs;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[path = "no_perf.rs"]
+mod perf_rungs;
 pub mod sysfs;
 pub mod timestamp;
 

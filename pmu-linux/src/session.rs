@@ -46,6 +46,7 @@ use crate::MAX_EVENTS;
 mod group;
 mod options;
 mod region;
+pub(crate) mod rungs;
 mod sentinel;
 #[cfg(test)]
 mod tests;

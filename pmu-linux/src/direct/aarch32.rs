@@ -32,6 +32,8 @@ use pmu_armv7::{PerfMon, Pl0Pmu};
 pub use super::{cpuinfo_architecture, cpuinfo_is_armv7};
 use super::{probe_with, AccessCheck};
 use crate::error::{DirectUnsupported, Error, Result};
+use crate::meter::choose::{Grant, Opened};
+use crate::meter::MeterBuilder;
 use crate::sched::{pin_to, PinGuard};
 
 /// Whether this machine's CPU takes this backend (ARMv7 or later, per /proc/cpuinfo);
@@ -326,4 +328,61 @@ impl super::CounterSet for FloorCounters {
     fn leave_programmed(&mut self) {
         self.counters.leave_programmed();
     }
+}
+
+/// The meter's ARMv7 direct backend: PL0 programs the PMU after kmod-enable-user's
+/// ARMv7 flavour set PMUSERENR.EN, counting PL0 only, with a kernel-entry sentinel
+/// ([`Pl1InstRetired`]) on a free event counter where there is one and the builder
+/// asks for it; every access checks that EN is still there.
+///
+/// # Errors
+/// [`Error::DirectNeedsProgramming`] without `MeterBuilder::program_the_pmu` (PMUv2
+/// has no read-only grant: EN is the only one, and it programs); as [`take_pl0`].
+pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
+    use super::kernel_sentinel::{with_sentinel, SentinelMeter, WithoutSentinel};
+    use super::GenericDirectMeter;
+    if !builder.program {
+        return Err(Error::DirectNeedsProgramming);
+    }
+    let wanted = super::events_of(builder)?;
+    let cpu = super::cpu_of(builder);
+    // SAFETY: `program_the_pmu`'s caller promised exclusive use of the PMU.
+    let (pin, pmu) = unsafe { take_pl0(cpu) }?;
+    let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
+    let counters = super::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
+    let names = builder.names();
+    let program = if builder.sentinel {
+        Pl1InstRetired::program(counters.pmu(), counters.slots())
+    } else {
+        Err(crate::sentinel::SWITCHED_OFF.to_owned())
+    };
+    let meter: Box<dyn crate::backend::Backend> = match program {
+        Ok(sentinel) => {
+            let how = format!(
+                "event counter {} programmed by the library (INST_RETIRED, PMXEVTYPER.U \
+                 set, P clear), read through PMSELR + PMXEVCNTR before the region's \
+                 counters at the start and after them at the stop",
+                sentinel.counter()
+            );
+            let counters = FloorCounters::new(counters)?;
+            let (set, link) = with_sentinel(counters, sentinel);
+            let inner = GenericDirectMeter::new(set, names, PmuserenrEn)?;
+            Box::new(SentinelMeter::new(inner, link, "instructions", &how))
+        }
+        Err(why) => Box::new(WithoutSentinel::new(
+            GenericDirectMeter::new(FloorCounters::new(counters)?, names, PmuserenrEn)?,
+            why,
+        )),
+    };
+    Ok(super::opened(
+        meter,
+        builder.events.len(),
+        Grant::Program { cpu },
+        format!(
+            "direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN from kmod-enable-user's \
+             ARMv7 flavour, el0_programming=1): the library programs the counters itself, \
+             counting PL0 only"
+        ),
+        pin,
+    ))
 }

@@ -5,6 +5,8 @@ use pmu_armv8::{El0Pmu, PmuOptions, PmuVersion};
 
 use super::{probe_with, AccessCheck};
 use crate::error::{Error, Result};
+use crate::meter::choose::{Grant, Opened};
+use crate::meter::MeterBuilder;
 use crate::sched::{pin_to, PinGuard};
 
 /// The probe: one read of PMCR_EL0, which traps (SIGILL) unless PMUSERENR_EL0.EN.
@@ -182,4 +184,133 @@ pub unsafe fn take_armv8(
     // pinned to it, and the caller promises exclusive use and an honest version.
     let pmu = unsafe { El0Pmu::take(version, options) }.map_err(Error::Armv8Probe)?;
     Ok((pin, pmu))
+}
+
+/// The meter's ARMv8 direct backend: the programming grant (EN) after
+/// `MeterBuilder::program_the_pmu`, falling back to the read-only grant where the
+/// module gave none; else the read-only grant.
+///
+/// # Errors
+/// As [`take_armv8`] and [`open_granted`].
+pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
+    if builder.program {
+        return open_programmed(builder);
+    }
+    open_granted(builder)
+}
+
+/// The module's read-only grant: the counters it runs, each event on the layout slot
+/// that counts it.
+///
+/// # Errors
+/// As [`take_granted`]; [`Error::NotInModuleLayout`] for an event the module does not
+/// count.
+pub(crate) fn open_granted(builder: &MeterBuilder) -> Result<Opened> {
+    use pmu_core::EventEncoding;
+    let wanted = super::events_of(builder)?;
+    let cpu = super::cpu_of(builder);
+    let (pin, pmu, layout) = take_granted(cpu)?;
+    let access = PmuserenrRead::for_layout(pmu.layout());
+    let placed = wanted
+        .iter()
+        .zip(&builder.events)
+        .map(|(&event, asked)| {
+            let code = pmu_armv8::Armv8Event::encode(event)?;
+            let slot = pmu
+                .layout()
+                .slot_of(code)
+                .ok_or_else(|| Error::NotInModuleLayout {
+                    event: asked.name(),
+                    layout: layout.clone(),
+                })?;
+            Ok((event, Some(slot)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let grant = Grant::ReadOnly { cpu };
+    let reads = format!(
+        "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU \
+         {cpu}: the counters the module runs ({layout}), read with one instruction, EL0 \
+         only; event counters read as 32 bits (no overflow flags without EN: a region must \
+         count fewer than 2^32 events)"
+    );
+    if !builder.perf.thorough_evidence {
+        let region = super::lean_granted(pmu, &placed, builder.names(), builder.sentinel)?;
+        return Ok(super::opened(
+            region,
+            builder.events.len(),
+            grant,
+            format!(
+                "{reads}; regions without system calls (CPU from rseq; the kernel-entry \
+                 sentinel as Meter::sentinel says)"
+            ),
+            pin,
+        ));
+    }
+    let counters = super::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
+    let meter = super::GenericDirectMeter::new(counters, builder.names(), access)?;
+    Ok(super::opened(
+        unwatched(builder, meter),
+        builder.events.len(),
+        grant,
+        reads,
+        pin,
+    ))
+}
+
+/// The programming grant (EN): the library programs the counters itself.
+fn open_programmed(builder: &MeterBuilder) -> Result<Opened> {
+    let wanted = super::events_of(builder)?;
+    let cpu = super::cpu_of(builder);
+    // SAFETY: `program_the_pmu`'s caller promised exclusive use of this CPU's PMU and
+    // a fixed affinity; EL0 cannot read PMUVer, so only the PMUv3 baseline is assumed.
+    let taken = unsafe { take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new()) };
+    let (pin, pmu) = match taken {
+        Ok(taken) => taken,
+        Err(Error::ModuleGrantMissing {
+            cause: crate::error::GrantMissing::NoProgrammingAccess { .. },
+        }) => return open_granted(builder),
+        Err(e) => return Err(e),
+    };
+    let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
+    let grant = Grant::Program { cpu };
+    let reads = format!(
+        "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the library \
+         programs the counters itself, counting EL0 only"
+    );
+    if !builder.perf.thorough_evidence {
+        let region = super::lean_programmed(pmu, &placed, builder.names(), builder.sentinel)?;
+        return Ok(super::opened(
+            region,
+            builder.events.len(),
+            grant,
+            format!(
+                "{reads}; regions without system calls (CPU from rseq, overflow flags; the \
+                 kernel-entry sentinel as Meter::sentinel says)"
+            ),
+            pin,
+        ));
+    }
+    let counters = super::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
+    let meter = super::GenericDirectMeter::new(counters, builder.names(), Pmuserenr)?;
+    Ok(super::opened(
+        unwatched(builder, meter),
+        builder.events.len(),
+        grant,
+        reads,
+        pin,
+    ))
+}
+
+/// A direct region without a kernel-entry sentinel, saying why.
+fn unwatched(
+    builder: &MeterBuilder,
+    meter: impl crate::backend::Backend + 'static,
+) -> Box<dyn crate::backend::Backend> {
+    let why = if builder.sentinel {
+        "the getrusage region (Options::thorough_evidence) reads none: regions see context \
+         switches (getrusage) and migrations, not interrupts, system calls or faults"
+    } else {
+        crate::sentinel::SWITCHED_OFF
+    };
+    Box::new(super::kernel_sentinel::WithoutSentinel::new(meter, why))
 }
