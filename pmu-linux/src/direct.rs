@@ -4,7 +4,7 @@
 //!
 //! - [`probe`] tries one register access in a forked child first (the child inherits
 //!   the CPU pinning): if user access is off, the instruction traps and the child dies
-//!   of SIGILL, which becomes [`Error::UserAccessNotEnabled`] ("user access to the PMU is
+//!   of SIGILL, which becomes [`crate::error::AccessError::NotEnabled`] ("user access to the PMU is
 //!   not enabled: load kmod-enable-user"), never a crash of the caller;
 //! - the constructors (`take_armv8`, `take_arm1176`) pin the thread to one CPU (the
 //!   registers and the enable bit are per CPU), probe, and hand back the
@@ -30,6 +30,7 @@ use crate::meter::MeterBuilder;
 use crate::sys::{self, ChildEnd};
 
 mod alloc;
+pub mod grant;
 pub mod kernel_sentinel;
 pub mod lean;
 mod meter;
@@ -72,7 +73,7 @@ pub(crate) struct Settings {
 /// 32-bit ARM.
 ///
 /// # Errors
-/// The architecture's open errors; [`Error::DirectUnsupported`] on x86.
+/// The architecture's open errors; [`crate::error::Unsupported::Direct`] on x86.
 pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
     // Nothing to set outside the ARM1176.
     #[cfg(not(target_arch = "arm"))]
@@ -93,9 +94,9 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
     {
         let _ = builder;
         probe()?;
-        Err(Error::DirectUnsupported {
+        Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: crate::error::DirectUnsupported::Architecture,
-        })
+        }))
     }
 }
 
@@ -112,9 +113,9 @@ pub(crate) fn open_read_only_grant(builder: &MeterBuilder) -> Result<Opened> {
     {
         let _ = builder;
         probe()?;
-        Err(Error::DirectUnsupported {
+        Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: crate::error::DirectUnsupported::Architecture,
-        })
+        }))
     }
 }
 
@@ -166,15 +167,13 @@ fn events_of(builder: &MeterBuilder) -> Result<Vec<pmu_core::Event>> {
 /// child and classifies the outcome.
 ///
 /// # Errors
-/// [`Error::UserAccessNotEnabled`] when the child died of SIGILL and the module is not
-/// loaded, [`Error::ModuleGrantMissing`] when it is;
-/// [`Error::ProbeFailed`] for any other abnormal end; [`Error::Syscall`] when the
+/// [`crate::error::AccessError::NotEnabled`] when the child died of SIGILL and the module is not
+/// loaded, [`crate::error::AccessError::GrantMissing`] when it is;
+/// [`crate::error::AccessError::ProbeFailed`] for any other abnormal end; [`Error::Io`] when the
 /// child could not be started.
 pub fn probe_with(access: fn()) -> Result<()> {
-    let end = sys::run_in_child(access).map_err(|errno| Error::Syscall {
-        op: Op::Probe,
-        errno,
-    })?;
+    let end = sys::run_in_child(access)
+        .map_err(|errno| crate::error::Error::syscall(Op::Probe, errno))?;
     classify(end)
 }
 
@@ -182,9 +181,13 @@ fn classify(end: ChildEnd) -> Result<()> {
     match end {
         ChildEnd::Exited(0) => Ok(()),
         // Not loaded, or loaded and its grant gone: the module's sysfs state tells.
-        ChildEnd::Signaled(libc::SIGILL) => Err(Error::trapped()),
-        ChildEnd::Signaled(signal) => Err(Error::ProbeFailed { status: signal }),
-        ChildEnd::Exited(code) => Err(Error::ProbeFailed { status: code << 8 }),
+        ChildEnd::Signaled(libc::SIGILL) => Err(grant::trapped()),
+        ChildEnd::Signaled(signal) => Err(Error::Access(crate::error::AccessError::ProbeFailed {
+            status: signal,
+        })),
+        ChildEnd::Exited(code) => Err(Error::Access(crate::error::AccessError::ProbeFailed {
+            status: code << 8,
+        })),
     }
 }
 
@@ -192,8 +195,8 @@ fn classify(end: ChildEnd) -> Result<()> {
 /// the grant is per CPU).
 ///
 /// # Errors
-/// [`Error::UserAccessNotEnabled`]; [`Error::DirectUnsupported`] where there is no
-/// direct backend; [`Error::ProbeFailed`].
+/// [`crate::error::AccessError::NotEnabled`]; [`crate::error::Unsupported::Direct`] where there is no
+/// direct backend; [`crate::error::AccessError::ProbeFailed`].
 pub fn probe() -> Result<()> {
     #[cfg(target_arch = "aarch64")]
     {
@@ -205,15 +208,15 @@ pub fn probe() -> Result<()> {
     }
     #[cfg(target_arch = "x86_64")]
     {
-        Err(Error::DirectUnsupported {
+        Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: crate::error::DirectUnsupported::X86NeedsRing0,
-        })
+        }))
     }
     #[cfg(not(any(target_arch = "aarch64", target_arch = "arm", target_arch = "x86_64")))]
     {
-        Err(Error::DirectUnsupported {
+        Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: crate::error::DirectUnsupported::Architecture,
-        })
+        }))
     }
 }
 

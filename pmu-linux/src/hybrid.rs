@@ -193,6 +193,8 @@ pub enum HybridProblem {
     },
 }
 
+impl std::error::Error for HybridProblem {}
+
 impl fmt::Display for HybridProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -223,7 +225,7 @@ impl fmt::Display for HybridProblem {
 
 impl From<HybridProblem> for Error {
     fn from(problem: HybridProblem) -> Self {
-        Error::Hybrid(problem)
+        Error::Pmu(crate::error::PmuError::Hybrid(problem))
     }
 }
 
@@ -284,10 +286,10 @@ impl CorePmu {
                     .into())
                 }
                 Err(e) => {
-                    return Err(Error::Sysfs {
-                        path: sysfs.root().join(&pmu.name).join("cpumask"),
-                        kind: e.kind(),
-                    })
+                    return Err(Error::sysfs(
+                        sysfs.root().join(&pmu.name).join("cpumask"),
+                        e,
+                    ))
                 }
             },
         };
@@ -347,7 +349,7 @@ impl CoreTopology {
     /// PMU is x86's `cpu`, or that has no CPU PMU.
     ///
     /// # Errors
-    /// [`Error::Hybrid`] for a PMU without, or with a malformed, CPU list and for two
+    /// [`crate::error::PmuError::Hybrid`] for a PMU without, or with a malformed, CPU list and for two
     /// PMUs that claim one CPU; sysfs read errors.
     pub fn discover_in(sysfs: &Sysfs) -> Result<Self> {
         let mut pmus = Vec::new();
@@ -603,7 +605,7 @@ mod meter {
         /// (disabled; pinned whatever `options` say).
         ///
         /// # Errors
-        /// Name errors; [`Error::Hybrid`] for a non-generic event or a bad topology;
+        /// Name errors; [`crate::error::PmuError::Hybrid`] for a non-generic event or a bad topology;
         /// the open errors of [`Session`].
         pub fn open(names: &[&str], options: Options) -> Result<Self> {
             let online = fs::read_to_string(ONLINE_CPUS)
@@ -947,7 +949,7 @@ mod meter {
                             };
                         }
                     }
-                    Err(Error::ShortRead { got: 0, .. }) => {
+                    Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => {
                         for sample in &mut out[g * n..(g + 1) * n] {
                             *sample = EdgeSample {
                                 value: 0,
@@ -988,7 +990,9 @@ mod meter {
             for group in &self.groups {
                 match group.read_group() {
                     Ok(_) => {}
-                    Err(Error::ShortRead { got: 0, .. }) => return Ok(true),
+                    Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => {
+                        return Ok(true)
+                    }
                     Err(e) => return Err(e),
                 }
             }
@@ -1015,10 +1019,8 @@ mod meter {
                     return Ok(());
                 }
             }
-            let switches = sys::thread_switches().map_err(|errno| Error::Syscall {
-                op: crate::error::Op::Rusage,
-                errno,
-            })?;
+            let switches = sys::thread_switches()
+                .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rusage, errno))?;
             self.mode = Mode::Syscall(switches);
             let mut start = std::mem::take(&mut self.start);
             let sampled = self.sample_syscall(&mut start);
@@ -1073,9 +1075,8 @@ mod meter {
                     self.end = end;
                     sampled?;
                     self.facts.cpu_end = crate::sched::current_cpu();
-                    let after = sys::thread_switches().map_err(|errno| Error::Syscall {
-                        op: crate::error::Op::Rusage,
-                        errno,
+                    let after = sys::thread_switches().map_err(|errno| {
+                        crate::error::Error::syscall(crate::error::Op::Rusage, errno)
                     })?;
                     self.switches = Some(before.delta(after));
                     self.facts.switches = Some(before.delta(after).total());
@@ -1215,7 +1216,11 @@ mod tests {
         big_little(dir.path());
         fs::write(dir.path().join("armv8_cortex_a72/cpus"), "1-3\n").unwrap();
         match CoreTopology::discover_in(&Sysfs::at(dir.path())) {
-            Err(Error::Hybrid(HybridProblem::Overlap { first, second, cpu })) => {
+            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::Overlap {
+                first,
+                second,
+                cpu,
+            }))) => {
                 assert_eq!(
                     (first.as_str(), second.as_str(), cpu),
                     ("armv8_cortex_a53", "armv8_cortex_a72", 1)
@@ -1226,7 +1231,7 @@ mod tests {
         fs::write(dir.path().join("armv8_cortex_a72/cpus"), "two\n").unwrap();
         assert!(matches!(
             CoreTopology::discover_in(&Sysfs::at(dir.path())),
-            Err(Error::Hybrid(HybridProblem::BadCpuList { pmu, .. })) if pmu == "armv8_cortex_a72"
+            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::BadCpuList { pmu, .. }))) if pmu == "armv8_cortex_a72"
         ));
         // No `cpus`: `cpumask` is read instead; neither: refused.
         fs::remove_file(dir.path().join("armv8_cortex_a72/cpus")).unwrap();
@@ -1236,7 +1241,7 @@ mod tests {
         fs::remove_file(dir.path().join("armv8_cortex_a72/cpumask")).unwrap();
         assert!(matches!(
             CoreTopology::discover_in(&Sysfs::at(dir.path())),
-            Err(Error::Hybrid(HybridProblem::NoCpuList { pmu })) if pmu == "armv8_cortex_a72"
+            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::NoCpuList { pmu }))) if pmu == "armv8_cortex_a72"
         ));
     }
 
@@ -1272,7 +1277,9 @@ mod tests {
             let spec = crate::events::resolve(other, &sysfs).unwrap();
             assert!(matches!(
                 topology.pmus()[0].generic_spec(&spec),
-                Err(Error::Hybrid(HybridProblem::NotGeneric { .. }))
+                Err(Error::Pmu(crate::error::PmuError::Hybrid(
+                    HybridProblem::NotGeneric { .. }
+                )))
             ));
         }
         // An event already bound to one PMU is not generic either.

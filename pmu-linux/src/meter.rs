@@ -20,7 +20,7 @@
 //! 4. **software**, where there are no hardware counters at all (a VM without vPMU):
 //!    perf's `task-clock` and the CPU's time-stamp counter
 //!    ([`crate::timestamp::TimestampMeter`]). The hardware events asked for are then
-//!    not counted, and reading them is [`Error::NotCounted`] with the reason, never a
+//!    not counted, and reading them is [`crate::error::Untrusted::NotCounted`] with the reason, never a
 //!    zero.
 //!
 //! The meter is enabled when it is built: it counts from then on, and a region is
@@ -35,11 +35,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use pmu_core::{GenericEvent, Hazards, Reading, RegionMeter};
+use pmu_core::{GenericEvent, Hazards, Reading};
 
 use crate::error::{Error, Result};
 use crate::events;
-use crate::measure::{self, Backend, EventResult, MeasureConfig, Measurement};
+use crate::measure::{self, EventResult, Interrupted, MeasureConfig, Measurement};
 pub(crate) use crate::perf_rungs::Inner;
 use crate::sched::PinGuard;
 use crate::sysfs::Sysfs;
@@ -80,7 +80,7 @@ impl Event {
     /// The event as the direct backend counts it (hardware events only).
     ///
     /// # Errors
-    /// [`Error::NotDirectEvent`] for software, cache and sysfs events; name errors.
+    /// [`crate::error::EventError::NotDirect`] for software, cache and sysfs events; name errors.
     pub fn direct(&self) -> Result<pmu_core::Event> {
         match self {
             Self::Generic(g) => Ok(pmu_core::Event::Generic(*g)),
@@ -103,14 +103,14 @@ impl FromStr for Event {
     /// name, kept as [`Event::Named`] and resolved at build.
     ///
     /// # Errors
-    /// [`Error::MalformedRaw`] for `r` followed by something that is not 1 to 16 hex
-    /// digits, [`Error::UnknownEvent`] for an empty name.
+    /// [`crate::error::EventError::MalformedRaw`] for `r` followed by something that is not 1 to 16 hex
+    /// digits, [`crate::error::EventError::Unknown`] for an empty name.
     fn from_str(text: &str) -> Result<Self> {
         let name = text.trim();
         if name.is_empty() {
-            return Err(Error::UnknownEvent {
+            return Err(Error::Event(crate::error::EventError::Unknown {
                 name: text.to_owned(),
-            });
+            }));
         }
         if name.contains('/') {
             return Ok(Self::Named(name.to_owned()));
@@ -118,7 +118,7 @@ impl FromStr for Event {
         match events::direct_event(name) {
             Ok(pmu_core::Event::Generic(g)) => return Ok(Self::Generic(g)),
             Ok(pmu_core::Event::Raw(code)) => return Ok(Self::Raw(code)),
-            Err(e @ Error::MalformedRaw { .. }) => return Err(e),
+            Err(e @ Error::Event(crate::error::EventError::MalformedRaw { .. })) => return Err(e),
             Err(_) => {}
         }
         Ok(Self::Named(name.to_owned()))
@@ -287,19 +287,19 @@ impl MeterBuilder {
     /// it.
     ///
     /// # Errors
-    /// [`Error::NoEvents`], [`Error::TooManyEvents`]; name errors; the chosen backend's
-    /// open errors ([`Error::Open`], [`Error::GroupDoesNotFit`], the direct backend's
-    /// [`Error::UserAccessNotEnabled`] …), and with [`BackendChoice::Auto`] the perf
+    /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`]; name errors; the chosen backend's
+    /// open errors ([`Error::Open`], [`crate::error::GroupError::DoesNotFit`], the direct backend's
+    /// [`crate::error::AccessError::NotEnabled`] …), and with [`BackendChoice::Auto`] the perf
     /// error when no other backend works either.
     pub fn build(&self) -> Result<Meter> {
         if self.events.is_empty() {
-            return Err(Error::NoEvents);
+            return Err(Error::Group(crate::error::GroupError::NoEvents));
         }
         if self.events.len() > MAX_EVENTS {
-            return Err(Error::TooManyEvents {
+            return Err(Error::Group(crate::error::GroupError::TooMany {
                 given: self.events.len(),
                 max: MAX_EVENTS,
-            });
+            }));
         }
         let pin = self.cpu.map(crate::sched::pin_to).transpose()?;
         let (opened, refused) = choose::choose(self)?;
@@ -420,7 +420,10 @@ impl Meter {
     /// (the event then has one counter, the whole count is the reading).
     ///
     /// # Errors
-    /// [`Error::ForeignHandle`], [`Error::NotCounted`].
+    /// [`crate::error::Untrusted::NotCounted`].
+    ///
+    /// # Panics
+    /// For a handle of another meter.
     pub fn core_pmu_split(
         &self,
         handle: EventHandle,
@@ -455,15 +458,22 @@ impl Meter {
     }
 
     /// The reading index of `handle`'s event, or why there is none.
+    ///
+    /// # Panics
+    /// For a handle of another meter, as indexing a map with a key of another does.
     fn slot(&self, handle: EventHandle) -> Result<usize> {
         let index = usize::from(handle.index);
-        if handle.meter != self.id || index >= self.slots.len() {
-            return Err(Error::ForeignHandle);
-        }
-        self.slots[index].ok_or_else(|| Error::NotCounted {
-            event: self.names[index].clone(),
-            backend: self.choice.kind.to_string(),
-            why: self.why.clone(),
+        assert!(
+            handle.meter == self.id && index < self.slots.len(),
+            "an event handle of another meter: use the handles of the builder this meter \
+             was built from"
+        );
+        self.slots[index].ok_or_else(|| {
+            Error::Untrusted(crate::error::Untrusted::NotCounted {
+                event: self.names[index].clone(),
+                backend: self.choice.kind.to_string(),
+                why: self.why.clone(),
+            })
         })
     }
 
@@ -496,7 +506,7 @@ impl Meter {
     ///
     /// # Panics
     /// When `region` is not this meter's open region: another meter's, or one that a
-    /// [`Meter::measure`] or [`Meter::counters`] call ended (both measure regions of
+    /// [`Meter::measure`] or [`Meter::measure_with`] call ended (both measure regions of
     /// their own on the same counters). Both are mistakes in the calling code, as
     /// indexing with a key of another map is.
     #[inline(always)]
@@ -530,67 +540,33 @@ impl Meter {
         self.inner.backend().evidence()
     }
 
-    /// The backend, for the functions of [`mod@crate::measure`] (a baseline
-    /// of one's own, a measurement that keeps its runs when it stops on an error). The
-    /// readings are in the order of [`Counting::names`]: the events the backend counts,
-    /// not the handles'.
-    pub fn counters(&mut self) -> Counting<'_> {
+    /// Measures `region` as `config` says, calibrated against `baseline` when one is
+    /// given (uncalibrated without): `region` and `baseline` should be two values of
+    /// one closure type that differ only in the work they do, so that the call costs
+    /// cancel exactly. On an error, the runs measured before it are kept.
+    ///
+    /// # Errors
+    /// [`Interrupted`] with the backend's error and every run completed before it;
+    /// [`pmu_core::Error`] for zero runs.
+    pub fn measure_with<'r>(
+        &mut self,
+        config: &MeasureConfig,
+        region: &'r mut dyn FnMut(),
+        baseline: Option<&'r mut dyn FnMut()>,
+    ) -> std::result::Result<Measured<'_>, Box<Interrupted>> {
         self.open = false;
-        Counting {
-            inner: self.inner.backend(),
-        }
-    }
-}
-
-/// A meter's backend ([`Meter::counters`]): it counts from the meter's
-/// build to its drop, so it cannot be disabled (a disabled backend's regions would read
-/// nothing).
-pub struct Counting<'m> {
-    inner: &'m mut dyn Backend,
-}
-
-impl Counting<'_> {
-    /// The events the backend counts, in reading order.
-    pub fn names(&self) -> Vec<String> {
-        self.inner.names()
-    }
-}
-
-impl RegionMeter for Counting<'_> {
-    type Error = Error;
-
-    #[inline(always)]
-    fn start(&mut self) -> Result<()> {
-        self.inner.start()
+        let measurement =
+            measure::measure_keeping_partial(self.inner.backend(), config, region, baseline)?;
+        Ok(Measured {
+            meter: self,
+            measurement,
+        })
     }
 
-    #[inline(always)]
-    fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
-        self.inner.stop(out)
-    }
-}
-
-impl Backend for Counting<'_> {
-    fn names(&self) -> Vec<String> {
-        self.inner.names()
-    }
-
-    /// Already counting: enabling again changes nothing.
-    fn enable(&mut self) -> Result<()> {
-        self.inner.enable()
-    }
-
-    /// [`Error::MeterAlwaysCounts`]: drop the meter to stop counting.
-    fn disable(&mut self) -> Result<()> {
-        Err(Error::MeterAlwaysCounts)
-    }
-
-    fn evidence(&self) -> crate::region::Evidence {
-        self.inner.evidence()
-    }
-
-    fn sentinel(&self) -> crate::Sentinel {
-        self.inner.sentinel()
+    /// The events the backend counts, in the order of [`Measurement`]'s readings (the
+    /// user's counted events, then the meter's own).
+    pub fn counted(&mut self) -> Vec<String> {
+        self.inner.backend().names()
     }
 }
 
@@ -618,7 +594,7 @@ pub struct Region {
 fn region_not_open(region: Region, meter: u32) -> ! {
     if region.meter == meter {
         panic!(
-            "Meter::stop: region {} was ended by measure() or counters() since its start",
+            "Meter::stop: region {} was ended by a measure since its start",
             region.number
         )
     }
@@ -635,8 +611,10 @@ impl Counts<'_> {
     /// `handle`'s reading: the count with its hazards.
     ///
     /// # Errors
-    /// [`Error::NotCounted`] for an event this backend does not count;
-    /// [`Error::ForeignHandle`] for another meter's handle.
+    /// [`crate::error::Untrusted::NotCounted`] for an event this backend does not count.
+    ///
+    /// # Panics
+    /// For a handle of another meter.
     pub fn reading(&self, handle: EventHandle) -> Result<Reading> {
         Ok(self.meter.readings[self.meter.slot(handle)?])
     }
@@ -644,18 +622,18 @@ impl Counts<'_> {
     /// `handle`'s count, when the region had no hazard for it.
     ///
     /// # Errors
-    /// [`Error::Hazardous`] with the reading when it has hazards; as
+    /// [`crate::error::Untrusted::Hazardous`] with the reading when it has hazards; as
     /// [`Counts::reading`].
     pub fn value(&self, handle: EventHandle) -> Result<u64> {
         let reading = self.reading(handle)?;
         if reading.hazards.is_empty() {
             Ok(reading.value)
         } else {
-            Err(Error::Hazardous {
+            Err(Error::Untrusted(crate::error::Untrusted::Hazardous {
                 event: self.meter.name(usize::from(handle.index)).to_owned(),
                 value: reading.value,
                 hazards: reading.hazards,
-            })
+            }))
         }
     }
 }
@@ -680,7 +658,7 @@ impl Measured<'_> {
     /// smallest when calibrated.
     ///
     /// # Errors
-    /// [`Error::NoCleanRun`] when every run had a hazard for this event; as
+    /// [`crate::error::Untrusted::NoCleanRun`] when every run had a hazard for this event; as
     /// [`Counts::reading`].
     pub fn min(&self, handle: EventHandle) -> Result<i64> {
         self.statistic(handle, |c| c.min)
@@ -733,11 +711,11 @@ impl Measured<'_> {
     }
 
     fn no_clean_run(&self, handle: EventHandle, summary: pmu_core::Summary) -> Error {
-        Error::NoCleanRun {
+        Error::Untrusted(crate::error::Untrusted::NoCleanRun {
             event: self.meter.name(usize::from(handle.index)).to_owned(),
             runs: summary.runs,
             hazards: summary.hazards,
-        }
+        })
     }
 
     /// How many recorded runs of the region had a hazard on some event (left out of the

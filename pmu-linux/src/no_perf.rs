@@ -57,11 +57,11 @@ pub(crate) fn hybrid(_: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Op
     Ok(None)
 }
 
-/// [`Error::PerfUnsupported`] where perf was asked for; passes for the direct rung.
+/// [`crate::error::Unsupported::Perf`] where perf was asked for; passes for the direct rung.
 pub(crate) fn perf(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
     let Settings = builder.perf;
     if builder.choice == BackendChoice::Perf {
-        return Err(Error::PerfUnsupported);
+        return Err(Error::Unsupported(crate::error::Unsupported::Perf));
     }
     Ok(None)
 }

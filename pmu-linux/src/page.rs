@@ -20,7 +20,7 @@ use std::sync::atomic::{compiler_fence, Ordering};
 use perf_event_open_sys::bindings::perf_event_mmap_page;
 use pmu_core::UserPage;
 
-use crate::error::{Errno, Error, Op, Result};
+use crate::error::{Errno, Op, Result};
 use crate::sys::perf::Mapping;
 
 /// `cap_user_rdpmc` in `capabilities`.
@@ -171,12 +171,10 @@ impl MmapPage {
     /// Maps the metadata page of the perf event `fd`.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Mmap`].
+    /// [`Error::Io`] with [`Op::Mmap`].
     pub(crate) fn map(fd: BorrowedFd<'_>) -> Result<Self> {
-        let mapping = Mapping::new(fd).map_err(|errno: Errno| Error::Syscall {
-            op: Op::Mmap,
-            errno,
-        })?;
+        let mapping = Mapping::new(fd)
+            .map_err(|errno: Errno| crate::error::Error::syscall(Op::Mmap, errno))?;
         Ok(Self { mapping })
     }
 

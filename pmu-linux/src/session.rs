@@ -104,7 +104,7 @@ impl Session {
     ///
     /// # Errors
     /// Name errors (see [`events::resolve`]), [`Error::Open`] with the kernel's reason,
-    /// [`Error::NoEvents`], [`Error::TooManyEvents`], mmap failures.
+    /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`], mmap failures.
     pub fn open(names: &[&str], options: Options) -> Result<Self> {
         Self::open_in(&Sysfs::system(), names, options)
     }
@@ -276,7 +276,7 @@ impl Session {
     /// Enables the whole group.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Enable`].
+    /// [`Error::Io`] with [`Op::Enable`].
     pub fn enable(&self) -> Result<()> {
         self.group.ioctl(sys::perf::Ioctl::Enable, Op::Enable)
     }
@@ -284,7 +284,7 @@ impl Session {
     /// Disables the whole group.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Disable`].
+    /// [`Error::Io`] with [`Op::Disable`].
     pub fn disable(&self) -> Result<()> {
         self.group.ioctl(sys::perf::Ioctl::Disable, Op::Disable)
     }
@@ -292,7 +292,7 @@ impl Session {
     /// Resets every count of the group to 0.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Reset`].
+    /// [`Error::Io`] with [`Op::Reset`].
     pub fn reset(&self) -> Result<()> {
         self.group.ioctl(sys::perf::Ioctl::Reset, Op::Reset)
     }
@@ -313,7 +313,7 @@ impl Session {
     /// multiplexes them instead.
     ///
     /// # Errors
-    /// [`Error::GroupDoesNotFit`] with how many of the first events do fit together;
+    /// [`crate::error::GroupError::DoesNotFit`] with how many of the first events do fit together;
     /// the ioctl and read errors.
     pub fn check_fits(&self) -> Result<()> {
         if self.trial()? {
@@ -329,10 +329,10 @@ impl Session {
                     .unwrap_or(false)
             })
             .unwrap_or(0);
-        Err(Error::GroupDoesNotFit {
+        Err(Error::Group(crate::error::GroupError::DoesNotFit {
             events: specs.len(),
             fit,
-        })
+        }))
     }
 
     /// One trial enable + read (pinned sessions): false when the read returned 0 bytes.
@@ -346,7 +346,7 @@ impl Session {
         self.reset()?;
         match read {
             Ok(_) => Ok(true),
-            Err(Error::ShortRead { got: 0, .. }) => Ok(false),
+            Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -354,8 +354,8 @@ impl Session {
     /// All counts with one `read()` of the leader.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Read`]; [`Error::ShortRead`] (0 bytes: the pinned
-    /// group lost its counters); [`Error::GroupMismatch`].
+    /// [`Error::Io`] with [`Op::Read`]; [`crate::error::GroupError::ShortRead`] (0 bytes: the pinned
+    /// group lost its counters); [`crate::error::GroupError::Mismatch`].
     pub fn read_group(&self) -> Result<GroupRead> {
         self.group.read()
     }

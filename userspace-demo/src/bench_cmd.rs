@@ -71,7 +71,7 @@ fn row(path: &'static str, r: pmu_linux::Result<BenchResult>) -> Row {
 pub fn run(_: &Args) -> Result<(), Failure> {
     Err(Failure::new(format!(
         "pmu-demo bench times the perf read paths: {}",
-        pmu_linux::Error::PerfUnsupported
+        pmu_linux::Error::Unsupported(pmu_linux::error::Unsupported::Perf)
     )))
 }
 

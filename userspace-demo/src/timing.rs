@@ -106,7 +106,7 @@ pub fn batches(config: BenchConfig, mut op: impl FnMut() -> Result<()>) -> Resul
 /// One read of event `event` through its metadata page (seqlock + one instruction).
 ///
 /// # Errors
-/// [`pmu_linux::Error::NoFastRead`] with the reason when the page says the value must come from
+/// [`pmu_linux::error::Unsupported::FastRead`] with the reason when the page says the value must come from
 /// `read()` (software event, no vPMU, user reads disabled).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn fast_read(
@@ -114,13 +114,13 @@ pub fn fast_read(
     event: usize,
     config: BenchConfig,
 ) -> Result<BenchResult> {
-    session
-        .read_fast(event)
-        .map_err(|reason| pmu_linux::Error::NoFastRead { reason })?;
+    session.read_fast(event).map_err(|reason| {
+        pmu_linux::Error::Unsupported(pmu_linux::error::Unsupported::FastRead { reason })
+    })?;
     batches(config, || {
-        let read = session
-            .read_fast(event)
-            .map_err(|reason| pmu_linux::Error::NoFastRead { reason })?;
+        let read = session.read_fast(event).map_err(|reason| {
+            pmu_linux::Error::Unsupported(pmu_linux::error::Unsupported::FastRead { reason })
+        })?;
         black_box(read);
         Ok(())
     })
@@ -218,7 +218,13 @@ mod tests {
         assert_eq!((calls, r.operations), (50, 50));
         assert!(r.ns_min <= r.ns_median);
         assert_eq!(r.ticks_min.is_some(), cfg!(target_arch = "x86_64"));
-        let err = batches(BenchConfig::default(), || Err(Error::NoEvents)).unwrap_err();
-        assert_eq!(err, Error::NoEvents);
+        let err = batches(BenchConfig::default(), || {
+            Err(Error::Group(pmu_linux::error::GroupError::NoEvents))
+        })
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            Error::Group(pmu_linux::error::GroupError::NoEvents)
+        ));
     }
 }

@@ -75,9 +75,9 @@ fn probe_access() {
 /// reset). Keep the guard alive as long as the PMU; drop the PMU first.
 ///
 /// # Errors
-/// [`Error::DirectUnsupported`] on a CPU older than ARMv7 (the ARM1176 takes
-/// [`super::arm1176`]); [`Error::NoSuchCpu`]; [`Error::UserAccessNotEnabled`] without the
-/// module, [`Error::ModuleGrantMissing`] when it is loaded without programming access
+/// [`crate::error::Unsupported::Direct`] on a CPU older than ARMv7 (the ARM1176 takes
+/// [`super::arm1176`]); [`crate::error::Unsupported::Cpu`]; [`crate::error::AccessError::NotEnabled`] without the
+/// module, [`crate::error::AccessError::GrantMissing`] when it is loaded without programming access
 /// (`el0_programming=1` is what sets EN).
 ///
 /// # Safety
@@ -86,9 +86,9 @@ fn probe_access() {
 /// guard drops, except to CPUs where the module granted EN too (every online CPU).
 pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
     if !is_armv7_cpu() {
-        return Err(Error::DirectUnsupported {
+        return Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: DirectUnsupported::Architecture,
-        });
+        }));
     }
     let pin = pin_to(cpu)?;
     probe_with(probe_access)?;
@@ -97,11 +97,11 @@ pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
     // filtering implements.
     let pmu = unsafe { Pl0Pmu::take(PerfMon::PmuV2) }.map_err(|e| match e {
         // EN went away between the probe and here: the module's state says why.
-        None => Error::trapped(),
+        None => super::grant::trapped(),
         // PerfMon::PmuV2 is architected: `take` cannot refuse it.
-        Some(_) => Error::DirectUnsupported {
+        Some(_) => Error::Unsupported(crate::error::Unsupported::Direct {
             reason: DirectUnsupported::Architecture,
-        },
+        }),
     })?;
     Ok((pin, pmu))
 }
@@ -241,7 +241,7 @@ impl FloorCounters {
     /// The floor reads of `counters`.
     ///
     /// # Errors
-    /// [`Error::Core`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
+    /// [`crate::error::PmuError::Core`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
     /// counter on this PMU (cannot happen for slots the PMU allocated).
     pub fn new(counters: super::OwnedCounters<Pl0Pmu>) -> Result<Self> {
         use pmu_armv7::reader::ReadPath;
@@ -336,13 +336,13 @@ impl super::CounterSet for FloorCounters {
 /// asks for it; every access checks that EN is still there.
 ///
 /// # Errors
-/// [`Error::DirectNeedsProgramming`] without `MeterBuilder::program_the_pmu` (PMUv2
+/// [`crate::error::AccessError::NeedsProgramming`] without `MeterBuilder::program_the_pmu` (PMUv2
 /// has no read-only grant: EN is the only one, and it programs); as [`take_pl0`].
 pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
     use super::kernel_sentinel::{with_sentinel, SentinelMeter, WithoutSentinel};
     use super::GenericDirectMeter;
     if !builder.program {
-        return Err(Error::DirectNeedsProgramming);
+        return Err(Error::Access(crate::error::AccessError::NeedsProgramming));
     }
     let wanted = super::events_of(builder)?;
     let cpu = super::cpu_of(builder);

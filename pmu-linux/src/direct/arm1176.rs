@@ -22,8 +22,8 @@ pub(super) fn probe_access() {
 /// `Arm1176Pmu::new`: all counters stopped, interrupts off).
 ///
 /// # Errors
-/// [`crate::Error::UserAccessNotEnabled`], [`crate::Error::NoSuchCpu`],
-/// [`crate::Error::DirectUnsupported`] with [`DirectUnsupported::NotArm1176`].
+/// [`crate::error::AccessError::NotEnabled`], [`crate::error::Unsupported::Cpu`],
+/// [`crate::error::Unsupported::Direct`] with [`DirectUnsupported::NotArm1176`].
 ///
 /// # Safety
 /// The CPU is an ARM1176 (checked where /proc/cpuinfo says), and nothing else uses
@@ -35,9 +35,9 @@ pub unsafe fn take_arm1176(divider: CycleDivider) -> Result<(PinGuard, Arm1176Pm
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     if let Some((implementer, part)) = cpuinfo_midr(&cpuinfo) {
         if (implementer, part) != ARM1176_MIDR {
-            return Err(Error::DirectUnsupported {
+            return Err(Error::Unsupported(crate::error::Unsupported::Direct {
                 reason: DirectUnsupported::NotArm1176 { implementer, part },
-            });
+            }));
         }
     }
     // SAFETY: the probe just showed User-mode access to c15 on this (pinned) CPU,
@@ -62,11 +62,11 @@ impl MeterBuilder {
 /// sentinel.
 ///
 /// # Errors
-/// [`Error::DirectNeedsProgramming`] without `MeterBuilder::program_the_pmu` (SUNAVCR.V
+/// [`crate::error::AccessError::NeedsProgramming`] without `MeterBuilder::program_the_pmu` (SUNAVCR.V
 /// is the ARM1176's only grant, and it programs); as [`take_arm1176`].
 pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
     if !builder.program {
-        return Err(Error::DirectNeedsProgramming);
+        return Err(Error::Access(crate::error::AccessError::NeedsProgramming));
     }
     let wanted = super::events_of(builder)?;
     let divider = builder.direct.divider;
@@ -84,7 +84,7 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
         .collect();
     let mut meter = super::GenericDirectMeter::new(counters, builder.names(), super::Unchecked)?;
     for i in ccr {
-        meter = meter.scaled(i, divider.cycles_per_tick())?;
+        meter = meter.scaled(i, divider.cycles_per_tick());
     }
     let meter = super::kernel_sentinel::WithoutSentinel::new(
         meter,

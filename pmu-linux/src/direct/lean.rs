@@ -261,9 +261,8 @@ mod imp {
     #[cold]
     #[inline(never)]
     fn sched_getcpu() -> Result<u32> {
-        crate::sched::current_cpu().ok_or_else(|| Error::Syscall {
-            op: crate::error::Op::Getcpu,
-            errno: crate::error::Errno::last(),
+        crate::sched::current_cpu().ok_or_else(|| {
+            crate::error::Error::syscall(crate::error::Op::Getcpu, crate::error::Errno::last())
         })
     }
 
@@ -272,7 +271,7 @@ mod imp {
     #[cold]
     #[inline(never)]
     fn revoked() -> Result<()> {
-        Err(Error::UserAccessRevoked)
+        Err(Error::Access(crate::error::AccessError::Revoked))
     }
 
     /// Where a region reads the thread's CPU: [`RseqCpu`] (one load) or [`Getcpu`] (a
@@ -296,16 +295,13 @@ mod imp {
         /// The calling thread's area (registered on first use).
         ///
         /// # Errors
-        /// [`Error::Syscall`] with [`crate::error::Op::Rseq`]: no area (ENOSYS: a kernel
+        /// [`Error::Io`] with [`crate::error::Op::Rseq`]: no area (ENOSYS: a kernel
         /// without CONFIG_RSEQ; EBUSY: one another library registered and this crate
         /// cannot find). Use [`Getcpu`] there.
         pub fn this_thread() -> Result<Self> {
             crate::rseq::ThreadCpu::this_thread()
                 .map(|c| Self(c.cpu_id()))
-                .map_err(|errno| Error::Syscall {
-                    op: crate::error::Op::Rseq,
-                    errno,
-                })
+                .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rseq, errno))
         }
     }
 
@@ -521,7 +517,7 @@ mod imp {
         /// Starts the counters.
         ///
         /// # Errors
-        /// [`Error::UserAccessRevoked`] when the grant went away.
+        /// [`crate::error::AccessError::Revoked`] when the grant went away.
         pub fn enable(&mut self) -> Result<()> {
             <Self as Backend>::enable(self)
         }
@@ -544,9 +540,12 @@ mod imp {
         /// reads the CPU.
         ///
         /// # Errors
-        /// [`Error::NoEvents`] for K = 0; [`Error::TooManyEvents`]; a name count or an
-        /// owner that differs from K ([`pmu_core::Error::ReadingsMismatch`]); a
-        /// `sentinel_state` that contradicts `S` ([`Error::SentinelMismatch`]).
+        /// [`crate::error::GroupError::NoEvents`] for K = 0; [`crate::error::GroupError::TooMany`]; a name count or an
+        /// owner that differs from K ([`pmu_core::Error::ReadingsMismatch`]).
+        ///
+        /// # Panics
+        /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
+        /// counter, or off with one): a mistake in the calling code.
         #[allow(clippy::too_many_arguments)]
         pub fn with_cpu(
             owner: O,
@@ -559,13 +558,13 @@ mod imp {
             cpu: C,
         ) -> Result<Self> {
             if K == 0 {
-                return Err(Error::NoEvents);
+                return Err(Error::Group(crate::error::GroupError::NoEvents));
             }
             if K > crate::MAX_EVENTS {
-                return Err(Error::TooManyEvents {
+                return Err(Error::Group(crate::error::GroupError::TooMany {
                     given: K,
                     max: crate::MAX_EVENTS,
-                });
+                }));
             }
             if names.len() != K || owner.len() < K {
                 return Err(pmu_core::Error::ReadingsMismatch {
@@ -574,11 +573,11 @@ mod imp {
                 }
                 .into());
             }
-            if sentinel_state.is_counting() != S::PRESENT {
-                return Err(Error::SentinelMismatch {
-                    said: sentinel_state.to_string(),
-                });
-            }
+            assert_eq!(
+                sentinel_state.is_counting(),
+                S::PRESENT,
+                "the region's sentinel description contradicts its sentinel counter: {sentinel_state}"
+            );
             let widths: [CounterWidth; K] = core::array::from_fn(|i| owner.width(i));
             let masks = core::array::from_fn(|i| widths[i].truncate(u64::MAX));
             let bits = core::array::from_fn(|i| counters[i].counter().mask());
@@ -906,8 +905,8 @@ mod imp {
                             owner, access, counters, names, sentinel, state, flags, cpu,
                         )?))
                     })*
-                    0 => Err(Error::NoEvents),
-                    given => Err(Error::TooManyEvents { given, max: crate::MAX_EVENTS }),
+                    0 => Err(Error::Group(crate::error::GroupError::NoEvents)),
+                    given => Err(Error::Group(crate::error::GroupError::TooMany { given, max: crate::MAX_EVENTS })),
                 }
             };
         }
@@ -991,7 +990,7 @@ mod imp {
     /// so.
     ///
     /// # Errors
-    /// pmu-core's allocation errors; [`Error::CounterHandle`] (a slot the layout does
+    /// pmu-core's allocation errors; [`crate::error::PmuError::CounterHandle`] (a slot the layout does
     /// not back: cannot happen for slots of this PMU).
     pub fn lean_granted(
         pmu: GrantedPmu<El0Reads>,
@@ -1005,20 +1004,20 @@ mod imp {
         let handles = counters
             .slots()
             .map(|slot| {
-                let id = granted_counter(&layout, slot).ok_or(Error::Core(
-                    pmu_core::Error::CounterOutOfRange {
+                let id = granted_counter(&layout, slot).ok_or(Error::Pmu(
+                    crate::error::PmuError::Core(pmu_core::Error::CounterOutOfRange {
                         slot,
                         available: layout.event_counters().len() as u32,
-                    },
+                    }),
                 ))?;
-                CounterHandle::new(counters.pmu(), id).map_err(Error::CounterHandle)
+                CounterHandle::new(counters.pmu(), id).map_err(crate::Error::from)
             })
             .collect::<Result<Vec<_>>>()?;
         let (sentinel, state) = match layout.sentinel() {
             _ if !watch => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
             Some((n, event)) => {
                 let handle = CounterHandle::from_number(counters.pmu(), u32::from(n))
-                    .map_err(Error::CounterHandle)?;
+                    .map_err(crate::Error::from)?;
                 (
                     Some(handle),
                     Sentinel::Counting {
@@ -1080,17 +1079,17 @@ mod imp {
         let pmu = counters.pmu();
         let id = |slot: Slot| {
             pmu.counter_id(slot)
-                .ok_or(Error::Core(pmu_core::Error::CounterOutOfRange {
-                    slot,
-                    available: pmu_core::Pmu::capabilities(pmu).programmable,
-                }))
+                .ok_or(Error::Pmu(crate::error::PmuError::Core(
+                    pmu_core::Error::CounterOutOfRange {
+                        slot,
+                        available: pmu_core::Pmu::capabilities(pmu).programmable,
+                    },
+                )))
         };
         let slots: Vec<Slot> = counters.slots().collect();
         let handles = slots[..placed.len()]
             .iter()
-            .map(|&slot| {
-                CounterHandle::new(pmu.registers(), id(slot)?).map_err(Error::CounterHandle)
-            })
+            .map(|&slot| CounterHandle::new(pmu.registers(), id(slot)?).map_err(crate::Error::from))
             .collect::<Result<Vec<_>>>()?;
         let flags = Flags::with_en(pmu.registers());
         let (sentinel, state) = match slots.get(placed.len()) {
@@ -1108,10 +1107,7 @@ mod imp {
                     CounterId::Cycle => "cycles".into(),
                 };
                 (
-                    Some(
-                        CounterHandle::new(pmu.registers(), counter)
-                            .map_err(Error::CounterHandle)?,
-                    ),
+                    Some(CounterHandle::new(pmu.registers(), counter).map_err(crate::Error::from)?),
                     Sentinel::Counting {
                         event,
                         how: format!(

@@ -135,7 +135,7 @@ impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
     /// thread's evidence comes from the running kernel.
     ///
     /// # Errors
-    /// [`Error::NoEvents`], [`Error::TooManyEvents`], or a name count that differs
+    /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`], or a name count that differs
     /// from the counter count ([`pmu_core::Error::ReadingsMismatch`]).
     pub fn new(counters: C, names: Vec<String>, access: A) -> Result<Self> {
         Self::with_thread_source(counters, names, access, Kernel)
@@ -146,7 +146,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
     /// Starts the counters.
     ///
     /// # Errors
-    /// [`Error::UserAccessRevoked`] when the grant went away.
+    /// [`crate::error::AccessError::Revoked`] when the grant went away.
     pub fn enable(&mut self) -> Result<()> {
         <Self as Backend>::enable(self)
     }
@@ -176,13 +176,13 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
         thread: T,
     ) -> Result<Self> {
         if counters.is_empty() {
-            return Err(Error::NoEvents);
+            return Err(Error::Group(crate::error::GroupError::NoEvents));
         }
         if counters.len() > MAX_EVENTS {
-            return Err(Error::TooManyEvents {
+            return Err(Error::Group(crate::error::GroupError::TooMany {
                 given: counters.len(),
                 max: MAX_EVENTS,
-            });
+            }));
         }
         if names.len() != counters.len() {
             return Err(pmu_core::Error::ReadingsMismatch {
@@ -215,18 +215,18 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
     /// events, the tick delta multiplied by `events_per_tick`, so their resolution is
     /// `events_per_tick`. Overflow is judged on the ticks, where the counter wraps.
     ///
-    /// # Errors
-    /// [`Error::ScaleOutOfRange`] for an index without a counter or a factor of 0.
-    pub fn scaled(mut self, index: usize, events_per_tick: u64) -> Result<Self> {
-        if index >= self.counters.len() || events_per_tick == 0 {
-            return Err(Error::ScaleOutOfRange {
-                index,
-                counters: self.counters.len(),
-                events_per_tick,
-            });
-        }
+    /// # Panics
+    /// For an index without a counter or a factor of 0: a mistake in the calling code,
+    /// as an index out of a slice is.
+    pub fn scaled(mut self, index: usize, events_per_tick: u64) -> Self {
+        assert!(
+            index < self.counters.len() && events_per_tick > 0,
+            "cannot scale counter {index} by {events_per_tick}: the meter has {} counters, \
+             and a counter ticks at least once per event",
+            self.counters.len()
+        );
         self.scales[index] = events_per_tick;
-        Ok(self)
+        self
     }
 
     /// Events per tick of each counter (see [`GenericDirectMeter::scaled`]).
@@ -238,7 +238,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
         if self.access.granted() {
             Ok(())
         } else {
-            Err(Error::UserAccessRevoked)
+            Err(Error::Access(crate::error::AccessError::Revoked))
         }
     }
 

@@ -316,7 +316,7 @@ mod tests {
                 BackendKind::Perf,
                 vec![
                     Refusal::SlowPerfReads("no user access".into()),
-                    Refusal::Direct(Error::NoEvents),
+                    Refusal::Direct(Error::Group(crate::error::GroupError::NoEvents)),
                 ],
                 "every read is a read() system call (no user access), flagged syscall-fallback"
             )
@@ -324,14 +324,16 @@ mod tests {
             format!(
                 "every read is a read() system call (no user access), flagged \
                  syscall-fallback; the direct backend is not available either: {}",
-                Error::NoEvents
+                Error::Group(crate::error::GroupError::NoEvents)
             )
         );
         // A failed rung 2 alone (perf then opened) is not mentioned.
         assert_eq!(
             choice(
                 BackendKind::Perf,
-                vec![Refusal::Direct(Error::NoEvents)],
+                vec![Refusal::Direct(Error::Group(
+                    crate::error::GroupError::NoEvents
+                ))],
                 "every read is a read() system call (unmapped), flagged syscall-fallback"
             )
             .to_string(),
@@ -342,7 +344,7 @@ mod tests {
                 BackendKind::Software,
                 vec![
                     Refusal::NoHardwareCounters(vec!["no cpu PMU".into()]),
-                    Refusal::Direct(Error::NoEvents),
+                    Refusal::Direct(Error::Group(crate::error::GroupError::NoEvents)),
                 ],
                 "counting task-clock instead"
             )
@@ -350,7 +352,7 @@ mod tests {
             format!(
                 "no hardware counters (no cpu PMU; direct backend: {}): counting task-clock \
                  instead",
-                Error::NoEvents
+                Error::Group(crate::error::GroupError::NoEvents)
             )
         );
         assert_eq!(

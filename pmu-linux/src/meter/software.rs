@@ -13,7 +13,7 @@ use crate::timestamp::TimestampMeter;
 /// Opens the software backend for `builder`'s events.
 ///
 /// # Errors
-/// perf's open errors for the software events; [`Error::NoTimestampCounter`].
+/// perf's open errors for the software events; [`crate::error::Unsupported::TimestampCounter`].
 pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
     let mut names: Vec<String> = builder.names();
     let mut slots = vec![None; builder.events.len()];

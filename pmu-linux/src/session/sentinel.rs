@@ -85,7 +85,7 @@ pub(super) fn open(group: &Group, options: Options) -> std::result::Result<OpenE
                 let id = sys::perf::event_id(fd.as_fd()).map_err(|errno| {
                     format!(
                         "its id could not be read ({})",
-                        crate::Error::Syscall { op: Op::Id, errno }
+                        crate::error::Error::syscall(Op::Id, errno)
                     )
                 })?;
                 let page = MmapPage::map(fd.as_fd())

@@ -215,11 +215,9 @@ mod imp {
                     )
                 };
                 if base == libc::MAP_FAILED {
-                    return Err(pmu_linux::Error::Syscall {
+                    return Err(pmu_linux::Error::Io {
                         op: pmu_linux::error::Op::Mmap,
-                        errno: pmu_linux::error::Errno(
-                            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-                        ),
+                        source: std::io::Error::last_os_error(),
                     });
                 }
                 let mut tally = Tally::default();
@@ -325,9 +323,11 @@ mod imp {
                     u8::from(names[0] == names[1])
                 ))
             }
-            other => Err(pmu_linux::Error::UnknownEvent {
-                name: format!("mode {other}"),
-            }),
+            other => Err(pmu_linux::Error::Event(
+                pmu_linux::error::EventError::Unknown {
+                    name: format!("mode {other}"),
+                },
+            )),
         }
     }
 
