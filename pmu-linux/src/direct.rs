@@ -11,13 +11,13 @@
 //!   architecture crate's driver (`El0Pmu`, `Arm1176Pmu<Cp15>`);
 //! - [`allocate`] turns event names into counters of a `pmu_core::CounterPool`
 //!   ([`OwnedCounters`]: the same, owning the PMU);
-//! - [`DirectMeter`] ([`GenericDirectMeter`] over owned counters) measures regions on
+//! - [`DirectMeter`] (over borrowed or owned counters) measures regions on
 //!   them: overflow from the overflow flags, context switches from `getrusage` switch
 //!   counts taken outside the region, migration from `sched_getcpu` before and after,
 //!   and (ARMv8) revocation of user access from PMUSERENR_EL0, which EL0 may always
 //!   read, checked before every counter access so a revoked grant is an error instead
-//!   of SIGILL (the ARM1176, AArch32, and ARMv8 with `Options::thorough_evidence`);
-//! - [`lean`]'s `LeanRegion` (ARMv8) measures regions without system calls: the CPU from
+//!   of SIGILL (the ARM1176, AArch32, and ARMv8 with `Options::getrusage_edges`);
+//! - [`region`]'s `DirectRegion` (ARMv8) measures regions without system calls: the CPU from
 //!   the thread's rseq area, every kernel entry (switches included) from the kernel-entry
 //!   sentinel, overflow from PMOVSSET_EL0.
 //!
@@ -31,9 +31,9 @@ use crate::sys::{self, ChildEnd};
 
 mod alloc;
 pub mod grant;
-pub mod kernel_sentinel;
-pub mod lean;
 mod meter;
+pub mod region;
+pub mod watch;
 
 #[cfg(target_arch = "arm")]
 pub mod arm1176;
@@ -45,13 +45,13 @@ mod tests;
 #[cfg(target_arch = "aarch64")]
 pub use alloc::allocate_granted;
 pub use alloc::{allocate, OwnedCounters, MODULE_LAYOUT};
-pub use lean::SENTINEL_FILTER;
+pub use meter::{CounterSet, DirectMeter};
+pub use region::SENTINEL_FILTER;
 #[cfg(target_arch = "aarch64")]
-pub use lean::{
-    lean_granted, lean_programmed, Flags, LeanRegion, NoFlags, NoSentinel, OverflowFlags,
+pub use region::{
+    granted_region, programmed_region, DirectRegion, Flags, NoFlags, NoSentinel, OverflowFlags,
     SentinelRead, Watching,
 };
-pub use meter::{CounterSet, DirectMeter, GenericDirectMeter};
 
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]
 pub mod aarch32;

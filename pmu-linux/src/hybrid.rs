@@ -84,7 +84,7 @@
 //! A region's start reads the other PMUs' pages first (their `offset`s, under the
 //! seqlock, [`page_state`]: loads only), then the running PMU's events with one
 //! instruction each, last, keeping each read as the anchor of the stop (as
-//! `Session`'s lean regions do). The stop reads the running PMU's counts
+//! `Session`'s syscall-free regions do). The stop reads the running PMU's counts
 //! since those anchors first, then checks that no other page's `lock` moved. If none
 //! did, the thread never left its CPU (arm_pmu rewrites the page at every
 //! `armpmu_del`/`armpmu_add`): the other PMUs' parts are 0, and the region cost one

@@ -224,10 +224,10 @@ pub(crate) mod fake {
     }
 }
 
-/// Where a lean perf region takes the thread's CPU from: the rseq area (one load), or
+/// Where a syscall-free perf region takes the thread's CPU from: the rseq area (one load), or
 /// `sched_getcpu()` where the thread has none (a kernel without CONFIG_RSEQ: one
 /// `getcpu` system call on arm64, the vDSO on x86_64). Only the perf backend's
-/// sessions have lean regions (its architectures).
+/// sessions have syscall-free regions (its architectures).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum CpuSource {
@@ -245,7 +245,7 @@ impl CpuSource {
         }
     }
 
-    /// Only the CPU (a lean perf region's edges: no switch counts).
+    /// Only the CPU (a syscall-free perf region's edges: no switch counts).
     #[inline(always)]
     pub(crate) fn stamp(self) -> ThreadStamp {
         match self {

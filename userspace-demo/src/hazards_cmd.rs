@@ -188,7 +188,7 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::ALL)?;
     let mut meter = pmu_linux::direct::DirectMeter::new(
-        &counters,
+        &counters[..],
         names.map(str::to_owned).to_vec(),
         pmu_linux::direct::Unchecked,
     )?;
@@ -234,7 +234,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::USER)?;
     let mut meter = pmu_linux::direct::DirectMeter::new(
-        &counters,
+        &counters[..],
         names.map(str::to_owned).to_vec(),
         aarch32::PmuserenrEn,
     )?;
@@ -356,7 +356,7 @@ fn overflow_demo() -> Demo {
     };
     let counters = [counter];
     let meter =
-        pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr);
+        pmu_linux::direct::DirectMeter::new(&counters[..], vec!["instructions".into()], Pmuserenr);
     let mut meter = match meter {
         Ok(m) => m,
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),

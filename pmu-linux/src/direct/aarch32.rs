@@ -13,7 +13,7 @@
 //!   (PMUSERENR is readable at PL0 whatever it holds), so a revoked grant is an error
 //!   instead of SIGILL.
 //!
-//! - [`FloorCounters`] reads the region's counters through `pmu_armv7::reader`'s
+//! - [`TableCounters`] reads the region's counters through `pmu_armv7::reader`'s
 //!   table (one indirect call per counter);
 //! - [`Pl1InstRetired`] is the kernel-entry sentinel: INST_RETIRED at PL1 only on a
 //!   free event counter (docs/sentinel.md).
@@ -171,15 +171,15 @@ impl Drop for Pl1InstRetired {
     /// Stops the counter (where the grant is still there), also when the meter it was
     /// made for could not be built.
     fn drop(&mut self) {
-        super::kernel_sentinel::SentinelCounter::stop(self);
+        super::watch::SentinelCounter::stop(self);
     }
 }
 
-impl super::kernel_sentinel::SentinelCounter for Pl1InstRetired {
+impl super::watch::SentinelCounter for Pl1InstRetired {
     #[inline(always)]
     fn read(&self) -> u64 {
         // SAFETY: the meter checks PMUSERENR.EN before each edge's reads (the
-        // `PmuserenrEn` of its GenericDirectMeter), and `counter` < PMCR.N (`program`).
+        // `PmuserenrEn` of its DirectMeter), and `counter` < PMCR.N (`program`).
         unsafe { pmu_armv7::asm::set_pmselr(u32::from(self.counter)) };
         // PMXEVCNTR must see the new PMSELR (DDI 0406C B3.15.5; pmu_armv7::reader).
         pmu_armv7::asm::isb();
@@ -224,20 +224,20 @@ impl super::kernel_sentinel::SentinelCounter for Pl1InstRetired {
     }
 }
 
-/// The region's counters read at the floor: each counter's read function chosen once,
+/// The region's counters read through a table: each counter's read function chosen once,
 /// when the set is made (`pmu_armv7::reader`: PMCCNTR with one `mrc`, an event counter
 /// through PMSELR + `isb` + PMXEVCNTR), so an edge costs one indirect call per counter
 /// instead of the driver's slot decoding; one PMOVSR read for every overflow flag, one
 /// write to clear them. Everything else is the [`OwnedCounters`](super::OwnedCounters)'.
 #[derive(Debug)]
-pub struct FloorCounters {
+pub struct TableCounters {
     counters: super::OwnedCounters<Pl0Pmu>,
     reads: Vec<unsafe fn() -> u32>,
     masks: Vec<u32>,
     all: u32,
 }
 
-impl FloorCounters {
+impl TableCounters {
     /// The floor reads of `counters`.
     ///
     /// # Errors
@@ -273,7 +273,7 @@ impl FloorCounters {
     }
 }
 
-impl super::CounterSet for FloorCounters {
+impl super::CounterSet for TableCounters {
     fn len(&self) -> usize {
         self.reads.len()
     }
@@ -339,8 +339,8 @@ impl super::CounterSet for FloorCounters {
 /// [`crate::error::AccessError::NeedsProgramming`] without `MeterBuilder::program_the_pmu` (PMUv2
 /// has no read-only grant: EN is the only one, and it programs); as [`take_pl0`].
 pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
-    use super::kernel_sentinel::{with_sentinel, SentinelMeter, WithoutSentinel};
-    use super::GenericDirectMeter;
+    use super::watch::{with_sentinel, SentinelMeter, WithoutSentinel};
+    use super::DirectMeter;
     if !builder.program {
         return Err(Error::Access(crate::error::AccessError::NeedsProgramming));
     }
@@ -364,13 +364,13 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
                  counters at the start and after them at the stop",
                 sentinel.counter()
             );
-            let counters = FloorCounters::new(counters)?;
+            let counters = TableCounters::new(counters)?;
             let (set, link) = with_sentinel(counters, sentinel);
-            let inner = GenericDirectMeter::new(set, names, PmuserenrEn)?;
+            let inner = DirectMeter::new(set, names, PmuserenrEn)?;
             Box::new(SentinelMeter::new(inner, link, "instructions", &how))
         }
         Err(why) => Box::new(WithoutSentinel::new(
-            GenericDirectMeter::new(FloorCounters::new(counters)?, names, PmuserenrEn)?,
+            DirectMeter::new(TableCounters::new(counters)?, names, PmuserenrEn)?,
             why,
         )),
     };

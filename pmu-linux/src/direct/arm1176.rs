@@ -82,11 +82,11 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
         .filter(|(_, s)| *s == pmu_core::Slot::Fixed(0))
         .map(|(i, _)| i)
         .collect();
-    let mut meter = super::GenericDirectMeter::new(counters, builder.names(), super::Unchecked)?;
+    let mut meter = super::DirectMeter::new(counters, builder.names(), super::Unchecked)?;
     for i in ccr {
         meter = meter.scaled(i, divider.cycles_per_tick());
     }
-    let meter = super::kernel_sentinel::WithoutSentinel::new(
+    let meter = super::watch::WithoutSentinel::new(
         meter,
         if builder.sentinel {
             "the ARM1176 counters have no privilege filter: every counter counts in every \

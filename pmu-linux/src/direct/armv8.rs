@@ -216,7 +216,6 @@ pub(crate) fn open_granted(builder: &MeterBuilder) -> Result<Opened> {
     let wanted = super::events_of(builder)?;
     let cpu = super::cpu_of(builder);
     let (pin, pmu, layout) = take_granted(cpu)?;
-    let access = PmuserenrRead::for_layout(pmu.layout());
     let placed = wanted
         .iter()
         .zip(&builder.events)
@@ -231,33 +230,18 @@ pub(crate) fn open_granted(builder: &MeterBuilder) -> Result<Opened> {
             Ok((event, Some(slot)))
         })
         .collect::<Result<Vec<_>>>()?;
-    let grant = Grant::ReadOnly { cpu };
-    let reads = format!(
-        "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU \
-         {cpu}: the counters the module runs ({layout}), read with one instruction, EL0 \
-         only; event counters read as 32 bits (no overflow flags without EN: a region must \
-         count fewer than 2^32 events)"
-    );
-    if !builder.perf.thorough_evidence {
-        let region = super::lean_granted(pmu, &placed, builder.names(), builder.sentinel)?;
-        return Ok(super::opened(
-            region,
-            builder.events.len(),
-            grant,
-            format!(
-                "{reads}; regions without system calls (CPU from rseq; the kernel-entry \
-                 sentinel as Meter::sentinel says)"
-            ),
-            pin,
-        ));
-    }
-    let counters = super::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
-    let meter = super::GenericDirectMeter::new(counters, builder.names(), access)?;
+    let region = super::granted_region(pmu, &placed, builder.names(), builder.sentinel)?;
     Ok(super::opened(
-        unwatched(builder, meter),
+        region,
         builder.events.len(),
-        grant,
-        reads,
+        Grant::ReadOnly { cpu },
+        format!(
+            "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU \
+             {cpu}: the counters the module runs ({layout}), read with one instruction, EL0 \
+             only; event counters read as 32 bits (no overflow flags without EN: a region \
+             must count fewer than 2^32 events); regions without system calls (CPU from \
+             rseq; the kernel-entry sentinel as Meter::sentinel says)"
+        ),
         pin,
     ))
 }
@@ -277,45 +261,17 @@ fn open_programmed(builder: &MeterBuilder) -> Result<Opened> {
         Err(e) => return Err(e),
     };
     let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-    let grant = Grant::Program { cpu };
-    let reads = format!(
-        "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the library \
-         programs the counters itself, counting EL0 only"
-    );
-    if !builder.perf.thorough_evidence {
-        let region = super::lean_programmed(pmu, &placed, builder.names(), builder.sentinel)?;
-        return Ok(super::opened(
-            region,
-            builder.events.len(),
-            grant,
-            format!(
-                "{reads}; regions without system calls (CPU from rseq, overflow flags; the \
-                 kernel-entry sentinel as Meter::sentinel says)"
-            ),
-            pin,
-        ));
-    }
-    let counters = super::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
-    let meter = super::GenericDirectMeter::new(counters, builder.names(), Pmuserenr)?;
+    let region = super::programmed_region(pmu, &placed, builder.names(), builder.sentinel)?;
     Ok(super::opened(
-        unwatched(builder, meter),
+        region,
         builder.events.len(),
-        grant,
-        reads,
+        Grant::Program { cpu },
+        format!(
+            "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the library \
+             programs the counters itself, counting EL0 only; regions without system calls \
+             (CPU from rseq, overflow flags; the kernel-entry sentinel as Meter::sentinel \
+             says)"
+        ),
         pin,
     ))
-}
-
-/// A direct region without a kernel-entry sentinel, saying why.
-fn unwatched(
-    builder: &MeterBuilder,
-    meter: impl crate::backend::Backend + 'static,
-) -> Box<dyn crate::backend::Backend> {
-    let why = if builder.sentinel {
-        "the getrusage region (Options::thorough_evidence) reads none: regions see context \
-         switches (getrusage) and migrations, not interrupts, system calls or faults"
-    } else {
-        crate::sentinel::SWITCHED_OFF
-    };
-    Box::new(super::kernel_sentinel::WithoutSentinel::new(meter, why))
 }

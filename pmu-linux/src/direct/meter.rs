@@ -11,7 +11,7 @@ use crate::region::{direct_evidence, direct_readings, Evidence};
 use crate::sched::{Kernel, ThreadSource, ThreadStamp};
 use crate::MAX_EVENTS;
 
-/// Backend a [`GenericDirectMeter`] measures with: the handles of a
+/// Backend a [`DirectMeter`] measures with: the handles of a
 /// [`pmu_core::CounterPool`] (borrowed, `&[Counter]`), or an owned
 /// [`super::OwnedCounters`].
 pub trait CounterSet {
@@ -106,16 +106,13 @@ impl<P: Pmu> CounterSet for &[Counter<'_, P>] {
     }
 }
 
-/// A direct meter over borrowed counter handles (`allocate` → `DirectMeter::new`).
-pub type DirectMeter<'c, 'p, P, A = Unchecked> = GenericDirectMeter<&'c [Counter<'p, P>], A>;
-
 /// Measures regions on counters the library programmed itself: over borrowed handles
-/// ([`DirectMeter`]) or owned counters (`GenericDirectMeter<OwnedCounters<P>, A>`, no
-/// lifetime: it can live in a struct). The thread's switch counts and CPU come from
+/// (`allocate` → `DirectMeter::new(&counters[..], …)`) or owned counters
+/// (`DirectMeter<OwnedCounters<P>, A>`, no lifetime: it can live in a struct). The thread's switch counts and CPU come from
 /// `T` (the running [`Kernel`] unless built with
-/// [`GenericDirectMeter::with_thread_source`]).
+/// [`DirectMeter::with_thread_source`]).
 #[derive(Debug)]
-pub struct GenericDirectMeter<C: CounterSet, A: AccessCheck = Unchecked, T: ThreadSource = Kernel> {
+pub struct DirectMeter<C: CounterSet, A: AccessCheck = Unchecked, T: ThreadSource = Kernel> {
     counters: C,
     thread: T,
     names: Vec<String>,
@@ -130,7 +127,7 @@ pub struct GenericDirectMeter<C: CounterSet, A: AccessCheck = Unchecked, T: Thre
     end_thread: ThreadStamp,
 }
 
-impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
+impl<C: CounterSet, A: AccessCheck> DirectMeter<C, A> {
     /// A meter over `counters`, named `names`, checking user access with `access`; the
     /// thread's evidence comes from the running kernel.
     ///
@@ -142,7 +139,7 @@ impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
     }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> DirectMeter<C, A, T> {
     /// Starts the counters.
     ///
     /// # Errors
@@ -164,11 +161,11 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
         <Self as Backend>::evidence(self)
     }
 
-    /// As [`GenericDirectMeter::new`], with the thread's switch counts and CPU taken
+    /// As [`DirectMeter::new`], with the thread's switch counts and CPU taken
     /// from `thread`.
     ///
     /// # Errors
-    /// As [`GenericDirectMeter::new`].
+    /// As [`DirectMeter::new`].
     pub fn with_thread_source(
         counters: C,
         names: Vec<String>,
@@ -229,7 +226,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
         self
     }
 
-    /// Events per tick of each counter (see [`GenericDirectMeter::scaled`]).
+    /// Events per tick of each counter (see [`DirectMeter::scaled`]).
     pub fn scales(&self) -> &[u64] {
         &self.scales[..self.counters.len()]
     }
@@ -268,7 +265,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
     }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> RegionMeter for GenericDirectMeter<C, A, T> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> RegionMeter for DirectMeter<C, A, T> {
     type Error = Error;
 
     /// Checks access, takes switch counts and CPU, reads every counter, then clears the
@@ -311,7 +308,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> RegionMeter for GenericDire
     }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Backend for GenericDirectMeter<C, A, T> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Backend for DirectMeter<C, A, T> {
     fn names(&self) -> Vec<String> {
         self.names.clone()
     }
@@ -342,7 +339,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Backend for GenericDirectMe
     }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Drop for GenericDirectMeter<C, A, T> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Drop for DirectMeter<C, A, T> {
     /// With the grant gone, every register access traps (SIGILL), the counters' release
     /// included, and the kernel owns this CPU's PMU again: the counters are left as
     /// they are.

@@ -152,7 +152,7 @@ fn direct_meter_hazards() {
     let names = vec!["instructions".to_owned(), "cpu-cycles".to_owned()];
     let thread = FakeThread::default();
     let mut meter =
-        GenericDirectMeter::with_thread_source(&counters[..], names, Unchecked, &thread).unwrap();
+        DirectMeter::with_thread_source(&counters[..], names, Unchecked, &thread).unwrap();
     meter.enable().unwrap();
     let config = MeasureConfig {
         warmup: 1,
@@ -203,7 +203,7 @@ fn revoked_access_is_an_error() {
     let pool = CounterPool::new(fake_pmu());
     let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER).unwrap();
     let granted = Cell::new(true);
-    let mut meter = GenericDirectMeter::with_thread_source(
+    let mut meter = DirectMeter::with_thread_source(
         &counters[..],
         vec!["instructions".into()],
         || granted.get(),
@@ -241,13 +241,8 @@ fn names_the_direct_backend_cannot_count() {
     ));
     let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER).unwrap();
     assert!(matches!(
-        GenericDirectMeter::with_thread_source(
-            &counters[..],
-            vec![],
-            Unchecked,
-            FakeThread::default()
-        )
-        .unwrap_err(),
+        DirectMeter::with_thread_source(&counters[..], vec![], Unchecked, FakeThread::default())
+            .unwrap_err(),
         Error::Pmu(crate::error::PmuError::Core(
             pmu_core::Error::ReadingsMismatch {
                 expected: 1,
@@ -256,13 +251,8 @@ fn names_the_direct_backend_cannot_count() {
         ))
     ));
     assert!(matches!(
-        GenericDirectMeter::with_thread_source(
-            &counters[..0],
-            vec![],
-            Unchecked,
-            FakeThread::default()
-        )
-        .unwrap_err(),
+        DirectMeter::with_thread_source(&counters[..0], vec![], Unchecked, FakeThread::default())
+            .unwrap_err(),
         Error::Group(crate::error::GroupError::NoEvents)
     ));
 }
@@ -284,7 +274,7 @@ fn arm1176_through_the_direct_meter() {
         )))
     ));
     let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
-    let mut meter = GenericDirectMeter::with_thread_source(
+    let mut meter = DirectMeter::with_thread_source(
         &counters[..],
         vec!["cycles".into(), "instructions".into()],
         Unchecked,
@@ -409,13 +399,9 @@ fn arm1176_overflow_flag_is_a_hazard_of_the_region() {
     let pool = arm1176_pool(CycleDivider::EveryCycle);
     let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
     let names = vec!["cycles".to_owned(), "instructions".to_owned()];
-    let mut meter = GenericDirectMeter::with_thread_source(
-        &counters[..],
-        names,
-        Unchecked,
-        FakeThread::default(),
-    )
-    .unwrap();
+    let mut meter =
+        DirectMeter::with_thread_source(&counters[..], names, Unchecked, FakeThread::default())
+            .unwrap();
     meter.enable().unwrap();
     let regs = pool.pmu().registers();
 
@@ -461,7 +447,7 @@ fn arm1176_cycle_divider_is_multiplied_back() {
     let pool = arm1176_pool(CycleDivider::Every64thCycle);
     let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
     let names = vec!["cycles".to_owned(), "instructions".to_owned()];
-    let meter = GenericDirectMeter::with_thread_source(
+    let meter = DirectMeter::with_thread_source(
         &counters[..],
         names.clone(),
         Unchecked,
@@ -492,13 +478,9 @@ fn arm1176_cycle_divider_is_multiplied_back() {
     assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
 
     // Scaling a counter the meter lacks, or by 0, is refused.
-    let meter = GenericDirectMeter::with_thread_source(
-        &counters[..],
-        names,
-        Unchecked,
-        FakeThread::default(),
-    )
-    .unwrap();
+    let meter =
+        DirectMeter::with_thread_source(&counters[..], names, Unchecked, FakeThread::default())
+            .unwrap();
     let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| meter.scaled(2, 64)));
     assert!(refused.is_err());
 }

@@ -12,7 +12,7 @@ use crate::region::ReadPath;
 use crate::sched::{allowed_cpus, pin_to, set_allowed_cpus};
 use crate::sysfs::fake;
 
-/// The software events of the issue, `task-clock` leading (see the module docs on
+/// The software events of the demo, `task-clock` leading (see the module docs on
 /// why the leader matters).
 const SOFTWARE_GROUP: [&str; 4] = [
     "task-clock",
@@ -253,12 +253,12 @@ fn harness_over_a_software_group() {
 }
 
 /// Software events are never on a counter, so a region of them always needs
-/// read() and the thorough evidence; the thread's CPU comes from rseq where the
+/// read() and the getrusage evidence; the thread's CPU comes from rseq where the
 /// kernel has it (this host: Linux with CONFIG_RSEQ, glibc's area or ours).
 #[test]
-fn software_sessions_take_the_thorough_evidence() {
+fn software_sessions_take_the_getrusage_evidence() {
     let session = software_session();
-    assert!(!session.lean_evidence());
+    assert!(!session.syscall_free());
     assert_eq!(
         session.cpu_from_rseq(),
         crate::rseq::ThreadCpu::this_thread().is_ok()
@@ -509,7 +509,7 @@ fn a_sentinel_over_software_events_is_off_and_changes_nothing() {
     let plain = Session::open(&SOFTWARE_GROUP, Options::default()).unwrap();
     assert_eq!(
         plain.sentinel(),
-        &crate::Sentinel::off(super::sentinel::NOT_ASKED)
+        &crate::Sentinel::off(super::kernel_member::NOT_ASKED)
     );
     let mut session = session;
     session.enable().unwrap();

@@ -729,8 +729,11 @@ mod imp {
             .counter(GenericEvent::Instructions.into(), PrivilegeFilter::USER)
             .map_err(|e| Failure::new(format!("no instructions counter: {e}")))?;
         let counters = [counter];
-        let mut meter =
-            pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
+        let mut meter = pmu_linux::direct::DirectMeter::new(
+            &counters[..],
+            vec!["instructions".into()],
+            Pmuserenr,
+        )?;
         meter.enable()?;
         let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
         let mut t = Tally::default();

@@ -253,7 +253,7 @@ mod imp {
                     cost,
                     &format!(
                         " counters=1 failed={failed} lean={} sentinel={sentinel}",
-                        s.lean_evidence()
+                        s.syscall_free()
                     ),
                 );
             }
@@ -318,11 +318,7 @@ mod imp {
                     let fast_all = (0..k).all(|i| s.read_fast(i).is_ok());
                     // Which hazard evidence the regions took, and where their CPU
                     // number came from (the bench table says so).
-                    let evidence = if s.lean_evidence() {
-                        "lean"
-                    } else {
-                        "thorough"
-                    };
+                    let evidence = if s.syscall_free() { "lean" } else { "thorough" };
                     let cpu = if s.cpu_from_rseq() {
                         "rseq"
                     } else {
@@ -423,8 +419,11 @@ mod imp {
         floor(&pool, n)?;
         let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER)?;
         counters[0].reset();
-        let mut meter =
-            pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
+        let mut meter = pmu_linux::direct::DirectMeter::new(
+            &counters[..],
+            vec!["instructions".into()],
+            Pmuserenr,
+        )?;
         meter.enable()?;
         accuracy(
             "direct",
@@ -436,7 +435,7 @@ mod imp {
     }
 
     /// The direct path at the hardware floor (pmu-armv8 `handle`, pmu-linux
-    /// `direct::LeanRegion`): counter 0 measures, counter 1 is the measured one, counter
+    /// `direct::DirectRegion`): counter 0 measures, counter 1 is the measured one, counter
     /// 2 the kernel-entry sentinel (INST_RETIRED at EL1 and EL2 only), all from the
     /// pool's allocation under EN.
     #[cfg(target_arch = "aarch64")]
@@ -445,7 +444,7 @@ mod imp {
         n: u64,
     ) -> Result<(), Failure> {
         use pmu_armv8::handle::{CounterHandle, EventCounterN};
-        use pmu_linux::direct::{allocate, armv8::Pmuserenr, Flags, LeanRegion, Watching};
+        use pmu_linux::direct::{allocate, armv8::Pmuserenr, DirectRegion, Flags, Watching};
         use pmu_linux::pmu_core::{PrivilegeFilter, Slot};
         let counters = allocate(
             pool,
@@ -496,7 +495,7 @@ mod imp {
             how: "PMEVCNTR2_EL0, EL1 and EL2 only".into(),
         };
         {
-            let mut region = LeanRegion::new(
+            let mut region = DirectRegion::new(
                 &counters[1..2],
                 Pmuserenr,
                 [fixed],
@@ -528,7 +527,7 @@ mod imp {
             );
         }
         {
-            let mut region = LeanRegion::new(
+            let mut region = DirectRegion::new(
                 &counters[1..2],
                 Pmuserenr,
                 [chosen],

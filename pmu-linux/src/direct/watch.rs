@@ -9,7 +9,7 @@
 //!   (the [`SentinelMeter`] says which edge comes), so the sentinel's window encloses
 //!   the counters' window. The meter's system calls (`getrusage`, `sched_getcpu`) stay
 //!   outside it: they run before the start edge's `read_all` and after the stop edge's;
-//! - [`SentinelMeter`] wraps the [`GenericDirectMeter`](super::GenericDirectMeter) over
+//! - [`SentinelMeter`] wraps the [`DirectMeter`](super::DirectMeter) over
 //!   it: after each stop, the sentinel's difference is [`Evidence::kernel_entries`]
 //!   and, when it is not 0, every reading gets [`Hazards::KERNEL_ENTRY`].
 //!
@@ -123,7 +123,7 @@ impl<C: CounterSet, S: SentinelCounter> CounterSet for WithSentinel<C, S> {
 }
 
 /// Wraps `counters` so that every read also reads `sentinel`; hand the result to a
-/// [`GenericDirectMeter`](super::GenericDirectMeter) and that meter to
+/// [`DirectMeter`](super::DirectMeter) and that meter to
 /// [`SentinelMeter::new`] with the returned link.
 pub fn with_sentinel<C: CounterSet, S: SentinelCounter>(
     counters: C,
@@ -318,7 +318,7 @@ impl<M, S: SentinelCounter> Drop for SentinelMeter<M, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::direct::GenericDirectMeter;
+    use crate::direct::DirectMeter;
     use crate::direct::Unchecked;
     use crate::sched::fake::FakeThread;
     use std::cell::RefCell;
@@ -384,13 +384,9 @@ mod tests {
 
     fn meter(j: &Journal) -> impl Backend + '_ {
         let (set, link) = with_sentinel(FakeCounters(j), FakeSentinel(j));
-        let inner = GenericDirectMeter::with_thread_source(
-            set,
-            vec!["instructions".into()],
-            Unchecked,
-            &j.thread,
-        )
-        .unwrap();
+        let inner =
+            DirectMeter::with_thread_source(set, vec!["instructions".into()], Unchecked, &j.thread)
+                .unwrap();
         SentinelMeter::new(inner, link, "instructions", "fake")
     }
 
@@ -475,13 +471,9 @@ mod tests {
             }
         );
         let (set, _) = with_sentinel(FakeCounters(&j), FakeSentinel(&j));
-        let inner = GenericDirectMeter::with_thread_source(
-            set,
-            vec!["instructions".into()],
-            Unchecked,
-            &j.thread,
-        )
-        .unwrap();
+        let inner =
+            DirectMeter::with_thread_source(set, vec!["instructions".into()], Unchecked, &j.thread)
+                .unwrap();
         let off = WithoutSentinel::new(inner, "no privilege filter");
         assert_eq!(off.sentinel(), crate::Sentinel::off("no privilege filter"));
     }
