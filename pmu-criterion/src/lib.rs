@@ -28,7 +28,7 @@
 //!   counted as kept.
 //! - **Honest fallback.** Where the machine has no hardware counters (a VM without
 //!   vPMU), the meter's software backend counts no hardware event: the measurement then
-//!   counts time-stamp-counter ticks ([`pmu_linux::timestamp`]) and says so in its unit
+//!   counts time-stamp-counter ticks ([`pmu_linux::machine`]) and says so in its unit
 //!   (`ticks`) and in [`PmuMeasurement::describe`]; it never reports ticks as
 //!   instructions.
 //! - Criterion fits a line through batches of growing size, so the fixed cost of the two
@@ -118,7 +118,7 @@ impl PmuMeasurement {
         let (handle, counted, fallback) = if counted {
             (handle, name.to_owned(), None)
         } else {
-            let stand_in = pmu_linux::timestamp::NAME;
+            let stand_in = pmu_linux::machine::NAME;
             let tsc = meter.handle_of(stand_in).ok_or_else(|| {
                 Error::Untrusted(pmu_linux::error::Untrusted::NotCounted {
                     event: name.to_owned(),

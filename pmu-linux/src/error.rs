@@ -554,12 +554,13 @@ pub enum PmuError {
     /// An ARMv8 counter handle was refused when made: the grant does not cover the
     /// counter (the error names what it covers).
     CounterHandle(pmu_armv8::handle::HandleError),
-    /// Counting over every core PMU of a heterogeneous machine ([`crate::hybrid`]) is
+    /// Counting over every core PMU of a heterogeneous machine (`perf::HybridSession`) is
     /// not possible as asked.
     Hybrid(crate::hybrid::HybridProblem),
 }
 
 pub use crate::direct::grant::{GrantMissing, MODULE_SYSFS};
+pub use crate::hybrid::HybridProblem;
 
 impl Error {
     /// A failed system call: `op`, with the thread's `errno`.

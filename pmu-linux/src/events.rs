@@ -29,22 +29,22 @@ use crate::error::{Error, RawProblem, Result, TermProblem};
 use crate::sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 
 /// `perf_event_attr.type` values (include/uapi/linux/perf_event.h `perf_type_id`).
-pub mod perf_type {
+pub(crate) mod perf_type {
     /// PERF_TYPE_HARDWARE.
-    pub const HARDWARE: u32 = 0;
+    pub(crate) const HARDWARE: u32 = 0;
     /// PERF_TYPE_SOFTWARE.
-    pub const SOFTWARE: u32 = 1;
+    pub(crate) const SOFTWARE: u32 = 1;
     /// PERF_TYPE_HW_CACHE.
-    pub const HW_CACHE: u32 = 3;
+    pub(crate) const HW_CACHE: u32 = 3;
     /// PERF_TYPE_RAW.
-    pub const RAW: u32 = 4;
+    pub(crate) const RAW: u32 = 4;
 }
 
 /// PERF_PMU_TYPE_SHIFT: the extended type sits in config bits 63:32.
-pub const PMU_TYPE_SHIFT: u32 = 32;
+pub(crate) const PMU_TYPE_SHIFT: u32 = 32;
 
 /// The generic hardware events (`perf_hw_id`), with perf's aliases.
-pub const HARDWARE: &[(&str, u64)] = &[
+pub(crate) const HARDWARE: &[(&str, u64)] = &[
     ("cycles", 0),
     ("cpu-cycles", 0),
     ("instructions", 1),
@@ -62,12 +62,12 @@ pub const HARDWARE: &[(&str, u64)] = &[
 ];
 
 /// PERF_COUNT_SW_CONTEXT_SWITCHES.
-pub const SW_CONTEXT_SWITCHES: u64 = 3;
+pub(crate) const SW_CONTEXT_SWITCHES: u64 = 3;
 /// PERF_COUNT_SW_CPU_MIGRATIONS.
-pub const SW_CPU_MIGRATIONS: u64 = 4;
+pub(crate) const SW_CPU_MIGRATIONS: u64 = 4;
 
 /// The software events (`perf_sw_ids`), with perf's aliases.
-pub const SOFTWARE: &[(&str, u64)] = &[
+pub(crate) const SOFTWARE: &[(&str, u64)] = &[
     ("cpu-clock", 0),
     ("task-clock", 1),
     ("page-faults", 2),
@@ -218,7 +218,7 @@ impl EventSpec {
     }
 }
 
-/// Resolves `name` (see the [module docs](self) for the forms), with sysfs at `sysfs`.
+/// Resolves `name` (perf names, `r<hex>`, `<pmu>/term=…/`, sysfs aliases), with sysfs at `sysfs`.
 ///
 /// # Errors
 /// [`crate::error::EventError::Unknown`], [`crate::error::EventError::MalformedRaw`], [`crate::error::EventError::UnknownPmu`],

@@ -155,7 +155,7 @@ use crate::events::{EventKind, EventSpec, PMU_TYPE_SHIFT};
 use crate::sysfs::{FormatField, Pmu, Sysfs};
 
 /// The file with the CPUs Linux has online (Documentation/ABI/testing/sysfs-devices-system-cpu).
-pub const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
+pub(crate) const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
 
 /// What is wrong with a heterogeneous setup or request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -231,7 +231,7 @@ impl From<HybridProblem> for Error {
 
 /// A CPU list as the kernel prints it (`0-3,8`; lib/bitmap-str.c, `%*pbl`), sorted
 /// and without duplicates; `None` when it is not one. An empty text is an empty list.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     let text = text.trim();
     let mut cpus = Vec::new();
     if text.is_empty() {
@@ -410,7 +410,7 @@ impl CoreTopology {
 
 /// What one read of a page saw, without touching a counter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PageState {
+pub(crate) struct PageState {
     /// `lock`, the same before and after the loads.
     pub lock: u32,
     /// `index`: 0 when the event is on no counter of this CPU.
@@ -422,7 +422,7 @@ pub struct PageState {
 /// `lock`, `index` and `offset` of `page`, consistent under its seqlock (an odd or
 /// moving `lock` is retried, at most [`MAX_RETRIES`] times: `None` after that).
 #[inline(always)]
-pub fn page_state<P: UserPage + ?Sized>(page: &P) -> Option<PageState> {
+pub(crate) fn page_state<P: UserPage + ?Sized>(page: &P) -> Option<PageState> {
     for _ in 0..MAX_RETRIES {
         let lock = page.lock();
         page.order_loads();
@@ -468,7 +468,7 @@ impl fmt::Display for EdgeRead {
 
 /// One PMU's event at one region edge.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EdgeSample {
+pub(crate) struct EdgeSample {
     /// The count then (0 when [`EdgeRead::Lost`]).
     pub value: u64,
     /// The page's `lock`, for page reads.
@@ -508,7 +508,7 @@ pub struct PmuShare {
 /// The reading of one event over a region: the sum over the PMUs of `end - start`
 /// (wrapping: perf's counts are 64-bit), with the hazards the [module](self) lists.
 /// `edges` holds one (start, end) pair per PMU.
-pub fn sum_reading(
+pub(crate) fn sum_reading(
     edges: impl IntoIterator<Item = (EdgeSample, EdgeSample)>,
     facts: &EdgeFacts,
 ) -> pmu_core::Reading {
@@ -566,7 +566,7 @@ mod meter {
     }
 
     /// Generic events counted on every core PMU, summed per event: see the
-    /// [module docs](super).
+    /// [`crate::perf`] docs.
     ///
     /// Like [`Session`], it stays on the thread that opened it (the events count that
     /// thread).
@@ -1029,7 +1029,7 @@ mod meter {
         }
 
         /// Every event the way the start read it; the readings as the
-        /// [module docs](super) say.
+        /// [`crate::perf`] docs say.
         #[inline(always)]
         fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
             let n = self.names.len();

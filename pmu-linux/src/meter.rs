@@ -45,7 +45,7 @@ use crate::sched::PinGuard;
 use crate::sysfs::Sysfs;
 use crate::MAX_EVENTS;
 
-pub mod choose;
+pub(crate) mod choose;
 mod software;
 
 use choose::Opened;
@@ -165,7 +165,7 @@ impl fmt::Display for BackendKind {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum BackendChoice {
-    /// The best that works here (see the [module docs](self)).
+    /// The best that works here (see [`MeterBuilder::build`]).
     #[default]
     Auto,
     /// perf only (with `read()` where one-instruction reads are not allowed).
@@ -283,7 +283,7 @@ impl MeterBuilder {
         self
     }
 
-    /// Opens the best backend for the events (see the [module docs](self)) and enables
+    /// Opens the best backend for the events (the ladder in [`Choice`]'s docs) and enables
     /// it.
     ///
     /// # Errors
@@ -351,7 +351,7 @@ impl MeterBuilder {
 }
 
 /// Counts events of code regions on the best backend of this machine: see the
-/// [module docs](self).
+/// [crate docs](crate).
 pub struct Meter {
     id: u32,
     /// The user's events, by handle index.
@@ -398,7 +398,7 @@ impl Meter {
     }
 
     /// Which backend, how its regions read, under which grant, and what the ladder
-    /// refused before it ([`choose`]); [`Meter::why`] says it in words.
+    /// refused before it; [`Meter::why`] says it in words.
     pub fn choice(&self) -> &Choice {
         &self.choice
     }
@@ -415,7 +415,7 @@ impl Meter {
     }
 
     /// On a machine with several core PMUs (big.LITTLE), where the meter opened the
-    /// generic events on each and sums them ([`crate::hybrid`]): `handle`'s share of
+    /// generic events on each and sums them (`perf::HybridSession`): `handle`'s share of
     /// the last region per core PMU, and how each was read. `None` with one core PMU
     /// (the event then has one counter, the whole count is the reading).
     ///

@@ -24,11 +24,11 @@ use crate::error::{Errno, Op, Result};
 use crate::sys::perf::Mapping;
 
 /// `cap_user_rdpmc` in `capabilities`.
-pub const CAP_USER_RDPMC: u64 = 1 << 2;
+pub(crate) const CAP_USER_RDPMC: u64 = 1 << 2;
 /// `cap_user_time` in `capabilities`: `time_mult`, `time_shift`, `time_offset` are valid.
-pub const CAP_USER_TIME: u64 = 1 << 3;
+pub(crate) const CAP_USER_TIME: u64 = 1 << 3;
 /// `cap_user_time_short` in `capabilities`: `time_cycles`, `time_mask` are valid too.
-pub const CAP_USER_TIME_SHORT: u64 = 1 << 5;
+pub(crate) const CAP_USER_TIME_SHORT: u64 = 1 << 5;
 
 /// Read access to a `perf_event_mmap_page` (the kernel's, or one built in memory).
 #[derive(Clone, Copy, Debug)]

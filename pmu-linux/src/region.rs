@@ -1,3 +1,7 @@
+//! What a meter's numbers rest on: how it reads ([`Reads`], in the [`crate::Choice`]
+//! of backend), whether a kernel-entry sentinel watches its regions ([`Sentinel`]),
+//! and per region the [`Evidence`] each hazard was derived from, below.
+//!
 //! One measured region: the readings, the evidence they were judged on, and exactly
 //! what each hazard means and how it is detected.
 //!
@@ -9,7 +13,7 @@
 //! **Syscall-free and getrusage evidence (perf).** When every event of a session is a mapped
 //! hardware event and both edges read them all through their pages, a region is
 //! *syscall-free*: the start takes the thread's CPU (one load from its rseq area,
-//! [`crate::rseq`]; `sched_getcpu()` where the kernel has no rseq) and reads every
+//! [`crate::machine::ThreadCpu`]; `sched_getcpu()` where the kernel has no rseq) and reads every
 //! event; the stop reads every counter against the start's page
 //! ([`pmu_core::mmap_page::count_since`]), which succeeds only while no page's `lock`
 //! moved. Nothing else is needed: an event that was on its counter at the start is
@@ -72,6 +76,10 @@
 //! value is kept, [`Reading::scaled`] extrapolates when both edges came from `read()`).
 //! direct: the counters are the CPU's, not the thread's: after a switch they include
 //! whatever else ran, so the value is **not** the thread's.
+
+pub use crate::hybrid::PmuShare;
+pub use crate::meter::{Grant, Reads, Refusal};
+pub use crate::sentinel::{Sentinel, SentinelGap};
 
 use std::fmt;
 
@@ -178,7 +186,7 @@ pub struct Evidence {
     pub cpu_start: Option<u32>,
     /// The CPU after the last read.
     pub cpu_end: Option<u32>,
-    /// Both CPUs came from the thread's rseq area ([`crate::rseq`]), not
+    /// Both CPUs came from the thread's rseq area ([`crate::machine::ThreadCpu`]), not
     /// `sched_getcpu()`.
     pub cpu_from_rseq: bool,
     /// Some event's page `lock` moved.

@@ -111,23 +111,22 @@ pub fn run(args: &Args) -> Result<(), Failure> {
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
     let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
-    let mut session =
-        pmu_linux::session::Session::open(&names, pmu_linux::session::Options::default())?;
+    let mut session = pmu_linux::perf::Session::open(&names, pmu_linux::perf::Options::default())?;
     session.enable()?;
     let mut demos = Vec::new();
 
     demos.push(context_switch_demo(|r| measure_once(&mut session, r))?);
 
-    let cpus = pmu_linux::sched::allowed_cpus()?;
+    let cpus = pmu_linux::machine::allowed_cpus()?;
     if cpus.len() >= 2 {
         let (from, to) = (cpus[0], cpus[1]);
         progress(format_args!(
             "migration: pinned to CPU {from}, moving to CPU {to} inside a region"
         ));
-        let pin = pmu_linux::sched::pin_to(from)?;
+        let pin = pmu_linux::machine::pin_to(from)?;
         let mut moved = Ok(());
         let record = measure_once(&mut session, &mut || {
-            moved = pmu_linux::sched::set_allowed_cpus(&[to])
+            moved = pmu_linux::machine::set_allowed_cpus(&[to])
         })?;
         drop(pin);
         moved?;
@@ -225,7 +224,7 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
 fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
     use pmu_linux::direct::{aarch32, allocate};
     use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
-    let cpus = pmu_linux::sched::allowed_cpus()?;
+    let cpus = pmu_linux::machine::allowed_cpus()?;
     let first = cpus.first().copied().unwrap_or(0);
     // SAFETY: as in `measure --backend direct`: the demo takes the PMU of the CPUs it
     // runs on over exclusively for the duration (documented in --help and the README).
@@ -250,7 +249,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
         ));
         let mut moved = Ok(());
         let record = measure_once(&mut meter, &mut || {
-            moved = pmu_linux::sched::set_allowed_cpus(&[to])
+            moved = pmu_linux::machine::set_allowed_cpus(&[to])
         })?;
         moved?;
         demos.push(demo(
@@ -260,7 +259,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
             &record,
         ));
         // Back to the CPU whose counters the demo programmed.
-        pmu_linux::sched::set_allowed_cpus(&[from])?;
+        pmu_linux::machine::set_allowed_cpus(&[from])?;
     } else {
         demos.push(skipped(
             "cpu-migration",

@@ -107,7 +107,7 @@ fn default_sigpipe() {
 /// raw example for its CPU PMU (the name sysfs registers, `armv8_pmuv3_0`, `cpu`, …;
 /// retired instructions in its encoding).
 pub fn events_example() -> String {
-    let example = pmu_linux::list::pmu_event_example(&pmu_linux::sysfs::Sysfs::system());
+    let example = pmu_linux::machine::pmu_event_example(&pmu_linux::machine::Sysfs::system());
     let pmu_event = if example.registered {
         format!("{} (retired instructions)", example.event)
     } else {

@@ -383,7 +383,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             let mut options =
-                pmu_linux::session::Options::default().exclude_kernel(!args.include_kernel);
+                pmu_linux::perf::Options::default().exclude_kernel(!args.include_kernel);
             if args.multiplex {
                 // Each event its own unpinned group: the kernel rotates them through the
                 // counters (perf stat's default). read() at both edges gives each event

@@ -110,7 +110,7 @@ pub fn batches(config: BenchConfig, mut op: impl FnMut() -> Result<()>) -> Resul
 /// `read()` (software event, no vPMU, user reads disabled).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn fast_read(
-    session: &pmu_linux::session::Session,
+    session: &pmu_linux::perf::Session,
     event: usize,
     config: BenchConfig,
 ) -> Result<BenchResult> {
@@ -132,7 +132,7 @@ pub fn fast_read(
 /// The read's.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn syscall_read(
-    session: &pmu_linux::session::Session,
+    session: &pmu_linux::perf::Session,
     config: BenchConfig,
 ) -> Result<BenchResult> {
     batches(config, || {
@@ -147,10 +147,7 @@ pub fn syscall_read(
 /// # Errors
 /// The backend's.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub fn region(
-    counters: &mut pmu_linux::session::Session,
-    config: BenchConfig,
-) -> Result<BenchResult> {
+pub fn region(counters: &mut pmu_linux::perf::Session, config: BenchConfig) -> Result<BenchResult> {
     use pmu_linux::pmu_core::RegionMeter;
     let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
     batches(config, || {
@@ -187,7 +184,7 @@ pub struct ReadPathCosts {
 
 /// Measures every read path of `session`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub fn read_paths(session: &mut pmu_linux::session::Session, config: BenchConfig) -> ReadPathCosts {
+pub fn read_paths(session: &mut pmu_linux::perf::Session, config: BenchConfig) -> ReadPathCosts {
     ReadPathCosts {
         fast: fast_read(session, 0, config),
         syscall: syscall_read(session, config),

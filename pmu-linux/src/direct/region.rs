@@ -4,7 +4,7 @@
 //! [`super::DirectMeter`] watches the thread with `getrusage` and `sched_getcpu()` at
 //! both edges: two system calls each. This region reads, at each edge, only registers
 //! and memory: the grant (`mrs PMUSERENR_EL0`, before the counter reads, which a revoked
-//! grant would trap), the CPU (`cpu_id` of the thread's rseq area, [`crate::rseq`]), the
+//! grant would trap), the CPU (`cpu_id` of the thread's rseq area, [`crate::machine::ThreadCpu`]), the
 //! sentinel and the counters (one `mrs` each; a run-time handle goes through a table),
 //! and with EN the overflow flags (`PMOVSCLR_EL0` at the start, `PMOVSSET_EL0` at the
 //! stop). The start packs the CPU and the sentinel into one tag stored with the
@@ -273,7 +273,7 @@ mod imp {
         fn current(&self) -> Result<u32>;
     }
 
-    /// The CPU from the thread's rseq area (`cpu_id`, [`crate::rseq`]).
+    /// The CPU from the thread's rseq area (`cpu_id`, [`crate::machine::ThreadCpu`]).
     #[derive(Clone, Copy, Debug)]
     pub struct RseqCpu(CpuId);
 

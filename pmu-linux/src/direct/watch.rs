@@ -1,6 +1,6 @@
 //! The kernel-entry sentinel of a direct meter whose library programs the PMU itself:
 //! one more counter, counting an event at the kernel's privilege level only, read
-//! around the region's counter reads at both edges ([`crate::sentinel`]).
+//! around the region's counter reads at both edges ([`crate::Sentinel`]).
 //!
 //! - [`SentinelCounter`] is that counter (AArch32: `direct::aarch32::Pl1InstRetired`; a
 //!   fake in the tests);

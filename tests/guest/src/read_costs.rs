@@ -49,8 +49,8 @@ mod imp {
     use std::hint::black_box;
 
     use pmu_linux::measure::{measure, Measurement};
+    use pmu_linux::perf::{Options, Session};
     use pmu_linux::pmu_core::{Hazards, RegionMeter};
-    use pmu_linux::session::{Options, Session};
     use pmu_linux::MeasureConfig;
 
     use super::*;
@@ -369,7 +369,7 @@ mod imp {
         use pmu_armv8::{PmuOptions, PmuVersion};
         use pmu_linux::direct::{allocate, armv8::Pmuserenr};
         use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
-        let cpu = pmu_linux::sched::current_cpu().map_or(0, |c| c as usize);
+        let cpu = pmu_linux::machine::current_cpu().map_or(0, |c| c as usize);
         // SAFETY: the bench guest runs nothing else on the PMU: no perf hardware event
         // is open while this runs.
         let (_pin, pmu) = unsafe {

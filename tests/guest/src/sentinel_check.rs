@@ -1,4 +1,4 @@
-//! Checks the perf backend's kernel-entry sentinel ([`pmu_linux::session::Options::kernel_sentinel`])
+//! Checks the perf backend's kernel-entry sentinel ([`pmu_linux::perf::Options::kernel_sentinel`])
 //! on this machine: the arm64 guest runs it (tests/guest/arm64.sh `scenario_sentinel`,
 //! asserted by tests/tests/kernel_arm64.rs).
 //!
@@ -38,8 +38,8 @@ pub fn main(_: &[String]) -> ExitCode {
 mod imp {
     use std::process::ExitCode;
 
+    use pmu_linux::perf::{Options, Session};
     use pmu_linux::pmu_core::RegionMeter;
-    use pmu_linux::session::{Options, Session};
     use pmu_linux::{Hazards, Reading};
 
     pub fn main(args: &[String]) -> ExitCode {
@@ -239,7 +239,7 @@ mod imp {
             }
             "quiet" => {
                 let mut session = open(true)?;
-                let cpu = pmu_linux::sched::current_cpu().unwrap_or(0);
+                let cpu = pmu_linux::machine::current_cpu().unwrap_or(0);
                 let mut tally = Tally::default();
                 let mut out = [Reading::default(); 1];
                 for i in 0..n {
