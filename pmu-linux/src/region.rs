@@ -428,6 +428,21 @@ pub(crate) fn direct_evidence(
     evidence
 }
 
+/// The hazards a direct region's thread stamps show: [`Evidence::thread_hazards`] of the
+/// region's evidence, without building the evidence (its per-event array would be
+/// filled on every stop for nothing).
+#[inline]
+fn stamp_hazards(start: ThreadStamp, end: ThreadStamp) -> Hazards {
+    let mut hazards = Hazards::empty();
+    if matches!((start.switches, end.switches), (Some(a), Some(b)) if a.delta(b).total() > 0) {
+        hazards |= Hazards::CONTEXT_SWITCH;
+    }
+    if matches!((start.cpu, end.cpu), (Some(a), Some(b)) if a != b) {
+        hazards |= Hazards::CPU_MIGRATION;
+    }
+    hazards
+}
+
 /// Derives the readings of a direct region: the wrap-safe delta of each counter of
 /// `widths[i]`, `overflowed[i]` from its flag, the thread's hazards on each. Returns
 /// how many readings it wrote. (A region's stop wants these alone; the evidence, with
@@ -447,7 +462,7 @@ pub(crate) fn direct_readings(
     out: &mut [Reading],
 ) -> Result<usize, pmu_core::Error> {
     let n = start.len().min(end.len()).min(out.len()).min(MAX_EVENTS);
-    let common = Evidence::new(thread_start, thread_end, 0).thread_hazards();
+    let common = stamp_hazards(thread_start, thread_end);
     for i in 0..n {
         // The flag says the counter wrapped after the start cleared it; end < start
         // says it wrapped between the start read and the clear. More than one wrap
@@ -481,6 +496,33 @@ mod tests {
             }),
             cpu: Some(cpu),
             cpu_from_rseq: false,
+        }
+    }
+
+    /// The stop's shortcut gives what the full evidence would: switches moved, CPU
+    /// changed, both, neither, or not taken (`None`: no claim).
+    #[test]
+    fn stamp_hazards_match_the_evidence() {
+        let none = ThreadStamp {
+            switches: None,
+            cpu: None,
+            cpu_from_rseq: false,
+        };
+        let stamps = [
+            stamp(1, 2, 0),
+            stamp(1, 3, 0),
+            stamp(1, 2, 1),
+            stamp(2, 2, 1),
+            none,
+        ];
+        for &a in &stamps {
+            for &b in &stamps {
+                assert_eq!(
+                    stamp_hazards(a, b),
+                    Evidence::new(a, b, 0).thread_hazards(),
+                    "{a:?} -> {b:?}"
+                );
+            }
         }
     }
 
