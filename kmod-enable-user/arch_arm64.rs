@@ -224,35 +224,85 @@ static STATE: AtomicU32 = AtomicU32::new(0);
 static CPU_PM_REGRANTS: AtomicI64 = AtomicI64::new(0);
 static CPU_PM_FAILURES: AtomicI64 = AtomicI64::new(0);
 
+/// A grant or restore run on one CPU with interrupts off: the slot is reached and
+/// written only there, and what the log line needs is copied out before interrupts come
+/// back on (the CPU PM notifier may rewrite the slot at any later point, so the caller
+/// never reads the slot itself).
+struct OnCpu {
+    /// The slot of the CPU the function runs on (`percpu::slot_ptr`).
+    slot: *mut CpuState,
+    /// A CPU that came online: start from an empty slot. Otherwise act only if the slot
+    /// holds a grant.
+    fresh: bool,
+    /// Whether the slot held a grant (or `fresh`) and the function acted.
+    acted: bool,
+    /// PMUSERENR_EL0 as granted, before a restore.
+    granted: u64,
+    /// The slot after the function.
+    after: CpuState,
+}
+
+impl OnCpu {
+    fn new(slot: *mut CpuState, fresh: bool) -> Self {
+        Self {
+            slot,
+            fresh,
+            acted: false,
+            granted: 0,
+            after: CpuState::default(),
+        }
+    }
+}
+
 /// On the CPU, interrupts off: the grant (or re-grant) of its slot.
 ///
 /// # Safety
 ///
-/// `info` is the `*mut CpuState` of the CPU this runs on, valid for the call, with
-/// interrupts disabled (through [`percpu::run_on`]).
+/// `info` is a `*mut OnCpu` valid for the call whose `slot` is the slot of the CPU this
+/// runs on, with interrupts disabled (through [`percpu::run_on`]).
 unsafe extern "C" fn apply_on_cpu(info: *mut c_void) {
-    let st = info.cast::<CpuState>();
-    // SAFETY: `percpu::run_on` passes a `&mut CpuState` that outlives the call, on its
-    // CPU with interrupts off (where perf's used_mask is read); `config()` was
-    // accepted by `kmod_eu_arm64_configure`.
+    // SAFETY: the caller's contract; `OnCpu` is this call's own.
+    let work = unsafe { &mut *info.cast::<OnCpu>() };
+    // SAFETY: this CPU's slot, on this CPU with interrupts off: no hotplug callback,
+    // notifier or `regrant` of the slot runs meanwhile, so this is the only reference.
+    let st = unsafe { &mut *work.slot };
+    if work.fresh {
+        // A fresh grant: what this CPU holds now is what the restore goes back to.
+        *st = CpuState::default();
+    } else if !st.applied {
+        return;
+    }
+    // SAFETY: on its CPU with interrupts off (where perf's used_mask is read);
+    // `config()` was accepted by `kmod_eu_arm64_configure`.
     unsafe {
-        (*st).perf_used = kmod_eu_perf_used_here();
+        st.perf_used = kmod_eu_perf_used_here();
         kmod_eu_arm64_apply(st, config());
     }
+    work.acted = true;
+    work.after = *st;
 }
 
-/// On the CPU, interrupts off: the restore of its slot.
+/// On the CPU, interrupts off: the restore of its slot, if it holds a grant.
 ///
 /// # Safety
 ///
 /// As for [`apply_on_cpu`].
 unsafe extern "C" fn restore_on_cpu(info: *mut c_void) {
-    let st = info.cast::<CpuState>();
+    // SAFETY: as in `apply_on_cpu`.
+    let work = unsafe { &mut *info.cast::<OnCpu>() };
+    // SAFETY: as in `apply_on_cpu`.
+    let st = unsafe { &mut *work.slot };
+    if !st.applied {
+        return;
+    }
+    work.granted = st.new_userenr;
     // SAFETY: as in `apply_on_cpu`.
     unsafe {
-        (*st).perf_used = kmod_eu_perf_used_here();
+        st.perf_used = kmod_eu_perf_used_here();
         kmod_eu_arm64_restore(st, config());
     }
+    work.acted = true;
+    work.after = *st;
 }
 
 /// The log line of an apply on `cpu` (`why`: online, regrant); its errno.
@@ -303,12 +353,9 @@ fn report_apply(cpu: c_uint, st: &CpuState, why: &str) -> c_int {
 ///
 /// Called by the CPU-hotplug core only, for `cpu`, while the state is installed.
 unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
-    // SAFETY: a hotplug callback of `cpu`, while the state (and so the slots) exists.
-    let Some(st) = (unsafe { percpu::slot(&SLOTS, cpu) }) else {
+    let Some(slot) = percpu::slot_ptr(&SLOTS, cpu) else {
         return 0;
     };
-    // A fresh grant: what this CPU holds now is what the restore goes back to.
-    *st = CpuState::default();
     let mut why: *const c_char = core::ptr::null();
     // No keeper under el0_programming=1 (stock/kmod_enable_user_perf.c).
     // SAFETY: process context (the CPU's hotplug thread); `config()` is set.
@@ -328,8 +375,9 @@ unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
         );
         return if INSTALLING.load(Ordering::Acquire) { ret } else { 0 };
     }
-    let ret = match percpu::run_on(cpu, apply_on_cpu, st) {
-        Ok(()) => report_apply(cpu, st, "online"),
+    let mut work = OnCpu::new(slot, true);
+    let ret = match percpu::run_on(cpu, apply_on_cpu, &mut work) {
+        Ok(()) => report_apply(cpu, &work.after, "online"),
         Err(e) => {
             pr_err!("cpu{cpu}: cannot run on the CPU ({e:?})\n");
             e.to_errno()
@@ -354,24 +402,23 @@ unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
 ///
 /// As for [`cpu_online`].
 unsafe extern "C" fn cpu_offline(cpu: c_uint) -> c_int {
-    // SAFETY: a hotplug callback of `cpu`, while the state (and so the slots) exists.
-    let Some(st) = (unsafe { percpu::slot(&SLOTS, cpu) }) else {
+    let Some(slot) = percpu::slot_ptr(&SLOTS, cpu) else {
         return 0;
     };
-    if !st.applied {
-        // SAFETY: process context (hotplug teardown); a no-op without a keeper.
-        unsafe { kmod_eu_perf_cpu_down(cpu) };
-        return 0;
-    }
-    let granted = st.new_userenr;
-    if let Err(e) = percpu::run_on(cpu, restore_on_cpu, st) {
+    let mut work = OnCpu::new(slot, false);
+    if let Err(e) = percpu::run_on(cpu, restore_on_cpu, &mut work) {
         pr_err!("cpu{cpu}: cannot run on the CPU to restore it ({e:?})\n");
         return 0;
     }
-    // After the restore: the keeper's counter goes back to perf last.
+    // After the restore: the keeper's counter goes back to perf last (a no-op without a
+    // keeper).
     // SAFETY: process context (hotplug teardown).
     unsafe { kmod_eu_perf_cpu_down(cpu) };
-    let note = if st.found_userenr != granted {
+    if !work.acted {
+        return 0;
+    }
+    let st = &work.after;
+    let note = if st.found_userenr != work.granted {
         " (perf had rewritten it: left as perf wrote it)"
     } else {
         ""
@@ -423,12 +470,14 @@ mod cpu_pm {
             return bindings::NOTIFY_OK as c_int;
         }
         let cpu = this_cpu();
-        // SAFETY: interrupts are off on `cpu`, so no hotplug callback or `regrant` of
-        // this CPU runs meanwhile (they run there with interrupts off too), and the
-        // notifier is unregistered (and waited for) before the slots go.
-        let Some(st) = (unsafe { percpu::slot(&SLOTS, cpu) }) else {
+        let Some(slot) = percpu::slot_ptr(&SLOTS, cpu) else {
             return bindings::NOTIFY_OK as c_int;
         };
+        // SAFETY: this CPU's slot with interrupts off here: the hotplug callbacks and
+        // `regrant` touch it only on this CPU with interrupts off too, so this is the
+        // only reference; the notifier is unregistered (and waited for) before the
+        // slots go.
+        let st = unsafe { &mut *slot };
         if !st.applied {
             return bindings::NOTIFY_OK as c_int;
         }
@@ -564,9 +613,9 @@ fn online(cpu: c_uint) -> bool {
 }
 
 /// One CPU's `regrant`, run there in process context by `smp_call_on_cpu`.
-struct RegrantWork<'a> {
+struct RegrantWork {
     cpu: c_uint,
-    st: &'a mut CpuState,
+    apply: OnCpu,
     ret: c_int,
 }
 
@@ -576,11 +625,12 @@ struct RegrantWork<'a> {
 ///
 /// # Safety
 ///
-/// `info` is a `*mut RegrantWork` valid for the call, run on `work.cpu`.
+/// `info` is a `*mut RegrantWork` valid for the call, run on `work.cpu`, whose
+/// `apply.slot` is that CPU's slot.
 unsafe extern "C" fn regrant_on_cpu(info: *mut c_void) -> c_int {
     // SAFETY: the caller's contract.
-    let work = unsafe { &mut *info.cast::<RegrantWork<'_>>() };
-    work.ret = match percpu::run_on(work.cpu, apply_on_cpu, &mut *work.st) {
+    let work = unsafe { &mut *info.cast::<RegrantWork>() };
+    work.ret = match percpu::run_on(work.cpu, apply_on_cpu, &mut work.apply) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     };
@@ -589,7 +639,9 @@ unsafe extern "C" fn regrant_on_cpu(info: *mut c_void) -> c_int {
 
 /// `regrant` (write-only, root): put the grant back on every online CPU, after perf's
 /// `armv8pmu_start()` wrote PMUSERENR_EL0 = 0 there. `-EBUSY` when a CPU's layout
-/// counter is perf's now.
+/// counter is perf's now. Another CPU's slot is never read from here: its CPU PM
+/// notifier may write it at any time; the log line comes from the copy the apply made
+/// there with interrupts off.
 ///
 /// # Safety
 ///
@@ -609,16 +661,16 @@ unsafe extern "C" fn regrant_set(_val: *const c_char, _kp: *const bindings::kern
         if !online(cpu) {
             continue;
         }
-        // SAFETY: hotplug is held off and `STATE` keeps unload away, so the slots
-        // exist; the slot is only touched on its CPU with interrupts off, which
-        // `run_on` does.
-        let Some(st) = (unsafe { percpu::slot(&SLOTS, cpu) }) else {
+        // Hotplug is held off and `STATE` keeps unload away, so the slots exist.
+        let Some(slot) = percpu::slot_ptr(&SLOTS, cpu) else {
             continue;
         };
-        if !st.applied {
-            continue; // no grant on this CPU since it came online
-        }
-        let mut work = RegrantWork { cpu, st, ret: 0 };
+        // A slot without a grant (none since the CPU came online) is left alone there.
+        let mut work = RegrantWork {
+            cpu,
+            apply: OnCpu::new(slot, false),
+            ret: 0,
+        };
         // In process context on `cpu` (a bound kworker), not in an IPI: on a KVM host an
         // IPI can land while a vCPU is loaded, when PMUSERENR_EL0 holds the guest's trap
         // value (kvm_set_pmuserenr, arch/arm64/kvm/pmu.c 6.12); a thread running there
@@ -636,8 +688,10 @@ unsafe extern "C" fn regrant_set(_val: *const c_char, _kp: *const bindings::kern
             called
         } else if work.ret != 0 {
             work.ret
+        } else if !work.apply.acted {
+            0
         } else {
-            report_apply(cpu, work.st, "regrant")
+            report_apply(cpu, &work.apply.after, "regrant")
         };
         if err != 0 && ret == 0 {
             ret = err;

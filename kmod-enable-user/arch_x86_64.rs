@@ -143,7 +143,7 @@ fn read_cr4() -> u64 {
 }
 
 /// A file opened in the kernel, closed on drop.
-struct KernelFile(*mut bindings::file);
+pub(crate) struct KernelFile(*mut bindings::file);
 
 impl KernelFile {
     fn open(path: &CStr, flags: u32) -> Result<Self> {
@@ -162,6 +162,12 @@ impl KernelFile {
         // SAFETY: `self.0` is an open file: its inode, and the inode's super block,
         // stay alive at least as long as the file.
         unsafe { (*(*(*self.0).f_inode).i_sb).s_magic as u64 }
+    }
+
+    /// Whether both handles are the same file (the same inode).
+    fn same_inode(&self, other: &KernelFile) -> bool {
+        // SAFETY: both are open files; their inodes live at least as long.
+        unsafe { (*self.0).f_inode == (*other.0).f_inode }
     }
 
     /// The first line of the file (up to 15 bytes).
@@ -188,6 +194,12 @@ impl KernelFile {
     }
 }
 
+// SAFETY: a `struct file` is reference counted and may be used and closed from any
+// process context; the module touches it only in init and exit, which never overlap.
+unsafe impl Send for KernelFile {}
+// SAFETY: as for `Send`; no method is called concurrently (init and exit only).
+unsafe impl Sync for KernelFile {}
+
 impl Drop for KernelFile {
     fn drop(&mut self) {
         // SAFETY: `self.0` was opened by `filp_open` and is closed once.
@@ -198,7 +210,10 @@ impl Drop for KernelFile {
 /// Opens perf's policy file `path` for writing, after proving it is one: the path has
 /// the shape `/sys/bus/event_source/devices/<pmu>/rdpmc` (-EINVAL otherwise), and the
 /// file lies on sysfs (-EINVAL otherwise; looked at through an `O_PATH` handle, which
-/// opens nothing, so no device or FIFO is ever opened for writing). A missing file
+/// opens nothing, so no device or FIFO is ever opened for writing). The writable file
+/// must be the inode the `O_PATH` handle proved (a rename or mount in between is
+/// refused), and it is kept open until unload, so the restore writes the same file
+/// whatever the unloading process's mount namespace holds at that path. A missing file
 /// is -ENOENT; the caller logs it (the default paths may be missing).
 fn open_policy(path: &CStr) -> Result<KernelFile> {
     let pmu = match policy_path_pmu(path.to_bytes()) {
@@ -225,10 +240,14 @@ fn open_policy(path: &CStr) -> Result<KernelFile> {
         );
         return Err(EINVAL);
     }
-    drop(handle);
-    KernelFile::open(path, bindings::O_RDWR).inspect_err(|e| {
+    let file = KernelFile::open(path, bindings::O_RDWR).inspect_err(|e| {
         pr_err!("cannot open {path:?} for writing ({e:?}): refusing to load\n");
-    })
+    })?;
+    if !file.same_inode(&handle) {
+        pr_err!("{path:?} changed while it was being opened (another inode): refusing to load\n");
+        return Err(EINVAL);
+    }
+    Ok(file)
 }
 
 /// Switches the policy in `file` to "always", returning what was there.
@@ -252,7 +271,12 @@ fn switch_policy(path: &'static CStr, file: KernelFile) -> Result<Enabled> {
         text(&old[..old_len])
     );
     pr_warn!("any process can now read the PMU counters (a timing side channel)\n");
-    Ok(Enabled::Policy { path, old, old_len })
+    Ok(Enabled::Policy {
+        path,
+        file,
+        old,
+        old_len,
+    })
 }
 
 /// One CPU's CR4.PCE before and after.
@@ -376,9 +400,11 @@ fn set_cr4_pce() -> Result<Enabled> {
 
 /// What `enable` changed.
 pub(crate) enum Enabled {
-    /// perf's policy file was switched from `old` to "2".
+    /// perf's policy file was switched from `old` to "2"; `file` is that file, open
+    /// since the load.
     Policy {
         path: &'static CStr,
+        file: KernelFile,
         old: [u8; 16],
         old_len: usize,
     },
@@ -446,11 +472,35 @@ pub(crate) fn enable() -> Result<Enabled> {
 impl Enabled {
     pub(crate) fn disable(&mut self) {
         match self {
-            Enabled::Policy { path, old, old_len } => {
+            Enabled::Policy {
+                path,
+                file,
+                old,
+                old_len,
+            } => {
                 let len = *old_len;
                 old[len] = b'\n';
-                let restored = KernelFile::open(path, bindings::O_RDWR)
-                    .and_then(|f| f.write_value(&old[..=len]));
+                // Only a policy still at "2" is the module's to restore: a value written
+                // since the load (an administrator's) is left as it is.
+                match file.read_value() {
+                    Ok((now, n)) if now[..n] != [ALWAYS] => {
+                        pr_info!(
+                            "unloaded: perf rdpmc policy {path:?} left at {} (changed since the load, which set 2; it was {})\n",
+                            text(&now[..n]),
+                            text(&old[..len])
+                        );
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        pr_err!(
+                            "unloaded, but could not read {path:?} ({e:?}) to restore it to {}: check it by hand\n",
+                            text(&old[..len])
+                        );
+                        return;
+                    }
+                }
+                let restored = file.write_value(&old[..=len]);
                 let old = &old[..len];
                 match restored {
                     Ok(()) => pr_info!(

@@ -5,12 +5,14 @@
 use super::*;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
-/// One CPU's slot. Only the hotplug callbacks of that CPU touch it, and the hotplug
-/// core runs those one at a time.
+/// One CPU's slot. Only code running on that CPU touches it: its hotplug callbacks (one
+/// at a time), and on arm64, with interrupts off there, the CPU PM notifier and
+/// `regrant`'s function.
 pub(crate) struct Slot<T>(UnsafeCell<T>);
 
-// SAFETY: a slot is only touched by the hotplug callbacks of its own CPU, which the
-// hotplug core runs one at a time, so sharing the array between CPUs is sound.
+// SAFETY: a slot is only touched by code running on its own CPU (see `Slot`): by the
+// hotplug callbacks, one at a time, and on arm64 only with interrupts off there, so no
+// two accesses overlap and sharing the array between CPUs is sound.
 unsafe impl<T: Send> Sync for Slot<T> {}
 
 /// The slots, indexed by CPU number, `nr_cpu_ids` of them.
@@ -43,27 +45,38 @@ impl<T: 'static> Drop for Slots<T> {
     }
 }
 
-/// The slot of `cpu`, from a hotplug callback.
-///
-/// # Safety
-///
-/// Call only from the hotplug callbacks of `cpu` while the slots are published (between
-/// `Slots::new` and the removal of the hotplug state), and do not keep the reference
-/// past the callback.
-pub(crate) unsafe fn slot<'a, T>(
-    published: &AtomicPtr<Slot<T>>,
-    cpu: c_uint,
-) -> Option<&'a mut T> {
+/// The address of `cpu`'s slot, or `None` before the slots are published or for a CPU
+/// number past `nr_cpu_ids`. Making a reference from it is the caller's business: one
+/// `&mut` at a time, which on arm64 means only on `cpu` with interrupts off (the CPU PM
+/// notifier may run there whenever they are on).
+pub(crate) fn slot_ptr<T>(published: &AtomicPtr<Slot<T>>, cpu: c_uint) -> Option<*mut T> {
     let base = published.load(Ordering::Acquire);
     // SAFETY: `nr_cpu_ids` is constant after boot.
     let n = unsafe { bindings::nr_cpu_ids };
     if base.is_null() || cpu >= n {
         return None;
     }
-    // SAFETY: `base` points to `nr_cpu_ids` slots (published by `Slots::new`, still
-    // alive per the caller's contract) and `cpu < nr_cpu_ids`; only this CPU's
-    // callback uses this slot, one at a time, so the mutable reference is unique.
-    Some(unsafe { &mut *(*base.add(cpu as usize)).0.get() })
+    // SAFETY: `base` points to `nr_cpu_ids` slots (published by `Slots::new`) and
+    // `cpu < nr_cpu_ids`: the offset stays inside that allocation. No reference is made.
+    Some(unsafe { (*base.add(cpu as usize)).0.get() })
+}
+
+/// The slot of `cpu`, from a hotplug callback, where nothing else touches it (x86: no
+/// CPU PM notifier, no `regrant`).
+///
+/// # Safety
+///
+/// Call only from the hotplug callbacks of `cpu` while the slots are published (between
+/// `Slots::new` and the removal of the hotplug state), nothing but those callbacks may
+/// touch the slot, and do not keep the reference past the callback.
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))]
+pub(crate) unsafe fn slot<'a, T>(
+    published: &AtomicPtr<Slot<T>>,
+    cpu: c_uint,
+) -> Option<&'a mut T> {
+    // SAFETY: the slots are alive (the caller's contract); only this CPU's hotplug
+    // callbacks use this slot, one at a time, so the mutable reference is unique.
+    slot_ptr(published, cpu).map(|p| unsafe { &mut *p })
 }
 
 /// Runs `func(info)` on `cpu` with interrupts disabled and waits for it.

@@ -460,6 +460,17 @@ module_param_cb(cpu_pm_regrants, &cpu_pm_regrants_ops, NULL, 0444);
 MODULE_PARM_DESC(cpu_pm_regrants, "Read-only: grants put back after CPU PM exits, and how many of those failed");
 
 /*
+ * One CPU's `regrant`. The slot is written on its CPU with interrupts off only, and the
+ * log line comes from `after`, copied there: the CPU PM notifier may rewrite the slot at
+ * any time once interrupts are back on, so the slot itself is not read from another CPU.
+ */
+struct regrant_work {
+	eu_cpu_t *slot;
+	bool acted;
+	eu_cpu_t after;
+};
+
+/*
  * The regrant's work on one CPU, in process context on that CPU (smp_call_on_cpu), not
  * in an IPI: on a KVM host an IPI can land while a vCPU is loaded, when
  * PMUSERENR_EL0 holds the guest's trap value and the host's lives in KVM's copy
@@ -468,10 +479,19 @@ MODULE_PARM_DESC(cpu_pm_regrants, "Read-only: grants put back after CPU PM exits
  */
 static int regrant_on_cpu(void *info)
 {
+	struct regrant_work *work = info;
 	unsigned long flags;
 
 	local_irq_save(flags);
-	apply_on_cpu(info);
+#ifdef CONFIG_ARM64
+	/* No grant (and no keeper event) on this CPU since it came online. */
+	if (work->slot->applied)
+#endif
+	{
+		apply_on_cpu(work->slot);
+		work->after = *work->slot;
+		work->acted = true;
+	}
 	local_irq_restore(flags);
 	return 0;
 }
@@ -493,18 +513,12 @@ static int regrant_set(const char *val, const struct kernel_param *kp)
 	}
 	cpus_read_lock();
 	for_each_online_cpu(cpu) {
-		eu_cpu_t *st = &slots[cpu];
+		struct regrant_work work = { .slot = &slots[cpu] };
 		int err;
 
-#ifdef CONFIG_ARM64
-		/* No grant (and no keeper event) on this CPU since it came online. */
-		if (!st->applied)
-			continue;
-#endif
-		err = smp_call_on_cpu(cpu, regrant_on_cpu, st, false);
-
-		if (!err)
-			err = report_apply(cpu, st, "regrant");
+		err = smp_call_on_cpu(cpu, regrant_on_cpu, &work, false);
+		if (!err && work.acted)
+			err = report_apply(cpu, &work.after, "regrant");
 		if (err && !ret)
 			ret = err;
 	}

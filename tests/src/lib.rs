@@ -564,6 +564,28 @@ pub struct QemuRun {
 }
 
 impl QemuRun {
+    /// Panics if the time limit `limit` ended the run, with what the guest printed: its
+    /// last lines, or that it printed nothing (a hang before the guest's first line: the
+    /// kernels boot with `loglevel=3`, so only emergency messages reach the console).
+    #[track_caller]
+    pub fn assert_finished_within(&self, limit: Duration) {
+        if !self.timed_out {
+            return;
+        }
+        let lines: Vec<&str> = self.stdout.lines().collect();
+        let tail = lines[lines.len().saturating_sub(60)..].join("\n");
+        if tail.trim().is_empty() {
+            panic!(
+                "QEMU ran past {limit:?} (a hang guard, far above a normal run) and the guest printed nothing: it hung before its first line"
+            );
+        }
+        panic!(
+            "QEMU ran past {limit:?} (a hang guard, far above a normal run); the guest printed {} lines, the last {}:\n{tail}",
+            lines.len(),
+            lines.len().min(60)
+        );
+    }
+
     /// The stress scenario's `cycles` line (tests/guest/common.sh `stress_cycles`):
     /// `n` load/unload cycles without a load or unload failure, the module not loaded
     /// and no hotplug state left at the end, and no leak of the module.

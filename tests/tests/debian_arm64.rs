@@ -105,7 +105,7 @@ fn boot(kernel_var: &str, release_var: &str, machine: &str, scenario: &str, idle
         args.extend(["-dtb".to_string(), dtb.display().to_string()]);
     }
     let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
     let boot = &run.scenario("boot")[0];
     assert_eq!(boot.get("kernel"), release, "{}", boot.raw);

@@ -1,7 +1,8 @@
-//! Debian 12's own armhf kernel (`linux-image-armmp`: 6.1) under `qemu-system-arm -M
+//! Debian 12's own armhf kernels (`linux-image-armmp` and `linux-image-armmp-lpae`: 6.1,
+//! the second with LPAE page tables, as on Cortex-A7/A15/A17 machines) under `qemu-system-arm -M
 //! virt -cpu cortex-a15 -smp 2 -icount shift=0,align=off,sleep=off`, booted from
-//! Debian's package, with the ARMv7 flavour of the stock kmod-enable-user built against
-//! the kernel's own headers and the static ARMv7 pmu-demo. The guest's /init is
+//! Debian's packages, with the ARMv7 flavour of the stock kmod-enable-user built against
+//! each kernel's own headers and the static ARMv7 pmu-demo. The guest's /init is
 //! tests/guest/common.sh + debian-armhf.sh.
 //!
 //! Run with `cargo xtask e2e debian-armhf` (or `cargo xtask test`), which fetches the
@@ -29,8 +30,16 @@ fn var(var: &str) -> String {
     })
 }
 
-fn boot(scenario: &str) -> (QemuRun, String) {
-    let release = var("PMU_DEBIAN_ARMHF_RELEASE");
+/// The environment variables `cargo xtask e2e debian-armhf` sets (xtask/src/debian.rs
+/// `armhf_env`): a kernel image and its release.
+const ARMMP: [&str; 2] = ["PMU_DEBIAN_ARMHF_KERNEL", "PMU_DEBIAN_ARMHF_RELEASE"];
+const ARMMP_LPAE: [&str; 2] = [
+    "PMU_DEBIAN_ARMHF_KERNEL_LPAE",
+    "PMU_DEBIAN_ARMHF_RELEASE_LPAE",
+];
+
+fn boot([kernel_var, release_var]: [&str; 2], scenario: &str) -> (QemuRun, String) {
+    let release = var(release_var);
     let args: Vec<String> = [
         "-M",
         "virt",
@@ -49,7 +58,7 @@ fn boot(scenario: &str) -> (QemuRun, String) {
         "-icount",
         "shift=0,align=off,sleep=off",
         "-kernel",
-        &var("PMU_DEBIAN_ARMHF_KERNEL"),
+        &var(kernel_var),
         "-initrd",
         &var("PMU_DEBIAN_ARMHF_INITRAMFS"),
         "-append",
@@ -69,7 +78,7 @@ fn boot(scenario: &str) -> (QemuRun, String) {
     .map(|s| s.to_string())
     .collect();
     let run = run_qemu(QEMU_ARM, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
     (run, release)
 }
@@ -91,7 +100,18 @@ fn assert_exact(run: &QemuRun, tag: &str) {
 
 #[test]
 fn debian_armmp_kernel_on_cortex_a15() {
-    let (run, release) = boot("armhf");
+    armhf_scenario(ARMMP);
+}
+
+#[test]
+fn debian_armmp_lpae_kernel_on_cortex_a15() {
+    armhf_scenario(ARMMP_LPAE);
+}
+
+/// The `armhf` scenario (tests/guest/debian-armhf.sh) on one of Debian's armhf kernels:
+/// the module built against that kernel's headers is the one `uname -r` picks.
+fn armhf_scenario(kernel: [&str; 2]) {
+    let (run, release) = boot(kernel, "armhf");
     let boot = &run.scenario("boot")[0];
     assert_eq!(boot.get("kernel"), release, "{}", boot.raw);
     assert_eq!(boot.get("arch"), "armv7l", "{}", boot.raw);

@@ -52,7 +52,7 @@ fn boot(cpu: &str, smp: u32, scenario: &str, flavour: Flavour) -> QemuRun {
         .expect("arm64_kernel_args has -append");
     *append = format!("{append} flavour={}", flavour.word());
     let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
     // The guest loaded the file of this flavour: only the stock build's description
     // says "stock-kernel flavour" (kmod-enable-user/stock/kmod_enable_user_glue.c).
@@ -560,7 +560,7 @@ fn grant(flavour: Flavour) {
     }
     args.extend(["-dtb".to_string(), dtb.display().to_string()]);
     let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
 
     // The kernel idles through PSCI: cpuidle-psci drives a power-down state, entered
@@ -1414,7 +1414,7 @@ fn hybrid_boot(big_little: bool) -> QemuRun {
         args.extend(["-dtb".to_string(), dtb.display().to_string()]);
     }
     let run = run_qemu(QEMU_AARCH64, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
     run
 }

@@ -55,7 +55,7 @@ struct Board {
 
 fn run(program: &str, args: &[String]) -> QemuRun {
     let run = run_qemu(program, args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
     let module = &run.scenario("module")[0];
     assert_eq!(module.get("flavour"), "stock", "{}", module.raw);

@@ -26,7 +26,7 @@ fn boot(smp: u32, scenario: &str) -> QemuRun {
     let initramfs = kernel_artefact(kernel_env::X86_64_INITRAMFS);
     let args = x86_64_kernel_args(&kernel, &initramfs, smp, scenario);
     let run = run_qemu(QEMU_X86_64, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
     run
 }

@@ -121,9 +121,13 @@ fn check_readers_and_filter(run: &QemuRun, cpu: &str, path: &str) {
     if path.starts_with("Pmevcntr") {
         assert_eq!(cost.int("floor_inst"), 1, "{cpu}: {}", cost.raw);
     }
-    // The run-time reader is dearer than the floor and cheaper than the driver's read.
+    // The run-time reader is dearer than the floor and cheaper than the driver's read,
+    // except for what a PL0 selected read pays and the PL1 driver (which owns PMSELR)
+    // does not: PMSELR read back after PMXEVCNTR (pmu-armv7 `reader::read_selected`:
+    // `mrc` PMSELR, `and`, `cmp`, `bne`, 4 instructions in the image's disassembly).
+    let check = if path.starts_with("Selected") { 4 } else { 0 };
     assert!(
-        cost.int("runtime_inst") < cost.int("driver_inst"),
+        cost.int("runtime_inst") < cost.int("driver_inst") + check,
         "{cpu}: {}",
         cost.raw
     );

@@ -16,7 +16,7 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 fn boot(args: Vec<String>) -> QemuRun {
     let run = run_qemu(QEMU_ARM, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run
 }
 

@@ -13,7 +13,7 @@ fn boot(extra: &[&str]) -> QemuRun {
     let mut args = x86_64_args(&image("PMU_IMAGE_X86_64"));
     args.extend(extra.iter().map(|s| s.to_string()));
     let run = run_qemu(QEMU_X86_64, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run
 }
 

@@ -42,7 +42,7 @@ fn boot(b: &Board) -> QemuRun {
         b.icount,
     );
     let run = run_qemu(b.program, &args, LIMIT);
-    assert!(!run.timed_out, "QEMU ran past {LIMIT:?}\n{}", run.stdout);
+    run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
     // The guest loaded the flavour asked for: the stock build says "stock-kernel
     // flavour" in its modinfo description (kmod-enable-user/stock), the other does not.

@@ -811,6 +811,11 @@ pub mod armhf_env {
     pub const KERNEL: &str = "PMU_DEBIAN_ARMHF_KERNEL";
     /// Its release (`uname -r`).
     pub const RELEASE: &str = "PMU_DEBIAN_ARMHF_RELEASE";
+    /// Debian 12's armmp-lpae kernel image (`linux-image-armmp-lpae`: LPAE page tables,
+    /// for Cortex-A7/A15/A17 machines with more than 4 GiB).
+    pub const KERNEL_LPAE: &str = "PMU_DEBIAN_ARMHF_KERNEL_LPAE";
+    /// Its release.
+    pub const RELEASE_LPAE: &str = "PMU_DEBIAN_ARMHF_RELEASE_LPAE";
     /// The initramfs (the ARMv7 stock module, the ARMv7 pmu-demo).
     pub const INITRAMFS: &str = "PMU_DEBIAN_ARMHF_INITRAMFS";
 }
@@ -869,18 +874,20 @@ pub fn run_arm64() -> Result<(), String> {
     )
 }
 
-/// `cargo xtask e2e debian-armhf`: Debian 12's armmp kernel, the ARMv7 flavour of the
-/// stock module built against its headers, the static ARMv7 pmu-demo; then
-/// tests/tests/debian_armhf.rs boots them on `-M virt -cpu cortex-a15`.
+/// `cargo xtask e2e debian-armhf`: Debian 12's two armhf kernels (armmp, armmp-lpae),
+/// the ARMv7 flavour of the stock module built against each one's headers, the static
+/// ARMv7 pmu-demo; then tests/tests/debian_armhf.rs boots them on `-M virt -cpu
+/// cortex-a15`.
 pub fn run_armhf() -> Result<(), String> {
     let started = std::time::Instant::now();
     let apt = Apt::open()?;
     let armmp = kernel(&apt, "linux-image-armmp", "armhf", "armmp")?;
-    let ko = stock_module(&armmp, &crate::stock_module::armv7_make_vars())?;
-    let files = vec![
-        (guest_module_path(&armmp.release), ko),
-        ("bin/pmu-demo".into(), crate::armv7::armv7_demo()?),
-    ];
+    let lpae = kernel(&apt, "linux-image-armmp-lpae", "armhf", "armmp-lpae")?;
+    let mut files = vec![("bin/pmu-demo".into(), crate::armv7::armv7_demo()?)];
+    for k in [&armmp, &lpae] {
+        let ko = stock_module(k, &crate::stock_module::armv7_make_vars())?;
+        files.push((guest_module_path(&k.release), ko));
+    }
     // Debian's armel busybox (ARMv5TE, EABI soft-float) runs on an armhf system.
     let busybox = crate::initramfs::debian_busybox("armel")?;
     let initramfs = initramfs("debian-armhf", &busybox, &[], &files)?;
@@ -893,6 +900,11 @@ pub fn run_armhf() -> Result<(), String> {
         &[
             (armhf_env::KERNEL.into(), armmp.image.display().to_string()),
             (armhf_env::RELEASE.into(), armmp.release.clone()),
+            (
+                armhf_env::KERNEL_LPAE.into(),
+                lpae.image.display().to_string(),
+            ),
+            (armhf_env::RELEASE_LPAE.into(), lpae.release.clone()),
             (armhf_env::INITRAMFS.into(), initramfs.display().to_string()),
         ],
     )
@@ -923,7 +935,7 @@ pub fn arm64_step() -> crate::step::Step {
 /// The step of `cargo xtask e2e debian-armhf` (and of `cargo xtask test`).
 pub fn armhf_step() -> crate::step::Step {
     crate::step::Step::func(
-        "Debian 12's own armhf kernel (linux-image-armmp) on virt -cpu cortex-a15 with the ARMv7 stock module built against its headers, the ARMv7 pmu-demo (apt, cached; tests/tests/debian_armhf.rs)",
+        "Debian 12's own armhf kernels (linux-image-armmp, linux-image-armmp-lpae) on virt -cpu cortex-a15 with the ARMv7 stock module built against their headers, the ARMv7 pmu-demo (apt, cached; tests/tests/debian_armhf.rs)",
         run_armhf,
     )
     .needs_programs(&[

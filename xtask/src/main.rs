@@ -18,6 +18,7 @@ mod images;
 mod initramfs;
 mod kernel;
 mod package;
+mod pmu_qemu;
 mod raspi;
 mod references;
 mod setup;
@@ -54,6 +55,7 @@ COMMANDS:
                       module flavours), the emulated Raspberry Pis (raspi,
                       e2e raspi2b, below), the armv7 virt board (e2e armv7),
                       Debian 12's own kernels (e2e debian-arm64, debian-armhf);
+                      the pmu-qemu cargo runner (below);
                       then the bench (below, about 15 s with the
                       kernel cached); last, the hazard statistics (below).
     kernel <x86_64|arm64|armv6|armv7>
@@ -108,6 +110,12 @@ COMMANDS:
                       after a perf_user_access session; armhf: the armmp kernel on
                       virt -cpu cortex-a15 with the ARMv7 flavour and the ARMv7
                       pmu-demo (tests/tests/debian_<arch>.rs, docs/debian.md).
+    pmu-qemu          The cargo runner pmu-qemu as users run it
+                      (CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER): its
+                      plumbing (arguments, environment, working directory, stdio,
+                      exit status), pmu-linux's count example at 1000/2000
+                      iterations (exactly 2000 instructions apart), pmu-criterion's
+                      bench three times (the same estimates); docs/pmu-qemu.md.
     bench [--json | --markdown] [--from-log FILE]
                       Read-path costs in user-space instructions, measured in the
                       arm64 test kernel under qemu-system-aarch64 -M virt -cpu max
@@ -260,7 +268,11 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(vec![armv6::step()])
             .then(images::test_steps())
             .then(e2e::test_steps())
+            .then(vec![pmu_qemu::test_step()])
             .then(vec![bench::test_step(), hazards::test_step()]),
+        ["pmu-qemu"] => Plan::new("pmu-qemu")
+            .then(setup::steps())
+            .then(vec![pmu_qemu::test_step()]),
         ["kernel", arch] => Plan::new("kernel")
             .then(setup::kernel_steps())
             .then(vec![e2e::kernel_step(kernel::Arch::parse(arch)?)]),
@@ -632,6 +644,7 @@ mod tests {
         &["e2e", "armv7"],
         &["e2e", "debian-arm64"],
         &["e2e", "debian-armhf"],
+        &["pmu-qemu"],
     ];
 
     /// What each step of each plan needs (its rustup target, components, programs),

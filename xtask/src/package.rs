@@ -8,13 +8,14 @@ use crate::step::Step;
 /// The crates published to crates.io, in the workspace's `publish` settings: every other
 /// member (xtask, the images, the tests, pmu-demo, the module's object) has
 /// `publish = false`. A test keeps this list equal to `cargo metadata`'s.
-pub const PUBLISHED: [&str; 6] = [
+pub const PUBLISHED: [&str; 7] = [
     "pmu-core",
     "pmu-x86",
     "pmu-armv6",
     "pmu-armv7",
     "pmu-armv8",
     "pmu-linux",
+    "pmu-qemu",
 ];
 
 /// `cargo package --offline` of every [`PUBLISHED`] crate (`--allow-dirty`: a working

@@ -161,6 +161,14 @@ impl Step {
         self
     }
 
+    /// Declares rustup targets the step builds for that its command line does not show
+    /// (a function step's cargo builds).
+    pub fn needs_targets(mut self, targets: &[&str]) -> Self {
+        self.needs
+            .extend(targets.iter().map(|t| Need::Target(t.to_string())));
+        self
+    }
+
     /// Everything the step needs: the declared needs, plus what its command line shows
     /// (a cargo step: `--target T` needs T's prebuilt library unless `-Zbuild-std` builds it
     /// from `rust-src`; `clippy` and `fmt` their components; a `*_RUNNER` its program;

@@ -1,0 +1,207 @@
+//! `pmu-qemu PROGRAM [ARGS…]`: runs a static aarch64 Linux program inside an emulated
+//! arm64 machine where the performance counters count exactly, and behaves like the
+//! program: its arguments, environment, working directory, stdin, stdout, stderr and
+//! exit status are the program's. Meant as a cargo runner
+//! (`CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER=pmu-qemu`); `--help` says more.
+//!
+//! The machine: `qemu-system-aarch64 -M virt -icount shift=0,align=off,sleep=off` with
+//! Debian 12's arm64 kernel and a busybox initramfs ([`debian`]), the kernel's
+//! `perf_user_access` on ([`guest`]), stdio over virtio-serial ports and the working
+//! directory over 9p ([`qemu`]).
+
+mod args;
+mod cpio;
+mod debian;
+mod elf;
+mod guest;
+mod qemu;
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use args::{Command, Options};
+
+/// The exit status of pmu-qemu's own failures (the guest could not be prepared or did
+/// not report the program's status), as `env` and `nohup` use 125-127 for theirs.
+const RUNNER_FAILED: u8 = 125;
+
+const HELP: &str = "\
+pmu-qemu — run a static aarch64 Linux program in an emulated arm64 machine whose
+performance counters count exactly (QEMU -icount), as if it ran here
+
+USAGE:
+    pmu-qemu [OPTIONS] PROGRAM [ARGS…]
+    pmu-qemu --prepare
+
+As a cargo runner (.cargo/config.toml, or the environment):
+    [target.aarch64-unknown-linux-musl]
+    runner = \"pmu-qemu\"
+    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER=pmu-qemu \\
+        cargo bench --target aarch64-unknown-linux-musl
+
+The program sees its arguments, the environment (less PATH, which is /bin there, and
+LD_*), the working directory (shared read-write over 9p at the same path), stdin,
+stdout and stderr; pmu-qemu exits with its status (128+N after signal N). The guest
+runs Debian 12's arm64 kernel with kernel.perf_user_access=1, so perf events (and
+pmu-linux's Meter) read the counters with one instruction; instructions and cycles
+count every instruction exactly, and cycles are instructions, not time.
+
+The first run fetches Debian's kernel and busybox with apt (private apt state; the
+host's apt is untouched) and builds an initramfs, cached in $PMU_CACHE_DIR/pmu-qemu or
+~/.cache/pmu-workspace/pmu-qemu; later runs boot in seconds.
+
+OPTIONS (before PROGRAM; everything after PROGRAM is the program's):
+    --prepare         Fetch and build the guest, run nothing (a CI cache step)
+    --update          Ask apt for Debian's newest kernel even when one is cached
+    --cpu MODEL       QEMU -cpu model (default max: PMUv3 with 64-bit counters;
+                      cortex-a72, cortex-a53: PMUv3 with 32-bit event counters)
+    --smp N           Virtual CPUs (default 1: under -icount QEMU's instruction count
+                      is the machine's, so with more vCPUs a measured region can
+                      include instructions another vCPU retired meanwhile; and QEMU
+                      runs them all in one host thread, so more add no speed)
+    --memory MIB      Guest memory (default 1024)
+    --no-share        Do not share the working directory (the program starts in an
+                      empty directory of the same path)
+    --console         Copy the guest's kernel console to stderr
+    -h, --help        This help
+    -V, --version     pmu-qemu's version
+
+NEEDS: qemu-system-aarch64 (Debian/Ubuntu: sudo apt-get install qemu-system-arm),
+apt-get, dpkg-deb and debian-archive-keyring for the first run.
+";
+
+fn main() -> ExitCode {
+    let command = match args::parse(std::env::args_os().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pmu-qemu: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match command {
+        Command::Help => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Command::Version => {
+            println!("pmu-qemu {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Command::Prepare(options) => debian::prepare(options.update).map(|_| 0),
+        Command::Run {
+            options,
+            program,
+            args,
+        } => run(&options, &program, &args),
+    };
+    match result {
+        Ok(status) => ExitCode::from(status),
+        Err(e) => {
+            eprintln!("pmu-qemu: {e}");
+            ExitCode::from(RUNNER_FAILED)
+        }
+    }
+}
+
+/// `path` relative to the guest's `/`, as the cpio archive names it.
+fn in_archive(path: &Path) -> &[u8] {
+    let b = path.as_os_str().as_bytes();
+    b.strip_prefix(b"/").unwrap_or(b)
+}
+
+fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, String> {
+    if !qemu::on_path(qemu::QEMU) {
+        return Err(format!(
+            "{} is not installed (Debian, Ubuntu: `sudo apt-get install qemu-system-arm`)",
+            qemu::QEMU
+        ));
+    }
+    let binary = std::fs::read(program)
+        .map_err(|e| format!("cannot read the program {}: {e}", program.display()))?;
+    elf::check_program(&binary)
+        .map_err(|why| format!("cannot run {} in the guest: {why}", program.display()))?;
+    let program =
+        std::fs::canonicalize(program).map_err(|e| format!("{}: {e}", program.display()))?;
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+    let guest = debian::prepare(options.update)?;
+
+    // The share is the working directory at its own path; the program is always in the
+    // run's archive (memory): at its own path, or bound over it when inside the share.
+    let share: Option<PathBuf> = (options.share && cwd != Path::new("/")).then(|| cwd.clone());
+    let from_share = share.as_ref().is_some_and(|s| program.starts_with(s));
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let program_path = in_archive(&program);
+    let copy: &[u8] = if from_share {
+        b"pmu-qemu/program"
+    } else {
+        program_path
+    };
+    let script = guest::run_script(
+        cwd.as_os_str().as_bytes(),
+        env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())),
+        program.as_os_str().as_bytes(),
+        args.iter().map(OsString::as_os_str),
+        from_share.then_some(b"/pmu-qemu/program".as_slice()),
+    );
+    let share_text = share
+        .as_ref()
+        .map(|s| s.as_os_str().as_bytes().to_vec())
+        .unwrap_or_default();
+    let mut entries = vec![cpio::Entry::File {
+        path: guest::RUN_SCRIPT.as_bytes(),
+        mode: 0o644,
+        data: &script,
+    }];
+    if share.is_some() {
+        entries.push(cpio::Entry::File {
+            path: b"pmu-qemu/share",
+            mode: 0o644,
+            data: &share_text,
+        });
+    }
+    entries.extend(cpio::parents(copy).into_iter().map(cpio::Entry::Dir));
+    entries.push(cpio::Entry::File {
+        path: copy,
+        mode: 0o755,
+        data: &binary,
+    });
+    let run_dir = qemu::RunDir::new()?;
+    let initrd = run_dir.0.join("initrd.cpio");
+    let mut image = std::fs::read(&guest.initramfs)
+        .map_err(|e| format!("{}: {e}", guest.initramfs.display()))?;
+    image.extend(cpio::archive(&entries)?);
+    std::fs::write(&initrd, &image).map_err(|e| format!("{}: {e}", initrd.display()))?;
+    drop(image);
+
+    let line = qemu::command_line(
+        options,
+        &guest.kernel,
+        &initrd,
+        &run_dir.0,
+        share.as_deref(),
+    );
+    let outcome = qemu::run(
+        std::ffi::OsStr::new(qemu::QEMU),
+        &line,
+        &run_dir.0,
+        options.console,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )?;
+    match guest::parse_status(&outcome.status) {
+        Some(status) => Ok(status.code),
+        None => {
+            let console = String::from_utf8_lossy(&outcome.console);
+            let lines: Vec<&str> = console.lines().collect();
+            let tail = lines[lines.len().saturating_sub(25)..].join("\n    ");
+            Err(format!(
+                "the guest ended without the program's exit status ({} {}).\n  QEMU: {}\n  the guest's console (last lines):\n    {tail}",
+                qemu::QEMU,
+                outcome.qemu,
+                outcome.qemu_log.trim()
+            ))
+        }
+    }
+}

@@ -1,0 +1,528 @@
+//! Starting QEMU and carrying the program's stdio between the host and the guest.
+//!
+//! The guest's stdout, stderr, exit status and console are QEMU `pipe` character
+//! devices: FIFO pairs in a per-run directory. QEMU writes to a FIFO with blocking
+//! writes in the virtual CPU's thread, so when the program's `write` returns its bytes
+//! are in the host's FIFO, and nothing is lost when the guest powers off right after.
+//! stdin is a Unix socket QEMU connects to: closing it at the host's end of input is
+//! what tells the guest "end of file" (virtio-console reads return 0 once the host side
+//! is disconnected).
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::args::Options;
+use crate::guest;
+
+/// The QEMU program.
+pub const QEMU: &str = "qemu-system-aarch64";
+
+/// Whether `program` is an executable file on `PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            fs::metadata(dir.join(program)).is_ok_and(|m| {
+                m.is_file()
+                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+            })
+        })
+    })
+}
+
+/// A path inside a QEMU option value: its commas doubled (QEMU's option syntax).
+fn opt_path(path: &Path) -> OsString {
+    let bytes = path.as_os_str().as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    for &b in bytes {
+        out.push(b);
+        if b == b',' {
+            out.push(b',');
+        }
+    }
+    OsString::from(std::ffi::OsStr::from_bytes(&out))
+}
+
+fn joined(parts: &[&OsStr]) -> OsString {
+    let mut s = OsString::new();
+    for p in parts {
+        s.push(p);
+    }
+    s
+}
+
+/// QEMU's command line: the `virt` board with `-icount shift=0,align=off,sleep=off`
+/// (one instruction per virtual nanosecond, so INST_RETIRED and CPU_CYCLES count
+/// exactly), the kernel's console on a FIFO, the four virtio-serial ports, the share.
+pub fn command_line(
+    options: &Options,
+    kernel: &Path,
+    initrd: &Path,
+    run_dir: &Path,
+    share: Option<&Path>,
+) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |parts: &[&OsStr]| a.push(joined(parts));
+    // pauth-impdef: QEMU's own pointer-authentication hash instead of QARMA5, much
+    // faster under emulation (Debian's kernel signs every return address); the program's
+    // instructions are the same.
+    let cpu = if options.cpu == "max" {
+        "max,pauth-impdef=on".to_string()
+    } else {
+        options.cpu.clone()
+    };
+    let smp = options.smp.to_string();
+    let mem = format!("{}M", options.memory_mib);
+    for word in [
+        "-M",
+        "virt",
+        "-cpu",
+        &cpu,
+        "-smp",
+        &smp,
+        "-m",
+        &mem,
+        "-nodefaults",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-icount",
+        "shift=0,align=off,sleep=off",
+    ] {
+        push(&[OsStr::new(word)]);
+    }
+    push(&[OsStr::new("-append")]);
+    // `quiet` unless the console is shown: its bytes are read either way.
+    push(&[OsStr::new(if options.console {
+        "console=ttyAMA0 panic=-1 rdinit=/init"
+    } else {
+        "console=ttyAMA0 quiet panic=-1 rdinit=/init"
+    })]);
+    push(&[OsStr::new("-kernel")]);
+    push(&[kernel.as_os_str()]);
+    push(&[OsStr::new("-initrd")]);
+    push(&[initrd.as_os_str()]);
+    let fifo = |name: &str| opt_path(&run_dir.join(name));
+    push(&[OsStr::new("-chardev")]);
+    push(&[OsStr::new("pipe,id=console,path="), &fifo("console")]);
+    push(&[OsStr::new("-serial")]);
+    push(&[OsStr::new("chardev:console")]);
+    push(&[OsStr::new("-device")]);
+    push(&[OsStr::new("virtio-serial-device")]);
+    for (nr, name) in guest::PORTS.iter().enumerate() {
+        let id = name.trim_start_matches("pmu-qemu.");
+        push(&[OsStr::new("-chardev")]);
+        if id == "stdin" {
+            push(&[OsStr::new("socket,id=stdin,path="), &fifo("stdin.sock")]);
+        } else {
+            push(&[OsStr::new(&format!("pipe,id={id},path=")), &fifo(id)]);
+        }
+        push(&[OsStr::new("-device")]);
+        push(&[OsStr::new(&format!(
+            "virtserialport,chardev={id},name={name},nr={}",
+            nr + 1
+        ))]);
+    }
+    if let Some(dir) = share {
+        push(&[OsStr::new("-fsdev")]);
+        push(&[
+            OsStr::new("local,id=share,security_model=none,path="),
+            &opt_path(dir),
+        ]);
+        push(&[OsStr::new("-device")]);
+        push(&[OsStr::new(&format!(
+            "virtio-9p-device,fsdev=share,mount_tag={}",
+            guest::SHARE_TAG
+        ))]);
+    }
+    a
+}
+
+/// The per-run directory, removed when dropped.
+pub struct RunDir(pub PathBuf);
+
+impl RunDir {
+    /// A fresh directory under the system's temporary directory (short: a Unix socket's
+    /// path must fit in 108 bytes).
+    pub fn new() -> Result<Self, String> {
+        let base = std::env::temp_dir();
+        for n in 0..1000u32 {
+            let dir = base.join(format!("pmu-qemu-{}-{n}", std::process::id()));
+            match fs::create_dir(&dir) {
+                Ok(()) => return Ok(Self(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("{}: {e}", dir.display())),
+            }
+        }
+        Err(format!("no fresh directory in {}", base.display()))
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mkfifo(path: &Path) -> Result<(), String> {
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(format!(
+            "mkfifo {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// What the guest sent back.
+pub struct Outcome {
+    /// The exit status port's bytes (empty when the guest never got that far).
+    pub status: Vec<u8>,
+    /// The console: the kernel's and init's messages.
+    pub console: Vec<u8>,
+    /// QEMU's own exit status.
+    pub qemu: std::process::ExitStatus,
+    /// QEMU's own messages (its stderr).
+    pub qemu_log: String,
+}
+
+/// Where each FIFO's bytes go.
+enum Sink {
+    Stdout,
+    Stderr,
+    Keep(usize),
+}
+
+/// Boots the guest (`program`: QEMU, or a stand-in in tests) and relays until it exits:
+/// the program's stdout and stderr to `out` and `err`, the console to `err` too when
+/// `console_to_stderr`.
+pub fn run(
+    program: &OsStr,
+    args: &[OsString],
+    run_dir: &Path,
+    console_to_stderr: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Outcome, String> {
+    let mut sinks = Vec::new();
+    for (name, sink) in [
+        ("stdout", Sink::Stdout),
+        ("stderr", Sink::Stderr),
+        ("status", Sink::Keep(0)),
+        ("console", Sink::Keep(1)),
+    ] {
+        for end in ["in", "out"] {
+            mkfifo(&run_dir.join(format!("{name}.{end}")))?;
+        }
+        sinks.push((name, sink));
+    }
+    let stdin_path = run_dir.join("stdin.sock");
+    let listener =
+        UnixListener::bind(&stdin_path).map_err(|e| format!("{}: {e}", stdin_path.display()))?;
+    let qemu_log_path = run_dir.join("qemu.log");
+    let qemu_log = fs::File::create(&qemu_log_path)
+        .map_err(|e| format!("{}: {e}", qemu_log_path.display()))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(qemu_log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(qemu_log)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
+    std::thread::spawn(move || {
+        if let Ok((mut socket, _)) = listener.accept() {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut socket);
+            // End of input: QEMU reads it after the data and tells the guest, whose next
+            // read returns 0. Only our sending side is shut: a hang-up would make QEMU
+            // drop what it has not read yet.
+            let _ = socket.shutdown(std::net::Shutdown::Write);
+            let _ = socket.read(&mut [0u8; 1]);
+        }
+    });
+    let mut files = Vec::new();
+    for (name, _) in &sinks {
+        let path = run_dir.join(format!("{name}.out"));
+        // Non-blocking: opening a FIFO for reading would otherwise wait for QEMU.
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        files.push(Some(f));
+    }
+    let mut kept = [Vec::new(), Vec::new()];
+    let ack = run_dir.join("status.in");
+    let mut ends = Ends {
+        out,
+        err,
+        console_to_stderr,
+    };
+    let result = relay(&mut child, &sinks, &mut files, &mut kept, &ack, &mut ends);
+    let qemu = match result {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let [status, console] = kept;
+    Ok(Outcome {
+        status,
+        console,
+        qemu,
+        qemu_log: fs::read_to_string(&qemu_log_path).unwrap_or_default(),
+    })
+}
+
+/// Where the guest's streams go on this side.
+struct Ends<'a> {
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    console_to_stderr: bool,
+}
+
+fn relay(
+    child: &mut Child,
+    sinks: &[(&str, Sink)],
+    files: &mut [Option<fs::File>],
+    kept: &mut [Vec<u8>; 2],
+    ack: &Path,
+    ends: &mut Ends,
+) -> Result<std::process::ExitStatus, String> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut exited = None;
+    // Bytes passed on to our stdout and stderr.
+    let mut passed = (0u64, 0u64);
+    let mut acknowledged = false;
+    loop {
+        if !acknowledged {
+            if let Some(status) = guest::parse_status(&kept[0]) {
+                if status.sent.is_none_or(|sent| sent == passed) {
+                    // The guest waits for this line before it powers off.
+                    let mut f = fs::OpenOptions::new()
+                        .write(true)
+                        .open(ack)
+                        .map_err(|e| format!("{}: {e}", ack.display()))?;
+                    f.write_all(b"ok\n")
+                        .map_err(|e| format!("{}: {e}", ack.display()))?;
+                    acknowledged = true;
+                }
+            }
+        }
+        let mut fds: Vec<libc::pollfd> = files
+            .iter()
+            .map(|f| libc::pollfd {
+                fd: f.as_ref().map_or(-1, |f| f.as_raw_fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // A FIFO reports POLLHUP only after a writer came and went, so before QEMU has
+        // opened them this waits; the timeout lets QEMU's exit be noticed.
+        // SAFETY: `fds` is a live array of `fds.len()` pollfd structures.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(format!("poll: {e}"));
+            }
+        }
+        for (i, pfd) in fds.iter().enumerate() {
+            let drain = exited.is_some();
+            if pfd.revents == 0 && !drain {
+                continue;
+            }
+            let Some(file) = files[i].as_mut() else {
+                continue;
+            };
+            loop {
+                match file.read(&mut buf) {
+                    Ok(0) => {
+                        // Every writer has closed it (QEMU exited).
+                        if pfd.revents & libc::POLLHUP != 0 || drain {
+                            files[i] = None;
+                        }
+                        break;
+                    }
+                    Ok(k) => {
+                        let data = &buf[..k];
+                        let written = match &sinks[i].1 {
+                            Sink::Stdout => {
+                                passed.0 += k as u64;
+                                ends.out.write_all(data).and_then(|()| ends.out.flush())
+                            }
+                            Sink::Stderr => {
+                                passed.1 += k as u64;
+                                ends.err.write_all(data)
+                            }
+                            Sink::Keep(j) => {
+                                kept[*j].extend_from_slice(data);
+                                if *j == 1 && ends.console_to_stderr {
+                                    let _ = ends.err.write_all(data);
+                                }
+                                Ok(())
+                            }
+                        };
+                        if let Err(e) = written {
+                            // Our reader went away (a closed pipe): stop the guest, as a
+                            // program writing there would stop.
+                            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                                return Err(format!("{}: {e}", sinks[i].0));
+                            }
+                        }
+                        if !drain {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(format!("{}: {e}", sinks[i].0)),
+                }
+            }
+        }
+        if let Some(status) = exited {
+            return Ok(status);
+        }
+        if let Some(status) = child.try_wait().map_err(|e| format!("{QEMU}: {e}"))? {
+            // One more pass reads what is left in the FIFOs.
+            exited = Some(status);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for QEMU (a shell script given the run directory): it holds the
+    /// acknowledgement FIFO open as QEMU does, writes what a guest would to the FIFOs in
+    /// `order`, then waits for the acknowledgement and exits 0 only when it got `ok`.
+    fn fake_guest(order: &str) -> (Outcome, Vec<u8>, Vec<u8>) {
+        let dir = RunDir::new().unwrap();
+        let script = dir.0.join("fake-qemu");
+        let body = format!(
+            "#!/bin/sh\nd=$1\nexec 3<> $d/status.in\n{order}\nread ack <&3\n[ \"$ack\" = ok ]\n"
+        );
+        fs::write(&script, body).unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let outcome = run(
+            OsStr::new("sh"),
+            &[script.into_os_string(), dir.0.clone().into_os_string()],
+            &dir.0,
+            false,
+            &mut out,
+            &mut err,
+        )
+        .unwrap();
+        (outcome, out, err)
+    }
+
+    const OUT: &str = "printf 'out bytes' > $d/stdout.out";
+    const ERR: &str = "printf 'err' > $d/stderr.out";
+    const CONSOLE: &str = "printf 'Linux booted\\n' > $d/console.out";
+    const STATUS: &str = "printf '7 9 3\\n' > $d/status.out";
+
+    #[test]
+    fn output_status_and_console_come_back_apart() {
+        let (o, out, err) = fake_guest(&[CONSOLE, OUT, ERR, STATUS].join("\n"));
+        assert_eq!(out, b"out bytes");
+        assert_eq!(err, b"err");
+        assert_eq!(o.console, b"Linux booted\n");
+        let status = guest::parse_status(&o.status).unwrap();
+        assert_eq!(status.code, 7);
+        assert_eq!(status.sent, Some((9, 3)));
+        assert!(o.qemu.success(), "the guest got its acknowledgement");
+    }
+
+    /// The status line can come before the output (another port): the output still
+    /// comes back whole and the guest still gets its acknowledgement.
+    #[test]
+    fn the_status_may_come_before_the_output() {
+        let (o, out, err) = fake_guest(&[STATUS, ERR, OUT].join("\n"));
+        assert_eq!(
+            (out.as_slice(), err.as_slice()),
+            (&b"out bytes"[..], &b"err"[..])
+        );
+        assert!(o.qemu.success());
+    }
+
+    #[test]
+    fn a_guest_that_dies_leaves_no_status() {
+        let dir = RunDir::new().unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let o = run(
+            OsStr::new("sh"),
+            &[
+                "-c".into(),
+                "printf 'Kernel panic\\n' > $0/console.out; exit 1".into(),
+                dir.0.clone().into_os_string(),
+            ],
+            &dir.0,
+            false,
+            &mut out,
+            &mut err,
+        )
+        .unwrap();
+        assert!(o.status.is_empty());
+        assert_eq!(o.console, b"Kernel panic\n");
+        assert!(!o.qemu.success());
+    }
+
+    fn text(args: &[OsString]) -> String {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn the_guest_counts_exactly_on_one_cpu_by_default() {
+        let args = command_line(
+            &Options::default(),
+            Path::new("/c/vmlinuz"),
+            Path::new("/r/initrd"),
+            Path::new("/r"),
+            Some(Path::new("/home/me/crate")),
+        );
+        let t = text(&args);
+        assert!(
+            t.starts_with("-M virt -cpu max,pauth-impdef=on -smp 1 -m 1024M"),
+            "{t}"
+        );
+        assert!(t.contains("-icount shift=0,align=off,sleep=off"), "{t}");
+        assert!(t.contains("-kernel /c/vmlinuz -initrd /r/initrd"), "{t}");
+        assert!(t.contains("-chardev socket,id=stdin,path=/r/stdin.sock -device virtserialport,chardev=stdin,name=pmu-qemu.stdin,nr=1"), "{t}");
+        assert!(t.contains("-chardev pipe,id=status,path=/r/status -device virtserialport,chardev=status,name=pmu-qemu.status,nr=4"), "{t}");
+        assert!(t.contains("-fsdev local,id=share,security_model=none,path=/home/me/crate -device virtio-9p-device,fsdev=share,mount_tag=pmu-qemu.cwd"), "{t}");
+    }
+
+    #[test]
+    fn commas_in_paths_are_doubled_and_no_share_means_no_fsdev() {
+        let options = Options {
+            cpu: "cortex-a72".into(),
+            ..Options::default()
+        };
+        let args = command_line(
+            &options,
+            Path::new("/c/vm,linuz"),
+            Path::new("/r/i"),
+            Path::new("/r"),
+            None,
+        );
+        let t = text(&args);
+        assert!(t.contains("-cpu cortex-a72 "), "{t}");
+        assert!(t.contains("-kernel /c/vm,linuz"), "{t}");
+        assert!(!t.contains("-fsdev"), "{t}");
+        assert_eq!(opt_path(Path::new("/a,b/c")), OsString::from("/a,,b/c"));
+    }
+}
