@@ -28,7 +28,7 @@
 //!   counted as kept.
 //! - **Honest fallback.** Where the machine has no hardware counters (a VM without
 //!   vPMU), the meter's software backend counts no hardware event: the measurement then
-//!   counts time-stamp-counter ticks ([`pmu_linux::timestamp`]) and says so in its unit
+//!   counts time-stamp-counter ticks ([`pmu_linux::machine`]) and says so in its unit
 //!   (`ticks`) and in [`PmuMeasurement::describe`]; it never reports ticks as
 //!   instructions.
 //! - Criterion fits a line through batches of growing size, so the fixed cost of the two
@@ -104,21 +104,27 @@ impl PmuMeasurement {
     /// A measurement over a meter built elsewhere, counting `handle`'s event (`name`).
     ///
     /// # Errors
-    /// [`Error::ForeignHandle`] for a handle of another meter.
+    /// [`pmu_linux::error::Untrusted::NotCounted`] where the meter counts neither the
+    /// event nor the time-stamp counter.
+    ///
+    /// # Panics
+    /// For a handle of another meter.
     pub fn from_meter(meter: Meter, handle: EventHandle, name: &str) -> Result<Self, Error> {
         let counted = meter
             .events()
             .find(|(h, _, _)| *h == handle)
-            .ok_or(Error::ForeignHandle)?
+            .expect("an event handle of another meter")
             .2;
         let (handle, counted, fallback) = if counted {
             (handle, name.to_owned(), None)
         } else {
-            let stand_in = pmu_linux::timestamp::NAME;
-            let tsc = meter.handle_of(stand_in).ok_or_else(|| Error::NotCounted {
-                event: name.to_owned(),
-                backend: meter.backend().to_string(),
-                why: meter.why().to_owned(),
+            let stand_in = pmu_linux::machine::NAME;
+            let tsc = meter.handle_of(stand_in).ok_or_else(|| {
+                Error::Untrusted(pmu_linux::error::Untrusted::NotCounted {
+                    event: name.to_owned(),
+                    backend: meter.backend().to_string(),
+                    why: meter.why().to_owned(),
+                })
             })?;
             (
                 tsc,

@@ -17,7 +17,7 @@ use core::arch::asm;
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
 #[inline]
-pub fn thread_pointer() -> *mut u8 {
+pub(crate) fn thread_pointer() -> *mut u8 {
     let tp: *mut u8;
     // SAFETY: reads the thread's own TCB pointer (glibc keeps `fs:0` = the fs base) or
     // TPIDR_EL0, both readable at EL0 / CPL 3; nothing is written.

@@ -4,20 +4,20 @@
 //!
 //! - [`probe`] tries one register access in a forked child first (the child inherits
 //!   the CPU pinning): if user access is off, the instruction traps and the child dies
-//!   of SIGILL, which becomes [`Error::UserAccessNotEnabled`] ("user access to the PMU is
+//!   of SIGILL, which becomes [`crate::error::AccessError::NotEnabled`] ("user access to the PMU is
 //!   not enabled: load kmod-enable-user"), never a crash of the caller;
 //! - the constructors (`take_armv8`, `take_arm1176`) pin the thread to one CPU (the
 //!   registers and the enable bit are per CPU), probe, and hand back the
 //!   architecture crate's driver (`El0Pmu`, `Arm1176Pmu<Cp15>`);
 //! - [`allocate`] turns event names into counters of a `pmu_core::CounterPool`
 //!   ([`OwnedCounters`]: the same, owning the PMU);
-//! - [`DirectMeter`] ([`GenericDirectMeter`] over owned counters) measures regions on
+//! - [`DirectMeter`] (over borrowed or owned counters) measures regions on
 //!   them: overflow from the overflow flags, context switches from `getrusage` switch
 //!   counts taken outside the region, migration from `sched_getcpu` before and after,
 //!   and (ARMv8) revocation of user access from PMUSERENR_EL0, which EL0 may always
 //!   read, checked before every counter access so a revoked grant is an error instead
-//!   of SIGILL (the ARM1176, AArch32, and ARMv8 with `Options::thorough_evidence`);
-//! - [`lean`]'s `LeanRegion` (ARMv8) measures regions without system calls: the CPU from
+//!   of SIGILL (the ARM1176, AArch32, and ARMv8 with `Options::getrusage_edges`);
+//! - [`region`]'s `DirectRegion` (ARMv8) measures regions without system calls: the CPU from
 //!   the thread's rseq area, every kernel entry (switches included) from the kernel-entry
 //!   sentinel, overflow from PMOVSSET_EL0.
 //!
@@ -25,12 +25,15 @@
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
 
 use crate::error::{Error, Op, Result};
+use crate::meter::choose::Opened;
+use crate::meter::MeterBuilder;
 use crate::sys::{self, ChildEnd};
 
 mod alloc;
-pub mod kernel_sentinel;
-pub mod lean;
+pub mod grant;
 mod meter;
+pub mod region;
+pub mod watch;
 
 #[cfg(target_arch = "arm")]
 pub mod arm1176;
@@ -42,30 +45,135 @@ mod tests;
 #[cfg(target_arch = "aarch64")]
 pub use alloc::allocate_granted;
 pub use alloc::{allocate, OwnedCounters, MODULE_LAYOUT};
-pub use lean::SENTINEL_FILTER;
+pub use meter::{CounterSet, DirectMeter};
+pub use region::SENTINEL_FILTER;
 #[cfg(target_arch = "aarch64")]
-pub use lean::{
-    lean_granted, lean_programmed, Flags, LeanRegion, NoFlags, NoSentinel, OverflowFlags,
+pub use region::{
+    granted_region, programmed_region, DirectRegion, Flags, NoFlags, NoSentinel, OverflowFlags,
     SentinelRead, Watching,
 };
-pub use meter::{CounterSet, DirectMeter, GenericDirectMeter};
 
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]
 pub mod aarch32;
+
+/// Whether the direct backend has a read-only grant here (ARMv8: PMUSERENR_EL0.ER or
+/// ER|CR without EN), which the meter's ladder tries where perf cannot read.
+pub(crate) const READ_ONLY_GRANT: bool = cfg!(target_arch = "aarch64");
+
+/// The meter's direct-backend settings.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Settings {
+    /// The ARM1176's cycle counter divider (`MeterBuilder::cycle_divider`).
+    #[cfg(target_arch = "arm")]
+    pub(crate) divider: pmu_armv6::CycleDivider,
+}
+
+/// The direct backend for `builder`'s events: programming the PMU where allowed and
+/// asked for, else the module's read-only grant (ARMv8); ARMv7 or the ARM1176 on
+/// 32-bit ARM.
+///
+/// # Errors
+/// The architecture's open errors; [`crate::error::Unsupported::Direct`] on x86.
+pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
+    // Nothing to set outside the ARM1176.
+    #[cfg(not(target_arch = "arm"))]
+    let Settings {} = builder.direct;
+    #[cfg(target_arch = "aarch64")]
+    {
+        armv8::open(builder)
+    }
+    #[cfg(target_arch = "arm")]
+    {
+        #[cfg(target_feature = "v7")]
+        if aarch32::is_armv7_cpu() {
+            return aarch32::open(builder);
+        }
+        arm1176::open(builder)
+    }
+    #[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
+    {
+        let _ = builder;
+        probe()?;
+        Err(Error::Unsupported(crate::error::Unsupported::Direct {
+            reason: crate::error::DirectUnsupported::Architecture,
+        }))
+    }
+}
+
+/// The module's read-only grant ([`READ_ONLY_GRANT`]).
+///
+/// # Errors
+/// As [`open`].
+pub(crate) fn open_read_only_grant(builder: &MeterBuilder) -> Result<Opened> {
+    #[cfg(target_arch = "aarch64")]
+    {
+        armv8::open_granted(builder)
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        let _ = builder;
+        probe()?;
+        Err(Error::Unsupported(crate::error::Unsupported::Direct {
+            reason: crate::error::DirectUnsupported::Architecture,
+        }))
+    }
+}
+
+/// A direct backend's region over the user's `events`, under `grant`, pinned.
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+fn opened(
+    meter: Box<dyn crate::backend::Backend>,
+    events: usize,
+    grant: crate::meter::Grant,
+    account: String,
+    pin: crate::sched::PinGuard,
+) -> Opened {
+    Opened {
+        names: meter.names(),
+        inner: crate::meter::Inner::Other(meter),
+        slots: (0..events).map(Some).collect(),
+        kind: crate::meter::BackendKind::Direct,
+        reads: crate::meter::Reads::OneInstruction,
+        grant: Some(grant),
+        account,
+        pin: Some(pin),
+    }
+}
+
+/// The CPU the direct backend uses: the one given, else the one the thread is on
+/// (the ARM1176's is CPU 0: the Raspberry Pi 1 and Zero have one core).
+#[cfg(any(
+    target_arch = "aarch64",
+    all(target_arch = "arm", target_feature = "v7")
+))]
+fn cpu_of(builder: &MeterBuilder) -> usize {
+    builder
+        .cpu
+        .or_else(|| crate::sched::current_cpu().map(|c| c as usize))
+        .unwrap_or(0)
+}
+
+/// The direct events, checked before anything is taken.
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+fn events_of(builder: &MeterBuilder) -> Result<Vec<pmu_core::Event>> {
+    builder
+        .events
+        .iter()
+        .map(crate::meter::Event::direct)
+        .collect()
+}
 
 /// Runs `access` (one register access that traps without user access) in a forked
 /// child and classifies the outcome.
 ///
 /// # Errors
-/// [`Error::UserAccessNotEnabled`] when the child died of SIGILL and the module is not
-/// loaded, [`Error::ModuleGrantMissing`] when it is;
-/// [`Error::ProbeFailed`] for any other abnormal end; [`Error::Syscall`] when the
+/// [`crate::error::AccessError::NotEnabled`] when the child died of SIGILL and the module is not
+/// loaded, [`crate::error::AccessError::GrantMissing`] when it is;
+/// [`crate::error::AccessError::ProbeFailed`] for any other abnormal end; [`Error::Io`] when the
 /// child could not be started.
 pub fn probe_with(access: fn()) -> Result<()> {
-    let end = sys::run_in_child(access).map_err(|errno| Error::Syscall {
-        op: Op::Probe,
-        errno,
-    })?;
+    let end = sys::run_in_child(access)
+        .map_err(|errno| crate::error::Error::syscall(Op::Probe, errno))?;
     classify(end)
 }
 
@@ -73,9 +181,13 @@ fn classify(end: ChildEnd) -> Result<()> {
     match end {
         ChildEnd::Exited(0) => Ok(()),
         // Not loaded, or loaded and its grant gone: the module's sysfs state tells.
-        ChildEnd::Signaled(libc::SIGILL) => Err(Error::trapped()),
-        ChildEnd::Signaled(signal) => Err(Error::ProbeFailed { status: signal }),
-        ChildEnd::Exited(code) => Err(Error::ProbeFailed { status: code << 8 }),
+        ChildEnd::Signaled(libc::SIGILL) => Err(grant::trapped()),
+        ChildEnd::Signaled(signal) => Err(Error::Access(crate::error::AccessError::ProbeFailed {
+            status: signal,
+        })),
+        ChildEnd::Exited(code) => Err(Error::Access(crate::error::AccessError::ProbeFailed {
+            status: code << 8,
+        })),
     }
 }
 
@@ -83,8 +195,8 @@ fn classify(end: ChildEnd) -> Result<()> {
 /// the grant is per CPU).
 ///
 /// # Errors
-/// [`Error::UserAccessNotEnabled`]; [`Error::DirectUnsupported`] where there is no
-/// direct backend; [`Error::ProbeFailed`].
+/// [`crate::error::AccessError::NotEnabled`]; [`crate::error::Unsupported::Direct`] where there is no
+/// direct backend; [`crate::error::AccessError::ProbeFailed`].
 pub fn probe() -> Result<()> {
     #[cfg(target_arch = "aarch64")]
     {
@@ -96,15 +208,15 @@ pub fn probe() -> Result<()> {
     }
     #[cfg(target_arch = "x86_64")]
     {
-        Err(Error::DirectUnsupported {
+        Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: crate::error::DirectUnsupported::X86NeedsRing0,
-        })
+        }))
     }
     #[cfg(not(any(target_arch = "aarch64", target_arch = "arm", target_arch = "x86_64")))]
     {
-        Err(Error::DirectUnsupported {
+        Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: crate::error::DirectUnsupported::Architecture,
-        })
+        }))
     }
 }
 

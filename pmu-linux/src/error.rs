@@ -1,9 +1,18 @@
-//! The error type of `pmu-linux`: one variant per cause, each saying what to do.
+//! The error type of `pmu-linux`, grouped by what the caller can do about it:
 //!
-//! Name errors (unknown event, malformed raw code, unknown PMU or format term, a value
-//! too wide for its field) are told apart from open errors, which carry the kernel's
-//! answer decoded into an [`OpenError`] (permissions with the current
-//! `perf_event_paranoid`, "not supported by this CPU / VM", bad attributes, …).
+//! - [`Error::Event`]: a name, term or sysfs format that cannot be used: fix the event;
+//! - [`Error::Open`]: `perf_event_open` refused an event, with the kernel's answer
+//!   decoded into an [`OpenError`] (permissions with the current `perf_event_paranoid`,
+//!   "not supported by this CPU / VM", bad attributes, …);
+//! - [`Error::Io`]: a system call or a sysfs read failed, with the [`io::Error`];
+//! - [`Error::Group`]: the events as a group (none, too many, do not fit, lost);
+//! - [`Error::Access`]: user access to the PMU (kmod-enable-user's grant);
+//! - [`Error::Unsupported`]: not on this architecture, CPU or machine;
+//! - [`Error::Untrusted`]: a count that cannot be trusted, never a silent number;
+//! - [`Error::Pmu`]: the PMU model and drivers underneath, as their own errors.
+//!
+//! Every leaf says what to do; [`std::error::Error::source`] gives the underlying
+//! error where there is one.
 
 use std::fmt;
 use std::io;
@@ -242,8 +251,8 @@ pub enum TermProblem {
     NeedsValue,
 }
 
-/// Which operation on an event failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Op {
     /// `ioctl(PERF_EVENT_IOC_ENABLE)`.
@@ -269,11 +278,17 @@ pub enum Op {
     /// Registering (or finding) the thread's rseq area (a direct region that reads its
     /// CPU there).
     Rseq,
+    /// Reading a sysfs file or directory.
+    ReadSysfs {
+        /// The file or directory.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Self::ReadSysfs { path } => return write!(f, "reading {}", path.display()),
             Self::Enable => "enabling the group",
             Self::Disable => "disabling the group",
             Self::Reset => "resetting the group",
@@ -289,12 +304,45 @@ impl fmt::Display for Op {
     }
 }
 
-/// Every error of this crate.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Every error of this crate, by what the caller can do about it (see the
+/// [module docs](self)).
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
+    /// An event name, term or sysfs format that cannot be used.
+    Event(EventError),
+    /// `perf_event_open` refused an event.
+    Open {
+        /// The event as named by the user.
+        event: String,
+        /// The decoded reason.
+        cause: OpenError,
+    },
+    /// A system call or a sysfs read failed.
+    Io {
+        /// What was being done.
+        op: Op,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The events as a group: none, too many, not fitting, lost.
+    Group(GroupError),
+    /// User access to the PMU (kmod-enable-user's grant) is missing or gone.
+    Access(AccessError),
+    /// Not available on this architecture, CPU or machine.
+    Unsupported(Unsupported),
+    /// A count that cannot be trusted, or that the backend does not make.
+    Untrusted(Untrusted),
+    /// An error of the PMU model or a driver underneath.
+    Pmu(PmuError),
+}
+
+/// An event that cannot be used as given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventError {
     /// Not a perf name, not `r<hex>`, not a `<pmu>/…/` event, not a sysfs alias.
-    UnknownEvent {
+    Unknown {
         /// The name.
         name: String,
     },
@@ -307,7 +355,7 @@ pub enum Error {
     },
     /// A name the direct backend cannot count: it programs hardware events only
     /// (generic names and `r<hex>`).
-    NotDirectEvent {
+    NotDirect {
         /// The name.
         name: String,
         /// What kind of event it is.
@@ -356,26 +404,30 @@ pub enum Error {
         /// Its content.
         content: String,
     },
-    /// A sysfs file could not be read.
-    Sysfs {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        kind: io::ErrorKind,
+}
+
+/// The events as one group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GroupError {
+    /// No event given.
+    NoEvents,
+    /// More events than one group of this library holds.
+    TooMany {
+        /// Events given.
+        given: usize,
+        /// The limit, [`crate::MAX_EVENTS`].
+        max: usize,
     },
-    /// `perf_event_open` refused an event.
-    Open {
-        /// The event as named by the user.
-        event: String,
-        /// The decoded reason.
-        cause: OpenError,
-    },
-    /// A system call on an open group failed.
-    Syscall {
-        /// What was being done.
-        op: Op,
-        /// The errno.
-        errno: Errno,
+    /// A trial enable showed that the events do not fit on the hardware counters
+    /// together (the pinned group went into its error state): more events than the
+    /// PMU has counters, or other perf users hold some of them.
+    DoesNotFit {
+        /// Events given.
+        events: usize,
+        /// How many of the first events fit together (a trial per prefix); 0 when not
+        /// even the first one does.
+        fit: usize,
     },
     /// The group `read()` returned fewer bytes than the group needs; 0 bytes means the
     /// pinned group lost its counters (perf_event_open(2): a pinned group that cannot
@@ -386,70 +438,81 @@ pub enum Error {
         /// Bytes read.
         got: usize,
     },
-    /// A trial enable showed that the events do not fit on the hardware counters
-    /// together (the pinned group went into its error state): more events than the
-    /// PMU has counters, or other perf users hold some of them.
-    GroupDoesNotFit {
-        /// Events given.
-        events: usize,
-        /// How many of the first events fit together (a trial per prefix); 0 when not
-        /// even the first one does.
-        fit: usize,
-    },
     /// The group `read()` returned events in an unexpected order or number.
-    GroupMismatch,
-    /// No event given.
-    NoEvents,
-    /// More events than one group of this library holds.
-    TooManyEvents {
-        /// Events given.
-        given: usize,
-        /// The limit, [`crate::MAX_EVENTS`].
-        max: usize,
-    },
+    Mismatch,
+}
+
+/// User access to the PMU, which the direct backend needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AccessError {
     /// The direct backend's probe trapped (SIGILL): the counters are not accessible
     /// from user mode on this CPU.
-    UserAccessNotEnabled,
+    NotEnabled,
     /// The direct backend's probe trapped although kmod-enable-user is loaded
     /// (`/sys/module/kmod_enable_user` exists): the grant is gone on this CPU, or the
     /// module was loaded without the access the direct backend needs.
-    ModuleGrantMissing {
+    GrantMissing {
         /// What the module's state in sysfs says.
         cause: GrantMissing,
     },
     /// User access was revoked while counters were in use (the kernel cleared
     /// PMUSERENR_EL0: a perf user started on this CPU, or the CPU was hot-plugged).
-    UserAccessRevoked,
+    Revoked,
     /// The probe child ended some other way than success or SIGILL.
     ProbeFailed {
         /// The `waitpid` status.
         status: i32,
     },
-    /// The direct backend does not exist on this architecture.
-    DirectUnsupported {
+    /// kmod-enable-user's `layout` parameter could not be read or understood (the
+    /// read-only grant: the module's counters are the only ones EL0 may read).
+    ModuleLayout {
+        /// What went wrong, with the file.
+        reason: String,
+    },
+    /// An event the module does not count under its read-only grant.
+    NotInModuleLayout {
+        /// The event as given.
+        event: String,
+        /// The module's layout (`5=0x8 31=0x11`).
+        layout: String,
+    },
+    /// The 32-bit ARM direct backends program the PMU (SUNAVCR.V and PMUSERENR.EN have
+    /// no read-only form): they need [`crate::MeterBuilder::program_the_pmu`].
+    NeedsProgramming,
+}
+
+/// Not available here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unsupported {
+    /// The direct backend does not exist on this architecture or CPU.
+    Direct {
         /// Why, and what to use instead.
         reason: DirectUnsupported,
     },
     /// The perf backend is not built for this architecture.
-    PerfUnsupported,
+    Perf,
     /// No time-stamp counter reader for this architecture (x86_64 and aarch64 have
     /// one).
-    NoTimestampCounter,
-    /// A [`crate::Meter`]'s backend was asked to stop counting: it counts from the
-    /// meter's build to its drop.
-    MeterAlwaysCounts,
-    /// An [`crate::EventHandle`] of another meter.
-    ForeignHandle,
-    /// The meter's backend does not count this event (the software fallback counts no
-    /// hardware event).
-    NotCounted {
-        /// The event.
-        event: String,
-        /// The backend the meter uses.
-        backend: String,
-        /// Why the meter uses that backend.
-        why: String,
+    TimestampCounter,
+    /// The CPU asked for does not exist or is not allowed for this thread.
+    Cpu {
+        /// The CPU.
+        cpu: usize,
     },
+    /// A one-instruction read is not possible for this event (benchmarks).
+    FastRead {
+        /// Why the value has to come from `read()`.
+        reason: crate::region::FallbackReason,
+    },
+}
+
+/// A count that cannot be trusted, or that the meter does not make: never a silent
+/// number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Untrusted {
     /// A count asked for as trustworthy has hazards.
     Hazardous {
         /// The event.
@@ -468,86 +531,54 @@ pub enum Error {
         /// Their hazards, combined.
         hazards: pmu_core::Hazards,
     },
-    /// The ARM1176's direct backend programs the PMU (SUNAVCR.V has no read-only form):
-    /// it needs [`crate::MeterBuilder::program_the_pmu`].
-    DirectNeedsProgramming,
-    /// [`crate::direct::DirectMeter::scaled`] for a counter the meter lacks, or by 0.
-    ScaleOutOfRange {
-        /// The counter index given.
-        index: usize,
-        /// Counters of the meter.
-        counters: usize,
-        /// The factor given.
-        events_per_tick: u64,
+    /// The meter's backend does not count this event (the software fallback counts no
+    /// hardware event).
+    NotCounted {
+        /// The event.
+        event: String,
+        /// The backend the meter uses.
+        backend: String,
+        /// Why the meter uses that backend.
+        why: String,
     },
-    /// The CPU asked for does not exist or is not allowed for this thread.
-    NoSuchCpu {
-        /// The CPU.
-        cpu: usize,
-    },
-    /// A one-instruction read is not possible for this event (benchmarks).
-    NoFastRead {
-        /// Why the value has to come from `read()`.
-        reason: crate::region::FallbackReason,
-    },
-    /// An error of the PMU model (widths, counter allocation, harness).
+}
+
+/// An error of the layers underneath, kept whole ([`std::error::Error::source`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PmuError {
+    /// The PMU model (widths, counter allocation, harness).
     Core(pmu_core::Error),
     /// The ARMv8 driver could not take over the PMU.
     Armv8Probe(pmu_armv8::ProbeError),
     /// An ARMv8 counter handle was refused when made: the grant does not cover the
     /// counter (the error names what it covers).
     CounterHandle(pmu_armv8::handle::HandleError),
-    /// A direct region was given a sentinel description that contradicts its sentinel
-    /// (counting without a counter, or off with one): a bug of the caller.
-    SentinelMismatch {
-        /// What the description said.
-        said: String,
-    },
-    /// kmod-enable-user's `layout` parameter could not be read or understood (the
-    /// read-only grant: the module's counters are the only ones EL0 may read).
-    ModuleLayout {
-        /// What went wrong, with the file.
-        reason: String,
-    },
-    /// An event the module does not count under its read-only grant.
-    NotInModuleLayout {
-        /// The event as given.
-        event: String,
-        /// The module's layout (`5=0x8 31=0x11`).
-        layout: String,
-    },
-    /// Counting over every core PMU of a heterogeneous machine ([`crate::hybrid`]) is
+    /// Counting over every core PMU of a heterogeneous machine (`perf::HybridSession`) is
     /// not possible as asked.
     Hybrid(crate::hybrid::HybridProblem),
 }
 
-/// Why user mode traps on this CPU although kmod-enable-user is loaded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GrantMissing {
-    /// arm64, loaded with programming access: perf's use of the PMU revoked the grant
-    /// on this CPU. Linux 6.12 drivers/perf/arm_pmuv3.c `armv8pmu_start()` writes
-    /// PMUSERENR_EL0 = 0 whenever perf starts the PMU for a task that has no
-    /// user-readable events, and nothing sets it again.
-    RevokedByPerf {
-        /// The module has the root-only `regrant` parameter
-        /// (`/sys/module/kmod_enable_user/parameters/regrant`).
-        regrant: bool,
-    },
-    /// The module's parameters grant less than programming the counters from user
-    /// mode (PMUSERENR_EL0.EN), which the direct backend needs.
-    NoProgrammingAccess {
-        /// The parameter as sysfs shows it (`user_access=0x4`, `el0_programming=N`).
-        parameter: String,
-    },
-    /// Loaded, and still User mode traps on this CPU (32-bit ARM: SUNAVCR.V is 0).
-    Trapped,
-}
-
-/// Where the module publishes itself once loaded.
-pub const MODULE_SYSFS: &str = "/sys/module/kmod_enable_user";
+pub use crate::direct::grant::{GrantMissing, MODULE_SYSFS};
+pub use crate::hybrid::HybridProblem;
 
 impl Error {
+    /// A failed system call: `op`, with the thread's `errno`.
+    pub(crate) fn syscall(op: Op, errno: Errno) -> Self {
+        Self::Io {
+            op,
+            source: io::Error::from_raw_os_error(errno.0),
+        }
+    }
+
+    /// A sysfs file or directory that could not be read.
+    pub(crate) fn sysfs(path: PathBuf, source: io::Error) -> Self {
+        Self::Io {
+            op: Op::ReadSysfs { path },
+            source,
+        }
+    }
+
     /// Whether this is perf refusing a hardware event because the machine registers no
     /// CPU PMU at all (a VM without vPMU): then software events are all there is.
     pub fn means_no_hardware_counters(&self) -> bool {
@@ -564,102 +595,49 @@ impl Error {
         )
     }
 
-    /// The error of a probe that trapped, from the module's state under `module`
-    /// ([`MODULE_SYSFS`]): [`Error::UserAccessNotEnabled`] when it is not loaded,
-    /// [`Error::ModuleGrantMissing`] with what its parameters say when it is.
-    pub fn trapped_with_module_at(module: &std::path::Path) -> Self {
-        if !module.is_dir() {
-            return Self::UserAccessNotEnabled;
-        }
-        let parameter = |name: &str| {
-            std::fs::read_to_string(module.join("parameters").join(name))
-                .ok()
-                .map(|s| s.trim().to_owned())
-        };
-        // The module's write opt-in (`el0_programming`); a module older than it had EN
-        // as bit 0 of `user_access`.
-        let opt_in = parameter("el0_programming");
-        if let Some(value) = opt_in.as_ref().filter(|v| *v == "N" || *v == "0") {
-            return Self::ModuleGrantMissing {
-                cause: GrantMissing::NoProgrammingAccess {
-                    parameter: format!("el0_programming={value}"),
-                },
-            };
-        }
-        if let Some(value) = parameter("user_access").filter(|_| opt_in.is_none()) {
-            let bits = value.strip_prefix("0x").map_or_else(
-                || value.parse::<u64>().ok(),
-                |h| u64::from_str_radix(h, 16).ok(),
-            );
-            if bits.is_some_and(|b| b & 1 == 0) {
-                return Self::ModuleGrantMissing {
-                    cause: GrantMissing::NoProgrammingAccess {
-                        parameter: format!("user_access={value}"),
-                    },
-                };
-            }
-        }
-        let cause = if cfg!(target_arch = "aarch64") {
-            GrantMissing::RevokedByPerf {
-                regrant: module.join("parameters/regrant").exists(),
-            }
-        } else {
-            GrantMissing::Trapped
-        };
-        Self::ModuleGrantMissing { cause }
-    }
-
-    /// [`Error::trapped_with_module_at`] for this system's [`MODULE_SYSFS`].
-    pub fn trapped() -> Self {
-        Self::trapped_with_module_at(std::path::Path::new(MODULE_SYSFS))
-    }
-}
-
-impl fmt::Display for GrantMissing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    /// The `errno` of a failed system call ([`Error::Io`]), `None` for the others.
+    pub fn errno(&self) -> Option<Errno> {
         match self {
-            Self::RevokedByPerf { regrant } => {
-                f.write_str(
-                    "perf's use of the PMU revoked the module's grant on this CPU (Linux's \
-                     armv8pmu_start(), drivers/perf/arm_pmuv3.c, writes PMUSERENR_EL0 = 0 when \
-                     perf starts the PMU for a task without user-readable events); ",
-                )?;
-                if *regrant {
-                    f.write_str(
-                        "grant it again with `echo 1 > /sys/module/kmod_enable_user/parameters/regrant` \
-                         (as root: every online CPU)",
-                    )?;
-                } else {
-                    f.write_str(
-                        "grant it again by reloading the module (`rmmod kmod_enable_user`, then \
-                         insmod; this version has no \
-                         /sys/module/kmod_enable_user/parameters/regrant, which newer ones re-grant \
-                         with `echo 1 >` as root)",
-                    )?;
-                }
-                f.write_str(if *regrant {
-                    ", or reload the module, or use the perf backend"
-                } else {
-                    ", or use the perf backend"
-                })
-            }
-            Self::NoProgrammingAccess { parameter } => write!(
-                f,
-                "it was loaded with {parameter}, which does not let user mode program the \
-                 counters ({en}), and the direct backend programs them: reload it with \
-                 programming access, or use the perf backend",
-                en = if cfg!(target_arch = "arm") {
-                    "PMUSERENR.EN"
-                } else {
-                    "PMUSERENR_EL0.EN"
-                }
-            ),
-            Self::Trapped => f.write_str(
-                "user mode still traps on this CPU: reload the module, and check its kernel log",
-            ),
+            Self::Io { source, .. } => source.raw_os_error().map(Errno),
+            _ => None,
         }
     }
 }
+
+macro_rules! from_kind {
+    ($($leaf:ty => $kind:ident),* $(,)?) => {$(
+        impl From<$leaf> for Error {
+            fn from(e: $leaf) -> Self {
+                Self::$kind(e)
+            }
+        }
+    )*};
+}
+
+from_kind!(
+    EventError => Event,
+    GroupError => Group,
+    AccessError => Access,
+    Unsupported => Unsupported,
+    Untrusted => Untrusted,
+    PmuError => Pmu,
+);
+
+macro_rules! from_pmu {
+    ($($source:ty => $leaf:ident),* $(,)?) => {$(
+        impl From<$source> for Error {
+            fn from(e: $source) -> Self {
+                Self::Pmu(PmuError::$leaf(e))
+            }
+        }
+    )*};
+}
+
+from_pmu!(
+    pmu_core::Error => Core,
+    pmu_armv8::ProbeError => Armv8Probe,
+    pmu_armv8::handle::HandleError => CounterHandle,
+);
 
 /// Why there is no direct backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -702,16 +680,45 @@ impl fmt::Display for DirectUnsupported {
     }
 }
 
-impl From<pmu_core::Error> for Error {
-    fn from(e: pmu_core::Error) -> Self {
-        Self::Core(e)
-    }
-}
-
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::UnknownEvent { name } => write!(
+            Self::Event(e) => e.fmt(f),
+            Self::Open { event, cause } => write!(f, "cannot open `{event}`: {cause}"),
+            Self::Io {
+                op: Op::ReadSysfs { path },
+                source,
+            } => write!(f, "cannot read {}: {}", path.display(), source.kind()),
+            Self::Io { op, source } => match source.raw_os_error() {
+                Some(errno) => write!(f, "{op} failed: {}", Errno(errno)),
+                None => write!(f, "{op} failed: {source}"),
+            },
+            Self::Group(e) => e.fmt(f),
+            Self::Access(e) => e.fmt(f),
+            Self::Unsupported(e) => e.fmt(f),
+            Self::Untrusted(e) => e.fmt(f),
+            Self::Pmu(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::Pmu(PmuError::Core(e)) => Some(e),
+            Self::Pmu(PmuError::Armv8Probe(e)) => Some(e),
+            Self::Pmu(PmuError::CounterHandle(e)) => Some(e),
+            Self::Pmu(PmuError::Hybrid(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for EventError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unknown { name } => write!(
                 f,
                 "unknown event `{name}`: use a perf name (cycles, instructions, task-clock, …), \
                  r<hex>, or <pmu>/event=…,umask=…/"
@@ -726,7 +733,7 @@ impl fmt::Display for Error {
                     "malformed raw event `{name}`: {digits} hex digits, at most 16 fit 64 bits"
                 ),
             },
-            Self::NotDirectEvent { name, kind } => write!(
+            Self::NotDirect { name, kind } => write!(
                 f,
                 "`{name}` is a {kind} event: the direct backend programs the PMU itself and counts \
                  only generic hardware events and r<hex> codes; use the perf backend for it"
@@ -776,18 +783,18 @@ impl fmt::Display for Error {
                 path.display(),
                 content.trim()
             ),
-            Self::Sysfs { path, kind } => write!(f, "cannot read {}: {kind}", path.display()),
-            Self::Open { event, cause } => write!(f, "cannot open `{event}`: {cause}"),
-            Self::Syscall { op, errno } => write!(f, "{op} failed: {errno}"),
-            Self::ShortRead { expected: _, got: 0 } => f.write_str(
-                "the pinned group could not be put on the hardware counters (read returned 0 \
-                 bytes): measure fewer events, or stop other perf users",
-            ),
-            Self::ShortRead { expected, got } => write!(
-                f,
-                "the group read returned {got} bytes, {expected} expected"
-            ),
-            Self::GroupDoesNotFit { events, fit } => write!(
+        }
+    }
+}
+
+impl fmt::Display for GroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoEvents => f.write_str("no events given"),
+            Self::TooMany { given, max } => {
+                write!(f, "{given} events given, a group holds at most {max}")
+            }
+            Self::DoesNotFit { events, fit } => write!(
                 f,
                 "the {events} events do not fit on the hardware counters together: a trial \
                  enable could not put them on the counters at once (the first {fit} fit); \
@@ -796,23 +803,34 @@ impl fmt::Display for Error {
                  `Options::grouped(false)` and `Options::pinned(false)`; scaled estimates, \
                  flagged)"
             ),
-            Self::GroupMismatch => f.write_str(
-                "the group read returned other events than were opened",
+            Self::ShortRead {
+                expected: _,
+                got: 0,
+            } => f.write_str(
+                "the pinned group could not be put on the hardware counters (read returned 0 \
+                 bytes): measure fewer events, or stop other perf users",
             ),
-            Self::NoEvents => f.write_str("no events given"),
-            Self::TooManyEvents { given, max } => write!(
+            Self::ShortRead { expected, got } => write!(
                 f,
-                "{given} events given, a group holds at most {max}"
+                "the group read returned {got} bytes, {expected} expected"
             ),
-            Self::UserAccessNotEnabled => {
+            Self::Mismatch => f.write_str("the group read returned other events than were opened"),
+        }
+    }
+}
+
+impl fmt::Display for AccessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotEnabled => {
                 f.write_str("user access to the PMU is not enabled: load kmod-enable-user")
             }
-            Self::ModuleGrantMissing { cause } => write!(
+            Self::GrantMissing { cause } => write!(
                 f,
                 "user access to the PMU is not enabled on this CPU although kmod-enable-user is \
                  loaded ({MODULE_SYSFS}): {cause}"
             ),
-            Self::UserAccessRevoked => f.write_str(
+            Self::Revoked => f.write_str(
                 "user access to the PMU was revoked while measuring (perf started the PMU on \
                  this CPU, or a CPU hotplug reset it): grant it again with \
                  `echo 1 > /sys/module/kmod_enable_user/parameters/regrant` (as root), or reload \
@@ -822,30 +840,47 @@ impl fmt::Display for Error {
                 f,
                 "the user-access probe child ended unexpectedly (wait status {status:#x})"
             ),
-            Self::DirectUnsupported { reason } => write!(f, "no direct backend: {reason}"),
-            Self::PerfUnsupported => f.write_str(
+            Self::ModuleLayout { reason } => {
+                write!(f, "kmod-enable-user's counter layout: {reason}")
+            }
+            Self::NotInModuleLayout { event, layout } => write!(
+                f,
+                "{event}: kmod-enable-user's read-only grant counts only its own events \
+                 (parameters/layout: {layout}); load it with events=<numbers> for others, or \
+                 el0_programming=1 to let user space program the PMU"
+            ),
+            Self::NeedsProgramming => f.write_str(
+                "the 32-bit ARM direct backend programs the PMU itself: build the meter with \
+                 program_the_pmu() (which promises exclusive use of the PMU)",
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Direct { reason } => write!(f, "no direct backend: {reason}"),
+            Self::Perf => f.write_str(
                 "the perf backend needs the perf-event-open-sys bindings, which exist for \
                  64-bit architectures only: use the direct backend",
             ),
-            Self::NoTimestampCounter => f.write_str(
+            Self::TimestampCounter => f.write_str(
                 "this library reads a time-stamp counter on x86_64 (RDTSC) and aarch64 \
                  (CNTVCT_EL0) only",
             ),
-            Self::MeterAlwaysCounts => f.write_str(
-                "a meter counts from its build to its drop: drop it to stop counting",
-            ),
-            Self::ForeignHandle => f.write_str(
-                "this event handle belongs to another meter: use the handles of the builder \
-                 this meter was built from",
-            ),
-            Self::NotCounted {
-                event,
-                backend,
-                why,
-            } => write!(
+            Self::Cpu { cpu } => write!(
                 f,
-                "`{event}` is not counted: the meter uses the {backend} backend: {why}"
+                "CPU {cpu} does not exist or is not in this thread's allowed set"
             ),
+            Self::FastRead { reason } => write!(f, "no one-instruction read: {reason}"),
+        }
+    }
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Self::Hazardous {
                 event,
                 value,
@@ -863,47 +898,28 @@ impl fmt::Display for Error {
                 "`{event}`: none of the {runs} runs was free of hazards ({hazards}); \
                  measure again, pinned to a quiet CPU"
             ),
-            Self::DirectNeedsProgramming => f.write_str(
-                "the ARM1176's direct backend programs the PMU itself: build the meter with \
-                 program_the_pmu() (which promises exclusive use of the PMU)",
-            ),
-            Self::ScaleOutOfRange {
-                index,
-                counters,
-                events_per_tick,
+            Self::NotCounted {
+                event,
+                backend,
+                why,
             } => write!(
                 f,
-                "cannot scale counter {index} by {events_per_tick}: the meter has {counters} \
-                 counters, and a counter ticks at least once per event"
-            ),
-            Self::NoSuchCpu { cpu } => write!(
-                f,
-                "CPU {cpu} does not exist or is not in this thread's allowed set"
-            ),
-            Self::NoFastRead { reason } => write!(f, "no one-instruction read: {reason}"),
-            Self::Core(e) => e.fmt(f),
-            Self::Hybrid(problem) => problem.fmt(f),
-            Self::Armv8Probe(e) => e.fmt(f),
-            Self::CounterHandle(e) => e.fmt(f),
-            Self::SentinelMismatch { said } => write!(
-                f,
-                "the region's sentinel description contradicts its sentinel counter: {said}"
-            ),
-            Self::ModuleLayout { reason } => write!(
-                f,
-                "kmod-enable-user's counter layout: {reason}"
-            ),
-            Self::NotInModuleLayout { event, layout } => write!(
-                f,
-                "{event}: kmod-enable-user's read-only grant counts only its own events \
-                 (parameters/layout: {layout}); load it with events=<numbers> for others, or \
-                 el0_programming=1 to let user space program the PMU"
+                "`{event}` is not counted: the meter uses the {backend} backend: {why}"
             ),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl fmt::Display for PmuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Core(e) => e.fmt(f),
+            Self::Armv8Probe(e) => e.fmt(f),
+            Self::CounterHandle(e) => e.fmt(f),
+            Self::Hybrid(e) => e.fmt(f),
+        }
+    }
+}
 
 fn list(items: &[String]) -> String {
     if items.is_empty() {
@@ -920,76 +936,50 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use super::*;
 
-    /// The message the issue fixes word for word.
+    /// The message users search for, word for word.
     #[test]
     fn user_access_message_is_exact() {
         assert_eq!(
-            Error::UserAccessNotEnabled.to_string(),
+            Error::from(AccessError::NotEnabled).to_string(),
             "user access to the PMU is not enabled: load kmod-enable-user"
         );
     }
 
-    /// A trapped probe names what happened, from the module's sysfs directory (a fake
-    /// one here: /sys/module/<name>/parameters/<param> is how the kernel publishes a
-    /// module's parameters, kernel/params.c).
+    /// The I/O kinds keep the operating system's error as their source, and say what
+    /// was being done (std::error::Error::source, the chain anyhow and eyre print).
     #[test]
-    fn trapped_probe_reads_the_module_state() {
-        let dir = tempfile::tempdir().unwrap();
-        let module = dir.path().join("kmod_enable_user");
-        assert_eq!(
-            Error::trapped_with_module_at(&module),
-            Error::UserAccessNotEnabled
+    fn io_errors_keep_their_source() {
+        use std::error::Error as _;
+        let e = Error::syscall(Op::Enable, Errno(libc::EBADF));
+        assert_eq!(e.errno(), Some(Errno(libc::EBADF)));
+        assert!(
+            e.to_string()
+                .starts_with("enabling the group failed: EBADF: "),
+            "{e}"
         );
-        std::fs::create_dir_all(module.join("parameters")).unwrap();
-        std::fs::write(module.join("parameters/user_access"), "13\n").unwrap();
-        let loaded = Error::trapped_with_module_at(&module);
-        if cfg!(target_arch = "aarch64") {
-            assert_eq!(
-                loaded,
-                Error::ModuleGrantMissing {
-                    cause: GrantMissing::RevokedByPerf { regrant: false }
-                }
-            );
-            let text = loaded.to_string();
-            for needle in [
-                "although kmod-enable-user is loaded",
-                "perf's use of the PMU revoked the module's grant on this CPU",
-                "/sys/module/kmod_enable_user/parameters/regrant",
-                "rmmod kmod_enable_user",
-                "or use the perf backend",
-            ] {
-                assert!(text.contains(needle), "`{needle}` missing: {text}");
-            }
-            std::fs::write(module.join("parameters/regrant"), "").unwrap();
-            let text = Error::trapped_with_module_at(&module).to_string();
-            assert!(
-                text.contains("`echo 1 > /sys/module/kmod_enable_user/parameters/regrant`")
-                    && text.contains("or reload the module, or use the perf backend"),
-                "{text}"
-            );
-        } else {
-            assert_eq!(
-                loaded,
-                Error::ModuleGrantMissing {
-                    cause: GrantMissing::Trapped
-                }
-            );
-        }
-        // CR only (4): no EN, the direct backend cannot program the counters.
-        std::fs::write(module.join("parameters/user_access"), "4\n").unwrap();
-        let cr_only = Error::trapped_with_module_at(&module);
+        let source = e.source().expect("the io::Error");
         assert_eq!(
-            cr_only,
-            Error::ModuleGrantMissing {
-                cause: GrantMissing::NoProgrammingAccess {
-                    parameter: "user_access=4".into()
-                }
-            }
+            source
+                .downcast_ref::<io::Error>()
+                .and_then(io::Error::raw_os_error),
+            Some(libc::EBADF)
         );
-        std::fs::write(module.join("parameters/el0_programming"), "N\n").unwrap();
-        assert!(Error::trapped_with_module_at(&module)
-            .to_string()
-            .contains("loaded with el0_programming=N"));
+        let e = Error::sysfs(
+            PathBuf::from("/sys/x/format/event"),
+            io::Error::from(io::ErrorKind::NotFound),
+        );
+        assert_eq!(
+            e.to_string(),
+            "cannot read /sys/x/format/event: entity not found"
+        );
+        assert!(e.source().is_some());
+        let e = Error::from(pmu_core::Error::ReadingsMismatch {
+            expected: 2,
+            got: 1,
+        });
+        assert!(matches!(e, Error::Pmu(PmuError::Core(_))));
+        assert!(e.source().is_some());
+        assert!(Error::from(GroupError::NoEvents).source().is_none());
     }
 
     /// errno → cause, after perf_event_open(2) ERRORS.

@@ -18,7 +18,7 @@
 //! 5. a bare sysfs alias (`mem-loads`, `inst_retired`) of a core PMU, then of any PMU,
 //!    in name order.
 //!
-//! Anything else is [`Error::UnknownEvent`]; the other name errors are distinct
+//! Anything else is [`crate::error::EventError::Unknown`]; the other name errors are distinct
 //! variants (see [`crate::Error`]).
 
 use std::fmt;
@@ -29,22 +29,22 @@ use crate::error::{Error, RawProblem, Result, TermProblem};
 use crate::sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 
 /// `perf_event_attr.type` values (include/uapi/linux/perf_event.h `perf_type_id`).
-pub mod perf_type {
+pub(crate) mod perf_type {
     /// PERF_TYPE_HARDWARE.
-    pub const HARDWARE: u32 = 0;
+    pub(crate) const HARDWARE: u32 = 0;
     /// PERF_TYPE_SOFTWARE.
-    pub const SOFTWARE: u32 = 1;
+    pub(crate) const SOFTWARE: u32 = 1;
     /// PERF_TYPE_HW_CACHE.
-    pub const HW_CACHE: u32 = 3;
+    pub(crate) const HW_CACHE: u32 = 3;
     /// PERF_TYPE_RAW.
-    pub const RAW: u32 = 4;
+    pub(crate) const RAW: u32 = 4;
 }
 
 /// PERF_PMU_TYPE_SHIFT: the extended type sits in config bits 63:32.
-pub const PMU_TYPE_SHIFT: u32 = 32;
+pub(crate) const PMU_TYPE_SHIFT: u32 = 32;
 
 /// The generic hardware events (`perf_hw_id`), with perf's aliases.
-pub const HARDWARE: &[(&str, u64)] = &[
+pub(crate) const HARDWARE: &[(&str, u64)] = &[
     ("cycles", 0),
     ("cpu-cycles", 0),
     ("instructions", 1),
@@ -62,12 +62,12 @@ pub const HARDWARE: &[(&str, u64)] = &[
 ];
 
 /// PERF_COUNT_SW_CONTEXT_SWITCHES.
-pub const SW_CONTEXT_SWITCHES: u64 = 3;
+pub(crate) const SW_CONTEXT_SWITCHES: u64 = 3;
 /// PERF_COUNT_SW_CPU_MIGRATIONS.
-pub const SW_CPU_MIGRATIONS: u64 = 4;
+pub(crate) const SW_CPU_MIGRATIONS: u64 = 4;
 
 /// The software events (`perf_sw_ids`), with perf's aliases.
-pub const SOFTWARE: &[(&str, u64)] = &[
+pub(crate) const SOFTWARE: &[(&str, u64)] = &[
     ("cpu-clock", 0),
     ("task-clock", 1),
     ("page-faults", 2),
@@ -218,11 +218,11 @@ impl EventSpec {
     }
 }
 
-/// Resolves `name` (see the [module docs](self) for the forms), with sysfs at `sysfs`.
+/// Resolves `name` (perf names, `r<hex>`, `<pmu>/term=…/`, sysfs aliases), with sysfs at `sysfs`.
 ///
 /// # Errors
-/// [`Error::UnknownEvent`], [`Error::MalformedRaw`], [`Error::UnknownPmu`],
-/// [`Error::UnknownFormatTerm`], [`Error::MalformedTerm`], [`Error::ValueTooWide`],
+/// [`crate::error::EventError::Unknown`], [`crate::error::EventError::MalformedRaw`], [`crate::error::EventError::UnknownPmu`],
+/// [`crate::error::EventError::UnknownFormatTerm`], [`crate::error::EventError::MalformedTerm`], [`crate::error::EventError::ValueTooWide`],
 /// or a sysfs read error.
 pub fn resolve(name: &str, sysfs: &Sysfs) -> Result<EventSpec> {
     let name = name.trim();
@@ -243,9 +243,9 @@ pub fn resolve(name: &str, sysfs: &Sysfs) -> Result<EventSpec> {
     if let Some(spec) = resolve_bare_alias(name, sysfs)? {
         return Ok(spec);
     }
-    Err(Error::UnknownEvent {
+    Err(Error::Event(crate::error::EventError::Unknown {
         name: name.to_owned(),
-    })
+    }))
 }
 
 /// A generic hardware, software or cache name; `None` for anything else.
@@ -310,9 +310,11 @@ pub fn parse_raw(name: &str) -> Result<Option<u64>> {
     if !looks_raw {
         return Ok(None);
     }
-    let malformed = |problem| Error::MalformedRaw {
-        name: name.to_owned(),
-        problem,
+    let malformed = |problem| {
+        Error::Event(crate::error::EventError::MalformedRaw {
+            name: name.to_owned(),
+            problem,
+        })
     };
     if let Some(found) = hex.chars().find(|c| !c.is_ascii_hexdigit()) {
         return Err(malformed(RawProblem::NotHex { found }));
@@ -326,10 +328,12 @@ pub fn parse_raw(name: &str) -> Result<Option<u64>> {
 }
 
 fn resolve_pmu_event(text: &str, sysfs: &Sysfs) -> Result<EventSpec> {
-    let syntax = || Error::MalformedTerm {
-        event: text.to_owned(),
-        term: text.to_owned(),
-        problem: TermProblem::Syntax,
+    let syntax = || {
+        Error::Event(crate::error::EventError::MalformedTerm {
+            event: text.to_owned(),
+            term: text.to_owned(),
+            problem: TermProblem::Syntax,
+        })
     };
     let inner = text.strip_suffix('/').ok_or_else(syntax)?;
     let (pmu_name, terms) = inner.split_once('/').ok_or_else(syntax)?;
@@ -338,11 +342,11 @@ fn resolve_pmu_event(text: &str, sysfs: &Sysfs) -> Result<EventSpec> {
     }
     let pmu = sysfs.pmu(pmu_name)?;
     if terms.trim().is_empty() {
-        return Err(Error::MalformedTerm {
+        return Err(Error::Event(crate::error::EventError::MalformedTerm {
             event: text.to_owned(),
             term: String::new(),
             problem: TermProblem::Empty,
-        });
+        }));
     }
     // `cpu_atom/cycles/`: a generic event on one core PMU of a heterogeneous system.
     if !terms.contains(['=', ','])
@@ -384,10 +388,12 @@ fn apply_terms(
 ) -> Result<()> {
     for term in terms.split(',') {
         let term = term.trim();
-        let malformed = |problem| Error::MalformedTerm {
-            event: event.to_owned(),
-            term: term.to_owned(),
-            problem,
+        let malformed = |problem| {
+            Error::Event(crate::error::EventError::MalformedTerm {
+                event: event.to_owned(),
+                term: term.to_owned(),
+                problem,
+            })
         };
         if term.is_empty() {
             return Err(malformed(TermProblem::Empty));
@@ -411,22 +417,24 @@ fn apply_terms(
             config[word as usize] = value.unwrap_or(1);
         } else if let Some(field) = pmu.formats.get(key) {
             let value = value.unwrap_or(1);
-            let bits = field.encode(value).ok_or_else(|| Error::ValueTooWide {
-                pmu: pmu.name.clone(),
-                term: key.to_owned(),
-                value,
-                bits: field.bits(),
+            let bits = field.encode(value).ok_or_else(|| {
+                Error::Event(crate::error::EventError::ValueTooWide {
+                    pmu: pmu.name.clone(),
+                    term: key.to_owned(),
+                    value,
+                    bits: field.bits(),
+                })
             })?;
             let word = &mut config[field.word as usize];
             *word = (*word & !field.mask()) | bits;
         } else if let (true, None, Some(alias)) = (expand, value, pmu.events.get(key)) {
             apply_terms(event, pmu, alias, config, false)?;
         } else {
-            return Err(Error::UnknownFormatTerm {
+            return Err(Error::Event(crate::error::EventError::UnknownFormatTerm {
                 pmu: pmu.name.clone(),
                 term: key.to_owned(),
                 known: pmu.formats.keys().cloned().collect(),
-            });
+            }));
         }
     }
     Ok(())
@@ -496,8 +504,8 @@ pub fn builtin_names() -> Vec<&'static str> {
 /// name (any perf alias of a [`GenericEvent`]) or `r<hex>`.
 ///
 /// # Errors
-/// [`Error::MalformedRaw`]; [`Error::NotDirectEvent`] for software, sysfs and cache
-/// events the architecture crates have no encoding for; [`Error::UnknownEvent`].
+/// [`crate::error::EventError::MalformedRaw`]; [`crate::error::EventError::NotDirect`] for software, sysfs and cache
+/// events the architecture crates have no encoding for; [`crate::error::EventError::Unknown`].
 pub fn direct_event(name: &str) -> Result<Event> {
     let name = name.trim();
     if let Some(spec) = resolve_builtin(name) {
@@ -505,23 +513,25 @@ pub fn direct_event(name: &str) -> Result<Event> {
             resolve_builtin(g.perf_name())
                 .is_some_and(|s| (s.perf_type, s.config) == (spec.perf_type, spec.config))
         });
-        return generic.map(Event::Generic).ok_or(Error::NotDirectEvent {
-            name: name.to_owned(),
-            kind: spec.kind,
-        });
+        return generic.map(Event::Generic).ok_or(Error::Event(
+            crate::error::EventError::NotDirect {
+                name: name.to_owned(),
+                kind: spec.kind,
+            },
+        ));
     }
     if let Some(raw) = parse_raw(name)? {
         return Ok(Event::Raw(raw));
     }
     if name.contains('/') {
-        return Err(Error::NotDirectEvent {
+        return Err(Error::Event(crate::error::EventError::NotDirect {
             name: name.to_owned(),
             kind: EventKind::Sysfs,
-        });
+        }));
     }
-    Err(Error::UnknownEvent {
+    Err(Error::Event(crate::error::EventError::Unknown {
         name: name.to_owned(),
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -607,7 +617,10 @@ mod tests {
                 "{g}"
             );
             assert!(spec.needs_cpu_pmu);
-            assert_eq!(direct_event(g.perf_name()), Ok(Event::Generic(g)));
+            assert_eq!(
+                format!("{:?}", direct_event(g.perf_name())),
+                format!("{:?}", Ok::<_, Error>(pmu_core::Event::Generic(g)))
+            );
         }
         for name in builtin_names() {
             assert!(resolve_builtin(name).is_some(), "{name}");
@@ -662,7 +675,7 @@ mod tests {
             assert!(!s.needs_cpu_pmu);
             assert!(matches!(
                 direct_event(name),
-                Err(Error::NotDirectEvent { .. })
+                Err(Error::Event(crate::error::EventError::NotDirect { .. }))
             ));
         }
     }
@@ -677,24 +690,30 @@ mod tests {
             (EventKind::Raw, 4, 0x1c2)
         );
         assert_eq!(resolve("rabc", &sysfs).unwrap().config[0], 0xabc);
-        assert_eq!(direct_event("r11"), Ok(Event::Raw(0x11)));
         assert_eq!(
-            resolve("r12xyz", &sysfs),
-            Err(Error::MalformedRaw {
-                name: "r12xyz".into(),
-                problem: RawProblem::NotHex { found: 'x' }
-            })
+            format!("{:?}", direct_event("r11")),
+            format!("{:?}", Ok::<_, Error>(Event::Raw(0x11)))
+        );
+        assert_eq!(
+            format!("{:?}", resolve("r12xyz", &sysfs)),
+            format!(
+                "{:?}",
+                Err::<(), Error>(Error::Event(crate::error::EventError::MalformedRaw {
+                    name: "r12xyz".into(),
+                    problem: RawProblem::NotHex { found: 'x' }
+                }))
+            )
         );
         assert!(matches!(
             resolve("r12345678901234567", &sysfs),
-            Err(Error::MalformedRaw {
+            Err(Error::Event(crate::error::EventError::MalformedRaw {
                 problem: RawProblem::TooLong { digits: 17 },
                 ..
-            })
+            }))
         ));
         assert_eq!(
-            direct_event("r12xyz"),
-            resolve("r12xyz", &sysfs).map(|_| Event::Raw(0))
+            format!("{:?}", direct_event("r12xyz")),
+            format!("{:?}", resolve("r12xyz", &sysfs).map(|_| Event::Raw(0)))
         );
         // Names that start with r but are not meant as raw codes.
         assert_eq!(
@@ -702,14 +721,22 @@ mod tests {
             EventKind::Hardware
         );
         assert_eq!(
-            resolve("rebar", &sysfs),
-            Err(Error::UnknownEvent {
-                name: "rebar".into()
-            })
+            format!("{:?}", resolve("rebar", &sysfs)),
+            format!(
+                "{:?}",
+                Err::<(), Error>(Error::Event(crate::error::EventError::Unknown {
+                    name: "rebar".into()
+                }))
+            )
         );
         assert_eq!(
-            resolve("r", &sysfs),
-            Err(Error::UnknownEvent { name: "r".into() })
+            format!("{:?}", resolve("r", &sysfs)),
+            format!(
+                "{:?}",
+                Err::<(), Error>(Error::Event(crate::error::EventError::Unknown {
+                    name: "r".into()
+                }))
+            )
         );
     }
 
@@ -717,20 +744,26 @@ mod tests {
     fn unknown_names() {
         let (_dir, sysfs) = tree();
         assert_eq!(
-            resolve("cyclez", &sysfs),
-            Err(Error::UnknownEvent {
-                name: "cyclez".into()
-            })
+            format!("{:?}", resolve("cyclez", &sysfs)),
+            format!(
+                "{:?}",
+                Err::<(), Error>(Error::Event(crate::error::EventError::Unknown {
+                    name: "cyclez".into()
+                }))
+            )
         );
         assert_eq!(
-            direct_event("cyclez"),
-            Err(Error::UnknownEvent {
-                name: "cyclez".into()
-            })
+            format!("{:?}", direct_event("cyclez")),
+            format!(
+                "{:?}",
+                Err::<(), Error>(Error::Event(crate::error::EventError::Unknown {
+                    name: "cyclez".into()
+                }))
+            )
         );
         assert!(matches!(
             resolve("", &sysfs),
-            Err(Error::UnknownEvent { .. })
+            Err(Error::Event(crate::error::EventError::Unknown { .. }))
         ));
         assert!(resolve("cyclez", &sysfs)
             .unwrap_err()
@@ -789,34 +822,37 @@ mod tests {
     fn pmu_term_errors() {
         let (_dir, sysfs) = tree();
         match resolve("cpu/event=0x3c,bogus=1/", &sysfs) {
-            Err(Error::UnknownFormatTerm { pmu, term, known }) => {
+            Err(Error::Event(crate::error::EventError::UnknownFormatTerm { pmu, term, known })) => {
                 assert_eq!((pmu.as_str(), term.as_str()), ("cpu", "bogus"));
                 assert!(known.contains(&"umask".to_owned()));
             }
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            resolve("cpu/event=0x1ff/", &sysfs),
-            Err(Error::ValueTooWide {
-                pmu: "cpu".into(),
-                term: "event".into(),
-                value: 0x1ff,
-                bits: 8
-            })
+            format!("{:?}", resolve("cpu/event=0x1ff/", &sysfs)),
+            format!(
+                "{:?}",
+                Err::<(), Error>(Error::Event(crate::error::EventError::ValueTooWide {
+                    pmu: "cpu".into(),
+                    term: "event".into(),
+                    value: 0x1ff,
+                    bits: 8
+                }))
+            )
         );
         assert!(resolve("cpu/event=0x1ff/", &sysfs)
             .unwrap_err()
             .to_string()
             .contains("8-bit `event` field (largest 0xff)"));
         match resolve("nosuch/event=1/", &sysfs) {
-            Err(Error::UnknownPmu { pmu, available }) => {
+            Err(Error::Event(crate::error::EventError::UnknownPmu { pmu, available })) => {
                 assert_eq!(pmu, "nosuch");
                 assert!(available.contains(&"cpu_core".to_owned()));
             }
             other => panic!("{other:?}"),
         }
         let problem = |name: &str| match resolve(name, &sysfs) {
-            Err(Error::MalformedTerm { problem, .. }) => problem,
+            Err(Error::Event(crate::error::EventError::MalformedTerm { problem, .. })) => problem,
             other => panic!("{name}: {other:?}"),
         };
         assert_eq!(problem("cpu/event=0x3c"), TermProblem::Syntax);
@@ -866,12 +902,16 @@ mod tests {
         assert!(matches!(resolve("cpu/instructions/", &sysfs), Ok(s) if s.config[0] == 0xc0));
         assert!(matches!(
             resolve("cpu/ref-cycles/", &sysfs),
-            Err(Error::UnknownFormatTerm { .. })
+            Err(Error::Event(
+                crate::error::EventError::UnknownFormatTerm { .. }
+            ))
         ));
         // Software names are not core-PMU events.
         assert!(matches!(
             resolve("cpu_core/task-clock/", &sysfs),
-            Err(Error::UnknownFormatTerm { .. })
+            Err(Error::Event(
+                crate::error::EventError::UnknownFormatTerm { .. }
+            ))
         ));
     }
 
@@ -896,7 +936,10 @@ mod tests {
         );
         assert!(matches!(
             resolve("armv8_pmuv3_0/event=0x10000/", &sysfs),
-            Err(Error::ValueTooWide { bits: 16, .. })
+            Err(Error::Event(crate::error::EventError::ValueTooWide {
+                bits: 16,
+                ..
+            }))
         ));
         let cycles = resolve("armv8_pmuv3_0/cycles/", &sysfs).unwrap();
         assert_eq!(cycles.config_with_user_read(), [8 << 32, 2, 0, 0]);

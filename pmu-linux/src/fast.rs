@@ -25,16 +25,6 @@ use crate::page::MmapPage;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::page::{KernelPage, PageView};
 
-/// The arm64 counter that the protocol's counter number (`index - 1`) names:
-/// pmu-armv8's [`counter_for_perf_index`](pmu_armv8::counter_for_perf_index) of
-/// `index`.
-#[inline(always)]
-pub fn arm64_counter(counter: u32) -> Option<pmu_armv8::CounterId> {
-    counter
-        .checked_add(1)
-        .and_then(pmu_armv8::counter_for_perf_index)
-}
-
 /// Reads the event behind `page` with one instruction, after every earlier
 /// instruction has completed ([`synchronize`] then [`read_unsynchronized`]).
 ///
@@ -257,36 +247,4 @@ unsafe fn read_counter_again(counter: u32) -> Option<u64> {
 unsafe fn read_counter_again(counter: u32) -> Option<u64> {
     // SAFETY: the caller's contract: `counter` ≤ 31, so the mask changes nothing.
     Some(unsafe { pmu_armv8::asm::read_counter_masked(counter) })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pmu_armv8::{CounterId, EventCounter};
-
-    /// The arm64 numbering (drivers/perf/arm_pmuv3.c `armv8pmu_user_event_idx` returns
-    /// hw.idx + 1, the cycle counter's hw.idx is 31): the protocol passes index - 1.
-    /// tools/lib/perf/mmap.c's table has PMEVCNTR12/13 swapped; ours does not.
-    #[test]
-    fn arm64_counter_numbering() {
-        assert_eq!(arm64_counter(31), Some(CounterId::Cycle));
-        assert_eq!(
-            arm64_counter(0),
-            Some(CounterId::Event(EventCounter::new(0).unwrap()))
-        );
-        assert_eq!(
-            arm64_counter(12),
-            Some(CounterId::Event(EventCounter::new(12).unwrap()))
-        );
-        assert_eq!(
-            arm64_counter(13),
-            Some(CounterId::Event(EventCounter::new(13).unwrap()))
-        );
-        assert_eq!(
-            arm64_counter(30),
-            Some(CounterId::Event(EventCounter::new(30).unwrap()))
-        );
-        assert_eq!(arm64_counter(32), None);
-        assert_eq!(arm64_counter(u32::MAX), None);
-    }
 }

@@ -84,7 +84,7 @@
 //! A region's start reads the other PMUs' pages first (their `offset`s, under the
 //! seqlock, [`page_state`]: loads only), then the running PMU's events with one
 //! instruction each, last, keeping each read as the anchor of the stop (as
-//! `Session`'s lean regions do). The stop reads the running PMU's counts
+//! `Session`'s syscall-free regions do). The stop reads the running PMU's counts
 //! since those anchors first, then checks that no other page's `lock` moved. If none
 //! did, the thread never left its CPU (arm_pmu rewrites the page at every
 //! `armpmu_del`/`armpmu_add`): the other PMUs' parts are 0, and the region cost one
@@ -155,7 +155,7 @@ use crate::events::{EventKind, EventSpec, PMU_TYPE_SHIFT};
 use crate::sysfs::{FormatField, Pmu, Sysfs};
 
 /// The file with the CPUs Linux has online (Documentation/ABI/testing/sysfs-devices-system-cpu).
-pub const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
+pub(crate) const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
 
 /// What is wrong with a heterogeneous setup or request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -193,6 +193,8 @@ pub enum HybridProblem {
     },
 }
 
+impl std::error::Error for HybridProblem {}
+
 impl fmt::Display for HybridProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -223,13 +225,13 @@ impl fmt::Display for HybridProblem {
 
 impl From<HybridProblem> for Error {
     fn from(problem: HybridProblem) -> Self {
-        Error::Hybrid(problem)
+        Error::Pmu(crate::error::PmuError::Hybrid(problem))
     }
 }
 
 /// A CPU list as the kernel prints it (`0-3,8`; lib/bitmap-str.c, `%*pbl`), sorted
 /// and without duplicates; `None` when it is not one. An empty text is an empty list.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     let text = text.trim();
     let mut cpus = Vec::new();
     if text.is_empty() {
@@ -284,10 +286,10 @@ impl CorePmu {
                     .into())
                 }
                 Err(e) => {
-                    return Err(Error::Sysfs {
-                        path: sysfs.root().join(&pmu.name).join("cpumask"),
-                        kind: e.kind(),
-                    })
+                    return Err(Error::sysfs(
+                        sysfs.root().join(&pmu.name).join("cpumask"),
+                        e,
+                    ))
                 }
             },
         };
@@ -347,7 +349,7 @@ impl CoreTopology {
     /// PMU is x86's `cpu`, or that has no CPU PMU.
     ///
     /// # Errors
-    /// [`Error::Hybrid`] for a PMU without, or with a malformed, CPU list and for two
+    /// [`crate::error::PmuError::Hybrid`] for a PMU without, or with a malformed, CPU list and for two
     /// PMUs that claim one CPU; sysfs read errors.
     pub fn discover_in(sysfs: &Sysfs) -> Result<Self> {
         let mut pmus = Vec::new();
@@ -408,7 +410,7 @@ impl CoreTopology {
 
 /// What one read of a page saw, without touching a counter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PageState {
+pub(crate) struct PageState {
     /// `lock`, the same before and after the loads.
     pub lock: u32,
     /// `index`: 0 when the event is on no counter of this CPU.
@@ -420,7 +422,7 @@ pub struct PageState {
 /// `lock`, `index` and `offset` of `page`, consistent under its seqlock (an odd or
 /// moving `lock` is retried, at most [`MAX_RETRIES`] times: `None` after that).
 #[inline(always)]
-pub fn page_state<P: UserPage + ?Sized>(page: &P) -> Option<PageState> {
+pub(crate) fn page_state<P: UserPage + ?Sized>(page: &P) -> Option<PageState> {
     for _ in 0..MAX_RETRIES {
         let lock = page.lock();
         page.order_loads();
@@ -466,7 +468,7 @@ impl fmt::Display for EdgeRead {
 
 /// One PMU's event at one region edge.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EdgeSample {
+pub(crate) struct EdgeSample {
     /// The count then (0 when [`EdgeRead::Lost`]).
     pub value: u64,
     /// The page's `lock`, for page reads.
@@ -506,7 +508,7 @@ pub struct PmuShare {
 /// The reading of one event over a region: the sum over the PMUs of `end - start`
 /// (wrapping: perf's counts are 64-bit), with the hazards the [module](self) lists.
 /// `edges` holds one (start, end) pair per PMU.
-pub fn sum_reading(
+pub(crate) fn sum_reading(
     edges: impl IntoIterator<Item = (EdgeSample, EdgeSample)>,
     facts: &EdgeFacts,
 ) -> pmu_core::Reading {
@@ -564,13 +566,15 @@ mod meter {
     }
 
     /// Generic events counted on every core PMU, summed per event: see the
-    /// [module docs](super).
+    /// [`crate::perf`] docs.
     ///
     /// Like [`Session`], it stays on the thread that opened it (the events count that
     /// thread).
     #[derive(Debug)]
     pub struct HybridSession {
         names: Vec<String>,
+        /// Whether a kernel-entry sentinel was asked for (`Options::kernel_sentinel`).
+        sentinel_asked: bool,
         topology: CoreTopology,
         /// One label per group (the PMU's name, or `cpu` for plain events).
         labels: Vec<String>,
@@ -601,7 +605,7 @@ mod meter {
         /// (disabled; pinned whatever `options` say).
         ///
         /// # Errors
-        /// Name errors; [`Error::Hybrid`] for a non-generic event or a bad topology;
+        /// Name errors; [`crate::error::PmuError::Hybrid`] for a non-generic event or a bad topology;
         /// the open errors of [`Session`].
         pub fn open(names: &[&str], options: Options) -> Result<Self> {
             let online = fs::read_to_string(ONLINE_CPUS)
@@ -627,7 +631,8 @@ mod meter {
                 .iter()
                 .map(|n| events::resolve(n, sysfs))
                 .collect::<Result<Vec<_>>>()?;
-            let options = options.pinned(true).grouped(true);
+            let sentinel_asked = options.kernel_sentinel;
+            let options = options.pinned(true).grouped(true).kernel_sentinel(false);
             let mut labels = Vec::new();
             let mut groups = Vec::new();
             if !topology.is_heterogeneous() {
@@ -686,6 +691,7 @@ mod meter {
             };
             Ok(Self {
                 names: names.iter().map(|n| n.trim().to_owned()).collect(),
+                sentinel_asked,
                 topology,
                 labels,
                 groups,
@@ -943,7 +949,7 @@ mod meter {
                             };
                         }
                     }
-                    Err(Error::ShortRead { got: 0, .. }) => {
+                    Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => {
                         for sample in &mut out[g * n..(g + 1) * n] {
                             *sample = EdgeSample {
                                 value: 0,
@@ -984,7 +990,9 @@ mod meter {
             for group in &self.groups {
                 match group.read_group() {
                     Ok(_) => {}
-                    Err(Error::ShortRead { got: 0, .. }) => return Ok(true),
+                    Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => {
+                        return Ok(true)
+                    }
                     Err(e) => return Err(e),
                 }
             }
@@ -1011,10 +1019,8 @@ mod meter {
                     return Ok(());
                 }
             }
-            let switches = sys::thread_switches().map_err(|errno| Error::Syscall {
-                op: crate::error::Op::Rusage,
-                errno,
-            })?;
+            let switches = sys::thread_switches()
+                .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rusage, errno))?;
             self.mode = Mode::Syscall(switches);
             let mut start = std::mem::take(&mut self.start);
             let sampled = self.sample_syscall(&mut start);
@@ -1023,7 +1029,7 @@ mod meter {
         }
 
         /// Every event the way the start read it; the readings as the
-        /// [module docs](super) say.
+        /// [`crate::perf`] docs say.
         #[inline(always)]
         fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
             let n = self.names.len();
@@ -1069,9 +1075,8 @@ mod meter {
                     self.end = end;
                     sampled?;
                     self.facts.cpu_end = crate::sched::current_cpu();
-                    let after = sys::thread_switches().map_err(|errno| Error::Syscall {
-                        op: crate::error::Op::Rusage,
-                        errno,
+                    let after = sys::thread_switches().map_err(|errno| {
+                        crate::error::Error::syscall(crate::error::Op::Rusage, errno)
                     })?;
                     self.switches = Some(before.delta(after));
                     self.facts.switches = Some(before.delta(after).total());
@@ -1093,7 +1098,7 @@ mod meter {
         }
     }
 
-    impl crate::measure::Counters for HybridSession {
+    impl crate::backend::Backend for HybridSession {
         fn names(&self) -> Vec<String> {
             self.names.clone()
         }
@@ -1104,6 +1109,14 @@ mod meter {
 
         fn disable(&mut self) -> Result<()> {
             HybridSession::disable(self)
+        }
+
+        fn sentinel(&self) -> crate::Sentinel {
+            crate::Sentinel::off(if self.sentinel_asked {
+                "not yet on machines with several core PMUs (each PMU's group would need its own)"
+            } else {
+                crate::sentinel::SWITCHED_OFF
+            })
         }
 
         fn evidence(&self) -> Evidence {
@@ -1203,7 +1216,11 @@ mod tests {
         big_little(dir.path());
         fs::write(dir.path().join("armv8_cortex_a72/cpus"), "1-3\n").unwrap();
         match CoreTopology::discover_in(&Sysfs::at(dir.path())) {
-            Err(Error::Hybrid(HybridProblem::Overlap { first, second, cpu })) => {
+            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::Overlap {
+                first,
+                second,
+                cpu,
+            }))) => {
                 assert_eq!(
                     (first.as_str(), second.as_str(), cpu),
                     ("armv8_cortex_a53", "armv8_cortex_a72", 1)
@@ -1214,7 +1231,7 @@ mod tests {
         fs::write(dir.path().join("armv8_cortex_a72/cpus"), "two\n").unwrap();
         assert!(matches!(
             CoreTopology::discover_in(&Sysfs::at(dir.path())),
-            Err(Error::Hybrid(HybridProblem::BadCpuList { pmu, .. })) if pmu == "armv8_cortex_a72"
+            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::BadCpuList { pmu, .. }))) if pmu == "armv8_cortex_a72"
         ));
         // No `cpus`: `cpumask` is read instead; neither: refused.
         fs::remove_file(dir.path().join("armv8_cortex_a72/cpus")).unwrap();
@@ -1224,7 +1241,7 @@ mod tests {
         fs::remove_file(dir.path().join("armv8_cortex_a72/cpumask")).unwrap();
         assert!(matches!(
             CoreTopology::discover_in(&Sysfs::at(dir.path())),
-            Err(Error::Hybrid(HybridProblem::NoCpuList { pmu })) if pmu == "armv8_cortex_a72"
+            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::NoCpuList { pmu }))) if pmu == "armv8_cortex_a72"
         ));
     }
 
@@ -1260,7 +1277,9 @@ mod tests {
             let spec = crate::events::resolve(other, &sysfs).unwrap();
             assert!(matches!(
                 topology.pmus()[0].generic_spec(&spec),
-                Err(Error::Hybrid(HybridProblem::NotGeneric { .. }))
+                Err(Error::Pmu(crate::error::PmuError::Hybrid(
+                    HybridProblem::NotGeneric { .. }
+                )))
             ));
         }
         // An event already bound to one PMU is not generic either.

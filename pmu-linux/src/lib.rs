@@ -39,37 +39,85 @@
 //!
 //! Every [`Reading`] carries [`Hazards`]: overflow, context switch, CPU migration,
 //! kernel entry, multiplexing, not scheduled, syscall fallback, revoked user access. The
-//! [`region`] module documents what each means and how each backend detects it, and
+//! [`verdict`] module documents what each means and how each backend detects it, and
 //! keeps the evidence each detector saw.
 //!
 //! # Below the front door
 //!
 //! The backends themselves are public for programs that build a region by hand:
-//! `Session` (perf), `direct`, `timestamp`, the `measure` functions over any `Counters`,
-//! and `list` (what this machine offers). pmu-core's types are re-exported as
-//! `pmu_linux::pmu_core`.
+//! `perf` (64-bit architectures) and [`direct`], the [`measure`] functions over
+//! either, and [`machine`] (what this machine offers: backends, PMUs, events, CPUs).
+//! pmu-core's types are re-exported as `pmu_linux::pmu_core`.
 
 mod asm;
+mod backend;
+mod events;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod fast;
+// The summing rules are pure and host-tested everywhere; only 64-bit builds sum.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+mod hybrid;
+mod list;
+mod meter;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod page;
+mod rseq;
+mod sched;
+mod sentinel;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod session;
+mod sys;
+mod sysfs;
+mod timestamp;
+
+// The perf backend's rungs of the meter's ladder where this library has one; the
+// front door (`meter`) is the same on every architecture.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use session::rungs as perf_rungs;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[path = "no_perf.rs"]
+mod perf_rungs;
+
 pub mod direct;
 pub mod error;
-pub mod events;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub mod fast;
-pub mod hybrid;
-pub mod list;
 pub mod measure;
-pub mod meter;
+
+/// The perf backend by hand, below the [`Meter`]: a [`perf::Session`] is one perf
+/// group read through its metadata pages ([`perf::Options`] say how it opens); a
+/// [`perf::HybridSession`] sums generic events over every core PMU of a big.LITTLE
+/// machine; [`perf::read`] is the one-instruction read of one page. 64-bit
+/// architectures only (perf-event-open-sys has bindings for those).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub mod page;
-pub mod region;
-pub mod rseq;
-pub mod sched;
-pub mod sentinel;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub mod session;
-mod sys;
-pub mod sysfs;
-pub mod timestamp;
+pub mod perf {
+    pub use crate::fast::{read, read_now, read_unsynchronized, synchronize};
+    pub use crate::hybrid::{CorePmu, CoreTopology, HybridSession};
+    pub use crate::page::{MmapPage, PageView};
+    pub use crate::session::{GroupRead, Options, Session};
+}
+
+#[path = "region.rs"]
+pub mod verdict;
+use verdict as region;
+
+/// What this machine offers: the backends that work here and why not the others
+/// ([`machine::backends`]), the PMUs in sysfs and their events, event names, the CPUs
+/// this thread may run on, and the time-stamp counter.
+pub mod machine {
+    pub use crate::events::{
+        builtin_names, direct_event, parse_raw, resolve, resolve_builtin, EventKind, EventSpec,
+    };
+    pub use crate::list::*;
+    pub use crate::rseq::{RseqOwner, ThreadCpu};
+    pub use crate::sched::{
+        allowed_cpus, current_cpu, pin_to, set_allowed_cpus, thread_switches, Kernel, PinGuard,
+        SwitchCounts, ThreadSource,
+    };
+    pub use crate::sysfs::{ConfigWord, FormatField, Pmu, Sysfs, SYSTEM_ROOT};
+    pub use crate::timestamp::{ticks, TickSource, TimestampCounter, TimestampMeter, NAME};
+}
 
 /// The most events one group (or direct meter) holds.
 pub const MAX_EVENTS: usize = 16;
@@ -78,7 +126,8 @@ pub const MAX_EVENTS: usize = 16;
 pub use error::{Error, Result};
 pub use measure::MeasureConfig;
 pub use meter::{
-    BackendChoice, BackendKind, Counts, Event, EventHandle, Measured, Meter, MeterBuilder, Region,
+    BackendChoice, BackendKind, Choice, Counts, Event, EventHandle, Measured, Meter, MeterBuilder,
+    Region,
 };
 pub use pmu_core;
 pub use pmu_core::{GenericEvent, Hazards, Reading};

@@ -2,42 +2,18 @@
 //! runs that can be trusted, the cost of an empty region subtracted, and per run the
 //! hazards with the evidence behind them.
 //!
-//! Both backends implement [`Counters`] (pmu-core's [`RegionMeter`] plus names and
-//! enable/disable), so the same functions serve the perf `Session` and the
-//! direct [`crate::direct::DirectMeter`]. The loop is pmu-core's [`Harness`]: the region and
+//! Every backend (the perf `Session`, the direct meters, the time-stamp counter)
+//! implements one crate-private trait, so the same functions serve them all. The loop is pmu-core's [`Harness`]: the region and
 //! the empty baseline run inside the same never-inlined function, so the reads around
 //! them are the same machine code and cancel exactly. The defaults: 3 warm-ups, then the
 //! minimum and median of 10 runs.
 
 use pmu_core::{Corrected, Harness, Hazards, Reading, RegionMeter, Run, Summary};
 
+pub(crate) use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::region::Evidence;
 use crate::MAX_EVENTS;
-
-/// A set of counters that measures regions: one of the two backends.
-pub trait Counters: RegionMeter<Error = Error> {
-    /// The events, in reading order.
-    fn names(&self) -> Vec<String>;
-    /// Starts counting.
-    ///
-    /// # Errors
-    /// The backend's.
-    fn enable(&mut self) -> Result<()>;
-    /// Stops counting.
-    ///
-    /// # Errors
-    /// The backend's.
-    fn disable(&mut self) -> Result<()>;
-    /// What the last [`RegionMeter::stop`] saw.
-    fn evidence(&self) -> Evidence;
-    /// Whether this backend's regions are watched by a kernel-entry sentinel, or why
-    /// not; `None` where the backend does not say ([`crate::Meter::sentinel`] then
-    /// reports it off).
-    fn sentinel(&self) -> Option<crate::Sentinel> {
-        None
-    }
-}
 
 /// How to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,7 +113,7 @@ impl Measurement {
 
 /// Records the evidence of every stop.
 struct Recorder<'a> {
-    inner: &'a mut dyn Counters,
+    inner: &'a mut dyn Backend,
     log: Vec<Evidence>,
 }
 
@@ -162,9 +138,9 @@ impl RegionMeter for Recorder<'_> {
 /// subtracted. The counters must be enabled.
 ///
 /// # Errors
-/// [`Error::Core`] for zero runs; the backend's read errors.
+/// [`crate::error::PmuError::Core`] for zero runs; the backend's read errors.
 pub fn measure(
-    counters: &mut dyn Counters,
+    counters: &mut dyn Backend,
     config: &MeasureConfig,
     region: &mut dyn FnMut(),
 ) -> Result<Measurement> {
@@ -185,7 +161,7 @@ pub fn measure(
 /// # Errors
 /// As [`measure`].
 pub fn measure_against(
-    counters: &mut dyn Counters,
+    counters: &mut dyn Backend,
     config: &MeasureConfig,
     region: fn(),
     baseline: fn(),
@@ -201,7 +177,7 @@ pub fn measure_against(
 /// # Errors
 /// As [`measure`].
 pub fn measure_with_baseline(
-    counters: &mut dyn Counters,
+    counters: &mut dyn Backend,
     config: &MeasureConfig,
     region: &mut dyn FnMut(),
     baseline: &mut dyn FnMut(),
@@ -213,7 +189,7 @@ pub fn measure_with_baseline(
 ///
 /// # Errors
 /// The backend's read errors.
-pub fn measure_once(counters: &mut dyn Counters, region: &mut dyn FnMut()) -> Result<RunRecord> {
+pub fn measure_once(counters: &mut dyn Backend, region: &mut dyn FnMut()) -> Result<RunRecord> {
     let n = counters.names().len();
     let mut readings = [Reading::default(); MAX_EVENTS];
     counters.start()?;
@@ -228,7 +204,7 @@ pub fn measure_once(counters: &mut dyn Counters, region: &mut dyn FnMut()) -> Re
 /// A measurement that stopped on an error (a read failed: the pinned group lost its
 /// counters to another perf user, the direct grant was revoked, …), with every run
 /// recorded before it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Interrupted {
     /// What stopped it.
     pub error: Error,
@@ -245,7 +221,7 @@ pub struct Interrupted {
 /// [`Interrupted`] (boxed: it carries every run) with the backend's error and the
 /// partial measurement.
 pub fn measure_keeping_partial<'r>(
-    counters: &mut dyn Counters,
+    counters: &mut dyn Backend,
     config: &MeasureConfig,
     region: &'r mut dyn FnMut(),
     baseline: Option<&'r mut dyn FnMut()>,
@@ -254,7 +230,7 @@ pub fn measure_keeping_partial<'r>(
 }
 
 fn run<'r>(
-    counters: &mut dyn Counters,
+    counters: &mut dyn Backend,
     config: &MeasureConfig,
     region: &'r mut dyn FnMut(),
     baseline: Option<&'r mut dyn FnMut()>,
@@ -263,7 +239,7 @@ fn run<'r>(
 }
 
 fn run_keeping<'r>(
-    counters: &mut dyn Counters,
+    counters: &mut dyn Backend,
     config: &MeasureConfig,
     region: &'r mut dyn FnMut(),
     baseline: Option<&'r mut dyn FnMut()>,
@@ -360,10 +336,10 @@ mod tests {
         }
         fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
             if self.stops == self.fail_after {
-                return Err(Error::ShortRead {
+                return Err(Error::Group(crate::error::GroupError::ShortRead {
                     expected: 40,
                     got: 0,
-                });
+                }));
             }
             self.stops += 1;
             out[0] = Reading::new(self.stops as u64);
@@ -371,7 +347,7 @@ mod tests {
         }
     }
 
-    impl Counters for FailingAfter {
+    impl Backend for FailingAfter {
         fn names(&self) -> Vec<String> {
             vec!["instructions".into()]
         }
@@ -383,6 +359,9 @@ mod tests {
         }
         fn evidence(&self) -> Evidence {
             Evidence::default()
+        }
+        fn sentinel(&self) -> crate::Sentinel {
+            crate::Sentinel::off("a fake")
         }
     }
 
@@ -405,13 +384,13 @@ mod tests {
         let mut also_nothing = || {};
         let i = measure_keeping_partial(&mut meter, &CONFIG, &mut nothing, Some(&mut also_nothing))
             .unwrap_err();
-        assert_eq!(
+        assert!(matches!(
             i.error,
-            Error::ShortRead {
+            Error::Group(crate::error::GroupError::ShortRead {
                 expected: 40,
                 got: 0
-            }
-        );
+            })
+        ));
         let values = |records: &[RunRecord]| -> Vec<u64> {
             records.iter().map(|r| r.readings[0].value).collect()
         };

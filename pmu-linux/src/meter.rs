@@ -2,7 +2,8 @@
 //! with results indexed by the [`EventHandle`] each event got when it was added.
 //!
 //! [`MeterBuilder::build`] opens the best backend that works on this machine and
-//! says which it picked and why ([`Meter::backend`], [`Meter::why`]):
+//! says which it picked and why ([`Meter::choice`], [`Meter::why`]; the ladder is
+//! [`choose`]):
 //!
 //! 1. **perf** (x86_64, aarch64) when the events open and the kernel lets user space
 //!    read their counters with one instruction (`rdpmc`, `mrs`). On a machine with
@@ -19,7 +20,7 @@
 //! 4. **software**, where there are no hardware counters at all (a VM without vPMU):
 //!    perf's `task-clock` and the CPU's time-stamp counter
 //!    ([`crate::timestamp::TimestampMeter`]). The hardware events asked for are then
-//!    not counted, and reading them is [`Error::NotCounted`] with the reason, never a
+//!    not counted, and reading them is [`crate::error::Untrusted::NotCounted`] with the reason, never a
 //!    zero.
 //!
 //! The meter is enabled when it is built: it counts from then on, and a region is
@@ -34,17 +35,21 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use pmu_core::{GenericEvent, Hazards, Reading, RegionMeter};
+use pmu_core::{GenericEvent, Hazards, Reading};
 
 use crate::error::{Error, Result};
 use crate::events;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use crate::events::EventKind;
-use crate::measure::{self, Counters, EventResult, MeasureConfig, Measurement};
+use crate::measure::{self, EventResult, Interrupted, MeasureConfig, Measurement};
+pub(crate) use crate::perf_rungs::Inner;
 use crate::sched::PinGuard;
 use crate::sysfs::Sysfs;
-use crate::timestamp::TimestampMeter;
 use crate::MAX_EVENTS;
+
+pub(crate) mod choose;
+mod software;
+
+use choose::Opened;
+pub use choose::{Choice, Grant, Reads, Refusal};
 
 /// An event to count.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -75,7 +80,7 @@ impl Event {
     /// The event as the direct backend counts it (hardware events only).
     ///
     /// # Errors
-    /// [`Error::NotDirectEvent`] for software, cache and sysfs events; name errors.
+    /// [`crate::error::EventError::NotDirect`] for software, cache and sysfs events; name errors.
     pub fn direct(&self) -> Result<pmu_core::Event> {
         match self {
             Self::Generic(g) => Ok(pmu_core::Event::Generic(*g)),
@@ -98,14 +103,14 @@ impl FromStr for Event {
     /// name, kept as [`Event::Named`] and resolved at build.
     ///
     /// # Errors
-    /// [`Error::MalformedRaw`] for `r` followed by something that is not 1 to 16 hex
-    /// digits, [`Error::UnknownEvent`] for an empty name.
+    /// [`crate::error::EventError::MalformedRaw`] for `r` followed by something that is not 1 to 16 hex
+    /// digits, [`crate::error::EventError::Unknown`] for an empty name.
     fn from_str(text: &str) -> Result<Self> {
         let name = text.trim();
         if name.is_empty() {
-            return Err(Error::UnknownEvent {
+            return Err(Error::Event(crate::error::EventError::Unknown {
                 name: text.to_owned(),
-            });
+            }));
         }
         if name.contains('/') {
             return Ok(Self::Named(name.to_owned()));
@@ -113,7 +118,7 @@ impl FromStr for Event {
         match events::direct_event(name) {
             Ok(pmu_core::Event::Generic(g)) => return Ok(Self::Generic(g)),
             Ok(pmu_core::Event::Raw(code)) => return Ok(Self::Raw(code)),
-            Err(e @ Error::MalformedRaw { .. }) => return Err(e),
+            Err(e @ Error::Event(crate::error::EventError::MalformedRaw { .. })) => return Err(e),
             Err(_) => {}
         }
         Ok(Self::Named(name.to_owned()))
@@ -160,7 +165,7 @@ impl fmt::Display for BackendKind {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum BackendChoice {
-    /// The best that works here (see the [module docs](self)).
+    /// The best that works here (see [`MeterBuilder::build`]).
     #[default]
     Auto,
     /// perf only (with `read()` where one-instruction reads are not allowed).
@@ -175,18 +180,18 @@ pub enum BackendChoice {
 #[derive(Debug)]
 pub struct MeterBuilder {
     id: u32,
-    events: Vec<Event>,
-    choice: BackendChoice,
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    options: crate::session::Options,
+    pub(crate) events: Vec<Event>,
+    pub(crate) choice: BackendChoice,
+    /// The perf backend's settings ([`MeterBuilder::perf_options`] where there is one).
+    pub(crate) perf: crate::perf_rungs::Settings,
+    /// The direct backend's settings (the ARM1176's cycle divider).
+    pub(crate) direct: crate::direct::Settings,
     config: MeasureConfig,
-    cpu: Option<usize>,
-    sysfs: Sysfs,
-    program: bool,
-    #[cfg(target_arch = "arm")]
-    divider: pmu_armv6::CycleDivider,
+    pub(crate) cpu: Option<usize>,
+    pub(crate) sysfs: Sysfs,
+    pub(crate) program: bool,
     /// Ask the backend for a kernel-entry sentinel ([`MeterBuilder::kernel_sentinel`]).
-    sentinel: bool,
+    pub(crate) sentinel: bool,
 }
 
 /// Every builder's id, so that a handle of one meter is refused by another.
@@ -198,14 +203,12 @@ impl Default for MeterBuilder {
             id: NEXT_METER.fetch_add(1, Ordering::Relaxed),
             events: Vec::new(),
             choice: BackendChoice::Auto,
-            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            options: crate::session::Options::default(),
+            perf: Default::default(),
+            direct: Default::default(),
             config: MeasureConfig::default(),
             cpu: None,
             sysfs: Sysfs::system(),
             program: false,
-            #[cfg(target_arch = "arm")]
-            divider: pmu_armv6::CycleDivider::EveryCycle,
             sentinel: true,
         }
     }
@@ -239,28 +242,11 @@ impl MeterBuilder {
     /// can (default: true): every region the kernel entered (interrupt, system call,
     /// page fault, preemption) is then flagged [`crate::Hazards::KERNEL_ENTRY`], so
     /// [`Measured::min`] and [`Measured::median`] leave it out (a region that enters
-    /// the kernel on purpose: [`Measured::min_tolerating`]). The perf backend adds one
-    /// kernel-only member to the group (`Options::kernel_sentinel`, whatever
-    /// `MeterBuilder::perf_options` say); where it cannot, the meter still opens and
-    /// [`Meter::sentinel`] says why. The direct backends use theirs wherever they have
-    /// one, whatever this says: it replaces the system calls of their regions
-    /// ([`crate::direct::lean`]).
+    /// the kernel on purpose: [`Measured::min_tolerating`]). Where the backend cannot
+    /// have one, the meter still opens and [`Meter::sentinel`] says why; with `false`,
+    /// no backend takes one (the direct regions then take `getrusage` for switches).
     pub fn kernel_sentinel(&mut self, on: bool) -> &mut Self {
         self.sentinel = on;
-        self
-    }
-
-    /// The perf session options: [`MeterBuilder::perf_options`] with the sentinel as
-    /// [`MeterBuilder::kernel_sentinel`] says.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn session_options(&self) -> crate::session::Options {
-        self.options.kernel_sentinel(self.sentinel)
-    }
-
-    /// How the perf backend opens events.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    pub fn perf_options(&mut self, options: crate::session::Options) -> &mut Self {
-        self.options = options;
         self
     }
 
@@ -297,63 +283,48 @@ impl MeterBuilder {
         self
     }
 
-    /// The ARM1176's cycle counter counts every cycle or every 64th (PMCR.D, ARM1176
-    /// TRM 3.2.51): with 64 it wraps after about 392 s instead of 6 s at 700 MHz; its
-    /// counts are still reported in cycles (ticks × 64, resolution 64 cycles).
-    #[cfg(target_arch = "arm")]
-    pub fn cycle_divider(&mut self, divider: pmu_armv6::CycleDivider) -> &mut Self {
-        self.divider = divider;
-        self
-    }
-
-    /// Opens the best backend for the events (see the [module docs](self)) and enables
+    /// Opens the best backend for the events (the ladder in [`Choice`]'s docs) and enables
     /// it.
     ///
     /// # Errors
-    /// [`Error::NoEvents`], [`Error::TooManyEvents`]; name errors; the chosen backend's
-    /// open errors ([`Error::Open`], [`Error::GroupDoesNotFit`], the direct backend's
-    /// [`Error::UserAccessNotEnabled`] …), and with [`BackendChoice::Auto`] the perf
+    /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`]; name errors; the chosen backend's
+    /// open errors ([`Error::Open`], [`crate::error::GroupError::DoesNotFit`], the direct backend's
+    /// [`crate::error::AccessError::NotEnabled`] …), and with [`BackendChoice::Auto`] the perf
     /// error when no other backend works either.
     pub fn build(&self) -> Result<Meter> {
         if self.events.is_empty() {
-            return Err(Error::NoEvents);
+            return Err(Error::Group(crate::error::GroupError::NoEvents));
         }
         if self.events.len() > MAX_EVENTS {
-            return Err(Error::TooManyEvents {
+            return Err(Error::Group(crate::error::GroupError::TooMany {
                 given: self.events.len(),
                 max: MAX_EVENTS,
-            });
+            }));
         }
         let pin = self.cpu.map(crate::sched::pin_to).transpose()?;
-        let opened = match self.choice {
-            BackendChoice::Direct => self.open_direct()?,
-            BackendChoice::Software => self.open_software(Vec::new())?,
-            BackendChoice::Auto | BackendChoice::Perf => self.open_auto()?,
-        };
+        let (opened, refused) = choose::choose(self)?;
+        let choice = opened.choice(opened.inner.backend_ref().sentinel(), refused);
         let Opened {
             mut inner,
             slots,
             mut names,
-            kind,
-            why,
             pin: backend_pin,
+            ..
         } = opened;
         let mut extra = Vec::new();
         for name in names.iter().skip(self.events.len()) {
             extra.push(name.clone());
         }
         names.truncate(self.events.len());
-        inner.counters().enable()?;
-        let sentinel = opened_sentinel(&inner, kind, self.sentinel);
+        inner.backend().enable()?;
         Ok(Meter {
             id: self.id,
             names,
             extra,
             slots,
             inner,
-            kind,
-            why,
-            sentinel,
+            why: choice.to_string(),
+            choice,
             config: self.config,
             region: 0,
             open: false,
@@ -362,737 +333,25 @@ impl MeterBuilder {
         })
     }
 
-    /// perf first; then the direct read-only grant; then perf's `read()`; then the
-    /// software events.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn open_auto(&self) -> Result<Opened> {
-        use crate::region::FallbackReason;
-        let specs = self
-            .events
-            .iter()
-            .map(|e| events::resolve(&e.name(), &self.sysfs))
-            .collect::<Result<Vec<_>>>()?;
-        let hardware = specs.iter().any(|s| s.kind != EventKind::Software);
-        // Several core PMUs (big.LITTLE, x86 hybrid): generic events on every one of them,
-        // summed, as perf stat does (crate::hybrid).
-        if hardware {
-            if let Some(hybrid) = self.open_hybrid(&specs)? {
-                return Ok(hybrid);
-            }
-        }
-        // arm64 with perf's user reads off: the module's read-only grant first. Opening
-        // perf's hardware events would revoke it on this CPU (Linux 6.12
-        // drivers/perf/arm_pmuv3.c `armv8pmu_start` rewrites PMUSERENR_EL0).
-        let mut granted_error = None;
-        if self.choice == BackendChoice::Auto
-            && hardware
-            && cfg!(target_arch = "aarch64")
-            && crate::sys::perf_user_access() == Some(0)
-            && std::path::Path::new(crate::direct::MODULE_LAYOUT).exists()
-        {
-            match self.open_direct_granted() {
-                Ok(mut direct) => {
-                    direct.why = format!(
-                        "perf cannot give one-instruction reads here (kernel.perf_user_access \
-                         = 0); {}",
-                        direct.why
-                    );
-                    return Ok(direct);
-                }
-                Err(e) => granted_error = Some(e),
-            }
-        }
-        match crate::session::Session::from_specs(specs.clone(), self.session_options()) {
-            Ok(session) => {
-                session.check_fits()?;
-                session.enable()?;
-                let blocked = (0..session.len())
-                    .filter(|&i| {
-                        session
-                            .specs()
-                            .nth(i)
-                            .is_some_and(|s| s.kind != EventKind::Software)
-                    })
-                    .find_map(|i| session.read_fast(i).err());
-                session.disable()?;
-                session.reset()?;
-                let why = match blocked {
-                    None if hardware => {
-                        "the kernel lets this thread read every counter with one instruction \
-                         (rdpmc / mrs through the perf metadata page)"
-                            .to_owned()
-                    }
-                    None => "software events only: the kernel's own counters, read with read()"
-                        .to_owned(),
-                    Some(blocked) => {
-                        let reason = match blocked {
-                            FallbackReason::Page(f) => f.to_string(),
-                            other => other.to_string(),
-                        };
-                        // The kernel forbids user reads (perf_user_access = 0): the
-                        // module's grant may still allow them. (Unmapped pages, asked
-                        // for, stay with perf.)
-                        let forbidden =
-                            blocked == FallbackReason::Page(pmu_core::Fallback::NoUserAccess);
-                        if self.choice == BackendChoice::Auto
-                            && forbidden
-                            && cfg!(target_arch = "aarch64")
-                        {
-                            drop(session);
-                            let direct = match granted_error {
-                                Some(e) => Err(e),
-                                None => self.open_direct_granted(),
-                            };
-                            match direct {
-                                Ok(mut direct) => {
-                                    direct.why = format!(
-                                        "perf cannot give one-instruction reads here ({reason}); {}",
-                                        direct.why
-                                    );
-                                    return Ok(direct);
-                                }
-                                Err(direct_error) => {
-                                    let session = crate::session::Session::from_specs(
-                                        specs,
-                                        self.session_options(),
-                                    )?;
-                                    return Ok(perf_opened(
-                                        session,
-                                        self.events.len(),
-                                        format!(
-                                            "every read is a read() system call ({reason}), \
-                                             flagged syscall-fallback; the direct backend is \
-                                             not available either: {direct_error}"
-                                        ),
-                                    ));
-                                }
-                            }
-                        }
-                        format!(
-                            "every read is a read() system call ({reason}), flagged \
-                             syscall-fallback"
-                        )
-                    }
-                };
-                Ok(perf_opened(session, self.events.len(), why))
-            }
-            Err(e) if self.choice == BackendChoice::Auto && e.means_no_hardware_counters() => {
-                let mut notes = crate::list::why_no_hardware_counters(&self.sysfs);
-                if notes.is_empty() {
-                    notes.push(e.to_string());
-                }
-                if cfg!(target_arch = "aarch64") {
-                    let direct = match granted_error {
-                        Some(e) => Err(e),
-                        None => self.open_direct_granted(),
-                    };
-                    match direct {
-                        Ok(mut direct) => {
-                            direct.why = format!("{}; {}", notes.join("; "), direct.why);
-                            return Ok(direct);
-                        }
-                        Err(direct_error) => {
-                            notes.push(format!("direct backend: {direct_error}"));
-                        }
-                    }
-                }
-                self.open_software(notes)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// With two core PMUs or more in sysfs and only generic hardware events (the
-    /// perf-defined `instructions`, `cycles`, cache events …): a
-    /// [`crate::hybrid::HybridSession`], each event opened on every core PMU with its extended
-    /// type and summed. `None` where the machine has one core PMU (or none) or an event
-    /// belongs to one PMU (raw numbers, `pmu/term=…/`): then the plain session.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn open_hybrid(&self, specs: &[crate::events::EventSpec]) -> Result<Option<Opened>> {
-        let Ok(topology) = crate::hybrid::CoreTopology::discover_in(&self.sysfs) else {
-            return Ok(None);
-        };
-        let generic = specs
-            .iter()
-            .all(|s| matches!(s.kind, EventKind::Hardware | EventKind::HwCache));
-        if !topology.is_heterogeneous() || !generic || self.choice == BackendChoice::Direct {
-            return Ok(None);
-        }
-        let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-            .ok()
-            .and_then(|t| crate::hybrid::parse_cpu_list(&t))
-            .unwrap_or_default();
-        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let session = match crate::hybrid::HybridSession::open_in(
-            &self.sysfs,
-            &online,
-            &refs,
-            self.options,
-        ) {
-            Ok(session) => session,
-            // The PMUs are listed but cannot count (a VM's sysfs copy, a driver gone):
-            // the plain path finds out and says why, or falls back to software.
-            Err(e) if e.means_no_hardware_counters() => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let pmus = session.pmus().join(", ");
-        let why = format!(
-            "{} core PMUs ({pmus}): every event opened on each and summed, the share of each \
-             in Meter::core_pmu_split; {}",
-            session.pmus().len(),
-            if session.page_reads() {
-                "read with one instruction through the pages"
-            } else {
-                "read with read() (no user-space reads), flagged syscall-fallback"
-            }
-        );
-        Ok(Some(Opened {
-            names,
-            inner: Inner::Hybrid(session),
-            slots: (0..self.events.len()).map(Some).collect(),
-            kind: BackendKind::Perf,
-            why,
-            pin: None,
-        }))
-    }
-
-    /// 32-bit ARM: no perf backend in this library; the direct one.
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    fn open_auto(&self) -> Result<Opened> {
-        if self.choice == BackendChoice::Perf {
-            return Err(Error::PerfUnsupported);
-        }
-        self.open_direct()
-    }
-
-    /// The direct backend: programming the PMU where allowed and asked for, else the
-    /// module's read-only grant.
-    fn open_direct(&self) -> Result<Opened> {
-        #[cfg(target_arch = "aarch64")]
-        {
-            if self.program {
-                return self.open_direct_programmed();
-            }
-            self.open_direct_granted()
-        }
-        #[cfg(target_arch = "arm")]
-        {
-            #[cfg(target_feature = "v7")]
-            if crate::direct::aarch32::is_armv7_cpu() {
-                return self.open_aarch32();
-            }
-            self.open_arm1176()
-        }
-        #[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
-        {
-            crate::direct::probe()?;
-            Err(Error::DirectUnsupported {
-                reason: crate::error::DirectUnsupported::Architecture,
-            })
-        }
-    }
-
-    /// The CPU the direct backend uses: the one given, else the one the thread is on
-    /// (the ARM1176's is CPU 0: the Raspberry Pi 1 and Zero have one core).
-    #[cfg(target_arch = "aarch64")]
-    fn direct_cpu(&self) -> usize {
-        self.cpu
-            .or_else(|| crate::sched::current_cpu().map(|c| c as usize))
-            .unwrap_or(0)
-    }
-
-    /// The direct events, checked before anything is taken.
-    #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
-    fn direct_events(&self) -> Result<Vec<pmu_core::Event>> {
-        self.events.iter().map(Event::direct).collect()
-    }
-
-    #[cfg(target_arch = "aarch64")]
-    fn open_direct_granted(&self) -> Result<Opened> {
-        use pmu_core::EventEncoding;
-        let wanted = self.direct_events()?;
-        let cpu = self.direct_cpu();
-        let (pin, pmu, layout) = crate::direct::armv8::take_granted(cpu)?;
-        let access = crate::direct::armv8::PmuserenrRead::for_layout(pmu.layout());
-        let placed = wanted
-            .iter()
-            .zip(&self.events)
-            .map(|(&event, asked)| {
-                let code = pmu_armv8::Armv8Event::encode(event)?;
-                let slot = pmu
-                    .layout()
-                    .slot_of(code)
-                    .ok_or_else(|| Error::NotInModuleLayout {
-                        event: asked.name(),
-                        layout: layout.clone(),
-                    })?;
-                Ok((event, Some(slot)))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        if !self.options.thorough_evidence {
-            return self.open_direct_lean_granted(pmu, &placed, &layout, cpu, pin);
-        }
-        let counters =
-            crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
-        let meter = crate::direct::GenericDirectMeter::new(counters, self.names(), access)?;
-        Ok(direct_opened(
-            Box::new(meter),
-            self.events.len(),
-            format!(
-                "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU {cpu}: the counters the \
-                 module runs ({layout}), read with one instruction, EL0 only; event counters \
-                 read as 32 bits (no overflow flags without EN: a region must count fewer \
-                 than 2^32 events)"
-            ),
-            pin,
-        ))
-    }
-
-    /// x86_64 has no read-only grant to take (the callers ask on aarch64 only).
-    #[cfg(target_arch = "x86_64")]
-    fn open_direct_granted(&self) -> Result<Opened> {
-        crate::direct::probe()?;
-        Err(Error::DirectUnsupported {
-            reason: crate::error::DirectUnsupported::Architecture,
-        })
-    }
-
-    #[cfg(target_arch = "aarch64")]
-    fn open_direct_programmed(&self) -> Result<Opened> {
-        use pmu_armv8::{PmuOptions, PmuVersion};
-        let wanted = self.direct_events()?;
-        let cpu = self.direct_cpu();
-        // SAFETY: `program_the_pmu`'s caller promised exclusive use of this CPU's PMU and
-        // a fixed affinity; EL0 cannot read PMUVer, so only the PMUv3 baseline is assumed.
-        let taken =
-            unsafe { crate::direct::armv8::take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new()) };
-        match taken {
-            Ok((pin, pmu)) => {
-                let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-                if !self.options.thorough_evidence {
-                    return self.open_direct_lean_programmed(pmu, &placed, cpu, pin);
-                }
-                let counters = crate::direct::OwnedCounters::allocate(
-                    pmu,
-                    &placed,
-                    pmu_core::PrivilegeFilter::USER,
-                )?;
-                let meter = crate::direct::GenericDirectMeter::new(
-                    counters,
-                    self.names(),
-                    crate::direct::armv8::Pmuserenr,
-                )?;
-                Ok(direct_opened(
-                    Box::new(meter),
-                    self.events.len(),
-                    format!(
-                        "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the \
-                         library programs the counters itself, counting EL0 only"
-                    ),
-                    pin,
-                ))
-            }
-            Err(Error::ModuleGrantMissing {
-                cause: crate::error::GrantMissing::NoProgrammingAccess { .. },
-            }) => self.open_direct_granted(),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The read-only grant's lean region (no system calls; `Options::thorough_evidence`
-    /// takes the getrusage region instead).
-    #[cfg(target_arch = "aarch64")]
-    fn open_direct_lean_granted(
-        &self,
-        pmu: pmu_armv8::granted::GrantedPmu<pmu_armv8::granted::El0Reads>,
-        placed: &[(pmu_core::Event, Option<pmu_core::Slot>)],
-        layout: &str,
-        cpu: usize,
-        pin: PinGuard,
-    ) -> Result<Opened> {
-        let region = crate::direct::lean_granted(pmu, placed, self.names())?;
-        Ok(direct_opened(
-            region,
-            self.events.len(),
-            format!(
-                "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU {cpu}: the counters the \
-                 module runs ({layout}), read with one instruction, EL0 only; event counters \
-                 read as 32 bits (no overflow flags without EN: a region must count fewer \
-                 than 2^32 events); regions without system calls (CPU from rseq; the \
-                 kernel-entry sentinel as Meter::sentinel says)"
-            ),
-            pin,
-        ))
-    }
-
-    /// The lean region on counters the library programs under EN, with its own
-    /// sentinel where a counter is free.
-    #[cfg(target_arch = "aarch64")]
-    fn open_direct_lean_programmed(
-        &self,
-        pmu: pmu_armv8::El0Pmu,
-        placed: &[(pmu_core::Event, Option<pmu_core::Slot>)],
-        cpu: usize,
-        pin: PinGuard,
-    ) -> Result<Opened> {
-        let region = crate::direct::lean_programmed(pmu, placed, self.names())?;
-        Ok(direct_opened(
-            region,
-            self.events.len(),
-            format!(
-                "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the \
-                 library programs the counters itself, counting EL0 only; regions without \
-                 system calls (CPU from rseq, overflow flags; the kernel-entry sentinel as \
-                 Meter::sentinel says)"
-            ),
-            pin,
-        ))
-    }
-
-    #[cfg(target_arch = "arm")]
-    fn open_arm1176(&self) -> Result<Opened> {
-        if !self.program {
-            // The ARM1176's only grant (SUNAVCR.V) is the one that programs.
-            return Err(Error::DirectNeedsProgramming);
-        }
-        let wanted = self.direct_events()?;
-        // SAFETY: `program_the_pmu`'s caller promised an ARM1176 and exclusive use.
-        let (pin, pmu) = unsafe { crate::direct::arm1176::take_arm1176(self.divider) }?;
-        let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-        let counters =
-            crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::ALL)?;
-        // The CCR (Slot::Fixed(0)) ticks once per `cycles_per_tick` cycles: its counts
-        // are reported in cycles.
-        let ccr: Vec<usize> = counters
-            .slots()
-            .enumerate()
-            .filter(|(_, s)| *s == pmu_core::Slot::Fixed(0))
-            .map(|(i, _)| i)
-            .collect();
-        let mut meter = crate::direct::GenericDirectMeter::new(
-            counters,
-            self.names(),
-            crate::direct::Unchecked,
-        )?;
-        for i in ccr {
-            meter = meter.scaled(i, self.divider.cycles_per_tick())?;
-        }
-        let meter = crate::direct::kernel_sentinel::WithoutSentinel::new(
-            meter,
-            "the ARM1176 counters have no privilege filter: every counter counts in every \
-             mode (ARM1176JZF-S TRM 3.2.51, PMCR); kernel entries that end in a context \
-             switch are seen through getrusage only",
-        );
-        Ok(direct_opened(
-            Box::new(meter),
-            self.events.len(),
-            "kmod-enable-user's grant (SUNAVCR.V) on the ARM1176: the library programs the \
-             counters itself; no privilege filter (the kernel's work in a region counts too)"
-                .to_owned(),
-            pin,
-        ))
-    }
-
-    /// ARMv7 and later under a 32-bit kernel (the ARMv7 build): PL0 programs the PMU
-    /// after kmod-enable-user's ARMv7 flavour set PMUSERENR.EN ([`crate::direct::aarch32`]),
-    /// counting PL0 only; every access checks that EN is still there.
-    #[cfg(all(target_arch = "arm", target_feature = "v7"))]
-    fn open_aarch32(&self) -> Result<Opened> {
-        if !self.program {
-            // PMUv2 has no read-only grant: EN is the only one, and it programs.
-            return Err(Error::DirectNeedsProgramming);
-        }
-        let wanted = self.direct_events()?;
-        let cpu = self
-            .cpu
-            .or_else(|| crate::sched::current_cpu().map(|c| c as usize))
-            .unwrap_or(0);
-        // SAFETY: `program_the_pmu`'s caller promised exclusive use of the PMU.
-        let (pin, pmu) = unsafe { crate::direct::aarch32::take_pl0(cpu) }?;
-        let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-        let counters =
-            crate::direct::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
-        let meter = aarch32_with_sentinel(counters, self.names())?;
-        Ok(direct_opened(
-            meter,
-            self.events.len(),
-            format!(
-                "direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN from kmod-enable-user's \
-                 ARMv7 flavour, el0_programming=1): the library programs the counters itself, \
-                 counting PL0 only"
-            ),
-            pin,
-        ))
-    }
-
-    /// The software fallback: the software events asked for plus `task-clock` (perf),
-    /// and the time-stamp counter; hardware events are not counted.
-    fn open_software(&self, notes: Vec<String>) -> Result<Opened> {
-        let mut names: Vec<String> = self.names();
-        let mut slots = vec![None; self.events.len()];
-        let mut backends: Vec<Box<dyn Counters>> = Vec::new();
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        {
-            let mut software = Vec::new();
-            for (i, event) in self.events.iter().enumerate() {
-                if let Ok(spec) = events::resolve(&event.name(), &self.sysfs) {
-                    if spec.kind == EventKind::Software {
-                        slots[i] = Some(software.len());
-                        software.push(spec);
-                    }
-                }
-            }
-            let task_clock = software
-                .iter()
-                .position(|s| s.name == "task-clock")
-                .unwrap_or_else(|| {
-                    names.push("task-clock".to_owned());
-                    slots.push(Some(software.len()));
-                    software.push(events::resolve_builtin("task-clock").expect("a perf name"));
-                    software.len() - 1
-                });
-            // task-clock leads: a task-clock that is not the leader is brought up to date
-            // only when the group is scheduled out (see crate::session).
-            software.swap(0, task_clock);
-            for slot in slots.iter_mut().flatten() {
-                if *slot == 0 {
-                    *slot = task_clock;
-                } else if *slot == task_clock {
-                    *slot = 0;
-                }
-            }
-            backends.push(Box::new(crate::session::Session::from_specs(
-                software,
-                self.options,
-            )?));
-        }
-        let counted_before: usize = backends.iter().map(|b| b.names().len()).sum();
-        backends.push(Box::new(TimestampMeter::new()?));
-        names.push(crate::timestamp::NAME.to_owned());
-        slots.push(Some(counted_before));
-        let counted: Vec<&str> = names
-            .iter()
-            .zip(&slots)
-            .filter(|(_, s)| s.is_some())
-            .map(|(n, _)| n.as_str())
-            .collect();
-        let why = format!(
-            "no hardware counters{}: counting {} instead",
-            if notes.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", notes.join("; "))
-            },
-            counted.join(", ")
-        );
-        Ok(Opened {
-            inner: Inner::Other(Box::new(Stacked::new(backends))),
-            slots,
-            names,
-            kind: BackendKind::Software,
-            why,
-            pin: None,
-        })
-    }
-
-    fn names(&self) -> Vec<String> {
+    /// The events' names, in handle order.
+    pub(crate) fn names(&self) -> Vec<String> {
         self.events.iter().map(Event::name).collect()
     }
-}
 
-/// What a backend's opening produced.
-struct Opened {
-    inner: Inner,
-    /// Per event (the user's, then the meter's own), its reading's index.
-    slots: Vec<Option<usize>>,
-    /// Per event, its name.
-    names: Vec<String>,
-    kind: BackendKind,
-    why: String,
-    pin: Option<PinGuard>,
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn perf_opened(session: crate::session::Session, events: usize, why: String) -> Opened {
-    Opened {
-        names: session.specs().map(|s| s.name.clone()).collect(),
-        inner: Inner::Perf(session),
-        slots: (0..events).map(Some).collect(),
-        kind: BackendKind::Perf,
-        why,
-        pin: None,
-    }
-}
-
-/// The AArch32 direct meter over `counters`, read at the floor
-/// ([`crate::direct::aarch32::FloorCounters`]) and watched by a kernel-entry sentinel on
-/// a free event counter ([`crate::direct::aarch32::Pl1InstRetired`]) where there is one;
-/// without, it says why.
-#[cfg(all(target_arch = "arm", target_feature = "v7"))]
-fn aarch32_with_sentinel(
-    counters: crate::direct::OwnedCounters<pmu_armv7::Pl0Pmu>,
-    names: Vec<String>,
-) -> Result<Box<dyn Counters>> {
-    use crate::direct::aarch32::{FloorCounters, Pl1InstRetired, PmuserenrEn};
-    use crate::direct::kernel_sentinel::{with_sentinel, SentinelMeter, WithoutSentinel};
-    use crate::direct::GenericDirectMeter;
-    match Pl1InstRetired::program(counters.pmu(), counters.slots()) {
-        Ok(sentinel) => {
-            let how = format!(
-                "event counter {} programmed by the library (INST_RETIRED, PMXEVTYPER.U \
-                 set, P clear), read through PMSELR + PMXEVCNTR before the region's \
-                 counters at the start and after them at the stop",
-                sentinel.counter()
-            );
-            let counters = FloorCounters::new(counters)?;
-            let (set, link) = with_sentinel(counters, sentinel);
-            let inner = GenericDirectMeter::new(set, names, PmuserenrEn)?;
-            Ok(Box::new(SentinelMeter::new(
-                inner,
-                link,
-                "instructions",
-                &how,
-            )))
-        }
-        Err(why) => Ok(Box::new(WithoutSentinel::new(
-            GenericDirectMeter::new(FloorCounters::new(counters)?, names, PmuserenrEn)?,
-            why,
-        ))),
-    }
-}
-
-#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
-fn direct_opened(meter: Box<dyn Counters>, events: usize, why: String, pin: PinGuard) -> Opened {
-    Opened {
-        names: meter.names(),
-        inner: Inner::Other(meter),
-        slots: (0..events).map(Some).collect(),
-        kind: BackendKind::Direct,
-        why,
-        pin: Some(pin),
-    }
-}
-
-/// Whether the opened backend watches regions with a kernel-entry sentinel, or why
-/// not (`asked`: [`MeterBuilder::kernel_sentinel`]).
-fn opened_sentinel(inner: &Inner, kind: BackendKind, asked: bool) -> crate::Sentinel {
-    // The direct backends decide themselves: their sentinel replaces the system calls
-    // of every region (see `MeterBuilder::kernel_sentinel`), so theirs is the truth
-    // whatever was asked.
-    // On 32-bit ARM `Other` is the only variant.
-    #[allow(irrefutable_let_patterns)]
-    if let Inner::Other(other) = inner {
-        if let Some(sentinel) = other.sentinel() {
-            return sentinel;
-        }
-    }
-    match inner {
-        _ if !asked => crate::Sentinel::off("switched off (MeterBuilder::kernel_sentinel)"),
-        _ if kind == BackendKind::Software => crate::Sentinel::off(
-            "no hardware counters: the software backend has none to count the kernel with",
-        ),
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        Inner::Perf(session) => session.sentinel().clone(),
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        Inner::Hybrid(_) => crate::Sentinel::off(
-            "not yet on machines with several core PMUs (each PMU's group would need its own)",
-        ),
-        Inner::Other(_) => crate::Sentinel::off("this backend reads none"),
-    }
-}
-
-/// The backend underneath: perf's session directly (its region reads are the hot path),
-/// anything else behind [`Counters`]. The session stays inline (no pointer to follow
-/// in a region's reads); a meter is built once, so its size does not matter.
-#[allow(clippy::large_enum_variant)]
-enum Inner {
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    Perf(crate::session::Session),
-    /// Generic events on every core PMU of a heterogeneous machine.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    Hybrid(crate::hybrid::HybridSession),
-    Other(Box<dyn Counters>),
-}
-
-impl Inner {
-    fn counters(&mut self) -> &mut dyn Counters {
-        match self {
-            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            Self::Perf(session) => session,
-            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            Self::Hybrid(session) => session,
-            Self::Other(other) => &mut **other,
-        }
-    }
-}
-
-/// Several backends measuring one region, nested: the first starts first and stops
-/// last, so each one's region contains the next one's reads (calibration subtracts
-/// them). The readings follow each other; the evidence is the first backend's.
-struct Stacked {
-    backends: Vec<Box<dyn Counters>>,
-    /// Per backend, the index after its last reading.
-    ends: Vec<usize>,
-}
-
-impl Stacked {
-    fn new(backends: Vec<Box<dyn Counters>>) -> Self {
-        let ends = backends
+    /// The events resolved against the builder's sysfs.
+    ///
+    /// # Errors
+    /// Name errors.
+    pub(crate) fn specs(&self) -> Result<Vec<events::EventSpec>> {
+        self.events
             .iter()
-            .scan(0, |at, b| {
-                *at += b.names().len();
-                Some(*at)
-            })
-            .collect();
-        Self { backends, ends }
-    }
-}
-
-impl RegionMeter for Stacked {
-    type Error = Error;
-
-    fn start(&mut self) -> Result<()> {
-        self.backends.iter_mut().try_for_each(|b| b.start())
-    }
-
-    fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
-        let (ends, at) = (&self.ends, self.ends.last().copied().unwrap_or(0));
-        if out.len() < at {
-            return Err(pmu_core::Error::ReadingsMismatch {
-                expected: at as u32,
-                got: out.len() as u32,
-            }
-            .into());
-        }
-        for (i, b) in self.backends.iter_mut().enumerate().rev() {
-            let first = if i == 0 { 0 } else { ends[i - 1] };
-            b.stop(&mut out[first..ends[i]])?;
-        }
-        Ok(())
-    }
-}
-
-impl Counters for Stacked {
-    fn names(&self) -> Vec<String> {
-        self.backends.iter().flat_map(|b| b.names()).collect()
-    }
-    fn enable(&mut self) -> Result<()> {
-        self.backends.iter_mut().try_for_each(|b| b.enable())
-    }
-    fn disable(&mut self) -> Result<()> {
-        self.backends.iter_mut().try_for_each(|b| b.disable())
-    }
-    fn evidence(&self) -> crate::region::Evidence {
-        self.backends
-            .first()
-            .map(|b| b.evidence())
-            .unwrap_or_default()
+            .map(|e| events::resolve(&e.name(), &self.sysfs))
+            .collect()
     }
 }
 
 /// Counts events of code regions on the best backend of this machine: see the
-/// [module docs](self).
+/// [crate docs](crate).
 pub struct Meter {
     id: u32,
     /// The user's events, by handle index.
@@ -1102,10 +361,10 @@ pub struct Meter {
     /// Per event (user's, then extra), the index of its reading; `None`: not counted.
     slots: Vec<Option<usize>>,
     inner: Inner,
-    kind: BackendKind,
+    /// Which backend, how it reads, its sentinel, and the refusals before it.
+    choice: Choice,
+    /// `choice` in words.
     why: String,
-    /// Whether regions see every kernel entry, and how.
-    sentinel: crate::Sentinel,
     config: MeasureConfig,
     /// The number of the region begun last, and whether it is still open (begun, not
     /// yet stopped, not ended by a `measure` or `counters` since).
@@ -1119,7 +378,7 @@ pub struct Meter {
 impl fmt::Debug for Meter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Meter")
-            .field("backend", &self.kind)
+            .field("backend", &self.choice.kind)
             .field("why", &self.why)
             .field("events", &self.names)
             .field("extra", &self.extra)
@@ -1135,10 +394,16 @@ impl Meter {
 
     /// The backend this meter uses.
     pub fn backend(&self) -> BackendKind {
-        self.kind
+        self.choice.kind
     }
 
-    /// Why that backend, and how it reads.
+    /// Which backend, how its regions read, under which grant, and what the ladder
+    /// refused before it; [`Meter::why`] says it in words.
+    pub fn choice(&self) -> &Choice {
+        &self.choice
+    }
+
+    /// Why that backend, and how it reads: [`Meter::choice`] in words.
     pub fn why(&self) -> &str {
         &self.why
     }
@@ -1146,31 +411,25 @@ impl Meter {
     /// Whether this meter's regions see every kernel entry
     /// ([`crate::Hazards::KERNEL_ENTRY`]), and how; or why not.
     pub fn sentinel(&self) -> &crate::Sentinel {
-        &self.sentinel
+        &self.choice.sentinel
     }
 
     /// On a machine with several core PMUs (big.LITTLE), where the meter opened the
-    /// generic events on each and sums them ([`crate::hybrid`]): `handle`'s share of
+    /// generic events on each and sums them (`perf::HybridSession`): `handle`'s share of
     /// the last region per core PMU, and how each was read. `None` with one core PMU
     /// (the event then has one counter, the whole count is the reading).
     ///
     /// # Errors
-    /// [`Error::ForeignHandle`], [`Error::NotCounted`].
+    /// [`crate::error::Untrusted::NotCounted`].
+    ///
+    /// # Panics
+    /// For a handle of another meter.
     pub fn core_pmu_split(
         &self,
         handle: EventHandle,
     ) -> Result<Option<Vec<crate::hybrid::PmuShare>>> {
-        // Checked on every architecture: a foreign handle is an error everywhere.
-        #[cfg_attr(
-            not(any(target_arch = "x86_64", target_arch = "aarch64")),
-            allow(unused_variables)
-        )]
         let slot = self.slot(handle)?;
-        Ok(match &self.inner {
-            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            Inner::Hybrid(session) => Some(session.split(slot)),
-            _ => None,
-        })
+        Ok(self.inner.split(slot))
     }
 
     /// Every event with its handle and whether this backend counts it: the ones added,
@@ -1199,15 +458,22 @@ impl Meter {
     }
 
     /// The reading index of `handle`'s event, or why there is none.
+    ///
+    /// # Panics
+    /// For a handle of another meter, as indexing a map with a key of another does.
     fn slot(&self, handle: EventHandle) -> Result<usize> {
         let index = usize::from(handle.index);
-        if handle.meter != self.id || index >= self.slots.len() {
-            return Err(Error::ForeignHandle);
-        }
-        self.slots[index].ok_or_else(|| Error::NotCounted {
-            event: self.names[index].clone(),
-            backend: self.kind.to_string(),
-            why: self.why.clone(),
+        assert!(
+            handle.meter == self.id && index < self.slots.len(),
+            "an event handle of another meter: use the handles of the builder this meter \
+             was built from"
+        );
+        self.slots[index].ok_or_else(|| {
+            Error::Untrusted(crate::error::Untrusted::NotCounted {
+                event: self.names[index].clone(),
+                backend: self.choice.kind.to_string(),
+                why: self.why.clone(),
+            })
         })
     }
 
@@ -1224,13 +490,7 @@ impl Meter {
     /// The backend's read errors (then no region is open).
     #[inline(always)]
     pub fn start(&mut self) -> Result<Region> {
-        let started = match &mut self.inner {
-            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            Inner::Perf(session) => RegionMeter::start(session),
-            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            Inner::Hybrid(session) => RegionMeter::start(session),
-            Inner::Other(other) => other.start(),
-        };
+        let started = self.inner.start();
         self.region = self.region.wrapping_add(1);
         self.open = started.is_ok();
         started.map(|()| Region {
@@ -1246,7 +506,7 @@ impl Meter {
     ///
     /// # Panics
     /// When `region` is not this meter's open region: another meter's, or one that a
-    /// [`Meter::measure`] or [`Meter::counters`] call ended (both measure regions of
+    /// [`Meter::measure`] or [`Meter::measure_with`] call ended (both measure regions of
     /// their own on the same counters). Both are mistakes in the calling code, as
     /// indexing with a key of another map is.
     #[inline(always)]
@@ -1255,13 +515,7 @@ impl Meter {
             region_not_open(region, self.id);
         }
         self.open = false;
-        match &mut self.inner {
-            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            Inner::Perf(session) => RegionMeter::stop(session, &mut self.readings)?,
-            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-            Inner::Hybrid(session) => RegionMeter::stop(session, &mut self.readings)?,
-            Inner::Other(other) => other.stop(&mut self.readings)?,
-        }
+        self.inner.stop(&mut self.readings)?;
         Ok(Counts { meter: self })
     }
 
@@ -1274,7 +528,7 @@ impl Meter {
     pub fn measure(&mut self, mut region: impl FnMut()) -> Result<Measured<'_>> {
         self.open = false;
         let config = self.config;
-        let measurement = measure::measure(self.inner.counters(), &config, &mut region)?;
+        let measurement = measure::measure(self.inner.backend(), &config, &mut region)?;
         Ok(Measured {
             meter: self,
             measurement,
@@ -1283,59 +537,36 @@ impl Meter {
 
     /// What the last region's hazards were derived from.
     pub fn evidence(&mut self) -> crate::region::Evidence {
-        self.inner.counters().evidence()
+        self.inner.backend().evidence()
     }
 
-    /// The backend as [`Counters`], for the functions of [`mod@crate::measure`] (a baseline
-    /// of one's own, a measurement that keeps its runs when it stops on an error). The
-    /// readings are in the order of [`Counters::names`]: the events the backend counts,
-    /// not the handles'.
-    pub fn counters(&mut self) -> Counting<'_> {
+    /// Measures `region` as `config` says, calibrated against `baseline` when one is
+    /// given (uncalibrated without): `region` and `baseline` should be two values of
+    /// one closure type that differ only in the work they do, so that the call costs
+    /// cancel exactly. On an error, the runs measured before it are kept.
+    ///
+    /// # Errors
+    /// [`Interrupted`] with the backend's error and every run completed before it;
+    /// [`pmu_core::Error`] for zero runs.
+    pub fn measure_with<'r>(
+        &mut self,
+        config: &MeasureConfig,
+        region: &'r mut dyn FnMut(),
+        baseline: Option<&'r mut dyn FnMut()>,
+    ) -> std::result::Result<Measured<'_>, Box<Interrupted>> {
         self.open = false;
-        Counting {
-            inner: self.inner.counters(),
-        }
-    }
-}
-
-/// A meter's backend as [`Counters`] ([`Meter::counters`]): it counts from the meter's
-/// build to its drop, so it cannot be disabled (a disabled backend's regions would read
-/// nothing).
-pub struct Counting<'m> {
-    inner: &'m mut dyn Counters,
-}
-
-impl RegionMeter for Counting<'_> {
-    type Error = Error;
-
-    #[inline(always)]
-    fn start(&mut self) -> Result<()> {
-        self.inner.start()
+        let measurement =
+            measure::measure_keeping_partial(self.inner.backend(), config, region, baseline)?;
+        Ok(Measured {
+            meter: self,
+            measurement,
+        })
     }
 
-    #[inline(always)]
-    fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
-        self.inner.stop(out)
-    }
-}
-
-impl Counters for Counting<'_> {
-    fn names(&self) -> Vec<String> {
-        self.inner.names()
-    }
-
-    /// Already counting: enabling again changes nothing.
-    fn enable(&mut self) -> Result<()> {
-        self.inner.enable()
-    }
-
-    /// [`Error::MeterAlwaysCounts`]: drop the meter to stop counting.
-    fn disable(&mut self) -> Result<()> {
-        Err(Error::MeterAlwaysCounts)
-    }
-
-    fn evidence(&self) -> crate::region::Evidence {
-        self.inner.evidence()
+    /// The events the backend counts, in the order of [`Measurement`]'s readings (the
+    /// user's counted events, then the meter's own).
+    pub fn counted(&mut self) -> Vec<String> {
+        self.inner.backend().names()
     }
 }
 
@@ -1343,7 +574,7 @@ impl Drop for Meter {
     fn drop(&mut self) {
         // Counting stops with the backend's own drop too (perf closes the events, the
         // direct counters are released): this only stops them first, in order.
-        let _ = self.inner.counters().disable();
+        let _ = self.inner.backend().disable();
     }
 }
 
@@ -1363,7 +594,7 @@ pub struct Region {
 fn region_not_open(region: Region, meter: u32) -> ! {
     if region.meter == meter {
         panic!(
-            "Meter::stop: region {} was ended by measure() or counters() since its start",
+            "Meter::stop: region {} was ended by a measure since its start",
             region.number
         )
     }
@@ -1380,8 +611,10 @@ impl Counts<'_> {
     /// `handle`'s reading: the count with its hazards.
     ///
     /// # Errors
-    /// [`Error::NotCounted`] for an event this backend does not count;
-    /// [`Error::ForeignHandle`] for another meter's handle.
+    /// [`crate::error::Untrusted::NotCounted`] for an event this backend does not count.
+    ///
+    /// # Panics
+    /// For a handle of another meter.
     pub fn reading(&self, handle: EventHandle) -> Result<Reading> {
         Ok(self.meter.readings[self.meter.slot(handle)?])
     }
@@ -1389,18 +622,18 @@ impl Counts<'_> {
     /// `handle`'s count, when the region had no hazard for it.
     ///
     /// # Errors
-    /// [`Error::Hazardous`] with the reading when it has hazards; as
+    /// [`crate::error::Untrusted::Hazardous`] with the reading when it has hazards; as
     /// [`Counts::reading`].
     pub fn value(&self, handle: EventHandle) -> Result<u64> {
         let reading = self.reading(handle)?;
         if reading.hazards.is_empty() {
             Ok(reading.value)
         } else {
-            Err(Error::Hazardous {
+            Err(Error::Untrusted(crate::error::Untrusted::Hazardous {
                 event: self.meter.name(usize::from(handle.index)).to_owned(),
                 value: reading.value,
                 hazards: reading.hazards,
-            })
+            }))
         }
     }
 }
@@ -1425,7 +658,7 @@ impl Measured<'_> {
     /// smallest when calibrated.
     ///
     /// # Errors
-    /// [`Error::NoCleanRun`] when every run had a hazard for this event; as
+    /// [`crate::error::Untrusted::NoCleanRun`] when every run had a hazard for this event; as
     /// [`Counts::reading`].
     pub fn min(&self, handle: EventHandle) -> Result<i64> {
         self.statistic(handle, |c| c.min)
@@ -1478,11 +711,11 @@ impl Measured<'_> {
     }
 
     fn no_clean_run(&self, handle: EventHandle, summary: pmu_core::Summary) -> Error {
-        Error::NoCleanRun {
+        Error::Untrusted(crate::error::Untrusted::NoCleanRun {
             event: self.meter.name(usize::from(handle.index)).to_owned(),
             runs: summary.runs,
             hazards: summary.hazards,
-        }
+        })
     }
 
     /// How many recorded runs of the region had a hazard on some event (left out of the

@@ -20,15 +20,15 @@ use std::sync::atomic::{compiler_fence, Ordering};
 use perf_event_open_sys::bindings::perf_event_mmap_page;
 use pmu_core::UserPage;
 
-use crate::error::{Errno, Error, Op, Result};
+use crate::error::{Errno, Op, Result};
 use crate::sys::perf::Mapping;
 
 /// `cap_user_rdpmc` in `capabilities`.
-pub const CAP_USER_RDPMC: u64 = 1 << 2;
+pub(crate) const CAP_USER_RDPMC: u64 = 1 << 2;
 /// `cap_user_time` in `capabilities`: `time_mult`, `time_shift`, `time_offset` are valid.
-pub const CAP_USER_TIME: u64 = 1 << 3;
+pub(crate) const CAP_USER_TIME: u64 = 1 << 3;
 /// `cap_user_time_short` in `capabilities`: `time_cycles`, `time_mask` are valid too.
-pub const CAP_USER_TIME_SHORT: u64 = 1 << 5;
+pub(crate) const CAP_USER_TIME_SHORT: u64 = 1 << 5;
 
 /// Read access to a `perf_event_mmap_page` (the kernel's, or one built in memory).
 #[derive(Clone, Copy, Debug)]
@@ -171,12 +171,10 @@ impl MmapPage {
     /// Maps the metadata page of the perf event `fd`.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Mmap`].
+    /// [`Error::Io`] with [`Op::Mmap`].
     pub(crate) fn map(fd: BorrowedFd<'_>) -> Result<Self> {
-        let mapping = Mapping::new(fd).map_err(|errno: Errno| Error::Syscall {
-            op: Op::Mmap,
-            errno,
-        })?;
+        let mapping = Mapping::new(fd)
+            .map_err(|errno: Errno| crate::error::Error::syscall(Op::Mmap, errno))?;
         Ok(Self { mapping })
     }
 

@@ -1,3 +1,7 @@
+//! What a meter's numbers rest on: how it reads ([`Reads`], in the [`crate::Choice`]
+//! of backend), whether a kernel-entry sentinel watches its regions ([`Sentinel`]),
+//! and per region the [`Evidence`] each hazard was derived from, below.
+//!
 //! One measured region: the readings, the evidence they were judged on, and exactly
 //! what each hazard means and how it is detected.
 //!
@@ -6,10 +10,10 @@
 //! start, after the last read at the stop, so the windows watched always contain the
 //! region.
 //!
-//! **Lean and thorough evidence (perf).** When every event of a session is a mapped
+//! **Syscall-free and getrusage evidence (perf).** When every event of a session is a mapped
 //! hardware event and both edges read them all through their pages, a region is
-//! *lean*: the start takes the thread's CPU (one load from its rseq area,
-//! [`crate::rseq`]; `sched_getcpu()` where the kernel has no rseq) and reads every
+//! *syscall-free*: the start takes the thread's CPU (one load from its rseq area,
+//! [`crate::machine::ThreadCpu`]; `sched_getcpu()` where the kernel has no rseq) and reads every
 //! event; the stop reads every counter against the start's page
 //! ([`pmu_core::mmap_page::count_since`]), which succeeds only while no page's `lock`
 //! moved. Nothing else is needed: an event that was on its counter at the start is
@@ -19,20 +23,20 @@
 //! migration (a migration deschedules the thread) and no multiplexing (the page times
 //! change only in those updates). Only when a `lock` moved does the stop read the
 //! pages again, the CPU again, and compare the page times. Every other region is
-//! *thorough*: getrusage and `sched_getcpu()` at both edges besides the locks, as are
-//! all regions with `Options::thorough_evidence`. [`Evidence::switches`] is
-//! `None` in a lean region (getrusage not consulted), and its `cpu_end` is the start's
+//! *getrusage*: getrusage and `sched_getcpu()` at both edges besides the locks, as are
+//! all regions with `Options::getrusage_edges`. [`Evidence::switches`] is
+//! `None` in a syscall-free region (getrusage not consulted), and its `cpu_end` is the start's
 //! when no lock moved (inferred as above, not read).
 //!
 //! | hazard | what it means | perf backend: detected by | direct backend: detected by |
 //! |---|---|---|---|
-//! | [`CONTEXT_SWITCH`](Hazards::CONTEXT_SWITCH) | the thread left the CPU during the region | any event's page `lock` moved; **or** (thorough regions) the thread's `ru_nvcsw + ru_nivcsw` (`getrusage(RUSAGE_THREAD)`) moved; **or** a `context-switches` event in the group counted | `ru_nvcsw + ru_nivcsw` moved (`GenericDirectMeter`, and a `LeanRegion` without a sentinel); a `LeanRegion` with a sentinel reports a switch as `KERNEL_ENTRY` instead (the scheduler runs in the kernel, so the sentinel moves), without `getrusage` |
-//! | [`CPU_MIGRATION`](Hazards::CPU_MIGRATION) | the thread ran on another CPU at the end than at the start, or moved in between | the CPU differs (lean: rseq `cpu_id` or `sched_getcpu()`, read at the stop only if a lock moved; thorough: `sched_getcpu()`); **or** a `cpu-migrations` event in the group counted (the only way to see a round trip 0 → 1 → 0; a migration is always also a switch) | `sched_getcpu()` differs (`GenericDirectMeter`), the rseq `cpu_id` differs (`LeanRegion`; `sched_getcpu()` where the thread has no rseq area, [`Evidence::cpu_from_rseq`] false) — the constructors pin the thread, so this means someone changed the affinity |
+//! | [`CONTEXT_SWITCH`](Hazards::CONTEXT_SWITCH) | the thread left the CPU during the region | any event's page `lock` moved; **or** (getrusage regions) the thread's `ru_nvcsw + ru_nivcsw` (`getrusage(RUSAGE_THREAD)`) moved; **or** a `context-switches` event in the group counted | `ru_nvcsw + ru_nivcsw` moved (`DirectMeter`, and a `DirectRegion` without a sentinel); a `DirectRegion` with a sentinel reports a switch as `KERNEL_ENTRY` instead (the scheduler runs in the kernel, so the sentinel moves), without `getrusage` |
+//! | [`CPU_MIGRATION`](Hazards::CPU_MIGRATION) | the thread ran on another CPU at the end than at the start, or moved in between | the CPU differs (syscall-free: rseq `cpu_id` or `sched_getcpu()`, read at the stop only if a lock moved; getrusage: `sched_getcpu()`); **or** a `cpu-migrations` event in the group counted (the only way to see a round trip 0 → 1 → 0; a migration is always also a switch) | `sched_getcpu()` differs (`DirectMeter`), the rseq `cpu_id` differs (`DirectRegion`; `sched_getcpu()` where the thread has no rseq area, [`Evidence::cpu_from_rseq`] false) — the constructors pin the thread, so this means someone changed the affinity |
 //! | [`MULTIPLEXED`](Hazards::MULTIPLEXED) | the event was off its counter for part of the region | `time_enabled` and `time_running` advanced by different amounts between the two samples (page fields, or the group `read()`) | never (nothing else schedules the counters) |
 //! | [`NOT_SCHEDULED`](Hazards::NOT_SCHEDULED) | at an edge the event was not on a hardware counter (page `index` 0): a software event, or a hardware event rotated out | the page | never |
 //! | [`SYSCALL_FALLBACK`](Hazards::SYSCALL_FALLBACK) | at an edge the value came from `read()`, not one instruction: the read itself costs hundreds of instructions at the region's edge | the page said so; the reason per edge is in [`EventEvidence`] | never |
-//! | [`USER_ACCESS_REVOKED`](Hazards::USER_ACCESS_REVOKED) | one-instruction reads were allowed at the start and not at the end | fast at the start, `cap_user_rdpmc` 0 at the end (x86 rdpmc policy or arm64 `perf_user_access` changed) | PMUSERENR_EL0.EN found clear: [`crate::Error::UserAccessRevoked`] instead of a value, since the counters are gone |
-//! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise, in a `LeanRegion`: the module's `sentinel=1` counter under the read-only grant, the backend's own (INST_RETIRED, `PMEVTYPER<n>_EL0`.U=1 P=0 NSH=1) under EN; `Meter::sentinel` says which, or why there is none (`GenericDirectMeter` has none) |
+//! | [`USER_ACCESS_REVOKED`](Hazards::USER_ACCESS_REVOKED) | one-instruction reads were allowed at the start and not at the end | fast at the start, `cap_user_rdpmc` 0 at the end (x86 rdpmc policy or arm64 `perf_user_access` changed) | PMUSERENR_EL0.EN found clear: [`crate::error::AccessError::Revoked`] instead of a value, since the counters are gone |
+//! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise, in a `DirectRegion`: the module's `sentinel=1` counter under the read-only grant, the backend's own (INST_RETIRED, `PMEVTYPER<n>_EL0`.U=1 P=0 NSH=1) under EN; `Meter::sentinel` says which, or why there is none (`DirectMeter` has none) |
 //! | [`OVERFLOW`](Hazards::OVERFLOW) | the counter wrapped | never: the kernel keeps 64-bit counts (`offset` absorbs wraps) | overflow flag (PMOVSSET_EL0, EN only), or end < start (pmu-core `CounterMeter` rule) |
 //!
 //! **The perf backend's kernel-entry sentinel** (`Options::kernel_sentinel`,
@@ -72,6 +76,10 @@
 //! value is kept, [`Reading::scaled`] extrapolates when both edges came from `read()`).
 //! direct: the counters are the CPU's, not the thread's: after a switch they include
 //! whatever else ran, so the value is **not** the thread's.
+
+pub use crate::hybrid::PmuShare;
+pub use crate::meter::{Grant, Reads, Refusal};
+pub use crate::sentinel::{Sentinel, SentinelGap};
 
 use std::fmt;
 
@@ -178,7 +186,7 @@ pub struct Evidence {
     pub cpu_start: Option<u32>,
     /// The CPU after the last read.
     pub cpu_end: Option<u32>,
-    /// Both CPUs came from the thread's rseq area ([`crate::rseq`]), not
+    /// Both CPUs came from the thread's rseq area ([`crate::machine::ThreadCpu`]), not
     /// `sched_getcpu()`.
     pub cpu_from_rseq: bool,
     /// Some event's page `lock` moved.
@@ -420,6 +428,21 @@ pub(crate) fn direct_evidence(
     evidence
 }
 
+/// The hazards a direct region's thread stamps show: [`Evidence::thread_hazards`] of the
+/// region's evidence, without building the evidence (its per-event array would be
+/// filled on every stop for nothing).
+#[inline]
+fn stamp_hazards(start: ThreadStamp, end: ThreadStamp) -> Hazards {
+    let mut hazards = Hazards::empty();
+    if matches!((start.switches, end.switches), (Some(a), Some(b)) if a.delta(b).total() > 0) {
+        hazards |= Hazards::CONTEXT_SWITCH;
+    }
+    if matches!((start.cpu, end.cpu), (Some(a), Some(b)) if a != b) {
+        hazards |= Hazards::CPU_MIGRATION;
+    }
+    hazards
+}
+
 /// Derives the readings of a direct region: the wrap-safe delta of each counter of
 /// `widths[i]`, `overflowed[i]` from its flag, the thread's hazards on each. Returns
 /// how many readings it wrote. (A region's stop wants these alone; the evidence, with
@@ -439,7 +462,7 @@ pub(crate) fn direct_readings(
     out: &mut [Reading],
 ) -> Result<usize, pmu_core::Error> {
     let n = start.len().min(end.len()).min(out.len()).min(MAX_EVENTS);
-    let common = Evidence::new(thread_start, thread_end, 0).thread_hazards();
+    let common = stamp_hazards(thread_start, thread_end);
     for i in 0..n {
         // The flag says the counter wrapped after the start cleared it; end < start
         // says it wrapped between the start read and the clear. More than one wrap
@@ -473,6 +496,33 @@ mod tests {
             }),
             cpu: Some(cpu),
             cpu_from_rseq: false,
+        }
+    }
+
+    /// The stop's shortcut gives what the full evidence would: switches moved, CPU
+    /// changed, both, neither, or not taken (`None`: no claim).
+    #[test]
+    fn stamp_hazards_match_the_evidence() {
+        let none = ThreadStamp {
+            switches: None,
+            cpu: None,
+            cpu_from_rseq: false,
+        };
+        let stamps = [
+            stamp(1, 2, 0),
+            stamp(1, 3, 0),
+            stamp(1, 2, 1),
+            stamp(2, 2, 1),
+            none,
+        ];
+        for &a in &stamps {
+            for &b in &stamps {
+                assert_eq!(
+                    stamp_hazards(a, b),
+                    Evidence::new(a, b, 0).thread_hazards(),
+                    "{a:?} -> {b:?}"
+                );
+            }
         }
     }
 
@@ -593,7 +643,7 @@ mod tests {
         assert_eq!(ev.events()[0].start, ReadPath::Fast);
     }
 
-    /// The case the issue insists on: the thread was switched out and back, the value
+    /// The case that matters most: the thread was switched out and back, the value
     /// is still right (the kernel's offset absorbed it), getrusage is not consulted
     /// here (equal stamps), and the moved `lock` alone flags the region.
     #[test]
@@ -613,7 +663,7 @@ mod tests {
         assert_eq!(ev.switches.map(SwitchCounts::total), Some(0));
     }
 
-    /// A lean region's stamps (no getrusage, CPU from rseq): an unmoved lock and the
+    /// A syscall-free region's stamps (no getrusage, CPU from rseq): an unmoved lock and the
     /// same CPU are clean with `switches` None; a moved lock alone flags the switch;
     /// another CPU at the stop flags the migration.
     #[test]

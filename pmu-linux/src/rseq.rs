@@ -65,7 +65,7 @@ pub struct ThreadCpu {
 }
 
 /// [`ThreadCpu::current`] without the owner: `Option<CpuId>` is one pointer. (For the
-/// perf sessions' lean regions: x86_64 and aarch64.)
+/// perf sessions' syscall-free regions: x86_64 and aarch64.)
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CpuId {
@@ -145,7 +145,7 @@ impl ThreadCpu {
         unsafe { self.cpu_id.read_volatile() }
     }
 
-    /// The `cpu_id` reader alone (a pointer: a lean region tests it for presence with
+    /// The `cpu_id` reader alone (a pointer: a syscall-free region tests it for presence with
     /// one compare).
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     pub(crate) fn cpu_id(self) -> CpuId {

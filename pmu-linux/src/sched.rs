@@ -15,12 +15,9 @@ pub use crate::sys::SwitchCounts;
 /// The calling thread's context-switch counts so far.
 ///
 /// # Errors
-/// [`Error::Syscall`] with [`Op::Rusage`].
+/// [`Error::Io`] with [`Op::Rusage`].
 pub fn thread_switches() -> Result<SwitchCounts> {
-    sys::thread_switches().map_err(|errno| Error::Syscall {
-        op: Op::Rusage,
-        errno,
-    })
+    sys::thread_switches().map_err(|errno| crate::error::Error::syscall(Op::Rusage, errno))
 }
 
 /// The CPU the calling thread runs on, `None` if the kernel cannot tell.
@@ -31,35 +28,29 @@ pub fn current_cpu() -> Option<u32> {
 /// The CPUs the calling thread may run on.
 ///
 /// # Errors
-/// [`Error::Syscall`] with [`Op::Affinity`].
+/// [`Error::Io`] with [`Op::Affinity`].
 pub fn allowed_cpus() -> Result<Vec<usize>> {
-    sys::affinity().map_err(|errno| Error::Syscall {
-        op: Op::Affinity,
-        errno,
-    })
+    sys::affinity().map_err(|errno| crate::error::Error::syscall(Op::Affinity, errno))
 }
 
 /// Restricts the calling thread to `cpus` (the kernel moves it at once if needed).
 ///
 /// # Errors
-/// [`Error::Syscall`] with [`Op::Affinity`].
+/// [`Error::Io`] with [`Op::Affinity`].
 pub fn set_allowed_cpus(cpus: &[usize]) -> Result<()> {
-    sys::set_affinity(cpus).map_err(|errno| Error::Syscall {
-        op: Op::Affinity,
-        errno,
-    })
+    sys::set_affinity(cpus).map_err(|errno| crate::error::Error::syscall(Op::Affinity, errno))
 }
 
 /// Pins the calling thread to `cpu` until the guard drops, which restores the CPUs
 /// allowed before.
 ///
 /// # Errors
-/// [`Error::NoSuchCpu`] when `cpu` is not among the thread's allowed CPUs;
-/// [`Error::Syscall`].
+/// [`crate::error::Unsupported::Cpu`] when `cpu` is not among the thread's allowed CPUs;
+/// [`Error::Io`].
 pub fn pin_to(cpu: usize) -> Result<PinGuard> {
     let previous = allowed_cpus()?;
     if !previous.contains(&cpu) {
-        return Err(Error::NoSuchCpu { cpu });
+        return Err(Error::Unsupported(crate::error::Unsupported::Cpu { cpu }));
     }
     set_allowed_cpus(&[cpu])?;
     Ok(PinGuard {
@@ -233,10 +224,10 @@ pub(crate) mod fake {
     }
 }
 
-/// Where a lean perf region takes the thread's CPU from: the rseq area (one load), or
+/// Where a syscall-free perf region takes the thread's CPU from: the rseq area (one load), or
 /// `sched_getcpu()` where the thread has none (a kernel without CONFIG_RSEQ: one
 /// `getcpu` system call on arm64, the vDSO on x86_64). Only the perf backend's
-/// sessions have lean regions (its architectures).
+/// sessions have syscall-free regions (its architectures).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum CpuSource {
@@ -254,7 +245,7 @@ impl CpuSource {
         }
     }
 
-    /// Only the CPU (a lean perf region's edges: no switch counts).
+    /// Only the CPU (a syscall-free perf region's edges: no switch counts).
     #[inline(always)]
     pub(crate) fn stamp(self) -> ThreadStamp {
         match self {
@@ -289,9 +280,9 @@ mod tests {
             assert_eq!(current_cpu(), Some(target as u32));
         }
         assert_eq!(allowed_cpus().unwrap(), before);
-        assert_eq!(
+        assert!(matches!(
             pin_to(100_000).unwrap_err(),
-            Error::NoSuchCpu { cpu: 100_000 }
-        );
+            Error::Unsupported(crate::error::Unsupported::Cpu { cpu: 100_000 })
+        ));
     }
 }

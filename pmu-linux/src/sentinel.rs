@@ -28,6 +28,14 @@ pub enum Sentinel {
     },
 }
 
+/// Why a backend has no sentinel when the caller switched it off
+/// ([`crate::MeterBuilder::kernel_sentinel`], the perf session's `Options::kernel_sentinel`).
+pub(crate) const SWITCHED_OFF: &str = "switched off (kernel_sentinel(false))";
+
+/// Why the software backend has none.
+pub(crate) const NO_HARDWARE: &str =
+    "no hardware counters: the software backend has none to count the kernel with";
+
 impl Sentinel {
     /// Whether regions are watched by a sentinel.
     pub fn is_counting(&self) -> bool {

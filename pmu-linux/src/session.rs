@@ -44,21 +44,22 @@ use crate::sysfs::Sysfs;
 use crate::MAX_EVENTS;
 
 mod group;
+mod kernel_member;
 mod options;
 mod region;
-mod sentinel;
+pub(crate) mod rungs;
 #[cfg(test)]
 mod tests;
 
 use group::Group;
 pub use group::GroupRead;
 pub use options::Options;
-use region::{Edge, LeanEvent, RegionRecord};
+use region::{Edge, RegionRecord, SyscallFreeEvent};
 
 /// An open perf group and the state of the region being measured.
 ///
 /// Reads regions through [`pmu_core::RegionMeter`] (see [`crate::region`] for the
-/// hazards) and [`crate::measure::Counters`].
+/// hazards); the [`mod@crate::measure`] functions take it.
 ///
 /// Neither `Send` nor `Sync`: the events count the thread that opened them (pid 0),
 /// and the hazards are judged from the calling thread's CPU (its rseq area) and switch
@@ -70,30 +71,30 @@ pub struct Session {
     pages: [Option<KernelPage>; MAX_EVENTS],
     /// The number of events (≤ MAX_EVENTS).
     len: usize,
-    /// Where lean regions take the opening thread's CPU from.
+    /// Where syscall-free regions take the opening thread's CPU from.
     cpu_source: CpuSource,
-    /// Lean and the CPU from rseq: the thread's `cpu_id` (one load). The start's first
+    /// Syscall-free and the CPU from rseq: the thread's `cpu_id` (one load). The start's first
     /// test: `None` sends it on to the other cases.
-    lean_rseq: Option<crate::rseq::CpuId>,
-    /// As `lean_rseq` for a session with a kernel-entry sentinel (then `lean_rseq` is
+    syscall_free_rseq: Option<crate::rseq::CpuId>,
+    /// As `syscall_free_rseq` for a session with a kernel-entry sentinel (then `syscall_free_rseq` is
     /// `None`): the start's second test, so that a session without one pays nothing.
-    lean_rseq_sentinel: Option<crate::rseq::CpuId>,
+    syscall_free_rseq_sentinel: Option<crate::rseq::CpuId>,
     _this_thread: std::marker::PhantomData<*const ()>,
     start: [Sample; MAX_EVENTS],
     end: [Sample; MAX_EVENTS],
     start_thread: ThreadStamp,
     end_thread: ThreadStamp,
-    /// Per event, what a lean region needs, side by side (one base address per event
-    /// in the hot loops); exactly one per event when regions may take the lean evidence
+    /// Per event, what a syscall-free region needs, side by side (one base address per event
+    /// in the hot loops); exactly one per event when regions may take the syscall-free evidence
     /// (page locks + CPU: every event read through its page), else none.
-    lean_events: Box<[LeanEvent]>,
+    syscall_free_events: Box<[SyscallFreeEvent]>,
     last_region: RegionRecord,
-    /// The CPU at a lean start: the rseq `cpu_id`, or `sched_getcpu()`'s with
-    /// `u32::MAX` for none (see [`Session::lean_start_stamp`]).
-    lean_start_cpu: u32,
+    /// The CPU at a syscall-free start: the rseq `cpu_id`, or `sched_getcpu()`'s with
+    /// `u32::MAX` for none (see [`Session::syscall_free_start_stamp`]).
+    syscall_free_start_cpu: u32,
     /// The kernel-entry sentinel's page and its reads over the last region, if the
     /// session has one ([`Options::kernel_sentinel`]).
-    sentinel_read: Option<sentinel::SentinelRead>,
+    sentinel_read: Option<kernel_member::SentinelRead>,
     /// Whether the session has a sentinel, or why not.
     sentinel: crate::Sentinel,
 }
@@ -103,7 +104,7 @@ impl Session {
     ///
     /// # Errors
     /// Name errors (see [`events::resolve`]), [`Error::Open`] with the kernel's reason,
-    /// [`Error::NoEvents`], [`Error::TooManyEvents`], mmap failures.
+    /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`], mmap failures.
     pub fn open(names: &[&str], options: Options) -> Result<Self> {
         Self::open_in(&Sysfs::system(), names, options)
     }
@@ -128,13 +129,13 @@ impl Session {
         if !options.kernel_sentinel {
             return Self::from_group(
                 Group::open(specs, options)?,
-                crate::Sentinel::off(sentinel::NOT_ASKED),
+                crate::Sentinel::off(kernel_member::NOT_ASKED),
             );
         }
         let mut group = Group::open(specs.clone(), options)?;
-        let status = match sentinel::open(&group, options) {
+        let status = match kernel_member::open(&group, options) {
             Ok(event) => {
-                let status = sentinel::counting(&event);
+                let status = kernel_member::counting(&event);
                 group.sentinel = Some(event);
                 status
             }
@@ -142,7 +143,7 @@ impl Session {
         };
         let session = Self::from_group(group, status)?;
         let mut session = session;
-        match sentinel::trial(&session)? {
+        match kernel_member::trial(&session)? {
             Ok(Some(read)) => {
                 session.sentinel_read = Some(read);
                 Ok(session)
@@ -160,7 +161,7 @@ impl Session {
                 drop(session);
                 Self::from_group(
                     Group::open(specs, options.kernel_sentinel(false))?,
-                    crate::Sentinel::off(sentinel::unreadable(fallback)),
+                    crate::Sentinel::off(kernel_member::unreadable(fallback)),
                 )
             }
         }
@@ -178,18 +179,18 @@ impl Session {
                 .as_ref()
                 .map(|page| unsafe { KernelPage::new(page) });
         }
-        let lean = !options.thorough_evidence
+        let syscall_free = !options.getrusage_edges
             && group
                 .events
                 .iter()
                 .all(|e| e.page.is_some() && e.spec.kind != EventKind::Software);
         let len = group.events.len().min(MAX_EVENTS);
         let cpu_source = CpuSource::this_thread();
-        let lean_events = if lean {
+        let syscall_free_events = if syscall_free {
             pages[..len]
                 .iter()
                 .flatten()
-                .map(|&page| LeanEvent {
+                .map(|&page| SyscallFreeEvent {
                     page,
                     base: BaseRead::default(),
                     count: 0,
@@ -204,12 +205,12 @@ impl Session {
             group,
             pages,
             cpu_source,
-            lean_rseq: match cpu_source {
-                CpuSource::Rseq(cpu) if lean && !with_sentinel => Some(cpu.cpu_id()),
+            syscall_free_rseq: match cpu_source {
+                CpuSource::Rseq(cpu) if syscall_free && !with_sentinel => Some(cpu.cpu_id()),
                 _ => None,
             },
-            lean_rseq_sentinel: match cpu_source {
-                CpuSource::Rseq(cpu) if lean && with_sentinel => Some(cpu.cpu_id()),
+            syscall_free_rseq_sentinel: match cpu_source {
+                CpuSource::Rseq(cpu) if syscall_free && with_sentinel => Some(cpu.cpu_id()),
                 _ => None,
             },
             _this_thread: std::marker::PhantomData,
@@ -217,9 +218,9 @@ impl Session {
             end: [Sample::default(); MAX_EVENTS],
             start_thread: ThreadStamp::default(),
             end_thread: ThreadStamp::default(),
-            lean_events,
+            syscall_free_events,
             last_region: RegionRecord::Sampled,
-            lean_start_cpu: u32::MAX,
+            syscall_free_start_cpu: u32::MAX,
             sentinel_read: None,
             sentinel,
         })
@@ -235,18 +236,18 @@ impl Session {
 
     /// Whether regions judge context switches and migrations from the pages' `lock`s
     /// and the thread's CPU alone when every read of the region is a one-instruction
-    /// one (see [`crate::region`]); false with [`Options::thorough_evidence`], software
+    /// one (see [`crate::region`]); false with [`Options::getrusage_edges`], software
     /// events or unmapped pages.
-    pub fn lean_evidence(&self) -> bool {
-        !self.lean_events.is_empty()
+    pub fn syscall_free(&self) -> bool {
+        !self.syscall_free_events.is_empty()
     }
 
-    /// Lean regions take their CPU from rseq (with or without a sentinel).
-    fn cpu_from_rseq_lean(&self) -> bool {
-        self.lean_rseq.is_some() || self.lean_rseq_sentinel.is_some()
+    /// Syscall-free regions take their CPU from rseq (with or without a sentinel).
+    fn cpu_from_rseq_syscall_free(&self) -> bool {
+        self.syscall_free_rseq.is_some() || self.syscall_free_rseq_sentinel.is_some()
     }
 
-    /// Whether lean regions read the thread's CPU from its rseq area (one load), not
+    /// Whether syscall-free regions read the thread's CPU from its rseq area (one load), not
     /// with `sched_getcpu()` (a kernel without rseq).
     pub fn cpu_from_rseq(&self) -> bool {
         matches!(self.cpu_source, CpuSource::Rseq(_))
@@ -267,10 +268,15 @@ impl Session {
         self.group.events.is_empty()
     }
 
+    /// What the last region's hazards were derived from.
+    pub fn evidence(&self) -> crate::region::Evidence {
+        <Self as crate::backend::Backend>::evidence(self)
+    }
+
     /// Enables the whole group.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Enable`].
+    /// [`Error::Io`] with [`Op::Enable`].
     pub fn enable(&self) -> Result<()> {
         self.group.ioctl(sys::perf::Ioctl::Enable, Op::Enable)
     }
@@ -278,7 +284,7 @@ impl Session {
     /// Disables the whole group.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Disable`].
+    /// [`Error::Io`] with [`Op::Disable`].
     pub fn disable(&self) -> Result<()> {
         self.group.ioctl(sys::perf::Ioctl::Disable, Op::Disable)
     }
@@ -286,7 +292,7 @@ impl Session {
     /// Resets every count of the group to 0.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Reset`].
+    /// [`Error::Io`] with [`Op::Reset`].
     pub fn reset(&self) -> Result<()> {
         self.group.ioctl(sys::perf::Ioctl::Reset, Op::Reset)
     }
@@ -307,7 +313,7 @@ impl Session {
     /// multiplexes them instead.
     ///
     /// # Errors
-    /// [`Error::GroupDoesNotFit`] with how many of the first events do fit together;
+    /// [`crate::error::GroupError::DoesNotFit`] with how many of the first events do fit together;
     /// the ioctl and read errors.
     pub fn check_fits(&self) -> Result<()> {
         if self.trial()? {
@@ -323,10 +329,10 @@ impl Session {
                     .unwrap_or(false)
             })
             .unwrap_or(0);
-        Err(Error::GroupDoesNotFit {
+        Err(Error::Group(crate::error::GroupError::DoesNotFit {
             events: specs.len(),
             fit,
-        })
+        }))
     }
 
     /// One trial enable + read (pinned sessions): false when the read returned 0 bytes.
@@ -340,7 +346,7 @@ impl Session {
         self.reset()?;
         match read {
             Ok(_) => Ok(true),
-            Err(Error::ShortRead { got: 0, .. }) => Ok(false),
+            Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -348,8 +354,8 @@ impl Session {
     /// All counts with one `read()` of the leader.
     ///
     /// # Errors
-    /// [`Error::Syscall`] with [`Op::Read`]; [`Error::ShortRead`] (0 bytes: the pinned
-    /// group lost its counters); [`Error::GroupMismatch`].
+    /// [`Error::Io`] with [`Op::Read`]; [`crate::error::GroupError::ShortRead`] (0 bytes: the pinned
+    /// group lost its counters); [`crate::error::GroupError::Mismatch`].
     pub fn read_group(&self) -> Result<GroupRead> {
         self.group.read()
     }
@@ -414,75 +420,75 @@ impl Session {
 impl pmu_core::RegionMeter for Session {
     type Error = Error;
 
-    /// The lean start where the session allows it and every event reads fast: the
+    /// The syscall-free start where the session allows it and every event reads fast: the
     /// rseq CPU, then every event. Otherwise the thread's switch counts and CPU, then
     /// every event (one-instruction reads last).
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
-        // The usual case first, one test: lean with the CPU from rseq.
-        if let Some(cpu) = self.lean_rseq {
-            if self.start_lean::<false>(cpu.current()) {
+        // The usual case first, one test: syscall-free with the CPU from rseq.
+        if let Some(cpu) = self.syscall_free_rseq {
+            if self.start_syscall_free::<false>(cpu.current()) {
                 return Ok(());
             }
         } else if self.sentinel_read.is_some() {
-            if self.start_lean_sentinel() {
+            if self.start_syscall_free_sentinel() {
                 return Ok(());
             }
-        } else if !self.lean_events.is_empty()
-            && self.start_lean::<false>(crate::sched::current_cpu().unwrap_or(u32::MAX))
+        } else if !self.syscall_free_events.is_empty()
+            && self.start_syscall_free::<false>(crate::sched::current_cpu().unwrap_or(u32::MAX))
         {
             return Ok(());
         }
-        self.start_thorough()
+        self.start_getrusage()
     }
 
     /// Every event (one-instruction reads first), then the CPU (and the switch counts
-    /// unless start and stop were both lean); the readings as [`crate::region`]
+    /// unless start and stop were both syscall-free); the readings as [`crate::region`]
     /// describes, the [`crate::region::Evidence`] on demand.
     #[inline(always)]
     fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
-        if self.last_region == RegionRecord::BasesTaken && self.stop_lean::<false>(out) {
+        if self.last_region == RegionRecord::BasesTaken && self.stop_syscall_free::<false>(out) {
             return Ok(());
         }
-        if self.last_region == RegionRecord::BasesTakenSentinel && self.stop_lean_sentinel(out) {
+        if self.last_region == RegionRecord::BasesTakenSentinel
+            && self.stop_syscall_free_sentinel(out)
+        {
             return Ok(());
         }
-        self.stop_thorough(out)
+        self.stop_getrusage(out)
     }
 }
 
-/// The region edges of a session with a kernel-entry sentinel, and the thorough ones:
-/// out of line, so that the lean edges of a session without a sentinel stay as small
-/// as they were (inlined there, the sentinel's reads cost every region of the arm64
-/// bench 13 instructions more, sentinel or not: `cargo xtask bench`, perf-region-1 at
-/// 88 instead of 75).
+/// The region edges of a session with a kernel-entry sentinel, and the getrusage ones:
+/// out of line, so that the syscall-free edges of a session without a sentinel carry
+/// none of the sentinel's reads (`cargo xtask bench` measures both).
 impl Session {
-    /// The lean start with the sentinel (false: the thorough start follows).
+    /// The syscall-free start with the sentinel (false: the getrusage start follows).
     #[inline(never)]
-    fn start_lean_sentinel(&mut self) -> bool {
-        if self.lean_events.is_empty() {
+    fn start_syscall_free_sentinel(&mut self) -> bool {
+        if self.syscall_free_events.is_empty() {
             return false;
         }
-        let cpu = match self.lean_rseq_sentinel {
+        let cpu = match self.syscall_free_rseq_sentinel {
             Some(cpu) => cpu.current(),
             None => crate::sched::current_cpu().unwrap_or(u32::MAX),
         };
-        self.start_lean::<true>(cpu)
+        self.start_syscall_free::<true>(cpu)
     }
 
-    fn start_thorough(&mut self) -> Result<()> {
+    fn start_getrusage(&mut self) -> Result<()> {
         self.last_region = RegionRecord::Sampled;
         self.start_thread = ThreadStamp::before(&crate::sched::Kernel)?;
         self.sample_into(Edge::Start)
     }
 
-    /// The lean stop with the sentinel (false: the thorough stop follows).
+    /// The syscall-free stop with the sentinel (false: the getrusage stop follows).
     #[inline(never)]
-    fn stop_lean_sentinel(&mut self, out: &mut [pmu_core::Reading]) -> bool {
-        self.stop_lean::<true>(out)
+    fn stop_syscall_free_sentinel(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+        self.stop_syscall_free::<true>(out)
     }
 
-    fn stop_thorough(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
+    fn stop_getrusage(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
         let n = self.len();
         if out.len() < n {
             return Err(pmu_core::Error::ReadingsMismatch {
@@ -498,7 +504,7 @@ impl Session {
     }
 }
 
-impl crate::measure::Counters for Session {
+impl crate::backend::Backend for Session {
     fn names(&self) -> Vec<String> {
         self.specs().map(|s| s.name.clone()).collect()
     }
@@ -513,5 +519,9 @@ impl crate::measure::Counters for Session {
 
     fn evidence(&self) -> crate::region::Evidence {
         self.evaluate(&mut [pmu_core::Reading::default(); MAX_EVENTS])
+    }
+
+    fn sentinel(&self) -> crate::Sentinel {
+        Session::sentinel(self).clone()
     }
 }

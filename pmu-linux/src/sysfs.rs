@@ -51,12 +51,12 @@ impl Sysfs {
     /// The PMU names, sorted. An absent root gives an empty list.
     ///
     /// # Errors
-    /// [`Error::Sysfs`] when the root exists but cannot be listed.
+    /// [`Error::Io`] when the root exists but cannot be listed.
     pub fn pmu_names(&self) -> Result<Vec<String>> {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(sysfs_error(&self.root, &e)),
+            Err(e) => return Err(sysfs_error(&self.root, e)),
         };
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())
@@ -69,16 +69,16 @@ impl Sysfs {
     /// The PMU called `name`.
     ///
     /// # Errors
-    /// [`Error::UnknownPmu`] when there is no such directory (with the list of those
-    /// there are); [`Error::Sysfs`] / [`Error::BadFormatFile`] for unreadable or
+    /// [`crate::error::EventError::UnknownPmu`] when there is no such directory (with the list of those
+    /// there are); [`Error::Io`] / [`crate::error::EventError::BadFormatFile`] for unreadable or
     /// unparsable files.
     pub fn pmu(&self, name: &str) -> Result<Pmu> {
         let dir = self.root.join(name);
         if name.is_empty() || name.contains('/') || name == "." || name == ".." || !dir.is_dir() {
-            return Err(Error::UnknownPmu {
+            return Err(Error::Event(crate::error::EventError::UnknownPmu {
                 pmu: name.to_owned(),
                 available: self.pmu_names().unwrap_or_default(),
-            });
+            }));
         }
         Pmu::read(name, &dir)
     }
@@ -115,17 +115,21 @@ impl Pmu {
     fn read(name: &str, dir: &Path) -> Result<Self> {
         let type_path = dir.join("type");
         let type_text = read_text(&type_path)?;
-        let perf_type = type_text.trim().parse().map_err(|_| Error::BadFormatFile {
-            path: type_path.clone(),
-            content: type_text.clone(),
+        let perf_type = type_text.trim().parse().map_err(|_| {
+            Error::Event(crate::error::EventError::BadFormatFile {
+                path: type_path.clone(),
+                content: type_text.clone(),
+            })
         })?;
         let mut formats = BTreeMap::new();
         for (term, path) in list_files(&dir.join("format"))? {
             let content = read_text(&path)?;
-            let field = FormatField::parse(&content).ok_or(Error::BadFormatFile {
-                path: path.clone(),
-                content: content.clone(),
-            })?;
+            let field = FormatField::parse(&content).ok_or(Error::Event(
+                crate::error::EventError::BadFormatFile {
+                    path: path.clone(),
+                    content: content.clone(),
+                },
+            ))?;
             formats.insert(term, field);
         }
         let mut events = BTreeMap::new();
@@ -257,7 +261,7 @@ impl FormatField {
 }
 
 fn read_text(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|e| sysfs_error(path, &e))
+    fs::read_to_string(path).map_err(|e| sysfs_error(path, e))
 }
 
 /// The regular files of `dir` (name, path); an absent directory has none.
@@ -265,7 +269,7 @@ fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(sysfs_error(dir, &e)),
+        Err(e) => return Err(sysfs_error(dir, e)),
     };
     let mut files = Vec::new();
     for entry in entries.filter_map(|e| e.ok()) {
@@ -279,11 +283,8 @@ fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(files)
 }
 
-fn sysfs_error(path: &Path, e: &io::Error) -> Error {
-    Error::Sysfs {
-        path: path.to_owned(),
-        kind: e.kind(),
-    }
+fn sysfs_error(path: &Path, e: io::Error) -> Error {
+    Error::sysfs(path.to_owned(), e)
 }
 
 /// Fake sysfs trees for tests: the shapes real kernels publish.
@@ -463,13 +464,16 @@ mod tests {
         assert!(sysfs.pmu("armv8_pmuv3_0").unwrap().takes_extended_hw_type());
         assert!(!sysfs.pmu("software").unwrap().is_core());
         match sysfs.pmu("nope") {
-            Err(Error::UnknownPmu { pmu, available }) => {
+            Err(Error::Event(crate::error::EventError::UnknownPmu { pmu, available })) => {
                 assert_eq!(pmu, "nope");
                 assert_eq!(available.len(), 5);
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(sysfs.pmu("../etc"), Err(Error::UnknownPmu { .. })));
+        assert!(matches!(
+            sysfs.pmu("../etc"),
+            Err(Error::Event(crate::error::EventError::UnknownPmu { .. }))
+        ));
         assert_eq!(
             Sysfs::at(dir.path().join("absent")).pmu_names().unwrap(),
             Vec::<String>::new()
@@ -481,7 +485,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fake::pmu(dir.path(), "odd", 42, &[("event", "config:9-3")], &[]);
         match Sysfs::at(dir.path()).pmu("odd") {
-            Err(Error::BadFormatFile { path, content }) => {
+            Err(Error::Event(crate::error::EventError::BadFormatFile { path, content })) => {
                 assert!(path.ends_with("format/event"));
                 assert_eq!(content.trim(), "config:9-3");
             }

@@ -10,8 +10,8 @@
 
 use pmu_core::{Reading, RegionMeter};
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::measure::Counters;
 use crate::region::Evidence;
 use crate::sched::{Kernel, SwitchCounts, ThreadSource};
 
@@ -53,15 +53,17 @@ pub struct TimestampMeter<T: ThreadSource = Kernel, K: TickSource = TimestampCou
 }
 
 impl TimestampMeter {
-    /// A meter, or [`Error::NoTimestampCounter`] where this library has no reader.
+    /// A meter, or [`crate::error::Unsupported::TimestampCounter`] where this library has no reader.
     ///
     /// # Errors
-    /// [`Error::NoTimestampCounter`] on architectures other than x86_64 and aarch64.
+    /// [`crate::error::Unsupported::TimestampCounter`] on architectures other than x86_64 and aarch64.
     pub fn new() -> Result<Self> {
         if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
             Ok(Self::default())
         } else {
-            Err(Error::NoTimestampCounter)
+            Err(Error::Unsupported(
+                crate::error::Unsupported::TimestampCounter,
+            ))
         }
     }
 }
@@ -142,7 +144,7 @@ impl<T: ThreadSource, K: TickSource> RegionMeter for TimestampMeter<T, K> {
     }
 }
 
-impl<T: ThreadSource, K: TickSource> Counters for TimestampMeter<T, K> {
+impl<T: ThreadSource, K: TickSource> Backend for TimestampMeter<T, K> {
     fn names(&self) -> Vec<String> {
         vec![NAME.to_owned()]
     }
@@ -155,6 +157,9 @@ impl<T: ThreadSource, K: TickSource> Counters for TimestampMeter<T, K> {
     fn evidence(&self) -> Evidence {
         self.last
     }
+    fn sentinel(&self) -> crate::Sentinel {
+        crate::Sentinel::off(crate::sentinel::NO_HARDWARE)
+    }
 }
 
 #[cfg(test)]
@@ -165,10 +170,10 @@ mod tests {
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     #[test]
     fn no_reader_is_an_error() {
-        assert_eq!(
+        assert!(matches!(
             TimestampMeter::new().unwrap_err(),
-            Error::NoTimestampCounter
-        );
+            Error::Unsupported(crate::error::Unsupported::TimestampCounter)
+        ));
     }
 
     /// A clock that advances by a fixed step at each read, as the test says.

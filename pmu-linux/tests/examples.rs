@@ -29,11 +29,11 @@ fn example(name: &str) -> PathBuf {
 }
 
 /// Whether the kernel registers a CPU PMU (sysfs `cpu`, `cpu_core`, `armv8_pmuv3_0` …:
-/// pmu_linux::list::is_cpu_pmu), and user space may read its counters.
+/// pmu_linux::machine::is_cpu_pmu), and user space may read its counters.
 fn has_cpu_pmu() -> bool {
-    pmu_linux::sysfs::Sysfs::system()
+    pmu_linux::machine::Sysfs::system()
         .pmu_names()
-        .is_ok_and(|names| names.iter().any(|n| pmu_linux::list::is_cpu_pmu(n)))
+        .is_ok_and(|names| names.iter().any(|n| pmu_linux::machine::is_cpu_pmu(n)))
 }
 
 /// `count`: with a CPU PMU, a count on stdout and status 0; without one (this project's

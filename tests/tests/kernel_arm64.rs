@@ -148,7 +148,7 @@ fn assert_reads_advance(run: &QemuRun, tag: &str) {
 }
 
 /// What `pmu-guest lean-check` (tests/guest/src/lean_check.rs) reported for `tag`:
-/// the direct backend's syscall-free region (pmu-linux `direct::LeanRegion`, what
+/// the direct backend's syscall-free region (pmu-linux `direct::DirectRegion`, what
 /// `Meter` measures with on ARMv8) over `rounds` quiet blocks of 300 `nop`s and as many
 /// `getpid` calls, and its counter handles.
 ///

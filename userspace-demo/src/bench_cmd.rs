@@ -71,7 +71,7 @@ fn row(path: &'static str, r: pmu_linux::Result<BenchResult>) -> Row {
 pub fn run(_: &Args) -> Result<(), Failure> {
     Err(Failure::new(format!(
         "pmu-demo bench times the perf read paths: {}",
-        pmu_linux::Error::PerfUnsupported
+        pmu_linux::Error::Unsupported(pmu_linux::error::Unsupported::Perf)
     )))
 }
 
@@ -84,7 +84,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let mut names: Vec<&str> = args.events.iter().map(String::as_str).collect();
     let mut note = None;
     let mut session =
-        match pmu_linux::session::Session::open(&names, pmu_linux::session::Options::default()) {
+        match pmu_linux::perf::Session::open(&names, pmu_linux::perf::Options::default()) {
             Ok(s) => s,
             Err(e) => {
                 note = Some(format!(
@@ -92,7 +92,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             ));
                 progress(note.as_deref().unwrap_or_default());
                 names = vec!["task-clock"];
-                pmu_linux::session::Session::open(&names, pmu_linux::session::Options::default())?
+                pmu_linux::perf::Session::open(&names, pmu_linux::perf::Options::default())?
             }
         };
     session.enable()?;

@@ -86,12 +86,13 @@ fn skipped(name: &'static str, expected: Hazards, why: String) -> Demo {
     }
 }
 
-/// The forced context switch: a 2 ms sleep inside one region of `counters`.
-fn context_switch_demo(counters: &mut dyn pmu_linux::measure::Counters) -> Result<Demo, Failure> {
+/// The forced context switch: a 2 ms sleep inside one region that `measure_once`
+/// measures (`measure_once` of pmu-linux on the demo's backend).
+fn context_switch_demo(
+    measure_once: impl FnOnce(&mut dyn FnMut()) -> pmu_linux::Result<RunRecord>,
+) -> Result<Demo, Failure> {
     progress("context switch: sleeping 2 ms inside a region");
-    let record = measure_once(counters, &mut || {
-        std::thread::sleep(Duration::from_millis(2))
-    })?;
+    let record = measure_once(&mut || std::thread::sleep(Duration::from_millis(2)))?;
     Ok(demo(
         "context-switch",
         "nanosleep(2 ms) inside the region".into(),
@@ -110,23 +111,22 @@ pub fn run(args: &Args) -> Result<(), Failure> {
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
     let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
-    let mut session =
-        pmu_linux::session::Session::open(&names, pmu_linux::session::Options::default())?;
+    let mut session = pmu_linux::perf::Session::open(&names, pmu_linux::perf::Options::default())?;
     session.enable()?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(&mut session)?);
+    demos.push(context_switch_demo(|r| measure_once(&mut session, r))?);
 
-    let cpus = pmu_linux::sched::allowed_cpus()?;
+    let cpus = pmu_linux::machine::allowed_cpus()?;
     if cpus.len() >= 2 {
         let (from, to) = (cpus[0], cpus[1]);
         progress(format_args!(
             "migration: pinned to CPU {from}, moving to CPU {to} inside a region"
         ));
-        let pin = pmu_linux::sched::pin_to(from)?;
+        let pin = pmu_linux::machine::pin_to(from)?;
         let mut moved = Ok(());
         let record = measure_once(&mut session, &mut || {
-            moved = pmu_linux::sched::set_allowed_cpus(&[to])
+            moved = pmu_linux::machine::set_allowed_cpus(&[to])
         })?;
         drop(pin);
         moved?;
@@ -187,14 +187,14 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::ALL)?;
     let mut meter = pmu_linux::direct::DirectMeter::new(
-        &counters,
+        &counters[..],
         names.map(str::to_owned).to_vec(),
         pmu_linux::direct::Unchecked,
     )?;
-    pmu_linux::measure::Counters::enable(&mut meter)?;
+    meter.enable()?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(&mut meter)?);
+    demos.push(context_switch_demo(|r| measure_once(&mut meter, r))?);
     demos.push(skipped(
         "cpu-migration",
         Hazards::CPU_MIGRATION,
@@ -211,7 +211,7 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
         Hazards::OVERFLOW,
         &record,
     ));
-    pmu_linux::measure::Counters::disable(&mut meter)?;
+    meter.disable()?;
     Ok(demos)
 }
 
@@ -224,7 +224,7 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
 fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
     use pmu_linux::direct::{aarch32, allocate};
     use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
-    let cpus = pmu_linux::sched::allowed_cpus()?;
+    let cpus = pmu_linux::machine::allowed_cpus()?;
     let first = cpus.first().copied().unwrap_or(0);
     // SAFETY: as in `measure --backend direct`: the demo takes the PMU of the CPUs it
     // runs on over exclusively for the duration (documented in --help and the README).
@@ -233,14 +233,14 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::USER)?;
     let mut meter = pmu_linux::direct::DirectMeter::new(
-        &counters,
+        &counters[..],
         names.map(str::to_owned).to_vec(),
         aarch32::PmuserenrEn,
     )?;
-    pmu_linux::measure::Counters::enable(&mut meter)?;
+    meter.enable()?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(&mut meter)?);
+    demos.push(context_switch_demo(|r| measure_once(&mut meter, r))?);
 
     if cpus.len() >= 2 {
         let (from, to) = (first, cpus[1]);
@@ -249,7 +249,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
         ));
         let mut moved = Ok(());
         let record = measure_once(&mut meter, &mut || {
-            moved = pmu_linux::sched::set_allowed_cpus(&[to])
+            moved = pmu_linux::machine::set_allowed_cpus(&[to])
         })?;
         moved?;
         demos.push(demo(
@@ -259,7 +259,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
             &record,
         ));
         // Back to the CPU whose counters the demo programmed.
-        pmu_linux::sched::set_allowed_cpus(&[from])?;
+        pmu_linux::machine::set_allowed_cpus(&[from])?;
     } else {
         demos.push(skipped(
             "cpu-migration",
@@ -281,7 +281,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
         Hazards::OVERFLOW,
         &record,
     ));
-    pmu_linux::measure::Counters::disable(&mut meter)?;
+    meter.disable()?;
     Ok(demos)
 }
 
@@ -355,13 +355,13 @@ fn overflow_demo() -> Demo {
     };
     let counters = [counter];
     let meter =
-        pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr);
+        pmu_linux::direct::DirectMeter::new(&counters[..], vec!["instructions".into()], Pmuserenr);
     let mut meter = match meter {
         Ok(m) => m,
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
     };
     counters[0].preset_before_wrap(1000);
-    if let Err(e) = pmu_linux::measure::Counters::enable(&mut meter) {
+    if let Err(e) = meter.enable() {
         return skipped("overflow", Hazards::OVERFLOW, e.to_string());
     }
     let prepared = crate::workloads::Workload::Loop.prepare(0);

@@ -1,8 +1,8 @@
 //! `pmu-demo list`.
 
 use clap::Args as ClapArgs;
-use pmu_linux::list;
-use pmu_linux::sysfs::Sysfs;
+use pmu_linux::machine;
+use pmu_linux::machine::Sysfs;
 use serde::Serialize;
 
 use crate::workloads::Workload;
@@ -89,7 +89,7 @@ struct KernelOut {
 /// The common events, each opened alone through perf.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn probe_events(sysfs: &Sysfs) -> Vec<EventOut> {
-    list::probe_events(sysfs, &COMMON, pmu_linux::session::Options::default())
+    machine::probe_events(sysfs, &COMMON, pmu_linux::perf::Options::default())
         .into_iter()
         .map(|e| EventOut {
             name: e.name,
@@ -107,7 +107,7 @@ fn probe_events(_: &Sysfs) -> Vec<EventOut> {
 
 pub fn run(args: &Args) -> Result<(), Failure> {
     let sysfs = Sysfs::system();
-    let backends = list::backends()
+    let backends = machine::backends()
         .into_iter()
         .map(|b| BackendOut {
             backend: b.backend.to_string(),
@@ -116,7 +116,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             notes: b.notes,
         })
         .collect();
-    let pmus = list::pmus(&sysfs)
+    let pmus = machine::pmus(&sysfs)
         .unwrap_or_default()
         .into_iter()
         .map(|p| PmuOut {
@@ -133,7 +133,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .collect();
     let events = probe_events(&sysfs);
     let arm1176_events = if cfg!(target_arch = "arm") {
-        list::arm1176_events()
+        machine::arm1176_events()
             .into_iter()
             .map(|e| Arm1176EventOut {
                 code: e.code,
@@ -155,9 +155,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
              SUNAVCR.V (perf-based user reads do not exist on 32-bit ARM)"
                 .to_owned()
         } else {
-            list::user_read_policy(&sysfs).to_string()
+            machine::user_read_policy(&sysfs).to_string()
         },
-        hardware_counters: list::why_no_hardware_counters(&sysfs),
+        hardware_counters: machine::why_no_hardware_counters(&sysfs),
         pmus,
         events,
         arm1176_events,

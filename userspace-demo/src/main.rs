@@ -107,7 +107,7 @@ fn default_sigpipe() {
 /// raw example for its CPU PMU (the name sysfs registers, `armv8_pmuv3_0`, `cpu`, …;
 /// retired instructions in its encoding).
 pub fn events_example() -> String {
-    let example = pmu_linux::list::pmu_event_example(&pmu_linux::sysfs::Sysfs::system());
+    let example = pmu_linux::machine::pmu_event_example(&pmu_linux::machine::Sysfs::system());
     let pmu_event = if example.registered {
         format!("{} (retired instructions)", example.event)
     } else {
@@ -173,15 +173,16 @@ impl From<pmu_linux::Error> for Failure {
         use pmu_linux::pmu_core::Error as Core;
         use pmu_linux::Error as E;
         let status = match e {
-            E::UserAccessNotEnabled | E::ModuleGrantMissing { .. } => EXIT_NOT_ENABLED,
+            E::Access(pmu_linux::error::AccessError::NotEnabled)
+            | E::Access(pmu_linux::error::AccessError::GrantMissing { .. }) => EXIT_NOT_ENABLED,
             // Asking for more than the counters hold is bad input, found before any work.
-            E::GroupDoesNotFit { .. }
-            | E::Core(
+            E::Group(pmu_linux::error::GroupError::DoesNotFit { .. })
+            | E::Pmu(pmu_linux::error::PmuError::Core(
                 Core::NoFreeCounter { .. }
                 | Core::EventNotImplemented { .. }
                 | Core::EventNotEncodable { .. }
                 | Core::RawEventOutOfRange { .. },
-            ) => EXIT_USAGE,
+            )) => EXIT_USAGE,
             _ => 1,
         };
         Failure {
@@ -197,11 +198,13 @@ fn cli_hint(e: &pmu_linux::Error) -> &'static str {
     use pmu_linux::error::GrantMissing;
     use pmu_linux::Error as E;
     match e {
-        E::UserAccessRevoked
-        | E::ModuleGrantMissing {
+        E::Access(pmu_linux::error::AccessError::Revoked)
+        | E::Access(pmu_linux::error::AccessError::GrantMissing {
             cause: GrantMissing::RevokedByPerf { .. } | GrantMissing::NoProgrammingAccess { .. },
-        } => " (pmu-demo: --backend perf)",
-        E::GroupDoesNotFit { .. } => " (pmu-demo: measure --multiplex)",
+        }) => " (pmu-demo: --backend perf)",
+        E::Group(pmu_linux::error::GroupError::DoesNotFit { .. }) => {
+            " (pmu-demo: measure --multiplex)"
+        }
         _ => "",
     }
 }
@@ -241,9 +244,9 @@ mod tests {
     /// does what the message advises.
     #[test]
     fn failures_add_the_demo_flag() {
-        let revoked = Failure::from(Error::ModuleGrantMissing {
+        let revoked = Failure::from(Error::Access(pmu_linux::error::AccessError::GrantMissing {
             cause: GrantMissing::RevokedByPerf { regrant: true },
-        });
+        }));
         assert!(
             revoked
                 .message
@@ -252,13 +255,16 @@ mod tests {
             revoked.message
         );
         assert_eq!(revoked.status, super::EXIT_NOT_ENABLED);
-        let crowded = Failure::from(Error::GroupDoesNotFit { events: 8, fit: 7 });
+        let crowded = Failure::from(Error::Group(pmu_linux::error::GroupError::DoesNotFit {
+            events: 8,
+            fit: 7,
+        }));
         assert!(
             crowded.message.ends_with("(pmu-demo: measure --multiplex)"),
             "{}",
             crowded.message
         );
-        let plain = Failure::from(Error::NoEvents);
+        let plain = Failure::from(Error::Group(pmu_linux::error::GroupError::NoEvents));
         assert_eq!(plain.message, "no events given");
     }
 }

@@ -1,7 +1,7 @@
 //! `pmu-demo measure`.
 
 use clap::Args as ClapArgs;
-use pmu_linux::measure::{measure_keeping_partial, Counters, Interrupted, Measurement};
+use pmu_linux::measure::{Interrupted, Measurement};
 use pmu_linux::{BackendChoice, BackendKind, MeasureConfig, Meter, MeterBuilder};
 use serde::Serialize;
 
@@ -263,13 +263,7 @@ fn measure_all(args: &Args, sofar: &mut SoFar) -> Result<(), Failure> {
             meter.why()
         )));
     }
-    run_workloads(
-        &mut meter.counters(),
-        args,
-        &workloads,
-        &config,
-        &mut sofar.results,
-    )
+    run_workloads(&mut meter, args, &workloads, &config, &mut sofar.results)
 }
 
 fn choose_workloads(names: &[String]) -> Result<Vec<Workload>, Failure> {
@@ -300,21 +294,24 @@ fn default_units(workload: Workload) -> u64 {
     }
 }
 
-/// Measures `workload` on `counters`, the region and the empty baseline through the same
+/// Measures `workload` on `meter`, the region and the empty baseline through the same
 /// closure type so the calibration cancels exactly.
 fn measure_workload(
-    counters: &mut dyn Counters,
+    meter: &mut Meter,
     config: &MeasureConfig,
     prepared: &Prepared,
     units: u64,
 ) -> Result<Measurement, Box<Interrupted>> {
     let mut region = prepared.region(units);
-    if config.calibrate {
-        let mut baseline = prepared.region(0);
-        measure_keeping_partial(counters, config, &mut region, Some(&mut baseline))
+    let mut baseline = prepared.region(0);
+    let baseline: Option<&mut dyn FnMut()> = if config.calibrate {
+        Some(&mut baseline)
     } else {
-        measure_keeping_partial(counters, config, &mut region, None)
-    }
+        None
+    };
+    meter
+        .measure_with(config, &mut region, baseline)
+        .map(|measured| measured.measurement().clone())
 }
 
 fn workload_report(
@@ -386,7 +383,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             let mut options =
-                pmu_linux::session::Options::default().exclude_kernel(!args.include_kernel);
+                pmu_linux::perf::Options::default().exclude_kernel(!args.include_kernel);
             if args.multiplex {
                 // Each event its own unpinned group: the kernel rotates them through the
                 // counters (perf stat's default). read() at both edges gives each event
@@ -429,7 +426,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         if args.backend == crate::BackendChoice::Auto {
             // No perf backend in pmu-linux on 32-bit ARM: the meter goes to the direct
             // one; say so first.
-            let why = pmu_linux::Error::PerfUnsupported;
+            let why = pmu_linux::Error::Unsupported(pmu_linux::error::Unsupported::Perf);
             sofar.notes.push(format!("perf backend: {why}"));
             progress(format_args!(
                 "perf backend: {why}; trying the direct backend"
@@ -469,8 +466,8 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
             meter
         }
         Err(
-            e @ (pmu_linux::Error::UserAccessNotEnabled
-            | pmu_linux::Error::ModuleGrantMissing { .. }),
+            e @ (pmu_linux::Error::Access(pmu_linux::error::AccessError::NotEnabled)
+            | pmu_linux::Error::Access(pmu_linux::error::AccessError::GrantMissing { .. })),
         ) => return Err(e.into()),
         Err(e) => return Err(usage(e)),
     };
@@ -501,7 +498,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
 /// error, the runs recorded before it are reported too (`complete: false`), and the
 /// error says how far it got.
 fn run_workloads(
-    counters: &mut dyn Counters,
+    meter: &mut Meter,
     args: &Args,
     workloads: &[Workload],
     config: &MeasureConfig,
@@ -520,9 +517,9 @@ fn run_workloads(
             } else {
                 ""
             },
-            counters.names().join(",")
+            meter.counted().join(",")
         ));
-        match measure_workload(counters, config, &prepared, units) {
+        match measure_workload(meter, config, &prepared, units) {
             Ok(m) => done.push(workload_report(workload, units, &m, args.multiplex, true)),
             Err(interrupted) => {
                 let Interrupted { error, partial } = *interrupted;

@@ -2,7 +2,7 @@
 
 use pmu_linux::measure::Measurement;
 use pmu_linux::pmu_core::{Corrected, Hazards};
-use pmu_linux::region::ReadPath;
+use pmu_linux::verdict::ReadPath;
 use serde::Serialize;
 
 /// Hazards that every read of a `read()`-only event carries: tolerated (and said so)

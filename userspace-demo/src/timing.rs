@@ -19,7 +19,6 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use pmu_linux::measure::Counters;
 use pmu_linux::Result;
 
 /// How long to measure.
@@ -107,21 +106,21 @@ pub fn batches(config: BenchConfig, mut op: impl FnMut() -> Result<()>) -> Resul
 /// One read of event `event` through its metadata page (seqlock + one instruction).
 ///
 /// # Errors
-/// [`pmu_linux::Error::NoFastRead`] with the reason when the page says the value must come from
+/// [`pmu_linux::error::Unsupported::FastRead`] with the reason when the page says the value must come from
 /// `read()` (software event, no vPMU, user reads disabled).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn fast_read(
-    session: &pmu_linux::session::Session,
+    session: &pmu_linux::perf::Session,
     event: usize,
     config: BenchConfig,
 ) -> Result<BenchResult> {
-    session
-        .read_fast(event)
-        .map_err(|reason| pmu_linux::Error::NoFastRead { reason })?;
+    session.read_fast(event).map_err(|reason| {
+        pmu_linux::Error::Unsupported(pmu_linux::error::Unsupported::FastRead { reason })
+    })?;
     batches(config, || {
-        let read = session
-            .read_fast(event)
-            .map_err(|reason| pmu_linux::Error::NoFastRead { reason })?;
+        let read = session.read_fast(event).map_err(|reason| {
+            pmu_linux::Error::Unsupported(pmu_linux::error::Unsupported::FastRead { reason })
+        })?;
         black_box(read);
         Ok(())
     })
@@ -133,7 +132,7 @@ pub fn fast_read(
 /// The read's.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn syscall_read(
-    session: &pmu_linux::session::Session,
+    session: &pmu_linux::perf::Session,
     config: BenchConfig,
 ) -> Result<BenchResult> {
     batches(config, || {
@@ -147,7 +146,9 @@ pub fn syscall_read(
 ///
 /// # Errors
 /// The backend's.
-pub fn region(counters: &mut dyn Counters, config: BenchConfig) -> Result<BenchResult> {
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub fn region(counters: &mut pmu_linux::perf::Session, config: BenchConfig) -> Result<BenchResult> {
+    use pmu_linux::pmu_core::RegionMeter;
     let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
     batches(config, || {
         counters.start()?;
@@ -183,7 +184,7 @@ pub struct ReadPathCosts {
 
 /// Measures every read path of `session`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub fn read_paths(session: &mut pmu_linux::session::Session, config: BenchConfig) -> ReadPathCosts {
+pub fn read_paths(session: &mut pmu_linux::perf::Session, config: BenchConfig) -> ReadPathCosts {
     ReadPathCosts {
         fast: fast_read(session, 0, config),
         syscall: syscall_read(session, config),
@@ -214,7 +215,13 @@ mod tests {
         assert_eq!((calls, r.operations), (50, 50));
         assert!(r.ns_min <= r.ns_median);
         assert_eq!(r.ticks_min.is_some(), cfg!(target_arch = "x86_64"));
-        let err = batches(BenchConfig::default(), || Err(Error::NoEvents)).unwrap_err();
-        assert_eq!(err, Error::NoEvents);
+        let err = batches(BenchConfig::default(), || {
+            Err(Error::Group(pmu_linux::error::GroupError::NoEvents))
+        })
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            Error::Group(pmu_linux::error::GroupError::NoEvents)
+        ));
     }
 }

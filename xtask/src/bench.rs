@@ -501,18 +501,18 @@ impl Report {
             lp_fast.map(|f| f * 2.0),
         ));
         v.push((
-            "direct region, 1 counter (getrusage + sched_getcpu: `GenericDirectMeter`)".into(),
+            "direct region, 1 counter (getrusage + sched_getcpu: `DirectMeter`)".into(),
             self.per_op("direct-region-1"),
             lp_fast.map(|f| f * 2.0),
         ));
         v.push((
-            "direct region, 1 counter (syscall-free, full verdict: `LeanRegion`, compile-time handles)"
+            "direct region, 1 counter (syscall-free, full verdict: `DirectRegion`, compile-time handles)"
                 .into(),
             self.per_op("direct-region-lean-1"),
             lp_fast.map(|f| f * 2.0),
         ));
         v.push((
-            "direct region, 1 counter (syscall-free, full verdict: `LeanRegion`, run-time handles, as `Meter` uses it)"
+            "direct region, 1 counter (syscall-free, full verdict: `DirectRegion`, run-time handles, as `Meter` uses it)"
                 .into(),
             self.per_op("direct-region-lean-runtime-1"),
             lp_fast.map(|f| f * 2.0),

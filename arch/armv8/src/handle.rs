@@ -133,6 +133,8 @@ pub enum HandleError {
     },
 }
 
+impl core::error::Error for HandleError {}
+
 impl fmt::Display for HandleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -13,7 +13,7 @@
 //!   (PMUSERENR is readable at PL0 whatever it holds), so a revoked grant is an error
 //!   instead of SIGILL.
 //!
-//! - [`FloorCounters`] reads the region's counters through `pmu_armv7::reader`'s
+//! - [`TableCounters`] reads the region's counters through `pmu_armv7::reader`'s
 //!   table (one indirect call per counter);
 //! - [`Pl1InstRetired`] is the kernel-entry sentinel: INST_RETIRED at PL1 only on a
 //!   free event counter (docs/sentinel.md).
@@ -32,6 +32,8 @@ use pmu_armv7::{PerfMon, Pl0Pmu};
 pub use super::{cpuinfo_architecture, cpuinfo_is_armv7};
 use super::{probe_with, AccessCheck};
 use crate::error::{DirectUnsupported, Error, Result};
+use crate::meter::choose::{Grant, Opened};
+use crate::meter::MeterBuilder;
 use crate::sched::{pin_to, PinGuard};
 
 /// Whether this machine's CPU takes this backend (ARMv7 or later, per /proc/cpuinfo);
@@ -73,9 +75,9 @@ fn probe_access() {
 /// reset). Keep the guard alive as long as the PMU; drop the PMU first.
 ///
 /// # Errors
-/// [`Error::DirectUnsupported`] on a CPU older than ARMv7 (the ARM1176 takes
-/// [`super::arm1176`]); [`Error::NoSuchCpu`]; [`Error::UserAccessNotEnabled`] without the
-/// module, [`Error::ModuleGrantMissing`] when it is loaded without programming access
+/// [`crate::error::Unsupported::Direct`] on a CPU older than ARMv7 (the ARM1176 takes
+/// [`super::arm1176`]); [`crate::error::Unsupported::Cpu`]; [`crate::error::AccessError::NotEnabled`] without the
+/// module, [`crate::error::AccessError::GrantMissing`] when it is loaded without programming access
 /// (`el0_programming=1` is what sets EN).
 ///
 /// # Safety
@@ -84,9 +86,9 @@ fn probe_access() {
 /// guard drops, except to CPUs where the module granted EN too (every online CPU).
 pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
     if !is_armv7_cpu() {
-        return Err(Error::DirectUnsupported {
+        return Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: DirectUnsupported::Architecture,
-        });
+        }));
     }
     let pin = pin_to(cpu)?;
     probe_with(probe_access)?;
@@ -95,11 +97,11 @@ pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
     // filtering implements.
     let pmu = unsafe { Pl0Pmu::take(PerfMon::PmuV2) }.map_err(|e| match e {
         // EN went away between the probe and here: the module's state says why.
-        None => Error::trapped(),
+        None => super::grant::trapped(),
         // PerfMon::PmuV2 is architected: `take` cannot refuse it.
-        Some(_) => Error::DirectUnsupported {
+        Some(_) => Error::Unsupported(crate::error::Unsupported::Direct {
             reason: DirectUnsupported::Architecture,
-        },
+        }),
     })?;
     Ok((pin, pmu))
 }
@@ -169,15 +171,15 @@ impl Drop for Pl1InstRetired {
     /// Stops the counter (where the grant is still there), also when the meter it was
     /// made for could not be built.
     fn drop(&mut self) {
-        super::kernel_sentinel::SentinelCounter::stop(self);
+        super::watch::SentinelCounter::stop(self);
     }
 }
 
-impl super::kernel_sentinel::SentinelCounter for Pl1InstRetired {
+impl super::watch::SentinelCounter for Pl1InstRetired {
     #[inline(always)]
     fn read(&self) -> u64 {
         // SAFETY: the meter checks PMUSERENR.EN before each edge's reads (the
-        // `PmuserenrEn` of its GenericDirectMeter), and `counter` < PMCR.N (`program`).
+        // `PmuserenrEn` of its DirectMeter), and `counter` < PMCR.N (`program`).
         unsafe { pmu_armv7::asm::set_pmselr(u32::from(self.counter)) };
         // PMXEVCNTR must see the new PMSELR (DDI 0406C B3.15.5; pmu_armv7::reader).
         pmu_armv7::asm::isb();
@@ -222,24 +224,24 @@ impl super::kernel_sentinel::SentinelCounter for Pl1InstRetired {
     }
 }
 
-/// The region's counters read at the floor: each counter's read function chosen once,
+/// The region's counters read through a table: each counter's read function chosen once,
 /// when the set is made (`pmu_armv7::reader`: PMCCNTR with one `mrc`, an event counter
 /// through PMSELR + `isb` + PMXEVCNTR), so an edge costs one indirect call per counter
 /// instead of the driver's slot decoding; one PMOVSR read for every overflow flag, one
 /// write to clear them. Everything else is the [`OwnedCounters`](super::OwnedCounters)'.
 #[derive(Debug)]
-pub struct FloorCounters {
+pub struct TableCounters {
     counters: super::OwnedCounters<Pl0Pmu>,
     reads: Vec<unsafe fn() -> u32>,
     masks: Vec<u32>,
     all: u32,
 }
 
-impl FloorCounters {
+impl TableCounters {
     /// The floor reads of `counters`.
     ///
     /// # Errors
-    /// [`Error::Core`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
+    /// [`crate::error::PmuError::Core`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
     /// counter on this PMU (cannot happen for slots the PMU allocated).
     pub fn new(counters: super::OwnedCounters<Pl0Pmu>) -> Result<Self> {
         use pmu_armv7::reader::ReadPath;
@@ -271,7 +273,7 @@ impl FloorCounters {
     }
 }
 
-impl super::CounterSet for FloorCounters {
+impl super::CounterSet for TableCounters {
     fn len(&self) -> usize {
         self.reads.len()
     }
@@ -326,4 +328,61 @@ impl super::CounterSet for FloorCounters {
     fn leave_programmed(&mut self) {
         self.counters.leave_programmed();
     }
+}
+
+/// The meter's ARMv7 direct backend: PL0 programs the PMU after kmod-enable-user's
+/// ARMv7 flavour set PMUSERENR.EN, counting PL0 only, with a kernel-entry sentinel
+/// ([`Pl1InstRetired`]) on a free event counter where there is one and the builder
+/// asks for it; every access checks that EN is still there.
+///
+/// # Errors
+/// [`crate::error::AccessError::NeedsProgramming`] without `MeterBuilder::program_the_pmu` (PMUv2
+/// has no read-only grant: EN is the only one, and it programs); as [`take_pl0`].
+pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
+    use super::watch::{with_sentinel, SentinelMeter, WithoutSentinel};
+    use super::DirectMeter;
+    if !builder.program {
+        return Err(Error::Access(crate::error::AccessError::NeedsProgramming));
+    }
+    let wanted = super::events_of(builder)?;
+    let cpu = super::cpu_of(builder);
+    // SAFETY: `program_the_pmu`'s caller promised exclusive use of the PMU.
+    let (pin, pmu) = unsafe { take_pl0(cpu) }?;
+    let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
+    let counters = super::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
+    let names = builder.names();
+    let program = if builder.sentinel {
+        Pl1InstRetired::program(counters.pmu(), counters.slots())
+    } else {
+        Err(crate::sentinel::SWITCHED_OFF.to_owned())
+    };
+    let meter: Box<dyn crate::backend::Backend> = match program {
+        Ok(sentinel) => {
+            let how = format!(
+                "event counter {} programmed by the library (INST_RETIRED, PMXEVTYPER.U \
+                 set, P clear), read through PMSELR + PMXEVCNTR before the region's \
+                 counters at the start and after them at the stop",
+                sentinel.counter()
+            );
+            let counters = TableCounters::new(counters)?;
+            let (set, link) = with_sentinel(counters, sentinel);
+            let inner = DirectMeter::new(set, names, PmuserenrEn)?;
+            Box::new(SentinelMeter::new(inner, link, "instructions", &how))
+        }
+        Err(why) => Box::new(WithoutSentinel::new(
+            DirectMeter::new(TableCounters::new(counters)?, names, PmuserenrEn)?,
+            why,
+        )),
+    };
+    Ok(super::opened(
+        meter,
+        builder.events.len(),
+        Grant::Program { cpu },
+        format!(
+            "direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN from kmod-enable-user's \
+             ARMv7 flavour, el0_programming=1): the library programs the counters itself, \
+             counting PL0 only"
+        ),
+        pin,
+    ))
 }

@@ -20,10 +20,10 @@ pub fn allocate<'p, P: Pmu>(
     filter: PrivilegeFilter,
 ) -> Result<Vec<Counter<'p, P>>> {
     if names.len() > MAX_EVENTS {
-        return Err(Error::TooManyEvents {
+        return Err(Error::Group(crate::error::GroupError::TooMany {
             given: names.len(),
             max: MAX_EVENTS,
-        });
+        }));
     }
     names
         .iter()
@@ -39,7 +39,7 @@ pub const MODULE_LAYOUT: &str = "/sys/module/kmod_enable_user/parameters/layout"
 /// for `names`: each on the slot where the module counts that event, EL0 only.
 ///
 /// # Errors
-/// Name errors; [`Error::NotInModuleLayout`] for an event the module does not count.
+/// Name errors; [`crate::error::AccessError::NotInModuleLayout`] for an event the module does not count.
 #[cfg(target_arch = "aarch64")]
 pub fn allocate_granted<'p, R: pmu_armv8::granted::CounterReads>(
     pool: &'p CounterPool<pmu_armv8::granted::GrantedPmu<R>>,
@@ -48,24 +48,22 @@ pub fn allocate_granted<'p, R: pmu_armv8::granted::CounterReads>(
 ) -> Result<Vec<Counter<'p, pmu_armv8::granted::GrantedPmu<R>>>> {
     use pmu_core::EventEncoding;
     if names.len() > MAX_EVENTS {
-        return Err(Error::TooManyEvents {
+        return Err(Error::Group(crate::error::GroupError::TooMany {
             given: names.len(),
             max: MAX_EVENTS,
-        });
+        }));
     }
     names
         .iter()
         .map(|name| {
             let event = events::direct_event(name)?;
             let code = pmu_armv8::Armv8Event::encode(event)?;
-            let slot =
-                pool.pmu()
-                    .layout()
-                    .slot_of(code)
-                    .ok_or_else(|| Error::NotInModuleLayout {
-                        event: (*name).to_owned(),
-                        layout: layout_text.trim().to_owned(),
-                    })?;
+            let slot = pool.pmu().layout().slot_of(code).ok_or_else(|| {
+                Error::Access(crate::error::AccessError::NotInModuleLayout {
+                    event: (*name).to_owned(),
+                    layout: layout_text.trim().to_owned(),
+                })
+            })?;
             Ok(pool.counter_at(slot, event, PrivilegeFilter::USER)?)
         })
         .collect()
@@ -87,20 +85,20 @@ impl<P: Pmu> OwnedCounters<P> {
     /// counting in `filter`'s levels, stopped.
     ///
     /// # Errors
-    /// [`Error::NoEvents`], [`Error::TooManyEvents`]; pmu-core's allocation errors.
+    /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`]; pmu-core's allocation errors.
     pub fn allocate(
         pmu: P,
         wanted: &[(Event, Option<Slot>)],
         filter: PrivilegeFilter,
     ) -> Result<Self> {
         if wanted.is_empty() {
-            return Err(Error::NoEvents);
+            return Err(Error::Group(crate::error::GroupError::NoEvents));
         }
         if wanted.len() > MAX_EVENTS {
-            return Err(Error::TooManyEvents {
+            return Err(Error::Group(crate::error::GroupError::TooMany {
                 given: wanted.len(),
                 max: MAX_EVENTS,
-            });
+            }));
         }
         let mut slots = Vec::with_capacity(wanted.len());
         {
@@ -143,13 +141,13 @@ impl<P: Pmu> OwnedCounters<P> {
         extra: &[(Event, PrivilegeFilter)],
     ) -> Result<(Self, Option<Error>)> {
         if wanted.is_empty() {
-            return Err(Error::NoEvents);
+            return Err(Error::Group(crate::error::GroupError::NoEvents));
         }
         if wanted.len() > MAX_EVENTS {
-            return Err(Error::TooManyEvents {
+            return Err(Error::Group(crate::error::GroupError::TooMany {
                 given: wanted.len(),
                 max: MAX_EVENTS,
-            });
+            }));
         }
         let mut slots = Vec::with_capacity(wanted.len() + 1);
         let mut extra_error = None;

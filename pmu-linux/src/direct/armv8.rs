@@ -5,6 +5,8 @@ use pmu_armv8::{El0Pmu, PmuOptions, PmuVersion};
 
 use super::{probe_with, AccessCheck};
 use crate::error::{Error, Result};
+use crate::meter::choose::{Grant, Opened};
+use crate::meter::MeterBuilder;
 use crate::sched::{pin_to, PinGuard};
 
 /// The probe: one read of PMCR_EL0, which traps (SIGILL) unless PMUSERENR_EL0.EN.
@@ -88,16 +90,19 @@ impl AccessCheck for PmuserenrRead {
 /// parsed form.
 ///
 /// # Errors
-/// [`Error::ModuleLayout`] when the file is missing (the module is not loaded, or is
+/// [`crate::error::AccessError::ModuleLayout`] when the file is missing (the module is not loaded, or is
 /// an older one) or not understood.
 pub fn module_layout() -> Result<(String, pmu_armv8::granted::GrantedLayout)> {
-    let text = std::fs::read_to_string(super::MODULE_LAYOUT).map_err(|e| Error::ModuleLayout {
-        reason: format!("{}: {e}", super::MODULE_LAYOUT),
-    })?;
-    let layout =
-        pmu_armv8::granted::GrantedLayout::parse(&text).map_err(|e| Error::ModuleLayout {
+    let text = std::fs::read_to_string(super::MODULE_LAYOUT).map_err(|e| {
+        Error::Access(crate::error::AccessError::ModuleLayout {
             reason: format!("{}: {e}", super::MODULE_LAYOUT),
-        })?;
+        })
+    })?;
+    let layout = pmu_armv8::granted::GrantedLayout::parse(&text).map_err(|e| {
+        Error::Access(crate::error::AccessError::ModuleLayout {
+            reason: format!("{}: {e}", super::MODULE_LAYOUT),
+        })
+    })?;
     Ok((text.trim().to_owned(), layout))
 }
 
@@ -107,9 +112,9 @@ pub fn module_layout() -> Result<(String, pmu_armv8::granted::GrantedLayout)> {
 /// the PMU.
 ///
 /// # Errors
-/// [`Error::NoSuchCpu`]; [`Error::UserAccessNotEnabled`] without the module's layout;
-/// [`Error::ModuleGrantMissing`] (revoked by perf) without the grant on this CPU;
-/// [`Error::ModuleLayout`] for a layout not understood.
+/// [`crate::error::Unsupported::Cpu`]; [`crate::error::AccessError::NotEnabled`] without the module's layout;
+/// [`crate::error::AccessError::GrantMissing`] (revoked by perf) without the grant on this CPU;
+/// [`crate::error::AccessError::ModuleLayout`] for a layout not understood.
 pub fn take_granted(
     cpu: usize,
 ) -> Result<(
@@ -120,20 +125,23 @@ pub fn take_granted(
     let pin = pin_to(cpu)?;
     if !std::path::Path::new(super::MODULE_LAYOUT).exists() {
         // No module (or none with a read-only grant): nothing is readable.
-        return Err(Error::UserAccessNotEnabled);
+        return Err(Error::Access(crate::error::AccessError::NotEnabled));
     }
     let (text, layout) = module_layout()?;
     // The module is loaded and has a layout: a read that traps on this CPU means the
     // grant went away here (perf's armv8pmu_start()), not that it was never given.
-    let revoked = || Error::ModuleGrantMissing {
-        cause: crate::error::GrantMissing::RevokedByPerf {
-            regrant: std::path::Path::new(crate::error::MODULE_SYSFS)
-                .join("parameters/regrant")
-                .exists(),
-        },
+    let revoked = || {
+        Error::Access(crate::error::AccessError::GrantMissing {
+            cause: crate::error::GrantMissing::RevokedByPerf {
+                regrant: std::path::Path::new(crate::error::MODULE_SYSFS)
+                    .join("parameters/regrant")
+                    .exists(),
+            },
+        })
     };
     let trapped = |e: Error| match e {
-        Error::UserAccessNotEnabled | Error::ModuleGrantMissing { .. } => revoked(),
+        Error::Access(crate::error::AccessError::NotEnabled)
+        | Error::Access(crate::error::AccessError::GrantMissing { .. }) => revoked(),
         other => other,
     };
     if layout.cycle_counter() {
@@ -163,7 +171,7 @@ pub fn take_granted(
 /// [`PmuVersion::PmuV3`] assumes only the baseline.
 ///
 /// # Errors
-/// [`Error::NoSuchCpu`], [`Error::UserAccessNotEnabled`], [`Error::Armv8Probe`].
+/// [`crate::error::Unsupported::Cpu`], [`crate::error::AccessError::NotEnabled`], [`crate::error::PmuError::Armv8Probe`].
 ///
 /// # Safety
 /// Nothing else uses the PMU of `cpu` while the returned PMU lives: no perf
@@ -180,6 +188,90 @@ pub unsafe fn take_armv8(
     probe_with(probe_access)?;
     // SAFETY: the probe just showed PMUSERENR_EL0.EN on this CPU, the thread is
     // pinned to it, and the caller promises exclusive use and an honest version.
-    let pmu = unsafe { El0Pmu::take(version, options) }.map_err(Error::Armv8Probe)?;
+    let pmu = unsafe { El0Pmu::take(version, options) }.map_err(crate::Error::from)?;
     Ok((pin, pmu))
+}
+
+/// The meter's ARMv8 direct backend: the programming grant (EN) after
+/// `MeterBuilder::program_the_pmu`, falling back to the read-only grant where the
+/// module gave none; else the read-only grant.
+///
+/// # Errors
+/// As [`take_armv8`] and [`open_granted`].
+pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
+    if builder.program {
+        return open_programmed(builder);
+    }
+    open_granted(builder)
+}
+
+/// The module's read-only grant: the counters it runs, each event on the layout slot
+/// that counts it.
+///
+/// # Errors
+/// As [`take_granted`]; [`crate::error::AccessError::NotInModuleLayout`] for an event the module does not
+/// count.
+pub(crate) fn open_granted(builder: &MeterBuilder) -> Result<Opened> {
+    use pmu_core::EventEncoding;
+    let wanted = super::events_of(builder)?;
+    let cpu = super::cpu_of(builder);
+    let (pin, pmu, layout) = take_granted(cpu)?;
+    let placed = wanted
+        .iter()
+        .zip(&builder.events)
+        .map(|(&event, asked)| {
+            let code = pmu_armv8::Armv8Event::encode(event)?;
+            let slot = pmu.layout().slot_of(code).ok_or_else(|| {
+                Error::Access(crate::error::AccessError::NotInModuleLayout {
+                    event: asked.name(),
+                    layout: layout.clone(),
+                })
+            })?;
+            Ok((event, Some(slot)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let region = super::granted_region(pmu, &placed, builder.names(), builder.sentinel)?;
+    Ok(super::opened(
+        region,
+        builder.events.len(),
+        Grant::ReadOnly { cpu },
+        format!(
+            "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU \
+             {cpu}: the counters the module runs ({layout}), read with one instruction, EL0 \
+             only; event counters read as 32 bits (no overflow flags without EN: a region \
+             must count fewer than 2^32 events); regions without system calls (CPU from \
+             rseq; the kernel-entry sentinel as Meter::sentinel says)"
+        ),
+        pin,
+    ))
+}
+
+/// The programming grant (EN): the library programs the counters itself.
+fn open_programmed(builder: &MeterBuilder) -> Result<Opened> {
+    let wanted = super::events_of(builder)?;
+    let cpu = super::cpu_of(builder);
+    // SAFETY: `program_the_pmu`'s caller promised exclusive use of this CPU's PMU and
+    // a fixed affinity; EL0 cannot read PMUVer, so only the PMUv3 baseline is assumed.
+    let taken = unsafe { take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new()) };
+    let (pin, pmu) = match taken {
+        Ok(taken) => taken,
+        Err(Error::Access(crate::error::AccessError::GrantMissing {
+            cause: crate::error::GrantMissing::NoProgrammingAccess { .. },
+        })) => return open_granted(builder),
+        Err(e) => return Err(e),
+    };
+    let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
+    let region = super::programmed_region(pmu, &placed, builder.names(), builder.sentinel)?;
+    Ok(super::opened(
+        region,
+        builder.events.len(),
+        Grant::Program { cpu },
+        format!(
+            "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the library \
+             programs the counters itself, counting EL0 only; regions without system calls \
+             (CPU from rseq, overflow flags; the kernel-entry sentinel as Meter::sentinel \
+             says)"
+        ),
+        pin,
+    ))
 }

@@ -5,13 +5,13 @@
 use pmu_core::{Counter, CounterWidth, Pmu, Reading, RegionMeter};
 
 use super::{AccessCheck, Unchecked};
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::measure::Counters;
 use crate::region::{direct_evidence, direct_readings, Evidence};
 use crate::sched::{Kernel, ThreadSource, ThreadStamp};
 use crate::MAX_EVENTS;
 
-/// Counters a [`GenericDirectMeter`] measures with: the handles of a
+/// Backend a [`DirectMeter`] measures with: the handles of a
 /// [`pmu_core::CounterPool`] (borrowed, `&[Counter]`), or an owned
 /// [`super::OwnedCounters`].
 pub trait CounterSet {
@@ -106,16 +106,13 @@ impl<P: Pmu> CounterSet for &[Counter<'_, P>] {
     }
 }
 
-/// A direct meter over borrowed counter handles (`allocate` → `DirectMeter::new`).
-pub type DirectMeter<'c, 'p, P, A = Unchecked> = GenericDirectMeter<&'c [Counter<'p, P>], A>;
-
 /// Measures regions on counters the library programmed itself: over borrowed handles
-/// ([`DirectMeter`]) or owned counters (`GenericDirectMeter<OwnedCounters<P>, A>`, no
-/// lifetime: it can live in a struct). The thread's switch counts and CPU come from
+/// (`allocate` → `DirectMeter::new(&counters[..], …)`) or owned counters
+/// (`DirectMeter<OwnedCounters<P>, A>`, no lifetime: it can live in a struct). The thread's switch counts and CPU come from
 /// `T` (the running [`Kernel`] unless built with
-/// [`GenericDirectMeter::with_thread_source`]).
+/// [`DirectMeter::with_thread_source`]).
 #[derive(Debug)]
-pub struct GenericDirectMeter<C: CounterSet, A: AccessCheck = Unchecked, T: ThreadSource = Kernel> {
+pub struct DirectMeter<C: CounterSet, A: AccessCheck = Unchecked, T: ThreadSource = Kernel> {
     counters: C,
     thread: T,
     names: Vec<String>,
@@ -130,24 +127,45 @@ pub struct GenericDirectMeter<C: CounterSet, A: AccessCheck = Unchecked, T: Thre
     end_thread: ThreadStamp,
 }
 
-impl<C: CounterSet, A: AccessCheck> GenericDirectMeter<C, A> {
+impl<C: CounterSet, A: AccessCheck> DirectMeter<C, A> {
     /// A meter over `counters`, named `names`, checking user access with `access`; the
     /// thread's evidence comes from the running kernel.
     ///
     /// # Errors
-    /// [`Error::NoEvents`], [`Error::TooManyEvents`], or a name count that differs
+    /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`], or a name count that differs
     /// from the counter count ([`pmu_core::Error::ReadingsMismatch`]).
     pub fn new(counters: C, names: Vec<String>, access: A) -> Result<Self> {
         Self::with_thread_source(counters, names, access, Kernel)
     }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T> {
-    /// As [`GenericDirectMeter::new`], with the thread's switch counts and CPU taken
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> DirectMeter<C, A, T> {
+    /// Starts the counters.
+    ///
+    /// # Errors
+    /// [`crate::error::AccessError::Revoked`] when the grant went away.
+    pub fn enable(&mut self) -> Result<()> {
+        <Self as Backend>::enable(self)
+    }
+
+    /// Stops the counters.
+    ///
+    /// # Errors
+    /// As [`Self::enable`].
+    pub fn disable(&mut self) -> Result<()> {
+        <Self as Backend>::disable(self)
+    }
+
+    /// What the last region's hazards were derived from.
+    pub fn evidence(&self) -> Evidence {
+        <Self as Backend>::evidence(self)
+    }
+
+    /// As [`DirectMeter::new`], with the thread's switch counts and CPU taken
     /// from `thread`.
     ///
     /// # Errors
-    /// As [`GenericDirectMeter::new`].
+    /// As [`DirectMeter::new`].
     pub fn with_thread_source(
         counters: C,
         names: Vec<String>,
@@ -155,13 +173,13 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
         thread: T,
     ) -> Result<Self> {
         if counters.is_empty() {
-            return Err(Error::NoEvents);
+            return Err(Error::Group(crate::error::GroupError::NoEvents));
         }
         if counters.len() > MAX_EVENTS {
-            return Err(Error::TooManyEvents {
+            return Err(Error::Group(crate::error::GroupError::TooMany {
                 given: counters.len(),
                 max: MAX_EVENTS,
-            });
+            }));
         }
         if names.len() != counters.len() {
             return Err(pmu_core::Error::ReadingsMismatch {
@@ -194,21 +212,21 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
     /// events, the tick delta multiplied by `events_per_tick`, so their resolution is
     /// `events_per_tick`. Overflow is judged on the ticks, where the counter wraps.
     ///
-    /// # Errors
-    /// [`Error::ScaleOutOfRange`] for an index without a counter or a factor of 0.
-    pub fn scaled(mut self, index: usize, events_per_tick: u64) -> Result<Self> {
-        if index >= self.counters.len() || events_per_tick == 0 {
-            return Err(Error::ScaleOutOfRange {
-                index,
-                counters: self.counters.len(),
-                events_per_tick,
-            });
-        }
+    /// # Panics
+    /// For an index without a counter or a factor of 0: a mistake in the calling code,
+    /// as an index out of a slice is.
+    pub fn scaled(mut self, index: usize, events_per_tick: u64) -> Self {
+        assert!(
+            index < self.counters.len() && events_per_tick > 0,
+            "cannot scale counter {index} by {events_per_tick}: the meter has {} counters, \
+             and a counter ticks at least once per event",
+            self.counters.len()
+        );
         self.scales[index] = events_per_tick;
-        Ok(self)
+        self
     }
 
-    /// Events per tick of each counter (see [`GenericDirectMeter::scaled`]).
+    /// Events per tick of each counter (see [`DirectMeter::scaled`]).
     pub fn scales(&self) -> &[u64] {
         &self.scales[..self.counters.len()]
     }
@@ -217,7 +235,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
         if self.access.granted() {
             Ok(())
         } else {
-            Err(Error::UserAccessRevoked)
+            Err(Error::Access(crate::error::AccessError::Revoked))
         }
     }
 
@@ -247,7 +265,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> GenericDirectMeter<C, A, T>
     }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> RegionMeter for GenericDirectMeter<C, A, T> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> RegionMeter for DirectMeter<C, A, T> {
     type Error = Error;
 
     /// Checks access, takes switch counts and CPU, reads every counter, then clears the
@@ -290,7 +308,7 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> RegionMeter for GenericDire
     }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Counters for GenericDirectMeter<C, A, T> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Backend for DirectMeter<C, A, T> {
     fn names(&self) -> Vec<String> {
         self.names.clone()
     }
@@ -312,9 +330,16 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Counters for GenericDirectM
         self.evaluate(&mut [Reading::default(); MAX_EVENTS][..n])
             .unwrap_or_default()
     }
+
+    fn sentinel(&self) -> crate::Sentinel {
+        crate::Sentinel::off(
+            "this region reads none: it sees context switches (getrusage) and migrations, \
+             not interrupts, system calls or faults",
+        )
+    }
 }
 
-impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Drop for GenericDirectMeter<C, A, T> {
+impl<C: CounterSet, A: AccessCheck, T: ThreadSource> Drop for DirectMeter<C, A, T> {
     /// With the grant gone, every register access traps (SIGILL), the counters' release
     /// included, and the kernel owns this CPU's PMU again: the counters are left as
     /// they are.

@@ -84,13 +84,13 @@ pub(super) fn cpu_pmu_registered() -> bool {
 impl Group {
     pub(super) fn open(specs: Vec<EventSpec>, options: Options) -> Result<Self> {
         if specs.is_empty() {
-            return Err(Error::NoEvents);
+            return Err(Error::Group(crate::error::GroupError::NoEvents));
         }
         if specs.len() > MAX_EVENTS {
-            return Err(Error::TooManyEvents {
+            return Err(Error::Group(crate::error::GroupError::TooMany {
                 given: specs.len(),
                 max: MAX_EVENTS,
-            });
+            }));
         }
         let paranoid = sys::perf_event_paranoid();
         let group_format = options.grouped && specs.len() > 1;
@@ -126,7 +126,7 @@ impl Group {
                 ),
             })?;
             let id = sys::perf::event_id(fd.as_fd())
-                .map_err(|errno| Error::Syscall { op: Op::Id, errno })?;
+                .map_err(|errno| crate::error::Error::syscall(Op::Id, errno))?;
             let page = if options.map_pages {
                 Some(MmapPage::map(fd.as_fd())?)
             } else {
@@ -157,13 +157,13 @@ impl Group {
     pub(super) fn ioctl(&self, ioctl: sys::perf::Ioctl, op: Op) -> Result<()> {
         for leader in self.leaders() {
             sys::perf::group_ioctl(leader.fd.as_fd(), ioctl)
-                .map_err(|errno| Error::Syscall { op, errno })?;
+                .map_err(|errno| crate::error::Error::syscall(op.clone(), errno))?;
         }
         // A sentinel of its own (ungrouped events) is enabled, disabled and reset with
         // them.
         if let Some(sentinel) = self.sentinel.as_ref().filter(|_| !self.options.grouped) {
             sys::perf::group_ioctl(sentinel.fd.as_fd(), ioctl)
-                .map_err(|errno| Error::Syscall { op, errno })?;
+                .map_err(|errno| crate::error::Error::syscall(op.clone(), errno))?;
         }
         Ok(())
     }
@@ -180,25 +180,21 @@ impl Group {
         let members = n + usize::from(self.sentinel.is_some());
         let words = 3 + 2 * members;
         let mut buf = [0u64; 3 + 2 * (MAX_EVENTS + 1)];
-        let got = sys::perf::read_u64s(self.events[0].fd.as_fd(), &mut buf[..words]).map_err(
-            |errno| Error::Syscall {
-                op: Op::Read,
-                errno,
-            },
-        )?;
+        let got = sys::perf::read_u64s(self.events[0].fd.as_fd(), &mut buf[..words])
+            .map_err(|errno| crate::error::Error::syscall(Op::Read, errno))?;
         if got < words * 8 {
-            return Err(Error::ShortRead {
+            return Err(Error::Group(crate::error::GroupError::ShortRead {
                 expected: words * 8,
                 got,
-            });
+            }));
         }
         if buf[0] != members as u64 {
-            return Err(Error::GroupMismatch);
+            return Err(Error::Group(crate::error::GroupError::Mismatch));
         }
         let mut values = [0u64; MAX_EVENTS];
         for (i, event) in self.events.iter().enumerate() {
             if buf[4 + 2 * i] != event.id {
-                return Err(Error::GroupMismatch);
+                return Err(Error::Group(crate::error::GroupError::Mismatch));
             }
             values[i] = buf[3 + 2 * i];
         }
@@ -232,19 +228,16 @@ impl Group {
     pub(super) fn read_one(&self, i: usize) -> Result<GroupRead> {
         let event = &self.events[i];
         let mut buf = [0u64; 4];
-        let got =
-            sys::perf::read_u64s(event.fd.as_fd(), &mut buf).map_err(|errno| Error::Syscall {
-                op: Op::Read,
-                errno,
-            })?;
+        let got = sys::perf::read_u64s(event.fd.as_fd(), &mut buf)
+            .map_err(|errno| crate::error::Error::syscall(Op::Read, errno))?;
         if got < size_of_val(&buf) {
-            return Err(Error::ShortRead {
+            return Err(Error::Group(crate::error::GroupError::ShortRead {
                 expected: size_of_val(&buf),
                 got,
-            });
+            }));
         }
         if buf[3] != event.id {
-            return Err(Error::GroupMismatch);
+            return Err(Error::Group(crate::error::GroupError::Mismatch));
         }
         let mut values = [0u64; MAX_EVENTS];
         values[0] = buf[0];

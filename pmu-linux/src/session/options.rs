@@ -28,7 +28,7 @@ pub struct Options {
     /// Take the thread's switch counts (`getrusage`) and CPU (`sched_getcpu`) at every
     /// region edge, even where the pages' `lock`s and the rseq CPU number already see
     /// every switch and migration (see [`crate::region`]). Default: false.
-    pub thorough_evidence: bool,
+    pub getrusage_edges: bool,
     /// Add the kernel-entry sentinel: one more member of the group, `instructions`
     /// (`cycles` where the PMU does not count instructions) counting only at the
     /// kernel's level (`exclude_user`), read through its page at both region edges;
@@ -52,7 +52,7 @@ impl Default for Options {
             grouped: true,
             map_pages: true,
             user_read: true,
-            thorough_evidence: false,
+            getrusage_edges: false,
             kernel_sentinel: false,
         }
     }
@@ -107,8 +107,8 @@ impl Options {
     }
 
     /// With getrusage and sched_getcpu at every region edge (or only where needed).
-    pub fn thorough_evidence(mut self, thorough: bool) -> Self {
-        self.thorough_evidence = thorough;
+    pub fn getrusage_edges(mut self, on: bool) -> Self {
+        self.getrusage_edges = on;
         self
     }
 

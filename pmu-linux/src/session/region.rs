@@ -1,12 +1,12 @@
-//! A region's two edges: the lean path (one-instruction reads kept as bases, the
-//! thread's CPU, nothing else while no page changes) and the thorough one (every
+//! A region's two edges: the syscall-free path (one-instruction reads kept as bases, the
+//! thread's CPU, nothing else while no page changes) and the getrusage one (every
 //! event sampled, the thread's switch counts and CPU), and how the last region was
 //! recorded.
 
 use pmu_core::mmap_page::BaseRead;
 
 use super::group::Group;
-use super::sentinel::LeanCount;
+use super::kernel_member::SyscallFreeCount;
 use super::Session;
 use crate::error::Result;
 use crate::fast;
@@ -22,9 +22,9 @@ pub(super) enum Edge {
     Stop,
 }
 
-/// One event in a lean region.
+/// One event in a syscall-free region.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct LeanEvent {
+pub(super) struct SyscallFreeEvent {
     /// The event's page (as in `Session::pages`).
     pub(super) page: KernelPage,
     /// The start read.
@@ -33,7 +33,7 @@ pub(super) struct LeanEvent {
     pub(super) count: u64,
 }
 
-impl LeanEvent {
+impl SyscallFreeEvent {
     /// The start read: the base now, false if the event needs `read()`.
     #[inline(always)]
     pub(super) fn take_base(&mut self) -> bool {
@@ -133,25 +133,25 @@ impl Session {
         Ok(())
     }
 
-    /// The lean start: the thread's CPU (`cpu`, taken by the caller before anything
+    /// The syscall-free start: the thread's CPU (`cpu`, taken by the caller before anything
     /// else), then one-instruction reads of every event, kept as base reads for the stop;
     /// false (nothing kept) as soon as one event needs `read()`.
     /// `SENTINEL`: the session has a kernel-entry sentinel, read first (so that its
     /// window contains the events' reads); a separate copy, so that a session without
-    /// one runs the same code as before it existed.
+    /// one runs the same code.
     #[inline(always)]
-    pub(super) fn start_lean<const SENTINEL: bool>(&mut self, cpu: u32) -> bool {
+    pub(super) fn start_syscall_free<const SENTINEL: bool>(&mut self, cpu: u32) -> bool {
         // Before the reads: what came before the region is counted before it (an
         // instruction still in flight would otherwise land in the region).
         fast::synchronize();
         if SENTINEL {
             if let Some(sentinel) = &mut self.sentinel_read {
-                sentinel.start_lean();
+                sentinel.start_syscall_free();
             }
         }
         // One event (the common region) apart, without the loop's set-up and control;
         // groups pay for the test.
-        match &mut *self.lean_events {
+        match &mut *self.syscall_free_events {
             [only] => {
                 if !only.take_base() {
                     return false;
@@ -167,7 +167,7 @@ impl Session {
         }
         // After the reads: none of the region's instructions begins before them.
         fast::synchronize();
-        self.lean_start_cpu = cpu;
+        self.syscall_free_start_cpu = cpu;
         self.last_region = if SENTINEL {
             RegionRecord::BasesTakenSentinel
         } else {
@@ -176,33 +176,33 @@ impl Session {
         true
     }
 
-    /// The thread stamp of a lean start: no switch counts, its CPU.
-    pub(super) fn lean_start_stamp(&self) -> ThreadStamp {
-        let cpu = self.lean_start_cpu;
+    /// The thread stamp of a syscall-free start: no switch counts, its CPU.
+    pub(super) fn syscall_free_start_stamp(&self) -> ThreadStamp {
+        let cpu = self.syscall_free_start_cpu;
         ThreadStamp {
             switches: None,
-            cpu: if self.cpu_from_rseq_lean() {
+            cpu: if self.cpu_from_rseq_syscall_free() {
                 Some(cpu)
             } else {
                 (cpu != u32::MAX).then_some(cpu)
             },
-            cpu_from_rseq: self.cpu_from_rseq_lean(),
+            cpu_from_rseq: self.cpu_from_rseq_syscall_free(),
         }
     }
 
-    /// The lean stop after a lean start: every event's counter read against its
+    /// The syscall-free stop after a syscall-free start: every event's counter read against its
     /// base ([`fast::count_since`]), the readings from the counts. That succeeds only
     /// while no page's `lock` moved: the thread was never switched out, so it cannot
     /// have migrated either (a migration switches it out, and the sched-out rewrites
     /// every page: arm_pmu.c `armpmu_del`; x86 at the sched-in,
     /// `x86_perf_event_set_period`) nor been multiplexed (the page times change only in
     /// those updates): no hazard, and the CPU is the start's. A moved lock: see
-    /// [`Session::stop_lean_moved`]. False (readings unfinished) when some event
+    /// [`Session::stop_syscall_free_moved`]. False (readings unfinished) when some event
     /// needs `read()` now or `out` has fewer readings than there are events.
     ///
-    /// `SENTINEL`: as in [`Session::start_lean`]; the sentinel is read last.
+    /// `SENTINEL`: as in [`Session::start_syscall_free`]; the sentinel is read last.
     #[inline(always)]
-    pub(super) fn stop_lean<const SENTINEL: bool>(
+    pub(super) fn stop_syscall_free<const SENTINEL: bool>(
         &mut self,
         out: &mut [pmu_core::Reading],
     ) -> bool {
@@ -210,17 +210,17 @@ impl Session {
         fast::synchronize();
         // One event apart, as in the start (and `out` then needs one reading, the
         // group loop `out.len() >= events`: one test each instead of cutting `out` to
-        // the events first). Too few readings: false, the thorough stop reports them.
-        match (&mut *self.lean_events, &mut *out) {
+        // the events first). Too few readings: false, the getrusage stop reports them.
+        match (&mut *self.syscall_free_events, &mut *out) {
             ([only], [reading, ..]) => {
                 if !only.count_now(reading) {
-                    return self.stop_lean_moved(out);
+                    return self.stop_syscall_free_moved(out);
                 }
             }
             (events, readings) if readings.len() >= events.len() => {
                 for (event, reading) in events.iter_mut().zip(readings) {
                     if !event.count_now(reading) {
-                        return self.stop_lean_moved(out);
+                        return self.stop_syscall_free_moved(out);
                     }
                 }
             }
@@ -229,12 +229,14 @@ impl Session {
         // The sentinel last, so that its window contains the events' reads.
         if SENTINEL {
             if let Some(sentinel) = &mut self.sentinel_read {
-                match sentinel.stop_lean() {
-                    LeanCount::Counted(0) => {}
-                    LeanCount::Counted(_) => {
-                        crate::region::flag_kernel_entry(&mut out[..self.lean_events.len()]);
+                match sentinel.stop_syscall_free() {
+                    SyscallFreeCount::Counted(0) => {}
+                    SyscallFreeCount::Counted(_) => {
+                        crate::region::flag_kernel_entry(
+                            &mut out[..self.syscall_free_events.len()],
+                        );
                     }
-                    LeanCount::Sampled => self.sentinel_sampled(out),
+                    SyscallFreeCount::Sampled => self.sentinel_sampled(out),
                 }
             }
         }
@@ -242,7 +244,7 @@ impl Session {
         true
     }
 
-    /// A lean stop whose sentinel was not counted from its base (its page moved: an
+    /// A syscall-free stop whose sentinel was not counted from its base (its page moved: an
     /// overflow reload of its own counter; or its start read failed): the verdict
     /// from its samples.
     #[cold]
@@ -251,25 +253,25 @@ impl Session {
         if let Some(sentinel) = &self.sentinel_read {
             let (start, end) = sentinel.samples();
             if crate::region::sentinel_count(&start, &end).is_ok_and(|count| count > 0) {
-                crate::region::flag_kernel_entry(&mut out[..self.lean_events.len()]);
+                crate::region::flag_kernel_entry(&mut out[..self.syscall_free_events.len()]);
             }
         }
     }
 
-    /// A lean region whose pages the kernel rewrote: full reads of every event (false
-    /// if one needs `read()` now: the thorough stop follows, with the start's samples
+    /// A syscall-free region whose pages the kernel rewrote: full reads of every event (false
+    /// if one needs `read()` now: the getrusage stop follows, with the start's samples
     /// in place), then the readings as [`crate::region::evaluate_perf`] judges them:
     /// CONTEXT_SWITCH on every reading if a `lock` moved, the thread's CPU now
     /// (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an event's page
     /// times advanced differently.
     #[cold]
     #[inline(never)]
-    pub(super) fn stop_lean_moved(&mut self, out: &mut [pmu_core::Reading]) -> bool {
+    pub(super) fn stop_syscall_free_moved(&mut self, out: &mut [pmu_core::Reading]) -> bool {
         for i in 0..self.len {
-            self.start[i] = Sample::fast(self.lean_events[i].base.read);
+            self.start[i] = Sample::fast(self.syscall_free_events[i].base.read);
         }
         self.last_region = RegionRecord::PageRewritten;
-        self.start_thread = self.lean_start_stamp();
+        self.start_thread = self.syscall_free_start_stamp();
         for i in 0..self.len {
             match self.pages[i].map(fast::read_base) {
                 Some(Ok(base)) => self.end[i] = Sample::fast(base.read),
@@ -281,7 +283,7 @@ impl Session {
         }
         let moved = (0..self.len).any(|i| self.start[i].lock != self.end[i].lock);
         // The CPU again only if a lock moved (else the thread never left its CPU);
-        // the readings from evaluate_perf, as every thorough region's.
+        // the readings from evaluate_perf, as every getrusage region's.
         self.end_thread = if moved {
             self.cpu_source.stamp()
         } else {
@@ -295,20 +297,22 @@ impl Session {
     pub(super) fn evaluate(&self, out: &mut [pmu_core::Reading]) -> crate::region::Evidence {
         let n = self.len;
         let (mut start, mut end) = (self.start, self.end);
-        // A lean start keeps only its CPU (PageRewritten copied it into `start_thread`).
+        // A syscall-free start keeps only its CPU (PageRewritten copied it into `start_thread`).
         let start_thread = match self.last_region {
             RegionRecord::BasesTaken
             | RegionRecord::BasesTakenSentinel
-            | RegionRecord::Undisturbed => self.lean_start_stamp(),
+            | RegionRecord::Undisturbed => self.syscall_free_start_stamp(),
             RegionRecord::Sampled | RegionRecord::PageRewritten => self.start_thread,
         };
         let mut end_thread = self.end_thread;
         if self.last_region == RegionRecord::Undisturbed {
             // Nothing moved: the stop's pages were the start's, only the values differ.
             for i in 0..n {
-                start[i] = Sample::fast(self.lean_events[i].base.read);
+                start[i] = Sample::fast(self.syscall_free_events[i].base.read);
                 end[i] = Sample {
-                    value: start[i].value.wrapping_add(self.lean_events[i].count),
+                    value: start[i]
+                        .value
+                        .wrapping_add(self.syscall_free_events[i].count),
                     ..start[i]
                 };
             }
@@ -333,18 +337,18 @@ impl Session {
 /// Where the last region's edges are recorded (which path it took).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) enum RegionRecord {
-    /// Both edges sampled thoroughly: `start`, `end` and the thread stamps hold it.
+    /// Both edges sampled with getrusage: `start`, `end` and the thread stamps hold it.
     #[default]
     Sampled,
-    /// Started lean: the start is in `lean_events`' base reads, its CPU in
-    /// `lean_start_cpu`.
+    /// Started syscall-free: the start is in `syscall_free_events`' base reads, its CPU in
+    /// `syscall_free_start_cpu`.
     BasesTaken,
     /// As `BasesTaken`, with the kernel-entry sentinel's start read.
     BasesTakenSentinel,
-    /// Stopped lean with no page rewritten since the start: the counts are in
-    /// `lean_events`.
+    /// Stopped syscall-free with no page rewritten since the start: the counts are in
+    /// `syscall_free_events`.
     Undisturbed,
-    /// Stopped lean after the kernel rewrote a page: `start` and `end` hold it.
+    /// Stopped syscall-free after the kernel rewrote a page: `start` and `end` hold it.
     PageRewritten,
 }
 

@@ -12,7 +12,7 @@ use crate::region::ReadPath;
 use crate::sched::{allowed_cpus, pin_to, set_allowed_cpus};
 use crate::sysfs::fake;
 
-/// The software events of the issue, `task-clock` leading (see the module docs on
+/// The software events of the demo, `task-clock` leading (see the module docs on
 /// why the leader matters).
 const SOFTWARE_GROUP: [&str; 4] = [
     "task-clock",
@@ -253,12 +253,12 @@ fn harness_over_a_software_group() {
 }
 
 /// Software events are never on a counter, so a region of them always needs
-/// read() and the thorough evidence; the thread's CPU comes from rseq where the
+/// read() and the getrusage evidence; the thread's CPU comes from rseq where the
 /// kernel has it (this host: Linux with CONFIG_RSEQ, glibc's area or ours).
 #[test]
-fn software_sessions_take_the_thorough_evidence() {
+fn software_sessions_take_the_getrusage_evidence() {
     let session = software_session();
-    assert!(!session.lean_evidence());
+    assert!(!session.syscall_free());
     assert_eq!(
         session.cpu_from_rseq(),
         crate::rseq::ThreadCpu::this_thread().is_ok()
@@ -340,28 +340,37 @@ fn bad_names_are_rejected() {
     let open = |name: &str| {
         Session::open_in(&sysfs, &["task-clock", name], Options::default()).unwrap_err()
     };
-    assert!(matches!(open("cyclez"), Error::UnknownEvent { .. }));
-    assert!(matches!(open("r12xyz"), Error::MalformedRaw { .. }));
+    assert!(matches!(
+        open("cyclez"),
+        Error::Event(crate::error::EventError::Unknown { .. })
+    ));
+    assert!(matches!(
+        open("r12xyz"),
+        Error::Event(crate::error::EventError::MalformedRaw { .. })
+    ));
     assert!(matches!(
         open("cpu/event=0x3c,bogus=1/"),
-        Error::UnknownFormatTerm { .. }
+        Error::Event(crate::error::EventError::UnknownFormatTerm { .. })
     ));
     assert!(matches!(
         open("cpu/event=0x1ff/"),
-        Error::ValueTooWide { bits: 8, .. }
+        Error::Event(crate::error::EventError::ValueTooWide { bits: 8, .. })
     ));
     assert!(matches!(
         open("cpu_atom/event=0x3c/"),
-        Error::UnknownPmu { .. }
+        Error::Event(crate::error::EventError::UnknownPmu { .. })
     ));
     assert!(matches!(
         Session::open(&[], Options::default()),
-        Err(Error::NoEvents)
+        Err(Error::Group(crate::error::GroupError::NoEvents))
     ));
     let many = ["task-clock"; MAX_EVENTS + 1];
     assert!(matches!(
         Session::open(&many, Options::default()),
-        Err(Error::TooManyEvents { given: 17, max: 16 })
+        Err(Error::Group(crate::error::GroupError::TooMany {
+            given: 17,
+            max: 16
+        }))
     ));
 }
 
@@ -415,13 +424,15 @@ fn stop_checks_the_output_size() {
     let mut session = software_session();
     session.start().unwrap();
     let mut out = [pmu_core::Reading::default(); 2];
-    assert_eq!(
+    assert!(matches!(
         session.stop(&mut out),
-        Err(Error::Core(pmu_core::Error::ReadingsMismatch {
-            expected: 4,
-            got: 2
-        }))
-    );
+        Err(Error::Pmu(crate::error::PmuError::Core(
+            pmu_core::Error::ReadingsMismatch {
+                expected: 4,
+                got: 2
+            }
+        )))
+    ));
 }
 
 /// Hardware events take the one-instruction path exactly where the kernel allows
@@ -493,12 +504,12 @@ fn a_sentinel_over_software_events_is_off_and_changes_nothing() {
         crate::Sentinel::Off { why } => assert!(why.contains("software events only"), "{why}"),
         other => panic!("a sentinel over software events: {other}"),
     }
-    let names: Vec<String> = crate::measure::Counters::names(&session);
+    let names: Vec<String> = crate::backend::Backend::names(&session);
     assert_eq!(names, SOFTWARE_GROUP);
     let plain = Session::open(&SOFTWARE_GROUP, Options::default()).unwrap();
     assert_eq!(
         plain.sentinel(),
-        &crate::Sentinel::off(super::sentinel::NOT_ASKED)
+        &crate::Sentinel::off(super::kernel_member::NOT_ASKED)
     );
     let mut session = session;
     session.enable().unwrap();
@@ -506,7 +517,7 @@ fn a_sentinel_over_software_events_is_off_and_changes_nothing() {
     session.start().unwrap();
     spin(1000);
     session.stop(&mut out).unwrap();
-    let ev = crate::measure::Counters::evidence(&session);
+    let ev = crate::backend::Backend::evidence(&session);
     assert_eq!((ev.kernel_entries, ev.sentinel_gap), (None, None));
     assert!(out
         .iter()

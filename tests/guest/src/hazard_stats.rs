@@ -136,7 +136,6 @@ mod imp {
     use std::collections::BTreeMap;
     use std::hint::black_box;
 
-    use pmu_linux::measure::Counters;
     use pmu_linux::pmu_core::Hazards;
     use pmu_linux::pmu_core::RegionMeter;
     use pmu_linux::{BackendChoice, Meter};
@@ -168,7 +167,7 @@ mod imp {
 
     impl Outside {
         fn read() -> Result<Self, Failure> {
-            let cpu = pmu_linux::sched::current_cpu()
+            let cpu = pmu_linux::machine::current_cpu()
                 .ok_or_else(|| Failure::new("sched_getcpu failed"))? as usize;
             let interrupts = Interrupts::read(cpu)?;
             let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -439,7 +438,7 @@ mod imp {
             StatsBackend::Direct => "direct",
             StatsBackend::DirectProgrammed => "direct-programmed",
         };
-        let cpus = pmu_linux::sched::allowed_cpus()?;
+        let cpus = pmu_linux::machine::allowed_cpus()?;
         let (home, other) = match cpus.as_slice() {
             [a, b, ..] => (*a, Some(*b)),
             [a] => (*a, None),
@@ -544,7 +543,7 @@ mod imp {
                     }
                     Disturbance::Migration => {
                         let to = other.unwrap_or(home);
-                        if pmu_linux::sched::set_allowed_cpus(&[to]).is_err() {
+                        if pmu_linux::machine::set_allowed_cpus(&[to]).is_err() {
                             t.errors += 1;
                         }
                     }
@@ -576,7 +575,7 @@ mod imp {
                     *t.evidence.entry(why).or_insert(0) += 1;
                 }
                 if d == Disturbance::Migration {
-                    pmu_linux::sched::set_allowed_cpus(&[home])?;
+                    pmu_linux::machine::set_allowed_cpus(&[home])?;
                 }
             }
             drop(sampling);
@@ -730,8 +729,11 @@ mod imp {
             .counter(GenericEvent::Instructions.into(), PrivilegeFilter::USER)
             .map_err(|e| Failure::new(format!("no instructions counter: {e}")))?;
         let counters = [counter];
-        let mut meter =
-            pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
+        let mut meter = pmu_linux::direct::DirectMeter::new(
+            &counters[..],
+            vec!["instructions".into()],
+            Pmuserenr,
+        )?;
         meter.enable()?;
         let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
         let mut t = Tally::default();

@@ -2,7 +2,7 @@
 //! prints what it saw as `RESULT hybrid-<what> key=value …` lines, which the arm64
 //! guest test (tests/tests/kernel_arm64.rs, `hybrid_*`) asserts on:
 //!
-//! - `hybrid-pmus`: the core PMUs and their CPUs ([`pmu_linux::hybrid::CoreTopology`]);
+//! - `hybrid-pmus`: the core PMUs and their CPUs ([`pmu_linux::perf::CoreTopology`]);
 //! - `hybrid-open`: each PMU's `perf_event_attr` type and config;
 //! - `hybrid-pinned` (one per PMU): the thread pinned to the PMU's first CPU, the
 //!   calibrated count of `n` iterations of a two-instruction loop (`--units`, 1000 by
@@ -46,10 +46,10 @@ pub fn main(_: &[String]) -> ExitCode {
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod run {
     use pmu_core::{Hazards, Reading, RegionMeter};
-    use pmu_linux::hybrid::{CoreTopology, HybridSession};
     use pmu_linux::measure::measure_with_baseline;
-    use pmu_linux::session::{Options, Session};
-    use pmu_linux::{sched, MeasureConfig, Result};
+    use pmu_linux::perf::{CoreTopology, HybridSession};
+    use pmu_linux::perf::{Options, Session};
+    use pmu_linux::{machine, MeasureConfig, Result};
 
     /// `n` iterations of a two-instruction loop, nothing at all for 0.
     #[inline(never)]
@@ -102,7 +102,7 @@ mod run {
         let mut out = [Reading::default(); 1];
         meter.start()?;
         spin(std::hint::black_box(n));
-        sched::set_allowed_cpus(&[to])?;
+        machine::set_allowed_cpus(&[to])?;
         spin(std::hint::black_box(n));
         meter.stop(&mut out)?;
         let split = meter.split(0).iter().map(|s| s.count).collect();
@@ -181,10 +181,10 @@ mod run {
             runs: 5,
             calibrate: true,
         };
-        let home = sched::allowed_cpus()?;
+        let home = machine::allowed_cpus()?;
         for (p, pmu) in pmus.iter().enumerate() {
             let cpu = pmu.cpus[0] as usize;
-            let pin = sched::pin_to(cpu)?;
+            let pin = machine::pin_to(cpu)?;
             let m = measure_with_baseline(&mut meter, &config, &mut looped(units), &mut looped(0))?;
             let event = &m.events[0];
             let corrected = event.corrected.as_ref();
@@ -225,12 +225,12 @@ mod run {
             ] {
                 for run in 0..3 {
                     // Not `pin_to`: the region itself changes the allowed CPUs.
-                    sched::set_allowed_cpus(&[from])?;
+                    machine::set_allowed_cpus(&[from])?;
                     let (full, full_split) = migrating(&mut meter, units, to)?;
                     let full_reads = reads(&meter);
-                    sched::set_allowed_cpus(&[from])?;
+                    machine::set_allowed_cpus(&[from])?;
                     let (empty, empty_split) = migrating(&mut meter, 0, to)?;
-                    sched::set_allowed_cpus(&home)?;
+                    machine::set_allowed_cpus(&home)?;
                     let loops: Vec<u64> = full_split
                         .iter()
                         .zip(&empty_split)
@@ -265,7 +265,7 @@ mod run {
             fresh.enable()?;
             for pmu in pmus {
                 let cpu = pmu.cpus[0] as usize;
-                let _pin = sched::pin_to(cpu)?;
+                let _pin = machine::pin_to(cpu)?;
                 let m =
                     measure_with_baseline(&mut fresh, &config, &mut looped(units), &mut looped(0))?;
                 let event = &m.events[0];
@@ -289,7 +289,7 @@ mod run {
         // choice: on each PMU's first CPU, what a tool that ignores the topology sees.
         for pmu in pmus {
             let cpu = pmu.cpus[0] as usize;
-            let _pin = sched::pin_to(cpu)?;
+            let _pin = machine::pin_to(cpu)?;
             let mut plain = Session::open(&["instructions"], Options::default())?;
             plain.enable()?;
             let m = measure_with_baseline(&mut plain, &config, &mut looped(units), &mut looped(0))?;
@@ -306,7 +306,7 @@ mod run {
                 list(&raw),
             );
         }
-        sched::set_allowed_cpus(&home)?;
+        machine::set_allowed_cpus(&home)?;
         Ok(())
     }
 }

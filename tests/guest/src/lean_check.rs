@@ -1,5 +1,5 @@
 //! `pmu-guest lean-check`: the arm64 guest's check of the direct backend's
-//! syscall-free region (pmu-linux `direct::LeanRegion`, what `Meter` measures with on
+//! syscall-free region (pmu-linux `direct::DirectRegion`, what `Meter` measures with on
 //! ARMv8) and of pmu-armv8's counter handles, for tests/tests/kernel_arm64.rs.
 //!
 //! With kmod-enable-user loaded (`sentinel=1` for the read-only grant; `el0_programming=1`

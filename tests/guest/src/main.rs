@@ -113,7 +113,8 @@ impl From<pmu_linux::Error> for Failure {
     fn from(e: pmu_linux::Error) -> Self {
         use pmu_linux::Error as E;
         let status = match e {
-            E::UserAccessNotEnabled | E::ModuleGrantMissing { .. } => EXIT_NOT_ENABLED,
+            E::Access(pmu_linux::error::AccessError::NotEnabled)
+            | E::Access(pmu_linux::error::AccessError::GrantMissing { .. }) => EXIT_NOT_ENABLED,
             _ => 1,
         };
         Failure {

@@ -9,9 +9,9 @@
 //! After a busy loop it reads the reference and then every rotated event that is on a
 //! counter at that moment, through its page, twice:
 //!
-//! - `now`: [`pmu_linux::fast::read_now`], times brought up to the read with the page's
+//! - `now`: [`pmu_linux::perf::read_now`], times brought up to the read with the page's
 //!   clock conversion (`cap_user_time`), as libperf's `perf_mmap__read_self` does;
-//! - `page`: [`pmu_linux::fast::read`], the page times as of the event's last reschedule.
+//! - `page`: [`pmu_linux::perf::read`], the page times as of the event's last reschedule.
 //!
 //! and prints each estimate `value * enabled / running` against the reference count,
 //! in parts per million. One line per event:
@@ -37,8 +37,8 @@ pub fn main(argv: &[String]) -> ExitCode {
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn run(argv: &[String]) -> Result<(), String> {
-    use pmu_linux::fast;
-    use pmu_linux::session::{Options, Session};
+    use pmu_linux::perf;
+    use pmu_linux::perf::{Options, Session};
 
     let mut args = argv.iter().skip(1).cloned();
     let parse = |arg: Option<String>, default: u64, what: &str| -> Result<u64, String> {
@@ -73,10 +73,10 @@ fn run(argv: &[String]) -> Result<(), String> {
         let page = rotated
             .page(i)
             .ok_or("the rotated events have no metadata page")?;
-        let reference = fast::read(reference.page(0).ok_or("no reference page")?)
+        let reference = perf::read(reference.page(0).ok_or("no reference page")?)
             .map_err(|e| format!("reading the pinned reference: {e}"))?
             .value;
-        let (now, stale) = match (fast::read_now(page), fast::read(page)) {
+        let (now, stale) = match (perf::read_now(page), perf::read(page)) {
             (Ok(now), Ok(stale)) => (now, stale),
             _ => {
                 println!("event={i} on_counter=0");

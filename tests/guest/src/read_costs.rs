@@ -48,9 +48,9 @@ mod imp {
 mod imp {
     use std::hint::black_box;
 
-    use pmu_linux::measure::{measure, Counters};
+    use pmu_linux::measure::{measure, Measurement};
+    use pmu_linux::perf::{Options, Session};
     use pmu_linux::pmu_core::{Hazards, RegionMeter};
-    use pmu_linux::session::{Options, Session};
     use pmu_linux::MeasureConfig;
 
     use super::*;
@@ -65,16 +65,20 @@ mod imp {
         }
     }
 
+    /// pmu-linux's `measure` on one backend: the rigs measure several kinds of backend.
+    type Measure<'a> =
+        dyn FnMut(&MeasureConfig, &mut dyn FnMut()) -> pmu_linux::Result<Measurement> + 'a;
+
     /// Block `K` measured by `counters` (the closure's body is K nops and its `ret`, the
     /// empty region's is the `ret` alone).
-    fn accuracy_k<const K: usize>(path: &str, counters: &mut dyn Counters, tolerated: Hazards) {
+    fn accuracy_k<const K: usize>(path: &str, counters: &mut Measure<'_>, tolerated: Hazards) {
         let config = MeasureConfig {
             warmup: 2,
             runs: 5,
             calibrate: true,
         };
         let k = K as i64;
-        match measure(counters, &config, &mut || block::<K>()) {
+        match counters(&config, &mut || block::<K>()) {
             Ok(m) => match m.tolerating(0, tolerated).min {
                 Some(got) => crate::result!(
                     "accuracy path={path} k={k} measured={got} error={}",
@@ -190,7 +194,7 @@ mod imp {
         crate::result!("bench path={path} per_op={mean:.3} single_min={min:.0}{extra}");
     }
 
-    fn accuracy(path: &str, counters: &mut dyn Counters, tolerated: Hazards) {
+    fn accuracy(path: &str, counters: &mut Measure<'_>, tolerated: Hazards) {
         accuracy_k::<1>(path, counters, tolerated);
         accuracy_k::<10>(path, counters, tolerated);
         accuracy_k::<100>(path, counters, tolerated);
@@ -249,7 +253,7 @@ mod imp {
                     cost,
                     &format!(
                         " counters=1 failed={failed} lean={} sentinel={sentinel}",
-                        s.lean_evidence()
+                        s.syscall_free()
                     ),
                 );
             }
@@ -314,11 +318,7 @@ mod imp {
                     let fast_all = (0..k).all(|i| s.read_fast(i).is_ok());
                     // Which hazard evidence the regions took, and where their CPU
                     // number came from (the bench table says so).
-                    let evidence = if s.lean_evidence() {
-                        "lean"
-                    } else {
-                        "thorough"
-                    };
+                    let evidence = if s.syscall_free() { "lean" } else { "thorough" };
                     let cpu = if s.cpu_from_rseq() {
                         "rseq"
                     } else {
@@ -342,12 +342,16 @@ mod imp {
         perf_region_with_sentinel(n, &m, &mut out);
 
         let mut fast = measured(1, Options::default())?;
-        accuracy("perf-fast", &mut fast, Hazards::empty());
+        accuracy(
+            "perf-fast",
+            &mut |c, r| measure(&mut fast, c, r),
+            Hazards::empty(),
+        );
         drop(fast);
         let mut slow = measured(1, Options::default().user_read(false))?;
         accuracy(
             "perf-read",
-            &mut slow,
+            &mut |c, r| measure(&mut slow, c, r),
             Hazards::SYSCALL_FALLBACK | Hazards::NOT_SCHEDULED,
         );
         Ok(())
@@ -365,7 +369,7 @@ mod imp {
         use pmu_armv8::{PmuOptions, PmuVersion};
         use pmu_linux::direct::{allocate, armv8::Pmuserenr};
         use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
-        let cpu = pmu_linux::sched::current_cpu().map_or(0, |c| c as usize);
+        let cpu = pmu_linux::machine::current_cpu().map_or(0, |c| c as usize);
         // SAFETY: the bench guest runs nothing else on the PMU: no perf hardware event
         // is open while this runs.
         let (_pin, pmu) = unsafe {
@@ -415,16 +419,23 @@ mod imp {
         floor(&pool, n)?;
         let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER)?;
         counters[0].reset();
-        let mut meter =
-            pmu_linux::direct::DirectMeter::new(&counters, vec!["instructions".into()], Pmuserenr)?;
+        let mut meter = pmu_linux::direct::DirectMeter::new(
+            &counters[..],
+            vec!["instructions".into()],
+            Pmuserenr,
+        )?;
         meter.enable()?;
-        accuracy("direct", &mut meter, Hazards::empty());
+        accuracy(
+            "direct",
+            &mut |c, r| measure(&mut meter, c, r),
+            Hazards::empty(),
+        );
         meter.disable()?;
         Ok(())
     }
 
     /// The direct path at the hardware floor (pmu-armv8 `handle`, pmu-linux
-    /// `direct::LeanRegion`): counter 0 measures, counter 1 is the measured one, counter
+    /// `direct::DirectRegion`): counter 0 measures, counter 1 is the measured one, counter
     /// 2 the kernel-entry sentinel (INST_RETIRED at EL1 and EL2 only), all from the
     /// pool's allocation under EN.
     #[cfg(target_arch = "aarch64")]
@@ -433,7 +444,7 @@ mod imp {
         n: u64,
     ) -> Result<(), Failure> {
         use pmu_armv8::handle::{CounterHandle, EventCounterN};
-        use pmu_linux::direct::{allocate, armv8::Pmuserenr, Flags, LeanRegion, Watching};
+        use pmu_linux::direct::{allocate, armv8::Pmuserenr, DirectRegion, Flags, Watching};
         use pmu_linux::pmu_core::{PrivilegeFilter, Slot};
         let counters = allocate(
             pool,
@@ -484,7 +495,7 @@ mod imp {
             how: "PMEVCNTR2_EL0, EL1 and EL2 only".into(),
         };
         {
-            let mut region = LeanRegion::new(
+            let mut region = DirectRegion::new(
                 &counters[1..2],
                 Pmuserenr,
                 [fixed],
@@ -509,10 +520,14 @@ mod imp {
                 cost,
                 &format!(" counters=1 failed={failed} handles=compile-time sentinel=yes cpu={cpu}"),
             );
-            accuracy("direct-lean", &mut region, Hazards::empty());
+            accuracy(
+                "direct-lean",
+                &mut |c, r| measure(&mut region, c, r),
+                Hazards::empty(),
+            );
         }
         {
-            let mut region = LeanRegion::new(
+            let mut region = DirectRegion::new(
                 &counters[1..2],
                 Pmuserenr,
                 [chosen],

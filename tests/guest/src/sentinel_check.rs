@@ -1,4 +1,4 @@
-//! Checks the perf backend's kernel-entry sentinel ([`pmu_linux::session::Options::kernel_sentinel`])
+//! Checks the perf backend's kernel-entry sentinel ([`pmu_linux::perf::Options::kernel_sentinel`])
 //! on this machine: the arm64 guest runs it (tests/guest/arm64.sh `scenario_sentinel`,
 //! asserted by tests/tests/kernel_arm64.rs).
 //!
@@ -38,9 +38,8 @@ pub fn main(_: &[String]) -> ExitCode {
 mod imp {
     use std::process::ExitCode;
 
-    use pmu_linux::measure::Counters;
+    use pmu_linux::perf::{Options, Session};
     use pmu_linux::pmu_core::RegionMeter;
-    use pmu_linux::session::{Options, Session};
     use pmu_linux::{Hazards, Reading};
 
     pub fn main(args: &[String]) -> ExitCode {
@@ -75,12 +74,12 @@ mod imp {
     }
 
     fn open(sentinel: bool) -> Result<Session, pmu_linux::Error> {
-        let mut session = Session::open(
+        let session = Session::open(
             &["instructions"],
             Options::default().kernel_sentinel(sentinel),
         )?;
         session.reset()?;
-        Counters::enable(&mut session)?;
+        session.enable()?;
         Ok(session)
     }
 
@@ -140,7 +139,7 @@ mod imp {
 
     impl Tally {
         fn add(&mut self, session: &Session, reading: Reading) -> bool {
-            let evidence = Counters::evidence(session);
+            let evidence = session.evidence();
             self.regions += 1;
             self.counted_min = Some(
                 self.counted_min
@@ -216,11 +215,9 @@ mod imp {
                     )
                 };
                 if base == libc::MAP_FAILED {
-                    return Err(pmu_linux::Error::Syscall {
+                    return Err(pmu_linux::Error::Io {
                         op: pmu_linux::error::Op::Mmap,
-                        errno: pmu_linux::error::Errno(
-                            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-                        ),
+                        source: std::io::Error::last_os_error(),
                     });
                 }
                 let mut tally = Tally::default();
@@ -242,7 +239,7 @@ mod imp {
             }
             "quiet" => {
                 let mut session = open(true)?;
-                let cpu = pmu_linux::sched::current_cpu().unwrap_or(0);
+                let cpu = pmu_linux::machine::current_cpu().unwrap_or(0);
                 let mut tally = Tally::default();
                 let mut out = [Reading::default(); 1];
                 for i in 0..n {
@@ -254,7 +251,7 @@ mod imp {
                     let faults_after = thread_faults();
                     let irq_after = cpu_interrupts(cpu);
                     if tally.add(&session, out[0]) {
-                        let evidence = Counters::evidence(&session);
+                        let evidence = session.evidence();
                         if irq_after != irq_before {
                             tally.by_interrupt += 1;
                         } else if evidence.context_switched() {
@@ -281,7 +278,13 @@ mod imp {
                 let mut names = Vec::new();
                 for sentinel in [false, true] {
                     let mut session = open(sentinel)?;
-                    names.push(Counters::names(&session).join(","));
+                    names.push(
+                        session
+                            .specs()
+                            .map(|s| s.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    );
                     let mut out = [Reading::default(); 1];
                     // The smallest count of regions no detector flagged besides the
                     // sentinel (its own flags are what differs), of the loop and of an
@@ -320,9 +323,11 @@ mod imp {
                     u8::from(names[0] == names[1])
                 ))
             }
-            other => Err(pmu_linux::Error::UnknownEvent {
-                name: format!("mode {other}"),
-            }),
+            other => Err(pmu_linux::Error::Event(
+                pmu_linux::error::EventError::Unknown {
+                    name: format!("mode {other}"),
+                },
+            )),
         }
     }
 

@@ -1,6 +1,6 @@
 //! The kernel-entry sentinel of a direct meter whose library programs the PMU itself:
 //! one more counter, counting an event at the kernel's privilege level only, read
-//! around the region's counter reads at both edges ([`crate::sentinel`]).
+//! around the region's counter reads at both edges ([`crate::Sentinel`]).
 //!
 //! - [`SentinelCounter`] is that counter (AArch32: `direct::aarch32::Pl1InstRetired`; a
 //!   fake in the tests);
@@ -9,7 +9,7 @@
 //!   (the [`SentinelMeter`] says which edge comes), so the sentinel's window encloses
 //!   the counters' window. The meter's system calls (`getrusage`, `sched_getcpu`) stay
 //!   outside it: they run before the start edge's `read_all` and after the stop edge's;
-//! - [`SentinelMeter`] wraps the [`GenericDirectMeter`](super::GenericDirectMeter) over
+//! - [`SentinelMeter`] wraps the [`DirectMeter`](super::DirectMeter) over
 //!   it: after each stop, the sentinel's difference is [`Evidence::kernel_entries`]
 //!   and, when it is not 0, every reading gets [`Hazards::KERNEL_ENTRY`].
 //!
@@ -23,8 +23,8 @@ use std::rc::Rc;
 use pmu_core::{CounterWidth, Hazards, Reading, RegionMeter};
 
 use super::CounterSet;
+use crate::backend::Backend;
 use crate::error::Result;
-use crate::measure::Counters;
 use crate::region::Evidence;
 
 /// The counter that counts at the kernel's level only.
@@ -123,7 +123,7 @@ impl<C: CounterSet, S: SentinelCounter> CounterSet for WithSentinel<C, S> {
 }
 
 /// Wraps `counters` so that every read also reads `sentinel`; hand the result to a
-/// [`GenericDirectMeter`](super::GenericDirectMeter) and that meter to
+/// [`DirectMeter`](super::DirectMeter) and that meter to
 /// [`SentinelMeter::new`] with the returned link.
 pub fn with_sentinel<C: CounterSet, S: SentinelCounter>(
     counters: C,
@@ -161,7 +161,7 @@ pub struct SentinelMeter<M, S: SentinelCounter> {
     events: usize,
 }
 
-impl<M: Counters, S: SentinelCounter> SentinelMeter<M, S> {
+impl<M: Backend, S: SentinelCounter> SentinelMeter<M, S> {
     /// `inner` watched by the sentinel of `link`, which counts `event` (described by
     /// `how` in [`crate::Sentinel::Counting`]).
     pub fn new(inner: M, link: SentinelLink<S>, event: &str, how: &str) -> Self {
@@ -191,7 +191,7 @@ impl<M: Counters, S: SentinelCounter> SentinelMeter<M, S> {
     }
 }
 
-impl<M: Counters, S: SentinelCounter> RegionMeter for SentinelMeter<M, S> {
+impl<M: Backend, S: SentinelCounter> RegionMeter for SentinelMeter<M, S> {
     type Error = crate::Error;
 
     #[inline(always)]
@@ -230,7 +230,7 @@ impl<M: Counters, S: SentinelCounter> RegionMeter for SentinelMeter<M, S> {
     }
 }
 
-impl<M: Counters, S: SentinelCounter> Counters for SentinelMeter<M, S> {
+impl<M: Backend, S: SentinelCounter> Backend for SentinelMeter<M, S> {
     fn names(&self) -> Vec<String> {
         self.inner.names()
     }
@@ -253,12 +253,12 @@ impl<M: Counters, S: SentinelCounter> Counters for SentinelMeter<M, S> {
         evidence
     }
 
-    fn sentinel(&self) -> Option<crate::Sentinel> {
-        Some(self.described.clone())
+    fn sentinel(&self) -> crate::Sentinel {
+        self.described.clone()
     }
 }
 
-/// A meter without a sentinel that says why ([`Counters::sentinel`] is
+/// A meter without a sentinel that says why (its sentinel is
 /// [`crate::Sentinel::Off`] with the reason); everything else is `inner`'s.
 #[derive(Debug)]
 pub struct WithoutSentinel<M> {
@@ -266,7 +266,7 @@ pub struct WithoutSentinel<M> {
     why: String,
 }
 
-impl<M: Counters> WithoutSentinel<M> {
+impl<M: Backend> WithoutSentinel<M> {
     /// `inner`, which has no sentinel because of `why`.
     pub fn new(inner: M, why: impl Into<String>) -> Self {
         Self {
@@ -276,7 +276,7 @@ impl<M: Counters> WithoutSentinel<M> {
     }
 }
 
-impl<M: Counters> RegionMeter for WithoutSentinel<M> {
+impl<M: Backend> RegionMeter for WithoutSentinel<M> {
     type Error = crate::Error;
 
     #[inline(always)]
@@ -290,7 +290,7 @@ impl<M: Counters> RegionMeter for WithoutSentinel<M> {
     }
 }
 
-impl<M: Counters> Counters for WithoutSentinel<M> {
+impl<M: Backend> Backend for WithoutSentinel<M> {
     fn names(&self) -> Vec<String> {
         self.inner.names()
     }
@@ -303,8 +303,8 @@ impl<M: Counters> Counters for WithoutSentinel<M> {
     fn evidence(&self) -> Evidence {
         self.inner.evidence()
     }
-    fn sentinel(&self) -> Option<crate::Sentinel> {
-        Some(crate::Sentinel::off(self.why.clone()))
+    fn sentinel(&self) -> crate::Sentinel {
+        crate::Sentinel::off(self.why.clone())
     }
 }
 
@@ -318,7 +318,7 @@ impl<M, S: SentinelCounter> Drop for SentinelMeter<M, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::direct::GenericDirectMeter;
+    use crate::direct::DirectMeter;
     use crate::direct::Unchecked;
     use crate::sched::fake::FakeThread;
     use std::cell::RefCell;
@@ -382,15 +382,11 @@ mod tests {
         }
     }
 
-    fn meter(j: &Journal) -> impl Counters + '_ {
+    fn meter(j: &Journal) -> impl Backend + '_ {
         let (set, link) = with_sentinel(FakeCounters(j), FakeSentinel(j));
-        let inner = GenericDirectMeter::with_thread_source(
-            set,
-            vec!["instructions".into()],
-            Unchecked,
-            &j.thread,
-        )
-        .unwrap();
+        let inner =
+            DirectMeter::with_thread_source(set, vec!["instructions".into()], Unchecked, &j.thread)
+                .unwrap();
         SentinelMeter::new(inner, link, "instructions", "fake")
     }
 
@@ -469,24 +465,17 @@ mod tests {
         let m = meter(&j);
         assert_eq!(
             m.sentinel(),
-            Some(crate::Sentinel::Counting {
+            crate::Sentinel::Counting {
                 event: "instructions".into(),
                 how: "fake".into()
-            })
+            }
         );
         let (set, _) = with_sentinel(FakeCounters(&j), FakeSentinel(&j));
-        let inner = GenericDirectMeter::with_thread_source(
-            set,
-            vec!["instructions".into()],
-            Unchecked,
-            &j.thread,
-        )
-        .unwrap();
+        let inner =
+            DirectMeter::with_thread_source(set, vec!["instructions".into()], Unchecked, &j.thread)
+                .unwrap();
         let off = WithoutSentinel::new(inner, "no privilege filter");
-        assert_eq!(
-            off.sentinel(),
-            Some(crate::Sentinel::off("no privilege filter"))
-        );
+        assert_eq!(off.sentinel(), crate::Sentinel::off("no privilege filter"));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub(super) const HOW: &str =
      through its metadata page at both region edges";
 
 /// Why a session has no sentinel when it was not asked for one.
-pub(super) const NOT_ASKED: &str = "not asked for (perf session without Options::kernel_sentinel)";
+pub(super) const NOT_ASKED: &str = crate::sentinel::SWITCHED_OFF;
 
 /// Opens the sentinel beside `group`'s events (as a member of its group when the
 /// events are grouped, else on its own), or why not.
@@ -85,7 +85,7 @@ pub(super) fn open(group: &Group, options: Options) -> std::result::Result<OpenE
                 let id = sys::perf::event_id(fd.as_fd()).map_err(|errno| {
                     format!(
                         "its id could not be read ({})",
-                        crate::Error::Syscall { op: Op::Id, errno }
+                        crate::error::Error::syscall(Op::Id, errno)
                     )
                 })?;
                 let page = MmapPage::map(fd.as_fd())
@@ -147,7 +147,7 @@ pub(super) fn counting(event: &OpenEvent) -> Sentinel {
 /// The sentinel's reads over the last region.
 ///
 /// The sentinel keeps a base read (`base`, one full pass of the page's seqlock) for
-/// as long as its page is unchanged, across regions. A lean edge reads only its raw
+/// as long as its page is unchanged, across regions. A syscall-free edge reads only its raw
 /// counter at the base's counter number ([`fast::raw_since`]: the page's `lock`
 /// compared with the base's, then one counter read): `raw_start` at the start; at the
 /// stop the raw counter again, then `lock` once more ([`fast::unchanged_since`]). An
@@ -160,7 +160,7 @@ pub(super) fn counting(event: &OpenEvent) -> Sentinel {
 /// 2^`pmc_width` ([`BaseRead::raw_count`]) in `count` (`end_in_count`). A page
 /// rewritten since the base costs one full read (a new base) at the start; at the
 /// stop, a full read kept as the end sample (the region is then judged from the two
-/// samples, as a thorough one). A read that is not possible keeps why
+/// samples, as a getrusage one). A read that is not possible keeps why
 /// ([`SentinelRead::samples`] then makes the count unknown).
 ///
 /// Why a read at the kept counter number is safe and its value never misused: each
@@ -188,8 +188,8 @@ pub(super) struct SentinelRead {
     end_in_count: bool,
 }
 
-/// What a lean stop found.
-pub(super) enum LeanCount {
+/// What a syscall-free stop found.
+pub(super) enum SyscallFreeCount {
     /// The page is unchanged since the start: the region's count.
     Counted(u64),
     /// Not counted from the base (the page moved, or the start read failed): the
@@ -213,14 +213,14 @@ impl SentinelRead {
         }
     }
 
-    /// The lean start's read: the raw counter while the page is the base's, else a
+    /// The syscall-free start's read: the raw counter while the page is the base's, else a
     /// new base (whose own read is the start).
     ///
     /// `start_in_base` is already true when the page is the base's: only a failed
     /// start read clears it, and that leaves the base of an older page (`lock` since
-    /// moved, see [`SentinelRead::stop_lean`]), which no later `raw_since` matches.
+    /// moved, see [`SentinelRead::stop_syscall_free`]), which no later `raw_since` matches.
     #[inline(always)]
-    pub(super) fn start_lean(&mut self) {
+    pub(super) fn start_syscall_free(&mut self) {
         match fast::raw_since(self.page, &self.base) {
             Some(raw) => {
                 debug_assert!(self.start_in_base);
@@ -230,7 +230,7 @@ impl SentinelRead {
         }
     }
 
-    /// The lean stop's read: the region's count while the page is unchanged from the
+    /// The syscall-free stop's read: the region's count while the page is unchanged from the
     /// base to after this read, else a full read kept as the end sample.
     ///
     /// No test of `start_in_base`: a start that could not read the page leaves the
@@ -238,17 +238,17 @@ impl SentinelRead {
     /// changed, to `index` 0, an odd `lock` or no `cap_user_rdpmc`), so the stop's
     /// `lock` test fails too and the stop samples.
     #[inline(always)]
-    pub(super) fn stop_lean(&mut self) -> LeanCount {
+    pub(super) fn stop_syscall_free(&mut self) -> SyscallFreeCount {
         if let Some(raw) = fast::raw_since(self.page, &self.base) {
             if fast::unchanged_since(self.page, &self.base) {
                 let count = self.base.raw_count(self.raw_start, raw);
                 self.count = count;
                 self.end_in_count = true;
-                return LeanCount::Counted(count);
+                return SyscallFreeCount::Counted(count);
             }
         }
         self.sample(super::region::Edge::Stop);
-        LeanCount::Sampled
+        SyscallFreeCount::Sampled
     }
 
     /// A full read: at the start a new base (or why not), at the stop the end sample.
@@ -287,7 +287,7 @@ impl SentinelRead {
 
 /// The samples of a sentinel region: the start from `base` and the start's raw
 /// counter when it was read against the base (else `start`), the end from the start
-/// and the lean count when there is one (else `end`).
+/// and the syscall-free count when there is one (else `end`).
 fn samples(
     base: &BaseRead,
     raw_start: Option<u64>,
@@ -382,10 +382,10 @@ mod tests {
         }
     }
 
-    /// The lean edges' samples: a base whose counter read 0xFFFF_FFF0 (-16, sign
+    /// The syscall-free edges' samples: a base whose counter read 0xFFFF_FFF0 (-16, sign
     /// extended from 32 bits) with offset 1000 reads 984; a start raw of
     /// 0x1_0000_0004 (the counter wrapped at 32 bits, a stale bit 32 above it) is 20
-    /// later (1004), and a lean count of 7 ends at 1011. A start or stop that was not
+    /// later (1004), and a syscall-free count of 7 ends at 1011. A start or stop that was not
     /// read against the base keeps its own sample instead (the count is never used
     /// then).
     #[test]

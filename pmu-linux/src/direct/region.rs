@@ -1,36 +1,22 @@
-//! The ARMv8 direct region without system calls (`LeanRegion`; the verdict's pure part is
+//! The ARMv8 direct region without system calls (`DirectRegion`; the verdict's pure part is
 //! built and tested on every host).
 //!
-//! [`super::GenericDirectMeter`] watches the thread with `getrusage` and
-//! `sched_getcpu()` at both edges: two system calls each, some 450 instructions a region
-//! (`cargo xtask bench`). A lean region reads, at each edge, only registers and memory:
-//!
-//! | edge | what | how | instructions (compile-time handles, `cargo xtask bench`) |
-//! |---|---|---|---|
-//! | start | the grant | `mrs PMUSERENR_EL0`, test-and-branch | 2 |
-//! | start | the CPU | `cpu_id` of the thread's rseq area ([`crate::rseq`]): pointer, load | 2 |
-//! | start | the sentinel, the counters | one `mrs` each (a run-time handle: 5 more, the table) | 1 each |
-//! | start | the state | CPU and sentinel packed into one tag (`bfi`), stored with the counters (`stp`) | 2 |
-//! | start | the overflow flags (EN) | `msr PMOVSCLR_EL0` of the counters' bits (a constant: in a register across the bench's loop, one `mov` more otherwise) | 1 |
-//! | stop | the grant | as at the start, *before* the reads (a revoked grant traps them) | 2 |
-//! | stop | the counters, the flags (EN), the sentinel | one `mrs` each | 1 each |
-//! | stop | the CPU, the tag | the rseq `cpu_id`, `bfi` | 3 |
-//! | stop | the fast test | the flag bit (`tbnz`), the tags (load, compare, branch), end ≥ start (load, mask, compare, branch) | 9 |
-//! | stop | the end state | the counters and a "fast" word, one `stp` | 1 |
-//! | stop | the readings | four stores each | 4 each |
-//!
-//! One counter: 9 + 22 = 31 instructions when the region is clean (32 measured with the
-//! harness's store). A region with a hazard leaves the fast path at its test for the
-//! slow path, out of line (`#[cold]`): it stores the stop's tag and flags and derives
-//! the full verdict, as every stop did before. A clean stop stores neither: its tag is
-//! the start's and none of its counters' flags is set, which is all the region's
-//! `evidence()` needs to rebuild the same evidence. The 30-instruction target is missed
-//! by two: the end ≥ start test (a wrap between the start's read and its clear sets a
-//! flag the clear then erases, so the flag alone is not enough, and an empty hazard set
-//! promises no wrap) and the reading's four stores. With run-time handles: 55 (each of
-//! the four counter reads a table dispatch, the flag mask loaded). The revoked grant's
-//! error and the slow path are out of line (`#[cold]`), so the clean path is laid out
-//! straight. The `getrusage` region costs about 455.
+//! [`super::DirectMeter`] watches the thread with `getrusage` and `sched_getcpu()` at
+//! both edges: two system calls each. This region reads, at each edge, only registers
+//! and memory: the grant (`mrs PMUSERENR_EL0`, before the counter reads, which a revoked
+//! grant would trap), the CPU (`cpu_id` of the thread's rseq area, [`crate::machine::ThreadCpu`]), the
+//! sentinel and the counters (one `mrs` each; a run-time handle goes through a table),
+//! and with EN the overflow flags (`PMOVSCLR_EL0` at the start, `PMOVSSET_EL0` at the
+//! stop). The start packs the CPU and the sentinel into one tag stored with the
+//! counters. A clean stop (same tag, no flag, end ≥ start for every counter) writes the
+//! readings and nothing else; a stop with a hazard leaves for the slow path, out of line
+//! (`#[cold]`), which stores the stop's tag and flags and derives the full verdict. A
+//! clean stop stores neither: its tag is the start's and none of its counters' flags is
+//! set, which is all the region's `evidence()` needs to rebuild the same evidence. The
+//! end ≥ start test is needed beside the flag: a wrap between the start's read and its
+//! clear sets a flag the clear then erases, and an empty hazard set promises no wrap.
+//! What each edge costs in instructions is measured by `cargo xtask bench`
+//! (docs/bench.md).
 //!
 //! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end <
 //! start (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU
@@ -38,17 +24,17 @@
 //! the kernel retires kernel instructions, so any entry moves it (its 32-bit difference
 //! would read 0 only after a multiple of 2^32 of them inside one region). A context
 //! switch is a kernel entry (the scheduler runs at the kernel's level, EL1 or EL2 with
-//! VHE), so the sentinel sees it too, and no `getrusage` is needed: a lean region with
-//! a sentinel reports a switch as `KERNEL_ENTRY`, not as `CONTEXT_SWITCH`
+//! VHE), so the sentinel sees it too, and no `getrusage` is needed: a syscall-free region
+//! with a sentinel reports a switch as `KERNEL_ENTRY`, not as `CONTEXT_SWITCH`
 //! ([`crate::region`]'s hazard table). Without a sentinel the region does not pretend:
-//! it takes `getrusage` at both edges as before (switches, not the other kernel
-//! entries) and `LeanRegion::sentinel` says why there is none. Without an rseq area (a
+//! it takes `getrusage` at both edges (switches, not the other kernel
+//! entries) and `DirectRegion::sentinel` says why there is none. Without an rseq area (a
 //! kernel without CONFIG_RSEQ) the CPU comes from `sched_getcpu()` and the evidence
 //! says so ([`Evidence::cpu_from_rseq`] false).
 //!
 //! Under the read-only grant (ER | CR) EL0 cannot read the overflow flags (PMOVSSET_EL0
 //! needs EN, `OverflowFlags`): overflow is judged from end < start on the 32-bit reads
-//! alone, exact for regions below 2^32 events, as [`super::GenericDirectMeter`] does
+//! alone, exact for regions below 2^32 events, as [`super::DirectMeter`] does
 //! there.
 
 use pmu_core::{CounterWidth, Hazards, Reading};
@@ -101,13 +87,13 @@ pub(crate) fn tag_cpu(tag: u64) -> u32 {
 /// The stop's fast path: `Some` of the readings' values when the region is clean
 /// (same CPU and sentinel still, `tag_start == tag_end`; none of `flag_mask` set in
 /// `flags`; every counter's masked end at or above its masked start), `None` when any
-/// of them says a hazard (then the full verdict, [`lean_hazards`] and
-/// [`lean_readings`], decides). A clean region's readings are exactly what
-/// [`lean_readings`] gives for it (no hazard, `end − start`); the fast path only skips
+/// of them says a hazard (then the full verdict, [`edge_hazards`] and
+/// [`edge_readings`], decides). A clean region's readings are exactly what
+/// [`edge_readings`] gives for it (no hazard, `end − start`); the fast path only skips
 /// building the verdict.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn lean_fast<const K: usize>(
+pub(crate) fn fast_verdict<const K: usize>(
     tag_start: u64,
     tag_end: u64,
     flags: u64,
@@ -132,14 +118,14 @@ pub(crate) fn lean_fast<const K: usize>(
     }
 }
 
-/// The hazards every counter of a lean region shares: [`Hazards::CPU_MIGRATION`] when
+/// The hazards every counter of a syscall-free region shares: [`Hazards::CPU_MIGRATION`] when
 /// the edges' CPUs differ (both are always known: a region whose `sched_getcpu()`
 /// fails is an error), [`Hazards::CONTEXT_SWITCH`] when getrusage saw one (regions
 /// without a sentinel), [`Hazards::KERNEL_ENTRY`] when the sentinel moved. The same
-/// rules as [`Evidence::thread_hazards`] on [`lean_evidence`].
+/// rules as [`Evidence::thread_hazards`] on [`edge_evidence`].
 #[inline(always)]
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn lean_hazards(
+pub(crate) fn edge_hazards(
     cpu_start: u32,
     cpu_end: u32,
     switched: bool,
@@ -158,9 +144,9 @@ pub(crate) fn lean_hazards(
     common
 }
 
-/// The readings of a lean region (into `out`, one per counter): `masks[i]` keeps
+/// The readings of a syscall-free region (into `out`, one per counter): `masks[i]` keeps
 /// counter i's width (`widths[i]`), `flags` is PMOVSSET_EL0 at the stop (0 without
-/// EN), `bits[i]` counter i's bit in it, `common` the region's [`lean_hazards`]. Returns
+/// EN), `bits[i]` counter i's bit in it, `common` the region's [`edge_hazards`]. Returns
 /// how many.
 ///
 /// # Errors
@@ -169,7 +155,7 @@ pub(crate) fn lean_hazards(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn lean_readings(
+pub(crate) fn edge_readings(
     start: &[u64],
     end: &[u64],
     flags: u64,
@@ -207,9 +193,9 @@ pub(crate) fn lean_readings(
     Ok(n)
 }
 
-/// The evidence of a lean region whose readings are `out`.
+/// The evidence of a syscall-free region whose readings are `out`.
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn lean_evidence(
+pub(crate) fn edge_evidence(
     cpu: (u32, u32),
     cpu_from_rseq: bool,
     switches: Option<(SwitchCounts, SwitchCounts)>,
@@ -232,7 +218,7 @@ pub(crate) fn lean_evidence(
 
 #[cfg(target_arch = "aarch64")]
 pub use imp::{
-    lean_granted, lean_programmed, CpuSource, Flags, Getcpu, LeanRegion, NoFlags, NoSentinel,
+    granted_region, programmed_region, CpuSource, DirectRegion, Flags, Getcpu, NoFlags, NoSentinel,
     OverflowFlags, RseqCpu, SentinelRead, Watching,
 };
 
@@ -244,12 +230,12 @@ mod imp {
     use pmu_core::{CounterWidth, Reading, RegionMeter, Slot};
 
     use super::{
-        edge_tag, lean_evidence, lean_fast, lean_hazards, lean_readings, sentinel_delta, tag_cpu,
-        SENTINEL_FILTER,
+        edge_evidence, edge_hazards, edge_readings, edge_tag, fast_verdict, sentinel_delta,
+        tag_cpu, SENTINEL_FILTER,
     };
+    use crate::backend::Backend;
     use crate::direct::{AccessCheck, CounterSet, OwnedCounters};
     use crate::error::{Error, Result};
-    use crate::measure::Counters;
     use crate::region::Evidence;
     use crate::rseq::CpuId;
     use crate::sched::thread_switches;
@@ -261,9 +247,8 @@ mod imp {
     #[cold]
     #[inline(never)]
     fn sched_getcpu() -> Result<u32> {
-        crate::sched::current_cpu().ok_or_else(|| Error::Syscall {
-            op: crate::error::Op::Getcpu,
-            errno: crate::error::Errno::last(),
+        crate::sched::current_cpu().ok_or_else(|| {
+            crate::error::Error::syscall(crate::error::Op::Getcpu, crate::error::Errno::last())
         })
     }
 
@@ -272,7 +257,7 @@ mod imp {
     #[cold]
     #[inline(never)]
     fn revoked() -> Result<()> {
-        Err(Error::UserAccessRevoked)
+        Err(Error::Access(crate::error::AccessError::Revoked))
     }
 
     /// Where a region reads the thread's CPU: [`RseqCpu`] (one load) or [`Getcpu`] (a
@@ -288,7 +273,7 @@ mod imp {
         fn current(&self) -> Result<u32>;
     }
 
-    /// The CPU from the thread's rseq area (`cpu_id`, [`crate::rseq`]).
+    /// The CPU from the thread's rseq area (`cpu_id`, [`crate::machine::ThreadCpu`]).
     #[derive(Clone, Copy, Debug)]
     pub struct RseqCpu(CpuId);
 
@@ -296,16 +281,13 @@ mod imp {
         /// The calling thread's area (registered on first use).
         ///
         /// # Errors
-        /// [`Error::Syscall`] with [`crate::error::Op::Rseq`]: no area (ENOSYS: a kernel
+        /// [`Error::Io`] with [`crate::error::Op::Rseq`]: no area (ENOSYS: a kernel
         /// without CONFIG_RSEQ; EBUSY: one another library registered and this crate
         /// cannot find). Use [`Getcpu`] there.
         pub fn this_thread() -> Result<Self> {
             crate::rseq::ThreadCpu::this_thread()
                 .map(|c| Self(c.cpu_id()))
-                .map_err(|errno| Error::Syscall {
-                    op: crate::error::Op::Rseq,
-                    errno,
-                })
+                .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rseq, errno))
         }
     }
 
@@ -428,7 +410,7 @@ mod imp {
     /// `A` checks the grant, `H` reads a counter, `S` the sentinel, `F` the overflow
     /// flags, `C` the CPU.
     #[derive(Debug)]
-    pub struct LeanRegion<O, A, H, S, F, const K: usize, C = RseqCpu>
+    pub struct DirectRegion<O, A, H, S, F, const K: usize, C = RseqCpu>
     where
         O: CounterSet,
         A: AccessCheck,
@@ -475,7 +457,7 @@ mod imp {
         counters: [u64; K],
     }
 
-    impl<O, A, H, S, F, const K: usize> LeanRegion<O, A, H, S, F, K, RseqCpu>
+    impl<O, A, H, S, F, const K: usize> DirectRegion<O, A, H, S, F, K, RseqCpu>
     where
         O: CounterSet,
         A: AccessCheck,
@@ -483,10 +465,10 @@ mod imp {
         S: SentinelRead,
         F: OverflowFlags,
     {
-        /// [`LeanRegion::with_cpu`] reading the CPU from the thread's rseq area.
+        /// [`DirectRegion::with_cpu`] reading the CPU from the thread's rseq area.
         ///
         /// # Errors
-        /// [`RseqCpu::this_thread`]'s, and [`LeanRegion::with_cpu`]'s.
+        /// [`RseqCpu::this_thread`]'s, and [`DirectRegion::with_cpu`]'s.
         pub fn new(
             owner: O,
             access: A,
@@ -509,7 +491,7 @@ mod imp {
         }
     }
 
-    impl<O, A, H, S, F, const K: usize, C> LeanRegion<O, A, H, S, F, K, C>
+    impl<O, A, H, S, F, const K: usize, C> DirectRegion<O, A, H, S, F, K, C>
     where
         O: CounterSet,
         A: AccessCheck,
@@ -518,15 +500,38 @@ mod imp {
         F: OverflowFlags,
         C: CpuSource,
     {
+        /// Starts the counters.
+        ///
+        /// # Errors
+        /// [`crate::error::AccessError::Revoked`] when the grant went away.
+        pub fn enable(&mut self) -> Result<()> {
+            <Self as Backend>::enable(self)
+        }
+
+        /// Stops the counters.
+        ///
+        /// # Errors
+        /// As [`Self::enable`].
+        pub fn disable(&mut self) -> Result<()> {
+            <Self as Backend>::disable(self)
+        }
+
+        /// What the last region's hazards were derived from.
+        pub fn evidence(&self) -> Evidence {
+            <Self as Backend>::evidence(self)
+        }
         /// A region over `counters` (named `names`, counter i of `counters` being
         /// counter i of `owner`, whose widths they have), watched by `sentinel`;
         /// `sentinel_state` says how the sentinel counts, or why there is none; `cpu`
         /// reads the CPU.
         ///
         /// # Errors
-        /// [`Error::NoEvents`] for K = 0; [`Error::TooManyEvents`]; a name count or an
-        /// owner that differs from K ([`pmu_core::Error::ReadingsMismatch`]); a
-        /// `sentinel_state` that contradicts `S` ([`Error::SentinelMismatch`]).
+        /// [`crate::error::GroupError::NoEvents`] for K = 0; [`crate::error::GroupError::TooMany`]; a name count or an
+        /// owner that differs from K ([`pmu_core::Error::ReadingsMismatch`]).
+        ///
+        /// # Panics
+        /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
+        /// counter, or off with one): a mistake in the calling code.
         #[allow(clippy::too_many_arguments)]
         pub fn with_cpu(
             owner: O,
@@ -539,13 +544,13 @@ mod imp {
             cpu: C,
         ) -> Result<Self> {
             if K == 0 {
-                return Err(Error::NoEvents);
+                return Err(Error::Group(crate::error::GroupError::NoEvents));
             }
             if K > crate::MAX_EVENTS {
-                return Err(Error::TooManyEvents {
+                return Err(Error::Group(crate::error::GroupError::TooMany {
                     given: K,
                     max: crate::MAX_EVENTS,
-                });
+                }));
             }
             if names.len() != K || owner.len() < K {
                 return Err(pmu_core::Error::ReadingsMismatch {
@@ -554,11 +559,11 @@ mod imp {
                 }
                 .into());
             }
-            if sentinel_state.is_counting() != S::PRESENT {
-                return Err(Error::SentinelMismatch {
-                    said: sentinel_state.to_string(),
-                });
-            }
+            assert_eq!(
+                sentinel_state.is_counting(),
+                S::PRESENT,
+                "the region's sentinel description contradicts its sentinel counter: {sentinel_state}"
+            );
             let widths: [CounterWidth; K] = core::array::from_fn(|i| owner.width(i));
             let masks = core::array::from_fn(|i| widths[i].truncate(u64::MAX));
             let bits = core::array::from_fn(|i| counters[i].counter().mask());
@@ -652,7 +657,7 @@ mod imp {
         }
 
         /// The stop's slow path (out of line): keeps the stop's state for
-        /// [`Counters::evidence`] and derives the full verdict.
+        /// [`Self::evidence`] and derives the full verdict.
         #[cold]
         #[inline(never)]
         fn stop_slow(
@@ -668,13 +673,13 @@ mod imp {
             };
             self.end_tag = end_tag;
             self.end_flags = flags;
-            let common = lean_hazards(
+            let common = edge_hazards(
                 tag_cpu(self.start_tag),
                 tag_cpu(end_tag),
                 self.switched(),
                 self.kernel_entries(),
             );
-            lean_readings(
+            edge_readings(
                 &self.start,
                 &self.ends.counters,
                 flags,
@@ -693,7 +698,7 @@ mod imp {
         }
     }
 
-    impl<O, A, H, S, F, const K: usize, C> RegionMeter for LeanRegion<O, A, H, S, F, K, C>
+    impl<O, A, H, S, F, const K: usize, C> RegionMeter for DirectRegion<O, A, H, S, F, K, C>
     where
         O: CounterSet,
         A: AccessCheck,
@@ -745,7 +750,7 @@ mod imp {
             };
             // A region without a sentinel judges switches from getrusage: never fast.
             let fast = if S::PRESENT {
-                lean_fast(
+                fast_verdict(
                     self.start_tag,
                     end_tag,
                     flags,
@@ -773,7 +778,7 @@ mod imp {
         }
     }
 
-    impl<O, A, H, S, F, const K: usize, C> Counters for LeanRegion<O, A, H, S, F, K, C>
+    impl<O, A, H, S, F, const K: usize, C> Backend for DirectRegion<O, A, H, S, F, K, C>
     where
         O: CounterSet,
         A: AccessCheck,
@@ -798,20 +803,20 @@ mod imp {
             Ok(())
         }
 
-        fn sentinel(&self) -> Option<Sentinel> {
-            Some(self.sentinel_state.clone())
+        fn sentinel(&self) -> Sentinel {
+            self.sentinel_state.clone()
         }
 
         fn evidence(&self) -> Evidence {
             let mut out = [Reading::default(); crate::MAX_EVENTS];
             let (end_tag, flags) = self.end_state();
-            let common = lean_hazards(
+            let common = edge_hazards(
                 tag_cpu(self.start_tag),
                 tag_cpu(end_tag),
                 self.switched(),
                 self.kernel_entries(),
             );
-            match lean_readings(
+            match edge_readings(
                 &self.start,
                 &self.ends.counters,
                 flags,
@@ -821,7 +826,7 @@ mod imp {
                 common,
                 &mut out[..K],
             ) {
-                Ok(n) => lean_evidence(
+                Ok(n) => edge_evidence(
                     (tag_cpu(self.start_tag), tag_cpu(end_tag)),
                     C::RSEQ,
                     (!S::PRESENT).then_some((self.switches_start, self.switches_end)),
@@ -833,7 +838,7 @@ mod imp {
         }
     }
 
-    impl<O, A, H, S, F, const K: usize, C> Drop for LeanRegion<O, A, H, S, F, K, C>
+    impl<O, A, H, S, F, const K: usize, C> Drop for DirectRegion<O, A, H, S, F, K, C>
     where
         O: CounterSet,
         A: AccessCheck,
@@ -851,7 +856,7 @@ mod imp {
         }
     }
 
-    /// A [`LeanRegion`] of `handles.len()` counters (K chosen here from the count),
+    /// A [`DirectRegion`] of `handles.len()` counters (K chosen here from the count),
     /// boxed for the meter.
     #[allow(clippy::too_many_arguments)]
     fn boxed<O, A, S, F, C>(
@@ -863,7 +868,7 @@ mod imp {
         state: Sentinel,
         flags: F,
         cpu: C,
-    ) -> Result<Box<dyn Counters>>
+    ) -> Result<Box<dyn Backend>>
     where
         O: CounterSet + 'static,
         A: AccessCheck + 'static,
@@ -882,12 +887,12 @@ mod imp {
                                 expected: $k,
                                 got: given as u32,
                             })?;
-                        Ok(Box::new(LeanRegion::<O, A, CounterHandle, S, F, $k, C>::with_cpu(
+                        Ok(Box::new(DirectRegion::<O, A, CounterHandle, S, F, $k, C>::with_cpu(
                             owner, access, counters, names, sentinel, state, flags, cpu,
                         )?))
                     })*
-                    0 => Err(Error::NoEvents),
-                    given => Err(Error::TooManyEvents { given, max: crate::MAX_EVENTS }),
+                    0 => Err(Error::Group(crate::error::GroupError::NoEvents)),
+                    given => Err(Error::Group(crate::error::GroupError::TooMany { given, max: crate::MAX_EVENTS })),
                 }
             };
         }
@@ -904,7 +909,7 @@ mod imp {
         sentinel: Option<CounterHandle>,
         state: Sentinel,
         flags: F,
-    ) -> Result<Box<dyn Counters>>
+    ) -> Result<Box<dyn Backend>>
     where
         O: CounterSet + 'static,
         A: AccessCheck + 'static,
@@ -965,38 +970,40 @@ mod imp {
         }
     }
 
-    /// A lean region on the module's counters under its read-only grant, for `placed`
+    /// A syscall-free region on the module's counters under its read-only grant, for `placed`
     /// (each on the layout slot that counts it), with the module's sentinel when it runs
     /// one (`sentinel=1`), else `getrusage` for switches and a [`Sentinel::Off`] saying
     /// so.
     ///
     /// # Errors
-    /// pmu-core's allocation errors; [`Error::CounterHandle`] (a slot the layout does
+    /// pmu-core's allocation errors; [`crate::error::PmuError::CounterHandle`] (a slot the layout does
     /// not back: cannot happen for slots of this PMU).
-    pub fn lean_granted(
+    pub fn granted_region(
         pmu: GrantedPmu<El0Reads>,
         placed: &[(pmu_core::Event, Option<Slot>)],
         names: Vec<String>,
-    ) -> Result<Box<dyn Counters>> {
+        watch: bool,
+    ) -> Result<Box<dyn Backend>> {
         let layout = *pmu.layout();
         let access = super::super::armv8::PmuserenrRead::for_layout(&layout);
         let counters = OwnedCounters::allocate(pmu, placed, pmu_core::PrivilegeFilter::USER)?;
         let handles = counters
             .slots()
             .map(|slot| {
-                let id = granted_counter(&layout, slot).ok_or(Error::Core(
-                    pmu_core::Error::CounterOutOfRange {
+                let id = granted_counter(&layout, slot).ok_or(Error::Pmu(
+                    crate::error::PmuError::Core(pmu_core::Error::CounterOutOfRange {
                         slot,
                         available: layout.event_counters().len() as u32,
-                    },
+                    }),
                 ))?;
-                CounterHandle::new(counters.pmu(), id).map_err(Error::CounterHandle)
+                CounterHandle::new(counters.pmu(), id).map_err(crate::Error::from)
             })
             .collect::<Result<Vec<_>>>()?;
         let (sentinel, state) = match layout.sentinel() {
+            _ if !watch => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
             Some((n, event)) => {
                 let handle = CounterHandle::from_number(counters.pmu(), u32::from(n))
-                    .map_err(Error::CounterHandle)?;
+                    .map_err(crate::Error::from)?;
                 (
                     Some(handle),
                     Sentinel::Counting {
@@ -1021,49 +1028,54 @@ mod imp {
         boxed_watched(counters, access, handles, names, sentinel, state, NoFlags)
     }
 
-    /// A lean region on counters the backend programs itself under EN (`pmu` from
+    /// A syscall-free region on counters the backend programs itself under EN (`pmu` from
     /// [`super::super::armv8::take_armv8`]), for `placed`, plus a sentinel on a free
     /// counter ([`SENTINEL_FILTER`]); with no free counter (or neither event), regions
     /// take `getrusage` for switches and a [`Sentinel::Off`] says why.
     ///
     /// # Errors
     /// pmu-core's allocation errors for `placed`.
-    pub fn lean_programmed(
+    pub fn programmed_region(
         pmu: El0Pmu,
         placed: &[(pmu_core::Event, Option<Slot>)],
         names: Vec<String>,
-    ) -> Result<Box<dyn Counters>> {
+        watch: bool,
+    ) -> Result<Box<dyn Backend>> {
         use pmu_core::GenericEvent;
-        let candidates = [
-            (
-                pmu_core::Event::Generic(GenericEvent::Instructions),
-                SENTINEL_FILTER,
-            ),
-            (
-                pmu_core::Event::Generic(GenericEvent::CpuCycles),
-                SENTINEL_FILTER,
-            ),
-        ];
+        let candidates: &[_] = if !watch {
+            &[]
+        } else {
+            &[
+                (
+                    pmu_core::Event::Generic(GenericEvent::Instructions),
+                    SENTINEL_FILTER,
+                ),
+                (
+                    pmu_core::Event::Generic(GenericEvent::CpuCycles),
+                    SENTINEL_FILTER,
+                ),
+            ]
+        };
         let (counters, sentinel_error) = OwnedCounters::allocate_with_extra(
             pmu,
             placed,
             pmu_core::PrivilegeFilter::USER,
-            &candidates,
+            candidates,
         )?;
         let pmu = counters.pmu();
         let id = |slot: Slot| {
             pmu.counter_id(slot)
-                .ok_or(Error::Core(pmu_core::Error::CounterOutOfRange {
-                    slot,
-                    available: pmu_core::Pmu::capabilities(pmu).programmable,
-                }))
+                .ok_or(Error::Pmu(crate::error::PmuError::Core(
+                    pmu_core::Error::CounterOutOfRange {
+                        slot,
+                        available: pmu_core::Pmu::capabilities(pmu).programmable,
+                    },
+                )))
         };
         let slots: Vec<Slot> = counters.slots().collect();
         let handles = slots[..placed.len()]
             .iter()
-            .map(|&slot| {
-                CounterHandle::new(pmu.registers(), id(slot)?).map_err(Error::CounterHandle)
-            })
+            .map(|&slot| CounterHandle::new(pmu.registers(), id(slot)?).map_err(crate::Error::from))
             .collect::<Result<Vec<_>>>()?;
         let flags = Flags::with_en(pmu.registers());
         let (sentinel, state) = match slots.get(placed.len()) {
@@ -1081,10 +1093,7 @@ mod imp {
                     CounterId::Cycle => "cycles".into(),
                 };
                 (
-                    Some(
-                        CounterHandle::new(pmu.registers(), counter)
-                            .map_err(Error::CounterHandle)?,
-                    ),
+                    Some(CounterHandle::new(pmu.registers(), counter).map_err(crate::Error::from)?),
                     Sentinel::Counting {
                         event,
                         how: format!(
@@ -1095,6 +1104,7 @@ mod imp {
                     },
                 )
             }
+            None if !watch => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
             None => (
                 None,
                 Sentinel::off(format!(
@@ -1122,7 +1132,7 @@ mod tests {
 
     const W32: u64 = u32::MAX as u64;
 
-    /// The lean verdict (region.rs hazard table, direct column): a moved sentinel flags
+    /// The syscall-free verdict (region.rs hazard table, direct column): a moved sentinel flags
     /// every counter KERNEL_ENTRY with its count as evidence; the flag bit of a counter
     /// (PMOVSSET_EL0 bit n, Arm ARM) flags that counter only; end < start is a wrap
     /// (pmu-core `CounterMeter` rule); a changed CPU is a migration; without a sentinel,
@@ -1134,9 +1144,9 @@ mod tests {
         let bits = [1 << 5, 1 << 31];
         let mut out = [Reading::default(); 2];
         // Quiet: sentinel still, no flag, same CPU.
-        let quiet = lean_hazards(0, 0, false, 0);
+        let quiet = edge_hazards(0, 0, false, 0);
         assert_eq!(quiet, Hazards::empty());
-        let n = lean_readings(
+        let n = edge_readings(
             &[100, 5],
             &[350, 9],
             0,
@@ -1150,15 +1160,15 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!((out[0].value, out[0].hazards), (250, Hazards::empty()));
         assert_eq!((out[1].value, out[1].hazards), (4, Hazards::empty()));
-        let ev = lean_evidence((0, 0), true, None, Some(0), &out);
+        let ev = edge_evidence((0, 0), true, None, Some(0), &out);
         assert_eq!(ev.kernel_entries, Some(0));
         assert_eq!(ev.switches, None);
         assert!(ev.cpu_from_rseq);
         assert_eq!(ev.thread_hazards(), quiet);
 
         // The kernel ran 251 instructions: both counters flagged, as the evidence says.
-        let entered = lean_hazards(0, 0, false, 251);
-        lean_readings(
+        let entered = edge_hazards(0, 0, false, 251);
+        edge_readings(
             &[100, 5],
             &[350, 9],
             0,
@@ -1170,12 +1180,12 @@ mod tests {
         )
         .unwrap();
         assert!(out.iter().all(|r| r.hazards == Hazards::KERNEL_ENTRY));
-        let ev = lean_evidence((0, 0), true, None, Some(251), &out);
+        let ev = edge_evidence((0, 0), true, None, Some(251), &out);
         assert_eq!(ev.thread_hazards(), entered);
 
         // Counter 5's flag: it wrapped once (2^32 + 10 − 0xFFFF_FFF0 = 26), the cycle
         // counter did not.
-        lean_readings(
+        edge_readings(
             &[0xFFFF_FFF0, 5],
             &[10, 9],
             1 << 5,
@@ -1188,12 +1198,12 @@ mod tests {
         .unwrap();
         assert_eq!((out[0].value, out[0].hazards), (26, Hazards::OVERFLOW));
         assert_eq!(out[1].hazards, Hazards::empty());
-        assert!(lean_evidence((0, 0), true, None, Some(0), &out).events()[0].overflowed);
+        assert!(edge_evidence((0, 0), true, None, Some(0), &out).events()[0].overflowed);
 
         // Read-only grant (no flags): end < start is the wrap; the high bits of a
         // 32-bit read are ignored; CPU 0 → 1 is a migration.
-        let moved = lean_hazards(0, 1, false, 0);
-        lean_readings(
+        let moved = edge_hazards(0, 1, false, 0);
+        edge_readings(
             &[0xFFFF_FFF0],
             &[0x7_0000_000A],
             0,
@@ -1207,12 +1217,12 @@ mod tests {
         assert_eq!(out[0].value, 26);
         assert_eq!(out[0].hazards, Hazards::OVERFLOW | Hazards::CPU_MIGRATION);
         assert_eq!(
-            lean_evidence((0, 1), false, None, None, &out[..1]).thread_hazards(),
+            edge_evidence((0, 1), false, None, None, &out[..1]).thread_hazards(),
             Hazards::CPU_MIGRATION
         );
 
         // No sentinel: getrusage's switches are the evidence of a switch.
-        let switched = lean_hazards(0, 0, true, 0);
+        let switched = edge_hazards(0, 0, true, 0);
         assert_eq!(switched, Hazards::CONTEXT_SWITCH);
         let a = SwitchCounts {
             voluntary: 1,
@@ -1222,7 +1232,7 @@ mod tests {
             voluntary: 1,
             involuntary: 4,
         };
-        let ev = lean_evidence((0, 0), true, Some((a, b)), None, &out[..1]);
+        let ev = edge_evidence((0, 0), true, Some((a, b)), None, &out[..1]);
         assert_eq!(ev.thread_hazards(), Hazards::CONTEXT_SWITCH);
         assert_eq!(ev.kernel_entries, None);
     }
@@ -1279,11 +1289,11 @@ mod tests {
         assert!(why.is_some(), "no counter is left for the sentinel");
     }
 
-    /// The stop's fast path (`lean_fast`) takes only clean regions, and gives them the
+    /// The stop's fast path (`fast_verdict`) takes only clean regions, and gives them the
     /// readings the full verdict gives: a moved sentinel (the kernel ran, module docs),
     /// a CPU change, the region's overflow flag (PMOVSSET_EL0 bit n, Arm ARM) and
     /// end < start (a wrap between the start's read and its clear) each send the stop
-    /// to the slow path, which flags them as before.
+    /// to the slow path, which flags them.
     #[test]
     fn the_fast_path_takes_only_clean_regions() {
         let masks = [W32, u64::MAX];
@@ -1296,41 +1306,44 @@ mod tests {
         let tag = edge_tag(3, 7);
         assert_eq!(tag_cpu(tag), 3);
         assert_eq!(edge_tag(3, 0x5_0000_0007), tag);
-        // Clean: the values are lean_readings' for the quiet verdict; another
+        // Clean: the values are edge_readings' for the quiet verdict; another
         // counter's flag (bit 0: not the region's) does not count.
-        let fast = lean_fast(tag, tag, 1, mask, &start, &end, &masks).unwrap();
+        let fast = fast_verdict(tag, tag, 1, mask, &start, &end, &masks).unwrap();
         let mut slow = [Reading::default(); 2];
-        let quiet = lean_hazards(3, 3, false, sentinel_delta(tag, tag));
-        lean_readings(&start, &end, 1, &bits, &masks, &widths, quiet, &mut slow).unwrap();
+        let quiet = edge_hazards(3, 3, false, sentinel_delta(tag, tag));
+        edge_readings(&start, &end, 1, &bits, &masks, &widths, quiet, &mut slow).unwrap();
         assert_eq!(fast, [250, 4]);
         assert_eq!(fast.map(Reading::new), slow);
         // The evidence the region rebuilds for a fast stop (the start's tag, no flag)
         // is the slow path's for the same state.
-        let rebuilt = lean_evidence((3, tag_cpu(tag)), true, None, Some(0), &slow);
-        assert_eq!(rebuilt, lean_evidence((3, 3), true, None, Some(0), &slow));
+        let rebuilt = edge_evidence((3, tag_cpu(tag)), true, None, Some(0), &slow);
+        assert_eq!(rebuilt, edge_evidence((3, 3), true, None, Some(0), &slow));
         assert_eq!(rebuilt.thread_hazards(), Hazards::empty());
 
         // Each hazard alone sends the stop to the slow path, where it is flagged.
         let moved = edge_tag(3, 8);
         let migrated = edge_tag(4, 7);
-        assert_eq!(lean_fast(tag, moved, 0, mask, &start, &end, &masks), None);
         assert_eq!(
-            lean_hazards(3, 3, false, sentinel_delta(tag, moved)),
+            fast_verdict(tag, moved, 0, mask, &start, &end, &masks),
+            None
+        );
+        assert_eq!(
+            edge_hazards(3, 3, false, sentinel_delta(tag, moved)),
             Hazards::KERNEL_ENTRY
         );
         assert_eq!(
-            lean_fast(tag, migrated, 0, mask, &start, &end, &masks),
+            fast_verdict(tag, migrated, 0, mask, &start, &end, &masks),
             None
         );
         assert_eq!(
-            lean_hazards(3, tag_cpu(migrated), false, 0),
+            edge_hazards(3, tag_cpu(migrated), false, 0),
             Hazards::CPU_MIGRATION
         );
         assert_eq!(
-            lean_fast(tag, tag, 1 << 5, mask, &start, &end, &masks),
+            fast_verdict(tag, tag, 1 << 5, mask, &start, &end, &masks),
             None
         );
-        lean_readings(
+        edge_readings(
             &start,
             &end,
             1 << 5,
@@ -1349,10 +1362,10 @@ mod tests {
         // A wrap before the clear: no flag, end < start (2^32 + 10 − 0xFFFF_FFF0 = 26).
         let (wrap_start, wrap_end) = ([0xFFFF_FFF0, 5], [10, 9]);
         assert_eq!(
-            lean_fast(tag, tag, 0, mask, &wrap_start, &wrap_end, &masks),
+            fast_verdict(tag, tag, 0, mask, &wrap_start, &wrap_end, &masks),
             None
         );
-        lean_readings(
+        edge_readings(
             &wrap_start,
             &wrap_end,
             0,
@@ -1366,7 +1379,7 @@ mod tests {
         assert_eq!((slow[0].value, slow[0].hazards), (26, Hazards::OVERFLOW));
         // The high bits of a 32-bit counter's read are not a wrap.
         assert_eq!(
-            lean_fast(tag, tag, 0, mask, &[0x1_0000_0064, 5], &end, &masks),
+            fast_verdict(tag, tag, 0, mask, &[0x1_0000_0064, 5], &end, &masks),
             Some([250, 4])
         );
     }

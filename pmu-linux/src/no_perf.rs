@@ -1,0 +1,81 @@
+//! Where this library has no perf backend (32-bit ARM: perf-event-open-sys has
+//! bindings for 64-bit architectures only), the perf rungs of the meter's ladder pass
+//! or refuse, and the meter's inner backend is a direct one. `session/rungs.rs` is the
+//! perf side.
+
+use pmu_core::Reading;
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::hybrid::PmuShare;
+use crate::meter::choose::{Opened, Refusal};
+use crate::meter::{BackendChoice, MeterBuilder};
+
+/// This library has no perf backend here.
+pub(crate) const AVAILABLE: bool = false;
+
+/// No perf settings to keep.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Settings;
+
+/// The backend underneath a meter.
+pub(crate) enum Inner {
+    Other(Box<dyn Backend>),
+}
+
+impl Inner {
+    pub(crate) fn backend(&mut self) -> &mut dyn Backend {
+        let Self::Other(other) = self;
+        &mut **other
+    }
+
+    pub(crate) fn backend_ref(&self) -> &dyn Backend {
+        let Self::Other(other) = self;
+        &**other
+    }
+
+    #[inline(always)]
+    pub(crate) fn start(&mut self) -> Result<()> {
+        let Self::Other(other) = self;
+        other.start()
+    }
+
+    #[inline(always)]
+    pub(crate) fn stop(&mut self, out: &mut [Reading]) -> Result<()> {
+        let Self::Other(other) = self;
+        other.stop(out)
+    }
+
+    /// One core PMU only: no shares.
+    pub(crate) fn split(&self, _slot: usize) -> Option<Vec<PmuShare>> {
+        None
+    }
+}
+
+/// No summed core PMUs without perf.
+pub(crate) fn hybrid(_: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
+    Ok(None)
+}
+
+/// [`crate::error::Unsupported::Perf`] where perf was asked for; passes for the direct rung.
+pub(crate) fn perf(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
+    let Settings = builder.perf;
+    if builder.choice == BackendChoice::Perf {
+        return Err(Error::Unsupported(crate::error::Unsupported::Perf));
+    }
+    Ok(None)
+}
+
+/// Never reached: the perf rung refuses nothing here.
+pub(crate) fn perf_read(_: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
+    Ok(None)
+}
+
+/// No perf software events: the software backend is the time-stamp counter alone.
+pub(crate) fn software_events(
+    _: &MeterBuilder,
+    _: &mut Vec<String>,
+    _: &mut Vec<Option<usize>>,
+) -> Result<Option<Box<dyn Backend>>> {
+    Ok(None)
+}
