@@ -110,8 +110,29 @@ pub fn user_read_policy(sysfs: &Sysfs) -> UserReadPolicy {
 }
 
 /// Every backend and whether it works here.
+///
+/// The direct backend is probed first: on arm64, opening perf's hardware events (the
+/// perf backend's probe) starts the PMU on this CPU, and Linux then writes
+/// PMUSERENR_EL0 = 0 there for a task without user-readable events
+/// (drivers/perf/arm_pmuv3.c `armv8pmu_start`), which revokes kmod-enable-user's
+/// grant on this CPU; [`grant_lost_since`] tells whether that happened.
 pub fn backends() -> Vec<BackendStatus> {
-    vec![perf_status(), direct_status()]
+    let direct = direct_status();
+    vec![perf_status(), direct]
+}
+
+/// Whether the direct backend, usable in `before` (from [`backends`]), lost its grant
+/// on this CPU since: the note saying so and why, for a listing that opened perf's
+/// hardware events after [`backends`].
+pub fn grant_lost_since(before: &BackendStatus) -> Option<String> {
+    if before.backend != Backend::Direct || before.usable.is_err() {
+        return None;
+    }
+    let cpu = crate::sched::current_cpu().map_or(0, |c| c as usize);
+    direct_status()
+        .usable
+        .err()
+        .map(|e| format!("after this listing opened perf's hardware events on CPU {cpu}: {e}"))
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -148,11 +169,42 @@ fn perf_status() -> BackendStatus {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+fn direct_status() -> BackendStatus {
+    // kmod-enable-user grants one of two things: its default, read-only grant (ER on
+    // the counters of its layout, which it programs) or, with el0_programming=1, the
+    // programming grant (EN: any event). Either lets a Meter measure; both are
+    // per CPU, so both are probed on the CPU this thread runs on.
+    let cpu = crate::sched::current_cpu().map_or(0, |c| c as usize);
+    let mut notes = Vec::new();
+    let read_only = crate::direct::armv8::take_granted(cpu).map(|(_pin, _pmu, layout)| layout);
+    match &read_only {
+        Ok(layout) => notes.push(format!(
+            "read-only grant on CPU {cpu}: the module's counters (layout {layout}) are readable; only their events can be measured"
+        )),
+        Err(e) => notes.push(format!("read-only grant on CPU {cpu}: {e}")),
+    }
+    let programming = crate::direct::probe();
+    match &programming {
+        Ok(()) => notes.push(format!(
+            "programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}: any event"
+        )),
+        Err(e) => notes.push(format!(
+            "programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}: {e}"
+        )),
+    }
+    BackendStatus {
+        backend: Backend::Direct,
+        // Usable under either grant; the read-only grant's reason otherwise (with the
+        // module loaded it says whether perf revoked the grant on this CPU).
+        usable: programming.or(read_only.map(drop)),
+        notes,
+    }
+}
+
+#[cfg(not(target_arch = "aarch64"))]
 fn direct_status() -> BackendStatus {
     let mut notes = Vec::new();
-    if cfg!(target_arch = "aarch64") {
-        notes.push("this probe tests kmod-enable-user's programming grant (PMUSERENR_EL0.EN, el0_programming=1) on the current CPU; its default read-only grant (ER on the counters it runs) is what a Meter reads through the module's layout".to_owned());
-    }
     if cfg!(target_arch = "arm") {
         notes.push("ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (ARM1176JZF-S TRM 3.2.50); the probe read PMCR in a child process on CPU 0".to_owned());
     }

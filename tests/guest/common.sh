@@ -91,6 +91,16 @@ demo() {
 	result demo tag=$tag cpu=$cpu backend=$backend status=$status
 }
 
+# `pmu-demo list --json` on CPU $2: `JSON <tag> …`, `STDERR <tag> …` and
+# `RESULT demo tag=<tag> cpu=<cpu> status=<exit status>`. usage: demo_list TAG CPU
+demo_list() {
+	taskset -c "$2" pmu-demo list --json >/tmp/list.out 2>/tmp/list.err
+	status=$?
+	echo "JSON $1 $(tr -d '\n' </tmp/list.out)"
+	sed "s/^/STDERR $1 /" /tmp/list.err
+	result demo tag=$1 cpu=$2 status=$status
+}
+
 boot_line() {
 	klog_quiet
 	result boot scenario=$scenario arch=$(uname -m) kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo)

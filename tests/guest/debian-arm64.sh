@@ -113,6 +113,7 @@ scenario_debian() {
 	perf_line
 
 	probe before-read 0 read 5
+	demo_list list-before 0
 	load default
 	klog
 	# The default grant is read-only: a PMCR_EL0 write traps.
@@ -121,6 +122,10 @@ scenario_debian() {
 	inst=$(layout_counter 0x8)
 	demo default-cpu0 0 direct
 	demo default-cpu1 1 direct
+	# On CPU 1: listing opens perf's hardware events, which revokes the grant on the CPU
+	# it runs on (until that CPU's next idle exit or hotplug), and CPU 0's grant is
+	# still needed below.
+	demo_list list-default 1
 	# The same block counted two ways: directly (module loaded, no perf event on the
 	# CPU) and by Debian's perf (the module's counters untouched by it: perf allocates
 	# from counter 0 upwards).

@@ -187,6 +187,59 @@ fn assert_counts_or_says_why(run: &QemuRun, tag: &str) {
     }
 }
 
+/// `pmu-demo list --json` on `cpu` (pmu-linux list.rs `direct_status`): as root on a
+/// kernel with a PMU, no "why there are no hardware counters here" lines; the direct
+/// backend usable or not as `usable` says, its read-only-grant note containing
+/// `read_only`, and the programming grant (PMUSERENR_EL0.EN, which only
+/// `el0_programming=1` gives) absent, with its reason. Where the direct backend was
+/// usable, listing perf's events revoked the grant on `cpu` (arm_pmuv3.c
+/// `armv8pmu_start` writes PMUSERENR_EL0 = 0 for a task without user-readable
+/// events), and the list says so.
+fn assert_list(run: &QemuRun, tag: &str, cpu: u32, usable: bool, read_only: &str) {
+    let list = demo(run, tag);
+    let json = list.json(run);
+    assert_eq!(
+        json["hardware_counters"].as_array().map(Vec::len),
+        Some(0),
+        "{tag}: a PMU is registered: nothing to explain: {json}"
+    );
+    let direct = json["backends"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["backend"] == "direct"))
+        .unwrap_or_else(|| panic!("{tag}: no direct backend listed: {json}"));
+    assert_eq!(direct["usable"], usable, "{tag}: {direct}");
+    let notes: Vec<&str> = direct["notes"]
+        .as_array()
+        .map(|n| n.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    let read_only_prefix = format!("read-only grant on CPU {cpu}: ");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with(&read_only_prefix) && n.contains(read_only)),
+        "{tag}: {direct}"
+    );
+    let programming =
+        format!("programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}: ");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with(&programming) && !n.ends_with("any event")),
+        "{tag}: {direct}"
+    );
+    let lost = format!(
+        "after this listing opened perf's hardware events on CPU {cpu}: user access to the \
+         PMU is not enabled on this CPU although kmod-enable-user is loaded"
+    );
+    assert_eq!(
+        notes
+            .iter()
+            .any(|n| n.starts_with(&lost) && n.contains("regrant")),
+        usable,
+        "{tag}: {direct}"
+    );
+}
+
 /// el0-probe's raw read of the module's INST_RETIRED counter around its 10000
 /// instructions at EL0 (tests/guest/el0_probe.rs): it counts (10000 plus the read
 /// sequence) or traps; a read that succeeds with delta 0 is the frozen counter.
@@ -345,6 +398,13 @@ fn debian_scenario(kernel_var: &str, release_var: &str) {
         run.find("probe", "tag", "before-read").int("status"),
         TRAPPED
     );
+    assert_list(
+        &run,
+        "list-before",
+        0,
+        false,
+        "user access to the PMU is not enabled: load kmod-enable-user",
+    );
     insmod(&run, "default");
     assert_eq!(
         run.find("probe", "tag", "default-write-pmcr").int("status"),
@@ -354,6 +414,16 @@ fn debian_scenario(kernel_var: &str, release_var: &str) {
     for cpu in 0..2 {
         assert_exact(&run, &demo(&run, &format!("default-cpu{cpu}")));
     }
+    // Under the default, read-only grant the direct backend is usable (before, `list`
+    // called it unusable: it probed only the programming grant).
+    let layout = run.scenario("layout")[0].get("text").replace(',', " ");
+    assert_list(
+        &run,
+        "list-default",
+        1,
+        true,
+        &format!("the module's counters (layout {layout}) are readable"),
+    );
     assert_perf_equals_direct(&run);
     assert_raw_read_counts_or_traps(&run, "after-perf-stat-read");
     rmmod(&run, "default");

@@ -107,15 +107,10 @@ fn probe_events(_: &Sysfs) -> Vec<EventOut> {
 
 pub fn run(args: &Args) -> Result<(), Failure> {
     let sysfs = Sysfs::system();
-    let backends = machine::backends()
-        .into_iter()
-        .map(|b| BackendOut {
-            backend: b.backend.to_string(),
-            usable: b.usable.is_ok(),
-            reason: b.usable.err().map(|e| e.to_string()),
-            notes: b.notes,
-        })
-        .collect();
+    // The direct backend's status is taken before anything opens a perf event, and
+    // checked again after the event probes (which can revoke kmod-enable-user's grant
+    // on this CPU: `machine::backends`).
+    let mut statuses = machine::backends();
     let pmus = machine::pmus(&sysfs)
         .unwrap_or_default()
         .into_iter()
@@ -132,6 +127,20 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         })
         .collect();
     let events = probe_events(&sysfs);
+    for status in &mut statuses {
+        if let Some(note) = machine::grant_lost_since(status) {
+            status.notes.push(note);
+        }
+    }
+    let backends = statuses
+        .into_iter()
+        .map(|b| BackendOut {
+            backend: b.backend.to_string(),
+            usable: b.usable.is_ok(),
+            reason: b.usable.err().map(|e| e.to_string()),
+            notes: b.notes,
+        })
+        .collect();
     let arm1176_events = if cfg!(target_arch = "arm") {
         machine::arm1176_events()
             .into_iter()
