@@ -325,6 +325,14 @@ pub fn command(args: &[&str]) -> ExitCode {
     while let Some(arg) = rest.next() {
         match *arg {
             "--no-rerun" => rerun = false,
+            "-h" | "--help" => {
+                println!(
+                    "cargo xtask fresh-check: the README's two commands as a new machine runs \
+                     them (a fresh clone of HEAD, the non-host rustup targets removed, an \
+                     empty cache and cargo home), with each step's time.\n\n{USAGE}"
+                );
+                return ExitCode::SUCCESS;
+            }
             "--report" => {
                 let Some(dir) = rest.next() else {
                     eprintln!("xtask fresh-check: --report needs the check's directory\n{USAGE}");
