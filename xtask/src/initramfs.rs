@@ -272,7 +272,7 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
     let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
     update.push("update");
     println!("    apt-get update (private {arch} state in {a})");
-    run("apt-get", &update)?;
+    crate::debian::with_retries("apt-get update", || run("apt-get", &update))?;
     let debs = download_and_extract(
         &options,
         &[format!("busybox-static:{arch}")],
