@@ -3,8 +3,9 @@
 //! A fresh clone of the committed HEAD at a new path, the pinned toolchain's non-host
 //! rustup targets removed, an empty project cache (`PMU_CACHE_DIR`) and an empty cargo
 //! home (`CARGO_HOME`: no registry, no unpacked crates); then `cargo xtask demo`, `cargo
-//! xtask test`, and `cargo xtask test` once more (the cached rerun), each with CI=true and
-//! no standard input, as CI runs them. Every step's time is parsed from the runs' progress
+//! xtask test`, and `cargo xtask test` once more (the cached rerun: in a second fresh
+//! clone, its `target/` empty, with the caches the first run filled, as CI reruns it),
+//! each with CI=true and no standard input, as CI runs them. Every step's time is parsed from the runs' progress
 //! lines and reported as a table; the demo's stdout is checked to hold no package manager
 //! output (set-up writes that to logs).
 
@@ -19,7 +20,8 @@ use crate::step::{stdout_of, workspace_root};
 const USAGE: &str = "usage: cargo xtask fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
        cargo xtask fresh-check --report DIR   (the table again, from DIR/logs)
 
-  --no-rerun       skip the cached rerun of `cargo xtask test`
+  --no-rerun       skip the cached rerun of `cargo xtask test` (in a second fresh clone,
+                   with the caches the first run filled, as CI reruns it)
   --keep-targets   do not remove the non-host rustup targets first
   --dir DIR        where the clone, its caches and logs go (default /tmp/pmu-fresh-<time>;
                    must not exist yet)";
@@ -452,7 +454,23 @@ fn run(rerun: bool, keep_targets: bool, dir: Option<PathBuf>) -> Result<bool, St
     runs.push(test);
     write_report(&runs)?;
     if rerun && test_ok {
-        let again = run_xtask("rerun", &["test"], &clone, &env, &logs)?;
+        // CI clones afresh for every run: only what lies outside the clone (the caches)
+        // carries over, so the rerun gets a clone of its own with an empty `target/`.
+        let clone2 = dir.join("clone-rerun");
+        // Cloned from the first clone: the same commit, whatever HEAD is by now.
+        eprintln!(
+            "fresh-check: cloning {} ({head}) into {} for the cached rerun",
+            clone.display(),
+            clone2.display()
+        );
+        stdout_of(
+            Command::new("git")
+                .arg("clone")
+                .arg("--quiet")
+                .arg(&clone)
+                .arg(&clone2),
+        )?;
+        let again = run_xtask("rerun", &["test"], &clone2, &env, &logs)?;
         ok &= again.ok;
         runs.push(again);
         write_report(&runs)?;
