@@ -8,7 +8,7 @@
 use pmu_core::RegionMeter;
 
 use crate::error::{Error, Result};
-use crate::region::Evidence;
+use crate::verdict::Evidence;
 use crate::Sentinel;
 
 /// A set of counters that measures regions: pmu-core's [`RegionMeter`] plus names,

@@ -504,7 +504,7 @@ pub enum Unsupported {
     /// A one-instruction read is not possible for this event (benchmarks).
     FastRead {
         /// Why the value has to come from `read()`.
-        reason: crate::region::FallbackReason,
+        reason: crate::verdict::FallbackReason,
     },
 }
 

@@ -153,6 +153,8 @@ use pmu_core::mmap_page::{UserPage, MAX_RETRIES};
 use crate::error::{Error, Result};
 use crate::events::{EventKind, EventSpec, PMU_TYPE_SHIFT};
 use crate::sysfs::{FormatField, Pmu, Sysfs};
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use crate::verdict::{sum_reading, EdgeFacts, EdgeSample};
 
 /// The file with the CPUs Linux has online (Documentation/ABI/testing/sysfs-devices-system-cpu).
 pub(crate) const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
@@ -466,32 +468,6 @@ impl fmt::Display for EdgeRead {
     }
 }
 
-/// One PMU's event at one region edge.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct EdgeSample {
-    /// The count then (0 when [`EdgeRead::Lost`]).
-    pub value: u64,
-    /// The page's `lock`, for page reads.
-    pub lock: Option<u32>,
-    /// How it was read.
-    pub read: EdgeRead,
-}
-
-/// What a region saw besides the events' samples.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EdgeFacts {
-    /// The CPU before the first read, and whether a core PMU covers it.
-    pub cpu_start: Option<u32>,
-    /// The CPU after the last read (`None` when not looked up: a quiet region).
-    pub cpu_end: Option<u32>,
-    /// The thread's context switches from before the first read to after the last,
-    /// where they were counted (regions read with `read()`).
-    pub switches: Option<u64>,
-    /// The thread was seen on a CPU no core PMU covers, or moved while such CPUs
-    /// exist.
-    pub maybe_uncounted: bool,
-}
-
 /// One PMU's part of a region's count of one event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PmuShare {
@@ -505,41 +481,6 @@ pub struct PmuShare {
     pub stop: EdgeRead,
 }
 
-/// The reading of one event over a region: the sum over the PMUs of `end - start`
-/// (wrapping: perf's counts are 64-bit), with the hazards the [module](self) lists.
-/// `edges` holds one (start, end) pair per PMU.
-pub(crate) fn sum_reading(
-    edges: impl IntoIterator<Item = (EdgeSample, EdgeSample)>,
-    facts: &EdgeFacts,
-) -> pmu_core::Reading {
-    use pmu_core::Hazards;
-    let mut reading = pmu_core::Reading::new(0);
-    let mut moved = false;
-    for (s, e) in edges {
-        reading.value = reading.value.wrapping_add(e.value.wrapping_sub(s.value));
-        if matches!((s.lock, e.lock), (Some(a), Some(b)) if a != b) {
-            moved = true;
-        }
-        for read in [s.read, e.read] {
-            match read {
-                EdgeRead::Syscall => reading.hazards |= Hazards::SYSCALL_FALLBACK,
-                EdgeRead::Lost => reading.hazards |= Hazards::NOT_SCHEDULED,
-                EdgeRead::Counter | EdgeRead::PageOffset => {}
-            }
-        }
-    }
-    if moved || facts.switches.is_some_and(|n| n > 0) {
-        reading.hazards |= Hazards::CONTEXT_SWITCH;
-    }
-    if matches!((facts.cpu_start, facts.cpu_end), (Some(a), Some(b)) if a != b) {
-        reading.hazards |= Hazards::CPU_MIGRATION;
-    }
-    if facts.maybe_uncounted {
-        reading.hazards |= Hazards::NOT_SCHEDULED;
-    }
-    reading
-}
-
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use meter::HybridSession;
 
@@ -549,9 +490,9 @@ mod meter {
     use crate::events;
     use crate::fast;
     use crate::page::KernelPage;
-    use crate::region::{Evidence, FallbackReason};
     use crate::session::{Options, Session};
     use crate::sys;
+    use crate::verdict::{Evidence, FallbackReason};
     use pmu_core::mmap_page::BaseRead;
     use pmu_core::Fallback;
 
@@ -731,11 +672,6 @@ mod meter {
         /// Online CPUs no core PMU covers.
         pub fn uncovered(&self) -> &[u32] {
             &self.uncovered
-        }
-
-        /// What the last region's edges saw besides the samples.
-        pub fn facts(&self) -> EdgeFacts {
-            self.facts
         }
 
         /// Each PMU's part of the last region's count of event `event`.
@@ -1140,8 +1076,6 @@ mod meter {
 mod tests {
     use std::cell::Cell;
 
-    use pmu_core::Hazards;
-
     use super::*;
     use crate::sysfs::fake;
 
@@ -1351,114 +1285,5 @@ mod tests {
             script: Cell::new(&[]),
         };
         assert_eq!(page_state(&stuck), None);
-    }
-
-    fn sample(value: u64, lock: u32, read: EdgeRead) -> EdgeSample {
-        EdgeSample {
-            value,
-            lock: Some(lock),
-            read,
-        }
-    }
-
-    #[test]
-    fn a_quiet_region_on_one_cluster() {
-        // Thread on the a53 cluster: its event on a counter, the a72's page at its
-        // offset; no lock moved.
-        let start = [
-            sample(100, 4, EdgeRead::Counter),
-            sample(77, 10, EdgeRead::PageOffset),
-        ];
-        let end = [
-            sample(2100, 4, EdgeRead::Counter),
-            sample(77, 10, EdgeRead::PageOffset),
-        ];
-        let facts = EdgeFacts {
-            cpu_start: Some(0),
-            ..EdgeFacts::default()
-        };
-        let reading = sum_reading(start.into_iter().zip(end), &facts);
-        assert_eq!((reading.value, reading.hazards), (2000, Hazards::empty()));
-        assert_eq!((reading.time_enabled, reading.time_running), (None, None));
-    }
-
-    #[test]
-    fn a_migration_between_clusters_is_counted_in_full() {
-        // 1000 on the a53 cluster, then 1000 on the a72 one: both pages rewritten
-        // (armpmu_del on one, armpmu_add on the other).
-        let start = [
-            sample(100, 4, EdgeRead::Counter),
-            sample(77, 10, EdgeRead::PageOffset),
-        ];
-        let end = [
-            sample(1100, 6, EdgeRead::PageOffset),
-            sample(1077, 12, EdgeRead::Counter),
-        ];
-        let facts = EdgeFacts {
-            cpu_start: Some(1),
-            cpu_end: Some(2),
-            ..EdgeFacts::default()
-        };
-        let reading = sum_reading(start.into_iter().zip(end), &facts);
-        assert_eq!(reading.value, 2000);
-        assert_eq!(
-            reading.hazards,
-            Hazards::CONTEXT_SWITCH | Hazards::CPU_MIGRATION
-        );
-        assert!(!reading.hazards.contains(Hazards::NOT_SCHEDULED));
-    }
-
-    #[test]
-    fn lost_counters_and_uncovered_cpus_are_hazards() {
-        let start = [
-            EdgeSample {
-                value: 5,
-                lock: None,
-                read: EdgeRead::Syscall,
-            },
-            EdgeSample {
-                value: 9,
-                lock: None,
-                read: EdgeRead::Syscall,
-            },
-        ];
-        let mut end = start;
-        end[0].value = 1005;
-        end[1] = EdgeSample {
-            value: 0,
-            lock: None,
-            read: EdgeRead::Lost,
-        };
-        let facts = EdgeFacts {
-            cpu_start: Some(2),
-            cpu_end: Some(2),
-            switches: Some(0),
-            maybe_uncounted: false,
-        };
-        let reading = sum_reading(start.into_iter().zip(end), &facts);
-        assert!(reading
-            .hazards
-            .contains(Hazards::NOT_SCHEDULED | Hazards::SYSCALL_FALLBACK));
-        let quiet_syscall = sum_reading(start.into_iter().zip(start), &facts);
-        assert_eq!(quiet_syscall.hazards, Hazards::SYSCALL_FALLBACK);
-        let uncovered = EdgeFacts {
-            maybe_uncounted: true,
-            switches: Some(1),
-            ..facts
-        };
-        assert_eq!(
-            sum_reading(start.into_iter().zip(start), &uncovered).hazards,
-            Hazards::SYSCALL_FALLBACK | Hazards::NOT_SCHEDULED | Hazards::CONTEXT_SWITCH
-        );
-    }
-
-    #[test]
-    fn counts_wrap_as_64_bit_values() {
-        let start = [sample(u64::MAX - 9, 2, EdgeRead::Counter)];
-        let end = [sample(10, 2, EdgeRead::Counter)];
-        assert_eq!(
-            sum_reading(start.into_iter().zip(end), &EdgeFacts::default()).value,
-            20
-        );
     }
 }

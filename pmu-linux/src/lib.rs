@@ -14,7 +14,8 @@
 //! ```
 //!
 //! `add` returns the [`EventHandle`] that indexes the results; `build` opens the best
-//! backend that works on this machine and says which and why ([`Meter::why`]);
+//! backend that works on this machine (or the one [`MeterBuilder::backend`] names) and
+//! says which and why ([`Meter::why`]);
 //! `measure` runs warm-ups, an empty region for calibration and the recorded runs, and
 //! `min` is the smallest count over the runs without hazards. One region at a time is
 //! `let region = meter.start()?; …; meter.stop(region)?`. A count that cannot be trusted
@@ -98,9 +99,7 @@ pub mod perf {
     pub use crate::session::{GroupRead, Options, Session};
 }
 
-#[path = "region.rs"]
 pub mod verdict;
-use verdict as region;
 
 /// What this machine offers: the backends that work here and why not the others
 /// ([`machine::backends`]), the PMUs in sysfs and their events, event names, the CPUs
@@ -125,10 +124,7 @@ pub const MAX_EVENTS: usize = 16;
 // The front door; everything else is reached through its module.
 pub use error::{Error, Result};
 pub use measure::MeasureConfig;
-pub use meter::{
-    BackendChoice, BackendKind, Choice, Counts, Event, EventHandle, Measured, Meter, MeterBuilder,
-    Region,
-};
+pub use meter::{BackendKind, Counts, Event, EventHandle, Measured, Meter, MeterBuilder, Region};
 pub use pmu_core;
 pub use pmu_core::{GenericEvent, Hazards, Reading};
 pub use sentinel::Sentinel;

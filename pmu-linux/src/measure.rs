@@ -12,7 +12,7 @@ use pmu_core::{Corrected, Harness, Hazards, Reading, RegionMeter, Run, Summary};
 
 pub(crate) use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::region::Evidence;
+use crate::verdict::Evidence;
 use crate::MAX_EVENTS;
 
 /// How to measure.

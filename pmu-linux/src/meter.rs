@@ -161,27 +161,14 @@ impl fmt::Display for BackendKind {
     }
 }
 
-/// Which backends [`MeterBuilder::build`] may pick.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BackendChoice {
-    /// The best that works here (see [`MeterBuilder::build`]).
-    #[default]
-    Auto,
-    /// perf only (with `read()` where one-instruction reads are not allowed).
-    Perf,
-    /// The direct backend only.
-    Direct,
-    /// Software events and the time-stamp counter only.
-    Software,
-}
-
 /// Builds a [`Meter`]: events first, then [`MeterBuilder::build`].
 #[derive(Debug)]
 pub struct MeterBuilder {
     id: u32,
     pub(crate) events: Vec<Event>,
-    pub(crate) choice: BackendChoice,
+    /// The one backend [`MeterBuilder::backend`] asked for; `None`: the best that
+    /// works here (the ladder in [`Choice`]'s docs).
+    pub(crate) choice: Option<BackendKind>,
     /// The perf backend's settings ([`MeterBuilder::perf_options`] where there is one).
     pub(crate) perf: crate::perf_rungs::Settings,
     /// The direct backend's settings (the ARM1176's cycle divider).
@@ -202,7 +189,7 @@ impl Default for MeterBuilder {
         Self {
             id: NEXT_METER.fetch_add(1, Ordering::Relaxed),
             events: Vec::new(),
-            choice: BackendChoice::Auto,
+            choice: None,
             perf: Default::default(),
             direct: Default::default(),
             config: MeasureConfig::default(),
@@ -232,9 +219,12 @@ impl MeterBuilder {
         Ok(self.add(name.parse::<Event>()?))
     }
 
-    /// Restricts the backends [`MeterBuilder::build`] may pick.
-    pub fn backend(&mut self, choice: BackendChoice) -> &mut Self {
-        self.choice = choice;
+    /// Opens `kind` or nothing: perf (with `read()` where one-instruction reads are
+    /// not allowed), the direct backend, or software events and the time-stamp
+    /// counter. Without this call [`MeterBuilder::build`] picks the best backend that
+    /// works here (the ladder in [`Choice`]'s docs).
+    pub fn backend(&mut self, kind: BackendKind) -> &mut Self {
+        self.choice = Some(kind);
         self
     }
 
@@ -289,8 +279,8 @@ impl MeterBuilder {
     /// # Errors
     /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`]; name errors; the chosen backend's
     /// open errors ([`Error::Open`], [`crate::error::GroupError::DoesNotFit`], the direct backend's
-    /// [`crate::error::AccessError::NotEnabled`] …), and with [`BackendChoice::Auto`] the perf
-    /// error when no other backend works either.
+    /// [`crate::error::AccessError::NotEnabled`] …), and without [`MeterBuilder::backend`]
+    /// the perf error when no other backend works either.
     pub fn build(&self) -> Result<Meter> {
         if self.events.is_empty() {
             return Err(Error::Group(crate::error::GroupError::NoEvents));
@@ -536,7 +526,7 @@ impl Meter {
     }
 
     /// What the last region's hazards were derived from.
-    pub fn evidence(&mut self) -> crate::region::Evidence {
+    pub fn evidence(&mut self) -> crate::verdict::Evidence {
         self.inner.backend().evidence()
     }
 

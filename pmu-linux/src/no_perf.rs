@@ -9,7 +9,7 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::hybrid::PmuShare;
 use crate::meter::choose::{Opened, Refusal};
-use crate::meter::{BackendChoice, MeterBuilder};
+use crate::meter::{BackendKind, MeterBuilder};
 
 /// This library has no perf backend here.
 pub(crate) const AVAILABLE: bool = false;
@@ -60,7 +60,7 @@ pub(crate) fn hybrid(_: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Op
 /// [`crate::error::Unsupported::Perf`] where perf was asked for; passes for the direct rung.
 pub(crate) fn perf(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
     let Settings = builder.perf;
-    if builder.choice == BackendChoice::Perf {
+    if builder.choice == Some(BackendKind::Perf) {
         return Err(Error::Unsupported(crate::error::Unsupported::Perf));
     }
     Ok(None)

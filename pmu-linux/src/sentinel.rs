@@ -2,7 +2,7 @@
 //! level, read at both edges of a region. Any count means the kernel ran on the CPU
 //! inside the region (an interrupt, a system call, a page fault, a preemption), which
 //! the region reports as [`crate::Hazards::KERNEL_ENTRY`] with the count as evidence
-//! ([`crate::region::Evidence::kernel_entries`]).
+//! ([`crate::verdict::Evidence::kernel_entries`]).
 //!
 //! Where a backend cannot have one, its meter says why ([`Sentinel::Off`]) instead of
 //! reporting regions as free of kernel entries.
@@ -62,7 +62,7 @@ impl fmt::Display for Sentinel {
     }
 }
 
-/// Why a region's sentinel count is unknown ([`crate::region::Evidence::kernel_entries`]
+/// Why a region's sentinel count is unknown ([`crate::verdict::Evidence::kernel_entries`]
 /// `None` although the meter has a sentinel): the region then makes no claim either
 /// way about kernel entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

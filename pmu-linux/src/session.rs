@@ -37,10 +37,10 @@ use crate::error::{Error, Op, Result};
 use crate::events::{self, EventKind, EventSpec};
 use crate::fast;
 use crate::page::{KernelPage, MmapPage};
-use crate::region::{FallbackReason, Sample};
 use crate::sched::{CpuSource, ThreadStamp};
 use crate::sys;
 use crate::sysfs::Sysfs;
+use crate::verdict::{FallbackReason, Sample};
 use crate::MAX_EVENTS;
 
 mod group;
@@ -58,7 +58,7 @@ use region::{Edge, RegionRecord, SyscallFreeEvent};
 
 /// An open perf group and the state of the region being measured.
 ///
-/// Reads regions through [`pmu_core::RegionMeter`] (see [`crate::region`] for the
+/// Reads regions through [`pmu_core::RegionMeter`] (see [`crate::verdict`] for the
 /// hazards); the [`mod@crate::measure`] functions take it.
 ///
 /// Neither `Send` nor `Sync`: the events count the thread that opened them (pid 0),
@@ -229,14 +229,14 @@ impl Session {
     /// Whether regions are watched by the kernel-entry sentinel
     /// ([`Options::kernel_sentinel`]): a non-zero count over a region puts
     /// [`crate::Hazards::KERNEL_ENTRY`] on every reading and the count in
-    /// [`crate::region::Evidence::kernel_entries`]; or why the session has none.
+    /// [`crate::verdict::Evidence::kernel_entries`]; or why the session has none.
     pub fn sentinel(&self) -> &crate::Sentinel {
         &self.sentinel
     }
 
     /// Whether regions judge context switches and migrations from the pages' `lock`s
     /// and the thread's CPU alone when every read of the region is a one-instruction
-    /// one (see [`crate::region`]); false with [`Options::getrusage_edges`], software
+    /// one (see [`crate::verdict`]); false with [`Options::getrusage_edges`], software
     /// events or unmapped pages.
     pub fn syscall_free(&self) -> bool {
         !self.syscall_free_events.is_empty()
@@ -269,7 +269,7 @@ impl Session {
     }
 
     /// What the last region's hazards were derived from.
-    pub fn evidence(&self) -> crate::region::Evidence {
+    pub fn evidence(&self) -> crate::verdict::Evidence {
         <Self as crate::backend::Backend>::evidence(self)
     }
 
@@ -443,8 +443,8 @@ impl pmu_core::RegionMeter for Session {
     }
 
     /// Every event (one-instruction reads first), then the CPU (and the switch counts
-    /// unless start and stop were both syscall-free); the readings as [`crate::region`]
-    /// describes, the [`crate::region::Evidence`] on demand.
+    /// unless start and stop were both syscall-free); the readings as [`crate::verdict`]
+    /// describes, the [`crate::verdict::Evidence`] on demand.
     #[inline(always)]
     fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
         if self.last_region == RegionRecord::BasesTaken && self.stop_syscall_free::<false>(out) {
@@ -517,7 +517,7 @@ impl crate::backend::Backend for Session {
         Session::disable(self)
     }
 
-    fn evidence(&self) -> crate::region::Evidence {
+    fn evidence(&self) -> crate::verdict::Evidence {
         self.evaluate(&mut [pmu_core::Reading::default(); MAX_EVENTS])
     }
 

@@ -12,8 +12,8 @@ use pmu_core::{Reading, RegionMeter};
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::region::Evidence;
 use crate::sched::{Kernel, SwitchCounts, ThreadSource};
+use crate::verdict::Evidence;
 
 /// The name the meter gives its one reading: `tsc` on x86_64, `cntvct` on aarch64.
 pub const NAME: &str = if cfg!(target_arch = "aarch64") {

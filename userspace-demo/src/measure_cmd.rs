@@ -2,7 +2,7 @@
 
 use clap::Args as ClapArgs;
 use pmu_linux::measure::{Interrupted, Measurement};
-use pmu_linux::{BackendChoice, BackendKind, MeasureConfig, Meter, MeterBuilder};
+use pmu_linux::{BackendKind, MeasureConfig, Meter, MeterBuilder};
 use serde::Serialize;
 
 use crate::report::{self, EventReport, RunReport};
@@ -374,12 +374,15 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
             ..failure
         }
     };
-    let builder = |events: &[&str], choice: BackendChoice| -> Result<MeterBuilder, Failure> {
+    // `choice`: the one backend asked for, or `None` for the best that works here.
+    let builder = |events: &[&str], choice: Option<BackendKind>| -> Result<MeterBuilder, Failure> {
         let mut builder = Meter::builder();
         for name in events {
             builder.add_named(name).map_err(usage)?;
         }
-        builder.backend(choice);
+        if let Some(kind) = choice {
+            builder.backend(kind);
+        }
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             let mut options =
@@ -403,7 +406,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         } else {
             pmu_armv6::CycleDivider::EveryCycle
         });
-        if choice == BackendChoice::Direct || cfg!(target_arch = "arm") {
+        if choice == Some(BackendKind::Direct) || cfg!(target_arch = "arm") {
             // SAFETY: direct mode is documented (--help, README) as taking the PMU of the
             // CPU over exclusively: no perf hardware events may run there meanwhile. On
             // 32-bit ARM the direct backend is the ARM1176's (the ARMv6 build is for the
@@ -434,9 +437,9 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         }
     }
     let choice = match args.backend {
-        crate::BackendChoice::Auto => BackendChoice::Auto,
-        crate::BackendChoice::Perf => BackendChoice::Perf,
-        crate::BackendChoice::Direct => BackendChoice::Direct,
+        crate::BackendChoice::Auto => None,
+        crate::BackendChoice::Perf => Some(BackendKind::Perf),
+        crate::BackendChoice::Direct => Some(BackendKind::Direct),
     };
     let meter = builder(names, choice)?.build();
     let meter = match meter {
@@ -455,7 +458,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
             }
             let mut events = SOFTWARE_EVENTS.to_vec();
             events.extend(names.iter().filter(|n| !SOFTWARE_EVENTS.contains(n)));
-            let meter = builder(&events, BackendChoice::Software)?.build()?;
+            let meter = builder(&events, Some(BackendKind::Software))?.build()?;
             sofar.notes.push(meter.why().to_owned());
             meter
         }

@@ -7,8 +7,8 @@ use pmu_core::{Counter, CounterWidth, Pmu, Reading, RegionMeter};
 use super::{AccessCheck, Unchecked};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::region::{direct_evidence, direct_readings, Evidence};
 use crate::sched::{Kernel, ThreadSource, ThreadStamp};
+use crate::verdict::{counter_readings, direct_evidence, stamp_hazards, Evidence};
 use crate::MAX_EVENTS;
 
 /// Backend a [`DirectMeter`] measures with: the handles of a
@@ -243,13 +243,13 @@ impl<C: CounterSet, A: AccessCheck, T: ThreadSource> DirectMeter<C, A, T> {
     /// edges kept; how many.
     fn readings(&self, out: &mut [Reading]) -> std::result::Result<usize, pmu_core::Error> {
         let n = out.len();
-        direct_readings(
+        let overflowed = &self.overflowed[..n];
+        counter_readings(
             &self.start[..n],
             &self.end[..n],
-            &self.overflowed[..n],
+            |i| overflowed[i],
             &self.widths[..n],
-            self.start_thread,
-            self.end_thread,
+            stamp_hazards(self.start_thread, self.end_thread),
             out,
         )
     }

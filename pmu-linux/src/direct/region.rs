@@ -1,5 +1,5 @@
-//! The ARMv8 direct region without system calls (`DirectRegion`; the verdict's pure part is
-//! built and tested on every host).
+//! The ARMv8 direct region without system calls (`DirectRegion`; its verdict is
+//! [`crate::verdict`]'s direct rules, built and tested on every host).
 //!
 //! [`super::DirectMeter`] watches the thread with `getrusage` and `sched_getcpu()` at
 //! both edges: two system calls each. This region reads, at each edge, only registers
@@ -18,30 +18,24 @@
 //! What each edge costs in instructions is measured by `cargo xtask bench`
 //! (docs/bench.md).
 //!
-//! The verdict, per counter: [`Hazards::OVERFLOW`] from its overflow flag or end <
-//! start (pmu-core `CounterMeter` rule), [`Hazards::CPU_MIGRATION`] when the rseq CPU
-//! differs, [`Hazards::KERNEL_ENTRY`] when the sentinel moved: every exception taken to
+//! The verdict, per counter: `OVERFLOW` from its overflow flag or end < start
+//! (pmu-core `CounterMeter` rule), `CPU_MIGRATION` when the rseq CPU differs,
+//! `KERNEL_ENTRY` when the sentinel moved: every exception taken to
 //! the kernel retires kernel instructions, so any entry moves it (its 32-bit difference
 //! would read 0 only after a multiple of 2^32 of them inside one region). A context
 //! switch is a kernel entry (the scheduler runs at the kernel's level, EL1 or EL2 with
 //! VHE), so the sentinel sees it too, and no `getrusage` is needed: a syscall-free region
 //! with a sentinel reports a switch as `KERNEL_ENTRY`, not as `CONTEXT_SWITCH`
-//! ([`crate::region`]'s hazard table). Without a sentinel the region does not pretend:
+//! ([`crate::verdict`]'s hazard table). Without a sentinel the region does not pretend:
 //! it takes `getrusage` at both edges (switches, not the other kernel
 //! entries) and `DirectRegion::sentinel` says why there is none. Without an rseq area (a
 //! kernel without CONFIG_RSEQ) the CPU comes from `sched_getcpu()` and the evidence
-//! says so ([`Evidence::cpu_from_rseq`] false).
+//! says so ([`crate::verdict::Evidence::cpu_from_rseq`] false).
 //!
 //! Under the read-only grant (ER | CR) EL0 cannot read the overflow flags (PMOVSSET_EL0
 //! needs EN, `OverflowFlags`): overflow is judged from end < start on the 32-bit reads
 //! alone, exact for regions below 2^32 events, as [`super::DirectMeter`] does
 //! there.
-
-use pmu_core::{CounterWidth, Hazards, Reading};
-
-use crate::region::{direct_evidence, Evidence};
-use crate::sched::ThreadStamp;
-use crate::sys::SwitchCounts;
 
 /// The sentinel the backend programs under EN: INST_RETIRED (CPU_CYCLES where that
 /// is not implemented) counted at EL1 and EL2 only: `PMEVTYPER<n>_EL0`.U = 1 (not
@@ -57,165 +51,6 @@ pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter
     hypervisor: true,
 };
 
-/// The sentinel's count over a region: its reads are 32 bits (the module's and the
-/// backend's counters without PMCR_EL0.LP), so one wrap is undone by the 32-bit
-/// difference.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn sentinel_delta(start: u64, end: u64) -> u64 {
-    end.wrapping_sub(start) & u64::from(u32::MAX)
-}
-
-/// One word for a region edge's CPU and sentinel: the CPU in bits 63:32, the
-/// sentinel's low 32 bits (all of its count the region uses, [`sentinel_delta`]) in
-/// bits 31:0. Two edges' tags are equal exactly when the CPU is the same and the
-/// sentinel did not move (modulo 2^32): the stop's fast path compares them in one
-/// instruction.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn edge_tag(cpu: u32, sentinel: u64) -> u64 {
-    (u64::from(cpu) << 32) | (sentinel & u64::from(u32::MAX))
-}
-
-/// The CPU of an [`edge_tag`].
-#[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn tag_cpu(tag: u64) -> u32 {
-    (tag >> 32) as u32
-}
-
-/// The stop's fast path: `Some` of the readings' values when the region is clean
-/// (same CPU and sentinel still, `tag_start == tag_end`; none of `flag_mask` set in
-/// `flags`; every counter's masked end at or above its masked start), `None` when any
-/// of them says a hazard (then the full verdict, [`edge_hazards`] and
-/// [`edge_readings`], decides). A clean region's readings are exactly what
-/// [`edge_readings`] gives for it (no hazard, `end − start`); the fast path only skips
-/// building the verdict.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn fast_verdict<const K: usize>(
-    tag_start: u64,
-    tag_end: u64,
-    flags: u64,
-    flag_mask: u64,
-    start: &[u64; K],
-    end: &[u64; K],
-    masks: &[u64; K],
-) -> Option<[u64; K]> {
-    let mut wrapped = false;
-    let values = core::array::from_fn(|i| {
-        let (s, e) = (start[i] & masks[i], end[i] & masks[i]);
-        wrapped |= e < s;
-        e.wrapping_sub(s)
-    });
-    // The tests combined without short-circuit (`|`, not `||`): the compiler may fold
-    // them into conditional compares and one branch; the hazards are rare, the branch
-    // predicted.
-    if (flags & flag_mask != 0) | (tag_start != tag_end) | wrapped {
-        None
-    } else {
-        Some(values)
-    }
-}
-
-/// The hazards every counter of a syscall-free region shares: [`Hazards::CPU_MIGRATION`] when
-/// the edges' CPUs differ (both are always known: a region whose `sched_getcpu()`
-/// fails is an error), [`Hazards::CONTEXT_SWITCH`] when getrusage saw one (regions
-/// without a sentinel), [`Hazards::KERNEL_ENTRY`] when the sentinel moved. The same
-/// rules as [`Evidence::thread_hazards`] on [`edge_evidence`].
-#[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn edge_hazards(
-    cpu_start: u32,
-    cpu_end: u32,
-    switched: bool,
-    kernel_entries: u64,
-) -> Hazards {
-    let mut common = Hazards::empty();
-    if cpu_start != cpu_end {
-        common |= Hazards::CPU_MIGRATION;
-    }
-    if switched {
-        common |= Hazards::CONTEXT_SWITCH;
-    }
-    if kernel_entries != 0 {
-        common |= Hazards::KERNEL_ENTRY;
-    }
-    common
-}
-
-/// The readings of a syscall-free region (into `out`, one per counter): `masks[i]` keeps
-/// counter i's width (`widths[i]`), `flags` is PMOVSSET_EL0 at the stop (0 without
-/// EN), `bits[i]` counter i's bit in it, `common` the region's [`edge_hazards`]. Returns
-/// how many.
-///
-/// # Errors
-/// [`pmu_core::Error::DeltaOverflow`] (a wrapped 64-bit counter, impossible in
-/// practice).
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn edge_readings(
-    start: &[u64],
-    end: &[u64],
-    flags: u64,
-    bits: &[u64],
-    masks: &[u64],
-    widths: &[CounterWidth],
-    common: Hazards,
-    out: &mut [Reading],
-) -> Result<usize, pmu_core::Error> {
-    let n = start
-        .len()
-        .min(end.len())
-        .min(bits.len())
-        .min(masks.len())
-        .min(widths.len())
-        .min(out.len());
-    for i in 0..n {
-        let (s, e) = (start[i] & masks[i], end[i] & masks[i]);
-        // The flag says the counter wrapped after the start cleared it; end < start
-        // says it wrapped between the start read and the clear (or, without flags,
-        // at all). More than one wrap cannot be told apart.
-        let wrapped = flags & bits[i] != 0 || e < s;
-        let (value, hazards) = if wrapped {
-            (widths[i].accumulate(s, e, 1)?, common | Hazards::OVERFLOW)
-        } else {
-            (e - s, common)
-        };
-        out[i] = Reading {
-            value,
-            hazards,
-            time_enabled: None,
-            time_running: None,
-        };
-    }
-    Ok(n)
-}
-
-/// The evidence of a syscall-free region whose readings are `out`.
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-pub(crate) fn edge_evidence(
-    cpu: (u32, u32),
-    cpu_from_rseq: bool,
-    switches: Option<(SwitchCounts, SwitchCounts)>,
-    kernel_entries: Option<u64>,
-    out: &[Reading],
-) -> Evidence {
-    let stamp = |cpu: u32, switches: Option<SwitchCounts>| ThreadStamp {
-        switches,
-        cpu: Some(cpu),
-        cpu_from_rseq,
-    };
-    let mut evidence = direct_evidence(
-        stamp(cpu.0, switches.map(|s| s.0)),
-        stamp(cpu.1, switches.map(|s| s.1)),
-        out,
-    );
-    evidence.kernel_entries = kernel_entries;
-    evidence
-}
-
 #[cfg(target_arch = "aarch64")]
 pub use imp::{
     granted_region, programmed_region, CpuSource, DirectRegion, Flags, Getcpu, NoFlags, NoSentinel,
@@ -229,17 +64,18 @@ mod imp {
     use pmu_armv8::{CounterId, El0Pmu, EventCounter, EventNumber};
     use pmu_core::{CounterWidth, Reading, RegionMeter, Slot};
 
-    use super::{
-        edge_evidence, edge_hazards, edge_readings, edge_tag, fast_verdict, sentinel_delta,
-        tag_cpu, SENTINEL_FILTER,
-    };
+    use super::SENTINEL_FILTER;
     use crate::backend::Backend;
     use crate::direct::{AccessCheck, CounterSet, OwnedCounters};
     use crate::error::{Error, Result};
-    use crate::region::Evidence;
     use crate::rseq::CpuId;
     use crate::sched::thread_switches;
     use crate::sys::SwitchCounts;
+    use crate::verdict::Evidence;
+    use crate::verdict::{
+        counter_readings, edge_evidence, edge_hazards, edge_tag, fast_verdict, sentinel_delta,
+        tag_cpu,
+    };
     use crate::Sentinel;
 
     /// `sched_getcpu()`, for threads without an rseq area: out of the regions' line
@@ -679,12 +515,10 @@ mod imp {
                 self.switched(),
                 self.kernel_entries(),
             );
-            edge_readings(
+            counter_readings(
                 &self.start,
                 &self.ends.counters,
-                flags,
-                &self.bits,
-                &self.masks,
+                |i| flags & self.bits[i] != 0,
                 &self.widths,
                 common,
                 out,
@@ -816,12 +650,10 @@ mod imp {
                 self.switched(),
                 self.kernel_entries(),
             );
-            match edge_readings(
+            match counter_readings(
                 &self.start,
                 &self.ends.counters,
-                flags,
-                &self.bits,
-                &self.masks,
+                |i| flags & self.bits[i] != 0,
                 &self.widths,
                 common,
                 &mut out[..K],
@@ -1130,113 +962,6 @@ mod imp {
 mod tests {
     use super::*;
 
-    const W32: u64 = u32::MAX as u64;
-
-    /// The syscall-free verdict (region.rs hazard table, direct column): a moved sentinel flags
-    /// every counter KERNEL_ENTRY with its count as evidence; the flag bit of a counter
-    /// (PMOVSSET_EL0 bit n, Arm ARM) flags that counter only; end < start is a wrap
-    /// (pmu-core `CounterMeter` rule); a changed CPU is a migration; without a sentinel,
-    /// getrusage's switches are the switch evidence.
-    #[test]
-    fn the_verdict_of_a_lean_region() {
-        let widths = [CounterWidth::W32, CounterWidth::W64];
-        let masks = [W32, u64::MAX];
-        let bits = [1 << 5, 1 << 31];
-        let mut out = [Reading::default(); 2];
-        // Quiet: sentinel still, no flag, same CPU.
-        let quiet = edge_hazards(0, 0, false, 0);
-        assert_eq!(quiet, Hazards::empty());
-        let n = edge_readings(
-            &[100, 5],
-            &[350, 9],
-            0,
-            &bits,
-            &masks,
-            &widths,
-            quiet,
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(n, 2);
-        assert_eq!((out[0].value, out[0].hazards), (250, Hazards::empty()));
-        assert_eq!((out[1].value, out[1].hazards), (4, Hazards::empty()));
-        let ev = edge_evidence((0, 0), true, None, Some(0), &out);
-        assert_eq!(ev.kernel_entries, Some(0));
-        assert_eq!(ev.switches, None);
-        assert!(ev.cpu_from_rseq);
-        assert_eq!(ev.thread_hazards(), quiet);
-
-        // The kernel ran 251 instructions: both counters flagged, as the evidence says.
-        let entered = edge_hazards(0, 0, false, 251);
-        edge_readings(
-            &[100, 5],
-            &[350, 9],
-            0,
-            &bits,
-            &masks,
-            &widths,
-            entered,
-            &mut out,
-        )
-        .unwrap();
-        assert!(out.iter().all(|r| r.hazards == Hazards::KERNEL_ENTRY));
-        let ev = edge_evidence((0, 0), true, None, Some(251), &out);
-        assert_eq!(ev.thread_hazards(), entered);
-
-        // Counter 5's flag: it wrapped once (2^32 + 10 − 0xFFFF_FFF0 = 26), the cycle
-        // counter did not.
-        edge_readings(
-            &[0xFFFF_FFF0, 5],
-            &[10, 9],
-            1 << 5,
-            &bits,
-            &masks,
-            &widths,
-            quiet,
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!((out[0].value, out[0].hazards), (26, Hazards::OVERFLOW));
-        assert_eq!(out[1].hazards, Hazards::empty());
-        assert!(edge_evidence((0, 0), true, None, Some(0), &out).events()[0].overflowed);
-
-        // Read-only grant (no flags): end < start is the wrap; the high bits of a
-        // 32-bit read are ignored; CPU 0 → 1 is a migration.
-        let moved = edge_hazards(0, 1, false, 0);
-        edge_readings(
-            &[0xFFFF_FFF0],
-            &[0x7_0000_000A],
-            0,
-            &bits[..1],
-            &masks[..1],
-            &widths[..1],
-            moved,
-            &mut out[..1],
-        )
-        .unwrap();
-        assert_eq!(out[0].value, 26);
-        assert_eq!(out[0].hazards, Hazards::OVERFLOW | Hazards::CPU_MIGRATION);
-        assert_eq!(
-            edge_evidence((0, 1), false, None, None, &out[..1]).thread_hazards(),
-            Hazards::CPU_MIGRATION
-        );
-
-        // No sentinel: getrusage's switches are the evidence of a switch.
-        let switched = edge_hazards(0, 0, true, 0);
-        assert_eq!(switched, Hazards::CONTEXT_SWITCH);
-        let a = SwitchCounts {
-            voluntary: 1,
-            involuntary: 3,
-        };
-        let b = SwitchCounts {
-            voluntary: 1,
-            involuntary: 4,
-        };
-        let ev = edge_evidence((0, 0), true, Some((a, b)), None, &out[..1]);
-        assert_eq!(ev.thread_hazards(), Hazards::CONTEXT_SWITCH);
-        assert_eq!(ev.kernel_entries, None);
-    }
-
     /// The backend's own sentinel (EN): allocated after the measured counters on the
     /// next free one, `PMEVTYPER<n>_EL0` = INST_RETIRED with U = 1 (bit 30: not EL0),
     /// P = 0 (bit 31: EL1 counted), NSH = 1 (bit 27: EL2 counted), Arm ARM (DDI 0487)
@@ -1287,109 +1012,5 @@ mod tests {
         .unwrap();
         assert_eq!(set.slots().count(), 6);
         assert!(why.is_some(), "no counter is left for the sentinel");
-    }
-
-    /// The stop's fast path (`fast_verdict`) takes only clean regions, and gives them the
-    /// readings the full verdict gives: a moved sentinel (the kernel ran, module docs),
-    /// a CPU change, the region's overflow flag (PMOVSSET_EL0 bit n, Arm ARM) and
-    /// end < start (a wrap between the start's read and its clear) each send the stop
-    /// to the slow path, which flags them.
-    #[test]
-    fn the_fast_path_takes_only_clean_regions() {
-        let masks = [W32, u64::MAX];
-        let bits = [1 << 5, 1 << 31];
-        let widths = [CounterWidth::W32, CounterWidth::W64];
-        let mask = bits[0] | bits[1];
-        let (start, end) = ([100, 5], [350, 9]);
-        // Sentinel 7 at both edges on CPU 3; its high bits (a 64-bit read) are not part
-        // of the test, which is on its 32-bit count.
-        let tag = edge_tag(3, 7);
-        assert_eq!(tag_cpu(tag), 3);
-        assert_eq!(edge_tag(3, 0x5_0000_0007), tag);
-        // Clean: the values are edge_readings' for the quiet verdict; another
-        // counter's flag (bit 0: not the region's) does not count.
-        let fast = fast_verdict(tag, tag, 1, mask, &start, &end, &masks).unwrap();
-        let mut slow = [Reading::default(); 2];
-        let quiet = edge_hazards(3, 3, false, sentinel_delta(tag, tag));
-        edge_readings(&start, &end, 1, &bits, &masks, &widths, quiet, &mut slow).unwrap();
-        assert_eq!(fast, [250, 4]);
-        assert_eq!(fast.map(Reading::new), slow);
-        // The evidence the region rebuilds for a fast stop (the start's tag, no flag)
-        // is the slow path's for the same state.
-        let rebuilt = edge_evidence((3, tag_cpu(tag)), true, None, Some(0), &slow);
-        assert_eq!(rebuilt, edge_evidence((3, 3), true, None, Some(0), &slow));
-        assert_eq!(rebuilt.thread_hazards(), Hazards::empty());
-
-        // Each hazard alone sends the stop to the slow path, where it is flagged.
-        let moved = edge_tag(3, 8);
-        let migrated = edge_tag(4, 7);
-        assert_eq!(
-            fast_verdict(tag, moved, 0, mask, &start, &end, &masks),
-            None
-        );
-        assert_eq!(
-            edge_hazards(3, 3, false, sentinel_delta(tag, moved)),
-            Hazards::KERNEL_ENTRY
-        );
-        assert_eq!(
-            fast_verdict(tag, migrated, 0, mask, &start, &end, &masks),
-            None
-        );
-        assert_eq!(
-            edge_hazards(3, tag_cpu(migrated), false, 0),
-            Hazards::CPU_MIGRATION
-        );
-        assert_eq!(
-            fast_verdict(tag, tag, 1 << 5, mask, &start, &end, &masks),
-            None
-        );
-        edge_readings(
-            &start,
-            &end,
-            1 << 5,
-            &bits,
-            &masks,
-            &widths,
-            quiet,
-            &mut slow,
-        )
-        .unwrap();
-        // Counter 5 wrapped once after the clear: 2^32 + 250.
-        assert_eq!(
-            (slow[0].value, slow[0].hazards),
-            ((1 << 32) + 250, Hazards::OVERFLOW)
-        );
-        // A wrap before the clear: no flag, end < start (2^32 + 10 − 0xFFFF_FFF0 = 26).
-        let (wrap_start, wrap_end) = ([0xFFFF_FFF0, 5], [10, 9]);
-        assert_eq!(
-            fast_verdict(tag, tag, 0, mask, &wrap_start, &wrap_end, &masks),
-            None
-        );
-        edge_readings(
-            &wrap_start,
-            &wrap_end,
-            0,
-            &bits,
-            &masks,
-            &widths,
-            quiet,
-            &mut slow,
-        )
-        .unwrap();
-        assert_eq!((slow[0].value, slow[0].hazards), (26, Hazards::OVERFLOW));
-        // The high bits of a 32-bit counter's read are not a wrap.
-        assert_eq!(
-            fast_verdict(tag, tag, 0, mask, &[0x1_0000_0064, 5], &end, &masks),
-            Some([250, 4])
-        );
-    }
-
-    /// The sentinel is read as 32 bits (kmod-enable-user's and the backend's counters
-    /// without PMCR_EL0.LP): one wrap is undone, the high bits ignored.
-    #[test]
-    fn the_sentinel_count_survives_one_wrap() {
-        assert_eq!(sentinel_delta(0xFFFF_FFFE, 0x3), 5);
-        assert_eq!(sentinel_delta(0x1_0000_0005, 0x2_0000_0007), 2);
-        assert_eq!(sentinel_delta(7, 7), 0);
     }
 }

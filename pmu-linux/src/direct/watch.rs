@@ -11,7 +11,7 @@
 //!   outside it: they run before the start edge's `read_all` and after the stop edge's;
 //! - [`SentinelMeter`] wraps the [`DirectMeter`](super::DirectMeter) over
 //!   it: after each stop, the sentinel's difference is [`Evidence::kernel_entries`]
-//!   and, when it is not 0, every reading gets [`Hazards::KERNEL_ENTRY`].
+//!   and, when it is not 0, every reading gets [`pmu_core::Hazards::KERNEL_ENTRY`].
 //!
 //! A sentinel sees the kernel's own instructions, so any interrupt, exception, system
 //! call or preemption between the edges counts. Its cost is one more counter read per
@@ -20,12 +20,12 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use pmu_core::{CounterWidth, Hazards, Reading, RegionMeter};
+use pmu_core::{CounterWidth, Reading, RegionMeter};
 
 use super::CounterSet;
 use crate::backend::Backend;
 use crate::error::Result;
-use crate::region::Evidence;
+use crate::verdict::{flag_kernel_entry, sentinel_entries, Evidence};
 
 /// The counter that counts at the kernel's level only.
 pub trait SentinelCounter {
@@ -208,23 +208,16 @@ impl<M: Backend, S: SentinelCounter> RegionMeter for SentinelMeter<M, S> {
         self.set_stopping(true);
         self.inner.stop(out)?;
         let edges = self.link.edges.get();
-        let width = self.link.sentinel.width();
-        let delta = width.wrapping_delta(self.start, edges.end);
-        // One wrap at most, as for the counters (pmu-core `CounterWidth::accumulate`).
-        // The flag is read after the value: a wrap in between would add 2^bits, but a
-        // wrap needs the kernel to run on this CPU then, so the hazard stays true.
-        let entries = if edges.overflowed && width.truncate(edges.end) >= width.truncate(self.start)
-        {
-            delta.saturating_add(1 << width.bits().min(63))
-        } else {
-            delta
-        };
+        let entries = sentinel_entries(
+            self.link.sentinel.width(),
+            self.start,
+            edges.end,
+            edges.overflowed,
+        );
         self.entries = Some(entries);
         if entries > 0 {
             let n = self.events.min(out.len());
-            for reading in &mut out[..n] {
-                reading.hazards |= Hazards::KERNEL_ENTRY;
-            }
+            flag_kernel_entry(&mut out[..n]);
         }
         Ok(())
     }
@@ -321,6 +314,7 @@ mod tests {
     use crate::direct::DirectMeter;
     use crate::direct::Unchecked;
     use crate::sched::fake::FakeThread;
+    use pmu_core::Hazards;
     use std::cell::RefCell;
 
     /// A counter set of one fake counter, and a fake sentinel; both log their accesses

@@ -3,7 +3,7 @@
 //! rung that opens wins; the [`Choice`] keeps every refusal before it, and its
 //! `Display` is [`crate::Meter::why`].
 //!
-//! The ladder of [`BackendChoice::Auto`]:
+//! The ladder, when no one backend is asked for ([`MeterBuilder::backend`]):
 //! 1. perf on every core PMU of a machine with several (big.LITTLE), summed;
 //! 2. the module's read-only grant, where perf's user reads are off
 //!    (`kernel.perf_user_access = 0`): opening perf's hardware events would revoke it
@@ -21,7 +21,7 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::events::EventKind;
-use crate::meter::{BackendChoice, BackendKind, Inner, MeterBuilder};
+use crate::meter::{BackendKind, Inner, MeterBuilder};
 use crate::sched::PinGuard;
 use crate::{direct, perf_rungs, Sentinel};
 
@@ -179,10 +179,10 @@ type Rung = fn(&MeterBuilder, &mut Vec<Refusal>) -> Result<Option<Opened>>;
 /// not fit, the only backend asked for failing).
 pub(crate) fn choose(builder: &MeterBuilder) -> Result<(Opened, Vec<Refusal>)> {
     let ladder: &[Rung] = match builder.choice {
-        BackendChoice::Direct => &[direct_backend],
-        BackendChoice::Software => &[software],
-        BackendChoice::Perf => &[perf_rungs::hybrid, perf_rungs::perf],
-        BackendChoice::Auto => &[
+        Some(BackendKind::Direct) => &[direct_backend],
+        Some(BackendKind::Software) => &[software],
+        Some(BackendKind::Perf) => &[perf_rungs::hybrid, perf_rungs::perf],
+        None => &[
             perf_rungs::hybrid,
             grant_before_perf,
             perf_rungs::perf,

@@ -111,7 +111,7 @@ impl Backend for Stacked {
     fn disable(&mut self) -> Result<()> {
         self.backends.iter_mut().try_for_each(|b| b.disable())
     }
-    fn evidence(&self) -> crate::region::Evidence {
+    fn evidence(&self) -> crate::verdict::Evidence {
         self.backends
             .first()
             .map(|b| b.evidence())

@@ -138,7 +138,7 @@ fn software_backend_counts_no_hardware_event() {
     let mut builder = Meter::builder();
     let instructions = builder.add(GenericEvent::Instructions);
     let faults = builder.add_named("page-faults").unwrap();
-    builder.backend(BackendChoice::Software);
+    builder.backend(BackendKind::Software);
     let mut meter = builder.build().unwrap();
     assert_eq!(meter.backend(), BackendKind::Software);
     let tsc = meter.handle_of(crate::timestamp::NAME).unwrap();
@@ -259,12 +259,12 @@ fn on_32_bit_arm_only_the_direct_backend() {
         builder.build().unwrap_err(),
         Error::Access(crate::error::AccessError::NeedsProgramming)
     ));
-    builder.backend(BackendChoice::Perf);
+    builder.backend(BackendKind::Perf);
     assert!(matches!(
         builder.build().unwrap_err(),
         Error::Unsupported(crate::error::Unsupported::Perf)
     ));
-    builder.backend(BackendChoice::Software);
+    builder.backend(BackendKind::Software);
     assert!(matches!(
         builder.build().unwrap_err(),
         Error::Unsupported(crate::error::Unsupported::TimestampCounter)
@@ -281,7 +281,7 @@ fn on_32_bit_arm_only_the_direct_backend() {
 fn the_meter_says_whether_a_sentinel_watches() {
     let mut builder = Meter::builder();
     builder.add_named("page-faults").unwrap();
-    builder.backend(BackendChoice::Software);
+    builder.backend(BackendKind::Software);
     let meter = builder.build().unwrap();
     match meter.sentinel() {
         crate::Sentinel::Off { why } => assert!(why.contains("software backend"), "{why}"),

@@ -10,9 +10,9 @@ use super::Options;
 use crate::error::{Error, Op, OpenError, Result};
 use crate::events::{EventKind, EventSpec};
 use crate::page::MmapPage;
-use crate::region::FallbackReason;
 use crate::sys;
 use crate::sysfs::Sysfs;
+use crate::verdict::FallbackReason;
 use crate::MAX_EVENTS;
 
 /// One open event.

@@ -28,8 +28,8 @@ use crate::error::{Errno, Op, Result};
 use crate::events::{self, EventKind};
 use crate::fast;
 use crate::page::{KernelPage, MmapPage};
-use crate::region::{FallbackReason, ReadPath, Sample};
 use crate::sys;
+use crate::verdict::{FallbackReason, ReadPath, Sample};
 use crate::Sentinel;
 
 /// The events tried, in order: instructions retired counts every kernel entry's

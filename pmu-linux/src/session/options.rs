@@ -27,7 +27,7 @@ pub struct Options {
     pub user_read: bool,
     /// Take the thread's switch counts (`getrusage`) and CPU (`sched_getcpu`) at every
     /// region edge, even where the pages' `lock`s and the rseq CPU number already see
-    /// every switch and migration (see [`crate::region`]). Default: false.
+    /// every switch and migration (see [`crate::verdict`]). Default: false.
     pub getrusage_edges: bool,
     /// Add the kernel-entry sentinel: one more member of the group, `instructions`
     /// (`cycles` where the PMU does not count instructions) counting only at the

@@ -11,8 +11,8 @@ use super::Session;
 use crate::error::Result;
 use crate::fast;
 use crate::page::KernelPage;
-use crate::region::{FallbackReason, ReadPath, Sample};
 use crate::sched::ThreadStamp;
+use crate::verdict::{FallbackReason, ReadPath, Sample};
 use crate::MAX_EVENTS;
 
 /// Which region edge a sample is for.
@@ -232,7 +232,7 @@ impl Session {
                 match sentinel.stop_syscall_free() {
                     SyscallFreeCount::Counted(0) => {}
                     SyscallFreeCount::Counted(_) => {
-                        crate::region::flag_kernel_entry(
+                        crate::verdict::flag_kernel_entry(
                             &mut out[..self.syscall_free_events.len()],
                         );
                     }
@@ -252,15 +252,15 @@ impl Session {
     fn sentinel_sampled(&self, out: &mut [pmu_core::Reading]) {
         if let Some(sentinel) = &self.sentinel_read {
             let (start, end) = sentinel.samples();
-            if crate::region::sentinel_count(&start, &end).is_ok_and(|count| count > 0) {
-                crate::region::flag_kernel_entry(&mut out[..self.syscall_free_events.len()]);
+            if crate::verdict::sentinel_count(&start, &end).is_ok_and(|count| count > 0) {
+                crate::verdict::flag_kernel_entry(&mut out[..self.syscall_free_events.len()]);
             }
         }
     }
 
     /// A syscall-free region whose pages the kernel rewrote: full reads of every event (false
     /// if one needs `read()` now: the getrusage stop follows, with the start's samples
-    /// in place), then the readings as [`crate::region::evaluate_perf`] judges them:
+    /// in place), then the readings as [`crate::verdict::evaluate_perf`] judges them:
     /// CONTEXT_SWITCH on every reading if a `lock` moved, the thread's CPU now
     /// (CPU_MIGRATION if it is not the start's), MULTIPLEXED where an event's page
     /// times advanced differently.
@@ -294,7 +294,7 @@ impl Session {
     }
 
     /// The readings and evidence of the last region, from everything its edges kept.
-    pub(super) fn evaluate(&self, out: &mut [pmu_core::Reading]) -> crate::region::Evidence {
+    pub(super) fn evaluate(&self, out: &mut [pmu_core::Reading]) -> crate::verdict::Evidence {
         let n = self.len;
         let (mut start, mut end) = (self.start, self.end);
         // A syscall-free start keeps only its CPU (PageRewritten copied it into `start_thread`).
@@ -318,7 +318,7 @@ impl Session {
             }
             end_thread = start_thread;
         }
-        let mut evidence = crate::region::evaluate_perf(
+        let mut evidence = crate::verdict::evaluate_perf(
             &start[..n],
             &end[..n],
             self.software_ids(),
@@ -328,7 +328,7 @@ impl Session {
         );
         if let Some(sentinel) = &self.sentinel_read {
             let (start, end) = sentinel.samples();
-            crate::region::apply_sentinel(&mut evidence, &start, &end, &mut out[..n]);
+            crate::verdict::apply_sentinel(&mut evidence, &start, &end, &mut out[..n]);
         }
         evidence
     }

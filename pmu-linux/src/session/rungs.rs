@@ -10,8 +10,8 @@ use crate::error::Result;
 use crate::events::{self, EventKind, EventSpec};
 use crate::hybrid::{CoreTopology, HybridSession, PmuShare};
 use crate::meter::choose::{counts_hardware, Opened, Reads, Refusal};
-use crate::meter::{BackendChoice, BackendKind, MeterBuilder};
-use crate::region::FallbackReason;
+use crate::meter::{BackendKind, MeterBuilder};
+use crate::verdict::FallbackReason;
 
 /// This library has a perf backend here.
 pub(crate) const AVAILABLE: bool = true;
@@ -162,12 +162,12 @@ pub(crate) fn hybrid(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Opt
 }
 
 /// Rung 3: perf's group. Opens it with one-instruction reads, or with `read()` where
-/// the page says why not; with [`BackendChoice::Auto`] refuses where the kernel forbids
+/// the page says why not; without [`MeterBuilder::backend`] refuses where the kernel forbids
 /// user reads (the module's grant may still allow them) or finds no hardware counters.
 pub(crate) fn perf(builder: &MeterBuilder, refused: &mut Vec<Refusal>) -> Result<Option<Opened>> {
     let specs = builder.specs()?;
     let hardware = specs.iter().any(|s| s.kind != EventKind::Software);
-    let auto = builder.choice == BackendChoice::Auto;
+    let auto = builder.choice.is_none();
     let session = match Session::from_specs(specs, session_options(builder)) {
         Ok(session) => session,
         Err(e) if auto && e.means_no_hardware_counters() => {

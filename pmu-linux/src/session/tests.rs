@@ -8,9 +8,9 @@ use pmu_core::{Fallback, Hazards, RegionMeter, UserPage};
 use super::*;
 use crate::error::OpenError;
 use crate::measure::{measure, measure_once, MeasureConfig};
-use crate::region::ReadPath;
 use crate::sched::{allowed_cpus, pin_to, set_allowed_cpus};
 use crate::sysfs::fake;
+use crate::verdict::ReadPath;
 
 /// The software events of the demo, `task-clock` leading (see the module docs on
 /// why the leader matters).

@@ -138,7 +138,7 @@ mod imp {
 
     use pmu_linux::pmu_core::Hazards;
     use pmu_linux::pmu_core::RegionMeter;
-    use pmu_linux::{BackendChoice, Meter};
+    use pmu_linux::{BackendKind, Meter};
 
     use super::{Args, Disturbance, Interrupts, StatsBackend};
     use crate::hazard_names;
@@ -478,8 +478,8 @@ mod imp {
             handles.push(builder.add(pmu_linux::GenericEvent::CpuCycles));
         }
         builder.cpu(home).backend(match backend {
-            StatsBackend::Perf => BackendChoice::Perf,
-            _ => BackendChoice::Direct,
+            StatsBackend::Perf => BackendKind::Perf,
+            _ => BackendKind::Direct,
         });
         let mut meter = builder.build()?;
         // The meter's reason, and its sentinel where the reason does not already say it.

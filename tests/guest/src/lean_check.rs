@@ -52,7 +52,7 @@ mod imp {
 mod imp {
     use pmu_armv8::handle::{CounterHandle, EventCounterN, HandleError};
     use pmu_linux::pmu_core::Hazards;
-    use pmu_linux::{BackendChoice, Meter};
+    use pmu_linux::{BackendKind, Meter};
 
     use super::*;
 
@@ -127,7 +127,7 @@ mod imp {
         let handles = handles(args)?;
         let mut builder = Meter::builder();
         let inst = builder.add_named("instructions")?;
-        builder.backend(BackendChoice::Direct).cpu(args.cpu);
+        builder.backend(BackendKind::Direct).cpu(args.cpu);
         if args.program {
             // SAFETY: as above: nothing else uses this CPU's PMU meanwhile, and the
             // thread's affinity is left alone.

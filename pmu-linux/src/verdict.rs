@@ -1,0 +1,312 @@
+//! What a meter's numbers rest on: how it reads ([`Reads`], in the [`Choice`]
+//! of backend), whether a kernel-entry sentinel watches its regions ([`Sentinel`]),
+//! and per region the [`Evidence`] each hazard was derived from, below.
+//!
+//! One measured region: the readings, the evidence they were judged on, and exactly
+//! what each hazard means and how it is detected. Every rule that turns what a
+//! region's edges saw into hazards lives in this module, whichever backend read the
+//! edges (the perf group, the direct counters, the sum over big.LITTLE's core PMUs),
+//! and the three hazards a region's thread can cause (migration, switch, kernel
+//! entry) are mapped from their detectors in one place, so that the backends cannot
+//! drift apart; the table below is that code's specification.
+//!
+//! A region is `start()`, the code, `stop()` (pmu-core's [`pmu_core::RegionMeter`]). Around the
+//! counter reads each backend takes the thread's state: before the first read at the
+//! start, after the last read at the stop, so the windows watched always contain the
+//! region.
+//!
+//! **Syscall-free and getrusage evidence (perf).** When every event of a session is a mapped
+//! hardware event and both edges read them all through their pages, a region is
+//! *syscall-free*: the start takes the thread's CPU (one load from its rseq area,
+//! [`crate::machine::ThreadCpu`]; `sched_getcpu()` where the kernel has no rseq) and reads every
+//! event; the stop reads every counter against the start's page
+//! ([`pmu_core::mmap_page::count_since`]), which succeeds only while no page's `lock`
+//! moved. Nothing else is needed: an event that was on its counter at the start is
+//! taken off it at every deschedule, and that rewrites its page (arm_pmu.c
+//! `armpmu_del`/`armpmu_add`, x86 `x86_perf_event_set_period`, all calling
+//! `perf_event_update_userpage`), so an unmoved `lock` means no switch, hence no
+//! migration (a migration deschedules the thread) and no multiplexing (the page times
+//! change only in those updates). Only when a `lock` moved does the stop read the
+//! pages again, the CPU again, and compare the page times. Every other region is
+//! *getrusage*: getrusage and `sched_getcpu()` at both edges besides the locks, as are
+//! all regions with `Options::getrusage_edges`. [`Evidence::switches`] is
+//! `None` in a syscall-free region (getrusage not consulted), and its `cpu_end` is the start's
+//! when no lock moved (inferred as above, not read).
+//!
+//! | hazard | what it means | perf backend: detected by | direct backend: detected by |
+//! |---|---|---|---|
+//! | [`CONTEXT_SWITCH`](Hazards::CONTEXT_SWITCH) | the thread left the CPU during the region | any event's page `lock` moved; **or** (getrusage regions) the thread's `ru_nvcsw + ru_nivcsw` (`getrusage(RUSAGE_THREAD)`) moved; **or** a `context-switches` event in the group counted | `ru_nvcsw + ru_nivcsw` moved (`DirectMeter`, and a `DirectRegion` without a sentinel); a `DirectRegion` with a sentinel reports a switch as `KERNEL_ENTRY` instead (the scheduler runs in the kernel, so the sentinel moves), without `getrusage` |
+//! | [`CPU_MIGRATION`](Hazards::CPU_MIGRATION) | the thread ran on another CPU at the end than at the start, or moved in between | the CPU differs (syscall-free: rseq `cpu_id` or `sched_getcpu()`, read at the stop only if a lock moved; getrusage: `sched_getcpu()`); **or** a `cpu-migrations` event in the group counted (the only way to see a round trip 0 → 1 → 0; a migration is always also a switch) | `sched_getcpu()` differs (`DirectMeter`), the rseq `cpu_id` differs (`DirectRegion`; `sched_getcpu()` where the thread has no rseq area, [`Evidence::cpu_from_rseq`] false) — the constructors pin the thread, so this means someone changed the affinity |
+//! | [`MULTIPLEXED`](Hazards::MULTIPLEXED) | the event was off its counter for part of the region | `time_enabled` and `time_running` advanced by different amounts between the two samples (page fields, or the group `read()`) | never (nothing else schedules the counters) |
+//! | [`NOT_SCHEDULED`](Hazards::NOT_SCHEDULED) | at an edge the event was not on a hardware counter (page `index` 0): a software event, or a hardware event rotated out | the page | never |
+//! | [`SYSCALL_FALLBACK`](Hazards::SYSCALL_FALLBACK) | at an edge the value came from `read()`, not one instruction: the read itself costs hundreds of instructions at the region's edge | the page said so; the reason per edge is in [`EventEvidence`] | never |
+//! | [`USER_ACCESS_REVOKED`](Hazards::USER_ACCESS_REVOKED) | one-instruction reads were allowed at the start and not at the end | fast at the start, `cap_user_rdpmc` 0 at the end (x86 rdpmc policy or arm64 `perf_user_access` changed) | PMUSERENR_EL0.EN found clear: [`crate::error::AccessError::Revoked`] instead of a value, since the counters are gone |
+//! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise, in a `DirectRegion`: the module's `sentinel=1` counter under the read-only grant, the backend's own (INST_RETIRED, `PMEVTYPER<n>_EL0`.U=1 P=0 NSH=1) under EN; `Meter::sentinel` says which, or why there is none (`DirectMeter` has none) |
+//! | [`OVERFLOW`](Hazards::OVERFLOW) | the counter wrapped | never: the kernel keeps 64-bit counts (`offset` absorbs wraps) | overflow flag (PMOVSSET_EL0, EN only), or end < start (pmu-core `CounterMeter` rule) |
+//!
+//! **The perf backend's kernel-entry sentinel** (`Options::kernel_sentinel`,
+//! on by default in a [`crate::Meter`]): one more member of the group, `instructions`
+//! (or `cycles`) with `exclude_user` set, read first at the start and last at the stop,
+//! so its window contains the events' reads: one counter read at each edge at the
+//! counter number of a base read kept while its page's `lock` is unchanged, `lock`
+//! tested before each read and after the stop's (the count: the raw difference modulo
+//! 2^`pmc_width`; a moved `lock` means a full read of its page). It is not one of the
+//! session's events (not in its names or readings; the other members' values are
+//! unchanged). Its count over the region goes into [`Evidence::kernel_entries`]; a
+//! non-zero count puts `KERNEL_ENTRY` on every reading. Where its read at an edge was
+//! not one instruction (rotated out, user reads withdrawn), or its page times advanced
+//! differently (multiplexed), the count is unknown: `kernel_entries` is `None`, the
+//! readings carry no claim either way, and [`Evidence::sentinel_gap`] says why. Where
+//! a session cannot have one (perf_event_paranoid 2 without CAP_PERFMON, no counter
+//! free, no user reads), it opens without it and `Session::sentinel` says
+//! why.
+//!
+//! **Why the page `lock` reveals a switch even when the value is right.** A perf event
+//! of a thread is scheduled out when the thread is switched out and in again when it
+//! returns; every sched-in rewrites its metadata page through
+//! `perf_event_update_userpage()` (kernel/events/core.c), which increments `lock` (and
+//! refreshes `index`, `offset`, `time_enabled`, `time_running`): software events from
+//! `perf_swevent_add` / `task_clock_event_add`, hardware events from the context-time
+//! update of `event_update_userpage`. So `lock` at the stop differs from `lock` at the
+//! start whenever the thread was descheduled in between, although offset + counter
+//! still give the thread's exact count. The same rewrite also happens when the kernel
+//! rotates a multiplexed event or reloads a counter after an overflow interrupt
+//! (x86: after 2^47 events; arm64 32-bit counters: after 2^31): those are reported as
+//! `CONTEXT_SWITCH` too (the kernel ran inside the region); [`Evidence`] tells which
+//! detector fired.
+//!
+//! **What a flagged value is worth.** perf: counts are per thread (the kernel saves
+//! and restores them), so after a switch the value is still the thread's, but caches,
+//! TLBs and predictors were disturbed; a `MULTIPLEXED` value is an undercount (the raw
+//! value is kept, [`Reading::scaled`](pmu_core::Reading::scaled) extrapolates when both edges came from `read()`).
+//! direct: the counters are the CPU's, not the thread's: after a switch they include
+//! whatever else ran, so the value is **not** the thread's.
+
+pub use crate::hybrid::PmuShare;
+pub use crate::meter::{Choice, Grant, Reads, Refusal};
+pub use crate::sentinel::{Sentinel, SentinelGap};
+
+use std::fmt;
+
+use pmu_core::{Fallback, Hazards};
+
+use crate::sched::{SwitchCounts, ThreadStamp};
+use crate::MAX_EVENTS;
+
+/// Why a value came from the `read()` system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FallbackReason {
+    /// The metadata page said so.
+    Page(Fallback),
+    /// No metadata page is mapped (`Options::map_pages` off).
+    NoPage,
+}
+
+impl FallbackReason {
+    /// The hazards a value read this way carries.
+    pub fn hazards(self) -> Hazards {
+        Hazards::SYSCALL_FALLBACK
+            | match self {
+                Self::Page(fallback) => fallback.hazard(),
+                Self::NoPage => Hazards::empty(),
+            }
+    }
+}
+
+impl fmt::Display for FallbackReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Page(fallback) => fallback.fmt(f),
+            Self::NoPage => f.write_str("the metadata page is not mapped"),
+        }
+    }
+}
+
+/// How a value was read at one edge of a region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadPath {
+    /// One instruction through the perf metadata page.
+    #[default]
+    Fast,
+    /// The group `read()`, and why.
+    Syscall(FallbackReason),
+    /// One instruction on a counter this library programmed (direct backend).
+    Direct,
+}
+
+/// One event at one edge of a region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// The event's count.
+    pub value: u64,
+    /// Total time enabled (ns), as of the read (page: as of the last page update).
+    pub time_enabled: u64,
+    /// Total time on the counter (ns), likewise.
+    pub time_running: u64,
+    /// The page's `lock` at the read, if a page is mapped.
+    pub lock: Option<u32>,
+    /// How it was read.
+    pub path: ReadPath,
+}
+
+impl Sample {
+    /// A one-instruction read through the page.
+    #[inline(always)]
+    pub fn fast(read: pmu_core::PageRead) -> Self {
+        Self {
+            value: read.value,
+            time_enabled: read.time_enabled,
+            time_running: read.time_running,
+            lock: Some(read.seq),
+            path: ReadPath::Fast,
+        }
+    }
+}
+
+/// What was seen of one event in a region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventEvidence {
+    /// How the start value was read.
+    pub start: ReadPath,
+    /// How the end value was read.
+    pub end: ReadPath,
+    /// The event's page `lock` moved: the kernel rewrote its page during the region.
+    pub page_updated: bool,
+    /// The direct counter wrapped (flag or end < start).
+    pub overflowed: bool,
+    /// One-instruction reads were possible at the start and not at the end.
+    pub access_revoked: bool,
+}
+
+/// Everything a region's hazards were derived from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// The thread's context switches (getrusage) from before the first read to after
+    /// the last; `None` where getrusage was not consulted: a perf region whose reads
+    /// all went through the pages, whose `lock`s see every switch (see the module).
+    pub switches: Option<SwitchCounts>,
+    /// The CPU before the first read.
+    pub cpu_start: Option<u32>,
+    /// The CPU after the last read.
+    pub cpu_end: Option<u32>,
+    /// Both CPUs came from the thread's rseq area ([`crate::machine::ThreadCpu`]), not
+    /// `sched_getcpu()`.
+    pub cpu_from_rseq: bool,
+    /// Some event's page `lock` moved.
+    pub page_updated: bool,
+    /// The region's count of a `context-switches` event of the group, if there is one.
+    pub counted_switches: Option<u64>,
+    /// The region's count of a `cpu-migrations` event of the group, if there is one.
+    pub counted_migrations: Option<u64>,
+    /// What the kernel-entry sentinel (a counter counting only at the kernel's
+    /// privilege level) counted during the region; `None` where no sentinel was read.
+    /// Non-zero means the kernel ran on this CPU inside the region:
+    /// [`Hazards::KERNEL_ENTRY`].
+    pub kernel_entries: Option<u64>,
+    /// Why [`Evidence::kernel_entries`] is `None` although a sentinel was read: its
+    /// count over this region cannot be trusted ([`crate::sentinel::SentinelGap`]); `None`
+    /// where it is known or there is no sentinel.
+    pub sentinel_gap: Option<crate::sentinel::SentinelGap>,
+    events: [EventEvidence; MAX_EVENTS],
+    len: usize,
+}
+
+impl Evidence {
+    /// Per event, in the order the events were given.
+    pub fn events(&self) -> &[EventEvidence] {
+        &self.events[..self.len]
+    }
+
+    /// Whether any detector saw the thread leave the CPU.
+    pub fn context_switched(&self) -> bool {
+        self.switches.is_some_and(|s| s.total() > 0)
+            || self.page_updated
+            || self.counted_switches.is_some_and(|n| n > 0)
+    }
+
+    /// Whether any detector saw the thread change CPU.
+    pub fn migrated(&self) -> bool {
+        let moved = matches!((self.cpu_start, self.cpu_end), (Some(a), Some(b)) if a != b);
+        moved || self.counted_migrations.is_some_and(|n| n > 0)
+    }
+
+    /// The hazards every event of the region shares.
+    pub fn thread_hazards(&self) -> Hazards {
+        shared_hazards(
+            self.migrated(),
+            self.context_switched(),
+            self.kernel_entered(),
+        )
+    }
+
+    /// Whether the kernel-entry sentinel moved (false where there is none).
+    pub fn kernel_entered(&self) -> bool {
+        self.kernel_entries.is_some_and(|n| n > 0)
+    }
+
+    #[inline]
+    fn new(start: ThreadStamp, end: ThreadStamp, len: usize) -> Self {
+        Self {
+            switches: match (start.switches, end.switches) {
+                (Some(a), Some(b)) => Some(a.delta(b)),
+                _ => None,
+            },
+            cpu_start: start.cpu,
+            cpu_end: end.cpu,
+            cpu_from_rseq: start.cpu_from_rseq && end.cpu_from_rseq,
+            len: len.min(MAX_EVENTS),
+            ..Self::default()
+        }
+    }
+}
+
+/// The hazards every reading of a region shares, from what the detectors saw: the
+/// thread migrated ([`Hazards::CPU_MIGRATION`]), was switched out
+/// ([`Hazards::CONTEXT_SWITCH`]), or the kernel ran on its CPU
+/// ([`Hazards::KERNEL_ENTRY`]). Every backend's rule ends here.
+#[inline(always)]
+pub(crate) fn shared_hazards(migrated: bool, switched: bool, kernel_entered: bool) -> Hazards {
+    let mut hazards = Hazards::empty();
+    if migrated {
+        hazards |= Hazards::CPU_MIGRATION;
+    }
+    if switched {
+        hazards |= Hazards::CONTEXT_SWITCH;
+    }
+    if kernel_entered {
+        hazards |= Hazards::KERNEL_ENTRY;
+    }
+    hazards
+}
+
+mod direct;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod hybrid;
+mod perf;
+
+pub(crate) use direct::{counter_readings, direct_evidence, sentinel_entries, stamp_hazards};
+// The syscall-free region's rules: its region is ARMv8's (their tests run everywhere).
+#[cfg(target_arch = "aarch64")]
+pub(crate) use direct::{
+    edge_evidence, edge_hazards, edge_tag, fast_verdict, sentinel_delta, tag_cpu,
+};
+// The perf backend (and with it the big.LITTLE sum) is 64-bit only.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(crate) use hybrid::{sum_reading, EdgeFacts, EdgeSample};
+pub(crate) use perf::flag_kernel_entry;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(crate) use perf::{apply_sentinel, evaluate_perf, sentinel_count};
+
+/// Thread stamps for the rules' tests: `voluntary` and `involuntary` switches on `cpu`.
+#[cfg(test)]
+fn stamp(voluntary: u64, involuntary: u64, cpu: u32) -> ThreadStamp {
+    ThreadStamp {
+        switches: Some(SwitchCounts {
+            voluntary,
+            involuntary,
+        }),
+        cpu: Some(cpu),
+        cpu_from_rseq: false,
+    }
+}
