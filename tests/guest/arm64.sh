@@ -2,7 +2,7 @@
 # ---- arm64 scenarios (tests/tests/kernel_arm64.rs asserts on them) ----
 
 # `pmu-demo hazards` on hardware events (perf_user_access=1): tag, events.
-hazards_lean() {
+hazards_syscall_free() {
 	pmu-demo hazards --json --events "$2" >"/tmp/$1.out" 2>"/tmp/$1.err"
 	status=$?
 	echo "JSON $1 $(tr -d '\n' <"/tmp/$1.out")"
@@ -26,18 +26,18 @@ probe() {
 	result probe tag=$tag cpu=$cpu mode=$1 status=$status $out
 }
 
-# pmu-guest lean-check on CPU $2 (tests/guest/src/lean_check.rs): the direct
+# pmu-guest region-check on CPU $2 (tests/guest/src/region_check.rs): the direct
 # backend's syscall-free region (getpid flagged, quiet blocks clean or explained by
 # /proc/interrupts, a preset counter's overflow) and its counter handles.
-# usage: lean TAG CPU [ARGS]
-lean() {
+# usage: region_check TAG CPU [ARGS]
+region_check() {
 	tag=$1
 	cpu=$2
 	shift 2
-	out=$(pmu-guest lean-check --cpu "$cpu" "$@" 2>/tmp/lean.err)
+	out=$(pmu-guest region-check --cpu "$cpu" "$@" 2>/tmp/region.err)
 	status=$?
-	sed "s/^/STDERR $tag /" /tmp/lean.err
-	result lean tag=$tag cpu=$cpu status=$status $out
+	sed "s/^/STDERR $tag /" /tmp/region.err
+	result region tag=$tag cpu=$cpu status=$status $out
 }
 
 # Direct access off before loading; the default grant (read-only: the module's own
@@ -59,7 +59,7 @@ scenario_access() {
 	demo default-cpu1 1 direct
 	# The syscall-free region without a sentinel: getrusage for switches, no claim
 	# about other kernel entries.
-	lean default-lean 0 --rounds 200
+	region_check default-region 0 --rounds 200
 	for c in 0 1; do
 		probe default-read-$c $c read 5
 		probe default-cycles-$c $c read 4
@@ -85,7 +85,7 @@ scenario_access() {
 	sed "s/^/STDERR hazards /" /tmp/hazards.err
 	result hazards status=$status
 	# The syscall-free region with the backend's own sentinel and overflow flags.
-	lean programming-lean 0 --program --rounds 200
+	region_check programming-region 0 --program --rounds 200
 
 	echo 0 >/sys/devices/system/cpu/cpu1/online
 	off=$?
@@ -117,7 +117,7 @@ scenario_access() {
 	probe sentinel 0 kernel-entry 3 1000
 	result sentinel-interrupts cpu=0 delta=$(($(cpu_interrupts 0) - irqs_before))
 	# The syscall-free region on the module's counters and sentinel.
-	lean sentinel-lean 0 --rounds 500
+	region_check sentinel-region 0 --rounds 500
 	unload sentinel
 	klog
 
@@ -132,11 +132,11 @@ scenario_access() {
 	sysctl -w kernel.perf_user_access=1 >/dev/null
 	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
 	demo perf-user-access 0 perf
-	# Forced hazards on hardware events read through their pages: the lean evidence
+	# Forced hazards on hardware events read through their pages: the syscall-free evidence
 	# (page locks + CPU, no getrusage) must flag the sleep and the migration, for one
-	# event and for a group (the lean region has a path of its own for one event).
-	hazards_lean hazards-lean instructions
-	hazards_lean hazards-lean-group instructions,cycles
+	# event and for a group (the syscall-free region has a path of its own for one event).
+	hazards_syscall_free hazards-syscall-free instructions
+	hazards_syscall_free hazards-syscall-free-group instructions,cycles
 	sysctl -w kernel.perf_user_access=0 >/dev/null
 	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
 	demo perf-no-user-access 0 perf

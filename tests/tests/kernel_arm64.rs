@@ -87,7 +87,7 @@ impl Exact for Demo {
         assert_eq!(inst["median"].as_i64(), Some(expected), "{result}");
         // The guest kernel may preempt a run (a timer tick waking a kworker): that run is
         // flagged context-switch (kernel-entry where the direct backend's region has a
-        // kernel-entry sentinel, which sees the preemption: pmu-linux direct/lean.rs)
+        // kernel-entry sentinel, which sees the preemption: pmu-linux direct/region.rs)
         // and left out, never mixed in. Most runs must be clean, and nothing but the
         // kernel running in between may be flagged.
         let clean = inst["clean_runs"].as_u64().unwrap_or(0);
@@ -147,7 +147,7 @@ fn assert_reads_advance(run: &QemuRun, tag: &str) {
     );
 }
 
-/// What `pmu-guest lean-check` (tests/guest/src/lean_check.rs) reported for `tag`:
+/// What `pmu-guest region-check` (tests/guest/src/region_check.rs) reported for `tag`:
 /// the direct backend's syscall-free region (pmu-linux `direct::DirectRegion`, what
 /// `Meter` measures with on ARMv8) over `rounds` quiet blocks of 300 `nop`s and as many
 /// `getpid` calls, and its counter handles.
@@ -161,8 +161,8 @@ fn assert_reads_advance(run: &QemuRun, tag: &str) {
 ///   clean.
 /// - A handle for a counter outside the grant is refused when it is made (pmu-armv8
 ///   `handle`: never SIGILL at the read), one inside reads.
-fn assert_lean(run: &QemuRun, tag: &str, sentinel: bool, rounds: i128) {
-    let line = run.find("lean", "tag", tag);
+fn assert_region(run: &QemuRun, tag: &str, sentinel: bool, rounds: i128) {
+    let line = run.find("region", "tag", tag);
     assert_eq!(line.int("status"), 0, "{}\n{}", line.raw, run.stdout);
     assert_eq!(line.int("rounds"), rounds, "{}", line.raw);
     assert_eq!(
@@ -365,13 +365,13 @@ fn access(cpu: &str, flavour: Flavour) {
     );
     eprintln!("{} (interrupts on CPU 0: {interrupts})", sentinel.raw);
     // The syscall-free region on the module's counters and sentinel.
-    assert_lean(&run, "sentinel-lean", true, 500);
+    assert_region(&run, "sentinel-region", true, 500);
     // Without `sentinel=1`: getrusage sees switches, nothing claims the rest.
-    assert_lean(&run, "default-lean", false, 200);
+    assert_region(&run, "default-region", false, 200);
     // Under EN: the backend's own sentinel (PMEVTYPER.U=1 P=0 NSH=1), and every region
     // of a counter preset 256 below its 32-bit wrap flagged OVERFLOW (PMOVSSET_EL0).
-    assert_lean(&run, "programming-lean", true, 200);
-    let programmed = run.find("lean", "tag", "programming-lean");
+    assert_region(&run, "programming-region", true, 200);
+    let programmed = run.find("region", "tag", "programming-region");
     assert_eq!(
         programmed.int("overflow_flagged"),
         200,
@@ -488,23 +488,23 @@ fn access(cpu: &str, flavour: Flavour) {
     }
 
     // The same forced sleep and migration on hardware events read through their pages
-    // (perf_user_access=1), one event and a group of two (the lean region's path for
-    // one event and its loop): the lean evidence, no getrusage (switch counts null),
+    // (perf_user_access=1), one event and a group of two (the syscall-free region's path
+    // for one event and its loop): the syscall-free evidence, no getrusage (switch counts null),
     // must flag both from the page lock (arm_pmu.c armpmu_del/armpmu_add rewrite the
     // page at every sched-out/in) and the CPU number.
-    for tag in ["hazards-lean", "hazards-lean-group"] {
+    for tag in ["hazards-syscall-free", "hazards-syscall-free-group"] {
         assert_eq!(run.find(tag, "status", "0").scenario, tag, "{}", run.stdout);
-        let lean: Value = run
+        let evidence: Value = run
             .lines_with("JSON")
             .into_iter()
             .find_map(|l| l.strip_prefix(tag)?.strip_prefix(' '))
             .and_then(|j| serde_json::from_str(j.trim()).ok())
             .unwrap_or_else(|| panic!("no {tag} JSON\n{}", run.stdout));
         for name in ["context-switch", "cpu-migration"] {
-            let d = lean
+            let d = evidence
                 .as_array()
                 .and_then(|a| a.iter().find(|d| d["name"] == name))
-                .unwrap_or_else(|| panic!("{tag} {name} missing: {lean}"));
+                .unwrap_or_else(|| panic!("{tag} {name} missing: {evidence}"));
             assert_eq!(d["detected"], true, "{tag} {name}: {d}");
             assert_eq!(d["page_updated"], true, "{tag} {name}: the lock moved: {d}");
             assert!(
@@ -512,7 +512,7 @@ fn access(cpu: &str, flavour: Flavour) {
                 "{tag} {name}: no getrusage: {d}"
             );
         }
-        let migration = lean
+        let migration = evidence
             .as_array()
             .and_then(|a| a.iter().find(|d| d["name"] == "cpu-migration"))
             .unwrap();

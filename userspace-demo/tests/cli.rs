@@ -245,7 +245,7 @@ fn help_teaches() {
 }
 
 /// The demo is the product: its commands are the user's, and the guest rigs
-/// (`read-costs`, `hazard-stats`, `lean-check`: tests/guest, the `pmu-guest` binary)
+/// (`read-costs`, `hazard-stats`, `region-check`: tests/guest, the `pmu-guest` binary)
 /// are not among them, listed or hidden.
 #[test]
 fn only_user_commands() {
@@ -263,7 +263,7 @@ fn only_user_commands() {
         ["list", "measure", "hazards", "bench", "spe", "help"],
         "{text}"
     );
-    for rig in ["bench-guest", "hazard-stats", "lean-check"] {
+    for rig in ["bench-guest", "hazard-stats", "region-check"] {
         let out = demo(&[rig]);
         assert_eq!(
             out.status.code(),

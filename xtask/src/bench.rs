@@ -77,7 +77,7 @@ const ICOUNT: &str = "-icount shift=0,align=off,sleep=off";
 const BLOCKS: [u64; 5] = [1, 10, 100, 1000, 10000];
 
 /// Our paths: their accuracy errors must all be 0.
-const OURS: [&str; 4] = ["perf-fast", "perf-read", "direct", "direct-lean"];
+const OURS: [&str; 4] = ["perf-fast", "perf-read", "direct", "direct-syscall-free"];
 
 /// The cost targets set for the read paths (instructions per operation,
 /// at most): reported with the table, met or missed; the bench fails only on accuracy.
@@ -100,7 +100,7 @@ const TARGETS: [(&str, &str, f64); 6] = [
         8.0,
     ),
     (
-        "direct-region-lean-1",
+        "direct-region-syscall-free-1",
         "direct region, 1 counter (syscall-free, full verdict)",
         30.0,
     ),
@@ -508,13 +508,13 @@ impl Report {
         v.push((
             "direct region, 1 counter (syscall-free, full verdict: `DirectRegion`, compile-time handles)"
                 .into(),
-            self.per_op("direct-region-lean-1"),
+            self.per_op("direct-region-syscall-free-1"),
             lp_fast.map(|f| f * 2.0),
         ));
         v.push((
             "direct region, 1 counter (syscall-free, full verdict: `DirectRegion`, run-time handles, as `Meter` uses it)"
                 .into(),
-            self.per_op("direct-region-lean-runtime-1"),
+            self.per_op("direct-region-syscall-free-runtime-1"),
             lp_fast.map(|f| f * 2.0),
         ));
         for build in &LIBPERF_BUILDS {
@@ -761,7 +761,7 @@ mod tests {
         // The direct floor (figures of a guest run, read-costs `floor`).
         out += "RESULT bench path=direct-read-const per_op=2.000 single_min=3\n";
         out += "RESULT bench path=direct-read-runtime per_op=7.000 single_min=9\n";
-        out += "RESULT bench path=direct-region-lean-1 per_op=46.000 single_min=58 counters=1\n";
+        out += "RESULT bench path=direct-region-syscall-free-1 per_op=46.000 single_min=58 counters=1\n";
         for tag in ["perf", "direct", "libperf", "libperf-default"] {
             out += &format!("RESULT bench-run tag={tag} status=0\n");
         }
@@ -820,7 +820,7 @@ mod tests {
                 {"path": "perf-region-1-sentinel", "at_most": 90, "per_op": null, "met": false},
                 {"path": "direct-read-const", "at_most": 4, "per_op": 2, "met": true},
                 {"path": "direct-read-runtime", "at_most": 8, "per_op": 7, "met": true},
-                {"path": "direct-region-lean-1", "at_most": 30, "per_op": 46, "met": false},
+                {"path": "direct-region-syscall-free-1", "at_most": 30, "per_op": 46, "met": false},
             ])
         );
         assert_eq!(

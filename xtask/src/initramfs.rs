@@ -331,7 +331,7 @@ pub(crate) fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
 /// The programs the arm64 guest runs besides `pmu-demo`, static for the musl target like
 /// it, by their name in `/bin`: pmu-linux's `count` and pmu-criterion's `bench` examples
 /// (tests/guest/arm64.sh `scenario_examples`: what a user writes), and the guest rigs,
-/// `pmu-guest` (tests/guest: `read-costs`, `hazard-stats`, `lean-check`,
+/// `pmu-guest` (tests/guest: `read-costs`, `hazard-stats`, `region-check`,
 /// `sentinel-check`, `hybrid`, `multiplex-now`).
 const ARM64_EXAMPLES: [(&str, &str); 2] = [("count", "count"), ("pmu-criterion-bench", "bench")];
 

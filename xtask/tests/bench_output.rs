@@ -12,13 +12,13 @@ fn guest_log() -> String {
     log += "RESULT boot scenario=bench arch=aarch64 kernel=6.12.118 cpus=1\n";
     log += "some kernel message that is not a result\n";
     log += "RESULT bench path=perf-fast per_op=25.000\n";
-    log += "RESULT bench path=perf-region-1 per_op=75.000 evidence=lean cpu=rseq\n";
+    log += "RESULT bench path=perf-region-1 per_op=75.000 evidence=syscall-free cpu=rseq\n";
     log += "RESULT bench path=libperf-fast per_op=144.000 fast=true\n";
     for tag in ["perf", "direct", "libperf", "libperf-default"] {
         log += &format!("RESULT bench-run tag={tag} status=0\n");
     }
     // Every path of ours the report requires accuracy for (xtask/src/bench.rs `OURS`).
-    for path in ["perf-fast", "perf-read", "direct", "direct-lean"] {
+    for path in ["perf-fast", "perf-read", "direct", "direct-syscall-free"] {
         for k in [1, 10, 100, 1000, 10000] {
             log += &format!("RESULT accuracy path={path} k={k} measured={k} error=0\n");
         }

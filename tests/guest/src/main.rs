@@ -7,16 +7,16 @@
 //! - `read-costs`: what each read path costs in instructions (`cargo xtask bench`);
 //! - `hazard-stats`: injected disturbances and how many were flagged (`cargo xtask
 //!   hazards`);
-//! - `lean-check`: the direct backend's syscall-free region and counter handles;
+//! - `region-check`: the direct backend's syscall-free region and counter handles;
 //! - `sentinel-check`: the perf backend's kernel-entry sentinel;
 //! - `hybrid`: every core PMU of a heterogeneous machine;
 //! - `multiplex-now`: multiplexed events read through their pages.
 
 mod hazard_stats;
 mod hybrid;
-mod lean_check;
 mod multiplex_now;
 mod read_costs;
+mod region_check;
 mod sentinel_check;
 
 use std::process::ExitCode;
@@ -52,7 +52,7 @@ enum Command {
     /// Injected-disturbance statistics (`cargo xtask hazards`).
     HazardStats(hazard_stats::Args),
     /// The direct backend's syscall-free region and counter handles.
-    LeanCheck(lean_check::Args),
+    RegionCheck(region_check::Args),
     /// The perf backend's kernel-entry sentinel: `sentinel-check getpid|fault|quiet|compare
     /// N [as-nobody]`.
     SentinelCheck(Passed),
@@ -82,7 +82,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::ReadCosts(args) => read_costs::run(&args),
         Command::HazardStats(args) => hazard_stats::run(&args),
-        Command::LeanCheck(args) => lean_check::run(&args),
+        Command::RegionCheck(args) => region_check::run(&args),
         Command::SentinelCheck(p) => return sentinel_check::main(&p.argv("sentinel-check")),
         Command::Hybrid(p) => return hybrid::main(&p.argv("hybrid")),
         Command::MultiplexNow(p) => return multiplex_now::main(&p.argv("multiplex-now")),

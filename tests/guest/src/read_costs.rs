@@ -252,7 +252,7 @@ mod imp {
                     "perf-region-1-sentinel",
                     cost,
                     &format!(
-                        " counters=1 failed={failed} lean={} sentinel={sentinel}",
+                        " counters=1 failed={failed} syscall_free={} sentinel={sentinel}",
                         s.syscall_free()
                     ),
                 );
@@ -318,7 +318,11 @@ mod imp {
                     let fast_all = (0..k).all(|i| s.read_fast(i).is_ok());
                     // Which hazard evidence the regions took, and where their CPU
                     // number came from (the bench table says so).
-                    let evidence = if s.syscall_free() { "lean" } else { "thorough" };
+                    let evidence = if s.syscall_free() {
+                        "syscall-free"
+                    } else {
+                        "getrusage"
+                    };
                     let cpu = if s.cpu_from_rseq() {
                         "rseq"
                     } else {
@@ -516,12 +520,12 @@ mod imp {
                 "sched_getcpu"
             };
             bench_line(
-                "direct-region-lean-1",
+                "direct-region-syscall-free-1",
                 cost,
                 &format!(" counters=1 failed={failed} handles=compile-time sentinel=yes cpu={cpu}"),
             );
             accuracy(
-                "direct-lean",
+                "direct-syscall-free",
                 &mut |c, r| measure(&mut region, c, r),
                 Hazards::empty(),
             );
@@ -543,7 +547,7 @@ mod imp {
                 black_box(&out);
             });
             bench_line(
-                "direct-region-lean-runtime-1",
+                "direct-region-syscall-free-runtime-1",
                 cost,
                 &format!(" counters=1 failed={failed} handles=run-time sentinel=yes"),
             );

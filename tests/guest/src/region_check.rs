@@ -1,4 +1,4 @@
-//! `pmu-guest lean-check`: the arm64 guest's check of the direct backend's
+//! `pmu-guest region-check`: the arm64 guest's check of the direct backend's
 //! syscall-free region (pmu-linux `direct::DirectRegion`, what `Meter` measures with on
 //! ARMv8) and of pmu-armv8's counter handles, for tests/tests/kernel_arm64.rs.
 //!
@@ -44,7 +44,7 @@ mod imp {
     use super::*;
 
     pub fn run(_: &Args) -> Result<(), Failure> {
-        Err(Failure::new("lean-check is for the arm64 guest"))
+        Err(Failure::new("region-check is for the arm64 guest"))
     }
 }
 
