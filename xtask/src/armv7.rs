@@ -91,7 +91,7 @@ fn artefacts() -> Result<Vec<(&'static str, PathBuf)>, String> {
         None,
         Some(&armv7_on_v6),
         &[],
-        crate::images::target_dir().join("initramfs/armv6-with-armv7-flavour.cpio"),
+        crate::images::work_dir().join("initramfs/armv6-with-armv7-flavour.cpio"),
     )?;
     let [k7, i7, _] = crate::e2e::env_names(Arch::Armv7);
     let [k6, _, _] = crate::e2e::env_names(Arch::Armv6);

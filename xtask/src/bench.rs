@@ -243,7 +243,7 @@ fn libperf_benches() -> Result<Vec<(&'static str, PathBuf)>, String> {
 }
 
 fn build_dir() -> PathBuf {
-    crate::images::target_dir().join("bench")
+    crate::images::work_dir().join("bench")
 }
 
 /// Builds libperf.a as `build` says (O= build outside the read-only source tree) and

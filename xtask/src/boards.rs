@@ -161,7 +161,7 @@ impl BoardImage {
 
     /// The raw image: `target/boards/<board>/<kernel file>`.
     pub fn image(&self) -> PathBuf {
-        target_dir()
+        crate::images::work_dir()
             .join("boards")
             .join(self.name)
             .join(self.kernel_file)

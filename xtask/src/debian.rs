@@ -776,7 +776,7 @@ fn initramfs(
         });
     }
     let archive = cpio(&entries);
-    let out = crate::images::target_dir()
+    let out = crate::images::work_dir()
         .join("initramfs")
         .join(format!("{name}.cpio"));
     if let Some(dir) = out.parent() {

@@ -145,7 +145,7 @@ fn run(output: Output, from_log: Option<&Path>, scale: Scale) -> ExitCode {
 }
 
 fn build_dir() -> PathBuf {
-    crate::images::target_dir().join("hazards")
+    crate::images::work_dir().join("hazards")
 }
 
 fn report_from_log(log: &Path) -> Result<Report, String> {

@@ -37,11 +37,20 @@ const X86_64: Image = Image {
     success: pmu_tests::X86_64_SUCCESS,
 };
 
-/// The cargo target directory (`CARGO_TARGET_DIR` or `target/`).
+/// The cargo target directory (`CARGO_TARGET_DIR` or `target/`): where what cargo
+/// builds is found. `cargo xtask test` points it outside the clone
+/// ([`crate::shared_target`]).
 pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
+        .unwrap_or_else(work_dir)
+}
+
+/// The clone's own `target/`: what xtask itself makes (initramfs archives, the
+/// modules' `make` builds, board images, libperf, logs), always next to the sources it
+/// was made from.
+pub fn work_dir() -> PathBuf {
+    workspace_root().join("target")
 }
 
 impl Image {

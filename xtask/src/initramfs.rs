@@ -390,7 +390,7 @@ pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     let source = workspace_root()
         .join("tests/guest")
         .join(format!("{}.rs", name.replace('-', "_")));
-    let out_dir = crate::images::target_dir().join("initramfs");
+    let out_dir = crate::images::work_dir().join("initramfs");
     fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
     let out = out_dir.join(name);
     let mut cmd = Command::new("rustc");
@@ -437,7 +437,7 @@ pub fn init_script(arch: Arch) -> Result<Vec<u8>, String> {
 
 /// Where the initramfs of `arch` is written.
 pub fn path(arch: Arch) -> PathBuf {
-    crate::images::target_dir()
+    crate::images::work_dir()
         .join("initramfs")
         .join(format!("{}.cpio", arch.name()))
 }

@@ -625,7 +625,7 @@ const MODULE_FILES: &[&str] = &[
 
 /// The directory the module is built in for `arch`.
 fn module_dir(arch: Arch) -> PathBuf {
-    crate::images::target_dir()
+    crate::images::work_dir()
         .join("kmod-enable-user")
         .join(arch.name())
 }

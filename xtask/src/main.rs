@@ -22,6 +22,7 @@ mod pmu_qemu;
 mod raspi;
 mod references;
 mod setup;
+mod shared_target;
 mod stdout;
 mod step;
 mod stock_module;
@@ -58,6 +59,10 @@ COMMANDS:
                       the pmu-qemu cargo runner (below);
                       then the bench (below, about 15 s with the
                       kernel cached); last, the hazard statistics (below).
+                      Cargo builds in <cache>/cargo-target/<toolchain> (outside
+                      the clone: a fresh clone rebuilds the workspace's crates,
+                      not their dependencies nor the build-std sysroots; one run
+                      at a time, a second builds in target/).
     kernel <x86_64|arm64|armv6|armv7>
                       Build the test kernel (Debian's linux-source-6.12,
                       tinyconfig + xtask/kernel/<arch>.config, pinned rustc and
@@ -217,6 +222,9 @@ summary; their exit status is 0 only when every scenario passed.
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    // The suite's cargo builds go outside the clone (dependencies reused by every
+    // fresh clone); the directory stays locked until the run ends.
+    let _shared_target = (words == ["test"]).then(shared_target::enter).flatten();
     if let Some(plan) = plan(&words) {
         return plan.run();
     }

@@ -30,10 +30,15 @@ pub fn steps() -> Vec<Step> {
             "forget earlier package verifications' unpacked sources (cargo reuses them)",
             forget_unpacked,
         ),
+        // In the clone's own target/, never the shared one (crate::shared_target): the
+        // verification's local registry would have the same path in every run, and cargo
+        // takes a registry crate's build by its name and version, so a run would verify
+        // against the crates an earlier run packaged.
         Step::cargo(
             "the library crates packaged and built as crates.io would (cargo package --offline)",
             args,
-        ),
+        )
+        .env("CARGO_TARGET_DIR", crate::images::work_dir()),
     ]
 }
 

@@ -86,7 +86,10 @@ fn cargo_run(package: &str, example: &str, args: &[&str]) -> Result<Ran, String>
             .args(["--example", example, "--"])
             .args(args)
             .env(RUNNER_ENV, runner())
-            .env("CRITERION_HOME", target_dir().join("pmu-qemu-criterion")),
+            .env(
+                "CRITERION_HOME",
+                crate::images::work_dir().join("pmu-qemu-criterion"),
+            ),
         b"",
     )?;
     if r.code != Some(0) {
@@ -124,7 +127,7 @@ pub fn estimate(stdout: &str, bench: &str) -> Option<[f64; 3]> {
 
 fn plumbing(root: &Path) -> Result<(), String> {
     let program = target_dir().join(format!("{TARGET}/release/examples/stdio"));
-    let probe = target_dir().join("pmu-qemu-probe.txt");
+    let probe = crate::images::work_dir().join("pmu-qemu-probe.txt");
     let _ = std::fs::remove_file(&probe);
     let probe_rel = probe
         .strip_prefix(root)

@@ -237,7 +237,7 @@ impl Step {
 /// line on stderr: `<what> … ok (1.2 s)`. On failure the error names the log and holds
 /// its last lines: an install's many lines never reach stdout, which carries results.
 pub fn run_logged(what: &str, log: &str, command: &mut Command) -> Result<(), String> {
-    let dir = crate::images::target_dir().join("logs");
+    let dir = crate::images::work_dir().join("logs");
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join(format!("{log}.log"));
     let file = fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -56,7 +56,7 @@ pub fn armv7_make_vars() -> Vec<String> {
 
 /// The directory the stock module is built in for `name` (arm64, debian-arm64, armv6).
 pub fn build_dir(name: &str) -> PathBuf {
-    crate::images::target_dir()
+    crate::images::work_dir()
         .join("kmod-enable-user")
         .join(format!("stock-{name}"))
 }
