@@ -53,6 +53,8 @@ pub fn log_path() -> PathBuf {
 pub struct Apt {
     options: Vec<String>,
     dir: PathBuf,
+    /// Every suite for every architecture, as [`private_apt`] wrote the sources.
+    full_sources: String,
 }
 
 /// One package as `apt-cache show` describes it (its first stanza: the candidate).
@@ -172,18 +174,43 @@ impl Apt {
         ] {
             options.push(format!("-oDir::Cache::{name}={}", dir.join(file).display()));
         }
-        let apt = Self { options, dir };
-        let lists = fs::read_dir(apt.dir.join("lists"))
+        let sources = dir.join("etc/sources.list");
+        let full_sources =
+            fs::read_to_string(&sources).map_err(|e| format!("{}: {e}", sources.display()))?;
+        let apt = Self {
+            options,
+            dir,
+            full_sources,
+        };
+        // The indices an earlier update had to leave out stay out until the next update.
+        let effective = without_indices(&apt.full_sources, &apt.excluded())
+            .unwrap_or_else(|| apt.full_sources.clone());
+        fs::write(&sources, &effective).map_err(|e| format!("{}: {e}", sources.display()))?;
+        let lists: Vec<String> = fs::read_dir(apt.dir.join("lists"))
             .map(|d| {
                 d.flatten()
-                    .filter(|e| e.file_name().to_string_lossy().contains("_Packages"))
-                    .count()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
             })
-            .unwrap_or(0);
-        if lists < ARCHITECTURES.len() {
+            .unwrap_or_default();
+        if !has_every_list(&effective, &lists) {
             apt.update()?;
         }
         Ok(apt)
+    }
+
+    /// Where [`Apt::update`] keeps the (suite, architecture) indices it had to leave out.
+    fn excluded_path(&self) -> PathBuf {
+        self.dir.join("excluded-indices")
+    }
+
+    fn excluded(&self) -> Vec<(String, String)> {
+        fs::read_to_string(self.excluded_path())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(s, a)| (s.to_string(), a.to_string()))
+            .collect()
     }
 
     /// `apt-get update` of the private state.
@@ -194,9 +221,42 @@ impl Apt {
             self.dir.display(),
             log_path().display()
         );
-        with_retries("apt-get update", || {
+        let sources = self.dir.join("etc/sources.list");
+        fs::write(&sources, &self.full_sources)
+            .map_err(|e| format!("{}: {e}", sources.display()))?;
+        let mut log_start = 0;
+        let tried = with_retries("apt-get update", || {
+            log_start = fs::metadata(log_path()).map(|m| m.len()).unwrap_or(0);
             logged(Command::new("apt-get").args(&self.options).arg("update"))
-        })
+        });
+        let Err(why) = tried else {
+            let _ = fs::remove_file(self.excluded_path());
+            return Ok(());
+        };
+        // The last try's own lines of the log: which indices the mirror kept failing.
+        let log = fs::read(log_path()).unwrap_or_default();
+        let last = String::from_utf8_lossy(log.get(log_start as usize..).unwrap_or_default());
+        let failed = failed_indices(&last);
+        let Some(narrowed) = without_indices(&self.full_sources, &failed) else {
+            return Err(why);
+        };
+        // apt commits a suite's indices together or not at all, so one architecture's
+        // inconsistent index (seen: bookworm-security's armhf Packages.xz 356624 bytes
+        // where its InRelease says 356976, for days) drops the suite for every
+        // architecture. Without that one index the suite serves the others; that
+        // architecture's packages then come from the other suites.
+        for (suite, arch) in &failed {
+            eprintln!(
+                "    apt-get update: the mirror's {suite} index for {arch} kept failing (see {}); \
+                 {arch} packages come from the other suites, the other architectures' from all",
+                log_path().display()
+            );
+        }
+        fs::write(&sources, narrowed).map_err(|e| format!("{}: {e}", sources.display()))?;
+        logged(Command::new("apt-get").args(&self.options).arg("update"))?;
+        let excluded: String = failed.iter().map(|(s, a)| format!("{s} {a}\n")).collect();
+        fs::write(self.excluded_path(), excluded)
+            .map_err(|e| format!("{}: {e}", self.excluded_path().display()))
     }
 
     /// `apt-cache show <package>` (`name:arch` for a foreign architecture), parsed.
@@ -288,6 +348,91 @@ impl Apt {
 }
 
 /// Runs `cmd` with its stdout and stderr appended to [`log_path`]; fails naming the log.
+/// The (suite, architecture) of every index apt could not fetch, from its output
+/// (`E: Failed to fetch http://…/dists/<suite>/<component>/binary-<arch>/Packages.xz  …`).
+fn failed_indices(apt_output: &str) -> Vec<(String, String)> {
+    let mut failed = Vec::new();
+    for line in apt_output.lines() {
+        let Some(url) = line
+            .strip_prefix("E: Failed to fetch ")
+            .and_then(|rest| rest.split_whitespace().next())
+        else {
+            continue;
+        };
+        let Some((_, path)) = url.split_once("/dists/") else {
+            continue;
+        };
+        let parts: Vec<&str> = path.split('/').collect();
+        let arch = parts.iter().find_map(|p| p.strip_prefix("binary-"));
+        if let (Some(suite), Some(arch)) = (parts.first(), arch) {
+            let entry = (suite.to_string(), arch.to_string());
+            if !failed.contains(&entry) {
+                failed.push(entry);
+            }
+        }
+    }
+    failed
+}
+
+/// Whether `lists` (the file names in apt's lists directory) hold a `Packages` list for
+/// every suite and architecture of `sources` (apt names them
+/// `<host>_<path>_dists_<suite>_<component>_binary-<arch>_Packages[.<compression>]`).
+fn has_every_list(sources: &str, lists: &[String]) -> bool {
+    sources
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .all(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let (Some(suite), Some(component)) = (words.iter().rev().nth(1), words.last()) else {
+                return false;
+            };
+            let archs = line
+                .split_once("arch=")
+                .map(|(_, rest)| rest.split([' ', ']']).next().unwrap_or_default())
+                .unwrap_or_default();
+            archs.split(',').all(|arch| {
+                let name = format!("_dists_{suite}_{component}_binary-{arch}_Packages");
+                lists.iter().any(|l| l.contains(&name))
+            })
+        })
+}
+
+/// `sources` (one-line `deb [arch=a,b,…] URL SUITE COMPONENTS` entries) with each
+/// failed (suite, architecture) taken out of its suite's `arch=` list; `None` when
+/// nothing failed that way or a suite would be left with no architecture.
+fn without_indices(sources: &str, failed: &[(String, String)]) -> Option<String> {
+    if failed.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    let mut changed = 0;
+    for line in sources.lines() {
+        let suite = line.split_whitespace().rev().nth(1).unwrap_or_default();
+        let drop: Vec<&str> = failed
+            .iter()
+            .filter(|(s, _)| s == suite)
+            .map(|(_, a)| a.as_str())
+            .collect();
+        let new = match line.split_once("arch=") {
+            Some((head, rest)) if !drop.is_empty() => {
+                let (archs, tail) = rest
+                    .split_once([' ', ']'])
+                    .map_or((rest, ""), |(a, _)| (a, &rest[a.len()..]));
+                let kept: Vec<&str> = archs.split(',').filter(|a| !drop.contains(a)).collect();
+                if kept.is_empty() {
+                    return None;
+                }
+                changed += drop.len();
+                format!("{head}arch={}{tail}", kept.join(","))
+            }
+            _ => line.to_string(),
+        };
+        out += &new;
+        out.push('\n');
+    }
+    (changed == failed.len()).then_some(out)
+}
+
 /// Waits before the second and third try of a mirror download.
 const RETRY_WAITS: [std::time::Duration; 2] = [
     std::time::Duration::from_secs(20),
@@ -990,6 +1135,106 @@ pub fn armhf_step() -> crate::step::Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// apt commits a suite's indices together: one architecture's index that the
+    /// mirror keeps serving inconsistent is taken out of that suite's `arch=` list, the
+    /// other suites and architectures untouched.
+    #[test]
+    fn an_index_the_mirror_keeps_failing_is_left_out_of_its_suite_only() {
+        // apt 2.6's output on 2026-12-04/05 (this project's machines, deb.debian.org):
+        // bookworm-security's armhf Packages.xz did not match its InRelease.
+        let output = "\
+Get:5 http://deb.debian.org/debian-security bookworm-security/main armhf Packages [357 kB]
+Err:5 http://deb.debian.org/debian-security bookworm-security/main armhf Packages
+  File has unexpected size (356624 != 356976). Mirror sync in progress? [IP: 203.0.113.80 80]
+E: Failed to fetch http://deb.debian.org/debian-security/dists/bookworm-security/main/binary-armhf/Packages.xz  File has unexpected size (356624 != 356976). Mirror sync in progress? [IP: 203.0.113.80 80]
+E: Some index files failed to download. They have been ignored, or old ones used instead.
+";
+        let failed = failed_indices(output);
+        assert_eq!(
+            failed,
+            [("bookworm-security".to_string(), "armhf".to_string())]
+        );
+        let key = "signed-by=/usr/share/keyrings/debian-archive-keyring.gpg";
+        let sources = format!(
+            "deb [arch=amd64,arm64,armhf {key}] http://deb.debian.org/debian bookworm main\n\
+             deb [arch=amd64,arm64,armhf {key}] http://deb.debian.org/debian bookworm-updates main\n\
+             deb [arch=amd64,arm64,armhf {key}] http://deb.debian.org/debian-security bookworm-security main\n"
+        );
+        let narrowed = without_indices(&sources, &failed).unwrap();
+        assert_eq!(
+            narrowed.lines().collect::<Vec<_>>(),
+            [
+                format!("deb [arch=amd64,arm64,armhf {key}] http://deb.debian.org/debian bookworm main"),
+                format!("deb [arch=amd64,arm64,armhf {key}] http://deb.debian.org/debian bookworm-updates main"),
+                format!("deb [arch=amd64,arm64 {key}] http://deb.debian.org/debian-security bookworm-security main"),
+            ]
+        );
+        // No failed index named: the update's error stands; nor is a suite left with
+        // no architecture at all.
+        assert_eq!(without_indices(&sources, &[]), None);
+        let one = "deb [arch=armhf] http://deb.debian.org/debian-security bookworm-security main\n";
+        assert_eq!(without_indices(one, &failed), None);
+        assert_eq!(
+            without_indices(
+                "deb [arch=amd64,armhf] http://x bookworm-security main\n",
+                &failed
+            )
+            .as_deref(),
+            Some("deb [arch=amd64] http://x bookworm-security main\n")
+        );
+    }
+
+    /// The lists apt wrote for this state (file names as on 2026-12-05): an update
+    /// that lost bookworm-security left its lists out, so the state is incomplete and
+    /// updated again; once armhf is left out of that suite, its amd64 and arm64 lists
+    /// complete it.
+    #[test]
+    fn a_state_is_complete_with_a_list_per_suite_and_architecture() {
+        let line = |archs: &str, url: &str, suite: &str| {
+            format!("deb [arch={archs} signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {url} {suite} main")
+        };
+        let full = [
+            line(
+                "amd64,arm64,armhf",
+                "http://deb.debian.org/debian",
+                "bookworm",
+            ),
+            line(
+                "amd64,arm64,armhf",
+                "http://deb.debian.org/debian",
+                "bookworm-updates",
+            ),
+            line(
+                "amd64,arm64,armhf",
+                "http://deb.debian.org/debian-security",
+                "bookworm-security",
+            ),
+        ]
+        .join("\n");
+        let mut lists: Vec<String> = ["bookworm", "bookworm-updates"]
+            .iter()
+            .flat_map(|suite| {
+                ["amd64", "arm64", "armhf"].map(|arch| {
+                    format!("deb.debian.org_debian_dists_{suite}_main_binary-{arch}_Packages.lz4")
+                })
+            })
+            .collect();
+        lists.push("deb.debian.org_debian_dists_bookworm_InRelease".into());
+        assert!(!has_every_list(&full, &lists));
+        for arch in ["amd64", "arm64"] {
+            lists.push(format!(
+                "deb.debian.org_debian-security_dists_bookworm-security_main_binary-{arch}_Packages.lz4"
+            ));
+        }
+        assert!(
+            !has_every_list(&full, &lists),
+            "armhf's security list is missing"
+        );
+        let failed = [("bookworm-security".to_string(), "armhf".to_string())];
+        let narrowed = without_indices(&full, &failed).unwrap();
+        assert!(has_every_list(&narrowed, &lists));
+    }
 
     /// A mirror caught mid-sync fails the first try (apt: "File has unexpected size …
     /// Mirror sync in progress?", seen on a fresh-machine check): the second try's
