@@ -199,6 +199,11 @@ impl Apt {
         Ok(apt)
     }
 
+    /// apt's sources list of this state.
+    fn sources_path(&self) -> PathBuf {
+        self.dir.join("etc/sources.list")
+    }
+
     /// Where [`Apt::update`] keeps the (suite, architecture) indices it had to leave out.
     fn excluded_path(&self) -> PathBuf {
         self.dir.join("excluded-indices")
@@ -221,7 +226,7 @@ impl Apt {
             self.dir.display(),
             log_path().display()
         );
-        let sources = self.dir.join("etc/sources.list");
+        let sources = self.sources_path();
         fs::write(&sources, &self.full_sources)
             .map_err(|e| format!("{}: {e}", sources.display()))?;
         let mut log_start = 0;
@@ -347,7 +352,6 @@ impl Apt {
     }
 }
 
-/// Runs `cmd` with its stdout and stderr appended to [`log_path`]; fails naming the log.
 /// The (suite, architecture) of every index apt could not fetch, from its output
 /// (`E: Failed to fetch http://…/dists/<suite>/<component>/binary-<arch>/Packages.xz  …`).
 fn failed_indices(apt_output: &str) -> Vec<(String, String)> {
@@ -374,6 +378,19 @@ fn failed_indices(apt_output: &str) -> Vec<(String, String)> {
     failed
 }
 
+/// A one-line `deb [arch=a,b,… …] URL SUITE COMPONENT` entry: its suite, its component,
+/// and its `arch=` list (empty without one).
+fn source_line(line: &str) -> Option<(&str, &str, &str)> {
+    let mut words = line.split_whitespace().rev();
+    let component = words.next()?;
+    let suite = words.next()?;
+    let archs = line
+        .split_once("arch=")
+        .and_then(|(_, rest)| rest.split([' ', ']']).next())
+        .unwrap_or_default();
+    Some((suite, component, archs))
+}
+
 /// Whether `lists` (the file names in apt's lists directory) hold a `Packages` list for
 /// every suite and architecture of `sources` (apt names them
 /// `<host>_<path>_dists_<suite>_<component>_binary-<arch>_Packages[.<compression>]`).
@@ -382,14 +399,9 @@ fn has_every_list(sources: &str, lists: &[String]) -> bool {
         .lines()
         .filter(|l| !l.trim().is_empty())
         .all(|line| {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let (Some(suite), Some(component)) = (words.iter().rev().nth(1), words.last()) else {
+            let Some((suite, component, archs)) = source_line(line) else {
                 return false;
             };
-            let archs = line
-                .split_once("arch=")
-                .map(|(_, rest)| rest.split([' ', ']']).next().unwrap_or_default())
-                .unwrap_or_default();
             archs.split(',').all(|arch| {
                 let name = format!("_dists_{suite}_{component}_binary-{arch}_Packages");
                 lists.iter().any(|l| l.contains(&name))
@@ -407,25 +419,25 @@ fn without_indices(sources: &str, failed: &[(String, String)]) -> Option<String>
     let mut out = String::new();
     let mut changed = 0;
     for line in sources.lines() {
-        let suite = line.split_whitespace().rev().nth(1).unwrap_or_default();
+        let (suite, _, archs) = source_line(line).unwrap_or_default();
         let drop: Vec<&str> = failed
             .iter()
             .filter(|(s, _)| s == suite)
             .map(|(_, a)| a.as_str())
             .collect();
-        let new = match line.split_once("arch=") {
-            Some((head, rest)) if !drop.is_empty() => {
-                let (archs, tail) = rest
-                    .split_once([' ', ']'])
-                    .map_or((rest, ""), |(a, _)| (a, &rest[a.len()..]));
-                let kept: Vec<&str> = archs.split(',').filter(|a| !drop.contains(a)).collect();
-                if kept.is_empty() {
-                    return None;
-                }
-                changed += drop.len();
-                format!("{head}arch={}{tail}", kept.join(","))
+        let new = if drop.is_empty() || archs.is_empty() {
+            line.to_string()
+        } else {
+            let kept: Vec<&str> = archs.split(',').filter(|a| !drop.contains(a)).collect();
+            if kept.is_empty() {
+                return None;
             }
-            _ => line.to_string(),
+            changed += drop.len();
+            line.replacen(
+                &format!("arch={archs}"),
+                &format!("arch={}", kept.join(",")),
+                1,
+            )
         };
         out += &new;
         out.push('\n');
@@ -467,6 +479,7 @@ fn retry_after(
     result
 }
 
+/// Runs `cmd` with its stdout and stderr appended to [`log_path`]; fails naming the log.
 fn logged(cmd: &mut Command) -> Result<(), String> {
     let log = open_log()?;
     let err = log.try_clone().map_err(|e| e.to_string())?;
