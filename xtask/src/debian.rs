@@ -55,6 +55,9 @@ pub struct Apt {
     dir: PathBuf,
     /// Every suite for every architecture, as [`private_apt`] wrote the sources.
     full_sources: String,
+    /// The state's lock, held while this value lives: two steps that fetch Debian's
+    /// packages at once wait for each other.
+    _lock: fs::File,
 }
 
 /// One package as `apt-cache show` describes it (its first stanza: the candidate).
@@ -155,6 +158,7 @@ impl Apt {
     /// The private state, its lists fetched when there are none yet.
     pub fn open() -> Result<Self, String> {
         let dir = root().join("apt");
+        let lock = crate::lock::exclusive(&dir, "Debian's private apt state")?;
         let codename = os_codename();
         let options = private_apt(
             &dir,
@@ -181,6 +185,7 @@ impl Apt {
             options,
             dir,
             full_sources,
+            _lock: lock,
         };
         // The indices an earlier update had to leave out stay out until the next update.
         let effective = without_indices(&apt.full_sources, &apt.excluded())

@@ -48,19 +48,28 @@ pub struct StepTime {
     pub secs: Option<f64>,
 }
 
-/// Steps and times from a run's stderr (see `step::Plan::run`).
+/// Steps and times from a run's stderr (see `step::Plan::run`), in plan order: the
+/// steps of a group of lanes print their lines (`==> [i/n] what` … `ok (x s)`) as one
+/// block when they end, so blocks come in the order the steps finished.
 pub fn parse_steps(log: &str) -> Vec<StepTime> {
-    let mut steps: Vec<StepTime> = Vec::new();
+    let mut steps: Vec<(usize, StepTime)> = Vec::new();
     for line in log.lines() {
         if let Some(rest) = line.strip_prefix("==> [") {
-            if let Some((_, what)) = rest.split_once("] ") {
-                steps.push(StepTime {
-                    what: what.to_string(),
-                    secs: None,
-                });
+            if let Some((number, what)) = rest.split_once("] ") {
+                let number = number
+                    .split_once('/')
+                    .and_then(|(i, _)| i.parse().ok())
+                    .unwrap_or(usize::MAX);
+                steps.push((
+                    number,
+                    StepTime {
+                        what: what.to_string(),
+                        secs: None,
+                    },
+                ));
             }
         } else if let Some(rest) = line.strip_prefix("    ok (") {
-            if let (Some(last), Some(secs)) = (
+            if let (Some((_, last)), Some(secs)) = (
                 steps.last_mut(),
                 rest.strip_suffix(" s)").and_then(|s| s.parse().ok()),
             ) {
@@ -70,7 +79,9 @@ pub fn parse_steps(log: &str) -> Vec<StepTime> {
             }
         }
     }
-    steps
+    // Stable: lines without a number keep their place among themselves.
+    steps.sort_by_key(|(number, _)| *number);
+    steps.into_iter().map(|(_, step)| step).collect()
 }
 
 /// Lines of `stdout` that look like package-manager output.
@@ -507,6 +518,22 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// Two lanes' blocks, in the order their steps ended (5 before 4), come back in plan
+    /// order with their own times; the group's own line and the start lines are not
+    /// steps.
+    #[test]
+    fn lane_blocks_are_read_back_in_plan_order() {
+        let log = "==> steps 4–5 at once, in 2 lanes (lane 1: 4; lane 2: 5); …\n\
+                   --> [4/5] started in lane 1: hazards\n\
+                   --> [5/5] started in lane 2: bench\n\
+                   ==> [5/5] bench\n    ok (33.8 s)\n\
+                   ==> [4/5] hazards\n    ok (145.3 s)\n";
+        let steps = parse_steps(log);
+        let got: Vec<(&str, Option<f64>)> =
+            steps.iter().map(|s| (s.what.as_str(), s.secs)).collect();
+        assert_eq!(got, [("hazards", Some(145.3)), ("bench", Some(33.8))]);
     }
 
     /// The demo and the test run ran different steps: each gets its own table, with a

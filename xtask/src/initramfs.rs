@@ -256,6 +256,8 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
     let apt = cache_root().join(format!("apt-{arch}"));
     let extracted = apt.join("busybox-static");
     let binary = extracted.join("bin/busybox");
+    // Another step may be fetching it right now (the guest steps run in two lanes).
+    let _lock = crate::lock::exclusive(&apt, &format!("the {arch} busybox download"))?;
     if binary.is_file() {
         println!("    {arch} busybox (cached): {}", binary.display());
         return Ok(binary);
@@ -393,6 +395,8 @@ pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     let out_dir = crate::images::work_dir().join("initramfs");
     fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
     let out = out_dir.join(name);
+    // Built beside and renamed: a step in the other lane may be packing the last one.
+    let tmp = crate::lock::temporary_beside(&out);
     let mut cmd = Command::new("rustc");
     cmd.env("RUSTUP_TOOLCHAIN", crate::setup::TOOLCHAIN).args([
         "--edition",
@@ -412,13 +416,15 @@ pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     }
     let status = cmd
         .arg("-o")
-        .arg(&out)
+        .arg(&tmp)
         .arg(&source)
         .status()
         .map_err(|e| format!("cannot run rustc: {e}"))?;
     if !status.success() {
+        let _ = fs::remove_file(&tmp);
         return Err(format!("building {} failed ({status})", source.display()));
     }
+    fs::rename(&tmp, &out).map_err(|e| format!("{} -> {}: {e}", tmp.display(), out.display()))?;
     Ok(out)
 }
 
@@ -547,7 +553,8 @@ pub fn build_with_modules(
     if let Some(dir) = out.parent() {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    fs::write(&out, &archive).map_err(|e| format!("{}: {e}", out.display()))?;
+    // A QEMU of another step may be reading the previous archive.
+    crate::lock::write_atomically(&out, &archive)?;
     println!(
         "    initramfs: {} ({} KiB: busybox, pmu-demo{}{}{}, /init)",
         out.display(),

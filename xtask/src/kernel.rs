@@ -701,7 +701,8 @@ pub fn copy_changed(src: &Path, files: &[&str], dir: &Path) -> Result<(), String
 /// that make's timestamps stay meaningful), runs `make -C dir KDIR=kdir make_vars extra`
 /// and prints its output (less cargo's `Compiling` lines). A failure or any warning is
 /// an error, and `outputs` (in `dir`) are removed then, so that the next run builds (and
-/// warns) again instead of finding them up to date.
+/// warns) again instead of finding them up to date. Holds `dir`'s lock
+/// ([`crate::lock::exclusive`]) while it builds.
 #[allow(clippy::too_many_arguments)]
 pub fn kbuild(
     src: &Path,
@@ -713,6 +714,8 @@ pub fn kbuild(
     what: &str,
     outputs: &[&str],
 ) -> Result<(), String> {
+    // Two steps of `cargo xtask test`'s lanes may build the same module at once.
+    let _lock = crate::lock::exclusive(dir, "a build of the same module")?;
     copy_changed(src, files, dir)?;
     let mut cmd = Command::new("make");
     cmd.arg("-C")

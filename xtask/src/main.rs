@@ -17,6 +17,7 @@ mod hw_check;
 mod images;
 mod initramfs;
 mod kernel;
+mod lock;
 mod package;
 mod pmu_qemu;
 mod raspi;
@@ -212,7 +213,11 @@ COMMANDS:
 
 Every step prints `==> [i/n] what` on stderr before it runs and its time
 after; the first failing step stops the run with its command line and exit
-status.
+status. `cargo xtask test --step K` (or any command above that runs steps)
+runs step K alone, for rerunning one that failed once the steps before it
+have run. The QEMU guest steps of `test` run in two lanes at once (most
+guests keep one core busy): each step's output is printed whole when it
+ends and kept in target/logs/steps/.
 `cargo test` alone runs the fast host tests only.
 
 The images print one `RESULT <scenario> key=value …` line per result and a
@@ -222,11 +227,30 @@ summary; their exit status is 0 only when every scenario passed.
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    // `<plan> --step K`: only step K of the plan (a lane's child; rerunning one step).
+    let (words, only) = match words.as_slice() {
+        [plan @ .., "--step", k] if !plan.is_empty() => match k.parse::<usize>() {
+            Ok(k) => (plan.to_vec(), Some(k)),
+            Err(_) => return usage(&format!("--step takes a step number, not `{k}`")),
+        },
+        _ => (words, None),
+    };
     // The suite's cargo builds go outside the clone (dependencies reused by every
-    // fresh clone); the directory stays locked until the run ends.
+    // fresh clone); the directory stays locked until the run ends. A lane's child
+    // finds CARGO_TARGET_DIR set by its parent and keeps it.
     let _shared_target = (words == ["test"]).then(shared_target::enter).flatten();
     if let Some(plan) = plan(&words) {
-        return plan.run();
+        let plan = plan.invoked_as(&words);
+        return match only {
+            Some(k) => plan.run_only(k),
+            None => plan.run(),
+        };
+    }
+    if only.is_some() {
+        return usage(&format!(
+            "--step goes with a command that is a plan of steps (test, lint, e2e …), not `{}`",
+            words.join(" ")
+        ));
     }
     match words.as_slice() {
         ["kernel", _] => usage("`kernel` takes `x86_64`, `arm64`, `armv6` or `armv7`"),
@@ -276,8 +300,11 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(vec![armv6::step()])
             .then(images::test_steps())
             .then(e2e::test_steps())
-            .then(vec![pmu_qemu::test_step()])
-            .then(vec![bench::test_step(), hazards::test_step()]),
+            .then(vec![
+                pmu_qemu::test_step().in_lane(e2e::OTHER_LANE),
+                bench::test_step().in_lane(e2e::ARM64_LANE),
+                hazards::test_step().in_lane(e2e::ARM64_LANE),
+            ]),
         ["pmu-qemu"] => Plan::new("pmu-qemu")
             .then(setup::steps())
             .then(vec![pmu_qemu::test_step()]),
@@ -654,6 +681,34 @@ mod tests {
         &["e2e", "debian-armhf"],
         &["pmu-qemu"],
     ];
+
+    /// The test plan's lanes are one group at its end (bench and hazard statistics
+    /// included), and every kernel step precedes it: the lanes only read the kernel
+    /// cache, never build a kernel (a build uses both cores and writes the cache).
+    #[test]
+    fn the_guest_lanes_end_the_test_plan_after_every_kernel() {
+        let plan = plan(&["test"]).unwrap();
+        let steps = plan.steps();
+        let first = steps
+            .iter()
+            .position(|s| s.lane().is_some())
+            .expect("the test plan has lanes");
+        assert!(steps[first..].iter().all(|s| s.lane().is_some()));
+        let lanes: std::collections::BTreeSet<u8> =
+            steps[first..].iter().filter_map(|s| s.lane()).collect();
+        assert_eq!(lanes.len(), 2, "two lanes for two cores");
+        assert!(
+            steps[..first]
+                .iter()
+                .filter(|s| s.what().starts_with("test kernel "))
+                .count()
+                == 4
+        );
+        assert!(steps[first..]
+            .iter()
+            .all(|s| !s.what().starts_with("test kernel ")));
+        assert!(steps.last().unwrap().what().starts_with("hazards"));
+    }
 
     /// What each step of each plan needs (its rustup target, components, programs),
     /// set-up provides: the suite never reaches a step that fails on a missing target.

@@ -40,19 +40,12 @@ pub fn enter() -> Option<File> {
     }
     let dir = dir();
     if let Err(e) = fs::create_dir_all(&dir) {
-        eprintln!(
-            "xtask: cannot create {} ({e}): building in target/",
-            dir.display()
-        );
-        return None;
+        return in_clone(&format!("cannot create {} ({e})", dir.display()));
     }
     let path = dir.join(".xtask-test.lock");
     let lock = match File::create(&path) {
         Ok(file) => file,
-        Err(e) => {
-            eprintln!("xtask: {}: {e}: building in target/", path.display());
-            return None;
-        }
+        Err(e) => return in_clone(&format!("{}: {e}", path.display())),
     };
     match lock.try_lock() {
         Ok(()) => {
@@ -62,25 +55,25 @@ pub fn enter() -> Option<File> {
                 dir.display()
             );
             // Set before any thread or child process exists: the variable is read by
-            // images::target_dir and inherited by every cargo command of the run.
+            // images::target_dir and inherited by every cargo command of the run (and by
+            // the lanes' child xtask runs, which keep it).
             std::env::set_var("CARGO_TARGET_DIR", &dir);
             Some(lock)
         }
         Err(TryLockError::WouldBlock) => {
-            eprintln!(
-                "xtask: {} is in use by another test run: building in target/",
-                dir.display()
-            );
-            None
+            in_clone(&format!("{} is in use by another test run", dir.display()))
         }
-        Err(TryLockError::Error(e)) => {
-            eprintln!(
-                "xtask: cannot lock {} ({e}): building in target/",
-                path.display()
-            );
-            None
-        }
+        Err(TryLockError::Error(e)) => in_clone(&format!("cannot lock {} ({e})", path.display())),
     }
+}
+
+/// Builds in the clone's `target/`, saying why; named in `CARGO_TARGET_DIR` so that the
+/// lanes' child runs build there too rather than try the shared directory themselves.
+fn in_clone(why: &str) -> Option<File> {
+    let dir = crate::images::work_dir();
+    eprintln!("xtask: {why}: building in {}", dir.display());
+    std::env::set_var("CARGO_TARGET_DIR", &dir);
+    None
 }
 
 #[cfg(test)]

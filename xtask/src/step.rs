@@ -106,6 +106,7 @@ pub struct Step {
     env: Vec<(OsString, OsString)>,
     func: Option<fn() -> Result<(), String>>,
     needs: Vec<Need>,
+    lane: Option<u8>,
 }
 
 impl Step {
@@ -122,6 +123,7 @@ impl Step {
             env: Vec::new(),
             func: None,
             needs: Vec::new(),
+            lane: None,
         }
     }
 
@@ -134,6 +136,7 @@ impl Step {
             env: Vec::new(),
             func: Some(func),
             needs: Vec::new(),
+            lane: None,
         }
     }
 
@@ -158,6 +161,14 @@ impl Step {
     pub fn needs_programs(mut self, programs: &[&str]) -> Self {
         self.needs
             .extend(programs.iter().map(|p| Need::Program(p.to_string())));
+        self
+    }
+
+    /// Runs the step in lane `lane` of its group: consecutive steps that have a lane form
+    /// a group whose lanes run at the same time, each lane's steps in plan order (see
+    /// [`Plan::run`]). Steps that write the same files go in the same lane.
+    pub fn in_lane(mut self, lane: u8) -> Self {
+        self.lane = Some(lane);
         self
     }
 
@@ -219,6 +230,12 @@ impl Step {
         &self.what
     }
 
+    /// The step's lane, if it runs in a group.
+    #[cfg(test)]
+    pub fn lane(&self) -> Option<u8> {
+        self.lane
+    }
+
     fn command_line(&self) -> String {
         let mut line = String::new();
         for (k, v) in &self.env {
@@ -277,10 +294,14 @@ pub fn run_logged(what: &str, log: &str, command: &mut Command) -> Result<(), St
     }
 }
 
-/// Steps run in order; the first failure stops the plan.
+/// Steps run in order; the first failure stops the plan. Consecutive steps with a lane
+/// ([`Step::in_lane`]) form a group whose lanes run at the same time (see [`Plan::run`]).
 pub struct Plan {
     name: &'static str,
     steps: Vec<Step>,
+    /// The command-line words that build this plan (`test`): a lane runs one step as
+    /// `xtask <words> --step K`.
+    words: Vec<String>,
 }
 
 /// Runs `command` and returns its stdout, or why not: it could not start, or it exited
@@ -314,6 +335,7 @@ impl Plan {
         Self {
             name,
             steps: Vec::new(),
+            words: vec![name.to_string()],
         }
     }
 
@@ -323,79 +345,58 @@ impl Plan {
         self
     }
 
+    /// Records the command-line words that build this plan, for the lanes' child runs.
+    pub fn invoked_as(mut self, words: &[&str]) -> Self {
+        self.words = words.iter().map(|w| w.to_string()).collect();
+        self
+    }
+
     /// The steps, in order.
     #[cfg(test)]
     pub fn steps(&self) -> &[Step] {
         &self.steps
     }
 
+    /// The groups of the plan in order: a step alone, or consecutive laned steps with
+    /// their lanes (each a list of step indices in plan order, lanes by number).
+    fn stages(&self) -> Vec<Stage> {
+        let mut stages = Vec::new();
+        let mut i = 0;
+        while i < self.steps.len() {
+            if self.steps[i].lane.is_none() {
+                stages.push(Stage::One(i));
+                i += 1;
+                continue;
+            }
+            let mut lanes: std::collections::BTreeMap<u8, Vec<usize>> = Default::default();
+            while let Some(lane) = self.steps.get(i).and_then(|s| s.lane) {
+                lanes.entry(lane).or_default().push(i);
+                i += 1;
+            }
+            stages.push(Stage::Lanes(lanes.into_values().collect()));
+        }
+        stages
+    }
+
     /// Runs every step, printing progress on stderr (stdout is for results); returns
     /// failure at the first failing step.
+    ///
+    /// A group of laned steps runs one thread per lane; each runs its steps one after
+    /// the other, each as a child `xtask <words> --step K` whose stdout and stderr go
+    /// to `target/logs/steps/`. When a step ends, its output is printed whole (stderr,
+    /// with the usual `==> [K/N]` line and time, then stdout), so no two steps' lines
+    /// mix. After a failure no lane starts another step; the group ends when the
+    /// running ones have.
     pub fn run(self) -> ExitCode {
         let total = self.steps.len();
         let started = Instant::now();
-        let root = workspace_root();
-        for (i, step) in self.steps.iter().enumerate() {
-            eprintln!("==> [{}/{total}] {}", i + 1, step.what);
-            let t = Instant::now();
-            let missing: Vec<Need> = step.needs().into_iter().filter(|n| !n.is_met()).collect();
-            if !missing.is_empty() {
-                eprintln!(
-                    "xtask {}: step {}/{total} cannot run: {}: it needs what this machine lacks and set-up did not provide:",
-                    self.name,
-                    i + 1,
-                    step.what
-                );
-                for need in missing {
-                    eprintln!("    {need}: {}", need.install_hint());
-                }
+        for stage in self.stages() {
+            let ok = match stage {
+                Stage::One(i) => self.run_step(i),
+                Stage::Lanes(lanes) => self.run_lanes(&lanes),
+            };
+            if !ok {
                 return ExitCode::FAILURE;
-            }
-            if let Some(func) = step.func {
-                match func() {
-                    Ok(()) => {
-                        eprintln!("    ok ({:.1} s)", t.elapsed().as_secs_f64());
-                        continue;
-                    }
-                    Err(why) => {
-                        eprintln!(
-                            "xtask {}: step {}/{total} failed: {}\n    {why}",
-                            self.name,
-                            i + 1,
-                            step.what
-                        );
-                        return ExitCode::FAILURE;
-                    }
-                }
-            }
-            let status = Command::new(&step.program)
-                .args(&step.args)
-                .envs(step.env.iter().map(|(k, v)| (k, v)))
-                .current_dir(&root)
-                .status();
-            let secs = t.elapsed().as_secs_f64();
-            match status {
-                Ok(s) if s.success() => eprintln!("    ok ({secs:.1} s)"),
-                Ok(s) => {
-                    eprintln!(
-                        "xtask {}: step {}/{total} failed ({s}) after {secs:.1} s: {}\n    command: {}",
-                        self.name,
-                        i + 1,
-                        step.what,
-                        step.command_line()
-                    );
-                    return ExitCode::FAILURE;
-                }
-                Err(e) => {
-                    eprintln!(
-                        "xtask {}: could not start step {}/{total} ({}): {e}\n    command: {}",
-                        self.name,
-                        i + 1,
-                        step.what,
-                        step.command_line()
-                    );
-                    return ExitCode::FAILURE;
-                }
             }
         }
         eprintln!(
@@ -404,6 +405,263 @@ impl Plan {
             started.elapsed().as_secs_f64()
         );
         ExitCode::SUCCESS
+    }
+
+    /// Runs step `number` (1-based, as the progress lines count) alone: what a lane's
+    /// child does, and a way to rerun one step of a plan whose earlier steps have run.
+    pub fn run_only(self, number: usize) -> ExitCode {
+        if number == 0 || number > self.steps.len() {
+            eprintln!(
+                "xtask {}: --step {number}: the plan has steps 1 to {}",
+                self.name,
+                self.steps.len()
+            );
+            return ExitCode::from(2);
+        }
+        if self.run_step(number - 1) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
+    }
+
+    /// Runs step `i` (0-based) in this process with its progress lines; whether it passed.
+    fn run_step(&self, i: usize) -> bool {
+        let total = self.steps.len();
+        let step = &self.steps[i];
+        eprintln!("==> [{}/{total}] {}", i + 1, step.what);
+        let t = Instant::now();
+        let missing: Vec<Need> = step.needs().into_iter().filter(|n| !n.is_met()).collect();
+        if !missing.is_empty() {
+            eprintln!(
+                "xtask {}: step {}/{total} cannot run: {}: it needs what this machine lacks and set-up did not provide:",
+                self.name,
+                i + 1,
+                step.what
+            );
+            for need in missing {
+                eprintln!("    {need}: {}", need.install_hint());
+            }
+            return false;
+        }
+        if let Some(func) = step.func {
+            return match func() {
+                Ok(()) => {
+                    eprintln!("    ok ({:.1} s)", t.elapsed().as_secs_f64());
+                    true
+                }
+                Err(why) => {
+                    eprintln!(
+                        "xtask {}: step {}/{total} failed: {}\n    {why}",
+                        self.name,
+                        i + 1,
+                        step.what
+                    );
+                    false
+                }
+            };
+        }
+        let status = Command::new(&step.program)
+            .args(&step.args)
+            .envs(step.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(workspace_root())
+            .status();
+        let secs = t.elapsed().as_secs_f64();
+        match status {
+            Ok(s) if s.success() => {
+                eprintln!("    ok ({secs:.1} s)");
+                true
+            }
+            Ok(s) => {
+                eprintln!(
+                    "xtask {}: step {}/{total} failed ({s}) after {secs:.1} s: {}\n    command: {}",
+                    self.name,
+                    i + 1,
+                    step.what,
+                    step.command_line()
+                );
+                false
+            }
+            Err(e) => {
+                eprintln!(
+                    "xtask {}: could not start step {}/{total} ({}): {e}\n    command: {}",
+                    self.name,
+                    i + 1,
+                    step.what,
+                    step.command_line()
+                );
+                false
+            }
+        }
+    }
+
+    /// Runs a group's lanes at the same time (see [`Plan::run`]); whether every step
+    /// passed.
+    fn run_lanes(&self, lanes: &[Vec<usize>]) -> bool {
+        let exe = match std::env::current_exe() {
+            Ok(exe) => exe,
+            Err(e) => {
+                eprintln!("xtask {}: cannot find xtask's own program: {e}", self.name);
+                return false;
+            }
+        };
+        let logs = crate::images::work_dir().join("logs/steps");
+        if let Err(e) = fs::create_dir_all(&logs) {
+            eprintln!("xtask {}: {}: {e}", self.name, logs.display());
+            return false;
+        }
+        let list = |lane: &Vec<usize>| {
+            lane.iter()
+                .map(|i| (i + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        eprintln!(
+            "==> steps {} at once, in {} lanes ({}); each step's output follows when it ends (also in {})",
+            lane_span(lanes),
+            lanes.len(),
+            lanes
+                .iter()
+                .enumerate()
+                .map(|(n, lane)| format!("lane {}: {}", n + 1, list(lane)))
+                .collect::<Vec<_>>()
+                .join("; "),
+            logs.display()
+        );
+        let outcome = self.lanes_with(lanes, &exe, &logs);
+        if !outcome.not_run.is_empty() {
+            let steps: Vec<String> = outcome.not_run.iter().map(|n| n.to_string()).collect();
+            eprintln!(
+                "xtask {}: after the failure, steps {} did not run",
+                self.name,
+                steps.join(", ")
+            );
+        }
+        outcome.passed
+    }
+
+    /// [`Plan::run_lanes`] with the program a step's child runs (`exe <words> --step
+    /// K`) and the directory of the children's output.
+    fn lanes_with(&self, lanes: &[Vec<usize>], exe: &Path, logs: &Path) -> LanesOutcome {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Mutex;
+        let total = self.steps.len();
+        let failed = AtomicBool::new(false);
+        let print = Mutex::new(());
+        let not_run = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for (n, lane) in lanes.iter().enumerate() {
+                let (failed, print, not_run) = (&failed, &print, &not_run);
+                scope.spawn(move || {
+                    for &i in lane {
+                        if failed.load(Ordering::SeqCst) {
+                            not_run.lock().unwrap_or_else(|e| e.into_inner()).push(i + 1);
+                            continue;
+                        }
+                        {
+                            let _p = print.lock().unwrap_or_else(|e| e.into_inner());
+                            eprintln!(
+                                "--> [{}/{total}] started in lane {}: {}",
+                                i + 1,
+                                n + 1,
+                                self.steps[i].what
+                            );
+                        }
+                        let outcome = self.run_child(exe, logs, i);
+                        let _p = print.lock().unwrap_or_else(|e| e.into_inner());
+                        match outcome {
+                            Ok(child) => {
+                                child.print();
+                                if !child.passed {
+                                    eprintln!(
+                                        "xtask {}: step {}/{total} failed in lane {} (its output is above; {})",
+                                        self.name,
+                                        i + 1,
+                                        n + 1,
+                                        child.stderr.display()
+                                    );
+                                    failed.store(true, Ordering::SeqCst);
+                                }
+                            }
+                            Err(why) => {
+                                eprintln!(
+                                    "xtask {}: could not run step {}/{total} ({}): {why}",
+                                    self.name,
+                                    i + 1,
+                                    self.steps[i].what
+                                );
+                                failed.store(true, Ordering::SeqCst);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let mut not_run = not_run.into_inner().unwrap_or_else(|e| e.into_inner());
+        not_run.sort_unstable();
+        LanesOutcome {
+            passed: !failed.into_inner(),
+            not_run,
+        }
+    }
+
+    /// Step `i` as a child `xtask <words> --step i+1`, its output in `logs`.
+    fn run_child(&self, exe: &Path, logs: &Path, i: usize) -> Result<ChildRun, String> {
+        let stdout = logs.join(format!("{:02}.stdout", i + 1));
+        let stderr = logs.join(format!("{:02}.stderr", i + 1));
+        let open = |p: &Path| fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()));
+        let status = Command::new(exe)
+            .args(&self.words)
+            .args(["--step", &(i + 1).to_string()])
+            .current_dir(workspace_root())
+            .stdin(Stdio::null())
+            .stdout(open(&stdout)?)
+            .stderr(open(&stderr)?)
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+        Ok(ChildRun {
+            passed: status.success(),
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// A part of a plan: one step, or a group of lanes of step indices.
+enum Stage {
+    One(usize),
+    Lanes(Vec<Vec<usize>>),
+}
+
+/// "57–66": the first and last step number of a group.
+fn lane_span(lanes: &[Vec<usize>]) -> String {
+    let all = lanes.iter().flatten();
+    let first = all.clone().min().map_or(0, |i| i + 1);
+    let last = all.max().map_or(0, |i| i + 1);
+    format!("{first}–{last}")
+}
+
+/// How a group of lanes ended: whether every step passed, and the steps (numbered from
+/// 1) that did not start because another had failed.
+struct LanesOutcome {
+    passed: bool,
+    not_run: Vec<usize>,
+}
+
+/// A lane's finished step: whether it passed and where its output is.
+struct ChildRun {
+    passed: bool,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl ChildRun {
+    /// Its stderr (progress and time) on stderr, then its stdout on stdout.
+    fn print(&self) {
+        let err = fs::read(&self.stderr).unwrap_or_default();
+        let out = fs::read(&self.stdout).unwrap_or_default();
+        eprint!("{}", String::from_utf8_lossy(&err));
+        print!("{}", String::from_utf8_lossy(&out));
     }
 }
 
@@ -427,5 +685,101 @@ mod tests {
         assert!(stdout_of(&mut Command::new("/nonexistent/program"))
             .unwrap_err()
             .starts_with("cannot run /nonexistent/program: "));
+    }
+
+    fn plain(what: &str) -> Step {
+        Step::new(what, "true", [] as [&str; 0])
+    }
+
+    /// Consecutive laned steps form one group, lanes by number, steps in plan order;
+    /// a step without a lane ends the group.
+    #[test]
+    fn laned_steps_form_groups() {
+        let plan = Plan::new("t").then(vec![
+            plain("a"),
+            plain("b").in_lane(1),
+            plain("c").in_lane(2),
+            plain("d").in_lane(1),
+            plain("e"),
+            plain("f").in_lane(2),
+        ]);
+        let shape: Vec<String> = plan
+            .stages()
+            .iter()
+            .map(|s| match s {
+                Stage::One(i) => format!("{i}"),
+                Stage::Lanes(l) => format!("{l:?}"),
+            })
+            .collect();
+        assert_eq!(shape, ["0", "[[1, 3], [2]]", "4", "[[5]]"]);
+    }
+
+    /// A plan whose lanes' child is `sh -c SCRIPT sh --step K`: step K prints `out K`
+    /// and `err K` and fails when K is `fail`.
+    fn sh_plan(steps: usize, lanes: &[u8], fail: usize) -> (Plan, Vec<Vec<usize>>) {
+        let script = format!("echo out $2; echo err $2 >&2; [ \"$2\" != {fail} ]");
+        let mut plan = Plan::new("t").invoked_as(&["-c", &script, "sh"]);
+        for (i, lane) in lanes.iter().enumerate().take(steps) {
+            plan = plan.then(vec![plain(&format!("s{}", i + 1)).in_lane(*lane)]);
+        }
+        let Some(Stage::Lanes(l)) = plan.stages().into_iter().next() else {
+            panic!("one group expected");
+        };
+        (plan, l)
+    }
+
+    fn logs_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-lanes-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Every step of both lanes runs as its own child, with its output in its own files.
+    #[test]
+    fn lanes_run_every_step_with_its_own_output() {
+        let (plan, lanes) = sh_plan(3, &[1, 2, 1], 0);
+        let logs = logs_dir("pass");
+        let outcome = plan.lanes_with(&lanes, Path::new("sh"), &logs);
+        assert!(outcome.passed);
+        assert!(outcome.not_run.is_empty());
+        for k in 1..=3 {
+            let out = fs::read_to_string(logs.join(format!("{k:02}.stdout"))).unwrap();
+            let err = fs::read_to_string(logs.join(format!("{k:02}.stderr"))).unwrap();
+            assert_eq!(
+                (out.as_str(), err.as_str()),
+                (&*format!("out {k}\n"), &*format!("err {k}\n"))
+            );
+        }
+        let _ = fs::remove_dir_all(&logs);
+    }
+
+    /// After a failure a lane starts no further step: lane 1 is steps 1 and 2, step 1
+    /// fails, step 2 never runs (no output file) and is reported as not run.
+    #[test]
+    fn a_failure_stops_the_lane() {
+        let (plan, lanes) = sh_plan(2, &[1, 1], 1);
+        let logs = logs_dir("fail");
+        let outcome = plan.lanes_with(&lanes, Path::new("sh"), &logs);
+        assert!(!outcome.passed);
+        assert_eq!(outcome.not_run, [2]);
+        assert!(logs.join("01.stdout").is_file());
+        assert!(!logs.join("02.stdout").exists());
+        let _ = fs::remove_dir_all(&logs);
+    }
+
+    /// A failing step in one lane fails the group though the other lane's step passed.
+    #[test]
+    fn a_failure_in_either_lane_fails_the_group() {
+        let (plan, lanes) = sh_plan(2, &[1, 2], 2);
+        let logs = logs_dir("other");
+        let outcome = plan.lanes_with(&lanes, Path::new("sh"), &logs);
+        assert!(!outcome.passed);
+        assert!(outcome.not_run.is_empty());
+        assert_eq!(
+            fs::read_to_string(logs.join("01.stdout")).unwrap(),
+            "out 1\n"
+        );
+        let _ = fs::remove_dir_all(&logs);
     }
 }

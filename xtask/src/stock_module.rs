@@ -63,9 +63,15 @@ pub fn build_dir(name: &str) -> PathBuf {
 
 /// The cargo target directory the Rust object for `name` is built in: one per build
 /// directory, since the flags follow the kernel's configuration (branch protection) and
-/// cargo would otherwise rebuild `core` whenever they change between two kernels.
+/// cargo would otherwise rebuild `core` whenever they change between two kernels. It
+/// sits in the cargo target directory ([`crate::images::target_dir`]), which
+/// `cargo xtask test` keeps outside the clone: the `-Zbuild-std` `core` of each
+/// configuration is then built once per machine, not once per run (cargo still
+/// rebuilds the crate itself from the clone's sources).
 fn rust_target_dir(name: &str) -> PathBuf {
-    build_dir(name).join("rust-target")
+    crate::images::target_dir()
+        .join("kmod-enable-user-stock")
+        .join(name)
 }
 
 /// The `make` variables with which kmod-enable-user/Makefile (the Rust-for-Linux
@@ -327,13 +333,16 @@ const DEBIAN_STEP: &str =
     "kmod-enable-user/stock against Debian 12's arm64 headers: the default 6.1 (linux-headers-arm64) and 6.12 (linux-headers-6.12-arm64) (no CONFIG_RUST)";
 
 /// The steps of `cargo xtask test` (after the kernel steps): the stock module against
-/// the arm64 test kernel and against Debian's arm64 headers.
+/// the arm64 test kernel, Debian's arm64 headers, the armv6 and the armv7 test kernels,
+/// each in the lane of the runs that use it ([`crate::e2e::ARM64_LANE`]).
 pub fn test_steps() -> Vec<Step> {
+    use crate::e2e::{ARM64_LANE, OTHER_LANE};
     vec![
-        Step::func(ARM64_STEP, arm64_test_kernel_step),
-        Step::func(DEBIAN_STEP, debian_arm64_step),
-        Step::func(ARMV6_STEP, armv6_test_kernel_step),
-        Step::func(ARMV7_STEP, armv7_test_kernel_step),
+        Step::func(ARM64_STEP, arm64_test_kernel_step).in_lane(ARM64_LANE),
+        Step::func(DEBIAN_STEP, debian_arm64_step).in_lane(OTHER_LANE),
+        // The emulated Raspberry Pi 0/1 (ARM64_LANE) boot this one.
+        Step::func(ARMV6_STEP, armv6_test_kernel_step).in_lane(ARM64_LANE),
+        Step::func(ARMV7_STEP, armv7_test_kernel_step).in_lane(OTHER_LANE),
     ]
 }
 
