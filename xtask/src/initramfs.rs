@@ -395,6 +395,10 @@ pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     let out_dir = crate::images::work_dir().join("initramfs");
     fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
     let out = out_dir.join(name);
+    // One build at a time: rustc names its intermediate objects in the output's
+    // directory after the crate, so two builds at once (one per lane, or `xtask bench`
+    // beside `xtask hazards`) delete each other's objects before the link.
+    let _build = crate::lock::exclusive(&out, &format!("the {name} build"))?;
     // Built beside and renamed: a step in the other lane may be packing the last one.
     let tmp = crate::lock::temporary_beside(&out);
     let mut cmd = Command::new("rustc");
