@@ -10,8 +10,8 @@
 //! - [`event`]: generic events (cycles, instructions, …) and the [`EventEncoding`] trait
 //!   each backend implements to map them to its own encoding, raw events always allowed;
 //! - [`pmu`]: the [`Pmu`] trait for backends that program counters directly, the
-//!   capability-checked [`CounterPool`] and the [`Counter`] handle that disables its slot
-//!   when dropped;
+//!   capability-checked [`CounterPool`], the [`Counter`] handle that disables its slot
+//!   when dropped, and [`CounterRead`], the one-instruction read of a counter handle;
 //! - [`mmap_page`]: the user-space read protocol of Linux's `perf_event_mmap_page`
 //!   (lock/index/offset/pmc_width seqlock), written against the [`UserPage`] trait;
 //! - [`harness`]: the region-measurement harness (warm-up, N runs, min and median,
@@ -39,7 +39,7 @@ pub use event::{Event, EventEncoding, GenericEvent};
 pub use harness::{Corrected, CounterMeter, Harness, RegionMeter, Run, Summary};
 pub use hazards::{Hazards, Reading};
 pub use mmap_page::{ClockConversion, Fallback, PageRead, UserPage};
-pub use pmu::{Capabilities, Counter, CounterPool, Pmu, PrivilegeFilter, Slot};
+pub use pmu::{Capabilities, Counter, CounterPool, CounterRead, Pmu, PrivilegeFilter, Slot};
 pub use width::CounterWidth;
 
 /// The README (what crates.io shows), its example run as a doctest.

@@ -357,6 +357,22 @@ impl<P: Pmu> CounterPool<P> {
     }
 }
 
+/// One counter's read at the hardware floor, for region code generic over how a
+/// counter is reached: a handle made once (the counter's existence and the access
+/// checked then) whose read is one instruction, or one indirect call, with no slot
+/// decoding. pmu-armv8's handles (`mrs PMEVCNTR<n>_EL0`, a table of them) and the
+/// AArch32 direct backend's table of `mrc` reads implement it.
+pub trait CounterRead {
+    /// The counter's value: its register, as wide as the counter (a 32-bit counter
+    /// reads below 2^32).
+    fn read(&self) -> u64;
+
+    /// The counter's bit in its PMU's overflow-flag register (PMOVSSET_EL0 in AArch64,
+    /// PMOVSR in AArch32, each bit n event counter n and bit 31 the cycle counter; the
+    /// ARM1176's PMNC flags): a mask with one bit set.
+    fn overflow_mask(&self) -> u64;
+}
+
 /// One allocated counter. Dropping it stops the counter and frees the slot.
 #[derive(Debug)]
 pub struct Counter<'p, P: Pmu> {

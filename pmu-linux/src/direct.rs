@@ -1,25 +1,27 @@
 //! The direct backend: user space programs and reads the PMU itself, after the kernel
-//! module `kmod-enable-user` opened the registers to user mode (ARMv8: PMUSERENR_EL0.EN;
-//! ARM1176: SUNAVCR.V, ARM1176JZF-S TRM 3.2.50).
+//! module `kmod-enable-user` opened the registers to user mode (ARMv8: PMUSERENR_EL0.EN,
+//! or its read-only grant; AArch32: PMUSERENR.EN; ARM1176: SUNAVCR.V, ARM1176JZF-S TRM
+//! 3.2.50).
 //!
 //! - [`probe`] tries one register access in a forked child first (the child inherits
 //!   the CPU pinning): if user access is off, the instruction traps and the child dies
 //!   of SIGILL, which becomes [`crate::error::AccessError::NotEnabled`] ("user access to the PMU is
 //!   not enabled: load kmod-enable-user"), never a crash of the caller;
-//! - the constructors (`take_armv8`, `take_arm1176`) pin the thread to one CPU (the
-//!   registers and the enable bit are per CPU), probe, and hand back the
-//!   architecture crate's driver (`El0Pmu`, `Arm1176Pmu<Cp15>`);
+//! - the constructors (`take_armv8`, `take_pl0`, `take_arm1176`) pin the thread to one
+//!   CPU (the registers and the enable bit are per CPU), probe, and hand back the
+//!   architecture crate's driver (`El0Pmu`, `Pl0Pmu`, `Arm1176Pmu<Cp15>`);
 //! - [`allocate`] turns event names into counters of a `pmu_core::CounterPool`
 //!   ([`OwnedCounters`]: the same, owning the PMU);
-//! - [`DirectMeter`] (over borrowed or owned counters) measures regions on
-//!   them: overflow from the overflow flags, context switches from `getrusage` switch
-//!   counts taken outside the region, migration from `sched_getcpu` before and after,
-//!   and (ARMv8) revocation of user access from PMUSERENR_EL0, which EL0 may always
-//!   read, checked before every counter access so a revoked grant is an error instead
-//!   of SIGILL (the ARM1176, AArch32, and ARMv8 with `Options::getrusage_edges`);
-//! - [`region`]'s `DirectRegion` (ARMv8) measures regions without system calls: the CPU from
-//!   the thread's rseq area, every kernel entry (switches included) from the kernel-entry
-//!   sentinel, overflow from PMOVSSET_EL0.
+//! - [`DirectRegion`] measures regions on them, one type for every architecture
+//!   ([`region`]'s table: the counters' reads, the grant check, the sentinel, the
+//!   overflow flags and the CPU are its type parameters): at each edge it reads the
+//!   grant first (PMUSERENR_EL0 and PMUSERENR are readable in user mode whatever they
+//!   hold, so a revoked grant is an error instead of SIGILL), the CPU, the kernel-entry
+//!   sentinel and the counters, and judges overflow from the flags (or end < start),
+//!   migration from the CPU, kernel entries (switches included) from the sentinel;
+//!   without a sentinel (the ARM1176, or no counter left for one), switches from
+//!   `getrusage` at both edges. The meter's backends are such regions; a program that
+//!   programs the PMU itself builds one by hand over its pool's counters.
 //!
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
@@ -31,26 +33,25 @@ use crate::sys::{self, ChildEnd};
 
 mod alloc;
 pub mod grant;
-mod meter;
 pub mod region;
-pub mod watch;
 
-#[cfg(target_arch = "arm")]
+#[cfg(any(target_arch = "arm", test))]
 pub mod arm1176;
 #[cfg(target_arch = "aarch64")]
 pub mod armv8;
 #[cfg(test)]
 mod tests;
 
-#[cfg(target_arch = "aarch64")]
-pub use alloc::allocate_granted;
 pub use alloc::{allocate, OwnedCounters, MODULE_LAYOUT};
-pub use meter::{CounterSet, DirectMeter};
-pub use region::SENTINEL_FILTER;
 #[cfg(target_arch = "aarch64")]
+pub use armv8::{granted_region, pool_region, programmed_region};
+#[cfg(target_arch = "aarch64")]
+pub use region::Flags;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub use region::RseqCpu;
 pub use region::{
-    granted_region, programmed_region, DirectRegion, Flags, NoFlags, NoSentinel, OverflowFlags,
-    SentinelRead, Watching,
+    CounterSet, DefaultCpu, DirectRegion, NoFlags, NoSentinel, OverflowFlags, SentinelRead,
+    Watching, SENTINEL_FILTER,
 };
 
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]

@@ -416,7 +416,7 @@ pub enum GroupError {
     TooMany {
         /// Events given.
         given: usize,
-        /// The limit, [`crate::MAX_EVENTS`].
+        /// The limit, [`crate::Meter::MAX_EVENTS`].
         max: usize,
     },
     /// A trial enable showed that the events do not fit on the hardware counters

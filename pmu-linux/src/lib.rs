@@ -118,8 +118,8 @@ pub mod machine {
     pub use crate::timestamp::{ticks, TickSource, TimestampCounter, TimestampMeter, NAME};
 }
 
-/// The most events one group (or direct meter) holds.
-pub const MAX_EVENTS: usize = 16;
+/// The most events one group (or direct region) holds: [`Meter::MAX_EVENTS`].
+pub(crate) const MAX_EVENTS: usize = 16;
 
 // The front door; everything else is reached through its module.
 pub use error::{Error, Result};

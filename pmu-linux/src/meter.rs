@@ -377,6 +377,10 @@ impl fmt::Debug for Meter {
 }
 
 impl Meter {
+    /// The most events one meter (one perf group, one direct region) holds; a region's
+    /// readings fit in an array this long.
+    pub const MAX_EVENTS: usize = crate::MAX_EVENTS;
+
     /// A builder: add events, then [`MeterBuilder::build`].
     pub fn builder() -> MeterBuilder {
         MeterBuilder::default()

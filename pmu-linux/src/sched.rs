@@ -94,6 +94,9 @@ impl Drop for PinGuard {
 /// regions use [`Kernel`]; the host tests give the regions a scripted source, so that
 /// their verdicts depend on what the test says happened and not on the machine's load.
 pub trait ThreadSource {
+    /// Whether [`ThreadSource::cpu`] comes from the thread's rseq area (one load), which
+    /// the evidence reports ([`crate::verdict::Evidence::cpu_from_rseq`]).
+    const RSEQ: bool = false;
     /// The thread's context-switch counts so far.
     ///
     /// # Errors
@@ -120,6 +123,7 @@ impl ThreadSource for Kernel {
 }
 
 impl<T: ThreadSource + ?Sized> ThreadSource for &T {
+    const RSEQ: bool = T::RSEQ;
     #[inline(always)]
     fn switches(&self) -> Result<SwitchCounts> {
         (**self).switches()
@@ -142,6 +146,11 @@ pub(crate) struct ThreadStamp {
     pub(crate) cpu_from_rseq: bool,
 }
 
+// The perf session's getrusage edges (64-bit only).
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 impl ThreadStamp {
     /// Switch counts, then the CPU (at a region's start).
     #[inline(always)]

@@ -35,13 +35,13 @@
 //!
 //! | hazard | what it means | perf backend: detected by | direct backend: detected by |
 //! |---|---|---|---|
-//! | [`CONTEXT_SWITCH`](Hazards::CONTEXT_SWITCH) | the thread left the CPU during the region | any event's page `lock` moved; **or** (getrusage regions) the thread's `ru_nvcsw + ru_nivcsw` (`getrusage(RUSAGE_THREAD)`) moved; **or** a `context-switches` event in the group counted | `ru_nvcsw + ru_nivcsw` moved (`DirectMeter`, and a `DirectRegion` without a sentinel); a `DirectRegion` with a sentinel reports a switch as `KERNEL_ENTRY` instead (the scheduler runs in the kernel, so the sentinel moves), without `getrusage` |
-//! | [`CPU_MIGRATION`](Hazards::CPU_MIGRATION) | the thread ran on another CPU at the end than at the start, or moved in between | the CPU differs (syscall-free: rseq `cpu_id` or `sched_getcpu()`, read at the stop only if a lock moved; getrusage: `sched_getcpu()`); **or** a `cpu-migrations` event in the group counted (the only way to see a round trip 0 → 1 → 0; a migration is always also a switch) | `sched_getcpu()` differs (`DirectMeter`), the rseq `cpu_id` differs (`DirectRegion`; `sched_getcpu()` where the thread has no rseq area, [`Evidence::cpu_from_rseq`] false) — the constructors pin the thread, so this means someone changed the affinity |
+//! | [`CONTEXT_SWITCH`](Hazards::CONTEXT_SWITCH) | the thread left the CPU during the region | any event's page `lock` moved; **or** (getrusage regions) the thread's `ru_nvcsw + ru_nivcsw` (`getrusage(RUSAGE_THREAD)`) moved; **or** a `context-switches` event in the group counted | `ru_nvcsw + ru_nivcsw` moved (a `DirectRegion` without a sentinel: the ARM1176's, or where no counter is left for one); a `DirectRegion` with a sentinel reports a switch as `KERNEL_ENTRY` instead (the scheduler runs in the kernel, so the sentinel moves), without `getrusage` |
+//! | [`CPU_MIGRATION`](Hazards::CPU_MIGRATION) | the thread ran on another CPU at the end than at the start, or moved in between | the CPU differs (syscall-free: rseq `cpu_id` or `sched_getcpu()`, read at the stop only if a lock moved; getrusage: `sched_getcpu()`); **or** a `cpu-migrations` event in the group counted (the only way to see a round trip 0 → 1 → 0; a migration is always also a switch) | the rseq `cpu_id` differs (`DirectRegion` on ARMv8; `sched_getcpu()` on 32-bit ARM and where the thread has no rseq area, [`Evidence::cpu_from_rseq`] false) — the constructors pin the thread, so this means someone changed the affinity |
 //! | [`MULTIPLEXED`](Hazards::MULTIPLEXED) | the event was off its counter for part of the region | `time_enabled` and `time_running` advanced by different amounts between the two samples (page fields, or the group `read()`) | never (nothing else schedules the counters) |
 //! | [`NOT_SCHEDULED`](Hazards::NOT_SCHEDULED) | at an edge the event was not on a hardware counter (page `index` 0): a software event, or a hardware event rotated out | the page | never |
 //! | [`SYSCALL_FALLBACK`](Hazards::SYSCALL_FALLBACK) | at an edge the value came from `read()`, not one instruction: the read itself costs hundreds of instructions at the region's edge | the page said so; the reason per edge is in [`EventEvidence`] | never |
 //! | [`USER_ACCESS_REVOKED`](Hazards::USER_ACCESS_REVOKED) | one-instruction reads were allowed at the start and not at the end | fast at the start, `cap_user_rdpmc` 0 at the end (x86 rdpmc policy or arm64 `perf_user_access` changed) | PMUSERENR_EL0.EN found clear: [`crate::error::AccessError::Revoked`] instead of a value, since the counters are gone |
-//! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise, in a `DirectRegion`: the module's `sentinel=1` counter under the read-only grant, the backend's own (INST_RETIRED, `PMEVTYPER<n>_EL0`.U=1 P=0 NSH=1) under EN; `Meter::sentinel` says which, or why there is none (`DirectMeter` has none) |
+//! | [`KERNEL_ENTRY`](Hazards::KERNEL_ENTRY) | the kernel ran on the CPU inside the region (interrupt, system call, page fault, preemption) | [`Evidence::kernel_entries`]: a sentinel counter counting only at the kernel's level moved | likewise, in a `DirectRegion`: the module's `sentinel=1` counter under ARMv8's read-only grant, the backend's own under EN (INST_RETIRED, `PMEVTYPER<n>_EL0`.U=1 P=0 NSH=1) and on AArch32 (INST_RETIRED at PL1: PMXEVTYPER.U=1 P=0); `Meter::sentinel` says which, or why there is none (the ARM1176's counters have no privilege filter) |
 //! | [`OVERFLOW`](Hazards::OVERFLOW) | the counter wrapped | never: the kernel keeps 64-bit counts (`offset` absorbs wraps) | overflow flag (PMOVSSET_EL0, EN only), or end < start (pmu-core `CounterMeter` rule) |
 //!
 //! **The perf backend's kernel-entry sentinel** (`Options::kernel_sentinel`,
@@ -285,18 +285,16 @@ mod direct;
 mod hybrid;
 mod perf;
 
-pub(crate) use direct::{counter_readings, direct_evidence, sentinel_entries, stamp_hazards};
-// The syscall-free region's rules: its region is ARMv8's (their tests run everywhere).
-#[cfg(target_arch = "aarch64")]
+pub(crate) use direct::counter_readings;
+// The direct region's rules.
 pub(crate) use direct::{
     edge_evidence, edge_hazards, edge_tag, fast_verdict, sentinel_delta, tag_cpu,
 };
 // The perf backend (and with it the big.LITTLE sum) is 64-bit only.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) use hybrid::{sum_reading, EdgeFacts, EdgeSample};
-pub(crate) use perf::flag_kernel_entry;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub(crate) use perf::{apply_sentinel, evaluate_perf, sentinel_count};
+pub(crate) use perf::{apply_sentinel, evaluate_perf, flag_kernel_entry, sentinel_count};
 
 /// Thread stamps for the rules' tests: `voluntary` and `involuntary` switches on `cpu`.
 #[cfg(test)]

@@ -107,8 +107,8 @@ fn assert_exact(run: &QemuRun, tag: &str) {
     );
     let notes = json["notes"].to_string();
     assert!(notes.contains("PMUSERENR.EN"), "{tag}: {notes}");
-    // The AArch32 direct meter's kernel-entry sentinel (pmu-linux direct::aarch32
-    // `Pl1InstRetired`): INST_RETIRED at PL1 only on a counter the events leave free.
+    // The AArch32 direct region's kernel-entry sentinel (pmu-linux direct::aarch32
+    // `SENTINEL`): INST_RETIRED at PL1 only on a counter the events leave free.
     // The quiet runs above still give exact minima: it does not flag every region.
     // pmu-demo reports it once, as `sentinel` (not among the notes).
     let sentinel = &json["sentinel"];

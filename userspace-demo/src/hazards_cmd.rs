@@ -186,10 +186,22 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
     let pool = CounterPool::new(pmu);
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::ALL)?;
-    let mut meter = pmu_linux::direct::DirectMeter::new(
+    let reader = |i: usize| {
+        pool.pmu()
+            .reader(counters[i].slot())
+            .map_err(pmu_linux::Error::from)
+    };
+    // The library's direct region over the demo's own counters: CCR and CR0 read with
+    // one `mrc` each, overflow from PMCR's flags, switches from getrusage.
+    let mut meter = pmu_linux::direct::DirectRegion::with_cpu(
         &counters[..],
-        names.map(str::to_owned).to_vec(),
         pmu_linux::direct::Unchecked,
+        [reader(0)?, reader(1)?],
+        names.map(str::to_owned).to_vec(),
+        pmu_linux::direct::NoSentinel,
+        pmu_linux::Sentinel::off("the ARM1176 counters have no privilege filter"),
+        arm1176::PmcrFlags::new(pool.pmu()),
+        pmu_linux::machine::Kernel,
     )?;
     meter.enable()?;
     let mut demos = Vec::new();
@@ -232,10 +244,26 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
     let pool = CounterPool::new(pmu);
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::USER)?;
-    let mut meter = pmu_linux::direct::DirectMeter::new(
+    let reader = |i: usize| {
+        // `allocate` gave slots of this PMU: a reader for each exists.
+        pool.pmu().reader(counters[i].slot()).map_err(|_| {
+            pmu_linux::Error::from(pmu_linux::pmu_core::Error::CounterOutOfRange {
+                slot: counters[i].slot(),
+                available: u32::from(pool.pmu().event_counters()),
+            })
+        })
+    };
+    // The library's direct region over the demo's own counters, without a sentinel (so
+    // that a switch shows as one, from getrusage): overflow from PMOVSR.
+    let mut meter = pmu_linux::direct::DirectRegion::with_cpu(
         &counters[..],
-        names.map(str::to_owned).to_vec(),
         aarch32::PmuserenrEn,
+        [reader(0)?, reader(1)?],
+        names.map(str::to_owned).to_vec(),
+        pmu_linux::direct::NoSentinel,
+        pmu_linux::Sentinel::off("the demo shows switches through getrusage"),
+        aarch32::Pmovsr::with_en(pool.pmu()),
+        pmu_linux::machine::Kernel,
     )?;
     meter.enable()?;
     let mut demos = Vec::new();
@@ -331,7 +359,6 @@ fn report(args: &Args, demos: &[Demo]) -> Result<(), Failure> {
 #[cfg(target_arch = "aarch64")]
 fn overflow_demo() -> Demo {
     use pmu_armv8::{PmuOptions, PmuVersion};
-    use pmu_linux::direct::armv8::Pmuserenr;
     use pmu_linux::pmu_core::{CounterPool, GenericEvent, PrivilegeFilter};
     progress("overflow: direct backend, instructions counter preset 1000 below its wrap");
     // SAFETY: as in `measure --backend direct`: the demo takes CPU 0's PMU over
@@ -354,8 +381,10 @@ fn overflow_demo() -> Demo {
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
     };
     let counters = [counter];
+    // The library's direct region over the demo's own counter: overflow from
+    // PMOVSSET_EL0, switches from getrusage.
     let meter =
-        pmu_linux::direct::DirectMeter::new(&counters[..], vec!["instructions".into()], Pmuserenr);
+        pmu_linux::direct::pool_region::<1>(pool.pmu(), &counters[..], vec!["instructions".into()]);
     let mut meter = match meter {
         Ok(m) => m,
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),

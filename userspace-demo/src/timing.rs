@@ -149,7 +149,7 @@ pub fn syscall_read(
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn region(counters: &mut pmu_linux::perf::Session, config: BenchConfig) -> Result<BenchResult> {
     use pmu_linux::pmu_core::RegionMeter;
-    let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
+    let mut out = [pmu_linux::Reading::default(); pmu_linux::Meter::MAX_EVENTS];
     batches(config, || {
         counters.start()?;
         counters.stop(&mut out)?;

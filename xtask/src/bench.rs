@@ -501,7 +501,7 @@ impl Report {
             lp_fast.map(|f| f * 2.0),
         ));
         v.push((
-            "direct region, 1 counter (getrusage + sched_getcpu: `DirectMeter`)".into(),
+            "direct region, 1 counter (getrusage + sched_getcpu: `DirectRegion` without a sentinel)".into(),
             self.per_op("direct-region-1"),
             lp_fast.map(|f| f * 2.0),
         ));

@@ -111,6 +111,14 @@ pub fn for_write_back(read: Pmcr) -> Pmcr {
     Pmcr::new(read.get() & !(OVERFLOW_FLAGS | RESET_ACTIONS | RESERVED))
 }
 
+/// The PMCR value that clears the overflow flags of `flags` (any of bits 10:8) and
+/// changes nothing else, from `read`, the value PMCR reads now: [`for_write_back`] with
+/// the flags of `flags` written as 1 (write-1-to-clear) and the interrupt enables
+/// cleared (user-space code never enables the overflow interrupt).
+pub fn clearing_flags(read: Pmcr, flags: u32) -> Pmcr {
+    Pmcr::new(for_write_back(read).get() & !INTERRUPT_ENABLES | flags & OVERFLOW_FLAGS)
+}
+
 /// The event `counter` is set to count in `pmcr` (always 0xFF for the CCR).
 ///
 /// # Errors
@@ -198,6 +206,20 @@ impl CounterRegister {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Clearing CR0's flag (bit 8) from 0x00705707 | all three flags | ECC (TRM 3.2.51,
+    /// Table 3-136): E, the event fields and D stay; the CR0 flag is written 1, the
+    /// other two 0 (left pending); the reset actions (bits 2, 1) and the interrupt
+    /// enable are written 0; nothing outside bits 10:8 of `flags` is written as a flag.
+    #[test]
+    fn clearing_one_flag_leaves_the_rest() {
+        let read = Pmcr::new(0x0070_5709 | OVERFLOW_FLAGS | bits(PMCR::ECC));
+        let written = clearing_flags(read, bits(PMCR::CR0) | 1 << 31 | 1 << 2);
+        assert_eq!(written.get(), 0x0070_5009 | bits(PMCR::CR0));
+        assert!(written.is_set(PMCR::E));
+        assert!(!written.is_set(PMCR::ECC));
+        assert!(!written.is_set(PMCR::CR1) && !written.is_set(PMCR::CCR));
+    }
 
     /// TRM Tables 3-136 and 3-137: CR0 counting instructions (0x07 in EvtCount0, bits
     /// 27:20), CR1 branches (0x05 in EvtCount1, bits 19:12), the counters reset, the

@@ -69,8 +69,14 @@ mod hw {
     use crate::pmcr::CounterRegister;
     use crate::{Arm1176Pmu, Cp15};
 
+    /// The register's overflow flag in PMCR as a mask (bits 10:8: CCR, CR1, CR0).
+    const fn flag_mask(register: CounterRegister) -> u64 {
+        let field = register.overflow_flag();
+        (field.mask << field.shift) as u64
+    }
+
     macro_rules! fixed_reader {
-        ($(#[$doc:meta])* $name:ident, $read:ident) => {
+        ($(#[$doc:meta])* $name:ident, $read:ident, $register:expr) => {
             $(#[$doc])*
             #[derive(Clone, Copy, Debug)]
             pub struct $name<'p> {
@@ -88,23 +94,37 @@ mod hw {
                     unsafe { asm::$read() }.count()
                 }
             }
+
+            impl pmu_core::CounterRead for $name<'_> {
+                #[inline(always)]
+                fn read(&self) -> u64 {
+                    u64::from($name::read(self))
+                }
+                #[inline(always)]
+                fn overflow_mask(&self) -> u64 {
+                    flag_mask($register)
+                }
+            }
         };
     }
 
     fixed_reader!(
         /// The CCR, read with one `mrc`.
         CcrReader,
-        read_ccr
+        read_ccr,
+        CounterRegister::Ccr
     );
     fixed_reader!(
         /// CR0, read with one `mrc`.
         Cr0Reader,
-        read_cr0
+        read_cr0,
+        CounterRegister::Cr0
     );
     fixed_reader!(
         /// CR1, read with one `mrc`.
         Cr1Reader,
-        read_cr1
+        read_cr1,
+        CounterRegister::Cr1
     );
 
     /// A counter chosen at run time: its read function was picked when the handle was
@@ -128,6 +148,42 @@ mod hw {
         /// Which register it reads.
         pub fn register(&self) -> CounterRegister {
             self.register
+        }
+    }
+
+    impl pmu_core::CounterRead for Reader<'_> {
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            u64::from(Reader::read(self))
+        }
+        #[inline(always)]
+        fn overflow_mask(&self) -> u64 {
+            flag_mask(self.register)
+        }
+    }
+
+    /// The flags of `CounterRead::overflow_mask`: PMCR bits 8 (CR0), 9 (CR1) and 10 (CCR),
+    /// ARM1176JZF-S TRM 3.2.51. (Run under `qemu-arm -cpu arm1176` by `cargo xtask test`.)
+    #[cfg(test)]
+    #[test]
+    fn overflow_masks_are_the_pmcr_flags() {
+        assert_eq!(flag_mask(CounterRegister::Cr0), 1 << 8);
+        assert_eq!(flag_mask(CounterRegister::Cr1), 1 << 9);
+        assert_eq!(flag_mask(CounterRegister::Ccr), 1 << 10);
+    }
+
+    impl CounterRegister {
+        /// The function that reads this register with one `mrc`, for a caller that
+        /// keeps its own table (a [`Reader`] is the borrowed, safe form).
+        ///
+        /// Calling it is `unsafe`: the access must be permitted (PL1, or User mode with
+        /// SUNAVCR.V).
+        pub fn read_fn(self) -> unsafe fn() -> u32 {
+            match self {
+                Self::Ccr => ccr,
+                Self::Cr0 => cr0,
+                Self::Cr1 => cr1,
+            }
         }
     }
 
@@ -174,13 +230,8 @@ mod hw {
         /// [`Error::CounterOutOfRange`] for a slot the ARM1176 lacks.
         pub fn reader(&self, slot: Slot) -> Result<Reader<'_>, Error> {
             let register = reader_register(slot)?;
-            let read = match register {
-                CounterRegister::Ccr => ccr as unsafe fn() -> u32,
-                CounterRegister::Cr0 => cr0,
-                CounterRegister::Cr1 => cr1,
-            };
             Ok(Reader {
-                read,
+                read: register.read_fn(),
                 register,
                 _pmu: PhantomData,
             })

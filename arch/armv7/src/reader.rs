@@ -122,6 +122,16 @@ impl ReadPath {
     }
 }
 
+impl ReadPath {
+    /// The counter this path reads (its bit in PMCNTENSET, PMOVSR: [`crate::CounterId::mask`]).
+    pub const fn counter(self) -> crate::CounterId {
+        match self {
+            Self::Pmccntr => crate::CounterId::Cycle,
+            Self::Pmevcntr(n) | Self::Selected(n) => crate::CounterId::Event(n),
+        }
+    }
+}
+
 /// The three accesses of a selected read (PMUv1/PMUv2), apart so that the check of
 /// [`read_selected`] can be tested on the host.
 pub trait SelectedAccess {
@@ -180,6 +190,7 @@ mod hw {
     use super::{ReadPath, ReaderError};
     use crate::asm;
     use crate::pmu::{Armv7Pmu, PmuRegisters};
+    use crate::CounterId;
 
     /// A register file that reaches this CPU's PMU registers with `mrc`/`mcr`.
     ///
@@ -214,6 +225,17 @@ mod hw {
         }
     }
 
+    impl pmu_core::CounterRead for CycleReader<'_> {
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            u64::from(CycleReader::read(self))
+        }
+        #[inline(always)]
+        fn overflow_mask(&self) -> u64 {
+            u64::from(CounterId::Cycle.mask())
+        }
+    }
+
     /// Event counter N of a PMUv3, read with one `mrc` of `PMEVCNTR<N>`.
     #[derive(Clone, Copy, Debug)]
     pub struct EventReader<'p, const N: u8> {
@@ -227,6 +249,17 @@ mod hw {
             // SAFETY: made by `Armv7Pmu::event_reader`, which checked PMUv3 and
             // N < PMCR.N, from a PMU whose register file grants the access.
             unsafe { asm::pmevcntr::<N>() }
+        }
+    }
+
+    impl<const N: u8> pmu_core::CounterRead for EventReader<'_, N> {
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            u64::from(EventReader::read(self))
+        }
+        #[inline(always)]
+        fn overflow_mask(&self) -> u64 {
+            u64::from(CounterId::Event(N).mask())
         }
     }
 
@@ -252,6 +285,17 @@ mod hw {
         /// How it reads.
         pub fn path(&self) -> ReadPath {
             self.path
+        }
+    }
+
+    impl pmu_core::CounterRead for Reader<'_> {
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            u64::from(Reader::read(self))
+        }
+        #[inline(always)]
+        fn overflow_mask(&self) -> u64 {
+            u64::from(self.path.counter().mask())
         }
     }
 
@@ -380,6 +424,15 @@ mod tests {
     use super::*;
     use pmu_armv8::PmuVersion;
     use std::string::ToString;
+
+    /// A path's counter is the bit its handle's overflow flag has in PMOVSR: bit n for
+    /// event counter n, bit 31 for PMCCNTR (DDI 0406C C12 "PMOVSR").
+    #[test]
+    fn a_paths_counter_names_its_flag() {
+        assert_eq!(ReadPath::Pmccntr.counter().mask(), 1 << 31);
+        assert_eq!(ReadPath::Selected(3).counter().mask(), 1 << 3);
+        assert_eq!(ReadPath::Pmevcntr(30).counter().mask(), 1 << 30);
+    }
 
     /// The decision of the handles. Counter numbering and PMCR.N: DDI 0406C C12 "PMCR"
     /// (N event counters, 0..N-1) and PMCCNTR as `Slot::Fixed(0)` (crate::pmu

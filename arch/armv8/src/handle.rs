@@ -161,17 +161,6 @@ fn check(grant: &impl ReadGrant, counter: CounterId) -> Result<(), HandleError> 
     }
 }
 
-/// A counter handle's read, for code generic over the kinds of handle.
-pub trait ReadCounter {
-    /// The counter read.
-    fn counter(&self) -> CounterId;
-
-    /// The counter's value: the whole register (64 bits on the cycle counter and on
-    /// event counters with PMCR_EL0.LP and FEAT_PMUv3p5, else the low 32 bits set).
-    #[cfg(target_arch = "aarch64")]
-    fn read(&self) -> u64;
-}
-
 /// `PMEVCNTR<N>_EL0`, N known at compile time: the read is one `mrs`.
 #[derive(Clone, Copy, Debug)]
 pub struct EventCounterN<const N: u8> {
@@ -217,14 +206,15 @@ impl<const N: u8> EventCounterN<N> {
     }
 }
 
-impl<const N: u8> ReadCounter for EventCounterN<N> {
-    fn counter(&self) -> CounterId {
-        CounterId::Event(Self::COUNTER)
-    }
-    #[cfg(target_arch = "aarch64")]
+#[cfg(target_arch = "aarch64")]
+impl<const N: u8> pmu_core::CounterRead for EventCounterN<N> {
     #[inline(always)]
     fn read(&self) -> u64 {
         EventCounterN::read(self)
+    }
+    #[inline(always)]
+    fn overflow_mask(&self) -> u64 {
+        CounterId::Event(Self::COUNTER).mask()
     }
 }
 
@@ -255,14 +245,15 @@ impl CycleCounterHandle {
     }
 }
 
-impl ReadCounter for CycleCounterHandle {
-    fn counter(&self) -> CounterId {
-        CounterId::Cycle
-    }
-    #[cfg(target_arch = "aarch64")]
+#[cfg(target_arch = "aarch64")]
+impl pmu_core::CounterRead for CycleCounterHandle {
     #[inline(always)]
     fn read(&self) -> u64 {
         CycleCounterHandle::read(self)
+    }
+    #[inline(always)]
+    fn overflow_mask(&self) -> u64 {
+        CounterId::Cycle.mask()
     }
 }
 
@@ -302,7 +293,8 @@ impl CounterHandle {
         Self::new(grant, counter)
     }
 
-    /// The counter's value (see [`ReadCounter::read`]).
+    /// The counter's value: the whole register (64 bits on the cycle counter and on
+    /// event counters with PMCR_EL0.LP and FEAT_PMUv3p5, else the low 32 bits set).
     #[cfg(target_arch = "aarch64")]
     #[inline(always)]
     pub fn read(&self) -> u64 {
@@ -312,17 +304,26 @@ impl CounterHandle {
     }
 }
 
-impl ReadCounter for CounterHandle {
-    fn counter(&self) -> CounterId {
+impl CounterHandle {
+    /// The counter read.
+    pub fn counter(&self) -> CounterId {
         match EventCounter::new(self.number as u8) {
             Some(n) => CounterId::Event(n),
             None => CounterId::Cycle,
         }
     }
-    #[cfg(target_arch = "aarch64")]
+}
+
+#[cfg(target_arch = "aarch64")]
+impl pmu_core::CounterRead for CounterHandle {
     #[inline(always)]
     fn read(&self) -> u64 {
         CounterHandle::read(self)
+    }
+    #[inline(always)]
+    fn overflow_mask(&self) -> u64 {
+        // `number` is `CounterId::bit`: the counter's bit in PMOVSSET_EL0.
+        1 << self.number
     }
 }
 
@@ -408,9 +409,6 @@ mod tests {
         assert_eq!(h.counter().to_string(), "PMEVCNTR30_EL0");
         let c = CounterHandle::from_number(&all, 31).unwrap();
         assert_eq!(c.counter(), CounterId::Cycle);
-        assert_eq!(
-            EventCounterN::<0>::new(&all).unwrap().counter(),
-            CounterId::Event(EventCounter::new(0).unwrap())
-        );
+        assert_eq!(EventCounterN::<0>::COUNTER, EventCounter::new(0).unwrap());
     }
 }

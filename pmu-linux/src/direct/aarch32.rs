@@ -13,10 +13,10 @@
 //!   (PMUSERENR is readable at PL0 whatever it holds), so a revoked grant is an error
 //!   instead of SIGILL.
 //!
-//! - [`TableCounters`] reads the region's counters through `pmu_armv7::reader`'s
-//!   table (one indirect call per counter);
-//! - [`Pl1InstRetired`] is the kernel-entry sentinel: INST_RETIRED at PL1 only on a
-//!   free event counter (docs/sentinel.md).
+//! - the meter's backend is a [`super::DirectRegion`], as on ARMv8: the counters read
+//!   through `pmu_armv7::reader`'s table (one indirect call per counter), overflow from
+//!   PMOVSR, and a kernel-entry sentinel, INST_RETIRED at PL1 only on a free event
+//!   counter (docs/sentinel.md).
 //!
 //! PL0 cannot read ID_DFR0: the backend assumes the PMUv2 baseline (8-bit event numbers,
 //! no PMCEID), which PMUv3 seen from AArch32 extends. Every counter is 32 bits; overflow
@@ -106,241 +106,119 @@ pub unsafe fn take_pl0(cpu: usize) -> Result<(PinGuard, Pl0Pmu)> {
     Ok((pin, pmu))
 }
 
-/// The kernel-entry sentinel of this backend: event counter `counter` counting
-/// INST_RETIRED (0x08) at PL1 only (PMXEVTYPER.P = 0, U = 1, NSH = 0), read from PL0
-/// through PMSELR + `isb` + PMXEVCNTR (the PMUv2 baseline: PL0 cannot tell PMUv3,
-/// whose `PMEVCNTR<n>` encodings would save the select).
-///
-/// The filter bits are PMUv2's (ARMv7-A/R ARM, DDI 0406C, C12 "PMXEVTYPER"; PMUv3 in
-/// AArch32 keeps them: DDI 0487 G8 "`PMEVTYPER<n>`"), the ones Linux 6.12
-/// drivers/perf/arm_v7_pmu.c `armv7pmu_set_event_filter` writes for
-/// `exclude_user` on the Cortex-A7/A15/A12/A17; the exact split of PL1 and PL0
-/// instructions is measured with qemu/armv7-virt's `filter` scenario.
-#[derive(Debug)]
-pub struct Pl1InstRetired {
-    counter: u8,
+/// One counter of the region read through `pmu_armv7::reader`'s table: the read
+/// function chosen once, when the region is made (PMCCNTR with one `mrc`, an event
+/// counter through PMSELR + `isb` + PMXEVCNTR, checked against a concurrent select), so
+/// an edge costs one indirect call per counter instead of the driver's slot decoding.
+/// Made only by [`open`], next to the [`OwnedCounters`](super::OwnedCounters) that owns
+/// the PMU, and stored with it in the region.
+#[derive(Clone, Copy, Debug)]
+struct TableRead {
+    read: unsafe fn() -> u32,
+    /// The counter's bit in PMOVSR (bit n event counter n, bit 31 PMCCNTR).
+    mask: u32,
+    // The PMU is this CPU's, and the thread is pinned there.
+    _this_cpu: core::marker::PhantomData<*const ()>,
 }
 
-impl Pl1InstRetired {
-    /// Programs and starts the sentinel on the highest event counter of `pmu` that
-    /// `used` does not hold.
+impl TableRead {
+    /// The read of `slot` on `pmu`.
     ///
     /// # Errors
-    /// Why there is none, as [`crate::Sentinel::Off`] says it: every event counter is
-    /// in use, or the PMU refused the event or the filter.
-    pub fn program(
-        pmu: &Pl0Pmu,
-        used: impl Iterator<Item = pmu_core::Slot>,
-    ) -> std::result::Result<Self, String> {
-        use pmu_armv8::{Armv8Event, EventNumber};
-        use pmu_core::{Pmu, PrivilegeFilter, Slot};
-        let used: Vec<Slot> = used.collect();
-        let n = pmu.event_counters();
-        let Some(counter) = (0..n)
-            .rev()
-            .find(|&c| !used.contains(&Slot::Programmable(c)))
-        else {
-            return Err(format!(
-                "all {n} event counters count the region's events: ask for one event fewer \
-                 to have one"
-            ));
-        };
-        let slot = Slot::Programmable(counter);
-        pmu.configure(
-            slot,
-            Armv8Event::new(EventNumber::INST_RETIRED),
-            PrivilegeFilter::KERNEL,
-        )
-        .map_err(|e| format!("counter {counter} refused INST_RETIRED at PL1 only: {e}"))?;
-        pmu.clear_overflow(slot);
-        pmu.enable(slot);
-        Ok(Self { counter })
-    }
-
-    /// The event counter it uses.
-    pub fn counter(&self) -> u8 {
-        self.counter
-    }
-
-    fn mask(&self) -> u32 {
-        1 << self.counter
-    }
-}
-
-impl Drop for Pl1InstRetired {
-    /// Stops the counter (where the grant is still there), also when the meter it was
-    /// made for could not be built.
-    fn drop(&mut self) {
-        super::watch::SentinelCounter::stop(self);
-    }
-}
-
-impl super::watch::SentinelCounter for Pl1InstRetired {
-    #[inline(always)]
-    fn read(&self) -> u64 {
-        // SAFETY: the meter checks PMUSERENR.EN before each edge's reads (the
-        // `PmuserenrEn` of its DirectMeter), and `counter` < PMCR.N (`program`).
-        unsafe { pmu_armv7::asm::set_pmselr(u32::from(self.counter)) };
-        // PMXEVCNTR must see the new PMSELR (DDI 0406C B3.15.5; pmu_armv7::reader).
-        pmu_armv7::asm::isb();
-        // SAFETY: as above.
-        u64::from(unsafe { pmu_armv7::asm::pmxevcntr() })
-    }
-
-    fn width(&self) -> pmu_core::CounterWidth {
-        pmu_core::CounterWidth::W32
-    }
-
-    #[inline(always)]
-    fn overflowed(&self) -> bool {
-        // SAFETY: as in `read`.
-        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
-        pmovsr & self.mask() != 0
-    }
-
-    #[inline(always)]
-    fn clear_overflow(&self) {
-        // SAFETY: as in `read`; write-1-to-clear touches only this counter's flag.
-        unsafe { pmu_armv7::asm::set_pmovsr(self.mask()) };
-    }
-
-    fn start(&self) {
-        if PmuserenrEn.granted() {
-            // SAFETY: EN was just seen; only this counter's bit.
-            unsafe { pmu_armv7::asm::set_pmcntenset(self.mask()) };
-            // Counting starts before the instructions that follow.
-            pmu_armv7::asm::isb();
-        }
-    }
-
-    fn stop(&self) {
-        // Without the grant the access would trap, and the kernel owns the PMU again.
-        if PmuserenrEn.granted() {
-            // SAFETY: EN was just seen; only this counter's bit.
-            unsafe { pmu_armv7::asm::set_pmcntenclr(self.mask()) };
-            // Counting stops before the instructions that follow.
-            pmu_armv7::asm::isb();
-        }
-    }
-}
-
-/// The region's counters read through a table: each counter's read function chosen once,
-/// when the set is made (`pmu_armv7::reader`: PMCCNTR with one `mrc`, an event counter
-/// through PMSELR + `isb` + PMXEVCNTR), so an edge costs one indirect call per counter
-/// instead of the driver's slot decoding; one PMOVSR read for every overflow flag, one
-/// write to clear them. Everything else is the [`OwnedCounters`](super::OwnedCounters)'.
-#[derive(Debug)]
-pub struct TableCounters {
-    counters: super::OwnedCounters<Pl0Pmu>,
-    reads: Vec<unsafe fn() -> u32>,
-    masks: Vec<u32>,
-    all: u32,
-}
-
-impl TableCounters {
-    /// The floor reads of `counters`.
+    /// [`pmu_core::Error::CounterOutOfRange`] for a slot without a counter on this PMU
+    /// (cannot happen for slots the PMU allocated).
     ///
-    /// # Errors
-    /// [`crate::error::PmuError::Core`] with [`pmu_core::Error::CounterOutOfRange`] if a slot has no
-    /// counter on this PMU (cannot happen for slots the PMU allocated).
-    pub fn new(counters: super::OwnedCounters<Pl0Pmu>) -> Result<Self> {
+    /// # Safety
+    /// The handle is read only while `pmu` lives (the region holds both).
+    unsafe fn new(pmu: &Pl0Pmu, slot: pmu_core::Slot) -> Result<Self> {
         use pmu_armv7::reader::ReadPath;
-        use pmu_armv7::CounterId;
-        let pmu = counters.pmu();
-        let mut reads = Vec::with_capacity(counters.slots().len());
-        let mut masks = Vec::with_capacity(counters.slots().len());
-        for slot in counters.slots() {
-            let path =
-                ReadPath::for_slot(pmu.perfmon(), pmu.event_counters(), slot).map_err(|_| {
-                    pmu_core::Error::CounterOutOfRange {
-                        slot,
-                        available: u32::from(pmu.event_counters()),
-                    }
-                })?;
-            reads.push(path.read_fn());
-            masks.push(match path {
-                ReadPath::Pmccntr => CounterId::Cycle.mask(),
-                ReadPath::Pmevcntr(n) | ReadPath::Selected(n) => CounterId::Event(n).mask(),
-            });
-        }
-        let all = masks.iter().fold(0, |a, m| a | m);
+        let path = ReadPath::for_slot(pmu.perfmon(), pmu.event_counters(), slot).map_err(|_| {
+            pmu_core::Error::CounterOutOfRange {
+                slot,
+                available: u32::from(pmu.event_counters()),
+            }
+        })?;
         Ok(Self {
-            counters,
-            reads,
-            masks,
-            all,
+            read: path.read_fn(),
+            mask: path.counter().mask(),
+            _this_cpu: core::marker::PhantomData,
         })
     }
 }
 
-impl super::CounterSet for TableCounters {
-    fn len(&self) -> usize {
-        self.reads.len()
-    }
-    fn width(&self, _: usize) -> pmu_core::CounterWidth {
-        // Every AArch32 counter is 32 bits here (PMCR.LC stays 0: pmu_armv7::pmu).
-        pmu_core::CounterWidth::W32
+impl pmu_core::CounterRead for TableRead {
+    #[inline(always)]
+    fn read(&self) -> u64 {
+        // SAFETY: `read` came from `ReadPath::for_slot` for this PMU (`new`); the
+        // region checks PMUSERENR.EN before each edge's reads; the thread is pinned and
+        // owns the PMU (`take_pl0`), and a selected read is checked against a select
+        // by an interrupt (`pmu_armv7::reader::read_selected`).
+        u64::from(unsafe { (self.read)() })
     }
     #[inline(always)]
-    fn read(&self, i: usize) -> u64 {
-        // SAFETY: `reads[i]` came from `ReadPath::for_slot` for this PMU; the meter
-        // checks PMUSERENR.EN before each edge; the thread is pinned and owns the PMU
-        // (`take_pl0`), so nothing changes PMSELR in a selected read.
-        u64::from(unsafe { (self.reads[i])() })
-    }
-    #[inline(always)]
-    fn overflowed(&self, i: usize) -> bool {
-        // SAFETY: as in `read`.
-        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
-        pmovsr & self.masks[i] != 0
-    }
-    #[inline(always)]
-    fn clear_overflow(&self, i: usize) {
-        // SAFETY: as in `read`; write-1-to-clear touches this counter's flag only.
-        unsafe { pmu_armv7::asm::set_pmovsr(self.masks[i]) };
-    }
-    fn start(&self, i: usize) {
-        super::CounterSet::start(&self.counters, i)
-    }
-    fn stop(&self, i: usize) {
-        super::CounterSet::stop(&self.counters, i)
-    }
-    #[inline(always)]
-    fn read_all(&self, out: &mut [u64]) {
-        for (v, read) in out.iter_mut().zip(&self.reads) {
-            // SAFETY: as in `read`.
-            *v = u64::from(unsafe { read() });
-        }
-    }
-    #[inline(always)]
-    fn overflowed_all(&self, out: &mut [bool]) {
-        // SAFETY: as in `read`.
-        let pmovsr = unsafe { pmu_armv7::asm::pmovsr() };
-        for (o, mask) in out.iter_mut().zip(&self.masks) {
-            *o = pmovsr & mask != 0;
-        }
-    }
-    #[inline(always)]
-    fn clear_overflows(&self) {
-        // SAFETY: as in `read`; only the region's counters' flags.
-        unsafe { pmu_armv7::asm::set_pmovsr(self.all) };
-    }
-    fn leave_programmed(&mut self) {
-        self.counters.leave_programmed();
+    fn overflow_mask(&self) -> u64 {
+        u64::from(self.mask)
     }
 }
 
+/// PMOVSR, read and cleared from PL0 under PMUSERENR.EN (DDI 0406C C12 "PMOVSR": bit n
+/// event counter n, bit 31 PMCCNTR; a write of 1 clears a flag, 0 leaves it): a
+/// region's overflow flags, with pmu-armv7's readers (`Armv7Pmu::reader`) or the
+/// backend's own table as its handles.
+#[derive(Debug)]
+pub struct Pmovsr {
+    _this_cpu: core::marker::PhantomData<*const ()>,
+}
+
+impl Pmovsr {
+    /// The flags, proved accessible by the PMU taken from PL0 (EN on this CPU, the
+    /// thread pinned there).
+    pub fn with_en(_pmu: &Pl0Pmu) -> Self {
+        Self {
+            _this_cpu: core::marker::PhantomData,
+        }
+    }
+}
+
+impl super::OverflowFlags for Pmovsr {
+    const READABLE: bool = true;
+    #[inline(always)]
+    fn read(&self) -> u64 {
+        // SAFETY: made only by `with_en`, whose proof is a PMU taken under EN on this
+        // CPU; the region checks EN before each edge. The read has no side effect.
+        u64::from(unsafe { pmu_armv7::asm::pmovsr() })
+    }
+    #[inline(always)]
+    fn clear(&self, mask: u64) {
+        // SAFETY: as in `read`; write-1-to-clear touches the flags of `mask` only, the
+        // region's own counters (bits 0..=31: `TableRead::mask`).
+        unsafe { pmu_armv7::asm::set_pmovsr(mask as u32) };
+    }
+}
+
+/// The kernel-entry sentinel of this backend: INST_RETIRED (0x08) at PL1 only
+/// (PMXEVTYPER.P = 0, U = 1, NSH = 0) on an event counter the region's events leave
+/// free. The filter bits are PMUv2's (ARMv7-A/R ARM, DDI 0406C, C12 "PMXEVTYPER"; PMUv3
+/// in AArch32 keeps them: DDI 0487 G8 "`PMEVTYPER<n>`"), the ones Linux 6.12
+/// drivers/perf/arm_v7_pmu.c `armv7pmu_set_event_filter` writes for `exclude_user` on
+/// the Cortex-A7/A15/A12/A17; the exact split of PL1 and PL0 instructions is measured
+/// with qemu/armv7-virt's `filter` scenario.
+const SENTINEL: (pmu_core::Event, pmu_core::PrivilegeFilter) = (
+    pmu_core::Event::Generic(pmu_core::GenericEvent::Instructions),
+    pmu_core::PrivilegeFilter::KERNEL,
+);
+
 /// The meter's ARMv7 direct backend: PL0 programs the PMU after kmod-enable-user's
-/// ARMv7 flavour set PMUSERENR.EN, counting PL0 only, with a kernel-entry sentinel
-/// ([`Pl1InstRetired`]) on a free event counter where there is one and the builder
-/// asks for it; every access checks that EN is still there.
+/// ARMv7 flavour set PMUSERENR.EN, counting PL0 only, in a [`super::DirectRegion`]:
+/// counters read through [`TableRead`], overflow from PMOVSR, the CPU from
+/// `sched_getcpu()`, and a kernel-entry sentinel ([`SENTINEL`]) on a free event counter
+/// where there is one and the builder asks for it; every edge checks that EN is still
+/// there.
 ///
 /// # Errors
 /// [`crate::error::AccessError::NeedsProgramming`] without `MeterBuilder::program_the_pmu` (PMUv2
 /// has no read-only grant: EN is the only one, and it programs); as [`take_pl0`].
 pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
-    use super::watch::{with_sentinel, SentinelMeter, WithoutSentinel};
-    use super::DirectMeter;
     if !builder.program {
         return Err(Error::Access(crate::error::AccessError::NeedsProgramming));
     }
@@ -349,33 +227,62 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
     // SAFETY: `program_the_pmu`'s caller promised exclusive use of the PMU.
     let (pin, pmu) = unsafe { take_pl0(cpu) }?;
     let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-    let counters = super::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
-    let names = builder.names();
-    let program = if builder.sentinel {
-        Pl1InstRetired::program(counters.pmu(), counters.slots())
-    } else {
-        Err(crate::sentinel::SWITCHED_OFF.to_owned())
-    };
-    let meter: Box<dyn crate::backend::Backend> = match program {
-        Ok(sentinel) => {
-            let how = format!(
-                "event counter {} programmed by the library (INST_RETIRED, PMXEVTYPER.U \
-                 set, P clear), read through PMSELR + PMXEVCNTR before the region's \
-                 counters at the start and after them at the stop",
-                sentinel.counter()
-            );
-            let counters = TableCounters::new(counters)?;
-            let (set, link) = with_sentinel(counters, sentinel);
-            let inner = DirectMeter::new(set, names, PmuserenrEn)?;
-            Box::new(SentinelMeter::new(inner, link, "instructions", &how))
+    let candidates: &[_] = if builder.sentinel { &[SENTINEL] } else { &[] };
+    let (counters, sentinel_error) = super::OwnedCounters::allocate_with_extra(
+        pmu,
+        &placed,
+        pmu_core::PrivilegeFilter::USER,
+        candidates,
+    )?;
+    let slots: Vec<pmu_core::Slot> = counters.slots().collect();
+    let handles = slots[..placed.len()]
+        .iter()
+        // SAFETY: the handles go into the region with `counters`, which owns the PMU.
+        .map(|&slot| unsafe { TableRead::new(counters.pmu(), slot) })
+        .collect::<Result<Vec<_>>>()?;
+    let flags = Pmovsr::with_en(counters.pmu());
+    let (sentinel, state) = match slots.get(placed.len()) {
+        Some(&slot) => {
+            let counter = match slot {
+                pmu_core::Slot::Programmable(n) => format!("event counter {n}"),
+                pmu_core::Slot::Fixed(_) => "the cycle counter".to_owned(),
+            };
+            (
+                // SAFETY: as for the handles above.
+                Some(unsafe { TableRead::new(counters.pmu(), slot) }?),
+                crate::Sentinel::Counting {
+                    event: "instructions".into(),
+                    how: format!(
+                        "{counter} programmed by the library (INST_RETIRED, \
+                         PMXEVTYPER.U set, P clear), read through PMSELR + PMXEVCNTR \
+                         before the region's counters at the start and after them at the \
+                         stop; a context switch shows as a kernel entry"
+                    ),
+                },
+            )
         }
-        Err(why) => Box::new(WithoutSentinel::new(
-            DirectMeter::new(TableCounters::new(counters)?, names, PmuserenrEn)?,
-            why,
-        )),
+        None if !builder.sentinel => (None, crate::Sentinel::off(crate::sentinel::SWITCHED_OFF)),
+        None => (
+            None,
+            crate::Sentinel::off(format!(
+                "no event counter left for it ({}): ask for one event fewer to have one; \
+                 regions see context switches (getrusage) and migrations, not \
+                 interrupts, system calls or faults",
+                sentinel_error.map_or_else(|| "no candidate".to_owned(), |e| e.to_string())
+            )),
+        ),
     };
+    let region = super::region::boxed_region(
+        counters,
+        PmuserenrEn,
+        handles,
+        builder.names(),
+        sentinel,
+        state,
+        flags,
+    )?;
     Ok(super::opened(
-        meter,
+        region,
         builder.events.len(),
         Grant::Program { cpu },
         format!(

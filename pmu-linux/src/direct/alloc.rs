@@ -35,40 +35,6 @@ pub fn allocate<'p, P: Pmu>(
 /// grant (`5=0x8 31=0x11`: counter=event, 31 the cycle counter).
 pub const MODULE_LAYOUT: &str = "/sys/module/kmod_enable_user/parameters/layout";
 
-/// Counters of a pool over the module's counters ([`pmu_armv8::granted::GrantedPmu`])
-/// for `names`: each on the slot where the module counts that event, EL0 only.
-///
-/// # Errors
-/// Name errors; [`crate::error::AccessError::NotInModuleLayout`] for an event the module does not count.
-#[cfg(target_arch = "aarch64")]
-pub fn allocate_granted<'p, R: pmu_armv8::granted::CounterReads>(
-    pool: &'p CounterPool<pmu_armv8::granted::GrantedPmu<R>>,
-    names: &[&str],
-    layout_text: &str,
-) -> Result<Vec<Counter<'p, pmu_armv8::granted::GrantedPmu<R>>>> {
-    use pmu_core::EventEncoding;
-    if names.len() > MAX_EVENTS {
-        return Err(Error::Group(crate::error::GroupError::TooMany {
-            given: names.len(),
-            max: MAX_EVENTS,
-        }));
-    }
-    names
-        .iter()
-        .map(|name| {
-            let event = events::direct_event(name)?;
-            let code = pmu_armv8::Armv8Event::encode(event)?;
-            let slot = pool.pmu().layout().slot_of(code).ok_or_else(|| {
-                Error::Access(crate::error::AccessError::NotInModuleLayout {
-                    event: (*name).to_owned(),
-                    layout: layout_text.trim().to_owned(),
-                })
-            })?;
-            Ok(pool.counter_at(slot, event, PrivilegeFilter::USER)?)
-        })
-        .collect()
-}
-
 /// Counters programmed on a PMU this value owns: what [`allocate`] hands out, without
 /// the borrow of a pool, so that a meter over them can live in a struct. Dropping it
 /// stops every counter and clears its overflow flag, as dropping the handles does.
@@ -211,42 +177,11 @@ impl<P: Pmu> CounterSet for OwnedCounters<P> {
     fn width(&self, i: usize) -> CounterWidth {
         self.slots[i].1
     }
-    #[inline(always)]
-    fn read(&self, i: usize) -> u64 {
-        let (slot, width) = self.slots[i];
-        width.truncate(self.pmu.read(slot))
-    }
-    #[inline(always)]
-    fn overflowed(&self, i: usize) -> bool {
-        self.pmu.overflowed(self.slots[i].0)
-    }
-    #[inline(always)]
-    fn clear_overflow(&self, i: usize) {
-        self.pmu.clear_overflow(self.slots[i].0)
-    }
     fn start(&self, i: usize) {
         self.pmu.enable(self.slots[i].0)
     }
     fn stop(&self, i: usize) {
         self.pmu.disable(self.slots[i].0)
-    }
-    #[inline(always)]
-    fn read_all(&self, out: &mut [u64]) {
-        for (v, &(slot, width)) in out.iter_mut().zip(&self.slots) {
-            *v = width.truncate(self.pmu.read(slot));
-        }
-    }
-    #[inline(always)]
-    fn overflowed_all(&self, out: &mut [bool]) {
-        for (o, &(slot, _)) in out.iter_mut().zip(&self.slots) {
-            *o = self.pmu.overflowed(slot);
-        }
-    }
-    #[inline(always)]
-    fn clear_overflows(&self) {
-        for &(slot, _) in &self.slots {
-            self.pmu.clear_overflow(slot);
-        }
     }
     fn leave_programmed(&mut self) {
         self.release_on_drop = false;

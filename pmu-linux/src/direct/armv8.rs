@@ -3,11 +3,19 @@
 use pmu_armv8::registers::PMUSERENR_EL0;
 use pmu_armv8::{El0Pmu, PmuOptions, PmuVersion};
 
-use super::{probe_with, AccessCheck};
+use pmu_armv8::granted::{El0Reads, GrantedLayout, GrantedPmu};
+use pmu_armv8::handle::CounterHandle;
+use pmu_armv8::{CounterId, EventCounter, EventNumber};
+use pmu_core::Slot;
+
+use super::region::{boxed_region, Flags, NoFlags};
+use super::{probe_with, AccessCheck, SENTINEL_FILTER};
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::meter::choose::{Grant, Opened};
 use crate::meter::MeterBuilder;
 use crate::sched::{pin_to, PinGuard};
+use crate::Sentinel;
 
 /// The probe: one read of PMCR_EL0, which traps (SIGILL) unless PMUSERENR_EL0.EN.
 pub(super) fn probe_access() {
@@ -230,7 +238,7 @@ pub(crate) fn open_granted(builder: &MeterBuilder) -> Result<Opened> {
             Ok((event, Some(slot)))
         })
         .collect::<Result<Vec<_>>>()?;
-    let region = super::granted_region(pmu, &placed, builder.names(), builder.sentinel)?;
+    let region = granted_region(pmu, &placed, builder.names(), builder.sentinel)?;
     Ok(super::opened(
         region,
         builder.events.len(),
@@ -261,7 +269,7 @@ fn open_programmed(builder: &MeterBuilder) -> Result<Opened> {
         Err(e) => return Err(e),
     };
     let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-    let region = super::programmed_region(pmu, &placed, builder.names(), builder.sentinel)?;
+    let region = programmed_region(pmu, &placed, builder.names(), builder.sentinel)?;
     Ok(super::opened(
         region,
         builder.events.len(),
@@ -274,4 +282,240 @@ fn open_programmed(builder: &MeterBuilder) -> Result<Opened> {
         ),
         pin,
     ))
+}
+
+/// The counter of `slot` on `pmu`.
+///
+/// # Errors
+/// [`pmu_core::Error::CounterOutOfRange`] for a slot the PMU lacks.
+fn counter_id(pmu: &El0Pmu, slot: Slot) -> Result<CounterId> {
+    pmu.counter_id(slot)
+        .ok_or(Error::Pmu(crate::error::PmuError::Core(
+            pmu_core::Error::CounterOutOfRange {
+                slot,
+                available: pmu_core::Pmu::capabilities(pmu).programmable,
+            },
+        )))
+}
+
+/// The one-instruction read handle of `slot` on a PMU taken under EN, for a
+/// [`super::DirectRegion`] over counters of that PMU (the backend's own, or a pool's
+/// counters in a region built by hand).
+///
+/// # Errors
+/// [`pmu_core::Error::CounterOutOfRange`] for a slot the PMU lacks.
+pub fn handle(pmu: &El0Pmu, slot: Slot) -> Result<CounterHandle> {
+    CounterHandle::new(pmu.registers(), counter_id(pmu, slot)?).map_err(crate::Error::from)
+}
+
+/// A region built by hand over `counters`, a pool's counters on `pmu` (taken under EN:
+/// [`take_armv8`]), for a program that programs them itself (a preset before a region,
+/// say): each read with one instruction, overflow from PMOVSSET_EL0, the grant checked
+/// at both edges, no kernel-entry sentinel (switches from `getrusage`, the CPU from
+/// `sched_getcpu()`). K is the number of counters.
+///
+/// # Errors
+/// [`crate::error::GroupError::NoEvents`]; a `counters` or `names` count other than K
+/// ([`pmu_core::Error::ReadingsMismatch`]); [`pmu_core::Error::CounterOutOfRange`] for
+/// a counter of another PMU.
+#[allow(clippy::type_complexity)]
+pub fn pool_region<'c, 'p, const K: usize>(
+    pmu: &El0Pmu,
+    counters: &'c [pmu_core::Counter<'p, El0Pmu>],
+    names: Vec<String>,
+) -> Result<
+    super::DirectRegion<
+        &'c [pmu_core::Counter<'p, El0Pmu>],
+        Pmuserenr,
+        CounterHandle,
+        super::NoSentinel,
+        Flags,
+        K,
+        crate::sched::Kernel,
+    >,
+> {
+    let handles = counters
+        .iter()
+        .map(|c| handle(pmu, c.slot()))
+        .collect::<Result<Vec<_>>>()?;
+    let given = handles.len();
+    let handles: [CounterHandle; K] =
+        handles
+            .try_into()
+            .map_err(|_| pmu_core::Error::ReadingsMismatch {
+                expected: K as u32,
+                got: given as u32,
+            })?;
+    super::DirectRegion::with_cpu(
+        counters,
+        Pmuserenr,
+        handles,
+        names,
+        super::NoSentinel,
+        Sentinel::off("a region by hand over a pool's counters: none programmed"),
+        Flags::with_en(pmu.registers()),
+        crate::sched::Kernel,
+    )
+}
+
+/// The layout counter behind a [`GrantedPmu`] slot (its i-th event counter, or the
+/// cycle counter).
+fn granted_counter(layout: &GrantedLayout, slot: Slot) -> Option<CounterId> {
+    match slot {
+        Slot::Programmable(i) => layout
+            .event_counters()
+            .get(usize::from(i))
+            .and_then(|&(n, _)| EventCounter::new(n))
+            .map(CounterId::Event),
+        Slot::Fixed(0) if layout.cycle_counter() => Some(CounterId::Cycle),
+        Slot::Fixed(_) => None,
+    }
+}
+
+/// The name of a sentinel's event number.
+fn event_name(event: u16) -> String {
+    match EventNumber::new(event) {
+        EventNumber::INST_RETIRED => "instructions".into(),
+        EventNumber::CPU_CYCLES => "cycles".into(),
+        _ => format!("r{event:x}"),
+    }
+}
+
+/// A syscall-free region on the module's counters under its read-only grant, for `placed`
+/// (each on the layout slot that counts it), with the module's sentinel when it runs
+/// one (`sentinel=1`), else `getrusage` for switches and a [`Sentinel::Off`] saying
+/// so.
+///
+/// # Errors
+/// pmu-core's allocation errors; [`crate::error::PmuError::CounterHandle`] (a slot the layout does
+/// not back: cannot happen for slots of this PMU).
+pub fn granted_region(
+    pmu: GrantedPmu<El0Reads>,
+    placed: &[(pmu_core::Event, Option<Slot>)],
+    names: Vec<String>,
+    watch: bool,
+) -> Result<Box<dyn Backend>> {
+    let layout = *pmu.layout();
+    let access = PmuserenrRead::for_layout(&layout);
+    let counters = super::OwnedCounters::allocate(pmu, placed, pmu_core::PrivilegeFilter::USER)?;
+    let handles = counters
+        .slots()
+        .map(|slot| {
+            let id = granted_counter(&layout, slot).ok_or(Error::Pmu(
+                crate::error::PmuError::Core(pmu_core::Error::CounterOutOfRange {
+                    slot,
+                    available: layout.event_counters().len() as u32,
+                }),
+            ))?;
+            CounterHandle::new(counters.pmu(), id).map_err(crate::Error::from)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (sentinel, state) = match layout.sentinel() {
+        _ if !watch => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
+        Some((n, event)) => {
+            let handle = CounterHandle::from_number(counters.pmu(), u32::from(n))
+                .map_err(crate::Error::from)?;
+            (
+                Some(handle),
+                Sentinel::Counting {
+                    event: event_name(event),
+                    how: format!(
+                        "kmod-enable-user's sentinel=1 counter PMEVCNTR{n}_EL0, the \
+                         kernel's level only (EL1, or EL2 with VHE), read with one instruction at both edges; a context \
+                         switch shows as a kernel entry"
+                    ),
+                },
+            )
+        }
+        None => (
+            None,
+            Sentinel::off(
+                "kmod-enable-user runs none (load it with sentinel=1): regions see \
+                 context switches (getrusage) and migrations, not interrupts, system \
+                 calls or faults",
+            ),
+        ),
+    };
+    boxed_region(counters, access, handles, names, sentinel, state, NoFlags)
+}
+
+/// A syscall-free region on counters the backend programs itself under EN (`pmu` from
+/// [`take_armv8`]), for `placed`, plus a sentinel on a free
+/// counter ([`super::SENTINEL_FILTER`]); with no free counter (or neither event), regions
+/// take `getrusage` for switches and a [`Sentinel::Off`] says why.
+///
+/// # Errors
+/// pmu-core's allocation errors for `placed`.
+pub fn programmed_region(
+    pmu: El0Pmu,
+    placed: &[(pmu_core::Event, Option<Slot>)],
+    names: Vec<String>,
+    watch: bool,
+) -> Result<Box<dyn Backend>> {
+    use pmu_core::GenericEvent;
+    let candidates: &[_] = if !watch {
+        &[]
+    } else {
+        &[
+            (
+                pmu_core::Event::Generic(GenericEvent::Instructions),
+                SENTINEL_FILTER,
+            ),
+            (
+                pmu_core::Event::Generic(GenericEvent::CpuCycles),
+                SENTINEL_FILTER,
+            ),
+        ]
+    };
+    let (counters, sentinel_error) = super::OwnedCounters::allocate_with_extra(
+        pmu,
+        placed,
+        pmu_core::PrivilegeFilter::USER,
+        candidates,
+    )?;
+    let pmu = counters.pmu();
+    let id = |slot: Slot| counter_id(pmu, slot);
+    let slots: Vec<Slot> = counters.slots().collect();
+    let handles = slots[..placed.len()]
+        .iter()
+        .map(|&slot| handle(pmu, slot))
+        .collect::<Result<Vec<_>>>()?;
+    let flags = Flags::with_en(pmu.registers());
+    let (sentinel, state) = match slots.get(placed.len()) {
+        Some(&slot) => {
+            let counter = id(slot)?;
+            // The event is whichever candidate got the counter: read it back from
+            // PMEVTYPER<n>_EL0 (evtCount, bits 15:0) rather than guess.
+            let event = match counter {
+                CounterId::Event(n) => {
+                    // SAFETY: EN on this PE (`El0Pmu`'s contract), n below PMCR_EL0.N
+                    // (the pool allocated it).
+                    let typer = unsafe { pmu_armv8::asm::read_pmevtyper_el0(n) };
+                    event_name((typer & 0xFFFF) as u16)
+                }
+                CounterId::Cycle => "cycles".into(),
+            };
+            (
+                Some(CounterHandle::new(pmu.registers(), counter).map_err(crate::Error::from)?),
+                Sentinel::Counting {
+                    event,
+                    how: format!(
+                        "programmed by this library on {counter} with PMEVTYPER.U=1 \
+                         P=0 NSH=1 (EL1 and EL2, not EL0), read with one instruction at \
+                         both edges; a context switch shows as a kernel entry"
+                    ),
+                },
+            )
+        }
+        None if !watch => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
+        None => (
+            None,
+            Sentinel::off(format!(
+                "no counter left for it ({}): regions see context switches \
+                 (getrusage) and migrations, not interrupts, system calls or faults",
+                sentinel_error.map_or_else(|| "no candidate".to_owned(), |e| e.to_string())
+            )),
+        ),
+    };
+    boxed_region(counters, Pmuserenr, handles, names, sentinel, state, flags)
 }

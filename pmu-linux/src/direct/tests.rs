@@ -1,11 +1,9 @@
 //! The direct backend against pmu-core's fake PMU and pmu-armv6's fake registers.
 
-use std::cell::Cell;
-
 use pmu_core::fake::{FakeEvent, FakePmu};
 use pmu_core::{Hazards, Slot};
 
-use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter, Reading, RegionMeter};
+use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter};
 
 use super::*;
 use crate::measure::{measure, measure_once, MeasureConfig};
@@ -135,11 +133,47 @@ fn fake_pmu() -> FakePmu {
     .unwrap()
 }
 
-/// The direct meter over pmu-core's fake PMU and a scripted thread: exact counts with
-/// the read cost calibrated away, an overflow flagged with the corrected value, a
-/// context switch flagged from the switch counts.
+/// A region built by hand over a pool's counters (what a program does that programs
+/// the PMU itself): each counter read through its pool handle, bit i of the flags
+/// counter i's overflow flag.
+#[derive(Debug)]
+struct PoolRead<'c, 'p>(&'c Counter<'p, FakePmu>, u32);
+
+impl pmu_core::CounterRead for PoolRead<'_, '_> {
+    fn read(&self) -> u64 {
+        self.0.read()
+    }
+    fn overflow_mask(&self) -> u64 {
+        1 << self.1
+    }
+}
+
+/// The pool counters' overflow flags as one register.
+#[derive(Debug)]
+struct PoolFlags<'c, 'p>(&'c [Counter<'p, FakePmu>]);
+
+impl OverflowFlags for PoolFlags<'_, '_> {
+    const READABLE: bool = true;
+    fn read(&self) -> u64 {
+        self.0
+            .iter()
+            .enumerate()
+            .fold(0, |a, (i, c)| a | u64::from(c.overflowed()) << i)
+    }
+    fn clear(&self, mask: u64) {
+        for (i, c) in self.0.iter().enumerate() {
+            if mask & 1 << i != 0 {
+                c.clear_overflow();
+            }
+        }
+    }
+}
+
+/// A region by hand over pmu-core's fake PMU and a scripted thread, without a sentinel:
+/// exact counts with the read cost calibrated away, an overflow flagged with the
+/// corrected value, a context switch flagged from the switch counts (getrusage's).
 #[test]
-fn direct_meter_hazards() {
+fn a_region_by_hand_over_pool_counters() {
     let pool = CounterPool::new(fake_pmu());
     pool.pmu().set_read_cost(3);
     let counters = allocate(
@@ -151,15 +185,24 @@ fn direct_meter_hazards() {
     assert_eq!(counters[0].slot(), Slot::Programmable(0));
     let names = vec!["instructions".to_owned(), "cpu-cycles".to_owned()];
     let thread = FakeThread::default();
-    let mut meter =
-        DirectMeter::with_thread_source(&counters[..], names, Unchecked, &thread).unwrap();
-    meter.enable().unwrap();
+    let mut region = DirectRegion::with_cpu(
+        &counters[..],
+        Unchecked,
+        [PoolRead(&counters[0], 0), PoolRead(&counters[1], 1)],
+        names,
+        NoSentinel,
+        crate::Sentinel::off("by hand"),
+        PoolFlags(&counters[..]),
+        &thread,
+    )
+    .unwrap();
+    region.enable().unwrap();
     let config = MeasureConfig {
         warmup: 1,
         runs: 5,
         calibrate: true,
     };
-    let m = measure(&mut meter, &config, &mut || {
+    let m = measure(&mut region, &config, &mut || {
         pool.pmu().tick(FakeEvent::INSTRUCTIONS, 1000);
         pool.pmu().tick(FakeEvent::CYCLES, 2500);
     })
@@ -173,13 +216,13 @@ fn direct_meter_hazards() {
         assert_eq!(
             run.evidence
                 .switches
-                .expect("direct regions take the switch counts"),
+                .expect("a region without a sentinel takes the switch counts"),
             crate::sched::SwitchCounts::default()
         );
     }
 
     counters[0].preset_before_wrap(16);
-    let run = measure_once(&mut meter, &mut || {
+    let run = measure_once(&mut region, &mut || {
         pool.pmu().tick(FakeEvent::INSTRUCTIONS, 100)
     })
     .unwrap();
@@ -188,40 +231,14 @@ fn direct_meter_hazards() {
     assert_eq!(run.readings[0].value, 106);
     assert!(run.readings[0].hazards.contains(Hazards::OVERFLOW));
     assert!(run.evidence.events()[0].overflowed);
+    assert!(!run.readings[1].hazards.contains(Hazards::OVERFLOW));
 
     // The fake thread switched voluntarily inside the region (what getrusage(2)'s
     // ru_nvcsw + 1 shows on a real one).
-    let run = measure_once(&mut meter, &mut || thread.switch_voluntarily()).unwrap();
+    let run = measure_once(&mut region, &mut || thread.switch_voluntarily()).unwrap();
     assert_eq!(run.evidence.switches.expect("getrusage").voluntary, 1);
     assert!(run.hazards().contains(Hazards::CONTEXT_SWITCH));
-    meter.disable().unwrap();
-}
-
-/// A revoked grant is an error before any counter is touched.
-#[test]
-fn revoked_access_is_an_error() {
-    let pool = CounterPool::new(fake_pmu());
-    let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER).unwrap();
-    let granted = Cell::new(true);
-    let mut meter = DirectMeter::with_thread_source(
-        &counters[..],
-        vec!["instructions".into()],
-        || granted.get(),
-        FakeThread::default(),
-    )
-    .unwrap();
-    meter.enable().unwrap();
-    meter.start().unwrap();
-    granted.set(false);
-    let mut out = [Reading::default(); 1];
-    assert!(matches!(
-        meter.stop(&mut out),
-        Err(Error::Access(crate::error::AccessError::Revoked))
-    ));
-    assert!(matches!(
-        meter.start(),
-        Err(Error::Access(crate::error::AccessError::Revoked))
-    ));
+    region.disable().unwrap();
 }
 
 #[test]
@@ -240,9 +257,20 @@ fn names_the_direct_backend_cannot_count() {
         Err(Error::Event(crate::error::EventError::NotDirect { .. }))
     ));
     let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER).unwrap();
+    let region = |names: Vec<String>| {
+        DirectRegion::with_cpu(
+            &counters[..],
+            Unchecked,
+            [PoolRead(&counters[0], 0)],
+            names,
+            NoSentinel,
+            crate::Sentinel::off("by hand"),
+            NoFlags,
+            FakeThread::default(),
+        )
+    };
     assert!(matches!(
-        DirectMeter::with_thread_source(&counters[..], vec![], Unchecked, FakeThread::default())
-            .unwrap_err(),
+        region(vec![]).unwrap_err(),
         Error::Pmu(crate::error::PmuError::Core(
             pmu_core::Error::ReadingsMismatch {
                 expected: 1,
@@ -250,19 +278,30 @@ fn names_the_direct_backend_cannot_count() {
             }
         ))
     ));
+    assert!(region(vec!["instructions".into()]).is_ok());
+    let none: [PoolRead<'_, '_>; 0] = [];
     assert!(matches!(
-        DirectMeter::with_thread_source(&counters[..0], vec![], Unchecked, FakeThread::default())
-            .unwrap_err(),
+        DirectRegion::with_cpu(
+            &counters[..0],
+            Unchecked,
+            none,
+            vec![],
+            NoSentinel,
+            crate::Sentinel::off("by hand"),
+            NoFlags,
+            FakeThread::default(),
+        )
+        .unwrap_err(),
         Error::Group(crate::error::GroupError::NoEvents)
     ));
 }
 
-/// The ARM1176 driver of pmu-armv6 over its fake registers, through the same meter:
-/// CCR as the cycle counter, 32-bit wrap with the flag (ARM1176JZF-S TRM 3.2.51).
+/// The ARM1176 driver of pmu-armv6 over its fake registers: the CCR is the cycle
+/// counter, and it cannot filter by privilege (ARM1176JZF-S TRM 3.2.51).
 #[test]
-fn arm1176_through_the_direct_meter() {
+fn arm1176_counts_in_every_mode() {
     use pmu_armv6::fake::FakeRegisters;
-    use pmu_armv6::{Arm1176Event, Arm1176Pmu, CycleDivider};
+    use pmu_armv6::{Arm1176Pmu, CycleDivider};
     let pool = CounterPool::new(Arm1176Pmu::with_registers(
         FakeRegisters::new(),
         CycleDivider::EveryCycle,
@@ -273,23 +312,8 @@ fn arm1176_through_the_direct_meter() {
             pmu_core::Error::FilterUnsupported { .. }
         )))
     ));
-    let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
-    let mut meter = DirectMeter::with_thread_source(
-        &counters[..],
-        vec!["cycles".into(), "instructions".into()],
-        Unchecked,
-        FakeThread::default(),
-    )
-    .unwrap();
-    meter.enable().unwrap();
-    let run = measure_once(&mut meter, &mut || {
-        pool.pmu().registers().tick(Arm1176Event::CycleCount, 452);
-        pool.pmu()
-            .registers()
-            .tick(Arm1176Event::InstructionExecuted, 68);
-    })
-    .unwrap();
-    assert_eq!((run.readings[0].value, run.readings[1].value), (452, 68));
+    let counters = allocate(&pool, &["cycles"], PrivilegeFilter::ALL).unwrap();
+    assert_eq!(counters[0].slot(), Slot::Fixed(0));
 }
 
 /// An ARM1176 pool over the fake registers (pmu-armv6 `fake`: TRM Table 3-136's
@@ -303,7 +327,7 @@ fn arm1176_pool(
     ))
 }
 
-/// Event mapping of the direct ARM1176 meter, against two PMCR values built from the
+/// Event mapping of the direct ARM1176 backend, against two PMCR values built from the
 /// ARM1176JZF-S TRM (3.2.51, Table 3-137): 0x00705707 (CR0 instructions = 0x07 in bits
 /// 27:20, CR1 branches = 0x05 in bits 19:12) and 0x0000b707 (CR0 instruction cache
 /// misses = 0x00, CR1 data cache misses = 0x0B). The low bits 0x707 are the resets and
@@ -387,102 +411,6 @@ fn arm1176_event_mapping_matches_the_trm_pmcr_layout() {
             )))
         )
     );
-}
-
-/// The PMCR overflow flags (bits 8 CR0, 9 CR1, 10 CCR: ARM1176JZF-S TRM 3.2.51) become
-/// the region's OVERFLOW hazard, with the value corrected for the one wrap: never a
-/// silent wrong number. A flag left over from before the region is cleared at its
-/// start and does not taint it.
-#[test]
-fn arm1176_overflow_flag_is_a_hazard_of_the_region() {
-    use pmu_armv6::{Arm1176Event, CounterRegister, CycleDivider};
-    let pool = arm1176_pool(CycleDivider::EveryCycle);
-    let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
-    let names = vec!["cycles".to_owned(), "instructions".to_owned()];
-    let mut meter =
-        DirectMeter::with_thread_source(&counters[..], names, Unchecked, FakeThread::default())
-            .unwrap();
-    meter.enable().unwrap();
-    let regs = pool.pmu().registers();
-
-    // A stale flag (an earlier wrap) is not this region's.
-    regs.raise_overflow(CounterRegister::Cr0);
-    let run = measure_once(&mut meter, &mut || {
-        regs.tick(Arm1176Event::InstructionExecuted, 68)
-    })
-    .unwrap();
-    assert_eq!(run.readings[1].value, 68);
-    assert!(!run.readings[1].hazards.contains(Hazards::OVERFLOW));
-    assert!(!run.evidence.events()[1].overflowed);
-
-    // CR0 16 below its 32-bit wrap, 68 instructions: wraps, flag, corrected value.
-    counters[1].preset_before_wrap(16);
-    let run = measure_once(&mut meter, &mut || {
-        regs.tick(Arm1176Event::InstructionExecuted, 68)
-    })
-    .unwrap();
-    assert_eq!(run.readings[1].value, 68);
-    assert!(run.readings[1].hazards.contains(Hazards::OVERFLOW));
-    assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
-
-    // A region of 2^32 + 452 cycles (about 6.1 s at the Raspberry Pi 1's 700 MHz): the CCR
-    // ends 452 above where it started, and only its flag (bit 10) tells the wrap.
-    let run = measure_once(&mut meter, &mut || {
-        regs.tick(Arm1176Event::CycleCount, (1 << 32) + 452)
-    })
-    .unwrap();
-    assert_eq!(run.readings[0].value, (1 << 32) + 452);
-    assert!(run.readings[0].hazards.contains(Hazards::OVERFLOW));
-    assert!(run.evidence.events()[0].overflowed);
-    assert!(!run.readings[1].hazards.contains(Hazards::OVERFLOW));
-}
-
-/// PMCR.D: the CCR counts every 64th cycle (ARM1176JZF-S TRM 3.2.51: it then wraps
-/// after about 392 s instead of 6 s at 700 MHz). The meter reports cycles, the tick
-/// delta multiplied back by 64 (resolution 64 cycles); a 6.1 s region that wraps the
-/// undivided CCR does not wrap the divided one. Instruction counts are not scaled.
-#[test]
-fn arm1176_cycle_divider_is_multiplied_back() {
-    use pmu_armv6::{Arm1176Event, CounterRegister, CycleDivider};
-    let pool = arm1176_pool(CycleDivider::Every64thCycle);
-    let counters = allocate(&pool, &["cycles", "instructions"], PrivilegeFilter::ALL).unwrap();
-    let names = vec!["cycles".to_owned(), "instructions".to_owned()];
-    let meter = DirectMeter::with_thread_source(
-        &counters[..],
-        names.clone(),
-        Unchecked,
-        FakeThread::default(),
-    )
-    .unwrap();
-    let mut meter = meter.scaled(0, pool.pmu().cycle_divider().cycles_per_tick());
-    assert_eq!(meter.scales(), [64, 1]);
-    meter.enable().unwrap();
-    let regs = pool.pmu().registers();
-    let run = measure_once(&mut meter, &mut || {
-        regs.tick(Arm1176Event::CycleCount, 452 * 64);
-        regs.tick(Arm1176Event::InstructionExecuted, 68);
-    })
-    .unwrap();
-    assert_eq!(
-        (run.readings[0].value, run.readings[1].value),
-        (452 * 64, 68)
-    );
-    assert_eq!(regs.count(CounterRegister::Ccr), 452);
-
-    // 2^32 + 452 cycles: 2^26 + 7 ticks (the 4 left over wait for the next tick).
-    let run = measure_once(&mut meter, &mut || {
-        regs.tick(Arm1176Event::CycleCount, (1 << 32) + 452)
-    })
-    .unwrap();
-    assert_eq!(run.readings[0].value, ((1 << 26) + 7) * 64);
-    assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
-
-    // Scaling a counter the meter lacks, or by 0, is refused.
-    let meter =
-        DirectMeter::with_thread_source(&counters[..], names, Unchecked, FakeThread::default())
-            .unwrap();
-    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| meter.scaled(2, 64)));
-    assert!(refused.is_err());
 }
 
 // The ARMv7 backend's CPU test (direct::aarch32 uses these), on the host.

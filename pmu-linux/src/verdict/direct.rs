@@ -30,7 +30,6 @@ pub(crate) fn sentinel_entries(width: CounterWidth, start: u64, end: u64, overfl
 /// module's and the backend's counters without PMCR_EL0.LP) and no flag is read, so
 /// one wrap is undone by the 32-bit difference ([`sentinel_entries`]).
 #[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) fn sentinel_delta(start: u64, end: u64) -> u64 {
     sentinel_entries(CounterWidth::W32, start, end, false)
 }
@@ -41,14 +40,12 @@ pub(crate) fn sentinel_delta(start: u64, end: u64) -> u64 {
 /// sentinel did not move (modulo 2^32): the stop's fast path compares them in one
 /// instruction.
 #[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) fn edge_tag(cpu: u32, sentinel: u64) -> u64 {
     (u64::from(cpu) << 32) | (sentinel & u64::from(u32::MAX))
 }
 
 /// The CPU of an [`edge_tag`].
 #[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) fn tag_cpu(tag: u64) -> u32 {
     (tag >> 32) as u32
 }
@@ -61,7 +58,6 @@ pub(crate) fn tag_cpu(tag: u64) -> u32 {
 /// [`counter_readings`] gives for it (no hazard, `end − start`); the fast path only skips
 /// building the verdict.
 #[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) fn fast_verdict<const K: usize>(
     tag_start: u64,
     tag_end: u64,
@@ -93,7 +89,6 @@ pub(crate) fn fast_verdict<const K: usize>(
 /// without a sentinel), [`Hazards::KERNEL_ENTRY`] when the sentinel moved. The same
 /// rules as [`Evidence::thread_hazards`] on [`edge_evidence`].
 #[inline(always)]
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) fn edge_hazards(
     cpu_start: u32,
     cpu_end: u32,
@@ -107,7 +102,7 @@ pub(crate) fn edge_hazards(
 /// `start[i]` and `end[i]`, is `widths[i]` wide, and `flagged(i)` says whether its
 /// overflow flag was set at the stop (always false where EL0 cannot read the flags:
 /// the read-only grant, AArch32 at PL0); `common` is the region's shared hazards
-/// ([`edge_hazards`], [`stamp_hazards`]). A counter wrapped when its flag says so (it
+/// ([`edge_hazards`]). A counter wrapped when its flag says so (it
 /// wrapped after the start cleared the flag) or when its end is below its start (it
 /// wrapped between the start's read and the clear, or at all where there are no
 /// flags); more than one wrap cannot be told apart. Returns how many readings.
@@ -148,7 +143,6 @@ pub(crate) fn counter_readings(
 }
 
 /// The evidence of a syscall-free region whose readings are `out`.
-#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) fn edge_evidence(
     cpu: (u32, u32),
     cpu_from_rseq: bool,
@@ -189,17 +183,6 @@ pub(crate) fn direct_evidence(
     evidence
 }
 
-/// The hazards a direct region's thread stamps show: [`Evidence::thread_hazards`] of the
-/// region's evidence, without building the evidence (its per-event array would be
-/// filled on every stop for nothing).
-#[inline]
-pub(crate) fn stamp_hazards(start: ThreadStamp, end: ThreadStamp) -> Hazards {
-    let switched =
-        matches!((start.switches, end.switches), (Some(a), Some(b)) if a.delta(b).total() > 0);
-    let migrated = matches!((start.cpu, end.cpu), (Some(a), Some(b)) if a != b);
-    shared_hazards(migrated, switched, false)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::stamp;
@@ -212,33 +195,6 @@ mod tests {
         move |i| flags & bits[i] != 0
     }
 
-    /// The stop's shortcut gives what the full evidence would: switches moved, CPU
-    /// changed, both, neither, or not taken (`None`: no claim).
-    #[test]
-    fn stamp_hazards_match_the_evidence() {
-        let none = ThreadStamp {
-            switches: None,
-            cpu: None,
-            cpu_from_rseq: false,
-        };
-        let stamps = [
-            stamp(1, 2, 0),
-            stamp(1, 3, 0),
-            stamp(1, 2, 1),
-            stamp(2, 2, 1),
-            none,
-        ];
-        for &a in &stamps {
-            for &b in &stamps {
-                assert_eq!(
-                    stamp_hazards(a, b),
-                    Evidence::new(a, b, 0).thread_hazards(),
-                    "{a:?} -> {b:?}"
-                );
-            }
-        }
-    }
-
     /// Direct counters: 32-bit wrap with the flag (ARM1176JZF-S TRM 3.2.51; PMUv3 32-bit).
     #[test]
     fn direct_overflow_and_switch() {
@@ -249,7 +205,7 @@ mod tests {
             &[0x5d, 20],
             |i| [true, false][i],
             &w,
-            stamp_hazards(stamp(3, 0, 0), stamp(3, 0, 0)),
+            Evidence::new(stamp(3, 0, 0), stamp(3, 0, 0), 0).thread_hazards(),
             &mut out,
         )
         .unwrap();
@@ -272,7 +228,7 @@ mod tests {
             &[5],
             |i| [false][i],
             &w[..1],
-            stamp_hazards(stamp(3, 0, 0), stamp(4, 0, 0)),
+            Evidence::new(stamp(3, 0, 0), stamp(4, 0, 0), 0).thread_hazards(),
             &mut out,
         )
         .unwrap();

@@ -452,7 +452,7 @@ mod imp {
             if wanted.contains(&Disturbance::Overflow) {
                 let t = direct_overflow(home, args.injections)?;
                 println!(
-                    "HAZARDS-HOW {tag} module el0_programming=1: pmu_linux::direct::DirectMeter on an \
+                    "HAZARDS-HOW {tag} module el0_programming=1: pmu_linux::direct::DirectRegion (no sentinel) on an \
                      instructions counter this program programs (EL0 only) and presets \
                      {OVERFLOW_DISTANCE} below its 32-bit wrap before each region"
                 );
@@ -713,7 +713,6 @@ mod imp {
     /// 32-bit wrap before each region of twice as many loop iterations.
     fn direct_overflow(cpu: usize, n: u64) -> Result<Tally, Failure> {
         use pmu_armv8::{PmuOptions, PmuVersion};
-        use pmu_linux::direct::armv8::Pmuserenr;
         use pmu_linux::pmu_core::{CounterPool, GenericEvent, PrivilegeFilter};
         progress(format_args!(
             "hazard-stats direct-programmed: {n} × overflow"
@@ -729,13 +728,15 @@ mod imp {
             .counter(GenericEvent::Instructions.into(), PrivilegeFilter::USER)
             .map_err(|e| Failure::new(format!("no instructions counter: {e}")))?;
         let counters = [counter];
-        let mut meter = pmu_linux::direct::DirectMeter::new(
+        // The library's direct region over this program's counter, without a
+        // sentinel: overflow from PMOVSSET_EL0, switches from getrusage.
+        let mut meter = pmu_linux::direct::pool_region::<1>(
+            pool.pmu(),
             &counters[..],
             vec!["instructions".into()],
-            Pmuserenr,
         )?;
         meter.enable()?;
-        let mut out = [pmu_linux::Reading::default(); pmu_linux::MAX_EVENTS];
+        let mut out = [pmu_linux::Reading::default(); pmu_linux::Meter::MAX_EVENTS];
         let mut t = Tally::default();
         for _ in 0..n {
             counters[0].preset_before_wrap(OVERFLOW_DISTANCE);

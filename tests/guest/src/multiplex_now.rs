@@ -49,10 +49,10 @@ fn run(argv: &[String]) -> Result<(), String> {
     };
     let events = parse(args.next(), 12, "events")?;
     let iterations = parse(args.next(), 20_000_000, "iterations")?;
-    if !(1..=pmu_linux::MAX_EVENTS as u64).contains(&events) {
+    if !(1..=pmu_linux::Meter::MAX_EVENTS as u64).contains(&events) {
         return Err(format!(
             "events must be 1..={}, got {events}",
-            pmu_linux::MAX_EVENTS
+            pmu_linux::Meter::MAX_EVENTS
         ));
     }
 

@@ -305,7 +305,7 @@ mod imp {
         // Only the measuring counter stays open: a group of 6 takes the cycle counter and
         // 5 of the 6 event counters of `-cpu max` (PMCR_EL0.N = 6).
         drop(fast);
-        let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
+        let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::Meter::MAX_EVENTS];
         for k in [1usize, 2, 4, 6] {
             match measured(k, Options::default()) {
                 Ok(mut s) => {
@@ -371,7 +371,7 @@ mod imp {
     #[cfg(target_arch = "aarch64")]
     fn direct(n: u64) -> Result<(), Failure> {
         use pmu_armv8::{PmuOptions, PmuVersion};
-        use pmu_linux::direct::{allocate, armv8::Pmuserenr};
+        use pmu_linux::direct::allocate;
         use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
         let cpu = pmu_linux::machine::current_cpu().map_or(0, |c| c as usize);
         // SAFETY: the bench guest runs nothing else on the PMU: no perf hardware event
@@ -399,11 +399,13 @@ mod imp {
                 }),
                 "",
             );
-            let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
-            let mut meter = pmu_linux::direct::DirectMeter::new(
+            let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::Meter::MAX_EVENTS];
+            // The direct region without a sentinel: getrusage and sched_getcpu() at
+            // both edges.
+            let mut meter = pmu_linux::direct::pool_region::<1>(
+                pool.pmu(),
                 &counters[1..],
                 vec!["instructions".into()],
-                Pmuserenr,
             )?;
             let mut failed = false;
             let cost = per_op(&m, n, || {
@@ -423,10 +425,10 @@ mod imp {
         floor(&pool, n)?;
         let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER)?;
         counters[0].reset();
-        let mut meter = pmu_linux::direct::DirectMeter::new(
+        let mut meter = pmu_linux::direct::pool_region::<1>(
+            pool.pmu(),
             &counters[..],
             vec!["instructions".into()],
-            Pmuserenr,
         )?;
         meter.enable()?;
         accuracy(
@@ -493,7 +495,7 @@ mod imp {
             "",
         );
 
-        let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::MAX_EVENTS];
+        let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::Meter::MAX_EVENTS];
         let sentinel_state = pmu_linux::Sentinel::Counting {
             event: "instructions".into(),
             how: "PMEVCNTR2_EL0, EL1 and EL2 only".into(),
