@@ -234,44 +234,30 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
         pmu_core::PrivilegeFilter::USER,
         candidates,
     )?;
-    let slots: Vec<pmu_core::Slot> = counters.slots().collect();
-    let handles = slots[..placed.len()]
-        .iter()
-        // SAFETY: the handles go into the region with `counters`, which owns the PMU.
-        .map(|&slot| unsafe { TableRead::new(counters.pmu(), slot) })
-        .collect::<Result<Vec<_>>>()?;
     let flags = Pmovsr::with_en(counters.pmu());
-    let (sentinel, state) = match slots.get(placed.len()) {
-        Some(&slot) => {
+    let (handles, sentinel, state) = super::region::handles_and_own_sentinel(
+        &counters,
+        placed.len(),
+        builder.sentinel,
+        sentinel_error,
+        // SAFETY: the handles go into the region with `counters`, which owns the PMU.
+        |slot| unsafe { TableRead::new(counters.pmu(), slot) },
+        |slot| {
             let counter = match slot {
                 pmu_core::Slot::Programmable(n) => format!("event counter {n}"),
                 pmu_core::Slot::Fixed(_) => "the cycle counter".to_owned(),
             };
-            (
-                // SAFETY: as for the handles above.
-                Some(unsafe { TableRead::new(counters.pmu(), slot) }?),
-                crate::Sentinel::Counting {
-                    event: "instructions".into(),
-                    how: format!(
-                        "{counter} programmed by the library (INST_RETIRED, \
-                         PMXEVTYPER.U set, P clear), read through PMSELR + PMXEVCNTR \
-                         before the region's counters at the start and after them at the \
-                         stop; a context switch shows as a kernel entry"
-                    ),
-                },
-            )
-        }
-        None if !builder.sentinel => (None, crate::Sentinel::off(crate::sentinel::SWITCHED_OFF)),
-        None => (
-            None,
-            crate::Sentinel::off(format!(
-                "no event counter left for it ({}): ask for one event fewer to have one; \
-                 regions see context switches (getrusage) and migrations, not \
-                 interrupts, system calls or faults",
-                sentinel_error.map_or_else(|| "no candidate".to_owned(), |e| e.to_string())
-            )),
-        ),
-    };
+            Ok((
+                "instructions".into(),
+                format!(
+                    "{counter} programmed by the library (INST_RETIRED, PMXEVTYPER.U set, \
+                     P clear), read through PMSELR + PMXEVCNTR before the region's \
+                     counters at the start and after them at the stop; a context switch \
+                     shows as a kernel entry"
+                ),
+            ))
+        },
+    )?;
     let region = super::region::boxed_region(
         counters,
         PmuserenrEn,

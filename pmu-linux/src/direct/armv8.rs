@@ -8,7 +8,7 @@ use pmu_armv8::handle::CounterHandle;
 use pmu_armv8::{CounterId, EventCounter, EventNumber};
 use pmu_core::Slot;
 
-use super::region::{boxed_region, Flags, NoFlags};
+use super::region::{boxed_region, handles_and_own_sentinel, Flags, NoFlags};
 use super::{probe_with, AccessCheck, SENTINEL_FILTER};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -474,16 +474,15 @@ pub fn programmed_region(
         candidates,
     )?;
     let pmu = counters.pmu();
-    let id = |slot: Slot| counter_id(pmu, slot);
-    let slots: Vec<Slot> = counters.slots().collect();
-    let handles = slots[..placed.len()]
-        .iter()
-        .map(|&slot| handle(pmu, slot))
-        .collect::<Result<Vec<_>>>()?;
     let flags = Flags::with_en(pmu.registers());
-    let (sentinel, state) = match slots.get(placed.len()) {
-        Some(&slot) => {
-            let counter = id(slot)?;
+    let (handles, sentinel, state) = handles_and_own_sentinel(
+        &counters,
+        placed.len(),
+        watch,
+        sentinel_error,
+        |slot| handle(pmu, slot),
+        |slot| {
+            let counter = counter_id(pmu, slot)?;
             // The event is whichever candidate got the counter: read it back from
             // PMEVTYPER<n>_EL0 (evtCount, bits 15:0) rather than guess.
             let event = match counter {
@@ -495,27 +494,15 @@ pub fn programmed_region(
                 }
                 CounterId::Cycle => "cycles".into(),
             };
-            (
-                Some(CounterHandle::new(pmu.registers(), counter).map_err(crate::Error::from)?),
-                Sentinel::Counting {
-                    event,
-                    how: format!(
-                        "programmed by this library on {counter} with PMEVTYPER.U=1 \
-                         P=0 NSH=1 (EL1 and EL2, not EL0), read with one instruction at \
-                         both edges; a context switch shows as a kernel entry"
-                    ),
-                },
-            )
-        }
-        None if !watch => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
-        None => (
-            None,
-            Sentinel::off(format!(
-                "no counter left for it ({}): regions see context switches \
-                 (getrusage) and migrations, not interrupts, system calls or faults",
-                sentinel_error.map_or_else(|| "no candidate".to_owned(), |e| e.to_string())
-            )),
-        ),
-    };
+            Ok((
+                event,
+                format!(
+                    "programmed by this library on {counter} with PMEVTYPER.U=1 P=0 NSH=1 \
+                     (EL1 and EL2, not EL0), read with one instruction at both edges; a \
+                     context switch shows as a kernel entry"
+                ),
+            ))
+        },
+    )?;
     boxed_region(counters, Pmuserenr, handles, names, sentinel, state, flags)
 }

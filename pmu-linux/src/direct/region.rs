@@ -777,6 +777,57 @@ where
     by_len!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
 }
 
+/// The region's read handles and the backend's own kernel-entry sentinel, for counters
+/// that [`OwnedCounters::allocate_with_extra`](super::OwnedCounters::allocate_with_extra)
+/// allocated: the first `events` are the region's, the one after them (where there is
+/// one) the sentinel's. `handle` makes a counter's read handle; `describe` says how the
+/// sentinel on its slot counts (its event, and how). Without a sentinel counter the
+/// [`Sentinel::Off`] says why: not `asked` for, or `error`, why the last candidate got
+/// no counter.
+///
+/// # Errors
+/// `handle`'s and `describe`'s.
+// The backends that program their own sentinel: ARMv8 under EN and AArch32.
+#[cfg_attr(
+    not(any(
+        target_arch = "aarch64",
+        all(target_arch = "arm", target_feature = "v7")
+    )),
+    allow(dead_code)
+)]
+#[allow(clippy::type_complexity)]
+pub(crate) fn handles_and_own_sentinel<P: pmu_core::Pmu, H>(
+    counters: &super::OwnedCounters<P>,
+    events: usize,
+    asked: bool,
+    error: Option<Error>,
+    mut handle: impl FnMut(pmu_core::Slot) -> Result<H>,
+    describe: impl FnOnce(pmu_core::Slot) -> Result<(String, String)>,
+) -> Result<(Vec<H>, Option<H>, Sentinel)> {
+    let slots: Vec<pmu_core::Slot> = counters.slots().collect();
+    let handles = slots[..events]
+        .iter()
+        .map(|&slot| handle(slot))
+        .collect::<Result<Vec<_>>>()?;
+    let (sentinel, state) = match slots.get(events) {
+        Some(&slot) => {
+            let (event, how) = describe(slot)?;
+            (Some(handle(slot)?), Sentinel::Counting { event, how })
+        }
+        None if !asked => (None, Sentinel::off(crate::sentinel::SWITCHED_OFF)),
+        None => (
+            None,
+            Sentinel::off(format!(
+                "no counter left for it ({}): ask for one event fewer to have one; regions \
+                 see context switches (getrusage) and migrations, not interrupts, system \
+                 calls or faults",
+                error.map_or_else(|| "no candidate".to_owned(), |e| e.to_string())
+            )),
+        ),
+    };
+    Ok((handles, sentinel, state))
+}
+
 /// A [`DirectRegion`] over `handles` (K chosen from their count), boxed for the meter,
 /// with the sentinel `sentinel` says is there or none, and the CPU from the thread's rseq
 /// area where it has one, else `sched_getcpu()` (the evidence says which,

@@ -441,3 +441,49 @@ fn cpuinfo_tells_armv7_from_the_arm1176() {
     assert_eq!(cpuinfo_architecture("processor : 0\n"), None);
     assert!(!cpuinfo_is_armv7(""));
 }
+
+/// The backend's own sentinel goes on the counter allocated after the region's events
+/// (`OwnedCounters::allocate_with_extra`); not asked for, it is off with the switched-off
+/// reason; with no counter left, off with the allocation's reason (pmu-core's fake PMU
+/// of 2 counters: two events leave none).
+#[test]
+fn the_own_sentinel_takes_the_counter_after_the_events() {
+    use crate::direct::region::handles_and_own_sentinel;
+    let inst = pmu_core::Event::Generic(pmu_core::GenericEvent::Instructions);
+    let describe = |slot: Slot| Ok(("instructions".to_owned(), format!("on {slot:?}")));
+    let open = |events: usize, asked: bool| {
+        let placed = vec![(inst, None); events];
+        let extra = if asked {
+            vec![(inst, PrivilegeFilter::KERNEL)]
+        } else {
+            vec![]
+        };
+        let (counters, error) =
+            OwnedCounters::allocate_with_extra(fake_pmu(), &placed, PrivilegeFilter::USER, &extra)
+                .unwrap();
+        handles_and_own_sentinel(&counters, events, asked, error, Ok, describe).unwrap()
+    };
+
+    let (handles, sentinel, state) = open(1, true);
+    assert_eq!(handles, [Slot::Programmable(0)]);
+    assert_eq!(sentinel, Some(Slot::Programmable(1)));
+    assert_eq!(
+        state,
+        crate::Sentinel::Counting {
+            event: "instructions".into(),
+            how: "on Programmable(1)".into()
+        }
+    );
+
+    let (_, sentinel, state) = open(1, false);
+    assert_eq!(sentinel, None);
+    assert_eq!(state, crate::Sentinel::off(crate::sentinel::SWITCHED_OFF));
+
+    let (handles, sentinel, state) = open(2, true);
+    assert_eq!(handles.len(), 2);
+    assert_eq!(sentinel, None);
+    assert!(
+        matches!(&state, crate::Sentinel::Off { why } if why.starts_with("no counter left for it")),
+        "{state}"
+    );
+}
