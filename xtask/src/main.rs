@@ -490,6 +490,24 @@ fn lint_steps() -> Vec<Step> {
             &["--all-targets", "--", "-D", "warnings"],
         ));
     }
+    // pmu-armv8's `serde` feature without the standard library: the host build above
+    // has it only with std (pmu-demo's), the bare-metal one above not at all.
+    steps.push(Step::cargo(
+        "clippy aarch64-unknown-none (pmu-armv8 with feature serde, no_std)",
+        [
+            "clippy",
+            "--release",
+            "--target",
+            "aarch64-unknown-none",
+            "-p",
+            "pmu-armv8",
+            "--features",
+            "serde",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    ));
     steps.push(armv6("clippy"));
     steps.push(armv6_linux_clippy());
     steps.push(armv7_linux_clippy());

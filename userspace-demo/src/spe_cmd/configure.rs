@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args as ClapArgs, ValueEnum};
 use pmu_armv8::spe::perf::sysfs::{self, FormatSource, SpePmu};
-use pmu_armv8::spe::perf::{self, ConfigWord, PerfFormat, PerfSpeEvent};
+use pmu_armv8::spe::perf::{self, ConfigWord, PerfEventAttr, PerfFormat, PerfSpeEvent};
+use pmu_armv8::spe::register_set::SpeRegisterValues;
 use pmu_armv8::spe::{
-    Diagnostics, ExceptionLevels, FieldInfo, OperationTypes, SpeCapabilities, SpeConfig,
-    SpeConfigBuilder, SpeError, SpeEvents, SpeRegister, SpeVersion, TimestampSource,
+    Diagnostics, ExceptionLevels, OperationTypes, SpeCapabilities, SpeConfig, SpeConfigBuilder,
+    SpeError, SpeEvents, SpeRegister, SpeVersion, TimestampSource,
 };
 use serde::Serialize;
 
@@ -132,40 +133,19 @@ const EXTENSION_FIELDS: [(SpeRegister, &str); 12] = [
     (SpeRegister::Pmsicr, "ECOUNT"),
 ];
 
-// ---- JSON shape (the human output prints the same) ----
+// ---- JSON shape (the human output prints the same): the library's `serde` shapes
+// (`pmu_armv8::spe::serialize`) inside the command's own envelope ----
 
 #[derive(Debug, Serialize)]
 struct Output {
-    intent: IntentOut,
+    intent: SpeConfigBuilder,
     capabilities: CapsOut,
     ok: bool,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
     /// In programming order; absent when there are errors.
-    registers: Option<Vec<RegisterOut>>,
+    registers: Option<SpeRegisterValues>,
     perf: Option<PerfOut>,
-}
-
-#[derive(Debug, Serialize)]
-struct IntentOut {
-    operation_types: Option<Vec<&'static str>>,
-    min_latency: Option<u32>,
-    required_events: Option<Vec<&'static str>>,
-    required_mask: Option<String>,
-    excluded_events: Option<Vec<&'static str>>,
-    excluded_mask: Option<String>,
-    /// `LLC_MISS (E[9])`, for the human output.
-    #[serde(skip)]
-    required_display: Vec<String>,
-    #[serde(skip)]
-    excluded_display: Vec<String>,
-    /// None: the implementation's minimum.
-    interval: Option<u32>,
-    jitter: bool,
-    timestamps: Option<&'static str>,
-    physical_addresses: bool,
-    context: bool,
-    exception_levels: Vec<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -174,20 +154,8 @@ struct CapsOut {
     source: &'static str,
     /// What exactly: the profile and its label, or the sysfs PMU.
     detail: String,
-    version: String,
-    pmsver: u8,
-    pmsidr: String,
-    pmbidr: String,
-    filter_by_event: bool,
-    filter_by_type: bool,
-    filter_by_latency: bool,
-    inverted_event_filter: bool,
-    extended_random: bool,
-    architectural_instructions: bool,
-    loaded_data_source: bool,
-    min_interval: Option<u32>,
-    counter_bits: Option<u32>,
-    max_record_size: Option<u32>,
+    #[serde(flatten)]
+    caps: SpeCapabilities,
     notes: Vec<String>,
 }
 
@@ -196,24 +164,6 @@ struct Diagnostic {
     /// The library's variant name (`MinLatencyTooLarge`).
     kind: String,
     message: String,
-}
-
-#[derive(Debug, Serialize)]
-struct RegisterOut {
-    name: &'static str,
-    value: u64,
-    hex: String,
-    fields: Vec<FieldOut>,
-}
-
-#[derive(Debug, Serialize)]
-struct FieldOut {
-    name: &'static str,
-    msb: u8,
-    lsb: u8,
-    value: u64,
-    description: &'static str,
-    meaning: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -247,13 +197,9 @@ struct InsteadOut {
 
 #[derive(Debug, Serialize)]
 struct AttrOut {
-    config: String,
-    config1: String,
-    config2: String,
-    config3: String,
-    sample_period: u64,
-    exclude_user: bool,
-    exclude_kernel: bool,
+    #[serde(flatten)]
+    attr: PerfEventAttr,
+    /// Each field of the event with where the kernel's format puts it.
     terms: Vec<TermOut>,
 }
 
@@ -496,76 +442,13 @@ fn type_names(types: OperationTypes) -> Vec<&'static str> {
     .collect()
 }
 
-fn intent_out(r: &SpeConfigBuilder) -> IntentOut {
-    IntentOut {
-        operation_types: r.operation_types.map(type_names),
-        min_latency: r.min_latency,
-        required_events: r.required_events.map(names::event_names),
-        required_mask: r.required_events.map(|e| format!("{:#x}", e.bits())),
-        excluded_events: r.excluded_events.map(names::event_names),
-        excluded_mask: r.excluded_events.map(|e| format!("{:#x}", e.bits())),
-        required_display: r.required_events.map(names::event_list).unwrap_or_default(),
-        excluded_display: r.excluded_events.map(names::event_list).unwrap_or_default(),
-        interval: r.interval,
-        jitter: r.jitter,
-        timestamps: r.timestamps.map(|t| match t {
-            TimestampSource::Virtual => "virtual",
-            TimestampSource::Physical => "physical",
-        }),
-        physical_addresses: r.physical_addresses,
-        context: r.context,
-        exception_levels: [(ExceptionLevels::EL0, "el0"), (ExceptionLevels::EL1, "el1")]
-            .into_iter()
-            .filter(|(l, _)| r.exception_levels.contains(*l))
-            .map(|(_, n)| n)
-            .collect(),
-    }
-}
-
 fn caps_out(s: &CapsSource) -> CapsOut {
-    let c = &s.caps;
     CapsOut {
         source: s.source,
         detail: s.detail.clone(),
-        version: c.version.to_string(),
-        pmsver: c.version.pmsver(),
-        pmsidr: format!("{:#x}", c.pmsidr),
-        pmbidr: format!("{:#x}", c.pmbidr),
-        filter_by_event: c.filter_by_event,
-        filter_by_type: c.filter_by_type,
-        filter_by_latency: c.filter_by_latency,
-        inverted_event_filter: c.inverted_event_filter,
-        extended_random: c.extended_random,
-        architectural_instructions: c.architectural_instructions,
-        loaded_data_source: c.loaded_data_source,
-        min_interval: c.min_interval.ok(),
-        counter_bits: c.counter_size.ok().map(|s| s.bits()),
-        max_record_size: c.max_record_size.ok(),
+        caps: s.caps,
         notes: s.notes.clone(),
     }
-}
-
-fn registers_out(config: &SpeConfig) -> Vec<RegisterOut> {
-    config
-        .registers()
-        .in_programming_order()
-        .map(|(register, value)| RegisterOut {
-            name: register.name(),
-            value,
-            hex: format!("{value:#x}"),
-            fields: register
-                .fields(value)
-                .map(|f: FieldInfo| FieldOut {
-                    name: f.name,
-                    msb: f.msb,
-                    lsb: f.lsb,
-                    value: f.value,
-                    description: f.description,
-                    meaning: f.value_meaning,
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 fn perf_out(config: &SpeConfig, s: &CapsSource) -> PerfOut {
@@ -643,16 +526,7 @@ fn fill_perf(out: &mut PerfOut, event: &PerfSpeEvent, format: &PerfFormat) {
             value,
         })
         .collect();
-    out.attr = Some(AttrOut {
-        config: format!("{:#x}", attr.config),
-        config1: format!("{:#x}", attr.config1),
-        config2: format!("{:#x}", attr.config2),
-        config3: format!("{:#x}", attr.config3),
-        sample_period: attr.sample_period,
-        exclude_user: attr.exclude_user,
-        exclude_kernel: attr.exclude_kernel,
-        terms,
-    });
+    out.attr = Some(AttrOut { attr: *attr, terms });
     let string = event.event_string(&out.pmu).to_string();
     out.command = Some(format!("perf record -e {string} -- <command>"));
     out.event = Some(string);
@@ -667,7 +541,7 @@ pub fn run(args: &ConfigArgs) -> Result<(), Failure> {
     let built = request.build(&source.caps);
     let (registers, perf, warnings) = match &built {
         Ok(config) => (
-            Some(registers_out(config)),
+            Some(*config.registers()),
             Some(perf_out(config, &source)),
             config.warnings().map(diagnostic).collect(),
         ),
@@ -676,7 +550,7 @@ pub fn run(args: &ConfigArgs) -> Result<(), Failure> {
     // `build` stops at the first error `check` lists; both agree on whether there is one.
     let ok = built.is_ok() && errors.is_empty();
     let out = Output {
-        intent: intent_out(&request),
+        intent: request,
         capabilities: caps_out(&source),
         ok,
         errors,
@@ -705,23 +579,25 @@ pub fn run(args: &ConfigArgs) -> Result<(), Failure> {
 fn print_human(out: &Output, all_fields: bool) {
     let i = &out.intent;
     let mut intent = Vec::new();
-    match &i.operation_types {
-        Some(t) => intent.push(format!("only {}", t.join(" + "))),
+    match i.operation_types {
+        Some(t) => intent.push(format!("only {}", type_names(t).join(" + "))),
         None => intent.push("every operation type".to_owned()),
     }
     if let Some(l) = i.min_latency {
         intent.push(format!("latency >= {l} cycles"));
     }
-    if let Some(m) = &i.required_mask {
+    if let Some(e) = i.required_events {
         intent.push(format!(
-            "with all of {} = {m}",
-            i.required_display.join(", ")
+            "with all of {} = {:#x}",
+            names::event_list(e).join(", "),
+            e.bits()
         ));
     }
-    if let Some(m) = &i.excluded_mask {
+    if let Some(e) = i.excluded_events {
         intent.push(format!(
-            "with none of {} = {m}",
-            i.excluded_display.join(", ")
+            "with none of {} = {:#x}",
+            names::event_list(e).join(", "),
+            e.bits()
         ));
     }
     intent.push(match i.interval {
@@ -732,7 +608,13 @@ fn print_human(out: &Output, all_fields: bool) {
         intent.push("jittered".to_owned());
     }
     if let Some(t) = i.timestamps {
-        intent.push(format!("{t} timestamps"));
+        intent.push(
+            match t {
+                TimestampSource::Virtual => "virtual timestamps",
+                TimestampSource::Physical => "physical timestamps",
+            }
+            .to_owned(),
+        );
     }
     if i.physical_addresses {
         intent.push("physical addresses".to_owned());
@@ -740,14 +622,16 @@ fn print_human(out: &Output, all_fields: bool) {
     if i.context {
         intent.push("CONTEXTIDR_EL1".to_owned());
     }
-    intent.push(format!(
-        "at {}",
-        i.exception_levels.join("+").to_uppercase()
-    ));
+    let levels: Vec<&str> = [(ExceptionLevels::EL0, "EL0"), (ExceptionLevels::EL1, "EL1")]
+        .into_iter()
+        .filter(|(l, _)| i.exception_levels.contains(*l))
+        .map(|(_, n)| n)
+        .collect();
+    intent.push(format!("at {}", levels.join("+")));
     println!("intent:        {}", intent.join("; "));
 
-    let c = &out.capabilities;
-    println!("capabilities:  {}", c.detail);
+    println!("capabilities:  {}", out.capabilities.detail);
+    let c = &out.capabilities.caps;
     let mut filters = Vec::new();
     for (has, name) in [
         (c.filter_by_event, "FE"),
@@ -763,21 +647,21 @@ fn print_human(out: &Output, all_fields: bool) {
         }
     }
     let min_interval = c.min_interval.map_or_else(
-        || "reserved Interval".to_owned(),
+        |_| "reserved Interval".to_owned(),
         |v| format!("min interval {v}"),
     );
-    let counters = c.counter_bits.map_or_else(
-        || "reserved CountSize".to_owned(),
-        |b| format!("{b}-bit latency counters"),
+    let counters = c.counter_size.map_or_else(
+        |_| "reserved CountSize".to_owned(),
+        |b| format!("{}-bit latency counters", b.bits()),
     );
     let records = c.max_record_size.map_or_else(
-        || "reserved MaxSize".to_owned(),
+        |_| "reserved MaxSize".to_owned(),
         |b| format!("records up to {b} bytes"),
     );
     println!(
-        "               {} (PMSVer {}), PMSIDR_EL1 {}: {}; {min_interval}, {counters}, {records}",
+        "               {} (PMSVer {}), PMSIDR_EL1 {:#x}: {}; {min_interval}, {counters}, {records}",
         c.version,
-        c.pmsver,
+        c.version.pmsver(),
         c.pmsidr,
         if filters.is_empty() {
             "no filters".to_owned()
@@ -785,23 +669,23 @@ fn print_human(out: &Output, all_fields: bool) {
             filters.join(" ")
         },
     );
-    for note in &c.notes {
+    for note in &out.capabilities.notes {
         println!("               note: {note}");
     }
 
     if let Some(registers) = &out.registers {
         println!();
         println!("registers, in programming order (PMSCR_EL1 last: it enables sampling):");
-        for r in registers {
-            println!("  {:<13} = {:#018x}", r.name, r.value);
-            if r.fields.is_empty() {
+        for (register, value) in registers.in_programming_order() {
+            println!("  {:<13} = {value:#018x}", register.name());
+            if register.fields(value).next().is_none() {
                 println!("      (no event bit set)");
             }
             let mut hidden = 0;
-            for f in &r.fields {
+            for f in register.fields(value) {
                 let extension = EXTENSION_FIELDS
                     .iter()
-                    .any(|(reg, name)| reg.name() == r.name && *name == f.name);
+                    .any(|&(reg, name)| reg == register && name == f.name);
                 if extension && f.value == 0 && !all_fields {
                     hidden += 1;
                     continue;
@@ -816,7 +700,10 @@ fn print_human(out: &Output, all_fields: bool) {
                 } else {
                     f.value.to_string()
                 };
-                let meaning = f.meaning.map(|m| format!(" -> {m}")).unwrap_or_default();
+                let meaning = f
+                    .value_meaning
+                    .map(|m| format!(" -> {m}"))
+                    .unwrap_or_default();
                 println!(
                     "      {bits:<8} {:<12} = {value:<12} {}{meaning}",
                     f.name, f.description
@@ -848,12 +735,13 @@ fn print_human(out: &Output, all_fields: bool) {
         println!();
         println!("perf event, in {}:", p.format_detail);
         if let Some(a) = &p.attr {
-            for (word, value) in [
-                (ConfigWord::Config, &a.config),
-                (ConfigWord::Config1, &a.config1),
-                (ConfigWord::Config2, &a.config2),
-                (ConfigWord::Config3, &a.config3),
+            for word in [
+                ConfigWord::Config,
+                ConfigWord::Config1,
+                ConfigWord::Config2,
+                ConfigWord::Config3,
             ] {
+                let value = format!("{:#x}", a.attr.word(word));
                 let here: Vec<String> = a
                     .terms
                     .iter()
@@ -875,7 +763,7 @@ fn print_human(out: &Output, all_fields: bool) {
             }
             println!(
                 "  attr.sample_period = {}, exclude_user = {}, exclude_kernel = {}",
-                a.sample_period, a.exclude_user as u8, a.exclude_kernel as u8
+                a.attr.sample_period, a.attr.exclude_user as u8, a.attr.exclude_kernel as u8
             );
         }
         if let Some(command) = &p.command {

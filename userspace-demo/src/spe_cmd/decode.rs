@@ -12,13 +12,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Args as ClapArgs;
 use pmu_armv8::spe::decode::{
-    self, AddressKind, AddressPacket, CounterKind, DecodeError, OperationClass,
-    OperationTypePacket, Packet, SampleRecord,
+    self, AddressKind, AddressPacket, CounterKind, DecodeError, Packet, SampleRecord,
 };
 use pmu_armv8::spe::model::{FilterDecision, SampledOperation};
-use pmu_armv8::spe::perf::{PerfEventAttr, PerfFormat};
+use pmu_armv8::spe::perf::PerfFormat;
 use pmu_armv8::spe::perf_data::{
-    Endian, PerfData, PerfDataEvent, PerfFileAttr, PERF_AUXTRACE_ARM_SPE,
+    AuxtraceChunk, Endian, PerfData, PerfDataEvent, PerfFileAttr, PERF_AUXTRACE_ARM_SPE,
 };
 use pmu_armv8::spe::{
     ExceptionLevels, OperationTypes, SpeCapabilities, SpeConfig, SpeConfigBuilder, SpeEvents,
@@ -85,15 +84,18 @@ pub struct DecodeArgs {
     json: bool,
 }
 
+// ---- JSON shape: the library's `serde` shapes (`pmu_armv8::spe::serialize`) inside the
+// command's own envelope ----
+
 #[derive(Debug, Serialize)]
-struct Output {
+struct Output<'a> {
     file: String,
     /// `raw` or `perf.data`.
     format: &'static str,
     /// SPE bytes decoded (for perf.data: the AUX data of every chunk).
     bytes: usize,
     /// perf.data only: where the SPE data came from.
-    perf_data: Option<PerfDataOut>,
+    perf_data: Option<PerfDataOut<'a>>,
     /// The post-hoc filter, when one was given.
     filter: Option<String>,
     /// Records the filter dropped.
@@ -105,43 +107,25 @@ struct Output {
 }
 
 #[derive(Debug, Serialize)]
-struct PerfDataOut {
+struct PerfDataOut<'a> {
     endian: &'static str,
     pipe: bool,
     /// `priv[ARM_SPE_PMU_TYPE]` of PERF_RECORD_AUXTRACE_INFO.
     spe_pmu_type: Option<u64>,
     /// The arm_spe event the recording used (the attribute whose type is the SPE PMU's).
     recording: Option<RecordingOut>,
-    /// One entry per PERF_RECORD_AUXTRACE.
-    chunks: Vec<ChunkOut>,
+    /// One entry per PERF_RECORD_AUXTRACE (without its data).
+    chunks: Vec<AuxtraceChunk<'a>>,
     /// A truncated or corrupt file: what stopped the reading (the chunks before it decode).
     file_error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 struct RecordingOut {
-    pmu_type: u32,
-    config: String,
-    config1: String,
-    config2: String,
-    config3: String,
-    sample_period: u64,
-    exclude_user: bool,
-    exclude_kernel: bool,
+    #[serde(flatten)]
+    attr: PerfFileAttr,
     /// The event as perf terms, in the documented Linux 6.12 layout.
     terms: String,
-}
-
-#[derive(Debug, Serialize)]
-struct ChunkOut {
-    cpu: u32,
-    idx: u32,
-    tid: i64,
-    /// Where the AUXTRACE event sits in the file.
-    file_offset: u64,
-    /// Where the data sat in the AUX buffer.
-    aux_offset: u64,
-    bytes: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -149,10 +133,8 @@ struct ErrorOut {
     /// perf.data: the chunk's CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     cpu: Option<u32>,
-    offset: usize,
-    /// `Truncated` or `Invalid`.
-    kind: &'static str,
-    message: String,
+    #[serde(flatten)]
+    error: DecodeError,
 }
 
 #[derive(Debug, Serialize)]
@@ -172,46 +154,8 @@ struct RecordOut {
     /// perf.data: the CPU whose SPE wrote it (offsets count from its chunk's first byte).
     #[serde(skip_serializing_if = "Option::is_none")]
     cpu: Option<u32>,
-    offset: usize,
-    len: usize,
-    packets: usize,
-    pc: Option<AddressOut>,
-    branch_target: Option<AddressOut>,
-    previous_branch_target: Option<AddressOut>,
-    data_virtual: Option<AddressOut>,
-    data_physical: Option<AddressOut>,
-    operation: Option<OperationOut>,
-    events: Option<Vec<&'static str>>,
-    events_mask: Option<String>,
-    total_latency: Option<u64>,
-    issue_latency: Option<u64>,
-    translation_latency: Option<u64>,
-    data_source: Option<u64>,
-    context: Option<ContextOut>,
-    timestamp: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-struct AddressOut {
-    address: String,
-    payload: String,
-    /// Instruction addresses: the Exception level.
-    el: Option<u8>,
-    /// Instruction and physical addresses: Non-secure.
-    ns: Option<bool>,
-    /// Data virtual addresses: the top-byte tag, bits 63:56 of the payload.
-    tag: Option<String>,
-    /// Physical addresses: CH, bit 62 (tag-checked access).
-    ch: Option<bool>,
-    /// Physical addresses: PAT, bits 59:56 (physical address tag).
-    pat: Option<u8>,
-}
-
-#[derive(Debug, Serialize)]
-struct ContextOut {
-    /// `CONTEXTIDR_EL1` (Context packet index 0) or `CONTEXTIDR_EL2` (index 1).
-    register: String,
-    value: u64,
+    #[serde(flatten)]
+    record: SampleRecord,
 }
 
 /// The register a Context packet's index names (Arm ARM D18.2: CT 0 EL1, 1 EL2).
@@ -221,23 +165,6 @@ fn context_register(index: u8) -> String {
         1 => "CONTEXTIDR_EL2".to_owned(),
         other => format!("context index {other} (reserved)"),
     }
-}
-
-#[derive(Debug, Serialize)]
-struct OperationOut {
-    class: &'static str,
-    payload: String,
-    /// What the type filter counts it as (PMSFCR_EL1.LD/ST/B).
-    types: Vec<&'static str>,
-    /// Load/store class: `load` or `store` (payload bit 0), atomics and exclusives included.
-    direction: Option<&'static str>,
-    /// The sub-fields by perf's names (`LD`, `AT`, `EXCL`, `AR`, `GP-REG`, `SIMD-FP`, `PRED`,
-    /// `SG`, `B`, `COND`, `IND`, `GCS`, `CR-BL`, …).
-    details: Vec<&'static str>,
-    /// SVE operations: the effective vector length in bits.
-    sve_evlen: Option<u32>,
-    /// The whole packet as perf prints it (`LD AT GP-REG`).
-    text: String,
 }
 
 fn usage(message: String) -> Failure {
@@ -293,48 +220,6 @@ fn parse_hex_text(text: &[u8]) -> Result<Vec<u8>, String> {
     Ok(digits.chunks(2).map(|p| (p[0] << 4) | p[1]).collect())
 }
 
-fn error_out(e: &DecodeError) -> ErrorOut {
-    ErrorOut {
-        cpu: None,
-        offset: e.offset(),
-        kind: match e {
-            DecodeError::Truncated { .. } => "Truncated",
-            DecodeError::Invalid { .. } => "Invalid",
-            DecodeError::ReservedOperationClass { .. } => "ReservedOperationClass",
-            DecodeError::UnterminatedRecord { .. } => "UnterminatedRecord",
-        },
-        message: e.to_string(),
-    }
-}
-
-fn address_out(a: &AddressPacket) -> AddressOut {
-    let instruction = matches!(
-        a.kind(),
-        AddressKind::InstructionVirtual
-            | AddressKind::BranchTarget
-            | AddressKind::PreviousBranchTarget
-    );
-    let physical = a.kind() == AddressKind::DataPhysical;
-    AddressOut {
-        address: format!("{:#x}", a.virtual_address()),
-        payload: format!("{:#x}", a.payload),
-        el: instruction.then(|| a.exception_level()),
-        ns: (instruction || physical).then(|| a.non_secure()),
-        tag: (a.kind() == AddressKind::DataVirtual).then(|| format!("{:#04x}", a.tag())),
-        ch: physical.then(|| a.checked()),
-        pat: physical.then(|| a.physical_tag()),
-    }
-}
-
-fn class_name(o: &OperationTypePacket) -> &'static str {
-    match o.class() {
-        OperationClass::Other => "other",
-        OperationClass::LoadStoreAtomic => "load/store/atomic",
-        OperationClass::BranchOrExceptionReturn => "branch",
-        OperationClass::Reserved => "reserved",
-    }
-}
-
 fn type_names(types: OperationTypes) -> Vec<&'static str> {
     match (
         types.contains(OperationTypes::LOADS),
@@ -349,64 +234,31 @@ fn type_names(types: OperationTypes) -> Vec<&'static str> {
     }
 }
 
-fn operation_out(o: &OperationTypePacket) -> OperationOut {
-    OperationOut {
-        class: class_name(o),
-        payload: format!("{:#x}", o.payload),
-        types: type_names(o.operation_types()),
-        direction: (o.class() == OperationClass::LoadStoreAtomic).then_some(if o.is_store() {
-            "store"
-        } else {
-            "load"
-        }),
-        details: o.details().names().to_vec(),
-        sve_evlen: o.sve_evlen(),
-        text: o.to_string(),
+/// `PC 0x… EL0 NS`: the address with the header bits that apply to its kind, as the JSON
+/// gives them.
+fn address_text(label: &str, a: &AddressPacket) -> String {
+    let mut s = format!("{label} {:#x}", a.virtual_address());
+    let instruction = matches!(
+        a.kind(),
+        AddressKind::InstructionVirtual
+            | AddressKind::BranchTarget
+            | AddressKind::PreviousBranchTarget
+    );
+    let physical = a.kind() == AddressKind::DataPhysical;
+    if instruction {
+        s.push_str(&format!(" EL{}", a.exception_level()));
     }
-}
-
-fn record_out(r: &SampleRecord) -> RecordOut {
-    RecordOut {
-        cpu: None,
-        offset: r.offset,
-        len: r.len,
-        packets: r.packets,
-        pc: r.pc.as_ref().map(address_out),
-        branch_target: r.branch_target.as_ref().map(address_out),
-        previous_branch_target: r.previous_branch_target.as_ref().map(address_out),
-        data_virtual: r.data_virtual.as_ref().map(address_out),
-        data_physical: r.data_physical.as_ref().map(address_out),
-        operation: r.operation.as_ref().map(operation_out),
-        events: r.events.map(names::event_names),
-        events_mask: r.events.map(|e| format!("{:#x}", e.bits())),
-        total_latency: r.total_latency,
-        issue_latency: r.issue_latency,
-        translation_latency: r.translation_latency,
-        data_source: r.data_source,
-        context: r.context.map(|(index, value)| ContextOut {
-            register: context_register(index),
-            value,
-        }),
-        timestamp: r.timestamp,
-    }
-}
-
-fn address_text(label: &str, a: &AddressOut) -> String {
-    let mut s = format!("{label} {}", a.address);
-    if let Some(el) = a.el {
-        s.push_str(&format!(" EL{el}"));
-    }
-    if a.ns == Some(true) {
+    if (instruction || physical) && a.non_secure() {
         s.push_str(" NS");
     }
-    if let Some(tag) = a.tag.as_deref().filter(|t| *t != "0x00") {
-        s.push_str(&format!(" tag {tag}"));
+    if a.kind() == AddressKind::DataVirtual && a.tag() != 0 {
+        s.push_str(&format!(" tag {:#04x}", a.tag()));
     }
-    if a.ch == Some(true) {
+    if physical && a.checked() {
         s.push_str(" CH");
     }
-    if let Some(pat) = a.pat.filter(|&p| p != 0) {
-        s.push_str(&format!(" PAT {pat:#x}"));
+    if physical && a.physical_tag() != 0 {
+        s.push_str(&format!(" PAT {:#x}", a.physical_tag()));
     }
     s
 }
@@ -426,11 +278,7 @@ fn packet_detail(p: &Packet) -> String {
                 AddressKind::PreviousBranchTarget => "previous branch target".to_owned(),
                 AddressKind::Other(i) => format!("index {i}"),
             };
-            format!(
-                "{} (payload {:#x})",
-                address_text(&label, &address_out(a)),
-                a.payload
-            )
+            format!("{} (payload {:#x})", address_text(&label, a), a.payload)
         }
         Packet::Counter(c) => {
             let label = match c.kind() {
@@ -442,7 +290,7 @@ fn packet_detail(p: &Packet) -> String {
             format!("{label} {}", c.value)
         }
         Packet::Context(c) => format!("{} {}", context_register(c.index), c.value),
-        Packet::OperationType(o) => format!("{} payload {:#x}: {o}", class_name(o), o.payload),
+        Packet::OperationType(o) => format!("{} payload {:#x}: {o}", o.class().name(), o.payload),
         Packet::Events(e) => format!(
             "{:#x} {} ({}-byte payload)",
             e.events.bits(),
@@ -453,16 +301,17 @@ fn packet_detail(p: &Packet) -> String {
     }
 }
 
-fn record_line(r: &RecordOut) -> String {
+fn record_line(out: &RecordOut) -> String {
+    let r = &out.record;
     let mut parts = Vec::new();
     if let Some(a) = &r.pc {
         parts.push(address_text("PC", a));
     }
     if let Some(o) = &r.operation {
-        parts.push(o.text.clone());
+        parts.push(o.to_string());
     }
-    if let Some(e) = &r.events {
-        parts.push(format!("events {}", e.join(" ")));
+    if let Some(e) = r.events {
+        parts.push(format!("events {}", names::event_names(e).join(" ")));
     }
     let latencies: Vec<String> = [
         ("total", r.total_latency),
@@ -488,13 +337,13 @@ fn record_line(r: &RecordOut) -> String {
     if let Some(d) = r.data_source {
         parts.push(format!("source {d:#x}"));
     }
-    if let Some(c) = &r.context {
-        parts.push(format!("{} {}", c.register, c.value));
+    if let Some((index, value)) = r.context {
+        parts.push(format!("{} {value}", context_register(index)));
     }
     if let Some(t) = r.timestamp {
         parts.push(format!("ts {t:#x}"));
     }
-    let cpu = r.cpu.map(|c| format!("cpu {c} ")).unwrap_or_default();
+    let cpu = out.cpu.map(|c| format!("cpu {c} ")).unwrap_or_default();
     format!(
         "{cpu}record @{:#06x} ({} bytes, {} packets): {}",
         r.offset,
@@ -587,15 +436,7 @@ fn perf_data_magic(bytes: &[u8]) -> bool {
 
 fn recording_out(a: &PerfFileAttr) -> RecordingOut {
     let format = PerfFormat::linux_6_12();
-    let attr = PerfEventAttr {
-        config: a.config,
-        config1: a.config1,
-        config2: a.config2,
-        config3: a.config3,
-        sample_period: a.sample_period,
-        exclude_user: a.exclude_user,
-        exclude_kernel: a.exclude_kernel,
-    };
+    let attr = a.attr();
     let mut terms: Vec<String> = format
         .iter()
         .map(|(field, place)| (field, place.extract(&attr)))
@@ -610,14 +451,7 @@ fn recording_out(a: &PerfFileAttr) -> RecordingOut {
         .collect();
     terms.push(format!("period={}", a.sample_period));
     RecordingOut {
-        pmu_type: a.pmu_type,
-        config: format!("{:#x}", a.config),
-        config1: format!("{:#x}", a.config1),
-        config2: format!("{:#x}", a.config2),
-        config3: format!("{:#x}", a.config3),
-        sample_period: a.sample_period,
-        exclude_user: a.exclude_user,
-        exclude_kernel: a.exclude_kernel,
+        attr: *a,
         terms: terms.join(","),
     }
 }
@@ -627,7 +461,7 @@ fn recording_out(a: &PerfFileAttr) -> RecordingOut {
 fn read_perf_data<'a>(
     bytes: &'a [u8],
     file: &Path,
-) -> Result<(Vec<Stream<'a>>, PerfDataOut), Failure> {
+) -> Result<(Vec<Stream<'a>>, PerfDataOut<'a>), Failure> {
     let name = file.display();
     let data = PerfData::parse(bytes)
         .map_err(|e| usage(format!("{name} is not a readable perf.data file: {e}")))?;
@@ -660,14 +494,7 @@ fn read_perf_data<'a>(
                 }
             }
             Ok(PerfDataEvent::Auxtrace(chunk)) => {
-                out.chunks.push(ChunkOut {
-                    cpu: chunk.cpu,
-                    idx: chunk.idx,
-                    tid: i64::from(chunk.tid as i32),
-                    file_offset: chunk.file_offset,
-                    aux_offset: chunk.aux_offset,
-                    bytes: chunk.data.len(),
-                });
+                out.chunks.push(chunk);
                 streams.push(Stream {
                     cpu: Some(chunk.cpu),
                     data: chunk.data,
@@ -756,14 +583,14 @@ pub fn run(args: &DecodeArgs) -> Result<(), Failure> {
                     listing.push(Ok(records.len()));
                     records.push(RecordOut {
                         cpu: stream.cpu,
-                        ..record_out(&r)
+                        record: r,
                     });
                 }
                 Err(e) => {
                     listing.push(Err(errors.len()));
                     errors.push(ErrorOut {
                         cpu: stream.cpu,
-                        ..error_out(&e)
+                        error: e,
                     });
                 }
             }
@@ -784,7 +611,10 @@ pub fn run(args: &DecodeArgs) -> Result<(), Failure> {
                     len: 1,
                     name: "ERROR",
                     detail: String::new(),
-                    error: Some(error_out(&e)),
+                    error: Some(ErrorOut {
+                        cpu: None,
+                        error: e,
+                    }),
                 },
             }));
         }
@@ -845,7 +675,7 @@ fn print_human(out: &Output, listing: &[Result<usize, usize>]) {
         for c in &p.chunks {
             let e = per_cpu.entry(c.cpu).or_default();
             e.0 += 1;
-            e.1 += c.bytes;
+            e.1 += c.data.len();
         }
         let cpus: Vec<String> = per_cpu
             .iter()
@@ -861,9 +691,9 @@ fn print_human(out: &Output, listing: &[Result<usize, usize>]) {
         if let Some(r) = &p.recording {
             println!(
                 "recorded with arm_spe PMU type {}: {}{}",
-                r.pmu_type,
+                r.attr.pmu_type,
                 r.terms,
-                match (r.exclude_user, r.exclude_kernel) {
+                match (r.attr.exclude_user, r.attr.exclude_kernel) {
                     (false, true) => " (modifier u: EL0 only)",
                     (true, false) => " (modifier k: EL1 only)",
                     _ => "",
@@ -879,7 +709,7 @@ fn print_human(out: &Output, listing: &[Result<usize, usize>]) {
         for p in packets {
             let cpu = p.cpu.map(|c| format!("cpu {c} ")).unwrap_or_default();
             match &p.error {
-                Some(e) => println!("  {cpu}error @{:#06x}: {}", e.offset, e.message),
+                Some(e) => println!("  {cpu}error @{:#06x}: {}", e.error.offset(), e.error),
                 None => {
                     let line = format!(
                         "  {cpu}@{:#06x} +{:<2} {:<11} {}",
@@ -897,7 +727,7 @@ fn print_human(out: &Output, listing: &[Result<usize, usize>]) {
             Err(i) => {
                 let e = &out.errors[i];
                 let cpu = e.cpu.map(|c| format!("cpu {c} ")).unwrap_or_default();
-                println!("{cpu}error @{:#06x}: {}", e.offset, e.message);
+                println!("{cpu}error @{:#06x}: {}", e.error.offset(), e.error);
             }
         }
     }

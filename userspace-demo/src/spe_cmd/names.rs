@@ -2,8 +2,7 @@
 //! profiles, and how event sets are shown.
 
 use clap::ValueEnum;
-use pmu_armv8::spe::register_set::EVENT_NAMES;
-use pmu_armv8::spe::{SpeCapabilities, SpeEvents, SpeVersion};
+use pmu_armv8::spe::{SpeCapabilities, SpeEvents, SpeRegister, SpeVersion};
 
 /// Extra spellings people use for events, on top of the library's names
 /// (`SpeEvents::LLC_MISS` is `llc-miss`).
@@ -74,25 +73,24 @@ pub fn parse_event(text: &str) -> Result<SpeEvents, String> {
 
 /// `LLC_MISS (E[9])` for each set bit, low bits first.
 pub fn event_list(events: SpeEvents) -> Vec<String> {
-    bits(events.bits())
-        .map(|bit| {
-            let name = EVENT_NAMES[bit].0;
-            if name.starts_with("E[") {
-                name.to_owned()
+    SpeRegister::Pmsevfr
+        .fields(events.bits())
+        .map(|f| {
+            if f.name.starts_with("E[") {
+                f.name.to_owned()
             } else {
-                format!("{name} (E[{bit}])")
+                format!("{} (E[{}])", f.name, f.lsb)
             }
         })
         .collect()
 }
 
-/// The library's names of the set bits (`LLC_MISS`, `E[12]`), for JSON.
+/// The library's names of the set bits (`LLC_MISS`, `E[12]`), as its JSON gives them.
 pub fn event_names(events: SpeEvents) -> Vec<&'static str> {
-    bits(events.bits()).map(|bit| EVENT_NAMES[bit].0).collect()
-}
-
-fn bits(value: u64) -> impl Iterator<Item = usize> {
-    (0..64).filter(move |bit| value & (1 << bit) != 0)
+    SpeRegister::Pmsevfr
+        .fields(events.bits())
+        .map(|f| f.name)
+        .collect()
 }
 
 /// Example capability sets, built from the PMSIDR_EL1 fields of Arm ARM DDI 0487 M.a.a

@@ -31,7 +31,9 @@
 //! - [`perf`]: the configuration as a Linux `arm_spe` perf event and event string, under
 //!   Linux 6.12's rules (filters perf refuses become a [`perf::PostFilter`]);
 //! - [`decode`]: the record packet stream decoder, checked against perf's own;
-//! - [`perf_data`]: the reader for the `perf.data` files `perf record` writes.
+//! - [`perf_data`]: the reader for the `perf.data` files `perf record` writes;
+//! - `serialize` (feature `serde`): `serde::Serialize` for what a tool prints of all the
+//!   above, in one documented shape.
 //!
 //! The walkthrough below goes through it in order, with the common mistakes (testing one bit
 //! of PMSVer, a PMSCR_EL1 "EN" bit, writing PMSIDR_EL1, PMSEVFR_EL1 = 0x08 for an LLC miss,
@@ -102,6 +104,8 @@ pub mod pmslatfr_el1;
 pub mod pmsnevfr_el1;
 pub mod program;
 pub mod register_set;
+#[cfg(feature = "serde")]
+pub mod serialize;
 pub mod version;
 
 #[cfg(target_arch = "aarch64")]

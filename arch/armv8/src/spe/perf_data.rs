@@ -279,6 +279,21 @@ pub struct PerfFileAttr {
     pub exclude_kernel: bool,
 }
 
+impl PerfFileAttr {
+    /// The parts the `arm_spe` PMU reads, to decode with a [`crate::spe::perf::PerfFormat`].
+    pub const fn attr(&self) -> crate::spe::perf::PerfEventAttr {
+        crate::spe::perf::PerfEventAttr {
+            config: self.config,
+            config1: self.config1,
+            config2: self.config2,
+            config3: self.config3,
+            sample_period: self.sample_period,
+            exclude_user: self.exclude_user,
+            exclude_kernel: self.exclude_kernel,
+        }
+    }
+}
+
 /// One `PERF_RECORD_AUXTRACE` event with its AUX data: a piece of one CPU's SPE buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AuxtraceChunk<'a> {

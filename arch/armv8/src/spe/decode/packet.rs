@@ -243,6 +243,19 @@ pub enum OperationClass {
     Reserved,
 }
 
+impl OperationClass {
+    /// The class in a word or two: `other`, `load/store/atomic`, `branch` (branch or
+    /// exception return), `reserved`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Other => "other",
+            Self::LoadStoreAtomic => "load/store/atomic",
+            Self::BranchOrExceptionReturn => "branch",
+            Self::Reserved => "reserved",
+        }
+    }
+}
+
 /// An Operation Type packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct OperationTypePacket {

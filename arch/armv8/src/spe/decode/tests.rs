@@ -42,7 +42,7 @@ pub(crate) fn load_record() -> Vec<u8> {
     r.extend_from_slice(&(0x0000_FFFF_8000_1000u64).to_le_bytes());
     r.push(0xB3);
     r.extend_from_slice(&(0x8000_0000_8000_1000u64).to_le_bytes());
-    // Context (CONTEXTIDR_EL1) = 42.
+    // Context, index 1 (header 0x65: CONTEXTIDR_EL2) = 42.
     r.extend_from_slice(&[0x65, 42, 0, 0, 0]);
     // Timestamp.
     r.push(0x71);

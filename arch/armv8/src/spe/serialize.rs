@@ -1,0 +1,593 @@
+//! `serde::Serialize` for the SPE types a tool prints: capabilities, a configuration request,
+//! register values with their fields, perf event attributes, perf.data chunks, decoded
+//! records and decode errors (feature `serde`; no_std, no allocation).
+//!
+//! The shape is made for JSON readers, whatever the serializer:
+//! - register words, config words, payloads and event masks are hex strings (`"0x26407"`).
+//!   A JSON number cannot hold every `u64` in most readers (JavaScript's is a double, exact
+//!   to 2^53), and a hex string shows the bits as the Arm ARM and `perf` print them;
+//! - counts, latencies, offsets and small fields are numbers;
+//! - an event set is two keys: the names of its bits in bit order (as
+//!   [`SpeRegister::fields`] names them, `E[12]` for an unnamed bit) and the whole mask;
+//! - an absent optional value is `null` (the key is always there);
+//! - names are the library's own: register names (`PMSFCR_EL1`), field names as the Arm ARM
+//!   spells them, packet sub-fields as perf prints them.
+//!
+//! ```
+//! use pmu_armv8::spe::{SpeCapabilities, SpeConfigBuilder, SpeEvents, SpeVersion};
+//!
+//! let caps = SpeCapabilities::decode_raw(SpeVersion::V1p4, 0x3_6077, 0);
+//! let config = SpeConfigBuilder::new()
+//!     .require_events(SpeEvents::LLC_MISS)
+//!     .build(&caps)
+//!     .unwrap();
+//! let json = serde_json::to_value(config.registers()).unwrap();
+//! assert_eq!(json[1]["name"], "PMSEVFR_EL1");
+//! assert_eq!(json[1]["hex"], "0x200");
+//! assert_eq!(json[1]["fields"][0]["name"], "LLC_MISS");
+//! ```
+
+use core::fmt;
+
+use serde::ser::{Serialize, SerializeSeq, SerializeStruct, Serializer};
+
+use super::capabilities::SpeCapabilities;
+use super::config::{ExceptionLevels, OperationTypes, SpeConfigBuilder, TimestampSource};
+use super::decode::{
+    AddressKind, AddressPacket, DecodeError, OperationClass, OperationTypePacket, SampleRecord,
+};
+use super::events::SpeEvents;
+use super::perf::PerfEventAttr;
+use super::perf_data::{AuxtraceChunk, PerfFileAttr};
+use super::register_set::{FieldInfo, SpeRegister, SpeRegisterValues};
+
+/// A `u64` as `0x…`.
+struct Hex(u64);
+
+impl Serialize for Hex {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&format_args!("{:#x}", self.0))
+    }
+}
+
+/// A tag byte as `0x..`, two digits.
+struct TagHex(u8);
+
+impl Serialize for TagHex {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&format_args!("{:#04x}", self.0))
+    }
+}
+
+/// A value as its `Display` text.
+struct Text<T>(T);
+
+impl<T: fmt::Display> Serialize for Text<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+/// The names of an event set's bits, low bits first: the fields PMSEVFR_EL1 would show
+/// for it ([`SpeRegister::fields`]).
+struct EventNames(SpeEvents);
+
+impl Serialize for EventNames {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(SpeRegister::Pmsevfr.fields(self.0.bits()).map(|f| f.name))
+    }
+}
+
+/// The names of the operation types in `types` that `names` spells, in its order.
+struct TypeNames(OperationTypes, [&'static str; 3]);
+
+impl Serialize for TypeNames {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Self(types, names) = self;
+        serializer.collect_seq(
+            [
+                OperationTypes::LOADS,
+                OperationTypes::STORES,
+                OperationTypes::BRANCHES,
+            ]
+            .into_iter()
+            .zip(names)
+            .filter(|(t, _)| types.contains(*t))
+            .map(|(_, name)| name),
+        )
+    }
+}
+
+/// The register a Context packet's index names (Arm ARM D18.2: CT 0 EL1, 1 EL2).
+struct Context {
+    index: u8,
+    value: u64,
+}
+
+impl Serialize for Context {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Context", 2)?;
+        match self.index {
+            0 => s.serialize_field("register", "CONTEXTIDR_EL1")?,
+            1 => s.serialize_field("register", "CONTEXTIDR_EL2")?,
+            other => s.serialize_field(
+                "register",
+                &Text(format_args!("context index {other} (reserved)")),
+            )?,
+        }
+        s.serialize_field("value", &self.value)?;
+        s.end()
+    }
+}
+
+/// `{version, pmsver, pmsidr, pmbidr, <every capability>}`: the decoded fields by their
+/// Rust names, a reserved code as `null`, the raw registers as hex.
+impl Serialize for SpeCapabilities {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("SpeCapabilities", 20)?;
+        s.serialize_field("version", &Text(self.version))?;
+        s.serialize_field("pmsver", &self.version.pmsver())?;
+        s.serialize_field("pmsidr", &Hex(self.pmsidr))?;
+        s.serialize_field("pmbidr", &Hex(self.pmbidr))?;
+        s.serialize_field("filter_by_event", &self.filter_by_event)?;
+        s.serialize_field("filter_by_type", &self.filter_by_type)?;
+        s.serialize_field("filter_by_latency", &self.filter_by_latency)?;
+        s.serialize_field("inverted_event_filter", &self.inverted_event_filter)?;
+        s.serialize_field("data_source_filter", &self.data_source_filter)?;
+        s.serialize_field("extended_type_filter", &self.extended_type_filter)?;
+        s.serialize_field("extended_random", &self.extended_random)?;
+        s.serialize_field(
+            "architectural_instructions",
+            &self.architectural_instructions,
+        )?;
+        s.serialize_field("loaded_data_source", &self.loaded_data_source)?;
+        s.serialize_field("previous_branch_target", &self.previous_branch_target)?;
+        s.serialize_field("min_interval", &self.min_interval.ok())?;
+        s.serialize_field("counter_bits", &self.counter_size.ok().map(|c| c.bits()))?;
+        s.serialize_field("max_record_size", &self.max_record_size.ok())?;
+        s.serialize_field("record_format", &self.record_format)?;
+        s.serialize_field("buffer_align", &self.buffer_align.ok())?;
+        s.serialize_field("buffer_owned_by_higher_el", &self.buffer_owned_by_higher_el)?;
+        s.serialize_field("hardware_flag_updates", &self.hardware_flag_updates)?;
+        s.end()
+    }
+}
+
+/// The request as asked: `operation_types` `["loads", "stores", "branches"]` (`null`: every
+/// type), event sets as names plus mask, `timestamps` `"virtual"`/`"physical"`,
+/// `exception_levels` `["el0", "el1"]`.
+impl Serialize for SpeConfigBuilder {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("SpeConfigBuilder", 12)?;
+        s.serialize_field(
+            "operation_types",
+            &self
+                .operation_types
+                .map(|t| TypeNames(t, ["loads", "stores", "branches"])),
+        )?;
+        s.serialize_field("min_latency", &self.min_latency)?;
+        s.serialize_field("required_events", &self.required_events.map(EventNames))?;
+        s.serialize_field(
+            "required_mask",
+            &self.required_events.map(|e| Hex(e.bits())),
+        )?;
+        s.serialize_field("excluded_events", &self.excluded_events.map(EventNames))?;
+        s.serialize_field(
+            "excluded_mask",
+            &self.excluded_events.map(|e| Hex(e.bits())),
+        )?;
+        s.serialize_field("interval", &self.interval)?;
+        s.serialize_field("jitter", &self.jitter)?;
+        s.serialize_field(
+            "timestamps",
+            &self.timestamps.map(|t| match t {
+                TimestampSource::Virtual => "virtual",
+                TimestampSource::Physical => "physical",
+            }),
+        )?;
+        s.serialize_field("physical_addresses", &self.physical_addresses)?;
+        s.serialize_field("context", &self.context)?;
+        s.serialize_field(
+            "exception_levels",
+            &ExceptionLevelNames(self.exception_levels),
+        )?;
+        s.end()
+    }
+}
+
+struct ExceptionLevelNames(ExceptionLevels);
+
+impl Serialize for ExceptionLevelNames {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(
+            [(ExceptionLevels::EL0, "el0"), (ExceptionLevels::EL1, "el1")]
+                .into_iter()
+                .filter(|(l, _)| self.0.contains(*l))
+                .map(|(_, n)| n),
+        )
+    }
+}
+
+/// `{name, msb, lsb, value, description, meaning}`.
+impl Serialize for FieldInfo {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("FieldInfo", 6)?;
+        s.serialize_field("name", self.name)?;
+        s.serialize_field("msb", &self.msb)?;
+        s.serialize_field("lsb", &self.lsb)?;
+        s.serialize_field("value", &self.value)?;
+        s.serialize_field("description", self.description)?;
+        s.serialize_field("meaning", &self.value_meaning)?;
+        s.end()
+    }
+}
+
+/// The registers in programming order
+/// ([`SpeRegisterValues::in_programming_order`]), each `{name, value, hex, fields}`.
+impl Serialize for SpeRegisterValues {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for (register, value) in self.in_programming_order() {
+            seq.serialize_element(&RegisterValue { register, value })?;
+        }
+        seq.end()
+    }
+}
+
+struct RegisterValue {
+    register: SpeRegister,
+    value: u64,
+}
+
+impl Serialize for RegisterValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("RegisterValue", 4)?;
+        s.serialize_field("name", self.register.name())?;
+        s.serialize_field("value", &self.value)?;
+        s.serialize_field("hex", &Hex(self.value))?;
+        s.serialize_field("fields", &Fields(self))?;
+        s.end()
+    }
+}
+
+struct Fields<'a>(&'a RegisterValue);
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.register.fields(self.0.value))
+    }
+}
+
+fn attr_fields<S: SerializeStruct>(s: &mut S, attr: &PerfEventAttr) -> Result<(), S::Error> {
+    s.serialize_field("config", &Hex(attr.config))?;
+    s.serialize_field("config1", &Hex(attr.config1))?;
+    s.serialize_field("config2", &Hex(attr.config2))?;
+    s.serialize_field("config3", &Hex(attr.config3))?;
+    s.serialize_field("sample_period", &attr.sample_period)?;
+    s.serialize_field("exclude_user", &attr.exclude_user)?;
+    s.serialize_field("exclude_kernel", &attr.exclude_kernel)
+}
+
+/// `{config, config1, config2, config3, sample_period, exclude_user, exclude_kernel}`, the
+/// config words in hex.
+impl Serialize for PerfEventAttr {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("PerfEventAttr", 7)?;
+        attr_fields(&mut s, self)?;
+        s.end()
+    }
+}
+
+/// `{pmu_type, <PerfEventAttr's keys>, offset, size}`.
+impl Serialize for PerfFileAttr {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("PerfFileAttr", 10)?;
+        s.serialize_field("pmu_type", &self.pmu_type)?;
+        attr_fields(&mut s, &self.attr())?;
+        s.serialize_field("offset", &self.offset)?;
+        s.serialize_field("size", &self.size)?;
+        s.end()
+    }
+}
+
+/// `{cpu, idx, tid, file_offset, aux_offset, reference, bytes}`: the chunk without its
+/// data, `tid` signed as perf prints it (-1 for a per-CPU recording).
+impl Serialize for AuxtraceChunk<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("AuxtraceChunk", 7)?;
+        s.serialize_field("cpu", &self.cpu)?;
+        s.serialize_field("idx", &self.idx)?;
+        // perf's `tid` is a u32 holding -1 for "no thread" (`u32::MAX`).
+        s.serialize_field("tid", &i64::from(self.tid as i32))?;
+        s.serialize_field("file_offset", &self.file_offset)?;
+        s.serialize_field("aux_offset", &self.aux_offset)?;
+        s.serialize_field("reference", &self.reference)?;
+        s.serialize_field("bytes", &self.data.len())?;
+        s.end()
+    }
+}
+
+/// `{offset, kind, message}`: `kind` is the variant's name, `message` its `Display`.
+impl Serialize for DecodeError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("DecodeError", 3)?;
+        s.serialize_field("offset", &self.offset())?;
+        s.serialize_field(
+            "kind",
+            match self {
+                Self::Truncated { .. } => "Truncated",
+                Self::Invalid { .. } => "Invalid",
+                Self::ReservedOperationClass { .. } => "ReservedOperationClass",
+                Self::UnterminatedRecord { .. } => "UnterminatedRecord",
+            },
+        )?;
+        s.serialize_field("message", &Text(self))?;
+        s.end()
+    }
+}
+
+/// `{address, payload, el, ns, tag, ch, pat}`: the address as
+/// [`AddressPacket::virtual_address`] gives it and the raw payload, in hex; then the header
+/// bits that apply to the kind (the others `null`): `el` and `ns` for instruction
+/// addresses, `tag` (hex) for data virtual addresses, `ns`, `ch` and `pat` for physical ones.
+impl Serialize for AddressPacket {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let instruction = matches!(
+            self.kind(),
+            AddressKind::InstructionVirtual
+                | AddressKind::BranchTarget
+                | AddressKind::PreviousBranchTarget
+        );
+        let physical = self.kind() == AddressKind::DataPhysical;
+        let data_virtual = self.kind() == AddressKind::DataVirtual;
+        let mut s = serializer.serialize_struct("AddressPacket", 7)?;
+        s.serialize_field("address", &Hex(self.virtual_address()))?;
+        s.serialize_field("payload", &Hex(self.payload))?;
+        s.serialize_field("el", &instruction.then(|| self.exception_level()))?;
+        s.serialize_field("ns", &(instruction || physical).then(|| self.non_secure()))?;
+        s.serialize_field("tag", &data_virtual.then(|| TagHex(self.tag())))?;
+        s.serialize_field("ch", &physical.then(|| self.checked()))?;
+        s.serialize_field("pat", &physical.then(|| self.physical_tag()))?;
+        s.end()
+    }
+}
+
+/// `{class, payload, types, direction, details, sve_evlen, text}`: `class` is
+/// [`OperationClass::name`]; `types` what the type filter counts it as (`load`, `store`,
+/// `branch`); `direction` `load`/`store` for the load/store class; `details` the sub-fields
+/// by perf's names; `text` the packet as perf prints it.
+impl Serialize for OperationTypePacket {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("OperationTypePacket", 7)?;
+        s.serialize_field("class", self.class().name())?;
+        s.serialize_field("payload", &Hex(self.payload))?;
+        s.serialize_field(
+            "types",
+            &TypeNames(self.operation_types(), ["load", "store", "branch"]),
+        )?;
+        s.serialize_field(
+            "direction",
+            &(self.class() == OperationClass::LoadStoreAtomic).then_some(if self.is_store() {
+                "store"
+            } else {
+                "load"
+            }),
+        )?;
+        s.serialize_field("details", self.details().names())?;
+        s.serialize_field("sve_evlen", &self.sve_evlen())?;
+        s.serialize_field("text", &Text(self))?;
+        s.end()
+    }
+}
+
+/// `{offset, len, packets, pc, branch_target, previous_branch_target, data_virtual,
+/// data_physical, operation, events, events_mask, total_latency, issue_latency,
+/// translation_latency, data_source, context, timestamp}`: every field, `null` when its
+/// packet was absent; `context` is `{register, value}`.
+impl Serialize for SampleRecord {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("SampleRecord", 17)?;
+        s.serialize_field("offset", &self.offset)?;
+        s.serialize_field("len", &self.len)?;
+        s.serialize_field("packets", &self.packets)?;
+        s.serialize_field("pc", &self.pc)?;
+        s.serialize_field("branch_target", &self.branch_target)?;
+        s.serialize_field("previous_branch_target", &self.previous_branch_target)?;
+        s.serialize_field("data_virtual", &self.data_virtual)?;
+        s.serialize_field("data_physical", &self.data_physical)?;
+        s.serialize_field("operation", &self.operation)?;
+        s.serialize_field("events", &self.events.map(EventNames))?;
+        s.serialize_field("events_mask", &self.events.map(|e| Hex(e.bits())))?;
+        s.serialize_field("total_latency", &self.total_latency)?;
+        s.serialize_field("issue_latency", &self.issue_latency)?;
+        s.serialize_field("translation_latency", &self.translation_latency)?;
+        s.serialize_field("data_source", &self.data_source)?;
+        s.serialize_field(
+            "context",
+            &self.context.map(|(index, value)| Context { index, value }),
+        )?;
+        s.serialize_field("timestamp", &self.timestamp)?;
+        s.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::format;
+    use std::string::ToString;
+    use std::vec::Vec;
+
+    use serde_json::{json, to_value};
+
+    use super::*;
+    use crate::spe::decode::{records, tests::load_record};
+    use crate::spe::version::SpeVersion;
+
+    /// The load record of the decoder's tests (Arm ARM DDI 0487 M.a.a D18.2 packet layout):
+    /// every key, addresses with the header bits of their kind, the event set as names plus
+    /// mask, the Context packet's register by its index (CT 1: CONTEXTIDR_EL2).
+    #[test]
+    fn a_decoded_record() {
+        let stream = load_record();
+        let record = records(&stream).next().unwrap().unwrap();
+        assert_eq!(
+            to_value(record).unwrap(),
+            json!({
+                "offset": 0, "len": stream.len(), "packets": 9,
+                "pc": {"address": "0x4005d8", "payload": "0x80000000004005d8", "el": 0,
+                       "ns": true, "tag": null, "ch": null, "pat": null},
+                "branch_target": null,
+                "previous_branch_target": null,
+                "data_virtual": {"address": "0xffff80001000", "payload": "0xffff80001000",
+                                 "el": null, "ns": null, "tag": "0x00", "ch": null,
+                                 "pat": null},
+                "data_physical": {"address": "0x80001000", "payload": "0x8000000080001000",
+                                  "el": null, "ns": true, "tag": null, "ch": false,
+                                  "pat": 0},
+                "operation": {"class": "load/store/atomic", "payload": "0x0",
+                              "types": ["load"], "direction": "load",
+                              "details": ["LD", "GP-REG"], "sve_evlen": null,
+                              "text": "LD GP-REG"},
+                "events": ["RETIRED", "L1D_ACCESS", "L1D_REFILL", "LLC_ACCESS", "LLC_MISS"],
+                "events_mask": "0x30e",
+                "total_latency": 150, "issue_latency": 7, "translation_latency": null,
+                "data_source": null,
+                "context": {"register": "CONTEXTIDR_EL2", "value": 42},
+                "timestamp": 0x1234_5678_9ABC_u64,
+            })
+        );
+    }
+
+    /// A decode error: its offset, its variant, its message.
+    #[test]
+    fn a_decode_error() {
+        let error = DecodeError::Invalid {
+            offset: 3,
+            header: 0x48,
+        };
+        let json = to_value(error).unwrap();
+        assert_eq!(json["offset"], 3);
+        assert_eq!(json["kind"], "Invalid");
+        assert_eq!(json["message"], error.to_string());
+    }
+
+    /// The FEAT_SPEv1p4 capabilities of PMSIDR_EL1 0x36077 (fields of Arm ARM D24.7.14: FE,
+    /// FT, FL, LDS, ERnd, FnE; Interval 0 = 256; MaxSize 6 = 64 bytes; CountSize 3 = 16
+    /// bits), a request for loads of at least 120 cycles that missed the LLC (E[9]), and
+    /// the registers it programs.
+    #[test]
+    fn capabilities_request_and_registers() {
+        let caps = SpeCapabilities::decode_raw(SpeVersion::V1p4, 0x3_6077, 0);
+        let caps_json = to_value(caps).unwrap();
+        assert_eq!(caps_json["version"], "FEAT_SPEv1p4");
+        assert_eq!(caps_json["pmsver"], 5);
+        assert_eq!(caps_json["pmsidr"], "0x36077");
+        assert_eq!(caps_json["pmbidr"], "0x0");
+        for key in [
+            "filter_by_event",
+            "filter_by_type",
+            "filter_by_latency",
+            "inverted_event_filter",
+            "loaded_data_source",
+            "extended_random",
+        ] {
+            assert_eq!(caps_json[key], true, "{key}");
+        }
+        assert_eq!(caps_json["architectural_instructions"], false);
+        assert_eq!(caps_json["min_interval"], 256);
+        assert_eq!(caps_json["max_record_size"], 64);
+        assert_eq!(caps_json["counter_bits"], 16);
+
+        let request = SpeConfigBuilder::new()
+            .operation_types(OperationTypes::LOADS)
+            .min_latency(120)
+            .require_events(SpeEvents::LLC_MISS)
+            .exception_levels(ExceptionLevels::EL0);
+        assert_eq!(
+            to_value(request).unwrap(),
+            json!({
+                "operation_types": ["loads"], "min_latency": 120,
+                "required_events": ["LLC_MISS"], "required_mask": "0x200",
+                "excluded_events": null, "excluded_mask": null,
+                "interval": null, "jitter": false, "timestamps": null,
+                "physical_addresses": false, "context": false,
+                "exception_levels": ["el0"],
+            })
+        );
+
+        let config = request.build(&caps).unwrap();
+        let registers = to_value(config.registers()).unwrap();
+        let names: Vec<&str> = registers
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        // The programming order, PMSCR_EL1 last (`SpeRegisterValues::in_programming_order`).
+        assert_eq!(
+            names,
+            [
+                "PMSLATFR_EL1",
+                "PMSEVFR_EL1",
+                "PMSNEVFR_EL1",
+                "PMSFCR_EL1",
+                "PMSIRR_EL1",
+                "PMSICR_EL1",
+                "PMSCR_EL1"
+            ]
+        );
+        for (r, (_, value)) in registers
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(config.registers().in_programming_order())
+        {
+            assert_eq!(r["value"], value);
+            assert_eq!(r["hex"], format!("{value:#x}"));
+        }
+        assert_eq!(
+            registers[1]["fields"],
+            json!([{"name": "LLC_MISS", "msb": 9, "lsb": 9, "value": 1,
+                    "description": crate::spe::register_set::EVENT_NAMES[9].1,
+                    "meaning": null}])
+        );
+        // PMSLATFR_EL1.MINLAT is the latency asked for.
+        assert_eq!(registers[0]["fields"][0]["name"], "MINLAT");
+        assert_eq!(registers[0]["fields"][0]["value"], 120);
+    }
+
+    /// perf's attribute words as hex; a per-CPU chunk's `tid` (u32::MAX in the file, perf's
+    /// -1) as -1, its data as a byte count.
+    #[test]
+    fn perf_attributes_and_chunks() {
+        let attr = PerfEventAttr {
+            config: 0x1_0000_0001,
+            config1: 0x200,
+            config2: 120,
+            config3: 0,
+            sample_period: 4096,
+            exclude_user: false,
+            exclude_kernel: true,
+        };
+        assert_eq!(
+            to_value(attr).unwrap(),
+            json!({"config": "0x100000001", "config1": "0x200", "config2": "0x78",
+                   "config3": "0x0", "sample_period": 4096, "exclude_user": false,
+                   "exclude_kernel": true})
+        );
+        let chunk = AuxtraceChunk {
+            file_offset: 0x1000,
+            aux_offset: 64,
+            reference: 7,
+            idx: 1,
+            tid: u32::MAX,
+            cpu: 1,
+            data: &[0; 5],
+        };
+        assert_eq!(
+            to_value(chunk).unwrap(),
+            json!({"cpu": 1, "idx": 1, "tid": -1, "file_offset": 4096, "aux_offset": 64,
+                   "reference": 7, "bytes": 5})
+        );
+    }
+}
