@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args as ClapArgs;
 use pmu_armv8::spe::decode::{
-    self, AddressKind, AddressPacket, CounterKind, DecodeError, Packet, SampleRecord,
+    self, AddressKind, AddressPacket, ContextPacket, CounterKind, DecodeError, Packet, SampleRecord,
 };
 use pmu_armv8::spe::model::{FilterDecision, SampledOperation};
 use pmu_armv8::spe::perf::PerfFormat;
@@ -158,13 +158,12 @@ struct RecordOut {
     record: SampleRecord,
 }
 
-/// The register a Context packet's index names (Arm ARM D18.2: CT 0 EL1, 1 EL2).
-fn context_register(index: u8) -> String {
-    match index {
-        0 => "CONTEXTIDR_EL1".to_owned(),
-        1 => "CONTEXTIDR_EL2".to_owned(),
-        other => format!("context index {other} (reserved)"),
-    }
+/// The register a Context packet names, or its reserved index.
+fn context_register(c: ContextPacket) -> String {
+    c.register().map_or_else(
+        || format!("context index {} (reserved)", c.index),
+        str::to_owned,
+    )
 }
 
 fn usage(message: String) -> Failure {
@@ -238,27 +237,21 @@ fn type_names(types: OperationTypes) -> Vec<&'static str> {
 /// gives them.
 fn address_text(label: &str, a: &AddressPacket) -> String {
     let mut s = format!("{label} {:#x}", a.virtual_address());
-    let instruction = matches!(
-        a.kind(),
-        AddressKind::InstructionVirtual
-            | AddressKind::BranchTarget
-            | AddressKind::PreviousBranchTarget
-    );
-    let physical = a.kind() == AddressKind::DataPhysical;
-    if instruction {
-        s.push_str(&format!(" EL{}", a.exception_level()));
+    let at = a.attributes();
+    if let Some(el) = at.exception_level {
+        s.push_str(&format!(" EL{el}"));
     }
-    if (instruction || physical) && a.non_secure() {
+    if at.non_secure == Some(true) {
         s.push_str(" NS");
     }
-    if a.kind() == AddressKind::DataVirtual && a.tag() != 0 {
-        s.push_str(&format!(" tag {:#04x}", a.tag()));
+    if let Some(tag) = at.tag.filter(|&t| t != 0) {
+        s.push_str(&format!(" tag {tag:#04x}"));
     }
-    if physical && a.checked() {
+    if at.checked == Some(true) {
         s.push_str(" CH");
     }
-    if physical && a.physical_tag() != 0 {
-        s.push_str(&format!(" PAT {:#x}", a.physical_tag()));
+    if let Some(pat) = at.physical_tag.filter(|&p| p != 0) {
+        s.push_str(&format!(" PAT {pat:#x}"));
     }
     s
 }
@@ -289,7 +282,7 @@ fn packet_detail(p: &Packet) -> String {
             };
             format!("{label} {}", c.value)
         }
-        Packet::Context(c) => format!("{} {}", context_register(c.index), c.value),
+        Packet::Context(c) => format!("{} {}", context_register(*c), c.value),
         Packet::OperationType(o) => format!("{} payload {:#x}: {o}", o.class().name(), o.payload),
         Packet::Events(e) => format!(
             "{:#x} {} ({}-byte payload)",
@@ -338,7 +331,10 @@ fn record_line(out: &RecordOut) -> String {
         parts.push(format!("source {d:#x}"));
     }
     if let Some((index, value)) = r.context {
-        parts.push(format!("{} {value}", context_register(index)));
+        parts.push(format!(
+            "{} {value}",
+            context_register(ContextPacket { index, value })
+        ));
     }
     if let Some(t) = r.timestamp {
         parts.push(format!("ts {t:#x}"));

@@ -34,7 +34,7 @@ use serde::ser::{Serialize, SerializeSeq, SerializeStruct, Serializer};
 use super::capabilities::SpeCapabilities;
 use super::config::{ExceptionLevels, OperationTypes, SpeConfigBuilder, TimestampSource};
 use super::decode::{
-    AddressKind, AddressPacket, DecodeError, OperationClass, OperationTypePacket, SampleRecord,
+    AddressPacket, ContextPacket, DecodeError, OperationClass, OperationTypePacket, SampleRecord,
 };
 use super::events::SpeEvents;
 use super::perf::PerfEventAttr;
@@ -98,24 +98,20 @@ impl Serialize for TypeNames {
     }
 }
 
-/// The register a Context packet's index names (Arm ARM D18.2: CT 0 EL1, 1 EL2).
-struct Context {
-    index: u8,
-    value: u64,
-}
+/// `{register, value}`: the register by [`ContextPacket::register`].
+struct Context(ContextPacket);
 
 impl Serialize for Context {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("Context", 2)?;
-        match self.index {
-            0 => s.serialize_field("register", "CONTEXTIDR_EL1")?,
-            1 => s.serialize_field("register", "CONTEXTIDR_EL2")?,
-            other => s.serialize_field(
+        match self.0.register() {
+            Some(name) => s.serialize_field("register", name)?,
+            None => s.serialize_field(
                 "register",
-                &Text(format_args!("context index {other} (reserved)")),
+                &Text(format_args!("context index {} (reserved)", self.0.index)),
             )?,
         }
-        s.serialize_field("value", &self.value)?;
+        s.serialize_field("value", &self.0.value)?;
         s.end()
     }
 }
@@ -328,26 +324,20 @@ impl Serialize for DecodeError {
 
 /// `{address, payload, el, ns, tag, ch, pat}`: the address as
 /// [`AddressPacket::virtual_address`] gives it and the raw payload, in hex; then the header
-/// bits that apply to the kind (the others `null`): `el` and `ns` for instruction
-/// addresses, `tag` (hex) for data virtual addresses, `ns`, `ch` and `pat` for physical ones.
+/// bits of [`AddressPacket::attributes`], `null` where the kind does not define them: `el`
+/// and `ns` for instruction addresses, `tag` (hex) for data virtual addresses, `ns`, `ch`
+/// and `pat` for physical ones.
 impl Serialize for AddressPacket {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let instruction = matches!(
-            self.kind(),
-            AddressKind::InstructionVirtual
-                | AddressKind::BranchTarget
-                | AddressKind::PreviousBranchTarget
-        );
-        let physical = self.kind() == AddressKind::DataPhysical;
-        let data_virtual = self.kind() == AddressKind::DataVirtual;
+        let a = self.attributes();
         let mut s = serializer.serialize_struct("AddressPacket", 7)?;
         s.serialize_field("address", &Hex(self.virtual_address()))?;
         s.serialize_field("payload", &Hex(self.payload))?;
-        s.serialize_field("el", &instruction.then(|| self.exception_level()))?;
-        s.serialize_field("ns", &(instruction || physical).then(|| self.non_secure()))?;
-        s.serialize_field("tag", &data_virtual.then(|| TagHex(self.tag())))?;
-        s.serialize_field("ch", &physical.then(|| self.checked()))?;
-        s.serialize_field("pat", &physical.then(|| self.physical_tag()))?;
+        s.serialize_field("el", &a.exception_level)?;
+        s.serialize_field("ns", &a.non_secure)?;
+        s.serialize_field("tag", &a.tag.map(TagHex))?;
+        s.serialize_field("ch", &a.checked)?;
+        s.serialize_field("pat", &a.physical_tag)?;
         s.end()
     }
 }
@@ -404,7 +394,9 @@ impl Serialize for SampleRecord {
         s.serialize_field("data_source", &self.data_source)?;
         s.serialize_field(
             "context",
-            &self.context.map(|(index, value)| Context { index, value }),
+            &self
+                .context
+                .map(|(index, value)| Context(ContextPacket { index, value })),
         )?;
         s.serialize_field("timestamp", &self.timestamp)?;
         s.end()

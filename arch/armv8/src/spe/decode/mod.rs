@@ -38,8 +38,8 @@ mod packet;
 mod record;
 
 pub use packet::{
-    AddressKind, AddressPacket, ContextPacket, CounterKind, CounterPacket, DataSourcePacket,
-    EventsPacket, OperationClass, OperationDetails, OperationTypePacket, Packet,
+    AddressAttributes, AddressKind, AddressPacket, ContextPacket, CounterKind, CounterPacket,
+    DataSourcePacket, EventsPacket, OperationClass, OperationDetails, OperationTypePacket, Packet,
 };
 pub use record::{records, Records, SampleRecord};
 

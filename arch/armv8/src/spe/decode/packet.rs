@@ -78,6 +78,18 @@ pub enum AddressKind {
     Other(u8),
 }
 
+impl AddressKind {
+    /// An instruction address (PC, branch target, previous branch target): its header
+    /// bits \[63:56\] hold NS and EL ([`AddressPacket::non_secure`],
+    /// [`AddressPacket::exception_level`]).
+    pub const fn is_instruction(self) -> bool {
+        matches!(
+            self,
+            Self::InstructionVirtual | Self::BranchTarget | Self::PreviousBranchTarget
+        )
+    }
+}
+
 /// An Address packet: a 5-bit index and a 64-bit payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AddressPacket {
@@ -175,6 +187,53 @@ impl AddressPacket {
     pub const fn physical_tag(&self) -> u8 {
         ((self.payload >> 56) & 0xF) as u8
     }
+
+    /// Header bits \[63:56\] as this kind defines them, the others `None`: EL and NS for
+    /// instruction addresses, the tag for data virtual addresses, NS, CH and PAT for
+    /// physical ones (Arm ARM D18.2 Address packet).
+    pub const fn attributes(&self) -> AddressAttributes {
+        let kind = self.kind();
+        let instruction = kind.is_instruction();
+        let physical = matches!(kind, AddressKind::DataPhysical);
+        AddressAttributes {
+            exception_level: if instruction {
+                Some(self.exception_level())
+            } else {
+                None
+            },
+            non_secure: if instruction || physical {
+                Some(self.non_secure())
+            } else {
+                None
+            },
+            tag: if matches!(kind, AddressKind::DataVirtual) {
+                Some(self.tag())
+            } else {
+                None
+            },
+            checked: if physical { Some(self.checked()) } else { None },
+            physical_tag: if physical {
+                Some(self.physical_tag())
+            } else {
+                None
+            },
+        }
+    }
+}
+
+/// The header bits of an Address packet that its kind defines ([`AddressPacket::attributes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct AddressAttributes {
+    /// Instruction kinds: EL, bits \[62:61\].
+    pub exception_level: Option<u8>,
+    /// Instruction and physical kinds: NS, bit 63.
+    pub non_secure: Option<bool>,
+    /// Data virtual address: the top-byte tag, bits \[63:56\].
+    pub tag: Option<u8>,
+    /// Physical kind: CH, bit 62 (tag checked access).
+    pub checked: Option<bool>,
+    /// Physical kind: PAT, bits \[59:56\].
+    pub physical_tag: Option<u8>,
 }
 
 /// What a Counter packet's index says it counts.
@@ -227,6 +286,16 @@ pub struct ContextPacket {
 impl ContextPacket {
     pub(super) const fn new(index: u8, value: u64) -> Self {
         Self { index, value }
+    }
+
+    /// The register the index names (Arm ARM D18.2 Context packet: CT 0 `CONTEXTIDR_EL1`,
+    /// 1 `CONTEXTIDR_EL2`); `None` for a reserved index.
+    pub const fn register(&self) -> Option<&'static str> {
+        match self.index {
+            0 => Some("CONTEXTIDR_EL1"),
+            1 => Some("CONTEXTIDR_EL2"),
+            _ => None,
+        }
     }
 }
 

@@ -381,6 +381,46 @@ fn data_virtual_address_drops_the_tag() {
     assert_eq!(pa.physical_tag(), 5);
 }
 
+/// Which header bits each address kind defines (Arm ARM D18.2 Address packet: NS and EL
+/// for instruction addresses, the tag for data virtual addresses, NS, CH and PAT for
+/// physical ones; none for other indexes).
+#[test]
+fn address_attributes_by_kind() {
+    // NS=1, EL=1 in the header byte 0xA0 (bit 63 NS, bits [62:61] EL).
+    for index in [0, 1, 4] {
+        let a = address(index, 0xA0FF_8000_1234_5678).attributes();
+        assert_eq!(
+            a,
+            AddressAttributes {
+                exception_level: Some(1),
+                non_secure: Some(true),
+                ..AddressAttributes::default()
+            },
+            "index {index}"
+        );
+    }
+    assert_eq!(
+        address(2, 0xF2FF_8000_1234_5678).attributes(),
+        AddressAttributes {
+            tag: Some(0xF2),
+            ..AddressAttributes::default()
+        }
+    );
+    assert_eq!(
+        address(3, 0xC500_0000_8000_1000).attributes(),
+        AddressAttributes {
+            non_secure: Some(true),
+            checked: Some(true),
+            physical_tag: Some(5),
+            ..AddressAttributes::default()
+        }
+    );
+    assert_eq!(
+        address(7, u64::MAX).attributes(),
+        AddressAttributes::default()
+    );
+}
+
 fn op(class: u8, payload: u8) -> OperationTypePacket {
     match decode_packet(&[0x48 | class, payload], 0).unwrap().packet {
         Packet::OperationType(o) => o,
@@ -449,4 +489,15 @@ fn record_errors() {
         Err(DecodeError::UnterminatedRecord { offset: 15, len: 2 })
     );
     assert_eq!(got.len(), 3);
+}
+
+/// The register a Context packet names by its index (Arm ARM D18.2 Context packet: CT 0
+/// CONTEXTIDR_EL1, 1 CONTEXTIDR_EL2, the others reserved).
+#[test]
+fn context_registers() {
+    let context = |index| ContextPacket { index, value: 7 }.register();
+    assert_eq!(context(0), Some("CONTEXTIDR_EL1"));
+    assert_eq!(context(1), Some("CONTEXTIDR_EL2"));
+    assert_eq!(context(2), None);
+    assert_eq!(context(3), None);
 }
