@@ -16,17 +16,15 @@
 //! for a quick look (the docs and the test step use the defaults: 1000 and 10 000).
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
 
-use pmu_tests::{arm64_kernel_args, run_qemu, QemuRun, QEMU_AARCH64};
+use pmu_tests::{QemuRun, QEMU_AARCH64};
 use serde_json::{json, Value};
 
-use crate::kernel::{self, Arch};
-use crate::stdout::Output;
-use crate::step::{Plan, Step};
+use crate::guest_report::{self, Guest, GuestReport};
+use crate::step::Step;
 
 /// QEMU's options (docs/qemu.md): `-icount` makes the cycle and instruction counters
 /// exact, so the overflow regions always span several sampling periods and the timer
@@ -81,100 +79,31 @@ impl Default for Scale {
 
 /// `cargo xtask hazards …`.
 pub fn command(args: &[&str]) -> ExitCode {
-    let mut output = Output::Table;
-    let mut from_log = None;
     let mut scale = Scale::default();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        let number = |v: Option<&&str>| v.and_then(|v| v.parse::<u64>().ok());
-        match *arg {
-            "--json" if output == Output::Table => output = Output::Json,
-            "--markdown" if output == Output::Table => output = Output::Markdown,
-            "--from-log" if from_log.is_none() => match rest.next() {
-                Some(file) => from_log = Some(PathBuf::from(file)),
-                None => {
-                    return crate::usage("`hazards --from-log` takes the file of a guest console")
-                }
-            },
-            "--injections" => match number(rest.next()) {
-                Some(n) if n > 0 => scale.injections = n,
-                _ => return crate::usage("`hazards --injections` takes a number above 0"),
-            },
-            "--quiet" => match number(rest.next()) {
-                Some(n) => scale.quiet = n,
-                None => return crate::usage("`hazards --quiet` takes a number"),
-            },
-            _ => {
-                return crate::usage(
-                    "`hazards` takes `--json` or `--markdown` (one of them), `--from-log FILE`, \
-                     `--injections N`, `--quiet N`",
-                )
+    let usage = "`hazards` takes `--json` or `--markdown` (one of them), `--from-log FILE`, \
+                 `--injections N`, `--quiet N`";
+    let parsed = guest_report::parse_args("hazards", args, usage, |arg, rest| {
+        let number = rest.next().and_then(|v| v.parse::<u64>().ok());
+        match (arg, number) {
+            ("--injections", Some(n)) if n > 0 => scale.injections = n,
+            ("--injections", _) => {
+                return Err(crate::usage(
+                    "`hazards --injections` takes a number above 0",
+                ))
             }
+            ("--quiet", Some(n)) => scale.quiet = n,
+            ("--quiet", None) => return Err(crate::usage("`hazards --quiet` takes a number")),
+            _ => return Ok(false),
         }
+        Ok(true)
+    });
+    match parsed {
+        Ok(args) => guest_report::run(&args, || {
+            guest_report::prepare("hazards", Vec::new())?;
+            measure(scale)
+        }),
+        Err(code) => code,
     }
-    run(output, from_log.as_deref(), scale)
-}
-
-fn run(output: Output, from_log: Option<&Path>, scale: Scale) -> ExitCode {
-    let Ok(mut result_out) = crate::stdout::result_sink("hazards", output) else {
-        return ExitCode::FAILURE;
-    };
-    let report = match from_log {
-        Some(log) => report_from_log(log),
-        None => prepare_and_measure(scale),
-    };
-    let report = match report {
-        Ok(report) => report,
-        Err(why) => {
-            eprintln!("xtask hazards: {why}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let text = match output {
-        Output::Table => report.table(),
-        Output::Json => match serde_json::to_string_pretty(&report.json()) {
-            Ok(text) => text + "\n",
-            Err(e) => {
-                eprintln!("xtask hazards: cannot write the report as JSON: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
-        Output::Markdown => report.markdown(),
-    };
-    crate::stdout::finish("hazards", &mut result_out, &text, &report.failures())
-}
-
-fn build_dir() -> PathBuf {
-    crate::images::work_dir().join("hazards")
-}
-
-fn report_from_log(log: &Path) -> Result<Report, String> {
-    let stdout = fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    println!("    report from {}", log.display());
-    let run = QemuRun {
-        results: pmu_tests::parse_results(&stdout),
-        stdout,
-        code: Some(0),
-        timed_out: false,
-    };
-    if run.scenario("done").len() != 1 {
-        return Err(format!("{}: the guest did not finish", log.display()));
-    }
-    Report::from_run(&run)
-}
-
-fn prepare_and_measure(scale: Scale) -> Result<Report, String> {
-    let prepare = Plan::new("hazards")
-        .then(crate::setup::steps())
-        .then(crate::setup::kernel_steps())
-        .then(vec![
-            crate::e2e::kernel_step(Arch::Arm64),
-            crate::e2e::module_step(Arch::Arm64),
-        ]);
-    if prepare.run() != ExitCode::SUCCESS {
-        return Err("a step failed (above)".into());
-    }
-    measure(scale)
 }
 
 /// `cargo xtask test`'s step (its kernel and module come from earlier steps): the
@@ -182,65 +111,20 @@ fn prepare_and_measure(scale: Scale) -> Result<Report, String> {
 pub fn test_step() -> Step {
     Step::func(
         "hazards: each disturbance injected 1000 times per backend, 10 000 quiet regions, arm64 kernel under QEMU -smp 2 -icount (every injection flagged, every flag explained, or fail)",
-        || {
-            let report = measure(Scale::default())?;
-            print!("{}", report.table());
-            match report.failures() {
-                f if f.is_empty() => Ok(()),
-                f => Err(f.join("\n    ")),
-            }
-        },
+        || guest_report::check(measure(Scale::default())),
     )
 }
 
 fn measure(scale: Scale) -> Result<Report, String> {
-    let k = kernel::kernel(Arch::Arm64)?;
-    let ko = kernel::module(Arch::Arm64)?;
-    let initramfs = crate::initramfs::build_with(
-        Arch::Arm64,
-        &ko,
-        &[],
-        build_dir().join("arm64-hazards.cpio"),
-    )?;
-    let mut args = arm64_kernel_args(&k.image(), &initramfs, "max", 2, "hazards");
-    if let Some(append) = args.last_mut() {
-        append.push_str(&format!(
+    guest_report::measure(&Guest {
+        extra: &[],
+        cpus: 2,
+        append: format!(
             " hazards_injections={} hazards_quiet={}",
             scale.injections, scale.quiet
-        ));
-    }
-    println!("==> {QEMU_AARCH64} {}", args.join(" "));
-    let started = Instant::now();
-    let mut run = run_qemu(QEMU_AARCH64, &args, LIMIT);
-    let seconds = started.elapsed().as_secs();
-    let version = crate::step::stdout_of(Command::new(QEMU_AARCH64).arg("--version"))?;
-    let version = version
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("QEMU emulator version "))
-        .and_then(|v| v.split_whitespace().next())
-        .unwrap_or("unknown")
-        .to_owned();
-    run.stdout = format!(
-        "RESULT hazards-host qemu_version={version} guest_seconds={seconds}\n{}",
-        run.stdout
-    );
-    run.results = pmu_tests::parse_results(&run.stdout);
-    fs::create_dir_all(build_dir()).map_err(|e| format!("{}: {e}", build_dir().display()))?;
-    let log = build_dir().join("guest.log");
-    fs::write(&log, &run.stdout).map_err(|e| format!("{}: {e}", log.display()))?;
-    println!("    guest console: {} ({seconds} s)", log.display());
-    if run.timed_out {
-        return Err(format!(
-            "QEMU ran past {} s\n{}",
-            LIMIT.as_secs(),
-            run.stdout
-        ));
-    }
-    if run.scenario("done").len() != 1 {
-        return Err(format!("the guest did not finish\n{}", run.stdout));
-    }
-    Report::from_run(&run)
+        ),
+        limit: LIMIT,
+    })
 }
 
 /// One `RESULT hazard-stats` line.
@@ -285,8 +169,10 @@ struct Report {
     guest_seconds: Option<String>,
 }
 
-impl Report {
-    fn from_run(run: &QemuRun) -> Result<Self, String> {
+impl GuestReport for Report {
+    const COMMAND: &'static str = "hazards";
+
+    fn from_run(run: &QemuRun, _source: &Path) -> Result<Self, String> {
         let n = |r: &pmu_tests::ResultLine, k: &str| {
             r.fields
                 .get(k)
@@ -371,6 +257,129 @@ impl Report {
         })
     }
 
+    fn table(&self) -> String {
+        format!(
+            "\nInjected disturbances ({}):\n\n{}\nQuiet regions:\n\n{}\nMeters:\n{}\n{}",
+            self.setup_line(),
+            self.injected_table(),
+            self.quiet_table(),
+            self.how_lines(),
+            self.verdict()
+        )
+    }
+
+    fn json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|((backend, disturbance), r)| {
+                json!({
+                    "backend": backend, "disturbance": disturbance, "regions": r.regions,
+                    "injected": r.injected, "flagged": r.flagged, "expected": r.expected,
+                    "missed": r.missed, "hazards": r.hazards, "errors": r.errors,
+                    "evidence": r.evidence,
+                    "skipped": r.skipped,
+                })
+            })
+            .collect();
+        let quiet: Vec<Value> = self
+            .quiet
+            .iter()
+            .map(|(backend, q)| {
+                json!({
+                    "backend": backend, "regions": q.regions, "flagged": q.flagged,
+                    "hazards": q.hazards, "explained": q.explained, "evidence": q.evidence,
+                    "unexplained": q.unexplained,
+                    "kernel_ran_unflagged": q.kernel_ran_unflagged,
+                    "unflagged_evidence": q.unflagged_evidence,
+                })
+            })
+            .collect();
+        let failures = self.failures();
+        json!({
+            "kernel": self.kernel,
+            "qemu": QEMU_OPTIONS,
+            "qemu_version": self.qemu_version,
+            "guest_seconds": self.guest_seconds,
+            "meters": self.how,
+            "injected": rows,
+            "quiet": quiet,
+            "passed": failures.is_empty(),
+            "failures": failures,
+        })
+    }
+
+    fn markdown(&self) -> String {
+        MARKDOWN_TEMPLATE
+            .replace("@SETUP@", &self.setup_line())
+            .replace("@INJECTED@", self.injected_table().trim_end())
+            .replace("@QUIET@", self.quiet_table().trim_end())
+            .replace("@HOW@", self.how_lines().trim_end())
+            .replace("@VERDICT@", self.verdict().trim_end())
+    }
+
+    /// Why the run fails: a guest run that failed or is missing, a row missing, an
+    /// injection missed or not shown by its evidence, a quiet flag unexplained.
+    fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for tag in RUNS {
+            match self.runs.get(tag).map(String::as_str) {
+                Some("0") => {}
+                Some(status) => out.push(format!(
+                    "pmu-guest hazard-stats ({tag}) exited with status {status}: {}",
+                    self.stderr
+                        .iter()
+                        .filter(|l| l.starts_with(&format!("STDERR {tag} pmu-demo:")))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )),
+                None => out.push(format!("pmu-guest hazard-stats ({tag}) did not run")),
+            }
+        }
+        for (backend, disturbance) in ROWS {
+            let Some(r) = self.rows.get(&(backend.to_owned(), disturbance.to_owned())) else {
+                out.push(format!("{backend} {disturbance}: no result"));
+                continue;
+            };
+            if let Some(why) = &r.skipped {
+                out.push(format!("{backend} {disturbance}: skipped ({why})"));
+                continue;
+            }
+            if r.missed > 0 {
+                out.push(format!(
+                    "{backend} {disturbance}: {} of {} injections not flagged",
+                    r.missed, r.injected
+                ));
+            }
+            if r.injected < r.regions {
+                out.push(format!(
+                    "{backend} {disturbance}: the evidence shows the injection in {} of {} regions only",
+                    r.injected, r.regions
+                ));
+            }
+            if r.errors > 0 {
+                out.push(format!(
+                    "{backend} {disturbance}: {} injections failed",
+                    r.errors
+                ));
+            }
+        }
+        for backend in QUIET {
+            match self.quiet.get(backend) {
+                Some(q) if q.unexplained > 0 => out.push(format!(
+                    "{backend}: {} of {} flagged quiet regions unexplained",
+                    q.unexplained, q.flagged
+                )),
+                Some(_) => {}
+                None => out.push(format!("{backend}: no quiet regions")),
+            }
+        }
+        out
+    }
+}
+
+impl Report {
     fn setup_line(&self) -> String {
         format!(
             "arm64 test kernel {}, {QEMU_AARCH64} (QEMU {}) {QEMU_OPTIONS}; guest time {} s",
@@ -456,127 +465,6 @@ impl Report {
             ),
         }
     }
-
-    fn table(&self) -> String {
-        format!(
-            "\nInjected disturbances ({}):\n\n{}\nQuiet regions:\n\n{}\nMeters:\n{}\n{}",
-            self.setup_line(),
-            self.injected_table(),
-            self.quiet_table(),
-            self.how_lines(),
-            self.verdict()
-        )
-    }
-
-    fn markdown(&self) -> String {
-        MARKDOWN_TEMPLATE
-            .replace("@SETUP@", &self.setup_line())
-            .replace("@INJECTED@", self.injected_table().trim_end())
-            .replace("@QUIET@", self.quiet_table().trim_end())
-            .replace("@HOW@", self.how_lines().trim_end())
-            .replace("@VERDICT@", self.verdict().trim_end())
-    }
-
-    fn json(&self) -> Value {
-        let rows: Vec<Value> = self
-            .rows
-            .iter()
-            .map(|((backend, disturbance), r)| {
-                json!({
-                    "backend": backend, "disturbance": disturbance, "regions": r.regions,
-                    "injected": r.injected, "flagged": r.flagged, "expected": r.expected,
-                    "missed": r.missed, "hazards": r.hazards, "errors": r.errors,
-                    "evidence": r.evidence,
-                    "skipped": r.skipped,
-                })
-            })
-            .collect();
-        let quiet: Vec<Value> = self
-            .quiet
-            .iter()
-            .map(|(backend, q)| {
-                json!({
-                    "backend": backend, "regions": q.regions, "flagged": q.flagged,
-                    "hazards": q.hazards, "explained": q.explained, "evidence": q.evidence,
-                    "unexplained": q.unexplained,
-                    "kernel_ran_unflagged": q.kernel_ran_unflagged,
-                    "unflagged_evidence": q.unflagged_evidence,
-                })
-            })
-            .collect();
-        let failures = self.failures();
-        json!({
-            "kernel": self.kernel,
-            "qemu": QEMU_OPTIONS,
-            "qemu_version": self.qemu_version,
-            "guest_seconds": self.guest_seconds,
-            "meters": self.how,
-            "injected": rows,
-            "quiet": quiet,
-            "passed": failures.is_empty(),
-            "failures": failures,
-        })
-    }
-
-    /// Why the run fails: a guest run that failed or is missing, a row missing, an
-    /// injection missed or not shown by its evidence, a quiet flag unexplained.
-    fn failures(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for tag in RUNS {
-            match self.runs.get(tag).map(String::as_str) {
-                Some("0") => {}
-                Some(status) => out.push(format!(
-                    "pmu-guest hazard-stats ({tag}) exited with status {status}: {}",
-                    self.stderr
-                        .iter()
-                        .filter(|l| l.starts_with(&format!("STDERR {tag} pmu-demo:")))
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                )),
-                None => out.push(format!("pmu-guest hazard-stats ({tag}) did not run")),
-            }
-        }
-        for (backend, disturbance) in ROWS {
-            let Some(r) = self.rows.get(&(backend.to_owned(), disturbance.to_owned())) else {
-                out.push(format!("{backend} {disturbance}: no result"));
-                continue;
-            };
-            if let Some(why) = &r.skipped {
-                out.push(format!("{backend} {disturbance}: skipped ({why})"));
-                continue;
-            }
-            if r.missed > 0 {
-                out.push(format!(
-                    "{backend} {disturbance}: {} of {} injections not flagged",
-                    r.missed, r.injected
-                ));
-            }
-            if r.injected < r.regions {
-                out.push(format!(
-                    "{backend} {disturbance}: the evidence shows the injection in {} of {} regions only",
-                    r.injected, r.regions
-                ));
-            }
-            if r.errors > 0 {
-                out.push(format!(
-                    "{backend} {disturbance}: {} injections failed",
-                    r.errors
-                ));
-            }
-        }
-        for backend in QUIET {
-            match self.quiet.get(backend) {
-                Some(q) if q.unexplained > 0 => out.push(format!(
-                    "{backend}: {} of {} flagged quiet regions unexplained",
-                    q.unexplained, q.flagged
-                )),
-                Some(_) => {}
-                None => out.push(format!("{backend}: no quiet regions")),
-            }
-        }
-        out
-    }
 }
 
 #[cfg(test)]
@@ -616,7 +504,7 @@ mod tests {
             code: Some(0),
             timed_out: false,
         };
-        Report::from_run(&run).unwrap()
+        Report::from_run(&run, Path::new("guest.log")).unwrap()
     }
 
     #[test]
@@ -648,7 +536,7 @@ mod tests {
 
     #[test]
     fn docs_hazards_md_was_generated_from_this_template() {
-        let docs = fs::read_to_string(crate::step::workspace_root().join("docs/hazards.md"))
+        let docs = std::fs::read_to_string(crate::step::workspace_root().join("docs/hazards.md"))
             .expect("docs/hazards.md: `cargo xtask hazards --markdown > docs/hazards.md`");
         // Every fixed line of the template (those without a placeholder) is in the doc.
         for line in MARKDOWN_TEMPLATE.lines().filter(|l| !l.contains('@')) {

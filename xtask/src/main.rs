@@ -12,6 +12,7 @@ mod debian;
 mod demo;
 mod e2e;
 mod fresh_check;
+mod guest_report;
 mod hazards;
 mod hw_check;
 mod images;
