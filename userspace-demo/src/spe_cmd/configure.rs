@@ -9,7 +9,7 @@ use pmu_armv8::spe::perf::{self, ConfigWord, PerfEventAttr, PerfFormat, PerfSpeE
 use pmu_armv8::spe::register_set::SpeRegisterValues;
 use pmu_armv8::spe::{
     Diagnostics, ExceptionLevels, OperationTypes, SpeCapabilities, SpeConfig, SpeConfigBuilder,
-    SpeError, SpeEvents, SpeRegister, SpeVersion, TimestampSource,
+    SpeError, SpeEvents, SpeRegister, SpeVersion, SpeWarning, TimestampSource,
 };
 use serde::Serialize;
 
@@ -141,8 +141,8 @@ struct Output {
     intent: SpeConfigBuilder,
     capabilities: CapsOut,
     ok: bool,
-    errors: Vec<Diagnostic>,
-    warnings: Vec<Diagnostic>,
+    errors: Vec<SpeError>,
+    warnings: Vec<SpeWarning>,
     /// In programming order; absent when there are errors.
     registers: Option<SpeRegisterValues>,
     perf: Option<PerfOut>,
@@ -160,13 +160,6 @@ struct CapsOut {
 }
 
 #[derive(Debug, Serialize)]
-struct Diagnostic {
-    /// The library's variant name (`MinLatencyTooLarge`).
-    kind: String,
-    message: String,
-}
-
-#[derive(Debug, Serialize)]
 struct PerfOut {
     pmu: String,
     /// `sysfs` (the running kernel's format files) or `linux-6.12` (the documented layout).
@@ -176,8 +169,8 @@ struct PerfOut {
     attr: Option<AttrOut>,
     event: Option<String>,
     command: Option<String>,
-    warnings: Vec<Diagnostic>,
-    error: Option<Diagnostic>,
+    warnings: Vec<SpeWarning>,
+    error: Option<SpeError>,
     /// When the kernel refuses some event filter bits (`error` kind `PerfEventsRefused`): the
     /// broader event perf accepts, and the filter to apply to its decoded records.
     instead: Option<InsteadOut>,
@@ -208,23 +201,6 @@ struct TermOut {
     field: &'static str,
     format: String,
     value: u64,
-}
-
-/// The variant name of a library value's `Debug` form: `MinLatencyTooLarge { .. }` ->
-/// `MinLatencyTooLarge`.
-fn kind_of(debug: impl std::fmt::Debug) -> String {
-    let text = format!("{debug:?}");
-    text.split([' ', '{', '('])
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn diagnostic<T: std::fmt::Debug + std::fmt::Display>(item: &T) -> Diagnostic {
-    Diagnostic {
-        kind: kind_of(item),
-        message: item.to_string(),
-    }
 }
 
 /// Where the capabilities came from, and for the perf event which PMU and format to use.
@@ -466,7 +442,7 @@ fn perf_out(config: &SpeConfig, s: &CapsSource) -> PerfOut {
     match perf::perf_event(config, &s.format) {
         Ok(event) => fill_perf(&mut out, &event, &s.format),
         Err(e) => {
-            out.error = Some(diagnostic(&e));
+            out.error = Some(e);
             if matches!(e, SpeError::PerfEventsRefused { .. }) {
                 if let Ok((event, post)) = perf::perf_event_with_post_filter(config, &s.format) {
                     let string = event.event_string(&out.pmu).to_string();
@@ -530,22 +506,22 @@ fn fill_perf(out: &mut PerfOut, event: &PerfSpeEvent, format: &PerfFormat) {
     let string = event.event_string(&out.pmu).to_string();
     out.command = Some(format!("perf record -e {string} -- <command>"));
     out.event = Some(string);
-    out.warnings = event.warnings().map(diagnostic).collect();
+    out.warnings = event.warnings().copied().collect();
 }
 
 pub fn run(args: &ConfigArgs) -> Result<(), Failure> {
     let source = capabilities(args)?;
     let request = request(args);
     let diagnostics: Diagnostics = request.check(&source.caps);
-    let errors: Vec<Diagnostic> = diagnostics.errors().map(diagnostic).collect();
+    let errors: Vec<SpeError> = diagnostics.errors().copied().collect();
     let built = request.build(&source.caps);
     let (registers, perf, warnings) = match &built {
         Ok(config) => (
             Some(*config.registers()),
             Some(perf_out(config, &source)),
-            config.warnings().map(diagnostic).collect(),
+            config.warnings().copied().collect(),
         ),
-        Err(_) => (None, None, diagnostics.warnings().map(diagnostic).collect()),
+        Err(_) => (None, None, diagnostics.warnings().copied().collect()),
     };
     // `build` stops at the first error `check` lists; both agree on whether there is one.
     let ok = built.is_ok() && errors.is_empty();
@@ -721,13 +697,13 @@ fn print_human(out: &Output, all_fields: bool) {
     if !out.errors.is_empty() {
         println!();
         for e in &out.errors {
-            eprintln!("error: {}", e.message);
+            eprintln!("error: {}", e);
         }
     }
     if !out.warnings.is_empty() {
         println!();
         for w in &out.warnings {
-            println!("warning: {}", w.message);
+            println!("warning: {}", w);
         }
     }
 
@@ -770,12 +746,12 @@ fn print_human(out: &Output, all_fields: bool) {
             println!("  {command}");
         }
         for w in &p.warnings {
-            println!("warning (perf): {}", w.message);
+            println!("warning (perf): {}", w);
         }
         if let Some(e) = &p.error {
             println!(
                 "warning (perf): the registers above are valid, but perf cannot express them: {}",
-                e.message
+                e
             );
         }
         if let Some(i) = &p.instead {

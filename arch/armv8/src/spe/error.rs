@@ -225,6 +225,46 @@ pub enum SpeError {
     },
 }
 
+/// `match self { Self::A { .. } => "A", … }`: a variant's name, exhaustively (a new
+/// variant without its name does not compile).
+macro_rules! variant_name {
+    ($value:expr; $($variant:ident),* $(,)?) => {
+        match $value {
+            $(Self::$variant { .. } => stringify!($variant),)*
+        }
+    };
+}
+
+impl SpeError {
+    /// The variant's name (`MinLatencyTooLarge`), for programs that read errors as data
+    /// (JSON) and match on it.
+    pub const fn kind(&self) -> &'static str {
+        variant_name!(self;
+            NotImplemented,
+            BufferOwnedByHigherEl,
+            ReservedField,
+            MinLatencyTooLarge,
+            EventsNotFilterable,
+            InvalidInterval,
+            MisalignedLimit,
+            MisalignedPointer,
+            EmptyEventFilter,
+            EventRequiredAndExcluded,
+            FilterNotImplemented,
+            IntervalBelowMinimum,
+            NoOperationTypeSelected,
+            NoExceptionLevelSelected,
+            BufferTooSmall,
+            BufferWrapsAround,
+            BufferManagementEvent,
+            PerfFieldTooWide,
+            PerfFieldUnavailable,
+            PerfFormatInvalid,
+            PerfEventsRefused,
+        )
+    }
+}
+
 impl fmt::Display for SpeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -403,6 +443,24 @@ pub enum SpeWarning {
         /// The privileged field.
         field: PerfField,
     },
+}
+
+impl SpeWarning {
+    /// The variant's name (`TypeFilterWithoutTypes`), for programs that read warnings as
+    /// data (JSON) and match on it.
+    pub const fn kind(&self) -> &'static str {
+        variant_name!(self;
+            OptionallyFilterableEvents,
+            ZeroMinimumLatency,
+            RequiredEventsNeverOccur,
+            TypeFilterWithoutTypes,
+            EventMaskWithoutEnable,
+            TypesWithoutTypeFilter,
+            LatencyWithoutLatencyFilter,
+            PerfContextNotSelectable,
+            PerfNeedsKernelPermission,
+        )
+    }
 }
 
 impl fmt::Display for SpeWarning {

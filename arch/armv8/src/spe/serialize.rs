@@ -11,7 +11,8 @@
 //!   [`SpeRegister::fields`] names them, `E[12]` for an unnamed bit) and the whole mask;
 //! - an absent optional value is `null` (the key is always there);
 //! - names are the library's own: register names (`PMSFCR_EL1`), field names as the Arm ARM
-//!   spells them, packet sub-fields as perf prints them.
+//!   spells them, packet sub-fields as perf prints them, errors and warnings as
+//!   `{kind, message}` with the variant's name.
 //!
 //! ```
 //! use pmu_armv8::spe::{SpeCapabilities, SpeConfigBuilder, SpeEvents, SpeVersion};
@@ -36,6 +37,7 @@ use super::config::{ExceptionLevels, OperationTypes, SpeConfigBuilder, Timestamp
 use super::decode::{
     AddressPacket, ContextPacket, DecodeError, OperationClass, OperationTypePacket, SampleRecord,
 };
+use super::error::{SpeError, SpeWarning};
 use super::events::SpeEvents;
 use super::perf::PerfEventAttr;
 use super::perf_data::{AuxtraceChunk, PerfFileAttr};
@@ -303,6 +305,26 @@ impl Serialize for AuxtraceChunk<'_> {
     }
 }
 
+/// `{kind, message}`: [`SpeError::kind`], the variant's name, and the `Display` text.
+impl Serialize for SpeError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("SpeError", 2)?;
+        s.serialize_field("kind", self.kind())?;
+        s.serialize_field("message", &Text(self))?;
+        s.end()
+    }
+}
+
+/// `{kind, message}`: [`SpeWarning::kind`], the variant's name, and the `Display` text.
+impl Serialize for SpeWarning {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("SpeWarning", 2)?;
+        s.serialize_field("kind", self.kind())?;
+        s.serialize_field("message", &Text(self))?;
+        s.end()
+    }
+}
+
 /// `{offset, kind, message}`: `kind` is the variant's name, `message` its `Display`.
 impl Serialize for DecodeError {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -546,6 +568,26 @@ mod tests {
         // PMSLATFR_EL1.MINLAT is the latency asked for.
         assert_eq!(registers[0]["fields"][0]["name"], "MINLAT");
         assert_eq!(registers[0]["fields"][0]["value"], 120);
+    }
+
+    /// Errors and warnings: the variant's name (what `Debug` starts with) and the message.
+    #[test]
+    fn errors_and_warnings() {
+        let error = SpeError::MinLatencyTooLarge {
+            value: 5000,
+            max: 4095,
+        };
+        let json = to_value(error).unwrap();
+        assert_eq!(json["kind"], "MinLatencyTooLarge");
+        assert!(format!("{error:?}").starts_with("MinLatencyTooLarge"));
+        assert_eq!(json["message"], error.to_string());
+        assert_eq!(
+            to_value(SpeError::NotImplemented).unwrap()["kind"],
+            "NotImplemented"
+        );
+        let warning = SpeWarning::TypeFilterWithoutTypes;
+        assert_eq!(to_value(warning).unwrap()["kind"], "TypeFilterWithoutTypes");
+        assert_eq!(to_value(warning).unwrap()["message"], warning.to_string());
     }
 
     /// perf's attribute words as hex; a per-CPU chunk's `tid` (u32::MAX in the file, perf's
