@@ -308,21 +308,28 @@ impl Serialize for AuxtraceChunk<'_> {
 /// `{kind, message}`: [`SpeError::kind`], the variant's name, and the `Display` text.
 impl Serialize for SpeError {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("SpeError", 2)?;
-        s.serialize_field("kind", self.kind())?;
-        s.serialize_field("message", &Text(self))?;
-        s.end()
+        kind_and_message(serializer, "SpeError", self.kind(), self)
     }
 }
 
 /// `{kind, message}`: [`SpeWarning::kind`], the variant's name, and the `Display` text.
 impl Serialize for SpeWarning {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("SpeWarning", 2)?;
-        s.serialize_field("kind", self.kind())?;
-        s.serialize_field("message", &Text(self))?;
-        s.end()
+        kind_and_message(serializer, "SpeWarning", self.kind(), self)
     }
+}
+
+/// The `{kind, message}` of an error or a warning.
+fn kind_and_message<S: Serializer>(
+    serializer: S,
+    name: &'static str,
+    kind: &'static str,
+    message: &dyn fmt::Display,
+) -> Result<S::Ok, S::Error> {
+    let mut s = serializer.serialize_struct(name, 2)?;
+    s.serialize_field("kind", kind)?;
+    s.serialize_field("message", &Text(message))?;
+    s.end()
 }
 
 /// `{offset, kind, message}`: `kind` is the variant's name, `message` its `Display`.
