@@ -100,20 +100,19 @@ impl Serialize for TypeNames {
     }
 }
 
-/// `{register, value}`: the register by [`ContextPacket::register`].
-struct Context(ContextPacket);
-
-impl Serialize for Context {
+/// `{register, value}`: the register by [`ContextPacket::register`], a reserved index as
+/// `context index N (reserved)`.
+impl Serialize for ContextPacket {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Context", 2)?;
-        match self.0.register() {
+        let mut s = serializer.serialize_struct("ContextPacket", 2)?;
+        match self.register() {
             Some(name) => s.serialize_field("register", name)?,
             None => s.serialize_field(
                 "register",
-                &Text(format_args!("context index {} (reserved)", self.0.index)),
+                &Text(format_args!("context index {} (reserved)", self.index)),
             )?,
         }
-        s.serialize_field("value", &self.0.value)?;
+        s.serialize_field("value", &self.value)?;
         s.end()
     }
 }
@@ -425,7 +424,7 @@ impl Serialize for SampleRecord {
             "context",
             &self
                 .context
-                .map(|(index, value)| Context(ContextPacket { index, value })),
+                .map(|(index, value)| ContextPacket { index, value }),
         )?;
         s.serialize_field("timestamp", &self.timestamp)?;
         s.end()
