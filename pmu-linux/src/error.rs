@@ -559,7 +559,7 @@ pub enum PmuError {
     Hybrid(crate::hybrid::HybridProblem),
 }
 
-pub use crate::direct::grant::{GrantMissing, MODULE_SYSFS};
+pub use crate::direct::grant::GrantMissing;
 pub use crate::hybrid::HybridProblem;
 
 impl Error {
@@ -828,7 +828,8 @@ impl fmt::Display for AccessError {
             Self::GrantMissing { cause } => write!(
                 f,
                 "user access to the PMU is not enabled on this CPU although kmod-enable-user is \
-                 loaded ({MODULE_SYSFS}): {cause}"
+                 loaded ({}): {cause}",
+                crate::direct::grant::MODULE_SYSFS
             ),
             Self::Revoked => f.write_str(
                 "user access to the PMU was revoked while measuring (perf started the PMU on \

@@ -23,7 +23,9 @@
 
 use std::fmt;
 
-use pmu_core::{Event, GenericEvent};
+use std::str::FromStr;
+
+use pmu_core::GenericEvent;
 
 use crate::error::{Error, RawProblem, Result, TermProblem};
 use crate::sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
@@ -131,6 +133,86 @@ const CACHE_RESULTS: &[(&str, u64)] = &[
     ("misses", 1),
     ("miss", 1),
 ];
+
+/// An event to count.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Event {
+    /// A generic event (perf's generic hardware and cache events; the direct backend's
+    /// architecture crates encode each for their PMU).
+    Generic(GenericEvent),
+    /// A raw event code of the CPU's PMU, as its manual gives it (perf `r<hex>`).
+    Raw(u64),
+    /// Any name perf understands: a software event (`task-clock`, `page-faults`), a
+    /// cache event (`LLC-loads`), a sysfs event (`armv8_pmuv3_0/event=0x08/`,
+    /// `cpu/event=0x3c,umask=0x00/`) or a bare sysfs alias; resolved when the meter is
+    /// built.
+    Named(String),
+}
+
+impl Event {
+    /// The name perf knows the event by.
+    pub fn name(&self) -> String {
+        match self {
+            Self::Generic(g) => g.perf_name().to_owned(),
+            Self::Raw(code) => format!("r{code:x}"),
+            Self::Named(name) => name.clone(),
+        }
+    }
+
+    /// The event as the direct backend counts it (hardware events only).
+    ///
+    /// # Errors
+    /// [`crate::error::EventError::NotDirect`] for software, cache and sysfs events; name errors.
+    pub fn direct(&self) -> Result<pmu_core::Event> {
+        match self {
+            Self::Generic(g) => Ok(pmu_core::Event::Generic(*g)),
+            Self::Raw(code) => Ok(pmu_core::Event::Raw(*code)),
+            Self::Named(name) => direct_event(name),
+        }
+    }
+}
+
+impl From<GenericEvent> for Event {
+    fn from(event: GenericEvent) -> Self {
+        Self::Generic(event)
+    }
+}
+
+impl FromStr for Event {
+    type Err = Error;
+
+    /// A generic event's perf name (or alias: `cpu-cycles`), `r<hex>`, or any other
+    /// name, kept as [`Event::Named`] and resolved at build.
+    ///
+    /// # Errors
+    /// [`crate::error::EventError::MalformedRaw`] for `r` followed by something that is not 1 to 16 hex
+    /// digits, [`crate::error::EventError::Unknown`] for an empty name.
+    fn from_str(text: &str) -> Result<Self> {
+        let name = text.trim();
+        if name.is_empty() {
+            return Err(Error::Event(crate::error::EventError::Unknown {
+                name: text.to_owned(),
+            }));
+        }
+        if name.contains('/') {
+            return Ok(Self::Named(name.to_owned()));
+        }
+        match direct_event(name) {
+            Ok(pmu_core::Event::Generic(g)) => return Ok(Self::Generic(g)),
+            Ok(pmu_core::Event::Raw(code)) => return Ok(Self::Raw(code)),
+            Err(e @ Error::Event(crate::error::EventError::MalformedRaw { .. })) => return Err(e),
+            Err(_) => {}
+        }
+        Ok(Self::Named(name.to_owned()))
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
 
 /// Where an event comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -506,14 +588,14 @@ pub fn builtin_names() -> Vec<&'static str> {
 /// # Errors
 /// [`crate::error::EventError::MalformedRaw`]; [`crate::error::EventError::NotDirect`] for software, sysfs and cache
 /// events the architecture crates have no encoding for; [`crate::error::EventError::Unknown`].
-pub fn direct_event(name: &str) -> Result<Event> {
+pub fn direct_event(name: &str) -> Result<pmu_core::Event> {
     let name = name.trim();
     if let Some(spec) = resolve_builtin(name) {
         let generic = GenericEvent::ALL.into_iter().find(|g| {
             resolve_builtin(g.perf_name())
                 .is_some_and(|s| (s.perf_type, s.config) == (spec.perf_type, spec.config))
         });
-        return generic.map(Event::Generic).ok_or(Error::Event(
+        return generic.map(pmu_core::Event::Generic).ok_or(Error::Event(
             crate::error::EventError::NotDirect {
                 name: name.to_owned(),
                 kind: spec.kind,
@@ -521,7 +603,7 @@ pub fn direct_event(name: &str) -> Result<Event> {
         ));
     }
     if let Some(raw) = parse_raw(name)? {
-        return Ok(Event::Raw(raw));
+        return Ok(pmu_core::Event::Raw(raw));
     }
     if name.contains('/') {
         return Err(Error::Event(crate::error::EventError::NotDirect {
@@ -692,7 +774,7 @@ mod tests {
         assert_eq!(resolve("rabc", &sysfs).unwrap().config[0], 0xabc);
         assert_eq!(
             format!("{:?}", direct_event("r11")),
-            format!("{:?}", Ok::<_, Error>(Event::Raw(0x11)))
+            format!("{:?}", Ok::<_, Error>(pmu_core::Event::Raw(0x11)))
         );
         assert_eq!(
             format!("{:?}", resolve("r12xyz", &sysfs)),
@@ -713,7 +795,10 @@ mod tests {
         ));
         assert_eq!(
             format!("{:?}", direct_event("r12xyz")),
-            format!("{:?}", resolve("r12xyz", &sysfs).map(|_| Event::Raw(0)))
+            format!(
+                "{:?}",
+                resolve("r12xyz", &sysfs).map(|_| pmu_core::Event::Raw(0))
+            )
         );
         // Names that start with r but are not meant as raw codes.
         assert_eq!(

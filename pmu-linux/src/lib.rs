@@ -74,14 +74,6 @@ mod sys;
 mod sysfs;
 mod timestamp;
 
-// The perf backend's rungs of the meter's ladder where this library has one; the
-// front door (`meter`) is the same on every architecture.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use session::rungs as perf_rungs;
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-#[path = "no_perf.rs"]
-mod perf_rungs;
-
 pub mod direct;
 pub mod error;
 pub mod measure;
@@ -122,9 +114,11 @@ pub mod machine {
 pub(crate) const MAX_EVENTS: usize = 16;
 
 // The front door; everything else is reached through its module.
+pub use backend::{BackendKind, Grant, Reads, SlowReads};
 pub use error::{Error, Result};
 pub use measure::MeasureConfig;
-pub use meter::{BackendKind, Counts, Event, EventHandle, Measured, Meter, MeterBuilder, Region};
+pub use meter::choose::{Choice, Refusal};
+pub use meter::{Counts, Event, EventHandle, Measured, Meter, MeterBuilder, Region};
 pub use pmu_core;
 pub use pmu_core::{GenericEvent, Hazards, Reading};
 pub use sentinel::Sentinel;

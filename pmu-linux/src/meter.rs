@@ -32,15 +32,14 @@
 //! hazards are judged from its switch counts and CPU.
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use pmu_core::{GenericEvent, Hazards, Reading};
+use pmu_core::{Hazards, Reading};
 
+use crate::backend::{BackendKind, PerfSettings, Request};
 use crate::error::{Error, Result};
-use crate::events;
+pub use crate::events::Event;
 use crate::measure::{self, EventResult, Interrupted, MeasureConfig, Measurement};
-pub(crate) use crate::perf_rungs::Inner;
 use crate::sched::PinGuard;
 use crate::sysfs::Sysfs;
 use crate::MAX_EVENTS;
@@ -48,88 +47,17 @@ use crate::MAX_EVENTS;
 pub(crate) mod choose;
 mod software;
 
-use choose::Opened;
-pub use choose::{Choice, Grant, Reads, Refusal};
+// The perf backend's rungs of the ladder and the meter's inline backend where this
+// library has a perf backend; the front door is the same on every architecture.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[path = "meter/perf.rs"]
+mod perf_rungs;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[path = "meter/no_perf.rs"]
+mod perf_rungs;
 
-/// An event to count.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Event {
-    /// A generic event (perf's generic hardware and cache events; the direct backend's
-    /// architecture crates encode each for their PMU).
-    Generic(GenericEvent),
-    /// A raw event code of the CPU's PMU, as its manual gives it (perf `r<hex>`).
-    Raw(u64),
-    /// Any name perf understands: a software event (`task-clock`, `page-faults`), a
-    /// cache event (`LLC-loads`), a sysfs event (`armv8_pmuv3_0/event=0x08/`,
-    /// `cpu/event=0x3c,umask=0x00/`) or a bare sysfs alias; resolved when the meter is
-    /// built.
-    Named(String),
-}
-
-impl Event {
-    /// The name perf knows the event by.
-    pub fn name(&self) -> String {
-        match self {
-            Self::Generic(g) => g.perf_name().to_owned(),
-            Self::Raw(code) => format!("r{code:x}"),
-            Self::Named(name) => name.clone(),
-        }
-    }
-
-    /// The event as the direct backend counts it (hardware events only).
-    ///
-    /// # Errors
-    /// [`crate::error::EventError::NotDirect`] for software, cache and sysfs events; name errors.
-    pub fn direct(&self) -> Result<pmu_core::Event> {
-        match self {
-            Self::Generic(g) => Ok(pmu_core::Event::Generic(*g)),
-            Self::Raw(code) => Ok(pmu_core::Event::Raw(*code)),
-            Self::Named(name) => events::direct_event(name),
-        }
-    }
-}
-
-impl From<GenericEvent> for Event {
-    fn from(event: GenericEvent) -> Self {
-        Self::Generic(event)
-    }
-}
-
-impl FromStr for Event {
-    type Err = Error;
-
-    /// A generic event's perf name (or alias: `cpu-cycles`), `r<hex>`, or any other
-    /// name, kept as [`Event::Named`] and resolved at build.
-    ///
-    /// # Errors
-    /// [`crate::error::EventError::MalformedRaw`] for `r` followed by something that is not 1 to 16 hex
-    /// digits, [`crate::error::EventError::Unknown`] for an empty name.
-    fn from_str(text: &str) -> Result<Self> {
-        let name = text.trim();
-        if name.is_empty() {
-            return Err(Error::Event(crate::error::EventError::Unknown {
-                name: text.to_owned(),
-            }));
-        }
-        if name.contains('/') {
-            return Ok(Self::Named(name.to_owned()));
-        }
-        match events::direct_event(name) {
-            Ok(pmu_core::Event::Generic(g)) => return Ok(Self::Generic(g)),
-            Ok(pmu_core::Event::Raw(code)) => return Ok(Self::Raw(code)),
-            Err(e @ Error::Event(crate::error::EventError::MalformedRaw { .. })) => return Err(e),
-            Err(_) => {}
-        }
-        Ok(Self::Named(name.to_owned()))
-    }
-}
-
-impl fmt::Display for Event {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
-    }
-}
+use choose::Choice;
+use perf_rungs::Inner;
 
 /// Names one event of one meter: what [`MeterBuilder::add`] returns, and what results
 /// are indexed by.
@@ -139,46 +67,24 @@ pub struct EventHandle {
     index: u16,
 }
 
-/// Which backend a meter uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BackendKind {
-    /// perf_event_open with the metadata pages.
-    Perf,
-    /// The library programs or reads the PMU itself, after kmod-enable-user.
-    Direct,
-    /// No hardware counters: perf software events and the time-stamp counter.
-    Software,
-}
-
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Perf => "perf",
-            Self::Direct => "direct",
-            Self::Software => "software",
-        })
-    }
-}
-
 /// Builds a [`Meter`]: events first, then [`MeterBuilder::build`].
 #[derive(Debug)]
 pub struct MeterBuilder {
     id: u32,
-    pub(crate) events: Vec<Event>,
+    events: Vec<Event>,
     /// The one backend [`MeterBuilder::backend`] asked for; `None`: the best that
     /// works here (the ladder in [`Choice`]'s docs).
-    pub(crate) choice: Option<BackendKind>,
+    choice: Option<BackendKind>,
     /// The perf backend's settings ([`MeterBuilder::perf_options`] where there is one).
-    pub(crate) perf: crate::perf_rungs::Settings,
+    perf: PerfSettings,
     /// The direct backend's settings (the ARM1176's cycle divider).
-    pub(crate) direct: crate::direct::Settings,
+    direct: crate::backend::DirectSettings,
     config: MeasureConfig,
-    pub(crate) cpu: Option<usize>,
-    pub(crate) sysfs: Sysfs,
-    pub(crate) program: bool,
+    cpu: Option<usize>,
+    sysfs: Sysfs,
+    program: bool,
     /// Ask the backend for a kernel-entry sentinel ([`MeterBuilder::kernel_sentinel`]).
-    pub(crate) sentinel: bool,
+    sentinel: bool,
 }
 
 /// Every builder's id, so that a handle of one meter is refused by another.
@@ -292,20 +198,18 @@ impl MeterBuilder {
             }));
         }
         let pin = self.cpu.map(crate::sched::pin_to).transpose()?;
-        let (opened, refused) = choose::choose(self)?;
-        let choice = opened.choice(opened.inner.backend_ref().sentinel(), refused);
-        let Opened {
-            mut inner,
+        let request = self.request();
+        let (opened, refused) = choose::choose(self.choice, &request)?;
+        let sentinel = opened.backend.backend_ref().sentinel();
+        let choice = Choice::new(&opened, sentinel, refused);
+        let crate::backend::Opened {
+            backend: mut inner,
             slots,
             mut names,
             pin: backend_pin,
             ..
         } = opened;
-        let mut extra = Vec::new();
-        for name in names.iter().skip(self.events.len()) {
-            extra.push(name.clone());
-        }
-        names.truncate(self.events.len());
+        let extra = names.split_off(self.events.len().min(names.len()));
         inner.backend().enable()?;
         Ok(Meter {
             id: self.id,
@@ -323,20 +227,16 @@ impl MeterBuilder {
         })
     }
 
-    /// The events' names, in handle order.
-    pub(crate) fn names(&self) -> Vec<String> {
-        self.events.iter().map(Event::name).collect()
-    }
-
-    /// The events resolved against the builder's sysfs.
-    ///
-    /// # Errors
-    /// Name errors.
-    pub(crate) fn specs(&self) -> Result<Vec<events::EventSpec>> {
-        self.events
-            .iter()
-            .map(|e| events::resolve(&e.name(), &self.sysfs))
-            .collect()
+    /// What the backends are asked to open: the events, resolved once.
+    fn request(&self) -> Request {
+        let mut request = Request::new(self.events.clone(), self.sysfs.clone());
+        request.cpu = self.cpu;
+        request.sentinel = self.sentinel;
+        request.program = self.program;
+        request.only = self.choice.is_some();
+        request.perf = self.perf;
+        request.direct = self.direct;
+        request
     }
 }
 
@@ -421,7 +321,7 @@ impl Meter {
     pub fn core_pmu_split(
         &self,
         handle: EventHandle,
-    ) -> Result<Option<Vec<crate::hybrid::PmuShare>>> {
+    ) -> Result<Option<Vec<crate::verdict::PmuShare>>> {
         let slot = self.slot(handle)?;
         Ok(self.inner.split(slot))
     }

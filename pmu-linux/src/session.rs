@@ -45,9 +45,8 @@ use crate::MAX_EVENTS;
 
 mod group;
 mod kernel_member;
-mod options;
+pub(crate) mod options;
 mod region;
-pub(crate) mod rungs;
 #[cfg(test)]
 mod tests;
 

@@ -83,7 +83,6 @@
 //! whatever else ran, so the value is **not** the thread's.
 
 pub use crate::hybrid::PmuShare;
-pub use crate::meter::{Choice, Grant, Reads, Refusal};
 pub use crate::sentinel::{Sentinel, SentinelGap};
 
 use std::fmt;

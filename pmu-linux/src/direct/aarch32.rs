@@ -29,11 +29,12 @@
 use pmu_armv7::registers::{Pmuserenr, PMUSERENR};
 use pmu_armv7::{PerfMon, Pl0Pmu};
 
-pub use super::{cpuinfo_architecture, cpuinfo_is_armv7};
-use super::{probe_with, AccessCheck};
+use super::alloc::OwnedCounters;
+use super::probe::probe_with;
+pub use super::probe::{cpuinfo_architecture, cpuinfo_is_armv7};
+use super::region::{AccessCheck, OverflowFlags};
+use crate::backend::{Backend, Grant, How, Opened, Request};
 use crate::error::{DirectUnsupported, Error, Result};
-use crate::meter::choose::{Grant, Opened};
-use crate::meter::MeterBuilder;
 use crate::sched::{pin_to, PinGuard};
 
 /// Whether this machine's CPU takes this backend (ARMv7 or later, per /proc/cpuinfo);
@@ -180,7 +181,7 @@ impl Pmovsr {
     }
 }
 
-impl super::OverflowFlags for Pmovsr {
+impl OverflowFlags for Pmovsr {
     const READABLE: bool = true;
     #[inline(always)]
     fn read(&self) -> u64 {
@@ -218,17 +219,17 @@ const SENTINEL: (pmu_core::Event, pmu_core::PrivilegeFilter) = (
 /// # Errors
 /// [`crate::error::AccessError::NeedsProgramming`] without `MeterBuilder::program_the_pmu` (PMUv2
 /// has no read-only grant: EN is the only one, and it programs); as [`take_pl0`].
-pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
-    if !builder.program {
+pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
+    if !request.program {
         return Err(Error::Access(crate::error::AccessError::NeedsProgramming));
     }
-    let wanted = super::events_of(builder)?;
-    let cpu = super::cpu_of(builder);
+    let wanted = request.direct_events()?;
+    let cpu = request.cpu_or_current();
     // SAFETY: `program_the_pmu`'s caller promised exclusive use of the PMU.
     let (pin, pmu) = unsafe { take_pl0(cpu) }?;
     let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-    let candidates: &[_] = if builder.sentinel { &[SENTINEL] } else { &[] };
-    let (counters, sentinel_error) = super::OwnedCounters::allocate_with_extra(
+    let candidates: &[_] = if request.sentinel { &[SENTINEL] } else { &[] };
+    let (counters, sentinel_error) = OwnedCounters::allocate_with_extra(
         pmu,
         &placed,
         pmu_core::PrivilegeFilter::USER,
@@ -238,7 +239,7 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
     let (handles, sentinel, state) = super::region::handles_and_own_sentinel(
         &counters,
         placed.len(),
-        builder.sentinel,
+        request.sentinel,
         sentinel_error,
         // SAFETY: the handles go into the region with `counters`, which owns the PMU.
         |slot| unsafe { TableRead::new(counters.pmu(), slot) },
@@ -262,20 +263,16 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
         counters,
         PmuserenrEn,
         handles,
-        builder.names(),
+        request.names.clone(),
         sentinel,
         state,
         flags,
     )?;
-    Ok(super::opened(
+    Ok(Opened::direct(
         region,
-        builder.events.len(),
+        request.events.len(),
         Grant::Program { cpu },
-        format!(
-            "direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN from kmod-enable-user's \
-             ARMv7 flavour, el0_programming=1): the library programs the counters itself, \
-             counting PL0 only"
-        ),
+        How::Armv7Programmed { cpu },
         pin,
     ))
 }

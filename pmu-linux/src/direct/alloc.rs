@@ -3,7 +3,7 @@
 
 use pmu_core::{Counter, CounterPool, CounterWidth, Event, Pmu, PrivilegeFilter, Slot};
 
-use super::CounterSet;
+use super::region::CounterSet;
 use crate::error::{Error, Result};
 use crate::events;
 use crate::MAX_EVENTS;
@@ -30,10 +30,6 @@ pub fn allocate<'p, P: Pmu>(
         .map(|name| Ok(pool.counter(events::direct_event(name)?, filter)?))
         .collect()
 }
-
-/// Where kmod-enable-user publishes the counters it runs for EL0 under its read-only
-/// grant (`5=0x8 31=0x11`: counter=event, 31 the cycle counter).
-pub const MODULE_LAYOUT: &str = "/sys/module/kmod_enable_user/parameters/layout";
 
 /// Counters programmed on a PMU this value owns: what [`allocate`] hands out, without
 /// the borrow of a pool, so that a meter over them can live in a struct. Dropping it

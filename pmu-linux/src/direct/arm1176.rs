@@ -13,13 +13,14 @@
 use pmu_armv6::{CounterRegister, CycleDivider};
 use pmu_core::{CounterRead, CounterWidth, Pmu};
 
-use super::CounterSet;
+use super::alloc::OwnedCounters;
+use super::region::CounterSet;
 #[cfg(target_arch = "arm")]
 use {
-    super::{cpuinfo_midr, probe_with, ARM1176_MIDR},
+    super::probe::{cpuinfo_midr, probe_with, ARM1176_MIDR},
+    super::region::{OverflowFlags, Unchecked},
+    crate::backend::{Backend, Grant, How, Opened, Request},
     crate::error::{DirectUnsupported, Error, Result},
-    crate::meter::choose::{Grant, Opened},
-    crate::meter::MeterBuilder,
     crate::sched::{pin_to, PinGuard},
     pmu_armv6::{Arm1176Pmu, Cp15},
 };
@@ -63,17 +64,6 @@ pub unsafe fn take_arm1176(divider: CycleDivider) -> Result<(PinGuard, Arm1176Pm
     // exclusive use.
     let pmu = unsafe { Arm1176Pmu::new(divider) };
     Ok((pin, pmu))
-}
-
-#[cfg(target_arch = "arm")]
-impl MeterBuilder {
-    /// The ARM1176's cycle counter counts every cycle or every 64th (PMCR.D, ARM1176
-    /// TRM 3.2.51): with 64 it wraps after about 392 s instead of 6 s at 700 MHz; its
-    /// counts are still reported in cycles (ticks × 64, resolution 64 cycles).
-    pub fn cycle_divider(&mut self, divider: CycleDivider) -> &mut Self {
-        self.direct.divider = divider;
-        self
-    }
 }
 
 /// One ARM1176 counter read with one `mrc` (pmu-armv6 `CounterRegister::read_fn`), in
@@ -138,13 +128,13 @@ fn events_per_tick(register: CounterRegister, divider: CycleDivider) -> u64 {
 /// as wide as the values its [`Arm1176Read`] gives (the CCR under PMCR.D: 32 + 6 bits).
 #[derive(Debug)]
 pub(crate) struct Arm1176Counters<P: Pmu> {
-    counters: super::OwnedCounters<P>,
+    counters: OwnedCounters<P>,
     widths: Vec<CounterWidth>,
 }
 
 impl<P: Pmu> Arm1176Counters<P> {
     /// `counters` read in events under `divider`.
-    pub(crate) fn new(counters: super::OwnedCounters<P>, divider: CycleDivider) -> Self {
+    pub(crate) fn new(counters: OwnedCounters<P>, divider: CycleDivider) -> Self {
         let widths = counters
             .slots()
             .enumerate()
@@ -202,7 +192,7 @@ impl PmcrFlags {
 }
 
 #[cfg(target_arch = "arm")]
-impl super::OverflowFlags for PmcrFlags {
+impl OverflowFlags for PmcrFlags {
     const READABLE: bool = true;
     #[inline(always)]
     fn read(&self) -> u64 {
@@ -230,16 +220,16 @@ impl super::OverflowFlags for PmcrFlags {
 /// [`crate::error::AccessError::NeedsProgramming`] without `MeterBuilder::program_the_pmu` (SUNAVCR.V
 /// is the ARM1176's only grant, and it programs); as [`take_arm1176`].
 #[cfg(target_arch = "arm")]
-pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
-    if !builder.program {
+pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
+    if !request.program {
         return Err(Error::Access(crate::error::AccessError::NeedsProgramming));
     }
-    let wanted = super::events_of(builder)?;
-    let divider = builder.direct.divider;
+    let wanted = request.direct_events()?;
+    let divider = request.direct.divider;
     // SAFETY: `program_the_pmu`'s caller promised an ARM1176 and exclusive use.
     let (pin, pmu) = unsafe { take_arm1176(divider) }?;
     let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-    let counters = super::OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::ALL)?;
+    let counters = OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::ALL)?;
     let handles = counters
         .slots()
         .map(|slot| {
@@ -251,7 +241,7 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
         })
         .collect::<std::result::Result<Vec<_>, pmu_core::Error>>()?;
     let flags = PmcrFlags::new(counters.pmu());
-    let why = if builder.sentinel {
+    let why = if request.sentinel {
         "the ARM1176 counters have no privilege filter: every counter counts in every \
          mode (ARM1176JZF-S TRM 3.2.51, PMCR); kernel entries that end in a context \
          switch are seen through getrusage only"
@@ -260,20 +250,18 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
     };
     let region = super::region::boxed_region(
         Arm1176Counters::new(counters, divider),
-        super::Unchecked,
+        Unchecked,
         handles,
-        builder.names(),
+        request.names.clone(),
         None,
         crate::Sentinel::off(why),
         flags,
     )?;
-    Ok(super::opened(
+    Ok(Opened::direct(
         region,
-        builder.events.len(),
+        request.events.len(),
         Grant::Program { cpu: 0 },
-        "kmod-enable-user's grant (SUNAVCR.V) on the ARM1176: the library programs the \
-         counters itself; no privilege filter (the kernel's work in a region counts too)"
-            .to_owned(),
+        How::Arm1176Programmed,
         pin,
     ))
 }

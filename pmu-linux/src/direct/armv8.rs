@@ -8,17 +8,33 @@ use pmu_armv8::handle::CounterHandle;
 use pmu_armv8::{CounterId, EventCounter, EventNumber};
 use pmu_core::Slot;
 
-use super::region::{boxed_region, handles_and_own_sentinel, Flags, NoFlags};
-use super::{probe_with, AccessCheck, SENTINEL_FILTER};
-use crate::backend::Backend;
+use super::alloc::OwnedCounters;
+use super::grant::MODULE_LAYOUT;
+use super::probe::probe_with;
+use super::region::{
+    boxed_region, handles_and_own_sentinel, AccessCheck, DirectRegion, Flags, NoFlags, NoSentinel,
+    SENTINEL_FILTER,
+};
+use crate::backend::{Backend, Grant, How, Opened, Request};
 use crate::error::{Error, Result};
-use crate::meter::choose::{Grant, Opened};
-use crate::meter::MeterBuilder;
 use crate::sched::{pin_to, PinGuard};
 use crate::Sentinel;
 
+/// The read-only grant exists on ARMv8 (PMUSERENR_EL0.ER, CR).
+pub(super) const READ_ONLY_GRANT: bool = true;
+
+/// Whether user mode may program the PMU of the CPU this thread runs on
+/// (PMUSERENR_EL0.EN; pin first: the grant is per CPU).
+///
+/// # Errors
+/// [`crate::error::AccessError::NotEnabled`]; [`crate::error::AccessError::GrantMissing`];
+/// [`crate::error::AccessError::ProbeFailed`].
+pub fn probe() -> Result<()> {
+    probe_with(probe_access)
+}
+
 /// The probe: one read of PMCR_EL0, which traps (SIGILL) unless PMUSERENR_EL0.EN.
-pub(super) fn probe_access() {
+fn probe_access() {
     // SAFETY: runs only in the forked probe child. With EN set the read is
     // permitted; without it (or without PMUv3) it is UNDEFINED at EL0 and the
     // kernel kills the child with SIGILL, which is the answer the probe wants.
@@ -94,21 +110,21 @@ impl AccessCheck for PmuserenrRead {
     }
 }
 
-/// Reads kmod-enable-user's layout ([`super::MODULE_LAYOUT`]): the text and its
+/// Reads kmod-enable-user's layout ([`MODULE_LAYOUT`]): the text and its
 /// parsed form.
 ///
 /// # Errors
 /// [`crate::error::AccessError::ModuleLayout`] when the file is missing (the module is not loaded, or is
 /// an older one) or not understood.
 pub fn module_layout() -> Result<(String, pmu_armv8::granted::GrantedLayout)> {
-    let text = std::fs::read_to_string(super::MODULE_LAYOUT).map_err(|e| {
+    let text = std::fs::read_to_string(MODULE_LAYOUT).map_err(|e| {
         Error::Access(crate::error::AccessError::ModuleLayout {
-            reason: format!("{}: {e}", super::MODULE_LAYOUT),
+            reason: format!("{}: {e}", MODULE_LAYOUT),
         })
     })?;
     let layout = pmu_armv8::granted::GrantedLayout::parse(&text).map_err(|e| {
         Error::Access(crate::error::AccessError::ModuleLayout {
-            reason: format!("{}: {e}", super::MODULE_LAYOUT),
+            reason: format!("{}: {e}", MODULE_LAYOUT),
         })
     })?;
     Ok((text.trim().to_owned(), layout))
@@ -131,7 +147,7 @@ pub fn take_granted(
     String,
 )> {
     let pin = pin_to(cpu)?;
-    if !std::path::Path::new(super::MODULE_LAYOUT).exists() {
+    if !std::path::Path::new(MODULE_LAYOUT).exists() {
         // No module (or none with a read-only grant): nothing is readable.
         return Err(Error::Access(crate::error::AccessError::NotEnabled));
     }
@@ -141,7 +157,7 @@ pub fn take_granted(
     let revoked = || {
         Error::Access(crate::error::AccessError::GrantMissing {
             cause: crate::error::GrantMissing::RevokedByPerf {
-                regrant: std::path::Path::new(crate::error::MODULE_SYSFS)
+                regrant: std::path::Path::new(super::grant::MODULE_SYSFS)
                     .join("parameters/regrant")
                     .exists(),
             },
@@ -205,12 +221,12 @@ pub unsafe fn take_armv8(
 /// module gave none; else the read-only grant.
 ///
 /// # Errors
-/// As [`take_armv8`] and [`open_granted`].
-pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
-    if builder.program {
-        return open_programmed(builder);
+/// As [`take_armv8`] and [`open_read_only_grant`].
+pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
+    if request.program {
+        return open_programmed(request);
     }
-    open_granted(builder)
+    open_read_only_grant(request)
 }
 
 /// The module's read-only grant: the counters it runs, each event on the layout slot
@@ -219,45 +235,39 @@ pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
 /// # Errors
 /// As [`take_granted`]; [`crate::error::AccessError::NotInModuleLayout`] for an event the module does not
 /// count.
-pub(crate) fn open_granted(builder: &MeterBuilder) -> Result<Opened> {
+pub(super) fn open_read_only_grant(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     use pmu_core::EventEncoding;
-    let wanted = super::events_of(builder)?;
-    let cpu = super::cpu_of(builder);
+    let wanted = request.direct_events()?;
+    let cpu = request.cpu_or_current();
     let (pin, pmu, layout) = take_granted(cpu)?;
     let placed = wanted
         .iter()
-        .zip(&builder.events)
+        .zip(&request.names)
         .map(|(&event, asked)| {
             let code = pmu_armv8::Armv8Event::encode(event)?;
             let slot = pmu.layout().slot_of(code).ok_or_else(|| {
                 Error::Access(crate::error::AccessError::NotInModuleLayout {
-                    event: asked.name(),
+                    event: asked.clone(),
                     layout: layout.clone(),
                 })
             })?;
             Ok((event, Some(slot)))
         })
         .collect::<Result<Vec<_>>>()?;
-    let region = granted_region(pmu, &placed, builder.names(), builder.sentinel)?;
-    Ok(super::opened(
+    let region = granted_region(pmu, &placed, request.names.clone(), request.sentinel)?;
+    Ok(Opened::direct(
         region,
-        builder.events.len(),
+        request.events.len(),
         Grant::ReadOnly { cpu },
-        format!(
-            "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on CPU \
-             {cpu}: the counters the module runs ({layout}), read with one instruction, EL0 \
-             only; event counters read as 32 bits (no overflow flags without EN: a region \
-             must count fewer than 2^32 events); regions without system calls (CPU from \
-             rseq; the kernel-entry sentinel as Meter::sentinel says)"
-        ),
+        How::ModuleLayout { cpu, layout },
         pin,
     ))
 }
 
 /// The programming grant (EN): the library programs the counters itself.
-fn open_programmed(builder: &MeterBuilder) -> Result<Opened> {
-    let wanted = super::events_of(builder)?;
-    let cpu = super::cpu_of(builder);
+fn open_programmed(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
+    let wanted = request.direct_events()?;
+    let cpu = request.cpu_or_current();
     // SAFETY: `program_the_pmu`'s caller promised exclusive use of this CPU's PMU and
     // a fixed affinity; EL0 cannot read PMUVer, so only the PMUv3 baseline is assumed.
     let taken = unsafe { take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new()) };
@@ -265,21 +275,16 @@ fn open_programmed(builder: &MeterBuilder) -> Result<Opened> {
         Ok(taken) => taken,
         Err(Error::Access(crate::error::AccessError::GrantMissing {
             cause: crate::error::GrantMissing::NoProgrammingAccess { .. },
-        })) => return open_granted(builder),
+        })) => return open_read_only_grant(request),
         Err(e) => return Err(e),
     };
     let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
-    let region = programmed_region(pmu, &placed, builder.names(), builder.sentinel)?;
-    Ok(super::opened(
+    let region = programmed_region(pmu, &placed, request.names.clone(), request.sentinel)?;
+    Ok(Opened::direct(
         region,
-        builder.events.len(),
+        request.events.len(),
         Grant::Program { cpu },
-        format!(
-            "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the library \
-             programs the counters itself, counting EL0 only; regions without system calls \
-             (CPU from rseq, overflow flags; the kernel-entry sentinel as Meter::sentinel \
-             says)"
-        ),
+        How::Armv8Programmed { cpu },
         pin,
     ))
 }
@@ -299,7 +304,7 @@ fn counter_id(pmu: &El0Pmu, slot: Slot) -> Result<CounterId> {
 }
 
 /// The one-instruction read handle of `slot` on a PMU taken under EN, for a
-/// [`super::DirectRegion`] over counters of that PMU (the backend's own, or a pool's
+/// [`DirectRegion`] over counters of that PMU (the backend's own, or a pool's
 /// counters in a region built by hand).
 ///
 /// # Errors
@@ -324,11 +329,11 @@ pub fn pool_region<'c, 'p, const K: usize>(
     counters: &'c [pmu_core::Counter<'p, El0Pmu>],
     names: Vec<String>,
 ) -> Result<
-    super::DirectRegion<
+    DirectRegion<
         &'c [pmu_core::Counter<'p, El0Pmu>],
         Pmuserenr,
         CounterHandle,
-        super::NoSentinel,
+        NoSentinel,
         Flags,
         K,
         crate::sched::Kernel,
@@ -346,12 +351,12 @@ pub fn pool_region<'c, 'p, const K: usize>(
                 expected: K as u32,
                 got: given as u32,
             })?;
-    super::DirectRegion::with_cpu(
+    DirectRegion::with_cpu(
         counters,
         Pmuserenr,
         handles,
         names,
-        super::NoSentinel,
+        NoSentinel,
         Sentinel::off("a region by hand over a pool's counters: none programmed"),
         Flags::with_en(pmu.registers()),
         crate::sched::Kernel,
@@ -397,7 +402,7 @@ pub fn granted_region(
 ) -> Result<Box<dyn Backend>> {
     let layout = *pmu.layout();
     let access = PmuserenrRead::for_layout(&layout);
-    let counters = super::OwnedCounters::allocate(pmu, placed, pmu_core::PrivilegeFilter::USER)?;
+    let counters = OwnedCounters::allocate(pmu, placed, pmu_core::PrivilegeFilter::USER)?;
     let handles = counters
         .slots()
         .map(|slot| {
@@ -441,7 +446,7 @@ pub fn granted_region(
 
 /// A syscall-free region on counters the backend programs itself under EN (`pmu` from
 /// [`take_armv8`]), for `placed`, plus a sentinel on a free
-/// counter ([`super::SENTINEL_FILTER`]); with no free counter (or neither event), regions
+/// counter ([`SENTINEL_FILTER`]); with no free counter (or neither event), regions
 /// take `getrusage` for switches and a [`Sentinel::Off`] says why.
 ///
 /// # Errors
@@ -467,7 +472,7 @@ pub fn programmed_region(
             ),
         ]
     };
-    let (counters, sentinel_error) = super::OwnedCounters::allocate_with_extra(
+    let (counters, sentinel_error) = OwnedCounters::allocate_with_extra(
         pmu,
         placed,
         pmu_core::PrivilegeFilter::USER,

@@ -33,6 +33,10 @@ pub enum GrantMissing {
 /// Where the module publishes itself once loaded.
 pub const MODULE_SYSFS: &str = "/sys/module/kmod_enable_user";
 
+/// Where kmod-enable-user publishes the counters it runs for EL0 under its read-only
+/// grant (`5=0x8 31=0x11`: counter=event, 31 the cycle counter).
+pub const MODULE_LAYOUT: &str = "/sys/module/kmod_enable_user/parameters/layout";
+
 /// The error of a probe that trapped, from the module's state under `module`
 /// ([`MODULE_SYSFS`]): [`AccessError::NotEnabled`] when it is not loaded,
 /// [`AccessError::GrantMissing`] with what its parameters say when it is.

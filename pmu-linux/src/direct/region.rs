@@ -63,7 +63,6 @@ pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter
 use pmu_core::{CounterRead, CounterWidth, Reading, RegionMeter};
 
 use crate::backend::Backend;
-use crate::direct::AccessCheck;
 use crate::error::{Error, Result};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::rseq::CpuId;
@@ -76,6 +75,29 @@ use crate::verdict::{
     counter_readings, edge_evidence, edge_hazards, edge_tag, fast_verdict, sentinel_delta, tag_cpu,
 };
 use crate::Sentinel;
+
+/// Says whether user access to the PMU is still granted, without trapping.
+pub trait AccessCheck {
+    /// True while user mode may access the counters.
+    fn granted(&self) -> bool;
+}
+
+/// No check possible (ARM1176: SUNAVCR is not readable in User mode) or needed (fake
+/// PMUs).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unchecked;
+
+impl AccessCheck for Unchecked {
+    fn granted(&self) -> bool {
+        true
+    }
+}
+
+impl<F: Fn() -> bool> AccessCheck for F {
+    fn granted(&self) -> bool {
+        self()
+    }
+}
 
 /// The error of a `sched_getcpu()` that failed, out of the regions' line (cold).
 #[cold]

@@ -5,9 +5,12 @@ use pmu_core::{Hazards, Slot};
 
 use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter};
 
+use super::probe::classify;
 use super::*;
+use crate::error::Error;
 use crate::measure::{measure, measure_once, MeasureConfig};
 use crate::sched::fake::FakeThread;
+use crate::sys::ChildEnd;
 
 /// An illegal instruction in the probe child is the "not enabled" error, and the
 /// test process lives on. (x86 `ud2`; the ARM probes execute their real register

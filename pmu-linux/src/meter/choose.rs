@@ -19,46 +19,18 @@
 
 use std::fmt;
 
+use crate::backend::{BackendKind, Grant, How, Opened, Reads, Request, SlowReads};
 use crate::error::{Error, Result};
-use crate::events::EventKind;
-use crate::meter::{BackendKind, Inner, MeterBuilder};
-use crate::sched::PinGuard;
-use crate::{direct, perf_rungs, Sentinel};
+use crate::{direct, Sentinel};
 
-/// How a meter's regions read their counters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Reads {
-    /// Every counter with one instruction in user space (`rdpmc`, `mrs`, `mrc`).
-    OneInstruction,
-    /// With a system call (perf's `read()`; the kernel's software events): such
-    /// readings are flagged [`crate::Hazards::SYSCALL_FALLBACK`].
-    SystemCall,
-}
-
-/// The kmod-enable-user grant a direct backend works under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Grant {
-    /// Reads of the counters the module runs (ARMv8 PMUSERENR_EL0.ER or ER|CR, no EN).
-    ReadOnly {
-        /// The CPU whose counters are read.
-        cpu: usize,
-    },
-    /// The library programs the counters itself (ARMv8 PMUSERENR_EL0.EN, ARMv7
-    /// PMUSERENR.EN, ARM1176 SUNAVCR.V).
-    Program {
-        /// The CPU whose counters are programmed.
-        cpu: usize,
-    },
-}
+use super::perf_rungs::{self as perf, Inner};
 
 /// Why a rung of the ladder did not open its backend.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Refusal {
     /// perf opens the events but cannot give one-instruction reads (why).
-    SlowPerfReads(String),
+    SlowPerfReads(SlowReads),
     /// perf finds no hardware counters (what was found).
     NoHardwareCounters(Vec<String>),
     /// The direct backend did not open.
@@ -66,7 +38,9 @@ pub enum Refusal {
 }
 
 /// The backend a meter opened, how its regions read, under which grant, with which
-/// kernel-entry sentinel, and what the ladder refused before it.
+/// kernel-entry sentinel, and what the ladder refused before it. Its `Display` is
+/// [`crate::Meter::why`]: the refusals that matter to the backend chosen, then how it
+/// reads.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Choice {
@@ -80,8 +54,22 @@ pub struct Choice {
     pub sentinel: Sentinel,
     /// What the rungs before it refused, in ladder order.
     pub refused: Vec<Refusal>,
-    /// The chosen backend's own account of how it reads.
-    account: String,
+    /// How the chosen backend reads, as facts.
+    how: How,
+}
+
+impl Choice {
+    /// The choice `opened` makes, with its `sentinel`, after `refused`.
+    pub(crate) fn new<B>(opened: &Opened<B>, sentinel: Sentinel, refused: Vec<Refusal>) -> Self {
+        Self {
+            kind: opened.kind,
+            reads: opened.reads,
+            grant: opened.grant,
+            sentinel,
+            refused,
+            how: opened.how.clone(),
+        }
+    }
 }
 
 impl fmt::Display for Choice {
@@ -101,10 +89,10 @@ impl fmt::Display for Choice {
                         Refusal::Direct(_) => {}
                     }
                 }
-                f.write_str(&self.account)
+                self.how.fmt(f)
             }
             BackendKind::Perf => {
-                f.write_str(&self.account)?;
+                self.how.fmt(f)?;
                 if self
                     .refused
                     .iter()
@@ -126,13 +114,13 @@ impl fmt::Display for Choice {
                     }
                 }
                 if notes.is_empty() {
-                    write!(f, "no hardware counters: {}", self.account)
+                    write!(f, "no hardware counters: {}", self.how)
                 } else {
                     write!(
                         f,
                         "no hardware counters ({}): {}",
                         notes.join("; "),
-                        self.account
+                        self.how
                     )
                 }
             }
@@ -140,224 +128,262 @@ impl fmt::Display for Choice {
     }
 }
 
-/// What a rung opened.
-pub(crate) struct Opened {
-    pub(crate) inner: Inner,
-    /// Per event (the user's, then the meter's own), its reading's index.
-    pub(crate) slots: Vec<Option<usize>>,
-    /// Per event, its name.
-    pub(crate) names: Vec<String>,
-    pub(crate) kind: BackendKind,
-    pub(crate) reads: Reads,
-    pub(crate) grant: Option<Grant>,
-    /// How it reads, in one sentence (see [`Choice`]'s Display).
-    pub(crate) account: String,
-    pub(crate) pin: Option<PinGuard>,
+/// What the rungs walked so far found: the refusals in order, and the three facts later
+/// rungs decide on (so no rung reads another's refusals).
+#[derive(Debug, Default)]
+pub(crate) struct Ladder {
+    /// The refusals, in ladder order.
+    refused: Vec<Refusal>,
+    /// perf refused its one-instruction reads, and why.
+    pub(crate) slow_perf: Option<SlowReads>,
+    /// perf found no hardware counters.
+    pub(crate) no_hardware: bool,
+    /// The read-only grant was tried and refused.
+    pub(crate) grant_tried: bool,
 }
 
-impl Opened {
-    /// The choice this opening makes, after `refused`.
-    pub(crate) fn choice(&self, sentinel: Sentinel, refused: Vec<Refusal>) -> Choice {
-        Choice {
-            kind: self.kind,
-            reads: self.reads,
-            grant: self.grant,
-            sentinel,
-            refused,
-            account: self.account.clone(),
-        }
+impl Ladder {
+    /// perf cannot read with one instruction: `why`.
+    pub(crate) fn refuse_slow_reads(&mut self, why: SlowReads) {
+        self.slow_perf = Some(why.clone());
+        self.refused.push(Refusal::SlowPerfReads(why));
+    }
+
+    /// perf found no hardware counters: `notes`.
+    pub(crate) fn refuse_no_hardware(&mut self, notes: Vec<String>) {
+        self.no_hardware = true;
+        self.refused.push(Refusal::NoHardwareCounters(notes));
+    }
+
+    /// The read-only grant did not open: `error`.
+    fn refuse_grant(&mut self, error: Error) {
+        self.grant_tried = true;
+        self.refused.push(Refusal::Direct(error));
     }
 }
 
-/// One rung: opens its backend, or passes (not its case, or it pushed its refusal).
-type Rung = fn(&MeterBuilder, &mut Vec<Refusal>) -> Result<Option<Opened>>;
+/// What a rung returns: its backend opened, or `None` (not its case, or it refused).
+pub(crate) type Rung = fn(&Request, &mut Ladder) -> Result<Option<Opened<Inner>>>;
 
-/// Walks `builder`'s ladder: the first backend that opens, with the refusals before it.
+/// Walks the ladder for `request` (only `only`'s rungs when one backend was asked
+/// for): the first backend that opens, with the refusals before it.
 ///
 /// # Errors
 /// A rung's error that no later rung can take over (name errors, a group that does
 /// not fit, the only backend asked for failing).
-pub(crate) fn choose(builder: &MeterBuilder) -> Result<(Opened, Vec<Refusal>)> {
-    let ladder: &[Rung] = match builder.choice {
+pub(crate) fn choose(
+    only: Option<BackendKind>,
+    request: &Request,
+) -> Result<(Opened<Inner>, Vec<Refusal>)> {
+    let ladder: &[Rung] = match only {
         Some(BackendKind::Direct) => &[direct_backend],
         Some(BackendKind::Software) => &[software],
-        Some(BackendKind::Perf) => &[perf_rungs::hybrid, perf_rungs::perf],
+        Some(BackendKind::Perf) => &[perf::hybrid, perf::perf],
         None => &[
-            perf_rungs::hybrid,
+            perf::hybrid,
             grant_before_perf,
-            perf_rungs::perf,
+            perf::perf,
             direct_without_perf,
             grant_after_perf,
-            perf_rungs::perf_read,
+            perf::perf_read,
             software_without_hardware,
         ],
     };
-    let mut refused = Vec::new();
+    let mut state = Ladder::default();
     for rung in ladder {
-        if let Some(opened) = rung(builder, &mut refused)? {
-            return Ok((opened, refused));
+        if let Some(opened) = rung(request, &mut state)? {
+            return Ok((opened, state.refused));
         }
     }
     unreachable!("the ladder's last rung opens its backend or fails")
 }
 
-/// Whether any event is a hardware one (perf's software events never need a PMU).
-pub(crate) fn counts_hardware(builder: &MeterBuilder) -> Result<bool> {
-    Ok(builder
-        .specs()?
-        .iter()
-        .any(|s| s.kind != EventKind::Software))
+fn direct_backend(request: &Request, _: &mut Ladder) -> Result<Option<Opened<Inner>>> {
+    Ok(Some(direct::open(request)?.map(Inner::Other)))
 }
 
-fn direct_backend(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
-    direct::open(builder).map(Some)
-}
-
-fn software(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
-    super::software::open(builder).map(Some)
+fn software(request: &Request, _: &mut Ladder) -> Result<Option<Opened<Inner>>> {
+    super::software::open(request).map(Some)
 }
 
 /// Rung 2: perf's user reads are off and the module's layout is there.
-fn grant_before_perf(builder: &MeterBuilder, refused: &mut Vec<Refusal>) -> Result<Option<Opened>> {
+fn grant_before_perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Opened<Inner>>> {
     if !direct::READ_ONLY_GRANT
         || crate::sys::perf_user_access() != Some(0)
         || !std::path::Path::new(direct::MODULE_LAYOUT).exists()
-        || !counts_hardware(builder)?
+        || !request.counts_hardware()?
     {
         return Ok(None);
     }
-    match direct::open_read_only_grant(builder) {
+    match direct::open_read_only_grant(request) {
         Ok(opened) => {
-            refused.push(Refusal::SlowPerfReads(
-                "kernel.perf_user_access = 0".to_owned(),
-            ));
-            Ok(Some(opened))
+            ladder.refuse_slow_reads(SlowReads::PerfUserAccessOff);
+            Ok(Some(opened.map(Inner::Other)))
         }
         Err(e) => {
-            refused.push(Refusal::Direct(e));
+            ladder.refuse_grant(e);
             Ok(None)
         }
     }
 }
 
 /// Rung 4: no perf backend in this library for this architecture.
-fn direct_without_perf(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
-    if perf_rungs::AVAILABLE {
+fn direct_without_perf(request: &Request, _: &mut Ladder) -> Result<Option<Opened<Inner>>> {
+    if perf::AVAILABLE {
         return Ok(None);
     }
-    direct::open(builder).map(Some)
+    Ok(Some(direct::open(request)?.map(Inner::Other)))
 }
 
 /// Rung 5: perf refused; the read-only grant, unless rung 2 already failed.
-fn grant_after_perf(builder: &MeterBuilder, refused: &mut Vec<Refusal>) -> Result<Option<Opened>> {
-    let perf_refused = matches!(
-        refused.last(),
-        Some(Refusal::SlowPerfReads(_) | Refusal::NoHardwareCounters(_))
-    );
-    let tried = refused.iter().any(|r| matches!(r, Refusal::Direct(_)));
-    if !direct::READ_ONLY_GRANT || !perf_refused || tried {
+fn grant_after_perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Opened<Inner>>> {
+    let perf_refused = ladder.slow_perf.is_some() || ladder.no_hardware;
+    if !direct::READ_ONLY_GRANT || !perf_refused || ladder.grant_tried {
         return Ok(None);
     }
-    match direct::open_read_only_grant(builder) {
-        Ok(opened) => Ok(Some(opened)),
+    match direct::open_read_only_grant(request) {
+        Ok(opened) => Ok(Some(opened.map(Inner::Other))),
         Err(e) => {
-            refused.push(Refusal::Direct(e));
+            ladder.refuse_grant(e);
             Ok(None)
         }
     }
 }
 
 /// Rung 7: no hardware counters at all.
-#[allow(clippy::ptr_arg)] // the ladder's one rung signature
 fn software_without_hardware(
-    builder: &MeterBuilder,
-    refused: &mut Vec<Refusal>,
-) -> Result<Option<Opened>> {
-    if !refused
-        .iter()
-        .any(|r| matches!(r, Refusal::NoHardwareCounters(_)))
-    {
+    request: &Request,
+    ladder: &mut Ladder,
+) -> Result<Option<Opened<Inner>>> {
+    if !ladder.no_hardware {
         return Ok(None);
     }
-    super::software::open(builder).map(Some)
+    super::software::open(request).map(Some)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::FallbackReason;
+    use pmu_core::Fallback;
 
-    fn choice(kind: BackendKind, refused: Vec<Refusal>, account: &str) -> Choice {
+    fn choice(kind: BackendKind, refused: Vec<Refusal>, how: How) -> Choice {
         Choice {
             kind,
             reads: Reads::OneInstruction,
             grant: None,
             sentinel: Sentinel::off("test"),
             refused,
-            account: account.to_owned(),
+            how,
         }
+    }
+
+    fn no_events() -> Error {
+        Error::Group(crate::error::GroupError::NoEvents)
     }
 
     /// The sentences `Meter::why` gave before the ladder was data (tests/tests/kernel_arm64.rs
     /// matches their beginnings): each refusal where the chosen backend puts it.
     #[test]
     fn display_is_the_why() {
+        let unmapped = SlowReads::Read(FallbackReason::NoPage);
+        let forbidden = SlowReads::Read(FallbackReason::Page(Fallback::NoUserAccess));
         assert_eq!(
             choice(
                 BackendKind::Direct,
-                vec![Refusal::SlowPerfReads("kernel.perf_user_access = 0".into())],
-                "grant: read-only"
+                vec![Refusal::SlowPerfReads(SlowReads::PerfUserAccessOff)],
+                How::Armv8Programmed { cpu: 1 }
             )
             .to_string(),
-            "perf cannot give one-instruction reads here (kernel.perf_user_access = 0); \
-             grant: read-only"
+            format!(
+                "perf cannot give one-instruction reads here (kernel.perf_user_access = 0); {}",
+                How::Armv8Programmed { cpu: 1 }
+            )
         );
         assert_eq!(
             choice(
                 BackendKind::Perf,
                 vec![
-                    Refusal::SlowPerfReads("no user access".into()),
-                    Refusal::Direct(Error::Group(crate::error::GroupError::NoEvents)),
+                    Refusal::SlowPerfReads(forbidden.clone()),
+                    Refusal::Direct(no_events()),
                 ],
-                "every read is a read() system call (no user access), flagged syscall-fallback"
+                How::PerfReadCalls(forbidden.clone())
             )
             .to_string(),
             format!(
-                "every read is a read() system call (no user access), flagged \
-                 syscall-fallback; the direct backend is not available either: {}",
-                Error::Group(crate::error::GroupError::NoEvents)
+                "every read is a read() system call ({}), flagged syscall-fallback; the \
+                 direct backend is not available either: {}",
+                Fallback::NoUserAccess,
+                no_events()
             )
         );
         // A failed rung 2 alone (perf then opened) is not mentioned.
         assert_eq!(
             choice(
                 BackendKind::Perf,
-                vec![Refusal::Direct(Error::Group(
-                    crate::error::GroupError::NoEvents
-                ))],
-                "every read is a read() system call (unmapped), flagged syscall-fallback"
+                vec![Refusal::Direct(no_events())],
+                How::PerfReadCalls(unmapped)
             )
             .to_string(),
-            "every read is a read() system call (unmapped), flagged syscall-fallback"
+            "every read is a read() system call (the metadata page is not mapped), flagged \
+             syscall-fallback"
         );
         assert_eq!(
             choice(
                 BackendKind::Software,
                 vec![
                     Refusal::NoHardwareCounters(vec!["no cpu PMU".into()]),
-                    Refusal::Direct(Error::Group(crate::error::GroupError::NoEvents)),
+                    Refusal::Direct(no_events()),
                 ],
-                "counting task-clock instead"
+                How::Software {
+                    counted: vec!["task-clock".into()]
+                }
             )
             .to_string(),
             format!(
                 "no hardware counters (no cpu PMU; direct backend: {}): counting task-clock \
                  instead",
-                Error::Group(crate::error::GroupError::NoEvents)
+                no_events()
             )
         );
         assert_eq!(
-            choice(BackendKind::Software, Vec::new(), "counting tsc instead").to_string(),
-            "no hardware counters: counting tsc instead"
+            choice(
+                BackendKind::Software,
+                Vec::new(),
+                How::Software {
+                    counted: vec!["task-clock".into(), "tsc".into()]
+                }
+            )
+            .to_string(),
+            "no hardware counters: counting task-clock, tsc instead"
         );
+    }
+
+    /// Each backend's sentence, as the guest tests match them (tests/tests/kernel_arm64.rs,
+    /// tests/tests/debian_arm64.rs): the facts go in, the same words come out.
+    #[test]
+    fn how_composes_the_old_sentences() {
+        assert_eq!(
+            How::Hybrid {
+                pmus: vec!["armv8_cortex_a53".into(), "armv8_cortex_a72".into()],
+                reads: Reads::OneInstruction
+            }
+            .to_string(),
+            "2 core PMUs (armv8_cortex_a53, armv8_cortex_a72): every event opened on each \
+             and summed, the share of each in Meter::core_pmu_split; read with one \
+             instruction through the pages"
+        );
+        assert!(How::ModuleLayout {
+            cpu: 3,
+            layout: "0=0x8,31=0x11".into()
+        }
+        .to_string()
+        .starts_with(
+            "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on \
+             CPU 3: the counters the module runs (0=0x8,31=0x11), read with one instruction"
+        ));
+        assert!(How::Armv7Programmed { cpu: 2 }
+            .to_string()
+            .starts_with("direct access on CPU 2 (ARMv7 PMU"));
     }
 }

@@ -4,9 +4,8 @@
 
 use pmu_core::{Reading, RegionMeter};
 
-use super::choose::{Opened, Reads};
-use super::{BackendKind, Inner, MeterBuilder};
-use crate::backend::Backend;
+use super::perf_rungs::{software_events, Inner};
+use crate::backend::{Backend, BackendKind, How, Opened, Reads, Request};
 use crate::error::{Error, Result};
 use crate::timestamp::TimestampMeter;
 
@@ -14,37 +13,36 @@ use crate::timestamp::TimestampMeter;
 ///
 /// # Errors
 /// perf's open errors for the software events; [`crate::error::Unsupported::TimestampCounter`].
-pub(crate) fn open(builder: &MeterBuilder) -> Result<Opened> {
-    let mut names: Vec<String> = builder.names();
-    let mut slots = vec![None; builder.events.len()];
+pub(crate) fn open(request: &Request) -> Result<Opened<Inner>> {
+    let mut names: Vec<String> = request.names.clone();
+    let mut slots = vec![None; request.events.len()];
     let mut backends: Vec<Box<dyn Backend>> = Vec::new();
-    if let Some(session) = crate::perf_rungs::software_events(builder, &mut names, &mut slots)? {
+    if let Some(session) = software_events(request, &mut names, &mut slots)? {
         backends.push(session);
     }
     let counted_before: usize = backends.iter().map(|b| b.names().len()).sum();
     backends.push(Box::new(TimestampMeter::new()?));
     names.push(crate::timestamp::NAME.to_owned());
     slots.push(Some(counted_before));
-    let counted: Vec<&str> = names
+    let counted = names
         .iter()
         .zip(&slots)
         .filter(|(_, s)| s.is_some())
-        .map(|(n, _)| n.as_str())
+        .map(|(n, _)| n.clone())
         .collect();
-    let account = format!("counting {} instead", counted.join(", "));
-    let sentinel = crate::Sentinel::off(if builder.sentinel {
+    let sentinel = crate::Sentinel::off(if request.sentinel {
         crate::sentinel::NO_HARDWARE
     } else {
         crate::sentinel::SWITCHED_OFF
     });
     Ok(Opened {
-        inner: Inner::Other(Box::new(Stacked::new(backends, sentinel))),
+        backend: Inner::Other(Box::new(Stacked::new(backends, sentinel))),
         slots,
         names,
         kind: BackendKind::Software,
         reads: Reads::SystemCall,
         grant: None,
-        account,
+        how: How::Software { counted },
         pin: None,
     })
 }

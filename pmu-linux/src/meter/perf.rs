@@ -1,23 +1,20 @@
-//! The perf backend's rungs of the meter's ladder ([`crate::meter::choose`]), and the
-//! meter's inner backend with perf's session inline (its region reads are the hot
-//! path: no pointer to follow). 32-bit ARM has none of this (`no_perf.rs`).
+//! The perf backend's rungs of the meter's ladder ([`super::choose`]), and the meter's
+//! inner backend with perf's session inline (its region reads are the hot path: no
+//! pointer to follow). 32-bit ARM has none of this (`no_perf.rs`).
 
 use pmu_core::{Reading, RegionMeter};
 
-use super::{Options, Session};
-use crate::backend::Backend;
+use super::choose::Ladder;
+use super::MeterBuilder;
+use crate::backend::{Backend, BackendKind, How, Opened, Reads, Request, SlowReads};
 use crate::error::Result;
 use crate::events::{self, EventKind, EventSpec};
-use crate::hybrid::{CoreTopology, HybridSession, PmuShare};
-use crate::meter::choose::{counts_hardware, Opened, Reads, Refusal};
-use crate::meter::{BackendKind, MeterBuilder};
-use crate::verdict::FallbackReason;
+use crate::hybrid::{CoreTopology, HybridSession};
+use crate::session::{Options, Session};
+use crate::verdict::{FallbackReason, PmuShare};
 
 /// This library has a perf backend here.
 pub(crate) const AVAILABLE: bool = true;
-
-/// The meter's perf settings.
-pub(crate) type Settings = Options;
 
 impl MeterBuilder {
     /// How the perf backend opens events.
@@ -29,8 +26,8 @@ impl MeterBuilder {
 
 /// The perf session options: [`MeterBuilder::perf_options`] with the sentinel as
 /// [`MeterBuilder::kernel_sentinel`] says.
-fn session_options(builder: &MeterBuilder) -> Options {
-    builder.perf.kernel_sentinel(builder.sentinel)
+fn session_options(request: &Request) -> Options {
+    request.perf.kernel_sentinel(request.sentinel)
 }
 
 /// The backend underneath a meter: perf's sessions inline, anything else behind
@@ -88,15 +85,15 @@ impl Inner {
     }
 }
 
-fn perf_opened(session: Session, events: usize, reads: Reads, account: String) -> Opened {
+fn perf_opened(session: Session, events: usize, reads: Reads, how: How) -> Opened<Inner> {
     Opened {
         names: session.specs().map(|s| s.name.clone()).collect(),
-        inner: Inner::Perf(session),
+        backend: Inner::Perf(session),
         slots: (0..events).map(Some).collect(),
         kind: BackendKind::Perf,
         reads,
         grant: None,
-        account,
+        how,
         pin: None,
     }
 }
@@ -106,12 +103,12 @@ fn perf_opened(session: Session, events: usize, reads: Reads, account: String) -
 /// event opened on every core PMU with its extended type, and summed. Passes where the
 /// machine has one core PMU (or none) or an event belongs to one PMU (raw numbers,
 /// `pmu/term=…/`): then the plain session.
-pub(crate) fn hybrid(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
-    if !counts_hardware(builder)? {
+pub(crate) fn hybrid(request: &Request, _: &mut Ladder) -> Result<Option<Opened<Inner>>> {
+    if !request.counts_hardware()? {
         return Ok(None);
     }
-    let specs = builder.specs()?;
-    let Ok(topology) = CoreTopology::discover_in(&builder.sysfs) else {
+    let specs = request.specs()?;
+    let Ok(topology) = CoreTopology::discover_in(&request.sysfs) else {
         return Ok(None);
     };
     let generic = specs
@@ -127,36 +124,30 @@ pub(crate) fn hybrid(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Opt
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let session =
-        match HybridSession::open_in(&builder.sysfs, &online, &refs, session_options(builder)) {
+        match HybridSession::open_in(&request.sysfs, &online, &refs, session_options(request)) {
             Ok(session) => session,
             // The PMUs are listed but cannot count (a VM's sysfs copy, a driver gone):
             // the plain rung finds out and says why.
             Err(e) if e.means_no_hardware_counters() => return Ok(None),
             Err(e) => return Err(e),
         };
-    let pmus = session.pmus().join(", ");
     let reads = if session.page_reads() {
         Reads::OneInstruction
     } else {
         Reads::SystemCall
     };
-    let account = format!(
-        "{} core PMUs ({pmus}): every event opened on each and summed, the share of each in \
-         Meter::core_pmu_split; {}",
-        session.pmus().len(),
-        match reads {
-            Reads::OneInstruction => "read with one instruction through the pages",
-            Reads::SystemCall => "read with read() (no user-space reads), flagged syscall-fallback",
-        }
-    );
+    let how = How::Hybrid {
+        pmus: session.pmus().iter().map(|p| p.to_string()).collect(),
+        reads,
+    };
     Ok(Some(Opened {
         names,
-        inner: Inner::Hybrid(session),
-        slots: (0..builder.events.len()).map(Some).collect(),
+        backend: Inner::Hybrid(session),
+        slots: (0..request.events.len()).map(Some).collect(),
         kind: BackendKind::Perf,
         reads,
         grant: None,
-        account,
+        how,
         pin: None,
     }))
 }
@@ -164,18 +155,18 @@ pub(crate) fn hybrid(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Opt
 /// Rung 3: perf's group. Opens it with one-instruction reads, or with `read()` where
 /// the page says why not; without [`MeterBuilder::backend`] refuses where the kernel forbids
 /// user reads (the module's grant may still allow them) or finds no hardware counters.
-pub(crate) fn perf(builder: &MeterBuilder, refused: &mut Vec<Refusal>) -> Result<Option<Opened>> {
-    let specs = builder.specs()?;
+pub(crate) fn perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Opened<Inner>>> {
+    let specs = request.specs()?;
     let hardware = specs.iter().any(|s| s.kind != EventKind::Software);
-    let auto = builder.choice.is_none();
-    let session = match Session::from_specs(specs, session_options(builder)) {
+    let auto = !request.only;
+    let session = match Session::from_specs(specs, session_options(request)) {
         Ok(session) => session,
         Err(e) if auto && e.means_no_hardware_counters() => {
-            let mut notes = crate::list::why_no_hardware_counters(&builder.sysfs);
+            let mut notes = crate::list::why_no_hardware_counters(&request.sysfs);
             if notes.is_empty() {
                 notes.push(e.to_string());
             }
-            refused.push(Refusal::NoHardwareCounters(notes));
+            ladder.refuse_no_hardware(notes);
             return Ok(None);
         }
         Err(e) => return Err(e),
@@ -192,67 +183,37 @@ pub(crate) fn perf(builder: &MeterBuilder, refused: &mut Vec<Refusal>) -> Result
         .find_map(|i| session.read_fast(i).err());
     session.disable()?;
     session.reset()?;
-    let n = builder.events.len();
+    let n = request.events.len();
     Ok(Some(match blocked {
-        None if hardware => perf_opened(
-            session,
-            n,
-            Reads::OneInstruction,
-            "the kernel lets this thread read every counter with one instruction (rdpmc / mrs \
-             through the perf metadata page)"
-                .to_owned(),
-        ),
-        None => perf_opened(
-            session,
-            n,
-            Reads::SystemCall,
-            "software events only: the kernel's own counters, read with read()".to_owned(),
-        ),
+        None if hardware => perf_opened(session, n, Reads::OneInstruction, How::PerfPages),
+        None => perf_opened(session, n, Reads::SystemCall, How::PerfSoftwareOnly),
         Some(blocked) => {
-            let reason = read_call_reason(blocked);
             // The kernel forbids user reads (perf_user_access = 0): the module's grant
             // may still allow them. (Unmapped pages, asked for, stay with perf.)
             let forbidden = blocked == FallbackReason::Page(pmu_core::Fallback::NoUserAccess);
             if auto && forbidden && crate::direct::READ_ONLY_GRANT {
-                refused.push(Refusal::SlowPerfReads(reason));
+                ladder.refuse_slow_reads(SlowReads::Read(blocked));
                 return Ok(None);
             }
-            perf_opened(session, n, Reads::SystemCall, read_calls(&reason))
+            let how = How::PerfReadCalls(SlowReads::Read(blocked));
+            perf_opened(session, n, Reads::SystemCall, how)
         }
     }))
 }
 
 /// Rung 6: perf refused its one-instruction reads and the grant did not open either:
 /// perf's group read with `read()`.
-#[allow(clippy::ptr_arg)] // the ladder's one rung signature
-pub(crate) fn perf_read(
-    builder: &MeterBuilder,
-    refused: &mut Vec<Refusal>,
-) -> Result<Option<Opened>> {
-    let Some(reason) = refused.iter().find_map(|r| match r {
-        Refusal::SlowPerfReads(reason) => Some(reason.clone()),
-        _ => None,
-    }) else {
+pub(crate) fn perf_read(request: &Request, ladder: &mut Ladder) -> Result<Option<Opened<Inner>>> {
+    let Some(why) = ladder.slow_perf.clone() else {
         return Ok(None);
     };
-    let session = Session::from_specs(builder.specs()?, session_options(builder))?;
+    let session = Session::from_specs(request.specs()?, session_options(request))?;
     Ok(Some(perf_opened(
         session,
-        builder.events.len(),
+        request.events.len(),
         Reads::SystemCall,
-        read_calls(&reason),
+        How::PerfReadCalls(why),
     )))
-}
-
-fn read_call_reason(blocked: FallbackReason) -> String {
-    match blocked {
-        FallbackReason::Page(f) => f.to_string(),
-        other => other.to_string(),
-    }
-}
-
-fn read_calls(reason: &str) -> String {
-    format!("every read is a read() system call ({reason}), flagged syscall-fallback")
 }
 
 /// The software backend's perf part: the software events asked for plus `task-clock`
@@ -261,16 +222,16 @@ fn read_calls(reason: &str) -> String {
 /// # Errors
 /// perf's open errors.
 pub(crate) fn software_events(
-    builder: &MeterBuilder,
+    request: &Request,
     names: &mut Vec<String>,
     slots: &mut Vec<Option<usize>>,
 ) -> Result<Option<Box<dyn Backend>>> {
     let mut software: Vec<EventSpec> = Vec::new();
-    for (i, event) in builder.events.iter().enumerate() {
-        if let Ok(spec) = events::resolve(&event.name(), &builder.sysfs) {
+    for (i, slot) in slots.iter_mut().enumerate().take(request.events.len()) {
+        if let Some(spec) = request.spec(i) {
             if spec.kind == EventKind::Software {
-                slots[i] = Some(software.len());
-                software.push(spec);
+                *slot = Some(software.len());
+                software.push(spec.clone());
             }
         }
     }
@@ -293,5 +254,5 @@ pub(crate) fn software_events(
             *slot = 0;
         }
     }
-    Ok(Some(Box::new(Session::from_specs(software, builder.perf)?)))
+    Ok(Some(Box::new(Session::from_specs(software, request.perf)?)))
 }

@@ -1,22 +1,28 @@
 //! Where this library has no perf backend (32-bit ARM: perf-event-open-sys has
 //! bindings for 64-bit architectures only), the perf rungs of the meter's ladder pass
-//! or refuse, and the meter's inner backend is a direct one. `session/rungs.rs` is the
-//! perf side.
+//! or refuse, and the meter's inner backend is a direct one. `perf.rs` is the perf
+//! side.
 
 use pmu_core::Reading;
 
-use crate::backend::Backend;
+use super::choose::Ladder;
+use crate::backend::{Backend, Opened, Request};
 use crate::error::{Error, Result};
-use crate::hybrid::PmuShare;
-use crate::meter::choose::{Opened, Refusal};
-use crate::meter::{BackendKind, MeterBuilder};
+use crate::verdict::PmuShare;
 
 /// This library has no perf backend here.
 pub(crate) const AVAILABLE: bool = false;
 
-/// No perf settings to keep.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Settings;
+#[cfg(target_arch = "arm")]
+impl super::MeterBuilder {
+    /// The ARM1176's cycle counter counts every cycle or every 64th (PMCR.D, ARM1176
+    /// TRM 3.2.51): with 64 it wraps after about 392 s instead of 6 s at 700 MHz; its
+    /// counts are still reported in cycles (ticks × 64, resolution 64 cycles).
+    pub fn cycle_divider(&mut self, divider: pmu_armv6::CycleDivider) -> &mut Self {
+        self.direct.divider = divider;
+        self
+    }
+}
 
 /// The backend underneath a meter.
 pub(crate) enum Inner {
@@ -53,27 +59,27 @@ impl Inner {
 }
 
 /// No summed core PMUs without perf.
-pub(crate) fn hybrid(_: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
+pub(crate) fn hybrid(_: &Request, _: &mut Ladder) -> Result<Option<Opened<Inner>>> {
     Ok(None)
 }
 
 /// [`crate::error::Unsupported::Perf`] where perf was asked for; passes for the direct rung.
-pub(crate) fn perf(builder: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
-    let Settings = builder.perf;
-    if builder.choice == Some(BackendKind::Perf) {
+pub(crate) fn perf(request: &Request, _: &mut Ladder) -> Result<Option<Opened<Inner>>> {
+    let () = request.perf;
+    if request.only {
         return Err(Error::Unsupported(crate::error::Unsupported::Perf));
     }
     Ok(None)
 }
 
 /// Never reached: the perf rung refuses nothing here.
-pub(crate) fn perf_read(_: &MeterBuilder, _: &mut Vec<Refusal>) -> Result<Option<Opened>> {
+pub(crate) fn perf_read(_: &Request, _: &mut Ladder) -> Result<Option<Opened<Inner>>> {
     Ok(None)
 }
 
 /// No perf software events: the software backend is the time-stamp counter alone.
 pub(crate) fn software_events(
-    _: &MeterBuilder,
+    _: &Request,
     _: &mut Vec<String>,
     _: &mut Vec<Option<usize>>,
 ) -> Result<Option<Box<dyn Backend>>> {
