@@ -359,7 +359,7 @@ pub enum EventError {
         /// The name.
         name: String,
         /// What kind of event it is.
-        kind: crate::events::EventKind,
+        kind: crate::events::kind::EventKind,
     },
     /// `<pmu>/…/` names a PMU the kernel does not publish in sysfs.
     UnknownPmu {
@@ -504,7 +504,7 @@ pub enum Unsupported {
     /// A one-instruction read is not possible for this event (benchmarks).
     FastRead {
         /// Why the value has to come from `read()`.
-        reason: crate::verdict::FallbackReason,
+        reason: crate::verdict::reason::FallbackReason,
     },
 }
 
@@ -556,11 +556,10 @@ pub enum PmuError {
     CounterHandle(pmu_armv8::handle::HandleError),
     /// Counting over every core PMU of a heterogeneous machine (`perf::HybridSession`) is
     /// not possible as asked.
-    Hybrid(crate::hybrid::HybridProblem),
+    Hybrid(HybridProblem),
 }
 
 pub use crate::direct::grant::GrantMissing;
-pub use crate::hybrid::HybridProblem;
 
 impl Error {
     /// A failed system call: `op`, with the thread's `errno`.
@@ -932,6 +931,78 @@ fn list(items: &[String]) -> String {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What is wrong with a heterogeneous setup or request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HybridProblem {
+    /// The event belongs to one PMU (raw, sysfs or software): it cannot be opened on
+    /// every core PMU.
+    NotGeneric {
+        /// The name.
+        event: String,
+        /// What it is.
+        kind: crate::events::kind::EventKind,
+    },
+    /// Two core PMUs claim the same CPU: their sum would count it twice.
+    Overlap {
+        /// One PMU.
+        first: String,
+        /// The other.
+        second: String,
+        /// A CPU both list.
+        cpu: u32,
+    },
+    /// A core PMU's `cpus` (or `cpumask`) is not a CPU list.
+    BadCpuList {
+        /// The PMU.
+        pmu: String,
+        /// The file's text.
+        content: String,
+    },
+    /// A core PMU publishes neither `cpus` nor `cpumask`: which CPUs it counts on is
+    /// unknown, and so is whether a sum over the PMUs is whole.
+    NoCpuList {
+        /// The PMU.
+        pmu: String,
+    },
+}
+
+impl std::error::Error for HybridProblem {}
+
+impl fmt::Display for HybridProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotGeneric { event, kind } => write!(
+                f,
+                "`{event}` is a {kind} event of one PMU; a count over every core PMU takes \
+                 generic hardware and cache events (instructions, cycles, \
+                 L1-dcache-load-misses, …): open per-PMU events with a Session instead"
+            ),
+            Self::Overlap { first, second, cpu } => write!(
+                f,
+                "core PMUs {first} and {second} both list CPU {cpu}: a sum over them would \
+                 count it twice (check the device tree's PMU nodes / interrupt-affinity)"
+            ),
+            Self::BadCpuList { pmu, content } => write!(
+                f,
+                "core PMU {pmu}: `cpus` is not a CPU list: {:?}",
+                content.trim()
+            ),
+            Self::NoCpuList { pmu } => write!(
+                f,
+                "core PMU {pmu} publishes no `cpus` or `cpumask` in sysfs: the CPUs it \
+                 counts on are unknown"
+            ),
+        }
+    }
+}
+
+impl From<HybridProblem> for Error {
+    fn from(problem: HybridProblem) -> Self {
+        Error::Pmu(crate::error::PmuError::Hybrid(problem))
+    }
+}
 
 #[cfg(test)]
 mod tests {

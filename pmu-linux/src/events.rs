@@ -30,6 +30,9 @@ use pmu_core::GenericEvent;
 use crate::error::{Error, RawProblem, Result, TermProblem};
 use crate::sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 
+pub(crate) mod kind;
+pub use kind::EventKind;
+
 /// `perf_event_attr.type` values (include/uapi/linux/perf_event.h `perf_type_id`).
 pub(crate) mod perf_type {
     /// PERF_TYPE_HARDWARE.
@@ -211,33 +214,6 @@ impl FromStr for Event {
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
-    }
-}
-
-/// Where an event comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    /// A generic hardware event (PERF_TYPE_HARDWARE).
-    Hardware,
-    /// A kernel software event (PERF_TYPE_SOFTWARE): never on a hardware counter.
-    Software,
-    /// A generic cache event (PERF_TYPE_HW_CACHE).
-    HwCache,
-    /// A raw CPU event code (PERF_TYPE_RAW).
-    Raw,
-    /// An event of a PMU described in sysfs.
-    Sysfs,
-}
-
-impl fmt::Display for EventKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Hardware => "hardware",
-            Self::Software => "software",
-            Self::HwCache => "hardware cache",
-            Self::Raw => "raw",
-            Self::Sysfs => "sysfs PMU",
-        })
     }
 }
 

@@ -144,1146 +144,595 @@
 //! 2552. x86 hybrid machines (`cpu_core`/`cpu_atom`) are covered by the host tests
 //! only.
 
-use std::fmt;
 use std::fs;
-use std::io;
 
-use pmu_core::mmap_page::{UserPage, MAX_RETRIES};
+use pmu_core::mmap_page::UserPage;
 
-use crate::error::{Error, Result};
-use crate::events::{EventKind, EventSpec, PMU_TYPE_SHIFT};
-use crate::sysfs::{FormatField, Pmu, Sysfs};
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use crate::error::{Error, HybridProblem, Result};
+use crate::events;
+use crate::events::EventKind;
+use crate::fast;
+use crate::page::KernelPage;
+use crate::session::{Options, Session};
+use crate::sys;
+use crate::sysfs::Sysfs;
+use crate::topology::{parse_cpu_list, CoreTopology, ONLINE_CPUS};
+use crate::verdict::hybrid::{page_state, EdgeRead, PmuShare};
 use crate::verdict::{sum_reading, EdgeFacts, EdgeSample};
+use crate::verdict::{Evidence, FallbackReason};
+use pmu_core::mmap_page::BaseRead;
+use pmu_core::Fallback;
 
-/// The file with the CPUs Linux has online (Documentation/ABI/testing/sysfs-devices-system-cpu).
-pub(crate) const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
-
-/// What is wrong with a heterogeneous setup or request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum HybridProblem {
-    /// The event belongs to one PMU (raw, sysfs or software): it cannot be opened on
-    /// every core PMU.
-    NotGeneric {
-        /// The name.
-        event: String,
-        /// What it is.
-        kind: EventKind,
-    },
-    /// Two core PMUs claim the same CPU: their sum would count it twice.
-    Overlap {
-        /// One PMU.
-        first: String,
-        /// The other.
-        second: String,
-        /// A CPU both list.
-        cpu: u32,
-    },
-    /// A core PMU's `cpus` (or `cpumask`) is not a CPU list.
-    BadCpuList {
-        /// The PMU.
-        pmu: String,
-        /// The file's text.
-        content: String,
-    },
-    /// A core PMU publishes neither `cpus` nor `cpumask`: which CPUs it counts on is
-    /// unknown, and so is whether a sum over the PMUs is whole.
-    NoCpuList {
-        /// The PMU.
-        pmu: String,
-    },
+/// How the current region was started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Mode {
+    /// Through the pages (one counter read per event).
+    #[default]
+    Pages,
+    /// With `read()`, and the switch counts from before it.
+    Syscall(sys::SwitchCounts),
 }
 
-impl std::error::Error for HybridProblem {}
-
-impl fmt::Display for HybridProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotGeneric { event, kind } => write!(
-                f,
-                "`{event}` is a {kind} event of one PMU; a count over every core PMU takes \
-                 generic hardware and cache events (instructions, cycles, \
-                 L1-dcache-load-misses, …): open per-PMU events with a Session instead"
-            ),
-            Self::Overlap { first, second, cpu } => write!(
-                f,
-                "core PMUs {first} and {second} both list CPU {cpu}: a sum over them would \
-                 count it twice (check the device tree's PMU nodes / interrupt-affinity)"
-            ),
-            Self::BadCpuList { pmu, content } => write!(
-                f,
-                "core PMU {pmu}: `cpus` is not a CPU list: {:?}",
-                content.trim()
-            ),
-            Self::NoCpuList { pmu } => write!(
-                f,
-                "core PMU {pmu} publishes no `cpus` or `cpumask` in sysfs: the CPUs it \
-                 counts on are unknown"
-            ),
-        }
-    }
+/// Generic events counted on every core PMU, summed per event: see the
+/// [`crate::perf`] docs.
+///
+/// Like [`Session`], it stays on the thread that opened it (the events count that
+/// thread).
+#[derive(Debug)]
+pub struct HybridSession {
+    names: Vec<String>,
+    /// Whether a kernel-entry sentinel was asked for (`Options::kernel_sentinel`).
+    sentinel_asked: bool,
+    topology: CoreTopology,
+    /// One label per group (the PMU's name, or `cpu` for plain events).
+    labels: Vec<String>,
+    /// One group per core PMU, the events in `names` order.
+    groups: Vec<Session>,
+    /// Whether a page `index` means "on a counter" (else every region uses `read()`).
+    page_reads: bool,
+    /// Online CPUs no core PMU covers.
+    uncovered: Vec<u32>,
+    mode: Mode,
+    /// The group of the PMU of the CPU at the start.
+    owner: Option<usize>,
+    facts: EdgeFacts,
+    /// The last `read()` region's switch counts (for its evidence).
+    switches: Option<sys::SwitchCounts>,
+    /// `groups × events` samples, group-major.
+    start: Vec<EdgeSample>,
+    end: Vec<EdgeSample>,
+    /// Every event's page (`groups × events`, group-major) when `page_reads`,
+    /// beside the groups that own the mappings (kept as long).
+    pages: Vec<KernelPage>,
+    /// The start reads of the owner's events (one per event).
+    anchors: Vec<BaseRead>,
 }
 
-impl From<HybridProblem> for Error {
-    fn from(problem: HybridProblem) -> Self {
-        Error::Pmu(crate::error::PmuError::Hybrid(problem))
-    }
-}
-
-/// A CPU list as the kernel prints it (`0-3,8`; lib/bitmap-str.c, `%*pbl`), sorted
-/// and without duplicates; `None` when it is not one. An empty text is an empty list.
-pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
-    let text = text.trim();
-    let mut cpus = Vec::new();
-    if text.is_empty() {
-        return Some(cpus);
-    }
-    for part in text.split(',') {
-        let part = part.trim();
-        let (lo, hi) = match part.split_once('-') {
-            Some((lo, hi)) => (
-                lo.trim().parse::<u32>().ok()?,
-                hi.trim().parse::<u32>().ok()?,
-            ),
-            None => {
-                let cpu: u32 = part.parse().ok()?;
-                (cpu, cpu)
-            }
-        };
-        if lo > hi || hi - lo > 1 << 16 {
-            return None;
-        }
-        cpus.extend(lo..=hi);
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Some(cpus)
-}
-
-/// One core PMU: the PMU of one kind of CPU.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CorePmu {
-    /// Its sysfs name (`armv8_cortex_a53`, `cpu_atom`).
-    pub name: String,
-    /// Its `perf_event_attr.type`, which also goes into config bits 63:32 of its
-    /// generic events.
-    pub perf_type: u32,
-    /// The CPUs it counts on, sorted.
-    pub cpus: Vec<u32>,
-    /// Its `rdpmc` format field (arm64: `config1:1`), for user reads.
-    pub user_read_field: Option<FormatField>,
-}
-
-impl CorePmu {
-    fn from_sysfs(pmu: &Pmu, sysfs: &Sysfs) -> Result<Self> {
-        let text = match &pmu.cpus {
-            Some(text) => text.clone(),
-            None => match fs::read_to_string(sysfs.root().join(&pmu.name).join("cpumask")) {
-                Ok(text) => text,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(HybridProblem::NoCpuList {
-                        pmu: pmu.name.clone(),
-                    }
-                    .into())
-                }
-                Err(e) => {
-                    return Err(Error::sysfs(
-                        sysfs.root().join(&pmu.name).join("cpumask"),
-                        e,
-                    ))
-                }
-            },
-        };
-        let cpus = parse_cpu_list(&text).ok_or_else(|| HybridProblem::BadCpuList {
-            pmu: pmu.name.clone(),
-            content: text.clone(),
-        })?;
-        Ok(Self {
-            name: pmu.name.clone(),
-            perf_type: pmu.perf_type,
-            cpus,
-            user_read_field: pmu.formats.get("rdpmc").cloned(),
-        })
-    }
-
-    /// `generic` (a hardware or cache event) on this PMU: the extended type in config
-    /// bits 63:32, named `<pmu>/<name>/` as perf prints it.
+impl HybridSession {
+    /// Opens the generic events `names` on every core PMU of this machine
+    /// (disabled; pinned whatever `options` say).
     ///
     /// # Errors
-    /// [`HybridProblem::NotGeneric`] for any other kind of event.
-    pub fn generic_spec(&self, generic: &EventSpec) -> Result<EventSpec> {
-        if !matches!(generic.kind, EventKind::Hardware | EventKind::HwCache)
-            || generic.config[0] >> PMU_TYPE_SHIFT != 0
-        {
-            return Err(HybridProblem::NotGeneric {
-                event: generic.name.clone(),
-                kind: generic.kind,
-            }
-            .into());
-        }
-        let mut spec = generic.clone();
-        spec.name = format!("{}/{}/", self.name, generic.name);
-        spec.config[0] |= u64::from(self.perf_type) << PMU_TYPE_SHIFT;
-        spec.pmu = Some(self.name.clone());
-        spec.user_read_field = self.user_read_field.clone();
-        Ok(spec)
-    }
-}
-
-/// The core PMUs of a machine, ordered by their first CPU.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CoreTopology {
-    pmus: Vec<CorePmu>,
-}
-
-impl CoreTopology {
-    /// The running kernel's core PMUs.
-    ///
-    /// # Errors
-    /// As [`CoreTopology::discover_in`].
-    pub fn discover() -> Result<Self> {
-        Self::discover_in(&Sysfs::system())
+    /// Name errors; [`crate::error::PmuError::Hybrid`] for a non-generic event or a bad topology;
+    /// the open errors of [`Session`].
+    pub fn open(names: &[&str], options: Options) -> Result<Self> {
+        let online = fs::read_to_string(ONLINE_CPUS)
+            .ok()
+            .and_then(|t| parse_cpu_list(&t))
+            .unwrap_or_default();
+        Self::open_in(&Sysfs::system(), &online, names, options)
     }
 
-    /// The core PMUs of the tree `sysfs`: those that take the extended hardware type,
-    /// each with its CPU list. None (an empty topology) on a machine whose only CPU
-    /// PMU is x86's `cpu`, or that has no CPU PMU.
+    /// As [`HybridSession::open`], with the PMUs of `sysfs` and `online` as the
+    /// online CPUs.
     ///
     /// # Errors
-    /// [`crate::error::PmuError::Hybrid`] for a PMU without, or with a malformed, CPU list and for two
-    /// PMUs that claim one CPU; sysfs read errors.
-    pub fn discover_in(sysfs: &Sysfs) -> Result<Self> {
-        let mut pmus = Vec::new();
-        for name in sysfs.pmu_names()? {
-            let pmu = sysfs.pmu(&name)?;
-            if pmu.takes_extended_hw_type() {
-                pmus.push(CorePmu::from_sysfs(&pmu, sysfs)?);
-            }
-        }
-        Self::new(pmus)
-    }
-
-    /// A topology of `pmus` (ordered here by first CPU).
-    ///
-    /// # Errors
-    /// [`HybridProblem::Overlap`] when two PMUs list one CPU.
-    pub fn new(mut pmus: Vec<CorePmu>) -> Result<Self> {
-        pmus.sort_by_key(|p| (p.cpus.first().copied().unwrap_or(u32::MAX), p.name.clone()));
-        for (i, first) in pmus.iter().enumerate() {
-            for second in &pmus[i + 1..] {
-                if let Some(&cpu) = first.cpus.iter().find(|c| second.cpus.contains(c)) {
-                    return Err(HybridProblem::Overlap {
-                        first: first.name.clone(),
-                        second: second.name.clone(),
-                        cpu,
+    /// As [`HybridSession::open`].
+    pub fn open_in(
+        sysfs: &Sysfs,
+        online: &[u32],
+        names: &[&str],
+        options: Options,
+    ) -> Result<Self> {
+        let topology = CoreTopology::discover_in(sysfs)?;
+        let generic = names
+            .iter()
+            .map(|n| events::resolve(n, sysfs))
+            .collect::<Result<Vec<_>>>()?;
+        let sentinel_asked = options.kernel_sentinel;
+        let options = options.pinned(true).grouped(true).kernel_sentinel(false);
+        let mut labels = Vec::new();
+        let mut groups = Vec::new();
+        if !topology.is_heterogeneous() {
+            // One core PMU or none: the plain events reach it, as perf opens them
+            // (the extended type only where there are two or more, which also
+            // works on kernels older than PERF_PMU_CAP_EXTENDED_HW_TYPE).
+            for spec in &generic {
+                if !matches!(spec.kind, EventKind::Hardware | EventKind::HwCache) {
+                    return Err(HybridProblem::NotGeneric {
+                        event: spec.name.clone(),
+                        kind: spec.kind,
                     }
                     .into());
                 }
             }
+            labels.push(
+                topology
+                    .pmus()
+                    .first()
+                    .map_or_else(|| "cpu".to_owned(), |p| p.name.clone()),
+            );
+            groups.push(Session::from_specs(generic.clone(), options)?);
+        } else {
+            for pmu in topology.pmus() {
+                let specs = generic
+                    .iter()
+                    .map(|g| pmu.generic_spec(g))
+                    .collect::<Result<Vec<_>>>()?;
+                labels.push(pmu.name.clone());
+                groups.push(Session::from_specs(specs, options)?);
+            }
         }
-        Ok(Self { pmus })
-    }
-
-    /// The core PMUs, ordered by first CPU.
-    pub fn pmus(&self) -> &[CorePmu] {
-        &self.pmus
-    }
-
-    /// Whether there are two kinds of cores or more.
-    pub fn is_heterogeneous(&self) -> bool {
-        self.pmus.len() > 1
-    }
-
-    /// The PMU (its position in [`CoreTopology::pmus`]) that counts on `cpu`.
-    pub fn owner_of(&self, cpu: u32) -> Option<usize> {
-        self.pmus.iter().position(|p| p.cpus.contains(&cpu))
-    }
-
-    /// The CPUs of `online` that no core PMU covers (on them nothing is counted).
-    pub fn uncovered(&self, online: &[u32]) -> Vec<u32> {
-        online
-            .iter()
-            .copied()
-            .filter(|&cpu| self.owner_of(cpu).is_none())
-            .collect()
-    }
-}
-
-/// What one read of a page saw, without touching a counter.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct PageState {
-    /// `lock`, the same before and after the loads.
-    pub lock: u32,
-    /// `index`: 0 when the event is on no counter of this CPU.
-    pub index: u32,
-    /// `offset`: the count itself when `index` is 0.
-    pub offset: i64,
-}
-
-/// `lock`, `index` and `offset` of `page`, consistent under its seqlock (an odd or
-/// moving `lock` is retried, at most [`MAX_RETRIES`] times: `None` after that).
-#[inline(always)]
-pub(crate) fn page_state<P: UserPage + ?Sized>(page: &P) -> Option<PageState> {
-    for _ in 0..MAX_RETRIES {
-        let lock = page.lock();
-        page.order_loads();
-        let index = page.index();
-        let offset = page.offset();
-        page.order_loads();
-        if lock & 1 == 0 && page.lock() == lock {
-            return Some(PageState {
-                lock,
-                index,
-                offset,
+        let page_reads = options.map_pages
+            && options.user_read
+            && (!cfg!(target_arch = "aarch64") || sys::perf_user_access() == Some(1))
+            && groups.iter().all(|g| {
+                (0..g.len()).all(|i| g.page(i).is_some_and(|p| p.view().cap_user_rdpmc()))
             });
-        }
-    }
-    None
-}
-
-/// How one PMU's event was read at one region edge.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum EdgeRead {
-    /// Through its page with one counter read: it was on a counter of this CPU.
-    #[default]
-    Counter,
-    /// From its page's `offset`: it was on no counter of this CPU (the thread was on
-    /// another PMU's CPU), so it was not counting.
-    PageOffset,
-    /// With `read()`.
-    Syscall,
-    /// Its pinned group had lost its counters (`read()` returned 0 bytes): no value.
-    Lost,
-}
-
-impl fmt::Display for EdgeRead {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Counter => "counter",
-            Self::PageOffset => "page-offset",
-            Self::Syscall => "read",
-            Self::Lost => "lost",
+        let uncovered = if topology.pmus().is_empty() {
+            Vec::new()
+        } else {
+            topology.uncovered(online)
+        };
+        let samples = groups.len() * generic.len();
+        let pages = if page_reads {
+            groups
+                .iter()
+                .flat_map(|g| (0..g.len()).filter_map(move |i| g.page(i)))
+                // SAFETY: the handles live in the same `HybridSession` as `groups`,
+                // whose sessions own the mappings and are never replaced or dropped
+                // before it: each page outlives every use of its handle.
+                .map(|page| unsafe { KernelPage::new(page) })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Self {
+            names: names.iter().map(|n| n.trim().to_owned()).collect(),
+            sentinel_asked,
+            topology,
+            labels,
+            groups,
+            page_reads,
+            uncovered,
+            mode: Mode::Pages,
+            owner: None,
+            facts: EdgeFacts::default(),
+            switches: None,
+            start: vec![EdgeSample::default(); samples],
+            end: vec![EdgeSample::default(); samples],
+            pages,
+            anchors: vec![BaseRead::default(); generic.len()],
         })
     }
-}
 
-/// One PMU's part of a region's count of one event.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PmuShare {
-    /// The PMU.
-    pub pmu: String,
-    /// Its count over the region.
-    pub count: u64,
-    /// How its event was read at the start.
-    pub start: EdgeRead,
-    /// How its event was read at the stop.
-    pub stop: EdgeRead,
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub use meter::HybridSession;
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod meter {
-    use super::*;
-    use crate::events;
-    use crate::fast;
-    use crate::page::KernelPage;
-    use crate::session::{Options, Session};
-    use crate::sys;
-    use crate::verdict::{Evidence, FallbackReason};
-    use pmu_core::mmap_page::BaseRead;
-    use pmu_core::Fallback;
-
-    /// How the current region was started.
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    enum Mode {
-        /// Through the pages (one counter read per event).
-        #[default]
-        Pages,
-        /// With `read()`, and the switch counts from before it.
-        Syscall(sys::SwitchCounts),
+    /// The core PMUs found (empty when plain events were opened).
+    pub fn topology(&self) -> &CoreTopology {
+        &self.topology
     }
 
-    /// Generic events counted on every core PMU, summed per event: see the
-    /// [`crate::perf`] docs.
-    ///
-    /// Like [`Session`], it stays on the thread that opened it (the events count that
-    /// thread).
-    #[derive(Debug)]
-    pub struct HybridSession {
-        names: Vec<String>,
-        /// Whether a kernel-entry sentinel was asked for (`Options::kernel_sentinel`).
-        sentinel_asked: bool,
-        topology: CoreTopology,
-        /// One label per group (the PMU's name, or `cpu` for plain events).
-        labels: Vec<String>,
-        /// One group per core PMU, the events in `names` order.
-        groups: Vec<Session>,
-        /// Whether a page `index` means "on a counter" (else every region uses `read()`).
-        page_reads: bool,
-        /// Online CPUs no core PMU covers.
-        uncovered: Vec<u32>,
-        mode: Mode,
-        /// The group of the PMU of the CPU at the start.
-        owner: Option<usize>,
-        facts: EdgeFacts,
-        /// The last `read()` region's switch counts (for its evidence).
-        switches: Option<sys::SwitchCounts>,
-        /// `groups × events` samples, group-major.
-        start: Vec<EdgeSample>,
-        end: Vec<EdgeSample>,
-        /// Every event's page (`groups × events`, group-major) when `page_reads`,
-        /// beside the groups that own the mappings (kept as long).
-        pages: Vec<KernelPage>,
-        /// The start reads of the owner's events (one per event).
-        anchors: Vec<BaseRead>,
+    /// The PMU of each group, in the order of [`HybridSession::split`].
+    pub fn pmus(&self) -> &[String] {
+        &self.labels
     }
 
-    impl HybridSession {
-        /// Opens the generic events `names` on every core PMU of this machine
-        /// (disabled; pinned whatever `options` say).
-        ///
-        /// # Errors
-        /// Name errors; [`crate::error::PmuError::Hybrid`] for a non-generic event or a bad topology;
-        /// the open errors of [`Session`].
-        pub fn open(names: &[&str], options: Options) -> Result<Self> {
-            let online = fs::read_to_string(ONLINE_CPUS)
-                .ok()
-                .and_then(|t| parse_cpu_list(&t))
-                .unwrap_or_default();
-            Self::open_in(&Sysfs::system(), &online, names, options)
+    /// The per-PMU groups (for their specs and pages).
+    pub fn groups(&self) -> &[Session] {
+        &self.groups
+    }
+
+    /// Whether regions may be read through the pages (else with `read()`).
+    pub fn page_reads(&self) -> bool {
+        self.page_reads
+    }
+
+    /// Online CPUs no core PMU covers.
+    pub fn uncovered(&self) -> &[u32] {
+        &self.uncovered
+    }
+
+    /// Each PMU's part of the last region's count of event `event`.
+    pub fn split(&self, event: usize) -> Vec<PmuShare> {
+        let n = self.names.len();
+        if event >= n {
+            return Vec::new();
         }
-
-        /// As [`HybridSession::open`], with the PMUs of `sysfs` and `online` as the
-        /// online CPUs.
-        ///
-        /// # Errors
-        /// As [`HybridSession::open`].
-        pub fn open_in(
-            sysfs: &Sysfs,
-            online: &[u32],
-            names: &[&str],
-            options: Options,
-        ) -> Result<Self> {
-            let topology = CoreTopology::discover_in(sysfs)?;
-            let generic = names
-                .iter()
-                .map(|n| events::resolve(n, sysfs))
-                .collect::<Result<Vec<_>>>()?;
-            let sentinel_asked = options.kernel_sentinel;
-            let options = options.pinned(true).grouped(true).kernel_sentinel(false);
-            let mut labels = Vec::new();
-            let mut groups = Vec::new();
-            if !topology.is_heterogeneous() {
-                // One core PMU or none: the plain events reach it, as perf opens them
-                // (the extended type only where there are two or more, which also
-                // works on kernels older than PERF_PMU_CAP_EXTENDED_HW_TYPE).
-                for spec in &generic {
-                    if !matches!(spec.kind, EventKind::Hardware | EventKind::HwCache) {
-                        return Err(HybridProblem::NotGeneric {
-                            event: spec.name.clone(),
-                            kind: spec.kind,
-                        }
-                        .into());
-                    }
+        self.labels
+            .iter()
+            .enumerate()
+            .map(|(p, pmu)| {
+                let (s, e) = (self.start[p * n + event], self.end[p * n + event]);
+                PmuShare {
+                    pmu: pmu.clone(),
+                    count: e.value.wrapping_sub(s.value),
+                    start: s.read,
+                    stop: e.read,
                 }
-                labels.push(
-                    topology
-                        .pmus()
-                        .first()
-                        .map_or_else(|| "cpu".to_owned(), |p| p.name.clone()),
-                );
-                groups.push(Session::from_specs(generic.clone(), options)?);
-            } else {
-                for pmu in topology.pmus() {
-                    let specs = generic
-                        .iter()
-                        .map(|g| pmu.generic_spec(g))
-                        .collect::<Result<Vec<_>>>()?;
-                    labels.push(pmu.name.clone());
-                    groups.push(Session::from_specs(specs, options)?);
-                }
-            }
-            let page_reads = options.map_pages
-                && options.user_read
-                && (!cfg!(target_arch = "aarch64") || sys::perf_user_access() == Some(1))
-                && groups.iter().all(|g| {
-                    (0..g.len()).all(|i| g.page(i).is_some_and(|p| p.view().cap_user_rdpmc()))
-                });
-            let uncovered = if topology.pmus().is_empty() {
-                Vec::new()
-            } else {
-                topology.uncovered(online)
-            };
-            let samples = groups.len() * generic.len();
-            let pages = if page_reads {
-                groups
-                    .iter()
-                    .flat_map(|g| (0..g.len()).filter_map(move |i| g.page(i)))
-                    // SAFETY: the handles live in the same `HybridSession` as `groups`,
-                    // whose sessions own the mappings and are never replaced or dropped
-                    // before it: each page outlives every use of its handle.
-                    .map(|page| unsafe { KernelPage::new(page) })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            Ok(Self {
-                names: names.iter().map(|n| n.trim().to_owned()).collect(),
-                sentinel_asked,
-                topology,
-                labels,
-                groups,
-                page_reads,
-                uncovered,
-                mode: Mode::Pages,
-                owner: None,
-                facts: EdgeFacts::default(),
-                switches: None,
-                start: vec![EdgeSample::default(); samples],
-                end: vec![EdgeSample::default(); samples],
-                pages,
-                anchors: vec![BaseRead::default(); generic.len()],
             })
-        }
+            .collect()
+    }
 
-        /// The core PMUs found (empty when plain events were opened).
-        pub fn topology(&self) -> &CoreTopology {
-            &self.topology
-        }
+    fn each(&self, f: impl Fn(&Session) -> Result<()>) -> Result<()> {
+        self.groups.iter().try_for_each(f)
+    }
 
-        /// The PMU of each group, in the order of [`HybridSession::split`].
-        pub fn pmus(&self) -> &[String] {
-            &self.labels
-        }
+    /// Enables every group.
+    ///
+    /// # Errors
+    /// As [`Session::enable`].
+    pub fn enable(&self) -> Result<()> {
+        self.each(Session::enable)
+    }
 
-        /// The per-PMU groups (for their specs and pages).
-        pub fn groups(&self) -> &[Session] {
-            &self.groups
-        }
+    /// Disables every group.
+    ///
+    /// # Errors
+    /// As [`Session::disable`].
+    pub fn disable(&self) -> Result<()> {
+        self.each(Session::disable)
+    }
 
-        /// Whether regions may be read through the pages (else with `read()`).
-        pub fn page_reads(&self) -> bool {
-            self.page_reads
-        }
+    /// Resets every count to 0.
+    ///
+    /// # Errors
+    /// As [`Session::reset`].
+    pub fn reset(&self) -> Result<()> {
+        self.each(Session::reset)
+    }
 
-        /// Online CPUs no core PMU covers.
-        pub fn uncovered(&self) -> &[u32] {
-            &self.uncovered
-        }
-
-        /// Each PMU's part of the last region's count of event `event`.
-        pub fn split(&self, event: usize) -> Vec<PmuShare> {
-            let n = self.names.len();
-            if event >= n {
-                return Vec::new();
+    /// A start through the pages, `owner` the group of this CPU's PMU: the other
+    /// groups' pages first (each event on no counter here: its `offset`), then the
+    /// owner's events with one instruction each, last. False when a page says
+    /// otherwise or cannot be read (the start then uses `read()`).
+    #[inline(always)]
+    fn start_pages(&mut self, owner: usize) -> bool {
+        let n = self.names.len();
+        for (k, sample) in self.start.iter_mut().enumerate() {
+            if k / n == owner {
+                continue;
             }
-            self.labels
-                .iter()
-                .enumerate()
-                .map(|(p, pmu)| {
-                    let (s, e) = (self.start[p * n + event], self.end[p * n + event]);
-                    PmuShare {
-                        pmu: pmu.clone(),
-                        count: e.value.wrapping_sub(s.value),
-                        start: s.read,
-                        stop: e.read,
+            match page_state(&self.pages[k].view()) {
+                Some(state) if state.index == 0 => {
+                    *sample = EdgeSample {
+                        value: state.offset as u64,
+                        lock: Some(state.lock),
+                        read: EdgeRead::PageOffset,
                     }
-                })
-                .collect()
-        }
-
-        fn each(&self, f: impl Fn(&Session) -> Result<()>) -> Result<()> {
-            self.groups.iter().try_for_each(f)
-        }
-
-        /// Enables every group.
-        ///
-        /// # Errors
-        /// As [`Session::enable`].
-        pub fn enable(&self) -> Result<()> {
-            self.each(Session::enable)
-        }
-
-        /// Disables every group.
-        ///
-        /// # Errors
-        /// As [`Session::disable`].
-        pub fn disable(&self) -> Result<()> {
-            self.each(Session::disable)
-        }
-
-        /// Resets every count to 0.
-        ///
-        /// # Errors
-        /// As [`Session::reset`].
-        pub fn reset(&self) -> Result<()> {
-            self.each(Session::reset)
-        }
-
-        /// A start through the pages, `owner` the group of this CPU's PMU: the other
-        /// groups' pages first (each event on no counter here: its `offset`), then the
-        /// owner's events with one instruction each, last. False when a page says
-        /// otherwise or cannot be read (the start then uses `read()`).
-        #[inline(always)]
-        fn start_pages(&mut self, owner: usize) -> bool {
-            let n = self.names.len();
-            for (k, sample) in self.start.iter_mut().enumerate() {
-                if k / n == owner {
-                    continue;
                 }
-                match page_state(&self.pages[k].view()) {
-                    Some(state) if state.index == 0 => {
-                        *sample = EdgeSample {
+                _ => return false,
+            }
+        }
+        for (anchor, &page) in self.anchors.iter_mut().zip(&self.pages[owner * n..]) {
+            match fast::read_base(page) {
+                Ok(read) => *anchor = read,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// The stop of a region started through the pages when no page changed: the
+    /// owner's counts since their anchors (one instruction each, first), then the
+    /// other pages' `lock`s, all as at the start. False (nothing final written)
+    /// when some page changed: the thread left the CPU.
+    #[inline(always)]
+    fn stop_pages_quiet(&mut self) -> bool {
+        let n = self.names.len();
+        let Some(owner) = self.owner else {
+            return false;
+        };
+        let ends = &mut self.end[owner * n..(owner + 1) * n];
+        for ((end, anchor), &page) in ends
+            .iter_mut()
+            .zip(&self.anchors)
+            .zip(&self.pages[owner * n..])
+        {
+            match fast::count_since(page, anchor) {
+                Some(count) => {
+                    *end = EdgeSample {
+                        value: anchor.read.value.wrapping_add(count),
+                        lock: Some(anchor.read.seq),
+                        read: EdgeRead::Counter,
+                    }
+                }
+                None => return self.settle_owner_start(owner),
+            }
+        }
+        self.settle_owner_start(owner);
+        for (k, page) in self.pages.iter().enumerate() {
+            if k / n != owner && page_state(&page.view()).map(|s| s.lock) != self.start[k].lock {
+                return false;
+            }
+        }
+        for k in 0..self.end.len() {
+            if k / n != owner {
+                self.end[k] = self.start[k];
+            }
+        }
+        true
+    }
+
+    /// The owner's start samples from its anchors (kept as anchors until the stop,
+    /// so that the start does no work after its reads); false, for the callers.
+    #[inline(always)]
+    fn settle_owner_start(&mut self, owner: usize) -> bool {
+        let n = self.names.len();
+        for (start, anchor) in self.start[owner * n..(owner + 1) * n]
+            .iter_mut()
+            .zip(&self.anchors)
+        {
+            *start = EdgeSample {
+                value: anchor.read.value,
+                lock: Some(anchor.read.seq),
+                read: EdgeRead::Counter,
+            };
+        }
+        false
+    }
+
+    /// The readings of the region from the samples and facts.
+    fn readings(&self, out: &mut [pmu_core::Reading]) -> Result<()> {
+        let n = self.names.len();
+        let groups = self.groups.len();
+        for (i, reading) in out.iter_mut().enumerate().take(n) {
+            let edges = (0..groups).map(|g| (self.start[g * n + i], self.end[g * n + i]));
+            *reading = sum_reading(edges, &self.facts);
+        }
+        Ok(())
+    }
+
+    /// Every event of every group through its page into `out` (the stop of a
+    /// region whose pages changed): false when a page cannot be read (contended,
+    /// or an `index` the counter read refuses). The group `owner` (the PMU of the
+    /// CPU at the start) first.
+    fn sample_pages(groups: &[Session], out: &mut [EdgeSample], owner: Option<usize>) -> bool {
+        let n = out.len() / groups.len().max(1);
+        let owner = owner.filter(|&g| g < groups.len());
+        if let Some(g) = owner {
+            if !Self::sample_group(&groups[g], &mut out[g * n..(g + 1) * n]) {
+                return false;
+            }
+        }
+        groups.iter().enumerate().all(|(g, group)| {
+            Some(g) == owner || Self::sample_group(group, &mut out[g * n..(g + 1) * n])
+        })
+    }
+
+    /// The events of one group through their pages into `out` (one per event):
+    /// the one-instruction read, or, where the page says the event is on no
+    /// counter of this CPU, its `offset`.
+    #[inline(always)]
+    fn sample_group(group: &Session, out: &mut [EdgeSample]) -> bool {
+        for (i, sample) in out.iter_mut().enumerate() {
+            *sample = match group.read_fast(i) {
+                Ok(read) => EdgeSample {
+                    value: read.value,
+                    lock: Some(read.seq),
+                    read: EdgeRead::Counter,
+                },
+                Err(FallbackReason::Page(Fallback::NotScheduled)) => {
+                    match group.page(i).and_then(|p| page_state(&p.view())) {
+                        Some(state) if state.index == 0 => EdgeSample {
                             value: state.offset as u64,
                             lock: Some(state.lock),
                             read: EdgeRead::PageOffset,
-                        }
+                        },
+                        // Put on a counter meanwhile, or unreadable: read() instead.
+                        _ => return false,
                     }
-                    _ => return false,
                 }
-            }
-            for (anchor, &page) in self.anchors.iter_mut().zip(&self.pages[owner * n..]) {
-                match fast::read_base(page) {
-                    Ok(read) => *anchor = read,
-                    Err(_) => return false,
-                }
-            }
-            true
-        }
-
-        /// The stop of a region started through the pages when no page changed: the
-        /// owner's counts since their anchors (one instruction each, first), then the
-        /// other pages' `lock`s, all as at the start. False (nothing final written)
-        /// when some page changed: the thread left the CPU.
-        #[inline(always)]
-        fn stop_pages_quiet(&mut self) -> bool {
-            let n = self.names.len();
-            let Some(owner) = self.owner else {
-                return false;
+                Err(_) => return false,
             };
-            let ends = &mut self.end[owner * n..(owner + 1) * n];
-            for ((end, anchor), &page) in ends
-                .iter_mut()
-                .zip(&self.anchors)
-                .zip(&self.pages[owner * n..])
-            {
-                match fast::count_since(page, anchor) {
-                    Some(count) => {
-                        *end = EdgeSample {
-                            value: anchor.read.value.wrapping_add(count),
-                            lock: Some(anchor.read.seq),
-                            read: EdgeRead::Counter,
-                        }
+        }
+        true
+    }
+
+    /// Every group with `read()` into `out`.
+    fn sample_syscall(&self, out: &mut [EdgeSample]) -> Result<()> {
+        let n = self.names.len();
+        for (g, group) in self.groups.iter().enumerate() {
+            match group.read_group() {
+                Ok(read) => {
+                    for (i, &value) in read.values().iter().enumerate().take(n) {
+                        out[g * n + i] = EdgeSample {
+                            value,
+                            lock: None,
+                            read: EdgeRead::Syscall,
+                        };
                     }
-                    None => return self.settle_owner_start(owner),
                 }
-            }
-            self.settle_owner_start(owner);
-            for (k, page) in self.pages.iter().enumerate() {
-                if k / n != owner && page_state(&page.view()).map(|s| s.lock) != self.start[k].lock
-                {
-                    return false;
-                }
-            }
-            for k in 0..self.end.len() {
-                if k / n != owner {
-                    self.end[k] = self.start[k];
-                }
-            }
-            true
-        }
-
-        /// The owner's start samples from its anchors (kept as anchors until the stop,
-        /// so that the start does no work after its reads); false, for the callers.
-        #[inline(always)]
-        fn settle_owner_start(&mut self, owner: usize) -> bool {
-            let n = self.names.len();
-            for (start, anchor) in self.start[owner * n..(owner + 1) * n]
-                .iter_mut()
-                .zip(&self.anchors)
-            {
-                *start = EdgeSample {
-                    value: anchor.read.value,
-                    lock: Some(anchor.read.seq),
-                    read: EdgeRead::Counter,
-                };
-            }
-            false
-        }
-
-        /// The readings of the region from the samples and facts.
-        fn readings(&self, out: &mut [pmu_core::Reading]) -> Result<()> {
-            let n = self.names.len();
-            let groups = self.groups.len();
-            for (i, reading) in out.iter_mut().enumerate().take(n) {
-                let edges = (0..groups).map(|g| (self.start[g * n + i], self.end[g * n + i]));
-                *reading = sum_reading(edges, &self.facts);
-            }
-            Ok(())
-        }
-
-        /// Every event of every group through its page into `out` (the stop of a
-        /// region whose pages changed): false when a page cannot be read (contended,
-        /// or an `index` the counter read refuses). The group `owner` (the PMU of the
-        /// CPU at the start) first.
-        fn sample_pages(groups: &[Session], out: &mut [EdgeSample], owner: Option<usize>) -> bool {
-            let n = out.len() / groups.len().max(1);
-            let owner = owner.filter(|&g| g < groups.len());
-            if let Some(g) = owner {
-                if !Self::sample_group(&groups[g], &mut out[g * n..(g + 1) * n]) {
-                    return false;
-                }
-            }
-            groups.iter().enumerate().all(|(g, group)| {
-                Some(g) == owner || Self::sample_group(group, &mut out[g * n..(g + 1) * n])
-            })
-        }
-
-        /// The events of one group through their pages into `out` (one per event):
-        /// the one-instruction read, or, where the page says the event is on no
-        /// counter of this CPU, its `offset`.
-        #[inline(always)]
-        fn sample_group(group: &Session, out: &mut [EdgeSample]) -> bool {
-            for (i, sample) in out.iter_mut().enumerate() {
-                *sample = match group.read_fast(i) {
-                    Ok(read) => EdgeSample {
-                        value: read.value,
-                        lock: Some(read.seq),
-                        read: EdgeRead::Counter,
-                    },
-                    Err(FallbackReason::Page(Fallback::NotScheduled)) => {
-                        match group.page(i).and_then(|p| page_state(&p.view())) {
-                            Some(state) if state.index == 0 => EdgeSample {
-                                value: state.offset as u64,
-                                lock: Some(state.lock),
-                                read: EdgeRead::PageOffset,
-                            },
-                            // Put on a counter meanwhile, or unreadable: read() instead.
-                            _ => return false,
-                        }
+                Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => {
+                    for sample in &mut out[g * n..(g + 1) * n] {
+                        *sample = EdgeSample {
+                            value: 0,
+                            lock: None,
+                            read: EdgeRead::Lost,
+                        };
                     }
-                    Err(_) => return false,
-                };
-            }
-            true
-        }
-
-        /// Every group with `read()` into `out`.
-        fn sample_syscall(&self, out: &mut [EdgeSample]) -> Result<()> {
-            let n = self.names.len();
-            for (g, group) in self.groups.iter().enumerate() {
-                match group.read_group() {
-                    Ok(read) => {
-                        for (i, &value) in read.values().iter().enumerate().take(n) {
-                            out[g * n + i] = EdgeSample {
-                                value,
-                                lock: None,
-                                read: EdgeRead::Syscall,
-                            };
-                        }
-                    }
-                    Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => {
-                        for sample in &mut out[g * n..(g + 1) * n] {
-                            *sample = EdgeSample {
-                                value: 0,
-                                lock: None,
-                                read: EdgeRead::Lost,
-                            };
-                        }
-                    }
-                    Err(e) => return Err(e),
                 }
-            }
-            Ok(())
-        }
-
-        /// The group of the PMU that counts on `cpu` (the only group with plain events).
-        #[inline(always)]
-        fn owner_of(&self, cpu: Option<u32>) -> Option<usize> {
-            match (self.topology.pmus().is_empty(), cpu) {
-                (true, _) => Some(0),
-                (false, Some(cpu)) => self.topology.owner_of(cpu),
-                (false, None) => None,
+                Err(e) => return Err(e),
             }
         }
+        Ok(())
+    }
 
-        /// Whether the group of the PMU covering `cpu` was on the counters in
-        /// `samples` (every event read through a counter).
-        fn owner_counting(&self, cpu: Option<u32>, samples: &[EdgeSample]) -> bool {
-            let n = self.names.len();
-            self.owner_of(cpu).is_some_and(|g| {
-                samples[g * n..(g + 1) * n]
-                    .iter()
-                    .all(|s| s.read == EdgeRead::Counter)
-            })
-        }
-
-        /// Whether some group has lost its counters (its `read()` gives 0 bytes).
-        fn some_group_lost(&self) -> Result<bool> {
-            for group in &self.groups {
-                match group.read_group() {
-                    Ok(_) => {}
-                    Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => {
-                        return Ok(true)
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(false)
+    /// The group of the PMU that counts on `cpu` (the only group with plain events).
+    #[inline(always)]
+    fn owner_of(&self, cpu: Option<u32>) -> Option<usize> {
+        match (self.topology.pmus().is_empty(), cpu) {
+            (true, _) => Some(0),
+            (false, Some(cpu)) => self.topology.owner_of(cpu),
+            (false, None) => None,
         }
     }
 
-    impl pmu_core::RegionMeter for HybridSession {
-        type Error = Error;
+    /// Whether the group of the PMU covering `cpu` was on the counters in
+    /// `samples` (every event read through a counter).
+    fn owner_counting(&self, cpu: Option<u32>, samples: &[EdgeSample]) -> bool {
+        let n = self.names.len();
+        self.owner_of(cpu).is_some_and(|g| {
+            samples[g * n..(g + 1) * n]
+                .iter()
+                .all(|s| s.read == EdgeRead::Counter)
+        })
+    }
 
-        /// The CPU, then every event through its page; `read()` of every group instead
-        /// when the PMU of this CPU is not on the counters through its page.
-        #[inline(always)]
-        fn start(&mut self) -> Result<()> {
-            let cpu = crate::sched::current_cpu();
-            self.facts = EdgeFacts {
-                cpu_start: cpu,
-                ..EdgeFacts::default()
-            };
-            self.owner = self.owner_of(cpu);
-            if let (true, Some(owner)) = (self.page_reads, self.owner) {
-                if self.start_pages(owner) {
-                    self.mode = Mode::Pages;
-                    return Ok(());
+    /// Whether some group has lost its counters (its `read()` gives 0 bytes).
+    fn some_group_lost(&self) -> Result<bool> {
+        for group in &self.groups {
+            match group.read_group() {
+                Ok(_) => {}
+                Err(Error::Group(crate::error::GroupError::ShortRead { got: 0, .. })) => {
+                    return Ok(true)
                 }
+                Err(e) => return Err(e),
             }
-            let switches = sys::thread_switches()
-                .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rusage, errno))?;
-            self.mode = Mode::Syscall(switches);
-            let mut start = std::mem::take(&mut self.start);
-            let sampled = self.sample_syscall(&mut start);
-            self.start = start;
-            sampled
         }
+        Ok(false)
+    }
+}
 
-        /// Every event the way the start read it; the readings as the
-        /// [`crate::perf`] docs say.
-        #[inline(always)]
-        fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
-            let n = self.names.len();
-            if out.len() < n {
-                return Err(pmu_core::Error::ReadingsMismatch {
-                    expected: n as u32,
-                    got: out.len() as u32,
-                }
-                .into());
+impl pmu_core::RegionMeter for HybridSession {
+    type Error = Error;
+
+    /// The CPU, then every event through its page; `read()` of every group instead
+    /// when the PMU of this CPU is not on the counters through its page.
+    #[inline(always)]
+    fn start(&mut self) -> Result<()> {
+        let cpu = crate::sched::current_cpu();
+        self.facts = EdgeFacts {
+            cpu_start: cpu,
+            ..EdgeFacts::default()
+        };
+        self.owner = self.owner_of(cpu);
+        if let (true, Some(owner)) = (self.page_reads, self.owner) {
+            if self.start_pages(owner) {
+                self.mode = Mode::Pages;
+                return Ok(());
             }
-            match self.mode {
-                Mode::Pages => {
-                    fast::synchronize();
-                    if self.stop_pages_quiet() {
-                        return self.readings(out);
-                    }
-                    // Some page changed: every event read again, and the checks.
-                    let paged = Self::sample_pages(&self.groups, &mut self.end, self.owner);
-                    {
-                        self.facts.cpu_end = crate::sched::current_cpu();
-                        if !paged {
-                            // A page cannot be read now: the counts from `read()`
-                            // (SYSCALL_FALLBACK says its instructions are in them).
-                            let mut end = std::mem::take(&mut self.end);
-                            let sampled = self.sample_syscall(&mut end);
-                            self.end = end;
-                            sampled?;
-                        } else if self.some_group_lost()? {
-                            self.facts.maybe_uncounted = true;
-                        }
-                        if !self.owner_counting(self.facts.cpu_end, &self.end) && paged {
-                            // On a CPU whose PMU is not on the counters.
-                            self.facts.maybe_uncounted = true;
-                        }
-                        if !self.uncovered.is_empty() {
-                            self.facts.maybe_uncounted = true;
-                        }
-                    }
+        }
+        let switches = sys::thread_switches()
+            .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rusage, errno))?;
+        self.mode = Mode::Syscall(switches);
+        let mut start = std::mem::take(&mut self.start);
+        let sampled = self.sample_syscall(&mut start);
+        self.start = start;
+        sampled
+    }
+
+    /// Every event the way the start read it; the readings as the
+    /// [`crate::perf`] docs say.
+    #[inline(always)]
+    fn stop(&mut self, out: &mut [pmu_core::Reading]) -> Result<()> {
+        let n = self.names.len();
+        if out.len() < n {
+            return Err(pmu_core::Error::ReadingsMismatch {
+                expected: n as u32,
+                got: out.len() as u32,
+            }
+            .into());
+        }
+        match self.mode {
+            Mode::Pages => {
+                fast::synchronize();
+                if self.stop_pages_quiet() {
+                    return self.readings(out);
                 }
-                Mode::Syscall(before) => {
-                    let mut end = std::mem::take(&mut self.end);
-                    let sampled = self.sample_syscall(&mut end);
-                    self.end = end;
-                    sampled?;
+                // Some page changed: every event read again, and the checks.
+                let paged = Self::sample_pages(&self.groups, &mut self.end, self.owner);
+                {
                     self.facts.cpu_end = crate::sched::current_cpu();
-                    let after = sys::thread_switches().map_err(|errno| {
-                        crate::error::Error::syscall(crate::error::Op::Rusage, errno)
-                    })?;
-                    self.switches = Some(before.delta(after));
-                    self.facts.switches = Some(before.delta(after).total());
-                    let covered = |cpu: Option<u32>| {
-                        self.topology.pmus().is_empty()
-                            || cpu.is_some_and(|c| self.topology.owner_of(c).is_some())
-                    };
-                    if !covered(self.facts.cpu_start)
-                        || !covered(self.facts.cpu_end)
-                        || (!self.uncovered.is_empty()
-                            && (self.facts.switches != Some(0)
-                                || self.facts.cpu_start != self.facts.cpu_end))
-                    {
+                    if !paged {
+                        // A page cannot be read now: the counts from `read()`
+                        // (SYSCALL_FALLBACK says its instructions are in them).
+                        let mut end = std::mem::take(&mut self.end);
+                        let sampled = self.sample_syscall(&mut end);
+                        self.end = end;
+                        sampled?;
+                    } else if self.some_group_lost()? {
+                        self.facts.maybe_uncounted = true;
+                    }
+                    if !self.owner_counting(self.facts.cpu_end, &self.end) && paged {
+                        // On a CPU whose PMU is not on the counters.
+                        self.facts.maybe_uncounted = true;
+                    }
+                    if !self.uncovered.is_empty() {
                         self.facts.maybe_uncounted = true;
                     }
                 }
             }
-            self.readings(out)
-        }
-    }
-
-    impl crate::backend::Backend for HybridSession {
-        fn names(&self) -> Vec<String> {
-            self.names.clone()
-        }
-
-        fn enable(&mut self) -> Result<()> {
-            HybridSession::enable(self)
-        }
-
-        fn disable(&mut self) -> Result<()> {
-            HybridSession::disable(self)
-        }
-
-        fn sentinel(&self) -> crate::Sentinel {
-            crate::Sentinel::off(if self.sentinel_asked {
-                "not yet on machines with several core PMUs (each PMU's group would need its own)"
-            } else {
-                crate::sentinel::SWITCHED_OFF
-            })
-        }
-
-        fn evidence(&self) -> Evidence {
-            let mut evidence = Evidence::default();
-            evidence.cpu_start = self.facts.cpu_start;
-            evidence.cpu_end = self.facts.cpu_end.or(self.facts.cpu_start);
-            evidence.page_updated = self
-                .start
-                .iter()
-                .zip(&self.end)
-                .any(|(s, e)| matches!((s.lock, e.lock), (Some(a), Some(b)) if a != b));
-            if let Mode::Syscall(_) = self.mode {
-                evidence.switches = self.switches;
+            Mode::Syscall(before) => {
+                let mut end = std::mem::take(&mut self.end);
+                let sampled = self.sample_syscall(&mut end);
+                self.end = end;
+                sampled?;
+                self.facts.cpu_end = crate::sched::current_cpu();
+                let after = sys::thread_switches().map_err(|errno| {
+                    crate::error::Error::syscall(crate::error::Op::Rusage, errno)
+                })?;
+                self.switches = Some(before.delta(after));
+                self.facts.switches = Some(before.delta(after).total());
+                let covered = |cpu: Option<u32>| {
+                    self.topology.pmus().is_empty()
+                        || cpu.is_some_and(|c| self.topology.owner_of(c).is_some())
+                };
+                if !covered(self.facts.cpu_start)
+                    || !covered(self.facts.cpu_end)
+                    || (!self.uncovered.is_empty()
+                        && (self.facts.switches != Some(0)
+                            || self.facts.cpu_start != self.facts.cpu_end))
+                {
+                    self.facts.maybe_uncounted = true;
+                }
             }
-            evidence
         }
+        self.readings(out)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::cell::Cell;
-
-    use super::*;
-    use crate::sysfs::fake;
-
-    /// An arm64 big.LITTLE tree as Linux 6.12 publishes it: one arm_pmu per CPU type
-    /// (drivers/perf/arm_pmuv3.c names `armv8_cortex_a53`, `armv8_cortex_a72`), each
-    /// with `cpus` (drivers/perf/arm_pmu.c `cpus_show`), plus `software`.
-    fn big_little(root: &std::path::Path) {
-        let formats = [
-            ("event", "config:0-15"),
-            ("long", "config1:0"),
-            ("rdpmc", "config1:1"),
-        ];
-        fake::pmu(root, "armv8_cortex_a72", 9, &formats, &[]);
-        fake::pmu(root, "armv8_cortex_a53", 8, &formats, &[]);
-        fake::pmu(root, "software", 1, &[], &[]);
-        fs::write(root.join("armv8_cortex_a53/cpus"), "0-1\n").unwrap();
-        fs::write(root.join("armv8_cortex_a72/cpus"), "2-3\n").unwrap();
+impl crate::backend::Backend for HybridSession {
+    fn names(&self) -> Vec<String> {
+        self.names.clone()
     }
 
-    #[test]
-    fn cpu_lists() {
-        // The `%*pbl` format of lib/bitmap-str.c (what `cpus` prints).
-        assert_eq!(parse_cpu_list("0-3\n"), Some(vec![0, 1, 2, 3]));
-        assert_eq!(parse_cpu_list("0,2-3,8"), Some(vec![0, 2, 3, 8]));
-        assert_eq!(parse_cpu_list("16-23"), Some((16..=23).collect()));
-        assert_eq!(parse_cpu_list("\n"), Some(vec![]));
-        assert_eq!(parse_cpu_list("3,1-2,2"), Some(vec![1, 2, 3]));
-        for bad in ["3-1", "a", "0-", "-1", "1,,2", "0-99999999"] {
-            assert_eq!(parse_cpu_list(bad), None, "{bad}");
-        }
+    fn enable(&mut self) -> Result<()> {
+        HybridSession::enable(self)
     }
 
-    #[test]
-    fn arm_big_little_topology() {
-        let dir = tempfile::tempdir().unwrap();
-        big_little(dir.path());
-        let topology = CoreTopology::discover_in(&Sysfs::at(dir.path())).unwrap();
-        let names: Vec<&str> = topology.pmus().iter().map(|p| p.name.as_str()).collect();
-        // Ordered by first CPU, not by name.
-        assert_eq!(names, ["armv8_cortex_a53", "armv8_cortex_a72"]);
-        assert!(topology.is_heterogeneous());
-        assert_eq!(
-            (0..5).map(|c| topology.owner_of(c)).collect::<Vec<_>>(),
-            [Some(0), Some(0), Some(1), Some(1), None]
-        );
-        assert_eq!(topology.uncovered(&[0, 1, 2, 3, 4]), [4]);
-        assert_eq!(topology.pmus()[1].perf_type, 9);
+    fn disable(&mut self) -> Result<()> {
+        HybridSession::disable(self)
     }
 
-    #[test]
-    fn intel_hybrid_topology_and_plain_intel() {
-        let dir = tempfile::tempdir().unwrap();
-        fake::hybrid(dir.path());
-        let topology = CoreTopology::discover_in(&Sysfs::at(dir.path())).unwrap();
-        let pmus: Vec<(&str, u32, usize)> = topology
-            .pmus()
+    fn sentinel(&self) -> crate::Sentinel {
+        crate::Sentinel::off(if self.sentinel_asked {
+            "not yet on machines with several core PMUs (each PMU's group would need its own)"
+        } else {
+            crate::sentinel::SWITCHED_OFF
+        })
+    }
+
+    fn evidence(&self) -> Evidence {
+        let mut evidence = Evidence::default();
+        evidence.cpu_start = self.facts.cpu_start;
+        evidence.cpu_end = self.facts.cpu_end.or(self.facts.cpu_start);
+        evidence.page_updated = self
+            .start
             .iter()
-            .map(|p| (p.name.as_str(), p.perf_type, p.cpus.len()))
-            .collect();
-        assert_eq!(pmus, [("cpu_core", 4, 16), ("cpu_atom", 10, 8)]);
-        // A non-hybrid Intel machine's `cpu` takes no extended type: no core PMUs here,
-        // the plain generic events are opened.
-        let plain = tempfile::tempdir().unwrap();
-        fake::intel(plain.path());
-        let topology = CoreTopology::discover_in(&Sysfs::at(plain.path())).unwrap();
-        assert!(topology.pmus().is_empty() && !topology.is_heterogeneous());
-    }
-
-    #[test]
-    fn bad_topologies_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        big_little(dir.path());
-        fs::write(dir.path().join("armv8_cortex_a72/cpus"), "1-3\n").unwrap();
-        match CoreTopology::discover_in(&Sysfs::at(dir.path())) {
-            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::Overlap {
-                first,
-                second,
-                cpu,
-            }))) => {
-                assert_eq!(
-                    (first.as_str(), second.as_str(), cpu),
-                    ("armv8_cortex_a53", "armv8_cortex_a72", 1)
-                );
-            }
-            other => panic!("{other:?}"),
+            .zip(&self.end)
+            .any(|(s, e)| matches!((s.lock, e.lock), (Some(a), Some(b)) if a != b));
+        if let Mode::Syscall(_) = self.mode {
+            evidence.switches = self.switches;
         }
-        fs::write(dir.path().join("armv8_cortex_a72/cpus"), "two\n").unwrap();
-        assert!(matches!(
-            CoreTopology::discover_in(&Sysfs::at(dir.path())),
-            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::BadCpuList { pmu, .. }))) if pmu == "armv8_cortex_a72"
-        ));
-        // No `cpus`: `cpumask` is read instead; neither: refused.
-        fs::remove_file(dir.path().join("armv8_cortex_a72/cpus")).unwrap();
-        fs::write(dir.path().join("armv8_cortex_a72/cpumask"), "2-3\n").unwrap();
-        let topology = CoreTopology::discover_in(&Sysfs::at(dir.path())).unwrap();
-        assert_eq!(topology.pmus()[1].cpus, [2, 3]);
-        fs::remove_file(dir.path().join("armv8_cortex_a72/cpumask")).unwrap();
-        assert!(matches!(
-            CoreTopology::discover_in(&Sysfs::at(dir.path())),
-            Err(Error::Pmu(crate::error::PmuError::Hybrid(HybridProblem::NoCpuList { pmu }))) if pmu == "armv8_cortex_a72"
-        ));
-    }
-
-    #[test]
-    fn generic_events_get_each_pmus_extended_type() {
-        let dir = tempfile::tempdir().unwrap();
-        big_little(dir.path());
-        let sysfs = Sysfs::at(dir.path());
-        let topology = CoreTopology::discover_in(&sysfs).unwrap();
-        // include/uapi/linux/perf_event.h: PERF_COUNT_HW_INSTRUCTIONS = 1,
-        // PERF_PMU_TYPE_SHIFT = 32; the PMU types are the fake tree's 8 and 9.
-        let instructions = crate::events::resolve("instructions", &sysfs).unwrap();
-        let specs: Vec<EventSpec> = topology
-            .pmus()
-            .iter()
-            .map(|p| p.generic_spec(&instructions).unwrap())
-            .collect();
-        assert_eq!(specs[0].name, "armv8_cortex_a53/instructions/");
-        assert_eq!(
-            specs
-                .iter()
-                .map(|s| (s.perf_type, s.config[0]))
-                .collect::<Vec<_>>(),
-            [(0, 1 | 8 << 32), (0, 1 | 9 << 32)]
-        );
-        // The user-read bit goes where the PMU's `rdpmc` format says (config1:1).
-        assert_eq!(specs[1].config_with_user_read()[1], 1 << 1);
-        // Cache events too: L1D (0) | read (0) << 8 | miss (1) << 16.
-        let misses = crate::events::resolve("L1-dcache-load-misses", &sysfs).unwrap();
-        let spec = topology.pmus()[1].generic_spec(&misses).unwrap();
-        assert_eq!((spec.perf_type, spec.config[0]), (3, 1 << 16 | 9 << 32));
-        for other in ["task-clock", "r11"] {
-            let spec = crate::events::resolve(other, &sysfs).unwrap();
-            assert!(matches!(
-                topology.pmus()[0].generic_spec(&spec),
-                Err(Error::Pmu(crate::error::PmuError::Hybrid(
-                    HybridProblem::NotGeneric { .. }
-                )))
-            ));
-        }
-        // An event already bound to one PMU is not generic either.
-        let bound = crate::events::resolve("armv8_cortex_a72/instructions/", &sysfs).unwrap();
-        assert!(topology.pmus()[0].generic_spec(&bound).is_err());
-    }
-
-    /// A page another writer may be in the middle of updating.
-    struct FakePage {
-        lock: Cell<u32>,
-        index: u32,
-        offset: i64,
-        /// Lock values handed out by the first loads (a writer at work).
-        script: Cell<&'static [u32]>,
-    }
-
-    impl UserPage for FakePage {
-        fn lock(&self) -> u32 {
-            match self.script.get().split_first() {
-                Some((&first, rest)) => {
-                    self.script.set(rest);
-                    first
-                }
-                None => self.lock.get(),
-            }
-        }
-        fn index(&self) -> u32 {
-            self.index
-        }
-        fn offset(&self) -> i64 {
-            self.offset
-        }
-        fn pmc_width(&self) -> u16 {
-            32
-        }
-        fn cap_user_rdpmc(&self) -> bool {
-            true
-        }
-        fn time_enabled(&self) -> u64 {
-            0
-        }
-        fn time_running(&self) -> u64 {
-            0
-        }
-    }
-
-    #[test]
-    fn page_state_is_consistent() {
-        // include/uapi/linux/perf_event.h: retry while `lock` is odd or moved.
-        let page = FakePage {
-            lock: Cell::new(8),
-            index: 0,
-            offset: 2054,
-            script: Cell::new(&[5, 6, 7, 6, 8]),
-        };
-        // 5: odd; 6 then 7: moved; 6 then 8: moved; then 8, 8.
-        assert_eq!(
-            page_state(&page),
-            Some(PageState {
-                lock: 8,
-                index: 0,
-                offset: 2054
-            })
-        );
-        let stuck = FakePage {
-            lock: Cell::new(3),
-            index: 1,
-            offset: 0,
-            script: Cell::new(&[]),
-        };
-        assert_eq!(page_state(&stuck), None);
+        evidence
     }
 }

@@ -55,11 +55,7 @@ mod backend;
 mod events;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod fast;
-// The summing rules are pure and host-tested everywhere; only 64-bit builds sum.
-#[cfg_attr(
-    not(any(target_arch = "x86_64", target_arch = "aarch64")),
-    allow(dead_code)
-)]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod hybrid;
 mod list;
 mod meter;
@@ -73,6 +69,12 @@ mod session;
 mod sys;
 mod sysfs;
 mod timestamp;
+// The topology rules are pure and host-tested everywhere; only 64-bit builds sum.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+mod topology;
 
 pub mod direct;
 pub mod error;
@@ -86,9 +88,10 @@ pub mod measure;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub mod perf {
     pub use crate::fast::{read, read_now, read_unsynchronized, synchronize};
-    pub use crate::hybrid::{CorePmu, CoreTopology, HybridSession};
+    pub use crate::hybrid::HybridSession;
     pub use crate::page::{MmapPage, PageView};
     pub use crate::session::{GroupRead, Options, Session};
+    pub use crate::topology::{CorePmu, CoreTopology};
 }
 
 pub mod verdict;

@@ -13,6 +13,7 @@ use crate::sys;
 use crate::sysfs::{Pmu, Sysfs};
 
 pub use crate::sys::{perf_event_paranoid, perf_user_access};
+pub use crate::sysfs::is_cpu_pmu;
 
 /// A backend of this library.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -256,12 +257,6 @@ pub fn arm1176_events() -> Vec<Arm1176EventInfo> {
             }
         })
         .collect()
-}
-
-/// Whether `name` (a directory of /sys/bus/event_source/devices) is a CPU's core PMU:
-/// `cpu` (x86), `cpu_core`/`cpu_atom` (hybrid x86), `armv8_pmuv3_0`, `armv8_cortex_a53`, ….
-pub fn is_cpu_pmu(name: &str) -> bool {
-    name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
 }
 
 /// A `<pmu>/event=…/` example for this machine: retired instructions on its CPU PMU,

@@ -45,6 +45,7 @@ use crate::sysfs::Sysfs;
 use crate::MAX_EVENTS;
 
 pub(crate) mod choose;
+mod ladder;
 mod software;
 
 // The perf backend's rungs of the ladder and the meter's inline backend where this
@@ -237,6 +238,26 @@ impl MeterBuilder {
         request.perf = self.perf;
         request.direct = self.direct;
         request
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl MeterBuilder {
+    /// How the perf backend opens events.
+    pub fn perf_options(&mut self, options: crate::perf::Options) -> &mut Self {
+        self.perf = options;
+        self
+    }
+}
+
+#[cfg(target_arch = "arm")]
+impl MeterBuilder {
+    /// The ARM1176's cycle counter counts every cycle or every 64th (PMCR.D, ARM1176
+    /// TRM 3.2.51): with 64 it wraps after about 392 s instead of 6 s at 700 MHz; its
+    /// counts are still reported in cycles (ticks × 64, resolution 64 cycles).
+    pub fn cycle_divider(&mut self, divider: pmu_armv6::CycleDivider) -> &mut Self {
+        self.direct.divider = divider;
+        self
     }
 }
 

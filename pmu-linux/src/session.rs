@@ -52,8 +52,9 @@ mod tests;
 
 use group::Group;
 pub use group::GroupRead;
+use kernel_member::Edge;
 pub use options::Options;
-use region::{Edge, RegionRecord, SyscallFreeEvent};
+use region::{RegionRecord, SyscallFreeEvent};
 
 /// An open perf group and the state of the region being measured.
 ///
@@ -142,7 +143,7 @@ impl Session {
         };
         let session = Self::from_group(group, status)?;
         let mut session = session;
-        match kernel_member::trial(&session)? {
+        match kernel_member::trial(&session.group)? {
             Ok(Some(read)) => {
                 session.sentinel_read = Some(read);
                 Ok(session)

@@ -288,6 +288,12 @@ fn sysfs_error(path: &Path, e: io::Error) -> Error {
 }
 
 /// Fake sysfs trees for tests: the shapes real kernels publish.
+/// Whether `name` (a directory of /sys/bus/event_source/devices) is a CPU's core PMU:
+/// `cpu` (x86), `cpu_core`/`cpu_atom` (hybrid x86), `armv8_pmuv3_0`, `armv8_cortex_a53`, ….
+pub fn is_cpu_pmu(name: &str) -> bool {
+    name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
+}
+
 #[cfg(test)]
 pub(crate) mod fake {
     use std::fs;

@@ -82,45 +82,14 @@
 //! direct: the counters are the CPU's, not the thread's: after a switch they include
 //! whatever else ran, so the value is **not** the thread's.
 
-pub use crate::hybrid::PmuShare;
 pub use crate::sentinel::{Sentinel, SentinelGap};
+pub use hybrid::{EdgeRead, PmuShare};
+pub use reason::FallbackReason;
 
-use std::fmt;
-
-use pmu_core::{Fallback, Hazards};
+use pmu_core::Hazards;
 
 use crate::sched::{SwitchCounts, ThreadStamp};
 use crate::MAX_EVENTS;
-
-/// Why a value came from the `read()` system call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FallbackReason {
-    /// The metadata page said so.
-    Page(Fallback),
-    /// No metadata page is mapped (`Options::map_pages` off).
-    NoPage,
-}
-
-impl FallbackReason {
-    /// The hazards a value read this way carries.
-    pub fn hazards(self) -> Hazards {
-        Hazards::SYSCALL_FALLBACK
-            | match self {
-                Self::Page(fallback) => fallback.hazard(),
-                Self::NoPage => Hazards::empty(),
-            }
-    }
-}
-
-impl fmt::Display for FallbackReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Page(fallback) => fallback.fmt(f),
-            Self::NoPage => f.write_str("the metadata page is not mapped"),
-        }
-    }
-}
 
 /// How a value was read at one edge of a region.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -280,9 +249,14 @@ pub(crate) fn shared_hazards(migrated: bool, switched: bool, kernel_entered: boo
 }
 
 mod direct;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod hybrid;
+// The summing rules are pure and host-tested everywhere; only 64-bit builds sum.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+pub(crate) mod hybrid;
 mod perf;
+pub(crate) mod reason;
 
 pub(crate) use direct::counter_readings;
 // The direct region's rules.

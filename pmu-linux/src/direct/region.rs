@@ -819,7 +819,7 @@ where
 )]
 #[allow(clippy::type_complexity)]
 pub(crate) fn handles_and_own_sentinel<P: pmu_core::Pmu, H>(
-    counters: &super::OwnedCounters<P>,
+    counters: &super::alloc::OwnedCounters<P>,
     events: usize,
     asked: bool,
     error: Option<Error>,

@@ -20,22 +20,12 @@
 use std::fmt;
 
 use crate::backend::{BackendKind, Grant, How, Opened, Reads, Request, SlowReads};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::{direct, Sentinel};
 
+use super::ladder::Ladder;
+pub use super::ladder::Refusal;
 use super::perf_rungs::{self as perf, Inner};
-
-/// Why a rung of the ladder did not open its backend.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Refusal {
-    /// perf opens the events but cannot give one-instruction reads (why).
-    SlowPerfReads(SlowReads),
-    /// perf finds no hardware counters (what was found).
-    NoHardwareCounters(Vec<String>),
-    /// The direct backend did not open.
-    Direct(Error),
-}
 
 /// The backend a meter opened, how its regions read, under which grant, with which
 /// kernel-entry sentinel, and what the ladder refused before it. Its `Display` is
@@ -125,40 +115,6 @@ impl fmt::Display for Choice {
                 }
             }
         }
-    }
-}
-
-/// What the rungs walked so far found: the refusals in order, and the three facts later
-/// rungs decide on (so no rung reads another's refusals).
-#[derive(Debug, Default)]
-pub(crate) struct Ladder {
-    /// The refusals, in ladder order.
-    refused: Vec<Refusal>,
-    /// perf refused its one-instruction reads, and why.
-    pub(crate) slow_perf: Option<SlowReads>,
-    /// perf found no hardware counters.
-    pub(crate) no_hardware: bool,
-    /// The read-only grant was tried and refused.
-    pub(crate) grant_tried: bool,
-}
-
-impl Ladder {
-    /// perf cannot read with one instruction: `why`.
-    pub(crate) fn refuse_slow_reads(&mut self, why: SlowReads) {
-        self.slow_perf = Some(why.clone());
-        self.refused.push(Refusal::SlowPerfReads(why));
-    }
-
-    /// perf found no hardware counters: `notes`.
-    pub(crate) fn refuse_no_hardware(&mut self, notes: Vec<String>) {
-        self.no_hardware = true;
-        self.refused.push(Refusal::NoHardwareCounters(notes));
-    }
-
-    /// The read-only grant did not open: `error`.
-    fn refuse_grant(&mut self, error: Error) {
-        self.grant_tried = true;
-        self.refused.push(Refusal::Direct(error));
     }
 }
 
@@ -264,6 +220,7 @@ fn software_without_hardware(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use crate::verdict::FallbackReason;
     use pmu_core::Fallback;
 

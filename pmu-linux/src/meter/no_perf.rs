@@ -5,24 +5,13 @@
 
 use pmu_core::Reading;
 
-use super::choose::Ladder;
+use super::ladder::Ladder;
 use crate::backend::{Backend, Opened, Request};
 use crate::error::{Error, Result};
 use crate::verdict::PmuShare;
 
 /// This library has no perf backend here.
 pub(crate) const AVAILABLE: bool = false;
-
-#[cfg(target_arch = "arm")]
-impl super::MeterBuilder {
-    /// The ARM1176's cycle counter counts every cycle or every 64th (PMCR.D, ARM1176
-    /// TRM 3.2.51): with 64 it wraps after about 392 s instead of 6 s at 700 MHz; its
-    /// counts are still reported in cycles (ticks × 64, resolution 64 cycles).
-    pub fn cycle_divider(&mut self, divider: pmu_armv6::CycleDivider) -> &mut Self {
-        self.direct.divider = divider;
-        self
-    }
-}
 
 /// The backend underneath a meter.
 pub(crate) enum Inner {

@@ -4,25 +4,17 @@
 
 use pmu_core::{Reading, RegionMeter};
 
-use super::choose::Ladder;
-use super::MeterBuilder;
+use super::ladder::Ladder;
 use crate::backend::{Backend, BackendKind, How, Opened, Reads, Request, SlowReads};
 use crate::error::Result;
 use crate::events::{self, EventKind, EventSpec};
-use crate::hybrid::{CoreTopology, HybridSession};
+use crate::hybrid::HybridSession;
 use crate::session::{Options, Session};
+use crate::topology::{parse_cpu_list, CoreTopology};
 use crate::verdict::{FallbackReason, PmuShare};
 
 /// This library has a perf backend here.
 pub(crate) const AVAILABLE: bool = true;
-
-impl MeterBuilder {
-    /// How the perf backend opens events.
-    pub fn perf_options(&mut self, options: Options) -> &mut Self {
-        self.perf = options;
-        self
-    }
-}
 
 /// The perf session options: [`MeterBuilder::perf_options`] with the sentinel as
 /// [`MeterBuilder::kernel_sentinel`] says.
@@ -119,7 +111,7 @@ pub(crate) fn hybrid(request: &Request, _: &mut Ladder) -> Result<Option<Opened<
     }
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|t| crate::hybrid::parse_cpu_list(&t))
+        .and_then(|t| parse_cpu_list(&t))
         .unwrap_or_default();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();

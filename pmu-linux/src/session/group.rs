@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use perf_event_open_sys::bindings as b;
 
-use super::Options;
+use super::options::Options;
 use crate::error::{Error, Op, OpenError, Result};
 use crate::events::{EventKind, EventSpec};
 use crate::page::MmapPage;
@@ -78,7 +78,7 @@ pub(super) struct Group {
 pub(super) fn cpu_pmu_registered() -> bool {
     Sysfs::system()
         .pmu_names()
-        .is_ok_and(|names| names.iter().any(|n| crate::list::is_cpu_pmu(n)))
+        .is_ok_and(|names| names.iter().any(|n| crate::sysfs::is_cpu_pmu(n)))
 }
 
 impl Group {

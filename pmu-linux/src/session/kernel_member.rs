@@ -23,7 +23,7 @@ use std::os::fd::AsFd;
 use pmu_core::mmap_page::{BaseRead, Fallback};
 
 use super::group::{Group, OpenEvent};
-use super::Options;
+use super::options::Options;
 use crate::error::{Errno, Op, Result};
 use crate::events::{self, EventKind};
 use crate::fast;
@@ -31,6 +31,13 @@ use crate::page::{KernelPage, MmapPage};
 use crate::sys;
 use crate::verdict::{FallbackReason, ReadPath, Sample};
 use crate::Sentinel;
+
+/// Which region edge a sample is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Edge {
+    Start,
+    Stop,
+}
 
 /// The events tried, in order: instructions retired counts every kernel entry's
 /// work; cycles where the PMU does not implement instructions.
@@ -226,7 +233,7 @@ impl SentinelRead {
                 debug_assert!(self.start_in_base);
                 self.raw_start = raw;
             }
-            None => self.sample(super::region::Edge::Start),
+            None => self.sample(Edge::Start),
         }
     }
 
@@ -247,26 +254,26 @@ impl SentinelRead {
                 return SyscallFreeCount::Counted(count);
             }
         }
-        self.sample(super::region::Edge::Stop);
+        self.sample(Edge::Stop);
         SyscallFreeCount::Sampled
     }
 
     /// A full read: at the start a new base (or why not), at the stop the end sample.
     #[cold]
     #[inline(never)]
-    pub(super) fn sample(&mut self, edge: super::region::Edge) {
+    pub(super) fn sample(&mut self, edge: Edge) {
         let read = fast::read_base(self.page);
         match (edge, read) {
-            (super::region::Edge::Start, Ok(base)) => {
+            (Edge::Start, Ok(base)) => {
                 self.base = base;
                 self.raw_start = base.raw();
                 self.start_in_base = true;
             }
-            (super::region::Edge::Start, Err(fallback)) => {
+            (Edge::Start, Err(fallback)) => {
                 self.start = unread(fallback);
                 self.start_in_base = false;
             }
-            (super::region::Edge::Stop, read) => {
+            (Edge::Stop, read) => {
                 self.end = read.map_or_else(unread, |base| Sample::fast(base.read));
                 self.end_in_count = false;
             }
@@ -326,24 +333,17 @@ fn unread(fallback: Fallback) -> Sample {
 /// The trial at open: the group enabled, the sentinel read through its page, the
 /// group disabled and reset. `Ok(Ok(None))` without a sentinel; `Ok(Err(fallback))`
 /// when the read was not possible.
-pub(super) fn trial(
-    session: &super::Session,
-) -> Result<std::result::Result<Option<SentinelRead>, Fallback>> {
-    let Some(page) = session
-        .group
-        .sentinel
-        .as_ref()
-        .and_then(|e| e.page.as_ref())
-    else {
+pub(super) fn trial(group: &Group) -> Result<std::result::Result<Option<SentinelRead>, Fallback>> {
+    let Some(page) = group.sentinel.as_ref().and_then(|e| e.page.as_ref()) else {
         return Ok(Ok(None));
     };
     // SAFETY: `group` owns the mapping and lives in the same `Session`, unchanged, as
     // long as the handle (the caller keeps the read only in that session).
     let page = unsafe { KernelPage::new(page) };
-    session.enable()?;
+    group.ioctl(sys::perf::Ioctl::Enable, Op::Enable)?;
     let read = fast::read_base(page);
-    session.disable()?;
-    session.reset()?;
+    group.ioctl(sys::perf::Ioctl::Disable, Op::Disable)?;
+    group.ioctl(sys::perf::Ioctl::Reset, Op::Reset)?;
     Ok(read.map(|base| Some(SentinelRead::new(page, base))))
 }
 

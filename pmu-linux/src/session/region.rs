@@ -6,7 +6,7 @@
 use pmu_core::mmap_page::BaseRead;
 
 use super::group::Group;
-use super::kernel_member::SyscallFreeCount;
+use super::kernel_member::{Edge, SyscallFreeCount};
 use super::Session;
 use crate::error::Result;
 use crate::fast;
@@ -14,13 +14,6 @@ use crate::page::KernelPage;
 use crate::sched::ThreadStamp;
 use crate::verdict::{FallbackReason, ReadPath, Sample};
 use crate::MAX_EVENTS;
-
-/// Which region edge a sample is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Edge {
-    Start,
-    Stop,
-}
 
 /// One event in a syscall-free region.
 #[derive(Clone, Copy, Debug)]

@@ -2,10 +2,12 @@
 //! counts on every core PMU, with the hazards each PMU's edges and the thread's CPU
 //! and switches show (the list in `perf::HybridSession`'s documentation).
 
+use std::fmt;
+
+use pmu_core::mmap_page::{UserPage, MAX_RETRIES};
 use pmu_core::Hazards;
 
 use super::shared_hazards;
-use crate::hybrid::EdgeRead;
 
 /// One PMU's event at one region edge.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,8 +66,81 @@ pub(crate) fn sum_reading(
     reading
 }
 
+/// What one read of a page saw, without touching a counter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PageState {
+    /// `lock`, the same before and after the loads.
+    pub lock: u32,
+    /// `index`: 0 when the event is on no counter of this CPU.
+    pub index: u32,
+    /// `offset`: the count itself when `index` is 0.
+    pub offset: i64,
+}
+
+/// `lock`, `index` and `offset` of `page`, consistent under its seqlock (an odd or
+/// moving `lock` is retried, at most [`MAX_RETRIES`] times: `None` after that).
+#[inline(always)]
+pub(crate) fn page_state<P: UserPage + ?Sized>(page: &P) -> Option<PageState> {
+    for _ in 0..MAX_RETRIES {
+        let lock = page.lock();
+        page.order_loads();
+        let index = page.index();
+        let offset = page.offset();
+        page.order_loads();
+        if lock & 1 == 0 && page.lock() == lock {
+            return Some(PageState {
+                lock,
+                index,
+                offset,
+            });
+        }
+    }
+    None
+}
+
+/// How one PMU's event was read at one region edge.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EdgeRead {
+    /// Through its page with one counter read: it was on a counter of this CPU.
+    #[default]
+    Counter,
+    /// From its page's `offset`: it was on no counter of this CPU (the thread was on
+    /// another PMU's CPU), so it was not counting.
+    PageOffset,
+    /// With `read()`.
+    Syscall,
+    /// Its pinned group had lost its counters (`read()` returned 0 bytes): no value.
+    Lost,
+}
+
+impl fmt::Display for EdgeRead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Counter => "counter",
+            Self::PageOffset => "page-offset",
+            Self::Syscall => "read",
+            Self::Lost => "lost",
+        })
+    }
+}
+
+/// One PMU's part of a region's count of one event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PmuShare {
+    /// The PMU.
+    pub pmu: String,
+    /// Its count over the region.
+    pub count: u64,
+    /// How its event was read at the start.
+    pub start: EdgeRead,
+    /// How its event was read at the stop.
+    pub stop: EdgeRead,
+}
+
 #[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+
     use super::*;
 
     fn sample(value: u64, lock: u32, read: EdgeRead) -> EdgeSample {
@@ -175,5 +250,71 @@ mod tests {
             sum_reading(start.into_iter().zip(end), &EdgeFacts::default()).value,
             20
         );
+    }
+
+    /// A page another writer may be in the middle of updating.
+    struct FakePage {
+        lock: Cell<u32>,
+        index: u32,
+        offset: i64,
+        /// Lock values handed out by the first loads (a writer at work).
+        script: Cell<&'static [u32]>,
+    }
+
+    impl UserPage for FakePage {
+        fn lock(&self) -> u32 {
+            match self.script.get().split_first() {
+                Some((&first, rest)) => {
+                    self.script.set(rest);
+                    first
+                }
+                None => self.lock.get(),
+            }
+        }
+        fn index(&self) -> u32 {
+            self.index
+        }
+        fn offset(&self) -> i64 {
+            self.offset
+        }
+        fn pmc_width(&self) -> u16 {
+            32
+        }
+        fn cap_user_rdpmc(&self) -> bool {
+            true
+        }
+        fn time_enabled(&self) -> u64 {
+            0
+        }
+        fn time_running(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn page_state_is_consistent() {
+        // include/uapi/linux/perf_event.h: retry while `lock` is odd or moved.
+        let page = FakePage {
+            lock: Cell::new(8),
+            index: 0,
+            offset: 2054,
+            script: Cell::new(&[5, 6, 7, 6, 8]),
+        };
+        // 5: odd; 6 then 7: moved; 6 then 8: moved; then 8, 8.
+        assert_eq!(
+            page_state(&page),
+            Some(PageState {
+                lock: 8,
+                index: 0,
+                offset: 2054
+            })
+        );
+        let stuck = FakePage {
+            lock: Cell::new(3),
+            index: 1,
+            offset: 0,
+            script: Cell::new(&[]),
+        };
+        assert_eq!(page_state(&stuck), None);
     }
 }
