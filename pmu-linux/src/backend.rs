@@ -294,6 +294,7 @@ impl Request {
     }
 
     /// Event `i` as perf opens it, where its name resolved.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     pub(crate) fn spec(&self, i: usize) -> Option<&EventSpec> {
         self.resolved.get(i).and_then(Option::as_ref)
     }

@@ -38,6 +38,7 @@ impl Ladder {
     }
 
     /// perf found no hardware counters: `notes`.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     pub(crate) fn refuse_no_hardware(&mut self, notes: Vec<String>) {
         self.no_hardware = true;
         self.refused.push(Refusal::NoHardwareCounters(notes));
