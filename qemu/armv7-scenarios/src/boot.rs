@@ -16,7 +16,7 @@
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::{console, println};
+use crate::{println, semihosting};
 
 /// The stack pointer [`at_pl0`] left in SVC mode, for the way back.
 #[no_mangle]
@@ -245,5 +245,5 @@ extern "C" fn fatal_exception(kind: u32, lr: u32, spsr: u32) -> ! {
     ];
     let name = NAMES.get(kind as usize).copied().unwrap_or("?");
     println!("FATAL exception: {name} lr={lr:#x} spsr={spsr:#x}");
-    console::exit(3)
+    semihosting::exit(3)
 }
