@@ -9,7 +9,7 @@
 //! return VPIDR when the Virtualization Extensions exist), the PL1 timers. A core other
 //! than core 0 (MPIDR.Aff0 != 0) that arrives here parks in `wfi`. The MMU stays off: no permission checks, every data access
 //! Strongly-ordered (the target is built with strict alignment). Exceptions go through
-//! VBAR to [`exception_vectors`]: the Undefined Instruction exception of a PL0 probe
+//! VBAR to `exception_vectors`: the Undefined Instruction exception of a PL0 probe
 //! and the SVC that ends PL0 code return to [`at_pl0`]'s caller; every other exception
 //! is fatal.
 
