@@ -423,6 +423,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
         &[
             "pmu-core",
             "pmu-armv8",
+            "pmu-scenarios-common",
             "pmu-scenarios-armv8",
             "qemu-aarch64-virt",
             "pmu-raspi-board",
@@ -434,6 +435,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
         &[
             "pmu-core",
             "pmu-armv7",
+            "pmu-scenarios-common",
             "pmu-scenarios-armv7",
             "qemu-armv7-virt",
             "pmu-raspi-board",

@@ -19,7 +19,7 @@
 #![no_main]
 
 use pmu_scenarios_armv8::gic::Gic2;
-use pmu_scenarios_armv8::{Board, InterruptController};
+use pmu_scenarios_armv8::{Board, Console, InterruptController};
 
 const UART_BASE: usize = 0x0900_0000;
 const UARTDR: usize = 0x00;
@@ -47,8 +47,10 @@ static BOARD: Board = Board {
     name: "virt",
     // QEMU's PL011 needs no set-up.
     init_console: || {},
-    write_byte,
-    crlf: false,
+    console: Console {
+        write_byte,
+        crlf: false,
+    },
     // `-smp 1`: there is no other core.
     park_secondaries: || "none",
     irq: InterruptController {

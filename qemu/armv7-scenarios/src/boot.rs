@@ -9,14 +9,14 @@
 //! return VPIDR when the Virtualization Extensions exist), the PL1 timers. A core other
 //! than core 0 (MPIDR.Aff0 != 0) that arrives here parks in `wfi`. The MMU stays off: no permission checks, every data access
 //! Strongly-ordered (the target is built with strict alignment). Exceptions go through
-//! VBAR to [`exception_vectors`]: the Undefined Instruction exception of a PL0 probe
+//! VBAR to `exception_vectors`: the Undefined Instruction exception of a PL0 probe
 //! and the SVC that ends PL0 code return to [`at_pl0`]'s caller; every other exception
 //! is fatal.
 
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::{console, println};
+use crate::{println, semihosting};
 
 /// The stack pointer [`at_pl0`] left in SVC mode, for the way back.
 #[no_mangle]
@@ -245,5 +245,5 @@ extern "C" fn fatal_exception(kind: u32, lr: u32, spsr: u32) -> ! {
     ];
     let name = NAMES.get(kind as usize).copied().unwrap_or("?");
     println!("FATAL exception: {name} lr={lr:#x} spsr={spsr:#x}");
-    console::exit(3)
+    semihosting::exit(3)
 }

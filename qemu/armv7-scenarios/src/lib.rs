@@ -18,15 +18,22 @@
 //! where the emulator offers it) is 0 only when every check passed; 2 on a panic, 3 on
 //! an unexpected exception (`FATAL …`). Without semihosting (a real board) the image
 //! prints the same lines and waits in `wfe`.
+//!
+//! The exact-count and overflow scenarios, the console behind `println!`, the tally of
+//! checks and the end of a run (self-tests, summary, exit status) are
+//! `pmu-scenarios-common`'s, shared with the AArch64 scenarios; what differs (the
+//! counters' register names, their width, the semihosting calls) is this crate's
+//! `Arch` for AArch32.
 #![no_std]
 
-pub mod blocks;
 pub mod boot;
-pub mod console;
 mod pl0_probes;
 mod scenarios;
+pub mod semihosting;
 
-use core::sync::atomic::{AtomicPtr, Ordering};
+use pmu_core::Slot;
+pub use pmu_scenarios_common::console::Console;
+pub use pmu_scenarios_common::{print, println};
 
 /// What an image tells the scenarios about its board.
 pub struct Board {
@@ -36,21 +43,11 @@ pub struct Board {
     pub name: &'static str,
     /// Sets up the console (pins, baud rate); called first, before any output.
     pub init_console: fn(),
-    /// Sends one byte to the console, waiting while its FIFO is full.
-    pub write_byte: fn(u8),
-    /// Whether a line ends in CR LF (what a terminal on a serial line wants).
-    pub crlf: bool,
+    /// How to print.
+    pub console: Console,
     /// Puts the cores other than the boot core where they execute nothing (QEMU counts
     /// instructions globally under icount); returns how, for `RESULT boot`.
     pub park_secondaries: fn() -> &'static str,
-}
-
-static BOARD: AtomicPtr<Board> = AtomicPtr::new(core::ptr::null_mut());
-
-/// The board the image registered, once `_start` has asked for it.
-pub(crate) fn board() -> Option<&'static Board> {
-    // SAFETY: only `boot_main` stores here, a `&'static Board`.
-    unsafe { BOARD.load(Ordering::Relaxed).as_ref() }
 }
 
 unsafe extern "Rust" {
@@ -68,12 +65,46 @@ fn mode_name(mode: u32) -> &'static str {
     }
 }
 
+/// What the shared scenarios need to know of AArch32.
+enum Armv7 {}
+
+impl pmu_scenarios_common::Arch for Armv7 {
+    // ARMv7's event counters are 32 bits wide (PMEVCNTR<n>, PMXEVCNTR).
+    const EVENT_COUNTER_BITS: Option<u32> = Some(32);
+
+    fn slot_name(slot: Slot) -> &'static str {
+        match slot {
+            Slot::Fixed(0) => "PMCCNTR",
+            Slot::Programmable(0) => "PMEVCNTR0",
+            Slot::Programmable(1) => "PMEVCNTR1",
+            Slot::Programmable(2) => "PMEVCNTR2",
+            Slot::Programmable(3) => "PMEVCNTR3",
+            Slot::Programmable(4) => "PMEVCNTR4",
+            Slot::Programmable(5) => "PMEVCNTR5",
+            _ => "other",
+        }
+    }
+
+    fn exit(code: u32) -> ! {
+        semihosting::exit(code)
+    }
+
+    fn command_line(buf: &mut [u8]) -> Option<&str> {
+        semihosting::command_line(buf)
+    }
+
+    fn undefined_instruction() {
+        // SAFETY: deliberately UNDEFINED, to exercise the fatal-exception path.
+        unsafe { core::arch::asm!("udf #0", options(nomem, nostack)) }
+    }
+}
+
 /// Entry from `_start`, in SVC mode on the boot core; `entry_mode` is CPSR.M as the
 /// loader left it.
 #[no_mangle]
 extern "C" fn boot_main(entry_mode: u32) -> ! {
     let b = pmu_board();
-    BOARD.store(b as *const Board as *mut Board, Ordering::Relaxed);
+    pmu_scenarios_common::console::set(&b.console);
     (b.init_console)();
     println!("{}", b.banner);
     let parked = (b.park_secondaries)();
@@ -83,41 +114,11 @@ extern "C" fn boot_main(entry_mode: u32) -> ! {
         mode_name(entry_mode),
         mode_name(boot::current_mode())
     );
-    let mut buf = [0u8; 256];
-    let selftest = console::command_line(&mut buf).and_then(|line| {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix("selftest="))
-    });
-    let (pass, fail) = match selftest {
-        None => scenarios::run_all(),
-        Some(what) => self_test(what),
-    };
-    println!("RESULT summary pass={pass} fail={fail}");
-    if fail == 0 {
-        println!("all {pass} checks passed");
-        console::exit(0)
-    } else {
-        println!("{fail} of {} checks FAILED", pass + fail);
-        console::exit(1)
-    }
-}
-
-/// `-append selftest=…`: proves that each kind of failure is visible in the output and
-/// the exit status (the tests boot these too).
-fn self_test(what: &str) -> (u32, u32) {
-    println!("self-test: {what}");
-    match what {
-        "panic" => panic!("self-test panic"),
-        // SAFETY: deliberately UNDEFINED, to exercise the fatal-exception path.
-        "undef" => unsafe { core::arch::asm!("udf #0", options(nomem, nostack)) },
-        "fail" => println!("RESULT selftest pass=0"),
-        other => println!("unknown self-test `{other}` (panic, undef, fail)"),
-    }
-    (0, 1)
+    pmu_scenarios_common::finish::<Armv7>(scenarios::run_all)
 }
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     println!("FATAL panic: {info}");
-    console::exit(2)
+    semihosting::exit(2)
 }

@@ -1,38 +1,16 @@
-//! The scenarios. Each prints its RESULT lines and counts checks into a [`Tally`].
+//! The AArch32 scenarios. Each prints its RESULT lines and counts checks into a
+//! [`Tally`]; `exact` and `overflow` are the shared ones of `pmu_scenarios_common`.
 
 use pmu_armv7::registers::pmuserenr::Pmuserenr;
 use pmu_armv7::user_enable::UserAccessRegisters;
 use pmu_armv7::{asm, PerfMon, Pl1Pmu, PmuRegisters};
-use pmu_core::harness::{Corrected, CounterMeter, Harness, RegionMeter, Run};
-use pmu_core::{CounterPool, GenericEvent, Hazards, Pmu, PrivilegeFilter, Reading, Slot};
+use pmu_core::{CounterPool, GenericEvent, PrivilegeFilter, Slot};
+use pmu_scenarios_common::blocks;
+use pmu_scenarios_common::{exact, overflow, Arch, Tally};
 
-use crate::blocks;
 use crate::boot::{at_pl0, pl0_exit, Pl0Outcome};
 use crate::pl0_probes::{PROBES, SETTINGS};
-use crate::println;
-
-/// Warm-up runs and measured runs of the exact-count scenario.
-const WARMUP: u32 = 3;
-const RUNS: usize = 11;
-
-/// Passed and failed checks.
-#[derive(Default)]
-pub struct Tally {
-    pass: u32,
-    fail: u32,
-}
-
-impl Tally {
-    /// Records one check; returns 1 or 0 for the RESULT line.
-    fn check(&mut self, ok: bool) -> u8 {
-        if ok {
-            self.pass += 1;
-        } else {
-            self.fail += 1;
-        }
-        u8::from(ok)
-    }
-}
+use crate::{println, Armv7};
 
 /// Runs every scenario; returns (passed, failed) checks.
 pub fn run_all() -> (u32, u32) {
@@ -49,12 +27,12 @@ pub fn run_all() -> (u32, u32) {
     let perfmon = pmu.perfmon();
     let pool = CounterPool::new(pmu);
     probe(&pool, &mut t);
-    exact(&pool, &mut t);
-    overflow(&pool, &mut t);
+    exact::<Armv7, _>(&pool, &mut t);
+    overflow::<Armv7, _>(&pool, &mut t);
     readers(&pool, &mut t);
     privilege_filter(&pool, &mut t);
     pl0_access(&pool, perfmon, &mut t);
-    (t.pass, t.fail)
+    t.counts()
 }
 
 fn probe(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
@@ -95,122 +73,6 @@ unsafe fn midr() -> u32 {
         core::arch::asm!("mrc p15, 0, {}, c0, c0, 0", out(reg) v, options(nomem, nostack, preserves_flags))
     };
     v
-}
-
-/// INST_RETIRED and the cycle counter over blocks of exactly K instructions, calibrated
-/// against an empty block.
-fn exact(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
-    let (ins, cyc) = match (
-        pool.counter(GenericEvent::Instructions.into(), PrivilegeFilter::ALL),
-        pool.counter(GenericEvent::CpuCycles.into(), PrivilegeFilter::ALL),
-    ) {
-        (Ok(i), Ok(c)) => (i, c),
-        (Err(e), _) | (_, Err(e)) => {
-            let ok = t.check(false);
-            println!("RESULT exact error=counter-allocation pass={ok}");
-            println!("  cannot allocate the counters: {e}");
-            return;
-        }
-    };
-    let (ins_slot, cyc_slot) = (ins.slot(), cyc.slot());
-    ins.reset();
-    cyc.reset();
-    ins.start();
-    cyc.start();
-    let counters = [ins, cyc];
-    let mut meter = CounterMeter::new(&counters);
-    for (k, block) in blocks::EXACT {
-        let (mut runs, mut empty) = ([Run::<2>::default(); RUNS], [Run::<2>::default(); RUNS]);
-        let result = Harness::new(WARMUP).calibrated_against(
-            &mut meter,
-            block,
-            blocks::EMPTY,
-            &mut runs,
-            &mut empty,
-        );
-        let [i, c] = match result {
-            Ok(r) => r,
-            Err(e) => {
-                let ok = t.check(false);
-                println!("RESULT exact k={k} error=measurement pass={ok}");
-                println!("  measurement failed: {e}");
-                continue;
-            }
-        };
-        let exact = |x: &Corrected| {
-            x.min == Some(k as i64) && x.median == Some(k as i64) && x.region.clean == RUNS
-        };
-        // The verdict is the instruction count, exact on any core for a straight-line
-        // block with interrupts masked. Cycles equal K only under QEMU's icount (one
-        // instruction per cycle); on a board they are what the core took (printed, and
-        // asserted against K by the QEMU tests, tests/tests/qemu_*.rs).
-        let ok = t.check(
-            exact(&i)
-                && c.region.clean == RUNS
-                && i.region.hazards.is_empty()
-                && c.region.hazards.is_empty(),
-        );
-        println!(
-            "RESULT exact k={k} inst={} inst_median={} cycles={} cycles_median={} clean={}/{} hazards={} overhead_inst={} overhead_cycles={} inst_slot={} cycle_slot={} pass={ok}",
-            opt(i.min), opt(i.median), opt(c.min), opt(c.median),
-            i.region.clean.min(c.region.clean), RUNS,
-            i.region.hazards | c.region.hazards,
-            opt_u(i.empty.min), opt_u(c.empty.min),
-            slot_name(ins_slot), slot_name(cyc_slot),
-        );
-    }
-}
-
-/// How far below its 32-bit wrap point the overflow scenario presets the counter: more
-/// than the instructions between the preset and the meter's start read, fewer than the
-/// measured window (overhead + 100), so the wrap falls inside the region.
-const OVERFLOW_DISTANCE: u64 = 64;
-
-/// An event counter preset just below its 32-bit wrap point; a block of 100
-/// instructions wraps it. The overflow flag (PMOVSR) must be seen, the run flagged, the
-/// value right; a second run without a wrap must be clean.
-fn overflow(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
-    let Ok(ins) = pool.counter(GenericEvent::Instructions.into(), PrivilegeFilter::ALL) else {
-        let ok = t.check(false);
-        println!("RESULT overflow error=counter-allocation pass={ok}");
-        return;
-    };
-    let slot = ins.slot();
-    let width = ins.width();
-    ins.start();
-    let counters = [ins];
-    let mut meter = CounterMeter::new(&counters);
-    // The whole sequence twice, the first time as a warm-up whose readings are dropped:
-    // on QEMU's four-vCPU raspi2b the first execution of a code path can count
-    // instructions it did not retire (measured: the counter wrapped before the window
-    // opened the first time, exact every later time). The exact scenario's harness warms
-    // up the same way.
-    let _ = overflow_sequence(&mut meter, &counters[0]);
-    let (measured, readings) = overflow_sequence(&mut meter, &counters[0]);
-    let raw_end = pool.pmu().read(slot);
-    let [[empty], [wrapped], [after]] = readings;
-    let expected = empty.value + 100;
-    let ok = t.check(
-        measured.is_ok()
-            && width.bits() == 32
-            && empty.hazards.is_empty()
-            && wrapped.hazards == Hazards::OVERFLOW
-            && wrapped.value == expected
-            && after.hazards.is_empty()
-            && after.value == expected,
-    );
-    println!(
-        "RESULT overflow counter={} width={} preset={:#x} value={} corrected={} hazards={} next_run_value={} next_run_hazards={} empty_window={} raw_end={raw_end:#x} pass={ok}",
-        slot_name(slot),
-        width.bits(),
-        width.truncate(OVERFLOW_DISTANCE.wrapping_neg()),
-        wrapped.value,
-        wrapped.value as i64 - empty.value as i64,
-        wrapped.hazards,
-        after.value,
-        after.hazards,
-        empty.value,
-    );
 }
 
 /// The handles of `pmu_armv7::reader` against the driver's `Pmu::read`: the same
@@ -384,42 +246,6 @@ extern "C" fn pl0_nops<const K: usize>(_: u32) -> ! {
     pl0_exit(0)
 }
 
-/// Run 0: the empty block, clean: the cost of the window itself. Run 1: the
-/// 100-instruction block with the counter preset to wrap inside it. Run 2: the same
-/// block again, past the wrap: clean.
-#[inline(never)]
-fn overflow_sequence(
-    meter: &mut CounterMeter<'_, '_, Pl1Pmu, 1>,
-    counter: &pmu_core::Counter<'_, Pl1Pmu>,
-) -> (Result<(), pmu_core::Error>, [[Reading; 1]; 3]) {
-    let mut readings = [[Reading::default()]; 3];
-    let mut measured = Ok(());
-    for (i, out) in readings.iter_mut().enumerate() {
-        let block = if i == 0 {
-            blocks::EMPTY
-        } else {
-            blocks::nops::<100> as fn()
-        };
-        if i == 1 {
-            counter.preset_before_wrap(OVERFLOW_DISTANCE);
-        }
-        measured = measured.and(window(meter, block, out));
-    }
-    (measured, readings)
-}
-
-/// One measured window around a block.
-#[inline(never)]
-fn window(
-    meter: &mut CounterMeter<'_, '_, Pl1Pmu, 1>,
-    block: fn(),
-    out: &mut [Reading; 1],
-) -> Result<(), pmu_core::Error> {
-    meter.start()?;
-    block();
-    meter.stop(out)
-}
-
 /// Each PMUSERENR setting against each PL0 access: allowed or UNDEFINED. On PMUv2 only
 /// EN exists (the read-back shows what the CPU kept), so CR|ER grants nothing there.
 fn pl0_access(pool: &CounterPool<Pl1Pmu>, perfmon: PerfMon, t: &mut Tally) {
@@ -461,23 +287,6 @@ fn pl0_access(pool: &CounterPool<Pl1Pmu>, perfmon: PerfMon, t: &mut Tally) {
     regs.isb();
 }
 
-fn opt(v: Option<i64>) -> i64 {
-    v.unwrap_or(i64::MIN)
-}
-
-fn opt_u(v: Option<u64>) -> u64 {
-    v.unwrap_or(u64::MAX)
-}
-
 fn slot_name(slot: Slot) -> &'static str {
-    match slot {
-        Slot::Fixed(0) => "PMCCNTR",
-        Slot::Programmable(0) => "PMEVCNTR0",
-        Slot::Programmable(1) => "PMEVCNTR1",
-        Slot::Programmable(2) => "PMEVCNTR2",
-        Slot::Programmable(3) => "PMEVCNTR3",
-        Slot::Programmable(4) => "PMEVCNTR4",
-        Slot::Programmable(5) => "PMEVCNTR5",
-        _ => "other",
-    }
+    Armv7::slot_name(slot)
 }

@@ -17,7 +17,7 @@
 #![no_std]
 #![no_main]
 
-use pmu_scenarios_armv7::Board;
+use pmu_scenarios_armv7::{Board, Console};
 
 const UART_BASE: usize = 0x0900_0000;
 const UARTDR: usize = 0x00;
@@ -38,8 +38,10 @@ static BOARD: Board = Board {
     name: "virt",
     // QEMU's PL011 needs no set-up.
     init_console: || {},
-    write_byte,
-    crlf: false,
+    console: Console {
+        write_byte,
+        crlf: false,
+    },
     // `-smp 1`: there is no other core.
     park_secondaries: || "none",
 };

@@ -247,7 +247,7 @@ pub fn current_el() -> u64 {
     el >> 2
 }
 
-/// The address of the parking loop ([`park_core`]'s `wfi`), for a board that releases
+/// The address of the parking loop (`park_core`'s `wfi`), for a board that releases
 /// its other cores from a spin table.
 pub fn park_address() -> u64 {
     park_core as *const () as u64

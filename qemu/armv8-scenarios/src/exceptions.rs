@@ -13,7 +13,7 @@
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::boot::Frame;
-use crate::{console, println};
+use crate::{println, semihosting};
 
 /// ESR_EL1 of the last trapped EL0 instruction, or [`NO_TRAP`].
 static LAST_EL0_TRAP: AtomicU64 = AtomicU64::new(NO_TRAP);
@@ -89,7 +89,7 @@ extern "C" fn handle_exception(frame: &mut Frame, kind: u64) -> u64 {
                 "FATAL unexpected exception: vector entry {kind}, ESR_EL1={:#x} (EC={:#x}), ELR_EL1={:#x}, FAR_EL1={:#x}, SPSR_EL1={:#x}",
                 frame.esr, class, frame.elr, frame.far, frame.spsr
             );
-            console::exit(3)
+            semihosting::exit(3)
         }
     }
 }

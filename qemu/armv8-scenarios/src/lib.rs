@@ -28,17 +28,27 @@
 //!
 //! Run under QEMU's `-icount shift=0,align=off,sleep=off`: QEMU then counts
 //! INST_RETIRED and cycles exactly, so the exact-count scenario must give K, not about K.
+//!
+//! The exact-count and overflow scenarios, the console behind `println!`, the tally of
+//! checks and the end of a run (self-tests, summary, exit status) are
+//! `pmu-scenarios-common`'s, shared with the AArch32 scenarios; what differs (the
+//! counters' register names, their width, the semihosting calls) is this crate's
+//! `Arch` for AArch64.
 #![no_std]
 
 pub mod blocks;
 pub mod boot;
-pub mod console;
 mod el0_probes;
 pub mod exceptions;
 pub mod gic;
 mod scenarios;
+pub mod semihosting;
 
 use core::sync::atomic::{AtomicPtr, Ordering};
+
+use pmu_core::Slot;
+pub use pmu_scenarios_common::console::Console;
+pub use pmu_scenarios_common::{print, println};
 
 /// How the board's PMU overflow interrupt reaches the boot CPU.
 pub struct InterruptController {
@@ -64,11 +74,8 @@ pub struct Board {
     pub name: &'static str,
     /// Sets up the console (pins, baud rate); called first, before any output.
     pub init_console: fn(),
-    /// Sends one byte to the console, waiting while its FIFO is full.
-    pub write_byte: fn(u8),
-    /// Whether a line ends in CR LF (what a terminal on a serial line wants) rather
-    /// than LF alone.
-    pub crlf: bool,
+    /// How to print.
+    pub console: Console,
     /// Puts the cores other than the boot core where they execute nothing (QEMU counts
     /// instructions globally under icount: a spinning core would be counted too).
     /// Returns how it did it, for `RESULT boot`.
@@ -90,12 +97,47 @@ unsafe extern "Rust" {
     safe fn pmu_board() -> &'static Board;
 }
 
+/// What the shared scenarios need to know of AArch64.
+enum Armv8 {}
+
+impl pmu_scenarios_common::Arch for Armv8 {
+    // PMUv3p5's PMCR_EL0.LP makes them 64 bits wide.
+    const EVENT_COUNTER_BITS: Option<u32> = None;
+
+    fn slot_name(slot: Slot) -> &'static str {
+        match slot {
+            Slot::Fixed(0) => "PMCCNTR_EL0",
+            Slot::Programmable(0) => "PMEVCNTR0_EL0",
+            Slot::Programmable(1) => "PMEVCNTR1_EL0",
+            Slot::Programmable(2) => "PMEVCNTR2_EL0",
+            Slot::Programmable(3) => "PMEVCNTR3_EL0",
+            Slot::Programmable(4) => "PMEVCNTR4_EL0",
+            Slot::Programmable(5) => "PMEVCNTR5_EL0",
+            _ => "other",
+        }
+    }
+
+    fn exit(code: u32) -> ! {
+        semihosting::exit(code)
+    }
+
+    fn command_line(buf: &mut [u8]) -> Option<&str> {
+        semihosting::command_line(buf)
+    }
+
+    fn undefined_instruction() {
+        // SAFETY: deliberately UNDEFINED at EL1, to exercise the fatal-exception path.
+        unsafe { core::arch::asm!("udf #0", options(nomem, nostack)) }
+    }
+}
+
 /// Entry from `_start`, at EL1 on the boot core; `entry_el` is the exception level
 /// the loader started the image at (2 or 1).
 #[no_mangle]
 extern "C" fn boot_main(entry_el: u64) -> ! {
     let b = pmu_board();
     BOARD.store(b as *const Board as *mut Board, Ordering::Relaxed);
+    pmu_scenarios_common::console::set(&b.console);
     (b.init_console)();
     println!("{}", b.banner);
     let parked = (b.park_secondaries)();
@@ -104,41 +146,11 @@ extern "C" fn boot_main(entry_el: u64) -> ! {
         b.name,
         boot::current_el()
     );
-    let mut buf = [0u8; 256];
-    let selftest = console::command_line(&mut buf).and_then(|line| {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix("selftest="))
-    });
-    let (pass, fail) = match selftest {
-        None => scenarios::run_all(b),
-        Some(what) => self_test(what),
-    };
-    println!("RESULT summary pass={pass} fail={fail}");
-    if fail == 0 {
-        println!("all {pass} checks passed");
-        console::exit(0)
-    } else {
-        println!("{fail} of {} checks FAILED", pass + fail);
-        console::exit(1)
-    }
-}
-
-/// `-append selftest=…`: proves that each kind of failure is visible in the output and
-/// the exit status (the tests boot these too).
-fn self_test(what: &str) -> (u32, u32) {
-    println!("self-test: {what}");
-    match what {
-        "panic" => panic!("self-test panic"),
-        // SAFETY: deliberately UNDEFINED at EL1, to exercise the fatal-exception path.
-        "undef" => unsafe { core::arch::asm!("udf #0", options(nomem, nostack)) },
-        "fail" => println!("RESULT selftest pass=0"),
-        other => println!("unknown self-test `{other}` (panic, undef, fail)"),
-    }
-    (0, 1)
+    pmu_scenarios_common::finish::<Armv8>(|| scenarios::run_all(b))
 }
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     println!("FATAL panic: {info}");
-    console::exit(2)
+    semihosting::exit(2)
 }

@@ -1,43 +1,20 @@
-//! The scenarios. Each prints its RESULT lines and counts checks into a [`Tally`].
+//! The AArch64 scenarios. Each prints its RESULT lines and counts checks into a
+//! [`Tally`]; `exact` and `overflow` are the shared ones of `pmu_scenarios_common`.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use aarch64_cpu::registers::{Readable, ID_AA64DFR0_EL1, MIDR_EL1};
 use pmu_armv8::registers::pmuserenr_el0::PmuserenrEl0;
 use pmu_armv8::{spe, El1Pmu, EventNumber, PmuOptions};
-use pmu_core::harness::{Corrected, CounterMeter, Harness, RegionMeter, Run};
-use pmu_core::{
-    Counter, CounterPool, Event, GenericEvent, Hazards, Pmu, PrivilegeFilter, Reading, Slot,
-};
+use pmu_core::{Counter, CounterPool, Event, GenericEvent, Pmu, PrivilegeFilter, Slot};
+use pmu_scenarios_common::blocks;
+use pmu_scenarios_common::{exact, overflow, Arch, Tally, OVERFLOW_DISTANCE};
 
-use crate::blocks::{self, el0_nops};
+use crate::blocks::el0_nops;
 use crate::boot::at_el0;
 use crate::el0_probes::{PROBES, SETTINGS};
 use crate::exceptions::{self, take_el0_trap};
-use crate::{print, println, Board};
-
-/// Warm-up runs and measured runs of the exact-count scenario.
-const WARMUP: u32 = 3;
-const RUNS: usize = 11;
-
-/// Passed and failed checks.
-#[derive(Default)]
-pub struct Tally {
-    pass: u32,
-    fail: u32,
-}
-
-impl Tally {
-    /// Records one check; returns 1 or 0 for the RESULT line.
-    fn check(&mut self, ok: bool) -> u8 {
-        if ok {
-            self.pass += 1;
-        } else {
-            self.fail += 1;
-        }
-        u8::from(ok)
-    }
-}
+use crate::{print, println, Armv8, Board};
 
 /// Runs every scenario; returns (passed, failed) checks.
 pub fn run_all(board: &Board) -> (u32, u32) {
@@ -55,12 +32,17 @@ pub fn run_all(board: &Board) -> (u32, u32) {
     probe(&pool, &mut t);
     spe_probe(&mut t);
     spe_config(&mut t);
-    exact(&pool, &mut t);
-    overflow(&pool, &mut t);
+    exact::<Armv8, _>(&pool, &mut t);
+    if let Some(width) = overflow::<Armv8, _>(&pool, &mut t) {
+        println!(
+            "  overflow: counter preset {OVERFLOW_DISTANCE} below its {}-bit wrap; the wrapped run is flagged and still counts 100 after subtracting the empty window",
+            width.bits()
+        );
+    }
     cycle_interrupt(&pool, board, &mut t);
     filters(&pool, &mut t);
     el0_access(&mut t);
-    (t.pass, t.fail)
+    t.counts()
 }
 
 fn probe(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
@@ -153,163 +135,6 @@ fn spe_config(t: &mut Tally) {
             println!("  {e}");
         }
     }
-}
-
-/// INST_RETIRED and the cycle counter over blocks of exactly K instructions, calibrated
-/// against an empty block.
-fn exact(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
-    let (ins, cyc) = match (
-        pool.counter(GenericEvent::Instructions.into(), PrivilegeFilter::ALL),
-        pool.counter(GenericEvent::CpuCycles.into(), PrivilegeFilter::ALL),
-    ) {
-        (Ok(i), Ok(c)) => (i, c),
-        (Err(e), _) | (_, Err(e)) => {
-            let ok = t.check(false);
-            println!("RESULT exact error=counter-allocation pass={ok}");
-            println!("  cannot allocate the counters: {e}");
-            return;
-        }
-    };
-    let (ins_slot, cyc_slot) = (ins.slot(), cyc.slot());
-    ins.reset();
-    cyc.reset();
-    ins.start();
-    cyc.start();
-    let counters = [ins, cyc];
-    let mut meter = CounterMeter::new(&counters);
-    for (k, block) in blocks::EXACT {
-        let (mut runs, mut empty) = ([Run::<2>::default(); RUNS], [Run::<2>::default(); RUNS]);
-        let result = Harness::new(WARMUP).calibrated_against(
-            &mut meter,
-            block,
-            blocks::EMPTY,
-            &mut runs,
-            &mut empty,
-        );
-        let [i, c] = match result {
-            Ok(r) => r,
-            Err(e) => {
-                let ok = t.check(false);
-                println!("RESULT exact k={k} error=measurement pass={ok}");
-                println!("  measurement failed: {e}");
-                continue;
-            }
-        };
-        let exact = |x: &Corrected| {
-            x.min == Some(k as i64) && x.median == Some(k as i64) && x.region.clean == RUNS
-        };
-        // The verdict is the instruction count, exact on any core for a straight-line
-        // block with interrupts masked. Cycles equal K only under QEMU's icount (one
-        // instruction per cycle); on a board they are what the core took (printed, and
-        // asserted against K by the QEMU tests, tests/tests/qemu_*.rs).
-        let ok = t.check(
-            exact(&i)
-                && c.region.clean == RUNS
-                && i.region.hazards.is_empty()
-                && c.region.hazards.is_empty(),
-        );
-        println!(
-            "RESULT exact k={k} inst={} inst_median={} cycles={} cycles_median={} clean={}/{} hazards={} overhead_inst={} overhead_cycles={} inst_slot={} cycle_slot={} pass={ok}",
-            opt(i.min), opt(i.median), opt(c.min), opt(c.median),
-            i.region.clean.min(c.region.clean), RUNS,
-            i.region.hazards | c.region.hazards,
-            opt_u(i.empty.min), opt_u(c.empty.min),
-            slot_name(ins_slot), slot_name(cyc_slot),
-        );
-    }
-}
-
-/// How far below its wrap point the overflow scenario presets the counter: more than
-/// the instructions between the preset and the meter's start read, fewer than the
-/// measured window (overhead + 100), so the wrap falls inside the region.
-const OVERFLOW_DISTANCE: u64 = 64;
-
-/// An event counter preset just below its 32-bit wrap point; a block of 100
-/// instructions wraps it. The overflow flag must be seen, the run flagged, the value
-/// right; a second run without a wrap must be clean.
-fn overflow(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
-    let Ok(ins) = pool.counter(GenericEvent::Instructions.into(), PrivilegeFilter::ALL) else {
-        let ok = t.check(false);
-        println!("RESULT overflow error=counter-allocation pass={ok}");
-        return;
-    };
-    let slot = ins.slot();
-    let width = ins.width();
-    ins.start();
-    let counters = [ins];
-    let mut meter = CounterMeter::new(&counters);
-    // The whole sequence twice, the first time as a warm-up whose readings are dropped:
-    // on QEMU's four-vCPU raspi boards the first execution of a code path can count
-    // instructions it did not retire (measured on raspi3b: 39 extra between the preset
-    // and the next read the first time, exact every later time), enough to wrap the
-    // counter before the window opens. The exact scenario's harness warms up the same way.
-    let _ = overflow_sequence(&mut meter, &counters[0]);
-    let (measured, readings) = overflow_sequence(&mut meter, &counters[0]);
-    // The raw register after the wrap: PMUv3p5 with LP=0 keeps bit 32 (0x1_0000_00xx)
-    // though the counter overflows at 32 bits; PMUv3 reads 0x00xx.
-    let raw_end = pool.pmu().read(slot);
-    let [[empty], [wrapped], [after]] = readings;
-    let expected = empty.value + 100;
-    let ok = t.check(
-        measured.is_ok()
-            && empty.hazards.is_empty()
-            && wrapped.hazards == Hazards::OVERFLOW
-            && wrapped.value == expected
-            && after.hazards.is_empty()
-            && after.value == expected,
-    );
-    println!(
-        "RESULT overflow counter={} width={} preset={:#x} value={} corrected={} hazards={} next_run_value={} next_run_hazards={} empty_window={} raw_end={raw_end:#x} pass={ok}",
-        slot_name(slot),
-        width.bits(),
-        width.truncate(OVERFLOW_DISTANCE.wrapping_neg()),
-        wrapped.value,
-        wrapped.value as i64 - empty.value as i64,
-        wrapped.hazards,
-        after.value,
-        after.hazards,
-        empty.value,
-    );
-    println!(
-        "  overflow: counter preset {OVERFLOW_DISTANCE} below its {}-bit wrap; the wrapped run is flagged and still counts 100 after subtracting the empty window",
-        width.bits()
-    );
-}
-
-/// Run 0: the empty block, clean: the cost of the window itself. Run 1: the
-/// 100-instruction block with the counter preset to wrap inside it. Run 2: the same
-/// block again, past the wrap: clean.
-#[inline(never)]
-fn overflow_sequence(
-    meter: &mut CounterMeter<'_, '_, El1Pmu, 1>,
-    counter: &Counter<'_, El1Pmu>,
-) -> (Result<(), pmu_core::Error>, [[Reading; 1]; 3]) {
-    let mut readings = [[Reading::default()]; 3];
-    let mut measured = Ok(());
-    for (i, out) in readings.iter_mut().enumerate() {
-        let block = if i == 0 {
-            blocks::EMPTY
-        } else {
-            blocks::nops::<100> as fn()
-        };
-        if i == 1 {
-            counter.preset_before_wrap(OVERFLOW_DISTANCE);
-        }
-        measured = measured.and(window(meter, block, out));
-    }
-    (measured, readings)
-}
-
-/// One measured window around the 100-instruction block.
-#[inline(never)]
-fn window(
-    meter: &mut CounterMeter<'_, '_, El1Pmu, 1>,
-    block: fn(),
-    out: &mut [Reading; 1],
-) -> Result<(), pmu_core::Error> {
-    meter.start()?;
-    block();
-    meter.stop(out)
 }
 
 static PMU_IRQS: AtomicU32 = AtomicU32::new(0);
@@ -475,23 +300,6 @@ fn el0_access(t: &mut Tally) {
     unsafe { pmu_armv8::el1::set_user_access(PmuserenrEl0::new(0)) };
 }
 
-fn opt(v: Option<i64>) -> i64 {
-    v.unwrap_or(i64::MIN)
-}
-
-fn opt_u(v: Option<u64>) -> u64 {
-    v.unwrap_or(u64::MAX)
-}
-
 fn slot_name(slot: Slot) -> &'static str {
-    match slot {
-        Slot::Fixed(0) => "PMCCNTR_EL0",
-        Slot::Programmable(0) => "PMEVCNTR0_EL0",
-        Slot::Programmable(1) => "PMEVCNTR1_EL0",
-        Slot::Programmable(2) => "PMEVCNTR2_EL0",
-        Slot::Programmable(3) => "PMEVCNTR3_EL0",
-        Slot::Programmable(4) => "PMEVCNTR4_EL0",
-        Slot::Programmable(5) => "PMEVCNTR5_EL0",
-        _ => "other",
-    }
+    Armv8::slot_name(slot)
 }

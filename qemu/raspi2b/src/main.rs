@@ -8,7 +8,7 @@
 
 use pmu_raspi_board::local_intc;
 use pmu_raspi_board::pl011::{self, Pl011};
-use pmu_scenarios_armv7::Board;
+use pmu_scenarios_armv7::{Board, Console};
 
 const PERIPHERALS: usize = 0x3F00_0000;
 // SAFETY: the BCM2836's PL011 (bus 0x7E20_1000, bcm283x.dtsi `uart0`).
@@ -22,8 +22,10 @@ static BOARD: Board = Board {
         unsafe { pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000) };
         UART.init();
     },
-    write_byte: |b| UART.write_byte(b),
-    crlf: true,
+    console: Console {
+        write_byte: |b| UART.write_byte(b),
+        crlf: true,
+    },
     park_secondaries: || {
         // SAFETY: the Pi 2's firmware parks cores 1-3 on their mailboxes; the parking
         // loop masks interrupts and sleeps forever.

@@ -14,7 +14,7 @@
 use pmu_raspi_board::pl011::{self, Pl011};
 use pmu_raspi_board::spin_table;
 use pmu_scenarios_armv8::gic::Gic2;
-use pmu_scenarios_armv8::{Board, InterruptController};
+use pmu_scenarios_armv8::{Board, Console, InterruptController};
 
 const PERIPHERALS: usize = 0xFE00_0000;
 // SAFETY: the BCM2711's PL011 (bus 0x7E20_1000, bcm2711.dtsi `ranges`).
@@ -34,8 +34,10 @@ static BOARD: Board = Board {
         unsafe { pl011::gpio_14_15_alt0(PERIPHERALS + 0x20_0000) };
         UART.init();
     },
-    write_byte: |b| UART.write_byte(b),
-    crlf: true,
+    console: Console {
+        write_byte: |b| UART.write_byte(b),
+        crlf: true,
+    },
     park_secondaries: || {
         // SAFETY: the Pi 4's firmware parks cores 1-3 on the spin table; the parking
         // loop masks interrupts and sleeps forever.

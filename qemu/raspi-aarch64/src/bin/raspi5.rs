@@ -19,7 +19,7 @@
 
 use pmu_raspi_board::pl011::Pl011;
 use pmu_scenarios_armv8::gic::Gic2;
-use pmu_scenarios_armv8::{Board, InterruptController};
+use pmu_scenarios_armv8::{Board, Console, InterruptController};
 
 // SAFETY: the BCM2712's debug-connector PL011 (bcm2712.dtsi `uart10`).
 const UART: Pl011 = unsafe { Pl011::new(0x10_7D00_1000) };
@@ -31,8 +31,10 @@ static BOARD: Board = Board {
     banner: "pmu raspi5 image (kernel8.img, BCM2712): PMU scenarios at EL1 and EL0",
     name: "raspi5",
     init_console: || {},
-    write_byte: |b| UART.write_byte(b),
-    crlf: true,
+    console: Console {
+        write_byte: |b| UART.write_byte(b),
+        crlf: true,
+    },
     park_secondaries: || "psci-off",
     irq: InterruptController {
         name: "gic-400",

@@ -1,47 +1,9 @@
-//! Output through the board's console ([`crate::Board::write_byte`]), and exit and the
-//! command line through semihosting.
+//! Exit and the command line through semihosting.
 //!
 //! Semihosting (`hlt #0xf000`) is what QEMU offers with `-semihosting-config
 //! enable=on`; on a real board without a debugger the instruction is UNDEFINED, and the
 //! exception handler turns it into a failed call (`crate::exceptions`): [`exit`] then
 //! waits in `wfe` and [`command_line`] gives `None`, so one image serves both.
-
-use core::fmt::{self, Write};
-
-/// The console as a `fmt::Write`.
-pub struct Uart;
-
-impl Write for Uart {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        if let Some(board) = crate::board() {
-            for b in s.bytes() {
-                if b == b'\n' && board.crlf {
-                    (board.write_byte)(b'\r');
-                }
-                (board.write_byte)(b);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `print!` to the console.
-#[macro_export]
-macro_rules! print {
-    ($($arg:tt)*) => {{
-        let _ = core::fmt::Write::write_fmt(&mut $crate::console::Uart, format_args!($($arg)*));
-    }};
-}
-
-/// `println!` to the console.
-#[macro_export]
-macro_rules! println {
-    () => { $crate::print!("\n") };
-    ($($arg:tt)*) => {{
-        $crate::print!($($arg)*);
-        $crate::print!("\n");
-    }};
-}
 
 /// Ends QEMU with `code` as its exit status (semihosting SYS_EXIT with
 /// ADP_Stopped_ApplicationExit; QEMU needs `-semihosting-config enable=on`). Without

@@ -3,8 +3,9 @@
 
 use core::arch::asm;
 
-/// K `nop`s, then return: K + 1 instructions (the `bx lr` cancels against
-/// [`nops::<0>`]).
+/// K `nop`s, then return: K + 1 instructions (the return, `ret` on A64 and `bx lr` on
+/// A32, cancels against [`nops::<0>`]). `nop` is one instruction on every target this
+/// crate builds for.
 #[inline(never)]
 pub fn nops<const K: usize>() {
     // SAFETY: `nop`s touch no state.
