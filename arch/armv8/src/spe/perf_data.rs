@@ -255,21 +255,26 @@ impl<'a> Reader<'a> {
 }
 
 /// The parts of one `struct perf_event_attr` an SPE recording is explained by.
+///
+/// Serialized (feature `serde`) as its fields in this order: the PMU type,
+/// [`PerfEventAttr`](crate::spe::perf::PerfEventAttr)'s keys (config words in hex), then
+/// where the attribute sits in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct PerfFileAttr {
-    /// Offset of the attribute in the file.
-    pub offset: u64,
     /// `attr.type`: for SPE, the `arm_spe` PMU's type number.
     pub pmu_type: u32,
-    /// `attr.size` (64 when the file says 0, the first version).
-    pub size: u32,
     /// `attr.config`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config: u64,
     /// `attr.config1` (0 when the attribute is too old to have it).
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config1: u64,
     /// `attr.config2`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config2: u64,
     /// `attr.config3` (Linux 6.3 and later; 0 before).
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config3: u64,
     /// `attr.sample_period` (or `sample_freq` when `freq` is set).
     pub sample_period: u64,
@@ -277,6 +282,10 @@ pub struct PerfFileAttr {
     pub exclude_user: bool,
     /// `attr.exclude_kernel`.
     pub exclude_kernel: bool,
+    /// Offset of the attribute in the file.
+    pub offset: u64,
+    /// `attr.size` (64 when the file says 0, the first version).
+    pub size: u32,
 }
 
 impl PerfFileAttr {
@@ -295,21 +304,30 @@ impl PerfFileAttr {
 }
 
 /// One `PERF_RECORD_AUXTRACE` event with its AUX data: a piece of one CPU's SPE buffer.
+///
+/// Serialized (feature `serde`) as its fields in this order, without the data: `tid` signed
+/// as perf prints it (-1 for a per-CPU recording), the data as its length (`bytes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct AuxtraceChunk<'a> {
+    /// `cpu`: the CPU whose SPE wrote it.
+    pub cpu: u32,
+    /// `idx`: the AUX mmap this came from (one per CPU with per-CPU mmaps).
+    pub idx: u32,
+    /// `tid`: the thread (`u32::MAX`, i.e. -1, for per-CPU recording).
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::perf_tid"))]
+    pub tid: u32,
     /// Offset of the AUXTRACE event in the file.
     pub file_offset: u64,
     /// Where the data sat in the AUX buffer (`offset`).
     pub aux_offset: u64,
     /// `reference` (a timestamp or counter perf uses to order chunks).
     pub reference: u64,
-    /// `idx`: the AUX mmap this came from (one per CPU with per-CPU mmaps).
-    pub idx: u32,
-    /// `tid`: the thread (`u32::MAX`, i.e. -1, for per-CPU recording).
-    pub tid: u32,
-    /// `cpu`: the CPU whose SPE wrote it.
-    pub cpu: u32,
     /// The AUX bytes: SPE records, to give to [`crate::spe::decode::records`].
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "bytes", with = "crate::spe::serialize::byte_count")
+    )]
     pub data: &'a [u8],
 }
 

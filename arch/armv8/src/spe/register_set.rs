@@ -120,7 +120,10 @@ impl SpeRegisterValues {
 }
 
 /// One field of a register value, for display or JSON.
+///
+/// Serialized (feature `serde`) as its fields, `value_meaning` as `meaning`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FieldInfo {
     /// The field name as the Arm ARM spells it (event bits: the event's name).
     pub name: &'static str,
@@ -133,6 +136,7 @@ pub struct FieldInfo {
     /// What the field does.
     pub description: &'static str,
     /// What this particular value means, for coded fields (`PCT = 0b01`: "physical counter").
+    #[cfg_attr(feature = "serde", serde(rename = "meaning"))]
     pub value_meaning: Option<&'static str>,
 }
 

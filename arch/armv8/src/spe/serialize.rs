@@ -14,6 +14,19 @@
 //!   spells them, packet sub-fields as perf prints them, errors and warnings as
 //!   `{kind, message}` with the variant's name.
 //!
+//! Where every key is one field, the type derives `Serialize` next to its definition, with
+//! field attributes naming the helpers here (`with = "crate::spe::serialize::hex"`,
+//! `rename`): [`PerfEventAttr`](super::perf::PerfEventAttr),
+//! [`PerfFileAttr`](super::perf_data::PerfFileAttr),
+//! [`AuxtraceChunk`](super::perf_data::AuxtraceChunk),
+//! [`FieldInfo`](super::register_set::FieldInfo) and [`ContextPacket`]; their fields are
+//! declared in the order of their keys. The rest keep a short hand impl below, each saying
+//! which key a derive cannot produce: a key computed from another field or from several
+//! (`pmsver`, an event set's `*_mask`, a packet's decoded address), or keys that are no
+//! field at all (an error's `kind` and `message`). A derive could add such keys only through
+//! `#[serde(flatten)]`, and serde implements flatten with a serializer that needs its
+//! `alloc` feature (`FlatMapSerializer`), which this no_std crate does without.
+//!
 //! ```
 //! use pmu_armv8::spe::{SpeCapabilities, SpeConfigBuilder, SpeEvents, SpeVersion};
 //!
@@ -30,7 +43,7 @@
 
 use core::fmt;
 
-use serde::ser::{Serialize, SerializeSeq, SerializeStruct, Serializer};
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use super::capabilities::SpeCapabilities;
 use super::config::{ExceptionLevels, OperationTypes, SpeConfigBuilder, TimestampSource};
@@ -39,16 +52,68 @@ use super::decode::{
 };
 use super::error::{SpeError, SpeWarning};
 use super::events::SpeEvents;
-use super::perf::PerfEventAttr;
-use super::perf_data::{AuxtraceChunk, PerfFileAttr};
-use super::register_set::{FieldInfo, SpeRegister, SpeRegisterValues};
+use super::register_set::{SpeRegister, SpeRegisterValues};
 
-/// A `u64` as `0x…`.
+// ---- helpers: `#[serde(with = "crate::spe::serialize::…")]` modules for the derived impls,
+// and value forms for the hand impls ----
+
+/// A `u64` as `0x…`: register and config words, payloads, masks.
+pub(crate) mod hex {
+    use serde::Serializer;
+
+    /// `value` as `0x…`.
+    pub(crate) fn serialize<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&format_args!("{value:#x}"))
+    }
+}
+
+/// [`hex`] for the hand impls.
 struct Hex(u64);
 
 impl Serialize for Hex {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&format_args!("{:#x}", self.0))
+        hex::serialize(&self.0, serializer)
+    }
+}
+
+/// perf's `tid`, a `u32` holding -1 for "no thread" (`u32::MAX`), signed as perf prints it.
+pub(crate) mod perf_tid {
+    use serde::Serializer;
+
+    /// `tid` as an `i32`.
+    pub(crate) fn serialize<S: Serializer>(tid: &u32, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_i64(i64::from(*tid as i32))
+    }
+}
+
+/// A byte slice as its length.
+pub(crate) mod byte_count {
+    use serde::{Serialize, Serializer};
+
+    /// `data.len()`.
+    pub(crate) fn serialize<S: Serializer>(data: &&[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        data.len().serialize(serializer)
+    }
+}
+
+/// A Context packet's index as the register it names
+/// ([`ContextPacket::register`](super::ContextPacket::register)), a reserved one as
+/// `context index N (reserved)`.
+pub(crate) mod context_register {
+    use serde::Serializer;
+
+    use crate::spe::decode::ContextPacket;
+
+    /// The register `index` names.
+    pub(crate) fn serialize<S: Serializer>(index: &u8, serializer: S) -> Result<S::Ok, S::Error> {
+        let packet = ContextPacket {
+            index: *index,
+            value: 0,
+        };
+        match packet.register() {
+            Some(name) => serializer.serialize_str(name),
+            None => serializer.collect_str(&format_args!("context index {index} (reserved)")),
+        }
     }
 }
 
@@ -80,48 +145,42 @@ impl Serialize for EventNames {
     }
 }
 
-/// The names of the operation types in `types` that `names` spells, in its order.
-struct TypeNames(OperationTypes, [&'static str; 3]);
+/// The names of the flags in `set` that `names` spells, in its order.
+struct FlagNames<T: 'static, const N: usize>(T, &'static [(T, &'static str); N]);
 
-impl Serialize for TypeNames {
+impl<T: bitflags::Flags + Copy, const N: usize> Serialize for FlagNames<T, N> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Self(types, names) = self;
+        let Self(set, names) = self;
         serializer.collect_seq(
-            [
-                OperationTypes::LOADS,
-                OperationTypes::STORES,
-                OperationTypes::BRANCHES,
-            ]
-            .into_iter()
-            .zip(names)
-            .filter(|(t, _)| types.contains(*t))
-            .map(|(_, name)| name),
+            names
+                .iter()
+                .filter(|(flag, _)| set.contains(*flag))
+                .map(|(_, name)| name),
         )
     }
 }
 
-/// `{register, value}`: the register by [`ContextPacket::register`], a reserved index as
-/// `context index N (reserved)`.
-impl Serialize for ContextPacket {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("ContextPacket", 2)?;
-        match self.register() {
-            Some(name) => s.serialize_field("register", name)?,
-            None => s.serialize_field(
-                "register",
-                &Text(format_args!("context index {} (reserved)", self.index)),
-            )?,
-        }
-        s.serialize_field("value", &self.value)?;
-        s.end()
-    }
-}
+const REQUEST_TYPES: &[(OperationTypes, &str); 3] = &[
+    (OperationTypes::LOADS, "loads"),
+    (OperationTypes::STORES, "stores"),
+    (OperationTypes::BRANCHES, "branches"),
+];
+const PACKET_TYPES: &[(OperationTypes, &str); 3] = &[
+    (OperationTypes::LOADS, "load"),
+    (OperationTypes::STORES, "store"),
+    (OperationTypes::BRANCHES, "branch"),
+];
+const LEVELS: &[(ExceptionLevels, &str); 2] =
+    &[(ExceptionLevels::EL0, "el0"), (ExceptionLevels::EL1, "el1")];
+
+// ---- hand impls: types with a key that is no single field ----
 
 /// `{version, pmsver, pmsidr, pmbidr, <every capability>}`: the decoded fields by their
-/// Rust names, a reserved code as `null`, the raw registers as hex.
+/// Rust names, a reserved code as `null`, the raw registers as hex. By hand: `pmsver` is
+/// computed from `version`, a second key from one field.
 impl Serialize for SpeCapabilities {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("SpeCapabilities", 20)?;
+        let mut s = serializer.serialize_struct("SpeCapabilities", 21)?;
         s.serialize_field("version", &Text(self.version))?;
         s.serialize_field("pmsver", &self.version.pmsver())?;
         s.serialize_field("pmsidr", &Hex(self.pmsidr))?;
@@ -152,15 +211,14 @@ impl Serialize for SpeCapabilities {
 
 /// The request as asked: `operation_types` `["loads", "stores", "branches"]` (`null`: every
 /// type), event sets as names plus mask, `timestamps` `"virtual"`/`"physical"`,
-/// `exception_levels` `["el0", "el1"]`.
+/// `exception_levels` `["el0", "el1"]`. By hand: each event set is two keys
+/// (`required_events` and `required_mask`).
 impl Serialize for SpeConfigBuilder {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("SpeConfigBuilder", 12)?;
         s.serialize_field(
             "operation_types",
-            &self
-                .operation_types
-                .map(|t| TypeNames(t, ["loads", "stores", "branches"])),
+            &self.operation_types.map(|t| FlagNames(t, REQUEST_TYPES)),
         )?;
         s.serialize_field("min_latency", &self.min_latency)?;
         s.serialize_field("required_events", &self.required_events.map(EventNames))?;
@@ -186,48 +244,21 @@ impl Serialize for SpeConfigBuilder {
         s.serialize_field("context", &self.context)?;
         s.serialize_field(
             "exception_levels",
-            &ExceptionLevelNames(self.exception_levels),
+            &FlagNames(self.exception_levels, LEVELS),
         )?;
         s.end()
     }
 }
 
-struct ExceptionLevelNames(ExceptionLevels);
-
-impl Serialize for ExceptionLevelNames {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(
-            [(ExceptionLevels::EL0, "el0"), (ExceptionLevels::EL1, "el1")]
-                .into_iter()
-                .filter(|(l, _)| self.0.contains(*l))
-                .map(|(_, n)| n),
-        )
-    }
-}
-
-/// `{name, msb, lsb, value, description, meaning}`.
-impl Serialize for FieldInfo {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("FieldInfo", 6)?;
-        s.serialize_field("name", self.name)?;
-        s.serialize_field("msb", &self.msb)?;
-        s.serialize_field("lsb", &self.lsb)?;
-        s.serialize_field("value", &self.value)?;
-        s.serialize_field("description", self.description)?;
-        s.serialize_field("meaning", &self.value_meaning)?;
-        s.end()
-    }
-}
-
-/// The registers in programming order
-/// ([`SpeRegisterValues::in_programming_order`]), each `{name, value, hex, fields}`.
+/// The registers in programming order ([`SpeRegisterValues::in_programming_order`]), each
+/// `{name, value, hex, fields}`. By hand: a list built from the struct, with `hex` and
+/// `fields` computed from each value.
 impl Serialize for SpeRegisterValues {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(None)?;
-        for (register, value) in self.in_programming_order() {
-            seq.serialize_element(&RegisterValue { register, value })?;
-        }
-        seq.end()
+        serializer.collect_seq(
+            self.in_programming_order()
+                .map(|(register, value)| RegisterValue { register, value }),
+        )
     }
 }
 
@@ -255,63 +286,16 @@ impl Serialize for Fields<'_> {
     }
 }
 
-fn attr_fields<S: SerializeStruct>(s: &mut S, attr: &PerfEventAttr) -> Result<(), S::Error> {
-    s.serialize_field("config", &Hex(attr.config))?;
-    s.serialize_field("config1", &Hex(attr.config1))?;
-    s.serialize_field("config2", &Hex(attr.config2))?;
-    s.serialize_field("config3", &Hex(attr.config3))?;
-    s.serialize_field("sample_period", &attr.sample_period)?;
-    s.serialize_field("exclude_user", &attr.exclude_user)?;
-    s.serialize_field("exclude_kernel", &attr.exclude_kernel)
-}
-
-/// `{config, config1, config2, config3, sample_period, exclude_user, exclude_kernel}`, the
-/// config words in hex.
-impl Serialize for PerfEventAttr {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("PerfEventAttr", 7)?;
-        attr_fields(&mut s, self)?;
-        s.end()
-    }
-}
-
-/// `{pmu_type, <PerfEventAttr's keys>, offset, size}`.
-impl Serialize for PerfFileAttr {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("PerfFileAttr", 10)?;
-        s.serialize_field("pmu_type", &self.pmu_type)?;
-        attr_fields(&mut s, &self.attr())?;
-        s.serialize_field("offset", &self.offset)?;
-        s.serialize_field("size", &self.size)?;
-        s.end()
-    }
-}
-
-/// `{cpu, idx, tid, file_offset, aux_offset, reference, bytes}`: the chunk without its
-/// data, `tid` signed as perf prints it (-1 for a per-CPU recording).
-impl Serialize for AuxtraceChunk<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("AuxtraceChunk", 7)?;
-        s.serialize_field("cpu", &self.cpu)?;
-        s.serialize_field("idx", &self.idx)?;
-        // perf's `tid` is a u32 holding -1 for "no thread" (`u32::MAX`).
-        s.serialize_field("tid", &i64::from(self.tid as i32))?;
-        s.serialize_field("file_offset", &self.file_offset)?;
-        s.serialize_field("aux_offset", &self.aux_offset)?;
-        s.serialize_field("reference", &self.reference)?;
-        s.serialize_field("bytes", &self.data.len())?;
-        s.end()
-    }
-}
-
-/// `{kind, message}`: [`SpeError::kind`], the variant's name, and the `Display` text.
+/// `{kind, message}`: [`SpeError::kind`], the variant's name, and the `Display` text. By
+/// hand: neither key is a field.
 impl Serialize for SpeError {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         kind_and_message(serializer, "SpeError", self.kind(), self)
     }
 }
 
-/// `{kind, message}`: [`SpeWarning::kind`], the variant's name, and the `Display` text.
+/// `{kind, message}`: [`SpeWarning::kind`], the variant's name, and the `Display` text. By
+/// hand: neither key is a field.
 impl Serialize for SpeWarning {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         kind_and_message(serializer, "SpeWarning", self.kind(), self)
@@ -331,7 +315,9 @@ fn kind_and_message<S: Serializer>(
     s.end()
 }
 
-/// `{offset, kind, message}`: `kind` is the variant's name, `message` its `Display`.
+/// `{offset, kind, message}`: `kind` is the variant's name, `message` its `Display`. By
+/// hand: every variant has an `offset` but their other fields differ, and `kind` and
+/// `message` are no field.
 impl Serialize for DecodeError {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("DecodeError", 3)?;
@@ -354,7 +340,8 @@ impl Serialize for DecodeError {
 /// [`AddressPacket::virtual_address`] gives it and the raw payload, in hex; then the header
 /// bits of [`AddressPacket::attributes`], `null` where the kind does not define them: `el`
 /// and `ns` for instruction addresses, `tag` (hex) for data virtual addresses, `ns`, `ch`
-/// and `pat` for physical ones.
+/// and `pat` for physical ones. By hand: every key but `payload` is decoded from the index
+/// and the payload together.
 impl Serialize for AddressPacket {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let a = self.attributes();
@@ -373,16 +360,14 @@ impl Serialize for AddressPacket {
 /// `{class, payload, types, direction, details, sve_evlen, text}`: `class` is
 /// [`OperationClass::name`]; `types` what the type filter counts it as (`load`, `store`,
 /// `branch`); `direction` `load`/`store` for the load/store class; `details` the sub-fields
-/// by perf's names; `text` the packet as perf prints it.
+/// by perf's names; `text` the packet as perf prints it. By hand: every key but `payload`
+/// is decoded from the class and the payload together.
 impl Serialize for OperationTypePacket {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("OperationTypePacket", 7)?;
         s.serialize_field("class", self.class().name())?;
         s.serialize_field("payload", &Hex(self.payload))?;
-        s.serialize_field(
-            "types",
-            &TypeNames(self.operation_types(), ["load", "store", "branch"]),
-        )?;
+        s.serialize_field("types", &FlagNames(self.operation_types(), PACKET_TYPES))?;
         s.serialize_field(
             "direction",
             &(self.class() == OperationClass::LoadStoreAtomic).then_some(if self.is_store() {
@@ -401,7 +386,8 @@ impl Serialize for OperationTypePacket {
 /// `{offset, len, packets, pc, branch_target, previous_branch_target, data_virtual,
 /// data_physical, operation, events, events_mask, total_latency, issue_latency,
 /// translation_latency, data_source, context, timestamp}`: every field, `null` when its
-/// packet was absent; `context` is `{register, value}`.
+/// packet was absent; `context` is a [`ContextPacket`]. By hand: the event set is two keys
+/// (`events` and `events_mask`).
 impl Serialize for SampleRecord {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("SampleRecord", 17)?;
@@ -441,6 +427,8 @@ mod tests {
 
     use super::*;
     use crate::spe::decode::{records, tests::load_record};
+    use crate::spe::perf::PerfEventAttr;
+    use crate::spe::perf_data::{AuxtraceChunk, PerfFileAttr};
     use crate::spe::version::SpeVersion;
 
     /// The load record of the decoder's tests (Arm ARM DDI 0487 M.a.a D18.2 packet layout):
@@ -628,6 +616,55 @@ mod tests {
             to_value(chunk).unwrap(),
             json!({"cpu": 1, "idx": 1, "tid": -1, "file_offset": 4096, "aux_offset": 64,
                    "reference": 7, "bytes": 5})
+        );
+    }
+
+    /// The derived impls write keys in field order, and readers of pmu-demo's output see
+    /// that order, so the fields of `PerfFileAttr` and `AuxtraceChunk` are declared in the
+    /// order their JSON had when it was written by hand: pinned here as text. The attribute
+    /// is `perf record -e arm_spe_0/load_filter=1,min_latency=120/u` on a PMU of type 10
+    /// (Linux 6.12 arm_spe_pmu.c format: load_filter config:33, min_latency config2:0-11;
+    /// PERF_ATTR_SIZE_VER8 is 136 bytes); a reserved Context index (Arm ARM D18.2: CT 2) is
+    /// named as such.
+    #[test]
+    fn derived_shapes_keep_their_key_order() {
+        let attr = PerfFileAttr {
+            pmu_type: 10,
+            config: 1 << 33,
+            config1: 0,
+            config2: 120,
+            config3: 0,
+            sample_period: 4096,
+            exclude_user: false,
+            exclude_kernel: true,
+            offset: 104,
+            size: 136,
+        };
+        assert_eq!(
+            serde_json::to_string(&attr).unwrap(),
+            r#"{"pmu_type":10,"config":"0x200000000","config1":"0x0","config2":"0x78","#
+                .to_string()
+                + r#""config3":"0x0","sample_period":4096,"exclude_user":false,"#
+                + r#""exclude_kernel":true,"offset":104,"size":136}"#
+        );
+        let chunk = AuxtraceChunk {
+            cpu: 3,
+            idx: 3,
+            tid: 1234,
+            file_offset: 0x1000,
+            aux_offset: 64,
+            reference: 7,
+            data: &[0; 27],
+        };
+        assert_eq!(
+            serde_json::to_string(&chunk).unwrap(),
+            r#"{"cpu":3,"idx":3,"tid":1234,"file_offset":4096,"aux_offset":64,"reference":7,"#
+                .to_string()
+                + r#""bytes":27}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&ContextPacket { index: 2, value: 9 }).unwrap(),
+            r#"{"register":"context index 2 (reserved)","value":9}"#
         );
     }
 }

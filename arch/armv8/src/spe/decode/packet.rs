@@ -275,9 +275,17 @@ impl CounterPacket {
 }
 
 /// A Context packet.
+///
+/// Serialized (feature `serde`) as `{register, value}`: the index as the register it names
+/// ([`Self::register`]), a reserved one as `context index N (reserved)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ContextPacket {
     /// Header index: 0 CONTEXTIDR_EL1, 1 CONTEXTIDR_EL2, others reserved.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "register", with = "crate::spe::serialize::context_register")
+    )]
     pub index: u8,
     /// The context ID.
     pub value: u64,

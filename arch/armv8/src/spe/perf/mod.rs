@@ -283,15 +283,22 @@ impl PerfFormat {
 }
 
 /// The parts of `struct perf_event_attr` the `arm_spe` PMU reads.
+///
+/// Serialized (feature `serde`) as its fields, the config words in hex.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct PerfEventAttr {
     /// `attr.config`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config: u64,
     /// `attr.config1`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config1: u64,
     /// `attr.config2`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config2: u64,
     /// `attr.config3`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config3: u64,
     /// `attr.sample_period`: the sampling interval.
     pub sample_period: u64,
