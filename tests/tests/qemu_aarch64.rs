@@ -161,7 +161,8 @@ fn output_is_identical_across_runs() {
 }
 
 /// A failing check, a panic and an unexpected exception are each visible in the output
-/// and the exit status (qemu/armv8-scenarios/src/lib.rs: 1, 2, 3).
+/// and the exit status (1: `finish` in qemu/scenarios-common/src/lib.rs; 2: the panic
+/// handler in qemu/armv8-scenarios/src/lib.rs; 3: its exceptions.rs).
 #[test]
 fn failures_are_reported() {
     let fail = boot("max", &["-append", "selftest=fail"]);

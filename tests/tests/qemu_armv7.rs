@@ -176,7 +176,8 @@ fn cortex_a15_pmuv2() {
 }
 
 /// A failing check, a panic and an unexpected exception are each visible in the output
-/// and the exit status (qemu/armv7-scenarios/src/lib.rs: 1, 2, 3).
+/// and the exit status (1: `finish` in qemu/scenarios-common/src/lib.rs; 2: the panic
+/// handler in qemu/armv7-scenarios/src/lib.rs; 3: its boot.rs).
 #[test]
 fn failures_are_reported() {
     let boot_with = |what: &str| {
