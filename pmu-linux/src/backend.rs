@@ -329,8 +329,11 @@ impl Request {
     }
 
     /// The CPU the direct backend uses: the one asked for, else the one the thread is
-    /// on.
-    #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+    /// on (the ARM1176's is CPU 0: the Raspberry Pi 1 and Zero have one core).
+    #[cfg(any(
+        target_arch = "aarch64",
+        all(target_arch = "arm", target_feature = "v7")
+    ))]
     pub(crate) fn cpu_or_current(&self) -> usize {
         self.cpu
             .or_else(|| crate::sched::current_cpu().map(|c| c as usize))
