@@ -118,10 +118,10 @@ impl MeterBuilder {
         }
     }
 
-    /// Adds the event `name` names (see [`Event::from_str`]).
+    /// Adds the event `name` names (see `Event`'s `FromStr`).
     ///
     /// # Errors
-    /// As [`Event::from_str`].
+    /// As `Event`'s `FromStr`.
     pub fn add_named(&mut self, name: &str) -> Result<EventHandle> {
         Ok(self.add(name.parse::<Event>()?))
     }

@@ -1,4 +1,4 @@
-//! What a meter's numbers rest on: how it reads ([`Reads`], in the [`Choice`]
+//! What a meter's numbers rest on: how it reads ([`crate::Reads`], in the [`crate::Choice`]
 //! of backend), whether a kernel-entry sentinel watches its regions ([`Sentinel`]),
 //! and per region the [`Evidence`] each hazard was derived from, below.
 //!
