@@ -1,7 +1,7 @@
 //! The instruction this crate adds to the architecture crates: with glibc, the thread
 //! pointer. (The counter read that perf's arm64 page index names is pmu-armv8's
 //! `asm::read_counter`.) (The `isb` that
-//! orders a region's reads is pmu-armv8's `asm::isb`: see [`crate::fast::synchronize`].)
+//! orders a region's reads is pmu-armv8's `asm::isb`: see [`crate::perf::read::synchronize`].)
 
 #[cfg(all(
     target_env = "gnu",

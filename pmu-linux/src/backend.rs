@@ -3,7 +3,7 @@
 //! open, and the [`Opened`] it gets back.
 //!
 //! The layer above (the meter's ladder, `meter/`) defines what it asks for here, and
-//! each backend (`session`, `hybrid`, `direct`, `timestamp`) answers with its own
+//! each backend (`perf`, `perf::hybrid`, `direct`, the time-stamp counter) answers with its own
 //! type inside an [`Opened`]; no backend names the meter. The module is private:
 //! programs can pass the crate's backends to the measure functions, but cannot name or
 //! implement the trait, so it can change with the backends.
@@ -13,9 +13,9 @@ use std::fmt;
 use pmu_core::RegionMeter;
 
 use crate::error::{Error, Result};
-use crate::events::{self, Event, EventKind, EventSpec};
-use crate::sched::PinGuard;
-use crate::sysfs::Sysfs;
+use crate::machine::events::{self, Event, EventKind, EventSpec};
+use crate::machine::sched::PinGuard;
+use crate::machine::sysfs::Sysfs;
 use crate::verdict::{Evidence, FallbackReason};
 use crate::Sentinel;
 
@@ -223,7 +223,7 @@ pub(crate) struct DirectSettings {
 
 /// The perf backend's settings, where this library has one.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub(crate) type PerfSettings = crate::session::options::Options;
+pub(crate) type PerfSettings = crate::perf::options::Options;
 /// No perf backend here (32-bit ARM): nothing to set.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(crate) type PerfSettings = ();
@@ -336,7 +336,7 @@ impl Request {
     ))]
     pub(crate) fn cpu_or_current(&self) -> usize {
         self.cpu
-            .or_else(|| crate::sched::current_cpu().map(|c| c as usize))
+            .or_else(|| crate::machine::sched::current_cpu().map(|c| c as usize))
             .unwrap_or(0)
     }
 }

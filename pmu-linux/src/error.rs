@@ -359,7 +359,7 @@ pub enum EventError {
         /// The name.
         name: String,
         /// What kind of event it is.
-        kind: crate::events::kind::EventKind,
+        kind: crate::machine::events::kind::EventKind,
     },
     /// `<pmu>/…/` names a PMU the kernel does not publish in sysfs.
     UnknownPmu {
@@ -942,7 +942,7 @@ pub enum HybridProblem {
         /// The name.
         event: String,
         /// What it is.
-        kind: crate::events::kind::EventKind,
+        kind: crate::machine::events::kind::EventKind,
     },
     /// Two core PMUs claim the same CPU: their sum would count it twice.
     Overlap {

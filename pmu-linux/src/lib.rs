@@ -52,66 +52,17 @@
 
 mod asm;
 mod backend;
-mod events;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod fast;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod hybrid;
-mod list;
 mod meter;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod page;
-mod rseq;
-mod sched;
 mod sentinel;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod session;
 mod sys;
-mod sysfs;
-mod timestamp;
-// The topology rules are pure and host-tested everywhere; only 64-bit builds sum.
-#[cfg_attr(
-    not(any(target_arch = "x86_64", target_arch = "aarch64")),
-    allow(dead_code)
-)]
-mod topology;
 
 pub mod direct;
 pub mod error;
+pub mod machine;
 pub mod measure;
-
-/// The perf backend by hand, below the [`Meter`]: a [`perf::Session`] is one perf
-/// group read through its metadata pages ([`perf::Options`] say how it opens); a
-/// [`perf::HybridSession`] sums generic events over every core PMU of a big.LITTLE
-/// machine; [`perf::read`] is the one-instruction read of one page. 64-bit
-/// architectures only (perf-event-open-sys has bindings for those).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub mod perf {
-    pub use crate::fast::{read, read_now, read_unsynchronized, synchronize};
-    pub use crate::hybrid::HybridSession;
-    pub use crate::page::{MmapPage, PageView};
-    pub use crate::session::{GroupRead, Options, Session};
-    pub use crate::topology::{CorePmu, CoreTopology};
-}
-
+pub mod perf;
 pub mod verdict;
-
-/// What this machine offers: the backends that work here and why not the others
-/// ([`machine::backends`]), the PMUs in sysfs and their events, event names, the CPUs
-/// this thread may run on, and the time-stamp counter.
-pub mod machine {
-    pub use crate::events::{
-        builtin_names, direct_event, parse_raw, resolve, resolve_builtin, EventKind, EventSpec,
-    };
-    pub use crate::list::*;
-    pub use crate::rseq::{RseqOwner, ThreadCpu};
-    pub use crate::sched::{
-        allowed_cpus, current_cpu, pin_to, set_allowed_cpus, thread_switches, Kernel, PinGuard,
-        SwitchCounts, ThreadSource,
-    };
-    pub use crate::sysfs::{ConfigWord, FormatField, Pmu, Sysfs, SYSTEM_ROOT};
-    pub use crate::timestamp::{ticks, TickSource, TimestampCounter, TimestampMeter, NAME};
-}
 
 /// The most events one group (or direct region) holds: [`Meter::MAX_EVENTS`].
 pub(crate) const MAX_EVENTS: usize = 16;

@@ -19,7 +19,7 @@
 //!    flagged [`Hazards::SYSCALL_FALLBACK`];
 //! 4. **software**, where there are no hardware counters at all (a VM without vPMU):
 //!    perf's `task-clock` and the CPU's time-stamp counter
-//!    ([`crate::timestamp::TimestampMeter`]). The hardware events asked for are then
+//!    ([`crate::machine::timestamp::TimestampMeter`]). The hardware events asked for are then
 //!    not counted, and reading them is [`crate::error::Untrusted::NotCounted`] with the reason, never a
 //!    zero.
 //!
@@ -38,10 +38,10 @@ use pmu_core::{Hazards, Reading};
 
 use crate::backend::{BackendKind, PerfSettings, Request};
 use crate::error::{Error, Result};
-pub use crate::events::Event;
+pub use crate::machine::events::Event;
+use crate::machine::sched::PinGuard;
+use crate::machine::sysfs::Sysfs;
 use crate::measure::{self, EventResult, Interrupted, MeasureConfig, Measurement};
-use crate::sched::PinGuard;
-use crate::sysfs::Sysfs;
 use crate::MAX_EVENTS;
 
 pub(crate) mod choose;
@@ -198,7 +198,7 @@ impl MeterBuilder {
                 max: MAX_EVENTS,
             }));
         }
-        let pin = self.cpu.map(crate::sched::pin_to).transpose()?;
+        let pin = self.cpu.map(crate::machine::sched::pin_to).transpose()?;
         let request = self.request();
         let (opened, refused) = choose::choose(self.choice, &request)?;
         let sentinel = opened.backend.backend_ref().sentinel();

@@ -3,7 +3,7 @@
 //!
 //! This is where the crate's `unsafe` for the operating system lives (the other
 //! `unsafe` is the volatile view of the mmapped page in [`crate::page`] and the
-//! one-instruction counter reads in [`crate::fast`]). Callers turn an [`Errno`] into
+//! one-instruction counter reads in [`crate::perf::read`]). Callers turn an [`Errno`] into
 //! the [`crate::Error`] that fits what they were doing.
 
 use std::fs;
@@ -76,7 +76,7 @@ const RSEQ_SIG: u32 = 0xd428_bc00;
 const RSEQ_SIG: u32 = 0;
 
 /// Registers `area` as the calling thread's rseq area (`rseq(area, 32, 0, sig)`).
-pub(crate) fn rseq_register(area: NonNull<crate::rseq::RseqArea>) -> Result<(), Errno> {
+pub(crate) fn rseq_register(area: NonNull<crate::machine::rseq::RseqArea>) -> Result<(), Errno> {
     // SAFETY: `area` is a 32-byte, 32-aligned `struct rseq` that is never freed (the
     // caller leaks it), as the kernel requires of a registered area; the kernel writes
     // only inside it.
@@ -84,7 +84,7 @@ pub(crate) fn rseq_register(area: NonNull<crate::rseq::RseqArea>) -> Result<(), 
         libc::syscall(
             libc::SYS_rseq,
             area.as_ptr(),
-            crate::rseq::RSEQ_AREA_SIZE,
+            crate::machine::rseq::RSEQ_AREA_SIZE,
             0,
             RSEQ_SIG,
         )
@@ -102,7 +102,7 @@ pub(crate) fn rseq_register(area: NonNull<crate::rseq::RseqArea>) -> Result<(), 
     target_env = "gnu",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
-pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::rseq::RseqArea>> {
+pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::machine::rseq::RseqArea>> {
     // SAFETY: dlsym with a NUL-terminated name only looks the symbol up.
     let offset = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()) };
     // SAFETY: as above.
@@ -119,7 +119,7 @@ pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::rseq::RseqArea>> {
     NonNull::new(
         crate::asm::thread_pointer()
             .wrapping_byte_offset(offset)
-            .cast::<crate::rseq::RseqArea>(),
+            .cast::<crate::machine::rseq::RseqArea>(),
     )
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::rseq::RseqArea>> {
     target_env = "gnu",
     any(target_arch = "x86_64", target_arch = "aarch64")
 )))]
-pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::rseq::RseqArea>> {
+pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::machine::rseq::RseqArea>> {
     None
 }
 

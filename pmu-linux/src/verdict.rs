@@ -88,7 +88,7 @@ pub use reason::FallbackReason;
 
 use pmu_core::Hazards;
 
-use crate::sched::{SwitchCounts, ThreadStamp};
+use crate::machine::sched::{SwitchCounts, ThreadStamp};
 use crate::MAX_EVENTS;
 
 /// How a value was read at one edge of a region.

@@ -35,7 +35,7 @@ pub use super::probe::{cpuinfo_architecture, cpuinfo_is_armv7};
 use super::region::{AccessCheck, OverflowFlags};
 use crate::backend::{Backend, Grant, How, Opened, Request};
 use crate::error::{DirectUnsupported, Error, Result};
-use crate::sched::{pin_to, PinGuard};
+use crate::machine::sched::{pin_to, PinGuard};
 
 /// Whether this machine's CPU takes this backend (ARMv7 or later, per /proc/cpuinfo);
 /// false on the ARM1176 and where /proc/cpuinfo cannot be read.

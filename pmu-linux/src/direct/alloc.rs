@@ -5,7 +5,7 @@ use pmu_core::{Counter, CounterPool, CounterWidth, Event, Pmu, PrivilegeFilter, 
 
 use super::region::CounterSet;
 use crate::error::{Error, Result};
-use crate::events;
+use crate::machine::events;
 use crate::MAX_EVENTS;
 
 /// Counters of a `CounterPool` for `names` (generic names or `r<hex>`, see

@@ -21,7 +21,7 @@ use {
     super::region::{OverflowFlags, Unchecked},
     crate::backend::{Backend, Grant, How, Opened, Request},
     crate::error::{DirectUnsupported, Error, Result},
-    crate::sched::{pin_to, PinGuard},
+    crate::machine::sched::{pin_to, PinGuard},
     pmu_armv6::{Arm1176Pmu, Cp15},
 };
 
@@ -276,7 +276,7 @@ mod tests {
 
     use super::*;
     use crate::direct::{DirectRegion, NoSentinel, OverflowFlags, Unchecked};
-    use crate::sched::fake::FakeThread;
+    use crate::machine::sched::fake::FakeThread;
 
     thread_local! {
         /// The fake CCR and CR0 the test reads go to, and the flags.

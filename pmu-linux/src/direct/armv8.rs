@@ -17,7 +17,7 @@ use super::region::{
 };
 use crate::backend::{Backend, Grant, How, Opened, Request};
 use crate::error::{Error, Result};
-use crate::sched::{pin_to, PinGuard};
+use crate::machine::sched::{pin_to, PinGuard};
 use crate::Sentinel;
 
 /// The read-only grant exists on ARMv8 (PMUSERENR_EL0.ER, CR).
@@ -336,7 +336,7 @@ pub fn pool_region<'c, 'p, const K: usize>(
         NoSentinel,
         Flags,
         K,
-        crate::sched::Kernel,
+        crate::machine::sched::Kernel,
     >,
 > {
     let handles = counters
@@ -359,7 +359,7 @@ pub fn pool_region<'c, 'p, const K: usize>(
         NoSentinel,
         Sentinel::off("a region by hand over a pool's counters: none programmed"),
         Flags::with_en(pmu.registers()),
-        crate::sched::Kernel,
+        crate::machine::sched::Kernel,
     )
 }
 

@@ -65,10 +65,10 @@ use pmu_core::{CounterRead, CounterWidth, Reading, RegionMeter};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use crate::rseq::CpuId;
+use crate::machine::rseq::CpuId;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use crate::sched::thread_switches;
-use crate::sched::ThreadSource;
+use crate::machine::sched::thread_switches;
+use crate::machine::sched::ThreadSource;
 use crate::sys::SwitchCounts;
 use crate::verdict::Evidence;
 use crate::verdict::{
@@ -132,7 +132,7 @@ impl RseqCpu {
     /// without CONFIG_RSEQ; EBUSY: one another library registered and this crate
     /// cannot find). Use [`Kernel`](crate::machine::Kernel) there.
     pub fn this_thread() -> Result<Self> {
-        crate::rseq::ThreadCpu::this_thread()
+        crate::machine::rseq::ThreadCpu::this_thread()
             .map(|c| Self(c.cpu_id()))
             .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rseq, errno))
     }
@@ -198,7 +198,7 @@ pub type DefaultCpu = RseqCpu;
 /// crate reads one (x86_64, aarch64: `RseqCpu`), else `sched_getcpu()`
 /// ([`Kernel`](crate::machine::Kernel)).
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub type DefaultCpu = crate::sched::Kernel;
+pub type DefaultCpu = crate::machine::sched::Kernel;
 
 /// Where a region's kernel-entry sentinel comes from: [`Watching`] a counter handle,
 /// or [`NoSentinel`] (then the region takes `getrusage` for switches). A type, not
@@ -903,7 +903,7 @@ where
             Watching(h),
             state,
             flags,
-            crate::sched::Kernel,
+            crate::machine::sched::Kernel,
         ),
         None => boxed(
             owner,
@@ -913,7 +913,7 @@ where
             NoSentinel,
             state,
             flags,
-            crate::sched::Kernel,
+            crate::machine::sched::Kernel,
         ),
     }
 }

@@ -8,8 +8,8 @@ use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter};
 use super::probe::classify;
 use super::*;
 use crate::error::Error;
+use crate::machine::sched::fake::FakeThread;
 use crate::measure::{measure, measure_once, MeasureConfig};
-use crate::sched::fake::FakeThread;
 use crate::sys::ChildEnd;
 
 /// An illegal instruction in the probe child is the "not enabled" error, and the
@@ -220,7 +220,7 @@ fn a_region_by_hand_over_pool_counters() {
             run.evidence
                 .switches
                 .expect("a region without a sentinel takes the switch counts"),
-            crate::sched::SwitchCounts::default()
+            crate::machine::sched::SwitchCounts::default()
         );
     }
 

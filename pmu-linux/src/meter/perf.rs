@@ -7,10 +7,10 @@ use pmu_core::{Reading, RegionMeter};
 use super::ladder::Ladder;
 use crate::backend::{Backend, BackendKind, How, Opened, Reads, Request, SlowReads};
 use crate::error::Result;
-use crate::events::{self, EventKind, EventSpec};
-use crate::hybrid::HybridSession;
-use crate::session::{Options, Session};
-use crate::topology::{parse_cpu_list, CoreTopology};
+use crate::machine::events::{self, EventKind, EventSpec};
+use crate::perf::hybrid::HybridSession;
+use crate::perf::topology::{parse_cpu_list, CoreTopology};
+use crate::perf::{Options, Session};
 use crate::verdict::{FallbackReason, PmuShare};
 
 /// This library has a perf backend here.
@@ -154,7 +154,7 @@ pub(crate) fn perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Open
     let session = match Session::from_specs(specs, session_options(request)) {
         Ok(session) => session,
         Err(e) if auto && e.means_no_hardware_counters() => {
-            let mut notes = crate::list::why_no_hardware_counters(&request.sysfs);
+            let mut notes = crate::machine::why_no_hardware_counters(&request.sysfs);
             if notes.is_empty() {
                 notes.push(e.to_string());
             }
@@ -237,7 +237,7 @@ pub(crate) fn software_events(
             software.len() - 1
         });
     // task-clock leads: a task-clock that is not the leader is brought up to date only
-    // when the group is scheduled out (see crate::session).
+    // when the group is scheduled out (see crate::perf).
     software.swap(0, task_clock);
     for slot in slots.iter_mut().flatten() {
         if *slot == 0 {

@@ -7,7 +7,7 @@ use pmu_core::{Reading, RegionMeter};
 use super::perf_rungs::{software_events, Inner};
 use crate::backend::{Backend, BackendKind, How, Opened, Reads, Request};
 use crate::error::{Error, Result};
-use crate::timestamp::TimestampMeter;
+use crate::machine::timestamp::TimestampMeter;
 
 /// Opens the software backend for `builder`'s events.
 ///
@@ -22,7 +22,7 @@ pub(crate) fn open(request: &Request) -> Result<Opened<Inner>> {
     }
     let counted_before: usize = backends.iter().map(|b| b.names().len()).sum();
     backends.push(Box::new(TimestampMeter::new()?));
-    names.push(crate::timestamp::NAME.to_owned());
+    names.push(crate::machine::timestamp::NAME.to_owned());
     slots.push(Some(counted_before));
     let counted = names
         .iter()

@@ -141,7 +141,7 @@ fn software_backend_counts_no_hardware_event() {
     builder.backend(BackendKind::Software);
     let mut meter = builder.build().unwrap();
     assert_eq!(meter.backend(), BackendKind::Software);
-    let tsc = meter.handle_of(crate::timestamp::NAME).unwrap();
+    let tsc = meter.handle_of(crate::machine::timestamp::NAME).unwrap();
     let clock = meter.handle_of("task-clock").unwrap();
     let listed: Vec<_> = meter.events().map(|(_, n, c)| (n.to_owned(), c)).collect();
     assert_eq!(
@@ -150,7 +150,7 @@ fn software_backend_counts_no_hardware_event() {
             ("instructions".to_owned(), false),
             ("page-faults".to_owned(), true),
             ("task-clock".to_owned(), true),
-            (crate::timestamp::NAME.to_owned(), true)
+            (crate::machine::timestamp::NAME.to_owned(), true)
         ]
     );
     let region = meter.start().unwrap();

@@ -7,7 +7,7 @@
 use pmu_core::{CounterWidth, Hazards, Reading};
 
 use super::{shared_hazards, EventEvidence, Evidence, ReadPath};
-use crate::sched::ThreadStamp;
+use crate::machine::sched::ThreadStamp;
 use crate::sys::SwitchCounts;
 
 /// The kernel-entry sentinel's count over a region from its reads at both edges, of a

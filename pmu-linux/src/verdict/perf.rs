@@ -5,8 +5,8 @@
 use pmu_core::{Fallback, Hazards, Reading};
 
 use super::{EventEvidence, Evidence, FallbackReason, ReadPath, Sample};
-use crate::events::{SW_CONTEXT_SWITCHES, SW_CPU_MIGRATIONS};
-use crate::sched::ThreadStamp;
+use crate::machine::events::{SW_CONTEXT_SWITCHES, SW_CPU_MIGRATIONS};
+use crate::machine::sched::ThreadStamp;
 use crate::MAX_EVENTS;
 
 /// Derives the readings of a perf region from its samples: `out[i]` for event `i`.

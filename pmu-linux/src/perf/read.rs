@@ -15,15 +15,15 @@
 //!   `cpu_atom/rdpmc`) is 1 (the default: RDPMC allowed while a perf event is mapped)
 //!   or 2 (always);
 //! - arm64: `sysctl -w kernel.perf_user_access=1` (Linux ≥ 5.17), and the event opened
-//!   with attr.config1 bit 1 (the `rdpmc` format term), which [`crate::session::Session`] does
+//!   with attr.config1 bit 1 (the `rdpmc` format term), which [`crate::perf::Session`] does
 //!   by default. Only task-bound events qualify, and never chained (64-bit on 32-bit
 //!   counters) ones.
 
 use pmu_core::mmap_page::{self, BaseRead, Fallback, PageRead};
 
-use crate::page::MmapPage;
+use crate::perf::page::MmapPage;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use crate::page::{KernelPage, PageView};
+use crate::perf::page::{KernelPage, PageView};
 
 /// Reads the event behind `page` with one instruction, after every earlier
 /// instruction has completed ([`synchronize`] then [`read_unsynchronized`]).

@@ -12,7 +12,7 @@ use pmu_core::{Reading, RegionMeter};
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::sched::{Kernel, SwitchCounts, ThreadSource};
+use crate::machine::sched::{Kernel, SwitchCounts, ThreadSource};
 use crate::verdict::Evidence;
 
 /// The name the meter gives its one reading: `tsc` on x86_64, `cntvct` on aarch64.
@@ -198,7 +198,7 @@ mod tests {
     /// ru_nivcsw, sched_getcpu(3)).
     #[test]
     fn ticks_and_the_threads_evidence() {
-        use crate::sched::fake::FakeThread;
+        use crate::machine::sched::fake::FakeThread;
         use pmu_core::Hazards;
         let thread = FakeThread::default();
         let clock = SteppingClock {

@@ -7,11 +7,11 @@ use pmu_core::mmap_page::BaseRead;
 
 use super::group::Group;
 use super::kernel_member::{Edge, SyscallFreeCount};
-use super::Session;
+use super::session::Session;
 use crate::error::Result;
-use crate::fast;
-use crate::page::KernelPage;
-use crate::sched::ThreadStamp;
+use crate::machine::sched::ThreadStamp;
+use crate::perf::page::KernelPage;
+use crate::perf::read;
 use crate::verdict::{FallbackReason, ReadPath, Sample};
 use crate::MAX_EVENTS;
 
@@ -30,7 +30,7 @@ impl SyscallFreeEvent {
     /// The start read: the base now, false if the event needs `read()`.
     #[inline(always)]
     pub(super) fn take_base(&mut self) -> bool {
-        match fast::read_base(self.page) {
+        match read::read_base(self.page) {
             Ok(base) => {
                 self.base = base;
                 true
@@ -43,7 +43,7 @@ impl SyscallFreeEvent {
     /// evidence too), false if the kernel rewrote the page meanwhile.
     #[inline(always)]
     pub(super) fn count_now(&mut self, reading: &mut pmu_core::Reading) -> bool {
-        match fast::count_since(self.page, &self.base) {
+        match read::count_since(self.page, &self.base) {
             Some(count) => {
                 *reading = pmu_core::Reading::new(count);
                 self.count = count;
@@ -66,7 +66,7 @@ impl Session {
         let n = self.group.events.len();
         let (group, pages) = (&self.group, &self.pages);
         // Before the reads of either edge: the instructions before them are counted.
-        fast::synchronize();
+        read::synchronize();
         let out = match edge {
             Edge::Start => &mut self.start,
             Edge::Stop => &mut self.end,
@@ -121,7 +121,7 @@ impl Session {
         }
         if edge == Edge::Start {
             // After the start's reads: none of the region's instructions begins before.
-            fast::synchronize();
+            read::synchronize();
         }
         Ok(())
     }
@@ -136,7 +136,7 @@ impl Session {
     pub(super) fn start_syscall_free<const SENTINEL: bool>(&mut self, cpu: u32) -> bool {
         // Before the reads: what came before the region is counted before it (an
         // instruction still in flight would otherwise land in the region).
-        fast::synchronize();
+        read::synchronize();
         if SENTINEL {
             if let Some(sentinel) = &mut self.sentinel_read {
                 sentinel.start_syscall_free();
@@ -159,7 +159,7 @@ impl Session {
             }
         }
         // After the reads: none of the region's instructions begins before them.
-        fast::synchronize();
+        read::synchronize();
         self.syscall_free_start_cpu = cpu;
         self.last_region = if SENTINEL {
             RegionRecord::BasesTakenSentinel
@@ -184,7 +184,7 @@ impl Session {
     }
 
     /// The syscall-free stop after a syscall-free start: every event's counter read against its
-    /// base ([`fast::count_since`]), the readings from the counts. That succeeds only
+    /// base ([`read::count_since`]), the readings from the counts. That succeeds only
     /// while no page's `lock` moved: the thread was never switched out, so it cannot
     /// have migrated either (a migration switches it out, and the sched-out rewrites
     /// every page: arm_pmu.c `armpmu_del`; x86 at the sched-in,
@@ -200,7 +200,7 @@ impl Session {
         out: &mut [pmu_core::Reading],
     ) -> bool {
         // Before the reads: every instruction of the region is counted.
-        fast::synchronize();
+        read::synchronize();
         // One event apart, as in the start (and `out` then needs one reading, the
         // group loop `out.len() >= events`: one test each instead of cutting `out` to
         // the events first). Too few readings: false, the getrusage stop reports them.
@@ -266,7 +266,7 @@ impl Session {
         self.last_region = RegionRecord::PageRewritten;
         self.start_thread = self.syscall_free_start_stamp();
         for i in 0..self.len {
-            match self.pages[i].map(fast::read_base) {
+            match self.pages[i].map(read::read_base) {
                 Some(Ok(base)) => self.end[i] = Sample::fast(base.read),
                 _ => return false,
             }
@@ -353,7 +353,7 @@ pub(super) fn sample_page(
     pages: &[Option<KernelPage>; MAX_EVENTS],
     i: usize,
 ) -> Sample {
-    match pages[i].map(fast::read_base) {
+    match pages[i].map(read::read_base) {
         Some(Ok(base)) => Sample::fast(base.read),
         Some(Err(fallback)) => Sample {
             lock: page_lock(pages, i),

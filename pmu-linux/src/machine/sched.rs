@@ -240,7 +240,7 @@ pub(crate) mod fake {
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum CpuSource {
-    Rseq(crate::rseq::ThreadCpu),
+    Rseq(crate::machine::rseq::ThreadCpu),
     SchedGetcpu,
 }
 
@@ -248,7 +248,7 @@ pub(crate) enum CpuSource {
 impl CpuSource {
     /// The calling thread's best source.
     pub(crate) fn this_thread() -> Self {
-        match crate::rseq::ThreadCpu::this_thread() {
+        match crate::machine::rseq::ThreadCpu::this_thread() {
             Ok(cpu) => Self::Rseq(cpu),
             Err(_) => Self::SchedGetcpu,
         }

@@ -1,60 +1,21 @@
-//! The perf backend: a group of events opened with `perf_event_open`, each with its
-//! metadata page mapped.
-//!
-//! Opening follows perf's group pattern (perf_event_open(2)): the first event is the group leader,
-//! `pinned` so the group is never multiplexed (it stays on the counters or goes into an
-//! error state, which a read reports), every event opened `disabled` and enabled,
-//! disabled and reset together with `PERF_IOC_FLAG_GROUP`, hardware events restricted
-//! to user space (`exclude_kernel`, `exclude_hv`) so paranoid level 2 suffices. Every
-//! event of a group of two or more is `read_format = GROUP | TOTAL_TIME_ENABLED |
-//! TOTAL_TIME_RUNNING | ID`, so one `read()` of the leader returns `{ nr, time_enabled,
-//! time_running, { value, id }[nr] }` for the whole group: the fallback when a page says
-//! user reads are impossible. A single event is opened without `GROUP` (`{ value,
-//! time_enabled, time_running, id }`): the kernel's group read (core.c
-//! `perf_read_group`) allocates and frees a buffer on every call, which made a
-//! one-event `read()` cost 4700 instructions in the arm64 test kernel (its kmemleak
-//! tracks every allocation) against 1300 for the single-event read (`perf_read_one`)
-//! that libperf does.
-//!
-//! Software events are the kernel's own counters and never sit on a hardware
-//! counter: their page always has `index` 0, so they are read with `read()`. They count
-//! in kernel context (a context switch or migration happens there: include/linux/
-//! perf_event.h `perf_sw_event_sched` passes kernel registers), so `exclude_kernel` is
-//! not set for them by default ([`Options::software_counts_kernel`]); with it set,
-//! `context-switches` and `cpu-migrations` stay 0.
-//!
-//! Measured on this project's x86 VM (Linux 6.18) for groups of the calling thread's
-//! software events: a `task-clock` or `cpu-clock` that is *not* the leader is brought
-//! up to date only when the group is scheduled out or disabled (a `read()` between two
-//! switches returns its count as of the last switch), and a `context-switches` member
-//! of a group led by `task-clock` misses voluntary switches (involuntary ones are
-//! counted). Lead a software group with the event whose count matters; hazard
-//! detection never relies on a `context-switches` member alone.
+//! [`Session`]: one perf group, its pages, and the state of the region being measured
+//! (the [module docs](super) say how it opens and reads).
 
 use pmu_core::mmap_page::{BaseRead, PageRead};
 
+use super::group::{Group, GroupRead};
+use super::kernel_member::{self, Edge};
+use super::options::Options;
+use super::page::{KernelPage, MmapPage};
+use super::read;
+use super::region::{RegionRecord, SyscallFreeEvent};
 use crate::error::{Error, Op, Result};
-use crate::events::{self, EventKind, EventSpec};
-use crate::fast;
-use crate::page::{KernelPage, MmapPage};
-use crate::sched::{CpuSource, ThreadStamp};
+use crate::machine::events::{self, EventKind, EventSpec};
+use crate::machine::sched::{CpuSource, ThreadStamp};
+use crate::machine::sysfs::Sysfs;
 use crate::sys;
-use crate::sysfs::Sysfs;
 use crate::verdict::{FallbackReason, Sample};
 use crate::MAX_EVENTS;
-
-mod group;
-mod kernel_member;
-pub(crate) mod options;
-mod region;
-#[cfg(test)]
-mod tests;
-
-use group::Group;
-pub use group::GroupRead;
-use kernel_member::Edge;
-pub use options::Options;
-use region::{RegionRecord, SyscallFreeEvent};
 
 /// An open perf group and the state of the region being measured.
 ///
@@ -66,37 +27,37 @@ use region::{RegionRecord, SyscallFreeEvent};
 /// counts, so a session must stay on its thread.
 #[derive(Debug)]
 pub struct Session {
-    group: Group,
+    pub(super) group: Group,
     /// Event `i`'s page, beside the mapping in `group` that owns it (kept as long).
-    pages: [Option<KernelPage>; MAX_EVENTS],
+    pub(super) pages: [Option<KernelPage>; MAX_EVENTS],
     /// The number of events (≤ MAX_EVENTS).
-    len: usize,
+    pub(super) len: usize,
     /// Where syscall-free regions take the opening thread's CPU from.
-    cpu_source: CpuSource,
+    pub(super) cpu_source: CpuSource,
     /// Syscall-free and the CPU from rseq: the thread's `cpu_id` (one load). The start's first
     /// test: `None` sends it on to the other cases.
-    syscall_free_rseq: Option<crate::rseq::CpuId>,
+    pub(super) syscall_free_rseq: Option<crate::machine::rseq::CpuId>,
     /// As `syscall_free_rseq` for a session with a kernel-entry sentinel (then `syscall_free_rseq` is
     /// `None`): the start's second test, so that a session without one pays nothing.
-    syscall_free_rseq_sentinel: Option<crate::rseq::CpuId>,
-    _this_thread: std::marker::PhantomData<*const ()>,
-    start: [Sample; MAX_EVENTS],
-    end: [Sample; MAX_EVENTS],
-    start_thread: ThreadStamp,
-    end_thread: ThreadStamp,
+    pub(super) syscall_free_rseq_sentinel: Option<crate::machine::rseq::CpuId>,
+    pub(super) _this_thread: std::marker::PhantomData<*const ()>,
+    pub(super) start: [Sample; MAX_EVENTS],
+    pub(super) end: [Sample; MAX_EVENTS],
+    pub(super) start_thread: ThreadStamp,
+    pub(super) end_thread: ThreadStamp,
     /// Per event, what a syscall-free region needs, side by side (one base address per event
     /// in the hot loops); exactly one per event when regions may take the syscall-free evidence
     /// (page locks + CPU: every event read through its page), else none.
-    syscall_free_events: Box<[SyscallFreeEvent]>,
-    last_region: RegionRecord,
+    pub(super) syscall_free_events: Box<[SyscallFreeEvent]>,
+    pub(super) last_region: RegionRecord,
     /// The CPU at a syscall-free start: the rseq `cpu_id`, or `sched_getcpu()`'s with
     /// `u32::MAX` for none (see [`Session::syscall_free_start_stamp`]).
-    syscall_free_start_cpu: u32,
+    pub(super) syscall_free_start_cpu: u32,
     /// The kernel-entry sentinel's page and its reads over the last region, if the
     /// session has one ([`Options::kernel_sentinel`]).
-    sentinel_read: Option<kernel_member::SentinelRead>,
+    pub(super) sentinel_read: Option<kernel_member::SentinelRead>,
     /// Whether the session has a sentinel, or why not.
-    sentinel: crate::Sentinel,
+    pub(super) sentinel: crate::Sentinel,
 }
 
 impl Session {
@@ -243,7 +204,7 @@ impl Session {
     }
 
     /// Syscall-free regions take their CPU from rseq (with or without a sentinel).
-    fn cpu_from_rseq_syscall_free(&self) -> bool {
+    pub(super) fn cpu_from_rseq_syscall_free(&self) -> bool {
         self.syscall_free_rseq.is_some() || self.syscall_free_rseq_sentinel.is_some()
     }
 
@@ -361,7 +322,7 @@ impl Session {
     }
 
     /// Event `i` through its metadata page with one instruction, after every earlier
-    /// instruction completed ([`fast::read`]), or why that is not possible now.
+    /// instruction completed ([`read()`]), or why that is not possible now.
     ///
     /// A software event's page has `index` 0 and, on x86, `cap_user_rdpmc` 0 as well;
     /// it reports [`pmu_core::Fallback::NotScheduled`]: it is never on a hardware
@@ -369,7 +330,7 @@ impl Session {
     /// [`FallbackReason::NoPage`].
     #[inline(always)]
     pub fn read_fast(&self, i: usize) -> Result<PageRead, FallbackReason> {
-        fast::synchronize();
+        read::synchronize();
         self.read_fast_unsynchronized(i)
     }
 
@@ -377,7 +338,7 @@ impl Session {
     #[inline(always)]
     fn read_fast_unsynchronized(&self, i: usize) -> Result<PageRead, FallbackReason> {
         let page = self.kernel_page(i)?;
-        fast::read_base(page)
+        read::read_base(page)
             .map(|base| base.read)
             .map_err(|fallback| self.group.reason(i, fallback))
     }
@@ -401,9 +362,9 @@ impl Session {
     /// As [`Session::read_fast`].
     #[inline(always)]
     pub fn read_count(&self, i: usize) -> Result<u64, FallbackReason> {
-        fast::synchronize();
+        read::synchronize();
         let page = self.kernel_page(i)?;
-        fast::read_count(page).map_err(|fallback| self.group.reason(i, fallback))
+        read::read_count(page).map_err(|fallback| self.group.reason(i, fallback))
     }
 
     /// The metadata page of event `i`, if mapped.
@@ -435,7 +396,9 @@ impl pmu_core::RegionMeter for Session {
                 return Ok(());
             }
         } else if !self.syscall_free_events.is_empty()
-            && self.start_syscall_free::<false>(crate::sched::current_cpu().unwrap_or(u32::MAX))
+            && self.start_syscall_free::<false>(
+                crate::machine::sched::current_cpu().unwrap_or(u32::MAX),
+            )
         {
             return Ok(());
         }
@@ -471,14 +434,14 @@ impl Session {
         }
         let cpu = match self.syscall_free_rseq_sentinel {
             Some(cpu) => cpu.current(),
-            None => crate::sched::current_cpu().unwrap_or(u32::MAX),
+            None => crate::machine::sched::current_cpu().unwrap_or(u32::MAX),
         };
         self.start_syscall_free::<true>(cpu)
     }
 
     fn start_getrusage(&mut self) -> Result<()> {
         self.last_region = RegionRecord::Sampled;
-        self.start_thread = ThreadStamp::before(&crate::sched::Kernel)?;
+        self.start_thread = ThreadStamp::before(&crate::machine::sched::Kernel)?;
         self.sample_into(Edge::Start)
     }
 
@@ -498,7 +461,7 @@ impl Session {
             .into());
         }
         self.sample_into(Edge::Stop)?;
-        self.end_thread = ThreadStamp::after(&crate::sched::Kernel)?;
+        self.end_thread = ThreadStamp::after(&crate::machine::sched::Kernel)?;
         self.evaluate(out);
         Ok(())
     }

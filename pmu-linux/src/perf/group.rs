@@ -8,10 +8,10 @@ use perf_event_open_sys::bindings as b;
 
 use super::options::Options;
 use crate::error::{Error, Op, OpenError, Result};
-use crate::events::{EventKind, EventSpec};
-use crate::page::MmapPage;
+use crate::machine::events::{EventKind, EventSpec};
+use crate::machine::sysfs::Sysfs;
+use crate::perf::page::MmapPage;
 use crate::sys;
-use crate::sysfs::Sysfs;
 use crate::verdict::FallbackReason;
 use crate::MAX_EVENTS;
 
@@ -78,7 +78,7 @@ pub(super) struct Group {
 pub(super) fn cpu_pmu_registered() -> bool {
     Sysfs::system()
         .pmu_names()
-        .is_ok_and(|names| names.iter().any(|n| crate::sysfs::is_cpu_pmu(n)))
+        .is_ok_and(|names| names.iter().any(|n| crate::machine::sysfs::is_cpu_pmu(n)))
 }
 
 impl Group {

@@ -28,7 +28,7 @@ use std::str::FromStr;
 use pmu_core::GenericEvent;
 
 use crate::error::{Error, RawProblem, Result, TermProblem};
-use crate::sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
+use crate::machine::sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 
 pub(crate) mod kind;
 pub use kind::EventKind;
@@ -595,7 +595,7 @@ pub fn direct_event(name: &str) -> Result<pmu_core::Event> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::fake;
+    use crate::machine::sysfs::fake;
 
     fn tree() -> (tempfile::TempDir, Sysfs) {
         let dir = tempfile::tempdir().unwrap();

@@ -16,7 +16,7 @@
 //! Opening it needs what counting the kernel needs: perf_event_paranoid ≤ 1 or
 //! CAP_PERFMON (kernel/events/core.c `perf_allow_kernel`); and one more hardware
 //! counter, tried once at open (enable, read its page, disable, reset). Where any of
-//! this fails the session opens without it and [`crate::session::Session::sentinel`] says why.
+//! this fails the session opens without it and [`crate::perf::Session::sentinel`] says why.
 
 use std::os::fd::AsFd;
 
@@ -25,9 +25,9 @@ use pmu_core::mmap_page::{BaseRead, Fallback};
 use super::group::{Group, OpenEvent};
 use super::options::Options;
 use crate::error::{Errno, Op, Result};
-use crate::events::{self, EventKind};
-use crate::fast;
-use crate::page::{KernelPage, MmapPage};
+use crate::machine::events::{self, EventKind};
+use crate::perf::page::{KernelPage, MmapPage};
+use crate::perf::read;
 use crate::sys;
 use crate::verdict::{FallbackReason, ReadPath, Sample};
 use crate::Sentinel;
@@ -155,9 +155,9 @@ pub(super) fn counting(event: &OpenEvent) -> Sentinel {
 ///
 /// The sentinel keeps a base read (`base`, one full pass of the page's seqlock) for
 /// as long as its page is unchanged, across regions. A syscall-free edge reads only its raw
-/// counter at the base's counter number ([`fast::raw_since`]: the page's `lock`
+/// counter at the base's counter number ([`read::raw_since`]: the page's `lock`
 /// compared with the base's, then one counter read): `raw_start` at the start; at the
-/// stop the raw counter again, then `lock` once more ([`fast::unchanged_since`]). An
+/// stop the raw counter again, then `lock` once more ([`read::unchanged_since`]). An
 /// unchanged `lock` from the base to after the stop's read proves both raw values come
 /// from the sentinel's own counter with no reschedule and no period reload in between
 /// (every one rewrites the page: Linux 6.12 drivers/perf/arm_pmu.c `armpmu_add`,
@@ -205,7 +205,7 @@ pub(super) enum SyscallFreeCount {
 }
 
 impl SentinelRead {
-    /// Over `page`, with `base` a full read of it ([`fast::read_base`]).
+    /// Over `page`, with `base` a full read of it ([`read::read_base`]).
     pub(super) fn new(page: KernelPage, base: BaseRead) -> Self {
         Self {
             page,
@@ -228,7 +228,7 @@ impl SentinelRead {
     /// moved, see [`SentinelRead::stop_syscall_free`]), which no later `raw_since` matches.
     #[inline(always)]
     pub(super) fn start_syscall_free(&mut self) {
-        match fast::raw_since(self.page, &self.base) {
+        match read::raw_since(self.page, &self.base) {
             Some(raw) => {
                 debug_assert!(self.start_in_base);
                 self.raw_start = raw;
@@ -246,8 +246,8 @@ impl SentinelRead {
     /// `lock` test fails too and the stop samples.
     #[inline(always)]
     pub(super) fn stop_syscall_free(&mut self) -> SyscallFreeCount {
-        if let Some(raw) = fast::raw_since(self.page, &self.base) {
-            if fast::unchanged_since(self.page, &self.base) {
+        if let Some(raw) = read::raw_since(self.page, &self.base) {
+            if read::unchanged_since(self.page, &self.base) {
                 let count = self.base.raw_count(self.raw_start, raw);
                 self.count = count;
                 self.end_in_count = true;
@@ -262,7 +262,7 @@ impl SentinelRead {
     #[cold]
     #[inline(never)]
     pub(super) fn sample(&mut self, edge: Edge) {
-        let read = fast::read_base(self.page);
+        let read = read::read_base(self.page);
         match (edge, read) {
             (Edge::Start, Ok(base)) => {
                 self.base = base;
@@ -341,7 +341,7 @@ pub(super) fn trial(group: &Group) -> Result<std::result::Result<Option<Sentinel
     // long as the handle (the caller keeps the read only in that session).
     let page = unsafe { KernelPage::new(page) };
     group.ioctl(sys::perf::Ioctl::Enable, Op::Enable)?;
-    let read = fast::read_base(page);
+    let read = read::read_base(page);
     group.ioctl(sys::perf::Ioctl::Disable, Op::Disable)?;
     group.ioctl(sys::perf::Ioctl::Reset, Op::Reset)?;
     Ok(read.map(|base| Some(SentinelRead::new(page, base))))

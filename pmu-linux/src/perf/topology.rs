@@ -7,8 +7,8 @@ use std::fs;
 use std::io;
 
 use crate::error::{Error, HybridProblem, Result};
-use crate::events::{EventKind, EventSpec, PMU_TYPE_SHIFT};
-use crate::sysfs::{FormatField, Pmu, Sysfs};
+use crate::machine::events::{EventKind, EventSpec, PMU_TYPE_SHIFT};
+use crate::machine::sysfs::{FormatField, Pmu, Sysfs};
 
 /// The file with the CPUs Linux has online (Documentation/ABI/testing/sysfs-devices-system-cpu).
 pub(crate) const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
@@ -195,7 +195,7 @@ impl CoreTopology {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::fake;
+    use crate::machine::sysfs::fake;
 
     /// An arm64 big.LITTLE tree as Linux 6.12 publishes it: one arm_pmu per CPU type
     /// (drivers/perf/arm_pmuv3.c names `armv8_cortex_a53`, `armv8_cortex_a72`), each
@@ -305,7 +305,7 @@ mod tests {
         let topology = CoreTopology::discover_in(&sysfs).unwrap();
         // include/uapi/linux/perf_event.h: PERF_COUNT_HW_INSTRUCTIONS = 1,
         // PERF_PMU_TYPE_SHIFT = 32; the PMU types are the fake tree's 8 and 9.
-        let instructions = crate::events::resolve("instructions", &sysfs).unwrap();
+        let instructions = crate::machine::events::resolve("instructions", &sysfs).unwrap();
         let specs: Vec<EventSpec> = topology
             .pmus()
             .iter()
@@ -322,11 +322,11 @@ mod tests {
         // The user-read bit goes where the PMU's `rdpmc` format says (config1:1).
         assert_eq!(specs[1].config_with_user_read()[1], 1 << 1);
         // Cache events too: L1D (0) | read (0) << 8 | miss (1) << 16.
-        let misses = crate::events::resolve("L1-dcache-load-misses", &sysfs).unwrap();
+        let misses = crate::machine::events::resolve("L1-dcache-load-misses", &sysfs).unwrap();
         let spec = topology.pmus()[1].generic_spec(&misses).unwrap();
         assert_eq!((spec.perf_type, spec.config[0]), (3, 1 << 16 | 9 << 32));
         for other in ["task-clock", "r11"] {
-            let spec = crate::events::resolve(other, &sysfs).unwrap();
+            let spec = crate::machine::events::resolve(other, &sysfs).unwrap();
             assert!(matches!(
                 topology.pmus()[0].generic_spec(&spec),
                 Err(Error::Pmu(crate::error::PmuError::Hybrid(
@@ -335,7 +335,8 @@ mod tests {
             ));
         }
         // An event already bound to one PMU is not generic either.
-        let bound = crate::events::resolve("armv8_cortex_a72/instructions/", &sysfs).unwrap();
+        let bound =
+            crate::machine::events::resolve("armv8_cortex_a72/instructions/", &sysfs).unwrap();
         assert!(topology.pmus()[0].generic_spec(&bound).is_err());
     }
 }

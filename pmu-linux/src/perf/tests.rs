@@ -6,11 +6,15 @@ use std::time::Duration;
 use pmu_core::{Fallback, Hazards, RegionMeter, UserPage};
 
 use super::*;
+use crate::error::Error;
 use crate::error::OpenError;
+use crate::machine::sched::{allowed_cpus, pin_to, set_allowed_cpus};
+use crate::machine::sysfs::fake;
+use crate::machine::sysfs::Sysfs;
 use crate::measure::{measure, measure_once, MeasureConfig};
-use crate::sched::{allowed_cpus, pin_to, set_allowed_cpus};
-use crate::sysfs::fake;
+use crate::verdict::FallbackReason;
 use crate::verdict::ReadPath;
+use crate::MAX_EVENTS;
 
 /// The software events of the demo, `task-clock` leading (see the module docs on
 /// why the leader matters).
@@ -261,7 +265,7 @@ fn software_sessions_take_the_getrusage_evidence() {
     assert!(!session.syscall_free());
     assert_eq!(
         session.cpu_from_rseq(),
-        crate::rseq::ThreadCpu::this_thread().is_ok()
+        crate::machine::rseq::ThreadCpu::this_thread().is_ok()
     );
 }
 
@@ -443,7 +447,7 @@ fn stop_checks_the_output_size() {
 /// --target aarch64-unknown-linux-musl` and run the binary there).
 #[test]
 fn hardware_events_take_the_fast_path_where_allowed() {
-    use crate::list::{user_read_policy, UserReadPolicy};
+    use crate::machine::{user_read_policy, UserReadPolicy};
     let sysfs = Sysfs::system();
     let has_core_pmu = sysfs.pmus().unwrap().iter().any(|p| p.is_core());
     let opened = Session::open(&["instructions", "cycles"], Options::default());

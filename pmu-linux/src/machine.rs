@@ -1,5 +1,7 @@
-//! What this machine offers, with the reason for everything it does not: backends,
-//! the user-read policy, PMUs and events.
+//! What this machine offers, with the reason for everything it does not: the backends
+//! that work here and why not the others ([`backends`]), the user-read policy, the
+//! PMUs in sysfs and their events, event names, the CPUs this thread may run on, and
+//! the time-stamp counter.
 
 use std::fmt;
 use std::fs;
@@ -8,12 +10,25 @@ use std::path::PathBuf;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 use crate::error::Error;
 use crate::error::Result;
-use crate::events::{self, EventSpec};
 use crate::sys;
-use crate::sysfs::{Pmu, Sysfs};
+
+pub(crate) mod events;
+pub(crate) mod rseq;
+pub(crate) mod sched;
+pub(crate) mod sysfs;
+pub(crate) mod timestamp;
 
 pub use crate::sys::{perf_event_paranoid, perf_user_access};
-pub use crate::sysfs::is_cpu_pmu;
+pub use events::{
+    builtin_names, direct_event, parse_raw, resolve, resolve_builtin, EventKind, EventSpec,
+};
+pub use rseq::{RseqOwner, ThreadCpu};
+pub use sched::{
+    allowed_cpus, current_cpu, pin_to, set_allowed_cpus, thread_switches, Kernel, PinGuard,
+    SwitchCounts, ThreadSource,
+};
+pub use sysfs::{is_cpu_pmu, ConfigWord, FormatField, Pmu, Sysfs, SYSTEM_ROOT};
+pub use timestamp::{ticks, TickSource, TimestampCounter, TimestampMeter, NAME};
 
 /// A backend of this library.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -129,7 +144,7 @@ pub fn grant_lost_since(before: &BackendStatus) -> Option<String> {
     if before.backend != Backend::Direct || before.usable.is_err() {
         return None;
     }
-    let cpu = crate::sched::current_cpu().map_or(0, |c| c as usize);
+    let cpu = crate::machine::sched::current_cpu().map_or(0, |c| c as usize);
     direct_status()
         .usable
         .err()
@@ -138,7 +153,7 @@ pub fn grant_lost_since(before: &BackendStatus) -> Option<String> {
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn perf_status() -> BackendStatus {
-    use crate::session::{Options, Session};
+    use crate::perf::{Options, Session};
     let mut notes = Vec::new();
     match sys::perf_event_paranoid() {
         Some(level) => notes.push(format!("kernel.perf_event_paranoid = {level}")),
@@ -176,7 +191,7 @@ fn direct_status() -> BackendStatus {
     // the counters of its layout, which it programs) or, with el0_programming=1, the
     // programming grant (EN: any event). Either lets a Meter measure; both are
     // per CPU, so both are probed on the CPU this thread runs on.
-    let cpu = crate::sched::current_cpu().map_or(0, |c| c as usize);
+    let cpu = crate::machine::sched::current_cpu().map_or(0, |c| c as usize);
     let mut notes = Vec::new();
     let read_only = crate::direct::armv8::take_granted(cpu).map(|(_pin, _pmu, layout)| layout);
     match &read_only {
@@ -390,14 +405,14 @@ pub struct EventStatus {
 pub fn probe_events(
     sysfs: &Sysfs,
     names: &[&str],
-    options: crate::session::Options,
+    options: crate::perf::Options,
 ) -> Vec<EventStatus> {
     names
         .iter()
         .map(|name| match events::resolve(name, sysfs) {
             Ok(spec) => EventStatus {
                 name: (*name).to_owned(),
-                status: crate::session::Session::from_specs(
+                status: crate::perf::Session::from_specs(
                     vec![spec.clone()],
                     options.map_pages(false),
                 )
@@ -416,7 +431,7 @@ pub fn probe_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::fake;
+    use crate::machine::sysfs::fake;
 
     /// A tree with a core PMU has nothing to explain; an empty one (a VM without vPMU has
     /// no `cpu` directory) says that no PMU driver is bound.
@@ -494,7 +509,7 @@ mod tests {
         let statuses = probe_events(
             &sysfs,
             &["task-clock", "cycles", "cyclez"],
-            crate::session::Options::default(),
+            crate::perf::Options::default(),
         );
         assert!(matches!(statuses[0].status, Ok(())));
         assert_eq!(

@@ -161,7 +161,7 @@ impl UserPage for PageView<'_> {
 /// The metadata page of one open event, mapped read-only; unmapped on drop.
 ///
 /// Only pages obtained from the kernel are `MmapPage`s, so their `cap_user_rdpmc` and
-/// `index` are the kernel's word: that is what makes [`crate::fast::read`] sound.
+/// `index` are the kernel's word: that is what makes [`crate::perf::read::read`] sound.
 #[derive(Debug)]
 pub struct MmapPage {
     mapping: Mapping,
@@ -189,7 +189,7 @@ impl MmapPage {
 }
 
 /// A copyable handle on the page of an [`MmapPage`], for the region's hot path: a
-/// [`crate::session::Session`] keeps one per event beside the mappings that own them, and reads
+/// [`crate::perf::Session`] keeps one per event beside the mappings that own them, and reads
 /// through it without going through the event list.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelPage(NonNull<perf_event_mmap_page>);

@@ -75,7 +75,7 @@
 //!
 //! On the CPU the thread runs on, exactly one PMU's events are on counters: their
 //! pages have an `index` and are read with one instruction (`mrs`/`rdpmc`,
-//! `fast`). The other PMUs' events are not on any counter of this CPU, and
+//! `perf::read`). The other PMUs' events are not on any counter of this CPU, and
 //! their pages say so (`index` 0: core.c `perf_event_update_userpage` publishes
 //! `perf_event_index` = 0 for an event that is not active), with the count in
 //! `offset`, written when the event was last taken off a counter (`armpmu_del`). An
@@ -148,15 +148,16 @@ use std::fs;
 
 use pmu_core::mmap_page::UserPage;
 
+use super::options::Options;
+use super::session::Session;
 use crate::error::{Error, HybridProblem, Result};
-use crate::events;
-use crate::events::EventKind;
-use crate::fast;
-use crate::page::KernelPage;
-use crate::session::{Options, Session};
+use crate::machine::events;
+use crate::machine::events::EventKind;
+use crate::machine::sysfs::Sysfs;
+use crate::perf::page::KernelPage;
+use crate::perf::read;
+use crate::perf::topology::{parse_cpu_list, CoreTopology, ONLINE_CPUS};
 use crate::sys;
-use crate::sysfs::Sysfs;
-use crate::topology::{parse_cpu_list, CoreTopology, ONLINE_CPUS};
 use crate::verdict::hybrid::{page_state, EdgeRead, PmuShare};
 use crate::verdict::{sum_reading, EdgeFacts, EdgeSample};
 use crate::verdict::{Evidence, FallbackReason};
@@ -413,7 +414,7 @@ impl HybridSession {
             }
         }
         for (anchor, &page) in self.anchors.iter_mut().zip(&self.pages[owner * n..]) {
-            match fast::read_base(page) {
+            match read::read_base(page) {
                 Ok(read) => *anchor = read,
                 Err(_) => return false,
             }
@@ -437,7 +438,7 @@ impl HybridSession {
             .zip(&self.anchors)
             .zip(&self.pages[owner * n..])
         {
-            match fast::count_since(page, anchor) {
+            match read::count_since(page, anchor) {
                 Some(count) => {
                     *end = EdgeSample {
                         value: anchor.read.value.wrapping_add(count),
@@ -609,7 +610,7 @@ impl pmu_core::RegionMeter for HybridSession {
     /// when the PMU of this CPU is not on the counters through its page.
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
-        let cpu = crate::sched::current_cpu();
+        let cpu = crate::machine::sched::current_cpu();
         self.facts = EdgeFacts {
             cpu_start: cpu,
             ..EdgeFacts::default()
@@ -644,14 +645,14 @@ impl pmu_core::RegionMeter for HybridSession {
         }
         match self.mode {
             Mode::Pages => {
-                fast::synchronize();
+                read::synchronize();
                 if self.stop_pages_quiet() {
                     return self.readings(out);
                 }
                 // Some page changed: every event read again, and the checks.
                 let paged = Self::sample_pages(&self.groups, &mut self.end, self.owner);
                 {
-                    self.facts.cpu_end = crate::sched::current_cpu();
+                    self.facts.cpu_end = crate::machine::sched::current_cpu();
                     if !paged {
                         // A page cannot be read now: the counts from `read()`
                         // (SYSCALL_FALLBACK says its instructions are in them).
@@ -676,7 +677,7 @@ impl pmu_core::RegionMeter for HybridSession {
                 let sampled = self.sample_syscall(&mut end);
                 self.end = end;
                 sampled?;
-                self.facts.cpu_end = crate::sched::current_cpu();
+                self.facts.cpu_end = crate::machine::sched::current_cpu();
                 let after = sys::thread_switches().map_err(|errno| {
                     crate::error::Error::syscall(crate::error::Op::Rusage, errno)
                 })?;

@@ -169,7 +169,7 @@ impl ThreadCpu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::{allowed_cpus, current_cpu, pin_to, set_allowed_cpus};
+    use crate::machine::sched::{allowed_cpus, current_cpu, pin_to, set_allowed_cpus};
 
     /// The rseq area the crate reads, or why there is none: only a missing rseq
     /// (ENOSYS: qemu-user, a kernel built without CONFIG_RSEQ) is acceptable.
