@@ -7,6 +7,7 @@ use std::fmt;
 use std::fs;
 use std::path::PathBuf;
 
+use crate::backend::BackendKind;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 use crate::error::Error;
 use crate::error::Result;
@@ -19,40 +20,20 @@ pub(crate) mod sysfs;
 pub(crate) mod timestamp;
 
 pub use crate::sys::{perf_event_paranoid, perf_user_access};
-pub use events::{
-    builtin_names, direct_event, parse_raw, resolve, resolve_builtin, EventKind, EventSpec,
-};
+pub use events::{EventKind, EventSpec};
 pub use rseq::{RseqOwner, ThreadCpu};
 pub use sched::{
-    allowed_cpus, current_cpu, pin_to, set_allowed_cpus, thread_switches, Kernel, PinGuard,
-    SwitchCounts, ThreadSource,
+    allowed_cpus, current_cpu, pin_to, set_allowed_cpus, Kernel, PinGuard, SwitchCounts,
+    ThreadSource,
 };
-pub use sysfs::{is_cpu_pmu, ConfigWord, FormatField, Pmu, Sysfs, SYSTEM_ROOT};
-pub use timestamp::{ticks, TickSource, TimestampCounter, TimestampMeter, NAME};
-
-/// A backend of this library.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Backend {
-    /// perf_event_open, reads through the metadata page or `read()`.
-    Perf,
-    /// The library programs the PMU itself after the enable module.
-    Direct,
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Perf => "perf",
-            Self::Direct => "direct",
-        })
-    }
-}
+pub use sysfs::{is_cpu_pmu, ConfigWord, FormatField, Pmu, Sysfs};
+pub use timestamp::NAME;
 
 /// Whether a backend works here, and what else is worth knowing.
 #[derive(Debug)]
 pub struct BackendStatus {
     /// The backend.
-    pub backend: Backend,
+    pub backend: BackendKind,
     /// `Ok` when it can measure; the reason when not.
     pub usable: Result<()>,
     /// Details: hardware counters, the user-read policy, the paranoid level.
@@ -141,7 +122,7 @@ pub fn backends() -> Vec<BackendStatus> {
 /// on this CPU since: the note saying so and why, for a listing that opened perf's
 /// hardware events after [`backends`].
 pub fn grant_lost_since(before: &BackendStatus) -> Option<String> {
-    if before.backend != Backend::Direct || before.usable.is_err() {
+    if before.backend != BackendKind::Direct || before.usable.is_err() {
         return None;
     }
     let cpu = crate::machine::sched::current_cpu().map_or(0, |c| c as usize);
@@ -170,7 +151,7 @@ fn perf_status() -> BackendStatus {
         user_read_policy(&Sysfs::system())
     ));
     BackendStatus {
-        backend: Backend::Perf,
+        backend: BackendKind::Perf,
         usable,
         notes,
     }
@@ -179,7 +160,7 @@ fn perf_status() -> BackendStatus {
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn perf_status() -> BackendStatus {
     BackendStatus {
-        backend: Backend::Perf,
+        backend: BackendKind::Perf,
         usable: Err(Error::Unsupported(crate::error::Unsupported::Perf)),
         notes: Vec::new(),
     }
@@ -210,7 +191,7 @@ fn direct_status() -> BackendStatus {
         )),
     }
     BackendStatus {
-        backend: Backend::Direct,
+        backend: BackendKind::Direct,
         // Usable under either grant; the read-only grant's reason otherwise (with the
         // module loaded it says whether perf revoked the grant on this CPU).
         usable: programming.or(read_only.map(drop)),
@@ -225,101 +206,10 @@ fn direct_status() -> BackendStatus {
         notes.push("ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (ARM1176JZF-S TRM 3.2.50); the probe read PMCR in a child process on CPU 0".to_owned());
     }
     BackendStatus {
-        backend: Backend::Direct,
+        backend: BackendKind::Direct,
         usable: crate::direct::probe(),
         notes,
     }
-}
-
-/// One event of the ARM1176 table, as `pmu-demo list` shows it on 32-bit ARM.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Arm1176EventInfo {
-    /// The event number (PMCR.EvtCount0/1 field value).
-    pub code: u8,
-    /// The name to give `--events`: the generic perf name where one maps to the event
-    /// (`instructions`), `r<hex>` otherwise (`r0c`).
-    pub name: String,
-    /// The raw name, `r<hex>`: always accepted too.
-    pub raw: String,
-    /// What it counts (TRM Table 3-137).
-    pub description: &'static str,
-    /// Where it can be counted.
-    pub counters: &'static str,
-}
-
-/// The ARM1176 events the direct backend counts: the 24 selectable events and 0xFF
-/// (pmu-armv6 `Arm1176Event::ALL`), each with the name `--events` takes for it.
-pub fn arm1176_events() -> Vec<Arm1176EventInfo> {
-    use pmu_armv6::Arm1176Event;
-    use pmu_core::{EventEncoding, GenericEvent};
-    Arm1176Event::ALL
-        .into_iter()
-        .map(|event| {
-            let generic = GenericEvent::ALL
-                .into_iter()
-                .find(|g| Arm1176Event::from_generic(*g) == Some(event));
-            let raw = format!("r{:02x}", event.code());
-            Arm1176EventInfo {
-                code: event.code(),
-                name: generic.map_or_else(|| raw.clone(), |g| g.perf_name().to_owned()),
-                raw,
-                description: event.name(),
-                counters: if event == Arm1176Event::CycleCount {
-                    "CCR (as `cycles`; /64 with --cycle-divider 64), or CR0/CR1 (as rff)"
-                } else {
-                    "CR0 or CR1"
-                },
-            }
-        })
-        .collect()
-}
-
-/// A `<pmu>/event=…/` example for this machine: retired instructions on its CPU PMU,
-/// event 0x08 on ARMv7/ARMv8 (INST_RETIRED, a common event of the Arm ARM, DDI 0487),
-/// 0x07 on the ARM1136/1176 (Linux 6.12 drivers/perf/arm_v6_pmu.c
-/// `ARMV6_PERFCTR_INSTR_EXEC`) and 0xc0 on x86 (INST_RETIRED.ANY_P on Intel, "Retired
-/// Instructions" on AMD: the same code on both). The PMU is the one sysfs registers
-/// (`cpu`, `cpu_core`, `armv8_pmuv3_0`, `armv8_cortex_a53`, `armv6_1176`, …); where
-/// there is none, the name Linux gives it on this architecture (`cpu` on x86,
-/// `armv8_pmuv3_0` on arm64 from drivers/perf/arm_pmuv3.c, `armv6_1176` on 32-bit ARM,
-/// the only core this library's 32-bit build supports) and `registered` false.
-pub fn pmu_event_example(sysfs: &Sysfs) -> PmuEventExample {
-    let mut names: Vec<String> = sysfs
-        .pmu_names()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|n| is_cpu_pmu(n))
-        .collect();
-    names.sort();
-    let (pmu, registered) = match names.into_iter().next() {
-        Some(name) => (name, true),
-        None if cfg!(target_arch = "aarch64") => ("armv8_pmuv3_0".to_owned(), false),
-        None if cfg!(target_arch = "arm") => ("armv6_1176".to_owned(), false),
-        None => ("cpu".to_owned(), false),
-    };
-    let code = if pmu.starts_with("armv6") {
-        0x07
-    } else if pmu.starts_with("armv") {
-        0x08
-    } else {
-        0xc0
-    };
-    PmuEventExample {
-        event: format!("{pmu}/event={code:#04x}/"),
-        raw: format!("r{code:02x}"),
-        registered,
-    }
-}
-
-/// What [`pmu_event_example`] found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PmuEventExample {
-    /// `<pmu>/event=<code>/`, retired instructions.
-    pub event: String,
-    /// The same code as a raw event, `r<hex>`.
-    pub raw: String,
-    /// The PMU is registered in sysfs here (else the architecture's usual name).
-    pub registered: bool,
 }
 
 /// Why this machine offers no hardware counters, as far as files anyone may read tell:
@@ -450,42 +340,6 @@ mod tests {
         assert!(is_cpu_pmu("cpu_atom") && is_cpu_pmu("armv8_pmuv3_0") && !is_cpu_pmu("software"));
     }
 
-    /// The `--events` example names the PMU sysfs has: `cpu` with x86's retired
-    /// instructions (0xc0), `armv8_pmuv3_0` with Arm's INST_RETIRED (0x08); with no CPU
-    /// PMU (this VM) the architecture's usual name, flagged as not registered.
-    #[test]
-    fn pmu_event_example_follows_sysfs() {
-        let dir = tempfile::tempdir().unwrap();
-        fake::intel(dir.path());
-        let x86 = pmu_event_example(&Sysfs::at(dir.path()));
-        assert_eq!(
-            x86,
-            PmuEventExample {
-                event: "cpu/event=0xc0/".into(),
-                raw: "rc0".into(),
-                registered: true
-            }
-        );
-        let dir = tempfile::tempdir().unwrap();
-        fake::arm64(dir.path());
-        let arm = pmu_event_example(&Sysfs::at(dir.path()));
-        assert_eq!(arm.event, "armv8_pmuv3_0/event=0x08/");
-        assert!(arm.registered);
-        // Every example resolves against the tree it came from.
-        assert!(events::resolve(&arm.event, &Sysfs::at(dir.path())).is_ok());
-        let empty = tempfile::tempdir().unwrap();
-        let none = pmu_event_example(&Sysfs::at(empty.path()));
-        assert!(!none.registered);
-        let expected = if cfg!(target_arch = "aarch64") {
-            "armv8_pmuv3_0/event=0x08/"
-        } else if cfg!(target_arch = "arm") {
-            "armv6_1176/event=0x07/"
-        } else {
-            "cpu/event=0xc0/"
-        };
-        assert_eq!(none.event, expected);
-    }
-
     #[test]
     fn policy_from_a_fake_x86_tree() {
         let dir = tempfile::tempdir().unwrap();
@@ -527,38 +381,9 @@ mod tests {
         assert!(statuses[2].spec.is_none());
         let perf = backends()
             .into_iter()
-            .find(|b| b.backend == Backend::Perf)
+            .find(|b| b.backend == BackendKind::Perf)
             .unwrap();
         assert!(matches!(perf.usable, Ok(())));
-    }
-
-    /// The table `pmu-demo list` prints on 32-bit ARM: 24 selectable events plus 0xFF
-    /// (ARM1176JZF-S TRM Table 3-137: 0x08 and 0x0E are reserved), and every name
-    /// it offers is one `--backend direct` accepts for exactly that event number.
-    #[test]
-    fn arm1176_event_list_names_what_the_direct_backend_takes() {
-        use pmu_armv6::Arm1176Event;
-        use pmu_core::{Event, EventEncoding};
-        let list = arm1176_events();
-        assert_eq!(list.len(), 25);
-        assert_eq!(list.iter().filter(|e| e.code != 0xFF).count(), 24);
-        for info in &list {
-            for name in [&info.name, &info.raw] {
-                let code = match events::direct_event(name).unwrap() {
-                    Event::Generic(g) => Arm1176Event::from_generic(g).unwrap().code(),
-                    Event::Raw(raw) => Arm1176Event::from_raw(raw).unwrap().code(),
-                };
-                assert_eq!(code, info.code, "{name}");
-            }
-        }
-        // Linux's armv6_perf_map (drivers/perf/arm_v6_pmu.c): instructions 0x07,
-        // branches 0x05, branch-misses 0x06, cycles 0xFF.
-        let name_of = |code: u8| list.iter().find(|e| e.code == code).unwrap().name.clone();
-        assert_eq!(name_of(0x07), "instructions");
-        assert_eq!(name_of(0x05), "branches");
-        assert_eq!(name_of(0x06), "branch-misses");
-        assert_eq!(name_of(0xFF), "cycles");
-        assert_eq!(name_of(0x0C), "r0c");
     }
 
     #[test]

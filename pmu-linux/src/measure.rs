@@ -154,25 +154,10 @@ pub fn measure(
     )
 }
 
-/// Like [`measure`] for a region that is a function call, calibrated against
-/// `baseline`, a function of the same type that does no work: the call and return
-/// are then part of both and cancel (pmu-core `Harness::calibrated_against`).
-///
-/// # Errors
-/// As [`measure`].
-pub fn measure_against(
-    counters: &mut dyn Backend,
-    config: &MeasureConfig,
-    region: fn(),
-    baseline: fn(),
-) -> Result<Measurement> {
-    let (mut region, mut baseline) = (region, baseline);
-    run(counters, config, &mut region, Some(&mut baseline))
-}
-
-/// Like [`measure_against`] for closures: `region` and `baseline` should be two values
-/// of one closure type (e.g. made by one function with different arguments) so that
-/// they compile to the same machine code and the baseline cancels the call exactly.
+/// Like [`measure`], calibrated against `baseline`: `region` and `baseline` should be
+/// two values of one closure type (e.g. made by one function with different arguments)
+/// that differ only in the work they do, so that they compile to the same machine code
+/// and the baseline cancels the call exactly (pmu-core `Harness::calibrated_against`).
 ///
 /// # Errors
 /// As [`measure`].

@@ -142,7 +142,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         })
         .collect();
     let arm1176_events = if cfg!(target_arch = "arm") {
-        machine::arm1176_events()
+        crate::event_names::arm1176_events()
             .into_iter()
             .map(|e| Arm1176EventOut {
                 code: e.code,

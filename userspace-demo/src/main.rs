@@ -9,6 +9,7 @@
 //! as registers and a perf event; `spe decode` for raw SPE buffers).
 
 mod bench_cmd;
+mod event_names;
 mod hazards_cmd;
 mod list_cmd;
 mod measure_cmd;
@@ -107,7 +108,7 @@ fn default_sigpipe() {
 /// raw example for its CPU PMU (the name sysfs registers, `armv8_pmuv3_0`, `cpu`, …;
 /// retired instructions in its encoding).
 pub fn events_example() -> String {
-    let example = pmu_linux::machine::pmu_event_example(&pmu_linux::machine::Sysfs::system());
+    let example = event_names::pmu_event_example(&pmu_linux::machine::Sysfs::system());
     let pmu_event = if example.registered {
         format!("{} (retired instructions)", example.event)
     } else {

@@ -357,7 +357,7 @@ fn json_failures_are_json_objects() {
 
 /// `--events` help shows a `<pmu>/event=…/` example for the machine it runs on: the
 /// CPU PMU sysfs registers, else the architecture's usual name (x86: `cpu`, arm64:
-/// `armv8_pmuv3_0`), never the other architecture's (pmu-linux `pmu_event_example`).
+/// `armv8_pmuv3_0`), never the other architecture's (pmu-demo `event_names::pmu_event_example`).
 #[test]
 fn events_help_fits_this_machine() {
     let (mine, other) = if cfg!(target_arch = "aarch64") {

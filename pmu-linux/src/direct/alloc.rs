@@ -9,7 +9,7 @@ use crate::machine::events;
 use crate::MAX_EVENTS;
 
 /// Counters of a `CounterPool` for `names` (generic names or `r<hex>`, see
-/// [`events::direct_event`]), counting in `filter`'s levels, not yet started.
+/// [`crate::Event`]'s names), counting in `filter`'s levels, not yet started.
 ///
 /// # Errors
 /// Name errors; pmu-core's allocation errors (no free counter, event not implemented,

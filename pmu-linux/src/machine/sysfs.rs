@@ -33,7 +33,7 @@ pub struct Sysfs {
 }
 
 impl Sysfs {
-    /// The running kernel's tree, [`SYSTEM_ROOT`].
+    /// The running kernel's tree, `/sys/bus/event_source/devices`.
     pub fn system() -> Self {
         Self::at(SYSTEM_ROOT)
     }

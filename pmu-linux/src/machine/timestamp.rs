@@ -68,6 +68,7 @@ impl TimestampMeter {
     }
 }
 
+#[cfg(test)]
 impl<T: ThreadSource, K: TickSource> TimestampMeter<T, K> {
     /// A meter reading `clock`, with the thread's evidence from `thread`.
     pub fn with_sources(thread: T, clock: K) -> Self {

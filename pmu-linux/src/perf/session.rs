@@ -64,7 +64,7 @@ impl Session {
     /// Opens `names` (resolved against the system's sysfs) as one group, disabled.
     ///
     /// # Errors
-    /// Name errors (see [`events::resolve`]), [`Error::Open`] with the kernel's reason,
+    /// Name errors (as [`crate::Event`] names resolve), [`Error::Open`] with the kernel's reason,
     /// [`crate::error::GroupError::NoEvents`], [`crate::error::GroupError::TooMany`], mmap failures.
     pub fn open(names: &[&str], options: Options) -> Result<Self> {
         Self::open_in(&Sysfs::system(), names, options)
