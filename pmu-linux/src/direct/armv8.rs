@@ -9,11 +9,11 @@ use pmu_armv8::{CounterId, EventCounter, EventNumber};
 use pmu_core::Slot;
 
 use super::alloc::OwnedCounters;
-use super::grant::MODULE_LAYOUT;
+use super::grant;
 use super::probe::probe_with;
 use super::region::{
-    boxed_region, handles_and_own_sentinel, AccessCheck, DirectRegion, Flags, NoFlags, NoSentinel,
-    SENTINEL_FILTER,
+    boxed_region, handles_and_own_sentinel, AccessCheck, DirectRegion, NoFlags, NoSentinel,
+    OverflowFlags, SENTINEL_FILTER,
 };
 use crate::backend::{Backend, Grant, How, Opened, Request};
 use crate::error::{Error, Result};
@@ -31,6 +31,39 @@ pub(super) const READ_ONLY_GRANT: bool = true;
 /// [`crate::error::AccessError::ProbeFailed`].
 pub fn probe() -> Result<()> {
     probe_with(probe_access)
+}
+
+/// ARMv8 under EN: PMOVSCLR_EL0 cleared at the start, PMOVSSET_EL0 read at the stop.
+#[derive(Debug)]
+pub struct Flags {
+    _this_pe: core::marker::PhantomData<*const ()>,
+}
+
+impl Flags {
+    /// The flags, proved accessible by the register file of a PMU taken from EL0
+    /// ([`pmu_armv8::El0Registers`]: EN on this PE, the thread pinned there).
+    pub fn with_en(_en: &pmu_armv8::El0Registers) -> Self {
+        Self {
+            _this_pe: core::marker::PhantomData,
+        }
+    }
+}
+
+impl OverflowFlags for Flags {
+    const READABLE: bool = true;
+    #[inline(always)]
+    fn read(&self) -> u64 {
+        // SAFETY: made only by `with_en`, whose proof is a register file made under
+        // EN on this PE (its contract pins the thread there; `Flags` cannot leave
+        // it); `mrs` has no side effect.
+        unsafe { pmu_armv8::asm::read_pmovsset_el0() }
+    }
+    #[inline(always)]
+    fn clear(&self, mask: u64) {
+        // SAFETY: as in `read`; the write clears the flags of `mask` only
+        // (write-one-to-clear), the region's own counters.
+        unsafe { pmu_armv8::asm::write_pmovsclr_el0(mask) }
+    }
 }
 
 /// The probe: one read of PMCR_EL0, which traps (SIGILL) unless PMUSERENR_EL0.EN.
@@ -110,26 +143,6 @@ impl AccessCheck for PmuserenrRead {
     }
 }
 
-/// Reads kmod-enable-user's layout ([`MODULE_LAYOUT`]): the text and its
-/// parsed form.
-///
-/// # Errors
-/// [`crate::error::AccessError::ModuleLayout`] when the file is missing (the module is not loaded, or is
-/// an older one) or not understood.
-pub fn module_layout() -> Result<(String, pmu_armv8::granted::GrantedLayout)> {
-    let text = std::fs::read_to_string(MODULE_LAYOUT).map_err(|e| {
-        Error::Access(crate::error::AccessError::ModuleLayout {
-            reason: format!("{}: {e}", MODULE_LAYOUT),
-        })
-    })?;
-    let layout = pmu_armv8::granted::GrantedLayout::parse(&text).map_err(|e| {
-        Error::Access(crate::error::AccessError::ModuleLayout {
-            reason: format!("{}: {e}", MODULE_LAYOUT),
-        })
-    })?;
-    Ok((text.trim().to_owned(), layout))
-}
-
 /// Under kmod-enable-user's read-only grant: pins the thread to `cpu`, reads the
 /// module's layout, probes there that its counters are readable, and returns them as
 /// a PMU (reads only; see [`pmu_armv8::granted`]). Keep the guard alive as long as
@@ -147,22 +160,14 @@ pub fn take_granted(
     String,
 )> {
     let pin = pin_to(cpu)?;
-    if !std::path::Path::new(MODULE_LAYOUT).exists() {
+    if !grant::has_layout() {
         // No module (or none with a read-only grant): nothing is readable.
         return Err(Error::Access(crate::error::AccessError::NotEnabled));
     }
-    let (text, layout) = module_layout()?;
+    let (text, layout) = grant::module_layout()?;
     // The module is loaded and has a layout: a read that traps on this CPU means the
     // grant went away here (perf's armv8pmu_start()), not that it was never given.
-    let revoked = || {
-        Error::Access(crate::error::AccessError::GrantMissing {
-            cause: crate::error::GrantMissing::RevokedByPerf {
-                regrant: std::path::Path::new(super::grant::MODULE_SYSFS)
-                    .join("parameters/regrant")
-                    .exists(),
-            },
-        })
-    };
+    let revoked = grant::revoked_by_perf;
     let trapped = |e: Error| match e {
         Error::Access(crate::error::AccessError::NotEnabled)
         | Error::Access(crate::error::AccessError::GrantMissing { .. }) => revoked(),

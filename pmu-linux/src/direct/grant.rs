@@ -83,6 +83,41 @@ pub fn trapped() -> Error {
     trapped_with_module_at(Path::new(MODULE_SYSFS))
 }
 
+/// Whether the module publishes a layout: it is loaded with its read-only grant.
+pub(crate) fn has_layout() -> bool {
+    Path::new(MODULE_LAYOUT).exists()
+}
+
+/// Reads kmod-enable-user's layout ([`MODULE_LAYOUT`]): the text and its
+/// parsed form.
+///
+/// # Errors
+/// [`crate::error::AccessError::ModuleLayout`] when the file is missing (the module is not loaded, or is
+/// an older one) or not understood.
+pub fn module_layout() -> Result<(String, pmu_armv8::granted::GrantedLayout), Error> {
+    let text = std::fs::read_to_string(MODULE_LAYOUT).map_err(|e| {
+        Error::Access(AccessError::ModuleLayout {
+            reason: format!("{}: {e}", MODULE_LAYOUT),
+        })
+    })?;
+    let layout = pmu_armv8::granted::GrantedLayout::parse(&text).map_err(|e| {
+        Error::Access(AccessError::ModuleLayout {
+            reason: format!("{}: {e}", MODULE_LAYOUT),
+        })
+    })?;
+    Ok((text.trim().to_owned(), layout))
+}
+
+/// The error of a read that trapped on this CPU although the module is loaded with a
+/// layout: perf took the grant away here (arm64 `armv8pmu_start()`), with whether the
+/// module can give it back (`regrant`).
+#[cfg(target_arch = "aarch64")]
+pub(crate) fn revoked_by_perf() -> Error {
+    missing(GrantMissing::RevokedByPerf {
+        regrant: Path::new(MODULE_SYSFS).join("parameters/regrant").exists(),
+    })
+}
+
 /// [`AccessError::GrantMissing`] for `cause`.
 fn missing(cause: GrantMissing) -> Error {
     AccessError::GrantMissing { cause }.into()

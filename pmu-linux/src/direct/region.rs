@@ -1,7 +1,7 @@
 //! The direct backend's region, one for every architecture it runs on (ARMv8, AArch32):
-//! `DirectRegion`; its verdict is [`crate::verdict`]'s direct rules. Everything here but
-//! the ARMv8 overflow flags (`Flags`) builds on every host, and the host tests drive
-//! it with fake counters.
+//! `DirectRegion`; its verdict is [`crate::verdict`]'s direct rules. Everything here
+//! builds on every host (each architecture's flags, grant check and reads live in its
+//! own file), and the host tests drive it with fake counters.
 //!
 //! A region is generic over what differs between the architectures and grants, each a
 //! type so that the region has no run-time test for it:
@@ -65,9 +65,7 @@ use pmu_core::{CounterRead, CounterWidth, Reading, RegionMeter};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use crate::machine::rseq::CpuId;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use crate::machine::sched::thread_switches;
+pub use crate::machine::sched::RseqCpu;
 use crate::machine::sched::ThreadSource;
 use crate::sys::SwitchCounts;
 use crate::verdict::Evidence;
@@ -115,40 +113,6 @@ fn getcpu_failed() -> Result<u32> {
 #[inline(never)]
 fn revoked() -> Result<()> {
     Err(Error::Access(crate::error::AccessError::Revoked))
-}
-
-/// The CPU from the thread's rseq area (`cpu_id`, [`crate::machine::ThreadCpu`]; x86_64
-/// and aarch64, the architectures whose rseq ABI this crate reads).
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-#[derive(Clone, Copy, Debug)]
-pub struct RseqCpu(CpuId);
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-impl RseqCpu {
-    /// The calling thread's area (registered on first use).
-    ///
-    /// # Errors
-    /// [`Error::Io`] with [`crate::error::Op::Rseq`]: no area (ENOSYS: a kernel
-    /// without CONFIG_RSEQ; EBUSY: one another library registered and this crate
-    /// cannot find). Use [`Kernel`](crate::machine::Kernel) there.
-    pub fn this_thread() -> Result<Self> {
-        crate::machine::rseq::ThreadCpu::this_thread()
-            .map(|c| Self(c.cpu_id()))
-            .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rseq, errno))
-    }
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-impl ThreadSource for RseqCpu {
-    const RSEQ: bool = true;
-    #[inline(always)]
-    fn cpu(&self) -> Option<u32> {
-        Some(self.0.current())
-    }
-    #[inline(always)]
-    fn switches(&self) -> Result<SwitchCounts> {
-        thread_switches()
-    }
 }
 
 /// The counters underneath a region: it keeps them programmed, and enables, disables
@@ -260,42 +224,6 @@ impl OverflowFlags for NoFlags {
     }
     #[inline(always)]
     fn clear(&self, _mask: u64) {}
-}
-
-/// ARMv8 under EN: PMOVSCLR_EL0 cleared at the start, PMOVSSET_EL0 read at the stop.
-#[cfg(target_arch = "aarch64")]
-#[derive(Debug)]
-pub struct Flags {
-    _this_pe: core::marker::PhantomData<*const ()>,
-}
-
-#[cfg(target_arch = "aarch64")]
-impl Flags {
-    /// The flags, proved accessible by the register file of a PMU taken from EL0
-    /// ([`pmu_armv8::El0Registers`]: EN on this PE, the thread pinned there).
-    pub fn with_en(_en: &pmu_armv8::El0Registers) -> Self {
-        Self {
-            _this_pe: core::marker::PhantomData,
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-impl OverflowFlags for Flags {
-    const READABLE: bool = true;
-    #[inline(always)]
-    fn read(&self) -> u64 {
-        // SAFETY: made only by `with_en`, whose proof is a register file made under
-        // EN on this PE (its contract pins the thread there; `Flags` cannot leave
-        // it); `mrs` has no side effect.
-        unsafe { pmu_armv8::asm::read_pmovsset_el0() }
-    }
-    #[inline(always)]
-    fn clear(&self, mask: u64) {
-        // SAFETY: as in `read`; the write clears the flags of `mask` only
-        // (write-one-to-clear), the region's own counters.
-        unsafe { pmu_armv8::asm::write_pmovsclr_el0(mask) }
-    }
 }
 
 /// A direct region of `K` counters without system calls (see the module docs).

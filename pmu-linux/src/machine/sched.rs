@@ -177,6 +177,40 @@ impl ThreadStamp {
 
 /// A scripted [`ThreadSource`] for the host tests: switch counts and the CPU are what
 /// the test sets, never the machine's.
+/// The CPU from the thread's rseq area (`cpu_id`, [`crate::machine::ThreadCpu`]; x86_64
+/// and aarch64, the architectures whose rseq ABI this crate reads).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[derive(Clone, Copy, Debug)]
+pub struct RseqCpu(crate::machine::rseq::CpuId);
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl RseqCpu {
+    /// The calling thread's area (registered on first use).
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] with [`crate::error::Op::Rseq`]: no area (ENOSYS: a kernel
+    /// without CONFIG_RSEQ; EBUSY: one another library registered and this crate
+    /// cannot find). Use [`Kernel`](crate::machine::Kernel) there.
+    pub fn this_thread() -> Result<Self> {
+        crate::machine::rseq::ThreadCpu::this_thread()
+            .map(|c| Self(c.cpu_id()))
+            .map_err(|errno| crate::error::Error::syscall(crate::error::Op::Rseq, errno))
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl ThreadSource for RseqCpu {
+    const RSEQ: bool = true;
+    #[inline(always)]
+    fn cpu(&self) -> Option<u32> {
+        Some(self.0.current())
+    }
+    #[inline(always)]
+    fn switches(&self) -> Result<SwitchCounts> {
+        thread_switches()
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod fake {
     use std::cell::Cell;

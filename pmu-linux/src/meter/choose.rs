@@ -166,7 +166,7 @@ fn software(request: &Request, _: &mut Ladder) -> Result<Option<Opened<Inner>>> 
 fn grant_before_perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Opened<Inner>>> {
     if !direct::READ_ONLY_GRANT
         || crate::sys::perf_user_access() != Some(0)
-        || !std::path::Path::new(direct::MODULE_LAYOUT).exists()
+        || !direct::grant::has_layout()
         || !request.counts_hardware()?
     {
         return Ok(None);
