@@ -11,7 +11,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::step::{workspace_root, Step};
+use crate::engine::paths::workspace_root;
+use crate::step::Step;
 
 /// The Rust target: ARMv6 (`+v6`), ARM mode, EABI, soft float, glibc.
 pub const TARGET: &str = "arm-unknown-linux-gnueabi";
@@ -52,7 +53,7 @@ pub fn armv6_demo() -> Result<PathBuf, String> {
     if !status.success() {
         return Err(format!("building pmu-demo for {TARGET} failed ({status})"));
     }
-    let path = crate::images::target_dir()
+    let path = crate::engine::paths::target_dir()
         .join(TARGET)
         .join("release/pmu-demo");
     let bytes = std::fs::read(&path)

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::step::workspace_root;
+use crate::engine::paths::workspace_root;
 
 /// The Rust target: ARMv7-A, EABI, soft-float calling convention, glibc.
 pub const TARGET: &str = "armv7-unknown-linux-gnueabi";
@@ -49,7 +49,7 @@ pub fn armv7_demo() -> Result<PathBuf, String> {
     if !status.success() {
         return Err(format!("building pmu-demo for {TARGET} failed ({status})"));
     }
-    let path = crate::images::target_dir()
+    let path = crate::engine::paths::target_dir()
         .join(TARGET)
         .join("release/pmu-demo");
     let bytes = std::fs::read(&path)
@@ -91,7 +91,7 @@ fn artefacts() -> Result<Vec<(&'static str, PathBuf)>, String> {
         None,
         Some(&armv7_on_v6),
         &[],
-        crate::images::work_dir().join("initramfs/armv6-with-armv7-flavour.cpio"),
+        crate::engine::paths::work_dir().join("initramfs/armv6-with-armv7-flavour.cpio"),
     )?;
     let [k7, i7, _] = crate::e2e::env_names(Arch::Armv7);
     let [k6, _, _] = crate::e2e::env_names(Arch::Armv6);

@@ -31,9 +31,10 @@ use std::time::Duration;
 use pmu_tests::{QemuRun, QEMU_AARCH64};
 use serde_json::{json, Map, Value};
 
+use crate::engine::paths::workspace_root;
 use crate::guest_report::{self, Guest, GuestReport};
 use crate::kernel;
-use crate::step::{workspace_root, Step};
+use crate::step::Step;
 
 /// The libperf build flags the ratios refer to (docs/bench.md's reference: 144
 /// instructions per fast read at -O2, 523 at the Makefile's default -O0).
@@ -148,7 +149,7 @@ fn libperf_benches() -> Result<Vec<(&'static str, PathBuf)>, String> {
 }
 
 fn build_dir() -> PathBuf {
-    guest_report::work_dir("bench")
+    crate::engine::paths::command_dir("bench")
 }
 
 /// Builds libperf.a as `build` says (O= build outside the read-only source tree) and

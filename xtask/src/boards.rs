@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::images::target_dir;
+use crate::engine::paths::target_dir;
 use crate::step::Step;
 
 /// One board's image.
@@ -161,7 +161,7 @@ impl BoardImage {
 
     /// The raw image: `target/boards/<board>/<kernel file>`.
     pub fn image(&self) -> PathBuf {
-        crate::images::work_dir()
+        crate::engine::paths::work_dir()
             .join("boards")
             .join(self.name)
             .join(self.kernel_file)

@@ -29,8 +29,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::engine::paths::debian_root;
 use crate::initramfs::{os_codename, private_apt};
-use crate::kernel::cache_root;
 
 /// The Debian architectures of the private apt state: amd64 first (the host, whose
 /// `linux-kbuild` tools run here), then the two guests'.
@@ -38,15 +38,9 @@ const ARCHITECTURES: [&str; 3] = ["amd64", "arm64", "armhf"];
 
 /// The metapackages of Debian 12's arm64 kernels: the default (6.1) and the opt-in 6.12.
 pub const ARM64_METAPACKAGES: [&str; 2] = ["linux-image-arm64", "linux-image-6.12-arm64"];
-
-/// Where the Debian artefacts are cached.
-pub fn root() -> PathBuf {
-    cache_root().join("debian")
-}
-
 /// The log apt's and dpkg's output goes to.
 pub fn log_path() -> PathBuf {
-    root().join("apt.log")
+    debian_root().join("apt.log")
 }
 
 /// The private apt state.
@@ -157,7 +151,7 @@ pub fn abi_of(meta: &Package, flavour: &str) -> Option<String> {
 impl Apt {
     /// The private state, its lists fetched when there are none yet.
     pub fn open() -> Result<Self, String> {
-        let dir = root().join("apt");
+        let dir = debian_root().join("apt");
         let lock = crate::lock::exclusive(&dir, "Debian's private apt state")?;
         let codename = os_codename();
         let options = private_apt(
@@ -311,7 +305,7 @@ impl Apt {
     }
 
     fn try_fetch(&self, packages: &[String]) -> Result<Vec<PathBuf>, String> {
-        let debs_dir = root().join("debs");
+        let debs_dir = debian_root().join("debs");
         fs::create_dir_all(&debs_dir).map_err(|e| format!("{}: {e}", debs_dir.display()))?;
         let mut paths = Vec::new();
         let mut missing = Vec::new();
@@ -625,7 +619,7 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         common.clone(),
         format!("{kbuild}:amd64"),
     ])?;
-    let kdir_root = root().join("headers").join(headers_pkg.key());
+    let kdir_root = debian_root().join("headers").join(headers_pkg.key());
     let kdir = kdir_root.join(format!("usr/src/linux-headers-{release}"));
     let header_key: Vec<String> = debs[1..]
         .iter()
@@ -661,7 +655,7 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         kdir.display(),
         if cached { " (cached)" } else { "" }
     );
-    let image_root = root().join("kernels").join(image_pkg.key());
+    let image_root = debian_root().join("kernels").join(image_pkg.key());
     let cached = cached_dir(&image_root, &image_pkg.deb_name(), |dir| {
         eprintln!("    dpkg-deb --fsys-tarfile {} (./boot)", debs[0].display());
         unpack(&debs[0], dir, Some("./boot"))
@@ -731,7 +725,7 @@ pub const GUEST_LIBDIR: &str = "lib/aarch64-linux-gnu";
 /// closure of `usr/bin/perf` collected from them. Fails naming any library not found.
 pub fn perf(apt: &Apt) -> Result<Perf, String> {
     let top = apt.show("linux-perf:arm64")?;
-    let dir = root().join("perf").join(top.key());
+    let dir = debian_root().join("perf").join(top.key());
     let stamp = dir.join(".pmu-complete");
     // Unpacked once per linux-perf version: the closure below asks apt about every
     // package, one apt-cache call each.
@@ -880,7 +874,7 @@ pub fn guest_module_path(release: &str) -> String {
 
 /// The `/init` of a Debian run: tests/guest/common.sh, then tests/guest/`<script>`.sh.
 fn init_script(script: &str) -> Result<Vec<u8>, String> {
-    let guest = crate::step::workspace_root().join("tests/guest");
+    let guest = crate::engine::paths::workspace_root().join("tests/guest");
     let mut text = crate::initramfs::read(&guest.join("common.sh"))?;
     text.extend(crate::initramfs::read(&guest.join(format!("{script}.sh")))?);
     text.extend_from_slice(b"\nmain\n");
@@ -922,7 +916,7 @@ fn initramfs(
     entries.push(Entry::File {
         path: "lib/kmemleak.awk".into(),
         mode: 0o644,
-        data: read(&crate::step::workspace_root().join("tests/guest/kmemleak.awk"))?,
+        data: read(&crate::engine::paths::workspace_root().join("tests/guest/kmemleak.awk"))?,
     });
     entries.push(Entry::File {
         path: "bin/busybox".into(),
@@ -939,7 +933,7 @@ fn initramfs(
         });
     }
     let archive = cpio(&entries);
-    let out = crate::images::work_dir()
+    let out = crate::engine::paths::work_dir()
         .join("initramfs")
         .join(format!("{name}.cpio"));
     if let Some(dir) = out.parent() {
@@ -978,7 +972,7 @@ fn cargo_test(test: &str, env: &[(String, String)]) -> Result<(), String> {
     let status = Command::new(cargo)
         .args(&args)
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(crate::step::workspace_root())
+        .current_dir(crate::engine::paths::workspace_root())
         .status()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
     if status.success() {

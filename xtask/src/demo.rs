@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use crate::step::{workspace_root, Plan, Step};
+use crate::step::{Plan, Step};
 
 /// Whether the running kernel registered a CPU PMU (what perf hardware events need).
 fn has_cpu_pmu() -> bool {
@@ -46,10 +46,7 @@ pub fn run() -> ExitCode {
     if build.run() != ExitCode::SUCCESS {
         return ExitCode::FAILURE;
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    let binary = target.join("release").join("pmu-demo");
+    let binary = crate::engine::paths::target_dir().join("release/pmu-demo");
     let mut ok = run_demo(&binary, &["list"]);
     ok &= run_demo(&binary, &["measure"]);
     ok &= run_demo(&binary, &["hazards"]);

@@ -5,9 +5,10 @@
 
 use std::process::Command;
 
+use crate::engine::paths::workspace_root;
 use crate::images::E2E_CRATE;
 use crate::kernel::{self, Arch};
-use crate::step::{workspace_root, Step};
+use crate::step::Step;
 
 /// Environment variables naming the artefacts of `arch` for the tests.
 pub fn env_names(arch: Arch) -> [&'static str; 3] {

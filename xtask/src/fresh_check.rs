@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::step::{stdout_of, workspace_root};
+use crate::engine::paths::workspace_root;
+use crate::step::stdout_of;
 
 const USAGE: &str = "usage: cargo xtask fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
        cargo xtask fresh-check --report DIR   (the table again, from DIR/logs)

@@ -106,7 +106,8 @@ pub fn run<R: GuestReport>(args: &Args, measure: impl FnOnce() -> Result<R, Stri
             Ok(text) => {
                 let text = text + "\n";
                 if args.from_log.is_none() {
-                    let path = work_dir(command).join(format!("{command}.json"));
+                    let path =
+                        crate::engine::paths::command_dir(command).join(format!("{command}.json"));
                     match fs::write(&path, &text) {
                         Ok(()) => eprintln!("    JSON: {}", path.display()),
                         Err(e) => eprintln!("xtask {command}: {}: {e}", path.display()),
@@ -123,12 +124,6 @@ pub fn run<R: GuestReport>(args: &Args, measure: impl FnOnce() -> Result<R, Stri
     };
     crate::stdout::finish(command, &mut result_out, &text, &report.failures())
 }
-
-/// Where a command keeps its initramfs, the guest's console and its JSON.
-pub fn work_dir(command: &str) -> PathBuf {
-    crate::images::work_dir().join(command)
-}
-
 /// A report from a guest console kept by an earlier run.
 fn report_from_log<R: GuestReport>(log: &Path) -> Result<R, String> {
     let stdout = fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -197,7 +192,7 @@ pub fn measure<R: GuestReport>(guest: &Guest<'_>) -> Result<R, String> {
     let command = R::COMMAND;
     let k = kernel::kernel(Arch::Arm64)?;
     let ko = kernel::module(Arch::Arm64)?;
-    let dir = work_dir(command);
+    let dir = crate::engine::paths::command_dir(command);
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let initramfs = crate::initramfs::build_with(
         Arch::Arm64,

@@ -536,8 +536,9 @@ mod tests {
 
     #[test]
     fn docs_hazards_md_was_generated_from_this_template() {
-        let docs = std::fs::read_to_string(crate::step::workspace_root().join("docs/hazards.md"))
-            .expect("docs/hazards.md: `cargo xtask hazards --markdown > docs/hazards.md`");
+        let docs =
+            std::fs::read_to_string(crate::engine::paths::workspace_root().join("docs/hazards.md"))
+                .expect("docs/hazards.md: `cargo xtask hazards --markdown > docs/hazards.md`");
         // Every fixed line of the template (those without a placeholder) is in the doc.
         for line in MARKDOWN_TEMPLATE.lines().filter(|l| !l.contains('@')) {
             assert!(

@@ -19,15 +19,16 @@ use std::process::{Command, ExitCode};
 
 use serde_json::Value;
 
-use crate::step::{stdout_of, workspace_root, Plan, Step};
+use crate::engine::paths::workspace_root;
+use crate::step::{stdout_of, Plan, Step};
 
 fn demo() -> PathBuf {
-    crate::images::target_dir().join("release/pmu-demo")
+    crate::engine::paths::target_dir().join("release/pmu-demo")
 }
 
 /// The host's `pmu-guest` (the read-cost rig, tests/guest).
 fn guest() -> PathBuf {
-    crate::images::target_dir().join("release/pmu-guest")
+    crate::engine::paths::target_dir().join("release/pmu-guest")
 }
 
 /// `pmu-demo args… --json`, parsed.

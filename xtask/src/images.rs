@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-use crate::step::{workspace_root, Step};
+use crate::engine::paths::target_dir;
+use crate::step::Step;
 
 /// The crate whose tests boot the images.
 pub const E2E_CRATE: &str = "pmu-tests";
@@ -36,22 +37,6 @@ const X86_64: Image = Image {
     env: "PMU_IMAGE_X86_64",
     success: pmu_tests::X86_64_SUCCESS,
 };
-
-/// The cargo target directory (`CARGO_TARGET_DIR` or `target/`): where what cargo
-/// builds is found. `cargo xtask test` points it outside the clone
-/// ([`crate::shared_target`]).
-pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(work_dir)
-}
-
-/// The clone's own `target/`: what xtask itself makes (initramfs archives, the
-/// modules' `make` builds, board images, libperf, logs), always next to the sources it
-/// was made from.
-pub fn work_dir() -> PathBuf {
-    workspace_root().join("target")
-}
 
 impl Image {
     fn path(&self) -> PathBuf {

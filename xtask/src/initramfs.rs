@@ -12,8 +12,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::kernel::{cache_root, package_version, Arch};
-use crate::step::workspace_root;
+use crate::engine::paths::cache_root;
+use crate::engine::paths::workspace_root;
+use crate::kernel::{package_version, Arch};
 
 /// The Debian package with the static busybox.
 pub const BUSYBOX_PACKAGE: &str = "busybox-static";
@@ -321,7 +322,7 @@ pub(crate) fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     if !status.success() {
         return Err(format!("building pmu-demo for {target} failed ({status})"));
     }
-    let path = crate::images::target_dir()
+    let path = crate::engine::paths::target_dir()
         .join(target)
         .join("release/pmu-demo");
     if !path.is_file() {
@@ -370,7 +371,9 @@ fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
             "building the examples and pmu-guest for {target} failed ({status})"
         ));
     }
-    let release = crate::images::target_dir().join(target).join("release");
+    let release = crate::engine::paths::target_dir()
+        .join(target)
+        .join("release");
     ARM64_EXAMPLES
         .into_iter()
         .map(|(name, file)| (name, release.join("examples").join(file)))
@@ -392,7 +395,7 @@ pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     let source = workspace_root()
         .join("tests/guest")
         .join(format!("{}.rs", name.replace('-', "_")));
-    let out_dir = crate::images::work_dir().join("initramfs");
+    let out_dir = crate::engine::paths::work_dir().join("initramfs");
     fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
     let out = out_dir.join(name);
     // One build at a time: rustc names its intermediate objects in the output's
@@ -447,7 +450,7 @@ pub fn init_script(arch: Arch) -> Result<Vec<u8>, String> {
 
 /// Where the initramfs of `arch` is written.
 pub fn path(arch: Arch) -> PathBuf {
-    crate::images::work_dir()
+    crate::engine::paths::work_dir()
         .join("initramfs")
         .join(format!("{}.cpio", arch.name()))
 }

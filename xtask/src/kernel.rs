@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::engine::paths::{cache_root, workspace_root};
 use crate::setup::TOOLCHAIN;
-use crate::step::workspace_root;
 
 /// The Debian package with the kernel source, and where it puts the tarball.
 pub const SOURCE_PACKAGE: &str = "linux-source-6.12";
@@ -181,19 +181,6 @@ impl Kernel {
         }
     }
 }
-
-/// Where everything is cached, outside the clone.
-pub fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("PMU_CACHE_DIR") {
-        return PathBuf::from(dir);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    base.join("pmu-workspace")
-}
-
 fn bindgen_dir() -> PathBuf {
     cache_root()
         .join("tools")
@@ -625,7 +612,7 @@ const MODULE_FILES: &[&str] = &[
 
 /// The directory the module is built in for `arch`.
 fn module_dir(arch: Arch) -> PathBuf {
-    crate::images::work_dir()
+    crate::engine::paths::work_dir()
         .join("kmod-enable-user")
         .join(arch.name())
 }

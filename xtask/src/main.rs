@@ -11,6 +11,7 @@ mod boards;
 mod debian;
 mod demo;
 mod e2e;
+mod engine;
 mod fresh_check;
 mod guest_report;
 mod hazards;
@@ -517,7 +518,7 @@ fn lint_steps() -> Vec<Step> {
     // ARMv7 flavour's dependencies hang on `target_feature = "v7"`, which rustc prints
     // only with it (an earlier step without it, the armv7a-none-eabi image's clippy,
     // would leave a cache that picks the ARMv6 flavour's dependencies).
-    let kmod_target_dir = crate::images::target_dir().join("kmod-enable-user/clippy");
+    let kmod_target_dir = crate::engine::paths::target_dir().join("kmod-enable-user/clippy");
     for target in STOCK_MODULE_TARGETS {
         steps.push(
             Step::cargo(
@@ -797,7 +798,7 @@ mod tests {
     }
 
     fn sources() -> Vec<(PathBuf, String)> {
-        let root = step::workspace_root();
+        let root = engine::paths::workspace_root();
         let mut files = Vec::new();
         for dir in ["xtask/src", "tests/src", "tests/tests"] {
             for entry in std::fs::read_dir(root.join(dir)).expect(dir).flatten() {

@@ -38,7 +38,7 @@ pub fn steps() -> Vec<Step> {
             "the library crates packaged and built as crates.io would (cargo package --offline)",
             args,
         )
-        .env("CARGO_TARGET_DIR", crate::images::work_dir()),
+        .env("CARGO_TARGET_DIR", crate::engine::paths::work_dir()),
     ]
 }
 
@@ -94,7 +94,8 @@ fn is_ours(dir: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::step::{stdout_of, workspace_root};
+    use crate::engine::paths::workspace_root;
+    use crate::step::stdout_of;
     use std::process::Command;
 
     /// What `forget_unpacked` removes: this workspace's crates in local registries

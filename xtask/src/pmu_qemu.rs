@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::images::target_dir;
-use crate::step::{run_logged, workspace_root, Step};
+use crate::engine::paths::target_dir;
+use crate::engine::paths::workspace_root;
+use crate::step::{run_logged, Step};
 
 const TARGET: &str = "aarch64-unknown-linux-musl";
 const RUNNER_ENV: &str = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER";
@@ -88,7 +89,7 @@ fn cargo_run(package: &str, example: &str, args: &[&str]) -> Result<Ran, String>
             .env(RUNNER_ENV, runner())
             .env(
                 "CRITERION_HOME",
-                crate::images::work_dir().join("pmu-qemu-criterion"),
+                crate::engine::paths::work_dir().join("pmu-qemu-criterion"),
             ),
         b"",
     )?;
@@ -127,7 +128,7 @@ pub fn estimate(stdout: &str, bench: &str) -> Option<[f64; 3]> {
 
 fn plumbing(root: &Path) -> Result<(), String> {
     let program = target_dir().join(format!("{TARGET}/release/examples/stdio"));
-    let probe = crate::images::work_dir().join("pmu-qemu-probe.txt");
+    let probe = crate::engine::paths::work_dir().join("pmu-qemu-probe.txt");
     let _ = std::fs::remove_file(&probe);
     let probe_rel = probe
         .strip_prefix(root)

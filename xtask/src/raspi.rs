@@ -13,9 +13,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::engine::paths::workspace_root;
 use crate::images::E2E_CRATE;
 use crate::kernel::{self, Arch};
-use crate::step::workspace_root;
 
 /// The device trees the boards boot with: (test variable, kernel, name).
 const DTBS: [(&str, Arch, &str); 3] = [

@@ -4,7 +4,8 @@
 
 #[cfg(test)]
 mod tests {
-    use crate::step::{stdout_of, workspace_root};
+    use crate::engine::paths::workspace_root;
+    use crate::step::stdout_of;
     use std::path::Path;
     use std::process::Command;
 

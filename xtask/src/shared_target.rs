@@ -26,7 +26,7 @@ use std::path::PathBuf;
 /// The directory for the pinned toolchain: a new toolchain starts an empty one (the
 /// old one can be deleted: nothing reads it any more).
 pub fn dir() -> PathBuf {
-    crate::kernel::cache_root()
+    crate::engine::paths::cache_root()
         .join("cargo-target")
         .join(crate::setup::TOOLCHAIN)
 }
@@ -70,7 +70,7 @@ pub fn enter() -> Option<File> {
 /// Builds in the clone's `target/`, saying why; named in `CARGO_TARGET_DIR` so that the
 /// lanes' child runs build there too rather than try the shared directory themselves.
 fn in_clone(why: &str) -> Option<File> {
-    let dir = crate::images::work_dir();
+    let dir = crate::engine::paths::work_dir();
     eprintln!("xtask: {why}: building in {}", dir.display());
     std::env::set_var("CARGO_TARGET_DIR", &dir);
     None
@@ -86,7 +86,7 @@ mod tests {
     fn the_shared_directory_is_per_toolchain_in_the_cache() {
         let dir = dir();
         assert!(
-            dir.starts_with(crate::kernel::cache_root()),
+            dir.starts_with(crate::engine::paths::cache_root()),
             "{}",
             dir.display()
         );

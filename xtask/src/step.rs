@@ -13,6 +13,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use crate::engine::paths::workspace_root;
+
 /// Something a step needs from the machine; set-up provides each one.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Need {
@@ -254,7 +256,7 @@ impl Step {
 /// line on stderr: `<what> … ok (1.2 s)`. On failure the error names the log and holds
 /// its last lines: an install's many lines never reach stdout, which carries results.
 pub fn run_logged(what: &str, log: &str, command: &mut Command) -> Result<(), String> {
-    let dir = crate::images::work_dir().join("logs");
+    let dir = crate::engine::paths::work_dir().join("logs");
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join(format!("{log}.log"));
     let file = fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -322,13 +324,6 @@ pub fn stdout_of(command: &mut Command) -> Result<String, String> {
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
-
-/// The workspace root (xtask lives one level below it).
-pub fn workspace_root() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
-}
-
 impl Plan {
     /// An empty plan called `name`.
     pub fn new(name: &'static str) -> Self {
@@ -505,7 +500,7 @@ impl Plan {
                 return false;
             }
         };
-        let logs = crate::images::work_dir().join("logs/steps");
+        let logs = crate::engine::paths::work_dir().join("logs/steps");
         if let Err(e) = fs::create_dir_all(&logs) {
             eprintln!("xtask {}: {}: {e}", self.name, logs.display());
             return false;

@@ -22,8 +22,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::engine::paths::workspace_root;
 use crate::kernel::{kbuild, Arch};
-use crate::step::{workspace_root, Step};
+use crate::step::Step;
 
 /// The flavour's sources, copied into the build directory (Kbuild builds in place).
 pub const SOURCES: &[&str] = &[
@@ -56,7 +57,7 @@ pub fn armv7_make_vars() -> Vec<String> {
 
 /// The directory the stock module is built in for `name` (arm64, debian-arm64, armv6).
 pub fn build_dir(name: &str) -> PathBuf {
-    crate::images::work_dir()
+    crate::engine::paths::work_dir()
         .join("kmod-enable-user")
         .join(format!("stock-{name}"))
 }
@@ -69,7 +70,7 @@ pub fn build_dir(name: &str) -> PathBuf {
 /// configuration is then built once per machine, not once per run (cargo still
 /// rebuilds the crate itself from the clone's sources).
 fn rust_target_dir(name: &str) -> PathBuf {
-    crate::images::target_dir()
+    crate::engine::paths::target_dir()
         .join("kmod-enable-user-stock")
         .join(name)
 }

@@ -1,0 +1,6 @@
+//! The step engine: the lowest layer of xtask. It runs plans of steps (in lanes when
+//! asked), locks what two runs could write at once, and knows where everything lives
+//! ([`paths`]). It names nothing above it: set-up, builds, guests and checks hand it
+//! their steps and needs as data.
+
+pub mod paths;
