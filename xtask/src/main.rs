@@ -4,35 +4,22 @@
 //! doing, so a fresh machine needs nothing but this repository and rustup.
 //! `cargo xtask test` is the README's test command and what CI runs.
 
-mod armv6;
-mod armv7;
-mod bench;
-mod boards;
-mod debian;
-mod demo;
-mod e2e;
+mod build;
+mod checks;
 mod engine;
-mod fresh_check;
-mod guest_report;
-mod hazards;
-mod hw_check;
-mod images;
-mod initramfs;
-mod kernel;
-mod lock;
-mod package;
-mod pmu_qemu;
-mod raspi;
-mod references;
-mod setup;
-mod shared_target;
-mod stdout;
-mod step;
-mod stock_module;
+mod guests;
+mod host;
+mod reports;
 
 use std::process::ExitCode;
 
-use step::{Plan, Step};
+use build::{boards, images, kernel, stock_module};
+use checks::{demo, fresh_check, hw_check, package, pmu_qemu};
+use engine::shared_target;
+use engine::step::{Plan, Step};
+use guests::{armv6, armv7, debian, e2e};
+use host::setup;
+use reports::{bench, hazards};
 
 const HELP: &str = "\
 cargo xtask — build orchestrator of the PMU workspace
@@ -676,8 +663,8 @@ fn armv6(verb: &str) -> Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::step::Need;
     use std::path::PathBuf;
-    use step::Need;
 
     /// Every command that is a plan, with the arguments the README and the help name.
     const PLANS: &[&[&str]] = &[
@@ -800,15 +787,25 @@ mod tests {
     fn sources() -> Vec<(PathBuf, String)> {
         let root = engine::paths::workspace_root();
         let mut files = Vec::new();
-        for dir in ["xtask/src", "tests/src", "tests/tests"] {
-            for entry in std::fs::read_dir(root.join(dir)).expect(dir).flatten() {
+        let mut dirs: Vec<PathBuf> = ["xtask/src", "tests/src", "tests/tests"]
+            .iter()
+            .map(|d| root.join(d))
+            .collect();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir)
+                .expect("a source directory")
+                .flatten()
+            {
                 let path = entry.path();
-                if path.extension().is_some_and(|e| e == "rs") {
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
                     let text = std::fs::read_to_string(&path).expect("readable source");
                     files.push((path, text));
                 }
             }
         }
+        assert!(files.len() > 40, "the sources were found");
         files
     }
 

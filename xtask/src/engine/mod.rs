@@ -3,4 +3,8 @@
 //! ([`paths`]). It names nothing above it: set-up, builds, guests and checks hand it
 //! their steps and needs as data.
 
+pub mod lock;
 pub mod paths;
+pub mod shared_target;
+pub mod stdout;
+pub mod step;

@@ -16,7 +16,7 @@
 //!
 //! `--json` and `--markdown` print the result alone on stdout: everything else, the
 //! steps' progress and the output of the programs they run included, goes to stderr
-//! ([`crate::stdout`]). `cargo xtask bench --markdown > docs/bench.md` regenerates the
+//! ([`crate::engine::stdout`]). `cargo xtask bench --markdown > docs/bench.md` regenerates the
 //! bench's documentation (the method in `xtask/bench/bench.md.in`, the figures from the
 //! run), so the numbers in the docs are the numbers the bench printed. `--from-log FILE`
 //! renders a guest console kept from an earlier run (`target/bench/guest.log`) instead of
@@ -31,10 +31,10 @@ use std::time::Duration;
 use pmu_tests::{QemuRun, QEMU_AARCH64};
 use serde_json::{json, Map, Value};
 
+use crate::build::kernel;
 use crate::engine::paths::workspace_root;
-use crate::guest_report::{self, Guest, GuestReport};
-use crate::kernel;
-use crate::step::Step;
+use crate::engine::step::Step;
+use crate::reports::guest_report::{self, Guest, GuestReport};
 
 /// The libperf build flags the ratios refer to (docs/bench.md's reference: 144
 /// instructions per fast read at -O2, 523 at the Makefile's default -O0).
@@ -109,7 +109,7 @@ const TARGETS: [(&str, &str, f64); 6] = [
 
 /// The method part of docs/bench.md; `@COSTS@`, `@TARGETS@` and `@ACCURACY@` are
 /// replaced by the figures of the run.
-const MARKDOWN_TEMPLATE: &str = include_str!("../bench/bench.md.in");
+const MARKDOWN_TEMPLATE: &str = include_str!("../../bench/bench.md.in");
 
 /// `cargo xtask bench [--json | --markdown] [--from-log FILE]`.
 pub fn command(args: &[&str]) -> ExitCode {

@@ -3,7 +3,7 @@
 //! dependencies replaced by the packages just made (what `cargo publish --dry-run` does,
 //! offline and without the upload check).
 
-use crate::step::Step;
+use crate::engine::step::Step;
 
 /// The crates published to crates.io, in the workspace's `publish` settings: every other
 /// member (xtask, the images, the tests, pmu-demo, the module's object) has
@@ -30,7 +30,7 @@ pub fn steps() -> Vec<Step> {
             "forget earlier package verifications' unpacked sources (cargo reuses them)",
             forget_unpacked,
         ),
-        // In the clone's own target/, never the shared one (crate::shared_target): the
+        // In the clone's own target/, never the shared one (crate::engine::shared_target): the
         // verification's local registry would have the same path in every run, and cargo
         // takes a registry crate's build by its name and version, so a run would verify
         // against the crates an earlier run packaged.
@@ -95,7 +95,7 @@ fn is_ours(dir: &str) -> bool {
 mod tests {
     use super::*;
     use crate::engine::paths::workspace_root;
-    use crate::step::stdout_of;
+    use crate::engine::step::stdout_of;
     use std::process::Command;
 
     /// What `forget_unpacked` removes: this workspace's crates in local registries

@@ -1,6 +1,6 @@
 //! `pmu-demo` for ARMv7 Linux (Raspberry Pi 2, and Pi 3/4/5 under a 32-bit OS), static.
 //!
-//! As for ARMv6 (xtask/src/armv6.rs), rustup has no std for the target here, so std is
+//! As for ARMv6 (xtask/src/guests/armv6.rs), rustup has no std for the target here, so std is
 //! built from rust-src (`-Zbuild-std`, `RUSTC_BOOTSTRAP=1`). The target is
 //! `armv7-unknown-linux-gnueabi`: ARMv7 code (the cp15 c9 PMU, `isb`), the soft-float
 //! calling convention, linked by `arm-linux-gnueabi-gcc` against the static armel glibc
@@ -25,7 +25,7 @@ pub const TARGET: &str = "armv7-unknown-linux-gnueabi";
 /// executable.
 pub fn armv7_demo() -> Result<PathBuf, String> {
     // The same cross linker and static armel glibc as the ARMv6 build.
-    crate::setup::ensure_armv6_packages()?;
+    crate::host::setup::ensure_armv6_packages()?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let args = [
         "build",
@@ -54,7 +54,8 @@ pub fn armv7_demo() -> Result<PathBuf, String> {
         .join("release/pmu-demo");
     let bytes = std::fs::read(&path)
         .map_err(|e| format!("{} missing after the build: {e}", path.display()))?;
-    crate::armv6::check_static_arm32(&bytes).map_err(|why| format!("{}: {why}", path.display()))?;
+    crate::guests::armv6::check_static_arm32(&bytes)
+        .map_err(|why| format!("{}: {why}", path.display()))?;
     println!(
         "    ARMv7 pmu-demo: {} ({} KiB, static, built in {:.1} s)",
         path.display(),
@@ -74,27 +75,27 @@ pub const WRONG_FLAVOUR_INITRAMFS_ENV: &str = "PMU_INITRAMFS_ARMV6_WITH_ARMV7_FL
 /// and the ARMv6 flavour built against the same kernel; the armv6 kernel and an armv6
 /// initramfs whose stock module is the ARMv7 flavour (the wrong flavour on an ARM1176).
 fn artefacts() -> Result<Vec<(&'static str, PathBuf)>, String> {
-    use crate::kernel::{kernel, Arch};
+    use crate::build::kernel::{kernel, Arch};
     let v7 = kernel(Arch::Armv7)?;
     let v6 = kernel(Arch::Armv6)?;
-    let stock = crate::stock_module::armv7(&v7.dir)?;
-    let (armv6_on_v7, armv7_on_v6) = crate::stock_module::wrong_flavour()?;
-    let initramfs = crate::initramfs::build_with_modules(
+    let stock = crate::build::stock_module::armv7(&v7.dir)?;
+    let (armv6_on_v7, armv7_on_v6) = crate::build::stock_module::wrong_flavour()?;
+    let initramfs = crate::build::initramfs::build_with_modules(
         Arch::Armv7,
         None,
         Some(&stock),
         &[("lib/modules/kmod_enable_user_armv6.ko", armv6_on_v7)],
-        crate::initramfs::path(Arch::Armv7),
+        crate::build::initramfs::path(Arch::Armv7),
     )?;
-    let wrong = crate::initramfs::build_with_modules(
+    let wrong = crate::build::initramfs::build_with_modules(
         Arch::Armv6,
         None,
         Some(&armv7_on_v6),
         &[],
         crate::engine::paths::work_dir().join("initramfs/armv6-with-armv7-flavour.cpio"),
     )?;
-    let [k7, i7, _] = crate::e2e::env_names(Arch::Armv7);
-    let [k6, _, _] = crate::e2e::env_names(Arch::Armv6);
+    let [k7, i7, _] = crate::guests::e2e::env_names(Arch::Armv7);
+    let [k6, _, _] = crate::guests::e2e::env_names(Arch::Armv6);
     Ok(vec![
         (k7, v7.image()),
         (i7, initramfs),
@@ -117,7 +118,7 @@ pub fn run(filter: Option<&str>) -> Result<(), String> {
     let mut args = vec![
         "test",
         "-p",
-        crate::images::E2E_CRATE,
+        crate::build::images::E2E_CRATE,
         "--test",
         "kernel_armv7",
     ];
@@ -151,16 +152,16 @@ fn run_virt() -> Result<(), String> {
 }
 
 /// The step of `cargo xtask e2e raspi2b` (and of `cargo xtask test`).
-pub fn raspi2b_step() -> crate::step::Step {
-    crate::step::Step::func(
+pub fn raspi2b_step() -> crate::engine::step::Step {
+    crate::engine::step::Step::func(
         "emulated Raspberry Pi 2 (raspi2b, 4 x Cortex-A7; armv7 kernel + DTB, ARMv7 module flavour, ARMv7 pmu-demo) and the ARMv7 flavour refused on raspi0 (tests/tests/kernel_armv7.rs)",
         run_raspi2b,
     )
 }
 
 /// The step of `cargo xtask e2e armv7` (and of `cargo xtask test`).
-pub fn virt_step() -> crate::step::Step {
-    crate::step::Step::func(
+pub fn virt_step() -> crate::engine::step::Step {
+    crate::engine::step::Step::func(
         "armv7 kernel on virt: -cpu cortex-a15 -smp 2 (ARMv7 module flavour, hotplug, ARMv7 pmu-demo), -cpu max (PMUv3 in AArch32: read-only default) and cortex-a15,pmu=off (tests/tests/kernel_armv7.rs)",
         run_virt,
     )

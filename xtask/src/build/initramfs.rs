@@ -12,9 +12,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::build::kernel::{package_version, Arch};
 use crate::engine::paths::cache_root;
 use crate::engine::paths::workspace_root;
-use crate::kernel::{package_version, Arch};
 
 /// The Debian package with the static busybox.
 pub const BUSYBOX_PACKAGE: &str = "busybox-static";
@@ -213,7 +213,7 @@ pub fn download_and_extract(
     let _ = fs::remove_dir_all(downloads);
     fs::create_dir_all(downloads).map_err(|e| format!("{}: {e}", downloads.display()))?;
     println!("    apt-get download {}", packages.join(" "));
-    crate::step::stdout_of(
+    crate::engine::step::stdout_of(
         Command::new("apt-get")
             .args(options)
             .arg("download")
@@ -258,7 +258,7 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
     let extracted = apt.join("busybox-static");
     let binary = extracted.join("bin/busybox");
     // Another step may be fetching it right now (the guest steps run in two lanes).
-    let _lock = crate::lock::exclusive(&apt, &format!("the {arch} busybox download"))?;
+    let _lock = crate::engine::lock::exclusive(&apt, &format!("the {arch} busybox download"))?;
     if binary.is_file() {
         println!("    {arch} busybox (cached): {}", binary.display());
         return Ok(binary);
@@ -275,7 +275,7 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
     let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
     update.push("update");
     println!("    apt-get update (private {arch} state in {a})");
-    crate::debian::with_retries("apt-get update", || run("apt-get", &update))?;
+    crate::guests::debian::with_retries("apt-get update", || run("apt-get", &update))?;
     let debs = download_and_extract(
         &options,
         &[format!("busybox-static:{arch}")],
@@ -298,12 +298,12 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
 /// with rust-lld, no cross C toolchain needed) and returns its path.
 pub(crate) fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     if arch == Arch::Armv6 {
-        // -Zbuild-std with glibc, checked static and ARMv6 (xtask/src/armv6.rs).
-        return crate::armv6::armv6_demo();
+        // -Zbuild-std with glibc, checked static and ARMv6 (xtask/src/guests/armv6.rs).
+        return crate::guests::armv6::armv6_demo();
     }
     if arch == Arch::Armv7 {
-        // The same, for ARMv7 (xtask/src/armv7.rs).
-        return crate::armv7::armv7_demo();
+        // The same, for ARMv7 (xtask/src/guests/armv7.rs).
+        return crate::guests::armv7::armv7_demo();
     }
     let target = arch.user_target();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -401,22 +401,23 @@ pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     // One build at a time: rustc names its intermediate objects in the output's
     // directory after the crate, so two builds at once (one per lane, or `xtask bench`
     // beside `xtask hazards`) delete each other's objects before the link.
-    let _build = crate::lock::exclusive(&out, &format!("the {name} build"))?;
+    let _build = crate::engine::lock::exclusive(&out, &format!("the {name} build"))?;
     // Built beside and renamed: a step in the other lane may be packing the last one.
-    let tmp = crate::lock::temporary_beside(&out);
+    let tmp = crate::engine::lock::temporary_beside(&out);
     let mut cmd = Command::new("rustc");
-    cmd.env("RUSTUP_TOOLCHAIN", crate::setup::TOOLCHAIN).args([
-        "--edition",
-        "2021",
-        "-C",
-        "opt-level=2",
-        "-C",
-        "panic=abort",
-        "-C",
-        "target-feature=+crt-static",
-        "--target",
-        arch.user_target(),
-    ]);
+    cmd.env("RUSTUP_TOOLCHAIN", crate::host::setup::TOOLCHAIN)
+        .args([
+            "--edition",
+            "2021",
+            "-C",
+            "opt-level=2",
+            "-C",
+            "panic=abort",
+            "-C",
+            "target-feature=+crt-static",
+            "--target",
+            arch.user_target(),
+        ]);
     if arch == Arch::Arm64 {
         // As .cargo/config.toml: rustc's own lld links musl self-contained.
         cmd.args(["-C", "linker=rust-lld"]);
@@ -561,7 +562,7 @@ pub fn build_with_modules(
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     // A QEMU of another step may be reading the previous archive.
-    crate::lock::write_atomically(&out, &archive)?;
+    crate::engine::lock::write_atomically(&out, &archive)?;
     println!(
         "    initramfs: {} ({} KiB: busybox, pmu-demo{}{}{}, /init)",
         out.display(),

@@ -9,9 +9,9 @@
 //! carry no clone path: cargo hashes a workspace member's id relative to the workspace
 //! root). So a run builds exactly what a clean `target/` would, from its own sources.
 //!
-//! Only what cargo builds goes there ([`crate::images::target_dir`]); what xtask
+//! Only what cargo builds goes there ([`crate::build::images::target_dir`]); what xtask
 //! makes itself (initramfs archives, the modules' `make` builds, board images,
-//! logs) stays in the clone's `target/` ([`crate::images::work_dir`]), so nothing is
+//! logs) stays in the clone's `target/` ([`crate::build::images::work_dir`]), so nothing is
 //! reused by its existence alone.
 //!
 //! One run at a time: the directory's lock is held for the whole run, since a run
@@ -28,7 +28,7 @@ use std::path::PathBuf;
 pub fn dir() -> PathBuf {
     crate::engine::paths::cache_root()
         .join("cargo-target")
-        .join(crate::setup::TOOLCHAIN)
+        .join(crate::host::setup::TOOLCHAIN)
 }
 
 /// Points `CARGO_TARGET_DIR` at [`dir`] for this process and the cargo commands it
@@ -90,7 +90,7 @@ mod tests {
             "{}",
             dir.display()
         );
-        assert!(dir.ends_with(format!("cargo-target/{}", crate::setup::TOOLCHAIN)));
+        assert!(dir.ends_with(format!("cargo-target/{}", crate::host::setup::TOOLCHAIN)));
     }
 
     /// A second holder of the lock is refused at once (the run then builds in target/),

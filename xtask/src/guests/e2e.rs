@@ -5,10 +5,10 @@
 
 use std::process::Command;
 
+use crate::build::images::E2E_CRATE;
+use crate::build::kernel::{self, Arch};
 use crate::engine::paths::workspace_root;
-use crate::images::E2E_CRATE;
-use crate::kernel::{self, Arch};
-use crate::step::Step;
+use crate::engine::step::Step;
 
 /// Environment variables naming the artefacts of `arch` for the tests.
 pub fn env_names(arch: Arch) -> [&'static str; 3] {
@@ -42,10 +42,10 @@ pub fn run(arch: Arch) -> Result<(), String> {
     let ko = kernel::module(arch)?;
     // arm64: the stock-kernel flavour too; the same scenarios run once per flavour.
     let stock = match arch {
-        Arch::Arm64 => Some(crate::stock_module::arm64_test_kernel()?),
+        Arch::Arm64 => Some(crate::build::stock_module::arm64_test_kernel()?),
         Arch::X86_64 | Arch::Armv6 | Arch::Armv7 => None,
     };
-    let initramfs = crate::initramfs::build(arch, Some(&ko), stock.as_deref())?;
+    let initramfs = crate::build::initramfs::build(arch, Some(&ko), stock.as_deref())?;
     let [k, i, m] = env_names(arch);
     let test = format!("kernel_{}", arch.name());
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -170,8 +170,8 @@ pub fn e2e_step(arch: Arch) -> Step {
     let step = match arch {
         Arch::X86_64 => Step::func(what, e2e_x86_64),
         Arch::Arm64 => Step::func(what, e2e_arm64),
-        Arch::Armv6 => Step::func(what, crate::raspi::run),
-        Arch::Armv7 => crate::armv7::virt_step(),
+        Arch::Armv6 => Step::func(what, crate::guests::raspi::run),
+        Arch::Armv7 => crate::guests::armv7::virt_step(),
     };
     step.needs_programs(match arch {
         Arch::X86_64 => &[pmu_tests::QEMU_X86_64],
@@ -183,7 +183,7 @@ pub fn e2e_step(arch: Arch) -> Step {
     })
 }
 
-/// The lane of `cargo xtask test`'s guest group ([`crate::step::Step::in_lane`]) for
+/// The lane of `cargo xtask test`'s guest group ([`crate::engine::step::Step::in_lane`]) for
 /// what builds on the arm64 test kernel: its modules, the arm64 runs, the emulated
 /// Raspberry Pis (which pack the arm64 initramfs again and build the armv6 stock
 /// module), the bench and the hazard statistics.
@@ -191,7 +191,7 @@ pub const ARM64_LANE: u8 = 1;
 
 /// The other lane: x86_64, the armv7 kernel's runs, Debian's kernels (one private apt
 /// state) and the pmu-qemu runner (its own cache). What both lanes write is guarded
-/// anyway ([`crate::lock`]); the split keeps those waits rare and the lanes about even.
+/// anyway ([`crate::engine::lock`]); the split keeps those waits rare and the lanes about even.
 pub const OTHER_LANE: u8 = 2;
 
 /// The kernel part of `cargo xtask test` (its tools are installed at the start of the
@@ -205,13 +205,13 @@ pub fn test_steps() -> Vec<Step> {
     }
     steps.push(module_step(Arch::X86_64).in_lane(OTHER_LANE));
     steps.push(module_step(Arch::Arm64).in_lane(ARM64_LANE));
-    steps.extend(crate::stock_module::test_steps());
+    steps.extend(crate::build::stock_module::test_steps());
     steps.push(e2e_step(Arch::X86_64).in_lane(OTHER_LANE));
     steps.push(e2e_step(Arch::Arm64).in_lane(ARM64_LANE));
     steps.push(e2e_step(Arch::Armv6).in_lane(ARM64_LANE));
-    steps.push(crate::armv7::raspi2b_step().in_lane(OTHER_LANE));
-    steps.push(crate::armv7::virt_step().in_lane(OTHER_LANE));
-    steps.push(crate::debian::arm64_step().in_lane(OTHER_LANE));
-    steps.push(crate::debian::armhf_step().in_lane(OTHER_LANE));
+    steps.push(crate::guests::armv7::raspi2b_step().in_lane(OTHER_LANE));
+    steps.push(crate::guests::armv7::virt_step().in_lane(OTHER_LANE));
+    steps.push(crate::guests::debian::arm64_step().in_lane(OTHER_LANE));
+    steps.push(crate::guests::debian::armhf_step().in_lane(OTHER_LANE));
     steps
 }

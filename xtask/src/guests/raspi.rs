@@ -13,9 +13,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::build::images::E2E_CRATE;
+use crate::build::kernel::{self, Arch};
 use crate::engine::paths::workspace_root;
-use crate::images::E2E_CRATE;
-use crate::kernel::{self, Arch};
 
 /// The device trees the boards boot with: (test variable, kernel, name).
 const DTBS: [(&str, Arch, &str); 3] = [
@@ -32,13 +32,13 @@ fn artefacts() -> Result<Vec<(&'static str, PathBuf)>, String> {
         let k = kernel::kernel(arch)?;
         let initramfs = if arch == Arch::Arm64 {
             let rust = kernel::module(arch)?;
-            let stock = crate::stock_module::arm64_test_kernel()?;
-            crate::initramfs::build(arch, Some(&rust), Some(&stock))?
+            let stock = crate::build::stock_module::arm64_test_kernel()?;
+            crate::build::initramfs::build(arch, Some(&rust), Some(&stock))?
         } else {
-            let stock = crate::stock_module::armv6(&k.dir)?;
-            crate::initramfs::build(arch, None, Some(&stock))?
+            let stock = crate::build::stock_module::armv6(&k.dir)?;
+            crate::build::initramfs::build(arch, None, Some(&stock))?
         };
-        let [kernel_var, initramfs_var, _] = crate::e2e::env_names(arch);
+        let [kernel_var, initramfs_var, _] = crate::guests::e2e::env_names(arch);
         env.push((kernel_var, k.image()));
         env.push((initramfs_var, initramfs));
         for (var, dtb_arch, name) in DTBS {

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::step::{Need, Step};
+use crate::engine::step::{Need, Step};
 
 /// The channel pinned in rust-toolchain.toml.
 pub const TOOLCHAIN: &str = "1.95.0";
@@ -81,7 +81,7 @@ fn rustup_add(verb: &str, wanted: Vec<Need>) -> Result<(), String> {
     command
         .args([verb, "add", "--toolchain", TOOLCHAIN])
         .args(&missing);
-    crate::step::run_logged(
+    crate::engine::step::run_logged(
         &format!("rustup: adding {verb}s {}", missing.join(", ")),
         &format!("setup-rustup-{verb}"),
         &mut command,
@@ -129,7 +129,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("make", "make"),
     ("gcc", "gcc"),
     ("modinfo", "kmod"),
-    ("busybox", crate::initramfs::BUSYBOX_PACKAGE),
+    ("busybox", crate::build::initramfs::BUSYBOX_PACKAGE),
     ("dtc", "device-tree-compiler"),
     ("pahole", "dwarves"),
     ("clang-14", "clang-14"),
@@ -188,7 +188,7 @@ pub fn provides(need: &Need) -> bool {
 /// 14 (the x86_64 kernel is built with `LLVM=-14`; bindgen uses libclang), the arm64 cross
 /// compiler and its static glibc, `modinfo` and the static busybox.
 pub const KERNEL_PACKAGES: &[&str] = &[
-    crate::kernel::SOURCE_PACKAGE,
+    crate::build::kernel::SOURCE_PACKAGE,
     "make",
     "gcc",
     "libc6-dev",
@@ -213,7 +213,7 @@ pub const KERNEL_PACKAGES: &[&str] = &[
     // The cross glibc's static libraries: `cargo xtask bench` links its libperf harness
     // with -static.
     "libc6-dev-arm64-cross",
-    crate::initramfs::BUSYBOX_PACKAGE,
+    crate::build::initramfs::BUSYBOX_PACKAGE,
     // dtc: the arm64 idle scenario adds PSCI idle states to QEMU's dumped device tree
     // (tests/src/lib.rs `arm64_idle_dtb`).
     "device-tree-compiler",
@@ -232,9 +232,9 @@ pub fn kernel_steps() -> Vec<Step> {
         Step::func(
             format!(
                 "bindgen-cli {} (cargo install --locked, cached)",
-                crate::kernel::BINDGEN_VERSION
+                crate::build::kernel::BINDGEN_VERSION
             ),
-            crate::kernel::ensure_bindgen,
+            crate::build::kernel::ensure_bindgen,
         ),
     ]
 }
@@ -245,7 +245,7 @@ pub fn ensure_kernel_packages() -> Result<(), String> {
         KERNEL_PACKAGES,
         &format!(
             "the test kernels need Debian's {} package",
-            crate::kernel::SOURCE_PACKAGE
+            crate::build::kernel::SOURCE_PACKAGE
         ),
     )
 }
@@ -270,7 +270,7 @@ pub fn ensure_packages(packages: &[&str], why: &str) -> Result<(), String> {
     let missing: Vec<&str> = packages
         .iter()
         .copied()
-        .filter(|p| crate::kernel::package_version(p).is_none())
+        .filter(|p| crate::build::kernel::package_version(p).is_none())
         .collect();
     if missing.is_empty() {
         eprintln!("    all installed");
@@ -285,7 +285,7 @@ pub fn ensure_packages(packages: &[&str], why: &str) -> Result<(), String> {
     apt_install(&missing, &[])?;
     let still: Vec<&str> = missing
         .into_iter()
-        .filter(|p| crate::kernel::package_version(p).is_none())
+        .filter(|p| crate::build::kernel::package_version(p).is_none())
         .collect();
     if still.is_empty() {
         Ok(())
@@ -300,14 +300,14 @@ pub fn ensure_packages(packages: &[&str], why: &str) -> Result<(), String> {
 /// `apt-get update` then `apt-get install -y --no-install-recommends <extra…> <packages…>`,
 /// each one line on stderr with its time, the output in `target/logs/`.
 fn apt_install(packages: &[&str], extra: &[&str]) -> Result<(), String> {
-    crate::step::run_logged(
+    crate::engine::step::run_logged(
         "apt: updating the package lists",
         "setup-apt-update",
         Command::new("apt-get")
             .args(["update", "-q"])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
-    crate::step::run_logged(
+    crate::engine::step::run_logged(
         &format!("apt: installing {}", packages.join(", ")),
         "setup-apt-install",
         Command::new("apt-get")

@@ -10,7 +10,7 @@
 //! xtask/hazards/hazards.md.in) and fails on a missed injection, an injection its
 //! evidence does not show, or an unexplained quiet flag.
 //!
-//! `--json` and `--markdown` print the result alone on stdout ([`crate::stdout`]);
+//! `--json` and `--markdown` print the result alone on stdout ([`crate::engine::stdout`]);
 //! `--from-log FILE` renders a guest console kept by an earlier run
 //! (target/hazards/guest.log). `--injections` and `--quiet` scale the guest's run down
 //! for a quick look (the docs and the test step use the defaults: 1000 and 10 000).
@@ -23,8 +23,8 @@ use std::time::Duration;
 use pmu_tests::{QemuRun, QEMU_AARCH64};
 use serde_json::{json, Value};
 
-use crate::guest_report::{self, Guest, GuestReport};
-use crate::step::Step;
+use crate::engine::step::Step;
+use crate::reports::guest_report::{self, Guest, GuestReport};
 
 /// QEMU's options (docs/qemu.md): `-icount` makes the cycle and instruction counters
 /// exact, so the overflow regions always span several sampling periods and the timer
@@ -59,7 +59,7 @@ const QUIET: [&str; 2] = ["perf", "direct"];
 
 /// The method part of docs/hazards.md; `@SETUP@`, `@INJECTED@`, `@QUIET@`, `@HOW@` and
 /// `@VERDICT@` are replaced by the run's figures.
-const MARKDOWN_TEMPLATE: &str = include_str!("../hazards/hazards.md.in");
+const MARKDOWN_TEMPLATE: &str = include_str!("../../hazards/hazards.md.in");
 
 /// How much the guest injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

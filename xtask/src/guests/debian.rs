@@ -29,8 +29,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::build::initramfs::{os_codename, private_apt};
 use crate::engine::paths::debian_root;
-use crate::initramfs::{os_codename, private_apt};
 
 /// The Debian architectures of the private apt state: amd64 first (the host, whose
 /// `linux-kbuild` tools run here), then the two guests'.
@@ -82,7 +82,7 @@ impl Package {
 
     /// `<name>_<version>` with path-safe characters: a cache key.
     pub fn key(&self) -> String {
-        crate::kernel::sanitize(&format!("{}_{}", self.name, self.version))
+        crate::build::kernel::sanitize(&format!("{}_{}", self.name, self.version))
     }
 }
 
@@ -152,7 +152,7 @@ impl Apt {
     /// The private state, its lists fetched when there are none yet.
     pub fn open() -> Result<Self, String> {
         let dir = debian_root().join("apt");
-        let lock = crate::lock::exclusive(&dir, "Debian's private apt state")?;
+        let lock = crate::engine::lock::exclusive(&dir, "Debian's private apt state")?;
         let codename = os_codename();
         let options = private_apt(
             &dir,
@@ -635,7 +635,7 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
             eprintln!("    dpkg-deb -x {}", deb.display());
             unpack(deb, dir, None)?;
         }
-        crate::stock_module::relink_absolute(dir, dir)?;
+        crate::build::stock_module::relink_absolute(dir, dir)?;
         // The flavour's Makefile includes the common part by its installed path
         // (`include /usr/src/linux-headers-<abi>-common/Makefile`): point it into the
         // extraction.
@@ -789,7 +789,7 @@ pub fn perf(apt: &Apt) -> Result<Perf, String> {
         dir.join("usr/lib"),
     ];
     let readelf = |path: &Path, flag: &str| {
-        crate::step::stdout_of(Command::new("readelf").arg(flag).arg(path))
+        crate::engine::step::stdout_of(Command::new("readelf").arg(flag).arg(path))
     };
     let interp = parse_interpreter(&readelf(&perf, "-l")?)
         .ok_or_else(|| format!("{}: no program interpreter", perf.display()))?;
@@ -847,12 +847,12 @@ pub fn stock_module(kernel: &Kernel, make_vars: &[String]) -> Result<PathBuf, St
             kernel.config.display()
         ));
     }
-    let ko = crate::stock_module::build(
+    let ko = crate::build::stock_module::build(
         &kernel.kdir,
         make_vars,
         &format!("debian-{}", kernel.release),
     )?;
-    let vermagic = crate::stock_module::modinfo(&ko, "vermagic")?;
+    let vermagic = crate::build::stock_module::modinfo(&ko, "vermagic")?;
     if !vermagic.starts_with(&format!("{} ", kernel.release)) {
         return Err(format!(
             "{}: vermagic {vermagic:?} does not name Debian's kernel {}",
@@ -875,8 +875,10 @@ pub fn guest_module_path(release: &str) -> String {
 /// The `/init` of a Debian run: tests/guest/common.sh, then tests/guest/`<script>`.sh.
 fn init_script(script: &str) -> Result<Vec<u8>, String> {
     let guest = crate::engine::paths::workspace_root().join("tests/guest");
-    let mut text = crate::initramfs::read(&guest.join("common.sh"))?;
-    text.extend(crate::initramfs::read(&guest.join(format!("{script}.sh")))?);
+    let mut text = crate::build::initramfs::read(&guest.join("common.sh"))?;
+    text.extend(crate::build::initramfs::read(
+        &guest.join(format!("{script}.sh")),
+    )?);
     text.extend_from_slice(b"\nmain\n");
     Ok(text)
 }
@@ -890,7 +892,7 @@ fn initramfs(
     dirs: &[&'static str],
     files: &[(String, PathBuf)],
 ) -> Result<PathBuf, String> {
-    use crate::initramfs::{cpio, read, Entry};
+    use crate::build::initramfs::{cpio, read, Entry};
     let mut entries = vec![
         Entry::Dir("bin"),
         Entry::Dir("dev"),
@@ -958,7 +960,7 @@ fn cargo_test(test: &str, env: &[(String, String)]) -> Result<(), String> {
     let mut args = vec![
         "test".to_string(),
         "-p".into(),
-        crate::images::E2E_CRATE.into(),
+        crate::build::images::E2E_CRATE.into(),
         "--test".into(),
         test.into(),
         "--".into(),
@@ -1017,7 +1019,7 @@ pub mod armhf_env {
 /// stock module built against each one's headers, Debian's perf, pmu-demo and el0-probe
 /// in one initramfs; then tests/tests/debian_arm64.rs boots them.
 pub fn run_arm64() -> Result<(), String> {
-    use crate::kernel::Arch;
+    use crate::build::kernel::Arch;
     let started = std::time::Instant::now();
     let apt = Apt::open()?;
     let [default, newer] = ARM64_METAPACKAGES.map(|meta| kernel(&apt, meta, "arm64", "arm64"));
@@ -1037,17 +1039,17 @@ pub fn run_arm64() -> Result<(), String> {
     files.extend(perf.files.iter().cloned());
     files.push((
         "bin/pmu-demo".into(),
-        crate::initramfs::pmu_demo(Arch::Arm64)?,
+        crate::build::initramfs::pmu_demo(Arch::Arm64)?,
     ));
     files.push((
         "bin/el0-probe".into(),
-        crate::initramfs::guest_probe(Arch::Arm64, "el0-probe")?,
+        crate::build::initramfs::guest_probe(Arch::Arm64, "el0-probe")?,
     ));
     files.push((
         "bin/debian-block".into(),
-        crate::initramfs::guest_probe(Arch::Arm64, "debian-block")?,
+        crate::build::initramfs::guest_probe(Arch::Arm64, "debian-block")?,
     ));
-    let busybox = crate::initramfs::debian_busybox("arm64")?;
+    let busybox = crate::build::initramfs::debian_busybox("arm64")?;
     let initramfs = initramfs("debian-arm64", &busybox, &[GUEST_LIBDIR], &files)?;
     eprintln!(
         "    artefacts ready in {:.1} s",
@@ -1076,13 +1078,13 @@ pub fn run_armhf() -> Result<(), String> {
     let apt = Apt::open()?;
     let armmp = kernel(&apt, "linux-image-armmp", "armhf", "armmp")?;
     let lpae = kernel(&apt, "linux-image-armmp-lpae", "armhf", "armmp-lpae")?;
-    let mut files = vec![("bin/pmu-demo".into(), crate::armv7::armv7_demo()?)];
+    let mut files = vec![("bin/pmu-demo".into(), crate::guests::armv7::armv7_demo()?)];
     for k in [&armmp, &lpae] {
-        let ko = stock_module(k, &crate::stock_module::armv7_make_vars())?;
+        let ko = stock_module(k, &crate::build::stock_module::armv7_make_vars())?;
         files.push((guest_module_path(&k.release), ko));
     }
     // Debian's armel busybox (ARMv5TE, EABI soft-float) runs on an armhf system.
-    let busybox = crate::initramfs::debian_busybox("armel")?;
+    let busybox = crate::build::initramfs::debian_busybox("armel")?;
     let initramfs = initramfs("debian-armhf", &busybox, &[], &files)?;
     eprintln!(
         "    artefacts ready in {:.1} s",
@@ -1104,8 +1106,8 @@ pub fn run_armhf() -> Result<(), String> {
 }
 
 /// The step of `cargo xtask e2e debian-arm64` (and of `cargo xtask test`).
-pub fn arm64_step() -> crate::step::Step {
-    crate::step::Step::func(
+pub fn arm64_step() -> crate::engine::step::Step {
+    crate::engine::step::Step::func(
         "Debian 12's own arm64 kernels (linux-image-arm64: 6.1, linux-image-6.12-arm64) with the stock module built against their headers, Debian's perf, pmu-demo (apt, cached; tests/tests/debian_arm64.rs)",
         run_arm64,
     )
@@ -1126,8 +1128,8 @@ pub fn arm64_step() -> crate::step::Step {
 }
 
 /// The step of `cargo xtask e2e debian-armhf` (and of `cargo xtask test`).
-pub fn armhf_step() -> crate::step::Step {
-    crate::step::Step::func(
+pub fn armhf_step() -> crate::engine::step::Step {
+    crate::engine::step::Step::func(
         "Debian 12's own armhf kernels (linux-image-armmp, linux-image-armmp-lpae) on virt -cpu cortex-a15 with the ARMv7 stock module built against their headers, the ARMv7 pmu-demo (apt, cached; tests/tests/debian_armhf.rs)",
         run_armhf,
     )

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use crate::engine::paths::target_dir;
 use crate::engine::paths::workspace_root;
-use crate::step::{run_logged, Step};
+use crate::engine::step::{run_logged, Step};
 
 const TARGET: &str = "aarch64-unknown-linux-musl";
 const RUNNER_ENV: &str = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER";

@@ -5,7 +5,7 @@
 #[cfg(test)]
 mod tests {
     use crate::engine::paths::workspace_root;
-    use crate::step::stdout_of;
+    use crate::engine::step::stdout_of;
     use std::path::Path;
     use std::process::Command;
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-use crate::step::{Plan, Step};
+use crate::engine::step::{Plan, Step};
 
 /// Whether the running kernel registered a CPU PMU (what perf hardware events need).
 fn has_cpu_pmu() -> bool {
@@ -38,7 +38,7 @@ fn run_demo(binary: &Path, args: &[&str]) -> bool {
 /// Runs the demo.
 pub fn run() -> ExitCode {
     let build = Plan::new("demo")
-        .then(crate::setup::steps())
+        .then(crate::host::setup::steps())
         .then(vec![Step::cargo(
             "build pmu-demo (release)",
             ["build", "--release", "-p", "userspace-demo"],
@@ -55,7 +55,7 @@ pub fn run() -> ExitCode {
             "\n==> this CPU exposes no hardware counters (no CPU PMU in /sys/bus/event_source/devices):\n    \
              the same kind of measurement with exact counts, in QEMU (aarch64, -icount)"
         );
-        ok &= crate::images::boot_aarch64("max") == ExitCode::SUCCESS;
+        ok &= crate::build::images::boot_aarch64("max") == ExitCode::SUCCESS;
     }
     if ok {
         ExitCode::SUCCESS

@@ -16,7 +16,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::engine::paths::workspace_root;
-use crate::step::stdout_of;
+use crate::engine::step::stdout_of;
 
 const USAGE: &str = "usage: cargo xtask fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
        cargo xtask fresh-check --report DIR   (the table again, from DIR/logs)
@@ -230,7 +230,7 @@ fn host_triple() -> Result<String, String> {
 }
 
 fn remove_non_host_targets() -> Result<(), String> {
-    let toolchain = crate::setup::TOOLCHAIN;
+    let toolchain = crate::host::setup::TOOLCHAIN;
     let host = host_triple()?;
     let installed = stdout_of(Command::new("rustup").args([
         "target",

@@ -2,7 +2,7 @@
 //! under QEMU with the command's guest scenario, keep the guest's console, build the
 //! command's report from its `RESULT` lines (or from a console kept by an earlier run,
 //! `--from-log`), and print it as a table, JSON or the command's docs page, with the
-//! result alone on stdout for the last two ([`crate::stdout`]).
+//! result alone on stdout for the last two ([`crate::engine::stdout`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use pmu_tests::{arm64_kernel_args, run_qemu, QemuRun, QEMU_AARCH64};
 use serde_json::Value;
 
-use crate::kernel::{self, Arch};
-use crate::stdout::Output;
-use crate::step::{Plan, Step};
+use crate::build::kernel::{self, Arch};
+use crate::engine::stdout::Output;
+use crate::engine::step::{Plan, Step};
 
 /// A report built from one guest console.
 pub trait GuestReport: Sized {
@@ -86,7 +86,7 @@ pub fn parse_args<'a>(
 pub fn run<R: GuestReport>(args: &Args, measure: impl FnOnce() -> Result<R, String>) -> ExitCode {
     let command = R::COMMAND;
     // The result alone on stdout: from here on, stdout is stderr.
-    let Ok(mut result_out) = crate::stdout::result_sink(command, args.output) else {
+    let Ok(mut result_out) = crate::engine::stdout::result_sink(command, args.output) else {
         return ExitCode::FAILURE;
     };
     let report = match &args.from_log {
@@ -122,7 +122,7 @@ pub fn run<R: GuestReport>(args: &Args, measure: impl FnOnce() -> Result<R, Stri
         },
         Output::Markdown => report.markdown(),
     };
-    crate::stdout::finish(command, &mut result_out, &text, &report.failures())
+    crate::engine::stdout::finish(command, &mut result_out, &text, &report.failures())
 }
 /// A report from a guest console kept by an earlier run.
 fn report_from_log<R: GuestReport>(log: &Path) -> Result<R, String> {
@@ -146,11 +146,11 @@ fn report_from_log<R: GuestReport>(log: &Path) -> Result<R, String> {
 /// kmod-enable-user, then `more`.
 pub fn prepare(command: &'static str, more: Vec<Step>) -> Result<(), String> {
     let plan = Plan::new(command)
-        .then(crate::setup::steps())
-        .then(crate::setup::kernel_steps())
+        .then(crate::host::setup::steps())
+        .then(crate::host::setup::kernel_steps())
         .then(vec![
-            crate::e2e::kernel_step(Arch::Arm64),
-            crate::e2e::module_step(Arch::Arm64),
+            crate::guests::e2e::kernel_step(Arch::Arm64),
+            crate::guests::e2e::module_step(Arch::Arm64),
         ])
         .then(more);
     if plan.run() == ExitCode::SUCCESS {
@@ -194,7 +194,7 @@ pub fn measure<R: GuestReport>(guest: &Guest<'_>) -> Result<R, String> {
     let ko = kernel::module(Arch::Arm64)?;
     let dir = crate::engine::paths::command_dir(command);
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let initramfs = crate::initramfs::build_with(
+    let initramfs = crate::build::initramfs::build_with(
         Arch::Arm64,
         &ko,
         guest.extra,
@@ -208,7 +208,7 @@ pub fn measure<R: GuestReport>(guest: &Guest<'_>) -> Result<R, String> {
     let started = Instant::now();
     let mut run = run_qemu(QEMU_AARCH64, &args, guest.limit);
     let seconds = started.elapsed().as_secs();
-    let version = crate::step::stdout_of(Command::new(QEMU_AARCH64).arg("--version"))?;
+    let version = crate::engine::step::stdout_of(Command::new(QEMU_AARCH64).arg("--version"))?;
     let version = qemu_version(&version).unwrap_or("unknown");
     run.stdout = format!(
         "RESULT {command}-host qemu_version={version} guest_seconds={seconds}\n{}",

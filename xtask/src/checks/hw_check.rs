@@ -20,7 +20,7 @@ use std::process::{Command, ExitCode};
 use serde_json::Value;
 
 use crate::engine::paths::workspace_root;
-use crate::step::{stdout_of, Plan, Step};
+use crate::engine::step::{stdout_of, Plan, Step};
 
 fn demo() -> PathBuf {
     crate::engine::paths::target_dir().join("release/pmu-demo")

@@ -11,7 +11,7 @@
 //!   CONFIG_RUST, so both flavours run in the same guest);
 //! - [`debian_arm64`]: against the headers of Debian 12's own arm64 kernels, the default
 //!   6.1 and the opt-in 6.12 (built WITHOUT CONFIG_RUST: the point of this flavour),
-//!   fetched through a private apt state by xtask/src/debian.rs (the headers, the common
+//!   fetched through a private apt state by xtask/src/guests/debian.rs (the headers, the common
 //!   headers and the amd64 `linux-kbuild` whose host tools must run here);
 //! - [`armv6`]: against an ARMv6 (ARM1176, `ARCH=arm`) kernel build directory;
 //! - [`armv7`]: the ARMv7 flavour (`FLAVOUR=armv7`) against a 32-bit ARM kernel build
@@ -22,9 +22,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::build::kernel::{kbuild, Arch};
 use crate::engine::paths::workspace_root;
-use crate::kernel::{kbuild, Arch};
-use crate::step::Step;
+use crate::engine::step::Step;
 
 /// The flavour's sources, copied into the build directory (Kbuild builds in place).
 pub const SOURCES: &[&str] = &[
@@ -65,7 +65,7 @@ pub fn build_dir(name: &str) -> PathBuf {
 /// The cargo target directory the Rust object for `name` is built in: one per build
 /// directory, since the flags follow the kernel's configuration (branch protection) and
 /// cargo would otherwise rebuild `core` whenever they change between two kernels. It
-/// sits in the cargo target directory ([`crate::images::target_dir`]), which
+/// sits in the cargo target directory ([`crate::build::images::target_dir`]), which
 /// `cargo xtask test` keeps outside the clone: the `-Zbuild-std` `core` of each
 /// configuration is then built once per machine, not once per run (cargo still
 /// rebuilds the crate itself from the clone's sources).
@@ -81,7 +81,7 @@ fn rust_target_dir(name: &str) -> PathBuf {
 pub fn rust_object_vars(name: &str) -> Result<Vec<String>, String> {
     let dir = build_dir(name);
     let src = workspace_root().join("kmod-enable-user/stock");
-    crate::kernel::copy_changed(&src, SOURCES, &dir)?;
+    crate::build::kernel::copy_changed(&src, SOURCES, &dir)?;
     Ok(vec![
         format!("STOCK_DIR={}", dir.display()),
         format!("RUST_MANIFEST={}", src.join("rust/Cargo.toml").display()),
@@ -188,12 +188,12 @@ pub fn modinfo(ko: &Path, field: &str) -> Result<String, String> {
 }
 
 fn run_output(program: &str, args: &[&str]) -> Result<String, String> {
-    crate::step::stdout_of(Command::new(program).args(args))
+    crate::engine::step::stdout_of(Command::new(program).args(args))
 }
 
 /// The stock module against the workspace's arm64 test kernel (cached).
 pub fn arm64_test_kernel() -> Result<PathBuf, String> {
-    let kernel = crate::kernel::kernel(Arch::Arm64)?;
+    let kernel = crate::build::kernel::kernel(Arch::Arm64)?;
     build(&kernel.dir, &Arch::Arm64.make_vars(), "arm64")
 }
 
@@ -211,8 +211,8 @@ pub fn armv7(kdir: &Path) -> Result<PathBuf, String> {
 /// flavour for the armv7 kernel, the ARMv7 flavour for the armv6 kernel). Loaded on a
 /// Cortex-A7 and an ARM1176 respectively, each must refuse with its reason.
 pub fn wrong_flavour() -> Result<(PathBuf, PathBuf), String> {
-    let v7 = crate::kernel::kernel(Arch::Armv7)?;
-    let v6 = crate::kernel::kernel(Arch::Armv6)?;
+    let v7 = crate::build::kernel::kernel(Arch::Armv7)?;
+    let v6 = crate::build::kernel::kernel(Arch::Armv6)?;
     let mut armv6_vars = armv6_make_vars();
     armv6_vars.push("FLAVOUR=armv6".into());
     let armv6_on_v7 = build(&v7.dir, &armv6_vars, "armv6-on-armv7-kernel")?;
@@ -246,17 +246,17 @@ pub(crate) fn relink_absolute(dir: &Path, root: &Path) -> Result<(), String> {
 
 /// Builds the stock module against the headers of Debian 12's own arm64 kernels, the
 /// default (`linux-image-arm64`: 6.1) and the opt-in 6.12 (`linux-image-6.12-arm64`),
-/// fetched through xtask/src/debian.rs's private apt state, and proves what it is for:
+/// fetched through xtask/src/guests/debian.rs's private apt state, and proves what it is for:
 /// the kernel has no CONFIG_RUST=y (Rust-for-Linux cannot be built there), the module's
 /// vermagic names the kernel, the `.ko` is AArch64. A build for one of them does not load
 /// on the other (module_layout's CRC, `struct module`'s size), hence one each.
 pub fn debian_arm64() -> Result<Vec<PathBuf>, String> {
-    let apt = crate::debian::Apt::open()?;
-    crate::debian::ARM64_METAPACKAGES
+    let apt = crate::guests::debian::Apt::open()?;
+    crate::guests::debian::ARM64_METAPACKAGES
         .iter()
         .map(|meta| {
-            let kernel = crate::debian::kernel(&apt, meta, "arm64", "arm64")?;
-            crate::debian::stock_module(&kernel, &Arch::Arm64.make_vars())
+            let kernel = crate::guests::debian::kernel(&apt, meta, "arm64", "arm64")?;
+            crate::guests::debian::stock_module(&kernel, &Arch::Arm64.make_vars())
         })
         .collect()
 }
@@ -271,7 +271,7 @@ fn debian_arm64_step() -> Result<(), String> {
 
 /// `cargo xtask module-stock <args>`.
 pub fn command(args: &[&str]) -> std::process::ExitCode {
-    use crate::step::Plan;
+    use crate::engine::step::Plan;
     use std::process::ExitCode;
     let direct = |result: Result<(), String>| match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -282,28 +282,28 @@ pub fn command(args: &[&str]) -> std::process::ExitCode {
     };
     match args {
         ["arm64"] => Plan::new("module-stock")
-            .then(crate::setup::kernel_steps())
+            .then(crate::host::setup::kernel_steps())
             .then(vec![
-                crate::e2e::kernel_step(Arch::Arm64),
+                crate::guests::e2e::kernel_step(Arch::Arm64),
                 Step::func(ARM64_STEP, arm64_test_kernel_step),
             ])
             .run(),
         ["debian-arm64"] => Plan::new("module-stock")
-            .then(crate::setup::kernel_steps())
+            .then(crate::host::setup::kernel_steps())
             .then(vec![Step::func(DEBIAN_STEP, debian_arm64_step)])
             .run(),
         ["armv6"] => Plan::new("module-stock")
-            .then(crate::setup::kernel_steps())
+            .then(crate::host::setup::kernel_steps())
             .then(vec![
-                crate::e2e::kernel_step(Arch::Armv6),
+                crate::guests::e2e::kernel_step(Arch::Armv6),
                 Step::func(ARMV6_STEP, armv6_test_kernel_step),
             ])
             .run(),
         ["armv6", kdir] => direct(armv6(Path::new(kdir)).map(|_| ())),
         ["armv7"] => Plan::new("module-stock")
-            .then(crate::setup::kernel_steps())
+            .then(crate::host::setup::kernel_steps())
             .then(vec![
-                crate::e2e::kernel_step(Arch::Armv7),
+                crate::guests::e2e::kernel_step(Arch::Armv7),
                 Step::func(ARMV7_STEP, armv7_test_kernel_step),
             ])
             .run(),
@@ -320,13 +320,13 @@ pub fn command(args: &[&str]) -> std::process::ExitCode {
 const ARMV6_STEP: &str = "kmod-enable-user/stock for the armv6 test kernel (bcm2835, no CONFIG_RUST; checked; no warnings)";
 
 fn armv6_test_kernel_step() -> Result<(), String> {
-    armv6(&crate::kernel::kernel(Arch::Armv6)?.dir).map(|_| ())
+    armv6(&crate::build::kernel::kernel(Arch::Armv6)?.dir).map(|_| ())
 }
 
 const ARMV7_STEP: &str = "kmod-enable-user/stock, ARMv7 flavour, for the armv7 test kernel (multi-v7, no CONFIG_RUST; checked; no warnings)";
 
 fn armv7_test_kernel_step() -> Result<(), String> {
-    armv7(&crate::kernel::kernel(Arch::Armv7)?.dir).map(|_| ())
+    armv7(&crate::build::kernel::kernel(Arch::Armv7)?.dir).map(|_| ())
 }
 
 const ARM64_STEP: &str = "kmod-enable-user/stock for the arm64 test kernel (C glue + no_std Rust object, checked; no warnings)";
@@ -335,9 +335,9 @@ const DEBIAN_STEP: &str =
 
 /// The steps of `cargo xtask test` (after the kernel steps): the stock module against
 /// the arm64 test kernel, Debian's arm64 headers, the armv6 and the armv7 test kernels,
-/// each in the lane of the runs that use it ([`crate::e2e::ARM64_LANE`]).
+/// each in the lane of the runs that use it ([`crate::guests::e2e::ARM64_LANE`]).
 pub fn test_steps() -> Vec<Step> {
-    use crate::e2e::{ARM64_LANE, OTHER_LANE};
+    use crate::guests::e2e::{ARM64_LANE, OTHER_LANE};
     vec![
         Step::func(ARM64_STEP, arm64_test_kernel_step).in_lane(ARM64_LANE),
         Step::func(DEBIAN_STEP, debian_arm64_step).in_lane(OTHER_LANE),
@@ -350,7 +350,7 @@ pub fn test_steps() -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::{is_warning, make_env};
+    use crate::build::kernel::{is_warning, make_env};
 
     #[test]
     fn make_vars_select_the_elf_machine() {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use crate::engine::paths::target_dir;
-use crate::step::Step;
+use crate::engine::step::Step;
 
 /// The crate whose tests boot the images.
 pub const E2E_CRATE: &str = "pmu-tests";
@@ -63,7 +63,7 @@ impl Image {
 
 /// Build the images, then run the tests that boot them.
 pub fn test_steps() -> Vec<Step> {
-    use crate::boards::{image_step, RASPI0, RASPI2B, RASPI3B, RASPI4B, RASPI5};
+    use crate::build::boards::{image_step, RASPI0, RASPI2B, RASPI3B, RASPI4B, RASPI5};
     vec![
         AARCH64.build(),
         ARMV7.build(),
@@ -118,9 +118,12 @@ pub fn test_steps() -> Vec<Step> {
 }
 
 fn build_then_boot(image: &Image, program: &str, args: Vec<String>) -> ExitCode {
-    let build = crate::step::Plan::new("qemu").then(vec![
-        Step::func("rustup targets installed", crate::setup::ensure_targets),
-        Step::func("QEMU installed", crate::setup::ensure_qemu),
+    let build = crate::engine::step::Plan::new("qemu").then(vec![
+        Step::func(
+            "rustup targets installed",
+            crate::host::setup::ensure_targets,
+        ),
+        Step::func("QEMU installed", crate::host::setup::ensure_qemu),
         image.build(),
     ]);
     if build.run() != ExitCode::SUCCESS {

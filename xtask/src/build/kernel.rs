@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::engine::paths::{cache_root, workspace_root};
-use crate::setup::TOOLCHAIN;
+use crate::host::setup::TOOLCHAIN;
 
 /// The Debian package with the kernel source, and where it puts the tarball.
 pub const SOURCE_PACKAGE: &str = "linux-source-6.12";
@@ -190,7 +190,7 @@ fn bindgen_dir() -> PathBuf {
 
 /// First line of `program args` (stdout), or why it failed.
 fn first_line(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Result<String, String> {
-    Ok(crate::step::stdout_of(
+    Ok(crate::engine::step::stdout_of(
         Command::new(program)
             .args(args)
             .env("RUSTUP_TOOLCHAIN", TOOLCHAIN),
@@ -216,7 +216,7 @@ pub fn ensure_bindgen() -> Result<(), String> {
         .map(Path::to_path_buf)
         .ok_or("bindgen directory has no parent")?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    crate::step::run_logged(
+    crate::engine::step::run_logged(
         &format!(
             "cargo install --locked bindgen-cli {BINDGEN_VERSION} into {} (about a minute)",
             root.display()
@@ -635,7 +635,7 @@ pub fn module(arch: Arch) -> Result<PathBuf, String> {
     if arch == Arch::Arm64 {
         // The grant logic is the stock flavour's Rust object (kmod-enable-user/Makefile
         // builds it through stock/Makefile in a build directory of its own).
-        extra.extend(crate::stock_module::rust_object_vars("rfl-arm64")?);
+        extra.extend(crate::build::stock_module::rust_object_vars("rfl-arm64")?);
     }
     kbuild(
         &workspace_root().join("kmod-enable-user"),
@@ -689,7 +689,7 @@ pub fn copy_changed(src: &Path, files: &[&str], dir: &Path) -> Result<(), String
 /// and prints its output (less cargo's `Compiling` lines). A failure or any warning is
 /// an error, and `outputs` (in `dir`) are removed then, so that the next run builds (and
 /// warns) again instead of finding them up to date. Holds `dir`'s lock
-/// ([`crate::lock::exclusive`]) while it builds.
+/// ([`crate::engine::lock::exclusive`]) while it builds.
 #[allow(clippy::too_many_arguments)]
 pub fn kbuild(
     src: &Path,
@@ -702,7 +702,7 @@ pub fn kbuild(
     outputs: &[&str],
 ) -> Result<(), String> {
     // Two steps of `cargo xtask test`'s lanes may build the same module at once.
-    let _lock = crate::lock::exclusive(dir, "a build of the same module")?;
+    let _lock = crate::engine::lock::exclusive(dir, "a build of the same module")?;
     copy_changed(src, files, dir)?;
     let mut cmd = Command::new("make");
     cmd.arg("-C")

@@ -2,7 +2,7 @@
 //!
 //! Every step knows what it needs from the machine ([`Need`]): a cargo step's rustup
 //! target and components follow from its arguments, another step names its programs.
-//! Set-up ([`crate::setup`]) must provide each need (a unit test checks every plan), and a
+//! Set-up ([`crate::host::setup`]) must provide each need (a unit test checks every plan), and a
 //! step whose need is missing when it is reached fails with the command that installs it
 //! instead of a compiler error.
 
@@ -45,7 +45,7 @@ fn sysroot() -> Option<&'static Path> {
             let out = Command::new("rustc")
                 .args(["--print", "sysroot"])
                 .current_dir(workspace_root())
-                .env("RUSTUP_TOOLCHAIN", crate::setup::TOOLCHAIN)
+                .env("RUSTUP_TOOLCHAIN", crate::host::setup::TOOLCHAIN)
                 .output()
                 .ok()?;
             out.status
@@ -83,14 +83,14 @@ impl Need {
 
     /// The command that installs it (what `cargo xtask setup` runs for it).
     pub fn install_hint(&self) -> String {
-        let toolchain = crate::setup::TOOLCHAIN;
-        if !crate::setup::provides(self) {
-            return "set-up does not install it: add it to xtask/src/setup.rs (TARGETS, COMPONENTS or PROGRAMS and their packages)".to_string();
+        let toolchain = crate::host::setup::TOOLCHAIN;
+        if !crate::host::setup::provides(self) {
+            return "set-up does not install it: add it to xtask/src/host/setup.rs (TARGETS, COMPONENTS or PROGRAMS and their packages)".to_string();
         }
         match self {
             Need::Target(t) => format!("rustup target add --toolchain {toolchain} {t}"),
             Need::Component(c) => format!("rustup component add --toolchain {toolchain} {c}"),
-            Need::Program(p) => match crate::setup::package_of(p) {
+            Need::Program(p) => match crate::host::setup::package_of(p) {
                 Some(package) => format!("apt-get install {package} (or `cargo xtask setup`)"),
                 None => {
                     format!("{p} comes with the base system or the Rust toolchain: is PATH right?")

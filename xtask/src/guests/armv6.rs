@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::engine::paths::workspace_root;
-use crate::step::Step;
+use crate::engine::step::Step;
 
 /// The Rust target: ARMv6 (`+v6`), ARM mode, EABI, soft float, glibc.
 pub const TARGET: &str = "arm-unknown-linux-gnueabi";
@@ -29,7 +29,7 @@ pub const DEMO_ENV: &str = "PMU_DEMO_ARMV6";
 /// executable (an inherited `RUSTFLAGS` would override the config's `+crt-static`:
 /// it is removed for this build, and the result is checked anyway).
 pub fn armv6_demo() -> Result<PathBuf, String> {
-    crate::setup::ensure_armv6_packages()?;
+    crate::host::setup::ensure_armv6_packages()?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let args = [
         "build",
@@ -114,13 +114,13 @@ pub fn build_and_check() -> Result<(), String> {
     println!(
         "    $ {DEMO_ENV}={} cargo test -p {} --test armv6_demo",
         demo.display(),
-        crate::images::E2E_CRATE
+        crate::build::images::E2E_CRATE
     );
     let status = Command::new(cargo)
         .args([
             "test",
             "-p",
-            crate::images::E2E_CRATE,
+            crate::build::images::E2E_CRATE,
             "--test",
             "armv6_demo",
         ])

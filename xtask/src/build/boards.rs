@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::engine::paths::target_dir;
-use crate::step::Step;
+use crate::engine::step::Step;
 
 /// One board's image.
 pub struct BoardImage {
@@ -334,9 +334,12 @@ pub fn boot(board: &'static BoardImage) -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
-    let plan = crate::step::Plan::new("qemu").then(vec![
-        Step::func("rustup targets installed", crate::setup::ensure_targets),
-        Step::func("QEMU installed", crate::setup::ensure_qemu),
+    let plan = crate::engine::step::Plan::new("qemu").then(vec![
+        Step::func(
+            "rustup targets installed",
+            crate::host::setup::ensure_targets,
+        ),
+        Step::func("QEMU installed", crate::host::setup::ensure_qemu),
         board.build(),
         image_step(board),
     ]);
@@ -423,7 +426,8 @@ pub fn sdcard(name: &str, dir: &str) -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let plan = crate::step::Plan::new("sdcard").then(vec![board.build(), image_step(board)]);
+    let plan =
+        crate::engine::step::Plan::new("sdcard").then(vec![board.build(), image_step(board)]);
     if plan.run() != ExitCode::SUCCESS {
         return ExitCode::FAILURE;
     }
