@@ -9,15 +9,18 @@ mod checks;
 mod engine;
 mod guests;
 mod host;
+#[cfg(test)]
+mod layers;
 mod reports;
 
 use std::process::ExitCode;
 
-use build::{boards, images, kernel, stock_module};
+use build::boards::ARMV6_TARGET;
+use build::{arm32_demo, boards, images, kernel};
 use checks::{demo, fresh_check, hw_check, package, pmu_qemu};
 use engine::shared_target;
 use engine::step::{Plan, Step};
-use guests::{armv6, armv7, debian, e2e};
+use guests::{armv6, armv7, debian, e2e, modules};
 use host::setup;
 use reports::{bench, hazards};
 
@@ -214,6 +217,7 @@ summary; their exit status is 0 only when every scenario passed.
 ";
 
 fn main() -> ExitCode {
+    engine::need::set_install_hint(setup::install_hint);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     // `<plan> --step K`: only step K of the plan (a lane's child; rerunning one step).
@@ -247,11 +251,11 @@ fn main() -> ExitCode {
         ["e2e", _] => usage(
             "`e2e` takes `x86_64`, `arm64`, `raspi2b`, `armv7`, `debian-arm64` or `debian-armhf`",
         ),
-        ["module-stock", rest @ ..] => stock_module::command(rest),
+        ["module-stock", rest @ ..] => modules::command(rest),
         ["demo"] => demo::run(),
         ["fresh-check", rest @ ..] => fresh_check::command(rest),
-        ["bench", rest @ ..] => bench::command(rest),
-        ["hazards", rest @ ..] => hazards::command(rest),
+        ["bench", rest @ ..] => bench::command(rest).unwrap_or_else(|why| usage(&why)),
+        ["hazards", rest @ ..] => hazards::command(rest).unwrap_or_else(|why| usage(&why)),
         ["hw-check"] => hw_check::run(),
         ["qemu", "aarch64"] => images::boot_aarch64("max"),
         ["qemu", "aarch64", cpu] => images::boot_aarch64(cpu),
@@ -290,36 +294,36 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(images::test_steps())
             .then(e2e::test_steps())
             .then(vec![
-                pmu_qemu::test_step().in_lane(e2e::OTHER_LANE),
-                bench::test_step().in_lane(e2e::ARM64_LANE),
-                hazards::test_step().in_lane(e2e::ARM64_LANE),
+                pmu_qemu::test_step().in_lane(crate::engine::lanes::OTHER_LANE),
+                bench::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
+                hazards::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
             ]),
         ["pmu-qemu"] => Plan::new("pmu-qemu")
             .then(setup::steps())
             .then(vec![pmu_qemu::test_step()]),
         ["kernel", arch] => Plan::new("kernel")
             .then(setup::kernel_steps())
-            .then(vec![e2e::kernel_step(kernel::Arch::parse(arch)?)]),
+            .then(vec![modules::kernel_step(kernel::Arch::parse(arch)?)]),
         ["module", arch] => {
             let arch = kernel::Arch::parse(arch)?;
             Plan::new("module")
                 .then(setup::kernel_steps())
-                .then(vec![e2e::kernel_step(arch), e2e::module_step(arch)])
+                .then(vec![modules::kernel_step(arch), modules::module_step(arch)])
         }
         ["e2e", "raspi2b"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
             .then(vec![
-                e2e::kernel_step(kernel::Arch::Armv7),
-                e2e::kernel_step(kernel::Arch::Armv6),
+                modules::kernel_step(kernel::Arch::Armv7),
+                modules::kernel_step(kernel::Arch::Armv6),
                 armv7::raspi2b_step(),
             ]),
         ["e2e", "armv7"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
             .then(vec![
-                e2e::kernel_step(kernel::Arch::Armv7),
-                e2e::kernel_step(kernel::Arch::Armv6),
+                modules::kernel_step(kernel::Arch::Armv7),
+                modules::kernel_step(kernel::Arch::Armv6),
                 armv7::virt_step(),
             ]),
         ["e2e", "debian-arm64"] => Plan::new("e2e")
@@ -336,8 +340,8 @@ fn plan(words: &[&str]) -> Option<Plan> {
                 .then(setup::steps())
                 .then(setup::kernel_steps())
                 .then(vec![
-                    e2e::kernel_step(arch),
-                    e2e::module_step(arch),
+                    modules::kernel_step(arch),
+                    modules::module_step(arch),
                     e2e::e2e_step(arch),
                 ])
         }
@@ -345,9 +349,9 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(setup::steps())
             .then(setup::kernel_steps())
             .then(vec![
-                e2e::kernel_step(kernel::Arch::Arm64),
-                e2e::kernel_step(kernel::Arch::Armv6),
-                e2e::module_step(kernel::Arch::Arm64),
+                modules::kernel_step(kernel::Arch::Arm64),
+                modules::kernel_step(kernel::Arch::Armv6),
+                modules::module_step(kernel::Arch::Arm64),
                 e2e::e2e_step(kernel::Arch::Armv6),
             ]),
         ["armv6-demo"] => Plan::new("armv6-demo")
@@ -367,9 +371,6 @@ fn usage(why: &str) -> ExitCode {
     eprintln!("xtask: {why}\n\n{HELP}");
     ExitCode::from(2)
 }
-
-/// The ARMv6 target: no prebuilt std in rustup, so `core` is built from rust-src.
-pub const ARMV6_TARGET: &str = "armv6-none-eabi";
 
 /// Static Linux targets, with the crates that must build (and lint) for each: the
 /// pmu-demo binaries that go into the QEMU guests' initramfs.
@@ -542,14 +543,14 @@ fn armv6_linux_clippy() -> Step {
         "--all-targets".into(),
         "-Zbuild-std=std,panic_unwind".into(),
         "--target".into(),
-        armv6::TARGET.into(),
+        arm32_demo::ARMV6.into(),
     ];
     args.extend(packages(&crates));
     args.extend(["--", "-D", "warnings"].map(String::from));
     Step::cargo(
         format!(
             "clippy {} ({}; build-std), -D warnings",
-            armv6::TARGET,
+            arm32_demo::ARMV6,
             crates.join(", ")
         ),
         args,
@@ -567,14 +568,14 @@ fn armv7_linux_clippy() -> Step {
         "--all-targets".into(),
         "-Zbuild-std=std,panic_unwind".into(),
         "--target".into(),
-        armv7::TARGET.into(),
+        arm32_demo::ARMV7.into(),
     ];
     args.extend(packages(&crates));
     args.extend(["--", "-D", "warnings"].map(String::from));
     Step::cargo(
         format!(
             "clippy {} ({}; build-std), -D warnings",
-            armv7::TARGET,
+            arm32_demo::ARMV7,
             crates.join(", ")
         ),
         args,

@@ -34,6 +34,10 @@ pub struct BoardImage {
 }
 
 /// The 64-bit boards' config.txt: the image is a raw AArch64 binary loaded at 0x8_0000.
+/// The bare-metal ARMv6 target of the Pi 0/1 image: no prebuilt std in rustup, so `core`
+/// is built from rust-src.
+pub const ARMV6_TARGET: &str = "armv6-none-eabi";
+
 const CONFIG_64: &[&str] = &[
     "# pmu bare-metal image (cargo xtask sdcard): docs/boards.md",
     "arm_64bit=1",
@@ -125,7 +129,7 @@ pub const RASPI0: BoardImage = BoardImage {
     name: "raspi0",
     package: "qemu-raspi0",
     bin: "raspi0",
-    target: crate::ARMV6_TARGET,
+    target: ARMV6_TARGET,
     kernel_file: "kernel.img",
     qemu: Some(pmu_tests::QEMU_ARM),
     env: "PMU_IMAGE_RASPI0",

@@ -12,12 +12,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build::kernel::{package_version, Arch};
+use crate::build::kernel::Arch;
 use crate::engine::paths::cache_root;
 use crate::engine::paths::workspace_root;
-
-/// The Debian package with the static busybox.
-pub const BUSYBOX_PACKAGE: &str = "busybox-static";
+use crate::host::apt::package_version;
+use crate::host::setup::BUSYBOX_PACKAGE;
 
 /// Where `/init` finds the module.
 pub const MODULE_PATH: &str = "/lib/modules/kmod_enable_user.ko";
@@ -275,7 +274,7 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
     let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
     update.push("update");
     println!("    apt-get update (private {arch} state in {a})");
-    crate::guests::debian::with_retries("apt-get update", || run("apt-get", &update))?;
+    crate::host::apt::with_retries("apt-get update", || run("apt-get", &update))?;
     let debs = download_and_extract(
         &options,
         &[format!("busybox-static:{arch}")],
@@ -298,12 +297,12 @@ pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
 /// with rust-lld, no cross C toolchain needed) and returns its path.
 pub(crate) fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     if arch == Arch::Armv6 {
-        // -Zbuild-std with glibc, checked static and ARMv6 (xtask/src/guests/armv6.rs).
-        return crate::guests::armv6::armv6_demo();
+        // -Zbuild-std with glibc, checked static and ARMv6.
+        return crate::build::arm32_demo::armv6();
     }
     if arch == Arch::Armv7 {
-        // The same, for ARMv7 (xtask/src/guests/armv7.rs).
-        return crate::guests::armv7::armv7_demo();
+        // The same, for ARMv7.
+        return crate::build::arm32_demo::armv7();
     }
     let target = arch.user_target();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -405,7 +404,7 @@ pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     // Built beside and renamed: a step in the other lane may be packing the last one.
     let tmp = crate::engine::lock::temporary_beside(&out);
     let mut cmd = Command::new("rustc");
-    cmd.env("RUSTUP_TOOLCHAIN", crate::host::setup::TOOLCHAIN)
+    cmd.env("RUSTUP_TOOLCHAIN", crate::engine::need::TOOLCHAIN)
         .args([
             "--edition",
             "2021",

@@ -22,16 +22,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::engine::need::TOOLCHAIN;
 use crate::engine::paths::{cache_root, workspace_root};
-use crate::host::setup::TOOLCHAIN;
+use crate::host::bindgen::{ensure_bindgen, BINDGEN_VERSION};
+use crate::host::setup::SOURCE_PACKAGE;
 
-/// The Debian package with the kernel source, and where it puts the tarball.
-pub const SOURCE_PACKAGE: &str = "linux-source-6.12";
+/// Where the kernel source package puts the tarball.
 const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 const SOURCE_TOP: &str = "linux-source-6.12";
-
-/// The pinned bindgen-cli (Debian's bindgen is too old for the kernel's Rust).
-pub const BINDGEN_VERSION: &str = "0.73.2";
 
 /// Version of the build recipe below: bump it when the commands change, so that cached
 /// kernels built the old way are not reused.
@@ -87,6 +85,33 @@ impl Arch {
             Self::Arm64 => "aarch64-unknown-linux-musl",
             Self::Armv6 => "arm-unknown-linux-gnueabi",
             Self::Armv7 => "armv7-unknown-linux-gnueabi",
+        }
+    }
+
+    /// The environment variables that name this architecture's kernel, initramfs and
+    /// module for the tests (`tests/tests/kernel_<arch>.rs`).
+    pub fn env_names(self) -> [&'static str; 3] {
+        match self {
+            Arch::X86_64 => [
+                "PMU_KERNEL_X86_64",
+                "PMU_INITRAMFS_X86_64",
+                "PMU_MODULE_X86_64",
+            ],
+            Arch::Arm64 => [
+                "PMU_KERNEL_ARM64",
+                "PMU_INITRAMFS_ARM64",
+                "PMU_MODULE_ARM64",
+            ],
+            Arch::Armv6 => [
+                "PMU_KERNEL_ARMV6",
+                "PMU_INITRAMFS_ARMV6",
+                "PMU_MODULE_ARMV6",
+            ],
+            Arch::Armv7 => [
+                "PMU_KERNEL_ARMV7",
+                "PMU_INITRAMFS_ARMV7",
+                "PMU_MODULE_ARMV7",
+            ],
         }
     }
 
@@ -181,79 +206,6 @@ impl Kernel {
         }
     }
 }
-fn bindgen_dir() -> PathBuf {
-    cache_root()
-        .join("tools")
-        .join(format!("bindgen-cli-{BINDGEN_VERSION}"))
-        .join("bin")
-}
-
-/// First line of `program args` (stdout), or why it failed.
-fn first_line(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Result<String, String> {
-    Ok(crate::engine::step::stdout_of(
-        Command::new(program)
-            .args(args)
-            .env("RUSTUP_TOOLCHAIN", TOOLCHAIN),
-    )?
-    .lines()
-    .next()
-    .unwrap_or_default()
-    .to_string())
-}
-
-/// Installs the pinned bindgen-cli into the cache unless it is there already.
-pub fn ensure_bindgen() -> Result<(), String> {
-    let bindgen = bindgen_dir().join("bindgen");
-    let want = format!("bindgen {BINDGEN_VERSION}");
-    if let Ok(v) = first_line(&bindgen, &["--version"]) {
-        if v.trim() == want {
-            eprintln!("    {v}: {}", bindgen.display());
-            return Ok(());
-        }
-    }
-    let root = bindgen_dir()
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or("bindgen directory has no parent")?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    crate::engine::step::run_logged(
-        &format!(
-            "cargo install --locked bindgen-cli {BINDGEN_VERSION} into {} (about a minute)",
-            root.display()
-        ),
-        "setup-bindgen",
-        Command::new(cargo)
-            .args([
-                "install",
-                "--locked",
-                "bindgen-cli",
-                "--version",
-                BINDGEN_VERSION,
-            ])
-            .arg("--root")
-            .arg(&root)
-            .env("RUSTUP_TOOLCHAIN", TOOLCHAIN)
-            .env("CARGO_TARGET_DIR", cache_root().join("tools/bindgen-build")),
-    )?;
-    let _ = fs::remove_dir_all(cache_root().join("tools/bindgen-build"));
-    let v = first_line(&bindgen, &["--version"])?;
-    if v.trim() != want {
-        return Err(format!("installed {}, but it says {v}", bindgen.display()));
-    }
-    Ok(())
-}
-
-/// The installed version of a Debian package, if installed.
-pub fn package_version(package: &str) -> Option<String> {
-    let out = Command::new("dpkg-query")
-        .args(["-W", "-f=${Status}\t${Version}", package])
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (status, version) = text.split_once('\t')?;
-    (out.status.success() && status.ends_with(" installed")).then(|| version.to_string())
-}
-
 pub(crate) fn sanitize(text: &str) -> String {
     text.chars()
         .map(|c| {
@@ -268,7 +220,7 @@ pub(crate) fn sanitize(text: &str) -> String {
 
 /// The extracted kernel source, extracting it on first use.
 pub fn source_tree() -> Result<(PathBuf, String), String> {
-    let version = package_version(SOURCE_PACKAGE).ok_or_else(|| {
+    let version = crate::host::apt::package_version(SOURCE_PACKAGE).ok_or_else(|| {
         format!("{SOURCE_PACKAGE} is not installed: run `cargo xtask setup` (apt-get install {SOURCE_PACKAGE})")
     })?;
     let dir = cache_root().join("src").join(sanitize(&version));
@@ -334,7 +286,7 @@ pub fn make_env(cmd: &mut Command) {
         }
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut paths = vec![bindgen_dir()];
+    let mut paths = vec![crate::host::bindgen::dir()];
     paths.extend(std::env::split_paths(&path));
     cmd.env("PATH", std::env::join_paths(paths).unwrap_or(path))
         .env("RUSTUP_TOOLCHAIN", TOOLCHAIN)
@@ -364,9 +316,16 @@ fn cache_key(arch: Arch, source_version: &str) -> Result<(String, String), Strin
     let _ = writeln!(
         key,
         "{}",
-        first_line(bindgen_dir().join("bindgen"), &["--version"])?
+        crate::engine::step::first_line(
+            crate::host::bindgen::dir().join("bindgen"),
+            &["--version"]
+        )?
     );
-    let _ = writeln!(key, "cc {}", first_line(arch.c_compiler(), &["--version"])?);
+    let _ = writeln!(
+        key,
+        "cc {}",
+        crate::engine::step::first_line(arch.c_compiler(), &["--version"])?
+    );
     key += &String::from_utf8_lossy(&rustc.stdout);
     let _ = writeln!(key, "fragment:\n{fragment}");
     let hash = format!("{:016x}", fnv1a(key.as_bytes()));
@@ -488,7 +447,7 @@ fn check_config(arch: Arch, dir: &Path) -> Result<(), String> {
 /// The kernel for `arch`: from the cache, or built now (minutes) and cached.
 pub fn kernel(arch: Arch) -> Result<Kernel, String> {
     let want = format!("bindgen {BINDGEN_VERSION}");
-    if first_line(bindgen_dir().join("bindgen"), &["--version"])
+    if crate::engine::step::first_line(crate::host::bindgen::dir().join("bindgen"), &["--version"])
         .ok()
         .as_deref()
         != Some(&want)

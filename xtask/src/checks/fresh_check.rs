@@ -230,7 +230,7 @@ fn host_triple() -> Result<String, String> {
 }
 
 fn remove_non_host_targets() -> Result<(), String> {
-    let toolchain = crate::host::setup::TOOLCHAIN;
+    let toolchain = crate::engine::need::TOOLCHAIN;
     let host = host_triple()?;
     let installed = stdout_of(Command::new("rustup").args([
         "target",

@@ -3,7 +3,9 @@
 //! ([`paths`]). It names nothing above it: set-up, builds, guests and checks hand it
 //! their steps and needs as data.
 
+pub mod lanes;
 pub mod lock;
+pub mod need;
 pub mod paths;
 pub mod shared_target;
 pub mod stdout;

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 pub fn dir() -> PathBuf {
     crate::engine::paths::cache_root()
         .join("cargo-target")
-        .join(crate::host::setup::TOOLCHAIN)
+        .join(crate::engine::need::TOOLCHAIN)
 }
 
 /// Points `CARGO_TARGET_DIR` at [`dir`] for this process and the cargo commands it
@@ -90,7 +90,7 @@ mod tests {
             "{}",
             dir.display()
         );
-        assert!(dir.ends_with(format!("cargo-target/{}", crate::host::setup::TOOLCHAIN)));
+        assert!(dir.ends_with(format!("cargo-target/{}", crate::engine::need::TOOLCHAIN)));
     }
 
     /// A second holder of the lock is refused at once (the run then builds in target/),

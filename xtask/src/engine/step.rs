@@ -1,108 +1,22 @@
 //! Steps: one command each, run in order with progress and timing.
 //!
-//! Every step knows what it needs from the machine ([`Need`]): a cargo step's rustup
-//! target and components follow from its arguments, another step names its programs.
-//! Set-up ([`crate::host::setup`]) must provide each need (a unit test checks every plan), and a
-//! step whose need is missing when it is reached fails with the command that installs it
-//! instead of a compiler error.
+//! Every step knows what it needs from the machine ([`Need`]); a step whose need is
+//! missing when it is reached fails with the command that installs it instead of a
+//! compiler error. Consecutive steps with a lane run at the same time
+//! ([`crate::engine::lanes`]).
 
 use std::ffi::OsString;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::OnceLock;
 use std::time::Instant;
 
+pub use crate::engine::need::Need;
 use crate::engine::paths::workspace_root;
-
-/// Something a step needs from the machine; set-up provides each one.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Need {
-    /// A rustup target of the pinned toolchain (its prebuilt `core`/`std`).
-    Target(String),
-    /// A rustup component of the pinned toolchain (`rust-src` for `-Zbuild-std`).
-    Component(String),
-    /// A program on `PATH`.
-    Program(String),
-}
-
-impl std::fmt::Display for Need {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Need::Target(t) => write!(f, "the rustup target {t}"),
-            Need::Component(c) => write!(f, "the rustup component {c}"),
-            Need::Program(p) => write!(f, "the program {p}"),
-        }
-    }
-}
-
-/// The pinned toolchain's sysroot (`rustc --print sysroot` in the workspace, where
-/// rust-toolchain.toml applies), asked once.
-fn sysroot() -> Option<&'static Path> {
-    static SYSROOT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    SYSROOT
-        .get_or_init(|| {
-            let out = Command::new("rustc")
-                .args(["--print", "sysroot"])
-                .current_dir(workspace_root())
-                .env("RUSTUP_TOOLCHAIN", crate::host::setup::TOOLCHAIN)
-                .output()
-                .ok()?;
-            out.status
-                .success()
-                .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        })
-        .as_deref()
-}
-
-/// Whether `program` is an executable file on `PATH` (or a path to one).
-pub fn on_path(program: &str) -> bool {
-    if program.contains('/') {
-        return Path::new(program).is_file();
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
-impl Need {
-    /// Whether this machine has it now.
-    pub fn is_met(&self) -> bool {
-        match self {
-            Need::Program(p) => on_path(p),
-            Need::Target(t) => {
-                sysroot().is_some_and(|s| s.join("lib/rustlib").join(t).join("lib").is_dir())
-            }
-            Need::Component(c) => sysroot().is_some_and(|s| match c.as_str() {
-                "rust-src" => s.join("lib/rustlib/src/rust/library").is_dir(),
-                "clippy" => s.join("bin/cargo-clippy").is_file(),
-                "rustfmt" => s.join("bin/rustfmt").is_file(),
-                other => s.join("bin").join(other).is_file(),
-            }),
-        }
-    }
-
-    /// The command that installs it (what `cargo xtask setup` runs for it).
-    pub fn install_hint(&self) -> String {
-        let toolchain = crate::host::setup::TOOLCHAIN;
-        if !crate::host::setup::provides(self) {
-            return "set-up does not install it: add it to xtask/src/host/setup.rs (TARGETS, COMPONENTS or PROGRAMS and their packages)".to_string();
-        }
-        match self {
-            Need::Target(t) => format!("rustup target add --toolchain {toolchain} {t}"),
-            Need::Component(c) => format!("rustup component add --toolchain {toolchain} {c}"),
-            Need::Program(p) => match crate::host::setup::package_of(p) {
-                Some(package) => format!("apt-get install {package} (or `cargo xtask setup`)"),
-                None => {
-                    format!("{p} comes with the base system or the Rust toolchain: is PATH right?")
-                }
-            },
-        }
-    }
-}
 
 /// One command of a plan, or a function run in-process.
 pub struct Step {
-    what: String,
+    pub(super) what: String,
     program: OsString,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
@@ -299,11 +213,11 @@ pub fn run_logged(what: &str, log: &str, command: &mut Command) -> Result<(), St
 /// Steps run in order; the first failure stops the plan. Consecutive steps with a lane
 /// ([`Step::in_lane`]) form a group whose lanes run at the same time (see [`Plan::run`]).
 pub struct Plan {
-    name: &'static str,
-    steps: Vec<Step>,
+    pub(super) name: &'static str,
+    pub(super) steps: Vec<Step>,
     /// The command-line words that build this plan (`test`): a lane runs one step as
     /// `xtask <words> --step K`.
-    words: Vec<String>,
+    pub(super) words: Vec<String>,
 }
 
 /// Runs `command` and returns its stdout, or why not: it could not start, or it exited
@@ -324,6 +238,19 @@ pub fn stdout_of(command: &mut Command) -> Result<String, String> {
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+/// First line of `program args` (stdout, with the pinned toolchain), or why it failed.
+pub fn first_line(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Result<String, String> {
+    Ok(stdout_of(
+        Command::new(program)
+            .args(args)
+            .env("RUSTUP_TOOLCHAIN", crate::engine::need::TOOLCHAIN),
+    )?
+    .lines()
+    .next()
+    .unwrap_or_default()
+    .to_string())
+}
+
 impl Plan {
     /// An empty plan called `name`.
     pub fn new(name: &'static str) -> Self {
@@ -354,7 +281,7 @@ impl Plan {
 
     /// The groups of the plan in order: a step alone, or consecutive laned steps with
     /// their lanes (each a list of step indices in plan order, lanes by number).
-    fn stages(&self) -> Vec<Stage> {
+    pub(super) fn stages(&self) -> Vec<Stage> {
         let mut stages = Vec::new();
         let mut i = 0;
         while i < self.steps.len() {
@@ -421,7 +348,7 @@ impl Plan {
     }
 
     /// Runs step `i` (0-based) in this process with its progress lines; whether it passed.
-    fn run_step(&self, i: usize) -> bool {
+    pub(super) fn run_step(&self, i: usize) -> bool {
         let total = self.steps.len();
         let step = &self.steps[i];
         eprintln!("==> [{}/{total}] {}", i + 1, step.what);
@@ -489,175 +416,12 @@ impl Plan {
             }
         }
     }
-
-    /// Runs a group's lanes at the same time (see [`Plan::run`]); whether every step
-    /// passed.
-    fn run_lanes(&self, lanes: &[Vec<usize>]) -> bool {
-        let exe = match std::env::current_exe() {
-            Ok(exe) => exe,
-            Err(e) => {
-                eprintln!("xtask {}: cannot find xtask's own program: {e}", self.name);
-                return false;
-            }
-        };
-        let logs = crate::engine::paths::work_dir().join("logs/steps");
-        if let Err(e) = fs::create_dir_all(&logs) {
-            eprintln!("xtask {}: {}: {e}", self.name, logs.display());
-            return false;
-        }
-        let list = |lane: &Vec<usize>| {
-            lane.iter()
-                .map(|i| (i + 1).to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        eprintln!(
-            "==> steps {} at once, in {} lanes ({}); each step's output follows when it ends (also in {})",
-            lane_span(lanes),
-            lanes.len(),
-            lanes
-                .iter()
-                .enumerate()
-                .map(|(n, lane)| format!("lane {}: {}", n + 1, list(lane)))
-                .collect::<Vec<_>>()
-                .join("; "),
-            logs.display()
-        );
-        let outcome = self.lanes_with(lanes, &exe, &logs);
-        if !outcome.not_run.is_empty() {
-            let steps: Vec<String> = outcome.not_run.iter().map(|n| n.to_string()).collect();
-            eprintln!(
-                "xtask {}: after the failure, steps {} did not run",
-                self.name,
-                steps.join(", ")
-            );
-        }
-        outcome.passed
-    }
-
-    /// [`Plan::run_lanes`] with the program a step's child runs (`exe <words> --step
-    /// K`) and the directory of the children's output.
-    fn lanes_with(&self, lanes: &[Vec<usize>], exe: &Path, logs: &Path) -> LanesOutcome {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::Mutex;
-        let total = self.steps.len();
-        let failed = AtomicBool::new(false);
-        let print = Mutex::new(());
-        let not_run = Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for (n, lane) in lanes.iter().enumerate() {
-                let (failed, print, not_run) = (&failed, &print, &not_run);
-                scope.spawn(move || {
-                    for &i in lane {
-                        if failed.load(Ordering::SeqCst) {
-                            not_run.lock().unwrap_or_else(|e| e.into_inner()).push(i + 1);
-                            continue;
-                        }
-                        {
-                            let _p = print.lock().unwrap_or_else(|e| e.into_inner());
-                            eprintln!(
-                                "--> [{}/{total}] started in lane {}: {}",
-                                i + 1,
-                                n + 1,
-                                self.steps[i].what
-                            );
-                        }
-                        let outcome = self.run_child(exe, logs, i);
-                        let _p = print.lock().unwrap_or_else(|e| e.into_inner());
-                        match outcome {
-                            Ok(child) => {
-                                child.print();
-                                if !child.passed {
-                                    eprintln!(
-                                        "xtask {}: step {}/{total} failed in lane {} (its output is above; {})",
-                                        self.name,
-                                        i + 1,
-                                        n + 1,
-                                        child.stderr.display()
-                                    );
-                                    failed.store(true, Ordering::SeqCst);
-                                }
-                            }
-                            Err(why) => {
-                                eprintln!(
-                                    "xtask {}: could not run step {}/{total} ({}): {why}",
-                                    self.name,
-                                    i + 1,
-                                    self.steps[i].what
-                                );
-                                failed.store(true, Ordering::SeqCst);
-                            }
-                        }
-                    }
-                });
-            }
-        });
-        let mut not_run = not_run.into_inner().unwrap_or_else(|e| e.into_inner());
-        not_run.sort_unstable();
-        LanesOutcome {
-            passed: !failed.into_inner(),
-            not_run,
-        }
-    }
-
-    /// Step `i` as a child `xtask <words> --step i+1`, its output in `logs`.
-    fn run_child(&self, exe: &Path, logs: &Path, i: usize) -> Result<ChildRun, String> {
-        let stdout = logs.join(format!("{:02}.stdout", i + 1));
-        let stderr = logs.join(format!("{:02}.stderr", i + 1));
-        let open = |p: &Path| fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()));
-        let status = Command::new(exe)
-            .args(&self.words)
-            .args(["--step", &(i + 1).to_string()])
-            .current_dir(workspace_root())
-            .stdin(Stdio::null())
-            .stdout(open(&stdout)?)
-            .stderr(open(&stderr)?)
-            .status()
-            .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
-        Ok(ChildRun {
-            passed: status.success(),
-            stdout,
-            stderr,
-        })
-    }
 }
 
 /// A part of a plan: one step, or a group of lanes of step indices.
-enum Stage {
+pub(super) enum Stage {
     One(usize),
     Lanes(Vec<Vec<usize>>),
-}
-
-/// "57–66": the first and last step number of a group.
-fn lane_span(lanes: &[Vec<usize>]) -> String {
-    let all = lanes.iter().flatten();
-    let first = all.clone().min().map_or(0, |i| i + 1);
-    let last = all.max().map_or(0, |i| i + 1);
-    format!("{first}–{last}")
-}
-
-/// How a group of lanes ended: whether every step passed, and the steps (numbered from
-/// 1) that did not start because another had failed.
-struct LanesOutcome {
-    passed: bool,
-    not_run: Vec<usize>,
-}
-
-/// A lane's finished step: whether it passed and where its output is.
-struct ChildRun {
-    passed: bool,
-    stdout: PathBuf,
-    stderr: PathBuf,
-}
-
-impl ChildRun {
-    /// Its stderr (progress and time) on stderr, then its stdout on stdout.
-    fn print(&self) {
-        let err = fs::read(&self.stderr).unwrap_or_default();
-        let out = fs::read(&self.stdout).unwrap_or_default();
-        eprint!("{}", String::from_utf8_lossy(&err));
-        print!("{}", String::from_utf8_lossy(&out));
-    }
 }
 
 #[cfg(test)]
@@ -707,74 +471,5 @@ mod tests {
             })
             .collect();
         assert_eq!(shape, ["0", "[[1, 3], [2]]", "4", "[[5]]"]);
-    }
-
-    /// A plan whose lanes' child is `sh -c SCRIPT sh --step K`: step K prints `out K`
-    /// and `err K` and fails when K is `fail`.
-    fn sh_plan(steps: usize, lanes: &[u8], fail: usize) -> (Plan, Vec<Vec<usize>>) {
-        let script = format!("echo out $2; echo err $2 >&2; [ \"$2\" != {fail} ]");
-        let mut plan = Plan::new("t").invoked_as(&["-c", &script, "sh"]);
-        for (i, lane) in lanes.iter().enumerate().take(steps) {
-            plan = plan.then(vec![plain(&format!("s{}", i + 1)).in_lane(*lane)]);
-        }
-        let Some(Stage::Lanes(l)) = plan.stages().into_iter().next() else {
-            panic!("one group expected");
-        };
-        (plan, l)
-    }
-
-    fn logs_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("xtask-lanes-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    /// Every step of both lanes runs as its own child, with its output in its own files.
-    #[test]
-    fn lanes_run_every_step_with_its_own_output() {
-        let (plan, lanes) = sh_plan(3, &[1, 2, 1], 0);
-        let logs = logs_dir("pass");
-        let outcome = plan.lanes_with(&lanes, Path::new("sh"), &logs);
-        assert!(outcome.passed);
-        assert!(outcome.not_run.is_empty());
-        for k in 1..=3 {
-            let out = fs::read_to_string(logs.join(format!("{k:02}.stdout"))).unwrap();
-            let err = fs::read_to_string(logs.join(format!("{k:02}.stderr"))).unwrap();
-            assert_eq!(
-                (out.as_str(), err.as_str()),
-                (&*format!("out {k}\n"), &*format!("err {k}\n"))
-            );
-        }
-        let _ = fs::remove_dir_all(&logs);
-    }
-
-    /// After a failure a lane starts no further step: lane 1 is steps 1 and 2, step 1
-    /// fails, step 2 never runs (no output file) and is reported as not run.
-    #[test]
-    fn a_failure_stops_the_lane() {
-        let (plan, lanes) = sh_plan(2, &[1, 1], 1);
-        let logs = logs_dir("fail");
-        let outcome = plan.lanes_with(&lanes, Path::new("sh"), &logs);
-        assert!(!outcome.passed);
-        assert_eq!(outcome.not_run, [2]);
-        assert!(logs.join("01.stdout").is_file());
-        assert!(!logs.join("02.stdout").exists());
-        let _ = fs::remove_dir_all(&logs);
-    }
-
-    /// A failing step in one lane fails the group though the other lane's step passed.
-    #[test]
-    fn a_failure_in_either_lane_fails_the_group() {
-        let (plan, lanes) = sh_plan(2, &[1, 2], 2);
-        let logs = logs_dir("other");
-        let outcome = plan.lanes_with(&lanes, Path::new("sh"), &logs);
-        assert!(!outcome.passed);
-        assert!(outcome.not_run.is_empty());
-        assert_eq!(
-            fs::read_to_string(logs.join("01.stdout")).unwrap(),
-            "out 1\n"
-        );
-        let _ = fs::remove_dir_all(&logs);
     }
 }

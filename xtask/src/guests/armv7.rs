@@ -1,69 +1,11 @@
-//! `pmu-demo` for ARMv7 Linux (Raspberry Pi 2, and Pi 3/4/5 under a 32-bit OS), static.
-//!
-//! As for ARMv6 (xtask/src/guests/armv6.rs), rustup has no std for the target here, so std is
-//! built from rust-src (`-Zbuild-std`, `RUSTC_BOOTSTRAP=1`). The target is
-//! `armv7-unknown-linux-gnueabi`: ARMv7 code (the cp15 c9 PMU, `isb`), the soft-float
-//! calling convention, linked by `arm-linux-gnueabi-gcc` against the static armel glibc
-//! the ARMv6 build uses already (`.cargo/config.toml`: `+crt-static`). A static binary
-//! carries its float ABI inside itself: it runs on an armhf OS (Raspberry Pi OS) as
-//! well, without the armhf cross toolchain (`gcc-arm-linux-gnueabihf`) on the build host.
+//! The armv7 guest runs: the emulated Raspberry Pi 2 and the Cortex-A15 virt board boot
+//! the armv7 test kernel with the static ARMv7 `pmu-demo` ([`crate::build::arm32_demo`])
+//! and the stock module's ARMv7 flavour in their initramfs.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::engine::paths::workspace_root;
-
-/// The Rust target: ARMv7-A, EABI, soft-float calling convention, glibc.
-pub const TARGET: &str = "armv7-unknown-linux-gnueabi";
-
-/// Builds the static ARMv7 `pmu-demo` and returns its path:
-/// `target/armv7-unknown-linux-gnueabi/release/pmu-demo`. What the armv7 initramfs
-/// (the emulated Raspberry Pi 2 and the Cortex-A15 virt board) puts in `/bin`.
-///
-/// # Errors
-/// The apt install or the build failed, or the result is not a static 32-bit ARM
-/// executable.
-pub fn armv7_demo() -> Result<PathBuf, String> {
-    // The same cross linker and static armel glibc as the ARMv6 build.
-    crate::host::setup::ensure_armv6_packages()?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let args = [
-        "build",
-        "--release",
-        "-Zbuild-std=std,panic_abort",
-        "--target",
-        TARGET,
-        "-p",
-        "userspace-demo",
-    ];
-    println!("    $ RUSTC_BOOTSTRAP=1 cargo {}", args.join(" "));
-    let started = std::time::Instant::now();
-    let status = Command::new(cargo)
-        .args(args)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .current_dir(workspace_root())
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("building pmu-demo for {TARGET} failed ({status})"));
-    }
-    let path = crate::engine::paths::target_dir()
-        .join(TARGET)
-        .join("release/pmu-demo");
-    let bytes = std::fs::read(&path)
-        .map_err(|e| format!("{} missing after the build: {e}", path.display()))?;
-    crate::guests::armv6::check_static_arm32(&bytes)
-        .map_err(|why| format!("{}: {why}", path.display()))?;
-    println!(
-        "    ARMv7 pmu-demo: {} ({} KiB, static, built in {:.1} s)",
-        path.display(),
-        bytes.len() / 1024,
-        started.elapsed().as_secs_f64()
-    );
-    Ok(path)
-}
 
 /// The variable that names the Raspberry Pi 2 device tree for tests/tests/kernel_armv7.rs.
 pub const RASPI2B_DTB_ENV: &str = "PMU_DTB_RASPI2B";
@@ -94,8 +36,8 @@ fn artefacts() -> Result<Vec<(&'static str, PathBuf)>, String> {
         &[],
         crate::engine::paths::work_dir().join("initramfs/armv6-with-armv7-flavour.cpio"),
     )?;
-    let [k7, i7, _] = crate::guests::e2e::env_names(Arch::Armv7);
-    let [k6, _, _] = crate::guests::e2e::env_names(Arch::Armv6);
+    let [k7, i7, _] = Arch::Armv7.env_names();
+    let [k6, _, _] = Arch::Armv6.env_names();
     Ok(vec![
         (k7, v7.image()),
         (i7, initramfs),

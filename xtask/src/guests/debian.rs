@@ -229,7 +229,7 @@ impl Apt {
         fs::write(&sources, &self.full_sources)
             .map_err(|e| format!("{}: {e}", sources.display()))?;
         let mut log_start = 0;
-        let tried = with_retries("apt-get update", || {
+        let tried = crate::host::apt::with_retries("apt-get update", || {
             log_start = fs::metadata(log_path()).map(|m| m.len()).unwrap_or(0);
             logged(Command::new("apt-get").args(&self.options).arg("update"))
         });
@@ -442,40 +442,6 @@ fn without_indices(sources: &str, failed: &[(String, String)]) -> Option<String>
         out.push('\n');
     }
     (changed == failed.len()).then_some(out)
-}
-
-/// Waits before the second and third try of a mirror download.
-const RETRY_WAITS: [std::time::Duration; 2] = [
-    std::time::Duration::from_secs(20),
-    std::time::Duration::from_secs(60),
-];
-
-/// `attempt` up to three times, waiting [`RETRY_WAITS`] between tries, each retry one
-/// line on stderr: Debian's mirrors are sometimes caught mid-sync (apt: "File has
-/// unexpected size … Mirror sync in progress?"), which a later try does not meet.
-pub fn with_retries(what: &str, attempt: impl FnMut() -> Result<(), String>) -> Result<(), String> {
-    retry_after(&RETRY_WAITS, what, attempt)
-}
-
-/// [`with_retries`] with its waits given.
-fn retry_after(
-    waits: &[std::time::Duration],
-    what: &str,
-    mut attempt: impl FnMut() -> Result<(), String>,
-) -> Result<(), String> {
-    let mut result = attempt();
-    for (n, wait) in waits.iter().enumerate() {
-        let Err(why) = &result else { break };
-        eprintln!(
-            "    {what} failed ({why}); trying again in {} s (try {} of {})",
-            wait.as_secs(),
-            n + 2,
-            waits.len() + 1
-        );
-        std::thread::sleep(*wait);
-        result = attempt();
-    }
-    result
 }
 
 /// Runs `cmd` with its stdout and stderr appended to [`log_path`]; fails naming the log.
@@ -1078,7 +1044,7 @@ pub fn run_armhf() -> Result<(), String> {
     let apt = Apt::open()?;
     let armmp = kernel(&apt, "linux-image-armmp", "armhf", "armmp")?;
     let lpae = kernel(&apt, "linux-image-armmp-lpae", "armhf", "armmp-lpae")?;
-    let mut files = vec![("bin/pmu-demo".into(), crate::guests::armv7::armv7_demo()?)];
+    let mut files = vec![("bin/pmu-demo".into(), crate::build::arm32_demo::armv7()?)];
     for k in [&armmp, &lpae] {
         let ko = stock_module(k, &crate::build::stock_module::armv7_make_vars())?;
         files.push((guest_module_path(&k.release), ko));
@@ -1248,30 +1214,6 @@ E: Some index files failed to download. They have been ignored, or old ones used
         let failed = [("bookworm-security".to_string(), "armhf".to_string())];
         let narrowed = without_indices(&full, &failed).unwrap();
         assert!(has_every_list(&narrowed, &lists));
-    }
-
-    /// A mirror caught mid-sync fails the first try (apt: "File has unexpected size …
-    /// Mirror sync in progress?", seen on a fresh-machine check): the second try's
-    /// success is the result; three failures give the last one's reason.
-    #[test]
-    fn apt_updates_are_tried_three_times() {
-        let no_wait = [std::time::Duration::ZERO; 2];
-        let mut tries = 0;
-        let ok = retry_after(&no_wait, "update", || {
-            tries += 1;
-            if tries == 1 {
-                Err("mirror sync".into())
-            } else {
-                Ok(())
-            }
-        });
-        assert_eq!((ok, tries), (Ok(()), 2));
-        let mut tries = 0;
-        let failed = retry_after(&no_wait, "update", || {
-            tries += 1;
-            Err(format!("try {tries}"))
-        });
-        assert_eq!((failed, tries), (Err("try 3".to_string()), 3));
     }
 
     /// `apt-cache show linux-perf:arm64` on Debian 12 (2026-12-04), shortened.

@@ -10,32 +10,6 @@ use crate::build::kernel::{self, Arch};
 use crate::engine::paths::workspace_root;
 use crate::engine::step::Step;
 
-/// Environment variables naming the artefacts of `arch` for the tests.
-pub fn env_names(arch: Arch) -> [&'static str; 3] {
-    match arch {
-        Arch::X86_64 => [
-            "PMU_KERNEL_X86_64",
-            "PMU_INITRAMFS_X86_64",
-            "PMU_MODULE_X86_64",
-        ],
-        Arch::Arm64 => [
-            "PMU_KERNEL_ARM64",
-            "PMU_INITRAMFS_ARM64",
-            "PMU_MODULE_ARM64",
-        ],
-        Arch::Armv6 => [
-            "PMU_KERNEL_ARMV6",
-            "PMU_INITRAMFS_ARMV6",
-            "PMU_MODULE_ARMV6",
-        ],
-        Arch::Armv7 => [
-            "PMU_KERNEL_ARMV7",
-            "PMU_INITRAMFS_ARMV7",
-            "PMU_MODULE_ARMV7",
-        ],
-    }
-}
-
 /// Kernel (cached), module and initramfs of `arch`, then its end-to-end tests.
 pub fn run(arch: Arch) -> Result<(), String> {
     let kernel = kernel::kernel(arch)?;
@@ -46,7 +20,7 @@ pub fn run(arch: Arch) -> Result<(), String> {
         Arch::X86_64 | Arch::Armv6 | Arch::Armv7 => None,
     };
     let initramfs = crate::build::initramfs::build(arch, Some(&ko), stock.as_deref())?;
-    let [k, i, m] = env_names(arch);
+    let [k, i, m] = arch.env_names();
     let test = format!("kernel_{}", arch.name());
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     println!(
@@ -86,73 +60,12 @@ pub fn run(arch: Arch) -> Result<(), String> {
     }
 }
 
-fn kernel_x86_64() -> Result<(), String> {
-    kernel::kernel(Arch::X86_64).map(|_| ())
-}
-
-fn kernel_arm64() -> Result<(), String> {
-    kernel::kernel(Arch::Arm64).map(|_| ())
-}
-
-fn kernel_armv6() -> Result<(), String> {
-    kernel::kernel(Arch::Armv6).map(|_| ())
-}
-
-fn kernel_armv7() -> Result<(), String> {
-    kernel::kernel(Arch::Armv7).map(|_| ())
-}
-
-fn module_x86_64() -> Result<(), String> {
-    kernel::module(Arch::X86_64).map(|_| ())
-}
-
-fn module_arm64() -> Result<(), String> {
-    kernel::module(Arch::Arm64).map(|_| ())
-}
-
-/// Fails with the reason: no Rust-for-Linux on 32-bit ARM.
-fn module_armv6() -> Result<(), String> {
-    kernel::module(Arch::Armv6).map(|_| ())
-}
-
 fn e2e_x86_64() -> Result<(), String> {
     run(Arch::X86_64)
 }
 
 fn e2e_arm64() -> Result<(), String> {
     run(Arch::Arm64)
-}
-
-/// The step that builds (or takes from the cache) the kernel of `arch`.
-pub fn kernel_step(arch: Arch) -> Step {
-    let what = format!(
-        "test kernel {} ({} + xtask/kernel/{}.config; cached)",
-        arch.name(),
-        kernel::SOURCE_PACKAGE,
-        arch.name()
-    );
-    let step = match arch {
-        Arch::X86_64 => Step::func(what, kernel_x86_64),
-        Arch::Arm64 => Step::func(what, kernel_arm64),
-        Arch::Armv6 => Step::func(what, kernel_armv6),
-        Arch::Armv7 => Step::func(what, kernel_armv7),
-    };
-    step.needs_programs(&["make", "gcc", arch.c_compiler()])
-}
-
-/// The step that builds kmod-enable-user against the kernel of `arch`.
-pub fn module_step(arch: Arch) -> Step {
-    let what = format!(
-        "kmod-enable-user for the {} test kernel (no warnings)",
-        arch.name()
-    );
-    match arch {
-        Arch::X86_64 => Step::func(what, module_x86_64),
-        Arch::Arm64 => Step::func(what, module_arm64),
-        Arch::Armv6 => Step::func(what, module_armv6),
-        // The stock flavour (FLAVOUR=armv7) is built by the board step.
-        Arch::Armv7 => Step::func(what, module_armv6),
-    }
 }
 
 /// The step that builds the initramfs of `arch` and runs its end-to-end tests (armv6:
@@ -183,17 +96,6 @@ pub fn e2e_step(arch: Arch) -> Step {
     })
 }
 
-/// The lane of `cargo xtask test`'s guest group ([`crate::engine::step::Step::in_lane`]) for
-/// what builds on the arm64 test kernel: its modules, the arm64 runs, the emulated
-/// Raspberry Pis (which pack the arm64 initramfs again and build the armv6 stock
-/// module), the bench and the hazard statistics.
-pub const ARM64_LANE: u8 = 1;
-
-/// The other lane: x86_64, the armv7 kernel's runs, Debian's kernels (one private apt
-/// state) and the pmu-qemu runner (its own cache). What both lanes write is guarded
-/// anyway ([`crate::engine::lock`]); the split keeps those waits rare and the lanes about even.
-pub const OTHER_LANE: u8 = 2;
-
 /// The kernel part of `cargo xtask test` (its tools are installed at the start of the
 /// plan): the four kernels, one after the other (each `make` uses both cores), then in
 /// two lanes at once the modules, the runs, the emulated Raspberry Pis and Debian's
@@ -201,17 +103,21 @@ pub const OTHER_LANE: u8 = 2;
 pub fn test_steps() -> Vec<Step> {
     let mut steps = Vec::new();
     for arch in [Arch::X86_64, Arch::Arm64, Arch::Armv6, Arch::Armv7] {
-        steps.push(kernel_step(arch));
+        steps.push(crate::guests::modules::kernel_step(arch));
     }
-    steps.push(module_step(Arch::X86_64).in_lane(OTHER_LANE));
-    steps.push(module_step(Arch::Arm64).in_lane(ARM64_LANE));
-    steps.extend(crate::build::stock_module::test_steps());
-    steps.push(e2e_step(Arch::X86_64).in_lane(OTHER_LANE));
-    steps.push(e2e_step(Arch::Arm64).in_lane(ARM64_LANE));
-    steps.push(e2e_step(Arch::Armv6).in_lane(ARM64_LANE));
-    steps.push(crate::guests::armv7::raspi2b_step().in_lane(OTHER_LANE));
-    steps.push(crate::guests::armv7::virt_step().in_lane(OTHER_LANE));
-    steps.push(crate::guests::debian::arm64_step().in_lane(OTHER_LANE));
-    steps.push(crate::guests::debian::armhf_step().in_lane(OTHER_LANE));
+    steps.push(
+        crate::guests::modules::module_step(Arch::X86_64).in_lane(crate::engine::lanes::OTHER_LANE),
+    );
+    steps.push(
+        crate::guests::modules::module_step(Arch::Arm64).in_lane(crate::engine::lanes::ARM64_LANE),
+    );
+    steps.extend(crate::guests::modules::stock_module_steps());
+    steps.push(e2e_step(Arch::X86_64).in_lane(crate::engine::lanes::OTHER_LANE));
+    steps.push(e2e_step(Arch::Arm64).in_lane(crate::engine::lanes::ARM64_LANE));
+    steps.push(e2e_step(Arch::Armv6).in_lane(crate::engine::lanes::ARM64_LANE));
+    steps.push(crate::guests::armv7::raspi2b_step().in_lane(crate::engine::lanes::OTHER_LANE));
+    steps.push(crate::guests::armv7::virt_step().in_lane(crate::engine::lanes::OTHER_LANE));
+    steps.push(crate::guests::debian::arm64_step().in_lane(crate::engine::lanes::OTHER_LANE));
+    steps.push(crate::guests::debian::armhf_step().in_lane(crate::engine::lanes::OTHER_LANE));
     steps
 }

@@ -5,4 +5,5 @@ pub mod armv6;
 pub mod armv7;
 pub mod debian;
 pub mod e2e;
+pub mod modules;
 pub mod raspi;

@@ -38,7 +38,7 @@ fn artefacts() -> Result<Vec<(&'static str, PathBuf)>, String> {
             let stock = crate::build::stock_module::armv6(&k.dir)?;
             crate::build::initramfs::build(arch, None, Some(&stock))?
         };
-        let [kernel_var, initramfs_var, _] = crate::guests::e2e::env_names(arch);
+        let [kernel_var, initramfs_var, _] = arch.env_names();
         env.push((kernel_var, k.image()));
         env.push((initramfs_var, initramfs));
         for (var, dtb_arch, name) in DTBS {

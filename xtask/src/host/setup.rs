@@ -7,10 +7,14 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::engine::step::{Need, Step};
+use crate::engine::need::{Need, TOOLCHAIN};
+use crate::engine::step::Step;
 
-/// The channel pinned in rust-toolchain.toml.
-pub const TOOLCHAIN: &str = "1.95.0";
+/// The Debian package with the kernel source (its tarball: /usr/src/linux-source-6.12.tar.xz).
+pub const SOURCE_PACKAGE: &str = "linux-source-6.12";
+
+/// The Debian package with the static busybox.
+pub const BUSYBOX_PACKAGE: &str = "busybox-static";
 
 /// rustup targets the suite builds for.
 pub const TARGETS: &[&str] = &[
@@ -89,7 +93,7 @@ fn rustup_add(verb: &str, wanted: Vec<Need>) -> Result<(), String> {
     match wanted.iter().find(|n| !n.is_met()) {
         Some(still) => Err(format!(
             "{still} is still missing after `rustup {verb} add`: {}",
-            still.install_hint()
+            install_hint(still)
         )),
         None => Ok(()),
     }
@@ -129,7 +133,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("make", "make"),
     ("gcc", "gcc"),
     ("modinfo", "kmod"),
-    ("busybox", crate::build::initramfs::BUSYBOX_PACKAGE),
+    ("busybox", BUSYBOX_PACKAGE),
     ("dtc", "device-tree-compiler"),
     ("pahole", "dwarves"),
     ("clang-14", "clang-14"),
@@ -167,6 +171,24 @@ pub fn package_of(program: &str) -> Option<&'static str> {
         .map(|(_, package)| *package)
 }
 
+/// The command that installs `need` (what `cargo xtask setup` runs for it): the
+/// engine's hint for a missing need ([`crate::engine::need::set_install_hint`]).
+pub fn install_hint(need: &Need) -> String {
+    if !provides(need) {
+        return "set-up does not install it: add it to xtask/src/host/setup.rs (TARGETS, COMPONENTS or PROGRAMS and their packages)".to_string();
+    }
+    match need {
+        Need::Target(t) => format!("rustup target add --toolchain {TOOLCHAIN} {t}"),
+        Need::Component(c) => format!("rustup component add --toolchain {TOOLCHAIN} {c}"),
+        Need::Program(p) => match package_of(p) {
+            Some(package) => format!("apt-get install {package} (or `cargo xtask setup`)"),
+            None => {
+                format!("{p} comes with the base system or the Rust toolchain: is PATH right?")
+            }
+        },
+    }
+}
+
 /// Whether set-up provides `need` (or the base system has it).
 pub fn provides(need: &Need) -> bool {
     match need {
@@ -188,7 +210,7 @@ pub fn provides(need: &Need) -> bool {
 /// 14 (the x86_64 kernel is built with `LLVM=-14`; bindgen uses libclang), the arm64 cross
 /// compiler and its static glibc, `modinfo` and the static busybox.
 pub const KERNEL_PACKAGES: &[&str] = &[
-    crate::build::kernel::SOURCE_PACKAGE,
+    SOURCE_PACKAGE,
     "make",
     "gcc",
     "libc6-dev",
@@ -213,7 +235,7 @@ pub const KERNEL_PACKAGES: &[&str] = &[
     // The cross glibc's static libraries: `cargo xtask bench` links its libperf harness
     // with -static.
     "libc6-dev-arm64-cross",
-    crate::build::initramfs::BUSYBOX_PACKAGE,
+    BUSYBOX_PACKAGE,
     // dtc: the arm64 idle scenario adds PSCI idle states to QEMU's dumped device tree
     // (tests/src/lib.rs `arm64_idle_dtb`).
     "device-tree-compiler",
@@ -232,9 +254,9 @@ pub fn kernel_steps() -> Vec<Step> {
         Step::func(
             format!(
                 "bindgen-cli {} (cargo install --locked, cached)",
-                crate::build::kernel::BINDGEN_VERSION
+                crate::host::bindgen::BINDGEN_VERSION
             ),
-            crate::build::kernel::ensure_bindgen,
+            crate::host::bindgen::ensure_bindgen,
         ),
     ]
 }
@@ -243,10 +265,7 @@ pub fn kernel_steps() -> Vec<Step> {
 pub fn ensure_kernel_packages() -> Result<(), String> {
     ensure_packages(
         KERNEL_PACKAGES,
-        &format!(
-            "the test kernels need Debian's {} package",
-            crate::build::kernel::SOURCE_PACKAGE
-        ),
+        &format!("the test kernels need Debian's {} package", SOURCE_PACKAGE),
     )
 }
 
@@ -270,7 +289,7 @@ pub fn ensure_packages(packages: &[&str], why: &str) -> Result<(), String> {
     let missing: Vec<&str> = packages
         .iter()
         .copied()
-        .filter(|p| crate::build::kernel::package_version(p).is_none())
+        .filter(|p| crate::host::apt::package_version(p).is_none())
         .collect();
     if missing.is_empty() {
         eprintln!("    all installed");
@@ -285,7 +304,7 @@ pub fn ensure_packages(packages: &[&str], why: &str) -> Result<(), String> {
     apt_install(&missing, &[])?;
     let still: Vec<&str> = missing
         .into_iter()
-        .filter(|p| crate::build::kernel::package_version(p).is_none())
+        .filter(|p| crate::host::apt::package_version(p).is_none())
         .collect();
     if still.is_empty() {
         Ok(())

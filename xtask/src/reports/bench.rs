@@ -111,16 +111,14 @@ const TARGETS: [(&str, &str, f64); 6] = [
 /// replaced by the figures of the run.
 const MARKDOWN_TEMPLATE: &str = include_str!("../../bench/bench.md.in");
 
-/// `cargo xtask bench [--json | --markdown] [--from-log FILE]`.
-pub fn command(args: &[&str]) -> ExitCode {
+/// `cargo xtask bench [--json | --markdown] [--from-log FILE]`; `Err` is a usage error.
+pub fn command(args: &[&str]) -> Result<ExitCode, String> {
     let usage = "`bench` takes `--json` or `--markdown` (one of them) and `--from-log FILE`";
-    match guest_report::parse_args("bench", args, usage, |_, _| Ok(false)) {
-        Ok(args) => guest_report::run(&args, || {
-            guest_report::prepare("bench", vec![libperf_step()])?;
-            measure()
-        }),
-        Err(code) => code,
-    }
+    let args = guest_report::parse_args("bench", args, usage, |_, _| Ok(false))?;
+    Ok(guest_report::run(&args, || {
+        guest_report::prepare("bench", vec![libperf_step()])?;
+        measure()
+    }))
 }
 
 /// Builds libperf and the harnesses, the step the bench adds to the guest's plan.
@@ -210,7 +208,7 @@ fn libperf_bench(build: &LibperfBuild) -> Result<PathBuf, String> {
         build.binary,
         harness.display(),
         build.label,
-        SOURCE = kernel::SOURCE_PACKAGE
+        SOURCE = crate::host::setup::SOURCE_PACKAGE
     );
     Ok(harness)
 }

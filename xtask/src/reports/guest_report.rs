@@ -46,13 +46,14 @@ pub struct Args {
 
 /// Parses `--json` or `--markdown` (one of them) and `--from-log FILE`. Every other
 /// argument goes to `more` with the rest of the list, which says whether it took it
-/// (`Err`: a usage error, already printed); an argument nobody takes prints `usage`.
+/// (`Err`: a usage error); an argument nobody takes is the usage error `usage`. A usage
+/// error is the message main prints above the help (exit status 2).
 pub fn parse_args<'a>(
     command: &str,
     args: &'a [&'a str],
     usage: &str,
-    mut more: impl FnMut(&str, &mut Iter<'a, &'a str>) -> Result<bool, ExitCode>,
-) -> Result<Args, ExitCode> {
+    mut more: impl FnMut(&str, &mut Iter<'a, &'a str>) -> Result<bool, String>,
+) -> Result<Args, String> {
     let mut parsed = Args {
         output: Output::Table,
         from_log: None,
@@ -65,14 +66,14 @@ pub fn parse_args<'a>(
             "--from-log" if parsed.from_log.is_none() => match rest.next() {
                 Some(file) => parsed.from_log = Some(PathBuf::from(file)),
                 None => {
-                    return Err(crate::usage(&format!(
+                    return Err(format!(
                         "`{command} --from-log` takes the file of a guest console"
-                    )))
+                    ))
                 }
             },
             _ => {
                 if !more(arg, &mut rest)? {
-                    return Err(crate::usage(usage));
+                    return Err(usage.to_string());
                 }
             }
         }
@@ -149,8 +150,8 @@ pub fn prepare(command: &'static str, more: Vec<Step>) -> Result<(), String> {
         .then(crate::host::setup::steps())
         .then(crate::host::setup::kernel_steps())
         .then(vec![
-            crate::guests::e2e::kernel_step(Arch::Arm64),
-            crate::guests::e2e::module_step(Arch::Arm64),
+            crate::guests::modules::kernel_step(Arch::Arm64),
+            crate::guests::modules::module_step(Arch::Arm64),
         ])
         .then(more);
     if plan.run() == ExitCode::SUCCESS {
@@ -258,7 +259,7 @@ mod tests {
     }
 
     /// The shared options, one of the two formats, and what a command adds; anything
-    /// else is a usage error (exit status 2).
+    /// else is a usage error.
     #[test]
     fn arguments() {
         let none = |_: &str, _: &mut Iter<'_, &str>| Ok(false);
@@ -278,16 +279,19 @@ mod tests {
         );
         for bad in [
             &["--json", "--markdown"][..],
-            &["--from-log"],
             &["--from-log", "a", "--from-log", "b"],
             &["--nope"],
         ] {
             assert_eq!(
                 parse_args("bench", bad, "usage", none),
-                Err(ExitCode::from(2)),
+                Err("usage".to_string()),
                 "{bad:?}"
             );
         }
+        assert_eq!(
+            parse_args("bench", &["--from-log"], "usage", none),
+            Err("`bench --from-log` takes the file of a guest console".to_string())
+        );
         let mut quiet = None;
         let parsed = parse_args(
             "hazards",

@@ -77,8 +77,8 @@ impl Default for Scale {
     }
 }
 
-/// `cargo xtask hazards …`.
-pub fn command(args: &[&str]) -> ExitCode {
+/// `cargo xtask hazards …`; `Err` is a usage error.
+pub fn command(args: &[&str]) -> Result<ExitCode, String> {
     let mut scale = Scale::default();
     let usage = "`hazards` takes `--json` or `--markdown` (one of them), `--from-log FILE`, \
                  `--injections N`, `--quiet N`";
@@ -87,23 +87,19 @@ pub fn command(args: &[&str]) -> ExitCode {
         match (arg, number) {
             ("--injections", Some(n)) if n > 0 => scale.injections = n,
             ("--injections", _) => {
-                return Err(crate::usage(
-                    "`hazards --injections` takes a number above 0",
-                ))
+                return Err("`hazards --injections` takes a number above 0".to_string())
             }
             ("--quiet", Some(n)) => scale.quiet = n,
-            ("--quiet", None) => return Err(crate::usage("`hazards --quiet` takes a number")),
+            ("--quiet", None) => return Err("`hazards --quiet` takes a number".to_string()),
             _ => return Ok(false),
         }
         Ok(true)
     });
-    match parsed {
-        Ok(args) => guest_report::run(&args, || {
-            guest_report::prepare("hazards", Vec::new())?;
-            measure(scale)
-        }),
-        Err(code) => code,
-    }
+    let args = parsed?;
+    Ok(guest_report::run(&args, || {
+        guest_report::prepare("hazards", Vec::new())?;
+        measure(scale)
+    }))
 }
 
 /// `cargo xtask test`'s step (its kernel and module come from earlier steps): the
