@@ -380,7 +380,7 @@ impl Apt {
 /// Waits before the second and third try of a mirror download.
 const RETRY_WAITS: [Duration; 2] = [Duration::from_secs(20), Duration::from_secs(60)];
 
-/// `attempt` up to three times, waiting [`RETRY_WAITS`] between tries, each retry one
+/// `attempt` up to three times, waiting 20 s and then 60 s between tries, each retry one
 /// line on stderr starting with `progress`: Debian's mirrors are sometimes caught
 /// mid-sync (apt: "File has unexpected size … Mirror sync in progress?"), which a later
 /// try does not meet.

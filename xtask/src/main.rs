@@ -329,11 +329,11 @@ fn plan(words: &[&str]) -> Option<Plan> {
         ["e2e", "debian-arm64"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
-            .then(vec![debian::arm64_step()]),
+            .then(vec![debian::run::arm64_step()]),
         ["e2e", "debian-armhf"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
-            .then(vec![debian::armhf_step()]),
+            .then(vec![debian::run::armhf_step()]),
         ["e2e", arch] => {
             let arch = kernel::Arch::parse(arch)?;
             Plan::new("e2e")

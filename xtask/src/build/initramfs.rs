@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build::kernel::Arch;
-use crate::engine::paths::cache_root;
 use crate::engine::paths::workspace_root;
 use crate::host::apt::package_version;
 use crate::host::setup::BUSYBOX_PACKAGE;
@@ -25,7 +24,7 @@ pub const MODULE_PATH: &str = "/lib/modules/kmod_enable_user.ko";
 /// kernel command line; arm64 only).
 pub const STOCK_MODULE_PATH: &str = "/lib/modules/stock/kmod_enable_user.ko";
 
-/// One entry of the archive.
+/// One entry of the archive, owning its path and data.
 pub enum Entry {
     /// A directory (mode 0755).
     Dir(&'static str),
@@ -49,86 +48,26 @@ pub enum Entry {
     },
 }
 
-/// A newc ("070701") cpio archive, owned by root, with fixed timestamps: the same
-/// inputs give the same bytes.
-pub fn cpio(entries: &[Entry]) -> Vec<u8> {
-    fn pad4(out: &mut Vec<u8>) {
-        while !out.len().is_multiple_of(4) {
-            out.push(0);
-        }
-    }
-    fn header(out: &mut Vec<u8>, ino: u32, mode: u32, size: usize, rdev: (u32, u32), name: &str) {
-        let fields = [
-            ino,
-            mode,
-            0, // uid
-            0, // gid
-            1, // nlink
-            0, // mtime
-            size as u32,
-            0, // devmajor
-            0, // devminor
-            rdev.0,
-            rdev.1,
-            name.len() as u32 + 1,
-            0, // check
-        ];
-        out.extend_from_slice(b"070701");
-        for f in fields {
-            out.extend_from_slice(format!("{f:08x}").as_bytes());
-        }
-        out.extend_from_slice(name.as_bytes());
-        out.push(0);
-        pad4(out);
-    }
-    let mut out = Vec::new();
-    for (i, entry) in entries.iter().enumerate() {
-        let ino = i as u32 + 1;
-        match entry {
-            Entry::Dir(path) => header(&mut out, ino, 0o040_755, 0, (0, 0), path),
-            Entry::File { path, mode, data } => {
-                header(&mut out, ino, 0o100_000 | mode, data.len(), (0, 0), path);
-                out.extend_from_slice(data);
-                pad4(&mut out);
-            }
-            Entry::CharDev { path, major, minor } => {
-                header(&mut out, ino, 0o020_600, 0, (*major, *minor), path)
-            }
-        }
-    }
-    header(&mut out, 0, 0, 0, (0, 0), "TRAILER!!!");
-    out
-}
-
-/// Runs `program args`, failing with its stderr.
-pub fn run(program: &str, args: &[&str]) -> Result<(), String> {
-    let out = Command::new(program)
-        .args(args)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{program} {}` failed ({}):\n{}{}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
-}
-
-pub fn os_codename() -> String {
-    fs::read_to_string("/etc/os-release")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("VERSION_CODENAME=")
-                .map(|v| v.trim_matches('"').to_string())
+/// The archive of `entries`: newc ("070701"), owned by root, with fixed timestamps (the
+/// same inputs give the same bytes), written by pmu-qemu's writer ([`pmu_qemu::cpio`]).
+pub fn cpio(entries: &[Entry]) -> Result<Vec<u8>, String> {
+    let members: Vec<pmu_qemu::cpio::Entry> = entries
+        .iter()
+        .map(|entry| match entry {
+            Entry::Dir(path) => pmu_qemu::cpio::Entry::Dir(path.as_bytes()),
+            Entry::File { path, mode, data } => pmu_qemu::cpio::Entry::File {
+                path: path.as_bytes(),
+                mode: *mode,
+                data,
+            },
+            Entry::CharDev { path, major, minor } => pmu_qemu::cpio::Entry::CharDev {
+                path: path.as_bytes(),
+                major: *major,
+                minor: *minor,
+            },
         })
-        .unwrap_or_else(|| "bookworm".into())
+        .collect();
+    pmu_qemu::cpio::archive(&members)
 }
 
 /// The static busybox binary for `arch`.
@@ -143,154 +82,10 @@ fn busybox(arch: Arch) -> Result<PathBuf, String> {
             }
             Ok(path)
         }
-        Arch::Arm64 => debian_busybox("arm64"),
+        Arch::Arm64 => crate::host::apt::busybox("arm64"),
         // Debian's armel port is ARMv5TE code, which the ARM1176 (ARMv6) runs.
-        Arch::Armv6 | Arch::Armv7 => debian_busybox("armel"),
+        Arch::Armv6 | Arch::Armv7 => crate::host::apt::busybox("armel"),
     }
-}
-
-/// A private apt state in `dir` (its own sources list, lists and cache) for the Debian
-/// architectures `archs` (the first is the "native" one) and the `sources` lines
-/// (`<uri> <suite>… <component>`, signed by the Debian archive keyring): the options
-/// that make `apt-get`/`apt-cache` use it instead of the host's configuration, which is
-/// never changed.
-pub fn private_apt(dir: &Path, archs: &[&str], sources: &[String]) -> Result<Vec<String>, String> {
-    for d in ["lists/partial", "archives/partial", "etc"] {
-        fs::create_dir_all(dir.join(d)).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    let list: String = sources
-        .iter()
-        .map(|s| {
-            format!(
-                "deb [arch={} signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {s}\n",
-                archs.join(",")
-            )
-        })
-        .collect();
-    fs::write(dir.join("etc/sources.list"), list).map_err(|e| e.to_string())?;
-    let a = dir.display().to_string();
-    let mut options = vec![
-        format!("-oDir::State={a}"),
-        format!("-oDir::State::Lists={a}/lists"),
-        "-oDir::State::status=/dev/null".into(),
-        format!("-oDir::Cache={a}"),
-        format!("-oDir::Cache::archives={a}/archives"),
-        format!("-oDir::Etc::SourceList={a}/etc/sources.list"),
-        "-oDir::Etc::SourceParts=/nonexistent".into(),
-        format!(
-            "-oAPT::Architecture={}",
-            archs.first().copied().unwrap_or("amd64")
-        ),
-    ];
-    options.extend(
-        archs
-            .iter()
-            .map(|arch| format!("-oAPT::Architectures::={arch}")),
-    );
-    options.extend(
-        [
-            "-oAcquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
-            "-oAcquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false",
-            "-oAcquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false",
-            "-oAPT::Sandbox::User=root",
-            "-q",
-        ]
-        .map(String::from),
-    );
-    Ok(options)
-}
-
-/// `apt-get download` of `packages` with the private apt `options` into a fresh
-/// `downloads` directory, then every package there extracted (`dpkg-deb -x`) into a
-/// fresh `into`; the packages' paths.
-pub fn download_and_extract(
-    options: &[String],
-    packages: &[String],
-    downloads: &Path,
-    into: &Path,
-) -> Result<Vec<PathBuf>, String> {
-    let _ = fs::remove_dir_all(downloads);
-    fs::create_dir_all(downloads).map_err(|e| format!("{}: {e}", downloads.display()))?;
-    println!("    apt-get download {}", packages.join(" "));
-    crate::engine::step::stdout_of(
-        Command::new("apt-get")
-            .args(options)
-            .arg("download")
-            .args(packages)
-            .current_dir(downloads),
-    )?;
-    let debs: Vec<PathBuf> = fs::read_dir(downloads)
-        .map_err(|e| format!("{}: {e}", downloads.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
-        .collect();
-    if debs.len() != packages.len() {
-        return Err(format!(
-            "apt-get download {} left {} packages in {}",
-            packages.join(" "),
-            debs.len(),
-            downloads.display()
-        ));
-    }
-    let _ = fs::remove_dir_all(into);
-    fs::create_dir_all(into).map_err(|e| format!("{}: {e}", into.display()))?;
-    for deb in &debs {
-        println!("    dpkg-deb -x {}", deb.display());
-        run(
-            "dpkg-deb",
-            &[
-                "-x",
-                &deb.display().to_string(),
-                &into.display().to_string(),
-            ],
-        )?;
-    }
-    Ok(debs)
-}
-
-/// Debian's busybox-static for the Debian architecture `arch` (`arm64`, `armel`: the
-/// ARMv5TE soft-float port, which runs on the ARM1176), downloaded once through a
-/// private apt state in the cache root (`apt-<arch>/`).
-pub fn debian_busybox(arch: &str) -> Result<PathBuf, String> {
-    let apt = cache_root().join(format!("apt-{arch}"));
-    let extracted = apt.join("busybox-static");
-    let binary = extracted.join("bin/busybox");
-    // Another step may be fetching it right now (the guest steps run in two lanes).
-    let _lock = crate::engine::lock::exclusive(&apt, &format!("the {arch} busybox download"))?;
-    if binary.is_file() {
-        println!("    {arch} busybox (cached): {}", binary.display());
-        return Ok(binary);
-    }
-    let codename = os_codename();
-    let options = private_apt(
-        &apt,
-        &[arch],
-        &[format!(
-            "http://deb.debian.org/debian {codename} {codename}-updates main"
-        )],
-    )?;
-    let a = apt.display().to_string();
-    let mut update: Vec<&str> = options.iter().map(String::as_str).collect();
-    update.push("update");
-    println!("    apt-get update (private {arch} state in {a})");
-    crate::host::apt::with_retries("apt-get update", || run("apt-get", &update))?;
-    let debs = download_and_extract(
-        &options,
-        &[format!("busybox-static:{arch}")],
-        &apt.join("downloads"),
-        &extracted,
-    )?;
-    let deb = &debs[0];
-    if !binary.is_file() {
-        return Err(format!("{} missing in {}", "bin/busybox", deb.display()));
-    }
-    println!(
-        "    {arch} busybox: {} (from {})",
-        binary.display(),
-        deb.file_name().unwrap_or_default().to_string_lossy()
-    );
-    Ok(binary)
 }
 
 /// Builds the static `pmu-demo` for `arch` (musl target; `.cargo/config.toml` links it
@@ -556,7 +351,7 @@ pub fn build_with_modules(
             data: read(from)?,
         });
     }
-    let archive = cpio(&entries);
+    let archive = cpio(&entries)?;
     if let Some(dir) = out.parent() {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
@@ -598,7 +393,8 @@ mod tests {
                 mode: 0o755,
                 data: b"#!/bin/sh\n".to_vec(),
             },
-        ]);
+        ])
+        .unwrap();
         // Header: magic + 13 fields of 8 hex digits; name padded so data starts 4-aligned.
         assert!(archive.starts_with(b"070701"));
         assert_eq!(&archive[6..14], b"00000001", "ino");

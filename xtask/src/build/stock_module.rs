@@ -9,10 +9,11 @@
 //!
 //! - [`arm64_test_kernel`]: against the workspace's arm64 test kernel (which has
 //!   CONFIG_RUST, so both flavours run in the same guest);
-//! - [`debian_arm64`]: against the headers of Debian 12's own arm64 kernels, the default
-//!   6.1 and the opt-in 6.12 (built WITHOUT CONFIG_RUST: the point of this flavour),
-//!   fetched through a private apt state by xtask/src/guests/debian.rs (the headers, the common
-//!   headers and the amd64 `linux-kbuild` whose host tools must run here);
+//! - against the headers of Debian 12's own arm64 kernels, the default 6.1 and the
+//!   opt-in 6.12 (built WITHOUT CONFIG_RUST: the point of this flavour), fetched through
+//!   Debian's private apt state (the headers, the common headers and the amd64
+//!   `linux-kbuild` whose host tools must run here): `debian_arm64` in
+//!   xtask/src/guests/modules.rs;
 //! - [`armv6`]: against an ARMv6 (ARM1176, `ARCH=arm`) kernel build directory;
 //! - [`armv7`]: the ARMv7 flavour (`FLAVOUR=armv7`) against a 32-bit ARM kernel build
 //!   directory; [`wrong_flavour`] builds each 32-bit flavour against the other's test
@@ -64,7 +65,7 @@ pub fn build_dir(name: &str) -> PathBuf {
 /// The cargo target directory the Rust object for `name` is built in: one per build
 /// directory, since the flags follow the kernel's configuration (branch protection) and
 /// cargo would otherwise rebuild `core` whenever they change between two kernels. It
-/// sits in the cargo target directory ([`crate::build::images::target_dir`]), which
+/// sits in the cargo target directory ([`crate::engine::paths::target_dir`]), which
 /// `cargo xtask test` keeps outside the clone: the `-Zbuild-std` `core` of each
 /// configuration is then built once per machine, not once per run (cargo still
 /// rebuilds the crate itself from the clone's sources).

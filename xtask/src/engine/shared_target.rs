@@ -9,9 +9,9 @@
 //! carry no clone path: cargo hashes a workspace member's id relative to the workspace
 //! root). So a run builds exactly what a clean `target/` would, from its own sources.
 //!
-//! Only what cargo builds goes there ([`crate::build::images::target_dir`]); what xtask
+//! Only what cargo builds goes there ([`crate::engine::paths::target_dir`]); what xtask
 //! makes itself (initramfs archives, the modules' `make` builds, board images,
-//! logs) stays in the clone's `target/` ([`crate::build::images::work_dir`]), so nothing is
+//! logs) stays in the clone's `target/` ([`crate::engine::paths::work_dir`]), so nothing is
 //! reused by its existence alone.
 //!
 //! One run at a time: the directory's lock is held for the whole run, since a run

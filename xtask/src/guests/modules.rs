@@ -71,17 +71,17 @@ pub fn module_step(arch: Arch) -> Step {
 
 /// Builds the stock module against the headers of Debian 12's own arm64 kernels, the
 /// default (`linux-image-arm64`: 6.1) and the opt-in 6.12 (`linux-image-6.12-arm64`),
-/// fetched through xtask/src/guests/debian.rs's private apt state, and proves what it is for:
+/// fetched through Debian's private apt state (xtask/src/host/apt.rs), and proves what it is for:
 /// the kernel has no CONFIG_RUST=y (Rust-for-Linux cannot be built there), the module's
 /// vermagic names the kernel, the `.ko` is AArch64. A build for one of them does not load
 /// on the other (module_layout's CRC, `struct module`'s size), hence one each.
 pub fn debian_arm64() -> Result<Vec<PathBuf>, String> {
-    let apt = crate::guests::debian::Apt::open()?;
-    crate::guests::debian::ARM64_METAPACKAGES
+    let apt = crate::host::apt::debian()?;
+    crate::guests::debian::kernels::ARM64_METAPACKAGES
         .iter()
         .map(|meta| {
-            let kernel = crate::guests::debian::kernel(&apt, meta, "arm64", "arm64")?;
-            crate::guests::debian::stock_module(&kernel, &Arch::Arm64.make_vars())
+            let kernel = crate::guests::debian::kernels::kernel(&apt, meta, "arm64", "arm64")?;
+            crate::guests::debian::module::stock_module(&kernel, &Arch::Arm64.make_vars())
         })
         .collect()
 }

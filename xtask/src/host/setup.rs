@@ -359,17 +359,6 @@ fn qemu_version(program: &str) -> Option<String> {
     text.lines().next().map(str::to_string)
 }
 
-fn os_codename() -> String {
-    std::fs::read_to_string("/etc/os-release")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("VERSION_CODENAME=")
-                .map(|v| v.trim_matches('"').to_string())
-        })
-        .unwrap_or_default()
-}
-
 /// Installs QEMU when a program is missing.
 ///
 /// On Debian 12 the image carries qemu-utils from bookworm-backports, which blocks
@@ -393,7 +382,7 @@ pub fn ensure_qemu() -> Result<(), String> {
         ));
     }
     let mut extra = Vec::new();
-    if os_codename() == "bookworm" {
+    if crate::host::apt::os_release_codename().as_deref() == Some("bookworm") {
         let sources = Path::new("/etc/apt/sources.list.d/pmu-bookworm-backports.sources");
         let already = std::fs::read_dir("/etc/apt/sources.list.d")
             .map(|dir| {

@@ -186,7 +186,7 @@ pub struct Guest<'a> {
 
 /// Boots the arm64 test kernel (with kmod-enable-user) under `qemu-system-aarch64 -cpu
 /// max` in the command's scenario, and builds the report from its console. The console
-/// is kept as `guest.log` in [`work_dir`], with a first line `RESULT <command>-host
+/// is kept as `guest.log` in [`crate::engine::paths::command_dir`], with a first line `RESULT <command>-host
 /// qemu_version=… guest_seconds=…` (the QEMU that measured, and how long the guest ran)
 /// that `--from-log` reads back.
 pub fn measure<R: GuestReport>(guest: &Guest<'_>) -> Result<R, String> {
