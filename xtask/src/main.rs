@@ -24,18 +24,19 @@ use guests::{armv6, armv7, debian, e2e, modules};
 use host::setup;
 use reports::{bench, hazards};
 
-const HELP: &str = "\
+/// The head of `cargo xtask help`; each command's lines follow from its module.
+const HEAD: &str = "\
 cargo xtask — build orchestrator of the PMU workspace
 
 USAGE:
     cargo xtask <COMMAND> [ARGS]
 
 COMMANDS:
-    demo              The demo (README's run command): build pmu-demo, list what
-                      this machine offers, measure the built-in kernels, show
-                      hazard detection; where the CPU has no hardware counters,
-                      also boot the aarch64 image in QEMU for exact counts.
-    test              The whole suite (what CI runs): set-up, formatting, clippy
+";
+
+/// `test`'s lines in the help (its plan is [`plan`]'s).
+const TEST_USAGE: &str =
+    "    test              The whole suite (what CI runs): set-up, formatting, clippy
                       with -D warnings on the host and on every bare-metal target,
                       the host tests, the library crates packaged and built as
                       crates.io would (cargo package), the no_std cross-builds (aarch64, x86_64,
@@ -56,153 +57,20 @@ COMMANDS:
                       the clone: a fresh clone rebuilds the workspace's crates,
                       not their dependencies nor the build-std sysroots; one run
                       at a time, a second builds in target/).
-    kernel <x86_64|arm64|armv6|armv7>
-                      Build the test kernel (Debian's linux-source-6.12,
-                      tinyconfig + xtask/kernel/<arch>.config, pinned rustc and
-                      bindgen-cli) once; cached outside the clone in
-                      ${XDG_CACHE_HOME:-~/.cache}/pmu-workspace (or
-                      $PMU_CACHE_DIR), keyed by everything it depends on.
-    module <x86_64|arm64>
-                      Build kmod-enable-user against that kernel (make KDIR=…),
-                      warnings are errors; prints its modinfo.
-    module-stock <arm64|debian-arm64|armv6 [KDIR]|armv7 [KDIR]>
-                      The stock-kernel flavour of kmod-enable-user (no
-                      CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
-                      object, checked with nm/objdump): against the arm64 test
-                      kernel, against the headers of Debian 12's own arm64
-                      kernels, the default 6.1 and the opt-in 6.12 (fetched
-                      through a private apt state; asserts no CONFIG_RUST, prints
-                      vermagic), or against the armv6 test kernel (or an
-                      ARMv6 kernel build directory KDIR), or its ARMv7 flavour
-                      (FLAVOUR=armv7, pmu-armv7) against the armv7 test kernel
-                      (or a 32-bit ARMv7 kernel build directory KDIR).
-    raspi             The emulated Raspberry Pis (QEMU 10): raspi3b boots the
-                      arm64 test kernel with bcm2837-rpi-3-b.dtb (icount: exact
-                      counts), loads each module flavour and reads counters
-                      directly; raspi0 and raspi1ap boot the armv6 (bcm2835)
-                      kernel, where QEMU's ARM1176 c15 is a dummy: the stock
-                      module must refuse with -EIO and the ARMv6 pmu-demo must
-                      say \"not enabled\" (tests/tests/raspi.rs).
-    e2e <x86_64|arm64>
-                      Kernel, module, initramfs (busybox-static, static pmu-demo,
-                      the module), then boot them in QEMU TCG and assert on the
-                      guest's RESULT lines (tests/tests/kernel_<arch>.rs).
-    e2e <raspi2b|armv7>
-                      The armv7 kernel with the ARMv7 module flavour and the
-                      static ARMv7 pmu-demo (armv7-unknown-linux-gnueabi,
-                      build-std): raspi2b (4 x Cortex-A7, bcm2836-rpi-2-b.dtb)
-                      or virt -cpu cortex-a15 -smp 2 (and -cpu max: PMUv3 in
-                      AArch32; and pmu=off), under
-                      icount: PMUv2's default refused, el0_programming=1
-                      granted, exact counts on every CPU, hazards, unload, the
-                      wrong flavour refused on the other CPU kind
-                      (tests/tests/kernel_armv7.rs).
-    e2e <debian-arm64|debian-armhf>
-                      Debian 12's own kernels from Debian's packages (apt, private
-                      state, cached in the cache root): arm64: the default 6.1 and
-                      6.12 on virt -cpu max -smp 2 and once at EL2 (VHE), the stock
-                      module built against each kernel's headers, Debian's perf
-                      (linux-perf:arm64 and its libraries), pmu-demo: exact counts,
-                      perf stat -e instructions:u = the direct read, perf stat -a
-                      across insmod/hotplug/idle/rmmod without a jump, direct reads
-                      after a perf_user_access session; armhf: the armmp kernel on
-                      virt -cpu cortex-a15 with the ARMv7 flavour and the ARMv7
-                      pmu-demo (tests/tests/debian_<arch>.rs, docs/debian.md).
-    pmu-qemu          The cargo runner pmu-qemu as users run it
-                      (CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER): its
-                      plumbing (arguments, environment, working directory, stdio,
-                      exit status), pmu-linux's count example at 1000/2000
-                      iterations (exactly 2000 instructions apart), pmu-criterion's
-                      bench three times (the same estimates); docs/pmu-qemu.md.
-    bench [--json | --markdown] [--from-log FILE]
-                      Read-path costs in user-space instructions, measured in the
-                      arm64 test kernel under qemu-system-aarch64 -M virt -cpu max
-                      -smp 1 -icount shift=0,align=off,sleep=off (exact, repeatable):
-                      our perf fast read, read() fallback, direct read, regions of
-                      1/2/4/6 counters, against libperf (built from linux-source-6.12
-                      tools/lib/perf with -O2, and as its Makefile builds it by
-                      default, -O0); accuracy on blocks of K = 1…10000
-                      instructions; the cost targets, met or missed. Fails unless
-                      ours are exact. With --json one JSON object,
-                      with --markdown docs/bench.md, alone on stdout (progress
-                      goes to stderr); the JSON is also in
-                      target/bench/bench.json, the guest's console in
-                      target/bench/guest.log, which --from-log renders again
-                      without booting the guest.
-    hazards [--json | --markdown] [--from-log FILE] [--injections N] [--quiet N]
-                      Injected-disturbance statistics in the arm64 test kernel
-                      under qemu-system-aarch64 -M virt -cpu max -smp 2 -icount
-                      shift=0,align=off,sleep=off: a timer tick, nanosleep, a
-                      migration, a page fault, getpid and a counter overflow,
-                      each injected N times (default 1000) in a region, on the
-                      perf and the direct backend; Q quiet regions (default
-                      10 000) whose flags are checked against /proc/interrupts,
-                      getrusage and the CPU. Fails on a missed injection or an
-                      unexplained flag. --markdown writes docs/hazards.md's
-                      text (docs/hazards.md explains every column); the guest's
-                      console is in target/hazards/guest.log (--from-log).
-    armv6-demo        pmu-demo for ARMv6 Linux (Raspberry Pi 1 / Zero): the
-                      unit tests of pmu-armv6 and pmu-linux for ARMv6, a static
-                      build for arm-unknown-linux-gnueabi (build-std, the
-                      arm-linux-gnueabi cross linker from apt), then its checks
-                      under qemu-arm-static -cpu arm1176 (tests/tests/
-                      armv6_demo.rs): ARMv6 and static per readelf; without
-                      user access `measure --backend direct` exits 3 with the
-                      `not enabled` message. Prints the binary's path.
-    hw-check          Real-hardware check (x86_64 with a PMU): builds pmu-demo,
-                      requires the rdpmc path, reports rdpmc vs read() cycles per read
-                      (TSC and cycle counter), exact instruction counts after
-                      calibration, FMA latency/throughput. Fails clearly without
-                      hardware counters.
-    qemu aarch64 [CPU]
-                      Build the aarch64 image and boot it in qemu-system-aarch64
-                      -M virt with exact instruction counting (-icount), on CPU
-                      model CPU (default max; also cortex-a72, cortex-a53, …).
-    qemu armv7 [CPU]  Build the AArch32 image (qemu/armv7-virt) and boot it in
-                      qemu-system-arm -M virt with -icount, on CPU model CPU
-                      (default cortex-a15; also cortex-a7).
-    qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
-                      (TCG).
-    qemu <raspi3b|raspi4b|raspi2b|raspi0>
-                      Build the bare-metal Raspberry Pi 3 / 4 image
-                      (qemu/raspi-aarch64), Pi 2 image (qemu/raspi2b) or Pi
-                      0/1 image (qemu/raspi0, ARMv6 through build-std), make
-                      kernel8.img / kernel7.img / kernel.img from it and boot
-                      that on QEMU's raspi3b / raspi4b / raspi2b / raspi0
-                      under -icount; every
-                      RESULT check must pass but the model's known gaps
-                      (raspi3b: QEMU does not wire the PMU interrupt to the
-                      local interrupt controller). docs/boards.md.
-    sdcard <raspi0|raspi2b|raspi3b|raspi4b|raspi5> DIR
-                      Build the board's kernel8.img and write it and a
-                      config.txt into DIR, a mounted SD card boot partition
-                      (an old config.txt is kept as config.txt.pmu-backup);
-                      names the firmware files DIR still lacks.
-    setup             Only install what the suite needs: rustup targets and
-                      components (rust-toolchain.toml), QEMU and the kernel
-                      build tools (apt), bindgen-cli (cargo install). Safe to
-                      run again. Each install is one line on stderr with its
-                      time; the tools' own output goes to target/logs/, named
-                      when one fails. A step that needs a target, component or
-                      program set-up did not provide stops with the command
-                      that installs it.
-    fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
-                      The README's two commands as a new machine runs them: a
-                      fresh clone of HEAD at a new path (default
-                      /tmp/pmu-fresh-<time>), the pinned toolchain's non-host
-                      rustup targets REMOVED (set-up adds them back), empty
-                      PMU_CACHE_DIR and CARGO_HOME; then `demo`, `test` and
-                      `test` again (the cached rerun), with CI=true and no
-                      stdin. Prints a table of every step's time per run
-                      (docs/fresh-machine.md) and fails if a run fails or the
-                      demo's stdout holds package-manager output.
-    lint              rustfmt --check, clippy (host and bare-metal targets) and
+";
+
+/// The help's lines of the other plans built here (`lint`, `cross`) and of `help`.
+const MORE_USAGE: &str =
+    "    lint              rustfmt --check, clippy (host and bare-metal targets) and
                       rustdoc, all with warnings as errors.
     cross             Only the cross-builds: no_std crates, the static pmu-demo
                       for the QEMU guests, and the aarch64 unit tests under
                       qemu-aarch64 (the ARMv6 pmu-demo: armv6-demo).
     help              This text.
+";
 
+/// The end of `cargo xtask help`.
+const TAIL: &str = "
 Every step prints `==> [i/n] what` on stderr before it runs and its time
 after; the first failing step stops the run with its command line and exit
 status. `cargo xtask test --step K` (or any command above that runs steps)
@@ -215,6 +83,34 @@ ends and kept in target/logs/steps/.
 The images print one `RESULT <scenario> key=value …` line per result and a
 summary; their exit status is 0 only when every scenario passed.
 ";
+
+/// `cargo xtask help`: the head, each command's usage from the module that runs it,
+/// the tail.
+fn help() -> String {
+    [
+        HEAD,
+        demo::USAGE,
+        TEST_USAGE,
+        kernel::USAGE,
+        modules::USAGE,
+        guests::raspi::USAGE,
+        e2e::USAGE,
+        armv7::USAGE,
+        debian::run::USAGE,
+        pmu_qemu::USAGE,
+        bench::USAGE,
+        hazards::USAGE,
+        armv6::USAGE,
+        hw_check::USAGE,
+        images::USAGE,
+        boards::USAGE,
+        setup::USAGE,
+        fresh_check::USAGE,
+        MORE_USAGE,
+        TAIL,
+    ]
+    .concat()
+}
 
 fn main() -> ExitCode {
     engine::need::set_install_hint(setup::install_hint);
@@ -270,7 +166,7 @@ fn main() -> ExitCode {
         ),
         ["sdcard", board, dir] => boards::sdcard(board, dir),
         [] | ["help" | "--help" | "-h"] => {
-            print!("{HELP}");
+            print!("{}", help());
             ExitCode::SUCCESS
         }
         _ => usage(&format!("unknown command `{}`", args.join(" "))),
@@ -368,7 +264,7 @@ fn plan(words: &[&str]) -> Option<Plan> {
 }
 
 fn usage(why: &str) -> ExitCode {
-    eprintln!("xtask: {why}\n\n{HELP}");
+    eprintln!("xtask: {why}\n\n{}", help());
     ExitCode::from(2)
 }
 

@@ -9,6 +9,24 @@ use std::process::ExitCode;
 use crate::engine::paths::target_dir;
 use crate::engine::step::Step;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    qemu <raspi3b|raspi4b|raspi2b|raspi0>
+                      Build the bare-metal Raspberry Pi 3 / 4 image
+                      (qemu/raspi-aarch64), Pi 2 image (qemu/raspi2b) or Pi
+                      0/1 image (qemu/raspi0, ARMv6 through build-std), make
+                      kernel8.img / kernel7.img / kernel.img from it and boot
+                      that on QEMU's raspi3b / raspi4b / raspi2b / raspi0
+                      under -icount; every
+                      RESULT check must pass but the model's known gaps
+                      (raspi3b: QEMU does not wire the PMU interrupt to the
+                      local interrupt controller). docs/boards.md.
+    sdcard <raspi0|raspi2b|raspi3b|raspi4b|raspi5> DIR
+                      Build the board's kernel8.img and write it and a
+                      config.txt into DIR, a mounted SD card boot partition
+                      (an old config.txt is kept as config.txt.pmu-backup);
+                      names the firmware files DIR still lacks.
+";
+
 /// One board's image.
 pub struct BoardImage {
     /// `raspi3b`, …: the xtask argument, the QEMU machine (where there is one) and the

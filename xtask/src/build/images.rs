@@ -6,6 +6,18 @@ use std::process::{Command, ExitCode};
 use crate::engine::paths::target_dir;
 use crate::engine::step::Step;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    qemu aarch64 [CPU]
+                      Build the aarch64 image and boot it in qemu-system-aarch64
+                      -M virt with exact instruction counting (-icount), on CPU
+                      model CPU (default max; also cortex-a72, cortex-a53, …).
+    qemu armv7 [CPU]  Build the AArch32 image (qemu/armv7-virt) and boot it in
+                      qemu-system-arm -M virt with -icount, on CPU model CPU
+                      (default cortex-a15; also cortex-a7).
+    qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
+                      (TCG).
+";
+
 /// The crate whose tests boot the images.
 pub const E2E_CRATE: &str = "pmu-tests";
 

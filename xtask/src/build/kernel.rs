@@ -27,6 +27,15 @@ use crate::engine::paths::{cache_root, workspace_root};
 use crate::host::bindgen::{ensure_bindgen, BINDGEN_VERSION};
 use crate::host::setup::SOURCE_PACKAGE;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    kernel <x86_64|arm64|armv6|armv7>
+                      Build the test kernel (Debian's linux-source-6.12,
+                      tinyconfig + xtask/kernel/<arch>.config, pinned rustc and
+                      bindgen-cli) once; cached outside the clone in
+                      ${XDG_CACHE_HOME:-~/.cache}/pmu-workspace (or
+                      $PMU_CACHE_DIR), keyed by everything it depends on.
+";
+
 /// Where the kernel source package puts the tarball.
 const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 const SOURCE_TOP: &str = "linux-source-6.12";

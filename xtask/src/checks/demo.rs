@@ -8,6 +8,14 @@ use std::process::{Command, ExitCode};
 
 use crate::engine::step::{Plan, Step};
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str =
+    "    demo              The demo (README's run command): build pmu-demo, list what
+                      this machine offers, measure the built-in kernels, show
+                      hazard detection; where the CPU has no hardware counters,
+                      also boot the aarch64 image in QEMU for exact counts.
+";
+
 /// Whether the running kernel registered a CPU PMU (what perf hardware events need).
 fn has_cpu_pmu() -> bool {
     std::fs::read_dir("/sys/bus/event_source/devices")

@@ -18,7 +18,20 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use crate::engine::paths::workspace_root;
 use crate::engine::step::stdout_of;
 
-const USAGE: &str = "usage: cargo xtask fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
+                      The README's two commands as a new machine runs them: a
+                      fresh clone of HEAD at a new path (default
+                      /tmp/pmu-fresh-<time>), the pinned toolchain's non-host
+                      rustup targets REMOVED (set-up adds them back), empty
+                      PMU_CACHE_DIR and CARGO_HOME; then `demo`, `test` and
+                      `test` again (the cached rerun), with CI=true and no
+                      stdin. Prints a table of every step's time per run
+                      (docs/fresh-machine.md) and fails if a run fails or the
+                      demo's stdout holds package-manager output.
+";
+
+const OPTIONS: &str = "usage: cargo xtask fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
        cargo xtask fresh-check --report DIR   (the table again, from DIR/logs)
 
   --no-rerun       skip the cached rerun of `cargo xtask test` (in a second fresh clone,
@@ -343,13 +356,13 @@ pub fn command(args: &[&str]) -> ExitCode {
                 println!(
                     "cargo xtask fresh-check: the README's two commands as a new machine runs \
                      them (a fresh clone of HEAD, the non-host rustup targets removed, an \
-                     empty cache and cargo home), with each step's time.\n\n{USAGE}"
+                     empty cache and cargo home), with each step's time.\n\n{OPTIONS}"
                 );
                 return ExitCode::SUCCESS;
             }
             "--report" => {
                 let Some(dir) = rest.next() else {
-                    eprintln!("xtask fresh-check: --report needs the check's directory\n{USAGE}");
+                    eprintln!("xtask fresh-check: --report needs the check's directory\n{OPTIONS}");
                     return ExitCode::from(2);
                 };
                 return match report_from_logs(Path::new(dir)) {
@@ -367,12 +380,12 @@ pub fn command(args: &[&str]) -> ExitCode {
             "--dir" => match rest.next() {
                 Some(d) => dir = Some(PathBuf::from(d)),
                 None => {
-                    eprintln!("xtask fresh-check: --dir needs a directory\n{USAGE}");
+                    eprintln!("xtask fresh-check: --dir needs a directory\n{OPTIONS}");
                     return ExitCode::from(2);
                 }
             },
             _ => {
-                eprintln!("xtask fresh-check: unknown argument `{arg}`\n{USAGE}");
+                eprintln!("xtask fresh-check: unknown argument `{arg}`\n{OPTIONS}");
                 return ExitCode::from(2);
             }
         }

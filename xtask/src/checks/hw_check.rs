@@ -22,6 +22,15 @@ use serde_json::Value;
 use crate::engine::paths::workspace_root;
 use crate::engine::step::{stdout_of, Plan, Step};
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str =
+    "    hw-check          Real-hardware check (x86_64 with a PMU): builds pmu-demo,
+                      requires the rdpmc path, reports rdpmc vs read() cycles per read
+                      (TSC and cycle counter), exact instruction counts after
+                      calibration, FMA latency/throughput. Fails clearly without
+                      hardware counters.
+";
+
 fn demo() -> PathBuf {
     crate::engine::paths::target_dir().join("release/pmu-demo")
 }

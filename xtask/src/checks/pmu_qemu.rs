@@ -20,6 +20,15 @@ use crate::engine::paths::target_dir;
 use crate::engine::paths::workspace_root;
 use crate::engine::step::{run_logged, Step};
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu as users run it
+                      (CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER): its
+                      plumbing (arguments, environment, working directory, stdio,
+                      exit status), pmu-linux's count example at 1000/2000
+                      iterations (exactly 2000 instructions apart), pmu-criterion's
+                      bench three times (the same estimates); docs/pmu-qemu.md.
+";
+
 const TARGET: &str = "aarch64-unknown-linux-musl";
 const RUNNER_ENV: &str = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER";
 

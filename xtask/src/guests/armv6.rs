@@ -13,6 +13,18 @@ use std::process::Command;
 use crate::engine::paths::workspace_root;
 use crate::engine::step::Step;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str =
+    "    armv6-demo        pmu-demo for ARMv6 Linux (Raspberry Pi 1 / Zero): the
+                      unit tests of pmu-armv6 and pmu-linux for ARMv6, a static
+                      build for arm-unknown-linux-gnueabi (build-std, the
+                      arm-linux-gnueabi cross linker from apt), then its checks
+                      under qemu-arm-static -cpu arm1176 (tests/tests/
+                      armv6_demo.rs): ARMv6 and static per readelf; without
+                      user access `measure --backend direct` exits 3 with the
+                      `not enabled` message. Prints the binary's path.
+";
+
 /// The environment variable that names the static ARMv6 pmu-demo for the tests.
 pub const DEMO_ENV: &str = "PMU_DEMO_ARMV6";
 

@@ -7,6 +7,19 @@ use std::process::Command;
 
 use crate::engine::paths::workspace_root;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    e2e <raspi2b|armv7>
+                      The armv7 kernel with the ARMv7 module flavour and the
+                      static ARMv7 pmu-demo (armv7-unknown-linux-gnueabi,
+                      build-std): raspi2b (4 x Cortex-A7, bcm2836-rpi-2-b.dtb)
+                      or virt -cpu cortex-a15 -smp 2 (and -cpu max: PMUv3 in
+                      AArch32; and pmu=off), under
+                      icount: PMUv2's default refused, el0_programming=1
+                      granted, exact counts on every CPU, hazards, unload, the
+                      wrong flavour refused on the other CPU kind
+                      (tests/tests/kernel_armv7.rs).
+";
+
 /// The variable that names the Raspberry Pi 2 device tree for tests/tests/kernel_armv7.rs.
 pub const RASPI2B_DTB_ENV: &str = "PMU_DTB_RASPI2B";
 /// The variable that names the armv6 initramfs whose module is the ARMv7 flavour.

@@ -10,6 +10,13 @@ use crate::build::kernel::{self, Arch};
 use crate::engine::paths::workspace_root;
 use crate::engine::step::Step;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    e2e <x86_64|arm64>
+                      Kernel, module, initramfs (busybox-static, static pmu-demo,
+                      the module), then boot them in QEMU TCG and assert on the
+                      guest's RESULT lines (tests/tests/kernel_<arch>.rs).
+";
+
 /// Kernel (cached), module and initramfs of `arch`, then its end-to-end tests.
 pub fn run(arch: Arch) -> Result<(), String> {
     let kernel = kernel::kernel(arch)?;

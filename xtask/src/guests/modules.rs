@@ -8,6 +8,23 @@ use crate::build::kernel::{self, Arch};
 use crate::build::stock_module;
 use crate::engine::step::Step;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    module <x86_64|arm64>
+                      Build kmod-enable-user against that kernel (make KDIR=…),
+                      warnings are errors; prints its modinfo.
+    module-stock <arm64|debian-arm64|armv6 [KDIR]|armv7 [KDIR]>
+                      The stock-kernel flavour of kmod-enable-user (no
+                      CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
+                      object, checked with nm/objdump): against the arm64 test
+                      kernel, against the headers of Debian 12's own arm64
+                      kernels, the default 6.1 and the opt-in 6.12 (fetched
+                      through a private apt state; asserts no CONFIG_RUST, prints
+                      vermagic), or against the armv6 test kernel (or an
+                      ARMv6 kernel build directory KDIR), or its ARMv7 flavour
+                      (FLAVOUR=armv7, pmu-armv7) against the armv7 test kernel
+                      (or a 32-bit ARMv7 kernel build directory KDIR).
+";
+
 fn kernel_x86_64() -> Result<(), String> {
     kernel::kernel(Arch::X86_64).map(|_| ())
 }

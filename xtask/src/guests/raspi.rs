@@ -17,6 +17,17 @@ use crate::build::images::E2E_CRATE;
 use crate::build::kernel::{self, Arch};
 use crate::engine::paths::workspace_root;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str =
+    "    raspi             The emulated Raspberry Pis (QEMU 10): raspi3b boots the
+                      arm64 test kernel with bcm2837-rpi-3-b.dtb (icount: exact
+                      counts), loads each module flavour and reads counters
+                      directly; raspi0 and raspi1ap boot the armv6 (bcm2835)
+                      kernel, where QEMU's ARM1176 c15 is a dummy: the stock
+                      module must refuse with -EIO and the ARMv6 pmu-demo must
+                      say \"not enabled\" (tests/tests/raspi.rs).
+";
+
 /// The device trees the boards boot with: (test variable, kernel, name).
 const DTBS: [(&str, Arch, &str); 3] = [
     ("PMU_DTB_RASPI3B", Arch::Arm64, "bcm2837-rpi-3-b"),

@@ -10,6 +10,18 @@ use std::process::Command;
 use crate::engine::need::{Need, TOOLCHAIN};
 use crate::engine::step::Step;
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str =
+    "    setup             Only install what the suite needs: rustup targets and
+                      components (rust-toolchain.toml), QEMU and the kernel
+                      build tools (apt), bindgen-cli (cargo install). Safe to
+                      run again. Each install is one line on stderr with its
+                      time; the tools' own output goes to target/logs/, named
+                      when one fails. A step that needs a target, component or
+                      program set-up did not provide stops with the command
+                      that installs it.
+";
+
 /// The Debian package with the kernel source (its tarball: /usr/src/linux-source-6.12.tar.xz).
 pub const SOURCE_PACKAGE: &str = "linux-source-6.12";
 

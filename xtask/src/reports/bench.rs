@@ -36,6 +36,24 @@ use crate::engine::paths::workspace_root;
 use crate::engine::step::Step;
 use crate::reports::guest_report::{self, Guest, GuestReport};
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    bench [--json | --markdown] [--from-log FILE]
+                      Read-path costs in user-space instructions, measured in the
+                      arm64 test kernel under qemu-system-aarch64 -M virt -cpu max
+                      -smp 1 -icount shift=0,align=off,sleep=off (exact, repeatable):
+                      our perf fast read, read() fallback, direct read, regions of
+                      1/2/4/6 counters, against libperf (built from linux-source-6.12
+                      tools/lib/perf with -O2, and as its Makefile builds it by
+                      default, -O0); accuracy on blocks of K = 1…10000
+                      instructions; the cost targets, met or missed. Fails unless
+                      ours are exact. With --json one JSON object,
+                      with --markdown docs/bench.md, alone on stdout (progress
+                      goes to stderr); the JSON is also in
+                      target/bench/bench.json, the guest's console in
+                      target/bench/guest.log, which --from-log renders again
+                      without booting the guest.
+";
+
 /// The libperf build flags the ratios refer to (docs/bench.md's reference: 144
 /// instructions per fast read at -O2, 523 at the Makefile's default -O0).
 const LIBPERF_CFLAGS: &str = "-O2";

@@ -26,6 +26,22 @@ use serde_json::{json, Value};
 use crate::engine::step::Step;
 use crate::reports::guest_report::{self, Guest, GuestReport};
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str =
+    "    hazards [--json | --markdown] [--from-log FILE] [--injections N] [--quiet N]
+                      Injected-disturbance statistics in the arm64 test kernel
+                      under qemu-system-aarch64 -M virt -cpu max -smp 2 -icount
+                      shift=0,align=off,sleep=off: a timer tick, nanosleep, a
+                      migration, a page fault, getpid and a counter overflow,
+                      each injected N times (default 1000) in a region, on the
+                      perf and the direct backend; Q quiet regions (default
+                      10 000) whose flags are checked against /proc/interrupts,
+                      getrusage and the CPU. Fails on a missed injection or an
+                      unexplained flag. --markdown writes docs/hazards.md's
+                      text (docs/hazards.md explains every column); the guest's
+                      console is in target/hazards/guest.log (--from-log).
+";
+
 /// QEMU's options (docs/qemu.md): `-icount` makes the cycle and instruction counters
 /// exact, so the overflow regions always span several sampling periods and the timer
 /// region's spin (on the virtual counter, which `-icount` ties to instructions) always

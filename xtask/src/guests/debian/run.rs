@@ -9,6 +9,20 @@ use super::kernels::{kernel, ARM64_METAPACKAGES};
 use super::module::{guest_module_path, stock_module};
 use super::perf::{perf, GUEST_LIBDIR};
 
+/// This module's commands in `cargo xtask help`.
+pub const USAGE: &str = "    e2e <debian-arm64|debian-armhf>
+                      Debian 12's own kernels from Debian's packages (apt, private
+                      state, cached in the cache root): arm64: the default 6.1 and
+                      6.12 on virt -cpu max -smp 2 and once at EL2 (VHE), the stock
+                      module built against each kernel's headers, Debian's perf
+                      (linux-perf:arm64 and its libraries), pmu-demo: exact counts,
+                      perf stat -e instructions:u = the direct read, perf stat -a
+                      across insmod/hotplug/idle/rmmod without a jump, direct reads
+                      after a perf_user_access session; armhf: the armmp kernel on
+                      virt -cpu cortex-a15 with the ARMv7 flavour and the ARMv7
+                      pmu-demo (tests/tests/debian_<arch>.rs, docs/debian.md).
+";
+
 /// Runs `cargo test -p pmu-tests --test <test>` with `env` set.
 fn cargo_test(test: &str, env: &[(String, String)]) -> Result<(), String> {
     for (k, v) in env {
