@@ -196,9 +196,12 @@ mod tests {
     }
 
     /// A plan whose lanes' child is `sh -c SCRIPT sh --step K`: step K prints `out K`
-    /// and `err K` and fails when K is `fail`.
+    /// and `err K` and fails when K is `fail`, half a second after it started (so that
+    /// the other lane's first step has started by then, even on a loaded machine).
     fn sh_plan(steps: usize, lanes: &[u8], fail: usize) -> (Plan, Vec<Vec<usize>>) {
-        let script = format!("echo out $2; echo err $2 >&2; [ \"$2\" != {fail} ]");
+        let script = format!(
+            "echo out $2; echo err $2 >&2; [ \"$2\" != {fail} ] || {{ sleep 0.5; false; }}"
+        );
         let mut plan = Plan::new("t").invoked_as(&["-c", &script, "sh"]);
         for (i, lane) in lanes.iter().enumerate().take(steps) {
             plan = plan.then(vec![plain(&format!("s{}", i + 1)).in_lane(*lane)]);
