@@ -684,7 +684,7 @@ mod tests {
     fn sources() -> Vec<(PathBuf, String)> {
         let root = engine::paths::workspace_root();
         let mut files = Vec::new();
-        let mut dirs: Vec<PathBuf> = ["xtask/src", "tests/src", "tests/tests"]
+        let mut dirs: Vec<PathBuf> = ["xtask/src", "pmu-qemu/src", "tests/src", "tests/tests"]
             .iter()
             .map(|d| root.join(d))
             .collect();
@@ -708,7 +708,8 @@ mod tests {
 
     /// Function steps and the QEMU-driven tests run programs their command lines do not
     /// show: every program named in a `Command::new("…")` or a `QEMU_*` constant of xtask
-    /// and tests/ is one that set-up installs or the base system has.
+    /// and tests/ (and of pmu-qemu, whose apt and cpio xtask runs) is one that set-up
+    /// installs or the base system has.
     #[test]
     fn every_program_the_steps_run_is_provided_by_setup() {
         let mut unprovided = Vec::new();
@@ -736,8 +737,8 @@ mod tests {
     }
 
     /// Function steps build for targets their command lines do not show either: every
-    /// target triple named in xtask and tests/ is a rustup target set-up adds, or one
-    /// built from rust-src (`-Zbuild-std`), which needs only that component.
+    /// target triple named in xtask, pmu-qemu and tests/ is a rustup target set-up adds,
+    /// or one built from rust-src (`-Zbuild-std`), which needs only that component.
     #[test]
     fn every_target_named_is_provided_by_setup() {
         let mut unprovided = Vec::new();
