@@ -1,10 +1,10 @@
 //! The guest's kernel and busybox from Debian 12's arm64 packages, fetched with apt and
 //! cached; the base initramfs built from them once.
 //!
-//! apt runs in a private state (its own sources list, lists and cache under the cache
-//! directory; the host's apt configuration is never read or changed), for arm64 only,
-//! from deb.debian.org's bookworm, bookworm-updates and bookworm-security, checked
-//! against `/usr/share/keyrings/debian-archive-keyring.gpg`. Its output goes to
+//! apt runs in a private state ([`pmu_qemu::apt`]: its own sources list, lists and cache
+//! under the cache directory; the host's apt configuration is never read or changed), for
+//! arm64 only, from deb.debian.org's bookworm, bookworm-updates and bookworm-security,
+//! checked against `/usr/share/keyrings/debian-archive-keyring.gpg`. Its output goes to
 //! `apt.log` in the cache directory.
 //!
 //! The cache directory (`$PMU_CACHE_DIR/pmu-qemu`, else
@@ -18,18 +18,18 @@
 //!   it starts QEMU without asking apt anything.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::cpio::{self, Entry};
+use pmu_qemu::apt::{Apt, Config, Package, KEYRING};
+use pmu_qemu::cpio::{self, Entry};
+
 use crate::guest;
 
 /// Debian's release whose arm64 kernel the guest boots (its default kernel metapackage).
 const SUITE: &str = "bookworm";
 const KERNEL_METAPACKAGE: &str = "linux-image-arm64";
 const BUSYBOX_PACKAGE: &str = "busybox-static";
-const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
 /// The modules the guest needs (Debian builds them as modules, not into the image):
 /// the virtio-mmio transport of QEMU's `virt` board, the serial ports for stdio, the
@@ -124,7 +124,7 @@ pub fn prepare(update: bool) -> Result<Guest, String> {
         "pmu-qemu: preparing the guest in {} (once: later runs reuse it)",
         dir.display()
     );
-    let apt = Apt::open(&dir, update)?;
+    let apt = open_apt(&dir, update)?;
     let meta = apt.show(KERNEL_METAPACKAGE)?;
     let image_name = meta
         .depends
@@ -144,7 +144,7 @@ pub fn prepare(update: bool) -> Result<Guest, String> {
         .join(sanitize(&format!("{}_{}", image.name, image.version)));
     let order = kernel_dir.join("modules/order");
     if !order.is_file() {
-        let deb = apt.download(&image)?;
+        let deb = download(&apt, &image)?;
         eprintln!(
             "pmu-qemu: unpacking the kernel and its virtio and 9p modules from {}",
             deb.display()
@@ -156,7 +156,7 @@ pub fn prepare(update: bool) -> Result<Guest, String> {
     let busybox_dir = dir.join("busybox").join(sanitize(&busybox.version));
     let busybox_bin = busybox_dir.join("busybox");
     if !busybox_bin.is_file() {
-        let deb = apt.download(&busybox)?;
+        let deb = download(&apt, &busybox)?;
         let tmp = busybox_dir.with_extension("partial");
         let _ = fs::remove_dir_all(&tmp);
         unpack(&deb, &tmp, &["./bin/busybox"])?;
@@ -421,218 +421,49 @@ fn unpack(deb: &Path, into: &Path, members: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// One package as `apt-cache show` gives its candidate.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Package {
-    /// `Package:`.
-    pub name: String,
-    /// `Version:`.
-    pub version: String,
-    /// `Depends:`: the first alternative of each entry, names only.
-    pub depends: Vec<String>,
-}
-
-/// The first stanza of `apt-cache show` output.
-pub fn parse_show(text: &str) -> Option<Package> {
-    let stanza = text.split("\n\n").next()?;
-    let field = |name: &str| {
-        stanza
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .map(|v| v.trim().to_string())
-    };
-    let depends = field("Depends")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|entry| {
-            let first = entry.split('|').next()?.split_whitespace().next()?;
-            let name = first.split(':').next()?;
-            (!name.is_empty()).then(|| name.to_string())
-        })
-        .collect();
-    Some(Package {
-        name: field("Package")?,
-        version: field("Version")?,
-        depends,
-    })
-}
-
-/// The private apt state.
-struct Apt {
-    options: Vec<String>,
-    dir: PathBuf,
-    log: PathBuf,
-}
-
-impl Apt {
-    fn open(cache: &Path, update: bool) -> Result<Self, String> {
-        for program in ["apt-get", "apt-cache", "dpkg-deb", "tar"] {
-            if !crate::qemu::on_path(program) {
-                return Err(format!(
-                    "{program} is not installed: pmu-qemu fetches Debian's arm64 kernel with apt on its first run (on Debian or Ubuntu: `sudo apt-get install apt dpkg tar debian-archive-keyring`)"
-                ));
-            }
-        }
-        if !Path::new(KEYRING).is_file() {
+/// The private apt state in the cache directory `cache`: arm64 only, from
+/// deb.debian.org's [`SUITE`], its `-updates` and its `-security`; lists fetched when
+/// missing or when `update` asks.
+fn open_apt(cache: &Path, update: bool) -> Result<Apt, String> {
+    for program in ["apt-get", "apt-cache", "dpkg-deb", "tar"] {
+        if !crate::qemu::on_path(program) {
             return Err(format!(
-                "{KEYRING} is missing: pmu-qemu checks Debian's packages with it (`sudo apt-get install debian-archive-keyring`)"
+                "{program} is not installed: pmu-qemu fetches Debian's arm64 kernel with apt on its first run (on Debian or Ubuntu: `sudo apt-get install apt dpkg tar debian-archive-keyring`)"
             ));
         }
-        let dir = cache.join("apt");
-        for d in ["lists/partial", "archives/partial", "etc"] {
-            let d = dir.join(d);
-            fs::create_dir_all(&d).map_err(io(&d))?;
-        }
-        let sources: String = [
-            format!("http://deb.debian.org/debian {SUITE} main"),
-            format!("http://deb.debian.org/debian {SUITE}-updates main"),
-            format!("http://deb.debian.org/debian-security {SUITE}-security main"),
-        ]
-        .iter()
-        .map(|s| format!("deb [arch=arm64 signed-by={KEYRING}] {s}\n"))
-        .collect();
-        let list = dir.join("etc/sources.list");
-        fs::write(&list, sources).map_err(io(&list))?;
-        let a = dir.display();
-        let options = vec![
-            format!("-oDir::State={a}"),
-            format!("-oDir::State::Lists={a}/lists"),
-            "-oDir::State::status=/dev/null".into(),
-            format!("-oDir::Cache={a}"),
-            format!("-oDir::Cache::archives={a}/archives"),
-            format!("-oDir::Cache::pkgcache={a}/pkgcache.bin"),
-            format!("-oDir::Cache::srcpkgcache={a}/srcpkgcache.bin"),
-            format!("-oDir::Etc::SourceList={a}/etc/sources.list"),
-            "-oDir::Etc::SourceParts=/nonexistent".into(),
-            "-oDir::Etc::Preferences=/nonexistent".into(),
-            "-oDir::Etc::PreferencesParts=/nonexistent".into(),
-            "-oAPT::Architecture=arm64".into(),
-            "-oAPT::Architectures::=arm64".into(),
-            "-oAcquire::IndexTargets::deb::DEP-11::DefaultEnabled=false".into(),
-            "-oAcquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false".into(),
-            "-oAcquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false".into(),
-            "-oAPT::Sandbox::User=root".into(),
-            "-q".into(),
-        ];
-        let apt = Self {
-            options,
+    }
+    if !Path::new(KEYRING).is_file() {
+        return Err(format!(
+            "{KEYRING} is missing: pmu-qemu checks Debian's packages with it (`sudo apt-get install debian-archive-keyring`)"
+        ));
+    }
+    Apt::open(
+        Config {
+            dir: cache.join("apt"),
+            debs: cache.join("debs"),
             log: cache.join("apt.log"),
-            dir,
-        };
-        let has_lists = fs::read_dir(apt.dir.join("lists"))
-            .map(|d| {
-                d.flatten()
-                    .any(|e| e.file_name().to_string_lossy().contains("_Packages"))
-            })
-            .unwrap_or(false);
-        if update || !has_lists {
-            eprintln!(
-                "pmu-qemu: apt-get update (Debian {SUITE} arm64 package lists, private state in {})",
-                apt.dir.display()
-            );
-            apt.run("apt-get", &["update"], None, false)?;
-        }
-        Ok(apt)
-    }
+            archs: vec!["arm64".into()],
+            suites: vec![
+                format!("http://deb.debian.org/debian {SUITE} main"),
+                format!("http://deb.debian.org/debian {SUITE}-updates main"),
+                format!("http://deb.debian.org/debian-security {SUITE}-security main"),
+            ],
+            progress: "pmu-qemu: ".into(),
+        },
+        update,
+    )
+}
 
-    /// Runs `program args…` in the private state with its stderr (and, unless
-    /// `capture`, its stdout) appended to the log; its stdout when `capture`.
-    fn run(
-        &self,
-        program: &str,
-        args: &[&str],
-        cwd: Option<&Path>,
-        capture: bool,
-    ) -> Result<String, String> {
-        let line = format!("{program} {}", args.join(" "));
-        let mut log = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .map_err(io(&self.log))?;
-        let _ = writeln!(log, "$ {line}");
-        let mut cmd = Command::new(program);
-        cmd.args(&self.options)
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdin(Stdio::null())
-            .stderr(log.try_clone().map_err(io(&self.log))?);
-        if let Some(cwd) = cwd {
-            cmd.current_dir(cwd);
-        }
-        if capture {
-            cmd.stdout(Stdio::piped());
-        } else {
-            cmd.stdout(log);
-        }
-        let out = cmd
-            .output()
-            .map_err(|e| format!("cannot run {line}: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "`{line}` failed ({}): see {}",
-                out.status,
-                self.log.display()
-            ));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    fn show(&self, package: &str) -> Result<Package, String> {
-        let text = self.run(
-            "apt-cache",
-            &["show", "--no-all-versions", package],
-            None,
-            true,
-        )?;
-        parse_show(&text).ok_or_else(|| format!("apt-cache show {package}: nothing"))
-    }
-
-    /// The package's `.deb`, downloaded into the cache's `debs/`.
-    fn download(&self, package: &Package) -> Result<PathBuf, String> {
-        let debs = self.dir.parent().unwrap_or(&self.dir).join("debs");
-        let partial = debs.join(format!("partial-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&partial);
-        fs::create_dir_all(&partial).map_err(io(&partial))?;
-        let spec = format!("{}={}", package.name, package.version);
-        eprintln!("pmu-qemu: apt-get download {spec} (arm64)");
-        self.run("apt-get", &["download", &spec], Some(&partial), false)?;
-        let deb = fs::read_dir(&partial)
-            .map_err(io(&partial))?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|e| e == "deb"))
-            .ok_or_else(|| format!("apt-get download {spec}: no .deb"))?;
-        let to = debs.join(deb.file_name().unwrap_or_default());
-        fs::rename(&deb, &to).map_err(io(&to))?;
-        let _ = fs::remove_dir_all(&partial);
-        Ok(to)
-    }
+/// The `.deb` of `package` (its candidate, as [`Apt::show`] gave it).
+fn download(apt: &Apt, package: &Package) -> Result<PathBuf, String> {
+    let mut debs = apt.fetch(std::slice::from_ref(&package.name))?;
+    debs.pop()
+        .ok_or_else(|| format!("apt-get download {}: no .deb", package.name))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `apt-cache show --no-all-versions linux-image-arm64:arm64` on Debian 12
-    /// (2026-12-05), shortened.
-    const META: &str = "Package: linux-image-arm64\n\
-Source: linux-signed-arm64 (6.1.192+3)\n\
-Version: 6.1.192-3\n\
-Architecture: arm64\n\
-Depends: linux-image-6.1.0-57-arm64 (= 6.1.192-3)\n\
-Description: Linux for 64-bit ARMv8 machines (meta-package)\n\
-\n\
-Package: linux-image-arm64\n\
-Version: 6.1.190-1\n";
-
-    #[test]
-    fn show_reads_the_candidate() {
-        let p = parse_show(META).unwrap();
-        assert_eq!(p.name, "linux-image-arm64");
-        assert_eq!(p.version, "6.1.192-3");
-        assert_eq!(p.depends, vec!["linux-image-6.1.0-57-arm64".to_string()]);
-    }
 
     /// Dependencies first; shared ones once; the wanted order kept otherwise.
     #[test]

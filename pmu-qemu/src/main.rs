@@ -10,7 +10,6 @@
 //! directory over 9p ([`qemu`]).
 
 mod args;
-mod cpio;
 mod debian;
 mod elf;
 mod guest;
@@ -22,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use args::{Command, Options};
+use pmu_qemu::cpio;
 
 /// The exit status of pmu-qemu's own failures (the guest could not be prepared or did
 /// not report the program's status), as `env` and `nohup` use 125-127 for theirs.

@@ -463,7 +463,7 @@ scenario_examples() {
 	finish
 }
 
-# `cargo xtask hazards` (xtask/src/hazards.rs): pmu-guest hazard-stats on the perf
+# `cargo xtask hazards` (xtask/src/reports/hazards.rs): pmu-guest hazard-stats on the perf
 # backend (kernel.perf_user_access=1), on the direct backend under the module's read-only
 # grant with its kernel-only sentinel (sentinel=1), and the direct backend programming a
 # counter itself (el0_programming=1) for the preset overflow. `hazards_injections=` and

@@ -36,7 +36,7 @@ const LIMIT: Duration = Duration::from_secs(420);
 /// SIGILL as the guest shell reports it: 128 + 4.
 const TRAPPED: i128 = 132;
 
-/// What the xtask sets (xtask/src/debian.rs `arm64_env`).
+/// What the xtask sets (xtask/src/guests/debian/run.rs `arm64_env`).
 mod env {
     pub const KERNEL_DEFAULT: &str = "PMU_DEBIAN_ARM64_KERNEL_DEFAULT";
     pub const RELEASE_DEFAULT: &str = "PMU_DEBIAN_ARM64_RELEASE_DEFAULT";

@@ -30,7 +30,7 @@ fn var(var: &str) -> String {
     })
 }
 
-/// The environment variables `cargo xtask e2e debian-armhf` sets (xtask/src/debian.rs
+/// The environment variables `cargo xtask e2e debian-armhf` sets (xtask/src/guests/debian/run.rs
 /// `armhf_env`): a kernel image and its release.
 const ARMMP: [&str; 2] = ["PMU_DEBIAN_ARMHF_KERNEL", "PMU_DEBIAN_ARMHF_RELEASE"];
 const ARMMP_LPAE: [&str; 2] = [

@@ -1,7 +1,7 @@
 /*
  * libperf-bench: what one read through Linux's libperf costs, in user-space
  * instructions, for `cargo xtask bench` in the arm64 QEMU guest (-icount: exact).
- * Built by xtask (xtask/src/bench.rs) as a static aarch64 binary against libperf.a
+ * Built by xtask (xtask/src/reports/bench.rs) as a static aarch64 binary against libperf.a
  * from linux-source-6.12's tools/lib/perf (-O2, as its Makefile builds it otherwise).
  *
  * Same method as `pmu-demo bench-guest`: a second INST_RETIRED event (the measuring

@@ -4,47 +4,39 @@
 //! doing, so a fresh machine needs nothing but this repository and rustup.
 //! `cargo xtask test` is the README's test command and what CI runs.
 
-mod armv6;
-mod armv7;
-mod bench;
-mod boards;
-mod debian;
-mod demo;
-mod e2e;
-mod fresh_check;
-mod guest_report;
-mod hazards;
-mod hw_check;
-mod images;
-mod initramfs;
-mod kernel;
-mod lock;
-mod package;
-mod pmu_qemu;
-mod raspi;
-mod references;
-mod setup;
-mod shared_target;
-mod stdout;
-mod step;
-mod stock_module;
+mod build;
+mod checks;
+mod engine;
+mod guests;
+mod host;
+#[cfg(test)]
+mod layers;
+mod reports;
 
 use std::process::ExitCode;
 
-use step::{Plan, Step};
+use build::boards::ARMV6_TARGET;
+use build::{arm32_demo, boards, images, kernel};
+use checks::{demo, fresh_check, hw_check, package, pmu_qemu};
+use engine::shared_target;
+use engine::step::{Plan, Step};
+use guests::{armv6, armv7, debian, e2e, modules};
+use host::setup;
+use reports::{bench, hazards};
 
-const HELP: &str = "\
+/// The head of `cargo xtask help`; each command's lines follow from its module.
+const HEAD: &str = "\
 cargo xtask — build orchestrator of the PMU workspace
 
 USAGE:
     cargo xtask <COMMAND> [ARGS]
 
 COMMANDS:
-    demo              The demo (README's run command): build pmu-demo, list what
-                      this machine offers, measure the built-in kernels, show
-                      hazard detection; where the CPU has no hardware counters,
-                      also boot the aarch64 image in QEMU for exact counts.
-    test              The whole suite (what CI runs): set-up, formatting, clippy
+";
+
+/// `test`'s lines in the help (its plan is [`plan`]'s).
+const TEST_USAGE: &str =
+    "    test              The whole suite (what CI runs): set-up, formatting, clippy
                       with -D warnings on the host and on every bare-metal target,
                       the host tests, the library crates packaged and built as
                       crates.io would (cargo package), the no_std cross-builds (aarch64, x86_64,
@@ -65,153 +57,20 @@ COMMANDS:
                       the clone: a fresh clone rebuilds the workspace's crates,
                       not their dependencies nor the build-std sysroots; one run
                       at a time, a second builds in target/).
-    kernel <x86_64|arm64|armv6|armv7>
-                      Build the test kernel (Debian's linux-source-6.12,
-                      tinyconfig + xtask/kernel/<arch>.config, pinned rustc and
-                      bindgen-cli) once; cached outside the clone in
-                      ${XDG_CACHE_HOME:-~/.cache}/pmu-workspace (or
-                      $PMU_CACHE_DIR), keyed by everything it depends on.
-    module <x86_64|arm64>
-                      Build kmod-enable-user against that kernel (make KDIR=…),
-                      warnings are errors; prints its modinfo.
-    module-stock <arm64|debian-arm64|armv6 [KDIR]|armv7 [KDIR]>
-                      The stock-kernel flavour of kmod-enable-user (no
-                      CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
-                      object, checked with nm/objdump): against the arm64 test
-                      kernel, against the headers of Debian 12's own arm64
-                      kernels, the default 6.1 and the opt-in 6.12 (fetched
-                      through a private apt state; asserts no CONFIG_RUST, prints
-                      vermagic), or against the armv6 test kernel (or an
-                      ARMv6 kernel build directory KDIR), or its ARMv7 flavour
-                      (FLAVOUR=armv7, pmu-armv7) against the armv7 test kernel
-                      (or a 32-bit ARMv7 kernel build directory KDIR).
-    raspi             The emulated Raspberry Pis (QEMU 10): raspi3b boots the
-                      arm64 test kernel with bcm2837-rpi-3-b.dtb (icount: exact
-                      counts), loads each module flavour and reads counters
-                      directly; raspi0 and raspi1ap boot the armv6 (bcm2835)
-                      kernel, where QEMU's ARM1176 c15 is a dummy: the stock
-                      module must refuse with -EIO and the ARMv6 pmu-demo must
-                      say \"not enabled\" (tests/tests/raspi.rs).
-    e2e <x86_64|arm64>
-                      Kernel, module, initramfs (busybox-static, static pmu-demo,
-                      the module), then boot them in QEMU TCG and assert on the
-                      guest's RESULT lines (tests/tests/kernel_<arch>.rs).
-    e2e <raspi2b|armv7>
-                      The armv7 kernel with the ARMv7 module flavour and the
-                      static ARMv7 pmu-demo (armv7-unknown-linux-gnueabi,
-                      build-std): raspi2b (4 x Cortex-A7, bcm2836-rpi-2-b.dtb)
-                      or virt -cpu cortex-a15 -smp 2 (and -cpu max: PMUv3 in
-                      AArch32; and pmu=off), under
-                      icount: PMUv2's default refused, el0_programming=1
-                      granted, exact counts on every CPU, hazards, unload, the
-                      wrong flavour refused on the other CPU kind
-                      (tests/tests/kernel_armv7.rs).
-    e2e <debian-arm64|debian-armhf>
-                      Debian 12's own kernels from Debian's packages (apt, private
-                      state, cached in the cache root): arm64: the default 6.1 and
-                      6.12 on virt -cpu max -smp 2 and once at EL2 (VHE), the stock
-                      module built against each kernel's headers, Debian's perf
-                      (linux-perf:arm64 and its libraries), pmu-demo: exact counts,
-                      perf stat -e instructions:u = the direct read, perf stat -a
-                      across insmod/hotplug/idle/rmmod without a jump, direct reads
-                      after a perf_user_access session; armhf: the armmp kernel on
-                      virt -cpu cortex-a15 with the ARMv7 flavour and the ARMv7
-                      pmu-demo (tests/tests/debian_<arch>.rs, docs/debian.md).
-    pmu-qemu          The cargo runner pmu-qemu as users run it
-                      (CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER): its
-                      plumbing (arguments, environment, working directory, stdio,
-                      exit status), pmu-linux's count example at 1000/2000
-                      iterations (exactly 2000 instructions apart), pmu-criterion's
-                      bench three times (the same estimates); docs/pmu-qemu.md.
-    bench [--json | --markdown] [--from-log FILE]
-                      Read-path costs in user-space instructions, measured in the
-                      arm64 test kernel under qemu-system-aarch64 -M virt -cpu max
-                      -smp 1 -icount shift=0,align=off,sleep=off (exact, repeatable):
-                      our perf fast read, read() fallback, direct read, regions of
-                      1/2/4/6 counters, against libperf (built from linux-source-6.12
-                      tools/lib/perf with -O2, and as its Makefile builds it by
-                      default, -O0); accuracy on blocks of K = 1…10000
-                      instructions; the cost targets, met or missed. Fails unless
-                      ours are exact. With --json one JSON object,
-                      with --markdown docs/bench.md, alone on stdout (progress
-                      goes to stderr); the JSON is also in
-                      target/bench/bench.json, the guest's console in
-                      target/bench/guest.log, which --from-log renders again
-                      without booting the guest.
-    hazards [--json | --markdown] [--from-log FILE] [--injections N] [--quiet N]
-                      Injected-disturbance statistics in the arm64 test kernel
-                      under qemu-system-aarch64 -M virt -cpu max -smp 2 -icount
-                      shift=0,align=off,sleep=off: a timer tick, nanosleep, a
-                      migration, a page fault, getpid and a counter overflow,
-                      each injected N times (default 1000) in a region, on the
-                      perf and the direct backend; Q quiet regions (default
-                      10 000) whose flags are checked against /proc/interrupts,
-                      getrusage and the CPU. Fails on a missed injection or an
-                      unexplained flag. --markdown writes docs/hazards.md's
-                      text (docs/hazards.md explains every column); the guest's
-                      console is in target/hazards/guest.log (--from-log).
-    armv6-demo        pmu-demo for ARMv6 Linux (Raspberry Pi 1 / Zero): the
-                      unit tests of pmu-armv6 and pmu-linux for ARMv6, a static
-                      build for arm-unknown-linux-gnueabi (build-std, the
-                      arm-linux-gnueabi cross linker from apt), then its checks
-                      under qemu-arm-static -cpu arm1176 (tests/tests/
-                      armv6_demo.rs): ARMv6 and static per readelf; without
-                      user access `measure --backend direct` exits 3 with the
-                      `not enabled` message. Prints the binary's path.
-    hw-check          Real-hardware check (x86_64 with a PMU): builds pmu-demo,
-                      requires the rdpmc path, reports rdpmc vs read() cycles per read
-                      (TSC and cycle counter), exact instruction counts after
-                      calibration, FMA latency/throughput. Fails clearly without
-                      hardware counters.
-    qemu aarch64 [CPU]
-                      Build the aarch64 image and boot it in qemu-system-aarch64
-                      -M virt with exact instruction counting (-icount), on CPU
-                      model CPU (default max; also cortex-a72, cortex-a53, …).
-    qemu armv7 [CPU]  Build the AArch32 image (qemu/armv7-virt) and boot it in
-                      qemu-system-arm -M virt with -icount, on CPU model CPU
-                      (default cortex-a15; also cortex-a7).
-    qemu x86_64       Build the x86_64 image and boot it in qemu-system-x86_64
-                      (TCG).
-    qemu <raspi3b|raspi4b|raspi2b|raspi0>
-                      Build the bare-metal Raspberry Pi 3 / 4 image
-                      (qemu/raspi-aarch64), Pi 2 image (qemu/raspi2b) or Pi
-                      0/1 image (qemu/raspi0, ARMv6 through build-std), make
-                      kernel8.img / kernel7.img / kernel.img from it and boot
-                      that on QEMU's raspi3b / raspi4b / raspi2b / raspi0
-                      under -icount; every
-                      RESULT check must pass but the model's known gaps
-                      (raspi3b: QEMU does not wire the PMU interrupt to the
-                      local interrupt controller). docs/boards.md.
-    sdcard <raspi0|raspi2b|raspi3b|raspi4b|raspi5> DIR
-                      Build the board's kernel8.img and write it and a
-                      config.txt into DIR, a mounted SD card boot partition
-                      (an old config.txt is kept as config.txt.pmu-backup);
-                      names the firmware files DIR still lacks.
-    setup             Only install what the suite needs: rustup targets and
-                      components (rust-toolchain.toml), QEMU and the kernel
-                      build tools (apt), bindgen-cli (cargo install). Safe to
-                      run again. Each install is one line on stderr with its
-                      time; the tools' own output goes to target/logs/, named
-                      when one fails. A step that needs a target, component or
-                      program set-up did not provide stops with the command
-                      that installs it.
-    fresh-check [--no-rerun] [--keep-targets] [--dir DIR]
-                      The README's two commands as a new machine runs them: a
-                      fresh clone of HEAD at a new path (default
-                      /tmp/pmu-fresh-<time>), the pinned toolchain's non-host
-                      rustup targets REMOVED (set-up adds them back), empty
-                      PMU_CACHE_DIR and CARGO_HOME; then `demo`, `test` and
-                      `test` again (the cached rerun), with CI=true and no
-                      stdin. Prints a table of every step's time per run
-                      (docs/fresh-machine.md) and fails if a run fails or the
-                      demo's stdout holds package-manager output.
-    lint              rustfmt --check, clippy (host and bare-metal targets) and
+";
+
+/// The help's lines of the other plans built here (`lint`, `cross`) and of `help`.
+const MORE_USAGE: &str =
+    "    lint              rustfmt --check, clippy (host and bare-metal targets) and
                       rustdoc, all with warnings as errors.
     cross             Only the cross-builds: no_std crates, the static pmu-demo
                       for the QEMU guests, and the aarch64 unit tests under
                       qemu-aarch64 (the ARMv6 pmu-demo: armv6-demo).
     help              This text.
+";
 
+/// The end of `cargo xtask help`.
+const TAIL: &str = "
 Every step prints `==> [i/n] what` on stderr before it runs and its time
 after; the first failing step stops the run with its command line and exit
 status. `cargo xtask test --step K` (or any command above that runs steps)
@@ -225,7 +84,36 @@ The images print one `RESULT <scenario> key=value …` line per result and a
 summary; their exit status is 0 only when every scenario passed.
 ";
 
+/// `cargo xtask help`: the head, each command's usage from the module that runs it,
+/// the tail.
+fn help() -> String {
+    [
+        HEAD,
+        demo::USAGE,
+        TEST_USAGE,
+        kernel::USAGE,
+        modules::USAGE,
+        guests::raspi::USAGE,
+        e2e::USAGE,
+        armv7::USAGE,
+        debian::run::USAGE,
+        pmu_qemu::USAGE,
+        bench::USAGE,
+        hazards::USAGE,
+        armv6::USAGE,
+        hw_check::USAGE,
+        images::USAGE,
+        boards::USAGE,
+        setup::USAGE,
+        fresh_check::USAGE,
+        MORE_USAGE,
+        TAIL,
+    ]
+    .concat()
+}
+
 fn main() -> ExitCode {
+    engine::need::set_install_hint(setup::install_hint);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     // `<plan> --step K`: only step K of the plan (a lane's child; rerunning one step).
@@ -259,11 +147,11 @@ fn main() -> ExitCode {
         ["e2e", _] => usage(
             "`e2e` takes `x86_64`, `arm64`, `raspi2b`, `armv7`, `debian-arm64` or `debian-armhf`",
         ),
-        ["module-stock", rest @ ..] => stock_module::command(rest),
+        ["module-stock", rest @ ..] => modules::command(rest),
         ["demo"] => demo::run(),
         ["fresh-check", rest @ ..] => fresh_check::command(rest),
-        ["bench", rest @ ..] => bench::command(rest),
-        ["hazards", rest @ ..] => hazards::command(rest),
+        ["bench", rest @ ..] => bench::command(rest).unwrap_or_else(|why| usage(&why)),
+        ["hazards", rest @ ..] => hazards::command(rest).unwrap_or_else(|why| usage(&why)),
         ["hw-check"] => hw_check::run(),
         ["qemu", "aarch64"] => images::boot_aarch64("max"),
         ["qemu", "aarch64", cpu] => images::boot_aarch64(cpu),
@@ -278,7 +166,7 @@ fn main() -> ExitCode {
         ),
         ["sdcard", board, dir] => boards::sdcard(board, dir),
         [] | ["help" | "--help" | "-h"] => {
-            print!("{HELP}");
+            print!("{}", help());
             ExitCode::SUCCESS
         }
         _ => usage(&format!("unknown command `{}`", args.join(" "))),
@@ -302,54 +190,54 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(images::test_steps())
             .then(e2e::test_steps())
             .then(vec![
-                pmu_qemu::test_step().in_lane(e2e::OTHER_LANE),
-                bench::test_step().in_lane(e2e::ARM64_LANE),
-                hazards::test_step().in_lane(e2e::ARM64_LANE),
+                pmu_qemu::test_step().in_lane(crate::engine::lanes::OTHER_LANE),
+                bench::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
+                hazards::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
             ]),
         ["pmu-qemu"] => Plan::new("pmu-qemu")
             .then(setup::steps())
             .then(vec![pmu_qemu::test_step()]),
         ["kernel", arch] => Plan::new("kernel")
             .then(setup::kernel_steps())
-            .then(vec![e2e::kernel_step(kernel::Arch::parse(arch)?)]),
+            .then(vec![modules::kernel_step(kernel::Arch::parse(arch)?)]),
         ["module", arch] => {
             let arch = kernel::Arch::parse(arch)?;
             Plan::new("module")
                 .then(setup::kernel_steps())
-                .then(vec![e2e::kernel_step(arch), e2e::module_step(arch)])
+                .then(vec![modules::kernel_step(arch), modules::module_step(arch)])
         }
         ["e2e", "raspi2b"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
             .then(vec![
-                e2e::kernel_step(kernel::Arch::Armv7),
-                e2e::kernel_step(kernel::Arch::Armv6),
+                modules::kernel_step(kernel::Arch::Armv7),
+                modules::kernel_step(kernel::Arch::Armv6),
                 armv7::raspi2b_step(),
             ]),
         ["e2e", "armv7"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
             .then(vec![
-                e2e::kernel_step(kernel::Arch::Armv7),
-                e2e::kernel_step(kernel::Arch::Armv6),
+                modules::kernel_step(kernel::Arch::Armv7),
+                modules::kernel_step(kernel::Arch::Armv6),
                 armv7::virt_step(),
             ]),
         ["e2e", "debian-arm64"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
-            .then(vec![debian::arm64_step()]),
+            .then(vec![debian::run::arm64_step()]),
         ["e2e", "debian-armhf"] => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
-            .then(vec![debian::armhf_step()]),
+            .then(vec![debian::run::armhf_step()]),
         ["e2e", arch] => {
             let arch = kernel::Arch::parse(arch)?;
             Plan::new("e2e")
                 .then(setup::steps())
                 .then(setup::kernel_steps())
                 .then(vec![
-                    e2e::kernel_step(arch),
-                    e2e::module_step(arch),
+                    modules::kernel_step(arch),
+                    modules::module_step(arch),
                     e2e::e2e_step(arch),
                 ])
         }
@@ -357,9 +245,9 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(setup::steps())
             .then(setup::kernel_steps())
             .then(vec![
-                e2e::kernel_step(kernel::Arch::Arm64),
-                e2e::kernel_step(kernel::Arch::Armv6),
-                e2e::module_step(kernel::Arch::Arm64),
+                modules::kernel_step(kernel::Arch::Arm64),
+                modules::kernel_step(kernel::Arch::Armv6),
+                modules::module_step(kernel::Arch::Arm64),
                 e2e::e2e_step(kernel::Arch::Armv6),
             ]),
         ["armv6-demo"] => Plan::new("armv6-demo")
@@ -376,12 +264,9 @@ fn plan(words: &[&str]) -> Option<Plan> {
 }
 
 fn usage(why: &str) -> ExitCode {
-    eprintln!("xtask: {why}\n\n{HELP}");
+    eprintln!("xtask: {why}\n\n{}", help());
     ExitCode::from(2)
 }
-
-/// The ARMv6 target: no prebuilt std in rustup, so `core` is built from rust-src.
-pub const ARMV6_TARGET: &str = "armv6-none-eabi";
 
 /// Static Linux targets, with the crates that must build (and lint) for each: the
 /// pmu-demo binaries that go into the QEMU guests' initramfs.
@@ -519,7 +404,7 @@ fn lint_steps() -> Vec<Step> {
     // ARMv7 flavour's dependencies hang on `target_feature = "v7"`, which rustc prints
     // only with it (an earlier step without it, the armv7a-none-eabi image's clippy,
     // would leave a cache that picks the ARMv6 flavour's dependencies).
-    let kmod_target_dir = crate::images::target_dir().join("kmod-enable-user/clippy");
+    let kmod_target_dir = crate::engine::paths::target_dir().join("kmod-enable-user/clippy");
     for target in STOCK_MODULE_TARGETS {
         steps.push(
             Step::cargo(
@@ -556,14 +441,14 @@ fn armv6_linux_clippy() -> Step {
         "--all-targets".into(),
         "-Zbuild-std=std,panic_unwind".into(),
         "--target".into(),
-        armv6::TARGET.into(),
+        arm32_demo::ARMV6.into(),
     ];
     args.extend(packages(&crates));
     args.extend(["--", "-D", "warnings"].map(String::from));
     Step::cargo(
         format!(
             "clippy {} ({}; build-std), -D warnings",
-            armv6::TARGET,
+            arm32_demo::ARMV6,
             crates.join(", ")
         ),
         args,
@@ -581,14 +466,14 @@ fn armv7_linux_clippy() -> Step {
         "--all-targets".into(),
         "-Zbuild-std=std,panic_unwind".into(),
         "--target".into(),
-        armv7::TARGET.into(),
+        arm32_demo::ARMV7.into(),
     ];
     args.extend(packages(&crates));
     args.extend(["--", "-D", "warnings"].map(String::from));
     Step::cargo(
         format!(
             "clippy {} ({}; build-std), -D warnings",
-            armv7::TARGET,
+            arm32_demo::ARMV7,
             crates.join(", ")
         ),
         args,
@@ -677,8 +562,8 @@ fn armv6(verb: &str) -> Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::step::Need;
     use std::path::PathBuf;
-    use step::Need;
 
     /// Every command that is a plan, with the arguments the README and the help name.
     const PLANS: &[&[&str]] = &[
@@ -799,23 +684,34 @@ mod tests {
     }
 
     fn sources() -> Vec<(PathBuf, String)> {
-        let root = step::workspace_root();
+        let root = engine::paths::workspace_root();
         let mut files = Vec::new();
-        for dir in ["xtask/src", "tests/src", "tests/tests"] {
-            for entry in std::fs::read_dir(root.join(dir)).expect(dir).flatten() {
+        let mut dirs: Vec<PathBuf> = ["xtask/src", "pmu-qemu/src", "tests/src", "tests/tests"]
+            .iter()
+            .map(|d| root.join(d))
+            .collect();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir)
+                .expect("a source directory")
+                .flatten()
+            {
                 let path = entry.path();
-                if path.extension().is_some_and(|e| e == "rs") {
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
                     let text = std::fs::read_to_string(&path).expect("readable source");
                     files.push((path, text));
                 }
             }
         }
+        assert!(files.len() > 40, "the sources were found");
         files
     }
 
     /// Function steps and the QEMU-driven tests run programs their command lines do not
     /// show: every program named in a `Command::new("…")` or a `QEMU_*` constant of xtask
-    /// and tests/ is one that set-up installs or the base system has.
+    /// and tests/ (and of pmu-qemu, whose apt and cpio xtask runs) is one that set-up
+    /// installs or the base system has.
     #[test]
     fn every_program_the_steps_run_is_provided_by_setup() {
         let mut unprovided = Vec::new();
@@ -843,8 +739,8 @@ mod tests {
     }
 
     /// Function steps build for targets their command lines do not show either: every
-    /// target triple named in xtask and tests/ is a rustup target set-up adds, or one
-    /// built from rust-src (`-Zbuild-std`), which needs only that component.
+    /// target triple named in xtask, pmu-qemu and tests/ is a rustup target set-up adds,
+    /// or one built from rust-src (`-Zbuild-std`), which needs only that component.
     #[test]
     fn every_target_named_is_provided_by_setup() {
         let mut unprovided = Vec::new();

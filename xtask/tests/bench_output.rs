@@ -17,7 +17,7 @@ fn guest_log() -> String {
     for tag in ["perf", "direct", "libperf", "libperf-default"] {
         log += &format!("RESULT bench-run tag={tag} status=0\n");
     }
-    // Every path of ours the report requires accuracy for (xtask/src/bench.rs `OURS`).
+    // Every path of ours the report requires accuracy for (xtask/src/reports/bench.rs `OURS`).
     for path in ["perf-fast", "perf-read", "direct", "direct-syscall-free"] {
         for k in [1, 10, 100, 1000, 10000] {
             log += &format!("RESULT accuracy path={path} k={k} measured={k} error=0\n");

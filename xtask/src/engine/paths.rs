@@ -1,0 +1,52 @@
+//! Every directory root xtask reads or writes, in one place: the workspace, cargo's
+//! target directory, the clone's own `target/`, and the cache outside the clone. Every
+//! other path is one of these joined with a name.
+
+use std::path::PathBuf;
+
+/// The workspace root (xtask lives one level below it).
+pub fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+/// The cargo target directory (`CARGO_TARGET_DIR` or `target/`): where what cargo
+/// builds is found. `cargo xtask test` points it outside the clone
+/// ([`crate::engine::shared_target`]).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(work_dir)
+}
+
+/// The clone's own `target/`: what xtask itself makes (initramfs archives, the
+/// modules' `make` builds, board images, libperf, logs), always next to the sources it
+/// was made from.
+pub fn work_dir() -> PathBuf {
+    workspace_root().join("target")
+}
+
+/// Where a guest-report command (`bench`, `hazards`) keeps its initramfs, the guest's
+/// console and its JSON.
+pub fn command_dir(command: &str) -> PathBuf {
+    work_dir().join(command)
+}
+
+/// Where everything is cached, outside the clone: `PMU_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/pmu-workspace` or `~/.cache/pmu-workspace`.
+pub fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PMU_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    base.join("pmu-workspace")
+}
+
+/// Where the Debian artefacts are cached (the private apt state, kernels, headers,
+/// linux-perf).
+pub fn debian_root() -> PathBuf {
+    cache_root().join("debian")
+}

@@ -1,0 +1,105 @@
+//! Debian 12's own kernels, headers and `perf`, and the end-to-end runs on them:
+//! `cargo xtask e2e debian-arm64` and `cargo xtask e2e debian-armhf`
+//! (tests/tests/debian_arm64.rs, tests/tests/debian_armhf.rs).
+//!
+//! Everything comes from Debian's archive through apt, in a private apt state (its own
+//! sources list, lists and cache under `<cache root>/debian/apt`, for amd64, arm64 and
+//! armhf; the host's apt configuration is never changed). apt's and dpkg's output goes
+//! to `<cache root>/debian/apt.log`; progress lines go to stderr.
+//!
+//! Cached under the cache root, keyed by what they are made of:
+//! - `debian/debs/<package>_<version>_<arch>.deb`: every package downloaded, by its
+//!   exact version (a new Debian upload is a new file);
+//! - `debian/kernels/<package>_<version>/boot/`: the kernel image of a
+//!   `linux-image-*` package (only `./boot` is unpacked: the image, its `config-*`);
+//! - `debian/headers/<headers package>_<version>/`: the headers, their `-common` part
+//!   and the amd64 `linux-kbuild` they depend on, unpacked together (the `scripts` link
+//!   is relative) with the absolute links and the Makefile's include made to point into
+//!   the extraction;
+//! - `debian/perf/<linux-perf version>/`: `linux-perf:arm64` and the library packages
+//!   it depends on, unpacked (once per linux-perf version); what goes into the guest is `usr/bin/perf` and the shared
+//!   objects its `readelf -d` NEEDED entries lead to, transitively.
+//!
+//! The apt lists are fetched once; when a version they name is no longer in the archive
+//! (Debian replaced it), the download fails, the lists are refreshed and the download is
+//! tried once more.
+//!
+//! By job: [`kernels`] (a kernel's image and headers, unpacked), [`perf`] (`linux-perf`
+//! with its library closure), [`module`] (the stock module against Debian's headers),
+//! [`initramfs`] (the guest's archive) and [`run`] (the runs and their steps). The apt
+//! state is the host's ([`crate::host::apt::debian`]).
+
+pub mod initramfs;
+pub mod kernels;
+pub mod module;
+pub mod perf;
+pub mod run;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use pmu_qemu::apt::Package;
+
+use crate::host::apt::log_path;
+
+/// `<name>_<version>` of `package` with path-safe characters: a cache key.
+pub fn package_key(package: &Package) -> String {
+    crate::build::kernel::sanitize(&format!("{}_{}", package.name, package.version))
+}
+
+/// Unpacks `deb` (all of it, or only the members under `only`, e.g. `./boot`) into
+/// `into`, logging to [`log_path`].
+pub fn unpack(deb: &Path, into: &Path, only: Option<&str>) -> Result<(), String> {
+    fs::create_dir_all(into).map_err(|e| format!("{}: {e}", into.display()))?;
+    match only {
+        None => pmu_qemu::apt::logged(
+            &log_path(),
+            Command::new("dpkg-deb").arg("-x").arg(deb).arg(into),
+        ),
+        Some(member) => pmu_qemu::apt::logged(
+            &log_path(),
+            Command::new("sh").arg("-c").arg(format!(
+                "dpkg-deb --fsys-tarfile '{}' | tar -x -C '{}' '{member}'",
+                deb.display(),
+                into.display()
+            )),
+        ),
+    }
+}
+
+/// `dir` filled by `fill` unless its stamp already says `key`: the cached extraction
+/// for that key. `fill` starts from an empty directory.
+pub fn cached_dir(
+    dir: &Path,
+    key: &str,
+    fill: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<bool, String> {
+    let stamp = dir.join(".pmu-complete");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == key) {
+        return Ok(true);
+    }
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    fill(dir)?;
+    fs::write(&stamp, key).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// apt-get download's file name quotes an epoch's colon (busybox-static's
+    /// `1:1.35.0-4+deb12u1+b1` on Debian 12); the cache key keeps it path-safe.
+    #[test]
+    fn keys_are_path_safe() {
+        let p = Package {
+            name: "busybox-static".into(),
+            version: "1:1.35.0-4+deb12u1+b1".into(),
+            arch: "arm64".into(),
+            depends: vec![],
+        };
+        assert_eq!(package_key(&p), "busybox-static_1_1.35.0-4+deb12u1+b1");
+    }
+}
