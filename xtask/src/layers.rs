@@ -14,6 +14,10 @@
 //!
 //! Inside a layer files may name each other, but no circle of three or more files may
 //! form anywhere (Tarjan's strongly connected components over the file graph).
+//!
+//! The same reading holds pmu-linux to its shape: no circle of three or more files
+//! there either, and no backend names the front door (`meter`). A file's test module
+//! (`#[cfg(test)] mod tests`) and test-only files are left out: tests may reach anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,10 +25,14 @@ use std::path::Path;
 /// The layers, bottom first; `main.rs` and the files beside it are above them all.
 const LAYERS: [&str; 6] = ["engine", "host", "build", "guests", "reports", "checks"];
 
-/// A source file: its module path (`engine::step`; `""` for main.rs) and its text.
+/// A source file: its module path (`engine::step`; `""` for main.rs and lib.rs) and its
+/// text without its test module.
 struct Source {
     module: String,
     text: String,
+    /// Modules it declares under another file's name (`#[path = "meter/perf.rs"] mod
+    /// perf_rungs;`): the name as the code says it, and the file's module path.
+    aliases: Vec<(String, String)>,
 }
 
 /// Every `.rs` file under `dir`, as modules of the crate.
@@ -42,20 +50,99 @@ fn sources(dir: &Path) -> Vec<Source> {
                 continue;
             }
             let rel = path.strip_prefix(dir).expect("under src");
-            let mut parts: Vec<String> = rel
-                .with_extension("")
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect();
-            if parts.last().is_some_and(|p| p == "mod" || p == "main") {
-                parts.pop();
+            let module = module_of(rel);
+            if module.rsplit("::").next() == Some("tests") {
+                continue; // a test-only file
             }
             let text = std::fs::read_to_string(&path).expect("readable source");
+            let text = without_test_modules(&text);
+            let aliases = path_aliases(&module, rel.parent().unwrap_or(Path::new("")), &text);
             out.push(Source {
-                module: parts.join("::"),
+                module,
                 text,
+                aliases,
             });
         }
+    }
+    out
+}
+
+/// `text` without its inline test modules: a `#[cfg(test)]` line followed by `mod x {`
+/// (or `pub(crate) mod x {`), through its closing `}` in the first column.
+fn without_test_modules(text: &str) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let opens_test_module = line == "#[cfg(test)]"
+            && lines.peek().is_some_and(|next| {
+                let item = next
+                    .trim_start_matches("pub(crate) ")
+                    .trim_start_matches("pub ");
+                item.starts_with("mod ") && item.ends_with('{')
+            });
+        if opens_test_module {
+            for inner in lines.by_ref() {
+                if inner == "}" {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The module path of the file at `rel` (relative to `src/`): `direct/armv8.rs` is
+/// `direct::armv8`; `main.rs`, `lib.rs` and `mod.rs` name their directory.
+fn module_of(rel: &Path) -> String {
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if parts
+        .last()
+        .is_some_and(|p| p == "mod" || p == "main" || p == "lib")
+    {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The `#[path = "…"] mod name;` declarations in `text` (the file of `module`, in
+/// directory `dir` under `src/`): `module::name` and the module path of the file it
+/// names. Paths are relative to the declaring file's directory, as rustc takes them
+/// outside inline modules.
+fn path_aliases(module: &str, dir: &Path, text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut pending: Option<String> = None;
+    for line in text.lines() {
+        let code = line.trim_start();
+        if let Some(rest) = code.strip_prefix("#[path = \"") {
+            pending = rest.split('"').next().map(str::to_string);
+            continue;
+        }
+        let Some(file) = pending.as_ref() else {
+            continue;
+        };
+        if code.starts_with("#[") {
+            continue; // another attribute of the same item
+        }
+        let item = code
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub ");
+        if let Some(name) = item.strip_prefix("mod ") {
+            let name = name.trim_end_matches(';').trim();
+            let alias = if module.is_empty() {
+                name.to_string()
+            } else {
+                format!("{module}::{name}")
+            };
+            out.push((alias, module_of(&dir.join(file))));
+        }
+        pending = None;
     }
     out
 }
@@ -71,22 +158,48 @@ fn layer(module: &str) -> usize {
 }
 
 /// The modules `text` (the source of `module`) names: each `crate::a::b::…` or
-/// `super::…` path resolved to the longest prefix that is one of `modules`.
-fn references(module: &str, text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+/// `super::…` path, and each path through a module `module` declares (`armv8::open`),
+/// resolved to the longest prefix that is one of `names` (a module's path, or the
+/// name a `#[path]` declaration gives it), then to the files behind that name.
+fn references(
+    module: &str,
+    text: &str,
+    names: &BTreeMap<String, BTreeSet<String>>,
+) -> BTreeSet<String> {
+    let children: Vec<&str> = names
+        .keys()
+        .filter_map(|n| {
+            let rest = if module.is_empty() {
+                Some(n.as_str())
+            } else {
+                n.strip_prefix(module).and_then(|r| r.strip_prefix("::"))
+            }?;
+            (!rest.is_empty() && !rest.contains("::")).then_some(rest)
+        })
+        .collect();
     let mut found = BTreeSet::new();
     for line in text.lines() {
         let code = line.trim_start();
         if code.starts_with("//") {
             continue;
         }
-        for (prefix, base) in [("crate::", String::new()), ("super::", parent(module))] {
-            for (at, _) in code.match_indices(prefix) {
+        let mut prefixes = vec![
+            ("crate::".to_string(), String::new()),
+            ("super::".to_string(), parent(module)),
+        ];
+        for child in &children {
+            prefixes.push((format!("{child}::"), module.to_string()));
+        }
+        for (prefix, base) in &prefixes {
+            let relative = prefix != "crate::" && prefix != "super::";
+            for (at, _) in code.match_indices(prefix.as_str()) {
                 let before = code[..at].chars().next_back();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                    continue; // `xcrate::`, `mysuper::`
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue; // `xcrate::`, `mysuper::`, `a::armv8::`
                 }
+                let start = if relative { at } else { at + prefix.len() };
                 let mut path = Vec::new();
-                for part in code[at + prefix.len()..].split("::") {
+                for part in code[start..].split("::") {
                     let end = part
                         .find(|c: char| !(c.is_alphanumeric() || c == '_'))
                         .unwrap_or(part.len());
@@ -98,7 +211,6 @@ fn references(module: &str, text: &str, modules: &BTreeSet<String>) -> BTreeSet<
                         break;
                     }
                 }
-                let mut target = None;
                 for n in (0..=path.len()).rev() {
                     let mut candidate: Vec<&str> = if base.is_empty() {
                         Vec::new()
@@ -106,15 +218,9 @@ fn references(module: &str, text: &str, modules: &BTreeSet<String>) -> BTreeSet<
                         base.split("::").collect()
                     };
                     candidate.extend(&path[..n]);
-                    let candidate = candidate.join("::");
-                    if modules.contains(&candidate) {
-                        target = Some(candidate);
+                    if let Some(files) = names.get(&candidate.join("::")) {
+                        found.extend(files.iter().filter(|f| *f != module).cloned());
                         break;
-                    }
-                }
-                if let Some(target) = target {
-                    if target != module {
-                        found.insert(target);
                     }
                 }
             }
@@ -131,12 +237,21 @@ fn parent(module: &str) -> String {
     }
 }
 
-/// The file graph of xtask's sources: module → the modules it names.
+/// The file graph of a crate's sources: module → the modules it names.
 fn graph(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
-    let modules: BTreeSet<String> = sources.iter().map(|s| s.module.clone()).collect();
+    let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in sources {
+        names
+            .entry(s.module.clone())
+            .or_default()
+            .insert(s.module.clone());
+        for (alias, file) in &s.aliases {
+            names.entry(alias.clone()).or_default().insert(file.clone());
+        }
+    }
     sources
         .iter()
-        .map(|s| (s.module.clone(), references(&s.module, &s.text, &modules)))
+        .map(|s| (s.module.clone(), references(&s.module, &s.text, &names)))
         .collect()
 }
 
@@ -242,6 +357,49 @@ fn no_import_circle_of_three_or_more_files() {
     assert!(circles.is_empty(), "import circles: {circles:#?}");
 }
 
+/// pmu-linux's file graph without its root: lib.rs declares every module and
+/// re-exports the front door's names, and the files name `crate::Error` or
+/// `crate::Sentinel` through it; the root is the crate's facade, not a room.
+fn pmu_linux_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pmu-linux/src");
+    let sources = sources(&src);
+    assert!(sources.len() > 30, "pmu-linux's sources were found");
+    graph(&sources)
+        .into_iter()
+        .filter(|(from, _)| !from.is_empty())
+        .map(|(from, tos)| (from, tos.into_iter().filter(|to| !to.is_empty()).collect()))
+        .collect()
+}
+
+/// pmu-linux: no import circle of three or more files (parent and child may name each
+/// other, as `error` and `direct::grant` do).
+#[test]
+fn pmu_linux_has_no_import_circle_of_three_or_more_files() {
+    let circles: Vec<Vec<String>> = components(&pmu_linux_graph())
+        .into_iter()
+        .filter(|c| c.len() >= 3)
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "import circles in pmu-linux: {circles:#?}"
+    );
+}
+
+/// pmu-linux: the backends never name the front door; only `meter` and its files do.
+#[test]
+fn pmu_linux_backends_do_not_name_the_meter() {
+    let up: Vec<String> = pmu_linux_graph()
+        .into_iter()
+        .filter(|(from, _)| from != "meter" && !from.starts_with("meter::"))
+        .flat_map(|(from, tos)| {
+            tos.into_iter()
+                .filter(|to| to == "meter" || to.starts_with("meter::"))
+                .map(move |to| format!("{from} -> {to}"))
+        })
+        .collect();
+    assert!(up.is_empty(), "pmu-linux files naming the meter: {up:#?}");
+}
+
 /// The checks above stand on this reading of a source: paths through `crate::` and
 /// `super::` resolve to the longest module prefix, comments do not count, a lower layer
 /// naming a higher one is found, and a three-file circle is one component (the graphs
@@ -262,6 +420,7 @@ fn the_checker_finds_what_it_must() {
     .map(|(module, text)| Source {
         module: module.into(),
         text: text.into(),
+        aliases: path_aliases(module, Path::new(""), text),
     });
     let g = graph(&sources);
     assert_eq!(

@@ -6,7 +6,7 @@
 
 use pmu_core::{CounterWidth, Hazards, Reading};
 
-use super::{shared_hazards, EventEvidence, Evidence, ReadPath};
+use super::evidence::{shared_hazards, EventEvidence, Evidence, ReadPath};
 use crate::machine::sched::ThreadStamp;
 use crate::sys::SwitchCounts;
 
@@ -185,7 +185,7 @@ pub(crate) fn direct_evidence(
 
 #[cfg(test)]
 mod tests {
-    use super::super::stamp;
+    use super::super::evidence::stamp;
     use super::*;
 
     const W32: u64 = u32::MAX as u64;

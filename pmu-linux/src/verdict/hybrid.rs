@@ -7,7 +7,7 @@ use std::fmt;
 use pmu_core::mmap_page::{UserPage, MAX_RETRIES};
 use pmu_core::Hazards;
 
-use super::shared_hazards;
+use super::evidence::shared_hazards;
 
 /// One PMU's event at one region edge.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

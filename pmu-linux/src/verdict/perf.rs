@@ -4,7 +4,8 @@
 
 use pmu_core::{Fallback, Hazards, Reading};
 
-use super::{EventEvidence, Evidence, FallbackReason, ReadPath, Sample};
+use super::evidence::{EventEvidence, Evidence, ReadPath, Sample};
+use super::reason::FallbackReason;
 use crate::machine::events::{SW_CONTEXT_SWITCHES, SW_CPU_MIGRATIONS};
 use crate::machine::sched::ThreadStamp;
 use crate::MAX_EVENTS;
@@ -157,7 +158,7 @@ pub(crate) fn flag_kernel_entry(out: &mut [Reading]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::stamp;
+    use super::super::evidence::stamp;
     use super::*;
     use crate::sys::SwitchCounts;
 

@@ -1,0 +1,178 @@
+//! What a region's verdict is judged on: how each value was read, the samples at its
+//! edges, and the evidence per region; and the hazards every backend shares.
+
+use pmu_core::Hazards;
+
+use super::reason::FallbackReason;
+use crate::machine::sched::{SwitchCounts, ThreadStamp};
+use crate::MAX_EVENTS;
+
+/// How a value was read at one edge of a region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadPath {
+    /// One instruction through the perf metadata page.
+    #[default]
+    Fast,
+    /// The group `read()`, and why.
+    Syscall(FallbackReason),
+    /// One instruction on a counter this library programmed (direct backend).
+    Direct,
+}
+
+/// One event at one edge of a region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// The event's count.
+    pub value: u64,
+    /// Total time enabled (ns), as of the read (page: as of the last page update).
+    pub time_enabled: u64,
+    /// Total time on the counter (ns), likewise.
+    pub time_running: u64,
+    /// The page's `lock` at the read, if a page is mapped.
+    pub lock: Option<u32>,
+    /// How it was read.
+    pub path: ReadPath,
+}
+
+impl Sample {
+    /// A one-instruction read through the page.
+    #[inline(always)]
+    pub fn fast(read: pmu_core::PageRead) -> Self {
+        Self {
+            value: read.value,
+            time_enabled: read.time_enabled,
+            time_running: read.time_running,
+            lock: Some(read.seq),
+            path: ReadPath::Fast,
+        }
+    }
+}
+
+/// What was seen of one event in a region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventEvidence {
+    /// How the start value was read.
+    pub start: ReadPath,
+    /// How the end value was read.
+    pub end: ReadPath,
+    /// The event's page `lock` moved: the kernel rewrote its page during the region.
+    pub page_updated: bool,
+    /// The direct counter wrapped (flag or end < start).
+    pub overflowed: bool,
+    /// One-instruction reads were possible at the start and not at the end.
+    pub access_revoked: bool,
+}
+
+/// Everything a region's hazards were derived from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// The thread's context switches (getrusage) from before the first read to after
+    /// the last; `None` where getrusage was not consulted: a perf region whose reads
+    /// all went through the pages, whose `lock`s see every switch (see the module).
+    pub switches: Option<SwitchCounts>,
+    /// The CPU before the first read.
+    pub cpu_start: Option<u32>,
+    /// The CPU after the last read.
+    pub cpu_end: Option<u32>,
+    /// Both CPUs came from the thread's rseq area ([`crate::machine::ThreadCpu`]), not
+    /// `sched_getcpu()`.
+    pub cpu_from_rseq: bool,
+    /// Some event's page `lock` moved.
+    pub page_updated: bool,
+    /// The region's count of a `context-switches` event of the group, if there is one.
+    pub counted_switches: Option<u64>,
+    /// The region's count of a `cpu-migrations` event of the group, if there is one.
+    pub counted_migrations: Option<u64>,
+    /// What the kernel-entry sentinel (a counter counting only at the kernel's
+    /// privilege level) counted during the region; `None` where no sentinel was read.
+    /// Non-zero means the kernel ran on this CPU inside the region:
+    /// [`Hazards::KERNEL_ENTRY`].
+    pub kernel_entries: Option<u64>,
+    /// Why [`Evidence::kernel_entries`] is `None` although a sentinel was read: its
+    /// count over this region cannot be trusted ([`crate::sentinel::SentinelGap`]); `None`
+    /// where it is known or there is no sentinel.
+    pub sentinel_gap: Option<crate::sentinel::SentinelGap>,
+    pub(super) events: [EventEvidence; MAX_EVENTS],
+    pub(super) len: usize,
+}
+
+impl Evidence {
+    /// Per event, in the order the events were given.
+    pub fn events(&self) -> &[EventEvidence] {
+        &self.events[..self.len]
+    }
+
+    /// Whether any detector saw the thread leave the CPU.
+    pub fn context_switched(&self) -> bool {
+        self.switches.is_some_and(|s| s.total() > 0)
+            || self.page_updated
+            || self.counted_switches.is_some_and(|n| n > 0)
+    }
+
+    /// Whether any detector saw the thread change CPU.
+    pub fn migrated(&self) -> bool {
+        let moved = matches!((self.cpu_start, self.cpu_end), (Some(a), Some(b)) if a != b);
+        moved || self.counted_migrations.is_some_and(|n| n > 0)
+    }
+
+    /// The hazards every event of the region shares.
+    pub fn thread_hazards(&self) -> Hazards {
+        shared_hazards(
+            self.migrated(),
+            self.context_switched(),
+            self.kernel_entered(),
+        )
+    }
+
+    /// Whether the kernel-entry sentinel moved (false where there is none).
+    pub fn kernel_entered(&self) -> bool {
+        self.kernel_entries.is_some_and(|n| n > 0)
+    }
+
+    #[inline]
+    pub(super) fn new(start: ThreadStamp, end: ThreadStamp, len: usize) -> Self {
+        Self {
+            switches: match (start.switches, end.switches) {
+                (Some(a), Some(b)) => Some(a.delta(b)),
+                _ => None,
+            },
+            cpu_start: start.cpu,
+            cpu_end: end.cpu,
+            cpu_from_rseq: start.cpu_from_rseq && end.cpu_from_rseq,
+            len: len.min(MAX_EVENTS),
+            ..Self::default()
+        }
+    }
+}
+
+/// The hazards every reading of a region shares, from what the detectors saw: the
+/// thread migrated ([`Hazards::CPU_MIGRATION`]), was switched out
+/// ([`Hazards::CONTEXT_SWITCH`]), or the kernel ran on its CPU
+/// ([`Hazards::KERNEL_ENTRY`]). Every backend's rule ends here.
+#[inline(always)]
+pub(crate) fn shared_hazards(migrated: bool, switched: bool, kernel_entered: bool) -> Hazards {
+    let mut hazards = Hazards::empty();
+    if migrated {
+        hazards |= Hazards::CPU_MIGRATION;
+    }
+    if switched {
+        hazards |= Hazards::CONTEXT_SWITCH;
+    }
+    if kernel_entered {
+        hazards |= Hazards::KERNEL_ENTRY;
+    }
+    hazards
+}
+
+/// Thread stamps for the rules' tests: `voluntary` and `involuntary` switches on `cpu`.
+#[cfg(test)]
+pub(super) fn stamp(voluntary: u64, involuntary: u64, cpu: u32) -> ThreadStamp {
+    ThreadStamp {
+        switches: Some(SwitchCounts {
+            voluntary,
+            involuntary,
+        }),
+        cpu: Some(cpu),
+        cpu_from_rseq: false,
+    }
+}
