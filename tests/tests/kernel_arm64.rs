@@ -1126,7 +1126,7 @@ fn multiplexed_page_reads_scale_with_current_times() {
 /// Heterogeneous CPUs: QEMU `virt` with 4 CPUs booted with a device tree that declares
 /// two PMUs, `arm,cortex-a53-pmu` over CPUs 0-1 and `arm,cortex-a72-pmu` over CPUs 2-3
 /// (tests/src/lib.rs `arm64_big_little_dtb`); tests/guest/arm64.sh `scenario_hybrid`
-/// runs `pmu-guest hybrid` (tests/guest/src/hybrid.rs) there (pmu-linux/src/hybrid.rs, topology.rs). Every CPU is a
+/// runs `pmu-guest hybrid` (tests/guest/src/hybrid.rs) there (pmu-linux/src/perf/hybrid.rs, perf/topology.rs). Every CPU is a
 /// QEMU `max` (one kind of core: the two PMUs are the device tree's), which counts
 /// instructions exactly under `-icount`: the loop of 1000 `subs; b.ne` is 2000.
 #[test]
@@ -1378,7 +1378,7 @@ fn hybrid_generic_event_on_two_pmus() {
 /// pmu-linux's front door (`Meter`, pmu-linux/examples/count.rs) on a CPU of each
 /// cluster: 1000 more iterations are exactly 2000 more instructions on both. With two
 /// core PMUs the meter says it opened the event on both and sums them
-/// (pmu-linux/src/meter.rs `open_hybrid`); with one it reads the plain event.
+/// (pmu-linux/src/meter/perf.rs, the `hybrid` rung); with one it reads the plain event.
 fn meter_counts_on_both_clusters(run: &QemuRun, two_pmus: bool) {
     for cpu in [0, 2] {
         let tag = format!("hybrid-count-{cpu}-1000");
