@@ -71,7 +71,7 @@ pub(crate) const MAX_EVENTS: usize = 16;
 pub use backend::{BackendKind, Grant, Reads, SlowReads};
 pub use error::{Error, Result};
 pub use measure::MeasureConfig;
-pub use meter::choose::{Choice, Refusal};
+pub use meter::choose::{Choice, NoHardware, Refusal};
 pub use meter::{Counts, Event, EventHandle, Measured, Meter, MeterBuilder, Region};
 pub use pmu_core;
 pub use pmu_core::{GenericEvent, Hazards, Reading};

@@ -212,30 +212,66 @@ fn direct_status() -> BackendStatus {
     }
 }
 
+/// One reason this machine offers no hardware counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NoCounters {
+    /// No core PMU in the sysfs tree at `root`: no PMU driver bound.
+    NoCorePmu {
+        /// The tree looked at.
+        root: PathBuf,
+    },
+    /// A virtual machine (cpuinfo's `hypervisor` flag) whose hypervisor gives it no
+    /// virtual PMU.
+    VirtualMachine,
+    /// `kernel.perf_event_paranoid` above 2 forbids perf to this unprivileged user.
+    Paranoid {
+        /// The level.
+        level: i32,
+    },
+}
+
+impl fmt::Display for NoCounters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoCorePmu { root } => write!(
+                f,
+                "the kernel registered no CPU PMU ({} has no cpu/armv8_pmuv3 entry): no PMU \
+                 driver bound",
+                root.display()
+            ),
+            Self::VirtualMachine => f.write_str(
+                "this is a virtual machine (cpuinfo flag `hypervisor`): its hypervisor gives \
+                 it no virtual PMU (KVM: enable_pmu, -cpu …,pmu=on)",
+            ),
+            Self::Paranoid { level } => write!(
+                f,
+                "kernel.perf_event_paranoid = {level} forbids perf for unprivileged users: \
+                 `sysctl kernel.perf_event_paranoid=2`"
+            ),
+        }
+    }
+}
+
 /// Why this machine offers no hardware counters, as far as files anyone may read tell:
 /// no core PMU registered in `sysfs`, a virtual machine, a paranoid level that forbids
 /// perf. Empty when a core PMU is there and nothing stands in the way.
-pub fn why_no_hardware_counters(sysfs: &Sysfs) -> Vec<String> {
+pub fn why_no_hardware_counters(sysfs: &Sysfs) -> Vec<NoCounters> {
     let mut why = Vec::new();
     let core_pmu = sysfs
         .pmus()
         .map(|pmus| pmus.iter().any(|p| is_cpu_pmu(&p.name)))
         .unwrap_or(false);
     if !core_pmu {
-        why.push(format!(
-            "the kernel registered no CPU PMU ({} has no cpu/armv8_pmuv3 entry): no PMU driver bound",
-            sysfs.root().display()
-        ));
+        why.push(NoCounters::NoCorePmu {
+            root: sysfs.root().to_path_buf(),
+        });
         let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let virtual_machine = cpuinfo
             .lines()
             .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
         if virtual_machine {
-            why.push(
-                "this is a virtual machine (cpuinfo flag `hypervisor`): its hypervisor gives it no \
-                 virtual PMU (KVM: enable_pmu, -cpu …,pmu=on)"
-                    .into(),
-            );
+            why.push(NoCounters::VirtualMachine);
         }
     }
     // perf_event_paranoid binds unprivileged users only: perfmon_capable() (root, or
@@ -244,10 +280,7 @@ pub fn why_no_hardware_counters(sysfs: &Sysfs) -> Vec<String> {
     // SAFETY: geteuid(2) has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     if let Some(level) = sys::perf_event_paranoid().filter(|&l| l > 2 && !root) {
-        why.push(format!(
-            "kernel.perf_event_paranoid = {level} forbids perf for unprivileged users: \
-             `sysctl kernel.perf_event_paranoid=2`"
-        ));
+        why.push(NoCounters::Paranoid { level });
     }
     why
 }
@@ -331,12 +364,20 @@ mod tests {
         fake::intel(dir.path());
         let with_pmu = why_no_hardware_counters(&Sysfs::at(dir.path()));
         assert!(
-            with_pmu.iter().all(|w| w.contains("perf_event_paranoid")),
+            with_pmu
+                .iter()
+                .all(|w| matches!(w, NoCounters::Paranoid { .. })),
             "{with_pmu:?}"
         );
         let empty = tempfile::tempdir().unwrap();
         let without = why_no_hardware_counters(&Sysfs::at(empty.path()));
-        assert!(without[0].contains("no PMU driver bound"), "{without:?}");
+        assert_eq!(
+            without[0],
+            NoCounters::NoCorePmu {
+                root: empty.path().to_path_buf()
+            }
+        );
+        assert!(without[0].to_string().ends_with("no PMU driver bound"));
         assert!(is_cpu_pmu("cpu_atom") && is_cpu_pmu("armv8_pmuv3_0") && !is_cpu_pmu("software"));
     }
 

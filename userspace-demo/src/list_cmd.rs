@@ -166,7 +166,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         } else {
             machine::user_read_policy(&sysfs).to_string()
         },
-        hardware_counters: machine::why_no_hardware_counters(&sysfs),
+        hardware_counters: machine::why_no_hardware_counters(&sysfs)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         pmus,
         events,
         arm1176_events,

@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::{direct, Sentinel};
 
 use super::ladder::Ladder;
-pub use super::ladder::Refusal;
+pub use super::ladder::{NoHardware, Refusal};
 use super::perf_rungs::{self as perf, Inner};
 
 /// The backend a meter opened, how its regions read, under which grant, with which
@@ -75,7 +75,7 @@ impl fmt::Display for Choice {
                         Refusal::SlowPerfReads(why) => {
                             write!(f, "perf cannot give one-instruction reads here ({why}); ")?
                         }
-                        Refusal::NoHardwareCounters(notes) => write!(f, "{}; ", notes.join("; "))?,
+                        Refusal::NoHardwareCounters(why) => write!(f, "{why}; ")?,
                         Refusal::Direct(_) => {}
                     }
                 }
@@ -98,7 +98,7 @@ impl fmt::Display for Choice {
                 let mut notes: Vec<String> = Vec::new();
                 for refusal in &self.refused {
                     match refusal {
-                        Refusal::NoHardwareCounters(found) => notes.extend(found.iter().cloned()),
+                        Refusal::NoHardwareCounters(why) => notes.push(why.to_string()),
                         Refusal::Direct(e) => notes.push(format!("direct backend: {e}")),
                         Refusal::SlowPerfReads(_) => {}
                     }
@@ -289,7 +289,9 @@ mod tests {
             choice(
                 BackendKind::Software,
                 vec![
-                    Refusal::NoHardwareCounters(vec!["no cpu PMU".into()]),
+                    Refusal::NoHardwareCounters(NoHardware::Found(vec![
+                        crate::machine::NoCounters::VirtualMachine,
+                    ])),
                     Refusal::Direct(no_events()),
                 ],
                 How::Software {
@@ -298,8 +300,8 @@ mod tests {
             )
             .to_string(),
             format!(
-                "no hardware counters (no cpu PMU; direct backend: {}): counting task-clock \
-                 instead",
+                "no hardware counters ({}; direct backend: {}): counting task-clock instead",
+                crate::machine::NoCounters::VirtualMachine,
                 no_events()
             )
         );

@@ -1,8 +1,38 @@
 //! What the ladder's rungs share as they are walked: the refusals so far, and the
 //! facts later rungs decide on.
 
+use std::fmt;
+
 use crate::backend::SlowReads;
 use crate::error::Error;
+use crate::machine::NoCounters;
+
+/// Why perf found no hardware counters.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NoHardware {
+    /// What the machine shows ([`crate::machine::why_no_hardware_counters`]).
+    Found(Vec<NoCounters>),
+    /// perf's error, where the machine shows nothing.
+    Perf(Error),
+}
+
+impl fmt::Display for NoHardware {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Found(why) => {
+                for (i, reason) in why.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    reason.fmt(f)?;
+                }
+                Ok(())
+            }
+            Self::Perf(e) => e.fmt(f),
+        }
+    }
+}
 
 /// Why a rung of the ladder did not open its backend.
 #[derive(Debug)]
@@ -10,8 +40,9 @@ use crate::error::Error;
 pub enum Refusal {
     /// perf opens the events but cannot give one-instruction reads (why).
     SlowPerfReads(SlowReads),
-    /// perf finds no hardware counters (what was found).
-    NoHardwareCounters(Vec<String>),
+    /// perf finds no hardware counters: why, as far as files anyone may read tell, or
+    /// perf's own error where they tell nothing.
+    NoHardwareCounters(NoHardware),
     /// The direct backend did not open.
     Direct(Error),
 }
@@ -37,11 +68,11 @@ impl Ladder {
         self.refused.push(Refusal::SlowPerfReads(why));
     }
 
-    /// perf found no hardware counters: `notes`.
+    /// perf found no hardware counters: `why`.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    pub(crate) fn refuse_no_hardware(&mut self, notes: Vec<String>) {
+    pub(crate) fn refuse_no_hardware(&mut self, why: NoHardware) {
         self.no_hardware = true;
-        self.refused.push(Refusal::NoHardwareCounters(notes));
+        self.refused.push(Refusal::NoHardwareCounters(why));
     }
 
     /// The read-only grant did not open: `error`.

@@ -4,7 +4,7 @@
 
 use pmu_core::{Reading, RegionMeter};
 
-use super::ladder::Ladder;
+use super::ladder::{Ladder, NoHardware};
 use crate::backend::{Backend, BackendKind, How, Opened, Reads, Request, SlowReads};
 use crate::error::Result;
 use crate::machine::events::{self, EventKind, EventSpec};
@@ -154,11 +154,12 @@ pub(crate) fn perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Open
     let session = match Session::from_specs(specs, session_options(request)) {
         Ok(session) => session,
         Err(e) if auto && e.means_no_hardware_counters() => {
-            let mut notes = crate::machine::why_no_hardware_counters(&request.sysfs);
-            if notes.is_empty() {
-                notes.push(e.to_string());
-            }
-            ladder.refuse_no_hardware(notes);
+            let found = crate::machine::why_no_hardware_counters(&request.sysfs);
+            ladder.refuse_no_hardware(if found.is_empty() {
+                NoHardware::Perf(e)
+            } else {
+                NoHardware::Found(found)
+            });
             return Ok(None);
         }
         Err(e) => return Err(e),
