@@ -1,7 +1,7 @@
 //! The C side of the object, for every flavour: the errnos the functions return, the
 //! refusal (an errno and the static sentence the glue logs), and the two buffers the
 //! glue hands over (a parameter's NUL-terminated text, and room for a text to write
-//! back). Nothing here touches a register.
+//! back). Nothing here touches a register, so the host tests check it.
 //!
 //! Errnos are the kernel's, negative on return (include/uapi/asm-generic/errno-base.h
 //! and errno.h, the same on arm and arm64).
@@ -102,5 +102,79 @@ pub unsafe fn write_c_text(
     if let Some((nul, text)) = out.split_last_mut() {
         let len = write(text);
         *text.get_mut(len).unwrap_or(nul) = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The values of include/uapi/asm-generic/errno-base.h and errno.h (Linux 6.12).
+    #[test]
+    fn errnos_are_the_kernels() {
+        assert_eq!(
+            (EIO, EBUSY, ENODEV, EINVAL, EOPNOTSUPP),
+            (5, 16, 19, 22, 95)
+        );
+        assert_eq!(Refusal::invalid(c"x").errno, -22);
+        assert_eq!(Refusal::no_device(c"x").errno, -19);
+        assert_eq!(Refusal::not_supported(c"x").errno, -95);
+    }
+
+    /// The `events` parameter's text: the bytes before the NUL (a C string literal).
+    #[test]
+    fn c_bytes_stops_at_the_nul() {
+        // SAFETY: a NUL-terminated literal.
+        let list = unsafe { c_bytes(c"0x8,0x3".as_ptr(), 41) };
+        assert_eq!(list, Some(&b"0x8,0x3"[..]));
+        // SAFETY: as above.
+        assert_eq!(unsafe { c_bytes(c"".as_ptr(), 41) }, Some(&b""[..]));
+        // SAFETY: null is allowed.
+        assert_eq!(unsafe { c_bytes(core::ptr::null(), 41) }, Some(&b""[..]));
+    }
+
+    /// Exactly `max` bytes are taken, one more is refused, and the scan reads no byte
+    /// past `max + 1` (the buffer below has no NUL after them).
+    #[test]
+    fn c_bytes_refuses_longer_than_max() {
+        let text = [b'1' as c_char, b'2' as c_char, b'3' as c_char, 0];
+        // SAFETY: NUL-terminated array.
+        assert_eq!(unsafe { c_bytes(text.as_ptr(), 3) }, Some(&b"123"[..]));
+        // SAFETY: as above.
+        assert_eq!(unsafe { c_bytes(text.as_ptr(), 2) }, None);
+        let unterminated = [b'1' as c_char; 3];
+        // SAFETY: the scan stops after max + 1 = 3 bytes, all inside the array.
+        assert_eq!(unsafe { c_bytes(unterminated.as_ptr(), 2) }, None);
+    }
+
+    /// The text ends with a NUL; a longer one is cut to `size - 1` bytes and the last
+    /// byte is the NUL (the `layout` buffer of kmod_enable_user_stock.h).
+    #[test]
+    fn write_c_text_terminates_and_cuts() {
+        let write = |out: &mut [u8]| {
+            let text = b"5=0x8 4=0x11";
+            let n = text.len().min(out.len());
+            out[..n].copy_from_slice(&text[..n]);
+            n
+        };
+        let mut buffer = [0x55 as c_char; 16];
+        // SAFETY: 16 writable bytes.
+        unsafe { write_c_text(buffer.as_mut_ptr(), buffer.len(), write) };
+        // SAFETY: terminated by the call above.
+        let written = unsafe { CStr::from_ptr(buffer.as_ptr()) };
+        assert_eq!(written, c"5=0x8 4=0x11");
+        let mut short = [0x55 as c_char; 6];
+        // SAFETY: 6 writable bytes.
+        unsafe { write_c_text(short.as_mut_ptr(), short.len(), write) };
+        // SAFETY: as above.
+        assert_eq!(unsafe { CStr::from_ptr(short.as_ptr()) }, c"5=0x8");
+        let mut none = [0x55 as c_char; 1];
+        // SAFETY: one writable byte: room for the NUL only.
+        unsafe { write_c_text(none.as_mut_ptr(), 1, write) };
+        assert_eq!(none[0], 0);
+        // SAFETY: size 0 and null: nothing is written.
+        unsafe { write_c_text(none.as_mut_ptr(), 0, |_| unreachable!()) };
+        // SAFETY: as above.
+        unsafe { write_c_text(core::ptr::null_mut(), 8, |_| unreachable!()) };
     }
 }

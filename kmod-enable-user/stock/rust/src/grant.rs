@@ -395,3 +395,6 @@ pub unsafe fn restore<F: Flavour>(cpu: *mut F::Cpu, config: *const Config<F::Con
     unsafe { F::restore(cpu, &request) };
     F::grant(cpu).applied = false;
 }
+
+#[cfg(test)]
+mod tests;

@@ -17,7 +17,7 @@
 //! - [`ffi`]: what every flavour's C functions share: errnos, refusals, the C strings
 //!   and buffers the glue passes;
 //! - `grant`: the PMUSERENR grant (`configure`, `apply`, `restore`) written once,
-//!   generic over a `grant::Flavour` (built for arm64 and ARMv7);
+//!   generic over a `grant::Flavour` (built for arm64 and ARMv7, and for the tests);
 //! - `arm64` and `armv7`: the two flavours of `grant`, and their `kmod_eu_*` symbols;
 //! - `armv6`: SUNAVCR on the ARM1176, which has no PMUSERENR.
 //!
@@ -28,11 +28,15 @@
 //! symbol is absent).
 //!
 //! Errors are returned as negative errnos, the kernel's convention ([`ffi`]).
-#![no_std]
+//!
+//! `ffi` and `grant` hold no register access: `cargo test -p kmod-enable-user-stock`
+//! checks them on the host, `grant` through a fake flavour.
+#![cfg_attr(not(test), no_std)]
 
 pub mod ffi;
 
 #[cfg(any(
+    test,
     target_arch = "aarch64",
     all(target_arch = "arm", target_feature = "v7")
 ))]
@@ -47,11 +51,13 @@ pub mod armv6;
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]
 pub mod armv7;
 
+#[cfg(not(test))]
 extern "C" {
     /// In the C glue: reports a Rust panic through the kernel's `panic()`.
     fn kmod_enable_user_rust_panic() -> !;
 }
 
+#[cfg(not(test))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
     // SAFETY: the glue's function takes no arguments and never returns (it calls
