@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
  * kmod_enable_user, stock-kernel flavour: what module loading needs, in C, around the
- * register logic in Rust (rust/src/lib.rs over pmu-armv8 / pmu-armv6), for kernels
- * built without CONFIG_RUST (every distribution kernel; 32-bit ARM has no kernel Rust
- * at all in Linux 6.12).
+ * register logic in Rust (rust/src/, one file per flavour, over pmu-armv8 / pmu-armv7 /
+ * pmu-armv6), for kernels built without CONFIG_RUST (every distribution kernel; 32-bit
+ * ARM has no kernel Rust at all in Linux 6.12).
  *
  * - arm64: the same behaviour, parameters and log lines as the Rust-for-Linux module
  *   (../kmod_enable_user_main.rs), whose per-CPU work is this same Rust object: on every
@@ -18,7 +18,7 @@
  *   -ENODEV without PMUv3, -EINVAL for a bad parameter.
  * - 32-bit ARM, ARMv7 flavour (KMOD_EU_ARMV7: Cortex-A7/A15, and ARMv8 cores under a
  *   32-bit kernel): the same per-CPU grant as arm64, through PMUSERENR and the cp15 c9
- *   registers (rust/src/lib.rs, module armv7, over pmu-armv7). PMUv3 seen from AArch32
+ *   registers (rust/src/armv7.rs over pmu-armv7). PMUv3 seen from AArch32
  *   gets the same read-only default (ER|CR). PMUv2 (Cortex-A7/A15) has PMUSERENR.EN
  *   alone, which is write access: the load is refused (-EOPNOTSUPP) unless
  *   el0_programming=1 is given. -ENODEV on a CPU older than ARMv7 (the ARMv6 flavour is

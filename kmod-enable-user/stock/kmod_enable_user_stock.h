@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * The interface between the C glue (kmod_enable_user_glue.c) and the Rust object
- * (rust/src/lib.rs, linked as kmod_enable_user_rust.o). The structs mirror the
- * #[repr(C)] ones there; both sides assert their size.
+ * (rust/src/arm64.rs, armv7.rs and armv6.rs over the shared rust/src/grant.rs; linked as
+ * kmod_enable_user_rust.o). The structs mirror the #[repr(C)] ones there; both sides
+ * assert their size.
  */
 #ifndef KMOD_ENABLE_USER_STOCK_H
 #define KMOD_ENABLE_USER_STOCK_H
