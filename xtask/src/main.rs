@@ -526,14 +526,31 @@ fn cross_steps() -> Vec<Step> {
 /// The unit tests of pmu-core and pmu-linux compiled for aarch64 and run under
 /// qemu-aarch64 (user mode): the arm64 page reader, perf-index mapping and fast-read
 /// code on their real target. qemu-user has no perf_event_open (ENOSYS), so the tests
-/// that open perf events (`session::`, `list::`, `meter::`) run on the host and in the arm64
-/// kernel guest instead.
+/// that open perf events (the session's `perf::tests::` and `perf::kernel_member::`, the
+/// listing's `machine::tests::`, `meter::`) run on the host and in the arm64 kernel guest
+/// instead.
 fn aarch64_user_tests() -> Step {
     Step::cargo(
         "unit tests for aarch64 under qemu-aarch64 (pmu-core, pmu-linux; perf syscalls excluded: ENOSYS in qemu-user)",
         [
-            "test", "--release", "--target", "aarch64-unknown-linux-musl", "-p", "pmu-core", "-p",
-            "pmu-linux", "--lib", "--", "--skip", "session::", "--skip", "list::", "--skip", "meter::",
+            "test",
+            "--release",
+            "--target",
+            "aarch64-unknown-linux-musl",
+            "-p",
+            "pmu-core",
+            "-p",
+            "pmu-linux",
+            "--lib",
+            "--",
+            "--skip",
+            "perf::tests::",
+            "--skip",
+            "perf::kernel_member::",
+            "--skip",
+            "machine::tests::",
+            "--skip",
+            "meter::",
         ],
     )
     .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER", "qemu-aarch64-static -cpu max")
