@@ -8,7 +8,7 @@
 //! 1. **perf** (x86_64, aarch64) when the events open and the kernel lets user space
 //!    read their counters with one instruction (`rdpmc`, `mrs`). On a machine with
 //!    several core PMUs (big.LITTLE: one PMU per CPU type in sysfs) generic events are
-//!    opened on every one of them and summed ([`crate::hybrid`]), so a thread that
+//!    opened on every one of them and summed ([`crate::perf::HybridSession`]), so a thread that
 //!    migrates between clusters is counted in full; [`Meter::core_pmu_split`] gives
 //!    each PMU's share;
 //! 2. **direct** (aarch64) under kmod-enable-user's read-only grant, when perf's user

@@ -2,7 +2,7 @@
 //! [`Errno`] on failure.
 //!
 //! This is where the crate's `unsafe` for the operating system lives (the other
-//! `unsafe` is the volatile view of the mmapped page in [`crate::page`] and the
+//! `unsafe` is the volatile view of the mmapped page in [`crate::perf::page`] and the
 //! one-instruction counter reads in [`crate::perf::read`]). Callers turn an [`Errno`] into
 //! the [`crate::Error`] that fits what they were doing.
 
