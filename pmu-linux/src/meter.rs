@@ -218,7 +218,6 @@ impl MeterBuilder {
             extra,
             slots,
             inner,
-            why: choice.to_string(),
             choice,
             config: self.config,
             region: 0,
@@ -274,8 +273,6 @@ pub struct Meter {
     inner: Inner,
     /// Which backend, how it reads, its sentinel, and the refusals before it.
     choice: Choice,
-    /// `choice` in words.
-    why: String,
     config: MeasureConfig,
     /// The number of the region begun last, and whether it is still open (begun, not
     /// yet stopped, not ended by a `measure` or `counters` since).
@@ -290,7 +287,7 @@ impl fmt::Debug for Meter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Meter")
             .field("backend", &self.choice.kind)
-            .field("why", &self.why)
+            .field("why", &self.choice.to_string())
             .field("events", &self.names)
             .field("extra", &self.extra)
             .finish_non_exhaustive()
@@ -319,8 +316,8 @@ impl Meter {
     }
 
     /// Why that backend, and how it reads: [`Meter::choice`] in words.
-    pub fn why(&self) -> &str {
-        &self.why
+    pub fn why(&self) -> String {
+        self.choice.to_string()
     }
 
     /// Whether this meter's regions see every kernel entry
@@ -387,7 +384,7 @@ impl Meter {
             Error::Untrusted(crate::error::Untrusted::NotCounted {
                 event: self.names[index].clone(),
                 backend: self.choice.kind.to_string(),
-                why: self.why.clone(),
+                why: self.choice.to_string(),
             })
         })
     }
