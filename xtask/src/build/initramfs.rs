@@ -268,17 +268,11 @@ pub fn build_with(
     build_with_modules(arch, Some(ko), None, extra, out)
 }
 
-/// [`build_with`], plus the stock-kernel flavour of the module at [`STOCK_MODULE_PATH`].
-pub fn build_with_modules(
-    arch: Arch,
-    rust: Option<&Path>,
-    stock: Option<&Path>,
-    extra: &[(&str, PathBuf)],
-    out: PathBuf,
-) -> Result<PathBuf, String> {
-    let busybox = busybox(arch)?;
-    let demo = pmu_demo(arch)?;
-    let mut entries = vec![
+/// The directories every guest's initramfs starts with, and `/dev/console` (5, 1: the
+/// kernel opens it for init's stdio before devtmpfs is mounted; Documentation/
+/// admin-guide/devices.txt).
+pub fn skeleton() -> Vec<Entry> {
+    vec![
         Entry::Dir("bin"),
         Entry::Dir("dev"),
         Entry::CharDev {
@@ -291,6 +285,21 @@ pub fn build_with_modules(
         Entry::Dir("proc"),
         Entry::Dir("sys"),
         Entry::Dir("tmp"),
+    ]
+}
+
+/// [`build_with`], plus the stock-kernel flavour of the module at [`STOCK_MODULE_PATH`].
+pub fn build_with_modules(
+    arch: Arch,
+    rust: Option<&Path>,
+    stock: Option<&Path>,
+    extra: &[(&str, PathBuf)],
+    out: PathBuf,
+) -> Result<PathBuf, String> {
+    let busybox = busybox(arch)?;
+    let demo = pmu_demo(arch)?;
+    let mut entries = skeleton();
+    entries.extend([
         Entry::File {
             path: "init".into(),
             mode: 0o755,
@@ -311,7 +320,7 @@ pub fn build_with_modules(
             mode: 0o755,
             data: read(&demo)?,
         },
-    ];
+    ]);
     if let Some(ko) = rust {
         entries.push(Entry::File {
             path: MODULE_PATH.trim_start_matches('/').into(),

@@ -24,23 +24,9 @@ pub fn initramfs(
     dirs: &[&'static str],
     files: &[(String, PathBuf)],
 ) -> Result<PathBuf, String> {
-    use crate::build::initramfs::{cpio, read, Entry};
-    let mut entries = vec![
-        Entry::Dir("bin"),
-        Entry::Dir("dev"),
-        Entry::CharDev {
-            path: "dev/console",
-            major: 5,
-            minor: 1,
-        },
-        Entry::Dir("lib"),
-        Entry::Dir("lib/modules"),
-        Entry::Dir("proc"),
-        Entry::Dir("sys"),
-        Entry::Dir("tmp"),
-        Entry::Dir("usr"),
-        Entry::Dir("usr/bin"),
-    ];
+    use crate::build::initramfs::{cpio, read, skeleton, Entry};
+    let mut entries = skeleton();
+    entries.extend([Entry::Dir("usr"), Entry::Dir("usr/bin")]);
     entries.extend(dirs.iter().map(|d| Entry::Dir(d)));
     entries.push(Entry::File {
         path: "init".into(),
