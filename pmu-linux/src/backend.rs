@@ -213,6 +213,51 @@ impl fmt::Display for How {
     }
 }
 
+impl How {
+    /// The backend that reads this way.
+    pub(crate) fn kind(&self) -> BackendKind {
+        match self {
+            Self::Hybrid { .. }
+            | Self::PerfPages
+            | Self::PerfSoftwareOnly
+            | Self::PerfReadCalls(_) => BackendKind::Perf,
+            Self::ModuleLayout { .. }
+            | Self::Armv8Programmed { .. }
+            | Self::Armv7Programmed { .. }
+            | Self::Arm1176Programmed => BackendKind::Direct,
+            Self::Software { .. } => BackendKind::Software,
+        }
+    }
+
+    /// How its regions read the counters.
+    pub(crate) fn reads(&self) -> Reads {
+        match self {
+            Self::Hybrid { reads, .. } => *reads,
+            Self::PerfPages
+            | Self::ModuleLayout { .. }
+            | Self::Armv8Programmed { .. }
+            | Self::Armv7Programmed { .. }
+            | Self::Arm1176Programmed => Reads::OneInstruction,
+            Self::PerfSoftwareOnly | Self::PerfReadCalls(_) | Self::Software { .. } => {
+                Reads::SystemCall
+            }
+        }
+    }
+
+    /// The kmod-enable-user grant it works under (the direct backend's; the ARM1176's
+    /// is CPU 0's: the Pi 1 and Zero have one core).
+    pub(crate) fn grant(&self) -> Option<Grant> {
+        match *self {
+            Self::ModuleLayout { cpu, .. } => Some(Grant::ReadOnly { cpu }),
+            Self::Armv8Programmed { cpu } | Self::Armv7Programmed { cpu } => {
+                Some(Grant::Program { cpu })
+            }
+            Self::Arm1176Programmed => Some(Grant::Program { cpu: 0 }),
+            _ => None,
+        }
+    }
+}
+
 /// The direct backend's settings.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct DirectSettings {
@@ -351,13 +396,7 @@ pub(crate) struct Opened<B> {
     pub(crate) slots: Vec<Option<usize>>,
     /// Per event, its name.
     pub(crate) names: Vec<String>,
-    /// Which backend.
-    pub(crate) kind: BackendKind,
-    /// How its regions read.
-    pub(crate) reads: Reads,
-    /// The direct backend's grant.
-    pub(crate) grant: Option<Grant>,
-    /// How it reads, as facts.
+    /// How it reads, as facts: which backend, how its regions read, under which grant.
     pub(crate) how: How,
     /// The thread's pin, held as long as the backend.
     pub(crate) pin: Option<PinGuard>,
@@ -365,22 +404,13 @@ pub(crate) struct Opened<B> {
 
 #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
 impl Opened<Box<dyn Backend>> {
-    /// A direct backend's opening: `region` over the request's `events`, read with one
-    /// instruction under `grant`, the thread pinned by `pin`.
-    pub(crate) fn direct(
-        region: Box<dyn Backend>,
-        events: usize,
-        grant: Grant,
-        how: How,
-        pin: PinGuard,
-    ) -> Self {
+    /// A direct backend's opening: `region` over the request's `events`, read as `how`
+    /// says, the thread pinned by `pin`.
+    pub(crate) fn direct(region: Box<dyn Backend>, events: usize, how: How, pin: PinGuard) -> Self {
         Self {
             names: region.names(),
             backend: region,
             slots: (0..events).map(Some).collect(),
-            kind: BackendKind::Direct,
-            reads: Reads::OneInstruction,
-            grant: Some(grant),
             how,
             pin: Some(pin),
         }
@@ -395,9 +425,6 @@ impl<B> Opened<B> {
             backend: wrap(self.backend),
             slots: self.slots,
             names: self.names,
-            kind: self.kind,
-            reads: self.reads,
-            grant: self.grant,
             how: self.how,
             pin: self.pin,
         }

@@ -33,7 +33,7 @@ use super::alloc::OwnedCounters;
 use super::probe::probe_with;
 pub use super::probe::{cpuinfo_architecture, cpuinfo_is_armv7};
 use super::region::{AccessCheck, OverflowFlags};
-use crate::backend::{Backend, Grant, How, Opened, Request};
+use crate::backend::{Backend, How, Opened, Request};
 use crate::error::{DirectUnsupported, Error, Result};
 use crate::machine::sched::{pin_to, PinGuard};
 
@@ -271,7 +271,6 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     Ok(Opened::direct(
         region,
         request.events.len(),
-        Grant::Program { cpu },
         How::Armv7Programmed { cpu },
         pin,
     ))

@@ -19,7 +19,7 @@ use super::region::CounterSet;
 use {
     super::probe::{cpuinfo_midr, probe_with, ARM1176_MIDR},
     super::region::{OverflowFlags, Unchecked},
-    crate::backend::{Backend, Grant, How, Opened, Request},
+    crate::backend::{Backend, How, Opened, Request},
     crate::error::{DirectUnsupported, Error, Result},
     crate::machine::sched::{pin_to, PinGuard},
     pmu_armv6::{Arm1176Pmu, Cp15},
@@ -260,7 +260,6 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     Ok(Opened::direct(
         region,
         request.events.len(),
-        Grant::Program { cpu: 0 },
         How::Arm1176Programmed,
         pin,
     ))

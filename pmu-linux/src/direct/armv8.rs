@@ -15,7 +15,7 @@ use super::region::{
     boxed_region, handles_and_own_sentinel, AccessCheck, DirectRegion, NoFlags, NoSentinel,
     OverflowFlags, SENTINEL_FILTER,
 };
-use crate::backend::{Backend, Grant, How, Opened, Request};
+use crate::backend::{Backend, How, Opened, Request};
 use crate::error::{Error, Result};
 use crate::machine::sched::{pin_to, PinGuard};
 use crate::Sentinel;
@@ -263,7 +263,6 @@ pub(super) fn open_read_only_grant(request: &Request) -> Result<Opened<Box<dyn B
     Ok(Opened::direct(
         region,
         request.events.len(),
-        Grant::ReadOnly { cpu },
         How::ModuleLayout { cpu, layout },
         pin,
     ))
@@ -288,7 +287,6 @@ fn open_programmed(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     Ok(Opened::direct(
         region,
         request.events.len(),
-        Grant::Program { cpu },
         How::Armv8Programmed { cpu },
         pin,
     ))

@@ -26,9 +26,8 @@ pub fn probe() -> Result<()> {
     Err(unsupported())
 }
 
-/// [`crate::error::Unsupported::Direct`], after the probe says why.
+/// [`crate::error::Unsupported::Direct`]: as [`probe`] says.
 pub(super) fn open(_: &Request) -> Result<Opened<Box<dyn Backend>>> {
-    probe()?;
     Err(unsupported())
 }
 

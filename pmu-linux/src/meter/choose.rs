@@ -52,9 +52,9 @@ impl Choice {
     /// The choice `opened` makes, with its `sentinel`, after `refused`.
     pub(crate) fn new<B>(opened: &Opened<B>, sentinel: Sentinel, refused: Vec<Refusal>) -> Self {
         Self {
-            kind: opened.kind,
-            reads: opened.reads,
-            grant: opened.grant,
+            kind: opened.how.kind(),
+            reads: opened.how.reads(),
+            grant: opened.how.grant(),
             sentinel,
             refused,
             how: opened.how.clone(),

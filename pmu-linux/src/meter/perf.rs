@@ -5,7 +5,7 @@
 use pmu_core::{Reading, RegionMeter};
 
 use super::ladder::{Ladder, NoHardware};
-use crate::backend::{Backend, BackendKind, How, Opened, Reads, Request, SlowReads};
+use crate::backend::{Backend, How, Opened, Reads, Request, SlowReads};
 use crate::error::Result;
 use crate::machine::events::{self, EventKind, EventSpec};
 use crate::perf::hybrid::HybridSession;
@@ -77,14 +77,11 @@ impl Inner {
     }
 }
 
-fn perf_opened(session: Session, events: usize, reads: Reads, how: How) -> Opened<Inner> {
+fn perf_opened(session: Session, events: usize, how: How) -> Opened<Inner> {
     Opened {
         names: session.specs().map(|s| s.name.clone()).collect(),
         backend: Inner::Perf(session),
         slots: (0..events).map(Some).collect(),
-        kind: BackendKind::Perf,
-        reads,
-        grant: None,
         how,
         pin: None,
     }
@@ -136,9 +133,6 @@ pub(crate) fn hybrid(request: &Request, _: &mut Ladder) -> Result<Option<Opened<
         names,
         backend: Inner::Hybrid(session),
         slots: (0..request.events.len()).map(Some).collect(),
-        kind: BackendKind::Perf,
-        reads,
-        grant: None,
         how,
         pin: None,
     }))
@@ -178,8 +172,8 @@ pub(crate) fn perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Open
     session.reset()?;
     let n = request.events.len();
     Ok(Some(match blocked {
-        None if hardware => perf_opened(session, n, Reads::OneInstruction, How::PerfPages),
-        None => perf_opened(session, n, Reads::SystemCall, How::PerfSoftwareOnly),
+        None if hardware => perf_opened(session, n, How::PerfPages),
+        None => perf_opened(session, n, How::PerfSoftwareOnly),
         Some(blocked) => {
             // The kernel forbids user reads (perf_user_access = 0): the module's grant
             // may still allow them. (Unmapped pages, asked for, stay with perf.)
@@ -189,7 +183,7 @@ pub(crate) fn perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Open
                 return Ok(None);
             }
             let how = How::PerfReadCalls(SlowReads::Read(blocked));
-            perf_opened(session, n, Reads::SystemCall, how)
+            perf_opened(session, n, how)
         }
     }))
 }
@@ -204,7 +198,6 @@ pub(crate) fn perf_read(request: &Request, ladder: &mut Ladder) -> Result<Option
     Ok(Some(perf_opened(
         session,
         request.events.len(),
-        Reads::SystemCall,
         How::PerfReadCalls(why),
     )))
 }

@@ -5,7 +5,7 @@
 use pmu_core::{Reading, RegionMeter};
 
 use super::perf_rungs::{software_events, Inner};
-use crate::backend::{Backend, BackendKind, How, Opened, Reads, Request};
+use crate::backend::{Backend, How, Opened, Request};
 use crate::error::{Error, Result};
 use crate::machine::timestamp::TimestampMeter;
 
@@ -39,9 +39,6 @@ pub(crate) fn open(request: &Request) -> Result<Opened<Inner>> {
         backend: Inner::Other(Box::new(Stacked::new(backends, sentinel))),
         slots,
         names,
-        kind: BackendKind::Software,
-        reads: Reads::SystemCall,
-        grant: None,
         how: How::Software { counted },
         pin: None,
     })
