@@ -28,6 +28,11 @@
 extern crate std;
 
 pub mod common;
+pub mod recommended;
+
+mod cortex_a53;
+
+pub use cortex_a53::CORTEX_A53;
 
 /// One event of a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +108,17 @@ pub struct Core {
 }
 
 /// Every core this crate has a table for.
-pub static CORES: &[&Core] = &[];
+pub static CORES: &[&Core] = &[&CORTEX_A53];
+
+/// An IMPLEMENTATION DEFINED event of one core, counted on any counter.
+const fn implementation_defined(code: u16, name: &'static str, about: &'static str) -> Event {
+    Event {
+        name,
+        code,
+        about,
+        placement: Placement::AnyCounter,
+    }
+}
 
 /// The core whose MIDR is `midr`, if this crate has its table.
 pub fn for_midr(midr: u32) -> Option<&'static Core> {
@@ -216,6 +231,48 @@ mod tests {
         for e in common::ALL {
             let odd_only = e.placement == Placement::OddCounter;
             assert_eq!(odd_only, e.name == "CHAIN", "{}", e.name);
+        }
+    }
+
+    /// The recommended events are in numeric order, inside the range the Arm ARM keeps
+    /// for them (0x40..=0xBF, "IMPLEMENTATION DEFINED event numbers").
+    #[test]
+    fn recommended_events_are_ordered_and_in_their_range() {
+        assert!(recommended::ALL.windows(2).all(|w| w[0].code < w[1].code));
+        assert!(recommended::ALL
+            .iter()
+            .all(|e| (0x40..=0xbf).contains(&e.code)));
+    }
+
+    /// Each core's table is in numeric order (so one number has one name), names are
+    /// unique, and only CHAIN is odd-counter-only (Arm ARM, "CHAIN, Chain").
+    #[test]
+    fn core_tables_are_ordered_with_unique_names() {
+        assert!(!CORES.is_empty());
+        for core in CORES {
+            let events = core.events;
+            assert!(
+                events.windows(2).all(|w| w[0].code < w[1].code),
+                "{}: not in numeric order",
+                core.name
+            );
+            for (i, e) in events.iter().enumerate() {
+                assert!(
+                    events[..i]
+                        .iter()
+                        .all(|o| !o.name.eq_ignore_ascii_case(e.name)),
+                    "{}: {} twice",
+                    core.name,
+                    e.name
+                );
+                assert_eq!(e.placement == Placement::OddCounter, e.name == "CHAIN");
+                assert!(!e.about.is_empty() && e.name.len() <= MAX_NAME);
+            }
+            assert_eq!(
+                for_midr(u32::from(core.id.implementer) << 24 | u32::from(core.id.part) << 4)
+                    .map(|c| c.name),
+                Some(core.name)
+            );
         }
     }
 }
