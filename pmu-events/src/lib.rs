@@ -40,6 +40,11 @@ pub use cortex_a72::CORTEX_A72;
 pub use cortex_a76::CORTEX_A76;
 pub use neoverse_n1::NEOVERSE_N1;
 
+/// The README (what crates.io shows), its example run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// One event of a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
