@@ -27,7 +27,9 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod arm1176;
 pub mod common;
+pub mod cortex_a7;
 
 /// One event of a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +105,7 @@ pub struct Core {
 }
 
 /// Every core this crate has a table for.
-pub static CORES: &[&Core] = &[];
+pub static CORES: &[&Core] = &[&arm1176::ARM1176, &cortex_a7::CORTEX_A7];
 
 /// The core whose MIDR is `midr`, if this crate has its table.
 pub fn for_midr(midr: u32) -> Option<&'static Core> {
