@@ -319,6 +319,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
         "armv7a-none-eabi",
         &[
             "pmu-core",
+            "pmu-events",
             "pmu-armv7",
             "pmu-scenarios-common",
             "pmu-scenarios-armv7",
