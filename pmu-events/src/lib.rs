@@ -30,12 +30,16 @@ extern crate std;
 pub mod common;
 pub mod recommended;
 
+pub mod arm1176;
 mod cortex_a53;
+mod cortex_a7;
 mod cortex_a72;
 mod cortex_a76;
 mod neoverse_n1;
 
+pub use arm1176::ARM1176;
 pub use cortex_a53::CORTEX_A53;
+pub use cortex_a7::CORTEX_A7;
 pub use cortex_a72::CORTEX_A72;
 pub use cortex_a76::CORTEX_A76;
 pub use neoverse_n1::NEOVERSE_N1;
@@ -119,7 +123,14 @@ pub struct Core {
 }
 
 /// Every core this crate has a table for.
-pub static CORES: &[&Core] = &[&CORTEX_A53, &CORTEX_A72, &CORTEX_A76, &NEOVERSE_N1];
+pub static CORES: &[&Core] = &[
+    &ARM1176,
+    &CORTEX_A7,
+    &CORTEX_A53,
+    &CORTEX_A72,
+    &CORTEX_A76,
+    &NEOVERSE_N1,
+];
 
 /// An IMPLEMENTATION DEFINED event of one core, counted on any counter.
 const fn implementation_defined(code: u16, name: &'static str, about: &'static str) -> Event {
@@ -135,6 +146,46 @@ const fn implementation_defined(code: u16, name: &'static str, about: &'static s
 pub fn for_midr(midr: u32) -> Option<&'static Core> {
     let id = CoreId::from_midr(midr);
     CORES.iter().copied().find(|core| core.id == id)
+}
+
+/// What event number `code` is on the core whose MIDR is `midr`, programmed as `family`:
+/// the core's own table where this crate has one that numbers events as `family` does,
+/// else the events every core of `family` numbers alike ([`Family::architectural_event`]).
+/// `None` for a number neither names. The one lookup the bare-metal images print names by.
+pub fn event_on(midr: u32, family: Family, code: u16) -> Option<&'static Event> {
+    for_midr(midr)
+        .filter(|core| core.family.numbers_like(family))
+        .and_then(|core| core.event_by_code(code))
+        .or_else(|| family.architectural_event(code))
+}
+
+impl Family {
+    /// Whether event numbers mean the same on both: ARMv7's PMUv2 and PMUv3 (seen from
+    /// AArch64 or AArch32) share the architecture's numbering (ARMv7 ARM, DDI 0406C,
+    /// C12.8; Arm ARM, DDI 0487, "Common event numbers"); the ARM1176's is its own.
+    pub const fn numbers_like(self, other: Family) -> bool {
+        matches!(
+            (self, other),
+            (Family::Arm1176, Family::Arm1176)
+                | (Family::Armv7 | Family::PmuV3, Family::Armv7 | Family::PmuV3)
+        )
+    }
+
+    /// The event numbered `code` on every core of this family: the common events on ARMv7
+    /// and PMUv3, and PMUv3's recommended IMPLEMENTATION DEFINED ones (0x40..=0xBF, Arm
+    /// ARM, DDI 0487, "Recommended PMU event numbers for IMPLEMENTATION DEFINED events");
+    /// none on the ARM1176, whose events are all its own.
+    pub fn architectural_event(self, code: u16) -> Option<&'static Event> {
+        let tables: &[&'static [Event]] = match self {
+            Family::Arm1176 => &[],
+            Family::Armv7 => &[common::ALL],
+            Family::PmuV3 => &[common::ALL, recommended::ALL],
+        };
+        tables
+            .iter()
+            .flat_map(|table| table.iter())
+            .find(|e| e.code == code)
+    }
 }
 
 /// The cores that have an event called `name` (case-insensitive): what a user who asked
@@ -232,6 +283,49 @@ mod tests {
         );
         // ARM1176JZF-S: Main ID Register 0x410FB767 (ARM1176JZF-S TRM, 3.2.1).
         assert_eq!(CoreId::from_midr(0x410F_B767).part, 0xB76);
+    }
+
+    /// The lookup the images print by: the core's own IMPLEMENTATION DEFINED name first
+    /// (Cortex-A53 0xC2 PREFETCH_LINEFILL, TRM DDI 0500 Table 12.28), the architecture's
+    /// name on a core without a table (0x08 INST_RETIRED on QEMU's `-cpu max`, MIDR
+    /// 0x000F0510), a recommended event only on PMUv3 (0x40 L1D_CACHE_RD), and no
+    /// architectural names on the ARM1176 (0x08 there is its own table's event).
+    #[test]
+    fn event_on_prefers_the_core_then_the_architecture() {
+        let a53 = 0x410F_D034;
+        assert_eq!(
+            event_on(a53, Family::PmuV3, 0xC2).map(|e| e.name),
+            Some("PREFETCH_LINEFILL")
+        );
+        // A PMUv3 core seen from AArch32 is programmed as ARMv7's PMU, same numbers.
+        assert_eq!(
+            event_on(a53, Family::Armv7, 0xC2).map(|e| e.name),
+            Some("PREFETCH_LINEFILL")
+        );
+        assert_eq!(
+            event_on(0x000F_0510, Family::PmuV3, 0x08).map(|e| e.name),
+            Some("INST_RETIRED")
+        );
+        assert_eq!(
+            event_on(0x000F_0510, Family::PmuV3, 0x40).map(|e| e.name),
+            Some("L1D_CACHE_RD")
+        );
+        assert_eq!(event_on(0x000F_0510, Family::Armv7, 0x40), None);
+        assert_eq!(event_on(0x000F_0510, Family::Arm1176, 0x08), None);
+        // The ARM1176's table is not used for a core programmed as PMUv3: 0x22 is then
+        // the architecture's BR_MIS_PRED_RETIRED, not the ARM1176's own 0x22.
+        assert_ne!(
+            ARM1176.event_by_code(0x22).map(|e| e.name),
+            Some("BR_MIS_PRED_RETIRED")
+        );
+        assert_eq!(
+            event_on(0x410F_B767, Family::PmuV3, 0x22).map(|e| e.name),
+            Some("BR_MIS_PRED_RETIRED")
+        );
+        assert_eq!(
+            event_on(0x410F_B767, Family::Arm1176, 0x07).map(|e| e.name),
+            Some("INSTR_EXEC")
+        );
     }
 
     /// The common events are in numeric order, and only CHAIN is restricted to odd

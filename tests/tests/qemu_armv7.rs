@@ -20,6 +20,42 @@ fn boot(cpu: &str) -> QemuRun {
     run
 }
 
+/// `RESULT events`: the events the scenarios count, named from the core's table in
+/// pmu-events when it has one (`table=core`), else from the common events
+/// (`table=common`): INST_RETIRED (0x08) and CPU_CYCLES (0x11), the common event numbers
+/// of the ARMv7 ARM (DDI 0406C, C12.8) and the Arm ARM (DDI 0487). Each is also printed
+/// with the table's one-line meaning.
+fn check_events(run: &QemuRun, core: &str, table: &str) {
+    let e = &run.scenario("events")[0];
+    assert_eq!((e.get("core"), e.get("table")), (core, table), "{}", e.raw);
+    assert_eq!(
+        (e.get("instructions"), e.int("instructions_code")),
+        ("INST_RETIRED", 0x08),
+        "{}",
+        e.raw
+    );
+    assert_eq!(
+        (e.get("cycles"), e.int("cycles_code")),
+        ("CPU_CYCLES", 0x11),
+        "{}",
+        e.raw
+    );
+    for (what, event) in [
+        ("instructions", pmu_events::common::INST_RETIRED),
+        ("cycles", pmu_events::common::CPU_CYCLES),
+    ] {
+        let line = format!(
+            "  {what}: {:#04x} {}: {}",
+            event.code, event.name, event.about
+        );
+        assert!(
+            run.stdout.lines().any(|l| l.trim_end_matches('\r') == line),
+            "`{line}` missing\n{}",
+            run.stdout
+        );
+    }
+}
+
 /// Every check of one model: probe, exact counts, overflow, PL0 access.
 fn check_model(cpu: &str, midr: &str, counters: i128) {
     let run = boot(cpu);
@@ -46,6 +82,12 @@ fn check_model(cpu: &str, midr: &str, counters: i128) {
     assert_eq!(probe.int("counters"), counters, "{cpu}: {}", probe.raw);
     assert_eq!(probe.int("event_width"), 32, "{cpu}: {}", probe.raw);
     assert_eq!(probe.int("cycle_width"), 32, "{cpu}: {}", probe.raw);
+    // MIDR part 0xC07 is the Cortex-A7 (its TRM, "Main ID Register"), which pmu-events
+    // has a table for; 0xC0F, the Cortex-A15, it has none: the common names stand in.
+    match cpu {
+        "cortex-a7" => check_events(&run, "Cortex-A7", "core"),
+        _ => check_events(&run, "unknown", "common"),
+    }
 
     // Under -icount shift=0 INST_RETIRED and PMCCNTR are exact: a block of K
     // instructions measures K, min and median, every run clean.
@@ -163,6 +205,21 @@ fn max_pmuv3_in_aarch32() {
     let probe = &run.scenario("probe")[0];
     assert_eq!(probe.int("perfmon"), 6, "{cpu}: {}", probe.raw);
     check_readers_and_filter(&run, cpu, "Pmevcntr(0)");
+    // MIDR 0x411FD070 (part 0xD07) has no table in pmu-events: the common events name
+    // what it counts and the events its PMCEID0/1 report (measured: 0x00, 0x08, 0x11,
+    // 0x23, 0x24, 0x3C).
+    check_events(&run, "unknown", "common");
+    for event in [
+        pmu_events::common::SW_INCR,
+        pmu_events::common::STALL_FRONTEND,
+        pmu_events::common::STALL,
+    ] {
+        let line = format!("    {:#04x} {}: {}", event.code, event.name, event.about);
+        assert!(
+            out.lines().any(|l| l.trim_end_matches('\r') == line),
+            "`{line}` missing\n{out}"
+        );
+    }
 }
 
 #[test]

@@ -38,6 +38,31 @@ fn check_dummy_c15(machine: &str) {
     }
     assert_eq!(p.int("wrote_cr0"), 0x1234_5678, "{}", p.raw);
     assert_eq!(p.int("pass"), 1, "{}", p.raw);
+    // The Main ID Register picks the ARM1176's table in pmu-events, which names what CR0
+    // and the CCR count: 0x07 INSTR_EXEC and 0xFF CPU_CYCLES (ARM1176JZF-S TRM Table
+    // 3-137; the names of Linux 6.12's enum armv6_perf_types), with its meanings. Names
+    // need no counting: QEMU's dummy c15 prints them too.
+    let e = &run.scenario("events")[0];
+    assert_eq!(
+        (
+            e.get("core"),
+            e.get("instructions"),
+            e.int("instructions_code"),
+            e.get("cycles"),
+            e.int("cycles_code")
+        ),
+        ("ARM1176JZF-S", "INSTR_EXEC", 0x07, "CPU_CYCLES", 0xff),
+        "{machine}: {}",
+        e.raw
+    );
+    let line = format!(
+        "  instructions (CR0): 0x07 INSTR_EXEC: {}",
+        pmu_events::arm1176::INSTR_EXEC.about
+    );
+    assert!(
+        out.lines().any(|l| l.trim_end_matches('\r') == line),
+        "{machine}: `{line}` missing\n{out}"
+    );
     // Five exact blocks and the overflow run went through the driver and the harness
     // without a fault, and every reading was 0: no count is printed.
     let counting: Vec<_> = run

@@ -32,6 +32,37 @@ fn check_cortex_a7(run: &QemuRun) {
     assert!(!out.contains("FATAL"), "{out}");
     let probe = &run.scenario("probe")[0];
     assert_eq!(probe.int("midr"), 0x410f_c075, "{}", probe.raw);
+    // Part 0xC07: the Cortex-A7's table in pmu-events names what the scenarios count
+    // (INST_RETIRED 0x08 and CPU_CYCLES 0x11, ARMv7 ARM C12.8), with its meanings.
+    let events = &run.scenario("events")[0];
+    assert_eq!(
+        (
+            events.get("core"),
+            events.get("table"),
+            events.get("instructions"),
+            events.int("instructions_code"),
+            events.get("cycles"),
+            events.int("cycles_code")
+        ),
+        (
+            "Cortex-A7",
+            "core",
+            "INST_RETIRED",
+            0x08,
+            "CPU_CYCLES",
+            0x11
+        ),
+        "{}",
+        events.raw
+    );
+    let inst = pmu_events::CORTEX_A7
+        .event("INST_RETIRED")
+        .expect("the Cortex-A7 counts INST_RETIRED");
+    let line = format!("  instructions: 0x08 INST_RETIRED: {}", inst.about);
+    assert!(
+        out.lines().any(|l| l.trim_end_matches('\r') == line),
+        "`{line}` missing\n{out}"
+    );
     assert_eq!(probe.int("perfmon"), 2, "{}", probe.raw);
     assert_eq!(probe.int("counters"), 4, "{}", probe.raw);
     assert_eq!(

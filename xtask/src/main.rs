@@ -307,6 +307,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
         "aarch64-unknown-none",
         &[
             "pmu-core",
+            "pmu-events",
             "pmu-armv8",
             "pmu-scenarios-common",
             "pmu-scenarios-armv8",
@@ -319,6 +320,7 @@ const BARE_METAL: &[(&str, &[&str])] = &[
         "armv7a-none-eabi",
         &[
             "pmu-core",
+            "pmu-events",
             "pmu-armv7",
             "pmu-scenarios-common",
             "pmu-scenarios-armv7",
@@ -570,6 +572,8 @@ fn armv6(verb: &str) -> Step {
         "-p".into(),
         "pmu-core".into(),
         "-p".into(),
+        "pmu-events".into(),
+        "-p".into(),
         "pmu-raspi-board".into(),
         "-p".into(),
         "qemu-raspi0".into(),
@@ -579,7 +583,7 @@ fn armv6(verb: &str) -> Step {
     }
     Step::cargo(
         format!(
-            "{verb} {ARMV6_TARGET} (pmu-core, pmu-armv6, pmu-raspi-board, qemu-raspi0; build-std)"
+            "{verb} {ARMV6_TARGET} (pmu-core, pmu-events, pmu-armv6, pmu-raspi-board, qemu-raspi0; build-std)"
         ),
         args,
     )

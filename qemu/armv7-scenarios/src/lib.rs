@@ -19,6 +19,10 @@
 //! an unexpected exception (`FATAL …`). Without semihosting (a real board) the image
 //! prints the same lines and waits in `wfe`.
 //!
+//! After the probe, `RESULT events` names what the scenarios count from the running
+//! core's table in `pmu-events` (picked by MIDR), or the common events where it has
+//! none.
+//!
 //! The exact-count and overflow scenarios, the console behind `println!`, the tally of
 //! checks and the end of a run (self-tests, summary, exit status) are
 //! `pmu-scenarios-common`'s, shared with the AArch64 scenarios; what differs (the
@@ -27,6 +31,7 @@
 #![no_std]
 
 pub mod boot;
+mod events;
 mod pl0_probes;
 mod scenarios;
 pub mod semihosting;

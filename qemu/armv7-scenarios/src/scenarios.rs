@@ -9,6 +9,7 @@ use pmu_scenarios_common::blocks;
 use pmu_scenarios_common::{exact, overflow, Arch, Tally};
 
 use crate::boot::{at_pl0, pl0_exit, Pl0Outcome};
+use crate::events;
 use crate::pl0_probes::{PROBES, SETTINGS};
 use crate::{println, Armv7};
 
@@ -55,11 +56,20 @@ fn probe(pool: &CounterPool<Pl1Pmu>, t: &mut Tally) {
         pmu.perfmon(),
         caps.programmable
     );
-    if let Some(events) = pmu.implemented_events() {
-        for e in events.iter() {
-            println!("    {:#06x} {}", e.get(), e.name().unwrap_or("?"));
+    if let Some(implemented) = pmu.implemented_events() {
+        for e in implemented.iter() {
+            println!("    {}", events::name(midr, u64::from(e.get())));
         }
     }
+    // What the scenarios below count: instructions (exact, overflow, readers, filter)
+    // and cycles (exact, readers).
+    events::print_counted::<Pl1Pmu>(
+        midr,
+        &[
+            ("instructions", GenericEvent::Instructions),
+            ("cycles", GenericEvent::CpuCycles),
+        ],
+    );
 }
 
 /// MIDR (`c0, c0, 0`).

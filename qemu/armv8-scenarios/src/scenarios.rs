@@ -95,13 +95,15 @@ fn this_core() -> Option<&'static pmu_events::Core> {
     pmu_events::for_midr(MIDR_EL1.get() as u32)
 }
 
-/// Event `number`'s name in this core's table, else its common name, else "?".
+/// Event `number`'s name: this core's table, else the architecture's
+/// ([`pmu_events::event_on`]), else "?".
 fn event_name(number: EventNumber) -> &'static str {
-    this_core()
-        .and_then(|core| core.event_by_code(number.get()))
-        .map(|e| e.name)
-        .or_else(|| number.name())
-        .unwrap_or("?")
+    pmu_events::event_on(
+        MIDR_EL1.get() as u32,
+        pmu_events::Family::PmuV3,
+        number.get(),
+    )
+    .map_or("?", |e| e.name)
 }
 
 fn spe_probe(t: &mut Tally) {

@@ -1,5 +1,6 @@
-//! The ARM1176 scenarios: the probe, then exact counts and overflow where the chip
-//! counts.
+//! The ARM1176 scenarios: the probe, the events counted (named by `pmu_events`' table
+//! for the core the Main ID Register names), then exact counts and overflow where the
+//! chip counts.
 //!
 //! QEMU's ARM1176 model implements c15 as a dummy (every read 0, writes ignored at PL1:
 //! docs/qemu.md "ARMv6"). The probe tells the two apart by writing PMCR and CR0 and
@@ -10,9 +11,11 @@
 //! `pass=0`), and are tallied as `not_counted`.
 
 use pmu_armv6::pmcr::for_write_back;
-use pmu_armv6::{asm, Arm1176Pmu, Cp15, CycleDivider, Pmcr};
+use pmu_armv6::{asm, Arm1176Event, Arm1176Pmu, Cp15, CycleDivider, Pmcr};
 use pmu_core::harness::{Corrected, CounterMeter, Harness, RegionMeter, Run};
-use pmu_core::{Counter, CounterPool, GenericEvent, Hazards, PrivilegeFilter, Reading};
+use pmu_core::{
+    Counter, CounterPool, EventEncoding, GenericEvent, Hazards, PrivilegeFilter, Reading,
+};
 
 use crate::println;
 
@@ -138,7 +141,48 @@ fn probe(t: &mut Tally) -> C15 {
         ),
         C15::Partial => println!("  c15 kept part of what was written: neither the chip nor QEMU's dummy"),
     }
+    print_counted(midr);
     c15
+}
+
+/// What the scenarios below count (CR0: instructions, in exact and overflow; the CCR:
+/// cycles, in exact), named by the running core's table in `pmu_events`, picked by its
+/// Main ID Register; `event 0x..` on a core with no ARM1176-numbered table.
+/// `RESULT events core=… instructions=<name> instructions_code=0x07 cycles=<name>
+/// cycles_code=0xff`, then each event with its meaning.
+fn print_counted(midr: u32) {
+    use pmu_events::Family;
+    let core = pmu_events::for_midr(midr).filter(|c| c.family == Family::Arm1176);
+    let counted = [
+        ("instructions", "CR0", GenericEvent::Instructions),
+        ("cycles", "CCR", GenericEvent::CpuCycles),
+    ];
+    crate::print!("RESULT events core={}", core.map_or("unknown", |c| c.name));
+    for (what, _, generic) in counted {
+        match Arm1176Event::from_generic(generic) {
+            Some(e) => {
+                let name = pmu_events::event_on(midr, Family::Arm1176, u16::from(e.code()))
+                    .map_or("unnamed", |entry| entry.name);
+                crate::print!(" {what}={name} {what}_code={:#04x}", e.code());
+            }
+            None => crate::print!(" {what}=unsupported"),
+        }
+    }
+    println!();
+    for (what, counter, generic) in counted {
+        let Some(e) = Arm1176Event::from_generic(generic) else {
+            continue;
+        };
+        match pmu_events::event_on(midr, Family::Arm1176, u16::from(e.code())) {
+            Some(entry) => println!(
+                "  {what} ({counter}): {:#04x} {}: {}",
+                e.code(),
+                entry.name,
+                entry.about
+            ),
+            None => println!("  {what} ({counter}): event {:#04x}", e.code()),
+        }
+    }
 }
 
 /// Blocks of exactly K instructions (`nop`s, then return).
