@@ -279,8 +279,8 @@ fn cloexec_pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), Errno>
 impl HeldChild {
     /// Forks a child that waits for [`HeldChild::release`], then `execv`s `path` with
     /// `argv` (the environment is this process's). Between the fork and the exec the
-    /// child only makes async-signal-safe calls (`read`, `signal`, `execv`, `write`,
-    /// `_exit`), as POSIX requires after a fork in a multi-threaded process; everything
+    /// child only makes async-signal-safe calls (`close`, `read`, `signal`, `execv`,
+    /// `write`, `_exit`), as POSIX requires after a fork in a multi-threaded process; everything
     /// it needs is built before the fork.
     pub(crate) fn spawn(path: &std::ffi::CStr, argv: &[std::ffi::CString]) -> Result<Self, Errno> {
         use std::os::fd::AsRawFd;
@@ -297,11 +297,16 @@ impl HeldChild {
         }
         if pid == 0 {
             let mut byte = 0u8;
-            // SAFETY: in the child: `read`, `signal`, `execv`, `write` and `_exit` are
-            // async-signal-safe; `byte` is a valid one-byte buffer; `path` and
-            // `pointers` (NUL-terminated strings, a null-terminated array) live in
-            // this copy of the parent's memory until the exec replaces it.
+            // SAFETY: in the child: `close`, `read`, `signal`, `execv`, `write` and
+            // `_exit` are async-signal-safe; the closed descriptor is this process's
+            // copy, which nothing in the child uses (its `OwnedFd` is never dropped
+            // here); `byte` is a valid one-byte buffer; `path` and `pointers`
+            // (NUL-terminated strings, a null-terminated array) live in this copy of
+            // the parent's memory until the exec replaces it.
             unsafe {
+                // The child's copy of the write end: closed, so that the parent's end
+                // of life (its copy closed) reads as end of file here.
+                libc::close(go_write.as_raw_fd());
                 let got = libc::read(go_read.as_raw_fd(), (&raw mut byte).cast(), 1);
                 if got != 1 {
                     // The parent went away or gave up before the release.

@@ -220,9 +220,12 @@ impl CommandCount {
         if specs.is_empty() {
             return Ok(true);
         }
+        // Only the counters matter: software events need no kernel counting here
+        // (perf_event_paranoid 2 refuses it to a user without CAP_PERFMON).
         let options = Options::default()
             .map_pages(false)
             .user_read(false)
+            .software_counts_kernel(false)
             .kernel_sentinel(false);
         match Session::from_specs(specs, options).and_then(|s| s.check_fits()) {
             Ok(()) => Ok(true),
