@@ -75,7 +75,8 @@ pub struct Args {
     /// The report as one JSON object.
     #[arg(long)]
     json: bool,
-    /// Write the report to this file instead of stderr.
+    /// Write the report to this file instead of stderr (`-`: stdout, which the command
+    /// shares).
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<std::path::PathBuf>,
     /// The command and its arguments (after `--`).
@@ -199,6 +200,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         figures::human(&report)
     };
     match &args.output {
+        Some(path) if path.as_os_str() == "-" => print!("{text}"),
         Some(path) => std::fs::write(path, text)
             .map_err(|e| Failure::new(format!("writing {}: {e}", path.display())))?,
         None => eprint!("{text}"),
@@ -409,9 +411,21 @@ mod direct {
             for group in &m.groups {
                 let subset: Vec<String> = group.iter().map(|&i| m.names[i].clone()).collect();
                 let (mut meter, handles) = meter(&subset, cpu).map_err(|e| {
+                    let too_many = matches!(
+                        e,
+                        pmu_linux::Error::Pmu(pmu_linux::error::PmuError::Core(
+                            pmu_linux::pmu_core::Error::NoFreeCounter { .. }
+                        ))
+                    );
                     let mut failure = Failure::from(e);
                     if failure.status == 1 {
                         failure.status = EXIT_USAGE;
+                    }
+                    if too_many {
+                        failure.message.push_str(
+                            " (pmu-demo stat: --repeat N counts the events in groups that \
+                             fit, a run of the command each)",
+                        );
                     }
                     failure
                 })?;

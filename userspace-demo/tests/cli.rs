@@ -526,6 +526,16 @@ fn stat_json_names_every_event_and_the_end() {
     }
 }
 
+/// `-o -`: the report on stdout (after the command's own output), nothing on stderr.
+#[test]
+fn stat_report_to_stdout() {
+    let out = demo(&["stat", "--json", "-o", "-", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["command"][0], "true");
+    assert!(out.stderr.is_empty(), "{out:?}");
+}
+
 /// `pmu-demo stat --help` teaches: what is counted, children, the exit status, a
 /// Raspberry Pi example.
 #[test]

@@ -236,10 +236,15 @@ const MISS_PAIRS: &[(&str, &str)] = &[
 /// above, and misses per 1000 instructions for every miss event; from counts, or from
 /// estimates (flagged); none from an event not counted.
 pub fn derived(events: &[EventStat]) -> Vec<Derived> {
+    // An event named twice: its exact count before an estimate.
     let find = |names: &[&str]| {
-        events
+        let mut named = events
             .iter()
-            .find(|e| names.contains(&plain(&e.name).as_str()))
+            .filter(|e| names.contains(&plain(&e.name).as_str()));
+        let first = named.clone().next();
+        named
+            .find(|e| matches!(e.verdict, Verdict::Exact | Verdict::CpuWide))
+            .or(first)
     };
     let value = |e: &EventStat| match e.verdict {
         Verdict::NotCounted => None,
@@ -575,6 +580,20 @@ mod tests {
         // branches never counted: no ratio; branch-misses multiplexed: its MPKI is
         // from the estimate (5 × 100 / 50 = 10 → 5 per 1000 instructions).
         assert!(get("branch-misses per branches").is_none());
+        // Named twice, multiplexed first: the exact one counts.
+        let mut twice = vec![event_stat(
+            "instructions",
+            0,
+            &[RunCount {
+                value: 1,
+                times: Some((100, 50)),
+                lost: None,
+            }],
+            false,
+        )];
+        twice.extend(events.clone());
+        assert_eq!(derived(&twice)[0].value, 2.0);
+        assert!(!derived(&twice)[0].estimate);
         let b = get("branch-misses per 1000 instructions").unwrap();
         assert_eq!(b.value, 5.0);
         assert!(b.estimate);
