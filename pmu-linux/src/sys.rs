@@ -393,6 +393,49 @@ impl Drop for HeldChild {
 }
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+/// SIGINT and SIGQUIT ignored in this process while it lives, as `system(3)` ignores
+/// them while its command runs (POSIX XSH `system`): a Ctrl-C at the terminal reaches
+/// the whole foreground process group, so it ends the command and leaves this process
+/// to read the counts. Created after the fork, so the command keeps the dispositions
+/// this process had; restored on drop.
+pub(crate) struct IgnoreInterrupts {
+    saved: [(libc::c_int, Option<libc::sigaction>); 2],
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl IgnoreInterrupts {
+    pub(crate) fn new() -> Self {
+        let ignore = |signal: libc::c_int| {
+            // SAFETY: an all-zero sigaction is a valid value (no flags, empty mask) to
+            // be filled in below.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            action.sa_sigaction = libc::SIG_IGN;
+            // SAFETY: as above: the old action is written there by sigaction.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: valid pointers to a sigaction each; SIG_IGN installs no handler
+            // code.
+            let rc = unsafe { libc::sigaction(signal, &action, &mut old) };
+            (signal, (rc == 0).then_some(old))
+        };
+        Self {
+            saved: [ignore(libc::SIGINT), ignore(libc::SIGQUIT)],
+        }
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl Drop for IgnoreInterrupts {
+    fn drop(&mut self) {
+        for (signal, old) in &self.saved {
+            if let Some(old) = old {
+                // SAFETY: restores the action sigaction returned for this signal.
+                unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+            }
+        }
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 /// Waits for the child `pid`: how it ended, and the resources it and the children it
 /// waited for used (`wait4`).
 pub(crate) fn wait_with_rusage(pid: libc::pid_t) -> Result<(ChildEnd, libc::rusage), Errno> {

@@ -34,7 +34,9 @@ What is counted:
           that CPU meanwhile is counted too; the report compares the command's CPU
           time with the time it took and says when the CPU did other work.
 
-The report goes to stderr (the command keeps stdout), or to --output. pmu-demo exits
+A Ctrl-C ends the command and the counts are still printed (pmu-demo ignores SIGINT
+and SIGQUIT while the command runs, as system(3) does). The report goes to stderr (the
+command keeps stdout), or to --output. pmu-demo exits
 with the command's status: a signal death is 128 + the signal, a command not found 127,
 one that cannot be executed 126, as in a shell. Its own errors (a bad event) are 2.";
 
@@ -443,7 +445,10 @@ mod direct {
                         return Ok(m);
                     }
                 };
-                let (end, cpu_time) = wait(child.id())?;
+                let (end, cpu_time) = {
+                    let _interrupts = IgnoreInterrupts::new();
+                    wait(child.id())?
+                };
                 let elapsed = started.elapsed();
                 let counts = meter.stop(region).map_err(Failure::from)?;
                 for (&handle, &i) in handles.iter().zip(group) {
@@ -468,6 +473,36 @@ mod direct {
             }
         }
         Ok(m)
+    }
+
+    /// SIGINT and SIGQUIT ignored while the command runs, as `system(3)` does: a Ctrl-C
+    /// at the terminal ends the command (same process group) and the demo still reads
+    /// and prints the counts. Set after the spawn, so the command keeps the demo's
+    /// dispositions; restored on drop.
+    struct IgnoreInterrupts {
+        saved: [(libc::c_int, libc::sighandler_t); 2],
+    }
+
+    impl IgnoreInterrupts {
+        fn new() -> Self {
+            // SAFETY: SIG_IGN installs no handler code; the previous disposition is
+            // returned for the restore.
+            let ignore = |signal| (signal, unsafe { libc::signal(signal, libc::SIG_IGN) });
+            Self {
+                saved: [ignore(libc::SIGINT), ignore(libc::SIGQUIT)],
+            }
+        }
+    }
+
+    impl Drop for IgnoreInterrupts {
+        fn drop(&mut self) {
+            for &(signal, old) in &self.saved {
+                if old != libc::SIG_ERR {
+                    // SAFETY: puts back the disposition `signal` returned above.
+                    unsafe { libc::signal(signal, old) };
+                }
+            }
+        }
     }
 
     /// Waits for `pid`: how it ended, and its CPU time with its waited-for children's.

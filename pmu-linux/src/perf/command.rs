@@ -237,7 +237,9 @@ impl CommandCount {
     /// Runs `program` with `args` (`program` found on the `PATH` as a shell finds it
     /// when it has no `/`) and counts it, its threads and its children from its `exec`
     /// to its end. The command inherits this process's standard streams and
-    /// environment.
+    /// environment. While it runs this process ignores SIGINT and SIGQUIT, as
+    /// `system(3)` does: a Ctrl-C ends the command ([`CommandEnd::Signaled`]) and the
+    /// counts are still read.
     ///
     /// # Errors
     /// [`Error::Open`] with the kernel's reason when an event cannot be opened on the
@@ -269,6 +271,7 @@ impl CommandCount {
         };
         let child = sys::HeldChild::spawn(&path, &argv)
             .map_err(|errno| Error::syscall(Op::Command, errno))?;
+        let _interrupts = sys::IgnoreInterrupts::new();
         // Dropping `child` on an error kills it before it runs.
         let fds = self.open_on(child.pid())?;
         let started = Instant::now();
