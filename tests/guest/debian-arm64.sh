@@ -180,10 +180,13 @@ scenario_debian() {
 	result perf-env vars=$(wc -l </tmp/perf.env)
 	perf_block perf-fork-a 10000 fork
 	perf_block perf-fork-b 10000 fork
+	perf_block perf-threads-a 10000 threads
+	perf_block perf-threads-b 10000 threads
 	for iter in 10000 20000; do
 		demo_stat stat-$iter -e instructions:u -- debian-block $iter
 	done
 	demo_stat stat-fork -e instructions:u -- debian-block 10000 fork
+	demo_stat stat-threads -e instructions:u -- debian-block 10000 threads
 	demo_stat stat-repeat -e instructions:u,cycles:u --repeat 2 -- debian-block 10000 fork
 	demo_stat stat-exit3 -e instructions:u -- sh -c 'exit 3'
 	demo_stat stat-killed -e instructions:u -- sh -c 'kill -9 $$'

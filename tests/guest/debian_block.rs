@@ -10,10 +10,13 @@
 //!                                  allows at EL0): prints `before=… after=… delta=…`
 //! debian-block ITERATIONS fork     forks: the child runs the block and exits, the
 //!                                  parent runs it too and waits for the child
+//! debian-block ITERATIONS threads  as `fork`, with a second thread that runs the block
+//!                                  too (joined after the child is reaped)
 //! ```
 //!
 //! The `fork` form is the command `pmu-demo stat` and `perf stat` count with a child:
-//! inherited events count both processes, so the block is counted twice.
+//! inherited events count both processes, so the block is counted twice (three times
+//! with `threads`).
 //!
 //! Both forms run the same instructions apart from the reads, so between two runs whose
 //! ITERATIONS differ by D (and have as many digits: the argument parser then runs the
@@ -72,8 +75,8 @@ extern "C" {
 /// The block in a forked child and in this process, then the child reaped: exit status
 /// 0 when the child exited 0, 1 otherwise.
 fn forked(iterations: u64) -> ExitCode {
-    // SAFETY: this program has one thread; the child runs only the register loop and
-    // `_exit`.
+    // SAFETY: the child runs only the register loop and `_exit` (async-signal-safe,
+    // whatever other threads this program has).
     let pid = unsafe { fork() };
     if pid == 0 {
         block(iterations);
@@ -111,6 +114,17 @@ fn main() -> ExitCode {
             Some(n) => forked(n),
             None => ExitCode::from(2),
         },
+        [n, threads] if threads == "threads" => match parse(n) {
+            Some(n) => {
+                let thread = std::thread::spawn(move || block(n));
+                let forked = forked(n);
+                match thread.join() {
+                    Ok(()) => forked,
+                    Err(_) => ExitCode::from(1),
+                }
+            }
+            None => ExitCode::from(2),
+        },
         [n, c] => match (parse(n), parse(c)) {
             (Some(n), Some(c)) if c < 31 => {
                 let before = read(c);
@@ -127,7 +141,7 @@ fn main() -> ExitCode {
             _ => ExitCode::from(2),
         },
         _ => {
-            eprintln!("usage: debian-block ITERATIONS [COUNTER | fork]");
+            eprintln!("usage: debian-block ITERATIONS [COUNTER | fork | threads]");
             ExitCode::from(2)
         }
     }
