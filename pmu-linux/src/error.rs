@@ -278,6 +278,8 @@ pub enum Op {
     /// Registering (or finding) the thread's rseq area (a direct region that reads its
     /// CPU there).
     Rseq,
+    /// Starting or waiting for a counted command (`pipe2`, `fork`, `wait4`).
+    Command,
     /// Reading a sysfs file or directory.
     ReadSysfs {
         /// The file or directory.
@@ -300,6 +302,7 @@ impl fmt::Display for Op {
             Self::Probe => "running the access probe",
             Self::Getcpu => "reading the thread's CPU (sched_getcpu)",
             Self::Rseq => "registering the thread's rseq area (a kernel with CONFIG_RSEQ has one)",
+            Self::Command => "starting or waiting for the counted command",
         })
     }
 }

@@ -1,7 +1,8 @@
 //! The perf backend by hand, below the [`crate::Meter`]: a [`Session`] is one perf
 //! group read through its metadata pages ([`Options`] say how it opens); a
 //! [`HybridSession`] sums generic events over every core PMU of a big.LITTLE machine;
-//! [`read()`] is the one-instruction read of one page. 64-bit architectures only
+//! [`read()`] is the one-instruction read of one page; a [`CommandCount`] counts a whole
+//! command with its threads and children (`perf stat -- CMD`). 64-bit architectures only
 //! (perf-event-open-sys has bindings for those).
 //!
 //! # A session
@@ -38,6 +39,7 @@
 //! counted). Lead a software group with the event whose count matters; hazard
 //! detection never relies on a `context-switches` member alone.
 
+mod command;
 mod group;
 pub(crate) mod hybrid;
 mod kernel_member;
@@ -50,6 +52,7 @@ mod session;
 mod tests;
 pub(crate) mod topology;
 
+pub use command::{CommandCount, CommandEnd, CommandRun, EventTotal};
 pub use group::GroupRead;
 pub use hybrid::HybridSession;
 pub use options::Options;

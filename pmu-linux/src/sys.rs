@@ -242,6 +242,227 @@ pub(crate) fn run_in_child(probe: fn()) -> Result<ChildEnd, Errno> {
     }
 }
 
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+/// A command forked and held before its `exec`: the child blocks reading a pipe until
+/// [`HeldChild::release`], so that the parent can open events on its pid first (perf
+/// stat's way: tools/perf/util/evlist.c `evlist__prepare_workload` in Linux 6.12).
+///
+/// Dropped without a release, the child is killed and reaped.
+#[derive(Debug)]
+pub(crate) struct HeldChild {
+    pid: libc::pid_t,
+    /// The write end of the pipe the child waits on.
+    go: Option<std::os::fd::OwnedFd>,
+    /// The read end of the close-on-exec pipe the child writes its `execv` errno to.
+    exec_error: Option<std::os::fd::OwnedFd>,
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+/// A pipe, both ends close-on-exec: (read end, write end).
+fn cloexec_pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), Errno> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: pipe2 just returned these two new descriptors; nothing else owns them.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl HeldChild {
+    /// Forks a child that waits for [`HeldChild::release`], then `execv`s `path` with
+    /// `argv` (the environment is this process's). Between the fork and the exec the
+    /// child only makes async-signal-safe calls (`close`, `read`, `signal`, `execv`,
+    /// `write`, `_exit`), as POSIX requires after a fork in a multi-threaded process; everything
+    /// it needs is built before the fork.
+    pub(crate) fn spawn(path: &std::ffi::CStr, argv: &[std::ffi::CString]) -> Result<Self, Errno> {
+        use std::os::fd::AsRawFd;
+        let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        pointers.push(std::ptr::null());
+        let (go_read, go_write) = cloexec_pipe()?;
+        let (error_read, error_write) = cloexec_pipe()?;
+        // SAFETY: fork has no memory-safety preconditions; the child below makes only
+        // async-signal-safe calls on memory prepared before the fork, then execs or
+        // `_exit`s.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(Errno::last());
+        }
+        if pid == 0 {
+            let mut byte = 0u8;
+            // SAFETY: in the child: `close`, `read`, `signal`, `execv`, `write` and
+            // `_exit` are async-signal-safe; the closed descriptor is this process's
+            // copy, which nothing in the child uses (its `OwnedFd` is never dropped
+            // here); `byte` is a valid one-byte buffer; `path` and `pointers`
+            // (NUL-terminated strings, a null-terminated array) live in this copy of
+            // the parent's memory until the exec replaces it.
+            unsafe {
+                // The child's copy of the write end: closed, so that the parent's end
+                // of life (its copy closed) reads as end of file here.
+                libc::close(go_write.as_raw_fd());
+                let got = libc::read(go_read.as_raw_fd(), (&raw mut byte).cast(), 1);
+                if got != 1 {
+                    // The parent went away or gave up before the release.
+                    libc::_exit(127);
+                }
+                // Rust's runtime ignores SIGPIPE; a command gets the default, as from
+                // a shell.
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::execv(path.as_ptr(), pointers.as_ptr());
+                let errno = Errno::last().0;
+                let bytes = errno.to_ne_bytes();
+                libc::write(error_write.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
+                libc::_exit(127);
+            }
+        }
+        drop(go_read);
+        drop(error_write);
+        Ok(Self {
+            pid,
+            go: Some(go_write),
+            exec_error: Some(error_read),
+        })
+    }
+
+    /// The child's pid.
+    pub(crate) fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Lets the child exec; `Ok(None)` once the exec succeeded, `Ok(Some(errno))` when it
+    /// failed (the child then exits with 127). Either way the child is left to
+    /// [`wait_with_rusage`].
+    pub(crate) fn release(mut self) -> Result<(libc::pid_t, Option<Errno>), Errno> {
+        use std::os::fd::AsRawFd;
+        let go = self.go.take().ok_or(Errno(libc::EBADF))?;
+        let exec_error = self.exec_error.take().ok_or(Errno(libc::EBADF))?;
+        let byte = 1u8;
+        // SAFETY: `go` is the open write end of the pipe; `byte` is one readable byte.
+        let wrote = unsafe { libc::write(go.as_raw_fd(), (&raw const byte).cast(), 1) };
+        if wrote != 1 {
+            return Err(Errno::last());
+        }
+        drop(go);
+        let mut bytes = [0u8; 4];
+        // The exec closes the child's end (close-on-exec): 0 bytes then; 4 when the
+        // exec failed and the child wrote its errno.
+        let got = read_u8s(exec_error.as_raw_fd(), &mut bytes)?;
+        let pid = self.pid;
+        // Released: the caller waits for it from now on.
+        self.pid = 0;
+        Ok((pid, (got == 4).then(|| Errno(i32::from_ne_bytes(bytes)))))
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+/// Reads up to `buf.len()` bytes until end of file.
+fn read_u8s(fd: libc::c_int, buf: &mut [u8]) -> Result<usize, Errno> {
+    let mut total = 0;
+    while total < buf.len() {
+        // SAFETY: the pointer and length describe the unfilled rest of `buf`.
+        let n = unsafe { libc::read(fd, buf[total..].as_mut_ptr().cast(), buf.len() - total) };
+        match usize::try_from(n) {
+            Ok(0) => break,
+            Ok(n) => total += n,
+            Err(_) if Errno::last().0 == libc::EINTR => continue,
+            Err(_) => return Err(Errno::last()),
+        }
+    }
+    Ok(total)
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl Drop for HeldChild {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            // SAFETY: `pid` is our child, not yet waited for: it still exists (a zombie
+            // at worst), so the signal and the wait reach it and nothing else.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+            }
+            let _ = wait_with_rusage(self.pid);
+        }
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+/// SIGINT and SIGQUIT ignored in this process while it lives, as `system(3)` ignores
+/// them while its command runs (POSIX XSH `system`): a Ctrl-C at the terminal reaches
+/// the whole foreground process group, so it ends the command and leaves this process
+/// to read the counts. Created after the fork, so the command keeps the dispositions
+/// this process had; restored on drop.
+pub(crate) struct IgnoreInterrupts {
+    saved: [(libc::c_int, Option<libc::sigaction>); 2],
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl IgnoreInterrupts {
+    pub(crate) fn new() -> Self {
+        let ignore = |signal: libc::c_int| {
+            // SAFETY: an all-zero sigaction is a valid value (no flags, empty mask) to
+            // be filled in below.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            action.sa_sigaction = libc::SIG_IGN;
+            // SAFETY: as above: the old action is written there by sigaction.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: valid pointers to a sigaction each; SIG_IGN installs no handler
+            // code.
+            let rc = unsafe { libc::sigaction(signal, &action, &mut old) };
+            (signal, (rc == 0).then_some(old))
+        };
+        Self {
+            saved: [ignore(libc::SIGINT), ignore(libc::SIGQUIT)],
+        }
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl Drop for IgnoreInterrupts {
+    fn drop(&mut self) {
+        for (signal, old) in &self.saved {
+            if let Some(old) = old {
+                // SAFETY: restores the action sigaction returned for this signal.
+                unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+            }
+        }
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+/// Waits for the child `pid`: how it ended, and the resources it and the children it
+/// waited for used (`wait4`).
+pub(crate) fn wait_with_rusage(pid: libc::pid_t) -> Result<(ChildEnd, libc::rusage), Errno> {
+    let mut status = 0;
+    let mut usage = MaybeUninit::<libc::rusage>::zeroed();
+    loop {
+        // SAFETY: `status` and `usage` are valid to write; `pid` is the caller's child.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
+        if rc == pid {
+            break;
+        }
+        if Errno::last().0 != libc::EINTR {
+            return Err(Errno::last());
+        }
+    }
+    // SAFETY: zeroed, then filled by a successful wait4: every field is initialized.
+    let usage = unsafe { usage.assume_init() };
+    let end = if libc::WIFEXITED(status) {
+        ChildEnd::Exited(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        ChildEnd::Signaled(libc::WTERMSIG(status))
+    } else {
+        ChildEnd::Exited(-1)
+    };
+    Ok((end, usage))
+}
+
 /// `kernel.perf_event_paranoid`, `None` when unreadable (no perf in this kernel).
 pub fn perf_event_paranoid() -> Option<i32> {
     read_proc_int("/proc/sys/kernel/perf_event_paranoid")
@@ -274,14 +495,25 @@ pub(crate) mod perf {
         attr: &mut perf_event_attr,
         group: Option<BorrowedFd<'_>>,
     ) -> Result<OwnedFd, Errno> {
+        open_for(attr, 0, group)
+    }
+
+    /// Opens one event for the task `pid` (0: the calling thread) on any CPU, in
+    /// `group`'s group or as a new leader, close-on-exec.
+    pub(crate) fn open_for(
+        attr: &mut perf_event_attr,
+        pid: libc::pid_t,
+        group: Option<BorrowedFd<'_>>,
+    ) -> Result<OwnedFd, Errno> {
         let group_fd = group.map_or(-1, |fd| fd.as_raw_fd());
         // SAFETY: `attr` is a valid perf_event_attr whose `size` the caller set; the
         // kernel reads it (and may write `size` back on E2BIG). `group_fd` is -1 or an
-        // open perf descriptor borrowed for the call.
+        // open perf descriptor borrowed for the call; `pid` is a task id the kernel
+        // checks.
         let fd = unsafe {
             pes::perf_event_open(
                 attr,
-                0,
+                pid,
                 -1,
                 group_fd,
                 libc::c_ulong::from(pes::bindings::PERF_FLAG_FD_CLOEXEC),

@@ -24,10 +24,10 @@ perf_line() {
 	result perf version=$v pmus=$pmus paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
 }
 
-# perf stat -e instructions:u of `debian-block ITER` (the whole program, user space):
-# usage: perf_block TAG ITER
+# perf stat -e instructions:u of `debian-block ITER [fork]` (the whole program, user
+# space; with `fork` its child too): usage: perf_block TAG ITER [fork]
 perf_block() {
-	perf stat -x, -e instructions:u -o /tmp/perf.csv debian-block "$2" 2>/tmp/perf.err
+	perf stat -x, -e instructions:u -o /tmp/perf.csv debian-block "$2" $3 2>/tmp/perf.err
 	status=$?
 	# -x, fields: count,unit,event,time running,percentage running,…: a count perf
 	# scaled (running below 100%) is an estimate, not a count.
@@ -35,6 +35,27 @@ perf_block() {
 	running=$(awk -F, '$3 ~ /^instructions:u/ {print $5; exit}' /tmp/perf.csv)
 	sed "s/^/STDERR $1 /" /tmp/perf.err
 	result perf-block tag=$1 iterations=$2 status=$status count=${count:-none} running=${running:-none}
+}
+
+# pmu-demo stat of a command, as `JSON <tag> …`, `STDERR <tag> …` and `RESULT demo
+# tag=<tag> status=<exit status>`, in the environment perf gives the commands it runs
+# (/tmp/perf.env: perf sets PATH, PREFIX, PERF_BUILDID_DIR, …, tools/perf/perf.c and
+# tools/lib/subcmd/exec-cmd.c; the C library's start-up walks the environment, and its
+# size moves the stack, so the same program retires a few more or fewer instructions
+# in another one): usage: demo_stat TAG PMU-DEMO-STAT-ARGS… -- CMD…
+demo_stat() {
+	tag=$1
+	shift
+	rm -f /tmp/stat.json
+	if [ -s /tmp/perf.env ]; then
+		env -i $(cat /tmp/perf.env) pmu-demo stat --json -o /tmp/stat.json "$@" 2>/tmp/stat.err
+	else
+		pmu-demo stat --json -o /tmp/stat.json "$@" 2>/tmp/stat.err
+	fi
+	status=$?
+	echo "JSON $tag $(tr -d '\n' </tmp/stat.json 2>/dev/null)"
+	sed "s/^/STDERR $tag /" /tmp/stat.err
+	result demo tag=$tag status=$status
 }
 
 # debian-block ITER COUNTER without perf: the direct read around the same block.
@@ -145,10 +166,31 @@ scenario_debian() {
 	for iter in 10000 20000; do
 		direct_block direct-$iter $iter "${inst:-0}"
 	done
+	# pmu-demo stat --backend direct: CPU 0's counters around the block (before perf
+	# opens hardware events on CPU 0, which takes the grant away there).
+	demo_stat stat-direct --backend direct --cpu 0 -e instructions -- debian-block 10000
 	for iter in 10000 20000; do
 		perf_block perf-$iter-a $iter
 		perf_block perf-$iter-b $iter
 	done
+	# The same program counted by pmu-demo stat (perf backend, inherited events), with
+	# a child in the fork form, against Debian's perf stat; the command's exit status
+	# passes through.
+	perf stat -x, -o /dev/null -e instructions:u env >/tmp/perf.env 2>/dev/null
+	result perf-env vars=$(wc -l </tmp/perf.env)
+	perf_block perf-fork-a 10000 fork
+	perf_block perf-fork-b 10000 fork
+	perf_block perf-threads-a 10000 threads
+	perf_block perf-threads-b 10000 threads
+	for iter in 10000 20000; do
+		demo_stat stat-$iter -e instructions:u -- debian-block $iter
+	done
+	demo_stat stat-fork -e instructions:u -- debian-block 10000 fork
+	demo_stat stat-threads -e instructions:u -- debian-block 10000 threads
+	demo_stat stat-repeat -e instructions:u,cycles:u --repeat 2 -- debian-block 10000 fork
+	demo_stat stat-exit3 -e instructions:u -- sh -c 'exit 3'
+	demo_stat stat-killed -e instructions:u -- sh -c 'kill -9 $$'
+	demo_stat stat-missing -e instructions:u -- /nonexistent/command
 	echo 1 >/sys/devices/system/cpu/cpu1/online
 	result block-cpus-after online_rc=$? online=$(cat /sys/devices/system/cpu/online)
 	echo "$aslr" >/proc/sys/kernel/randomize_va_space

@@ -29,6 +29,14 @@ scenario_armhf() {
 	result layout text=$(tr ' ' '_' </sys/module/$NAME/parameters/layout)
 	demo loaded-cpu0 0 direct
 	demo loaded-cpu1 1 direct
+	# pmu-demo stat on 32-bit ARM: the direct backend, the only one there (CPU 0's
+	# counters around the command); the command's exit status passes through.
+	pmu-demo stat --json -o /tmp/stat.json --cpu 0 -e instructions,cycles -- \
+		sh -c 'exit 3' 2>/tmp/stat.err
+	status=$?
+	echo "JSON stat-armhf $(tr -d '\n' </tmp/stat.json 2>/dev/null)"
+	sed 's/^/STDERR stat-armhf /' /tmp/stat.err
+	result demo tag=stat-armhf status=$status
 	echo 0 >/sys/devices/system/cpu/cpu1/online
 	off=$?
 	echo 1 >/sys/devices/system/cpu/cpu1/online

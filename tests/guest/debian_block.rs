@@ -8,7 +8,15 @@
 //! debian-block ITERATIONS COUNTER  the same between two reads of PMEVCNTR<COUNTER>_EL0
 //!                                  (PMSELR_EL0 + PMXEVCNTR_EL0, which PMUSERENR_EL0.ER
 //!                                  allows at EL0): prints `before=… after=… delta=…`
+//! debian-block ITERATIONS fork     forks: the child runs the block and exits, the
+//!                                  parent runs it too and waits for the child
+//! debian-block ITERATIONS threads  as `fork`, with a second thread that runs the block
+//!                                  too (joined after the child is reaped)
 //! ```
+//!
+//! The `fork` form is the command `pmu-demo stat` and `perf stat` count with a child:
+//! inherited events count both processes, so the block is counted twice (three times
+//! with `threads`).
 //!
 //! Both forms run the same instructions apart from the reads, so between two runs whose
 //! ITERATIONS differ by D (and have as many digits: the argument parser then runs the
@@ -56,6 +64,41 @@ fn read(counter: u64) -> u64 {
     value
 }
 
+// The C library's calls (musl, linked statically): built by rustc alone, without the
+// libc crate.
+extern "C" {
+    fn fork() -> i32;
+    fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+    fn _exit(status: i32) -> !;
+}
+
+/// The block in a forked child and in this process, then the child reaped: exit status
+/// 0 when the child exited 0, 1 otherwise.
+fn forked(iterations: u64) -> ExitCode {
+    // SAFETY: the child runs only the register loop and `_exit` (async-signal-safe,
+    // whatever other threads this program has).
+    let pid = unsafe { fork() };
+    if pid == 0 {
+        block(iterations);
+        // SAFETY: ends the child at once, without the parent's buffered output.
+        unsafe { _exit(0) };
+    }
+    block(iterations);
+    if pid < 0 {
+        return ExitCode::from(1);
+    }
+    let mut status = 0;
+    // SAFETY: `status` is a valid int to write; `pid` is this process's child.
+    let waited = unsafe { waitpid(pid, &mut status, 0) };
+    // A normal exit with status 0 is the wait status 0 (Linux: the status in bits 8-15,
+    // no signal in bits 0-6).
+    if waited == pid && status == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let parse = |s: &str| s.parse::<u64>().ok();
@@ -64,6 +107,21 @@ fn main() -> ExitCode {
             Some(n) => {
                 block(n);
                 ExitCode::SUCCESS
+            }
+            None => ExitCode::from(2),
+        },
+        [n, fork] if fork == "fork" => match parse(n) {
+            Some(n) => forked(n),
+            None => ExitCode::from(2),
+        },
+        [n, threads] if threads == "threads" => match parse(n) {
+            Some(n) => {
+                let thread = std::thread::spawn(move || block(n));
+                let forked = forked(n);
+                match thread.join() {
+                    Ok(()) => forked,
+                    Err(_) => ExitCode::from(1),
+                }
             }
             None => ExitCode::from(2),
         },
@@ -83,7 +141,7 @@ fn main() -> ExitCode {
             _ => ExitCode::from(2),
         },
         _ => {
-            eprintln!("usage: debian-block ITERATIONS [COUNTER]");
+            eprintln!("usage: debian-block ITERATIONS [COUNTER | fork | threads]");
             ExitCode::from(2)
         }
     }

@@ -153,6 +153,23 @@ fn armhf_scenario(kernel: [&str; 2]) {
     run.assert_klog("kmod_enable_user: loaded: PMUSERENR = EN");
     assert_exact(&run, "loaded-cpu0");
     assert_exact(&run, "loaded-cpu1");
+    // pmu-demo stat on 32-bit ARM: the direct backend (pmu-linux has no perf backend
+    // there) counts CPU 0 around `sh -c 'exit 3'` and exits with the command's 3 (a
+    // shell's convention, POSIX XCU 2.8.2).
+    let stat = demo(&run, "stat-armhf");
+    assert_eq!(stat.status, 3, "{}\n{}", stat.raw, stat.stderr);
+    let json = stat
+        .json
+        .as_ref()
+        .unwrap_or_else(|| panic!("no JSON: {}", stat.stderr));
+    assert_eq!(json["backend"], "direct", "{json}");
+    assert_eq!(json["end"]["how"], "exited", "{json}");
+    assert_eq!(json["exit_status"], 3, "{json}");
+    for e in json["events"].as_array().expect("events") {
+        assert_eq!(e["verdict"], "cpu-wide", "{e}");
+        // The shell ran: its instructions and cycles at PL0 are counted.
+        assert!(e["count"].as_u64().is_some_and(|c| c > 1000), "{e}");
+    }
     let hotplug = &run.scenario("hotplug")[0];
     assert_eq!(
         (

@@ -950,6 +950,11 @@ fn stress(flavour: Flavour) {
 ///   the event counters);
 /// - the same 8 with `--multiplex`: measured, the runs where an event was off its
 ///   counter flagged multiplexed with perf's scaled estimate;
+/// - the same 8 by `pmu-demo stat` of debian-block with a child
+///   (tests/guest/debian_block.rs `fork`): with `--repeat 2` rotated in the two groups
+///   that fit (the first 7, then 1), every count exact and each instructions count the
+///   same in both runs and in every group (icount: docs/qemu.md); without it
+///   multiplexed, flagged, an estimate and no count;
 /// - the module's grant revoked by a perf session on CPU 0 (arm_pmuv3.c
 ///   `armv8pmu_start` writes PMUSERENR_EL0 = 0): the direct backend says so with the
 ///   way back, CPU 1 keeps its grant, `hazards` skips the overflow case with the same
@@ -1050,6 +1055,61 @@ fn demo_messages(flavour: Flavour) {
                 .any(|h| h == "multiplexed")),
         "{result}"
     );
+
+    // 3b. pmu-demo stat: the same 8 events rotated with --repeat, then multiplexed.
+    let rotate = demo(&run, "stat-rotate");
+    let json = rotate.json(&run);
+    assert_eq!(json["groups"].as_array().map(Vec::len), Some(2), "{json}");
+    assert_eq!(json["runs"], 4, "{json}");
+    let events = json["events"].as_array().expect("events");
+    assert_eq!(events.len(), 8, "{json}");
+    let instructions = events[0]["count"].as_u64().expect("a count");
+    // Both processes ran the block: 100000 two-instruction iterations each.
+    assert!(instructions > 2 * 2 * 100_000, "{json}");
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["verdict"], "exact", "{e}");
+        assert_eq!(e["group"], usize::from(i == 7), "{e}");
+        assert_eq!(e["runs"].as_array().map(Vec::len), Some(2), "{e}");
+        if e["name"] == "instructions" {
+            assert_eq!(e["count"], instructions, "{json}");
+            assert_eq!(e["agreed"], true, "{e}");
+        }
+    }
+    let mux = demo(&run, "stat-mux");
+    let json = mux.json(&run);
+    let events = json["events"].as_array().expect("events");
+    let multiplexed: Vec<_> = events
+        .iter()
+        .filter(|e| e["verdict"] == "multiplexed")
+        .collect();
+    assert!(!multiplexed.is_empty(), "8 events on 7 counters: {json}");
+    for e in multiplexed {
+        assert!(e["count"].is_null(), "an estimate is never a count: {e}");
+        assert!(e["estimate"].as_f64().is_some_and(|v| v > 0.0), "{e}");
+        assert!(
+            e["running_percent"]
+                .as_f64()
+                .is_some_and(|p| p > 0.0 && p < 100.0),
+            "{e}"
+        );
+    }
+    assert!(
+        json["notes"][0]
+            .as_str()
+            .is_some_and(|n| n.starts_with("more events than counters")),
+        "{json}"
+    );
+
+    let human = demo(&run, "stat-human");
+    assert_eq!(human.status, 0, "{}\n{}", human.raw, human.stderr);
+    for needle in [
+        "Counter stats for 'debian-block 100000 fork', perf backend",
+        "instructions:u  exact",
+        "insn per cycle",
+        "the command exited with 0: pmu-demo exits with 0",
+    ] {
+        assert!(human.stderr.contains(needle), "{needle}: {}", human.stderr);
+    }
 
     // 4. A grant that perf revoked.
     let load = run.find("insmod", "tag", "grant");

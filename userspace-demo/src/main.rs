@@ -6,7 +6,8 @@
 //! IPC/CPI, per-run hazards, `--json`), `hazards` (forces a context switch, a migration
 //! and, in direct mode, an overflow, and shows each flagged), `bench` (what each read
 //! path costs), `spe` (Arm SPE sampling filters from intent, checked against capabilities,
-//! as registers and a perf event; `spe decode` for raw SPE buffers).
+//! as registers and a perf event; `spe decode` for raw SPE buffers), `stat` (a command of
+//! the user's own, its threads and children, counted like `perf stat`).
 
 mod bench_cmd;
 mod event_names;
@@ -15,6 +16,7 @@ mod list_cmd;
 mod measure_cmd;
 mod report;
 mod spe_cmd;
+mod stat_cmd;
 mod timing;
 mod workloads;
 
@@ -58,7 +60,8 @@ and points to the exact measurement in QEMU (`cargo xtask qemu aarch64`).",
   pmu-demo hazards
   pmu-demo bench
   pmu-demo spe --profile spev1p4-16bit --loads --min-latency 120 --event llc-miss --interval 4096
-  pmu-demo spe decode spe-buffer.bin"
+  pmu-demo spe decode spe-buffer.bin
+  pmu-demo stat -e instructions:u,cycles:u -- ./my-program"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -79,6 +82,10 @@ enum Command {
     /// Arm SPE: sampling-filter registers and the perf event from what you want to sample,
     /// checked against an implementation's capabilities; `spe decode FILE` for raw buffers.
     Spe(spe_cmd::Args),
+    /// Run a command and count it, its threads and children, like `perf stat`; exits
+    /// with the command's status.
+    #[command(long_about = stat_cmd::LONG_ABOUT, after_help = stat_cmd::AFTER_HELP)]
+    Stat(stat_cmd::Args),
 }
 
 /// Which counter backend to use.
@@ -150,6 +157,10 @@ fn main() -> ExitCode {
         Command::Hazards(args) => hazards_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Spe(args) => spe_cmd::run(&args),
+        Command::Stat(args) => match stat_cmd::run(&args) {
+            Ok(status) => return ExitCode::from(status),
+            Err(failure) => Err(failure),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

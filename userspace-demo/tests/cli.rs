@@ -260,7 +260,7 @@ fn only_user_commands() {
         .collect();
     assert_eq!(
         commands,
-        ["list", "measure", "hazards", "bench", "spe", "help"],
+        ["list", "measure", "hazards", "bench", "spe", "stat", "help"],
         "{text}"
     );
     for rig in ["bench-guest", "hazard-stats", "region-check"] {
@@ -438,5 +438,120 @@ fn multiplex_reports_times_per_run() {
                 assert!(t["scaled"].as_u64().is_some(), "{t}");
             }
         }
+    }
+}
+
+/// `pmu-demo stat` exits with the command's status as a POSIX shell reports it (XCU
+/// 2.8.2): its own exit status, 128 + a killing signal, 127 not found, 126 not
+/// executable; the report goes to stderr and leaves the command's stdout alone.
+#[test]
+fn stat_passes_the_command_status_on() {
+    let out = demo(&["stat", "--", "sh", "-c", "echo out; exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        report.contains("Counter stats for 'sh -c echo out; exit 3'"),
+        "{report}"
+    );
+    assert!(report.contains("pmu-demo exits with 3"), "{report}");
+    let killed = demo(&["stat", "--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(killed.status.code(), Some(137), "{killed:?}");
+    let missing = demo(&["stat", "--", "/nonexistent/command"]);
+    assert_eq!(missing.status.code(), Some(127), "{missing:?}");
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("command not found"),
+        "{missing:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("not-executable");
+    std::fs::write(&text, "echo hi\n").unwrap();
+    let denied = demo(&["stat", "--", text.to_str().unwrap()]);
+    assert_eq!(denied.status.code(), Some(126), "{denied:?}");
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains("cannot execute: Permission denied"),
+        "{denied:?}"
+    );
+}
+
+/// `--json -o FILE`: every event with a verdict and its runs, the end and the status;
+/// where there are no hardware counters (this CI VM) the software events, said so.
+#[test]
+fn stat_json_names_every_event_and_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stat.json");
+    let out = demo(&[
+        "stat",
+        "--json",
+        "--repeat",
+        "2",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "(true) & wait",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(v["end"]["how"], "exited");
+    assert_eq!(v["exit_status"], 0);
+    assert_eq!(v["repeat"], 2);
+    let events = v["events"].as_array().unwrap();
+    for e in events {
+        assert_eq!(e["runs"].as_array().unwrap().len(), 2, "{e}");
+        assert!(e["verdict"].as_str().is_some(), "{e}");
+    }
+    // Each event was run in its group, twice.
+    assert_eq!(
+        v["runs"].as_u64().unwrap(),
+        2 * v["groups"].as_array().unwrap().len() as u64
+    );
+    match v["backend"].as_str().unwrap() {
+        "software" => {
+            assert!(v["notes"][0]
+                .as_str()
+                .unwrap()
+                .contains("no hardware counters"));
+            let clock = events.iter().find(|e| e["name"] == "task-clock").unwrap();
+            // The shell and its child ran: nanoseconds of task time, counted.
+            assert_eq!(clock["verdict"], "exact");
+            assert!(clock["count"].as_u64().unwrap() > 0, "{clock}");
+        }
+        backend => {
+            assert_eq!(backend, "perf");
+            let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
+            assert_eq!(names, ["instructions:u", "cycles:u"]);
+        }
+    }
+}
+
+/// `-o -`: the report on stdout (after the command's own output), nothing on stderr.
+#[test]
+fn stat_report_to_stdout() {
+    let out = demo(&["stat", "--json", "-o", "-", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["command"][0], "true");
+    assert!(out.stderr.is_empty(), "{out:?}");
+}
+
+/// `pmu-demo stat --help` teaches: what is counted, children, the exit status, a
+/// Raspberry Pi example.
+#[test]
+fn stat_help_teaches() {
+    let out = demo(&["stat", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "every child process",
+        "multiplexes",
+        "--repeat",
+        "128 + the signal",
+        "127",
+        "Raspberry Pi",
+        "--backend direct",
+    ] {
+        assert!(help.contains(needle), "{needle}: {help}");
     }
 }

@@ -529,8 +529,8 @@ fn cross_steps() -> Vec<Step> {
 /// qemu-aarch64 (user mode): the arm64 page reader, perf-index mapping and fast-read
 /// code on their real target. qemu-user has no perf_event_open (ENOSYS), so the tests
 /// that open perf events (the session's `perf::tests::` and `perf::kernel_member::`, the
-/// listing's `machine::tests::`, `meter::`) run on the host and in the arm64 kernel guest
-/// instead.
+/// command counts' `perf::command::tests::run_`, the listing's `machine::tests::`,
+/// `meter::`) run on the host and in the arm64 kernel guest instead.
 fn aarch64_user_tests() -> Step {
     Step::cargo(
         "unit tests for aarch64 under qemu-aarch64 (pmu-core, pmu-linux; perf syscalls excluded: ENOSYS in qemu-user)",
@@ -549,6 +549,8 @@ fn aarch64_user_tests() -> Step {
             "perf::tests::",
             "--skip",
             "perf::kernel_member::",
+            "--skip",
+            "perf::command::tests::run_",
             "--skip",
             "machine::tests::",
             "--skip",

@@ -336,12 +336,14 @@ pub fn build_with_modules(
             data: read(stock)?,
         });
     }
-    let probe = match arch {
-        Arch::X86_64 => Some("pce-probe"),
-        Arch::Arm64 => Some("el0-probe"),
-        Arch::Armv6 | Arch::Armv7 => None,
+    // debian-block (tests/guest/debian_block.rs): the static program of known
+    // instruction count that `pmu-demo stat` counts in the arm64 guest too.
+    let probes: &[&str] = match arch {
+        Arch::X86_64 => &["pce-probe"],
+        Arch::Arm64 => &["el0-probe", "debian-block"],
+        Arch::Armv6 | Arch::Armv7 => &[],
     };
-    if let Some(name) = probe {
+    for &name in probes {
         entries.push(Entry::File {
             path: format!("bin/{name}"),
             mode: 0o755,

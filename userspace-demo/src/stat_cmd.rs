@@ -1,0 +1,540 @@
+//! `pmu-demo stat`: count a command of the user's own, its threads and children, and
+//! print the counts as `perf stat` does, each with its verdict.
+
+mod figures;
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::Args as ClapArgs;
+
+use figures::{End, EventStat, RunCount, StatReport};
+
+use crate::{Failure, EXIT_USAGE};
+
+/// `pmu-demo stat --help`'s text (on the subcommand in main.rs: clap takes a
+/// variant's own doc comment over the arguments struct's).
+pub const LONG_ABOUT: &str =
+    "Run a command and count its hardware events, the way `perf stat` does.
+
+What is counted:
+  perf    (the default on x86_64 and arm64) the command, every thread it starts and
+          every child process, from its exec to its end: each event is opened on the
+          command before it execs (inherited, enabled by the exec, so the demo's own
+          fork and wait are not counted). Modifiers as in perf: instructions:u (user
+          space), cycles:k (kernel), cycles:uk; without one a hardware event counts user
+          space only. More events than counters: the kernel multiplexes them, and such
+          an event is flagged with the share of time it ran and an estimate that is
+          never printed as a count; --repeat counts each group of events that fits
+          the counters exactly, in runs of its own.
+  direct  (after loading kmod-enable-user; the only backend on 32-bit ARM: Raspberry
+          Pi 1, Zero, and a 32-bit kernel on a Pi 2/3/4) counts the CPU, not the
+          command: the demo and the command are pinned to one CPU (--cpu) and its
+          counters read before and after. Anything else that ran in user space on
+          that CPU meanwhile is counted too; the report compares the command's CPU
+          time with the time it took and says when the CPU did other work.
+
+A Ctrl-C ends the command and the counts are still printed (pmu-demo ignores SIGINT
+and SIGQUIT while the command runs, as system(3) does). The report goes to stderr (the
+command keeps stdout), or to --output. pmu-demo exits
+with the command's status: a signal death is 128 + the signal, a command not found 127,
+one that cannot be executed 126, as in a shell. Its own errors (a bad event) are 2.";
+
+/// `pmu-demo stat --help`'s examples.
+pub const AFTER_HELP: &str = "Examples:
+  pmu-demo stat -- ./my-program --its-flags
+  pmu-demo stat -e instructions:u,cycles:u,branch-misses -- make -j4
+  pmu-demo stat -e instructions:u --repeat 5 --json -o stat.json -- ./bench
+  pmu-demo stat -e L1D_CACHE,L1D_CACHE_REFILL,L2D_CACHE,L2D_CACHE_REFILL,BR_MIS_PRED,BR_PRED,INST_RETIRED,CPU_CYCLES --repeat 3 -- ./my-program
+Raspberry Pi (after `sudo insmod kmod_enable_user.ko`; on a 32-bit OS this is the only backend):
+  pmu-demo stat --backend direct --cpu 2 -e instructions,cycles -- ./my-program";
+
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Events, comma-separated, with perf's modifiers (instructions:u, cycles:k): perf
+    /// names, raw rHEX, PMU/event=…/ from /sys/bus/event_source/devices, or the core's
+    /// own names as `pmu-demo list` shows them.
+    #[arg(
+        short = 'e',
+        long,
+        value_delimiter = ',',
+        default_value = "instructions:u,cycles:u"
+    )]
+    events: Vec<String>,
+    /// Counter backend: `auto` is perf (direct on 32-bit ARM), with perf's software
+    /// events where there are no hardware counters; `direct` counts the whole CPU the
+    /// command is pinned to.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: crate::BackendChoice,
+    /// Run the command N times for each group of events that fits the counters
+    /// together (the events rotate across runs), and say whether the runs agreed.
+    #[arg(long, value_name = "N")]
+    repeat: Option<usize>,
+    /// The direct backend: the CPU to pin the command to (default: the one the demo
+    /// starts on).
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// The report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Write the report to this file instead of stderr (`-`: stdout, which the command
+    /// shares).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+    /// The command and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+/// What one backend measured: per event its runs (in event order), the ends, the times.
+struct Measured {
+    backend: &'static str,
+    scope: String,
+    names: Vec<String>,
+    groups: Vec<Vec<usize>>,
+    runs: Vec<Vec<RunCount>>,
+    ends: Vec<End>,
+    elapsed: Vec<Duration>,
+    cpu: Vec<Duration>,
+    cpu_wide: bool,
+    notes: Vec<String>,
+}
+
+/// Runs `pmu-demo stat`: the demo's exit status is the command's.
+pub fn run(args: &Args) -> Result<u8, Failure> {
+    if args.repeat == Some(0) {
+        return Err(usage("--repeat 0: give at least 1 run"));
+    }
+    let backend = match args.backend {
+        crate::BackendChoice::Auto if cfg!(target_arch = "arm") => crate::BackendChoice::Direct,
+        other => other,
+    };
+    let measured = match backend {
+        crate::BackendChoice::Direct => direct::measure(args)?,
+        _ => perf_measure(args, backend == crate::BackendChoice::Auto)?,
+    };
+    let Measured {
+        backend,
+        scope,
+        names,
+        groups,
+        runs,
+        ends,
+        elapsed,
+        cpu,
+        cpu_wide,
+        mut notes,
+    } = measured;
+    let end = *ends
+        .last()
+        .ok_or_else(|| Failure::new("the command never ran"))?;
+    if let End::NotExecuted { errno } = end {
+        let why = std::io::Error::from_raw_os_error(errno).to_string();
+        // "Permission denied (os error 13)": the words without the number.
+        let why = why.split(" (os error").next().unwrap_or(&why).to_owned();
+        let what = if errno == libc::ENOENT {
+            "command not found".to_owned()
+        } else {
+            format!("cannot execute: {why}")
+        };
+        eprintln!(
+            "pmu-demo: {}: {what} (exit status {})",
+            args.command[0].to_string_lossy(),
+            end.exit_status()
+        );
+        return Ok(end.exit_status());
+    }
+    if ends.iter().any(|e| *e != end) {
+        notes.push(format!(
+            "the runs ended differently ({}); the exit status is the last run's",
+            ends.iter()
+                .map(|e| e.exit_status().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let group_of = |i: usize| groups.iter().position(|g| g.contains(&i)).unwrap_or(0);
+    let events: Vec<EventStat> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| figures::event_stat(name, group_of(i), &runs[i], cpu_wide))
+        .collect();
+    let mean =
+        |d: &[Duration]| d.iter().map(Duration::as_secs_f64).sum::<f64>() / d.len().max(1) as f64;
+    let (elapsed_s, cpu_s) = (mean(&elapsed), mean(&cpu));
+    if cpu_wide && cpu_s < 0.9 * elapsed_s {
+        notes.push(format!(
+            "the command used the CPU {:.0}% of the time it took: for the rest the CPU idled \
+             or ran other tasks, and what those ran in user space is in these counts",
+            100.0 * cpu_s / elapsed_s.max(f64::MIN_POSITIVE)
+        ));
+    }
+    let report = StatReport {
+        command: args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        backend,
+        scope,
+        repeat: args.repeat.unwrap_or(1),
+        groups: groups
+            .iter()
+            .map(|g| g.iter().map(|&i| names[i].clone()).collect())
+            .collect(),
+        derived: figures::derived(&events),
+        events,
+        elapsed_s,
+        cpu_s,
+        runs: ends.len(),
+        end,
+        exit_status: end.exit_status(),
+        notes,
+    };
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| Failure::new(e.to_string()))? + "\n"
+    } else {
+        figures::human(&report)
+    };
+    match &args.output {
+        Some(path) if path.as_os_str() == "-" => print!("{text}"),
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Failure::new(format!("writing {}: {e}", path.display())))?,
+        None => eprint!("{text}"),
+    }
+    Ok(report.exit_status)
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        message: message.into(),
+        status: EXIT_USAGE,
+    }
+}
+
+/// The perf backend: [`pmu_linux::perf::CommandCount`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn perf_measure(args: &Args, auto: bool) -> Result<Measured, Failure> {
+    use pmu_linux::error::OpenError;
+    use pmu_linux::perf::{CommandCount, CommandEnd};
+    let given: Vec<&str> = args.events.iter().map(String::as_str).collect();
+    let mut notes = Vec::new();
+    let mut count = CommandCount::new(&given).map_err(|e| usage(Failure::from(e).message))?;
+    let all: Vec<usize> = (0..given.len()).collect();
+    let mut backend = "perf";
+    let fits_all = match count.fits(&all) {
+        Ok(fits) => fits,
+        // No hardware counters at all (a VM without vPMU): perf's software events,
+        // said so, and the command still runs.
+        Err(pmu_linux::Error::Open {
+            cause:
+                OpenError::NotSupported {
+                    needs_cpu_pmu: true,
+                    cpu_pmu_present: false,
+                    ..
+                },
+            ..
+        }) if auto => {
+            notes.push(
+                "no hardware counters here (the kernel registers no CPU PMU: a VM without \
+                 vPMU?): counted with perf's software events instead"
+                    .to_owned(),
+            );
+            backend = "software";
+            count =
+                CommandCount::new(&crate::measure_cmd::SOFTWARE_EVENTS).map_err(Failure::from)?;
+            true
+        }
+        Err(e) => return Err(usage(Failure::from(e).message)),
+    };
+    let names = count.names();
+    let groups = match args.repeat {
+        Some(_) => figures::rotation_groups(names.len(), |set| count.fits(set))
+            .map_err(|e| usage(Failure::from(e).message))?,
+        None => {
+            if !fits_all {
+                notes.push(
+                    "more events than counters: the kernel multiplexes them (each is \
+                     flagged with the share of time it ran); --repeat N counts each group \
+                     that fits the counters exactly, in runs of its own"
+                        .to_owned(),
+                );
+            }
+            vec![(0..names.len()).collect()]
+        }
+    };
+    let mut m = Measured {
+        backend,
+        scope: "the command, its threads and children, from its exec to its end (perf \
+                events inherited, enabled on exec)"
+            .into(),
+        runs: vec![Vec::new(); names.len()],
+        names,
+        groups,
+        ends: Vec::new(),
+        elapsed: Vec::new(),
+        cpu: Vec::new(),
+        cpu_wide: false,
+        notes,
+    };
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| usage("no command given"))?;
+    for _ in 0..args.repeat.unwrap_or(1) {
+        for group in &m.groups {
+            let run = count
+                .select(group)
+                .run(program, rest)
+                .map_err(Failure::from)?;
+            let end = match run.end {
+                CommandEnd::Exited(code) => End::Exited { code },
+                CommandEnd::Signaled(signal) => End::Signaled { signal },
+                CommandEnd::NotExecuted(errno) => End::NotExecuted { errno: errno.0 },
+            };
+            m.ends.push(end);
+            if matches!(end, End::NotExecuted { .. }) {
+                return Ok(m);
+            }
+            for (&i, total) in group.iter().zip(&run.totals) {
+                m.runs[i].push(RunCount {
+                    value: total.value,
+                    times: Some((total.time_enabled, total.time_running)),
+                    lost: None,
+                });
+            }
+            m.elapsed.push(run.elapsed);
+            m.cpu.push(run.cpu_time);
+        }
+    }
+    Ok(m)
+}
+
+/// No perf backend in pmu-linux on 32-bit ARM.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn perf_measure(_args: &Args, _auto: bool) -> Result<Measured, Failure> {
+    Err(usage(format!(
+        "--backend perf: {} (use --backend direct)",
+        pmu_linux::Error::Unsupported(pmu_linux::error::Unsupported::Perf)
+    )))
+}
+
+mod direct {
+    //! The direct backend: the CPU's counters around the command, pinned to that CPU.
+
+    use std::time::Instant;
+
+    use pmu_linux::{BackendKind, EventHandle, Hazards, Meter};
+
+    use super::{figures, usage, End, Measured, RunCount};
+    use crate::{Failure, EXIT_USAGE};
+
+    /// A meter of the direct backend on `cpu` with `names`, and their handles.
+    fn meter(names: &[String], cpu: usize) -> Result<(Meter, Vec<EventHandle>), pmu_linux::Error> {
+        let mut builder = Meter::builder();
+        let handles = names
+            .iter()
+            .map(|name| builder.add_named(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        builder.backend(BackendKind::Direct);
+        builder.cpu(cpu);
+        builder.kernel_sentinel(false);
+        // SAFETY: the direct backend is documented (`pmu-demo stat --help`, README) as
+        // taking the CPU's PMU over: no perf hardware events may run there meanwhile.
+        unsafe { builder.program_the_pmu() };
+        Ok((builder.build()?, handles))
+    }
+
+    /// A name for the direct backend: perf's `:u` dropped (it counts user space);
+    /// other modifiers refused.
+    fn direct_name(name: &str) -> Result<String, Failure> {
+        match name.trim().rsplit_once(':') {
+            Some((base, "u")) if !base.contains('/') => Ok(base.to_owned()),
+            Some((_, modifiers)) if !name.contains('/') => Err(usage(format!(
+                "{name}: the direct backend counts user space only (modifier `{modifiers}`)"
+            ))),
+            _ => Ok(name.trim().to_owned()),
+        }
+    }
+
+    pub(super) fn measure(args: &super::Args) -> Result<Measured, Failure> {
+        let names = args
+            .events
+            .iter()
+            .map(|n| direct_name(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        // SAFETY: sched_getcpu has no preconditions.
+        let here = unsafe { libc::sched_getcpu() };
+        let cpu = args.cpu.unwrap_or(usize::try_from(here).unwrap_or(0));
+        let opened = |set: &[usize]| -> Result<bool, Failure> {
+            let subset: Vec<String> = set.iter().map(|&i| names[i].clone()).collect();
+            match meter(&subset, cpu) {
+                Ok(_) => Ok(true),
+                Err(e) => {
+                    let failure = Failure::from(e);
+                    if failure.status == EXIT_USAGE {
+                        Ok(false)
+                    } else {
+                        Err(failure)
+                    }
+                }
+            }
+        };
+        let groups = match args.repeat {
+            Some(_) => figures::rotation_groups(names.len(), opened)?,
+            None => vec![(0..names.len()).collect()],
+        };
+        let mut m = Measured {
+            backend: "direct",
+            scope: format!(
+                "CPU {cpu} in user space while the command ran there (the command and the \
+                 demo pinned to it): the command, its threads and children, and anything \
+                 else that ran on CPU {cpu}"
+            ),
+            runs: vec![Vec::new(); names.len()],
+            names,
+            groups,
+            ends: Vec::new(),
+            elapsed: Vec::new(),
+            cpu: Vec::new(),
+            cpu_wide: true,
+            notes: Vec::new(),
+        };
+        let (program, rest) = args
+            .command
+            .split_first()
+            .ok_or_else(|| usage("no command given"))?;
+        for _ in 0..args.repeat.unwrap_or(1) {
+            for group in &m.groups {
+                let subset: Vec<String> = group.iter().map(|&i| m.names[i].clone()).collect();
+                let (mut meter, handles) = meter(&subset, cpu).map_err(|e| {
+                    let too_many = matches!(
+                        e,
+                        pmu_linux::Error::Pmu(pmu_linux::error::PmuError::Core(
+                            pmu_linux::pmu_core::Error::NoFreeCounter { .. }
+                        ))
+                    );
+                    let mut failure = Failure::from(e);
+                    if failure.status == 1 {
+                        failure.status = EXIT_USAGE;
+                    }
+                    if too_many {
+                        failure.message.push_str(
+                            " (pmu-demo stat: --repeat N counts the events in groups that \
+                             fit, a run of the command each)",
+                        );
+                    }
+                    failure
+                })?;
+                let region = meter.start().map_err(Failure::from)?;
+                let started = Instant::now();
+                // The child inherits the pinned thread's affinity (sched_setaffinity(2)).
+                let child = std::process::Command::new(program).args(rest).spawn();
+                let child = match child {
+                    Ok(child) => child,
+                    Err(e) => {
+                        let _ = meter.stop(region);
+                        m.ends.push(End::NotExecuted {
+                            errno: e.raw_os_error().unwrap_or(libc::ENOENT),
+                        });
+                        return Ok(m);
+                    }
+                };
+                let (end, cpu_time) = {
+                    let _interrupts = IgnoreInterrupts::new();
+                    wait(child.id())?
+                };
+                let elapsed = started.elapsed();
+                let counts = meter.stop(region).map_err(Failure::from)?;
+                for (&handle, &i) in handles.iter().zip(group) {
+                    let reading = counts.reading(handle).map_err(Failure::from)?;
+                    let lost = [
+                        (Hazards::OVERFLOW, "overflow"),
+                        (Hazards::USER_ACCESS_REVOKED, "user access revoked"),
+                        (Hazards::CPU_MIGRATION, "the demo left its CPU"),
+                    ]
+                    .into_iter()
+                    .find(|(h, _)| reading.hazards.contains(*h))
+                    .map(|(_, why)| why);
+                    m.runs[i].push(RunCount {
+                        value: reading.value,
+                        times: None,
+                        lost,
+                    });
+                }
+                m.ends.push(end);
+                m.elapsed.push(elapsed);
+                m.cpu.push(cpu_time);
+            }
+        }
+        Ok(m)
+    }
+
+    /// SIGINT and SIGQUIT ignored while the command runs, as `system(3)` does: a Ctrl-C
+    /// at the terminal ends the command (same process group) and the demo still reads
+    /// and prints the counts. Set after the spawn, so the command keeps the demo's
+    /// dispositions; restored on drop.
+    struct IgnoreInterrupts {
+        saved: [(libc::c_int, libc::sighandler_t); 2],
+    }
+
+    impl IgnoreInterrupts {
+        fn new() -> Self {
+            // SAFETY: SIG_IGN installs no handler code; the previous disposition is
+            // returned for the restore.
+            let ignore = |signal| (signal, unsafe { libc::signal(signal, libc::SIG_IGN) });
+            Self {
+                saved: [ignore(libc::SIGINT), ignore(libc::SIGQUIT)],
+            }
+        }
+    }
+
+    impl Drop for IgnoreInterrupts {
+        fn drop(&mut self) {
+            for &(signal, old) in &self.saved {
+                if old != libc::SIG_ERR {
+                    // SAFETY: puts back the disposition `signal` returned above.
+                    unsafe { libc::signal(signal, old) };
+                }
+            }
+        }
+    }
+
+    /// Waits for `pid`: how it ended, and its CPU time with its waited-for children's.
+    fn wait(pid: u32) -> Result<(End, std::time::Duration), Failure> {
+        let pid = libc::pid_t::try_from(pid).map_err(|e| Failure::new(e.to_string()))?;
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: `status` and `usage` are valid to write; `pid` is our child.
+            let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            if rc == pid {
+                break;
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(Failure::new(format!("waiting for the command: {e}")));
+            }
+        }
+        let end = if libc::WIFSIGNALED(status) {
+            End::Signaled {
+                signal: libc::WTERMSIG(status),
+            }
+        } else {
+            End::Exited {
+                code: libc::WEXITSTATUS(status),
+            }
+        };
+        let time = |t: libc::timeval| {
+            std::time::Duration::from_secs(t.tv_sec.max(0) as u64)
+                + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
+        };
+        Ok((end, time(usage.ru_utime) + time(usage.ru_stime)))
+    }
+}
