@@ -141,6 +141,13 @@ pub(crate) enum How {
         /// The CPU whose counters are programmed.
         cpu: usize,
     },
+    /// PMUv3 in AArch32 under the module's read-only grant (PMUSERENR.ER | CR).
+    Armv7ModuleLayout {
+        /// The CPU whose counters are read.
+        cpu: usize,
+        /// The module's layout, as it states it.
+        layout: String,
+    },
     /// ARMv7 (and PMUv3 in AArch32) under PMUSERENR.EN.
     Armv7Programmed {
         /// The CPU whose counters are programmed.
@@ -197,6 +204,16 @@ impl fmt::Display for How {
                  calls (CPU from rseq, overflow flags; the kernel-entry sentinel as \
                  Meter::sentinel says)"
             ),
+            Self::Armv7ModuleLayout { cpu, layout } => write!(
+                f,
+                "grant: read-only (PMUSERENR ER|CR, no EN) from kmod-enable-user's ARMv7 \
+                 flavour on CPU {cpu}: the counters the module runs ({layout}), PL0 only, \
+                 nothing programmed; event counters read through PMSELR + PMXEVCNTR, the \
+                 cycle counter's low 32 bits (no overflow flags without EN: a region must \
+                 count fewer than 2^32 events and cycles, 2.8 s at 1.5 GHz); CPU from \
+                 sched_getcpu(), context switches from getrusage (the ARMv7 flavour runs no \
+                 kernel-entry sentinel)"
+            ),
             Self::Armv7Programmed { cpu } => write!(
                 f,
                 "direct access on CPU {cpu} (ARMv7 PMU, PMUSERENR.EN from kmod-enable-user's \
@@ -222,6 +239,7 @@ impl How {
             | Self::PerfSoftwareOnly
             | Self::PerfReadCalls(_) => BackendKind::Perf,
             Self::ModuleLayout { .. }
+            | Self::Armv7ModuleLayout { .. }
             | Self::Armv8Programmed { .. }
             | Self::Armv7Programmed { .. }
             | Self::Arm1176Programmed => BackendKind::Direct,
@@ -235,6 +253,7 @@ impl How {
             Self::Hybrid { reads, .. } => *reads,
             Self::PerfPages
             | Self::ModuleLayout { .. }
+            | Self::Armv7ModuleLayout { .. }
             | Self::Armv8Programmed { .. }
             | Self::Armv7Programmed { .. }
             | Self::Arm1176Programmed => Reads::OneInstruction,
@@ -248,7 +267,9 @@ impl How {
     /// is CPU 0's: the Pi 1 and Zero have one core).
     pub(crate) fn grant(&self) -> Option<Grant> {
         match *self {
-            Self::ModuleLayout { cpu, .. } => Some(Grant::ReadOnly { cpu }),
+            Self::ModuleLayout { cpu, .. } | Self::Armv7ModuleLayout { cpu, .. } => {
+                Some(Grant::ReadOnly { cpu })
+            }
             Self::Armv8Programmed { cpu } | Self::Armv7Programmed { cpu } => {
                 Some(Grant::Program { cpu })
             }

@@ -61,7 +61,10 @@ pub use armv8::Flags;
 #[cfg(target_arch = "aarch64")]
 pub use armv8::{granted_region, pool_region, programmed_region};
 pub use grant::{module_layout, MODULE_LAYOUT};
-pub use probe::{cpuinfo_architecture, cpuinfo_is_armv7, cpuinfo_midr, probe_with, ARM1176_MIDR};
+pub use probe::{
+    armv7_core_without_read_only_grant, cpuinfo_architecture, cpuinfo_is_armv7, cpuinfo_midr,
+    probe_with, ARM1176_MIDR,
+};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use region::RseqCpu;
 pub use region::{

@@ -479,9 +479,20 @@ pub enum AccessError {
         event: String,
         /// The module's layout (`5=0x8 31=0x11`).
         layout: String,
+        /// The module parameter that would add it (`events=0x8,0x3`, or
+        /// `cycle_counter=1` for CPU_CYCLES).
+        parameter: String,
     },
-    /// The 32-bit ARM direct backends program the PMU (SUNAVCR.V and PMUSERENR.EN have
-    /// no read-only form): they need [`crate::MeterBuilder::program_the_pmu`].
+    /// This CPU's PMU has no read-only grant (ARMv7 PMUv1/PMUv2: PMUSERENR has EN
+    /// alone, which also lets user mode program the counters), and kmod-enable-user is
+    /// not loaded: its default load is refused on this CPU.
+    NoReadOnlyGrant {
+        /// The core, as /proc/cpuinfo's MIDR fields name it (`Cortex-A7`).
+        core: String,
+    },
+    /// The ARM1176's direct backend programs the PMU (SUNAVCR.V has no read-only form):
+    /// it needs [`crate::MeterBuilder::program_the_pmu`]. (The ARMv7 backend reads the
+    /// module's read-only grant without it.)
     NeedsProgramming,
 }
 
@@ -846,14 +857,26 @@ impl fmt::Display for AccessError {
             Self::ModuleLayout { reason } => {
                 write!(f, "kmod-enable-user's counter layout: {reason}")
             }
-            Self::NotInModuleLayout { event, layout } => write!(
+            Self::NotInModuleLayout {
+                event,
+                layout,
+                parameter,
+            } => write!(
                 f,
                 "{event}: kmod-enable-user's read-only grant counts only its own events \
-                 (parameters/layout: {layout}); load it with events=<numbers> for others, or \
-                 el0_programming=1 to let user space program the PMU"
+                 (parameters/layout: {layout}); reload it with {parameter} to count it too, \
+                 or with el0_programming=1 to let user space program the PMU"
+            ),
+            Self::NoReadOnlyGrant { core } => write!(
+                f,
+                "user access to the PMU is not enabled: load kmod-enable-user; this CPU \
+                 ({core}, ARMv7 PMU) has no read-only grant (its PMUSERENR has EN alone, \
+                 which also lets user mode program every counter), so the module refuses its \
+                 default load here: load it with el0_programming=1 to accept that, and let \
+                 the direct backend program the PMU (MeterBuilder::program_the_pmu)"
             ),
             Self::NeedsProgramming => f.write_str(
-                "the 32-bit ARM direct backend programs the PMU itself: build the meter with \
+                "the ARM1176 direct backend programs the PMU itself: build the meter with \
                  program_the_pmu() (which promises exclusive use of the PMU)",
             ),
         }

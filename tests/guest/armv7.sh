@@ -99,15 +99,30 @@ scenario_board() {
 	finish
 }
 
-# PMUv3 seen from AArch32 (QEMU's 32-bit `max` CPU): the default, read-only grant;
-# pmu-demo's ARMv7 backend programs counters itself and says what it needs; with
-# el0_programming=1 it counts exactly.
+# An event the module's layout lacks (L1D_CACHE_REFILL, 0x03) under the read-only
+# grant: refused, naming the layout and the parameter that would add it.
+missing_event_demo() {
+	tag=$1
+	pmu-demo measure --backend direct --cpu 0 --kernel loop --units 1000 \
+		--events instructions,r3 --runs 1 --warmup 0 --json >/tmp/demo.out 2>/tmp/demo.err
+	status=$?
+	sed "s/^/STDERR $tag /" /tmp/demo.err
+	result demo tag=$tag cpu=0 backend=direct status=$status
+}
+
+# PMUv3 seen from AArch32 (QEMU's 32-bit `max` CPU): the default, read-only grant,
+# which pmu-demo's ARMv7 backend reads on both CPUs without programming anything; an
+# event outside the layout refused; with el0_programming=1 it programs and counts
+# exactly.
 scenario_pmuv3() {
 	boot_line
 	cpu_line
 	load default
 	klog
+	result layout text=$(tr ' ' '_' </sys/module/$NAME/parameters/layout)
 	demo readonly-cpu0 0 direct
+	demo readonly-cpu1 1 direct
+	missing_event_demo readonly-missing
 	unload default
 	klog
 	load programming el0_programming=1

@@ -121,6 +121,49 @@ fn assert_exact(run: &QemuRun, tag: &str) {
     assert!(!notes.contains("kernel-entry sentinel"), "{tag}: {notes}");
 }
 
+/// Under the module's default read-only grant (PMUSERENR = CR|ER, the layout
+/// `5=0x8 31=0x11`) on CPU `cpu`: the ARMv7 backend reads the module's counters without
+/// programming anything (pmu-linux direct::aarch32 `open_read_only_grant`), and the
+/// 1000-iteration loop counts exactly 2000 PL0 instructions (min and median), as under
+/// `el0_programming=1` ([`assert_exact`]).
+fn assert_exact_read_only(run: &QemuRun, tag: &str, cpu: u32) {
+    let d = demo(run, tag);
+    let json = d.json(run);
+    assert_eq!(json["backend"], "direct", "{tag}: {json}");
+    assert_eq!(
+        d.result(run)["expected_instructions"],
+        2000,
+        "{tag}: {json}"
+    );
+    let inst = d.event(run, "instructions");
+    assert_eq!(inst["min"], 2000, "{tag}: {json}");
+    assert_eq!(inst["median"], 2000, "{tag}: {json}");
+    // The cycle counter (PMCCNTR, 31=0x11 in the layout) moves too: QEMU's PMUv3 counts
+    // a cycle per instruction under icount, at least the loop's.
+    let cycles = d.event(run, "cycles");
+    assert!(
+        cycles["min"].as_i64().is_some_and(|m| m >= 2000),
+        "{tag}: {json}"
+    );
+    // pmu-linux backend.rs `How::Armv7ModuleLayout`.
+    let notes = json["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "grant: read-only (PMUSERENR ER|CR, no EN) from kmod-enable-user's ARMv7 flavour on CPU {cpu}: the counters the module runs (5=0x8 31=0x11), PL0 only, nothing programmed"
+        )),
+        "{tag}: {notes}"
+    );
+    // The ARMv7 flavour runs no sentinel, and PL0 cannot program one without EN.
+    let sentinel = &json["sentinel"];
+    assert_eq!(sentinel["counting"], false, "{tag}: {json}");
+    assert!(
+        sentinel["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("kmod-enable-user's ARMv7 flavour runs none")),
+        "{tag}: {json}"
+    );
+}
+
 /// Long regions (tests/guest/armv7.sh `sentinel_demo`: 40 M PL0 instructions, at least
 /// 40 ms of virtual time, CONFIG_HZ=100): the timer interrupts each run, and the
 /// sentinel (INST_RETIRED with PMXEVTYPER.U set: DDI 0406C C12 "PMXEVTYPER") flags every
@@ -411,9 +454,10 @@ fn virt_cortex_a15_without_pmu_refuses() {
 
 /// `-M virt -cpu max -smp 2`: qemu-system-arm's `max` is an ARMv8 CPU in AArch32 (MIDR
 /// part 0xd07) with PMUv3p5 (ID_DFR0.PerfMon = 6), the PMU a Pi 3/4 has under a 32-bit
-/// kernel: the default load grants read-only access (CR|ER) on both CPUs; pmu-demo's
-/// ARMv7 backend, which programs its counters, refuses with what it needs; with
-/// `el0_programming=1` it counts exactly.
+/// kernel: the default load grants read-only access (CR|ER) on both CPUs, and pmu-demo's
+/// ARMv7 backend reads the module's counters there exactly, without programming; an
+/// event outside the layout is refused with the parameter that adds it; with
+/// `el0_programming=1` it programs its own counters and counts exactly.
 #[test]
 fn virt_max_pmuv3_in_aarch32_read_only_default() {
     let run = run(QEMU_ARM, &virt_args("max", 2, "pmuv3"));
@@ -427,14 +471,22 @@ fn virt_max_pmuv3_in_aarch32_read_only_default() {
             "kmod_enable_user: cpu{c}: PMUSERENR 0x0 -> 0xc (CR|ER: read-only) [online]; counters for PL0: 5=0x8 31=0x11, started 0x80000020"
         ));
     }
-    let readonly = demo(&run, "readonly-cpu0");
-    assert_eq!(readonly.status, 3, "{}\n{}", readonly.raw, run.stdout);
+    let text = &run.scenario("layout")[0];
+    assert_eq!(text.get("text"), "5=0x8_31=0x11", "{}", text.raw);
+    assert_exact_read_only(&run, "readonly-cpu0", 0);
+    assert_exact_read_only(&run, "readonly-cpu1", 1);
+    // L1D_CACHE_REFILL (0x03) is not in the layout: refused before any measurement,
+    // naming the layout and the `events=` that adds it (pmu-linux error.rs
+    // `AccessError::NotInModuleLayout`); pmu-demo's exit status 2 for a request it
+    // cannot count.
+    let missing = demo(&run, "readonly-missing");
+    assert_eq!(missing.status, 2, "{}\n{}", missing.raw, run.stdout);
     assert!(
-        readonly
-            .stderr
-            .contains("it was loaded with el0_programming=N"),
+        missing.stderr.contains(
+            "r3: kmod-enable-user's read-only grant counts only its own events (parameters/layout: 5=0x8 31=0x11); reload it with events=0x8,0x3 to count it too"
+        ),
         "{}",
-        readonly.stderr
+        missing.stderr
     );
     let unload = run.find("rmmod", "tag", "default");
     assert_eq!(

@@ -186,6 +186,7 @@ impl From<pmu_linux::Error> for Failure {
         use pmu_linux::Error as E;
         let status = match e {
             E::Access(pmu_linux::error::AccessError::NotEnabled)
+            | E::Access(pmu_linux::error::AccessError::NoReadOnlyGrant { .. })
             | E::Access(pmu_linux::error::AccessError::GrantMissing { .. }) => EXIT_NOT_ENABLED,
             // Asking for more than the counters hold is bad input, found before any work.
             E::Group(pmu_linux::error::GroupError::DoesNotFit { .. })

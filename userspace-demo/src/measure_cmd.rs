@@ -471,6 +471,9 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         }
         Err(
             e @ (pmu_linux::Error::Access(pmu_linux::error::AccessError::NotEnabled)
+            | pmu_linux::Error::Access(pmu_linux::error::AccessError::NoReadOnlyGrant {
+                ..
+            })
             | pmu_linux::Error::Access(pmu_linux::error::AccessError::GrantMissing { .. })),
         ) => return Err(e.into()),
         Err(e) => return Err(usage(e)),

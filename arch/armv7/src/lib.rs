@@ -15,6 +15,8 @@
 //! - [`pmu`]: [`Armv7Pmu`], the `pmu_core::Pmu` implementation over a
 //!   [`PmuRegisters`] file: `pl1` (PL1) and `pl0` (PL0 after PMUSERENR.EN) on the
 //!   target, [`fake`] on the host;
+//! - [`granted`]: the reads of the counters the module runs for PL0 under its
+//!   read-only grant (PMUv3: PMUSERENR.ER | CR), nothing programmed;
 //! - [`user_enable`]: the per-CPU grant and restore of PL0 access a 32-bit kernel module
 //!   runs. PMUv2 has no read-only grant (PMUSERENR.EN only): there it refuses unless
 //!   the explicit write opt-in `el0_programming=1` is given.
@@ -47,6 +49,7 @@ extern crate std;
 
 pub mod asm;
 pub mod fake;
+pub mod granted;
 #[cfg(target_arch = "arm")]
 pub mod pl0;
 #[cfg(target_arch = "arm")]

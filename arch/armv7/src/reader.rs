@@ -170,7 +170,8 @@ impl ReadPath {
     ///
     /// Calling it is `unsafe`: the path must come from [`ReadPath::for_slot`] for this
     /// CPU's PMU (its version and PMCR.N), the access must be permitted (PL1, or PL0 with
-    /// PMUSERENR.EN), and nothing may change PMSELR during a selected read.
+    /// PMUSERENR.EN; at PL0 ER permits a selected read, CR a PMCCNTR read), and nothing
+    /// may change PMSELR during a selected read but what [`read_selected`] detects.
     pub fn read_fn(self) -> unsafe fn() -> u32 {
         hw::read_fn(self)
     }
@@ -305,8 +306,9 @@ mod hw {
     impl Cp15Selected {
         /// # Safety
         /// PMSELR and PMXEVCNTR are accessible on this CPU (PL1, or PL0 with
-        /// PMUSERENR.EN) while the value lives, and only counters below PMCR.N are
-        /// selected through it.
+        /// PMUSERENR.EN, or with .ER, which permits PMSELR writes and PMXEVCNTR reads:
+        /// DDI 0487 G8 "PMUSERENR") while the value lives, and only counters below
+        /// PMCR.N are selected through it.
         pub(crate) unsafe fn new() -> Self {
             Self(())
         }

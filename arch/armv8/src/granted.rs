@@ -193,6 +193,10 @@ impl GrantedLayout {
 /// The reads [`GrantedPmu`] makes: the real ones at EL0 (`El0Reads`, aarch64 only),
 /// or a fake.
 pub trait CounterReads {
+    /// The width of the cycle counter's reads: 64 bits at EL0 (`mrs PMCCNTR_EL0`, with
+    /// the module's PMCR_EL0.LC); AArch32's reads of PMCCNTR with `mrc` give its low 32
+    /// bits (Arm ARM DDI 0487 G8 "PMCCNTR"), so a reader there says W32.
+    const CYCLE_WIDTH: CounterWidth = CounterWidth::W64;
     /// `PMEVCNTR<n>_EL0`.
     fn event_counter(&self, counter: EventCounter) -> u64;
     /// PMCCNTR_EL0.
@@ -301,7 +305,7 @@ impl<R: CounterReads> pmu_core::Pmu for GrantedPmu<R> {
             programmable: u32::from(self.layout.n_events),
             programmable_width: CounterWidth::W32,
             fixed: u32::from(self.layout.cycle_counter),
-            fixed_width: CounterWidth::W64,
+            fixed_width: R::CYCLE_WIDTH,
         }
     }
 

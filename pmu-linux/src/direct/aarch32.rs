@@ -1,7 +1,19 @@
 //! The direct backend on ARMv7 and later CPUs under a 32-bit kernel (Raspberry Pi 2 with
-//! its Cortex-A7; Pi 3/4/5 running a 32-bit OS): PL0 programs the PMU through the cp15 c9
-//! registers after kmod-enable-user's ARMv7 flavour set PMUSERENR.EN on every CPU
-//! (pmu-armv7's [`Pl0Pmu`]).
+//! its Cortex-A7; Pi 3/4/5 running a 32-bit OS), under either of kmod-enable-user's
+//! ARMv7-flavour grants:
+//!
+//! - **programming** (`el0_programming=1`, PMUSERENR.EN; the only grant a PMUv2 has): PL0
+//!   programs the PMU through the cp15 c9 registers (pmu-armv7's [`Pl0Pmu`]), what
+//!   [`open`] does when the meter may program the PMU;
+//! - **read-only** (the default on PMUv3 seen from AArch32: Cortex-A53/A72/A76,
+//!   PMUSERENR.ER | CR): PL0 reads the counters the module runs, from its layout, and
+//!   programs nothing (pmu-armv7's [`pmu_armv7::granted`]), what [`open_read_only_grant`]
+//!   does, and [`open`] where the module gave no programming access. Verdicts as under
+//!   arm64's read-only grant: PMUSERENR read at both edges (a revoked grant is an error,
+//!   not SIGILL), overflow from end < start on the 32-bit reads (PMOVSR needs EN), the
+//!   CPU from `sched_getcpu()`, switches from `getrusage` (the ARMv7 flavour runs no
+//!   sentinel). On a PMUv2 core without the module, the error says that the read-only
+//!   grant does not exist there.
 //!
 //! - [`is_armv7_cpu`] tells this backend's CPUs from the ARM1176 (the ARMv6 backend,
 //!   [`super::arm1176`]) by /proc/cpuinfo's "CPU architecture" and "CPU part" lines
@@ -26,16 +38,19 @@
 //! every PMU register but PMUSERENR writes and PMINTEN*); Linux 6.12
 //! arch/arm/kernel/setup.c `c_show()`, `proc_arch[]` and `__get_cpu_architecture()`.
 
+use pmu_armv7::granted::{GrantedLayout, GrantedPmu, Pl0Reads, ReadGrant};
 use pmu_armv7::registers::{Pmuserenr, PMUSERENR};
 use pmu_armv7::{PerfMon, Pl0Pmu};
 
 use super::alloc::OwnedCounters;
+use super::grant;
 use super::probe::probe_with;
 pub use super::probe::{cpuinfo_architecture, cpuinfo_is_armv7};
-use super::region::{AccessCheck, OverflowFlags};
+use super::region::{AccessCheck, NoFlags, OverflowFlags};
 use crate::backend::{Backend, How, Opened, Request};
-use crate::error::{DirectUnsupported, Error, Result};
+use crate::error::{AccessError, DirectUnsupported, Error, GrantMissing, Result};
 use crate::machine::sched::{pin_to, PinGuard};
+use crate::Sentinel;
 
 /// Whether this machine's CPU takes this backend (ARMv7 or later, per /proc/cpuinfo);
 /// false on the ARM1176 and where /proc/cpuinfo cannot be read.
@@ -123,6 +138,21 @@ struct TableRead {
 }
 
 impl TableRead {
+    /// The read of `path` (from [`pmu_armv7::granted::read_path`] for the module's
+    /// layout).
+    ///
+    /// # Safety
+    /// The path's counter is one the layout names, and the handle is read only where
+    /// the grant permits its read (the region checks [`PmuserenrRead`] before each
+    /// edge's reads) on the CPU the thread is pinned to.
+    unsafe fn granted(path: pmu_armv7::reader::ReadPath) -> Self {
+        Self {
+            read: path.read_fn(),
+            mask: path.counter().mask(),
+            _this_cpu: core::marker::PhantomData,
+        }
+    }
+
     /// The read of `slot` on `pmu`.
     ///
     /// # Errors
@@ -209,24 +239,31 @@ const SENTINEL: (pmu_core::Event, pmu_core::PrivilegeFilter) = (
     pmu_core::PrivilegeFilter::KERNEL,
 );
 
-/// The meter's ARMv7 direct backend: PL0 programs the PMU after kmod-enable-user's
-/// ARMv7 flavour set PMUSERENR.EN, counting PL0 only, in a [`super::DirectRegion`]:
-/// counters read through [`TableRead`], overflow from PMOVSR, the CPU from
-/// `sched_getcpu()`, and a kernel-entry sentinel ([`SENTINEL`]) on a free event counter
-/// where there is one and the builder asks for it; every edge checks that EN is still
-/// there.
+/// The meter's ARMv7 direct backend: with `MeterBuilder::program_the_pmu`, PL0 programs
+/// the PMU after kmod-enable-user's ARMv7 flavour set PMUSERENR.EN, counting PL0 only,
+/// in a [`super::DirectRegion`]: counters read through [`TableRead`], overflow from
+/// PMOVSR, the CPU from `sched_getcpu()`, and a kernel-entry sentinel ([`SENTINEL`]) on
+/// a free event counter where there is one and the builder asks for it; every edge
+/// checks that EN is still there. Where the module was loaded without programming
+/// access (its default read-only grant), and without `program_the_pmu`, the read-only
+/// grant ([`open_read_only_grant`]).
 ///
 /// # Errors
-/// [`crate::error::AccessError::NeedsProgramming`] without `MeterBuilder::program_the_pmu` (PMUv2
-/// has no read-only grant: EN is the only one, and it programs); as [`take_pl0`].
+/// As [`take_pl0`] and [`open_read_only_grant`].
 pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     if !request.program {
-        return Err(Error::Access(crate::error::AccessError::NeedsProgramming));
+        return open_read_only_grant(request);
     }
     let wanted = request.direct_events()?;
     let cpu = request.cpu_or_current();
     // SAFETY: `program_the_pmu`'s caller promised exclusive use of the PMU.
-    let (pin, pmu) = unsafe { take_pl0(cpu) }?;
+    let (pin, pmu) = match unsafe { take_pl0(cpu) } {
+        Ok(taken) => taken,
+        Err(Error::Access(AccessError::GrantMissing {
+            cause: GrantMissing::NoProgrammingAccess { .. },
+        })) => return open_read_only_grant(request),
+        Err(e) => return Err(e),
+    };
     let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
     let candidates: &[_] = if request.sentinel { &[SENTINEL] } else { &[] };
     let (counters, sentinel_error) = OwnedCounters::allocate_with_extra(
@@ -272,6 +309,182 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
         region,
         request.events.len(),
         How::Armv7Programmed { cpu },
+        pin,
+    ))
+}
+
+/// PMUSERENR still permits the reads of a layout ([`ReadGrant`]: ER for its event
+/// counters, CR for its cycle counter, or EN), read from PL0 without trapping: CPU
+/// hotplug and power-down reset it, and perf's arm_pmuv3.c (where a 32-bit kernel
+/// builds it) clears it.
+#[derive(Clone, Copy, Debug)]
+pub struct PmuserenrRead {
+    grant: ReadGrant,
+}
+
+impl PmuserenrRead {
+    /// The check for `layout`.
+    pub fn for_layout(layout: &GrantedLayout) -> Self {
+        Self {
+            grant: ReadGrant::for_layout(layout),
+        }
+    }
+}
+
+impl AccessCheck for PmuserenrRead {
+    #[inline(always)]
+    fn granted(&self) -> bool {
+        // SAFETY: PMUSERENR is readable at PL0 whatever its value (DDI 0406C C12, DDI
+        // 0487 G8 "PMUSERENR"); the read has no side effect.
+        self.grant
+            .allows(Pmuserenr::new(unsafe { pmu_armv7::asm::pmuserenr() }))
+    }
+}
+
+/// The probe of the read-only grant's cycle counter: one read of PMCCNTR, UNDEFINED at
+/// PL0 (SIGILL) unless PMUSERENR.CR or EN.
+fn probe_cycle_read() {
+    // SAFETY: runs only in the forked probe child; without the grant the read is
+    // UNDEFINED and the kernel kills the child with SIGILL, the probe's answer.
+    let v = unsafe { pmu_armv7::asm::pmccntr() };
+    core::hint::black_box(v);
+}
+
+/// The probe of the read-only grant's event counters: PMSELR = 0, `isb`, PMXEVCNTR
+/// (counter 0 exists wherever the module runs a layout: it needs PMCR.N >= 1), each
+/// UNDEFINED at PL0 unless PMUSERENR.ER or EN.
+fn probe_event_read() {
+    // SAFETY: as in `probe_cycle_read`; selecting counter 0 changes nothing that a
+    // reader relies on: every PMXEVCNTR access selects its counter first.
+    unsafe { pmu_armv7::asm::set_pmselr(0) };
+    // PMXEVCNTR must see the new PMSELR (DDI 0406C B3.15.5).
+    pmu_armv7::asm::isb();
+    // SAFETY: as above.
+    let v = unsafe { pmu_armv7::asm::pmxevcntr() };
+    core::hint::black_box(v);
+}
+
+/// The error of a read-only grant that is not there because the module is not loaded:
+/// on a core whose PMU has no read-only grant (Cortex-A7 and the other ARMv7 cores),
+/// [`AccessError::NoReadOnlyGrant`] (the module refuses its default load there), else
+/// [`AccessError::NotEnabled`].
+fn not_loaded() -> Error {
+    let core = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| super::probe::cpuinfo_midr(&text))
+        .and_then(super::probe::armv7_core_without_read_only_grant);
+    match core {
+        Some(core) => Error::Access(AccessError::NoReadOnlyGrant { core: core.into() }),
+        None => Error::Access(AccessError::NotEnabled),
+    }
+}
+
+/// Under kmod-enable-user's read-only grant: pins the thread to `cpu`, reads the
+/// module's layout, probes there that its counters are readable, and returns them as a
+/// PMU (reads only: pmu-armv7's [`pmu_armv7::granted`]) with the layout as the module
+/// states it. Keep the guard alive as long as the PMU.
+///
+/// # Errors
+/// [`crate::error::Unsupported::Cpu`]; [`AccessError::NotEnabled`] (or
+/// [`AccessError::NoReadOnlyGrant`] on an ARMv7 core) without the module;
+/// [`AccessError::ModuleLayout`] for a layout not understood;
+/// [`AccessError::GrantMissing`] ([`GrantMissing::ReadsRevoked`]) when the reads trap
+/// on this CPU.
+pub fn take_granted(cpu: usize) -> Result<(PinGuard, GrantedPmu<Pl0Reads>, String)> {
+    if !is_armv7_cpu() {
+        return Err(Error::Unsupported(crate::error::Unsupported::Direct {
+            reason: DirectUnsupported::Architecture,
+        }));
+    }
+    let pin = pin_to(cpu)?;
+    if !std::path::Path::new(grant::MODULE_SYSFS).is_dir() || !grant::has_layout() {
+        return Err(not_loaded());
+    }
+    let (text, layout) = grant::module_layout()?;
+    if layout.event_counters().is_empty() && !layout.cycle_counter() {
+        return Err(Error::Access(AccessError::ModuleLayout {
+            reason: format!(
+                "{}: `{text}` names no counter for PL0",
+                grant::MODULE_LAYOUT
+            ),
+        }));
+    }
+    // Loaded with a layout: a read that traps here means the grant went away on this
+    // CPU, not that it was never given.
+    let trapped = |e: Error| match e {
+        Error::Access(AccessError::NotEnabled | AccessError::GrantMissing { .. }) => {
+            grant::reads_revoked()
+        }
+        other => other,
+    };
+    if layout.cycle_counter() {
+        probe_with(probe_cycle_read).map_err(trapped)?;
+    }
+    if !layout.event_counters().is_empty() {
+        probe_with(probe_event_read).map_err(trapped)?;
+    }
+    if !PmuserenrRead::for_layout(&layout).granted() {
+        return Err(grant::reads_revoked());
+    }
+    // SAFETY: the probes just read both kinds of counter on this (pinned) CPU; the
+    // layout names only counters below PMCR.N (the module programmed them there).
+    let reads = unsafe { Pl0Reads::new() };
+    Ok((pin, GrantedPmu::new(layout, reads), text))
+}
+
+/// The module's read-only grant: the counters it runs, each event on the layout slot
+/// that counts it, read through [`TableRead`] (PMSELR + `isb` + PMXEVCNTR, checked; one
+/// `mrc` of PMCCNTR), in a [`super::DirectRegion`] with [`PmuserenrRead`] at both edges,
+/// no overflow flags ([`NoFlags`]: end < start on 32 bits), and no sentinel.
+///
+/// # Errors
+/// As [`take_granted`]; [`AccessError::NotInModuleLayout`] for an event the module does
+/// not count, with the `events=` parameter that would add it.
+pub(super) fn open_read_only_grant(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
+    let wanted = request.direct_events()?;
+    let cpu = request.cpu_or_current();
+    let (pin, pmu, text) = take_granted(cpu)?;
+    let layout = *pmu.layout();
+    let placed = grant::place_in_layout(&layout, &text, &wanted, &request.names)?;
+    let access = PmuserenrRead::for_layout(&layout);
+    let counters = OwnedCounters::allocate(pmu, &placed, pmu_core::PrivilegeFilter::USER)?;
+    let handles = counters
+        .slots()
+        .map(|slot| {
+            let path = pmu_armv7::granted::read_path(&layout, slot).ok_or(Error::Pmu(
+                crate::error::PmuError::Core(pmu_core::Error::CounterOutOfRange {
+                    slot,
+                    available: layout.event_counters().len() as u32,
+                }),
+            ))?;
+            // SAFETY: the path is of a counter the layout names; the handles go into
+            // the region, which checks `access` before each edge's reads, on this
+            // pinned CPU (`pin` goes with the region).
+            Ok(unsafe { TableRead::granted(path) })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let state = if request.sentinel {
+        Sentinel::off(
+            "kmod-enable-user's ARMv7 flavour runs none under its read-only grant, and PL0 \
+             cannot program one without EN: regions see context switches (getrusage) and \
+             migrations, not interrupts, system calls or faults",
+        )
+    } else {
+        Sentinel::off(crate::sentinel::SWITCHED_OFF)
+    };
+    let region = super::region::boxed_region(
+        counters,
+        access,
+        handles,
+        request.names.clone(),
+        None,
+        state,
+        NoFlags,
+    )?;
+    Ok(Opened::direct(
+        region,
+        request.events.len(),
+        How::Armv7ModuleLayout { cpu, layout: text },
         pin,
     ))
 }

@@ -5,9 +5,10 @@
 use crate::backend::{Backend, Opened, Request};
 use crate::error::Result;
 
-/// PMUv2 has no read-only bits, and the ARM1176's one grant programs: no read-only
-/// grant to try.
-pub(super) const READ_ONLY_GRANT: bool = false;
+/// The ARMv7 build has the read-only grant of PMUv3 seen from AArch32 (PMUSERENR.ER |
+/// CR; PMUv2 has EN alone, and the ARM1176's one grant programs: the ARMv6 build has
+/// none).
+pub(super) const READ_ONLY_GRANT: bool = cfg!(target_feature = "v7");
 
 /// Whether User mode may program the ARM1176's PMU (SUNAVCR.V): one PMCR read in a
 /// child on the CPU this thread runs on (pin first: the grant is per CPU). On ARMv7
@@ -32,10 +33,15 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     super::arm1176::open(request)
 }
 
-/// No read-only grant on 32-bit ARM: the programming grant, as [`open`].
+/// The module's read-only grant on an ARMv7 or later CPU ([`super::aarch32`]); the
+/// ARM1176 has none: its programming grant, as [`open`].
 ///
 /// # Errors
-/// As [`open`].
+/// As [`super::aarch32::open_read_only_grant`] or [`super::arm1176::open`].
 pub(super) fn open_read_only_grant(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
+    #[cfg(target_feature = "v7")]
+    if super::aarch32::is_armv7_cpu() {
+        return super::aarch32::open_read_only_grant(request);
+    }
     open(request)
 }

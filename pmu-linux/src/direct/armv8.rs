@@ -241,24 +241,10 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
 /// As [`take_granted`]; [`crate::error::AccessError::NotInModuleLayout`] for an event the module does not
 /// count.
 pub(super) fn open_read_only_grant(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
-    use pmu_core::EventEncoding;
     let wanted = request.direct_events()?;
     let cpu = request.cpu_or_current();
     let (pin, pmu, layout) = take_granted(cpu)?;
-    let placed = wanted
-        .iter()
-        .zip(&request.names)
-        .map(|(&event, asked)| {
-            let code = pmu_armv8::Armv8Event::encode(event)?;
-            let slot = pmu.layout().slot_of(code).ok_or_else(|| {
-                Error::Access(crate::error::AccessError::NotInModuleLayout {
-                    event: asked.clone(),
-                    layout: layout.clone(),
-                })
-            })?;
-            Ok((event, Some(slot)))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let placed = grant::place_in_layout(pmu.layout(), &layout, &wanted, &request.names)?;
     let region = granted_region(pmu, &placed, request.names.clone(), request.sentinel)?;
     Ok(Opened::direct(
         region,

@@ -5,6 +5,8 @@
 use std::fmt;
 use std::path::Path;
 
+use pmu_armv8::granted::GrantedLayout;
+
 use crate::error::{AccessError, Error};
 
 /// Why user mode traps on this CPU although kmod-enable-user is loaded.
@@ -28,6 +30,15 @@ pub enum GrantMissing {
     },
     /// Loaded, and still User mode traps on this CPU (32-bit ARM: SUNAVCR.V is 0).
     Trapped,
+    /// AArch32, loaded with its read-only grant (a layout), and the counter reads trap
+    /// on this CPU: PMUSERENR lost ER or CR there. 32-bit Linux's ARMv7 perf driver
+    /// never writes it, but since Linux 6.4 a 32-bit kernel can build
+    /// drivers/perf/arm_pmuv3.c (`ARM_PMUV3`), whose `armv8pmu_start()` clears it as
+    /// on arm64; a CPU power-down also resets it.
+    ReadsRevoked {
+        /// The module has the root-only `regrant` parameter.
+        regrant: bool,
+    },
 }
 
 /// Where the module publishes itself once loaded.
@@ -94,13 +105,13 @@ pub(crate) fn has_layout() -> bool {
 /// # Errors
 /// [`crate::error::AccessError::ModuleLayout`] when the file is missing (the module is not loaded, or is
 /// an older one) or not understood.
-pub fn module_layout() -> Result<(String, pmu_armv8::granted::GrantedLayout), Error> {
+pub fn module_layout() -> Result<(String, GrantedLayout), Error> {
     let text = std::fs::read_to_string(MODULE_LAYOUT).map_err(|e| {
         Error::Access(AccessError::ModuleLayout {
             reason: format!("{}: {e}", MODULE_LAYOUT),
         })
     })?;
-    let layout = pmu_armv8::granted::GrantedLayout::parse(&text).map_err(|e| {
+    let layout = GrantedLayout::parse(&text).map_err(|e| {
         Error::Access(AccessError::ModuleLayout {
             reason: format!("{}: {e}", MODULE_LAYOUT),
         })
@@ -116,6 +127,68 @@ pub(crate) fn revoked_by_perf() -> Error {
     missing(GrantMissing::RevokedByPerf {
         regrant: Path::new(MODULE_SYSFS).join("parameters/regrant").exists(),
     })
+}
+
+/// The AArch32 form of [`revoked_by_perf`]: the layout's reads trap on this CPU
+/// ([`GrantMissing::ReadsRevoked`]). The ARMv7 backend's only: the ARMv6 build has none.
+#[cfg(all(target_arch = "arm", target_feature = "v7"))]
+pub(crate) fn reads_revoked() -> Error {
+    missing(GrantMissing::ReadsRevoked {
+        regrant: Path::new(MODULE_SYSFS).join("parameters/regrant").exists(),
+    })
+}
+
+/// CPU_CYCLES, which the module counts with its `cycle_counter` parameter, not through
+/// `events` (kmod-enable-user/README.md).
+const CPU_CYCLES: u16 = 0x11;
+
+/// The module parameter that would make `layout` count event `code` too: the layout's
+/// events with `code` added (`events=0x8,0x3`; CPU_CYCLES, which `cycle_counter=1`
+/// adds, left out), or `cycle_counter=1` for CPU_CYCLES itself.
+pub fn parameter_adding(layout: &GrantedLayout, code: u16) -> String {
+    if code == CPU_CYCLES {
+        return "cycle_counter=1".into();
+    }
+    let events: Vec<String> = layout
+        .event_counters()
+        .iter()
+        .map(|&(_, event)| event)
+        .filter(|&event| event != CPU_CYCLES)
+        .chain(core::iter::once(code))
+        .map(|event| format!("{event:#x}"))
+        .collect();
+    format!("events={}", events.join(","))
+}
+
+/// Each of `wanted` (asked for as `names`) on the slot of `layout` that counts it
+/// (pmu-armv8 `GrantedLayout::slot_of`); `text` is the layout as the module states it.
+///
+/// # Errors
+/// [`AccessError::NotInModuleLayout`] for the first event the layout lacks, with the
+/// parameter that would add it ([`parameter_adding`]); an event with no PMUv3 encoding
+/// (pmu-core's error).
+pub fn place_in_layout(
+    layout: &GrantedLayout,
+    text: &str,
+    wanted: &[pmu_core::Event],
+    names: &[String],
+) -> Result<Vec<(pmu_core::Event, Option<pmu_core::Slot>)>, Error> {
+    use pmu_core::EventEncoding;
+    wanted
+        .iter()
+        .zip(names)
+        .map(|(&event, asked)| {
+            let code = pmu_armv8::Armv8Event::encode(event).map_err(crate::Error::from)?;
+            let slot = layout.slot_of(code).ok_or_else(|| {
+                Error::Access(AccessError::NotInModuleLayout {
+                    event: asked.clone(),
+                    layout: text.to_owned(),
+                    parameter: parameter_adding(layout, code.preferred().get()),
+                })
+            })?;
+            Ok((event, Some(slot)))
+        })
+        .collect()
 }
 
 /// [`AccessError::GrantMissing`] for `cause`.
@@ -165,6 +238,22 @@ impl fmt::Display for GrantMissing {
             Self::Trapped => f.write_str(
                 "user mode still traps on this CPU: reload the module, and check its kernel log",
             ),
+            Self::ReadsRevoked { regrant } => {
+                f.write_str(
+                    "its read-only grant is gone on this CPU (PMUSERENR lost ER or CR: \
+                     perf's drivers/perf/arm_pmuv3.c, which 32-bit kernels build since Linux \
+                     6.4 with ARM_PMUV3, clears it in armv8pmu_start() when perf starts the \
+                     PMU, and a CPU power-down resets it); ",
+                )?;
+                f.write_str(if *regrant {
+                    "grant it again with `echo 1 > /sys/module/kmod_enable_user/parameters/regrant` \
+                     (as root: every online CPU), or reload the module, and keep perf's hardware \
+                     events off this CPU"
+                } else {
+                    "reload the module (`rmmod kmod_enable_user`, then insmod), and keep perf's \
+                     hardware events off this CPU"
+                })
+            }
         }
     }
 }
@@ -172,6 +261,96 @@ impl fmt::Display for GrantMissing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pmu_core::{Event, GenericEvent, Slot};
+
+    /// An event the layout lacks is refused naming the layout and the parameter that
+    /// would add it. Layouts as the modules write them: the ARMv7 flavour's default on
+    /// QEMU's 6-counter `max` (`5=0x8 31=0x11`, tests/tests/kernel_armv7.rs), the arm64
+    /// one's with cycles on an event counter (`5=0x8 4=0x11`, kmod-enable-user/README.md);
+    /// event numbers from the Arm ARM (DDI 0487) common events: 0x03 L1D_CACHE_REFILL,
+    /// 0x08 INST_RETIRED, 0x11 CPU_CYCLES.
+    #[test]
+    fn events_go_on_the_layout_slot_or_the_error_names_the_parameter() {
+        let armv7 = GrantedLayout::parse("5=0x8 31=0x11").unwrap();
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let placed = place_in_layout(
+            &armv7,
+            "5=0x8 31=0x11",
+            &[
+                Event::Generic(GenericEvent::Instructions),
+                Event::Generic(GenericEvent::CpuCycles),
+            ],
+            &names(&["instructions", "cycles"]),
+        )
+        .unwrap();
+        assert_eq!(
+            placed,
+            [
+                (
+                    Event::Generic(GenericEvent::Instructions),
+                    Some(Slot::Programmable(0))
+                ),
+                (
+                    Event::Generic(GenericEvent::CpuCycles),
+                    Some(Slot::Fixed(0))
+                ),
+            ]
+        );
+        let refused = place_in_layout(
+            &armv7,
+            "5=0x8 31=0x11",
+            &[Event::Generic(GenericEvent::Instructions), Event::Raw(0x3)],
+            &names(&["instructions", "r3"]),
+        )
+        .unwrap_err();
+        match &refused {
+            Error::Access(AccessError::NotInModuleLayout {
+                event,
+                layout,
+                parameter,
+            }) => {
+                assert_eq!(event, "r3");
+                assert_eq!(layout, "5=0x8 31=0x11");
+                assert_eq!(parameter, "events=0x8,0x3");
+            }
+            other => panic!("{other:?}"),
+        }
+        let text = refused.to_string();
+        for needle in [
+            "r3: kmod-enable-user's read-only grant counts only its own events",
+            "(parameters/layout: 5=0x8 31=0x11)",
+            "reload it with events=0x8,0x3 to count it too",
+            "el0_programming=1",
+        ] {
+            assert!(text.contains(needle), "`{needle}` missing: {text}");
+        }
+        // Without the cycle counter: cycle_counter=1 adds it; the arm64 layout's cycles
+        // counter is not one of the `events`.
+        let no_cycles = GrantedLayout::parse("5=0x8").unwrap();
+        assert_eq!(parameter_adding(&no_cycles, 0x11), "cycle_counter=1");
+        let arm64 = GrantedLayout::parse("5=0x8 4=0x11").unwrap();
+        assert_eq!(parameter_adding(&arm64, 0x3), "events=0x8,0x3");
+        assert_eq!(
+            parameter_adding(&GrantedLayout::parse("none").unwrap(), 0x8),
+            "events=0x8"
+        );
+    }
+
+    /// The AArch32 read-only grant lost on a CPU says what clears it and the way back.
+    #[test]
+    fn revoked_reads_say_the_way_back() {
+        let with = missing(GrantMissing::ReadsRevoked { regrant: true }).to_string();
+        for needle in [
+            "although kmod-enable-user is loaded",
+            "its read-only grant is gone on this CPU (PMUSERENR lost ER or CR",
+            "ARM_PMUV3",
+            "`echo 1 > /sys/module/kmod_enable_user/parameters/regrant`",
+        ] {
+            assert!(with.contains(needle), "`{needle}` missing: {with}");
+        }
+        let without = missing(GrantMissing::ReadsRevoked { regrant: false }).to_string();
+        assert!(without.contains("rmmod kmod_enable_user"), "{without}");
+    }
 
     /// A trapped probe names what happened, from the module's sysfs directory (a fake
     /// one here: /sys/module/<name>/parameters/<param> is how the kernel publishes a

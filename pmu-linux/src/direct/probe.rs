@@ -69,3 +69,22 @@ pub fn cpuinfo_midr(cpuinfo: &str) -> Option<(u32, u32)> {
     };
     Some((field("CPU implementer")?, field("CPU part")?))
 }
+
+/// The ARMv7 cores whose PMU has no read-only grant, by `(CPU implementer, CPU part)`:
+/// Arm's ARMv7-A Cortex cores, PMUv1 (Cortex-A5, A8, A9) or PMUv2 (Cortex-A7, A12, A15,
+/// A17), whose PMUSERENR has EN alone (ARMv7-A/R ARM, DDI 0406C, C12 "PMUSERENR"). Part
+/// numbers: Linux 6.12 arch/arm/include/asm/cputype.h (`ARM_CPU_PART_CORTEX_*`). `None`
+/// for every other core, the ARMv8 ones (PMUv3, which has ER and CR) included: user
+/// mode cannot read ID_DFR0, so a core outside this list is not ruled out.
+pub fn armv7_core_without_read_only_grant(midr: (u32, u32)) -> Option<&'static str> {
+    match midr {
+        (0x41, 0xc05) => Some("Cortex-A5"),
+        (0x41, 0xc07) => Some("Cortex-A7"),
+        (0x41, 0xc08) => Some("Cortex-A8"),
+        (0x41, 0xc09) => Some("Cortex-A9"),
+        (0x41, 0xc0d) => Some("Cortex-A12"),
+        (0x41, 0xc0e) => Some("Cortex-A17"),
+        (0x41, 0xc0f) => Some("Cortex-A15"),
+        _ => None,
+    }
+}

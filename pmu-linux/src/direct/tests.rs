@@ -490,3 +490,159 @@ fn the_own_sentinel_takes_the_counter_after_the_events() {
         "{state}"
     );
 }
+
+/// Which cores have no read-only grant: Arm's ARMv7-A Cortex parts (Linux 6.12
+/// arch/arm/include/asm/cputype.h: `ARM_CPU_PART_CORTEX_A7` 0x4100c070, `_A15`
+/// 0x4100c0f0), whose PMUSERENR has EN alone (DDI 0406C C12); not the ARMv8 ones
+/// (`_A53` 0x4100d030, `_A72` 0x4100d080; QEMU's `max` in AArch32 reports part 0xd07,
+/// tests/tests/kernel_armv7.rs), and not other implementers' parts.
+#[test]
+fn armv7_cores_have_no_read_only_grant() {
+    use super::probe::armv7_core_without_read_only_grant as without;
+    assert_eq!(without((0x41, 0xc07)), Some("Cortex-A7"));
+    assert_eq!(without((0x41, 0xc0f)), Some("Cortex-A15"));
+    assert_eq!(without((0x41, 0xc09)), Some("Cortex-A9"));
+    for armv8 in [0xd03, 0xd08, 0xd0b, 0xd07] {
+        assert_eq!(without((0x41, armv8)), None, "{armv8:#x}");
+    }
+    assert_eq!(without((0x51, 0xc07)), None);
+    assert_eq!(without((0x41, 0xb76)), None);
+    let e = Error::Access(crate::error::AccessError::NoReadOnlyGrant {
+        core: "Cortex-A7".into(),
+    })
+    .to_string();
+    for needle in [
+        // What the guests match for a CPU without access (tests/src/lib.rs NOT_ENABLED).
+        "user access to the PMU is not enabled: load kmod-enable-user",
+        "(Cortex-A7, ARMv7 PMU) has no read-only grant",
+        "refuses its default load here",
+        "el0_programming=1",
+    ] {
+        assert!(e.contains(needle), "`{needle}` missing: {e}");
+    }
+}
+
+/// A read of the AArch32 read-only grant on pmu-armv7's fake register file: the path
+/// `pmu_armv7::granted::read_path` gives the slot (PMSELR + PMXEVCNTR, or PMCCNTR), as
+/// the ARMv7 backend's table reads it on the target.
+#[derive(Debug)]
+struct Aarch32Read<'r>(
+    &'r pmu_armv7::fake::FakeRegisters,
+    pmu_armv7::reader::ReadPath,
+);
+
+impl pmu_core::CounterRead for Aarch32Read<'_> {
+    fn read(&self) -> u64 {
+        use pmu_armv7::reader::ReadPath;
+        use pmu_armv7::PmuRegisters;
+        u64::from(match self.1 {
+            ReadPath::Selected(n) | ReadPath::Pmevcntr(n) => self.0.pmxevcntr(n),
+            ReadPath::Pmccntr => self.0.pmccntr(),
+        })
+    }
+    fn overflow_mask(&self) -> u64 {
+        u64::from(self.1.counter().mask())
+    }
+}
+
+/// The ARMv7 backend's read-only region, off the target: kmod-enable-user's ARMv7
+/// flavour `apply`s its default grant on a fake Cortex-A53 in AArch32 (ER | CR,
+/// INST_RETIRED on counter 5, CPU_CYCLES on PMCCNTR: the `5=0x8 31=0x11` that
+/// tests/tests/kernel_armv7.rs reads on QEMU's `max`); the region takes its slots from
+/// the layout (`grant::place_in_layout`), its access check from PMUSERENR
+/// (`ReadGrant`), no overflow flags. Exact counts; a wrap of the 32-bit cycle counter
+/// flagged as overflow (end < start) with the right value; the grant revoked between
+/// two regions (PMUSERENR = 0, as a CPU power-down leaves it) an error, not a count.
+#[test]
+fn the_aarch32_read_only_grant_region() {
+    use pmu_armv7::fake::FakeRegisters;
+    use pmu_armv7::granted::{read_path, GrantedLayout, GrantedPmu, ReadGrant, RegisterReads};
+    use pmu_armv7::user_enable::{
+        apply, Layout, ModuleEvents, Request, UserAccess, UserAccessRegisters, DEFAULT_USER_ACCESS,
+    };
+    use pmu_armv8::EventNumber;
+
+    let regs = FakeRegisters::cortex_a53_aarch32();
+    let module = Layout::with_cycle_counter_register(
+        6,
+        ModuleEvents::from_slice(&[EventNumber::INST_RETIRED.get()]).unwrap(),
+        true,
+    )
+    .unwrap();
+    let mut buf = [0u8; 64];
+    let len = module.write_text(&mut buf);
+    let text = std::str::from_utf8(&buf[..len]).unwrap().to_owned();
+    assert_eq!(text, "5=0x8 31=0x11");
+    let request = Request {
+        user_access: UserAccess::new(DEFAULT_USER_ACCESS, false).unwrap(),
+        layout: module,
+    };
+    apply(&regs, request, None).unwrap();
+    assert_eq!(regs.pmuserenr().get(), 0b1100);
+
+    let layout = GrantedLayout::parse(&text).unwrap();
+    let names = vec!["instructions".to_owned(), "cycles".to_owned()];
+    let wanted = [
+        pmu_core::Event::Generic(pmu_core::GenericEvent::Instructions),
+        pmu_core::Event::Generic(pmu_core::GenericEvent::CpuCycles),
+    ];
+    let placed = grant::place_in_layout(&layout, &text, &wanted, &names).unwrap();
+    let counters = OwnedCounters::allocate(
+        GrantedPmu::new(layout, RegisterReads(&regs)),
+        &placed,
+        PrivilegeFilter::USER,
+    )
+    .unwrap();
+    let slots: Vec<Slot> = counters.slots().collect();
+    let handles = [
+        Aarch32Read(&regs, read_path(&layout, slots[0]).unwrap()),
+        Aarch32Read(&regs, read_path(&layout, slots[1]).unwrap()),
+    ];
+    assert_eq!(
+        handles[0].1,
+        pmu_armv7::reader::ReadPath::Selected(5),
+        "INST_RETIRED is on event counter 5"
+    );
+    let grant = ReadGrant::for_layout(&layout);
+    let granted = || grant.allows(regs.pmuserenr());
+    let thread = FakeThread::default();
+    let mut region = DirectRegion::with_cpu(
+        counters,
+        granted,
+        handles,
+        names,
+        NoSentinel,
+        crate::Sentinel::off("the ARMv7 flavour runs none"),
+        NoFlags,
+        &thread,
+    )
+    .unwrap();
+    region.enable().unwrap();
+    let run = measure_once(&mut region, &mut || {
+        regs.count(EventNumber::INST_RETIRED, 2000);
+        regs.count(EventNumber::CPU_CYCLES, 3000);
+    })
+    .unwrap();
+    assert_eq!(run.readings[0].value, 2000);
+    assert_eq!(run.readings[1].value, 3000);
+    assert!(run.is_trusted(), "{run:?}");
+
+    // PMCCNTR's low 32 bits wrap inside the region: no flag to read without EN, end <
+    // start flags it, and the 32-bit difference is the count.
+    regs.count(EventNumber::CPU_CYCLES, u32::MAX - 3000 - 10);
+    let run = measure_once(&mut region, &mut || {
+        regs.count(EventNumber::CPU_CYCLES, 100);
+    })
+    .unwrap();
+    assert_eq!(run.readings[1].value, 100);
+    assert!(run.readings[1].hazards.contains(Hazards::OVERFLOW));
+    assert!(!run.readings[0].hazards.contains(Hazards::OVERFLOW));
+
+    // The grant gone: the region refuses instead of reading (a real read would trap).
+    regs.set_user_enable(0);
+    let revoked = measure_once(&mut region, &mut || {}).unwrap_err();
+    assert!(
+        matches!(revoked, Error::Access(crate::error::AccessError::Revoked)),
+        "{revoked:?}"
+    );
+}
