@@ -7,9 +7,8 @@
 //! 0x61 BUS_ACCESS_LD and BUS_ACCESS_ST; the Arm ARM's names for those numbers,
 //! BUS_ACCESS_RD and BUS_ACCESS_WR, are used, as Linux does.
 //!
-//! Table 12.28 lists 0x0E BR_RETURN_RETIRED, while the PMCEID0_EL0 the TRM documents
-//! (12.4.2) reads 0x67FFBFFF, bit 14 clear: the table is followed here, and a program
-//! that must know asks PMCEID0_EL0.
+//! Table 12.28 lists 0x0E BR_RETURN_RETIRED without a bit on the PMU event bus; a
+//! program that must know whether this core counts it reads PMCEID0_EL0 bit 14.
 
 use crate::{common, implementation_defined as own, recommended, Core, CoreId, Event, Family};
 
@@ -76,8 +75,8 @@ static EVENTS: &[Event] = &[
     own(0xe8, "ST_DEP_STALL", "Cycle the write stage stalls on a store."),
 ];
 
-/// Cortex-A53: MIDR implementer 0x41 (Arm), part number 0xD03 (TRM 4.3.1, "Main ID
-/// Register, EL1").
+/// Cortex-A53: MIDR implementer 0x41 (Arm), part number 0xD03 (TRM, "Main ID Register,
+/// EL1").
 pub static CORTEX_A53: Core = Core {
     name: "Cortex-A53",
     found_in: "Raspberry Pi 3, Zero 2 W",

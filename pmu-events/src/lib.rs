@@ -31,8 +31,19 @@ pub mod common;
 pub mod recommended;
 
 mod cortex_a53;
+mod cortex_a72;
+mod cortex_a76;
+mod neoverse_n1;
 
 pub use cortex_a53::CORTEX_A53;
+pub use cortex_a72::CORTEX_A72;
+pub use cortex_a76::CORTEX_A76;
+pub use neoverse_n1::NEOVERSE_N1;
+
+/// The README (what crates.io shows), its example run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 /// One event of a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +119,7 @@ pub struct Core {
 }
 
 /// Every core this crate has a table for.
-pub static CORES: &[&Core] = &[&CORTEX_A53];
+pub static CORES: &[&Core] = &[&CORTEX_A53, &CORTEX_A72, &CORTEX_A76, &NEOVERSE_N1];
 
 /// An IMPLEMENTATION DEFINED event of one core, counted on any counter.
 const fn implementation_defined(code: u16, name: &'static str, about: &'static str) -> Event {

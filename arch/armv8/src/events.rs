@@ -2,9 +2,10 @@
 //! mapping of `pmu_core`'s generic events, and which events a PMU implements
 //! (PMCEID0/1_EL0).
 //!
-//! Numbers and names are those of the Arm ARM (DDI 0487, "PMU Event Descriptions",
-//! "Common event numbers") as Linux spells them in `include/linux/perf/arm_pmuv3.h`
-//! (`ARMV8_PMUV3_PERFCTR_*`). Events 0x0000..=0x003F and 0x4000..=0x403F are *common*:
+//! Numbers, names and meanings come from [`pmu_events::common`], the one table of the Arm
+//! ARM's common events (DDI 0487, "PMU Event Descriptions", "Common event numbers");
+//! [`EventNumber`]'s constants are its numbers under its names. A core's own events
+//! (the IMPLEMENTATION DEFINED ones too) are in [`pmu_events::for_midr`]'s tables. Events 0x0000..=0x003F and 0x4000..=0x403F are *common*:
 //! PMCEID0/1_EL0 say whether the PE implements each one. Other numbers are
 //! IMPLEMENTATION DEFINED (see the core's TRM); PMCEID says nothing about them.
 
@@ -41,20 +42,23 @@ impl EventNumber {
         self.0 < 0x40 || (self.0 >= 0x4000 && self.0 < 0x4040)
     }
 
-    /// The Arm ARM mnemonic of a common event this crate names (`"INST_RETIRED"`).
+    /// The Arm ARM mnemonic of a common event [`pmu_events::common`] names
+    /// (`"INST_RETIRED"`).
     pub fn name(self) -> Option<&'static str> {
-        COMMON_EVENTS
-            .iter()
-            .find(|(n, _)| *n == self)
-            .map(|&(_, name)| name)
+        self.common_event().map(|e| e.name)
     }
 
-    /// The event whose Arm ARM mnemonic is `name`.
+    /// The common event numbered `self`, with its name and meaning.
+    pub fn common_event(self) -> Option<&'static pmu_events::Event> {
+        pmu_events::common::ALL.iter().find(|e| e.code == self.0)
+    }
+
+    /// The common event whose Arm ARM mnemonic is `name` (exact spelling).
     pub fn from_name(name: &str) -> Option<Self> {
-        COMMON_EVENTS
+        pmu_events::common::ALL
             .iter()
-            .find(|(_, n)| *n == name)
-            .map(|&(number, _)| number)
+            .find(|e| e.name == name)
+            .map(|e| Self(e.code))
     }
 }
 
@@ -68,202 +72,111 @@ impl fmt::Display for EventNumber {
 }
 
 macro_rules! common_events {
-    ($($(#[$doc:meta])* $name:ident = $number:literal,)*) => {
+    ($($name:ident,)*) => {
         impl EventNumber {
             $(
-                $(#[$doc])*
-                pub const $name: Self = Self($number);
+                #[doc = concat!("The common event [`pmu_events::common::", stringify!($name), "`].")]
+                pub const $name: Self = Self(pmu_events::common::$name.code);
             )*
         }
 
-        /// Every event number this crate names, with its mnemonic, in numeric order.
-        pub const COMMON_EVENTS: &[(EventNumber, &str)] = &[
-            $((EventNumber($number), stringify!($name)),)*
-        ];
+        /// Each constant of [`EventNumber`] with the name it has in this crate.
+        #[cfg(test)]
+        const CONSTANTS: &[(EventNumber, &str)] = &[$((EventNumber::$name, stringify!($name)),)*];
     };
 }
 
 common_events! {
-    /// Instruction architecturally executed, software increment (a PMSWINC_EL0 write).
-    SW_INCR = 0x0000,
-    /// Level 1 instruction cache refill.
-    L1I_CACHE_REFILL = 0x0001,
-    /// Level 1 instruction TLB refill.
-    L1I_TLB_REFILL = 0x0002,
-    /// Level 1 data cache refill.
-    L1D_CACHE_REFILL = 0x0003,
-    /// Level 1 data cache access.
-    L1D_CACHE = 0x0004,
-    /// Level 1 data TLB refill.
-    L1D_TLB_REFILL = 0x0005,
-    /// Instruction architecturally executed, load.
-    LD_RETIRED = 0x0006,
-    /// Instruction architecturally executed, store.
-    ST_RETIRED = 0x0007,
-    /// Instruction architecturally executed.
-    INST_RETIRED = 0x0008,
-    /// Exception taken.
-    EXC_TAKEN = 0x0009,
-    /// Instruction architecturally executed, exception return.
-    EXC_RETURN = 0x000A,
-    /// Instruction architecturally executed, write to CONTEXTIDR.
-    CID_WRITE_RETIRED = 0x000B,
-    /// Instruction architecturally executed, software change of the PC.
-    PC_WRITE_RETIRED = 0x000C,
-    /// Instruction architecturally executed, immediate branch.
-    BR_IMMED_RETIRED = 0x000D,
-    /// Instruction architecturally executed, procedure return.
-    BR_RETURN_RETIRED = 0x000E,
-    /// Instruction architecturally executed, unaligned load or store.
-    UNALIGNED_LDST_RETIRED = 0x000F,
-    /// Branch speculatively executed, mispredicted or not predicted.
-    BR_MIS_PRED = 0x0010,
-    /// Cycle.
-    CPU_CYCLES = 0x0011,
-    /// Predictable branch speculatively executed.
-    BR_PRED = 0x0012,
-    /// Data memory access.
-    MEM_ACCESS = 0x0013,
-    /// Level 1 instruction cache access.
-    L1I_CACHE = 0x0014,
-    /// Level 1 data cache write-back.
-    L1D_CACHE_WB = 0x0015,
-    /// Level 2 data cache access.
-    L2D_CACHE = 0x0016,
-    /// Level 2 data cache refill.
-    L2D_CACHE_REFILL = 0x0017,
-    /// Level 2 data cache write-back.
-    L2D_CACHE_WB = 0x0018,
-    /// Bus access.
-    BUS_ACCESS = 0x0019,
-    /// Local memory error.
-    MEMORY_ERROR = 0x001A,
-    /// Operation speculatively executed.
-    INST_SPEC = 0x001B,
-    /// Instruction architecturally executed, write to TTBR.
-    TTBR_WRITE_RETIRED = 0x001C,
-    /// Bus cycle.
-    BUS_CYCLES = 0x001D,
-    /// Odd counter: overflow of the preceding even counter (counter chaining).
-    CHAIN = 0x001E,
-    /// Level 1 data cache allocation without refill.
-    L1D_CACHE_ALLOCATE = 0x001F,
-    /// Level 2 data cache allocation without refill.
-    L2D_CACHE_ALLOCATE = 0x0020,
-    /// Instruction architecturally executed, branch.
-    BR_RETIRED = 0x0021,
-    /// Branch instruction architecturally executed, mispredicted.
-    BR_MIS_PRED_RETIRED = 0x0022,
-    /// No operation issued because of the frontend.
-    STALL_FRONTEND = 0x0023,
-    /// No operation issued because of the backend.
-    STALL_BACKEND = 0x0024,
-    /// Level 1 data TLB access.
-    L1D_TLB = 0x0025,
-    /// Level 1 instruction TLB access.
-    L1I_TLB = 0x0026,
-    /// Level 2 instruction cache access.
-    L2I_CACHE = 0x0027,
-    /// Level 2 instruction cache refill.
-    L2I_CACHE_REFILL = 0x0028,
-    /// Level 3 data cache allocation without refill.
-    L3D_CACHE_ALLOCATE = 0x0029,
-    /// Level 3 data cache refill.
-    L3D_CACHE_REFILL = 0x002A,
-    /// Level 3 data cache access.
-    L3D_CACHE = 0x002B,
-    /// Level 3 data cache write-back.
-    L3D_CACHE_WB = 0x002C,
-    /// Level 2 data TLB refill.
-    L2D_TLB_REFILL = 0x002D,
-    /// Level 2 instruction TLB refill.
-    L2I_TLB_REFILL = 0x002E,
-    /// Level 2 data TLB access.
-    L2D_TLB = 0x002F,
-    /// Level 2 instruction TLB access.
-    L2I_TLB = 0x0030,
-    /// Access to another socket in a multi-socket system.
-    REMOTE_ACCESS = 0x0031,
-    /// Last level cache access.
-    LL_CACHE = 0x0032,
-    /// Last level cache miss.
-    LL_CACHE_MISS = 0x0033,
-    /// Data TLB access with at least one translation table walk.
-    DTLB_WALK = 0x0034,
-    /// Instruction TLB access with at least one translation table walk.
-    ITLB_WALK = 0x0035,
-    /// Last level cache access, read.
-    LL_CACHE_RD = 0x0036,
-    /// Last level cache miss, read.
-    LL_CACHE_MISS_RD = 0x0037,
-    /// Access to another socket in a multi-socket system, read.
-    REMOTE_ACCESS_RD = 0x0038,
-    /// Level 1 data cache long-latency read miss.
-    L1D_CACHE_LMISS_RD = 0x0039,
-    /// Micro-operation architecturally executed.
-    OP_RETIRED = 0x003A,
-    /// Micro-operation speculatively executed.
-    OP_SPEC = 0x003B,
-    /// No operation sent for execution.
-    STALL = 0x003C,
-    /// No operation sent for execution on a slot, because of the backend.
-    STALL_SLOT_BACKEND = 0x003D,
-    /// No operation sent for execution on a slot, because of the frontend.
-    STALL_SLOT_FRONTEND = 0x003E,
-    /// No operation sent for execution on a slot.
-    STALL_SLOT = 0x003F,
-    /// Statistical Profiling sample population.
-    SAMPLE_POP = 0x4000,
-    /// Statistical Profiling sample taken.
-    SAMPLE_FEED = 0x4001,
-    /// Statistical Profiling sample taken and not removed by filtering.
-    SAMPLE_FILTRATE = 0x4002,
-    /// Statistical Profiling sample collided with a previous sample.
-    SAMPLE_COLLISION = 0x4003,
-    /// Constant frequency cycles (AMUv1).
-    CNT_CYCLES = 0x4004,
-    /// Memory stall cycles (AMUv1).
-    STALL_BACKEND_MEM = 0x4005,
-    /// Level 1 instruction cache long-latency miss.
-    L1I_CACHE_LMISS = 0x4006,
-    /// Level 2 data cache long-latency read miss.
-    L2D_CACHE_LMISS_RD = 0x4009,
-    /// Level 2 instruction cache long-latency miss.
-    L2I_CACHE_LMISS = 0x400A,
-    /// Level 3 data cache long-latency read miss.
-    L3D_CACHE_LMISS_RD = 0x400B,
-    /// Trace buffer current write pointer wrapped.
-    TRB_WRAP = 0x400C,
-    /// Trace buffer Trigger Event.
-    TRB_TRIG = 0x400E,
-    /// Trace unit external output 0.
-    TRCEXTOUT0 = 0x4010,
-    /// Trace unit external output 1.
-    TRCEXTOUT1 = 0x4011,
-    /// Trace unit external output 2.
-    TRCEXTOUT2 = 0x4012,
-    /// Trace unit external output 3.
-    TRCEXTOUT3 = 0x4013,
-    /// Cross-trigger interface output trigger 4.
-    CTI_TRIGOUT4 = 0x4018,
-    /// Cross-trigger interface output trigger 5.
-    CTI_TRIGOUT5 = 0x4019,
-    /// Cross-trigger interface output trigger 6.
-    CTI_TRIGOUT6 = 0x401A,
-    /// Cross-trigger interface output trigger 7.
-    CTI_TRIGOUT7 = 0x401B,
-    /// Access with additional latency from alignment.
-    LDST_ALIGN_LAT = 0x4020,
-    /// Load with additional latency from alignment.
-    LD_ALIGN_LAT = 0x4021,
-    /// Store with additional latency from alignment.
-    ST_ALIGN_LAT = 0x4022,
-    /// Checked data memory access (Memory Tagging).
-    MEM_ACCESS_CHECKED = 0x4024,
-    /// Checked data memory access, read (Memory Tagging).
-    MEM_ACCESS_CHECKED_RD = 0x4025,
-    /// Checked data memory access, write (Memory Tagging).
-    MEM_ACCESS_CHECKED_WR = 0x4026,
+    SW_INCR,
+    L1I_CACHE_REFILL,
+    L1I_TLB_REFILL,
+    L1D_CACHE_REFILL,
+    L1D_CACHE,
+    L1D_TLB_REFILL,
+    LD_RETIRED,
+    ST_RETIRED,
+    INST_RETIRED,
+    EXC_TAKEN,
+    EXC_RETURN,
+    CID_WRITE_RETIRED,
+    PC_WRITE_RETIRED,
+    BR_IMMED_RETIRED,
+    BR_RETURN_RETIRED,
+    UNALIGNED_LDST_RETIRED,
+    BR_MIS_PRED,
+    CPU_CYCLES,
+    BR_PRED,
+    MEM_ACCESS,
+    L1I_CACHE,
+    L1D_CACHE_WB,
+    L2D_CACHE,
+    L2D_CACHE_REFILL,
+    L2D_CACHE_WB,
+    BUS_ACCESS,
+    MEMORY_ERROR,
+    INST_SPEC,
+    TTBR_WRITE_RETIRED,
+    BUS_CYCLES,
+    CHAIN,
+    L1D_CACHE_ALLOCATE,
+    L2D_CACHE_ALLOCATE,
+    BR_RETIRED,
+    BR_MIS_PRED_RETIRED,
+    STALL_FRONTEND,
+    STALL_BACKEND,
+    L1D_TLB,
+    L1I_TLB,
+    L2I_CACHE,
+    L2I_CACHE_REFILL,
+    L3D_CACHE_ALLOCATE,
+    L3D_CACHE_REFILL,
+    L3D_CACHE,
+    L3D_CACHE_WB,
+    L2D_TLB_REFILL,
+    L2I_TLB_REFILL,
+    L2D_TLB,
+    L2I_TLB,
+    REMOTE_ACCESS,
+    LL_CACHE,
+    LL_CACHE_MISS,
+    DTLB_WALK,
+    ITLB_WALK,
+    LL_CACHE_RD,
+    LL_CACHE_MISS_RD,
+    REMOTE_ACCESS_RD,
+    L1D_CACHE_LMISS_RD,
+    OP_RETIRED,
+    OP_SPEC,
+    STALL,
+    STALL_SLOT_BACKEND,
+    STALL_SLOT_FRONTEND,
+    STALL_SLOT,
+    SAMPLE_POP,
+    SAMPLE_FEED,
+    SAMPLE_FILTRATE,
+    SAMPLE_COLLISION,
+    CNT_CYCLES,
+    STALL_BACKEND_MEM,
+    L1I_CACHE_LMISS,
+    L2D_CACHE_LMISS_RD,
+    L2I_CACHE_LMISS,
+    L3D_CACHE_LMISS_RD,
+    TRB_WRAP,
+    TRB_TRIG,
+    TRCEXTOUT0,
+    TRCEXTOUT1,
+    TRCEXTOUT2,
+    TRCEXTOUT3,
+    CTI_TRIGOUT4,
+    CTI_TRIGOUT5,
+    CTI_TRIGOUT6,
+    CTI_TRIGOUT7,
+    LDST_ALIGN_LAT,
+    LD_ALIGN_LAT,
+    ST_ALIGN_LAT,
+    MEM_ACCESS_CHECKED,
+    MEM_ACCESS_CHECKED_RD,
+    MEM_ACCESS_CHECKED_WR,
 }
 
 /// The PMUv3 event encoding of `pmu_core`: an event number, and for one generic event
@@ -468,36 +381,35 @@ mod tests {
         assert_eq!(ids.iter().count(), 3);
     }
 
-    /// Numbers and names from include/linux/perf/arm_pmuv3.h
-    /// (`ARMV8_PMUV3_PERFCTR_*`): every common event 0x00..=0x3F is named exactly once.
+    /// One place for the names: every constant of [`EventNumber`] is the number
+    /// `pmu_events::common` gives its name, and names it back; every common event there
+    /// has its constant here; every common event 0x00..=0x3F of the Arm ARM ("Common event
+    /// numbers") is named exactly once.
     #[test]
-    fn common_event_table() {
+    fn constants_are_pmu_events_common_names() {
+        for &(number, name) in CONSTANTS {
+            let event = pmu_events::common::ALL
+                .iter()
+                .find(|e| e.code == number.get())
+                .unwrap_or_else(|| panic!("{name}: {number} not in pmu_events::common"));
+            assert_eq!(event.name, name, "{:#06x}", number.get());
+            assert_eq!(number.name(), Some(name));
+            assert_eq!(EventNumber::from_name(name), Some(number));
+            assert!(number.is_common(), "{name}");
+        }
+        assert_eq!(CONSTANTS.len(), pmu_events::common::ALL.len());
         for n in 0..0x40u16 {
-            let named = COMMON_EVENTS.iter().filter(|(e, _)| e.get() == n).count();
+            let named = CONSTANTS.iter().filter(|(e, _)| e.get() == n).count();
             assert_eq!(named, 1, "event {n:#x}");
         }
-        for pair in COMMON_EVENTS.windows(2) {
-            assert!(pair[0].0 < pair[1].0, "table sorted and unique");
-        }
-        for &(number, name) in COMMON_EVENTS {
-            assert!(number.is_common());
-            assert_eq!(EventNumber::from_name(name), Some(number));
-        }
+        // Spot checks against include/linux/perf/arm_pmuv3.h (`ARMV8_PMUV3_PERFCTR_*`).
         let spot = [
             (0x00, "SW_INCR"),
             (0x08, "INST_RETIRED"),
             (0x11, "CPU_CYCLES"),
-            (0x13, "MEM_ACCESS"),
             (0x1D, "BUS_CYCLES"),
             (0x21, "BR_RETIRED"),
-            (0x22, "BR_MIS_PRED_RETIRED"),
-            (0x23, "STALL_FRONTEND"),
             (0x24, "STALL_BACKEND"),
-            (0x2D, "L2D_TLB_REFILL"),
-            (0x2F, "L2D_TLB"),
-            (0x32, "LL_CACHE"),
-            (0x33, "LL_CACHE_MISS"),
-            (0x36, "LL_CACHE_RD"),
             (0x37, "LL_CACHE_MISS_RD"),
             (0x3F, "STALL_SLOT"),
         ];
@@ -505,6 +417,15 @@ mod tests {
             assert_eq!(EventNumber::new(number).name(), Some(name));
         }
         assert_eq!(EventNumber::new(0x40).name(), None);
+        assert_eq!(
+            EventNumber::from_name("inst_retired"),
+            None,
+            "exact spelling"
+        );
+        assert_eq!(
+            EventNumber::INST_RETIRED.common_event().map(|e| e.about),
+            Some("Instruction architecturally executed.")
+        );
     }
 
     /// Linux's generic map (drivers/perf/arm_pmuv3.c `armv8_pmuv3_perf_map`,

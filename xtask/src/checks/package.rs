@@ -8,8 +8,9 @@ use crate::engine::step::Step;
 /// The crates published to crates.io, in the workspace's `publish` settings: every other
 /// member (xtask, the images, the tests, pmu-demo, the module's object) has
 /// `publish = false`. A test keeps this list equal to `cargo metadata`'s.
-pub const PUBLISHED: [&str; 7] = [
+pub const PUBLISHED: [&str; 8] = [
     "pmu-core",
+    "pmu-events",
     "pmu-x86",
     "pmu-armv6",
     "pmu-armv7",
