@@ -27,7 +27,9 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod arm1176;
 pub mod common;
+pub mod cortex_a7;
 pub mod recommended;
 
 mod cortex_a53;
@@ -119,7 +121,14 @@ pub struct Core {
 }
 
 /// Every core this crate has a table for.
-pub static CORES: &[&Core] = &[&CORTEX_A53, &CORTEX_A72, &CORTEX_A76, &NEOVERSE_N1];
+pub static CORES: &[&Core] = &[
+    &arm1176::ARM1176,
+    &cortex_a7::CORTEX_A7,
+    &CORTEX_A53,
+    &CORTEX_A72,
+    &CORTEX_A76,
+    &NEOVERSE_N1,
+];
 
 /// An IMPLEMENTATION DEFINED event of one core, counted on any counter.
 const fn implementation_defined(code: u16, name: &'static str, about: &'static str) -> Event {

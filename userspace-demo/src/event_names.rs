@@ -35,7 +35,7 @@ pub fn arm1176_events() -> Vec<Arm1176EventInfo> {
                 code: event.code(),
                 name: generic.map_or_else(|| raw.clone(), |g| g.perf_name().to_owned()),
                 raw,
-                description: event.name(),
+                description: event.description(),
                 counters: if event == Arm1176Event::CycleCount {
                     "CCR (as `cycles`; /64 with --cycle-divider 64), or CR0/CR1 (as rff)"
                 } else {

@@ -570,6 +570,8 @@ fn armv6(verb: &str) -> Step {
         "-p".into(),
         "pmu-core".into(),
         "-p".into(),
+        "pmu-events".into(),
+        "-p".into(),
         "pmu-raspi-board".into(),
         "-p".into(),
         "qemu-raspi0".into(),
@@ -579,7 +581,7 @@ fn armv6(verb: &str) -> Step {
     }
     Step::cargo(
         format!(
-            "{verb} {ARMV6_TARGET} (pmu-core, pmu-armv6, pmu-raspi-board, qemu-raspi0; build-std)"
+            "{verb} {ARMV6_TARGET} (pmu-core, pmu-events, pmu-armv6, pmu-raspi-board, qemu-raspi0; build-std)"
         ),
         args,
     )

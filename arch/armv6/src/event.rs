@@ -9,12 +9,17 @@
 //! 0x13-0x1F and 0x27-0xFE are reserved. (Some Raspberry Pi 1 write-ups count "21
 //! events"; Table 3-137 has 24.)
 //!
+//! Each event's name and meaning are `pmu_events::arm1176`'s ([`Arm1176Event::event`]):
+//! that table is where every tool looks an event up; this enum is what the PMU code
+//! programs, and a test checks the two agree code by code.
+//!
 //! The generic mapping follows Linux's `armv6_perf_map` and `armv6_perf_cache_map`, so
 //! numbers agree with `perf stat` on the same board.
 
 use core::fmt;
 
 use pmu_core::{Error, EventEncoding, GenericEvent};
+use pmu_events::arm1176;
 
 /// One entry of the ARM1176 event table (the value of PMCR.EvtCount0 / EvtCount1).
 ///
@@ -161,35 +166,46 @@ impl Arm1176Event {
         })
     }
 
-    /// A short name, after the TRM's event definition.
-    pub const fn name(self) -> &'static str {
+    /// The event's entry in the ARM1176 table of `pmu_events`: its name and meaning.
+    pub const fn event(self) -> &'static pmu_events::Event {
         match self {
-            Self::InstructionCacheMiss => "instruction cache miss",
-            Self::InstructionBufferStall => "instruction buffer stall",
-            Self::DataDependencyStall => "data dependency stall",
-            Self::InstructionMicroTlbMiss => "instruction MicroTLB miss",
-            Self::DataMicroTlbMiss => "data MicroTLB miss",
-            Self::BranchExecuted => "branch instruction executed",
-            Self::BranchMispredicted => "branch mispredicted",
-            Self::InstructionExecuted => "instruction executed",
-            Self::DataCacheAccessCacheable => "data cache access (cacheable)",
-            Self::DataCacheAccess => "data cache access (any)",
-            Self::DataCacheMiss => "data cache miss",
-            Self::DataCacheWriteBack => "data cache write-back",
-            Self::SoftwareChangedPc => "software changed the PC",
-            Self::MainTlbMiss => "main TLB miss",
-            Self::ExplicitExternalDataAccess => "explicit external data access",
-            Self::LsuFullStall => "load/store unit queue full stall",
-            Self::WriteBufferDrained => "write buffer drained",
-            Self::EtmExtOut0 => "ETMEXTOUT[0] asserted",
-            Self::EtmExtOut1 => "ETMEXTOUT[1] asserted",
-            Self::EtmExtOutSum => "ETMEXTOUT[0] + ETMEXTOUT[1]",
-            Self::ProcedureCall => "procedure call",
-            Self::ProcedureReturn => "procedure return",
-            Self::ReturnPredicted => "procedure return, address predicted",
-            Self::ReturnMispredicted => "procedure return, address mispredicted",
-            Self::CycleCount => "cycle count",
+            Self::InstructionCacheMiss => &arm1176::ICACHE_MISS,
+            Self::InstructionBufferStall => &arm1176::IBUF_STALL,
+            Self::DataDependencyStall => &arm1176::DDEP_STALL,
+            Self::InstructionMicroTlbMiss => &arm1176::ITLB_MISS,
+            Self::DataMicroTlbMiss => &arm1176::DTLB_MISS,
+            Self::BranchExecuted => &arm1176::BR_EXEC,
+            Self::BranchMispredicted => &arm1176::BR_MISPREDICT,
+            Self::InstructionExecuted => &arm1176::INSTR_EXEC,
+            Self::DataCacheAccessCacheable => &arm1176::DCACHE_HIT,
+            Self::DataCacheAccess => &arm1176::DCACHE_ACCESS,
+            Self::DataCacheMiss => &arm1176::DCACHE_MISS,
+            Self::DataCacheWriteBack => &arm1176::DCACHE_WBACK,
+            Self::SoftwareChangedPc => &arm1176::SW_PC_CHANGE,
+            Self::MainTlbMiss => &arm1176::MAIN_TLB_MISS,
+            Self::ExplicitExternalDataAccess => &arm1176::EXPL_D_ACCESS,
+            Self::LsuFullStall => &arm1176::LSU_FULL_STALL,
+            Self::WriteBufferDrained => &arm1176::WBUF_DRAINED,
+            Self::EtmExtOut0 => &arm1176::ETMEXTOUT0,
+            Self::EtmExtOut1 => &arm1176::ETMEXTOUT1,
+            Self::EtmExtOutSum => &arm1176::ETMEXTOUT_SUM,
+            Self::ProcedureCall => &arm1176::PROC_CALL_EXEC,
+            Self::ProcedureReturn => &arm1176::PROC_RET_EXEC,
+            Self::ReturnPredicted => &arm1176::PROC_RET_PRED,
+            Self::ReturnMispredicted => &arm1176::PROC_RET_MISPREDICT,
+            Self::CycleCount => &arm1176::CPU_CYCLES,
         }
+    }
+
+    /// The event's name (`INSTR_EXEC`), as Linux's `armv6_perf_types` spells it where
+    /// Linux names the event.
+    pub const fn name(self) -> &'static str {
+        self.event().name
+    }
+
+    /// What the event counts, in one line.
+    pub const fn description(self) -> &'static str {
+        self.event().about
     }
 }
 
@@ -281,6 +297,25 @@ mod tests {
             Arm1176Event::from_code(0xFF),
             Some(Arm1176Event::CycleCount)
         );
+    }
+
+    /// This enum and the `pmu_events` ARM1176 table (TRM Table 3-137) are the same
+    /// events, code by code: every variant's entry has its code, and every table entry
+    /// decodes to the variant whose entry it is.
+    #[test]
+    fn agrees_with_the_pmu_events_table_code_by_code() {
+        let table = pmu_events::arm1176::ARM1176.events;
+        assert_eq!(table.len(), Arm1176Event::ALL.len());
+        for event in Arm1176Event::ALL {
+            assert_eq!(event.event().code, u16::from(event.code()), "{event}");
+        }
+        for entry in table {
+            let code = u8::try_from(entry.code).expect("ARM1176 codes fit EvtCount's 8 bits");
+            let event = Arm1176Event::from_code(code).expect("every table entry is an event");
+            assert_eq!(event.event(), entry, "{code:#x}");
+        }
+        assert_eq!(Arm1176Event::InstructionExecuted.name(), "INSTR_EXEC");
+        assert_eq!(Arm1176Event::PARKED.name(), "ETMEXTOUT0");
     }
 
     /// The numbers Linux names in `enum armv6_perf_types`
