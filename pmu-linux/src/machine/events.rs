@@ -868,6 +868,54 @@ mod tests {
         ));
     }
 
+    /// An event of other cores that this one lacks says which have it: STALL_FRONTEND
+    /// (0x23) is in neither the Cortex-A53's Table 12.28 (TRM DDI 0500) nor the
+    /// Cortex-A72's (DDI 0488), but in the Cortex-A76's (DDI 0597) and the
+    /// Neoverse-N1's (DDI 0590); the Cortex-A7 (DDI 0464, chapter 11) implements
+    /// 0x00-0x19 and 0x1D of the architectural events, not MEMORY_ERROR (0x1A), which
+    /// the Cortex-A53 has.
+    #[test]
+    fn an_event_of_other_cores_says_which() {
+        let (_dir, sysfs) = pi3();
+        let e = event_error(resolve("STALL_FRONTEND", &sysfs));
+        assert_eq!(
+            e.to_string(),
+            "the Cortex-A53 has no event STALL_FRONTEND; Cortex-A76, Neoverse-N1 have it"
+        );
+        assert_eq!(
+            event_error(direct_event_on("stall_frontend", &sysfs, None)).to_string(),
+            "the Cortex-A53 has no event STALL_FRONTEND; Cortex-A76, Neoverse-N1 have it"
+        );
+        // A Raspberry Pi 2 (Cortex-A7, MIDR 0x410FC075) through its /proc/cpuinfo.
+        let dir = tempfile::tempdir().unwrap();
+        let cpuinfo = dir.path().join("cpuinfo");
+        fs::write(
+            &cpuinfo,
+            "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 7\n\
+             CPU variant\t: 0x0\nCPU part\t: 0xc07\nCPU revision\t: 5\n\n",
+        )
+        .unwrap();
+        let pi2 =
+            Sysfs::at(dir.path().join("no-pmus")).with_cores(dir.path().join("no-cpus"), &cpuinfo);
+        match event_error(direct_event_on("memory_error", &pi2, Some(0))) {
+            crate::error::EventError::NotOnThisCore { core, cores, .. } => {
+                assert_eq!(core, "Cortex-A7");
+                assert!(cores.contains(&"Cortex-A53"), "{cores:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The Cortex-A7's own names: L1D_CACHE_REFILL 0x03, and BUS_ACCESS_RD 0x60 of
+        // its IMPLEMENTATION DEFINED ones (TRM DDI 0464, chapter 11).
+        assert_eq!(
+            direct_event_on("l1d_cache_refill", &pi2, Some(0)).unwrap(),
+            pmu_core::Event::Raw(0x03)
+        );
+        assert_eq!(
+            direct_event_on("BUS_ACCESS_RD", &pi2, Some(0)).unwrap(),
+            pmu_core::Event::Raw(0x60)
+        );
+    }
+
     /// QEMU's `-cpu max` (MIDR 0x000F0510: implementer 0, part 0x051, QEMU 10
     /// target/arm/tcg/cpu64.c `aarch64_max_tcg_initfn`) has no table: a table name says
     /// which MIDR it is and that `r<hex>` works; raw codes still do.
