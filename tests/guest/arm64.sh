@@ -47,6 +47,8 @@ region_check() {
 # parameters; then the perf backend with and without kernel.perf_user_access.
 scenario_access() {
 	boot_line
+	# The core by its MIDR and its own events (pmu-events), before any module.
+	demo_list core-list 0
 	demo before-cpu0 0 direct
 	demo before-cpu1 1 direct
 	probe before 0 cycles
@@ -78,6 +80,8 @@ scenario_access() {
 	probe programming-write-type 0 write-type 0
 	demo loaded-cpu0 0 direct
 	demo loaded-cpu1 1 direct
+	# An event by the core's own name, any case, beside its number (INST_RETIRED 0x08).
+	demo named-direct 0 direct --events inst_retired,r8
 	# Forced hazards, with the overflow one on a direct counter preset below its wrap.
 	pmu-demo hazards --json >/tmp/hazards.out 2>/tmp/hazards.err
 	status=$?
@@ -132,6 +136,7 @@ scenario_access() {
 	sysctl -w kernel.perf_user_access=1 >/dev/null
 	result sysctl perf_user_access=$(cat /proc/sys/kernel/perf_user_access)
 	demo perf-user-access 0 perf
+	demo named-perf 0 perf --events INST_RETIRED,r8
 	# Forced hazards on hardware events read through their pages: the syscall-free evidence
 	# (page locks + CPU, no getrusage) must flag the sleep and the migration, for one
 	# event and for a group (the syscall-free region has a path of its own for one event).

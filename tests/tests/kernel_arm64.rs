@@ -114,6 +114,86 @@ impl Exact for Demo {
     }
 }
 
+/// The core a `-cpu` model is, as pmu-demo should name it: QEMU 10's cortex-a53 has MIDR
+/// 0x410FD034 (target/arm/cpu64.c `aarch64_a53_initfn`; the Cortex-A53 r0p4 of its TRM,
+/// DDI 0500, 4.3.1), a core pmu-events has a table for; `max` has implementer 0 and
+/// part 0x051 (target/arm/tcg/cpu64.c `aarch64_max_tcg_initfn`), a core without one.
+struct CoreUnderTest {
+    midr: &'static str,
+    name: Option<&'static str>,
+}
+
+impl CoreUnderTest {
+    fn of(cpu: &str) -> Self {
+        match cpu {
+            "cortex-a53" => Self {
+                midr: "0x410fd034",
+                name: Some("Cortex-A53"),
+            },
+            "max" => Self {
+                midr: "0x000f0510",
+                name: None,
+            },
+            other => panic!("no core expectations for -cpu {other}"),
+        }
+    }
+
+    /// `pmu-demo list --json` names the core on both CPUs and, where it has a table,
+    /// lists its events: L1D_CACHE_REFILL is 0x03 (Cortex-A53 TRM Table 12.28).
+    fn assert_listed(&self, run: &QemuRun) {
+        let list = demo(run, "core-list");
+        let json = list.json(run);
+        let cores = json["cores"].as_array().expect("cores");
+        assert_eq!(cores.len(), 1, "{json}");
+        let core = &cores[0];
+        assert_eq!(core["midr"], self.midr, "{core}");
+        assert_eq!(core["cpus"], serde_json::json!([0, 1]), "{core}");
+        assert_eq!(core["name"].as_str(), self.name, "{core}");
+        let events = core["events"].as_array().expect("events");
+        match self.name {
+            Some(_) => assert!(
+                events
+                    .iter()
+                    .any(|e| e["name"] == "L1D_CACHE_REFILL" && e["code"] == 3),
+                "{core}"
+            ),
+            None => assert!(events.is_empty(), "{core}"),
+        }
+    }
+
+    /// The run `tag` counted `name`, a table name of INST_RETIRED (0x08, Arm ARM DDI
+    /// 0487 D11.11 common events), beside `r8`, with `backend`: both exact and equal
+    /// where the core has a table; refused with the MIDR and the `r<hex>` way where
+    /// not.
+    fn assert_named(&self, run: &QemuRun, tag: &str, name: &str, backend: &str) {
+        let d = demo(run, tag);
+        match self.name {
+            Some(_) => {
+                d.assert_exact_instructions(run);
+                assert_eq!(d.json(run)["backend"], backend);
+                let by_name = d.event(run, name);
+                let by_code = d.event(run, "r8");
+                let expected = d.result(run)["expected_instructions"].clone();
+                for field in ["min", "median"] {
+                    assert_eq!(by_name[field], expected, "{tag} {field}: {by_name}");
+                    assert_eq!(by_code[field], expected, "{tag} {field}: {by_code}");
+                }
+            }
+            None => {
+                assert_eq!(d.status, 2, "{}\n{}", d.raw, d.stderr);
+                assert!(
+                    d.stderr.contains(&format!("`{name}` is an event of the "))
+                        && d.stderr.contains("Cortex-A53")
+                        && d.stderr.contains(&format!("this core (MIDR {}", self.midr))
+                        && d.stderr.contains("r<hex>"),
+                    "{tag}: {}",
+                    d.stderr
+                );
+            }
+        }
+    }
+}
+
 /// What `el0-probe` (tests/guest/el0_probe.rs) reported for `tag`: its exit status (0,
 /// or 132 = SIGILL: the access trapped, Arm ARM EC 0x18) and, for reads, the delta over
 /// its block of 10000 EL0 instructions.
@@ -203,6 +283,8 @@ fn access(cpu: &str, flavour: Flavour) {
     let run = boot(cpu, 2, "access", flavour);
     let boot_line = &run.scenario("boot")[0];
     assert_eq!(boot_line.int("cpus"), 2, "{}", boot_line.raw);
+    let core = CoreUnderTest::of(cpu);
+    core.assert_listed(&run);
 
     for tag in ["before-cpu0", "before-cpu1"] {
         demo(&run, tag).assert_not_enabled(&run);
@@ -289,6 +371,7 @@ fn access(cpu: &str, flavour: Flavour) {
         d.assert_exact_cycles(&run);
         assert_eq!(d.json(&run)["backend"], "direct");
     }
+    core.assert_named(&run, "named-direct", "inst_retired", "direct");
 
     // CPU hotplug: cpu1 restored when it goes offline, granted again when it comes back.
     let hotplug = &run.scenario("hotplug")[0];
@@ -435,6 +518,7 @@ fn access(cpu: &str, flavour: Flavour) {
     let result = fast.result(&run);
     assert_eq!(result["fast_read"], true, "{result}");
     assert!(result["fallback_reason"].is_null(), "{result}");
+    core.assert_named(&run, "named-perf", "INST_RETIRED", "perf");
 
     // perf with kernel.perf_user_access=0: the read() fallback, flagged with its reason.
     let slow = demo(&run, "perf-no-user-access");
