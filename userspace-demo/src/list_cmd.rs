@@ -67,6 +67,10 @@ struct CoreOut {
     /// `cpus` as the kernel prints a CPU list (`0-3`), for the text.
     #[serde(skip)]
     cpu_list: String,
+    /// Whether it is the ARM1176, whose events the text shows in their own table
+    /// (`arm1176_events`, with the names `--events` takes for them).
+    #[serde(skip)]
+    arm1176: bool,
     events: Vec<CoreEventOut>,
 }
 
@@ -96,6 +100,9 @@ fn cores_out(cores: &machine::Cores) -> Vec<CoreOut> {
             midr: format!("{:#010x}", kind.midr),
             cpus: kind.cpus.clone(),
             cpu_list: kind.cpu_list(),
+            arm1176: kind
+                .table
+                .is_some_and(|t| t.family == pmu_events::Family::Arm1176),
             events: kind
                 .table
                 .map(|t| t.events)
@@ -319,6 +326,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 core.midr
             ),
         }
+        if core.arm1176 && !out.arm1176_events.is_empty() {
+            println!("  (the ARM1176 events table below)");
+            continue;
+        }
         for e in &core.events {
             println!(
                 "  {:#06x} {:<28} {}{}",
@@ -425,5 +436,17 @@ mod tests {
             (cores[1].name, cores[1].midr.as_str(), cores[1].events.len()),
             (None, "0x000f0510", 0)
         );
+        assert!(!a53.arm1176);
+        // A Raspberry Pi 1 (ARM1176JZF-S, MIDR 0x410FB767: its TRM, DDI 0301, 3.2.1)
+        // through /proc/cpuinfo: its events go to the ARM1176 table of the text.
+        let cpuinfo = dir.path().join("cpuinfo");
+        std::fs::write(
+            &cpuinfo,
+            "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 7\n\
+             CPU variant\t: 0x0\nCPU part\t: 0xb76\nCPU revision\t: 7\n",
+        )
+        .unwrap();
+        let pi1 = cores_out(&machine::Cores::at(dir.path().join("none"), &cpuinfo));
+        assert_eq!((pi1[0].midr.as_str(), pi1[0].arm1176), ("0x410fb767", true));
     }
 }

@@ -43,8 +43,9 @@ pub struct Args {
     bytes: usize,
     /// Events, comma-separated: perf names (cycles, instructions, branches,
     /// branch-misses, cache-references, cache-misses, L1-dcache-load-misses, …), raw
-    /// rHEX, or PMU/event=…,umask=…/ from /sys/bus/event_source/devices. The first
-    /// leads the group.
+    /// rHEX, PMU/event=…,umask=…/ from /sys/bus/event_source/devices, or the running
+    /// Arm core's own event names in any case (L1D_CACHE_REFILL, l2d_cache_wb: `pmu-demo
+    /// list` shows them). The first leads the group.
     #[arg(long, value_delimiter = ',', default_value = "cycles,instructions")]
     events: Vec<String>,
     /// perf backend: open every event on its own and unpinned, so that the kernel
