@@ -80,7 +80,7 @@ pub enum Family {
     Arm1176,
     /// ARMv7's PMUv2 (Cortex-A7): 8-bit event numbers in PMXEVTYPER.
     Armv7,
-    /// ARMv8's PMUv3: 16-bit event numbers in PMEVTYPER<n>_EL0 (10 bits before
+    /// ARMv8's PMUv3: 16-bit event numbers in `PMEVTYPER<n>_EL0` (10 bits before
     /// FEAT_PMUv3p1).
     PmuV3,
 }

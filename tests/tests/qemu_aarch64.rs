@@ -21,7 +21,9 @@ fn boot(cpu: &str, extra: &[&str]) -> QemuRun {
 }
 
 /// Every check of one model: exact counts, overflow, interrupt, filters, EL0 access.
-fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
+/// `core` is the pmu-events table its MIDR picks ("none" for `max`, whose MIDR
+/// 0x000f0510, implementer 0, names no Arm part; measured on QEMU 10).
+fn check_model(cpu: &str, core: &str, version: &str, raw_end_above_32_bits: bool) {
     let run = boot(cpu, &[]);
     let out = &run.stdout;
     assert_eq!(
@@ -36,6 +38,14 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
     // docs/qemu.md: PMUVer 6 (PMUv3p5) on max, 1 (PMUv3) on a72/a53; N=6 on all.
     let probe = &run.scenario("probe")[0];
     assert_eq!(probe.get("version"), version, "{cpu}: {}", probe.raw);
+    // The image names events from the table pmu_events::for_midr picks: the Cortex-A53's
+    // (part 0xD03) and Cortex-A72's (0xD08) by their TRMs, `max` by the common names.
+    assert_eq!(probe.get("core"), core, "{cpu}: {}", probe.raw);
+    assert!(out.contains("    0x0008 INST_RETIRED\n"), "{cpu}\n{out}");
+    assert!(
+        out.contains("exact and overflow count INST_RETIRED on an event counter and CPU_CYCLES on PMCCNTR_EL0"),
+        "{cpu}\n{out}"
+    );
     assert_eq!(probe.int("counters"), 6, "{cpu}: {}", probe.raw);
     assert_eq!(probe.int("event_width"), 32, "{cpu}: {}", probe.raw);
     assert_eq!(probe.int("cycle_width"), 64, "{cpu}: {}", probe.raw);
@@ -102,6 +112,12 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
     // counter none of them.
     assert_eq!(run.find("filter", "mode", "el0-only").int("delta"), 100);
     assert_eq!(run.find("filter", "mode", "el1-only").int("delta"), 0);
+    for mode in ["el0-only", "el1-only"] {
+        assert_eq!(
+            run.find("filter", "mode", mode).get("event"),
+            "INST_RETIRED"
+        );
+    }
 
     // PMUSERENR_EL0 (Arm ARM field descriptions; docs/qemu.md): EN allows everything, CR
     // the cycle counter read, ER event counter reads, SW PMSWINC writes; otherwise the
@@ -138,17 +154,17 @@ fn check_model(cpu: &str, version: &str, raw_end_above_32_bits: bool) {
 
 #[test]
 fn cpu_max_pmuv3p5() {
-    check_model("max", "PmuV3p5", true);
+    check_model("max", "none", "PmuV3p5", true);
 }
 
 #[test]
 fn cortex_a72_pmuv3() {
-    check_model("cortex-a72", "PmuV3", false);
+    check_model("cortex-a72", "Cortex-A72", "PmuV3", false);
 }
 
 #[test]
 fn cortex_a53_pmuv3() {
-    check_model("cortex-a53", "PmuV3", false);
+    check_model("cortex-a53", "Cortex-A53", "PmuV3", false);
 }
 
 /// QEMU icount is deterministic: two boots print the same bytes.

@@ -34,7 +34,7 @@ fn boot(machine: &str, extra: &[&str]) -> QemuRun {
 
 /// What both boards share: the boot hand-over, the probe, exact counts, overflow,
 /// filters and EL0 access, all from pmu-scenarios-armv8 (the scenarios of the virt image).
-fn check_common(machine: &str, midr: i128, run: &QemuRun) {
+fn check_common(machine: &str, midr: i128, core: &str, run: &QemuRun) {
     let out = &run.stdout;
     assert!(!out.contains("FATAL"), "{machine}\n{out}");
 
@@ -48,6 +48,12 @@ fn check_common(machine: &str, midr: i128, run: &QemuRun) {
     // MIDR passed through VPIDR_EL2 by the EL2 hand-over: the CPU model's own.
     let probe = &run.scenario("probe")[0];
     assert_eq!(probe.int("midr"), midr, "{machine}: {}", probe.raw);
+    // The image names its events from the pmu-events table that MIDR picks.
+    assert_eq!(probe.get("core"), core, "{machine}: {}", probe.raw);
+    assert!(
+        out.contains("exact and overflow count INST_RETIRED on an event counter and CPU_CYCLES on PMCCNTR_EL0"),
+        "{machine}\n{out}"
+    );
     assert_eq!(probe.get("version"), "PmuV3", "{machine}: {}", probe.raw);
     // Six event counters at EL1: MDCR_EL2.HPMN = PMCR_EL0.N left them all to EL1.
     assert_eq!(probe.int("counters"), 6, "{machine}: {}", probe.raw);
@@ -80,6 +86,10 @@ fn check_common(machine: &str, midr: i128, run: &QemuRun) {
 
     assert_eq!(run.find("filter", "mode", "el0-only").int("delta"), 100);
     assert_eq!(run.find("filter", "mode", "el1-only").int("delta"), 0);
+    assert_eq!(
+        run.find("filter", "mode", "el0-only").get("event"),
+        "INST_RETIRED"
+    );
 
     // PMUSERENR_EL0 (Arm ARM field descriptions): EN everything, CR the cycle counter,
     // ER the event counters, SW PMSWINC; anything else traps with EC 0x18.
@@ -115,7 +125,7 @@ fn check_common(machine: &str, midr: i128, run: &QemuRun) {
 #[test]
 fn raspi4b_kernel8_img() {
     let run = boot("raspi4b", &[]);
-    check_common("raspi4b", 0x410f_d083, &run);
+    check_common("raspi4b", 0x410f_d083, "Cortex-A72", &run);
     let irq = &run.scenario("irq")[0];
     assert_eq!(irq.get("controller"), "gic-400", "{}", irq.raw);
     assert_eq!(irq.int("intid"), 23, "{}", irq.raw);
@@ -133,7 +143,7 @@ fn raspi4b_kernel8_img() {
 #[test]
 fn raspi3b_kernel8_img() {
     let run = boot("raspi3b", &[]);
-    check_common("raspi3b", 0x410f_d034, &run);
+    check_common("raspi3b", 0x410f_d034, "Cortex-A53", &run);
     let irq = &run.scenario("irq")[0];
     assert_eq!(irq.get("controller"), "bcm2836-local", "{}", irq.raw);
     assert_eq!(

@@ -5,7 +5,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use aarch64_cpu::registers::{Readable, ID_AA64DFR0_EL1, MIDR_EL1};
 use pmu_armv8::registers::pmuserenr_el0::PmuserenrEl0;
-use pmu_armv8::{spe, El1Pmu, EventNumber, PmuOptions};
+use pmu_armv8::{generic_event, spe, El1Pmu, EventNumber, PmuOptions};
 use pmu_core::{Counter, CounterPool, Event, GenericEvent, Pmu, PrivilegeFilter, Slot};
 use pmu_scenarios_common::blocks;
 use pmu_scenarios_common::{exact, overflow, Arch, Tally, OVERFLOW_DISTANCE};
@@ -32,6 +32,12 @@ pub fn run_all(board: &Board) -> (u32, u32) {
     probe(&pool, &mut t);
     spe_probe(&mut t);
     spe_config(&mut t);
+    let named = |generic| generic_event(generic).map_or("?", |e| event_name(e.preferred()));
+    println!(
+        "  exact and overflow count {} on an event counter and {} on PMCCNTR_EL0",
+        named(GenericEvent::Instructions),
+        named(GenericEvent::CpuCycles)
+    );
     exact::<Armv8, _>(&pool, &mut t);
     if let Some(width) = overflow::<Armv8, _>(&pool, &mut t) {
         println!(
@@ -50,10 +56,12 @@ fn probe(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
     let caps = pool.capabilities();
     let dfr0 = ID_AA64DFR0_EL1.get();
     let midr = MIDR_EL1.get();
+    let core = this_core();
     let events = pmu.implemented_events();
     let ok = t.check(caps.programmable >= 1 && pmu.version().is_pmuv3());
     println!(
-        "RESULT probe midr={midr:#x} id_aa64dfr0={dfr0:#x} pmuver={:#x} version={:?} counters={} event_width={} cycle_width={} implemented={} pass={ok}",
+        "RESULT probe midr={midr:#x} core={} id_aa64dfr0={dfr0:#x} pmuver={:#x} version={:?} counters={} event_width={} cycle_width={} implemented={} pass={ok}",
+        core.map_or("none", |c| c.name),
         pmu.version().pmuver(),
         pmu.version(),
         caps.programmable,
@@ -61,14 +69,39 @@ fn probe(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
         caps.fixed_width.bits(),
         events.iter().count(),
     );
+    match core {
+        Some(c) => println!(
+            "  core: {} ({}), {} events named by its manual",
+            c.name,
+            c.found_in,
+            c.events.len()
+        ),
+        None => println!("  core: MIDR {midr:#x} has no event table; events by their common names"),
+    }
     println!(
         "  PMU {:?}: {} event counters + cycle counter; implemented common events:",
         pmu.version(),
         caps.programmable
     );
     for e in events.iter() {
-        println!("    {:#06x} {}", e.get(), e.name().unwrap_or("?"));
+        println!("    {:#06x} {}", e.get(), event_name(e));
     }
+}
+
+/// The event table of the core this runs on, picked by MIDR_EL1 (None: a core
+/// pmu-events has no table for, such as QEMU's `max`).
+fn this_core() -> Option<&'static pmu_events::Core> {
+    // MIDR_EL1 bits 63:32 are RES0: the 32-bit MIDR is the whole register.
+    pmu_events::for_midr(MIDR_EL1.get() as u32)
+}
+
+/// Event `number`'s name in this core's table, else its common name, else "?".
+fn event_name(number: EventNumber) -> &'static str {
+    this_core()
+        .and_then(|core| core.event_by_code(number.get()))
+        .map(|e| e.name)
+        .or_else(|| number.name())
+        .unwrap_or("?")
 }
 
 fn spe_probe(t: &mut Tally) {
@@ -248,9 +281,10 @@ fn filters(pool: &CounterPool<El1Pmu>, t: &mut Tally) {
     let user_only = u100 as i64 - u0 as i64;
     let kernel_only = k100 as i64 - k0 as i64;
     let ok_u = t.check(user_only == 100);
-    println!("RESULT filter mode=el0-only block=100 delta={user_only} raw={u100} raw_empty={u0} pass={ok_u}");
+    let event = event_name(EventNumber::INST_RETIRED);
+    println!("RESULT filter mode=el0-only event={event} block=100 delta={user_only} raw={u100} raw_empty={u0} pass={ok_u}");
     let ok_k = t.check(kernel_only == 0 && k100 > 0);
-    println!("RESULT filter mode=el1-only block=100 delta={kernel_only} raw={k100} raw_empty={k0} pass={ok_k}");
+    println!("RESULT filter mode=el1-only event={event} block=100 delta={kernel_only} raw={k100} raw_empty={k0} pass={ok_k}");
 }
 
 /// Deltas of the two counters around one EL0 call; one copy of the machine code for
