@@ -391,7 +391,14 @@ impl Request {
     /// [`crate::error::EventError::NotDirect`] for software, cache and sysfs events;
     /// name errors.
     pub(crate) fn direct_events(&self) -> Result<Vec<pmu_core::Event>> {
-        self.events.iter().map(Event::direct).collect()
+        let cpu = self
+            .cpu
+            .map(|c| c as u32)
+            .or_else(crate::machine::sched::current_cpu);
+        self.events
+            .iter()
+            .map(|e| e.direct_on(&self.sysfs, cpu))
+            .collect()
     }
 
     /// The CPU the direct backend uses: the one asked for, else the one the thread is

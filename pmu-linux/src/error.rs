@@ -349,6 +349,33 @@ pub enum EventError {
         /// The name.
         name: String,
     },
+    /// Not an event of the running core, but near one of its names: a typo.
+    Misspelt {
+        /// The name.
+        name: String,
+        /// The core (`Cortex-A53`).
+        core: &'static str,
+        /// Its event nearest to the name.
+        nearest: &'static str,
+    },
+    /// An event other cores have, but not the running one.
+    NotOnThisCore {
+        /// The name.
+        name: String,
+        /// The running core.
+        core: &'static str,
+        /// The cores that have it.
+        cores: Vec<&'static str>,
+    },
+    /// An event of some cores' tables, asked for on a core that has no table here.
+    NoCoreTable {
+        /// The name.
+        name: String,
+        /// The running core's MIDR.
+        midr: u32,
+        /// The cores whose tables have it.
+        cores: Vec<&'static str>,
+    },
     /// `r` followed by something that is not 1 to 16 hex digits.
     MalformedRaw {
         /// The name.
@@ -735,6 +762,30 @@ impl fmt::Display for EventError {
                 f,
                 "unknown event `{name}`: use a perf name (cycles, instructions, task-clock, …), \
                  r<hex>, or <pmu>/event=…,umask=…/"
+            ),
+            Self::Misspelt {
+                name,
+                core,
+                nearest,
+            } => write!(
+                f,
+                "unknown event `{name}`; did you mean {nearest}? (the {core}'s events: `pmu-demo list`)"
+            ),
+            Self::NotOnThisCore { name, core, cores } => write!(
+                f,
+                "the {core} has no event {}; {} {} it",
+                name.to_ascii_uppercase(),
+                cores.join(", "),
+                if cores.len() == 1 { "has" } else { "have" }
+            ),
+            Self::NoCoreTable { name, midr, cores } => write!(
+                f,
+                "`{name}` is an event of the {}, but this core (MIDR {midr:#010x}: implementer \
+                 {:#04x}, part {:#05x}) has no event table here: give the event by its number \
+                 from the core's manual, r<hex>",
+                cores.join(", "),
+                midr >> 24,
+                (midr >> 4) & 0xFFF
             ),
             Self::MalformedRaw { name, problem } => match problem {
                 RawProblem::NotHex { found } => write!(

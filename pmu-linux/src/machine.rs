@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::error::Result;
 use crate::sys;
 
+pub(crate) mod cpu;
 pub(crate) mod events;
 pub(crate) mod rseq;
 pub(crate) mod sched;
@@ -20,6 +21,7 @@ pub(crate) mod sysfs;
 pub(crate) mod timestamp;
 
 pub use crate::sys::{perf_event_paranoid, perf_user_access};
+pub use cpu::{CoreKind, Cores};
 pub use events::{EventKind, EventSpec};
 pub use rseq::{RseqOwner, ThreadCpu};
 pub use sched::{

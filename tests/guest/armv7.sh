@@ -69,6 +69,8 @@ scenario_board() {
 		demo loaded-cpu$cpu $cpu direct
 		cpu=$((cpu + 1))
 	done
+	# An event by the core's own name, any case, beside its number (INST_RETIRED 0x08).
+	demo named-direct 0 direct --events inst_retired,r8
 	sentinel_demo sentinel-long 0
 	hazards hazards
 	# pmu-demo took every CPU's PMU over (its counters disabled the module's): `regrant`

@@ -40,6 +40,9 @@ struct Output {
     hardware_counters: Vec<String>,
     pmus: Vec<PmuOut>,
     events: Vec<EventOut>,
+    /// Each kind of Arm core (by MIDR) and its own events, where pmu-events has its
+    /// table; empty off Arm.
+    cores: Vec<CoreOut>,
     /// 32-bit ARM: the ARM1176 events the direct backend counts (24 plus 0xFF).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     arm1176_events: Vec<Arm1176EventOut>,
@@ -53,6 +56,83 @@ struct Arm1176EventOut {
     raw: String,
     description: &'static str,
     counters: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct CoreOut {
+    /// The core's name; `None`: no table for this MIDR.
+    name: Option<&'static str>,
+    midr: String,
+    cpus: Vec<u32>,
+    /// `cpus` as the kernel prints a CPU list (`0-3`), for the text.
+    #[serde(skip)]
+    cpu_list: String,
+    /// Whether it is the ARM1176, whose events the text shows in their own table
+    /// (`arm1176_events`, with the names `--events` takes for them).
+    #[serde(skip)]
+    arm1176: bool,
+    events: Vec<CoreEventOut>,
+}
+
+#[derive(Debug, Serialize)]
+struct CoreEventOut {
+    name: &'static str,
+    code: u16,
+    about: &'static str,
+    placement: &'static str,
+}
+
+/// Where an event counts, in words.
+fn placement(p: pmu_events::Placement) -> &'static str {
+    match p {
+        pmu_events::Placement::OddCounter => "odd counters only",
+        _ => "any counter",
+    }
+}
+
+/// The cores of `cores`, each with its table's events.
+fn cores_out(cores: &machine::Cores) -> Vec<CoreOut> {
+    cores
+        .kinds()
+        .iter()
+        .map(|kind| CoreOut {
+            name: kind.table.map(|t| t.name),
+            midr: format!("{:#010x}", kind.midr),
+            cpus: kind.cpus.clone(),
+            cpu_list: kind.cpu_list(),
+            arm1176: kind
+                .table
+                .is_some_and(|t| t.family == pmu_events::Family::Arm1176),
+            events: kind
+                .table
+                .map(|t| t.events)
+                .unwrap_or_default()
+                .iter()
+                .map(|e| CoreEventOut {
+                    name: e.name,
+                    code: e.code,
+                    about: e.about,
+                    placement: placement(e.placement),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The not-countable events grouped by their reason, in first-seen order: a reason
+/// several events share is said once. Each event's name in its reason (`cannot open
+/// `cycles`: …`) is left out so that the same cause reads the same.
+fn shared_reasons(events: &[EventOut]) -> Vec<(Vec<&str>, String)> {
+    let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
+    for e in events {
+        let Some(why) = &e.reason else { continue };
+        let why = why.replacen(&format!(" `{}`", e.name), "", 1);
+        match groups.iter_mut().find(|(_, w)| *w == why) {
+            Some((names, _)) => names.push(&e.name),
+            None => groups.push((vec![&e.name], why)),
+        }
+    }
+    groups
 }
 
 #[derive(Debug, Serialize)]
@@ -172,6 +252,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             .collect(),
         pmus,
         events,
+        cores: cores_out(&sysfs.cores()),
         arm1176_events,
         kernels: Workload::ALL
             .into_iter()
@@ -222,10 +303,45 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     if !out.events.is_empty() {
         println!("events (opened one by one):");
     }
-    for e in &out.events {
-        match &e.reason {
-            None => println!("  {:<24} countable", e.name),
-            Some(why) => println!("  {:<24} no: {why}", e.name),
+    for e in out.events.iter().filter(|e| e.reason.is_none()) {
+        println!("  {:<24} countable", e.name);
+    }
+    for (names, why) in shared_reasons(&out.events) {
+        match names.as_slice() {
+            [one] => println!("  {one:<24} no: {why}"),
+            _ => println!("  not countable: {}\n    why: {why}", names.join(", ")),
+        }
+    }
+    for core in &out.cores {
+        let cpus = &core.cpu_list;
+        match core.name {
+            Some(name) => println!(
+                "{name} (MIDR {}) on CPUs {cpus}: {} events; --events takes their names, in any case:",
+                core.midr,
+                core.events.len()
+            ),
+            None => println!(
+                "core with MIDR {} on CPUs {cpus}: no event table for it here; give its events \
+                 by number from its manual, r<hex>",
+                core.midr
+            ),
+        }
+        if core.arm1176 && !out.arm1176_events.is_empty() {
+            println!("  (the ARM1176 events table below)");
+            continue;
+        }
+        for e in &core.events {
+            println!(
+                "  {:#06x} {:<28} {}{}",
+                e.code,
+                e.name,
+                e.about,
+                if e.placement == "any counter" {
+                    String::new()
+                } else {
+                    format!(" ({})", e.placement)
+                }
+            );
         }
     }
     if !out.arm1176_events.is_empty() {
@@ -249,4 +365,88 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(name: &str, reason: Option<&str>) -> EventOut {
+        EventOut {
+            name: name.to_owned(),
+            countable: reason.is_none(),
+            reason: reason.map(str::to_owned),
+        }
+    }
+
+    /// On a VM without a PMU every hardware event fails for the same cause (the text of
+    /// `probe_events` there, each naming its event): said once, for all of them; a
+    /// different cause stays apart.
+    #[test]
+    fn a_shared_reason_is_said_once() {
+        let why = |n: &str| format!("cannot open `{n}`: not supported by this CPU (ENOENT)");
+        let events = [
+            event("cycles", Some(&why("cycles"))),
+            event("task-clock", None),
+            event("instructions", Some(&why("instructions"))),
+            event("L1-dcache-load-misses", Some(&why("L1-dcache-load-misses"))),
+            event("branches", Some("cannot open `branches`: not implemented")),
+        ];
+        let groups = shared_reasons(&events);
+        assert_eq!(
+            groups,
+            [
+                (
+                    vec!["cycles", "instructions", "L1-dcache-load-misses"],
+                    "cannot open: not supported by this CPU (ENOENT)".to_owned()
+                ),
+                (vec!["branches"], "cannot open: not implemented".to_owned()),
+            ]
+        );
+    }
+
+    /// A Raspberry Pi 3 (four Cortex-A53, MIDR 0x410FD034: Cortex-A53 TRM DDI 0500
+    /// 4.3.1) lists the Cortex-A53's events with their numbers (L1D_CACHE_REFILL 0x03,
+    /// CHAIN 0x1E on odd counters only: TRM Table 12.28); a core without a table
+    /// (QEMU's `-cpu max`, MIDR 0x000F0510) is listed with no events.
+    #[test]
+    fn cores_are_listed_with_their_events() {
+        let dir = tempfile::tempdir().unwrap();
+        for (cpu, midr) in [(0, 0x410F_D034u32), (1, 0x410F_D034), (2, 0x000F_0510)] {
+            let regs = dir.path().join(format!("cpu{cpu}/regs/identification"));
+            std::fs::create_dir_all(&regs).unwrap();
+            std::fs::write(regs.join("midr_el1"), format!("0x{midr:016x}\n")).unwrap();
+        }
+        let cores = cores_out(&machine::Cores::at(dir.path(), dir.path().join("none")));
+        assert_eq!(cores.len(), 2);
+        let a53 = &cores[0];
+        assert_eq!(
+            (a53.name, a53.midr.as_str(), a53.cpu_list.as_str()),
+            (Some("Cortex-A53"), "0x410fd034", "0-1")
+        );
+        let refill = a53
+            .events
+            .iter()
+            .find(|e| e.name == "L1D_CACHE_REFILL")
+            .unwrap();
+        assert_eq!((refill.code, refill.placement), (0x03, "any counter"));
+        let chain = a53.events.iter().find(|e| e.name == "CHAIN").unwrap();
+        assert_eq!((chain.code, chain.placement), (0x1E, "odd counters only"));
+        assert_eq!(
+            (cores[1].name, cores[1].midr.as_str(), cores[1].events.len()),
+            (None, "0x000f0510", 0)
+        );
+        assert!(!a53.arm1176);
+        // A Raspberry Pi 1 (ARM1176JZF-S, MIDR 0x410FB767: its TRM, DDI 0301, 3.2.1)
+        // through /proc/cpuinfo: its events go to the ARM1176 table of the text.
+        let cpuinfo = dir.path().join("cpuinfo");
+        std::fs::write(
+            &cpuinfo,
+            "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 7\n\
+             CPU variant\t: 0x0\nCPU part\t: 0xb76\nCPU revision\t: 7\n",
+        )
+        .unwrap();
+        let pi1 = cores_out(&machine::Cores::at(dir.path().join("none"), &cpuinfo));
+        assert_eq!((pi1[0].midr.as_str(), pi1[0].arm1176), ("0x410fb767", true));
+    }
 }

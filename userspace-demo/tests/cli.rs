@@ -95,6 +95,48 @@ fn list_reports_backends_and_countable_events() {
     }
 }
 
+/// The text `list` says a reason several events share once: the JSON's per-event
+/// reasons, each without its event's name, appear once in the text, listed with every
+/// event that has it. And the JSON lists the Arm cores (none off Arm), each with its
+/// MIDR and CPUs.
+#[test]
+fn list_says_a_shared_reason_once() {
+    let v = json(&["list", "--json"]);
+    let out = demo(&["list"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let events = v["events"].as_array().expect("events");
+    for e in events.iter().filter(|e| e["countable"] == false) {
+        let name = e["name"].as_str().unwrap();
+        let reason = e["reason"].as_str().unwrap();
+        let shared = reason.replacen(&format!(" `{name}`"), "", 1);
+        let sharing = events
+            .iter()
+            .filter(|o| {
+                o["reason"].as_str().is_some_and(|r| {
+                    r.replacen(&format!(" `{}`", o["name"].as_str().unwrap()), "", 1) == shared
+                })
+            })
+            .count();
+        let said = if sharing > 1 {
+            shared
+        } else {
+            reason.to_owned()
+        };
+        assert_eq!(text.matches(said.as_str()).count(), 1, "{said}\n{text}");
+    }
+    for core in v["cores"].as_array().expect("cores") {
+        assert!(
+            core["midr"].as_str().is_some_and(|m| m.starts_with("0x")),
+            "{core}"
+        );
+        assert!(
+            core["cpus"].as_array().is_some_and(|c| !c.is_empty()),
+            "{core}"
+        );
+    }
+}
+
 #[test]
 fn measure_json_is_complete_and_honest() {
     let v = json(&[

@@ -27,7 +27,14 @@ pub fn allocate<'p, P: Pmu>(
     }
     names
         .iter()
-        .map(|name| Ok(pool.counter(events::direct_event(name)?, filter)?))
+        .map(|name| {
+            let event = events::direct_event_on(
+                name,
+                &crate::machine::Sysfs::system(),
+                crate::machine::sched::current_cpu(),
+            )?;
+            Ok(pool.counter(event, filter)?)
+        })
         .collect()
 }
 

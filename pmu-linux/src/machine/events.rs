@@ -16,9 +16,26 @@
 //!    core PMUs that take the extended type (hybrid x86, arm_pmu) a generic name such as
 //!    `cpu_atom/cycles/` is PERF_TYPE_HARDWARE with `config |= type << 32`;
 //! 5. a bare sysfs alias (`mem-loads`, `inst_retired`) of a core PMU, then of any PMU,
-//!    in name order.
+//!    in name order, spelt exactly as the kernel publishes it;
+//! 6. the running core's own event names (the `pmu-events` table its MIDR picks,
+//!    [`crate::machine::Cores`]), case-insensitive (`l1d_cache_refill`,
+//!    `L2D_CACHE_WB`): the core PMU's raw event, `PERF_TYPE_RAW` with the event
+//!    number as config; on a heterogeneous machine the type of the core PMU of the
+//!    CPU the thread runs on, whose `cpus` file lists it (a per-thread event on it
+//!    counts while the thread runs on that kind of core).
 //!
-//! Anything else is [`crate::error::EventError::Unknown`]; the other name errors are distinct
+//! perf's own names come first so that they mean what they mean to perf users; a sysfs
+//! alias before the table because it is the kernel's own word, and where both have a
+//! name (arm64's common events: `inst_retired`, `l1d_cache_refill`) they give the same
+//! event number. The table adds the IMPLEMENTATION DEFINED events sysfs does not list
+//! and the manuals' upper-case spelling. The direct backend takes generic names,
+//! `r<hex>` and step 6, each as the event number it programs.
+//!
+//! Anything else is [`crate::error::EventError::Unknown`], or, where the running core
+//! has a table, [`crate::error::EventError::Misspelt`] (with its nearest name) and
+//! [`crate::error::EventError::NotOnThisCore`] (an event of other cores); on a core
+//! without a table, an event of other cores' tables is
+//! [`crate::error::EventError::NoCoreTable`]. The other name errors are distinct
 //! variants (see [`crate::Error`]).
 
 use std::fmt;
@@ -28,6 +45,7 @@ use std::str::FromStr;
 use pmu_core::GenericEvent;
 
 use crate::error::{Error, RawProblem, Result, TermProblem};
+use crate::machine::cpu::CoreKind;
 use crate::machine::sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 
 pub(crate) mod kind;
@@ -163,15 +181,21 @@ impl Event {
         }
     }
 
-    /// The event as the direct backend counts it (hardware events only).
+    /// The event as the direct backend counts it (hardware events only): a name of the
+    /// running core's table is its event number.
     ///
     /// # Errors
     /// [`crate::error::EventError::NotDirect`] for software, cache and sysfs events; name errors.
     pub fn direct(&self) -> Result<pmu_core::Event> {
+        self.direct_on(&Sysfs::system(), crate::machine::sched::current_cpu())
+    }
+
+    /// As [`Event::direct`], the core's table that of `cpu` among `sysfs`'s cores.
+    pub(crate) fn direct_on(&self, sysfs: &Sysfs, cpu: Option<u32>) -> Result<pmu_core::Event> {
         match self {
             Self::Generic(g) => Ok(pmu_core::Event::Generic(*g)),
             Self::Raw(code) => Ok(pmu_core::Event::Raw(*code)),
-            Self::Named(name) => direct_event(name),
+            Self::Named(name) => direct_event_on(name, sysfs, cpu),
         }
     }
 }
@@ -301,9 +325,114 @@ pub fn resolve(name: &str, sysfs: &Sysfs) -> Result<EventSpec> {
     if let Some(spec) = resolve_bare_alias(name, sysfs)? {
         return Ok(spec);
     }
+    if let Some((kind, event)) = core_event(name, sysfs, crate::machine::sched::current_cpu())? {
+        return Ok(core_spec(name, &kind, event, sysfs));
+    }
     Err(Error::Event(crate::error::EventError::Unknown {
         name: name.to_owned(),
     }))
+}
+
+/// Step 6: the event called `name` (case-insensitive) in the table of the core `cpu`
+/// is (the first kind when `cpu` is `None` or not listed), with that kind of core.
+/// `Ok(None)` where no table has anything to say: no Arm cores, or a name no table
+/// has and none is near.
+///
+/// # Errors
+/// [`crate::error::EventError::NotOnThisCore`], [`crate::error::EventError::Misspelt`],
+/// [`crate::error::EventError::NoCoreTable`].
+fn core_event(
+    name: &str,
+    sysfs: &Sysfs,
+    cpu: Option<u32>,
+) -> Result<Option<(CoreKind, &'static pmu_events::Event)>> {
+    // Table names are letters, digits and underscores; anything else is not one.
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Ok(None);
+    }
+    let cores = sysfs.cores();
+    let Some(kind) = cores.kind_of(cpu) else {
+        return Ok(None);
+    };
+    let others = || {
+        pmu_events::cores_with(name)
+            .map(|c| c.name)
+            .collect::<Vec<_>>()
+    };
+    let Some(table) = kind.table else {
+        let cores = others();
+        if cores.is_empty() {
+            return Ok(None);
+        }
+        return Err(Error::Event(crate::error::EventError::NoCoreTable {
+            name: name.to_owned(),
+            midr: kind.midr,
+            cores,
+        }));
+    };
+    if let Some(event) = table.event(name) {
+        return Ok(Some((kind.clone(), event)));
+    }
+    let cores = others();
+    if !cores.is_empty() {
+        return Err(Error::Event(crate::error::EventError::NotOnThisCore {
+            name: name.to_owned(),
+            core: table.name,
+            cores,
+        }));
+    }
+    if let Some(nearest) = table.nearest(name) {
+        return Err(Error::Event(crate::error::EventError::Misspelt {
+            name: name.to_owned(),
+            core: table.name,
+            nearest: nearest.name,
+        }));
+    }
+    Ok(None)
+}
+
+/// The perf event for `event` of `kind`'s table: `PERF_TYPE_RAW`, or on a machine with
+/// several core PMUs the one whose `cpus` lists the kind's first CPU (raw events on
+/// arm_pmu are the event number in config: drivers/perf/arm_pmuv3.c
+/// `armv8pmu_map_event`, `ARMV8_PMU_EVTYPE_EVENT`).
+fn core_spec(name: &str, kind: &CoreKind, event: &pmu_events::Event, sysfs: &Sysfs) -> EventSpec {
+    let code = u64::from(event.code);
+    let raw = EventSpec::builtin(name, EventKind::Raw, perf_type::RAW, code);
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        use crate::perf::topology::parse_cpu_list;
+        let pmus = sysfs.pmus().unwrap_or_default();
+        let core: Vec<&Pmu> = pmus.iter().filter(|p| p.is_core()).collect();
+        if core.len() < 2 {
+            return raw;
+        }
+        let Some(first) = kind.cpus.first() else {
+            return raw;
+        };
+        let covering = core.into_iter().find(|p| {
+            p.cpus
+                .as_deref()
+                .and_then(parse_cpu_list)
+                .is_some_and(|cpus| cpus.contains(first))
+        });
+        match covering {
+            Some(pmu) => EventSpec {
+                name: name.to_owned(),
+                kind: EventKind::Sysfs,
+                pmu: Some(pmu.name.clone()),
+                perf_type: pmu.perf_type,
+                config: [code, 0, 0, 0],
+                user_read_field: pmu.formats.get("rdpmc").cloned(),
+                needs_cpu_pmu: true,
+            },
+            None => raw,
+        }
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = (kind, sysfs);
+        raw
+    }
 }
 
 /// A generic hardware, software or cache name; `None` for anything else.
@@ -592,10 +721,283 @@ pub fn direct_event(name: &str) -> Result<pmu_core::Event> {
     }))
 }
 
+/// As [`direct_event`], and then step 6: a name of the table of the core `cpu` is
+/// (among `sysfs`'s cores) is its event number.
+///
+/// # Errors
+/// As [`direct_event`]; the errors of step 6 ([`core_event`]).
+pub(crate) fn direct_event_on(
+    name: &str,
+    sysfs: &Sysfs,
+    cpu: Option<u32>,
+) -> Result<pmu_core::Event> {
+    match direct_event(name) {
+        Err(Error::Event(crate::error::EventError::Unknown { name })) => {
+            match core_event(&name, sysfs, cpu)? {
+                Some((_, event)) => Ok(pmu_core::Event::Raw(u64::from(event.code))),
+                None => Err(Error::Event(crate::error::EventError::Unknown { name })),
+            }
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::machine::sysfs::fake;
+
+    /// The arm64 tree with the CPUs of `midrs` (`cpus/`, no cpuinfo).
+    fn arm64_with(midrs: &[(u32, u32)]) -> (tempfile::TempDir, Sysfs) {
+        let dir = tempfile::tempdir().unwrap();
+        fake::arm64(&dir.path().join("pmus"));
+        crate::machine::cpu::fake::arm64_cpus(&dir.path().join("cpus"), midrs);
+        let sysfs = Sysfs::at(dir.path().join("pmus"))
+            .with_cores(dir.path().join("cpus"), dir.path().join("no-cpuinfo"));
+        (dir, sysfs)
+    }
+
+    /// A Raspberry Pi 3: four Cortex-A53 r0p4 (MIDR 0x410FD034, Cortex-A53 TRM DDI 0500
+    /// 4.3.1).
+    fn pi3() -> (tempfile::TempDir, Sysfs) {
+        arm64_with(&[
+            (0, 0x410F_D034),
+            (1, 0x410F_D034),
+            (2, 0x410F_D034),
+            (3, 0x410F_D034),
+        ])
+    }
+
+    fn event_error(result: Result<impl fmt::Debug>) -> crate::error::EventError {
+        match result {
+            Err(Error::Event(e)) => e,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The running core's names, any case, are its raw events: L1D_CACHE_REFILL 0x03
+    /// and L2D_CACHE_WB 0x18 (Cortex-A53 TRM DDI 0500, Table 12.28), for perf as
+    /// PERF_TYPE_RAW (one core PMU), for the direct backend as `Raw`.
+    #[test]
+    fn core_names_resolve_case_insensitively() {
+        let (_dir, sysfs) = pi3();
+        for (name, code) in [
+            ("L1D_CACHE_REFILL", 0x03),
+            ("L2D_CACHE_WB", 0x18),
+            ("l2d_cache_wb", 0x18),
+            ("Bus_Access", 0x19),
+        ] {
+            let s = resolve(name, &sysfs).unwrap();
+            assert_eq!(
+                (s.kind, s.perf_type, s.config, s.name.as_str()),
+                (EventKind::Raw, perf_type::RAW, [code, 0, 0, 0], name)
+            );
+            assert_eq!(s.config_with_user_read(), [code, 2, 0, 0]);
+            let direct = direct_event_on(name, &sysfs, Some(1)).unwrap();
+            assert_eq!(direct, pmu_core::Event::Raw(code));
+            let event: Event = name.parse().unwrap();
+            assert_eq!(
+                event.direct_on(&sysfs, None).unwrap(),
+                pmu_core::Event::Raw(code)
+            );
+        }
+        // perf's own names keep their meaning.
+        assert_eq!(resolve("cycles", &sysfs).unwrap().kind, EventKind::Hardware);
+        assert!(matches!(
+            direct_event_on("instructions", &sysfs, None),
+            Ok(pmu_core::Event::Generic(GenericEvent::Instructions))
+        ));
+    }
+
+    /// A sysfs alias with a table's name gives the same event number: arm64's
+    /// `l1d_cache_refill` is `event=0x0003` (drivers/perf/arm_pmuv3.c,
+    /// `ARMV8_EVENT_ATTR(l1d_cache_refill, …)`), as the table's L1D_CACHE_REFILL; the
+    /// alias (spelt as the kernel does) goes first and keeps its PMU.
+    #[test]
+    fn a_sysfs_alias_and_the_table_agree() {
+        let (_dir, sysfs) = pi3();
+        for (alias, upper) in [
+            ("l1d_cache_refill", "L1D_CACHE_REFILL"),
+            ("inst_retired", "INST_RETIRED"),
+            ("cpu_cycles", "CPU_CYCLES"),
+        ] {
+            let by_alias = resolve(alias, &sysfs).unwrap();
+            let by_table = resolve(upper, &sysfs).unwrap();
+            assert_eq!(by_alias.kind, EventKind::Sysfs);
+            assert_eq!(by_alias.pmu.as_deref(), Some("armv8_pmuv3_0"));
+            assert_eq!(by_table.kind, EventKind::Raw);
+            assert_eq!(by_alias.config, by_table.config, "{alias}");
+            // The direct backend takes both spellings, as the same number.
+            assert_eq!(
+                direct_event_on(alias, &sysfs, None).unwrap(),
+                direct_event_on(upper, &sysfs, None).unwrap()
+            );
+        }
+    }
+
+    /// A typo gets the nearest name of the core; the error is typed and says it.
+    #[test]
+    fn a_typo_suggests_the_nearest_name() {
+        let (_dir, sysfs) = pi3();
+        let e = event_error(resolve("L1D_CACHE_REFIL", &sysfs));
+        assert_eq!(
+            e,
+            crate::error::EventError::Misspelt {
+                name: "L1D_CACHE_REFIL".into(),
+                core: "Cortex-A53",
+                nearest: "L1D_CACHE_REFILL"
+            }
+        );
+        assert!(e
+            .to_string()
+            .starts_with("unknown event `L1D_CACHE_REFIL`; did you mean L1D_CACHE_REFILL?"));
+        assert_eq!(
+            event_error(direct_event_on("l2d_cache_wbb", &sysfs, None)).to_string(),
+            "unknown event `l2d_cache_wbb`; did you mean L2D_CACHE_WB? (the Cortex-A53's events: `pmu-demo list`)"
+        );
+        // Far from every name: plain unknown, as without a table.
+        assert!(matches!(
+            event_error(resolve("cyclez", &sysfs)),
+            crate::error::EventError::Unknown { .. }
+        ));
+        assert!(matches!(
+            event_error(resolve("COMPLETELY_UNRELATED_NAME", &sysfs)),
+            crate::error::EventError::Unknown { .. }
+        ));
+    }
+
+    /// An event of other cores that this one lacks says which have it: STALL_FRONTEND
+    /// (0x23) is in neither the Cortex-A53's Table 12.28 (TRM DDI 0500) nor the
+    /// Cortex-A72's (DDI 0488), but in the Cortex-A76's (DDI 0597) and the
+    /// Neoverse-N1's (DDI 0590); the Cortex-A7 (DDI 0464, chapter 11) implements
+    /// 0x00-0x19 and 0x1D of the architectural events, not MEMORY_ERROR (0x1A), which
+    /// the Cortex-A53 has.
+    #[test]
+    fn an_event_of_other_cores_says_which() {
+        let (_dir, sysfs) = pi3();
+        let e = event_error(resolve("STALL_FRONTEND", &sysfs));
+        assert_eq!(
+            e.to_string(),
+            "the Cortex-A53 has no event STALL_FRONTEND; Cortex-A76, Neoverse-N1 have it"
+        );
+        assert_eq!(
+            event_error(direct_event_on("stall_frontend", &sysfs, None)).to_string(),
+            "the Cortex-A53 has no event STALL_FRONTEND; Cortex-A76, Neoverse-N1 have it"
+        );
+        // A Raspberry Pi 2 (Cortex-A7, MIDR 0x410FC075) through its /proc/cpuinfo.
+        let dir = tempfile::tempdir().unwrap();
+        let cpuinfo = dir.path().join("cpuinfo");
+        fs::write(
+            &cpuinfo,
+            "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 7\n\
+             CPU variant\t: 0x0\nCPU part\t: 0xc07\nCPU revision\t: 5\n\n",
+        )
+        .unwrap();
+        let pi2 =
+            Sysfs::at(dir.path().join("no-pmus")).with_cores(dir.path().join("no-cpus"), &cpuinfo);
+        match event_error(direct_event_on("memory_error", &pi2, Some(0))) {
+            crate::error::EventError::NotOnThisCore { core, cores, .. } => {
+                assert_eq!(core, "Cortex-A7");
+                assert!(cores.contains(&"Cortex-A53"), "{cores:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The Cortex-A7's own names: L1D_CACHE_REFILL 0x03, and BUS_ACCESS_RD 0x60 of
+        // its IMPLEMENTATION DEFINED ones (TRM DDI 0464, chapter 11).
+        assert_eq!(
+            direct_event_on("l1d_cache_refill", &pi2, Some(0)).unwrap(),
+            pmu_core::Event::Raw(0x03)
+        );
+        assert_eq!(
+            direct_event_on("BUS_ACCESS_RD", &pi2, Some(0)).unwrap(),
+            pmu_core::Event::Raw(0x60)
+        );
+    }
+
+    /// QEMU's `-cpu max` (MIDR 0x000F0510: implementer 0, part 0x051, QEMU 10
+    /// target/arm/tcg/cpu64.c `aarch64_max_tcg_initfn`) has no table: a table name says
+    /// which MIDR it is and that `r<hex>` works; raw codes still do.
+    #[test]
+    fn a_core_without_a_table_says_so() {
+        let (_dir, sysfs) = arm64_with(&[(0, 0x000F_0510), (1, 0x000F_0510)]);
+        let e = event_error(resolve("L1D_CACHE_REFILL", &sysfs));
+        match &e {
+            crate::error::EventError::NoCoreTable { name, midr, cores } => {
+                assert_eq!((name.as_str(), *midr), ("L1D_CACHE_REFILL", 0x000F_0510));
+                assert!(cores.contains(&"Cortex-A53"), "{cores:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let text = e.to_string();
+        assert!(
+            text.contains("MIDR 0x000f0510") && text.contains("r<hex>"),
+            "{text}"
+        );
+        assert_eq!(
+            event_error(direct_event_on("L1D_CACHE_REFILL", &sysfs, None)),
+            e
+        );
+        // The sysfs alias still resolves, and raw codes and other names are untouched.
+        assert_eq!(resolve("l1d_cache_refill", &sysfs).unwrap().config[0], 3);
+        assert_eq!(resolve("r03", &sysfs).unwrap().config[0], 3);
+        assert!(matches!(
+            event_error(resolve("cyclez", &sysfs)),
+            crate::error::EventError::Unknown { .. }
+        ));
+    }
+
+    /// Without cores (x86, a fake PMU tree alone) a table name is just unknown.
+    #[test]
+    fn no_cores_no_table_names() {
+        let (_dir, sysfs) = tree();
+        assert!(matches!(
+            event_error(resolve("L2D_CACHE_WB", &sysfs)),
+            crate::error::EventError::Unknown { .. }
+        ));
+        assert!(matches!(
+            event_error(direct_event_on("L2D_CACHE_WB", &sysfs, None)),
+            crate::error::EventError::Unknown { .. }
+        ));
+    }
+
+    /// big.LITTLE: two core PMUs, each with its `cpus` (as arm_pmu publishes them:
+    /// drivers/perf/arm_pmu.c `armpmu_cpumask_show`); a table name goes to the PMU of
+    /// its kind of core, with that PMU's type, not PERF_TYPE_RAW.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn heterogeneous_machines_get_the_kinds_pmu() {
+        let dir = tempfile::tempdir().unwrap();
+        let pmus = dir.path().join("pmus");
+        let formats = [("event", "config:0-15"), ("rdpmc", "config1:1")];
+        fake::pmu(&pmus, "armv8_cortex_a53", 8, &formats, &[]);
+        fake::pmu(&pmus, "armv8_cortex_a72", 9, &formats, &[]);
+        fs::write(pmus.join("armv8_cortex_a53/cpus"), "0-1\n").unwrap();
+        fs::write(pmus.join("armv8_cortex_a72/cpus"), "2-3\n").unwrap();
+        // Cortex-A72 MIDR 0x410FD083 (Cortex-A72 TRM DDI 0488, 4.3.1).
+        let midrs = [
+            (0, 0x410F_D034),
+            (1, 0x410F_D034),
+            (2, 0x410F_D083),
+            (3, 0x410F_D083),
+        ];
+        crate::machine::cpu::fake::arm64_cpus(&dir.path().join("cpus"), &midrs);
+        let sysfs = Sysfs::at(&pmus).with_cores(dir.path().join("cpus"), dir.path().join("none"));
+        let cores = sysfs.cores();
+        let event = &pmu_events::common::L1D_CACHE_REFILL;
+        let little = core_spec("L1D_CACHE_REFILL", &cores.kinds()[0], event, &sysfs);
+        let big = core_spec("L1D_CACHE_REFILL", &cores.kinds()[1], event, &sysfs);
+        assert_eq!(
+            (little.perf_type, little.pmu.as_deref(), little.config),
+            (8, Some("armv8_cortex_a53"), [3, 0, 0, 0])
+        );
+        assert_eq!(
+            (big.perf_type, big.pmu.as_deref(), big.kind),
+            (9, Some("armv8_cortex_a72"), EventKind::Sysfs)
+        );
+        assert_eq!(big.config_with_user_read(), [3, 2, 0, 0]);
+    }
 
     fn tree() -> (tempfile::TempDir, Sysfs) {
         let dir = tempfile::tempdir().unwrap();

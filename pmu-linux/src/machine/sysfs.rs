@@ -22,6 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::machine::cpu::Cores;
 
 /// Where the kernel lists its PMUs.
 pub const SYSTEM_ROOT: &str = "/sys/bus/event_source/devices";
@@ -30,17 +31,52 @@ pub const SYSTEM_ROOT: &str = "/sys/bus/event_source/devices";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sysfs {
     root: PathBuf,
+    /// Where the CPUs' MIDRs are read, for the running core's event names.
+    cores: CoreSource,
+}
+
+/// Where a [`Sysfs`] finds the machine's cores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum CoreSource {
+    /// A tree without CPUs (a fake PMU tree): no core tables.
+    None,
+    /// A CPU tree and a cpuinfo file ([`Cores::at`]).
+    At(PathBuf, PathBuf),
 }
 
 impl Sysfs {
     /// The running kernel's tree, `/sys/bus/event_source/devices`.
     pub fn system() -> Self {
-        Self::at(SYSTEM_ROOT)
+        Self::at(SYSTEM_ROOT).with_cores(
+            crate::machine::cpu::SYSTEM_CPU_ROOT,
+            crate::machine::cpu::SYSTEM_CPUINFO,
+        )
     }
 
-    /// A tree rooted at `root` (the directory holding one directory per PMU).
+    /// A tree rooted at `root` (the directory holding one directory per PMU), with no
+    /// cores: event names of a core's table do not resolve until [`Sysfs::with_cores`].
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            cores: CoreSource::None,
+        }
+    }
+
+    /// The same tree, its machine's cores read from `cpu_root` and `cpuinfo` (see
+    /// [`Cores::at`]) when an event name needs them.
+    pub fn with_cores(self, cpu_root: impl Into<PathBuf>, cpuinfo: impl Into<PathBuf>) -> Self {
+        Self {
+            cores: CoreSource::At(cpu_root.into(), cpuinfo.into()),
+            ..self
+        }
+    }
+
+    /// The machine's cores, read now (none for a tree made by [`Sysfs::at`] alone).
+    pub fn cores(&self) -> Cores {
+        match &self.cores {
+            CoreSource::None => Cores::default(),
+            CoreSource::At(cpu_root, cpuinfo) => Cores::at(cpu_root, cpuinfo),
+        }
     }
 
     /// The root directory.
