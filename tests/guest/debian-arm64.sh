@@ -167,8 +167,9 @@ scenario_debian() {
 		direct_block direct-$iter $iter "${inst:-0}"
 	done
 	# pmu-demo stat --backend direct: CPU 0's counters around the block (before perf
-	# opens hardware events on CPU 0, which takes the grant away there).
-	demo_stat stat-direct --backend direct --cpu 0 -e instructions -- debian-block 10000
+	# opens hardware events on CPU 0, which takes the grant away there), the README's
+	# "count your own program" line under the module's default grant.
+	demo_stat stat-direct --backend direct --cpu 0 -e instructions,cycles -- debian-block 10000
 	for iter in 10000 20000; do
 		perf_block perf-$iter-a $iter
 		perf_block perf-$iter-b $iter

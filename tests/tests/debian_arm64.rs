@@ -432,6 +432,20 @@ fn assert_stat(run: &QemuRun) {
         (alone..alone + 1_000_000).contains(&direct),
         "direct stat of debian-block 10000: {direct}, the program alone {alone}: {json}"
     );
+    // The README's line counts cycles beside instructions, on the module's cycle counter
+    // (`cycle_counter=1`, its default): under icount shift=0 one cycle per instruction
+    // (docs/qemu.md), so at least the program's instructions.
+    let cycles = &json["events"][1];
+    assert_eq!(cycles["name"], "cycles", "{json}");
+    assert_eq!(cycles["verdict"], "cpu-wide", "{json}");
+    let cycles = cycles["count"]
+        .as_u64()
+        .map(i128::from)
+        .unwrap_or_else(|| panic!("stat-direct: no cycle count: {json}"));
+    assert!(
+        (alone..alone + 1_000_000).contains(&cycles),
+        "direct stat of debian-block 10000: {cycles} cycles, the program alone {alone} instructions: {json}"
+    );
 }
 
 /// `perf stat -a -e cycles:u,instructions:u -I 100 -x,` (PERFSTAT lines:
