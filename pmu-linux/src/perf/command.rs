@@ -1,30 +1,5 @@
 //! [`CommandCount`]: the events of a whole command, its threads and children included,
 //! counted the way `perf stat -- CMD` counts them.
-//!
-//! The command is forked and held before its `exec` (the child waits on a pipe); every
-//! event is opened on the child's pid with
-//!
-//! - `inherit`: every thread and child process the command creates gets its own copy of
-//!   the event, and when one exits its count and times are added to the parent event
-//!   (Linux 6.12 kernel/events/core.c `perf_event_exit_task` → `sync_child_event`), so
-//!   a `read()` of the original event after the command ended is the total of all of
-//!   them (`perf_event_read_value` adds the children still alive);
-//! - `enable_on_exec`: counting starts at the command's `exec` (core.c
-//!   `perf_event_enable_on_exec`), so the fork and the wait before it are not counted;
-//! - `exclude_kernel` / `exclude_user` / `exclude_hv` as the event's perf modifiers say
-//!   (`instructions:u`, `cycles:k`, `cycles:uk`); without one, hardware events count
-//!   in user space only (perf_event_paranoid 2 suffices) and software events count
-//!   where they happen, in the kernel.
-//!
-//! Each event is opened on its own and read on its own (`{ value, time_enabled,
-//! time_running, id }`), as perf stat opens inherited events: a group read of
-//! inherited events sums each child's group and fails with ECHILD when a child's group
-//! no longer matches its parent's (core.c `__perf_read_group_add`), and inherited
-//! events cannot be mapped (core.c `perf_mmap` refuses `inherit` on a per-task event),
-//! so there is no one-instruction read either. Events on their own are unpinned: with
-//! more events than counters the kernel multiplexes them, and `time_running <
-//! time_enabled` says so; [`CommandCount::fits`] tells beforehand whether a set of
-//! events fits on the counters together.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
@@ -98,9 +73,33 @@ fn split_modifiers(name: &str) -> Result<(&str, Option<Levels>)> {
     Ok((base, Some(levels)))
 }
 
-/// The events of a command, counted with its threads and children (see the [module
-/// docs](self)): built from event names, then [`CommandCount::run`] as often as
-/// wanted.
+/// The events of a command, counted with its threads and children: built from event
+/// names, then [`CommandCount::run`] as often as wanted.
+///
+/// The command is forked and held before its `exec` (the child waits on a pipe); every
+/// event is opened on the child's pid with
+///
+/// - `inherit`: every thread and child process the command creates gets its own copy of
+///   the event, and when one exits its count and times are added to the parent event
+///   (Linux 6.12 kernel/events/core.c `perf_event_exit_task` → `sync_child_event`), so
+///   a `read()` of the original event after the command ended is the total of all of
+///   them (`perf_event_read_value` adds the children still alive);
+/// - `enable_on_exec`: counting starts at the command's `exec` (core.c
+///   `perf_event_enable_on_exec`), so the fork and the wait before it are not counted;
+/// - `exclude_kernel` / `exclude_user` / `exclude_hv` as the event's perf modifiers say
+///   (`instructions:u`, `cycles:k`, `cycles:uk`); without one, hardware events count
+///   in user space only (perf_event_paranoid 2 suffices) and software events count
+///   where they happen, in the kernel.
+///
+/// Each event is opened on its own and read on its own (`{ value, time_enabled,
+/// time_running, id }`), as perf stat opens inherited events: a group read of
+/// inherited events sums each child's group and fails with ECHILD when a child's group
+/// no longer matches its parent's (core.c `__perf_read_group_add`), and inherited
+/// events cannot be mapped (core.c `perf_mmap` refuses `inherit` on a per-task event),
+/// so there is no one-instruction read either. Events on their own are unpinned: with
+/// more events than counters the kernel multiplexes them, and `time_running <
+/// time_enabled` says so; [`CommandCount::fits`] tells beforehand whether a set of
+/// events fits on the counters together.
 #[derive(Clone, Debug)]
 pub struct CommandCount {
     events: Vec<CountedEvent>,
@@ -153,7 +152,8 @@ impl CommandCount {
     /// system's sysfs. Nothing is opened yet.
     ///
     /// # Errors
-    /// As [`crate::machine::events::resolve`]; [`EventError::Unknown`] for a modifier
+    /// The name errors a meter gives (`EventError`: unknown, misspelt, another core's
+    /// event, …); [`EventError::Unknown`] for a modifier
     /// other than u, k, h; [`GroupError::NoEvents`].
     pub fn new(names: &[&str]) -> Result<Self> {
         Self::new_in(&Sysfs::system(), names)
