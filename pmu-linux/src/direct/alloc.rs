@@ -30,7 +30,7 @@ pub fn allocate<'p, P: Pmu>(
         .map(|name| {
             let event = events::direct_event_on(
                 name,
-                &crate::machine::Sysfs::system(),
+                &crate::machine::sysfs::Sysfs::system(),
                 crate::machine::sched::current_cpu(),
             )?;
             Ok(pool.counter(event, filter)?)
