@@ -154,9 +154,15 @@ pub unsafe fn pmevcntr<const N: u8>() -> u32 {
 /// Instruction Synchronization Barrier: makes earlier cp15 writes (PMSELR, PMCR,
 /// PMUSERENR, PMCNTENSET) visible to the instructions after it (DDI 0406C B3.15.5
 /// "Synchronization of changes to system control registers").
+///
+/// Written as its A32 encoding, `ISB SY` = 0xF57FF06F (DDI 0406C A8.8.54, encoding A1):
+/// this crate is also built for ARMv6 targets (`arm-unknown-linux-gnueabi`, whose
+/// pmu-linux picks the ARM1176 or an ARMv7 PMU at run time), where the assembler has no
+/// `isb`; there it runs only after an ARMv7 or later core was found. Every target this
+/// crate builds for assembles A32 (none is Thumb).
 #[inline(always)]
 pub fn isb() {
     // SAFETY: `isb` only orders the instruction stream; it is permitted at every
     // privilege level and touches no memory.
-    unsafe { asm!("isb", options(nomem, nostack, preserves_flags)) }
+    unsafe { asm!(".inst 0xf57ff06f", options(nomem, nostack, preserves_flags)) }
 }
