@@ -452,6 +452,54 @@ fn virt_cortex_a15_without_pmu_refuses() {
     run.assert_klog("kmod_enable_user: no ARM-architected PMU on this CPU (ID_DFR0.PerfMon is 0 or 0xF) (ID_DFR0.PerfMon=0x0): refusing to load");
 }
 
+/// `pmu-demo stat --backend direct` under the read-only grant (no overflow flags at PL0)
+/// of `pmu-demo measure --kernel loop --units U --runs 1`: the loop is 2 PL0
+/// instructions an iteration (`subs; bne`, exact under icount shift=0: tests/tests/
+/// qemu_armv7.rs), so 150 001 000 iterations count exactly 2 × 150 000 000 more than
+/// 1000, and at shift=0 (one instruction a nanosecond of virtual time) the longer
+/// command runs 0.3 s, read in at least 3 sub-regions of 50 ms and summed
+/// (userspace-demo stat_cmd/sub_regions.rs). The slack is the demo's own user-space
+/// instructions at each read (a few hundred each) and the inner demo's output of
+/// longer numbers; a lost or double-counted sub-region would be 10^7 or more off, a
+/// count wrapped unseen 2^32.
+fn assert_stat_sums_sub_regions(run: &QemuRun) {
+    let stat = |tag: &str| {
+        let d = demo(run, tag);
+        let json = d
+            .json
+            .clone()
+            .unwrap_or_else(|| panic!("no JSON for {}: {}\n{}", d.raw, d.stderr, run.stdout));
+        assert_eq!(json["backend"], "direct", "{tag}: {json}");
+        let count = |name: &str| {
+            let e = json["events"]
+                .as_array()
+                .and_then(|events| events.iter().find(|e| e["name"] == name))
+                .unwrap_or_else(|| panic!("{tag}: no {name} in {json}"));
+            assert_eq!(e["verdict"], "cpu-wide", "{tag}: {e}");
+            e["count"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{tag}: no count for {name}: {e}"))
+        };
+        let reads = json["sub_regions"][0].as_u64().unwrap_or(0);
+        (count("instructions"), count("cycles"), reads, json.clone())
+    };
+    let (short, _, short_reads, _) = stat("stat-short");
+    let (long, long_cycles, long_reads, json) = stat("stat-long");
+    println!("stat-short: {short} instructions in {short_reads} sub-regions; stat-long: {long} instructions, {long_cycles} cycles in {long_reads} sub-regions");
+    assert!(long_reads >= 3, "{long_reads} sub-regions: {json}");
+    assert!(short_reads >= 1, "{short_reads} sub-regions");
+    let expected = 2 * 150_000_000;
+    let extra = long.checked_sub(short).map(|d| d.abs_diff(expected));
+    assert!(
+        extra.is_some_and(|x| x <= 100_000),
+        "stat-long {long} - stat-short {short} = {} instead of {expected}: {json}",
+        i128::from(long) - i128::from(short)
+    );
+    // PMCCNTR at PL0 (the layout's 31=0x11), its low 32 bits from AArch32: at least
+    // one cycle per instruction under icount shift=0.
+    assert!(long_cycles >= expected, "{long_cycles} cycles: {json}");
+}
+
 /// `-M virt -cpu max -smp 2`: qemu-system-arm's `max` is an ARMv8 CPU in AArch32 (MIDR
 /// part 0xd07) with PMUv3p5 (ID_DFR0.PerfMon = 6), the PMU a Pi 3/4 has under a 32-bit
 /// kernel: the default load grants read-only access (CR|ER) on both CPUs, and pmu-demo's
@@ -488,6 +536,7 @@ fn virt_max_pmuv3_in_aarch32_read_only_default() {
         "{}",
         missing.stderr
     );
+    assert_stat_sums_sub_regions(&run);
     let unload = run.find("rmmod", "tag", "default");
     assert_eq!(
         (unload.int("rc"), unload.int("states")),

@@ -113,6 +113,8 @@ struct Measured {
     cpu: Vec<Duration>,
     cpu_wide: bool,
     notes: Vec<String>,
+    /// The direct backend: per run, the sub-regions its counts sum.
+    sub_regions: Vec<u32>,
 }
 
 /// Runs `pmu-demo stat`: the demo's exit status is the command's.
@@ -139,6 +141,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         cpu,
         cpu_wide,
         mut notes,
+        sub_regions,
     } = measured;
     let end = *ends
         .last()
@@ -205,6 +208,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         end,
         exit_status: end.exit_status(),
         notes,
+        sub_regions,
     };
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(|e| Failure::new(e.to_string()))? + "\n"
@@ -291,6 +295,7 @@ fn perf_measure(args: &Args, auto: bool) -> Result<Measured, Failure> {
         cpu: Vec::new(),
         cpu_wide: false,
         notes,
+        sub_regions: Vec::new(),
     };
     let (program, rest) = args
         .command
@@ -418,6 +423,7 @@ mod direct {
             cpu: Vec::new(),
             cpu_wide: true,
             notes: Vec::new(),
+            sub_regions: Vec::new(),
         };
         let (program, rest) = args
             .command
@@ -497,6 +503,8 @@ mod direct {
                     let (end, cpu_time) = wait(child.id())?;
                     (end, cpu_time, elapsed)
                 };
+                m.sub_regions
+                    .push(sums.first().map_or(0, |sum| sum.sub_regions));
                 for (sum, &i) in sums.into_iter().zip(group) {
                     m.runs[i].push(RunCount {
                         value: sum.value,

@@ -348,6 +348,10 @@ pub struct StatReport {
     pub exit_status: u8,
     /// Anything the reader must know about these counts.
     pub notes: Vec<String>,
+    /// The direct backend: per run, how many sub-regions its counts sum (the counters
+    /// are read every 50 ms while the command runs); absent for perf.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sub_regions: Vec<u32>,
 }
 
 /// The report as `perf stat` prints it: a line per event (count, name, verdict), the
@@ -659,6 +663,7 @@ mod tests {
             end: End::Signaled { signal: 9 },
             exit_status: 137,
             notes: vec!["a note".into()],
+            sub_regions: Vec::new(),
         };
         let text = human(&report);
         assert!(
