@@ -38,11 +38,11 @@ What is counted:
           only the demo runs on that CPU, so the command loses nothing (when another
           task ran there in between, the count is lost, never a number). The reads
           are what makes a long count right: these counters are 32 bits wide on many
-          cores (Raspberry Pi 1-4) and wrap every few seconds; a reading undoes one
-          wrap, not two, so a read that came later than 107 ms after the one before
-          (the time a 32-bit counter needs to count 2^32 events at 5 GHz and 8
-          events a cycle, assumed as the most any core does) makes the count lost:
-          \"may have wrapped unseen\".
+          cores (every Raspberry Pi's event counters) and wrap every few seconds; a
+          reading undoes one wrap, not two, so a read that came later than 107 ms
+          after the one before (the time a 32-bit counter needs to count 2^32 events
+          at 5 GHz and 8 events a cycle, assumed as the most any core does) makes
+          the count lost: \"may have wrapped unseen\".
 
 A Ctrl-C ends the command and the counts are still printed (pmu-demo ignores SIGINT
 and SIGQUIT while the command runs, as system(3) does). The report goes to stderr (the
