@@ -21,26 +21,28 @@ pub const POLL: Duration = Duration::from_millis(50);
 
 /// The clock rate assumed as the highest any core the direct backend runs on reaches:
 /// 5 GHz. An assumption, stated in `pmu-demo stat --help` and the README: the Arm cores
-/// the backend targets run far below it (Raspberry Pi 1-5: 0.7-2.4 GHz, Raspberry Pi
-/// documentation, "Processors"; Neoverse-N1 servers: 3.0-3.3 GHz), x86 cores up to
-/// about 6 GHz are not read by this backend.
+/// the backend reads run well below it (the Raspberry Pi's from 0.7 GHz on the Pi 1 to
+/// 2.4 GHz on the Pi 5; Neoverse-N1 servers about 3 GHz).
 pub const MAX_CLOCK_HZ: u64 = 5_000_000_000;
 
-/// The most events one counter is assumed to count in one cycle: 8, the widest
-/// dispatch of the cores in the event tables (Cortex-A76 and Neoverse-N1: 4
-/// instructions decoded and up to 8 micro-operations dispatched a cycle, Cortex-A76
-/// TRM r4p1, 1.1 and Neoverse N1 TRM r4p1, 1.1; Cortex-A53 is dual-issue, Cortex-A72
-/// dispatches up to 5). Cycle counters count one a cycle. An assumption: a core that
-/// counts more events a cycle on one counter shortens [`trusted_for`] in proportion.
+/// The most events one counter is assumed to count in one cycle: 8, the issue
+/// pipelines of the widest core in the event tables (Cortex-A76, and Neoverse-N1 built
+/// on it: 4 instructions decoded a cycle and 8 pipelines they issue to, branch, two
+/// integer, multi-cycle integer, two FP/ASIMD and two load/store, Cortex-A76 Software
+/// Optimization Guide, 2.1 "Pipeline overview"); Cortex-A53 issues two a cycle,
+/// Cortex-A72 decodes three. Cycle counters count one a cycle. An assumption: a core
+/// that counts more events a cycle on one counter shortens [`trusted_for`] in
+/// proportion.
 pub const MAX_EVENTS_PER_CYCLE: u64 = 8;
 
 /// How long a sub-region may last and still be trusted, for a counter `width` wide:
 /// the time to count 2^width events at [`MAX_CLOCK_HZ`] × [`MAX_EVENTS_PER_CYCLE`].
-/// From a start just below the top the first wrap comes at once, and a second wrap,
-/// which no reading can tell from none, needs 2^width more events; under the
-/// read-only grant (no flags) 2^width events are also the most a reading tells apart
-/// from one wrap fewer. 32 bits: 107.4 ms (2^32 / 4·10^10 per second), twice
-/// [`POLL`]; 64 bits: centuries.
+/// From a start just below the top the first wrap comes at once, and the second,
+/// which a reading with the overflow flag cannot tell from the first alone, needs
+/// 2^width more events; without flags (the read-only grant) a reading, the
+/// difference modulo 2^width, is right exactly while fewer than 2^width events were
+/// counted. 32 bits: 107.4 ms (2^32 / 4·10^10 per second), twice [`POLL`]; 64 bits:
+/// centuries.
 pub fn trusted_for(width: CounterWidth) -> Duration {
     let events = 1u128 << width.bits();
     let per_second = u128::from(MAX_CLOCK_HZ) * u128::from(MAX_EVENTS_PER_CYCLE);
