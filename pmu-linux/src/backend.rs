@@ -39,6 +39,13 @@ pub trait Backend: RegionMeter<Error = Error> {
     /// Whether this backend's regions are watched by a kernel-entry sentinel, and how;
     /// or why not. [`crate::Meter::sentinel`] reports it as it is.
     fn sentinel(&self) -> Sentinel;
+    /// How wide reading `i`'s counter is, where the backend reads a counter of a
+    /// fixed width that can wrap (the direct backend); `None` where the kernel extends
+    /// the count to 64 bits (perf) or there is no such counter.
+    fn width(&self, i: usize) -> Option<pmu_core::CounterWidth> {
+        let _ = i;
+        None
+    }
 }
 
 /// Which backend a meter uses.

@@ -344,6 +344,20 @@ impl Meter {
         Ok(self.inner.split(slot))
     }
 
+    /// How wide `handle`'s counter is where the backend reads a fixed-width counter
+    /// that wraps (the direct backend: 32 bits for ARMv6/ARMv7 counters and PMUv3
+    /// event counters without FEAT_PMUv3p5, 64 for PMCCNTR_EL0): a region longer than
+    /// the time the counter takes to count 2^width events may have wrapped more often
+    /// than its reading can tell. `None` where the count does not wrap (perf extends
+    /// it to 64 bits) or for an event this backend does not count.
+    ///
+    /// # Panics
+    /// For a handle of another meter.
+    pub fn counter_width(&self, handle: EventHandle) -> Option<pmu_core::CounterWidth> {
+        let slot = self.slot(handle).ok()?;
+        self.inner.backend_ref().width(slot)
+    }
+
     /// Every event with its handle and whether this backend counts it: the ones added,
     /// then the ones the meter added itself (the software fallback's `task-clock` and
     /// time-stamp counter).

@@ -112,6 +112,23 @@ missing_event_demo() {
 	result demo tag=$tag cpu=0 backend=direct status=$status
 }
 
+# pmu-demo stat --backend direct on CPU 0 of a command whose PL0 instructions grow by
+# an exact 2 per loop iteration: pmu-demo measure of the loop kernel, $2 iterations in
+# each of 2 uncalibrated runs (under the read-only grant the inner demo only reads, as
+# the outer one does). usage: stat_loop TAG UNITS
+stat_loop() {
+	tag=$1
+	rm -f /tmp/stat.json
+	pmu-demo stat --json -o /tmp/stat.json --backend direct --cpu 0 -e instructions,cycles -- \
+		pmu-demo measure --backend direct --cpu 0 --kernel loop --units "$2" \
+		--events instructions --runs 2 --warmup 0 --no-calibrate --json \
+		>/dev/null 2>/tmp/stat.err
+	status=$?
+	echo "JSON $tag $(tr -d '\n' </tmp/stat.json 2>/dev/null)"
+	sed "s/^/STDERR $tag /" /tmp/stat.err
+	result demo tag=$tag cpu=0 backend=direct units=$2 status=$status
+}
+
 # PMUv3 seen from AArch32 (QEMU's 32-bit `max` CPU): the default, read-only grant,
 # which pmu-demo's ARMv7 backend reads on both CPUs without programming anything; an
 # event outside the layout refused; with el0_programming=1 it programs and counts
@@ -125,6 +142,11 @@ scenario_pmuv3() {
 	demo readonly-cpu0 0 direct
 	demo readonly-cpu1 1 direct
 	missing_event_demo readonly-missing
+	# 2 x 1000 and 2 x (2^31 - 1) iterations: the second is 2^33 - 4 loop instructions,
+	# two wraps of every 32-bit counter, 8.6 s of virtual time under icount shift=0
+	# (about 14 s of a 2-core host's), read in 50 ms sub-regions and summed.
+	stat_loop stat-short 1000
+	stat_loop stat-wrap 2147483647
 	unload default
 	klog
 	load programming el0_programming=1

@@ -484,6 +484,63 @@ fn virt_cortex_a15_without_pmu_refuses() {
     run.assert_klog("kmod_enable_user: no ARM-architected PMU on this CPU (ID_DFR0.PerfMon is 0 or 0xF) (ID_DFR0.PerfMon=0x0): refusing to load");
 }
 
+/// `pmu-demo stat --backend direct` under the read-only grant (no overflow flags at PL0,
+/// the counters read as 32 bits: PMCCNTR's low half from AArch32) of `pmu-demo measure
+/// --kernel loop --units U --runs 2`: the loop is 2 PL0 instructions an iteration
+/// (`subs; bne`, exact under icount shift=0: tests/tests/qemu_armv7.rs), so U = 2^31 - 1
+/// counts 4 × (2^31 - 1 - 1000) = 8 589 930 588 more than U = 1000: over 2^33, two
+/// wraps of a 32-bit counter at least, which one region could not tell (its reading
+/// would be the count modulo 2^32). At shift=0 (one instruction a nanosecond of virtual
+/// time) that is 8.6 s, read in 50 ms sub-regions and summed (userspace-demo
+/// stat_cmd/sub_regions.rs). The slack is the demo's own user-space instructions at
+/// each read (about 6000 measured here, 10 000 allowed); a count wrapped unseen is
+/// 2^32 off, a lost sub-region 5 × 10^7.
+fn assert_stat_sums_sub_regions(run: &QemuRun) {
+    let stat = |tag: &str| {
+        let d = demo(run, tag);
+        let json = d
+            .json
+            .clone()
+            .unwrap_or_else(|| panic!("no JSON for {}: {}\n{}", d.raw, d.stderr, run.stdout));
+        assert_eq!(d.status, 0, "{tag}: {json}");
+        assert_eq!(json["backend"], "direct", "{tag}: {json}");
+        let count = |name: &str| {
+            let e = json["events"]
+                .as_array()
+                .and_then(|events| events.iter().find(|e| e["name"] == name))
+                .unwrap_or_else(|| panic!("{tag}: no {name} in {json}"));
+            assert_eq!(e["verdict"], "cpu-wide", "{tag}: {e}");
+            e["count"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{tag}: no count for {name}: {e}"))
+        };
+        let reads = json["sub_regions"][0].as_u64().unwrap_or(0);
+        (count("instructions"), count("cycles"), reads, json.clone())
+    };
+    let (short, _, short_reads, _) = stat("stat-short");
+    let (long, cycles, reads, json) = stat("stat-wrap");
+    println!(
+        "stat-short: {short} instructions in {short_reads} sub-regions; \
+         stat-wrap: {long} instructions, {cycles} cycles in {reads} sub-regions"
+    );
+    let loop_instructions: u64 = 4 * (2_147_483_647 - 1000);
+    assert!(short_reads >= 1, "{short_reads} sub-regions");
+    // 8.6 s in sub-regions of 50 ms and the demo's wake-up.
+    assert!(reads >= 100, "{reads} sub-regions: {json}");
+    let extra = long
+        .checked_sub(short)
+        .and_then(|d| d.checked_sub(loop_instructions));
+    assert!(
+        extra.is_some_and(|x| x <= 100_000 + 10_000 * reads),
+        "stat-wrap {long} - stat-short {short} = {} instead of {loop_instructions} and the \
+         demo's reads: {json}",
+        i128::from(long) - i128::from(short)
+    );
+    // PMCCNTR at PL0 (the layout's 31=0x11): one cycle per instruction under icount
+    // shift=0 (the instructions-per-cycle check of tests/tests/debian_arm64.rs).
+    assert!(cycles >= loop_instructions, "{cycles} cycles: {json}");
+}
+
 /// `-M virt -cpu max -smp 2`: qemu-system-arm's `max` is an ARMv8 CPU in AArch32 (MIDR
 /// part 0xd07) with PMUv3p5 (ID_DFR0.PerfMon = 6), the PMU a Pi 3/4 has under a 32-bit
 /// kernel: the default load grants read-only access (CR|ER) on both CPUs, and pmu-demo's
@@ -520,6 +577,7 @@ fn virt_max_pmuv3_in_aarch32_read_only_default() {
         "{}",
         missing.stderr
     );
+    assert_stat_sums_sub_regions(&run);
     let unload = run.find("rmmod", "tag", "default");
     assert_eq!(
         (unload.int("rc"), unload.int("states")),

@@ -2,6 +2,7 @@
 //! print the counts as `perf stat` does, each with its verdict.
 
 mod figures;
+mod sub_regions;
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -30,9 +31,18 @@ What is counted:
   direct  (after loading kmod-enable-user; the only backend on 32-bit ARM: Raspberry
           Pi 1, Zero, and a 32-bit kernel on a Pi 2/3/4) counts the CPU, not the
           command: the demo and the command are pinned to one CPU (--cpu) and its
-          counters read before and after. Anything else that ran in user space on
-          that CPU meanwhile is counted too; the report compares the command's CPU
-          time with the time it took and says when the CPU did other work.
+          counters read before, every 50 ms while it runs, and at its end; the
+          counts are the sums. Anything else that ran in user space on that CPU
+          meanwhile is counted too; the report compares the command's CPU time with
+          the time it took and says when the CPU did other work. Between two reads
+          only the demo runs on that CPU, so the command loses nothing (when another
+          task ran there in between, the count is lost, never a number). The reads
+          are what makes a long count right: these counters are 32 bits wide on many
+          cores (every Raspberry Pi's event counters) and wrap every few seconds; a
+          reading undoes one wrap, not two, so a read that came later than 107 ms
+          after the one before (the time a 32-bit counter needs to count 2^32 events
+          at 5 GHz and 8 events a cycle, assumed as the most any core does) makes
+          the count lost: \"may have wrapped unseen\".
 
 A Ctrl-C ends the command and the counts are still printed (pmu-demo ignores SIGINT
 and SIGQUIT while the command runs, as system(3) does). The report goes to stderr (the
@@ -103,6 +113,8 @@ struct Measured {
     cpu: Vec<Duration>,
     cpu_wide: bool,
     notes: Vec<String>,
+    /// The direct backend: per run, the sub-regions its counts sum.
+    sub_regions: Vec<u32>,
 }
 
 /// Runs `pmu-demo stat`: the demo's exit status is the command's.
@@ -129,6 +141,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         cpu,
         cpu_wide,
         mut notes,
+        sub_regions,
     } = measured;
     let end = *ends
         .last()
@@ -195,6 +208,7 @@ pub fn run(args: &Args) -> Result<u8, Failure> {
         end,
         exit_status: end.exit_status(),
         notes,
+        sub_regions,
     };
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(|e| Failure::new(e.to_string()))? + "\n"
@@ -281,6 +295,7 @@ fn perf_measure(args: &Args, auto: bool) -> Result<Measured, Failure> {
         cpu: Vec::new(),
         cpu_wide: false,
         notes,
+        sub_regions: Vec::new(),
     };
     let (program, rest) = args
         .command
@@ -329,8 +344,10 @@ mod direct {
 
     use std::time::Instant;
 
-    use pmu_linux::{BackendKind, EventHandle, Hazards, Meter};
+    use pmu_linux::pmu_core::CounterWidth;
+    use pmu_linux::{BackendKind, EventHandle, Meter};
 
+    use super::sub_regions::{self, Summed};
     use super::{figures, usage, End, Measured, RunCount};
     use crate::{Failure, EXIT_USAGE};
 
@@ -394,7 +411,9 @@ mod direct {
             scope: format!(
                 "CPU {cpu} in user space while the command ran there (the command and the \
                  demo pinned to it): the command, its threads and children, and anything \
-                 else that ran on CPU {cpu}"
+                 else that ran on CPU {cpu}; read every {} ms and summed (between two \
+                 reads only the demo runs on CPU {cpu}, so the command loses nothing)",
+                sub_regions::POLL.as_millis()
             ),
             runs: vec![Vec::new(); names.len()],
             names,
@@ -404,6 +423,7 @@ mod direct {
             cpu: Vec::new(),
             cpu_wide: true,
             notes: Vec::new(),
+            sub_regions: Vec::new(),
         };
         let (program, rest) = args
             .command
@@ -431,7 +451,13 @@ mod direct {
                     }
                     failure
                 })?;
-                let region = meter.start().map_err(Failure::from)?;
+                let widths: Vec<CounterWidth> = handles
+                    .iter()
+                    .map(|&h| meter.counter_width(h).unwrap_or(CounterWidth::W32))
+                    .collect();
+                let mut sums = vec![Summed::default(); handles.len()];
+                let mut sub_start = Instant::now();
+                let mut region = meter.start().map_err(Failure::from)?;
                 let started = Instant::now();
                 // The child inherits the pinned thread's affinity (sched_setaffinity(2)).
                 let child = std::process::Command::new(program).args(rest).spawn();
@@ -445,26 +471,45 @@ mod direct {
                         return Ok(m);
                     }
                 };
-                let (end, cpu_time) = {
+                let (end, cpu_time, elapsed) = {
                     let _interrupts = IgnoreInterrupts::new();
-                    wait(child.id())?
+                    let ended = EndWatch::new(child.id());
+                    loop {
+                        let over = ended.wait(sub_regions::POLL)?;
+                        let switches = if over { 0 } else { thread_switches() };
+                        let counts = meter.stop(region).map_err(Failure::from)?;
+                        let lasted = sub_start.elapsed();
+                        for ((&handle, sum), &width) in handles.iter().zip(&mut sums).zip(&widths) {
+                            let reading = counts.reading(handle).map_err(Failure::from)?;
+                            sum.add(reading.value, reading.hazards, lasted, width);
+                        }
+                        if over {
+                            break;
+                        }
+                        sub_start = Instant::now();
+                        region = meter.start().map_err(Failure::from)?;
+                        if thread_switches() != switches {
+                            // Another task ran on the CPU between the two reads: the
+                            // command may have been one of them.
+                            for sum in &mut sums {
+                                sum.lose(
+                                    "the demo was preempted between two reads (the \
+                                     command may have run uncounted)",
+                                );
+                            }
+                        }
+                    }
+                    let elapsed = started.elapsed();
+                    let (end, cpu_time) = wait(child.id())?;
+                    (end, cpu_time, elapsed)
                 };
-                let elapsed = started.elapsed();
-                let counts = meter.stop(region).map_err(Failure::from)?;
-                for (&handle, &i) in handles.iter().zip(group) {
-                    let reading = counts.reading(handle).map_err(Failure::from)?;
-                    let lost = [
-                        (Hazards::OVERFLOW, "overflow"),
-                        (Hazards::USER_ACCESS_REVOKED, "user access revoked"),
-                        (Hazards::CPU_MIGRATION, "the demo left its CPU"),
-                    ]
-                    .into_iter()
-                    .find(|(h, _)| reading.hazards.contains(*h))
-                    .map(|(_, why)| why);
+                m.sub_regions
+                    .push(sums.first().map_or(0, |sum| sum.sub_regions));
+                for (sum, &i) in sums.into_iter().zip(group) {
                     m.runs[i].push(RunCount {
-                        value: reading.value,
+                        value: sum.value,
                         times: None,
-                        lost,
+                        lost: sum.lost,
                     });
                 }
                 m.ends.push(end);
@@ -503,6 +548,93 @@ mod direct {
                 }
             }
         }
+    }
+
+    /// Sees the command's end while the demo reads the counters every period: a pidfd
+    /// (pidfd_open(2), Linux 5.3) that poll(2) reports readable once the process has
+    /// ended, so the last sub-region ends at once. On an older kernel (ENOSYS) the demo
+    /// sleeps each period and asks waitid(2) with WNOHANG | WNOWAIT (the child stays
+    /// for [`wait`]), and sees the end up to one period late: that much idle time or
+    /// other tasks' work more in the counts and the elapsed time.
+    struct EndWatch {
+        pid: libc::pid_t,
+        pidfd: Option<std::os::fd::OwnedFd>,
+    }
+
+    impl EndWatch {
+        fn new(pid: u32) -> Self {
+            let pid = libc::pid_t::try_from(pid).unwrap_or(libc::pid_t::MAX);
+            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            let pidfd = std::os::fd::RawFd::try_from(fd)
+                .ok()
+                .filter(|&fd| fd >= 0)
+                .map(|fd| {
+                    use std::os::fd::FromRawFd;
+                    // SAFETY: `fd` was just returned by pidfd_open and is owned by no
+                    // one else.
+                    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+                });
+            Self { pid, pidfd }
+        }
+
+        /// Whether the command has ended, waiting up to `period` for it.
+        fn wait(&self, period: std::time::Duration) -> Result<bool, Failure> {
+            let ms = libc::c_int::try_from(period.as_millis()).unwrap_or(libc::c_int::MAX);
+            let Some(pidfd) = &self.pidfd else {
+                // SAFETY: poll with no descriptors only sleeps.
+                unsafe { libc::poll(std::ptr::null_mut(), 0, ms) };
+                // SAFETY: an all-zero siginfo_t is a valid value of the plain C struct.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                // SAFETY: `info` is valid to write; WNOWAIT leaves the child waitable.
+                let rc = unsafe {
+                    libc::waitid(
+                        libc::P_PID,
+                        self.pid as libc::id_t,
+                        &mut info,
+                        libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                    )
+                };
+                if rc != 0 {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() == std::io::ErrorKind::Interrupted {
+                        return Ok(false);
+                    }
+                    return Err(Failure::new(format!("waiting for the command: {e}")));
+                }
+                // SAFETY: waitid filled `info` (si_pid stays 0 while no child ended).
+                return Ok(unsafe { info.si_pid() } != 0);
+            };
+            use std::os::fd::AsRawFd;
+            let mut fds = libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let rc = unsafe { libc::poll(&mut fds, 1, ms) };
+            if rc < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    return Ok(false);
+                }
+                return Err(Failure::new(format!("waiting for the command: {e}")));
+            }
+            Ok(rc > 0)
+        }
+    }
+
+    /// The demo thread's context switches so far, voluntary and not (getrusage(2),
+    /// RUSAGE_THREAD): a change between one sub-region's stop and the next one's start
+    /// means another task ran on the CPU in between.
+    fn thread_switches() -> libc::c_long {
+        // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is valid to write.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+            return -1;
+        }
+        usage.ru_nvcsw.wrapping_add(usage.ru_nivcsw)
     }
 
     /// Waits for `pid`: how it ended, and its CPU time with its waited-for children's.

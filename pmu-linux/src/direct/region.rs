@@ -631,6 +631,10 @@ where
         self.sentinel_state.clone()
     }
 
+    fn width(&self, i: usize) -> Option<CounterWidth> {
+        self.widths.get(i).copied()
+    }
+
     fn evidence(&self) -> Evidence {
         let mut out = [Reading::default(); crate::MAX_EVENTS];
         let (end_tag, flags) = self.end_state();
@@ -1044,6 +1048,18 @@ mod tests {
         let mut out = [Reading::default(); 2];
         r.stop(&mut out).unwrap();
         out
+    }
+
+    /// The backend reports each counter's width (the fake's 32 bits, as ARMv7 event
+    /// counters: Arm ARM DDI 0406C, C12.1) and none past its counters.
+    #[test]
+    fn the_width_of_each_counter() {
+        let j = fake::Journal::default();
+        let r = region(&j);
+        let backend: &dyn Backend = &r;
+        assert_eq!(backend.width(0), Some(CounterWidth::W32));
+        assert_eq!(backend.width(1), Some(CounterWidth::W32));
+        assert_eq!(backend.width(2), None);
     }
 
     /// A quiet region: exact differences, no hazard, the evidence says 0 kernel

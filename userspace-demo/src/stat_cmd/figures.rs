@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 /// One event's count in one run, as the backend read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunCount {
     /// The raw count, never scaled.
     pub value: u64,
@@ -15,7 +15,7 @@ pub struct RunCount {
     pub times: Option<(u64, u64)>,
     /// The direct backend: a hazard that makes the count meaningless (overflow, the
     /// user access revoked), named.
-    pub lost: Option<&'static str>,
+    pub lost: Option<String>,
 }
 
 /// How a command ended, whichever backend ran it.
@@ -136,7 +136,7 @@ pub fn event_stat(name: &str, group: usize, runs: &[RunCount], cpu_wide: bool) -
         stat.why = Some("not run".into());
         return stat;
     }
-    if let Some(lost) = runs.iter().find_map(|r| r.lost) {
+    if let Some(lost) = runs.iter().find_map(|r| r.lost.as_deref()) {
         stat.verdict = Verdict::NotCounted;
         stat.count = None;
         stat.max = None;
@@ -348,6 +348,10 @@ pub struct StatReport {
     pub exit_status: u8,
     /// Anything the reader must know about these counts.
     pub notes: Vec<String>,
+    /// The direct backend: per run, how many sub-regions its counts sum (the counters
+    /// are read every 50 ms while the command runs); absent for perf.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sub_regions: Vec<u32>,
 }
 
 /// The report as `perf stat` prints it: a line per event (count, name, verdict), the
@@ -517,7 +521,7 @@ mod tests {
         let lost = RunCount {
             value: 7,
             times: None,
-            lost: Some("overflow"),
+            lost: Some("overflow".into()),
         };
         let l = event_stat("instructions", 0, &[lost], true);
         assert_eq!(l.verdict, Verdict::NotCounted);
@@ -659,6 +663,7 @@ mod tests {
             end: End::Signaled { signal: 9 },
             exit_status: 137,
             notes: vec!["a note".into()],
+            sub_regions: Vec::new(),
         };
         let text = human(&report);
         assert!(
