@@ -354,6 +354,14 @@ pub struct StatReport {
     pub sub_regions: Vec<u32>,
 }
 
+/// The unit of an event whose count is not a number of events: perf's clock events count
+/// nanoseconds (Linux 6.12 kernel/events/core.c `task_clock_event_update`,
+/// `cpu_clock_event_update`: `local_clock()` deltas).
+fn unit(name: &str) -> Option<&'static str> {
+    let base = name.split(':').next().unwrap_or(name);
+    matches!(base, "task-clock" | "cpu-clock").then_some("ns")
+}
+
 /// The report as `perf stat` prints it: a line per event (count, name, verdict), the
 /// derived figures, the times, the exit status, the notes.
 pub fn human(r: &StatReport) -> String {
@@ -371,7 +379,16 @@ pub fn human(r: &StatReport) -> String {
         r.backend,
         r.scope
     );
-    let width = r.events.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    let label = |name: &str| match unit(name) {
+        Some(unit) => format!("{name} ({unit})"),
+        None => name.to_owned(),
+    };
+    let width = r
+        .events
+        .iter()
+        .map(|e| label(&e.name).len())
+        .max()
+        .unwrap_or(0);
     for e in &r.events {
         let group = if r.groups.len() > 1 {
             format!(" [group {}]", e.group)
@@ -402,7 +419,11 @@ pub fn human(r: &StatReport) -> String {
                 format!("not counted: {}", e.why.as_deref().unwrap_or("?")),
             ),
         };
-        let _ = writeln!(s, "  {count:>18}  {:<width$}  {verdict}{group}", e.name);
+        let _ = writeln!(
+            s,
+            "  {count:>18}  {:<width$}  {verdict}{group}",
+            label(&e.name)
+        );
     }
     if !r.derived.is_empty() {
         s.push('\n');
@@ -633,6 +654,39 @@ mod tests {
 
     /// The text a person reads: counts, verdicts, the estimate marked as such, the
     /// group of each event when rotated, the exit status.
+    /// perf's clock events count nanoseconds (kernel/events/core.c, Linux 6.12:
+    /// `task_clock_event_update` adds `local_clock()` deltas): the report says so, and
+    /// leaves event counts without a unit.
+    #[test]
+    fn clock_events_are_labelled_in_nanoseconds() {
+        assert_eq!(unit("task-clock"), Some("ns"));
+        assert_eq!(unit("cpu-clock:u"), Some("ns"));
+        assert_eq!(unit("instructions:u"), None);
+        let events = vec![
+            event_stat("task-clock", 0, &[exact(1_007_522)], false),
+            event_stat("page-faults", 0, &[exact(101)], false),
+        ];
+        let report = StatReport {
+            command: vec!["ls".into()],
+            backend: "software",
+            scope: "the command".into(),
+            repeat: 1,
+            groups: vec![vec!["task-clock".into(), "page-faults".into()]],
+            derived: derived(&events),
+            events,
+            elapsed_s: 0.001,
+            cpu_s: 0.001,
+            runs: 1,
+            end: End::Exited { code: 0 },
+            exit_status: 0,
+            notes: Vec::new(),
+            sub_regions: Vec::new(),
+        };
+        let text = human(&report);
+        assert!(text.contains("1007522  task-clock (ns)  exact"), "{text}");
+        assert!(text.contains("    101  page-faults      exact"), "{text}");
+    }
+
     #[test]
     fn human_output_from_fake_counts() {
         let events = vec![
