@@ -117,6 +117,38 @@ struct Measured {
     sub_regions: Vec<u32>,
 }
 
+impl Measured {
+    /// Nothing counted yet: `names` in `groups`, counted by `backend` over `scope`.
+    fn new(
+        backend: &'static str,
+        scope: String,
+        names: Vec<String>,
+        groups: Vec<Vec<usize>>,
+        cpu_wide: bool,
+    ) -> Self {
+        Self {
+            backend,
+            scope,
+            runs: vec![Vec::new(); names.len()],
+            names,
+            groups,
+            ends: Vec::new(),
+            elapsed: Vec::new(),
+            cpu: Vec::new(),
+            cpu_wide,
+            notes: Vec::new(),
+            sub_regions: Vec::new(),
+        }
+    }
+
+    /// The command and its arguments, split.
+    fn command(args: &Args) -> Result<(&std::ffi::OsString, &[std::ffi::OsString]), Failure> {
+        args.command
+            .split_first()
+            .ok_or_else(|| usage("no command given"))
+    }
+}
+
 /// Runs `pmu-demo stat`: the demo's exit status is the command's.
 pub fn run(args: &Args) -> Result<u8, Failure> {
     if args.repeat == Some(0) {
@@ -282,25 +314,17 @@ fn perf_measure(args: &Args, auto: bool) -> Result<Measured, Failure> {
             vec![(0..names.len()).collect()]
         }
     };
-    let mut m = Measured {
+    let mut m = Measured::new(
         backend,
-        scope: "the command, its threads and children, from its exec to its end (perf \
-                events inherited, enabled on exec)"
+        "the command, its threads and children, from its exec to its end (perf events \
+         inherited, enabled on exec)"
             .into(),
-        runs: vec![Vec::new(); names.len()],
         names,
         groups,
-        ends: Vec::new(),
-        elapsed: Vec::new(),
-        cpu: Vec::new(),
-        cpu_wide: false,
-        notes,
-        sub_regions: Vec::new(),
-    };
-    let (program, rest) = args
-        .command
-        .split_first()
-        .ok_or_else(|| usage("no command given"))?;
+        false,
+    );
+    m.notes = notes;
+    let (program, rest) = Measured::command(args)?;
     for _ in 0..args.repeat.unwrap_or(1) {
         for group in &m.groups {
             let run = count
@@ -406,29 +430,20 @@ mod direct {
             Some(_) => figures::rotation_groups(names.len(), opened)?,
             None => vec![(0..names.len()).collect()],
         };
-        let mut m = Measured {
-            backend: "direct",
-            scope: format!(
+        let mut m = Measured::new(
+            "direct",
+            format!(
                 "CPU {cpu} in user space while the command ran there (the command and the \
                  demo pinned to it): the command, its threads and children, and anything \
                  else that ran on CPU {cpu}; read every {} ms and summed (between two \
                  reads only the demo runs on CPU {cpu}, so the command loses nothing)",
                 sub_regions::POLL.as_millis()
             ),
-            runs: vec![Vec::new(); names.len()],
             names,
             groups,
-            ends: Vec::new(),
-            elapsed: Vec::new(),
-            cpu: Vec::new(),
-            cpu_wide: true,
-            notes: Vec::new(),
-            sub_regions: Vec::new(),
-        };
-        let (program, rest) = args
-            .command
-            .split_first()
-            .ok_or_else(|| usage("no command given"))?;
+            true,
+        );
+        let (program, rest) = Measured::command(args)?;
         for _ in 0..args.repeat.unwrap_or(1) {
             for group in &m.groups {
                 let subset: Vec<String> = group.iter().map(|&i| m.names[i].clone()).collect();
