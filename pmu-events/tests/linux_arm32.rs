@@ -13,88 +13,26 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
-use std::time::UNIX_EPOCH;
+use std::path::Path;
 
 use pmu_events::arm1176::ARM1176;
 use pmu_events::common;
 use pmu_events::CORTEX_A7;
 
-/// Serializes extraction between the tests of this binary.
-static EXTRACTING: Mutex<()> = Mutex::new(());
-
 /// The two files these tests read, as tar wildcards.
 const SOURCES: [&str; 2] = ["*/drivers/perf/arm_v6_pmu.c", "*/drivers/perf/arm_v7_pmu.c"];
 
 /// The text of `drivers/perf/<file>` from the Linux 6.12 source tarball, extracted once
-/// into the test target directory (keyed by the tarball's size and modification time).
-/// Panics, failing the test, when the tarball is missing or lacks the file.
+/// into the test target directory (pmu-linux-source: a missing tarball fails the test
+/// with the command that installs it).
 fn linux_file(file: &str) -> String {
-    let tarball = std::env::var_os("LINUX_SOURCE_TARBALL").map_or_else(
-        || PathBuf::from("/usr/src/linux-source-6.12.tar.xz"),
-        PathBuf::from,
+    let root = pmu_linux_source::extract(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "pmu-events-arm32",
+        &SOURCES,
     );
-    let root = {
-        let _guard = EXTRACTING.lock().unwrap_or_else(|e| e.into_inner());
-        extract(&tarball)
-    };
-    for top in fs::read_dir(&root)
-        .expect("the extraction directory")
-        .flatten()
-    {
-        let path = top.path().join("drivers/perf").join(file);
-        if path.exists() {
-            return fs::read_to_string(&path).expect("read the extracted source");
-        }
-    }
-    panic!("drivers/perf/{file} is not in {}", tarball.display());
-}
-
-/// Extracts [`SOURCES`] from `tarball` unless an earlier run did; returns the directory
-/// holding the tarball's top-level directory.
-fn extract(tarball: &Path) -> PathBuf {
-    let meta = fs::metadata(tarball).unwrap_or_else(|e| {
-        panic!(
-            "the Linux 6.12 source tarball {} is missing ({e}): install it with \
-             `sudo apt-get install linux-source-6.12`, or point LINUX_SOURCE_TARBALL at a copy",
-            tarball.display()
-        )
-    });
-    let stamp = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs());
-    let root =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("linux-arm32-{}-{stamp}", meta.len()));
-    if root.join(".complete").exists() {
-        return root;
-    }
-    let staging = root.with_extension(format!("tmp{}", std::process::id()));
-    let _ = fs::remove_dir_all(&staging);
-    fs::create_dir_all(&staging).expect("create the extraction directory");
-    let status = Command::new("tar")
-        .arg("-xJf")
-        .arg(tarball)
-        .arg("-C")
-        .arg(&staging)
-        .arg("--wildcards")
-        .args(SOURCES)
-        .status()
-        .expect("run tar");
-    assert!(
-        status.success(),
-        "tar could not extract {SOURCES:?} from {}: is it the linux-source-6.12 tarball?",
-        tarball.display()
-    );
-    fs::write(staging.join(".complete"), b"").expect("mark the extraction complete");
-    // Another test process may have finished first; either copy is complete.
-    if fs::rename(&staging, &root).is_err() {
-        let _ = fs::remove_dir_all(&staging);
-    }
-    root
+    let path = pmu_linux_source::find(&root, &format!("drivers/perf/{file}"));
+    fs::read_to_string(&path).expect("read the extracted source")
 }
 
 /// A C integer literal (`0x1D`, `0xFF`, `7`).

@@ -13,9 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
-use std::time::UNIX_EPOCH;
 
 use pmu_events::{common, recommended, Core, Family, CORES};
 use serde_json::Value;
@@ -89,69 +87,20 @@ const NOT_IN_LINUX: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
-/// The tarball to read.
-fn tarball() -> PathBuf {
-    std::env::var_os("LINUX_SOURCE_TARBALL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/src/linux-source-6.12.tar.xz"))
-}
-
-/// The arm64 event tables' directory, extracted once per test binary.
+/// The arm64 event tables' directory, extracted once per test binary (pmu-linux-source:
+/// a missing tarball fails the test with the command that installs it).
 fn linux_arm64_tables() -> PathBuf {
     static TABLES: OnceLock<PathBuf> = OnceLock::new();
-    TABLES.get_or_init(extract_arm64_tables).clone()
-}
-
-/// Extracts the arm64 event tables (cached under the test target directory, keyed by the
-/// tarball's size and modification time) and returns their directory. Fails the test when
-/// the tarball is missing or lacks them.
-fn extract_arm64_tables() -> PathBuf {
-    let tarball = tarball();
-    let meta = fs::metadata(&tarball).unwrap_or_else(|e| {
-        panic!(
-            "the Linux 6.12 source tarball {} is missing ({e}): install it with \
-             `sudo apt-get install linux-source-6.12`, or point LINUX_SOURCE_TARBALL at a copy",
-            tarball.display()
-        )
-    });
-    let stamp = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs());
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("linux-pmu-events-{}-{stamp}", meta.len()));
-    if !root.join(".complete").exists() {
-        let staging = root.with_extension(format!("tmp{}", std::process::id()));
-        let _ = fs::remove_dir_all(&staging);
-        fs::create_dir_all(&staging).unwrap();
-        let status = Command::new("tar")
-            .arg("-xJf")
-            .arg(&tarball)
-            .arg("-C")
-            .arg(&staging)
-            .arg("--wildcards")
-            .arg(format!("*/{ARM64}/*"))
-            .status()
-            .expect("run tar");
-        assert!(
-            status.success(),
-            "tar could not extract {ARM64} from {}: is it the linux-source-6.12 tarball?",
-            tarball.display()
-        );
-        fs::write(staging.join(".complete"), b"").unwrap();
-        // A concurrent test process may have finished first; either copy is complete.
-        if fs::rename(&staging, &root).is_err() {
-            let _ = fs::remove_dir_all(&staging);
-        }
-    }
-    for top in fs::read_dir(&root).unwrap().flatten() {
-        let candidate = top.path().join(ARM64);
-        if candidate.join("mapfile.csv").exists() {
-            return candidate;
-        }
-    }
-    panic!("{ARM64}/mapfile.csv not found under {}", root.display());
+    TABLES
+        .get_or_init(|| {
+            let root = pmu_linux_source::extract(
+                Path::new(env!("CARGO_TARGET_TMPDIR")),
+                "pmu-events-arm64",
+                &[&format!("*/{ARM64}/*")],
+            );
+            pmu_linux_source::find(&root, ARM64)
+        })
+        .clone()
 }
 
 /// A JSON event file's entries.

@@ -22,7 +22,7 @@
 //! `tests/data/spe_decode_fuzz_corpus.hex` (minimized from `cargo fuzz run decode`), plus
 //! `fuzz/corpus/decode` when a local fuzzing run left one.
 
-mod common;
+use pmu_linux_source as common;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -277,6 +277,7 @@ fn build_harness(
     extra_stubs: &[(&str, &str)],
 ) -> PathBuf {
     let root = common::extract(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
         "spe-decoder",
         &["*/tools/perf/util/arm-spe-decoder/arm-spe-*"],
     );

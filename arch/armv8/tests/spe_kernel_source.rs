@@ -9,7 +9,7 @@
 //!   arch/arm64/tools/sysreg must appear in our field tables at the same bits (our tables may
 //!   add fields of newer Arm ARM releases, but only where 6.12 has `Res0`).
 
-mod common;
+use pmu_linux_source as common;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -19,6 +19,7 @@ use pmu_armv8::spe::SpeRegister;
 
 fn kernel_files() -> (String, String) {
     let root = common::extract(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
         "spe-src",
         &["*/drivers/perf/arm_spe_pmu.c", "*/arch/arm64/tools/sysreg"],
     );
@@ -334,6 +335,7 @@ fn pmsevfr_res0_rule_matches_the_kernel() {
     use pmu_armv8::spe::SpeVersion;
 
     let root = common::extract(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
         "spe-res0",
         &[
             "*/drivers/perf/arm_spe_pmu.c",

@@ -1,12 +1,12 @@
-//! Access to the Linux 6.12 source tarball for tests that check this crate against the kernel
-//! (read at test time, never copied into the repository).
+//! Access to the Linux 6.12 source tarball for the tests that check this workspace against
+//! the kernel and perf (read at test time, never copied into the repository): the SPE
+//! decoder and driver facts in pmu-armv8, the event tables in pmu-events.
 //!
 //! The tarball is Debian's `linux-source-6.12` package (`/usr/src/linux-source-6.12.tar.xz`,
 //! or `$LINUX_SOURCE_TARBALL`). A missing tarball fails the test with the command that
 //! installs it; `cargo xtask test` installs it. Extracted files are cached under the test
-//! target directory, keyed by the tarball's size and modification time.
-
-#![allow(dead_code)]
+//! target directory (`CARGO_TARGET_TMPDIR`, which the caller passes), keyed by the
+//! tarball's size and modification time.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,11 +24,12 @@ pub fn tarball() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/src/linux-source-6.12.tar.xz"))
 }
 
-/// Extracts the files matching `patterns` (tar wildcards such as
+/// Extracts, under `tmpdir` (an integration test's `env!("CARGO_TARGET_TMPDIR")`), the
+/// files matching `patterns` (tar wildcards such as
 /// `*/drivers/perf/arm_spe_pmu.c`) and returns the directory holding the tarball's top-level
 /// directory (so `root.join("linux-source-6.12/drivers/...")`). Panics, failing the test, when
 /// the tarball is missing or a file is not in it.
-pub fn extract(tag: &str, patterns: &[&str]) -> PathBuf {
+pub fn extract(tmpdir: &Path, tag: &str, patterns: &[&str]) -> PathBuf {
     let _guard = EXTRACTING.lock().unwrap_or_else(|e| e.into_inner());
     let tarball = tarball();
     let meta = fs::metadata(&tarball).unwrap_or_else(|e| {
@@ -44,8 +45,7 @@ pub fn extract(tag: &str, patterns: &[&str]) -> PathBuf {
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs());
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("linux-src-{tag}-{}-{stamp}", meta.len()));
+    let root = tmpdir.join(format!("linux-src-{tag}-{}-{stamp}", meta.len()));
     if root.join(".complete").exists() {
         return root;
     }
