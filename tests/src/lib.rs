@@ -924,6 +924,24 @@ pub mod guest {
             result
         }
 
+        /// The direct backend measured the `loop` workload's 1000 iterations of
+        /// `subs; bne` (userspace-demo workloads.rs) as exactly 2000 instructions, min and
+        /// median (the max may hold what another vCPU ran: QEMU's INST_RETIRED is the
+        /// global icount, docs/qemu.md). Returns the whole JSON for further checks.
+        pub fn assert_direct_loop_exact<'a>(&'a self, run: &QemuRun, tag: &str) -> &'a Value {
+            let json = self.json(run);
+            assert_eq!(json["backend"], "direct", "{tag}: {json}");
+            assert_eq!(
+                self.result(run)["expected_instructions"],
+                2000,
+                "{tag}: {json}"
+            );
+            let inst = self.event(run, "instructions");
+            assert_eq!(inst["min"], 2000, "{tag}: {json}");
+            assert_eq!(inst["median"], 2000, "{tag}: {json}");
+            json
+        }
+
         /// The event `name` of that result (`min`, `median`, `max`, `clean_runs`, …).
         pub fn event<'a>(&'a self, run: &QemuRun, name: &str) -> &'a Value {
             self.result(run)["events"]

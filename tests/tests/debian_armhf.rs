@@ -85,17 +85,7 @@ fn boot([kernel_var, release_var]: [&str; 2], scenario: &str) -> (QemuRun, Strin
 
 /// pmu-demo's direct backend on the loop of 1000 iterations: min = median = 2000.
 fn assert_exact(run: &QemuRun, tag: &str) {
-    let d = demo(run, tag);
-    let json = d.json(run);
-    assert_eq!(json["backend"], "direct", "{tag}: {json}");
-    assert_eq!(
-        d.result(run)["expected_instructions"],
-        2000,
-        "{tag}: {json}"
-    );
-    let inst = d.event(run, "instructions");
-    assert_eq!(inst["min"], 2000, "{tag}: {json}");
-    assert_eq!(inst["median"], 2000, "{tag}: {json}");
+    demo(run, tag).assert_direct_loop_exact(run, tag);
 }
 
 #[test]

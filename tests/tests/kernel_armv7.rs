@@ -91,16 +91,8 @@ fn virt_args(cpu: &str, smp: u32, scenario: &str) -> Vec<String> {
 /// executed, QEMU's INST_RETIRED being the global icount: see tests/tests/raspi.rs).
 fn assert_exact(run: &QemuRun, tag: &str) {
     let d = demo(run, tag);
-    let json = d.json(run);
-    assert_eq!(json["backend"], "direct", "{tag}: {json}");
-    assert_eq!(
-        d.result(run)["expected_instructions"],
-        2000,
-        "{tag}: {json}"
-    );
+    let json = d.assert_direct_loop_exact(run, tag);
     let inst = d.event(run, "instructions");
-    assert_eq!(inst["min"], 2000, "{tag}: {json}");
-    assert_eq!(inst["median"], 2000, "{tag}: {json}");
     assert!(
         inst["max"].as_i64().is_some_and(|m| m >= 2000),
         "{tag}: {json}"
@@ -128,16 +120,7 @@ fn assert_exact(run: &QemuRun, tag: &str) {
 /// `el0_programming=1` ([`assert_exact`]).
 fn assert_exact_read_only(run: &QemuRun, tag: &str, cpu: u32) {
     let d = demo(run, tag);
-    let json = d.json(run);
-    assert_eq!(json["backend"], "direct", "{tag}: {json}");
-    assert_eq!(
-        d.result(run)["expected_instructions"],
-        2000,
-        "{tag}: {json}"
-    );
-    let inst = d.event(run, "instructions");
-    assert_eq!(inst["min"], 2000, "{tag}: {json}");
-    assert_eq!(inst["median"], 2000, "{tag}: {json}");
+    let json = d.assert_direct_loop_exact(run, tag);
     // The cycle counter (PMCCNTR, 31=0x11 in the layout) moves too: QEMU's PMUv3 counts
     // a cycle per instruction under icount, at least the loop's.
     let cycles = d.event(run, "cycles");
