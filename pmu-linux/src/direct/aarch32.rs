@@ -409,20 +409,12 @@ pub fn take_granted(cpu: usize) -> Result<(PinGuard, GrantedPmu<Pl0Reads>, Strin
             ),
         }));
     }
-    // Loaded with a layout: a read that traps here means the grant went away on this
-    // CPU, not that it was never given.
-    let trapped = |e: Error| match e {
-        Error::Access(AccessError::NotEnabled | AccessError::GrantMissing { .. }) => {
-            grant::reads_revoked()
-        }
-        other => other,
-    };
-    if layout.cycle_counter() {
-        probe_with(probe_cycle_read).map_err(trapped)?;
-    }
-    if !layout.event_counters().is_empty() {
-        probe_with(probe_event_read).map_err(trapped)?;
-    }
+    grant::probe_layout_reads(
+        &layout,
+        probe_cycle_read,
+        probe_event_read,
+        grant::reads_revoked,
+    )?;
     if !PmuserenrRead::for_layout(&layout).granted() {
         return Err(grant::reads_revoked());
     }

@@ -165,20 +165,9 @@ pub fn take_granted(
         return Err(Error::Access(crate::error::AccessError::NotEnabled));
     }
     let (text, layout) = grant::module_layout()?;
-    // The module is loaded and has a layout: a read that traps on this CPU means the
-    // grant went away here (perf's armv8pmu_start()), not that it was never given.
+    // A read that traps on this CPU: perf's armv8pmu_start() took the grant back.
     let revoked = grant::revoked_by_perf;
-    let trapped = |e: Error| match e {
-        Error::Access(crate::error::AccessError::NotEnabled)
-        | Error::Access(crate::error::AccessError::GrantMissing { .. }) => revoked(),
-        other => other,
-    };
-    if layout.cycle_counter() {
-        probe_with(probe_cycle_read).map_err(trapped)?;
-    }
-    if !layout.event_counters().is_empty() {
-        probe_with(probe_event_read).map_err(trapped)?;
-    }
+    grant::probe_layout_reads(&layout, probe_cycle_read, probe_event_read, revoked)?;
     if !PmuserenrRead::for_layout(&layout).granted() {
         return Err(revoked());
     }
