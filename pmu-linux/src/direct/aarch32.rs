@@ -409,7 +409,7 @@ pub fn take_granted(cpu: usize) -> Result<(PinGuard, GrantedPmu<Pl0Reads>, Strin
             ),
         }));
     }
-    grant::probe_layout_reads(
+    super::probe::probe_layout_reads(
         &layout,
         probe_cycle_read,
         probe_event_read,

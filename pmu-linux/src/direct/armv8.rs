@@ -167,7 +167,7 @@ pub fn take_granted(
     let (text, layout) = grant::module_layout()?;
     // A read that traps on this CPU: perf's armv8pmu_start() took the grant back.
     let revoked = grant::revoked_by_perf;
-    grant::probe_layout_reads(&layout, probe_cycle_read, probe_event_read, revoked)?;
+    super::probe::probe_layout_reads(&layout, probe_cycle_read, probe_event_read, revoked)?;
     if !PmuserenrRead::for_layout(&layout).granted() {
         return Err(revoked());
     }

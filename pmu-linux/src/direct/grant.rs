@@ -138,37 +138,6 @@ pub(crate) fn reads_revoked() -> Error {
     })
 }
 
-/// Proves the module's `layout` readable on this CPU (the caller pinned the thread)
-/// before a region trusts it: each kind of counter the layout names is read once in a
-/// probe child (`cycle_read`, `event_read`: one read each, UNDEFINED without the grant).
-/// The module is loaded and has published its layout, so a read that traps is the grant
-/// gone from this CPU (`revoked`: perf took it back), not a grant never given.
-///
-/// # Errors
-/// `revoked()` for a trapped read; the probe's other errors as they are.
-#[cfg(any(
-    target_arch = "aarch64",
-    all(target_arch = "arm", target_feature = "v7")
-))]
-pub(crate) fn probe_layout_reads(
-    layout: &GrantedLayout,
-    cycle_read: fn(),
-    event_read: fn(),
-    revoked: fn() -> Error,
-) -> Result<(), Error> {
-    let trapped = |e: Error| match e {
-        Error::Access(AccessError::NotEnabled | AccessError::GrantMissing { .. }) => revoked(),
-        other => other,
-    };
-    if layout.cycle_counter() {
-        super::probe::probe_with(cycle_read).map_err(trapped)?;
-    }
-    if !layout.event_counters().is_empty() {
-        super::probe::probe_with(event_read).map_err(trapped)?;
-    }
-    Ok(())
-}
-
 /// CPU_CYCLES, which the module counts with its `cycle_counter` parameter, not through
 /// `events` (kmod-enable-user/README.md).
 const CPU_CYCLES: u16 = 0x11;

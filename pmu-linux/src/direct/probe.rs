@@ -88,3 +88,36 @@ pub fn armv7_core_without_read_only_grant(midr: (u32, u32)) -> Option<&'static s
         _ => None,
     }
 }
+
+/// Proves the module's `layout` readable on this CPU (the caller pinned the thread)
+/// before a region trusts it: each kind of counter the layout names is read once in a
+/// probe child (`cycle_read`, `event_read`: one read each, UNDEFINED without the grant).
+/// The module is loaded and has published its layout, so a read that traps is the grant
+/// gone from this CPU (`revoked`: perf took it back), not a grant never given.
+///
+/// # Errors
+/// `revoked()` for a trapped read; the probe's other errors as they are.
+#[cfg(any(
+    target_arch = "aarch64",
+    all(target_arch = "arm", target_feature = "v7")
+))]
+pub(crate) fn probe_layout_reads(
+    layout: &pmu_armv8::granted::GrantedLayout,
+    cycle_read: fn(),
+    event_read: fn(),
+    revoked: fn() -> Error,
+) -> Result<()> {
+    let trapped = |e: Error| match e {
+        Error::Access(
+            crate::error::AccessError::NotEnabled | crate::error::AccessError::GrantMissing { .. },
+        ) => revoked(),
+        other => other,
+    };
+    if layout.cycle_counter() {
+        probe_with(cycle_read).map_err(trapped)?;
+    }
+    if !layout.event_counters().is_empty() {
+        probe_with(event_read).map_err(trapped)?;
+    }
+    Ok(())
+}
