@@ -14,34 +14,10 @@
 //! stopped counter on it (the ETMEXTOUT\[0\] signal is quiet without an ETM driving
 //! it); that is a use, not the event, so this table calls it `ETMEXTOUT0`.
 
-use crate::{CoreId, Event, Family, Placement};
+use crate::{CoreId, Family};
 
-macro_rules! arm1176 {
-    ($($name:ident = $code:literal, $about:literal;)*) => {
-        $(
-            #[doc = $about]
-            pub const $name: Event = Event {
-                name: stringify!($name),
-                code: $code,
-                about: $about,
-                placement: Placement::AnyCounter,
-            };
-        )*
-
-        /// The ARM1176JZF-S and its events, in numeric order.
-        pub static ARM1176: crate::Core = crate::Core {
-            name: "ARM1176JZF-S",
-            found_in: "Raspberry Pi 1, Zero, Zero W",
-            // Main ID Register 0x410FB767: implementer 0x41 (Arm), part 0xB76 (TRM, "c0, Main ID
-            // Register").
-            id: CoreId { implementer: 0x41, part: 0xB76 },
-            family: Family::Arm1176,
-            events: &[$($name,)*],
-        };
-    };
-}
-
-arm1176! {
+events! {
+    list EVENTS;
     ICACHE_MISS = 0x00, "Instruction cache miss on a cacheable location (an external fetch follows).";
     IBUF_STALL = 0x01, "Cycle stalled because the instruction buffer had no instruction to issue (an instruction cache or MicroTLB miss).";
     DDEP_STALL = 0x02, "Cycle stalled because of a data dependency between instructions.";
@@ -68,6 +44,20 @@ arm1176! {
     PROC_RET_MISPREDICT = 0x26, "Procedure return executed with its return address mispredicted.";
     CPU_CYCLES = 0xFF, "Cycle (what the cycle counter CCR counts; CR0 and CR1 can count it too).";
 }
+
+/// The ARM1176JZF-S and its events, in numeric order.
+pub static ARM1176: crate::Core = crate::Core {
+    name: "ARM1176JZF-S",
+    found_in: "Raspberry Pi 1, Zero, Zero W",
+    // Main ID Register 0x410FB767: implementer 0x41 (Arm), part 0xB76 (TRM, "c0, Main ID
+    // Register").
+    id: CoreId {
+        implementer: 0x41,
+        part: 0xB76,
+    },
+    family: Family::Arm1176,
+    events: EVENTS,
+};
 
 #[cfg(test)]
 mod tests {

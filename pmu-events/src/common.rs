@@ -7,28 +7,8 @@
 //! Each event is a constant so a core's table names the ones it implements, and
 //! [`ALL`] lists them in numeric order.
 
-use crate::{Event, Placement};
-
-macro_rules! common {
-    ($($name:ident = $code:literal, $about:literal;)*) => {
-        $(
-            #[doc = $about]
-            pub const $name: Event = Event {
-                name: stringify!($name),
-                code: $code,
-                about: $about,
-                placement: common!(@placement $name),
-            };
-        )*
-
-        /// Every common event this crate names, in numeric order.
-        pub const ALL: &[Event] = &[$($name,)*];
-    };
-    (@placement CHAIN) => { Placement::OddCounter };
-    (@placement $name:ident) => { Placement::AnyCounter };
-}
-
-common! {
+events! {
+    list ALL;
     SW_INCR = 0x0000, "Instruction architecturally executed, software increment (a PMSWINC_EL0 write).";
     L1I_CACHE_REFILL = 0x0001, "Level 1 instruction cache refill.";
     L1I_TLB_REFILL = 0x0002, "Level 1 instruction TLB refill.";

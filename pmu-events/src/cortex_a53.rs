@@ -10,7 +10,36 @@
 //! Table 12.28 lists 0x0E BR_RETURN_RETIRED without a bit on the PMU event bus; a
 //! program that must know whether this core counts it reads PMCEID0_EL0 bit 14.
 
-use crate::{common, implementation_defined as own, recommended, Core, CoreId, Event, Family};
+use crate::{common, recommended, Core, CoreId, Event, Family};
+
+// Its IMPLEMENTATION DEFINED events (Table 12.28; names as Linux spells them, above).
+events! {
+    EXT_MEM_REQ = 0xC0, "Request sent to external memory.";
+    EXT_MEM_REQ_NC = 0xC1, "Request sent to external memory for a non-cacheable access.";
+    PREFETCH_LINEFILL = 0xC2, "Cache linefill started by the data prefetcher.";
+    PREFETCH_LINEFILL_DROP = 0xC3, "Instruction cache throttled: a prefetch linefill held back.";
+    READ_ALLOC_ENTER = 0xC4, "Data cache switched to read-allocate mode (streaming stores detected).";
+    READ_ALLOC = 0xC5, "Data cache in read-allocate mode: stores do not allocate lines.";
+    PRE_DECODE_ERR = 0xC6, "Instruction pre-decode error.";
+    STALL_SB_FULL = 0xC7, "Data write that stalled the pipeline on a full store buffer.";
+    EXT_SNOOP = 0xC8, "Data for this core supplied by the SCU from another core's cache.";
+    BR_COND = 0xC9, "Conditional branch executed.";
+    BR_INDIRECT_MISPRED = 0xCA, "Indirect branch mispredicted.";
+    BR_INDIRECT_MISPRED_ADDR = 0xCB, "Indirect branch mispredicted because its predicted target was wrong.";
+    BR_COND_MISPRED = 0xCC, "Conditional branch mispredicted.";
+    L1I_CACHE_ERR = 0xD0, "Memory error in the L1 instruction cache's data or tag RAM.";
+    L1D_CACHE_ERR = 0xD1, "Memory error in the L1 data cache's data, tag or dirty RAM, correctable or not.";
+    TLB_ERR = 0xD2, "Memory error in a TLB RAM.";
+    OTHER_IQ_DEP_STALL = 0xE0, "Cycle with an empty issue queue not explained by an instruction cache or micro-TLB miss or a pre-decode error.";
+    IC_DEP_STALL = 0xE1, "Cycle with an empty issue queue while an instruction cache miss is handled.";
+    IUTLB_DEP_STALL = 0xE2, "Cycle with an empty issue queue while an instruction micro-TLB miss is handled.";
+    DECODE_DEP_STALL = 0xE3, "Cycle with an empty issue queue while a pre-decode error is handled.";
+    OTHER_INTERLOCK_STALL = 0xE4, "Cycle stalled by an interlock other than on a SIMD/floating-point or load/store instruction.";
+    AGU_DEP_STALL = 0xE5, "Cycle a load or store waits for the register its address is computed from.";
+    SIMD_DEP_STALL = 0xE6, "Cycle stalled by an interlock on an Advanced SIMD or floating-point operation.";
+    LD_DEP_STALL = 0xE7, "Cycle the write stage stalls on a load miss.";
+    ST_DEP_STALL = 0xE8, "Cycle the write stage stalls on a store.";
+}
 
 /// The Cortex-A53's events, in numeric order.
 static EVENTS: &[Event] = &[
@@ -48,31 +77,31 @@ static EVENTS: &[Event] = &[
     recommended::BR_INDIRECT_SPEC,
     recommended::EXC_IRQ,
     recommended::EXC_FIQ,
-    own(0xc0, "EXT_MEM_REQ", "Request sent to external memory."),
-    own(0xc1, "EXT_MEM_REQ_NC", "Request sent to external memory for a non-cacheable access."),
-    own(0xc2, "PREFETCH_LINEFILL", "Cache linefill started by the data prefetcher."),
-    own(0xc3, "PREFETCH_LINEFILL_DROP", "Instruction cache throttled: a prefetch linefill held back."),
-    own(0xc4, "READ_ALLOC_ENTER", "Data cache switched to read-allocate mode (streaming stores detected)."),
-    own(0xc5, "READ_ALLOC", "Data cache in read-allocate mode: stores do not allocate lines."),
-    own(0xc6, "PRE_DECODE_ERR", "Instruction pre-decode error."),
-    own(0xc7, "STALL_SB_FULL", "Data write that stalled the pipeline on a full store buffer."),
-    own(0xc8, "EXT_SNOOP", "Data for this core supplied by the SCU from another core's cache."),
-    own(0xc9, "BR_COND", "Conditional branch executed."),
-    own(0xca, "BR_INDIRECT_MISPRED", "Indirect branch mispredicted."),
-    own(0xcb, "BR_INDIRECT_MISPRED_ADDR", "Indirect branch mispredicted because its predicted target was wrong."),
-    own(0xcc, "BR_COND_MISPRED", "Conditional branch mispredicted."),
-    own(0xd0, "L1I_CACHE_ERR", "Memory error in the L1 instruction cache's data or tag RAM."),
-    own(0xd1, "L1D_CACHE_ERR", "Memory error in the L1 data cache's data, tag or dirty RAM, correctable or not."),
-    own(0xd2, "TLB_ERR", "Memory error in a TLB RAM."),
-    own(0xe0, "OTHER_IQ_DEP_STALL", "Cycle with an empty issue queue not explained by an instruction cache or micro-TLB miss or a pre-decode error."),
-    own(0xe1, "IC_DEP_STALL", "Cycle with an empty issue queue while an instruction cache miss is handled."),
-    own(0xe2, "IUTLB_DEP_STALL", "Cycle with an empty issue queue while an instruction micro-TLB miss is handled."),
-    own(0xe3, "DECODE_DEP_STALL", "Cycle with an empty issue queue while a pre-decode error is handled."),
-    own(0xe4, "OTHER_INTERLOCK_STALL", "Cycle stalled by an interlock other than on a SIMD/floating-point or load/store instruction."),
-    own(0xe5, "AGU_DEP_STALL", "Cycle a load or store waits for the register its address is computed from."),
-    own(0xe6, "SIMD_DEP_STALL", "Cycle stalled by an interlock on an Advanced SIMD or floating-point operation."),
-    own(0xe7, "LD_DEP_STALL", "Cycle the write stage stalls on a load miss."),
-    own(0xe8, "ST_DEP_STALL", "Cycle the write stage stalls on a store."),
+    EXT_MEM_REQ,
+    EXT_MEM_REQ_NC,
+    PREFETCH_LINEFILL,
+    PREFETCH_LINEFILL_DROP,
+    READ_ALLOC_ENTER,
+    READ_ALLOC,
+    PRE_DECODE_ERR,
+    STALL_SB_FULL,
+    EXT_SNOOP,
+    BR_COND,
+    BR_INDIRECT_MISPRED,
+    BR_INDIRECT_MISPRED_ADDR,
+    BR_COND_MISPRED,
+    L1I_CACHE_ERR,
+    L1D_CACHE_ERR,
+    TLB_ERR,
+    OTHER_IQ_DEP_STALL,
+    IC_DEP_STALL,
+    IUTLB_DEP_STALL,
+    DECODE_DEP_STALL,
+    OTHER_INTERLOCK_STALL,
+    AGU_DEP_STALL,
+    SIMD_DEP_STALL,
+    LD_DEP_STALL,
+    ST_DEP_STALL,
 ];
 
 /// Cortex-A53: MIDR implementer 0x41 (Arm), part number 0xD03 (TRM, "Main ID Register,

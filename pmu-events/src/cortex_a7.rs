@@ -11,23 +11,9 @@
 //! PREFETCH_LINEFILL, … in Linux 6.12 tools/perf/pmu-events/arch/arm64/arm/cortex-a53).
 
 use crate::common::*;
-use crate::{CoreId, Event, Family, Placement};
+use crate::{CoreId, Family};
 
-macro_rules! implementation_defined {
-    ($($name:ident = $code:literal, $about:literal;)*) => {
-        $(
-            #[doc = $about]
-            pub const $name: Event = Event {
-                name: stringify!($name),
-                code: $code,
-                about: $about,
-                placement: Placement::AnyCounter,
-            };
-        )*
-    };
-}
-
-implementation_defined! {
+events! {
     BUS_ACCESS_RD = 0x60, "Bus access, read.";
     BUS_ACCESS_WR = 0x61, "Bus access, write.";
     EXC_IRQ = 0x86, "IRQ exception taken.";

@@ -27,6 +27,32 @@
 #[cfg(test)]
 extern crate std;
 
+/// Event constants, one per `NAME = code, "meaning";` line: each an [`Event`] named by
+/// its identifier, counted on any counter except CHAIN (odd counters only, Arm ARM
+/// "CHAIN"). After `list NAME;` also `NAME`, the events in the order given. The one way
+/// the tables below write an event.
+macro_rules! events {
+    (list $list:ident; $($name:ident = $code:literal, $about:literal;)*) => {
+        events! { $($name = $code, $about;)* }
+
+        /// The events above, in numeric order.
+        pub const $list: &[$crate::Event] = &[$($name,)*];
+    };
+    ($($name:ident = $code:literal, $about:literal;)*) => {
+        $(
+            #[doc = $about]
+            pub const $name: $crate::Event = $crate::Event {
+                name: stringify!($name),
+                code: $code,
+                about: $about,
+                placement: events!(@placement $name),
+            };
+        )*
+    };
+    (@placement CHAIN) => { $crate::Placement::OddCounter };
+    (@placement $name:ident) => { $crate::Placement::AnyCounter };
+}
+
 pub mod common;
 pub mod recommended;
 
@@ -131,16 +157,6 @@ pub static CORES: &[&Core] = &[
     &CORTEX_A76,
     &NEOVERSE_N1,
 ];
-
-/// An IMPLEMENTATION DEFINED event of one core, counted on any counter.
-const fn implementation_defined(code: u16, name: &'static str, about: &'static str) -> Event {
-    Event {
-        name,
-        code,
-        about,
-        placement: Placement::AnyCounter,
-    }
-}
 
 /// The core whose MIDR is `midr`, if this crate has its table.
 pub fn for_midr(midr: u32) -> Option<&'static Core> {

@@ -6,26 +6,8 @@
 //!
 //! [`ALL`] lists them in numeric order.
 
-use crate::{Event, Placement};
-
-macro_rules! recommended {
-    ($($name:ident = $code:literal, $about:literal;)*) => {
-        $(
-            #[doc = $about]
-            pub const $name: Event = Event {
-                name: stringify!($name),
-                code: $code,
-                about: $about,
-                placement: Placement::AnyCounter,
-            };
-        )*
-
-        /// Every recommended event this crate names, in numeric order.
-        pub const ALL: &[Event] = &[$($name,)*];
-    };
-}
-
-recommended! {
+events! {
+    list ALL;
     L1D_CACHE_RD = 0x0040, "Level 1 data cache access by a read.";
     L1D_CACHE_WR = 0x0041, "Level 1 data cache access by a write.";
     L1D_CACHE_REFILL_RD = 0x0042, "Level 1 data cache refill caused by a read.";
