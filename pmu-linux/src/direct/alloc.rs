@@ -25,14 +25,13 @@ pub fn allocate<'p, P: Pmu>(
             max: MAX_EVENTS,
         }));
     }
+    // The running core's names are looked up on the CPU this thread runs on now, once.
+    let sysfs = crate::machine::sysfs::Sysfs::system();
+    let cpu = crate::machine::sched::current_cpu();
     names
         .iter()
         .map(|name| {
-            let event = events::direct_event_on(
-                name,
-                &crate::machine::sysfs::Sysfs::system(),
-                crate::machine::sched::current_cpu(),
-            )?;
+            let event = events::direct_event_on(name, &sysfs, cpu)?;
             Ok(pool.counter(event, filter)?)
         })
         .collect()
