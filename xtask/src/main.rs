@@ -256,6 +256,7 @@ fn plan(words: &[&str]) -> Option<Plan> {
         ["setup"] => Plan::new("setup")
             .then(setup::steps())
             .then(setup::kernel_steps()),
+        ["linux-source"] => Plan::new("linux-source").then(vec![setup::linux_source_step()]),
         ["lint"] => Plan::new("lint").then(setup::steps()).then(lint_steps()),
         ["cross"] => Plan::new("cross").then(setup::steps()).then(cross_steps()),
         _ => return None,
@@ -602,6 +603,7 @@ mod tests {
     const PLANS: &[&[&str]] = &[
         &["test"],
         &["setup"],
+        &["linux-source"],
         &["lint"],
         &["cross"],
         &["armv6-demo"],

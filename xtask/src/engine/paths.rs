@@ -33,16 +33,10 @@ pub fn command_dir(command: &str) -> PathBuf {
 }
 
 /// Where everything is cached, outside the clone: `PMU_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/pmu-workspace` or `~/.cache/pmu-workspace`.
+/// `$XDG_CACHE_HOME/pmu-workspace` or `~/.cache/pmu-workspace`. The rule lives in the
+/// test-support crate, whose tests read the Linux tarballs xtask caches there.
 pub fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("PMU_CACHE_DIR") {
-        return PathBuf::from(dir);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    base.join("pmu-workspace")
+    pmu_linux_source::cache_root()
 }
 
 /// Where the Debian artefacts are cached (the private apt state, kernels, headers,

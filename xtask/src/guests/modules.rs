@@ -93,7 +93,7 @@ pub fn module_step(arch: Arch) -> Step {
 /// vermagic names the kernel, the `.ko` is AArch64. A build for one of them does not load
 /// on the other (module_layout's CRC, `struct module`'s size), hence one each.
 pub fn debian_arm64() -> Result<Vec<PathBuf>, String> {
-    let apt = crate::host::apt::debian()?;
+    let apt = crate::host::apt::debian(crate::host::apt::Release::Bookworm)?;
     crate::guests::debian::kernels::ARM64_METAPACKAGES
         .iter()
         .map(|meta| {

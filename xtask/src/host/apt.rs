@@ -1,8 +1,8 @@
 //! The host's apt: what dpkg has installed, and the private apt states xtask fetches
 //! Debian's packages through ([`pmu_qemu::apt`]: suites × architectures, updates tried
-//! three times, an index the mirror keeps failing left out): the one of Debian's kernels,
-//! headers and `perf` ([`debian`]), and the one of each guest architecture's static
-//! busybox ([`busybox`]). The host's apt configuration is never changed.
+//! three times, an index the mirror keeps failing left out): one per Debian release whose
+//! kernels, headers and `perf` the guests use ([`debian`], [`Release`]), and one per guest
+//! architecture for its static busybox ([`busybox`], the host's release). The host's apt configuration is never changed.
 
 use std::fs;
 use std::ops::Deref;
@@ -64,24 +64,73 @@ impl Deref for Locked {
     }
 }
 
-/// The state of Debian's kernels, headers and `perf` (`<cache root>/debian/apt`, its
-/// downloads in `debian/debs`, its log [`log_path`]): the host's release, its `-updates`
-/// and `-security`, for [`ARCHITECTURES`]; lists fetched when there are none yet.
-pub fn debian() -> Result<Locked, String> {
-    let dir = debian_root().join("apt");
-    let lock = crate::engine::lock::exclusive(&dir, "Debian's private apt state")?;
-    let codename = os_codename();
+/// A Debian release whose kernels, headers and `perf` the guests boot and build against,
+/// each through its own private apt state ([`debian`]), whatever the host runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// Debian 12: Linux 6.1 (the default kernel) and the opt-in 6.12.
+    Bookworm,
+    /// Debian 13: Linux 6.12, and from its backports the newest Linux Debian ships (7.3).
+    Trixie,
+}
+
+impl Release {
+    /// `bookworm`, `trixie`.
+    pub fn codename(self) -> &'static str {
+        match self {
+            Release::Bookworm => "bookworm",
+            Release::Trixie => "trixie",
+        }
+    }
+
+    /// `Debian 12`, `Debian 13`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Release::Bookworm => "Debian 12",
+            Release::Trixie => "Debian 13",
+        }
+    }
+
+    /// The apt sources of the release's state: the release, `-updates`, `-security`, and
+    /// for Debian 13 its `-backports` (apt's default pin keeps backports out of the
+    /// candidates unless a package exists only there or is named with its version).
+    pub fn suites(self) -> Vec<String> {
+        let c = self.codename();
+        let mut suites = vec![
+            format!("http://deb.debian.org/debian {c} main"),
+            format!("http://deb.debian.org/debian {c}-updates main"),
+            format!("http://deb.debian.org/debian-security {c}-security main"),
+        ];
+        if self == Release::Trixie {
+            suites.push(format!("http://deb.debian.org/debian {c}-backports main"));
+        }
+        suites
+    }
+
+    /// The state's directory under the cache's Debian root (Debian 12's keeps the name it
+    /// had when it was the only one).
+    fn dir(self) -> PathBuf {
+        match self {
+            Release::Bookworm => debian_root().join("apt"),
+            Release::Trixie => debian_root().join("apt-trixie"),
+        }
+    }
+}
+
+/// The state of `release`'s kernels, headers and `perf` ([`Release::suites`], for
+/// [`ARCHITECTURES`]; its directory under `<cache root>/debian/`, the downloads of every
+/// release in `debian/debs`, the log [`log_path`]); lists fetched when there are none yet.
+pub fn debian(release: Release) -> Result<Locked, String> {
+    let dir = release.dir();
+    let lock =
+        crate::engine::lock::exclusive(&dir, &format!("{}'s private apt state", release.name()))?;
     let apt = Apt::open(
         Config {
             dir,
             debs: debian_root().join("debs"),
             log: log_path(),
             archs: ARCHITECTURES.map(String::from).to_vec(),
-            suites: vec![
-                format!("http://deb.debian.org/debian {codename} main"),
-                format!("http://deb.debian.org/debian {codename}-updates main"),
-                format!("http://deb.debian.org/debian-security {codename}-security main"),
-            ],
+            suites: release.suites(),
             progress: "    ".into(),
         },
         false,

@@ -20,6 +20,9 @@ pub const USAGE: &str =
                       when one fails. A step that needs a target, component or
                       program set-up did not provide stops with the command
                       that installs it.
+    linux-source      Only fetch the Linux 7.3 source the host tests check the
+                      SPE model and the module against (Debian 13 backports'
+                      linux-source-7.3, into the cache; nothing installed).
 ";
 
 /// The Debian package with the kernel source (its tarball: /usr/src/linux-source-6.12.tar.xz).
@@ -270,7 +273,73 @@ pub fn kernel_steps() -> Vec<Step> {
             ),
             crate::host::bindgen::ensure_bindgen,
         ),
+        linux_source_step(),
     ]
+}
+
+/// The step that puts the Linux 7.3 source tarball the host tests read in the cache
+/// ([`ensure_linux_source_7_3`]).
+pub fn linux_source_step() -> Step {
+    let tree = pmu_linux_source::Tree::Linux7_3;
+    Step::func(
+        format!(
+            "Linux {} source ({} from Debian's {}, cached)",
+            tree.version(),
+            tree.package(),
+            tree.suite()
+        ),
+        ensure_linux_source_7_3,
+    )
+}
+
+/// Fetches Debian 13 backports' `linux-source-7.3` through Debian 13's private apt state
+/// and puts its tarball where the host tests look for it
+/// (`pmu_linux_source::Tree::Linux7_3`: `<cache root>/linux-source/linux-source-7.3.tar.xz`,
+/// with the package version beside it in `linux-source-7.3.version`); nothing is installed
+/// on the host. Cached: fetched again only when the file is missing.
+pub fn ensure_linux_source_7_3() -> Result<(), String> {
+    let tree = pmu_linux_source::Tree::Linux7_3;
+    let to = tree.default_tarball();
+    let stamp = to.with_extension("").with_extension("version");
+    if to.is_file() {
+        let version = std::fs::read_to_string(&stamp).unwrap_or_default();
+        println!(
+            "    {} {} (cached): {}",
+            tree.package(),
+            version.trim(),
+            to.display()
+        );
+        return Ok(());
+    }
+    let apt = crate::host::apt::debian(crate::host::apt::Release::Trixie)?;
+    let package = apt.show(tree.package())?;
+    let debs = apt.fetch(&[tree.package().to_string()])?;
+    let deb = debs
+        .first()
+        .ok_or_else(|| format!("apt-get download {}: no .deb", tree.package()))?;
+    let dir = to.parent().expect("the tarball path has a directory");
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let partial = to.with_extension(format!("partial{}", std::process::id()));
+    let member = format!("./usr/src/{}.tar.xz", tree.package());
+    println!("    {member} from {}", deb.display());
+    pmu_qemu::apt::logged(
+        &crate::host::apt::log_path(),
+        Command::new("sh").arg("-c").arg(format!(
+            "dpkg-deb --fsys-tarfile '{}' | tar -xO '{member}' > '{}'",
+            deb.display(),
+            partial.display()
+        )),
+    )?;
+    std::fs::rename(&partial, &to).map_err(|e| format!("{}: {e}", to.display()))?;
+    std::fs::write(&stamp, format!("{}\n", package.version))
+        .map_err(|e| format!("{}: {e}", stamp.display()))?;
+    println!(
+        "    {} {}: {}",
+        tree.package(),
+        package.version,
+        to.display()
+    );
+    Ok(())
 }
 
 /// Installs the missing [`KERNEL_PACKAGES`] with apt; prints what is installed.

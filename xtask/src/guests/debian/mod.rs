@@ -27,7 +27,7 @@
 //! By job: [`kernels`] (a kernel's image and headers, unpacked), [`perf`] (`linux-perf`
 //! with its library closure), [`module`] (the stock module against Debian's headers),
 //! [`initramfs`] (the guest's archive) and [`run`] (the runs and their steps). The apt
-//! state is the host's ([`crate::host::apt::debian`]).
+//! state is the release's ([`crate::host::apt::debian`]).
 
 pub mod initramfs;
 pub mod kernels;

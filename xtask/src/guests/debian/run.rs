@@ -93,7 +93,7 @@ pub mod armhf_env {
 pub fn run_arm64() -> Result<(), String> {
     use crate::build::kernel::Arch;
     let started = std::time::Instant::now();
-    let apt = crate::host::apt::debian()?;
+    let apt = crate::host::apt::debian(crate::host::apt::Release::Bookworm)?;
     let [default, newer] = ARM64_METAPACKAGES.map(|meta| kernel(&apt, meta, "arm64", "arm64"));
     let (default, newer) = (default?, newer?);
     if default.release == newer.release {
@@ -147,7 +147,7 @@ pub fn run_arm64() -> Result<(), String> {
 /// cortex-a15`.
 pub fn run_armhf() -> Result<(), String> {
     let started = std::time::Instant::now();
-    let apt = crate::host::apt::debian()?;
+    let apt = crate::host::apt::debian(crate::host::apt::Release::Bookworm)?;
     let armmp = kernel(&apt, "linux-image-armmp", "armhf", "armmp")?;
     let lpae = kernel(&apt, "linux-image-armmp-lpae", "armhf", "armmp-lpae")?;
     let mut files = vec![("bin/pmu-demo".into(), crate::build::arm32_demo::armv7()?)];
