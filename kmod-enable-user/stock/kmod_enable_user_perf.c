@@ -5,7 +5,7 @@
  *
  * - Reservation: the layout's event counters are taken out of the counters perf may
  *   allocate from (struct arm_pmu, include/linux/perf/arm_pmu.h: `cntr_mask` since
- *   Linux 6.11, `num_events` before), so perf cannot hand them out while the module
+ *   Linux 6.12, `num_events` before; which one, features.mk probes in the headers), so perf cannot hand them out while the module
  *   holds them (armv8pmu_get_single_idx/get_chain_idx walk that mask; so do
  *   armv8pmu_enable_user_access's zeroing and KVM's counter count). A counter perf
  *   already holds at load stays perf's: its bit in perf's per-CPU `used_mask` makes
@@ -20,9 +20,9 @@
  *   the keeper's included, whose overflow interrupt perf enabled; perf's handler
  *   (armv8pmu_handle_irq) ends in armv8pmu_start, which revokes the grant.
  * - used_mask: read on the CPU with interrupts off (perf changes it there, under
- *   its context lock with interrupts off), as PMCNTENSET_EL0 bits: Linux 6.11+
- *   numbers perf's index as the counter (31 = PMCCNTR_EL0, 32 = PMICNTR_EL0);
- *   before 6.11 index 0 is PMCCNTR_EL0 and index i the counter i - 1
+ *   its context lock with interrupts off), as PMCNTENSET_EL0 bits: with `cntr_mask`
+ *   (Linux 6.12 on) perf numbers perf's index as the counter (31 = PMCCNTR_EL0, 32 = PMICNTR_EL0);
+ *   before it index 0 is PMCCNTR_EL0 and index i the counter i - 1
  *   (ARMV8_IDX_TO_COUNTER, arch/arm64/kernel/perf_event.c in 6.1).
  *
  * The arm_pmu is found through the keeper itself: to_arm_pmu(event->pmu).
@@ -39,7 +39,6 @@
 #include <linux/percpu.h>
 #include <linux/security.h>
 #include <linux/slab.h>
-#include <linux/version.h>
 
 #include "kmod_enable_user_perf.h"
 
@@ -48,7 +47,7 @@
 /* One arm_pmu whose counters the module narrowed, and what it took away. */
 struct eu_reserved_pmu {
 	struct arm_pmu *pmu;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#ifdef KMOD_EU_HAVE_CNTR_MASK
 	u64 cleared;		/* cntr_mask bits the module cleared */
 #else
 	int old_num_events;	/* num_events before the module narrowed it */
@@ -90,7 +89,7 @@ static int eu_reserve(struct arm_pmu *pmu, u64 layout_mask, const char **why)
 	}
 	r = &eu_pmus[eu_n_pmus];
 	r->pmu = pmu;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#ifdef KMOD_EU_HAVE_CNTR_MASK
 	r->cleared = 0;
 	for (i = 0; i < 31; i++) {
 		if (!(layout_mask & BIT_ULL(i)))
@@ -212,7 +211,7 @@ u64 kmod_eu_perf_used_here(void)
 	for (i = 0; i < ARMPMU_MAX_HWEVENTS && i < 64; i++) {
 		if (!test_bit(i, hw->used_mask))
 			continue;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#ifdef KMOD_EU_HAVE_CNTR_MASK
 		used |= BIT_ULL(i);
 #else
 		used |= i == 0 ? BIT_ULL(31) : BIT_ULL(i - 1);
@@ -238,7 +237,7 @@ void kmod_eu_perf_exit(void)
 	mutex_lock(&eu_perf_lock);
 	for (i = 0; i < eu_n_pmus; i++) {
 		struct eu_reserved_pmu *r = &eu_pmus[i];
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#ifdef KMOD_EU_HAVE_CNTR_MASK
 		unsigned int c;
 
 		for (c = 0; c < 31; c++)

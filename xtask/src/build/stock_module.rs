@@ -29,6 +29,7 @@ use crate::engine::paths::workspace_root;
 /// The flavour's sources, copied into the build directory (Kbuild builds in place).
 pub const SOURCES: &[&str] = &[
     "Kbuild",
+    "features.mk",
     "Makefile",
     "check-object.sh",
     "kmod_enable_user_glue.c",
