@@ -1,25 +1,43 @@
-//! Checks this crate's SPE bit positions against the Linux 6.12 source in the installed
-//! `linux-source-6.12` tarball, read at test time:
+//! Checks this crate's SPE bit positions and its restatement of the `arm_spe` driver against
+//! the Linux sources of both trees the workspace knows (`pmu_linux_source::Tree::Linux6_12`,
+//! Debian's `linux-source-6.12`, and `Tree::Linux7_3`, Debian 13 backports'
+//! `linux-source-7.3`), read at test time:
 //!
 //! - the perf format of the `arm_spe` PMU: every `GEN_PMU_FORMAT_ATTR(name)` of
 //!   drivers/perf/arm_spe_pmu.c with its `ATTR_CFG_FLD_<name>_{CFG,LO,HI}` defines, rendered
-//!   the way `__GEN_PMU_FORMAT_ATTR` renders the sysfs file, must equal
-//!   `PerfFormat::linux_6_12()` field for field;
+//!   the way `__GEN_PMU_FORMAT_ATTR` renders the sysfs file, must equal the tree's
+//!   `LinuxSpeDriver::rules().format` field for field;
+//! - which fields the driver hides without a feature (`arm_spe_pmu_format_attr_is_visible()`)
+//!   and which it refuses without one (`arm_spe_pmu_event_init()`), read from their `if`s and
+//!   replayed against `perf::event_init` and `PerfField::needs`;
+//! - the event filter rule (6.12's per-version masks, 7.3's probe) and the period floor;
 //! - the register fields: every `Field`/`Enum` of the SPE registers in
 //!   arch/arm64/tools/sysreg must appear in our field tables at the same bits (our tables may
-//!   add fields of newer Arm ARM releases, but only where 6.12 has `Res0`).
+//!   add fields of newer Arm ARM releases, but only where the tree has `Res0`).
 
-use pmu_linux_source as common;
+use pmu_linux_source::{self as common, Tree};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
+use std::path::Path;
 
-use pmu_armv8::spe::perf::{PerfField, PerfFormat};
-use pmu_armv8::spe::SpeRegister;
+use pmu_armv8::spe::perf::{
+    event_init, kernel_registers, DriverRules, EventFilterRes0, FieldNeeds, LinuxSpeDriver,
+    PerfEventAttr, PerfField, PerfFormat, PerfTarget, PeriodFloor,
+};
+use pmu_armv8::spe::{SpeCapabilities, SpeRegister, SpeVersion};
 
-fn kernel_files() -> (String, String) {
-    let root = common::extract(
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+/// The crate's rules for the release of `tree`.
+fn driver_of(tree: Tree) -> LinuxSpeDriver {
+    let driver = LinuxSpeDriver::parse(tree.version())
+        .unwrap_or_else(|| panic!("no LinuxSpeDriver for Linux {}", tree.version()));
+    assert_eq!(driver.version(), tree.version());
+    driver
+}
+
+fn kernel_files(tree: Tree) -> (String, String) {
+    let root = tree.extract(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
         "spe-src",
         &["*/drivers/perf/arm_spe_pmu.c", "*/arch/arm64/tools/sysreg"],
     );
@@ -28,10 +46,9 @@ fn kernel_files() -> (String, String) {
     (driver, sysreg)
 }
 
-/// `name -> "configN:lo[-hi]"` from the driver's defines, for the names it generates
-/// format attributes for.
-fn kernel_format_entries(driver: &str) -> BTreeMap<String, String> {
-    let mut defines: BTreeMap<String, String> = BTreeMap::new();
+/// `ATTR_CFG_FLD_<rest>` defines: `rest -> (value, comment)`.
+fn attr_defines(driver: &str) -> BTreeMap<String, (String, String)> {
+    let mut defines = BTreeMap::new();
     for line in driver.lines() {
         let mut words = line.split_whitespace();
         if words.next() != Some("#define") {
@@ -41,9 +58,20 @@ fn kernel_format_entries(driver: &str) -> BTreeMap<String, String> {
             continue;
         };
         if let Some(rest) = name.strip_prefix("ATTR_CFG_FLD_") {
-            defines.insert(rest.to_string(), value.to_string());
+            let comment = line
+                .split_once("/*")
+                .map(|(_, c)| c.trim_end().trim_end_matches("*/").trim().to_string())
+                .unwrap_or_default();
+            defines.insert(rest.to_string(), (value.to_string(), comment));
         }
     }
+    defines
+}
+
+/// `name -> "configN:lo[-hi]"` from the driver's defines, for the names it generates
+/// format attributes for.
+fn kernel_format_entries(driver: &str) -> BTreeMap<String, String> {
+    let defines = attr_defines(driver);
     let mut entries = BTreeMap::new();
     for line in driver.lines() {
         let Some(rest) = line.trim().strip_prefix("GEN_PMU_FORMAT_ATTR(") else {
@@ -54,6 +82,7 @@ fn kernel_format_entries(driver: &str) -> BTreeMap<String, String> {
             defines
                 .get(&format!("{name}_{suffix}"))
                 .unwrap_or_else(|| panic!("ATTR_CFG_FLD_{name}_{suffix} not defined"))
+                .0
                 .clone()
         };
         let (cfg, lo, hi) = (get("CFG"), get("LO"), get("HI"));
@@ -68,36 +97,337 @@ fn kernel_format_entries(driver: &str) -> BTreeMap<String, String> {
     entries
 }
 
+/// The tree's `GEN_PMU_FORMAT_ATTR`s, parsed, must be the tree's documented format.
 #[test]
 fn perf_format_matches_arm_spe_pmu_c() {
-    let (driver, _) = kernel_files();
-    let entries = kernel_format_entries(&driver);
-    assert_eq!(
-        entries.len(),
-        10,
-        "arm_spe_pmu.c generates {} format attributes: {entries:?}",
-        entries.len()
-    );
-    for name in entries.keys() {
-        assert!(
-            PerfField::from_name(name).is_some(),
-            "the kernel has a format field `{name}` this crate does not know"
-        );
-    }
-    let kernel = PerfFormat::from_entries(entries.iter().map(|(n, t)| (n.as_str(), t.as_str())))
-        .expect("kernel format entries parse");
-    let ours = PerfFormat::linux_6_12();
-    for field in PerfField::ALL {
+    for tree in Tree::ALL {
+        let (driver, _) = kernel_files(tree);
+        let entries = kernel_format_entries(&driver);
+        let ours = driver_of(tree).rules().format;
         assert_eq!(
-            kernel.field(field),
-            ours.field(field),
-            "`{}`: kernel {:?}, ours {:?}",
-            field.name(),
-            entries.get(field.name()),
-            ours.field(field).map(|f| f.to_string())
+            entries.len(),
+            ours.iter().count(),
+            "Linux {}'s arm_spe_pmu.c generates {} format attributes: {entries:?}",
+            tree.version(),
+            entries.len()
         );
+        for name in entries.keys() {
+            assert!(
+                PerfField::from_name(name).is_some(),
+                "Linux {} has a format field `{name}` this crate does not know",
+                tree.version()
+            );
+        }
+        let kernel =
+            PerfFormat::from_entries(entries.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+                .expect("kernel format entries parse");
+        for field in PerfField::ALL {
+            assert_eq!(
+                kernel.field(field),
+                ours.field(field),
+                "Linux {} `{}`: kernel {:?}, ours {:?}",
+                tree.version(),
+                field.name(),
+                entries.get(field.name()),
+                ours.field(field).map(|f| f.to_string())
+            );
+        }
+        assert_eq!(kernel, ours);
     }
-    assert_eq!(kernel, ours);
+    // The two documented layouts, by name, as the tests above found them.
+    assert_eq!(
+        LinuxSpeDriver::Linux6_12.rules().format,
+        PerfFormat::linux_6_12()
+    );
+    assert_eq!(
+        LinuxSpeDriver::Linux7_3.rules().format,
+        PerfFormat::linux_7_3()
+    );
+}
+
+/// The body of the C function whose definition starts with `signature`.
+fn function_body<'a>(driver: &'a str, signature: &str) -> &'a str {
+    let start = driver
+        .find(signature)
+        .unwrap_or_else(|| panic!("`{signature}` not in arm_spe_pmu.c"));
+    &driver[start..start + driver[start..].find("\n}").unwrap()]
+}
+
+/// The `if (...)` conditions of `body` whose statement is `return <ret>;`, whitespace folded.
+fn conditions_returning(body: &str, ret: &str) -> Vec<String> {
+    let folded: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let needle = format!("return {ret};");
+    let mut out = Vec::new();
+    let mut rest = folded.as_str();
+    while let Some(at) = rest.find(&needle) {
+        let before = &rest[..at];
+        if let Some(cond) = before.rfind("if (") {
+            out.push(before[cond..].to_string());
+        }
+        rest = &rest[at + needle.len()..];
+    }
+    out
+}
+
+/// Every `<prefix><identifier>` in `text`.
+fn identifiers_after(text: &str, prefix: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(prefix) {
+        let tail = &rest[at + prefix.len()..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        out.insert(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// The capabilities a driver `SPE_PMU_FEAT_<name>` stands for, as what a PE lacking it has:
+/// FEAT_SPEv1p2 with every filter (PMSIDR_EL1 FE 0, FT 1, FL 2, FnE 6, FDS 7, EFT 26;
+/// Interval 1024, 64-byte records, 12-bit counters) minus that feature, and `FieldNeeds`.
+fn without_feature(feature: &str) -> (SpeCapabilities, FieldNeeds) {
+    let all = EVERY_FEATURE_PMSIDR;
+    let (clear, needs) = match feature {
+        "FILT_EVT" => (1 << 0, FieldNeeds::Nothing),
+        "FILT_TYP" => (1 << 1, FieldNeeds::Nothing),
+        "FILT_LAT" => (1 << 2, FieldNeeds::Nothing),
+        "INV_FILT_EVT" => (1 << 6, FieldNeeds::InvertedEventFilter),
+        "FDS" => (1 << 7, FieldNeeds::DataSourceFilter),
+        "EFT" => (1 << 26, FieldNeeds::ExtendedTypeFilter),
+        // __arm_spe_pmu_dev_probe(): `pmsver >= ID_AA64DFR0_EL1_PMSVer_V1P2` (checked below).
+        "DISCARD" => {
+            return (
+                SpeCapabilities::decode_raw(SpeVersion::V1p1, all, 0),
+                FieldNeeds::Version1p2,
+            )
+        }
+        other => panic!("SPE_PMU_FEAT_{other}: a feature this test does not know"),
+    };
+    (
+        SpeCapabilities::decode_raw(SpeVersion::V1p2, all & !clear, 0),
+        needs,
+    )
+}
+
+/// FEAT_SPEv1p2 with every feature the drivers test.
+fn every_feature() -> SpeCapabilities {
+    SpeCapabilities::decode_raw(SpeVersion::V1p2, EVERY_FEATURE_PMSIDR, 0)
+}
+
+/// PMSIDR_EL1 FE 0, FT 1, FL 2, FnE 6, FDS 7, EFT 26, Interval 1024 (0b0100 at 11:8), MaxSize
+/// 64 bytes (0b0110 at 15:12), CountSize 12 bits (0b0010 at 19:16).
+const EVERY_FEATURE_PMSIDR: u64 = 0b111 | 1 << 6 | 1 << 7 | 1 << 26 | 0x2_6400;
+
+/// `arm_spe_pmu_format_attr_is_visible()`: each `if` that returns 0 names format attributes
+/// and the feature whose absence hides them. Our `PerfField::needs` must say the same, for
+/// every field of the tree's format, and `DriverRules::published_format` must hide exactly
+/// those on a PE without the feature.
+#[test]
+fn hidden_fields_match_format_attr_is_visible() {
+    for tree in Tree::ALL {
+        let (driver, _) = kernel_files(tree);
+        let rules = driver_of(tree).rules();
+        let body = function_body(&driver, "arm_spe_pmu_format_attr_is_visible(");
+        let mut gated: BTreeMap<String, String> = BTreeMap::new();
+        for cond in conditions_returning(body, "0") {
+            let features = identifiers_after(&cond, "SPE_PMU_FEAT_");
+            assert_eq!(features.len(), 1, "Linux {}: {cond}", tree.version());
+            let feature = features.into_iter().next().unwrap();
+            for name in identifiers_after(&cond, "&format_attr_") {
+                let name = name.trim_end_matches(".attr").to_string();
+                gated.insert(name, feature.clone());
+            }
+        }
+        assert!(gated.contains_key("inv_event_filter"), "{gated:?}");
+        if tree == Tree::Linux7_3 {
+            // __arm_spe_pmu_dev_probe() sets DISCARD from the version, not from PMSIDR_EL1.
+            assert!(driver.contains("if (spe_pmu->pmsver >= ID_AA64DFR0_EL1_PMSVer_V1P2)\n\t\tspe_pmu->features |= SPE_PMU_FEAT_DISCARD;"));
+        }
+        for (field, _) in rules.format.iter() {
+            let needs = match gated.get(field.name()) {
+                Some(feature) => without_feature(feature).1,
+                None => FieldNeeds::Nothing,
+            };
+            assert_eq!(
+                field.needs(),
+                needs,
+                "Linux {} `{}`",
+                tree.version(),
+                field.name()
+            );
+            if let Some(feature) = gated.get(field.name()) {
+                let (lacking, _) = without_feature(feature);
+                assert_eq!(rules.published_format(&lacking).field(field), None);
+                assert!(rules
+                    .published_format(&every_feature())
+                    .field(field)
+                    .is_some());
+            }
+        }
+    }
+}
+
+/// The attribute that makes the driver compute `what` (a PMSFCR_EL1 field name, or a format
+/// field name): the format field whose `ATTR_CFG_FLD_*_CFG` comment names `PMSFCR_EL1.<what>`
+/// (the type bits), or the field whose non-zero value sets the enable
+/// (`arm_spe_event_to_pmsfcr()`: FE from `event_filter`, FnE from `inv_event_filter`, FL from
+/// `min_latency`; FT from any type bit, `branch_filter` here), set to a value every rule and
+/// version accepts (event 7, mispredicted, is filterable on every version).
+fn attr_setting(
+    rules: &DriverRules,
+    defines: &BTreeMap<String, (String, String)>,
+    what: &str,
+) -> PerfEventAttr {
+    let field = match what {
+        "FE" => PerfField::EventFilter,
+        "FnE" => PerfField::InvEventFilter,
+        "FL" => PerfField::MinLatency,
+        "FT" => PerfField::BranchFilter,
+        name => {
+            let by_comment = defines.iter().find_map(|(k, (_, comment))| {
+                (comment == &format!("PMSFCR_EL1.{name}"))
+                    .then(|| k.trim_end_matches("_CFG").to_string())
+            });
+            let name = by_comment.unwrap_or_else(|| name.to_string());
+            PerfField::from_name(&name).unwrap_or_else(|| panic!("no field for `{what}`"))
+        }
+    };
+    let place = rules.format.field(field).expect("the tree has the field");
+    let value: u64 = if field.is_mask() { 0x80 } else { 1 };
+    let mut attr = PerfEventAttr {
+        sample_period: 4096,
+        ..PerfEventAttr::default()
+    };
+    let word = match place.word.name() {
+        "config" => &mut attr.config,
+        "config1" => &mut attr.config1,
+        "config2" => &mut attr.config2,
+        "config3" => &mut attr.config3,
+        _ => &mut attr.config4,
+    };
+    *word |= value << place.lo;
+    attr
+}
+
+/// `arm_spe_pmu_event_init()`: each `if` that returns -EOPNOTSUPP on a missing
+/// `SPE_PMU_FEAT_*` names what it tests (`PMSFCR_EL1_<bit>` of the computed PMSFCR_EL1, a
+/// format field through `ATTR_CFG_GET_FLD`, or the data source filter through
+/// `arm_spe_event_to_pmsdsfr()`). Replayed: an attribute setting each of them is refused by
+/// our `event_init` on a PE without that feature and accepted on one with every feature.
+#[test]
+fn refusals_match_event_init() {
+    for tree in Tree::ALL {
+        let (driver, _) = kernel_files(tree);
+        let rules = driver_of(tree).rules();
+        let defines = attr_defines(&driver);
+        let body = function_body(&driver, "static int arm_spe_pmu_event_init(");
+        let mut replayed = 0;
+        for cond in conditions_returning(body, "-EOPNOTSUPP") {
+            let features = identifiers_after(&cond, "SPE_PMU_FEAT_");
+            let Some(feature) = features.iter().next() else {
+                continue;
+            };
+            let mut tested: Vec<String> = identifiers_after(&cond, "PMSFCR_EL1_")
+                .into_iter()
+                .collect();
+            for field in identifiers_after(&cond, "ATTR_CFG_GET_FLD(&event->attr, ") {
+                tested.push(field);
+            }
+            if cond.contains("arm_spe_event_to_pmsdsfr(event) != U64_MAX") {
+                tested.push("inv_data_src_filter".to_string());
+            }
+            assert!(
+                !tested.is_empty(),
+                "Linux {}: nothing tested in {cond}",
+                tree.version()
+            );
+            let (lacking, _) = without_feature(feature);
+            for what in tested {
+                let attr = attr_setting(&rules, &defines, &what);
+                let on = |caps: &SpeCapabilities| {
+                    event_init(&attr, &PerfTarget::new(rules.driver, caps))
+                };
+                assert!(
+                    on(&lacking).is_err(),
+                    "Linux {}: `{what}` without SPE_PMU_FEAT_{feature} must be refused",
+                    tree.version()
+                );
+                assert_eq!(
+                    on(&every_feature()),
+                    Ok(()),
+                    "Linux {}: `{what}`",
+                    tree.version()
+                );
+                replayed += 1;
+            }
+        }
+        let expected = match tree {
+            // FE, FnE, FT, FL.
+            Tree::Linux6_12 => 4,
+            // And LDm, STm, Bm, SIMD, SIMDm, FP, FPm, discard, inv_data_src_filter.
+            Tree::Linux7_3 => 13,
+        };
+        assert_eq!(replayed, expected, "Linux {}", tree.version());
+    }
+}
+
+/// The event filter rule of each tree, read from the source: 6.12 has
+/// `arm_spe_pmsevfr_res0()` (its masks are evaluated in `pmsevfr_res0_rule_matches_the_kernel`),
+/// 7.3 writes all ones to PMSEVFR_EL1 at probe, keeps the complement of the read-back and
+/// refuses both filters against it. And the period floor of `arm_spe_event_sanitise_period()`:
+/// the PMU's minimum (6.12) or `FIELD_PREP(PMSIRR_EL1_INTERVAL_MASK, 1)` (7.3), 256 because
+/// INTERVAL starts at bit 8 (sysreg `PMSIRR_EL1`, `Field 31:8 INTERVAL`).
+#[test]
+fn event_filter_rule_and_period_floor_match_the_source() {
+    for tree in Tree::ALL {
+        let (driver, sysreg) = kernel_files(tree);
+        let rules = driver_of(tree).rules();
+        let table = driver.contains("static u64 arm_spe_pmsevfr_res0(");
+        let probed = driver.contains("write_sysreg_s(U64_MAX, SYS_PMSEVFR_EL1);")
+            && driver.contains("spe_pmu->pmsevfr_res0 = ~read_sysreg_s(SYS_PMSEVFR_EL1);");
+        let init = function_body(&driver, "static int arm_spe_pmu_event_init(");
+        let expected = match (table, probed) {
+            (true, false) => EventFilterRes0::PerVersionTable,
+            (false, true) => {
+                for filter in ["arm_spe_event_to_pmsevfr", "arm_spe_event_to_pmsnevfr"] {
+                    assert!(init.contains(&format!("if ({filter}(event) & spe_pmu->pmsevfr_res0)")));
+                }
+                EventFilterRes0::ProbedReadBack
+            }
+            other => panic!("Linux {}: neither or both rules: {other:?}", tree.version()),
+        };
+        assert_eq!(
+            rules.event_filter_res0,
+            expected,
+            "Linux {}",
+            tree.version()
+        );
+
+        let sanitise = function_body(&driver, "static void arm_spe_event_sanitise_period(");
+        let floor = if sanitise.contains("FIELD_PREP(PMSIRR_EL1_INTERVAL_MASK, 1)") {
+            PeriodFloor::OneIntervalUnit
+        } else {
+            assert!(
+                sanitise.contains("period = spe_pmu->min_period;"),
+                "{sanitise}"
+            );
+            PeriodFloor::MinimumInterval
+        };
+        assert_eq!(rules.period_floor, floor, "Linux {}", tree.version());
+        let (fields, _) = sysreg_block(&sysreg, "PMSIRR_EL1");
+        let (_, _, lsb) = fields.iter().find(|(n, _, _)| n == "INTERVAL").unwrap();
+        let attr = PerfEventAttr {
+            sample_period: 1,
+            ..PerfEventAttr::default()
+        };
+        let programmed = kernel_registers(&attr, &rules, true, false, false, 1024).pmsirr;
+        match floor {
+            PeriodFloor::OneIntervalUnit => assert_eq!(programmed, 1 << lsb),
+            PeriodFloor::MinimumInterval => assert_eq!(programmed, 1024),
+        }
+    }
 }
 
 /// A named field of a sysreg block: (name, msb, lsb).
@@ -136,53 +466,70 @@ fn sysreg_block(sysreg: &str, register: &str) -> (Vec<SysregField>, Vec<(u8, u8)
 
 #[test]
 fn register_fields_match_sysreg() {
-    let (_, sysreg) = kernel_files();
-    let registers = [
-        SpeRegister::Pmscr,
-        SpeRegister::Pmsfcr,
-        SpeRegister::Pmslatfr,
-        SpeRegister::Pmsirr,
-        SpeRegister::Pmsicr,
-        SpeRegister::Pmbptr,
-        SpeRegister::Pmblimitr,
-        SpeRegister::Pmbsr,
-    ];
-    let mut compared = 0;
-    for register in registers {
-        let (kernel, res0) = sysreg_block(&sysreg, register.name());
-        let ours: Vec<_> = register.fields(0).collect();
-        for (name, msb, lsb) in &kernel {
-            let mine = ours
-                .iter()
-                .find(|f| f.name.eq_ignore_ascii_case(name))
-                .unwrap_or_else(|| panic!("{register}.{name} missing from our table"));
-            assert_eq!(
-                (mine.msb, mine.lsb),
-                (*msb, *lsb),
-                "{register}.{name}: ours {}:{}, sysreg {msb}:{lsb}",
-                mine.msb,
-                mine.lsb
-            );
-            compared += 1;
+    for tree in Tree::ALL {
+        let (_, sysreg) = kernel_files(tree);
+        let mut registers = vec![
+            SpeRegister::Pmscr,
+            SpeRegister::Pmsfcr,
+            SpeRegister::Pmslatfr,
+            SpeRegister::Pmsirr,
+            SpeRegister::Pmsicr,
+            SpeRegister::Pmbptr,
+            SpeRegister::Pmblimitr,
+            SpeRegister::Pmbsr,
+        ];
+        if tree == Tree::Linux7_3 {
+            // 6.12's sysreg has no PMSDSFR_EL1.
+            registers.push(SpeRegister::Pmsdsfr);
         }
-        for mine in &ours {
-            if kernel
-                .iter()
-                .any(|(n, _, _)| mine.name.eq_ignore_ascii_case(n))
-            {
-                continue;
+        let mut compared = 0;
+        for register in registers {
+            let (kernel, res0) = sysreg_block(&sysreg, register.name());
+            let ours: Vec<_> = register.fields(0).collect();
+            for (name, msb, lsb) in &kernel {
+                let mine = ours
+                    .iter()
+                    .find(|f| f.name.eq_ignore_ascii_case(name))
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "Linux {}: {register}.{name} missing from our table",
+                            tree.version()
+                        )
+                    });
+                assert_eq!(
+                    (mine.msb, mine.lsb),
+                    (*msb, *lsb),
+                    "Linux {}: {register}.{name}: ours {}:{}, sysreg {msb}:{lsb}",
+                    tree.version(),
+                    mine.msb,
+                    mine.lsb
+                );
+                compared += 1;
             }
-            // A field of a newer Arm ARM: 6.12 must have those bits as Res0.
-            assert!(
-                res0.iter().any(|&(m, l)| l <= mine.lsb && mine.msb <= m),
-                "{register}.{} ({}:{}) is neither a 6.12 field nor in a 6.12 Res0 range",
-                mine.name,
-                mine.msb,
-                mine.lsb
-            );
+            for mine in &ours {
+                if kernel
+                    .iter()
+                    .any(|(n, _, _)| mine.name.eq_ignore_ascii_case(n))
+                {
+                    continue;
+                }
+                // A field of a newer Arm ARM: the tree must have those bits as Res0.
+                assert!(
+                    res0.iter().any(|&(m, l)| l <= mine.lsb && mine.msb <= m),
+                    "{register}.{} ({}:{}) is neither a Linux {} field nor in its Res0 ranges",
+                    mine.name,
+                    mine.msb,
+                    mine.lsb,
+                    tree.version()
+                );
+            }
         }
+        assert!(
+            compared >= 25,
+            "Linux {}: only {compared} fields compared",
+            tree.version()
+        );
     }
-    assert!(compared >= 25, "only {compared} fields compared");
 }
 
 /// Evaluates the C constant expressions of `PMSEVFR_EL1_RES0_*` in
@@ -334,8 +681,8 @@ fn pmsevfr_res0_rule_matches_the_kernel() {
     use pmu_armv8::spe::perf::linux_6_12_pmsevfr_res0;
     use pmu_armv8::spe::SpeVersion;
 
-    let root = common::extract(
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+    let root = Tree::Linux6_12.extract(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
         "spe-res0",
         &[
             "*/drivers/perf/arm_spe_pmu.c",

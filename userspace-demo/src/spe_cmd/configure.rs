@@ -439,12 +439,14 @@ fn perf_out(config: &SpeConfig, s: &CapsSource) -> PerfOut {
         error: None,
         instead: None,
     };
-    match perf::perf_event(config, &s.format) {
+    let target =
+        perf::PerfTarget::new(perf::LinuxSpeDriver::Linux6_12, &s.caps).with_format(s.format);
+    match perf::perf_event(config, &target) {
         Ok(event) => fill_perf(&mut out, &event, &s.format),
         Err(e) => {
             out.error = Some(e);
             if matches!(e, SpeError::PerfEventsRefused { .. }) {
-                if let Ok((event, post)) = perf::perf_event_with_post_filter(config, &s.format) {
+                if let Ok((event, post)) = perf::perf_event_with_post_filter(config, &target) {
                     let string = event.event_string(&out.pmu).to_string();
                     out.instead = Some(InsteadOut {
                         command: format!("perf record -e {string} -- <command>"),

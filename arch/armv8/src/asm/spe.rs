@@ -164,6 +164,20 @@ spe_msr!(
      into the reserved buffer again first."
 );
 spe_mrs!(
+    read_pmsdsfr_el1,
+    "S3_0_C9_C10_4",
+    "PMSDSFR_EL1",
+    "PMSDSFR_EL1 exists only with FEAT_SPE_FDS (PMSIDR_EL1.FDS = 1); otherwise it is UNDEFINED. \
+     Its encoding is Linux 7.3's `Sysreg PMSDSFR_EL1 3 0 9 10 4` (6.12 has no line for it)."
+);
+spe_msr!(
+    write_pmsdsfr_el1,
+    "S3_0_C9_C10_4",
+    "PMSDSFR_EL1",
+    "PMSDSFR_EL1 exists only with FEAT_SPE_FDS (PMSIDR_EL1.FDS = 1); otherwise it is UNDEFINED. \
+     Change it only while sampling is disabled."
+);
+spe_mrs!(
     read_pmbidr_el1,
     "S3_0_C9_C10_7",
     "PMBIDR_EL1",

@@ -288,6 +288,7 @@ impl SpeConfigBuilder {
                 pmsnevfr: caps
                     .inverted_event_filter
                     .then(|| self.excluded_events.map_or(0, |e| e.bits())),
+                pmsdsfr: None,
                 pmslatfr: u64::from(self.min_latency.unwrap_or(0)),
                 pmsirr: encode_interval(interval, self.jitter)?.get(),
                 pmsicr: 0,

@@ -495,6 +495,7 @@ fn check_raw_registers() {
         pmscr: 1,
         pmsirr: 0x1000,
         pmsnevfr: Some(0),
+        pmsdsfr: None,
         ..SpeRegisterValues::default()
     };
     let review = |values: SpeRegisterValues| {

@@ -6,7 +6,7 @@ use core::fmt;
 
 use super::config::OperationTypes;
 use super::events::SpeEvents;
-use super::perf::PerfField;
+use super::perf::{EventFilterRes0, LinuxSpeDriver, PerfField};
 use super::pmbsr_el1::BufferSyndrome;
 use super::version::SpeVersion;
 
@@ -23,6 +23,11 @@ pub enum SpeFilter {
     /// Inverted event filter, PMSFCR_EL1.FnE with PMSNEVFR_EL1 (PMSIDR_EL1.FnE,
     /// FEAT_SPEv1p2).
     InvertedEvent,
+    /// Extended type filter: PMSFCR_EL1.{SIMD, FP} and the type masks {B, LD, ST, SIMD,
+    /// FP}m (PMSIDR_EL1.EFT, FEAT_SPE_EFT).
+    ExtendedType,
+    /// Data source filter, PMSFCR_EL1.FDS with PMSDSFR_EL1 (PMSIDR_EL1.FDS, FEAT_SPE_FDS).
+    DataSource,
 }
 
 impl SpeFilter {
@@ -33,6 +38,8 @@ impl SpeFilter {
             Self::Type => "PMSIDR_EL1.FT",
             Self::Latency => "PMSIDR_EL1.FL",
             Self::InvertedEvent => "PMSIDR_EL1.FnE",
+            Self::ExtendedType => "PMSIDR_EL1.EFT",
+            Self::DataSource => "PMSIDR_EL1.FDS",
         }
     }
 }
@@ -44,6 +51,10 @@ impl fmt::Display for SpeFilter {
             Self::Type => "operation type filter (PMSFCR_EL1.FT, B/LD/ST)",
             Self::Latency => "latency filter (PMSFCR_EL1.FL, PMSLATFR_EL1)",
             Self::InvertedEvent => "inverted event filter (PMSFCR_EL1.FnE, PMSNEVFR_EL1)",
+            Self::ExtendedType => {
+                "extended type filter (PMSFCR_EL1.SIMD/FP and the type masks, FEAT_SPE_EFT)"
+            }
+            Self::DataSource => "data source filter (PMSFCR_EL1.FDS, PMSDSFR_EL1, FEAT_SPE_FDS)",
         })
     }
 }
@@ -210,18 +221,27 @@ pub enum SpeError {
         /// The field whose entry did not parse.
         field: PerfField,
     },
-    /// The kernel refuses these `event_filter`/`inv_event_filter` bits for this SPE version
+    /// The kernel refuses these `event_filter`/`inv_event_filter` bits
     /// (`perf_event_open` fails with EOPNOTSUPP): Linux 6.12's `arm_spe_pmsevfr_res0()` treats
-    /// them as RES0 even where the hardware may filter on them. Record with a broader perf
-    /// filter and select the samples after decoding
+    /// them as RES0 by SPE version even where the hardware may filter on them; Linux 7.3
+    /// refuses the bits PMSEVFR_EL1 did not keep when it wrote all ones at probe time. Record
+    /// with a broader perf filter and select the samples after decoding
     /// ([`crate::spe::perf::perf_event_with_post_filter`]), or program the registers directly.
     PerfEventsRefused {
         /// `event_filter` or `inv_event_filter`.
         field: PerfField,
         /// The SPE version the kernel's rule was applied for.
         version: SpeVersion,
+        /// The release whose rule refused them.
+        driver: LinuxSpeDriver,
         /// The refused bits.
         bits: u64,
+    },
+    /// Linux 7.3 refuses perf's `discard` term before FEAT_SPEv1p2 (`SPE_PMU_FEAT_DISCARD`
+    /// needs PMSVer at least V1P2): record normally instead.
+    DiscardNotImplemented {
+        /// The PE's SPE version.
+        version: SpeVersion,
     },
 }
 
@@ -261,6 +281,7 @@ impl SpeError {
             PerfFieldUnavailable,
             PerfFormatInvalid,
             PerfEventsRefused,
+            DiscardNotImplemented,
         )
     }
 }
@@ -379,16 +400,39 @@ impl fmt::Display for SpeError {
             Self::PerfEventsRefused {
                 field,
                 version,
+                driver,
                 bits,
-            } => write!(
+            } => {
+                write!(
+                    f,
+                    "perf cannot express `{}` bits {bits:#x} on {version}: ",
+                    field.name()
+                )?;
+                match driver.rules().event_filter_res0 {
+                    EventFilterRes0::PerVersionTable => write!(
+                        f,
+                        "{driver} (arm_spe_pmsevfr_res0() in drivers/perf/arm_spe_pmu.c) treats \
+                         them as RES0"
+                    )?,
+                    EventFilterRes0::ProbedReadBack => write!(
+                        f,
+                        "{driver} refuses the PMSEVFR_EL1 bits that read 0 after its probe wrote \
+                         all ones (the kernel's caps/event_filter lists the others; without it \
+                         only the events the Arm ARM makes filterable at this version are \
+                         assumed)"
+                    )?,
+                }
+                f.write_str(
+                    " and perf_event_open fails with EOPNOTSUPP; record with a broader perf \
+                     filter (without these events) and keep the matching samples after decoding \
+                     (`pmu-demo spe decode perf.data` with the same event options), or program \
+                     the register values directly on bare metal",
+                )
+            }
+            Self::DiscardNotImplemented { version } => write!(
                 f,
-                "perf cannot express `{}` bits {bits:#x} on {version}: Linux 6.12 \
-                 (arm_spe_pmsevfr_res0() in drivers/perf/arm_spe_pmu.c) treats them as RES0 and \
-                 perf_event_open fails with EOPNOTSUPP; record with a broader perf filter \
-                 (without these events) and keep the matching samples after decoding \
-                 (`pmu-demo spe decode perf.data` with the same event options), or program the \
-                 register values directly on bare metal",
-                field.name()
+                "perf's `discard` needs FEAT_SPEv1p2 and this PE has {version}: Linux 7.3 \
+                 refuses it (EOPNOTSUPP); record normally instead"
             ),
         }
     }

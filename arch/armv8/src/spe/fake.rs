@@ -57,7 +57,7 @@ pub struct RecordingSpe {
     id_aa64dfr0: u64,
     pmbidr: u64,
     pmsidr: u64,
-    values: [u64; 10],
+    values: [u64; 11],
     log: [Option<SpeAccess>; LOG_CAPACITY],
     log_len: usize,
     violations: [Option<Violation>; 8],
@@ -80,6 +80,7 @@ const fn slot(register: SpeRegister) -> usize {
         SpeRegister::Pmbptr => 7,
         SpeRegister::Pmblimitr => 8,
         SpeRegister::Pmbsr => 9,
+        SpeRegister::Pmsdsfr => 10,
     }
 }
 
@@ -90,7 +91,7 @@ impl RecordingSpe {
             id_aa64dfr0,
             pmbidr,
             pmsidr,
-            values: [0; 10],
+            values: [0; 11],
             log: [None; LOG_CAPACITY],
             log_len: 0,
             violations: [None; 8],
@@ -169,8 +170,15 @@ impl RecordingSpe {
         self.pmsidr & (1 << 6) != 0
     }
 
+    fn has_fds(&self) -> bool {
+        self.pmsidr & (1 << 7) != 0
+    }
+
     fn check_defined(&mut self, register: SpeRegister) {
-        if !self.has_spe() || (register == SpeRegister::Pmsnevfr && !self.has_fne()) {
+        if !self.has_spe()
+            || (register == SpeRegister::Pmsnevfr && !self.has_fne())
+            || (register == SpeRegister::Pmsdsfr && !self.has_fds())
+        {
             self.violate(Violation::Undefined(register));
         }
     }

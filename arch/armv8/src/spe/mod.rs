@@ -29,7 +29,8 @@
 //!   is the recording register file the host tests use;
 //! - [`model`]: whether the hardware records a given operation under given registers;
 //! - [`perf`]: the configuration as a Linux `arm_spe` perf event and event string, under
-//!   Linux 6.12's rules (filters perf refuses become a [`perf::PostFilter`]);
+//!   the rules of Linux 6.12 or 7.3 ([`perf::LinuxSpeDriver`]; filters perf refuses become a
+//!   [`perf::PostFilter`]), and what the driver accepts and programs for a perf event;
 //! - [`decode`]: the record packet stream decoder, checked against perf's own;
 //! - [`perf_data`]: the reader for the `perf.data` files `perf record` writes;
 //! - `serialize` (feature `serde`): `serde::Serialize` for what a tool prints of all the
@@ -40,7 +41,7 @@
 //! exclusives taken for atomics).
 //!
 //! Sources: Arm ARM DDI 0487 M.a.a, D24.7 (SPE registers), D24.2.80 (ID_AA64DFR0_EL1), D18.2.6
-//! (Events packet), D17.9 (synchronization), C6.2.318 (PSB); Linux 6.12
+//! (Events packet), D17.9 (synchronization), C6.2.318 (PSB); Linux 6.12 and 7.3
 //! `arch/arm64/tools/sysreg` and `drivers/perf/arm_spe_pmu.c`.
 //!
 #![doc = include_str!("walkthrough.md")]
@@ -95,6 +96,7 @@ pub mod pmblimitr_el1;
 pub mod pmbptr_el1;
 pub mod pmbsr_el1;
 pub mod pmscr_el1;
+pub mod pmsdsfr_el1;
 pub mod pmsevfr_el1;
 pub mod pmsfcr_el1;
 pub mod pmsicr_el1;
@@ -122,6 +124,7 @@ pub use pmblimitr_el1::{PmblimitrEl1, PMBLIMITR_EL1};
 pub use pmbptr_el1::{PmbptrEl1, PMBPTR_EL1};
 pub use pmbsr_el1::{BufferStatus, BufferSyndrome, ManagementEvent, PmbsrEl1, PMBSR_EL1};
 pub use pmscr_el1::{PmscrEl1, PMSCR_EL1};
+pub use pmsdsfr_el1::{PmsdsfrEl1, PMSDSFR_EL1};
 pub use pmsevfr_el1::{PmsevfrEl1, PMSEVFR_EL1};
 pub use pmsfcr_el1::{PmsfcrEl1, PMSFCR_EL1};
 pub use pmsicr_el1::{PmsicrEl1, PMSICR_EL1};

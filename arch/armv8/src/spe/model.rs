@@ -243,6 +243,7 @@ mod tests {
                 pmsfcr: fcr_bits | (type_bits << 16),
                 pmsevfr,
                 pmsnevfr,
+                pmsdsfr: None,
                 pmslatfr: minlat,
                 pmsirr: 0x1000,
                 pmsicr: 0,
@@ -453,6 +454,7 @@ mod tests {
             pmscr: 1,
             pmsirr: 0x1000,
             pmsnevfr: Some(0),
+            pmsdsfr: None,
             ..SpeRegisterValues::default()
         };
         let any_op = op(OperationTypes::LOADS, 1000, SpeEvents::all());

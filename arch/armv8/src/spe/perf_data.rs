@@ -276,6 +276,10 @@ pub struct PerfFileAttr {
     /// `attr.config3` (Linux 6.3 and later; 0 before).
     #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
     pub config3: u64,
+    /// `attr.config4` (Linux 7.3's `PERF_ATTR_SIZE_VER9`, include/uapi/linux/perf_event.h;
+    /// 0 before).
+    #[cfg_attr(feature = "serde", serde(with = "crate::spe::serialize::hex"))]
+    pub config4: u64,
     /// `attr.sample_period` (or `sample_freq` when `freq` is set).
     pub sample_period: u64,
     /// `attr.exclude_user`.
@@ -296,6 +300,7 @@ impl PerfFileAttr {
             config1: self.config1,
             config2: self.config2,
             config3: self.config3,
+            config4: self.config4,
             sample_period: self.sample_period,
             exclude_user: self.exclude_user,
             exclude_kernel: self.exclude_kernel,
@@ -536,6 +541,7 @@ fn parse_attr(r: Reader<'_>, offset: u64, room: u64) -> Result<PerfFileAttr, Per
         config1: word(56),
         config2: word(64),
         config3: word(128),
+        config4: word(136),
         exclude_user: flags & (1 << 4) != 0,
         exclude_kernel: flags & (1 << 5) != 0,
     })

@@ -146,13 +146,16 @@ pub unsafe fn program_filters<R: SpeRegisterFile + ?Sized>(regs: &mut R, config:
 unsafe fn write_filters<R: SpeRegisterFile + ?Sized>(regs: &mut R, config: &SpeConfig) {
     let values = config.registers();
     // SAFETY: the caller upholds the register file's contract and disabled sampling; `config`
-    // was validated for this PE, and PMSNEVFR_EL1 is `Some` only when the PE has
-    // FEAT_SPE_FnE.
+    // was validated for this PE, PMSNEVFR_EL1 is `Some` only when the PE has FEAT_SPE_FnE and
+    // PMSDSFR_EL1 only when it has FEAT_SPE_FDS.
     unsafe {
         regs.write(SpeRegister::Pmslatfr, values.pmslatfr);
         regs.write(SpeRegister::Pmsevfr, values.pmsevfr);
         if let Some(pmsnevfr) = values.pmsnevfr {
             regs.write(SpeRegister::Pmsnevfr, pmsnevfr);
+        }
+        if let Some(pmsdsfr) = values.pmsdsfr {
+            regs.write(SpeRegister::Pmsdsfr, pmsdsfr);
         }
         regs.write(SpeRegister::Pmsfcr, values.pmsfcr);
         regs.write(SpeRegister::Pmsirr, values.pmsirr);
@@ -394,6 +397,7 @@ impl SpeRegisterFile for El1Spe {
                 SpeRegister::Pmsfcr => a::write_pmsfcr_el1(value),
                 SpeRegister::Pmsevfr => a::write_pmsevfr_el1(value),
                 SpeRegister::Pmsnevfr => a::write_pmsnevfr_el1(value),
+                SpeRegister::Pmsdsfr => a::write_pmsdsfr_el1(value),
                 SpeRegister::Pmslatfr => a::write_pmslatfr_el1(value),
                 SpeRegister::Pmsirr => a::write_pmsirr_el1(value),
                 SpeRegister::Pmsicr => a::write_pmsicr_el1(value),
@@ -414,6 +418,7 @@ impl SpeRegisterFile for El1Spe {
                 SpeRegister::Pmsfcr => a::read_pmsfcr_el1(),
                 SpeRegister::Pmsevfr => a::read_pmsevfr_el1(),
                 SpeRegister::Pmsnevfr => a::read_pmsnevfr_el1(),
+                SpeRegister::Pmsdsfr => a::read_pmsdsfr_el1(),
                 SpeRegister::Pmslatfr => a::read_pmslatfr_el1(),
                 SpeRegister::Pmsirr => a::read_pmsirr_el1(),
                 SpeRegister::Pmsicr => a::read_pmsicr_el1(),

@@ -23,6 +23,8 @@ pub enum SpeRegister {
     Pmsevfr,
     /// PMSNEVFR_EL1: events a sample must not have (FEAT_SPEv1p2).
     Pmsnevfr,
+    /// PMSDSFR_EL1: data sources a sample must have (FEAT_SPE_FDS).
+    Pmsdsfr,
     /// PMSLATFR_EL1: minimum latency.
     Pmslatfr,
     /// PMSIRR_EL1: sampling interval and jitter.
@@ -45,6 +47,7 @@ impl SpeRegister {
             Self::Pmsfcr => "PMSFCR_EL1",
             Self::Pmsevfr => "PMSEVFR_EL1",
             Self::Pmsnevfr => "PMSNEVFR_EL1",
+            Self::Pmsdsfr => "PMSDSFR_EL1",
             Self::Pmslatfr => "PMSLATFR_EL1",
             Self::Pmsirr => "PMSIRR_EL1",
             Self::Pmsicr => "PMSICR_EL1",
@@ -82,6 +85,8 @@ pub struct SpeRegisterValues {
     pub pmsevfr: u64,
     /// PMSNEVFR_EL1, if the PE has it.
     pub pmsnevfr: Option<u64>,
+    /// PMSDSFR_EL1, if the PE has it (FEAT_SPE_FDS); all ones keeps every data source.
+    pub pmsdsfr: Option<u64>,
     /// PMSLATFR_EL1.
     pub pmslatfr: u64,
     /// PMSIRR_EL1.
@@ -95,10 +100,12 @@ impl SpeRegisterValues {
     /// event, inverted event, control), the interval, the interval counter, and PMSCR_EL1 last.
     pub fn in_programming_order(&self) -> impl Iterator<Item = (SpeRegister, u64)> {
         let pmsnevfr = self.pmsnevfr.map(|v| (SpeRegister::Pmsnevfr, v));
+        let pmsdsfr = self.pmsdsfr.map(|v| (SpeRegister::Pmsdsfr, v));
         [
             Some((SpeRegister::Pmslatfr, self.pmslatfr)),
             Some((SpeRegister::Pmsevfr, self.pmsevfr)),
             pmsnevfr,
+            pmsdsfr,
             Some((SpeRegister::Pmsfcr, self.pmsfcr)),
             Some((SpeRegister::Pmsirr, self.pmsirr)),
             Some((SpeRegister::Pmsicr, self.pmsicr)),
@@ -291,6 +298,14 @@ static PMSFCR_FIELDS: [FieldDef; 15] = [
     f("SIMDm", 52, 52, "SIMD filter mask (FEAT_SPE_EFT)"),
 ];
 
+// Arm ARM D24.7 PMSDSFR_EL1 / Linux 7.3 sysreg `PMSDSFR_EL1` (`Field 63:0 S`).
+static PMSDSFR_FIELDS: [FieldDef; 1] = [f(
+    "S",
+    63,
+    0,
+    "with FDS: bit n keeps samples whose data source is n",
+)];
+
 // Arm ARM D24.7.16.
 static PMSLATFR_FIELDS: [FieldDef; 1] = [f(
     "MINLAT",
@@ -374,6 +389,7 @@ fn field_table(register: SpeRegister) -> &'static [FieldDef] {
         SpeRegister::Pmbptr => &PMBPTR_FIELDS,
         SpeRegister::Pmblimitr => &PMBLIMITR_FIELDS,
         SpeRegister::Pmbsr => &PMBSR_FIELDS,
+        SpeRegister::Pmsdsfr => &PMSDSFR_FIELDS,
         SpeRegister::Pmsevfr | SpeRegister::Pmsnevfr => &[],
     }
 }
@@ -604,6 +620,7 @@ mod tests {
     fn programming_order() {
         let values = SpeRegisterValues {
             pmsnevfr: Some(0x80),
+            pmsdsfr: None,
             ..SpeRegisterValues::default()
         };
         let order: std::vec::Vec<_> = values.in_programming_order().map(|(r, _)| r).collect();

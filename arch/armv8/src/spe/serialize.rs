@@ -593,6 +593,7 @@ mod tests {
             config1: 0x200,
             config2: 120,
             config3: 0,
+            config4: 0,
             sample_period: 4096,
             exclude_user: false,
             exclude_kernel: true,
@@ -600,7 +601,7 @@ mod tests {
         assert_eq!(
             to_value(attr).unwrap(),
             json!({"config": "0x100000001", "config1": "0x200", "config2": "0x78",
-                   "config3": "0x0", "sample_period": 4096, "exclude_user": false,
+                   "config3": "0x0", "config4": "0x0", "sample_period": 4096, "exclude_user": false,
                    "exclude_kernel": true})
         );
         let chunk = AuxtraceChunk {
@@ -634,6 +635,7 @@ mod tests {
             config1: 0,
             config2: 120,
             config3: 0,
+            config4: 0,
             sample_period: 4096,
             exclude_user: false,
             exclude_kernel: true,
@@ -644,7 +646,8 @@ mod tests {
             serde_json::to_string(&attr).unwrap(),
             r#"{"pmu_type":10,"config":"0x200000000","config1":"0x0","config2":"0x78","#
                 .to_string()
-                + r#""config3":"0x0","sample_period":4096,"exclude_user":false,"#
+                + r#""config3":"0x0","config4":"0x0","sample_period":4096,"#
+                + r#""exclude_user":false,"#
                 + r#""exclude_kernel":true,"offset":104,"size":136}"#
         );
         let chunk = AuxtraceChunk {

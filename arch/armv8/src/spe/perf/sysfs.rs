@@ -2,10 +2,15 @@
 //! `/sys/bus/event_source/devices/` (feature `std`): their perf `type`, their `format/`
 //! entries and their `caps/`.
 //!
-//! Layout, from Linux 6.12 drivers/perf/arm_spe_pmu.c: one directory per SPE PMU instance
-//! (`arm_spe_0`, ...), with `type` (the `perf_event_attr.type` number), `format/<field>`
-//! (`config1:0-63`), `caps/{arch_inst, ernd, count_size, min_interval}` (decimal) and
-//! `cpumask`. `format/inv_event_filter` exists only on PEs with FEAT_SPE_FnE.
+//! Layout, from Linux 6.12 and 7.3 drivers/perf/arm_spe_pmu.c: one directory per SPE PMU
+//! instance (`arm_spe_0`, ...), with `type` (the `perf_event_attr.type` number),
+//! `format/<field>` (`config1:0-63`), `caps/{arch_inst, ernd, count_size, min_interval}`
+//! (decimal) and `cpumask`. `format/inv_event_filter` exists only on PEs with FEAT_SPE_FnE.
+//! Linux 7.3 adds `caps/event_filter` (hex, `0x…`: the PMSEVFR_EL1 bits that read 1 after its
+//! probe wrote all ones) and publishes `format/discard` only from FEAT_SPEv1p2, the
+//! FEAT_SPE_EFT fields (`simd_filter`, `float_filter`, the `*_filter_mask` bits) only with
+//! PMSIDR_EL1.EFT and `format/inv_data_src_filter` only with PMSIDR_EL1.FDS
+//! (`arm_spe_pmu_format_attr_is_visible()`), so the format tells which of these the PE has.
 
 extern crate std;
 
@@ -15,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::string::String;
 use std::vec::Vec;
 
-use super::PerfFormat;
+use super::{LinuxSpeDriver, PerfFormat, PerfTarget};
 use crate::spe::capabilities::SpeCapabilities;
 use crate::spe::error::SpeError;
 use crate::spe::perf::PerfField;
@@ -37,7 +42,7 @@ pub enum SysfsError {
     },
     /// A format entry did not parse.
     Format(SpeError),
-    /// A `type` or `caps/` file did not hold a decimal number.
+    /// A `type` or `caps/` file did not hold a number (decimal; `caps/event_filter`: hex).
     NotANumber {
         /// The file.
         path: PathBuf,
@@ -51,7 +56,7 @@ impl core::fmt::Display for SysfsError {
             Self::Format(e) => e.fmt(f),
             Self::NotANumber { path } => write!(
                 f,
-                "{} does not hold a decimal number: is this an arm_spe PMU directory?",
+                "{} does not hold a number: is this an arm_spe PMU directory?",
                 path.display()
             ),
         }
@@ -80,6 +85,9 @@ pub struct SysfsCaps {
     pub count_size: Option<u32>,
     /// `caps/min_interval`: minimum sampling interval.
     pub min_interval: Option<u32>,
+    /// `caps/event_filter` (Linux 7.3): the PMSEVFR_EL1 bits that read 1 after the driver
+    /// wrote all ones, the event filter bits it accepts.
+    pub event_filter: Option<u64>,
 }
 
 /// One `arm_spe` PMU instance.
@@ -105,19 +113,58 @@ impl SpePmu {
         self.format.field(PerfField::InvEventFilter).is_some()
     }
 
+    /// Whether the kernel publishes the FEAT_SPE_EFT type filters (Linux 7.3 on a PE with
+    /// PMSIDR_EL1.EFT).
+    pub fn has_extended_type_filter(&self) -> bool {
+        PerfField::EXTENDED_TYPE
+            .iter()
+            .any(|&f| self.format.field(f).is_some())
+    }
+
+    /// Whether the kernel publishes `inv_data_src_filter` (Linux 7.3 on a PE with
+    /// PMSIDR_EL1.FDS).
+    pub fn has_data_source_filter(&self) -> bool {
+        self.format.field(PerfField::InvDataSrcFilter).is_some()
+    }
+
     /// The SPE version to assume: sysfs does not publish PMSVer. FEAT_SPE_FnE implies
-    /// FEAT_SPEv1p2; otherwise the conservative FEAT_SPE.
+    /// FEAT_SPEv1p2, and so does `discard` (Linux 7.3 publishes it from PMSVer V1P2 on);
+    /// otherwise the conservative FEAT_SPE.
     pub fn assumed_version(&self) -> SpeVersion {
-        if self.has_inverted_filter() {
+        if self.has_inverted_filter() || self.format.field(PerfField::Discard).is_some() {
             SpeVersion::V1p2
         } else {
             SpeVersion::V1p0
         }
     }
 
+    /// The kernel this PMU's files show at least: Linux 7.3 when it publishes anything 6.12
+    /// does not (`caps/event_filter`, a 7.3 format field), else `None` (6.12, or a 7.3
+    /// kernel on a PE without the new features: sysfs cannot tell those apart).
+    pub fn newer_kernel_evidence(&self) -> Option<LinuxSpeDriver> {
+        let only_7_3 = self.caps.event_filter.is_some()
+            || PerfField::ALL.iter().any(|&f| {
+                self.format.field(f).is_some()
+                    && LinuxSpeDriver::Linux6_12.rules().format.field(f).is_none()
+            });
+        only_7_3.then_some(LinuxSpeDriver::Linux7_3)
+    }
+
+    /// The perf target for `driver`'s rules on this PMU: its published format, the
+    /// capabilities for `version`, and (where the kernel publishes it) the PMSEVFR_EL1
+    /// read-back.
+    pub fn target(&self, driver: LinuxSpeDriver, version: SpeVersion) -> PerfTarget {
+        let target = PerfTarget::new(driver, &self.capabilities(version)).with_format(self.format);
+        match self.caps.event_filter {
+            Some(read_back) => target.with_event_filter_read_back(read_back),
+            None => target,
+        }
+    }
+
     /// Capabilities for validating a configuration in user space, built from what sysfs
     /// publishes. Linux's driver refuses PEs without the event, type and latency filters, so
-    /// FE/FT/FL are set; MaxSize (not published) is taken as 64 bytes; the buffer is EL1's.
+    /// FE/FT/FL are set; FnE, EFT and FDS follow the format fields the kernel shows only with
+    /// them; MaxSize (not published) is taken as 64 bytes; the buffer is EL1's.
     pub fn capabilities(&self, version: SpeVersion) -> SpeCapabilities {
         let interval_code: u64 = match self.caps.min_interval {
             Some(512) => 0b0010,
@@ -134,14 +181,16 @@ impl SpePmu {
             _ => 0b0010,
         };
         // PMSIDR_EL1 fields (Arm ARM D24.7.14): FE 0, FT 1, FL 2, ArchInst 3, ERnd 5, FnE 6,
-        // Interval 11:8, MaxSize 15:12 (0b0110 = 64 B), CountSize 19:16.
+        // FDS 7, Interval 11:8, MaxSize 15:12 (0b0110 = 64 B), CountSize 19:16, EFT 26.
         let pmsidr = 0b111
             | u64::from(self.caps.arch_inst.unwrap_or(false)) << 3
             | u64::from(self.caps.ernd.unwrap_or(false)) << 5
             | u64::from(self.has_inverted_filter()) << 6
+            | u64::from(self.has_data_source_filter()) << 7
             | interval_code << 8
             | 0b0110 << 12
-            | count_size_code << 16;
+            | count_size_code << 16
+            | u64::from(self.has_extended_type_filter()) << 26;
         SpeCapabilities::decode_raw(version, pmsidr, 0)
     }
 }
@@ -168,6 +217,24 @@ fn read_optional_number(path: &Path) -> Result<Option<u32>, SysfsError> {
     } else {
         Ok(None)
     }
+}
+
+/// A `0x…` file (Linux 7.3 `arm_spe_pmu_cap_show_hex()`: `"0x%llx\n"`), if present.
+fn read_optional_hex(path: &Path) -> Result<Option<u64>, SysfsError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = read(path)?;
+    let text = text.trim();
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    u64::from_str_radix(digits, 16)
+        .map(Some)
+        .map_err(|_| SysfsError::NotANumber {
+            path: path.to_path_buf(),
+        })
 }
 
 /// Reads a `format/` directory into a [`PerfFormat`] (see [`PerfFormat::from_entries`]).
@@ -209,6 +276,7 @@ pub fn read_pmu(dir: &Path) -> Result<SpePmu, SysfsError> {
         ernd: flag(read_optional_number(&caps_dir.join("ernd"))?),
         count_size: read_optional_number(&caps_dir.join("count_size"))?,
         min_interval: read_optional_number(&caps_dir.join("min_interval"))?,
+        event_filter: read_optional_hex(&caps_dir.join("event_filter"))?,
     };
     Ok(SpePmu {
         name,
@@ -278,7 +346,8 @@ mod tests {
     }
 
     /// A tree shaped like Linux 6.12's (sprintf of `ATTR_CFG_FLD_*` strings with "\n", caps as
-    /// "%u\n"), on a PE without FnE (no inv_event_filter file) and with a future field.
+    /// "%u\n"), on a PE without FnE (no inv_event_filter file) and with a field this crate
+    /// does not know.
     #[test]
     fn reads_a_linux_shaped_tree() {
         let scratch = Scratch::new("tree");
@@ -294,7 +363,7 @@ mod tests {
             ("store_filter", "config:34\n"),
             ("event_filter", "config1:0-63\n"),
             ("min_latency", "config2:0-11\n"),
-            ("discard", "config:35\n"),
+            ("some_future_field", "config:60\n"),
         ] {
             write(&pmu.join("format").join(name), text);
         }
@@ -318,15 +387,51 @@ mod tests {
                 hi: 11
             })
         );
-        let mut documented = PerfFormat::linux_6_12();
-        documented.fields[PerfField::InvEventFilter as usize] = None;
+        let documented = PerfFormat::linux_6_12().without(PerfField::InvEventFilter);
         assert_eq!(p.format, documented);
+        assert_eq!(p.newer_kernel_evidence(), None);
+        assert_eq!(p.caps.event_filter, None);
         let caps = p.capabilities(p.assumed_version());
         assert_eq!(caps.version, SpeVersion::V1p0);
         assert_eq!(caps.min_interval, Ok(1024));
         assert!(caps.extended_random && !caps.architectural_instructions);
         assert!(!caps.inverted_event_filter);
         assert_eq!(caps.validate(), Ok(()));
+    }
+
+    /// A tree shaped like Linux 7.3's on a FEAT_SPEv1p2 PE with FnE, EFT and FDS: every 7.3
+    /// field (arm_spe_pmu_format_attr_is_visible() shows them all there) and
+    /// `caps/event_filter` as `arm_spe_pmu_cap_show_hex()` prints it ("0x%llx\n"). The
+    /// capabilities rebuilt from it have FnE, EFT and FDS, and the target takes the read-back.
+    #[test]
+    fn reads_a_linux_7_3_shaped_tree() {
+        let scratch = Scratch::new("tree73");
+        let pmu = scratch.0.join("arm_spe_0");
+        write(&pmu.join("type"), "10\n");
+        for (field, place) in PerfFormat::linux_7_3().iter() {
+            write(
+                &pmu.join("format").join(field.name()),
+                &std::format!("{place}\n"),
+            );
+        }
+        write(&pmu.join("caps/min_interval"), "1024\n");
+        write(&pmu.join("caps/count_size"), "12\n");
+        // E[1], E[3], E[5], E[6], E[7], E[9], E[11]: v1p2's architected events plus LLC miss.
+        write(&pmu.join("caps/event_filter"), "0xaea\n");
+        let p = read_pmu(&pmu).unwrap();
+        assert_eq!(p.format, PerfFormat::linux_7_3());
+        assert_eq!(p.caps.event_filter, Some(0xAEA));
+        assert_eq!(p.newer_kernel_evidence(), Some(LinuxSpeDriver::Linux7_3));
+        assert_eq!(p.assumed_version(), SpeVersion::V1p2);
+        let caps = p.capabilities(p.assumed_version());
+        assert!(caps.inverted_event_filter && caps.extended_type_filter && caps.data_source_filter);
+        let target = p.target(LinuxSpeDriver::Linux7_3, SpeVersion::V1p2);
+        assert_eq!(target.pmsevfr_res0, !0xAEA);
+        // 6.12's rules ignore the read-back: its table still refuses E[9].
+        let old = p.target(LinuxSpeDriver::Linux6_12, SpeVersion::V1p2);
+        assert_ne!(old.pmsevfr_res0 & (1 << 9), 0);
+        write(&pmu.join("caps/event_filter"), "lots\n");
+        assert!(matches!(read_pmu(&pmu), Err(SysfsError::NotANumber { .. })));
     }
 
     /// No `format/` directory: the documented layout; no devices directory: no PMU.

@@ -21,6 +21,16 @@ fn v1p2_wide() -> SpeCapabilities {
     SpeCapabilities::decode_raw(SpeVersion::V1p2, 0x3_6447, 0)
 }
 
+/// Linux 6.12 on `caps`, with the format it would publish there.
+fn linux_6_12(caps: &SpeCapabilities) -> PerfTarget {
+    PerfTarget::new(LinuxSpeDriver::Linux6_12, caps)
+}
+
+/// Linux 7.3 on `caps`, without a PMSEVFR_EL1 read-back.
+fn linux_7_3(caps: &SpeCapabilities) -> PerfTarget {
+    PerfTarget::new(LinuxSpeDriver::Linux7_3, caps)
+}
+
 fn string(event: &PerfSpeEvent) -> String {
     event.event_string("arm_spe_0").to_string()
 }
@@ -73,7 +83,7 @@ fn parse_format_entries() {
     for bad in [
         "",
         "config",
-        "config4:0",
+        "config5:0",
         "config:64",
         "config:3-1",
         "config:0-3,8",
@@ -113,19 +123,20 @@ fn llc_miss_filter_is_refused_by_linux_and_post_filtered() {
         .build(&v1p2())
         .unwrap();
     assert_eq!(config.registers().pmsevfr, 0x200);
-    let refused = perf_event(&config, &PerfFormat::linux_6_12()).unwrap_err();
+    let refused = perf_event(&config, &linux_6_12(&v1p2())).unwrap_err();
     assert_eq!(
         refused,
         SpeError::PerfEventsRefused {
             field: PerfField::EventFilter,
             version: SpeVersion::V1p2,
+            driver: LinuxSpeDriver::Linux6_12,
             bits: 0x200
         }
     );
     let message = refused.to_string();
     assert!(message.contains("EOPNOTSUPP"), "{message}");
     assert!(message.contains("after decoding"), "{message}");
-    let (event, post) = perf_event_with_post_filter(&config, &PerfFormat::linux_6_12()).unwrap();
+    let (event, post) = perf_event_with_post_filter(&config, &linux_6_12(&v1p2())).unwrap();
     assert_eq!(event.attr().config, 1 | 1 << 33);
     assert_eq!(event.attr().config1, 0);
     assert_eq!(event.attr().config2, 120);
@@ -184,13 +195,13 @@ fn branch_recipe_event_strings() {
         .jitter(true)
         .build(&v1p2())
         .unwrap();
-    let event = perf_event(&meant, &PerfFormat::linux_6_12()).unwrap();
+    let event = perf_event(&meant, &linux_6_12(&v1p2())).unwrap();
     assert_eq!(
         string(&event),
         "arm_spe_0/jitter=1,branch_filter=1,event_filter=0x80,period=1024/"
     );
     assert_eq!(
-        perf_event_with_post_filter(&meant, &PerfFormat::linux_6_12())
+        perf_event_with_post_filter(&meant, &linux_6_12(&v1p2()))
             .unwrap()
             .1,
         PostFilter::NONE
@@ -201,7 +212,7 @@ fn branch_recipe_event_strings() {
         .interval(1024)
         .build(&v1p2())
         .unwrap();
-    let event = perf_event(&written, &PerfFormat::linux_6_12()).unwrap();
+    let event = perf_event(&written, &linux_6_12(&v1p2())).unwrap();
     assert_eq!(event.attr().config3, 0x80);
     assert_eq!(
         string(&event),
@@ -215,7 +226,7 @@ fn branch_recipe_event_strings() {
         }
     }
     assert_eq!(
-        perf_event(&written, &no_fne),
+        perf_event(&written, &linux_6_12(&v1p2()).with_format(no_fne)),
         Err(SpeError::PerfFieldUnavailable {
             field: PerfField::InvEventFilter
         })
@@ -232,7 +243,7 @@ fn min_latency_wider_than_perf_field() {
         .build(&v1p2_wide())
         .unwrap();
     assert_eq!(
-        perf_event(&config, &PerfFormat::linux_6_12()),
+        perf_event(&config, &linux_6_12(&v1p2_wide())),
         Err(SpeError::PerfFieldTooWide {
             field: PerfField::MinLatency,
             value: 0x1000,
@@ -245,7 +256,13 @@ fn min_latency_wider_than_perf_field() {
         PerfField::MinLatency,
         FormatField::parse("config2:0-15").unwrap(),
     );
-    assert_eq!(perf_event(&config, &wide).unwrap().attr().config2, 0x1000);
+    assert_eq!(
+        perf_event(&config, &linux_6_12(&v1p2_wide()).with_format(wide))
+            .unwrap()
+            .attr()
+            .config2,
+        0x1000
+    );
 }
 
 /// Context, physical addresses and physical timestamps carry warnings (arm_spe_pmu.c:
@@ -259,7 +276,7 @@ fn privileged_and_unselectable_settings_warn() {
         .timestamps(TimestampSource::Physical)
         .build(&v1p2())
         .unwrap();
-    let event = perf_event(&config, &PerfFormat::linux_6_12()).unwrap();
+    let event = perf_event(&config, &linux_6_12(&v1p2())).unwrap();
     let warnings: std::vec::Vec<_> = event.warnings().copied().collect();
     assert_eq!(
         warnings,
@@ -292,9 +309,273 @@ fn custom_layout_moves_bits() {
         .interval(1024)
         .build(&v1p2())
         .unwrap();
-    let event = perf_event(&config, &format).unwrap();
+    let event = perf_event(&config, &linux_6_12(&v1p2()).with_format(format)).unwrap();
     assert_eq!(event.attr().config, 1 << 40);
     assert_eq!(string(&event), "arm_spe_0/load_filter=1,period=1024/");
+}
+
+/// Linux 7.3.4 drivers/perf/arm_spe_pmu.c `ATTR_CFG_FLD_*`, in `arm_spe_pmu_formats_attr[]`
+/// order: 6.12's fields, the FEAT_SPE_EFT bits 36-42 of `config`, `discard` at 35 and
+/// `inv_data_src_filter` in `config4`.
+#[test]
+fn documented_layout_7_3() {
+    let shown: std::vec::Vec<String> = PerfFormat::linux_7_3()
+        .iter()
+        .map(|(field, place)| std::format!("{}={place}", field.name()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "ts_enable=config:0",
+            "pa_enable=config:1",
+            "pct_enable=config:2",
+            "jitter=config:16",
+            "branch_filter=config:32",
+            "branch_filter_mask=config:36",
+            "load_filter=config:33",
+            "load_filter_mask=config:37",
+            "store_filter=config:34",
+            "store_filter_mask=config:38",
+            "simd_filter=config:39",
+            "simd_filter_mask=config:40",
+            "float_filter=config:41",
+            "float_filter_mask=config:42",
+            "event_filter=config1:0-63",
+            "inv_event_filter=config3:0-63",
+            "inv_data_src_filter=config4:0-63",
+            "min_latency=config2:0-11",
+            "discard=config:35",
+        ]
+    );
+}
+
+/// `7.3.4+deb13-arm64` (Debian 13 backports) and `6.12.57+deb13-arm64` (Debian 13) pick their
+/// rules; a release this crate does not know (Debian 12's 6.1) picks none.
+#[test]
+fn releases_pick_their_rules() {
+    use LinuxSpeDriver::*;
+    for (release, driver) in [
+        ("7.3.4+deb13-arm64", Some(Linux7_3)),
+        ("6.12.57+deb13-arm64", Some(Linux6_12)),
+        ("6.12.0-rc1", Some(Linux6_12)),
+        ("6.12", Some(Linux6_12)),
+        ("6.1.0-28-arm64", None),
+        ("7.30.1", None),
+        ("6.13.2", None),
+        ("", None),
+    ] {
+        assert_eq!(LinuxSpeDriver::for_release(release), driver, "{release:?}");
+    }
+    assert_eq!(LinuxSpeDriver::parse("7.3"), Some(Linux7_3));
+    assert_eq!(LinuxSpeDriver::parse("linux-6.12"), Some(Linux6_12));
+    assert_eq!(LinuxSpeDriver::parse("7"), None);
+    assert_eq!(LinuxSpeDriver::NEWEST, Linux7_3);
+}
+
+/// FEAT_SPEv1p2 with FE/FT/FL/FnE plus PMSIDR_EL1.EFT (bit 26) and FDS (bit 7).
+fn v1p2_eft_fds() -> SpeCapabilities {
+    SpeCapabilities::decode_raw(SpeVersion::V1p2, 0x2_6447 | 1 << 26 | 1 << 7, 0)
+}
+
+/// `arm_spe_pmu_format_attr_is_visible()`: 6.12 hides only `inv_event_filter` (no FnE);
+/// 7.3 also hides `discard` before FEAT_SPEv1p2, the EFT fields without PMSIDR_EL1.EFT and
+/// `inv_data_src_filter` without PMSIDR_EL1.FDS.
+#[test]
+fn published_format_follows_the_pe() {
+    let v1p1 = SpeCapabilities::decode_raw(SpeVersion::V1p1, 0x2_6407, 0);
+    let old = LinuxSpeDriver::Linux6_12.rules();
+    let new = LinuxSpeDriver::Linux7_3.rules();
+    assert_eq!(
+        old.published_format(&v1p1),
+        PerfFormat::linux_6_12().without(PerfField::InvEventFilter)
+    );
+    assert_eq!(
+        old.published_format(&v1p2_eft_fds()),
+        PerfFormat::linux_6_12()
+    );
+    let mut hidden = PerfFormat::linux_7_3()
+        .without(PerfField::InvDataSrcFilter)
+        .without(PerfField::InvEventFilter)
+        .without(PerfField::Discard);
+    for field in PerfField::EXTENDED_TYPE {
+        hidden = hidden.without(field);
+    }
+    assert_eq!(new.published_format(&v1p1), hidden);
+    assert_eq!(
+        new.published_format(&v1p2())
+            .field(PerfField::Discard)
+            .map(|f| f.to_string()),
+        Some("config:35".into())
+    );
+    assert_eq!(
+        new.published_format(&v1p2_eft_fds()),
+        PerfFormat::linux_7_3()
+    );
+}
+
+/// The LLC-miss recipe under Linux 7.3: the event filter rule is the probe's read-back, so
+/// E[9] is accepted where PMSEVFR_EL1 kept it (caps/event_filter 0xaea), refused with 7.3's
+/// reason where nothing says so on FEAT_SPEv1p2 (filtering on E[9] is optional there), and
+/// accepted on FEAT_SPEv1p4, where the Arm ARM makes it filterable.
+#[test]
+fn llc_miss_filter_under_linux_7_3() {
+    let builder = SpeConfigBuilder::new()
+        .operation_types(OperationTypes::LOADS)
+        .min_latency(120)
+        .require_events(SpeEvents::LLC_MISS)
+        .interval(4096)
+        .timestamps(TimestampSource::Virtual)
+        .exception_levels(ExceptionLevels::EL0);
+    let config = builder.build(&v1p2()).unwrap();
+    let refused = perf_event(&config, &linux_7_3(&v1p2())).unwrap_err();
+    assert_eq!(
+        refused,
+        SpeError::PerfEventsRefused {
+            field: PerfField::EventFilter,
+            version: SpeVersion::V1p2,
+            driver: LinuxSpeDriver::Linux7_3,
+            bits: 0x200
+        }
+    );
+    assert!(
+        refused.to_string().contains("caps/event_filter"),
+        "{refused}"
+    );
+    let probed = linux_7_3(&v1p2()).with_event_filter_read_back(0xAEA);
+    let event = perf_event(&config, &probed).unwrap();
+    assert_eq!(
+        string(&event),
+        "arm_spe_0/ts_enable=1,load_filter=1,event_filter=0x200,min_latency=120,period=4096/u"
+    );
+    let v1p4 = SpeCapabilities::decode_raw(SpeVersion::V1p4, 0x2_6447, 0);
+    let config = builder.build(&v1p4).unwrap();
+    assert!(perf_event(&config, &linux_7_3(&v1p4)).is_ok());
+    assert!(perf_event(&config, &linux_6_12(&v1p4)).is_err());
+}
+
+/// Linux 7.3 `arm_spe_pmu_event_init()` on attributes written by hand (as `perf record -e`
+/// would pass them): EOPNOTSUPP for an EFT bit without PMSIDR_EL1.EFT, a non-zero
+/// `inv_data_src_filter` without PMSIDR_EL1.FDS, `discard` before FEAT_SPEv1p2, and an event
+/// bit outside the read-back; the same bits mean nothing to 6.12, which has no field there.
+#[test]
+fn event_init_per_release() {
+    let attr = |config: u64, config1: u64, config4: u64| PerfEventAttr {
+        config,
+        config1,
+        config4,
+        sample_period: 4096,
+        ..PerfEventAttr::default()
+    };
+    let v1p1 = SpeCapabilities::decode_raw(SpeVersion::V1p1, 0x2_6407, 0);
+    let simd = attr(1 << 39, 0, 0);
+    let branch_mask = attr(1 << 32 | 1 << 36, 0, 0);
+    let data_source = attr(0, 0, !0x9);
+    let discard = attr(1 << 35, 0, 0);
+    for a in [simd, branch_mask] {
+        assert_eq!(
+            event_init(&a, &linux_7_3(&v1p2())),
+            Err(SpeError::FilterNotImplemented {
+                filter: SpeFilter::ExtendedType
+            })
+        );
+        assert_eq!(event_init(&a, &linux_7_3(&v1p2_eft_fds())), Ok(()));
+        assert_eq!(event_init(&a, &linux_6_12(&v1p2())), Ok(()));
+    }
+    assert_eq!(
+        event_init(&data_source, &linux_7_3(&v1p2())),
+        Err(SpeError::FilterNotImplemented {
+            filter: SpeFilter::DataSource
+        })
+    );
+    assert_eq!(
+        event_init(&data_source, &linux_7_3(&v1p2_eft_fds())),
+        Ok(())
+    );
+    assert_eq!(event_init(&data_source, &linux_6_12(&v1p2())), Ok(()));
+    assert_eq!(
+        event_init(&discard, &linux_7_3(&v1p1)),
+        Err(SpeError::DiscardNotImplemented {
+            version: SpeVersion::V1p1
+        })
+    );
+    assert_eq!(event_init(&discard, &linux_7_3(&v1p2())), Ok(()));
+    // FnE without PMSIDR_EL1.FnE: both releases refuse it.
+    let inverted = PerfEventAttr {
+        config3: 0x80,
+        ..attr(0, 0, 0)
+    };
+    for target in [linux_6_12(&v1p1), linux_7_3(&v1p1)] {
+        assert_eq!(
+            event_init(&inverted, &target),
+            Err(SpeError::FilterNotImplemented {
+                filter: SpeFilter::InvertedEvent
+            })
+        );
+    }
+    // E[0] (exception generated) never reads back as 1 and is in every 6.12 mask.
+    let e0 = attr(0, 1, 0);
+    for target in [linux_6_12(&v1p2()), linux_7_3(&v1p2())] {
+        assert!(matches!(
+            event_init(&e0, &target),
+            Err(SpeError::PerfEventsRefused { bits: 1, .. })
+        ));
+    }
+}
+
+/// What Linux 7.3 programs (`arm_spe_event_to_pmsfcr/pmsdsfr()`,
+/// `arm_spe_event_sanitise_period()`): each EFT term on its PMSFCR_EL1 bit with FT, FDS with
+/// PMSDSFR_EL1 = ~inv_data_src_filter (written only with FEAT_SPE_FDS), periods raised to 256
+/// rather than to the minimum interval; and `discard` switches the buffer to discard mode.
+#[test]
+fn kernel_registers_of_linux_7_3() {
+    let rules = LinuxSpeDriver::Linux7_3.rules();
+    let attr = PerfEventAttr {
+        // store_filter, store_filter_mask, simd_filter, simd_filter_mask, float_filter.
+        config: 1 << 34 | 1 << 38 | 1 << 39 | 1 << 40 | 1 << 41,
+        config4: 0xFFFF_FFFF_FFFF_FFF6,
+        sample_period: 300,
+        ..PerfEventAttr::default()
+    };
+    let r = kernel_registers(&attr, &rules, true, true, false, 1024);
+    let expected_fcr = (PMSFCR_EL1::FT::SET
+        + PMSFCR_EL1::FDS::SET
+        + PMSFCR_EL1::ST::SET
+        + PMSFCR_EL1::STm::SET
+        + PMSFCR_EL1::SIMD::SET
+        + PMSFCR_EL1::SIMDm::SET
+        + PMSFCR_EL1::FP::SET)
+        .value;
+    assert_eq!(r.pmsfcr, expected_fcr);
+    assert_eq!(r.pmsdsfr, Some(0x9));
+    assert_eq!(r.pmsirr, 256);
+    assert_eq!(
+        kernel_registers(&attr, &rules, true, false, false, 1024).pmsdsfr,
+        None
+    );
+    // 6.12 reads only store_filter there, and raises the period to the minimum interval.
+    let old = kernel_registers(
+        &attr,
+        &LinuxSpeDriver::Linux6_12.rules(),
+        true,
+        true,
+        false,
+        1024,
+    );
+    assert_eq!(
+        old.pmsfcr,
+        (PMSFCR_EL1::FT::SET + PMSFCR_EL1::ST::SET).value
+    );
+    assert_eq!((old.pmsdsfr, old.pmsirr), (None, 1024));
+    let discard = PerfEventAttr {
+        config: 1 << 35,
+        ..attr
+    };
+    assert!(kernel_discards(&discard, &rules));
+    assert!(!kernel_discards(&attr, &rules));
+    assert!(!kernel_discards(
+        &discard,
+        &LinuxSpeDriver::Linux6_12.rules()
+    ));
 }
 
 proptest! {
@@ -323,15 +604,18 @@ proptest! {
         b.exception_levels = ExceptionLevels::from_bits_retain(els);
         let caps = v1p2();
         if let Ok(config) = b.build(&caps) {
-            let format = PerfFormat::linux_6_12();
-            let res0 = linux_6_12_pmsevfr_res0(caps.version);
-            let (event, post) = perf_event_with_post_filter(&config, &format).unwrap();
+          for driver in LinuxSpeDriver::ALL {
+            let target = PerfTarget::new(driver, &caps);
+            let format = target.format;
+            let res0 = target.pmsevfr_res0;
+            let (event, post) = perf_event_with_post_filter(&config, &target).unwrap();
             // Exactly the refused bits move to the post filter; the rest reach the kernel.
             prop_assert_eq!(post.required.bits(), config.registers().pmsevfr & res0);
             prop_assert_eq!(event.attr().config1 & res0, 0);
             prop_assert_eq!(event.attr().config3 & res0, 0);
-            prop_assert_eq!(perf_event(&config, &format).is_ok(), post.is_empty());
-            let kernel = kernel_registers(event.attr(), &format, true, cx, 1024);
+            prop_assert_eq!(perf_event(&config, &target).is_ok(), post.is_empty());
+            prop_assert_eq!(event_init(event.attr(), &target), Ok(()));
+            let kernel = kernel_registers(event.attr(), &target.rules, true, false, cx, 1024);
             let mut expected = *config.registers();
             expected.pmsevfr &= !res0;
             if expected.pmsevfr == 0 {
@@ -348,6 +632,7 @@ proptest! {
             for (field, value) in event.terms() {
                 prop_assert_eq!(format.field(field).unwrap().extract(event.attr()), value);
             }
+          }
         }
     }
 }
