@@ -391,6 +391,8 @@ fn request(args: &ConfigArgs) -> SpeConfigBuilder {
     };
     SpeConfigBuilder {
         operation_types: (!types.is_empty()).then_some(types),
+        all_types: false,
+        data_sources: None,
         min_latency: args.min_latency,
         required_events: union(&args.events),
         excluded_events: union(&args.exclude_events),

@@ -29,9 +29,9 @@ use super::register_set::SpeRegisterValues;
 use super::version::SpeVersion;
 
 bitflags! {
-    /// Operation types for the type filter (PMSFCR_EL1.{LD, ST, B}); also the type of a sampled
-    /// operation in [`super::model`], where an atomic read-modify-write is both a load and a
-    /// store.
+    /// Operation types for the type filter (PMSFCR_EL1.{LD, ST, B}, and with FEAT_SPE_EFT
+    /// {SIMD, FP}); also the type of a sampled operation in [`super::model`], where an atomic
+    /// read-modify-write is both a load and a store, and a SIMD load both a load and SIMD.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub struct OperationTypes: u8 {
         /// Loads (PMSFCR_EL1.LD).
@@ -40,7 +40,17 @@ bitflags! {
         const STORES = 1 << 1;
         /// Branches, including exception returns (PMSFCR_EL1.B).
         const BRANCHES = 1 << 2;
+        /// SIMD operations, loads and stores included (PMSFCR_EL1.SIMD; FEAT_SPE_EFT).
+        const SIMD = 1 << 3;
+        /// Floating-point operations, loads and stores included (PMSFCR_EL1.FP;
+        /// FEAT_SPE_EFT).
+        const FLOAT = 1 << 4;
     }
+}
+
+impl OperationTypes {
+    /// The types only FEAT_SPE_EFT can select.
+    pub const EXTENDED: Self = Self::SIMD.union(Self::FLOAT);
 }
 
 bitflags! {
@@ -86,6 +96,14 @@ pub enum TimestampSource {
 pub struct SpeConfigBuilder {
     /// Record only these operation types (type filter, FT). `None`: no type filter.
     pub operation_types: Option<OperationTypes>,
+    /// Record only operations of *every* selected type instead of any (the type masks
+    /// PMSFCR_EL1.{B, LD, ST, SIMD, FP}m of the selected types: AND instead of OR;
+    /// FEAT_SPE_EFT): loads AND SIMD are the SIMD loads.
+    pub all_types: bool,
+    /// Record only operations whose data source is one of these (bit n: source n, which the
+    /// implementation defines; PMSFCR_EL1.FDS, PMSDSFR_EL1; FEAT_SPE_FDS). Operations without
+    /// a data source are not filtered. `None`: no data source filter.
+    pub data_sources: Option<u64>,
     /// Record only operations with at least this total latency in cycles (FL). `None`: no
     /// latency filter.
     pub min_latency: Option<u32>,
@@ -120,6 +138,8 @@ impl SpeConfigBuilder {
     pub const fn new() -> Self {
         Self {
             operation_types: None,
+            all_types: false,
+            data_sources: None,
             min_latency: None,
             required_events: None,
             excluded_events: None,
@@ -135,6 +155,18 @@ impl SpeConfigBuilder {
     /// Records only these operation types.
     pub const fn operation_types(mut self, types: OperationTypes) -> Self {
         self.operation_types = Some(types);
+        self
+    }
+
+    /// Records only operations of every selected type (FEAT_SPE_EFT type masks).
+    pub const fn all_types(mut self, all: bool) -> Self {
+        self.all_types = all;
+        self
+    }
+
+    /// Records only operations with one of these data sources (FEAT_SPE_FDS).
+    pub const fn data_sources(mut self, sources: u64) -> Self {
+        self.data_sources = Some(sources);
         self
     }
 
@@ -209,6 +241,25 @@ impl SpeConfigBuilder {
                 d.error(SpeError::FilterNotImplemented {
                     filter: SpeFilter::Type,
                 });
+            }
+            if (types.intersects(OperationTypes::EXTENDED) || self.all_types)
+                && !caps.extended_type_filter
+            {
+                d.error(SpeError::FilterNotImplemented {
+                    filter: SpeFilter::ExtendedType,
+                });
+            }
+        } else if self.all_types {
+            d.error(SpeError::NoOperationTypeSelected);
+        }
+        if let Some(sources) = self.data_sources {
+            if !caps.data_source_filter {
+                d.error(SpeError::FilterNotImplemented {
+                    filter: SpeFilter::DataSource,
+                });
+            }
+            if sources == 0 {
+                d.error(SpeError::EmptyDataSourceFilter);
             }
         }
         if let Some(events) = self.required_events {
@@ -288,7 +339,9 @@ impl SpeConfigBuilder {
                 pmsnevfr: caps
                     .inverted_event_filter
                     .then(|| self.excluded_events.map_or(0, |e| e.bits())),
-                pmsdsfr: None,
+                pmsdsfr: caps
+                    .data_source_filter
+                    .then(|| self.data_sources.unwrap_or(u64::MAX)),
                 pmslatfr: u64::from(self.min_latency.unwrap_or(0)),
                 pmsirr: encode_interval(interval, self.jitter)?.get(),
                 pmsicr: 0,
@@ -351,7 +404,13 @@ fn events_impossible_for(types: OperationTypes, required: SpeEvents) -> SpeEvent
     if !types.contains(OperationTypes::BRANCHES) {
         impossible |= required & BRANCH_EVENTS;
     }
-    if !types.intersects(OperationTypes::LOADS | OperationTypes::STORES) {
+    // SIMD and floating-point operations include their loads and stores.
+    if !types.intersects(
+        OperationTypes::LOADS
+            | OperationTypes::STORES
+            | OperationTypes::SIMD
+            | OperationTypes::FLOAT,
+    ) {
         impossible |= required & DATA_ACCESS_EVENTS;
     }
     impossible
@@ -363,15 +422,43 @@ fn pmsfcr_for(request: &SpeConfigBuilder) -> u64 {
     let mut value = 0;
     if let Some(types) = request.operation_types {
         value |= PMSFCR_EL1::FT::SET.value;
-        if types.contains(OperationTypes::BRANCHES) {
-            value |= PMSFCR_EL1::B::SET.value;
+        for (ty, bit, mask) in [
+            (
+                OperationTypes::BRANCHES,
+                PMSFCR_EL1::B::SET,
+                PMSFCR_EL1::Bm::SET,
+            ),
+            (
+                OperationTypes::LOADS,
+                PMSFCR_EL1::LD::SET,
+                PMSFCR_EL1::LDm::SET,
+            ),
+            (
+                OperationTypes::STORES,
+                PMSFCR_EL1::ST::SET,
+                PMSFCR_EL1::STm::SET,
+            ),
+            (
+                OperationTypes::SIMD,
+                PMSFCR_EL1::SIMD::SET,
+                PMSFCR_EL1::SIMDm::SET,
+            ),
+            (
+                OperationTypes::FLOAT,
+                PMSFCR_EL1::FP::SET,
+                PMSFCR_EL1::FPm::SET,
+            ),
+        ] {
+            if types.contains(ty) {
+                value |= bit.value;
+                if request.all_types {
+                    value |= mask.value;
+                }
+            }
         }
-        if types.contains(OperationTypes::LOADS) {
-            value |= PMSFCR_EL1::LD::SET.value;
-        }
-        if types.contains(OperationTypes::STORES) {
-            value |= PMSFCR_EL1::ST::SET.value;
-        }
+    }
+    if request.data_sources.is_some() {
+        value |= PMSFCR_EL1::FDS::SET.value;
     }
     if request.required_events.is_some() {
         value |= PMSFCR_EL1::FE::SET.value;
@@ -468,8 +555,21 @@ pub fn check_registers(values: &SpeRegisterValues, caps: &SpeCapabilities) -> Di
     let fne = fcr.is_set(PMSFCR_EL1::FnE);
     let ft = fcr.is_set(PMSFCR_EL1::FT);
     let fl = fcr.is_set(PMSFCR_EL1::FL);
-    let types =
-        fcr.is_set(PMSFCR_EL1::B) || fcr.is_set(PMSFCR_EL1::LD) || fcr.is_set(PMSFCR_EL1::ST);
+    let extended = fcr.get() & super::model::EXTENDED_TYPE_BITS != 0;
+    let types = fcr.is_set(PMSFCR_EL1::B)
+        || fcr.is_set(PMSFCR_EL1::LD)
+        || fcr.is_set(PMSFCR_EL1::ST)
+        || extended;
+    if extended && !caps.extended_type_filter {
+        d.error(SpeError::FilterNotImplemented {
+            filter: SpeFilter::ExtendedType,
+        });
+    }
+    if fcr.is_set(PMSFCR_EL1::FDS) && !caps.data_source_filter {
+        d.error(SpeError::FilterNotImplemented {
+            filter: SpeFilter::DataSource,
+        });
+    }
     let required = SpeEvents::from_bits_retain(values.pmsevfr);
     let excluded = SpeEvents::from_bits_retain(values.pmsnevfr.unwrap_or(0));
 

@@ -567,8 +567,9 @@ fn any_caps() -> impl Strategy<Value = SpeCapabilities> {
         |(ver, pmsidr, pmbidr, sane)| {
             let version = SpeVersion::from_pmsver(ver.max(1)).expect("non-zero");
             // Half of the cases get a valid PMSIDR_EL1 so that builds can succeed.
+            // (FE..FnE, FDS 7 and EFT 26 random.)
             let pmsidr = if sane {
-                (pmsidr & 0x7F) | 0x2_6400
+                (pmsidr & (0xFF | 1 << 26)) | 0x2_6400
             } else {
                 pmsidr
             };
@@ -580,10 +581,12 @@ fn any_caps() -> impl Strategy<Value = SpeCapabilities> {
 fn any_builder() -> impl Strategy<Value = SpeConfigBuilder> {
     (
         (
-            prop::option::of(0u8..8),
+            prop::option::of(0u8..32),
             prop::option::of(any::<u32>()),
             prop::option::of(any::<u64>()),
             prop::option::of(any::<u64>()),
+            any::<bool>(),
+            prop::option::of(prop_oneof![Just(0u64), any::<u64>()]),
         ),
         (
             prop::option::of(prop_oneof![any::<u32>(), (0u32..64).prop_map(|i| i * 256)]),
@@ -595,21 +598,25 @@ fn any_builder() -> impl Strategy<Value = SpeConfigBuilder> {
         ),
     )
         .prop_map(
-            |((types, lat, req, exc), (interval, jitter, ts, pa, cx, els))| SpeConfigBuilder {
-                operation_types: types.map(OperationTypes::from_bits_retain),
-                min_latency: lat,
-                required_events: req.map(SpeEvents::from_bits_retain),
-                excluded_events: exc.map(SpeEvents::from_bits_retain),
-                interval,
-                jitter,
-                timestamps: match ts {
-                    0 => None,
-                    1 => Some(TimestampSource::Virtual),
-                    _ => Some(TimestampSource::Physical),
-                },
-                physical_addresses: pa,
-                context: cx,
-                exception_levels: ExceptionLevels::from_bits_retain(els),
+            |((types, lat, req, exc, all, sources), (interval, jitter, ts, pa, cx, els))| {
+                SpeConfigBuilder {
+                    operation_types: types.map(OperationTypes::from_bits_retain),
+                    all_types: all,
+                    data_sources: sources,
+                    min_latency: lat,
+                    required_events: req.map(SpeEvents::from_bits_retain),
+                    excluded_events: exc.map(SpeEvents::from_bits_retain),
+                    interval,
+                    jitter,
+                    timestamps: match ts {
+                        0 => None,
+                        1 => Some(TimestampSource::Virtual),
+                        _ => Some(TimestampSource::Physical),
+                    },
+                    physical_addresses: pa,
+                    context: cx,
+                    exception_levels: ExceptionLevels::from_bits_retain(els),
+                }
             },
         )
 }

@@ -237,6 +237,9 @@ pub enum SpeError {
         /// The refused bits.
         bits: u64,
     },
+    /// A data source filter with no source selected (PMSDSFR_EL1 = 0 with FDS): every sample
+    /// with a data source would be dropped.
+    EmptyDataSourceFilter,
     /// Linux 7.3 refuses perf's `discard` term before FEAT_SPEv1p2 (`SPE_PMU_FEAT_DISCARD`
     /// needs PMSVer at least V1P2): record normally instead.
     DiscardNotImplemented {
@@ -281,6 +284,7 @@ impl SpeError {
             PerfFieldUnavailable,
             PerfFormatInvalid,
             PerfEventsRefused,
+            EmptyDataSourceFilter,
             DiscardNotImplemented,
         )
     }
@@ -429,6 +433,10 @@ impl fmt::Display for SpeError {
                      the register values directly on bare metal",
                 )
             }
+            Self::EmptyDataSourceFilter => f.write_str(
+                "the data source filter selects no data source (PMSDSFR_EL1 = 0): every sample \
+                 with a data source would be dropped; select at least one source",
+            ),
             Self::DiscardNotImplemented { version } => write!(
                 f,
                 "perf's `discard` needs FEAT_SPEv1p2 and this PE has {version}: Linux 7.3 \

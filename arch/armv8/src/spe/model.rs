@@ -5,12 +5,18 @@
 //! `SPECollectRecord()` pseudocode) ANDs the enabled filters:
 //! - FE: every event of PMSEVFR_EL1 (masked to the filterable bits) is present;
 //! - FnE: no event of PMSNEVFR_EL1 (masked likewise) is present;
-//! - FT: the operation is of a selected type (B, LD, ST: an OR among the types);
+//! - FT: the operation is of a selected type (B, LD, ST, and with FEAT_SPE_EFT SIMD, FP: an
+//!   OR among the types whose mask bit Bm/LDm/STm/SIMDm/FPm is 0; a type whose mask bit is 1
+//!   is ANDed instead: the operation must have it when its type bit is 1 and must not when it
+//!   is 0 — "change filter behavior from OR to AND", as Linux 7.3's
+//!   tools/perf/Documentation/perf-arm-spe.txt puts it);
+//! - FDS (FEAT_SPE_FDS): an operation with a data source n is kept only when PMSDSFR_EL1 bit n
+//!   is 1 (sources above 63 have no bit); one without a data source is not filtered;
 //! - FL: the total latency is at least PMSLATFR_EL1.MINLAT;
 //!
 //! and makes three settings CONSTRAINED UNPREDICTABLE, which the model reports instead of
 //! guessing: FE with an empty mask, FnE with an empty mask, an event in both masks, and FT with
-//! B = LD = ST = 0.
+//! no type bit and no mask bit set.
 //! PMSCR_EL1.E0SPE/E1SPE decide whether the operation is sampled at all.
 //!
 //! Event bits that are RAZ/WI at the PE's SPE version cannot hold a 1 in the real registers,
@@ -35,6 +41,8 @@ pub struct SampledOperation {
     pub events: SpeEvents,
     /// The Exception level it executed at (0 or 1; anything else is never sampled here).
     pub exception_level: u8,
+    /// Its data source (the Data Source packet's value), if it has one.
+    pub data_source: Option<u64>,
 }
 
 /// Why a sampled operation produced no record.
@@ -48,6 +56,8 @@ pub enum DropReason {
     ExcludedEvents(SpeEvents),
     /// FT: the operation is not of a selected type.
     OperationType,
+    /// FDS: its data source is not selected in PMSDSFR_EL1.
+    DataSource,
     /// FL: the total latency is below MINLAT.
     Latency,
 }
@@ -61,7 +71,7 @@ pub enum Unpredictable {
     EmptyInvertedEventFilter,
     /// FE = FnE = 1 with an event in both masks.
     EventRequiredAndExcluded,
-    /// FT = 1 with B = LD = ST = 0.
+    /// FT = 1 with no type bit (B, LD, ST, SIMD, FP) and no type mask bit set.
     TypeFilterWithoutTypes,
 }
 
@@ -87,6 +97,27 @@ impl FilterDecision {
     }
 }
 
+/// One field of PMSFCR_EL1.
+type PmsfcrField = tock_registers::fields::Field<u64, PMSFCR_EL1::Register>;
+
+/// Each operation type with its PMSFCR_EL1 type bit and mask bit (Arm ARM D24.7.12).
+const TYPE_BITS: [(OperationTypes, PmsfcrField, PmsfcrField); 5] = [
+    (OperationTypes::BRANCHES, PMSFCR_EL1::B, PMSFCR_EL1::Bm),
+    (OperationTypes::LOADS, PMSFCR_EL1::LD, PMSFCR_EL1::LDm),
+    (OperationTypes::STORES, PMSFCR_EL1::ST, PMSFCR_EL1::STm),
+    (OperationTypes::SIMD, PMSFCR_EL1::SIMD, PMSFCR_EL1::SIMDm),
+    (OperationTypes::FLOAT, PMSFCR_EL1::FP, PMSFCR_EL1::FPm),
+];
+
+/// PMSFCR_EL1's FEAT_SPE_EFT bits: SIMD, FP and the five type masks.
+pub(crate) const EXTENDED_TYPE_BITS: u64 = PMSFCR_EL1::SIMD::SET.value
+    | PMSFCR_EL1::FP::SET.value
+    | PMSFCR_EL1::Bm::SET.value
+    | PMSFCR_EL1::LDm::SET.value
+    | PMSFCR_EL1::STm::SET.value
+    | PMSFCR_EL1::SIMDm::SET.value
+    | PMSFCR_EL1::FPm::SET.value;
+
 /// Decides whether a PE with SPE `version`, programmed with `registers`, records `op`.
 pub fn decide(
     registers: &SpeRegisterValues,
@@ -102,15 +133,22 @@ pub fn decide(
     let fne = fcr.is_set(PMSFCR_EL1::FnE) && registers.pmsnevfr.is_some();
     let ft = fcr.is_set(PMSFCR_EL1::FT);
     let fl = fcr.is_set(PMSFCR_EL1::FL);
+    // Without PMSDSFR_EL1 (no FEAT_SPE_FDS), FDS is RES0.
+    let fds = fcr.is_set(PMSFCR_EL1::FDS) && registers.pmsdsfr.is_some();
+    // Each type with its bit and mask bit: selected (OR), required or forbidden (AND).
     let mut selected = OperationTypes::empty();
-    if fcr.is_set(PMSFCR_EL1::B) {
-        selected |= OperationTypes::BRANCHES;
-    }
-    if fcr.is_set(PMSFCR_EL1::LD) {
-        selected |= OperationTypes::LOADS;
-    }
-    if fcr.is_set(PMSFCR_EL1::ST) {
-        selected |= OperationTypes::STORES;
+    let mut masked = OperationTypes::empty();
+    let mut must_have = OperationTypes::empty();
+    for (ty, bit, mask) in TYPE_BITS {
+        match (fcr.is_set(bit), fcr.is_set(mask)) {
+            (true, false) => selected |= ty,
+            (true, true) => {
+                masked |= ty;
+                must_have |= ty;
+            }
+            (false, true) => masked |= ty,
+            (false, false) => {}
+        }
     }
 
     if fe && required == 0 {
@@ -122,7 +160,7 @@ pub fn decide(
     if fe && fne && required & excluded != 0 {
         return FilterDecision::Unpredictable(Unpredictable::EventRequiredAndExcluded);
     }
-    if ft && selected.is_empty() {
+    if ft && selected.is_empty() && masked.is_empty() {
         return FilterDecision::Unpredictable(Unpredictable::TypeFilterWithoutTypes);
     }
 
@@ -146,8 +184,15 @@ pub fn decide(
             excluded & events,
         )));
     }
-    if ft && !op.types.intersects(selected) {
+    let any_of = selected.is_empty() || op.types.intersects(selected);
+    if ft && !(any_of && op.types & masked == must_have) {
         return FilterDecision::Dropped(DropReason::OperationType);
+    }
+    if let (true, Some(source)) = (fds, op.data_source) {
+        let kept = registers.pmsdsfr.unwrap_or(0);
+        if source >= 64 || kept >> source & 1 == 0 {
+            return FilterDecision::Dropped(DropReason::DataSource);
+        }
     }
     if fl && u64::from(op.total_latency) < registers.pmslatfr & 0xFFFF {
         return FilterDecision::Dropped(DropReason::Latency);
@@ -176,14 +221,18 @@ mod tests {
             total_latency: latency,
             events,
             exception_level: 0,
+            data_source: None,
         }
     }
 
     /// The Arm ARM rules restated as one boolean expression (D24.7.12 field descriptions:
     /// "FE: ... only samples with all of the events in PMSEVFR_EL1", "FnE: ... samples with any
     /// of the events in PMSNEVFR_EL1 are not recorded", "FT: ... only samples of the selected
-    /// types", "FL: ... latency ... less than PMSLATFR_EL1.MINLAT ... not recorded"), written
-    /// independently of `decide` and with plain shifts instead of the register types.
+    /// types", "FL: ... latency ... less than PMSLATFR_EL1.MINLAT ... not recorded"; with
+    /// FEAT_SPE_EFT a type whose mask bit is set is ANDed, Linux 7.3 perf-arm-spe.txt "change
+    /// filter behavior from OR to AND"; FDS keeps the data sources whose PMSDSFR_EL1 bit is
+    /// set), written independently of `decide` and with plain shifts instead of the register
+    /// types.
     fn restated(
         regs: &SpeRegisterValues,
         version: SpeVersion,
@@ -194,27 +243,44 @@ mod tests {
         let bit = |n: u32| fcr >> n & 1 == 1;
         let (fe, ft, fl) = (bit(0), bit(1), bit(2));
         let fne = bit(3) && regs.pmsnevfr.is_some();
-        let (b, ld, st) = (bit(16), bit(17), bit(18));
+        let fds = bit(4) && regs.pmsdsfr.is_some();
+        let has = |t: OperationTypes| op.types.contains(t);
+        // (the operation has the type, type bit, mask bit): B 16/48, LD 17/49, ST 18/50,
+        // FP 19/51, SIMD 20/52.
+        let types = [
+            (has(OperationTypes::BRANCHES), bit(16), bit(48)),
+            (has(OperationTypes::LOADS), bit(17), bit(49)),
+            (has(OperationTypes::STORES), bit(18), bit(50)),
+            (has(OperationTypes::FLOAT), bit(19), bit(51)),
+            (has(OperationTypes::SIMD), bit(20), bit(52)),
+        ];
         let ev = regs.pmsevfr & mask;
         let nev = regs.pmsnevfr.unwrap_or(0) & mask;
         if (fe && ev == 0)
             || (fne && nev == 0)
             || (fe && fne && ev & nev != 0)
-            || (ft && !b && !ld && !st)
+            || (ft && types.iter().all(|&(_, t, m)| !t && !m))
         {
             return None;
         }
         let e = op.events.bits() & mask;
-        let is_load = op.types.contains(OperationTypes::LOADS);
-        let is_store = op.types.contains(OperationTypes::STORES);
-        let is_branch = op.types.contains(OperationTypes::BRANCHES);
         let el_ok = (op.exception_level == 0 && regs.pmscr & 1 == 1)
             || (op.exception_level == 1 && regs.pmscr >> 1 & 1 == 1);
         let event_ok = !fe || e & ev == ev;
         let inverted_ok = !fne || e & nev == 0;
-        let type_ok = !ft || (b && is_branch) || (ld && is_load) || (st && is_store);
+        let or_group = types.iter().filter(|&&(_, t, m)| t && !m);
+        let or_ok = or_group.clone().count() == 0 || or_group.clone().any(|&(h, _, _)| h);
+        let and_ok = types
+            .iter()
+            .filter(|&&(_, _, m)| m)
+            .all(|&(h, t, _)| h == t);
+        let type_ok = !ft || (or_ok && and_ok);
+        let source_ok = !fds
+            || op
+                .data_source
+                .is_none_or(|n| n < 64 && regs.pmsdsfr.unwrap_or(0) >> n & 1 == 1);
         let latency_ok = !fl || u64::from(op.total_latency) >= (regs.pmslatfr & 0xFFFF);
-        Some(el_ok && event_ok && inverted_ok && type_ok && latency_ok)
+        Some(el_ok && event_ok && inverted_ok && type_ok && source_ok && latency_ok)
     }
 
     fn any_version() -> impl Strategy<Value = SpeVersion> {
@@ -227,23 +293,26 @@ mod tests {
         #[test]
         fn model_agrees_with_restated_rules(
             version in any_version(),
-            fcr_bits in 0u64..16,
-            type_bits in 0u64..8,
+            fcr_bits in 0u64..32,
+            type_bits in 0u64..32,
+            mask_bits in prop_oneof![Just(0u64), 0u64..32],
+            pmsdsfr in prop::option::of(prop_oneof![Just(u64::MAX), any::<u64>()]),
             pmsevfr in prop_oneof![Just(0u64), any::<u64>(), 0u64..0x1000],
             pmsnevfr in prop::option::of(prop_oneof![Just(0u64), any::<u64>(), 0u64..0x1000]),
             minlat in 0u64..0x1_0000,
             pmscr in 0u64..4,
-            op_types in 0u8..8,
+            op_types in 0u8..32,
             latency in 0u32..0x1_2000,
             events in prop_oneof![any::<u64>(), 0u64..0x1000],
             el in 0u8..3,
+            data_source in prop::option::of(0u64..70),
         ) {
             let regs = SpeRegisterValues {
                 pmscr,
-                pmsfcr: fcr_bits | (type_bits << 16),
+                pmsfcr: fcr_bits | (type_bits << 16) | (mask_bits << 48),
                 pmsevfr,
                 pmsnevfr,
-                pmsdsfr: None,
+                pmsdsfr,
                 pmslatfr: minlat,
                 pmsirr: 0x1000,
                 pmsicr: 0,
@@ -253,6 +322,7 @@ mod tests {
                 total_latency: latency,
                 events: SpeEvents::from_bits_retain(events),
                 exception_level: el,
+                data_source,
             };
             prop_assert_eq!(decide(&regs, version, &op).is_recorded(), restated(&regs, version, &op));
         }
@@ -261,25 +331,33 @@ mod tests {
         /// with the restatement.
         #[test]
         fn built_configurations_are_predictable(
-            types in prop::option::of(1u8..8),
+            types in prop::option::of(1u8..32),
+            all_types: bool,
+            data_sources in prop::option::of(1u64..0x1_0000),
+            op_data_source in prop::option::of(0u64..20),
             latency in prop::option::of(0u32..0x1000),
             required in prop::option::of(prop_oneof![Just(0x8u64), Just(0x200), Just(0x80), Just(0xA2)]),
             excluded in prop::option::of(prop_oneof![Just(0x40u64), Just(0x2), Just(0x20)]),
-            op_types in 0u8..8,
+            op_types in 0u8..32,
             op_latency in 0u32..0x2000,
             op_events in 0u64..0x1000,
         ) {
             let mut builder = SpeConfigBuilder::new().interval(4096);
             builder.operation_types = types.map(OperationTypes::from_bits_retain);
+            builder.all_types = all_types;
+            builder.data_sources = data_sources;
             builder.min_latency = latency;
             builder.required_events = required.map(SpeEvents::from_bits_retain);
             builder.excluded_events = excluded.map(SpeEvents::from_bits_retain);
-            if let Ok(config) = builder.build(&v1p2_caps()) {
+            // PMSIDR_EL1.FDS (bit 7) and EFT (bit 26) on top of v1p2_caps().
+            let caps = SpeCapabilities::decode_raw(SpeVersion::V1p2, 0x2_6447 | 1 << 7 | 1 << 26, 0);
+            if let Ok(config) = builder.build(&caps) {
                 let op = SampledOperation {
                     types: OperationTypes::from_bits_retain(op_types),
                     total_latency: op_latency,
                     events: SpeEvents::from_bits_retain(op_events),
                     exception_level: 0,
+                    data_source: op_data_source,
                 };
                 let decision = config.decide(&op);
                 prop_assert!(decision.is_recorded().is_some(), "{:?}", decision);
@@ -522,6 +600,80 @@ mod tests {
         assert_eq!(
             decide(&regs, SpeVersion::V1p0, &o),
             FilterDecision::Recorded
+        );
+    }
+
+    /// FEAT_SPE_EFT and FEAT_SPE_FDS (Linux 7.3 tools/perf/Documentation/perf-arm-spe.txt: the
+    /// masks change a type filter "from OR to AND", "store AND SIMD" is
+    /// `store_filter=1,simd_filter=1,store_filter_mask=1,simd_filter_mask=1`; data source N is
+    /// bit N of the filter): SIMD stores from sources 0 or 3 are recorded; a plain store, a SIMD
+    /// load, or a SIMD store from source 1 are not; a SIMD store without a data source passes
+    /// the source filter.
+    #[test]
+    fn simd_stores_from_two_sources() {
+        let caps = SpeCapabilities::decode_raw(SpeVersion::V1p2, 0x2_6447 | 1 << 7 | 1 << 26, 0);
+        let config = SpeConfigBuilder::new()
+            .operation_types(OperationTypes::STORES | OperationTypes::SIMD)
+            .all_types(true)
+            .data_sources(0x9)
+            .interval(1024)
+            .build(&caps)
+            .unwrap();
+        let simd_store = OperationTypes::STORES | OperationTypes::SIMD;
+        let from = |types, source| SampledOperation {
+            data_source: source,
+            ..op(types, 10, SpeEvents::RETIRED)
+        };
+        assert_eq!(
+            config.decide(&from(simd_store, Some(3))),
+            FilterDecision::Recorded
+        );
+        assert_eq!(
+            config.decide(&from(simd_store, Some(0))),
+            FilterDecision::Recorded
+        );
+        assert_eq!(
+            config.decide(&from(simd_store, None)),
+            FilterDecision::Recorded
+        );
+        assert_eq!(
+            config.decide(&from(simd_store, Some(1))),
+            FilterDecision::Dropped(DropReason::DataSource)
+        );
+        for other in [
+            OperationTypes::STORES,
+            OperationTypes::LOADS | OperationTypes::SIMD,
+        ] {
+            assert_eq!(
+                config.decide(&from(other, Some(3))),
+                FilterDecision::Dropped(DropReason::OperationType)
+            );
+        }
+        // Without the masks the types are ORed: a plain store is recorded too.
+        let any = SpeConfigBuilder::new()
+            .operation_types(OperationTypes::STORES | OperationTypes::SIMD)
+            .interval(1024)
+            .build(&caps)
+            .unwrap();
+        assert_eq!(
+            any.decide(&from(OperationTypes::STORES, None)),
+            FilterDecision::Recorded
+        );
+        // No data source at all: refused with what to change.
+        assert_eq!(
+            SpeConfigBuilder::new()
+                .data_sources(0)
+                .interval(1024)
+                .build(&caps),
+            Err(crate::spe::SpeError::EmptyDataSourceFilter)
+        );
+        // "Every selected type" with no type selected.
+        assert_eq!(
+            SpeConfigBuilder::new()
+                .all_types(true)
+                .interval(1024)
+                .build(&caps),
+            Err(crate::spe::SpeError::NoOperationTypeSelected)
         );
     }
 }

@@ -160,10 +160,12 @@ impl<T: bitflags::Flags + Copy, const N: usize> Serialize for FlagNames<T, N> {
     }
 }
 
-const REQUEST_TYPES: &[(OperationTypes, &str); 3] = &[
+const REQUEST_TYPES: &[(OperationTypes, &str); 5] = &[
     (OperationTypes::LOADS, "loads"),
     (OperationTypes::STORES, "stores"),
     (OperationTypes::BRANCHES, "branches"),
+    (OperationTypes::SIMD, "simd"),
+    (OperationTypes::FLOAT, "float"),
 ];
 const PACKET_TYPES: &[(OperationTypes, &str); 3] = &[
     (OperationTypes::LOADS, "load"),
@@ -209,17 +211,20 @@ impl Serialize for SpeCapabilities {
     }
 }
 
-/// The request as asked: `operation_types` `["loads", "stores", "branches"]` (`null`: every
-/// type), event sets as names plus mask, `timestamps` `"virtual"`/`"physical"`,
+/// The request as asked: `operation_types` `["loads", "stores", "branches", "simd",
+/// "float"]` (`null`: every type) with `all_types`, event sets as names plus mask,
+/// `data_sources` as a hex mask (`null`: no filter), `timestamps` `"virtual"`/`"physical"`,
 /// `exception_levels` `["el0", "el1"]`. By hand: each event set is two keys
 /// (`required_events` and `required_mask`).
 impl Serialize for SpeConfigBuilder {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("SpeConfigBuilder", 12)?;
+        let mut s = serializer.serialize_struct("SpeConfigBuilder", 14)?;
         s.serialize_field(
             "operation_types",
             &self.operation_types.map(|t| FlagNames(t, REQUEST_TYPES)),
         )?;
+        s.serialize_field("all_types", &self.all_types)?;
+        s.serialize_field("data_sources", &self.data_sources.map(Hex))?;
         s.serialize_field("min_latency", &self.min_latency)?;
         s.serialize_field("required_events", &self.required_events.map(EventNames))?;
         s.serialize_field(
@@ -514,8 +519,8 @@ mod tests {
         assert_eq!(
             to_value(request).unwrap(),
             json!({
-                "operation_types": ["loads"], "min_latency": 120,
-                "required_events": ["LLC_MISS"], "required_mask": "0x200",
+                "operation_types": ["loads"], "all_types": false, "data_sources": null,
+                "min_latency": 120, "required_events": ["LLC_MISS"], "required_mask": "0x200",
                 "excluded_events": null, "excluded_mask": null,
                 "interval": null, "jitter": false, "timestamps": null,
                 "physical_addresses": false, "context": false,

@@ -75,8 +75,8 @@ impl SampleRecord {
     }
 
     /// The record as an operation for [`crate::spe::model`]: types from the Operation Type
-    /// packet, total latency (0 if absent, saturating to `u32`), events (none if absent), and
-    /// the Exception level of the PC packet (0 if absent).
+    /// packet, total latency (0 if absent, saturating to `u32`), events (none if absent), the
+    /// Exception level of the PC packet (0 if absent) and the data source.
     pub fn sampled_operation(&self) -> SampledOperation {
         SampledOperation {
             types: self
@@ -87,6 +87,7 @@ impl SampleRecord {
                 .map_or(0, |l| u32::try_from(l).unwrap_or(u32::MAX)),
             events: self.events.unwrap_or(SpeEvents::empty()),
             exception_level: self.pc.map_or(0, |pc| pc.exception_level()),
+            data_source: self.data_source,
         }
     }
 }

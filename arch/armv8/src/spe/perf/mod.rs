@@ -852,14 +852,7 @@ pub fn event_init(attr: &PerfEventAttr, target: &PerfTarget) -> Result<(), SpeEr
     Ok(())
 }
 
-/// PMSFCR_EL1's FEAT_SPE_EFT bits: SIMD, FP and the five type masks.
-const EXTENDED_TYPE_BITS: u64 = PMSFCR_EL1::SIMD::SET.value
-    | PMSFCR_EL1::FP::SET.value
-    | PMSFCR_EL1::Bm::SET.value
-    | PMSFCR_EL1::LDm::SET.value
-    | PMSFCR_EL1::STm::SET.value
-    | PMSFCR_EL1::SIMDm::SET.value
-    | PMSFCR_EL1::FPm::SET.value;
+use super::model::EXTENDED_TYPE_BITS;
 
 /// `config` as an `arm_spe` perf event for `target`, under its driver's rules.
 ///

@@ -578,13 +578,74 @@ fn kernel_registers_of_linux_7_3() {
     ));
 }
 
+/// The SIMD loads from a data source subset, on a PE with FEAT_SPE_EFT and FEAT_SPE_FDS:
+/// Linux 7.3 expresses them (`load_filter`+`simd_filter` with their masks,
+/// `inv_data_src_filter` = the complement of the kept sources, drivers/perf/arm_spe_pmu.c
+/// `arm_spe_event_to_pmsfcr/pmsdsfr()`) and programs exactly our registers; Linux 6.12 has no
+/// field for them.
+#[test]
+fn simd_loads_from_some_sources_need_linux_7_3() {
+    let caps = v1p2_eft_fds();
+    let config = SpeConfigBuilder::new()
+        .operation_types(OperationTypes::LOADS | OperationTypes::SIMD)
+        .all_types(true)
+        .data_sources(0x9)
+        .interval(1024)
+        .build(&caps)
+        .unwrap();
+    let r = config.registers();
+    let fcr = (PMSFCR_EL1::FT::SET
+        + PMSFCR_EL1::FDS::SET
+        + PMSFCR_EL1::LD::SET
+        + PMSFCR_EL1::LDm::SET
+        + PMSFCR_EL1::SIMD::SET
+        + PMSFCR_EL1::SIMDm::SET)
+        .value;
+    assert_eq!((r.pmsfcr, r.pmsdsfr), (fcr, Some(0x9)));
+    let target = linux_7_3(&caps);
+    let event = perf_event(&config, &target).unwrap();
+    assert_eq!(
+        string(&event),
+        "arm_spe_0/load_filter=1,load_filter_mask=1,simd_filter=1,simd_filter_mask=1,\
+         inv_data_src_filter=0xfffffffffffffff6,period=1024/"
+    );
+    assert_eq!(event.attr().config4, !0x9);
+    let kernel = kernel_registers(event.attr(), &target.rules, true, true, false, 1024);
+    assert_eq!(&kernel, r);
+    assert_eq!(
+        perf_event(&config, &linux_6_12(&caps)),
+        Err(SpeError::PerfFieldUnavailable {
+            field: PerfField::LoadFilterMask
+        })
+    );
+    // Without EFT or FDS the builder already refuses, naming the PMSIDR_EL1 field.
+    for (bad, filter) in [
+        (v1p2(), SpeFilter::ExtendedType),
+        (
+            SpeCapabilities::decode_raw(SpeVersion::V1p2, 0x2_6447 | 1 << 26, 0),
+            SpeFilter::DataSource,
+        ),
+    ] {
+        let err = SpeConfigBuilder::new()
+            .operation_types(OperationTypes::LOADS | OperationTypes::SIMD)
+            .all_types(true)
+            .data_sources(0x9)
+            .interval(1024)
+            .build(&bad)
+            .unwrap_err();
+        assert_eq!(err, SpeError::FilterNotImplemented { filter });
+    }
+}
+
 proptest! {
     /// For every valid configuration, what Linux programs for its perf event
     /// (`kernel_registers`, restating arm_spe_pmu.c) equals what we program directly, up to
     /// PMSCR_EL1.CX, which the kernel decides on its own.
     #[test]
     fn perf_event_programs_the_same_registers(
-        types in prop::option::of(1u8..8),
+        types in prop::option::of(1u8..32),
+        all_types: bool,
+        data_sources in prop::option::of(1u64..0x1_0000),
         latency in prop::option::of(1u32..0x1000),
         required in prop::option::of(prop_oneof![Just(0x8u64), Just(0x200), Just(0x80), Just(0xAA)]),
         excluded in prop::option::of(prop_oneof![Just(0x40u64), Just(0x2), Just(0x800)]),
@@ -597,26 +658,46 @@ proptest! {
     ) {
         let mut b = SpeConfigBuilder::new().interval(interval).jitter(jitter).physical_addresses(pa).context(cx);
         b.operation_types = types.map(OperationTypes::from_bits_retain);
+        b.all_types = all_types;
+        b.data_sources = data_sources;
         b.min_latency = latency;
         b.required_events = required.map(SpeEvents::from_bits_retain);
         b.excluded_events = excluded.map(SpeEvents::from_bits_retain);
         b.timestamps = ts;
         b.exception_levels = ExceptionLevels::from_bits_retain(els);
-        let caps = v1p2();
+        let caps = v1p2_eft_fds();
         if let Ok(config) = b.build(&caps) {
           for driver in LinuxSpeDriver::ALL {
             let target = PerfTarget::new(driver, &caps);
             let format = target.format;
             let res0 = target.pmsevfr_res0;
-            let (event, post) = perf_event_with_post_filter(&config, &target).unwrap();
+            let extended = config.registers().pmsfcr
+                & (PMSFCR_EL1::SIMD::SET + PMSFCR_EL1::FP::SET + PMSFCR_EL1::Bm::SET
+                    + PMSFCR_EL1::LDm::SET + PMSFCR_EL1::STm::SET + PMSFCR_EL1::FDS::SET)
+                    .value
+                != 0;
+            let (event, post) = match perf_event_with_post_filter(&config, &target) {
+                Ok(done) => done,
+                // 6.12 has no field for the EFT/FDS filters.
+                Err(SpeError::PerfFieldUnavailable { .. })
+                    if extended && driver == LinuxSpeDriver::Linux6_12 =>
+                {
+                    continue
+                }
+                Err(e) => return Err(TestCaseError::fail(std::format!("{driver}: {e}"))),
+            };
             // Exactly the refused bits move to the post filter; the rest reach the kernel.
             prop_assert_eq!(post.required.bits(), config.registers().pmsevfr & res0);
             prop_assert_eq!(event.attr().config1 & res0, 0);
             prop_assert_eq!(event.attr().config3 & res0, 0);
             prop_assert_eq!(perf_event(&config, &target).is_ok(), post.is_empty());
             prop_assert_eq!(event_init(event.attr(), &target), Ok(()));
-            let kernel = kernel_registers(event.attr(), &target.rules, true, false, cx, 1024);
+            let kernel = kernel_registers(event.attr(), &target.rules, true, true, cx, 1024);
             let mut expected = *config.registers();
+            if driver == LinuxSpeDriver::Linux6_12 {
+                // 6.12 never writes PMSDSFR_EL1 (and never sets FDS, so it has no effect).
+                expected.pmsdsfr = None;
+            }
             expected.pmsevfr &= !res0;
             if expected.pmsevfr == 0 {
                 expected.pmsfcr &= !PMSFCR_EL1::FE::SET.value;
