@@ -26,6 +26,8 @@ pub use decode::DecodeArgs;
     args_conflicts_with_subcommands = true,
     after_help = "Examples:
   pmu-demo spe --profile spev1p4-16bit --loads --min-latency 120 --event llc-miss --interval 4096
+  pmu-demo spe --kernel 6.12 --profile spev1p4-16bit --loads --event llc-miss
+  pmu-demo spe --kernel 7.3 --profile spev1p4-eft-fds --stores --simd --all-types --data-source 0,3
   pmu-demo spe --profile spev1p1-12bit --branches --event mispredicted
   pmu-demo spe --pmsidr 0x26447 --pmsver 3 --branches --exclude-event mispredicted --json
   pmu-demo spe decode perf.data --loads --min-latency 120 --event llc-miss
@@ -35,8 +37,16 @@ pub use decode::DecodeArgs;
 Without a subcommand: state the intent, and where the capabilities come from (--profile,
 --pmsidr/--pmsver, or else this machine's arm_spe PMU in sysfs). The output lists the
 register values in programming order with every field explained, the perf event
-(attr.config…config3 and the `perf record -e arm_spe_0/…/` string), and each error (with
-what to change) or warning.
+(attr.config…config4 and the `perf record -e arm_spe_0/…/` string) under one kernel's
+arm_spe rules, and each error (with what to change) or warning.
+
+Kernels: --kernel 6.12 or 7.3 says whose drivers/perf/arm_spe_pmu.c rules the perf event
+follows; without it, the running kernel's (uname release) where it is one of these, else the
+newest (7.3); the output names the choice. Linux 7.3 adds the SIMD/floating-point type
+filters and the type masks (--simd, --float, --all-types; FEAT_SPE_EFT), the data source
+filter (--data-source; FEAT_SPE_FDS) and checks event filters against what the CPU's
+PMSEVFR_EL1 keeps (sysfs caps/event_filter), so e.g. llc-miss reaches the kernel on
+FEAT_SPEv1p4; Linux 6.12 refuses event bits by SPE version and has no EFT/FDS terms.
 
 Exit status: 0 the configuration is valid (warnings allowed, and also when only the perf
 event cannot express it: said under the perf event); 2 it has errors, the input is

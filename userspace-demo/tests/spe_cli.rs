@@ -16,10 +16,18 @@
 //!   `branch_filter` config:32, `event_filter` config1:0-63, `min_latency` config2:0-11,
 //!   `inv_event_filter` config3:0-63, `ts_enable` config:0, `pa_enable` config:1,
 //!   `pct_enable` config:2) and the sysfs `caps/` files.
+//! - Linux 7.3.4 drivers/perf/arm_spe_pmu.c: `store_filter_mask` config:38, `simd_filter`
+//!   config:39, `simd_filter_mask` config:40, `inv_data_src_filter` config4:0-63 (the
+//!   complement of PMSDSFR_EL1), `caps/event_filter` ("0x%llx\n": the PMSEVFR_EL1 bits that
+//!   read 1 after the probe wrote all ones; event filters outside it are refused).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use pmu_armv8::spe::perf::{
+    event_init, ConfigWord, LinuxSpeDriver, PerfEventAttr, PerfField, PerfFormat, PerfTarget,
+};
+use pmu_armv8::spe::{SpeCapabilities, SpeVersion};
 use serde_json::Value;
 
 fn demo(args: &[&str]) -> Output {
@@ -124,6 +132,8 @@ fn path_str(p: &Path) -> &str {
 #[test]
 fn memory_latency_on_spev1p4() {
     let args = [
+        "--kernel",
+        "6.12",
         "--profile",
         "spev1p4-16bit",
         "--loads",
@@ -183,6 +193,10 @@ fn memory_latency_on_spev1p4() {
     // PMSEVFR_EL1_RES0_V1P2 for v1p2 and later): no exact perf event, a typed error, and the
     // broader event plus the decode-time filter instead.
     let perf = &v["perf"];
+    assert_eq!(
+        (&perf["kernel"], &perf["kernel_choice"]),
+        (&Value::from("6.12"), &Value::from("option"))
+    );
     assert_eq!(perf["format_source"], "linux-6.12");
     assert!(perf["attr"].is_null() && perf["event"].is_null(), "{perf}");
     assert_eq!(perf["error"]["kind"], "PerfEventsRefused");
@@ -217,6 +231,7 @@ fn memory_latency_on_spev1p4() {
         "perf cannot express `event_filter` bits 0x200 on FEAT_SPEv1p4",
         "perf record -e arm_spe_0/load_filter=1,min_latency=120,period=4096/ -- <command>",
         "pmu-demo spe decode perf.data --loads --min-latency 120 --event 0x200",
+        "under Linux 6.12's arm_spe rules (--kernel 6.12)",
         "documented Linux 6.12",
     ] {
         assert!(s.contains(needle), "`{needle}` in:\n{s}");
@@ -795,7 +810,13 @@ fn help_lists_the_profiles() {
         "spev1p1-12bit",
         "spev1p2-fne",
         "spev1p4-16bit",
+        "spev1p4-eft-fds",
         "not a\n          vendor-published",
+        "--kernel <VERSION>",
+        "Default: the running kernel's (uname release)",
+        "--simd",
+        "--all-types",
+        "--data-source <N>",
     ] {
         let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
         let needle_flat = needle.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -831,36 +852,56 @@ fn documented_spe_commands(markdown: &str) -> Vec<(Vec<String>, Vec<String>)> {
     blocks
 }
 
-/// `(event_filter, inv_event_filter)` of a `perf record -e arm_spe_N/terms/` line.
-fn perf_line_masks(line: &str) -> (u64, u64) {
+/// The terms of a `perf record -e arm_spe_N/terms/` line as a `perf_event_attr`, placed by
+/// `format` (an unknown term fails the test).
+fn perf_line_attr(line: &str, format: &PerfFormat) -> PerfEventAttr {
     let event = line
         .split_whitespace()
         .find(|w| w.starts_with("arm_spe"))
         .unwrap_or_else(|| panic!("no arm_spe event in `{line}`"));
     let terms = event.split('/').nth(1).unwrap_or("");
-    let mut masks = (0, 0);
+    let mut attr = PerfEventAttr::default();
     for term in terms.split(',').filter(|t| !t.is_empty()) {
         let (name, value) = term.split_once('=').unwrap_or((term, "1"));
-        let parse = |v: &str| u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap();
-        match name {
-            "event_filter" => masks.0 = parse(value),
-            "inv_event_filter" => masks.1 = parse(value),
-            _ => {}
+        let value = match value.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+            None => value.parse().unwrap(),
+        };
+        if name == "period" {
+            attr.sample_period = value;
+            continue;
         }
+        let field = PerfField::from_name(name).unwrap_or_else(|| panic!("`{name}` in `{line}`"));
+        let place = format
+            .field(field)
+            .unwrap_or_else(|| panic!("`{name}` is no term of this kernel: `{line}`"));
+        let word = match place.word {
+            ConfigWord::Config => &mut attr.config,
+            ConfigWord::Config1 => &mut attr.config1,
+            ConfigWord::Config2 => &mut attr.config2,
+            ConfigWord::Config3 => &mut attr.config3,
+            _ => &mut attr.config4,
+        };
+        *word |= value << place.lo;
     }
-    masks
+    attr
 }
 
-/// Every SPE example of README.md and the `pmu_armv8::spe` walkthrough: each `$ pmu-demo spe …` block is run, each
-/// perf command the block shows is one the program prints, and each perf command in the two
-/// files passes Linux 6.12's `arm_spe_pmsevfr_res0()` rule (pmu_armv8's restatement, checked
-/// against the kernel source in arch/armv8/tests/spe_kernel_source.rs) for the block's SPE
-/// version; a perf line outside a versioned block is held to the strictest rule (FEAT_SPE).
+/// `(event_filter, inv_event_filter)` of a `perf record -e arm_spe_N/terms/` line.
+fn perf_line_masks(line: &str) -> (u64, u64) {
+    let attr = perf_line_attr(line, &PerfFormat::linux_7_3());
+    (attr.config1, attr.config3)
+}
+
+/// Every SPE example of README.md and the `pmu_armv8::spe` walkthrough: each `$ pmu-demo spe …`
+/// block names its kernel (`--kernel`, so the output does not depend on the machine the docs
+/// are checked on) and is run; each perf command the block shows is one the program prints,
+/// and each is accepted by that kernel's driver for the block's capabilities
+/// (`pmu_armv8::spe::perf::event_init`, the restatement of `arm_spe_pmu_event_init()` checked
+/// against the 6.12 and 7.3 sources in arch/armv8/tests/spe_kernel_source.rs); a perf line
+/// outside a block is held to both kernels on the most limited PE (FEAT_SPE with FE/FT/FL).
 #[test]
 fn documented_spe_examples_are_accepted_by_linux() {
-    use pmu_armv8::spe::perf::linux_6_12_pmsevfr_res0;
-    use pmu_armv8::spe::SpeVersion;
-
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut checked_commands = 0;
     let mut checked_perf_lines = 0;
@@ -871,6 +912,11 @@ fn documented_spe_examples_are_accepted_by_linux() {
         for (args, shown) in documented_spe_commands(&markdown) {
             let mut all: Vec<&str> = vec!["spe"];
             all.extend(args.iter().map(String::as_str));
+            assert!(
+                all.contains(&"--kernel"),
+                "{doc}: `pmu-demo {}` names no --kernel",
+                all.join(" ")
+            );
             let out = demo(&all);
             let printed = text(&out.stdout);
             assert!(
@@ -882,8 +928,17 @@ fn documented_spe_examples_are_accepted_by_linux() {
             );
             all.push("--json");
             let v: Value = serde_json::from_slice(&demo(&all).stdout).unwrap();
-            let pmsver = v["capabilities"]["pmsver"].as_u64().unwrap() as u8;
+            let caps = &v["capabilities"];
+            let pmsver = caps["pmsver"].as_u64().unwrap() as u8;
             let version = SpeVersion::from_pmsver(pmsver).unwrap();
+            let pmsidr = u64::from_str_radix(
+                caps["pmsidr"].as_str().unwrap().trim_start_matches("0x"),
+                16,
+            )
+            .unwrap();
+            let caps = SpeCapabilities::decode_raw(version, pmsidr, 0);
+            let driver = LinuxSpeDriver::parse(v["perf"]["kernel"].as_str().unwrap()).unwrap();
+            let target = PerfTarget::new(driver, &caps);
             for line in shown.iter().filter(|l| l.contains("perf record -e")) {
                 assert!(
                     printed.lines().any(|p| p.trim() == line.trim()),
@@ -892,12 +947,11 @@ fn documented_spe_examples_are_accepted_by_linux() {
                     all.join(" ")
                 );
                 versioned_lines.push(line.trim().to_owned());
-                let (event, inverted) = perf_line_masks(line);
-                let res0 = linux_6_12_pmsevfr_res0(version);
+                let attr = perf_line_attr(line, &target.format);
                 assert_eq!(
-                    (event & res0, inverted & res0),
-                    (0, 0),
-                    "{doc}: Linux 6.12 refuses `{}` on {version}",
+                    event_init(&attr, &target),
+                    Ok(()),
+                    "{doc}: {driver} refuses `{}` on {version}",
                     line.trim()
                 );
                 checked_perf_lines += 1;
@@ -911,14 +965,17 @@ fn documented_spe_examples_are_accepted_by_linux() {
             if versioned_lines.iter().any(|v| line.contains(v.as_str())) {
                 continue;
             }
-            let (event, inverted) = perf_line_masks(line);
-            let res0 = linux_6_12_pmsevfr_res0(SpeVersion::V1p0);
-            assert_eq!(
-                (event & res0, inverted & res0),
-                (0, 0),
-                "{doc}: Linux 6.12 refuses `{}` on FEAT_SPE",
-                line.trim()
-            );
+            let caps = SpeCapabilities::decode_raw(SpeVersion::V1p0, 0x2_6407, 0);
+            for driver in LinuxSpeDriver::ALL {
+                let target = PerfTarget::new(driver, &caps);
+                let attr = perf_line_attr(line, &target.format);
+                assert_eq!(
+                    event_init(&attr, &target),
+                    Ok(()),
+                    "{doc}: {driver} refuses `{}` on FEAT_SPE",
+                    line.trim()
+                );
+            }
             checked_perf_lines += 1;
         }
     }
@@ -931,12 +988,198 @@ fn documented_spe_examples_are_accepted_by_linux() {
 #[test]
 fn refused_example_is_detected() {
     use pmu_armv8::spe::perf::linux_6_12_pmsevfr_res0;
-    use pmu_armv8::spe::SpeVersion;
-    let (event, _) = perf_line_masks(
-        "  perf record -e arm_spe_0/load_filter=1,event_filter=0x200,min_latency=120,period=4096/ -- <command>",
-    );
+    let line = "  perf record -e arm_spe_0/load_filter=1,event_filter=0x200,min_latency=120,period=4096/ -- <command>";
+    let (event, _) = perf_line_masks(line);
     assert_eq!(event, 0x200);
     assert_ne!(event & linux_6_12_pmsevfr_res0(SpeVersion::V1p4), 0);
+    let v1p4 = SpeCapabilities::decode_raw(SpeVersion::V1p4, 0x3_6077, 0);
+    let old = PerfTarget::new(LinuxSpeDriver::Linux6_12, &v1p4);
+    assert!(event_init(&perf_line_attr(line, &old.format), &old).is_err());
+    // Linux 7.3 takes it on FEAT_SPEv1p4 (E[9] architected there), not on FEAT_SPE.
+    let new = PerfTarget::new(LinuxSpeDriver::Linux7_3, &v1p4);
+    assert_eq!(event_init(&perf_line_attr(line, &new.format), &new), Ok(()));
+    let v1p0 = SpeCapabilities::decode_raw(SpeVersion::V1p0, 0x2_6407, 0);
+    let new = PerfTarget::new(LinuxSpeDriver::Linux7_3, &v1p0);
+    assert!(event_init(&perf_line_attr(line, &new.format), &new).is_err());
+}
+
+/// The memory-latency recipe under Linux 7.3 on FEAT_SPEv1p4: the probe keeps E[9] (the Arm
+/// ARM makes it filterable there), so perf expresses the whole filter and nothing is left
+/// for decoding.
+#[test]
+fn memory_latency_on_spev1p4_under_linux_7_3() {
+    let v = spe_json(
+        &[
+            "--kernel",
+            "7.3",
+            "--profile",
+            "spev1p4-16bit",
+            "--loads",
+            "--min-latency",
+            "120",
+            "--event",
+            "llc-miss",
+            "--interval",
+            "4096",
+        ],
+        0,
+    );
+    let perf = &v["perf"];
+    assert_eq!(perf["kernel"], "7.3");
+    assert_eq!(perf["format_source"], "linux-7.3");
+    assert!(
+        perf["error"].is_null() && perf["instead"].is_null(),
+        "{perf}"
+    );
+    assert_eq!(
+        perf["event"],
+        "arm_spe_0/load_filter=1,event_filter=0x200,min_latency=120,period=4096/"
+    );
+}
+
+/// The FEAT_SPE_EFT and FEAT_SPE_FDS intents: SIMD stores (--stores --simd --all-types: ST,
+/// SIMD and their masks, Arm ARM D24.7.12) from data sources 0 and 3 (PMSDSFR_EL1 = 0x9). On a
+/// CPU with both and under Linux 7.3, the terms `store_filter_mask`, `simd_filter`,
+/// `simd_filter_mask` and `inv_data_src_filter` = !0x9; under 6.12 the registers stand but
+/// perf has no term, and the hint names the release that has it; on a CPU without EFT the
+/// intent is an error naming PMSIDR_EL1.EFT.
+#[test]
+fn simd_and_data_source_intents() {
+    let intent = [
+        "--profile",
+        "spev1p4-eft-fds",
+        "--stores",
+        "--simd",
+        "--all-types",
+        "--data-source",
+        "0,3",
+        "--interval",
+        "4096",
+    ];
+    let mut args = vec!["--kernel", "7.3"];
+    args.extend_from_slice(&intent);
+    let v = spe_json(&args, 0);
+    for (f, want) in [
+        ("FT", 1),
+        ("FDS", 1),
+        ("ST", 1),
+        ("STm", 1),
+        ("SIMD", 1),
+        ("SIMDm", 1),
+        ("LD", 0),
+    ] {
+        assert_eq!(field(&v, "PMSFCR_EL1", f), want, "PMSFCR_EL1.{f}");
+    }
+    assert_eq!(register(&v, "PMSDSFR_EL1"), 0x9);
+    assert_eq!(
+        v["perf"]["event"],
+        "arm_spe_0/store_filter=1,store_filter_mask=1,simd_filter=1,simd_filter_mask=1,\
+         inv_data_src_filter=0xfffffffffffffff6,period=4096/"
+    );
+    assert_eq!(v["perf"]["attr"]["config4"], "0xfffffffffffffff6");
+
+    let mut args = vec!["--kernel", "6.12"];
+    args.extend_from_slice(&intent);
+    let v = spe_json(&args, 0);
+    assert_eq!(v["perf"]["error"]["kind"], "PerfFieldUnavailable");
+    let hint = v["perf"]["hint"].as_str().unwrap();
+    assert!(hint.contains("came with Linux 7.3"), "{hint}");
+
+    let v = spe_json(
+        &[
+            "--kernel",
+            "7.3",
+            "--profile",
+            "spev1p4-16bit",
+            "--stores",
+            "--simd",
+        ],
+        2,
+    );
+    assert_eq!(kinds(&v["errors"]), ["FilterNotImplemented"]);
+    let message = v["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("PMSIDR_EL1.EFT") || message.contains("FEAT_SPE_EFT"),
+        "{message}"
+    );
+}
+
+/// Without --kernel the rules follow the running kernel's release
+/// (/proc/sys/kernel/osrelease) where it is 6.12 or 7.3, else the newest known (7.3); the
+/// output says which and why.
+#[test]
+fn kernel_defaults_to_the_running_one() {
+    let v = spe_json(&["--profile", "spev1p2-fne", "--branches"], 0);
+    let perf = &v["perf"];
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|r| r.trim().to_owned())
+        .unwrap_or_default();
+    match LinuxSpeDriver::for_release(&release) {
+        Some(driver) => {
+            assert_eq!(perf["kernel_choice"], "running");
+            assert_eq!(perf["kernel"], driver.version());
+            assert!(perf["kernel_detail"].as_str().unwrap().contains(&release));
+        }
+        None => {
+            assert_eq!(perf["kernel_choice"], "newest");
+            assert_eq!(perf["kernel"], LinuxSpeDriver::NEWEST.version());
+        }
+    }
+    let out = demo(&["spe", "--kernel", "5.10", "--branches"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("6.12, 7.3"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A sysfs tree shaped like Linux 7.3's on a FEAT_SPEv1p2 CPU with FnE (inv_event_filter and
+/// discard shown, no EFT/FDS term) whose probe kept E[9] (`caps/event_filter` 0xaea): under
+/// --kernel 7.3 the LLC-miss filter reaches the kernel; under 6.12's table it is refused.
+#[test]
+fn sysfs_event_filter_read_back_under_linux_7_3() {
+    let scratch = Scratch::new("sysfs73");
+    let pmu = "arm_spe_0";
+    scratch.write(&format!("{pmu}/type"), b"11\n");
+    for (name, entry) in [
+        ("load_filter", "config:33"),
+        ("event_filter", "config1:0-63"),
+        ("inv_event_filter", "config3:0-63"),
+        ("min_latency", "config2:0-11"),
+        ("discard", "config:35"),
+    ] {
+        scratch.write(
+            &format!("{pmu}/format/{name}"),
+            format!("{entry}\n").as_bytes(),
+        );
+    }
+    scratch.write(&format!("{pmu}/caps/min_interval"), b"1024\n");
+    scratch.write(&format!("{pmu}/caps/count_size"), b"12\n");
+    scratch.write(&format!("{pmu}/caps/event_filter"), b"0xaea\n");
+    let dir = path_str(&scratch.0);
+    let args = |kernel| {
+        [
+            "--kernel",
+            kernel,
+            "--sysfs-devices",
+            dir,
+            "--loads",
+            "--event",
+            "llc-miss",
+        ]
+    };
+    let v = spe_json(&args("7.3"), 0);
+    assert_eq!(
+        v["capabilities"]["pmsver"], 3,
+        "discard implies FEAT_SPEv1p2"
+    );
+    assert_eq!(
+        v["perf"]["event"],
+        "arm_spe_0/load_filter=1,event_filter=0x200,period=1024/"
+    );
+    let v = spe_json(&args("6.12"), 0);
+    assert_eq!(v["perf"]["error"]["kind"], "PerfEventsRefused");
 }
 
 // ---- perf.data: files built here from Linux 6.12
@@ -1077,6 +1320,8 @@ fn decode_reads_perf_data_per_cpu() {
 fn decode_post_filters_what_the_kernel_cannot() {
     let v = spe_json(
         &[
+            "--kernel",
+            "6.12",
             "--profile",
             "spev1p4-16bit",
             "--loads",

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args as ClapArgs, ValueEnum};
 use pmu_armv8::spe::perf::sysfs::{self, FormatSource, SpePmu};
-use pmu_armv8::spe::perf::{self, ConfigWord, PerfEventAttr, PerfFormat, PerfSpeEvent};
+use pmu_armv8::spe::perf::{
+    self, ConfigWord, LinuxSpeDriver, PerfEventAttr, PerfFormat, PerfSpeEvent, PerfTarget,
+};
 use pmu_armv8::spe::register_set::SpeRegisterValues;
 use pmu_armv8::spe::{
     Diagnostics, ExceptionLevels, OperationTypes, SpeCapabilities, SpeConfig, SpeConfigBuilder,
@@ -28,6 +30,25 @@ pub struct ConfigArgs {
     /// Record branches, exception returns included (PMSFCR_EL1.FT + B; perf branch_filter=1).
     #[arg(long)]
     branches: bool,
+    /// Record SIMD operations, their loads and stores included (PMSFCR_EL1.FT + SIMD; perf
+    /// simd_filter=1 from Linux 7.3). Needs FEAT_SPE_EFT (PMSIDR_EL1.EFT).
+    #[arg(long)]
+    simd: bool,
+    /// Record floating-point operations, their loads and stores included (PMSFCR_EL1.FT + FP;
+    /// perf float_filter=1 from Linux 7.3). Needs FEAT_SPE_EFT.
+    #[arg(long)]
+    float: bool,
+    /// Record only operations of EVERY selected type, not of any (the type masks
+    /// PMSFCR_EL1.{B,LD,ST,SIMD,FP}m; perf *_filter_mask=1 from Linux 7.3): --stores --simd
+    /// --all-types are the SIMD stores. Needs FEAT_SPE_EFT.
+    #[arg(long)]
+    all_types: bool,
+    /// Record only operations from these data sources (0-63, IMPLEMENTATION DEFINED: see the
+    /// CPU's TRM; repeat or comma-separate). PMSFCR_EL1.FDS with PMSDSFR_EL1; perf
+    /// inv_data_src_filter (its complement) from Linux 7.3. Needs FEAT_SPE_FDS
+    /// (PMSIDR_EL1.FDS). Operations without a data source are kept.
+    #[arg(long = "data-source", value_name = "N", value_delimiter = ',', value_parser = clap::value_parser!(u8).range(0..64))]
+    data_sources: Vec<u8>,
     /// Record only operations with at least N cycles total latency (PMSFCR_EL1.FL,
     /// PMSLATFR_EL1.MINLAT; at most 4095 on 12-bit counters, 65535 on 16-bit).
     #[arg(long, value_name = "N")]
@@ -89,6 +110,12 @@ pub struct ConfigArgs {
     /// Where to look for arm_spe PMUs (a copy of another machine's tree works too).
     #[arg(long, value_name = "DIR", default_value = sysfs::DEVICES)]
     sysfs_devices: PathBuf,
+    /// Whose arm_spe driver rules the perf event follows: 6.12 (Debian 13, Debian 12 backports) or 7.3
+    /// (Debian 13 backports: the SIMD/float/mask and data source terms, event filters checked
+    /// against what the CPU's PMSEVFR_EL1 keeps). Default: the running kernel's (uname
+    /// release) where it is one of these, else the newest (7.3).
+    #[arg(long, value_name = "VERSION", value_parser = parse_kernel)]
+    kernel: Option<LinuxSpeDriver>,
     /// Also show the fields of SPE extensions that are 0 (FEAT_SPE_EFT, _EXC, _nVM, …).
     #[arg(long)]
     all_fields: bool,
@@ -104,6 +131,16 @@ pub enum Timestamps {
     Virtual,
     /// The physical counter (PMSCR_EL1.PCT = 0b01).
     Physical,
+}
+
+fn parse_kernel(text: &str) -> Result<LinuxSpeDriver, String> {
+    LinuxSpeDriver::parse(text).ok_or_else(|| {
+        let known: Vec<&str> = LinuxSpeDriver::ALL.iter().map(|d| d.version()).collect();
+        format!(
+            "`{text}` is not a kernel whose arm_spe rules this demo knows: give one of {}",
+            known.join(", ")
+        )
+    })
 }
 
 fn parse_hex(text: &str) -> Result<u64, String> {
@@ -162,8 +199,15 @@ struct CapsOut {
 #[derive(Debug, Serialize)]
 struct PerfOut {
     pmu: String,
-    /// `sysfs` (the running kernel's format files) or `linux-6.12` (the documented layout).
-    format_source: &'static str,
+    /// Whose arm_spe driver rules were applied: `6.12` or `7.3`.
+    kernel: &'static str,
+    /// Why: `option` (--kernel), `running` (the running kernel's release) or `newest` (the
+    /// running kernel is none this demo knows, or unknown).
+    kernel_choice: &'static str,
+    kernel_detail: String,
+    /// `sysfs` (the running kernel's format files) or `linux-6.12`/`linux-7.3` (the
+    /// documented layout, as that release publishes it for these capabilities).
+    format_source: String,
     format_detail: String,
     /// None when perf cannot express the configuration (see `error`).
     attr: Option<AttrOut>,
@@ -171,6 +215,8 @@ struct PerfOut {
     command: Option<String>,
     warnings: Vec<SpeWarning>,
     error: Option<SpeError>,
+    /// What the error means for another kernel (a term a newer release has).
+    hint: Option<String>,
     /// When the kernel refuses some event filter bits (`error` kind `PerfEventsRefused`): the
     /// broader event perf accepts, and the filter to apply to its decoded records.
     instead: Option<InsteadOut>,
@@ -203,16 +249,69 @@ struct TermOut {
     value: u64,
 }
 
-/// Where the capabilities came from, and for the perf event which PMU and format to use.
+/// Where the capabilities came from, and for the perf event which PMU to use and what its
+/// sysfs says (nothing for a profile or raw registers: the chosen kernel's documented format).
 struct CapsSource {
     caps: SpeCapabilities,
     source: &'static str,
     detail: String,
     notes: Vec<String>,
     pmu_name: String,
-    format: PerfFormat,
-    format_source: &'static str,
-    format_detail: String,
+    /// The running kernel's format files, when read.
+    sysfs_format: Option<(PerfFormat, String)>,
+    /// The running kernel's `caps/event_filter` (Linux 7.3), when published.
+    event_filter_read_back: Option<u64>,
+}
+
+/// Whose driver rules the perf event follows, and why.
+struct KernelChoice {
+    driver: LinuxSpeDriver,
+    choice: &'static str,
+    detail: String,
+}
+
+/// The running kernel's release (`uname -r`), as Linux publishes it in
+/// /proc/sys/kernel/osrelease.
+fn running_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|r| r.trim().to_owned())
+        .filter(|r| !r.is_empty())
+}
+
+fn kernel_choice(args: &ConfigArgs) -> KernelChoice {
+    let newest = LinuxSpeDriver::NEWEST;
+    if let Some(driver) = args.kernel {
+        return KernelChoice {
+            driver,
+            choice: "option",
+            detail: format!("--kernel {}", driver.version()),
+        };
+    }
+    match running_release() {
+        Some(release) => match LinuxSpeDriver::for_release(&release) {
+            Some(driver) => KernelChoice {
+                driver,
+                choice: "running",
+                detail: format!("the running kernel, {release}"),
+            },
+            None => KernelChoice {
+                driver: newest,
+                choice: "newest",
+                detail: format!(
+                    "the newest this demo knows: the running kernel, {release}, is neither 6.12 \
+                     nor 7.3 (--kernel chooses)"
+                ),
+            },
+        },
+        None => KernelChoice {
+            driver: newest,
+            choice: "newest",
+            detail: "the newest this demo knows: the running kernel's release is unknown \
+                     (--kernel chooses)"
+                .to_owned(),
+        },
+    }
 }
 
 fn usage(message: impl Into<String>) -> Failure {
@@ -222,20 +321,10 @@ fn usage(message: impl Into<String>) -> Failure {
     }
 }
 
-fn documented_format() -> (PerfFormat, &'static str, String) {
-    (
-        PerfFormat::linux_6_12(),
-        "linux-6.12",
-        "the documented Linux 6.12 arm_spe layout (ATTR_CFG_FLD_* in drivers/perf/arm_spe_pmu.c)"
-            .to_owned(),
-    )
-}
-
 fn capabilities(args: &ConfigArgs) -> Result<CapsSource, Failure> {
     let given_pmu = args.pmu.clone().unwrap_or_else(|| "arm_spe_0".to_owned());
     if let Some(profile) = args.profile {
         let (pmsver, pmsidr) = profile.registers();
-        let (format, format_source, format_detail) = documented_format();
         return Ok(CapsSource {
             caps: profile.capabilities(),
             source: "profile",
@@ -246,9 +335,8 @@ fn capabilities(args: &ConfigArgs) -> Result<CapsSource, Failure> {
             ),
             notes: Vec::new(),
             pmu_name: given_pmu,
-            format,
-            format_source,
-            format_detail,
+            sysfs_format: None,
+            event_filter_read_back: None,
         });
     }
     if let Some(pmsidr) = args.pmsidr {
@@ -261,16 +349,14 @@ fn capabilities(args: &ConfigArgs) -> Result<CapsSource, Failure> {
             ))
         })?;
         let pmbidr = args.pmbidr.unwrap_or(0);
-        let (format, format_source, format_detail) = documented_format();
         return Ok(CapsSource {
             caps: SpeCapabilities::decode_raw(version, pmsidr, pmbidr),
             source: "pmsidr",
             detail: format!("PMSIDR_EL1 {pmsidr:#x}, PMBIDR_EL1 {pmbidr:#x}, PMSVer {pmsver}"),
             notes: Vec::new(),
             pmu_name: given_pmu,
-            format,
-            format_source,
-            format_detail,
+            sysfs_format: None,
+            event_filter_read_back: None,
         });
     }
     machine_capabilities(args)
@@ -331,7 +417,9 @@ fn machine_capabilities(args: &ConfigArgs) -> Result<CapsSource, Failure> {
     };
     notes.push(
         "rebuilt from sysfs caps/ (min_interval, count_size, arch_inst, ernd): FE/FT/FL set (Linux \
-         refuses PEs without them), MaxSize taken as 64 bytes"
+         refuses PEs without them), FnE/EFT/FDS from the format terms the kernel shows only with \
+         them (Linux 6.12 shows no EFT/FDS term, so on 6.12 they read as absent), MaxSize taken \
+         as 64 bytes"
             .to_owned(),
     );
     if pmus.len() > 1 {
@@ -342,18 +430,18 @@ fn machine_capabilities(args: &ConfigArgs) -> Result<CapsSource, Failure> {
             pmu.name
         ));
     }
-    let (format_source, format_detail) = match pmu.format_source {
-        FormatSource::Sysfs => (
-            "sysfs",
+    let sysfs_format = match pmu.format_source {
+        FormatSource::Sysfs => Some((
+            pmu.format,
             format!("the running kernel's format ({}/format)", pmu.dir.display()),
-        ),
-        FormatSource::Documented => (
-            "linux-6.12",
-            format!(
-                "the documented Linux 6.12 layout ({} has no format/ directory)",
+        )),
+        FormatSource::Documented => {
+            notes.push(format!(
+                "{} has no format/ directory: the chosen kernel's documented layout is used",
                 pmu.dir.display()
-            ),
-        ),
+            ));
+            None
+        }
     };
     Ok(CapsSource {
         caps: pmu.capabilities(version),
@@ -366,10 +454,33 @@ fn machine_capabilities(args: &ConfigArgs) -> Result<CapsSource, Failure> {
         ),
         notes,
         pmu_name: pmu.name.clone(),
-        format: pmu.format,
-        format_source,
-        format_detail,
+        sysfs_format,
+        event_filter_read_back: pmu.caps.event_filter,
     })
+}
+
+/// The perf target: the chosen release's rules on these capabilities, with the running
+/// kernel's format and event filter read-back when they were read from sysfs.
+fn perf_target(s: &CapsSource, kernel: &KernelChoice) -> (PerfTarget, String, String) {
+    let mut target = PerfTarget::new(kernel.driver, &s.caps);
+    let (source, detail) = match &s.sysfs_format {
+        Some((format, detail)) => {
+            target = target.with_format(*format);
+            ("sysfs".to_owned(), detail.clone())
+        }
+        None => (
+            format!("linux-{}", kernel.driver.version()),
+            format!(
+                "the documented {} arm_spe layout (ATTR_CFG_FLD_* in \
+                 drivers/perf/arm_spe_pmu.c), as it publishes it for these capabilities",
+                kernel.driver
+            ),
+        ),
+    };
+    if let Some(read_back) = s.event_filter_read_back {
+        target = target.with_event_filter_read_back(read_back);
+    }
+    (target, source, detail)
 }
 
 fn request(args: &ConfigArgs) -> SpeConfigBuilder {
@@ -377,6 +488,8 @@ fn request(args: &ConfigArgs) -> SpeConfigBuilder {
     types.set(OperationTypes::LOADS, args.loads);
     types.set(OperationTypes::STORES, args.stores);
     types.set(OperationTypes::BRANCHES, args.branches);
+    types.set(OperationTypes::SIMD, args.simd);
+    types.set(OperationTypes::FLOAT, args.float);
     let union = |events: &[SpeEvents]| {
         (!events.is_empty()).then(|| {
             events
@@ -391,8 +504,12 @@ fn request(args: &ConfigArgs) -> SpeConfigBuilder {
     };
     SpeConfigBuilder {
         operation_types: (!types.is_empty()).then_some(types),
-        all_types: false,
-        data_sources: None,
+        all_types: args.all_types,
+        data_sources: (!args.data_sources.is_empty()).then(|| {
+            args.data_sources
+                .iter()
+                .fold(0u64, |mask, &source| mask | 1 << source)
+        }),
         min_latency: args.min_latency,
         required_events: union(&args.events),
         excluded_events: union(&args.exclude_events),
@@ -413,6 +530,8 @@ fn type_names(types: OperationTypes) -> Vec<&'static str> {
         (OperationTypes::LOADS, "loads"),
         (OperationTypes::STORES, "stores"),
         (OperationTypes::BRANCHES, "branches"),
+        (OperationTypes::SIMD, "SIMD"),
+        (OperationTypes::FLOAT, "floating-point"),
     ]
     .into_iter()
     .filter(|(t, _)| types.contains(*t))
@@ -429,24 +548,28 @@ fn caps_out(s: &CapsSource) -> CapsOut {
     }
 }
 
-fn perf_out(config: &SpeConfig, s: &CapsSource) -> PerfOut {
+fn perf_out(config: &SpeConfig, s: &CapsSource, kernel: &KernelChoice) -> PerfOut {
+    let (target, format_source, format_detail) = perf_target(s, kernel);
     let mut out = PerfOut {
         pmu: s.pmu_name.clone(),
-        format_source: s.format_source,
-        format_detail: s.format_detail.clone(),
+        kernel: kernel.driver.version(),
+        kernel_choice: kernel.choice,
+        kernel_detail: kernel.detail.clone(),
+        format_source,
+        format_detail,
         attr: None,
         event: None,
         command: None,
         warnings: Vec::new(),
         error: None,
+        hint: None,
         instead: None,
     };
-    let target =
-        perf::PerfTarget::new(perf::LinuxSpeDriver::Linux6_12, &s.caps).with_format(s.format);
     match perf::perf_event(config, &target) {
-        Ok(event) => fill_perf(&mut out, &event, &s.format),
+        Ok(event) => fill_perf(&mut out, &event, &target.format),
         Err(e) => {
             out.error = Some(e);
+            out.hint = hint(&e, &target, kernel.driver);
             if matches!(e, SpeError::PerfEventsRefused { .. }) {
                 if let Ok((event, post)) = perf::perf_event_with_post_filter(config, &target) {
                     let string = event.event_string(&out.pmu).to_string();
@@ -462,6 +585,33 @@ fn perf_out(config: &SpeConfig, s: &CapsSource) -> PerfOut {
         }
     }
     out
+}
+
+/// What a perf error means across kernels: a term the chosen release lacks but a newer one
+/// has, or a term the kernel's sysfs does not show (the CPU lacks its feature, or the kernel
+/// is older than the term).
+fn hint(error: &SpeError, target: &PerfTarget, driver: LinuxSpeDriver) -> Option<String> {
+    let SpeError::PerfFieldUnavailable { field } = *error else {
+        return None;
+    };
+    if target.rules.format.field(field).is_some() {
+        return Some(format!(
+            "{driver} has `{}` but hides it on a CPU without its feature ({:?})",
+            field.name(),
+            field.needs()
+        ));
+    }
+    LinuxSpeDriver::ALL
+        .into_iter()
+        .find(|d| d.rules().format.field(field).is_some())
+        .map(|newer| {
+            format!(
+                "`{}` came with {newer}'s arm_spe driver; {driver} has no term for it: on a \
+                 kernel with it, --kernel {} shows the event",
+                field.name(),
+                newer.version()
+            )
+        })
 }
 
 /// `pmu-demo spe decode perf.data` with the options that apply `config`'s type, latency and
@@ -515,6 +665,7 @@ fn fill_perf(out: &mut PerfOut, event: &PerfSpeEvent, format: &PerfFormat) {
 
 pub fn run(args: &ConfigArgs) -> Result<(), Failure> {
     let source = capabilities(args)?;
+    let kernel = kernel_choice(args);
     let request = request(args);
     let diagnostics: Diagnostics = request.check(&source.caps);
     let errors: Vec<SpeError> = diagnostics.errors().copied().collect();
@@ -522,7 +673,7 @@ pub fn run(args: &ConfigArgs) -> Result<(), Failure> {
     let (registers, perf, warnings) = match &built {
         Ok(config) => (
             Some(*config.registers()),
-            Some(perf_out(config, &source)),
+            Some(perf_out(config, &source, &kernel)),
             config.warnings().copied().collect(),
         ),
         Err(_) => (None, None, diagnostics.warnings().copied().collect()),
@@ -560,8 +711,16 @@ fn print_human(out: &Output, all_fields: bool) {
     let i = &out.intent;
     let mut intent = Vec::new();
     match i.operation_types {
+        Some(t) if i.all_types => intent.push(format!("only {}", type_names(t).join(" AND "))),
         Some(t) => intent.push(format!("only {}", type_names(t).join(" + "))),
         None => intent.push("every operation type".to_owned()),
+    }
+    if let Some(sources) = i.data_sources {
+        let list: Vec<String> = (0..64)
+            .filter(|n| sources >> n & 1 == 1)
+            .map(|n: u32| n.to_string())
+            .collect();
+        intent.push(format!("from data source {}", list.join(", ")));
     }
     if let Some(l) = i.min_latency {
         intent.push(format!("latency >= {l} cycles"));
@@ -618,6 +777,8 @@ fn print_human(out: &Output, all_fields: bool) {
         (c.filter_by_type, "FT"),
         (c.filter_by_latency, "FL"),
         (c.inverted_event_filter, "FnE"),
+        (c.extended_type_filter, "EFT"),
+        (c.data_source_filter, "FDS"),
         (c.loaded_data_source, "LDS"),
         (c.extended_random, "ERnd"),
         (c.architectural_instructions, "ArchInst"),
@@ -713,21 +874,31 @@ fn print_human(out: &Output, all_fields: bool) {
 
     if let Some(p) = &out.perf {
         println!();
-        println!("perf event, in {}:", p.format_detail);
+        println!(
+            "perf event, under Linux {}'s arm_spe rules ({}), in {}:",
+            p.kernel, p.kernel_detail, p.format_detail
+        );
         if let Some(a) = &p.attr {
             for word in [
                 ConfigWord::Config,
                 ConfigWord::Config1,
                 ConfigWord::Config2,
                 ConfigWord::Config3,
+                ConfigWord::Config4,
             ] {
+                if word == ConfigWord::Config4 && a.attr.config4 == 0 {
+                    // Only Linux 7.3 has a config4 term; no need to show an empty word.
+                    continue;
+                }
                 let value = format!("{:#x}", a.attr.word(word));
                 let here: Vec<String> = a
                     .terms
                     .iter()
                     .filter(|t| t.format.split(':').next() == Some(word.name()))
                     .map(|t| {
-                        if t.field.ends_with("event_filter") {
+                        if t.field.ends_with("_filter") && t.field.starts_with("inv_")
+                            || t.field == "event_filter"
+                        {
                             format!("{}={:#x} ({})", t.field, t.value, t.format)
                         } else {
                             format!("{}={} ({})", t.field, t.value, t.format)
@@ -757,6 +928,9 @@ fn print_human(out: &Output, all_fields: bool) {
                 "warning (perf): the registers above are valid, but perf cannot express them: {}",
                 e
             );
+        }
+        if let Some(h) = &p.hint {
+            println!("note (perf): {h}");
         }
         if let Some(i) = &p.instead {
             println!("instead, record the broader event the kernel accepts:");

@@ -15,7 +15,7 @@ use pmu_armv8::spe::decode::{
     self, AddressKind, AddressPacket, ContextPacket, CounterKind, DecodeError, Packet, SampleRecord,
 };
 use pmu_armv8::spe::model::{FilterDecision, SampledOperation};
-use pmu_armv8::spe::perf::PerfFormat;
+use pmu_armv8::spe::perf::LinuxSpeDriver;
 use pmu_armv8::spe::perf_data::{
     AuxtraceChunk, Endian, PerfData, PerfDataEvent, PerfFileAttr, PERF_AUXTRACE_ARM_SPE,
 };
@@ -431,14 +431,16 @@ fn perf_data_magic(bytes: &[u8]) -> bool {
 }
 
 fn recording_out(a: &PerfFileAttr) -> RecordingOut {
-    let format = PerfFormat::linux_6_12();
+    // The newest documented layout: it keeps every older release's fields where they were,
+    // and the terms only it has are 0 in an older recording.
+    let format = LinuxSpeDriver::NEWEST.rules().format;
     let attr = a.attr();
     let mut terms: Vec<String> = format
         .iter()
         .map(|(field, place)| (field, place.extract(&attr)))
         .filter(|&(_, v)| v != 0)
         .map(|(field, v)| {
-            if field.name().ends_with("event_filter") {
+            if field.is_mask() {
                 format!("{}={v:#x}", field.name())
             } else {
                 format!("{}={v}", field.name())

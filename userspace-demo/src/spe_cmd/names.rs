@@ -94,8 +94,8 @@ pub fn event_names(events: SpeEvents) -> Vec<&'static str> {
 }
 
 /// Example capability sets, built from the PMSIDR_EL1 fields of Arm ARM DDI 0487 M.a.a
-/// D24.7.14 (FE 0, FT 1, FL 2, ArchInst 3, LDS 4, ERnd 5, FnE 6, Interval 11:8, MaxSize 15:12,
-/// CountSize 19:16). They are not register dumps of any vendor's part.
+/// D24.7.14 (FE 0, FT 1, FL 2, ArchInst 3, LDS 4, ERnd 5, FnE 6, FDS 7, Interval 11:8, MaxSize
+/// 15:12, CountSize 19:16, EFT 26). They are not register dumps of any vendor's part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Profile {
     /// FEAT_SPEv1p1 (PMSVer 2, the SPE version of Neoverse-V1-class cores), PMSIDR_EL1
@@ -113,6 +113,11 @@ pub enum Profile {
     /// filterable (LLC miss included).
     #[value(name = "spev1p4-16bit")]
     Spev1p4Bits16,
+    /// FEAT_SPEv1p4 (PMSVer 5), PMSIDR_EL1 0x403_60F7: as spev1p4-16bit plus the extended
+    /// type filter (EFT: SIMD, floating point, the type masks) and the data source filter
+    /// (FDS, PMSDSFR_EL1), the features Linux 7.3's perf terms need.
+    #[value(name = "spev1p4-eft-fds")]
+    Spev1p4EftFds,
 }
 
 impl Profile {
@@ -131,6 +136,8 @@ impl Profile {
         const LDS: u64 = 1 << 4;
         const ERND: u64 = 1 << 5;
         const FNE: u64 = 1 << 6;
+        const FDS: u64 = 1 << 7;
+        const EFT: u64 = 1 << 26;
         const INTERVAL_1024: u64 = 0b0100 << 8;
         const INTERVAL_256: u64 = 0b0000 << 8;
         const MAX_SIZE_64: u64 = 0b0110 << 12;
@@ -145,6 +152,19 @@ impl Profile {
             Self::Spev1p4Bits16 => (
                 5,
                 FE | FT | FL | LDS | ERND | FNE | INTERVAL_256 | MAX_SIZE_64 | COUNT_16_BIT,
+            ),
+            Self::Spev1p4EftFds => (
+                5,
+                FE | FT
+                    | FL
+                    | LDS
+                    | ERND
+                    | FNE
+                    | FDS
+                    | EFT
+                    | INTERVAL_256
+                    | MAX_SIZE_64
+                    | COUNT_16_BIT,
             ),
         }
     }

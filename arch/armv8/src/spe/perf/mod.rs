@@ -539,7 +539,7 @@ pub const fn linux_6_12_pmsevfr_res0(version: SpeVersion) -> u64 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum LinuxSpeDriver {
-    /// Linux 6.12 (Debian 12 and 13, Raspberry Pi OS).
+    /// Linux 6.12 (Debian 13 and Raspberry Pi OS on it; Debian 12 backports).
     Linux6_12,
     /// Linux 7.3 (Debian 13 backports, 7.3.4): the FEAT_SPE_EFT and FEAT_SPE_FDS filters,
     /// `discard`, and event filters checked against a probe of PMSEVFR_EL1.
