@@ -110,10 +110,10 @@ pub struct ConfigArgs {
     /// Where to look for arm_spe PMUs (a copy of another machine's tree works too).
     #[arg(long, value_name = "DIR", default_value = sysfs::DEVICES)]
     sysfs_devices: PathBuf,
-    /// Whose arm_spe driver rules the perf event follows: 6.12 (Debian 13, Debian 12 backports) or 7.3
-    /// (Debian 13 backports: the SIMD/float/mask and data source terms, event filters checked
-    /// against what the CPU's PMSEVFR_EL1 keeps). Default: the running kernel's (uname
-    /// release) where it is one of these, else the newest (7.3).
+    /// Whose arm_spe driver rules the perf event follows: 6.12 (Debian 13, Debian 12
+    /// backports) or 7.3 (Debian 13 backports: the SIMD/float/mask and data source terms,
+    /// event filters checked against what the CPU's PMSEVFR_EL1 keeps). Default: the running
+    /// kernel's (uname release) where it is one of these, else the newest (7.3).
     #[arg(long, value_name = "VERSION", value_parser = parse_kernel)]
     kernel: Option<LinuxSpeDriver>,
     /// Also show the fields of SPE extensions that are 0 (FEAT_SPE_EFT, _EXC, _nVM, …).

@@ -1,32 +1,51 @@
 //! The Linux perf bridge: a [`SpeConfig`] as the `arm_spe` PMU's perf event (`attr.config`,
-//! `config1`, `config2`, `config3`, `sample_period`, `exclude_user/kernel`) and as a
-//! `perf record -e arm_spe_0/…/` event string.
+//! `config1` … `config4`, `sample_period`, `exclude_user/kernel`) and as a
+//! `perf record -e arm_spe_0/…/` event string, under the rules of one Linux release, and a
+//! restatement of what that release's driver accepts and programs for a perf event.
+//!
+//! A release is data ([`LinuxSpeDriver::rules`], a [`DriverRules`]): its documented format,
+//! how it decides which event filter bits to refuse, what it raises short periods to. One
+//! validator reads it ([`event_init`], `arm_spe_pmu_event_init()` restated), one model says
+//! what the driver then programs ([`kernel_registers`], [`kernel_discards`]); the event a
+//! configuration becomes ([`perf_event`]) is checked by the validator before it is returned.
 //!
 //! The bit layout comes from a [`PerfFormat`]: the one the running kernel publishes in
 //! `/sys/bus/event_source/devices/arm_spe*/format/` when there is one (parse the files with
 //! [`PerfFormat::from_entries`], or with `sysfs` under the `std` feature), and otherwise
-//! the documented layout of Linux 6.12 ([`PerfFormat::linux_6_12`]):
+//! the release's documented layout ([`PerfFormat::linux_6_12`], [`PerfFormat::linux_7_3`]) as
+//! it publishes it for the PE ([`DriverRules::published_format`]):
 //!
-//! | field | format | register |
-//! |---|---|---|
-//! | `ts_enable` | `config:0` | PMSCR_EL1.TS |
-//! | `pa_enable` | `config:1` | PMSCR_EL1.PA |
-//! | `pct_enable` | `config:2` | PMSCR_EL1.PCT |
-//! | `jitter` | `config:16` | PMSIRR_EL1.RND |
-//! | `branch_filter` | `config:32` | PMSFCR_EL1.B |
-//! | `load_filter` | `config:33` | PMSFCR_EL1.LD |
-//! | `store_filter` | `config:34` | PMSFCR_EL1.ST |
-//! | `event_filter` | `config1:0-63` | PMSEVFR_EL1 |
-//! | `min_latency` | `config2:0-11` | PMSLATFR_EL1.MINLAT |
-//! | `inv_event_filter` | `config3:0-63` | PMSNEVFR_EL1 |
+//! | field | format | register | release, and what the PE needs |
+//! |---|---|---|---|
+//! | `ts_enable` | `config:0` | PMSCR_EL1.TS | 6.12 |
+//! | `pa_enable` | `config:1` | PMSCR_EL1.PA | 6.12 |
+//! | `pct_enable` | `config:2` | PMSCR_EL1.PCT | 6.12 |
+//! | `jitter` | `config:16` | PMSIRR_EL1.RND | 6.12 |
+//! | `branch_filter` | `config:32` | PMSFCR_EL1.B | 6.12 |
+//! | `load_filter` | `config:33` | PMSFCR_EL1.LD | 6.12 |
+//! | `store_filter` | `config:34` | PMSFCR_EL1.ST | 6.12 |
+//! | `discard` | `config:35` | PMBLIMITR_EL1.FM = DISCARD | 7.3, FEAT_SPEv1p2 |
+//! | `branch_filter_mask` | `config:36` | PMSFCR_EL1.Bm | 7.3, FEAT_SPE_EFT |
+//! | `load_filter_mask` | `config:37` | PMSFCR_EL1.LDm | 7.3, FEAT_SPE_EFT |
+//! | `store_filter_mask` | `config:38` | PMSFCR_EL1.STm | 7.3, FEAT_SPE_EFT |
+//! | `simd_filter` | `config:39` | PMSFCR_EL1.SIMD | 7.3, FEAT_SPE_EFT |
+//! | `simd_filter_mask` | `config:40` | PMSFCR_EL1.SIMDm | 7.3, FEAT_SPE_EFT |
+//! | `float_filter` | `config:41` | PMSFCR_EL1.FP | 7.3, FEAT_SPE_EFT |
+//! | `float_filter_mask` | `config:42` | PMSFCR_EL1.FPm | 7.3, FEAT_SPE_EFT |
+//! | `event_filter` | `config1:0-63` | PMSEVFR_EL1 | 6.12 |
+//! | `min_latency` | `config2:0-11` | PMSLATFR_EL1.MINLAT | 6.12 |
+//! | `inv_event_filter` | `config3:0-63` | PMSNEVFR_EL1 | 6.12, FEAT_SPE_FnE |
+//! | `inv_data_src_filter` | `config4:0-63` | !PMSDSFR_EL1 | 7.3, FEAT_SPE_FDS |
 //!
-//! (`ATTR_CFG_FLD_*` in drivers/perf/arm_spe_pmu.c; the test in `tests/spe_kernel_source.rs`
-//! reads them from the installed kernel source and compares.) The interval is perf's
-//! `period=` term (`attr.sample_period`), the Exception levels its `u`/`k` modifiers.
+//! (`ATTR_CFG_FLD_*` and `arm_spe_pmu_format_attr_is_visible()` in drivers/perf/arm_spe_pmu.c
+//! of Linux 6.12 and 7.3.4; `tests/spe_kernel_source.rs` reads them from both source trees
+//! and compares.) The interval is perf's `period=` term (`attr.sample_period`), the Exception
+//! levels its `u`/`k` modifiers.
 //!
-//! [`kernel_registers`] restates what `arm_spe_pmu.c` programs for an attribute
-//! (`arm_spe_event_to_pmsfcr()` and friends), so a test can show that a configuration and
-//! its perf event program the same registers.
+//! Event filters: Linux 6.12 refuses the bits of a fixed mask per SPE version
+//! ([`linux_6_12_pmsevfr_res0`]); Linux 7.3 refuses the bits PMSEVFR_EL1 does not keep when
+//! its probe writes all ones, and publishes the others as `caps/event_filter`
+//! ([`EventFilterRes0`]).
 
 #[cfg(feature = "std")]
 pub mod sysfs;
