@@ -135,6 +135,36 @@ fn no_pmsnevfr_without_fne() {
     assert_eq!(pe.violations().count(), 0);
 }
 
+/// PMSDSFR_EL1 (FEAT_SPE_FDS, PMSIDR_EL1.FDS bit 7) is written with the other filters while
+/// sampling is off, here before PMSFCR_EL1 (Linux 7.3 arm_spe_pmu_start() writes it just
+/// after PMSFCR_EL1; either order is synchronized by the same isb); without FDS it is
+/// UNDEFINED and never written.
+#[test]
+fn pmsdsfr_only_with_fds() {
+    let pmsidr = PMSIDR_V1P2 | 1 << 7;
+    let mut with_fds = RecordingSpe::new(DFR0_V1P2, 0, pmsidr);
+    let fds_caps = SpeCapabilities::decode_raw(SpeVersion::V1p2, pmsidr, 0);
+    let config = SpeConfigBuilder::new()
+        .data_sources(0x9)
+        .build(&fds_caps)
+        .unwrap();
+    // SAFETY: fake register file.
+    unsafe { program_filters(&mut with_fds, &config) };
+    let writes: Vec<_> = with_fds.writes().collect();
+    let at = |r| writes.iter().position(|&(w, _)| w == r).unwrap();
+    assert!(writes.contains(&(SpeRegister::Pmsdsfr, 0x9)));
+    assert!(at(SpeRegister::Pmsdsfr) < at(SpeRegister::Pmsfcr));
+    assert_eq!(with_fds.violations().count(), 0);
+
+    // The v1p2 PE of the other tests has no FDS.
+    let mut without = pe();
+    let config = SpeConfigBuilder::new().build(&caps()).unwrap();
+    // SAFETY: fake register file.
+    unsafe { program_filters(&mut without, &config) };
+    assert!(without.writes().all(|(r, _)| r != SpeRegister::Pmsdsfr));
+    assert_eq!(without.violations().count(), 0);
+}
+
 /// QEMU `-cpu max` (PMSVer = 0): `apply_if_present_with` returns NotImplemented after reading
 /// only ID_AA64DFR0_EL1; no SPE register is touched. This is the path the aarch64 QEMU image
 /// exercises with `apply_if_present`.
