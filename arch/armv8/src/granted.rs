@@ -294,7 +294,9 @@ impl El0Reads {
     /// # Safety
     ///
     /// The kernel granted ER and CR on this PE (kmod-enable-user; a read without the
-    /// grant traps: SIGILL), the thread stays on it while the value lives, and every
+    /// grant traps: SIGILL), or on PMUv3p9 its UEN grant whose PMUACR_EL1 opens the
+    /// layout's counters ([`GrantedLayout::reads_granted`] checks both from
+    /// PMUSERENR_EL0), the thread stays on it while the value lives, and every
     /// counter read is one the layout names (below PMCR_EL0.N).
     pub unsafe fn new() -> Self {
         Self {

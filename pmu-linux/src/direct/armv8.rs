@@ -176,8 +176,10 @@ pub fn take_granted(
     PmuserenrRead::for_layout(&layout)
         .check()
         .map_err(grant::reads_not_granted)?;
-    // SAFETY: the probes just read both kinds of counter on this (pinned) CPU; the
-    // layout names only counters below PMCR_EL0.N (the module programmed them).
+    // SAFETY: the probes just read both kinds of counter on this (pinned) CPU and
+    // PMUSERENR_EL0 grants the layout's reads (`reads_granted`: ER/CR, or the module's
+    // UEN grant on PMUv3p9); the layout names only counters below PMCR_EL0.N (the
+    // module programmed them).
     let reads = unsafe { pmu_armv8::granted::El0Reads::new() };
     Ok((
         pin,
