@@ -49,8 +49,11 @@ struct CpuState {
     pmuver: u8,
     reserved: [u8; 5],
     perf_used: u64,
+    new_acr: u64,
+    outside_userenr: u64,
+    outside_acr: u64,
 }
-const _: () = assert!(core::mem::size_of::<CpuState>() == 96);
+const _: () = assert!(core::mem::size_of::<CpuState>() == 120);
 
 /// The layout text's size with its NUL (`pmu_armv8::user_enable::LAYOUT_TEXT_MAX` + 1).
 const LAYOUT_SIZE: usize = 97;

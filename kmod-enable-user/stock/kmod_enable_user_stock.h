@@ -56,8 +56,12 @@ struct kmod_eu_cpu {
 	u8 pmuver;
 	u8 reserved[5];
 	u64 perf_used;		/* input: perf's used_mask as PMCNTENSET_EL0 bits */
+	/* PMUv3p9 (UEN with PMUACR_EL1; user_enable::Applied): */
+	u64 new_acr;		/* PMUACR_EL1 written with UEN (0: not written) */
+	u64 outside_userenr;	/* the grant beside the module's: what restore puts back */
+	u64 outside_acr;	/* its PMUACR_EL1 */
 };
-static_assert(sizeof(struct kmod_eu_cpu) == 96);
+static_assert(sizeof(struct kmod_eu_cpu) == 120);
 static_assert(offsetof(struct kmod_eu_cpu, applied) == 80);
 
 int kmod_eu_arm64_configure(struct kmod_eu_config *cfg, u32 user_access,

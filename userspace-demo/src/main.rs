@@ -213,7 +213,10 @@ fn cli_hint(e: &pmu_linux::Error) -> &'static str {
     match e {
         E::Access(pmu_linux::error::AccessError::Revoked)
         | E::Access(pmu_linux::error::AccessError::GrantMissing {
-            cause: GrantMissing::RevokedByPerf { .. } | GrantMissing::NoProgrammingAccess { .. },
+            cause:
+                GrantMissing::RevokedByPerf { .. }
+                | GrantMissing::PerfPerCounterGrant { .. }
+                | GrantMissing::NoProgrammingAccess { .. },
         }) => " (pmu-demo: --backend perf)",
         E::Group(pmu_linux::error::GroupError::DoesNotFit { .. }) => {
             " (pmu-demo: measure --multiplex)"

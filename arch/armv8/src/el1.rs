@@ -144,6 +144,8 @@ pub unsafe fn user_access() -> PmuserenrEl0 {
 pub struct El1UserAccess {
     id_aa64dfr0: u64,
     pmuv3: bool,
+    /// FEAT_PMUv3p9: PMUACR_EL1 exists (UNDEFINED before).
+    pmuv3p9: bool,
     _this_cpu: PhantomData<*const ()>,
 }
 
@@ -161,9 +163,11 @@ impl El1UserAccess {
     ///   contract of [`set_user_access`]).
     pub unsafe fn new() -> Self {
         let id_aa64dfr0 = ID_AA64DFR0_EL1.get();
+        let version = PmuVersion::from_id_aa64dfr0(id_aa64dfr0);
         Self {
             id_aa64dfr0,
-            pmuv3: PmuVersion::from_id_aa64dfr0(id_aa64dfr0).is_pmuv3(),
+            pmuv3: version.is_pmuv3(),
+            pmuv3p9: version.is_at_least(PmuVersion::PmuV3p9),
             _this_cpu: PhantomData,
         }
     }
@@ -199,6 +203,22 @@ impl crate::user_enable::UserAccessRegisters for El1UserAccess {
         }
         // SAFETY: see above.
         PmcrEl0::new(unsafe { asm::read_pmcr_el0() })
+    }
+
+    fn pmuacr(&self) -> u64 {
+        if !self.pmuv3p9 {
+            return 0;
+        }
+        // SAFETY: see above; PMUACR_EL1 exists with FEAT_PMUv3p9 (`self.pmuv3p9`).
+        unsafe { asm::read_pmuacr_el1() }
+    }
+
+    fn set_pmuacr(&self, value: u64) {
+        if self.pmuv3p9 {
+            // SAFETY: see above; PMUACR_EL1 exists with FEAT_PMUv3p9, and it changes
+            // only what EL0 may read while the caller's UEN grant stands.
+            unsafe { asm::write_pmuacr_el1(value) }
+        }
     }
 
     fn set_pmcr(&self, value: PmcrEl0) {

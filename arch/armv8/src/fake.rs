@@ -386,6 +386,10 @@ pub enum UserAccessOp {
     ReadPmevtyper(u8),
     /// PMUSERENR_EL0 write.
     WritePmuserenr(u64),
+    /// PMUACR_EL1 read (FEAT_PMUv3p9).
+    ReadPmuacr,
+    /// PMUACR_EL1 write (FEAT_PMUv3p9).
+    WritePmuacr(u64),
     /// PMCR_EL0 write (synchronizing).
     WritePmcr(u64),
     /// PMCNTENSET_EL0 write (synchronizing).
@@ -418,6 +422,7 @@ impl UserAccessOp {
                 | Self::ReadPmcntenset
                 | Self::ReadPmccfiltr
                 | Self::ReadPmevtyper(_)
+                | Self::ReadPmuacr
         )
     }
 }
@@ -435,6 +440,7 @@ pub struct FakeUserAccess {
     id_aa64dfr0: u64,
     pmceid: (u64, u64),
     pmuserenr: Cell<u64>,
+    pmuacr: Cell<u64>,
     pmcr: Cell<u64>,
     enabled: Cell<u64>,
     pmccfiltr: Cell<u64>,
@@ -457,6 +463,7 @@ impl FakeUserAccess {
             id_aa64dfr0,
             pmceid: (pmceid0, pmceid1),
             pmuserenr: Cell::new(0),
+            pmuacr: Cell::new(0),
             pmcr: Cell::new(pmcr & !PMCR_RESETS),
             enabled: Cell::new(0),
             pmccfiltr: Cell::new(0),
@@ -510,6 +517,44 @@ impl FakeUserAccess {
         self.pmuserenr.get()
     }
 
+    /// PMUACR_EL1, unrecorded.
+    pub fn user_access_control(&self) -> u64 {
+        self.pmuacr.get()
+    }
+
+    /// Sets PMUSERENR_EL0 and PMUACR_EL1 as another writer (perf) leaves them; not
+    /// recorded. PMUACR_EL1 keeps only its defined bits (63:33 are RES0).
+    pub fn preset_user_access(&self, pmuserenr: u64, pmuacr: u64) {
+        self.pmuserenr.set(pmuserenr);
+        self.pmuacr
+            .set(pmuacr & crate::registers::pmuacr_el1::PMUACR_EL1_DEFINED);
+    }
+
+    /// What a read of counter `n` (31: the cycle counter) at EL0 does now: the Arm ARM
+    /// rule of [`crate::registers::pmuacr_el1::el0_counter_read`] with this CPU's
+    /// PMUVer, PMUSERENR_EL0 and PMUACR_EL1.
+    pub fn el0_read(&self, n: u8) -> crate::registers::pmuacr_el1::El0CounterRead {
+        let pmuv3p9 = crate::PmuVersion::from_id_aa64dfr0(self.id_aa64dfr0)
+            .is_at_least(crate::PmuVersion::PmuV3p9);
+        crate::registers::pmuacr_el1::el0_counter_read(
+            self.pmuserenr.get(),
+            self.pmuacr.get(),
+            pmuv3p9,
+            n,
+        )
+    }
+
+    /// The value a read of counter `n` at EL0 returns now: the count, 0 where the read
+    /// is RAZ, `None` where it traps ([`FakeUserAccess::el0_read`]).
+    pub fn el0_value(&self, n: u8) -> Option<u64> {
+        use crate::registers::pmuacr_el1::El0CounterRead;
+        match self.el0_read(n) {
+            El0CounterRead::Value => Some(self.counters[usize::from(n)].get()),
+            El0CounterRead::ReadsAsZero => Some(0),
+            El0CounterRead::Traps => None,
+        }
+    }
+
     /// PMCR_EL0, unrecorded.
     pub fn control(&self) -> u64 {
         self.pmcr.get()
@@ -552,6 +597,17 @@ impl UserAccessRegisters for FakeUserAccess {
     fn set_pmuserenr(&self, value: PmuserenrEl0) {
         self.record(UserAccessOp::WritePmuserenr(value.get()));
         self.pmuserenr.set(value.get());
+    }
+
+    fn pmuacr(&self) -> u64 {
+        self.record(UserAccessOp::ReadPmuacr);
+        self.pmuacr.get()
+    }
+
+    fn set_pmuacr(&self, value: u64) {
+        self.record(UserAccessOp::WritePmuacr(value));
+        self.pmuacr
+            .set(value & crate::registers::pmuacr_el1::PMUACR_EL1_DEFINED);
     }
 
     fn pmcr(&self) -> PmcrEl0 {

@@ -25,8 +25,14 @@
 //! slot (EL0 cannot count its own code with it): [`GrantedPmu::read_sentinel`] reads it,
 //! and a region that sees it advance knows the kernel ran on its CPU in between.
 //!
+//! On a PMUv3p9 CPU the module's grant is UEN | TID | ER | CR with PMUACR_EL1 naming its
+//! counters, and perf's (Linux 6.13+, for a task with rdpmc events) UEN | ER | CR with
+//! PMUACR_EL1 naming that task's: under perf's, the module's counters read as zero
+//! without a trap. [`GrantedLayout::reads_granted`] tells the cases apart from
+//! PMUSERENR_EL0, which EL0 can read; PMUACR_EL1 it cannot.
+//!
 //! Source: Arm ARM (DDI 0487), PMUSERENR_EL0 (ER: `PMEVCNTR<n>_EL0`, PMXEVCNTR_EL0 and
-//! PMSELR_EL0 at EL0; CR: PMCCNTR_EL0).
+//! PMSELR_EL0 at EL0; CR: PMCCNTR_EL0; UEN, TID), PMUACR_EL1.
 
 use pmu_core::{Capabilities, CounterWidth, Error, GenericEvent, PrivilegeFilter, Slot};
 
@@ -190,6 +196,77 @@ impl GrantedLayout {
     }
 }
 
+/// Why PMUSERENR_EL0, as EL0 reads it, does not let EL0 read a layout's counters
+/// ([`GrantedLayout::reads_granted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadsNotGranted {
+    /// ER (for the event counters) or CR (for the cycle counter) is clear, and neither
+    /// EN nor UEN opens them: a read traps. Linux's `armv8pmu_start()` wrote 0 (perf
+    /// started the PMU for a task without user-readable events), or a CPU power-down or
+    /// hotplug reset the register.
+    Revoked,
+    /// UEN without the module's TID mark (FEAT_PMUv3p9): the per-counter grant is
+    /// perf's, for the task with user-readable (rdpmc) events that runs now (Linux 6.13+
+    /// `armv8pmu_enable_user_access()` writes PMUACR_EL1 = that task's counters and
+    /// PMUSERENR_EL0 = UEN | ER | CR). The module's counters are not among them: a read
+    /// would give 0 without a trap (Arm ARM, PMUACR_EL1: RAZ/WI).
+    PerfPerCounterGrant,
+}
+
+impl core::fmt::Display for ReadsNotGranted {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Revoked => f.write_str(
+                "PMUSERENR_EL0 no longer grants the reads (ER or CR clear): perf's \
+                 armv8pmu_start() revoked them, or a CPU power-down reset them",
+            ),
+            Self::PerfPerCounterGrant => f.write_str(
+                "PMUSERENR_EL0 holds perf's per-counter grant (UEN without the module's TID \
+                 mark: Linux 6.13+ on a PMUv3p9 CPU, for a task with rdpmc events), whose \
+                 PMUACR_EL1 does not open the module's counters: they would read as 0",
+            ),
+        }
+    }
+}
+
+impl GrantedLayout {
+    /// Whether `pmuserenr` (PMUSERENR_EL0 read at EL0) lets EL0 read this layout's
+    /// counters, by the Arm ARM rules ([`crate::registers::pmuacr_el1`]):
+    /// - EN opens every counter;
+    /// - UEN (FEAT_PMUv3p9; RES0, so 0, before) hands the choice to PMUACR_EL1, which
+    ///   EL0 cannot read. kmod-enable-user's grant there is UEN | TID | ER | CR with
+    ///   PMUACR_EL1 naming its counters (`pmu_armv8::user_enable::apply`); perf's is
+    ///   UEN | ER (| CR) without TID. With TID the reads are granted; without it the
+    ///   layout's counters read as zero: [`ReadsNotGranted::PerfPerCounterGrant`];
+    /// - otherwise ER must be set for the layout's event counters (and sentinel), CR
+    ///   for its cycle counter: [`ReadsNotGranted::Revoked`].
+    ///
+    /// # Errors
+    /// [`ReadsNotGranted`]: why a read would trap or give 0.
+    pub fn reads_granted(&self, pmuserenr: u64) -> Result<(), ReadsNotGranted> {
+        use crate::registers::{PmuserenrEl0, PMUSERENR_EL0};
+        let value = PmuserenrEl0::new(pmuserenr);
+        if value.is_set(PMUSERENR_EL0::EN) {
+            return Ok(());
+        }
+        if value.is_set(PMUSERENR_EL0::UEN) {
+            return if value.is_set(PMUSERENR_EL0::TID) {
+                Ok(())
+            } else {
+                Err(ReadsNotGranted::PerfPerCounterGrant)
+            };
+        }
+        let events = !self.event_counters().is_empty() || self.sentinel.is_some();
+        if (events && !value.is_set(PMUSERENR_EL0::ER))
+            || (self.cycle_counter && !value.is_set(PMUSERENR_EL0::CR))
+        {
+            return Err(ReadsNotGranted::Revoked);
+        }
+        Ok(())
+    }
+}
+
 /// The reads [`GrantedPmu`] makes: the real ones at EL0 (`El0Reads`, aarch64 only),
 /// or a fake.
 pub trait CounterReads {
@@ -217,7 +294,9 @@ impl El0Reads {
     /// # Safety
     ///
     /// The kernel granted ER and CR on this PE (kmod-enable-user; a read without the
-    /// grant traps: SIGILL), the thread stays on it while the value lives, and every
+    /// grant traps: SIGILL), or on PMUv3p9 its UEN grant whose PMUACR_EL1 opens the
+    /// layout's counters ([`GrantedLayout::reads_granted`] checks both from
+    /// PMUSERENR_EL0), the thread stays on it while the value lives, and every
     /// counter read is one the layout names (below PMCR_EL0.N).
     pub unsafe fn new() -> Self {
         Self {

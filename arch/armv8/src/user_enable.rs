@@ -41,7 +41,22 @@
 //! counters that still count what it programmed are left running, the others
 //! programmed again from zero.
 //!
-//! Sources: Arm ARM (DDI 0487), "PMUSERENR_EL0", "PMCR_EL0", "PMCNTENSET_EL0",
+//! # On PMUv3p9
+//!
+//! ER opens every event counter to EL0, perf's too. FEAT_PMUv3p9 (ID_AA64DFR0_EL1.PMUVer
+//! = 0b1001) adds PMUSERENR_EL0.UEN: with it, PMUACR_EL1 says counter by counter what
+//! EL0 may read, the others read as zero ([`crate::registers::pmuacr_el1`]). Linux 6.13+
+//! uses it for a task with rdpmc events (`armv8pmu_enable_user_access()`: PMUACR_EL1 =
+//! that task's counters, PMUSERENR_EL0 = UEN | ER | CR, and unused counters are no longer
+//! zeroed). On such a CPU, without EN, [`apply`] grants the same way: PMUACR_EL1 = the
+//! module's counters (plus the counters of perf's grant found in place, which belongs to
+//! the task that runs now), PMUSERENR_EL0 = UEN | TID | ER | CR. TID is the mark EL0
+//! reads to tell the module's grant from perf's ([`crate::granted::GrantedLayout::reads_granted`]).
+//! [`restore`] puts back exactly the grant it found beside its own when nobody rewrote
+//! the registers since, else leaves perf's values. A grant without UEN found there (a
+//! kernel before 6.13) is kept whole, as before PMUv3p9.
+//!
+//! Sources: Arm ARM (DDI 0487), "PMUSERENR_EL0", "PMUACR_EL1", "PMCR_EL0", "PMCNTENSET_EL0",
 //! "`PMEVTYPER<n>_EL0`", "PMCCFILTR_EL0", "PMCEID0_EL0", "ID_AA64DFR0_EL1"; the register
 //! field definitions in [`crate::registers`].
 
@@ -138,6 +153,21 @@ impl Sentinel {
     }
 }
 
+/// PMUSERENR_EL0.SW: EL0 may write PMSWINC_EL0.
+const SW: u64 = 1 << 1;
+/// PMUSERENR_EL0.CR: EL0 may read PMCCNTR_EL0 (with UEN: its EL0 writes are ignored).
+const CR: u64 = 1 << 2;
+/// PMUSERENR_EL0.ER: EL0 may read every event counter (with UEN: writes ignored).
+const ER: u64 = 1 << 3;
+/// PMUSERENR_EL0.UEN (FEAT_PMUv3p9): PMUACR_EL1 says which counters EL0 may access.
+pub const UEN: u64 = 1 << 4;
+/// PMUSERENR_EL0.TID (FEAT_PMUv3p9): EL0 reads of `PMCEID<n>_EL0` trap.
+pub const TID: u64 = 1 << 6;
+/// The PMUACR_EL1 bits of the event counters (`P<m>`, m = 0..=30); bit 31 is C.
+const PMUACR_EVENT_COUNTERS: u64 = 0x7fff_ffff;
+/// PMUACR_EL1.C: PMCCNTR_EL0.
+const PMUACR_CYCLE_COUNTER: u64 = 1 << 31;
+
 /// The register accesses [`apply`] and [`restore`] need, on one CPU.
 ///
 /// The writes of PMCR_EL0, PMCNTENSET_EL0 and PMCNTENCLR_EL0 synchronize (`isb` after
@@ -150,6 +180,10 @@ pub trait UserAccessRegisters {
     fn pmuserenr(&self) -> PmuserenrEl0;
     /// Writes PMUSERENR_EL0 (no barrier).
     fn set_pmuserenr(&self, value: PmuserenrEl0);
+    /// PMUACR_EL1. Read only on a CPU with FEAT_PMUv3p9 (UNDEFINED before).
+    fn pmuacr(&self) -> u64;
+    /// Writes PMUACR_EL1 (no barrier). Only on a CPU with FEAT_PMUv3p9.
+    fn set_pmuacr(&self, value: u64);
     /// PMCR_EL0.
     fn pmcr(&self) -> PmcrEl0;
     /// Writes PMCR_EL0, then synchronizes.
@@ -192,8 +226,8 @@ pub struct UserAccess(u64);
 pub enum UserAccessError {
     /// 0 grants nothing: loading the module would be pointless.
     Empty,
-    /// A bit outside EN=1 | SW=2 | CR=4 | ER=8 (bits 4..6 need FEAT_PMUv3p9 and a
-    /// PMUACR_EL1 set-up this module does not do).
+    /// A bit outside EN=1 | SW=2 | CR=4 | ER=8 (UEN and TID, bits 4 and 6, are the
+    /// module's to set on a PMUv3p9 CPU, with PMUACR_EL1: see [`apply`]).
     UnknownBits {
         /// The value asked for.
         requested: u64,
@@ -689,6 +723,57 @@ pub struct Applied {
     pub kept: u64,
     /// Whether the module turned PMCR_EL0.E on (it was off).
     pub enabled_pmu: bool,
+    /// PMUACR_EL1 written with a scoped grant (`new_pmuserenr` has [`UEN`]); 0 when not
+    /// written.
+    pub new_pmuacr: u64,
+    /// PMUSERENR_EL0 as the grant that is not the module's left it: what the first
+    /// apply found, or what perf wrote since (a re-grant that finds its own value
+    /// carries it over). [`restore`] puts it back on a PMUv3p9 CPU.
+    pub outside_pmuserenr: u64,
+    /// PMUACR_EL1 with `outside_pmuserenr` (PMUv3p9; 0 before).
+    pub outside_pmuacr: u64,
+}
+
+/// The PMUSERENR_EL0 and PMUACR_EL1 values of the grant on a PMUv3p9 CPU (without EN),
+/// given the grant found there that is not the module's (`outside_*`):
+/// - with UEN found (perf's grant to the task that runs now, Linux 6.13+
+///   `armv8pmu_enable_user_access()`: PMUACR_EL1 = that task's counters): the union of
+///   both. PMUACR_EL1 = perf's counters | the module's; PMUSERENR_EL0 = UEN | TID | ER |
+///   CR | the requested SW. ER and CR under UEN make every opened counter read-only;
+///   TID keeps `PMCEID<n>_EL0` closed as it is under ER alone, and is the mark EL0 reads
+///   to know the module's counters are among the opened ones (perf never sets it).
+/// - with no grant found, the same with PMUACR_EL1 = the module's counters only: every
+///   other counter reads as zero at EL0.
+/// - with ER or CR found without UEN (a kernel before 6.13 on this CPU: ER opens every
+///   event counter to the task that runs now): that grant | the requested bits, no UEN
+///   and PMUACR_EL1 untouched (`None`), as before PMUv3p9. Narrowing it with UEN would
+///   turn that task's reads of perf's counters into zeroes.
+///
+/// The module's counters are the layout's event counters when ER is requested, and
+/// PMCCNTR_EL0 when CR is (bit numbers as PMCNTENSET_EL0: `P<n>` = bit n, C = bit 31).
+fn scoped_grant(
+    access: UserAccess,
+    layout: &Layout,
+    outside_pmuserenr: u64,
+    outside_pmuacr: u64,
+) -> (u64, Option<u64>) {
+    let bits = access.bits();
+    if outside_pmuserenr & UEN == 0 && outside_pmuserenr & (ER | CR) != 0 {
+        return (bits | (outside_pmuserenr & (ER | CR)), None);
+    }
+    let mut own = 0;
+    if bits & ER != 0 {
+        own |= layout.mask() & PMUACR_EVENT_COUNTERS;
+    }
+    if bits & CR != 0 {
+        own |= PMUACR_CYCLE_COUNTER;
+    }
+    let kept = if outside_pmuserenr & UEN != 0 {
+        outside_pmuacr & crate::registers::pmuacr_el1::PMUACR_EL1_DEFINED
+    } else {
+        0
+    };
+    (UEN | TID | ER | CR | (bits & SW), Some(kept | own))
 }
 
 /// The `PMEVTYPER<n>_EL0` value the module writes for `event`: counted at EL0 only.
@@ -728,7 +813,9 @@ fn config_of<R: UserAccessRegisters>(regs: &R, counter: u8) -> u64 {
 ///    `armv8pmu_enable_counter()` does), then one PMCNTENSET_EL0 write enables them,
 ///    and PMCR_EL0.E is set if it was clear. Both writes synchronize, so the counters
 ///    run before step 5. No counter outside the layout is written;
-/// 5. PMUSERENR_EL0 = the requested bits, then an `isb`.
+/// 5. PMUSERENR_EL0 = the requested bits, then an `isb`. On a PMUv3p9 CPU without EN,
+///    PMUACR_EL1 first, then PMUSERENR_EL0 = UEN | TID | ER | CR (| SW), then the `isb`
+///    (see the module docs, "On PMUv3p9").
 ///
 /// # Errors
 /// [`ApplyError`]: which check failed; then no register was written.
@@ -768,6 +855,18 @@ pub fn apply<R: UserAccessRegisters>(
         }
     }
     let found_pmuserenr = regs.pmuserenr();
+    // PMUv3p9 without EN: the grant is scoped with UEN and PMUACR_EL1 (EN opens every
+    // counter whatever PMUACR_EL1 says, so it stays as before).
+    let scoped = version.is_at_least(PmuVersion::PmuV3p9) && !request.user_access.writes();
+    let found_pmuacr = if scoped { regs.pmuacr() } else { 0 };
+    let still_ours = previous.filter(|p| {
+        p.new_pmuserenr == found_pmuserenr.get()
+            && (p.new_pmuserenr & UEN == 0 || p.new_pmuacr == found_pmuacr)
+    });
+    let (outside_pmuserenr, outside_pmuacr) = match still_ours {
+        Some(p) => (p.outside_pmuserenr, p.outside_pmuacr),
+        None => (found_pmuserenr.get(), found_pmuacr),
+    };
     let enabled = regs.pmcntenset().get();
     let owned_before = previous.map_or(0, |p| p.owned);
     let mut kept = 0;
@@ -814,7 +913,21 @@ pub fn apply<R: UserAccessRegisters>(
         // Synchronizes (see the trait): the counters run before EL0 gets access.
         regs.set_pmcr(new_pmcr);
     }
-    let new_pmuserenr = request.user_access.pmuserenr();
+    let (new_pmuserenr, new_pmuacr) = if scoped {
+        scoped_grant(
+            request.user_access,
+            &layout,
+            outside_pmuserenr,
+            outside_pmuacr,
+        )
+    } else {
+        (request.user_access.bits(), None)
+    };
+    if let Some(pmuacr) = new_pmuacr {
+        // Before UEN: PMUACR_EL1 names the counters the new PMUSERENR_EL0 opens.
+        regs.set_pmuacr(pmuacr);
+    }
+    let new_pmuserenr = PmuserenrEl0::new(new_pmuserenr);
     regs.set_pmuserenr(new_pmuserenr);
     // An exception return to EL0 would synchronize the new PMUSERENR_EL0 anyway; the
     // barrier makes the grant complete before the callback reports it, however the
@@ -829,6 +942,9 @@ pub fn apply<R: UserAccessRegisters>(
         zeroed: start,
         kept,
         enabled_pmu: enabled_pmu || previous.is_some_and(|p| p.enabled_pmu),
+        new_pmuacr: new_pmuacr.unwrap_or(0),
+        outside_pmuserenr,
+        outside_pmuacr,
     })
 }
 
@@ -851,7 +967,12 @@ pub struct Restored {
 /// PMUSERENR_EL0 first: when it still holds the module's grant it becomes 0, what
 /// `armv8pmu_disable_user_access()` writes (a task with user-readable perf events gets
 /// ER | CR back from `armv8pmu_start()` at its next sched-in); when perf rewrote it
-/// meanwhile, perf's value stays. Then each of the module's counters that perf does not
+/// meanwhile, perf's value stays. On a PMUv3p9 CPU the grant is scoped (UEN): when both
+/// PMUSERENR_EL0 and PMUACR_EL1 still hold the module's values, they get back exactly
+/// the grant found beside the module's ([`Applied::outside_pmuserenr`]: perf's for the
+/// task that still runs, or none); when perf rewrote them, perf's values stay (PMUACR_EL1
+/// left with the module's counters under a PMUSERENR_EL0 without UEN opens nothing, and
+/// goes back to what the module found). Then each of the module's counters that perf does not
 /// hold is disabled, its overflow flag and interrupt enable cleared, and zeroed; one in
 /// `perf_used` is perf's and is not touched. PMCR_EL0.E is left alone: while perf has
 /// events on this CPU it is perf's, and perf clears it itself when its last event
@@ -863,13 +984,39 @@ pub fn restore<R: UserAccessRegisters>(
     perf_used: u64,
 ) -> Restored {
     let found = regs.pmuserenr();
-    let new_pmuserenr = if found.get() == applied.new_pmuserenr {
+    let scoped = applied.new_pmuserenr & UEN != 0;
+    let found_pmuacr = if scoped { regs.pmuacr() } else { 0 };
+    let ours =
+        found.get() == applied.new_pmuserenr && (!scoped || found_pmuacr == applied.new_pmuacr);
+    let new_pmuserenr = if ours && scoped {
+        // The grant the module found beside its own, exactly (perf's for the task that
+        // runs now, or none): perf has not rewritten either register since, so that
+        // grant still stands. PMUACR_EL1 first where it is read under UEN, last where
+        // it is not.
+        let outside = applied.outside_pmuserenr;
+        if outside & UEN != 0 {
+            regs.set_pmuacr(applied.outside_pmuacr);
+            regs.set_pmuserenr(PmuserenrEl0::new(outside));
+        } else {
+            regs.set_pmuserenr(PmuserenrEl0::new(outside));
+            regs.set_pmuacr(applied.outside_pmuacr);
+        }
+        // As below: the module's counters are closed before they are released.
+        regs.isb();
+        outside
+    } else if ours {
         regs.set_pmuserenr(PmuserenrEl0::new(0));
         // Revoke before anything else changes: no EL0 instruction may run with access
         // to counters that are being released.
         regs.isb();
         0
     } else {
+        if scoped && found.get() & UEN == 0 && found_pmuacr == applied.new_pmuacr {
+            // perf revoked (`armv8pmu_disable_user_access()` writes PMUSERENR_EL0
+            // only): PMUACR_EL1 still names the module's counters. Without UEN it opens
+            // nothing; it goes back to what the module found all the same.
+            regs.set_pmuacr(applied.outside_pmuacr);
+        }
         found.get()
     };
 
@@ -934,3 +1081,6 @@ pub fn grant_words(value: u64) -> &'static CStr {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod pmuv3p9_tests;

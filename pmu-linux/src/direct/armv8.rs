@@ -111,35 +111,38 @@ fn probe_event_read() {
     core::hint::black_box(v);
 }
 
-/// PMUSERENR_EL0 still grants the reads of a layout (ER for its event counters and its
-/// sentinel, CR
-/// for its cycle counter), read from EL0 without trapping: perf's
-/// `armv8pmu_start()` clears it, CPU hotplug and power-down reset it.
+/// PMUSERENR_EL0 still grants the reads of a layout, read from EL0 without trapping
+/// (pmu-armv8 `GrantedLayout::reads_granted`: ER for its event counters and its
+/// sentinel, CR for its cycle counter; on a PMUv3p9 CPU under UEN, the module's TID
+/// mark): perf's `armv8pmu_start()` clears it or, for a task with rdpmc events on
+/// Linux 6.13+ and PMUv3p9, replaces it with its own per-counter grant; CPU hotplug and
+/// power-down reset it.
 #[derive(Clone, Copy, Debug)]
 pub struct PmuserenrRead {
-    needed: u64,
+    layout: GrantedLayout,
 }
 
 impl PmuserenrRead {
     /// The check for `layout`.
     pub fn for_layout(layout: &pmu_armv8::granted::GrantedLayout) -> Self {
-        let mut needed = 0;
-        if !layout.event_counters().is_empty() || layout.sentinel().is_some() {
-            needed |= PMUSERENR_EL0::ER.mask << PMUSERENR_EL0::ER.shift;
-        }
-        if layout.cycle_counter() {
-            needed |= PMUSERENR_EL0::CR.mask << PMUSERENR_EL0::CR.shift;
-        }
-        Self { needed }
+        Self { layout: *layout }
+    }
+
+    /// Why the reads are not granted now, if they are not.
+    ///
+    /// # Errors
+    /// pmu-armv8 `ReadsNotGranted`.
+    pub fn check(&self) -> core::result::Result<(), pmu_armv8::granted::ReadsNotGranted> {
+        // SAFETY: PMUSERENR_EL0 is readable at EL0 whatever its value.
+        let value = unsafe { pmu_armv8::asm::read_pmuserenr_el0() };
+        self.layout.reads_granted(value)
     }
 }
 
 impl AccessCheck for PmuserenrRead {
     #[inline(always)]
     fn granted(&self) -> bool {
-        // SAFETY: PMUSERENR_EL0 is readable at EL0 whatever its value.
-        let value = unsafe { pmu_armv8::asm::read_pmuserenr_el0() };
-        value & self.needed == self.needed
+        self.check().is_ok()
     }
 }
 
@@ -168,11 +171,15 @@ pub fn take_granted(
     // A read that traps on this CPU: perf's armv8pmu_start() took the grant back.
     let revoked = grant::revoked_by_perf;
     super::probe::probe_layout_reads(&layout, probe_cycle_read, probe_event_read, revoked)?;
-    if !PmuserenrRead::for_layout(&layout).granted() {
-        return Err(revoked());
-    }
-    // SAFETY: the probes just read both kinds of counter on this (pinned) CPU; the
-    // layout names only counters below PMCR_EL0.N (the module programmed them).
+    // Under UEN (PMUv3p9) the probes cannot trap: a counter PMUACR_EL1 does not open
+    // reads as 0. PMUSERENR_EL0 says whose grant it is.
+    PmuserenrRead::for_layout(&layout)
+        .check()
+        .map_err(grant::reads_not_granted)?;
+    // SAFETY: the probes just read both kinds of counter on this (pinned) CPU and
+    // PMUSERENR_EL0 grants the layout's reads (`reads_granted`: ER/CR, or the module's
+    // UEN grant on PMUv3p9); the layout names only counters below PMCR_EL0.N (the
+    // module programmed them).
     let reads = unsafe { pmu_armv8::granted::El0Reads::new() };
     Ok((
         pin,

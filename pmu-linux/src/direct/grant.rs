@@ -28,6 +28,16 @@ pub enum GrantMissing {
         /// The parameter as sysfs shows it (`user_access=0x4`, `el0_programming=N`).
         parameter: String,
     },
+    /// arm64 on a PMUv3p9 CPU, loaded with its read-only grant: PMUSERENR_EL0 holds
+    /// perf's per-counter grant (UEN without the module's TID mark), which Linux 6.13+
+    /// `armv8pmu_enable_user_access()` (drivers/perf/arm_pmuv3.c) writes for a task with
+    /// user-readable (rdpmc) perf events, with PMUACR_EL1 = that task's counters. The
+    /// module's counters read as 0 there (Arm ARM, PMUACR_EL1: RAZ/WI), so no count is
+    /// taken.
+    PerfPerCounterGrant {
+        /// The module has the root-only `regrant` parameter.
+        regrant: bool,
+    },
     /// Loaded, and still User mode traps on this CPU (32-bit ARM: SUNAVCR.V is 0).
     Trapped,
     /// AArch32, loaded with its read-only grant (a layout), and the counter reads trap
@@ -127,6 +137,21 @@ pub(crate) fn revoked_by_perf() -> Error {
     missing(GrantMissing::RevokedByPerf {
         regrant: Path::new(MODULE_SYSFS).join("parameters/regrant").exists(),
     })
+}
+
+/// The error for the module's reads found not granted on this CPU (pmu-armv8
+/// `GrantedLayout::reads_granted`): revoked by perf ([`revoked_by_perf`]), or perf's
+/// per-counter grant in their place ([`GrantMissing::PerfPerCounterGrant`]).
+#[cfg(target_arch = "aarch64")]
+pub(crate) fn reads_not_granted(why: pmu_armv8::granted::ReadsNotGranted) -> Error {
+    match why {
+        pmu_armv8::granted::ReadsNotGranted::PerfPerCounterGrant => {
+            missing(GrantMissing::PerfPerCounterGrant {
+                regrant: Path::new(MODULE_SYSFS).join("parameters/regrant").exists(),
+            })
+        }
+        _ => revoked_by_perf(),
+    }
 }
 
 /// The AArch32 form of [`revoked_by_perf`]: the layout's reads trap on this CPU
@@ -235,6 +260,23 @@ impl fmt::Display for GrantMissing {
                     "PMUSERENR_EL0.EN"
                 }
             ),
+            Self::PerfPerCounterGrant { regrant } => {
+                f.write_str(
+                    "PMUSERENR_EL0 holds perf's per-counter grant on this CPU (UEN without the \
+                     module's TID mark: Linux 6.13+ armv8pmu_enable_user_access(), \
+                     drivers/perf/arm_pmuv3.c, on a PMUv3p9 CPU, for a task with rdpmc perf \
+                     events), and its PMUACR_EL1 does not open the module's counters: they \
+                     would read as 0; close this task's rdpmc perf events (another task's end \
+                     at its switch), then ",
+                )?;
+                f.write_str(if *regrant {
+                    "grant it again with `echo 1 > /sys/module/kmod_enable_user/parameters/regrant` \
+                     (as root: every online CPU), or use the perf backend"
+                } else {
+                    "reload the module (`rmmod kmod_enable_user`, then insmod), or use the perf \
+                     backend"
+                })
+            }
             Self::Trapped => f.write_str(
                 "user mode still traps on this CPU: reload the module, and check its kernel log",
             ),
@@ -349,6 +391,26 @@ mod tests {
             assert!(with.contains(needle), "`{needle}` missing: {with}");
         }
         let without = missing(GrantMissing::ReadsRevoked { regrant: false }).to_string();
+        assert!(without.contains("rmmod kmod_enable_user"), "{without}");
+    }
+
+    /// perf's per-counter grant (Linux 6.13+ on PMUv3p9, drivers/perf/arm_pmuv3.c
+    /// `armv8pmu_enable_user_access()`) in place of the module's says so, why no count is
+    /// taken (the reads would give 0) and the way back.
+    #[test]
+    fn perfs_per_counter_grant_says_why_and_the_way_back() {
+        let with = missing(GrantMissing::PerfPerCounterGrant { regrant: true }).to_string();
+        for needle in [
+            "although kmod-enable-user is loaded",
+            "perf's per-counter grant on this CPU (UEN without the module's TID mark",
+            "armv8pmu_enable_user_access()",
+            "they would read as 0",
+            "`echo 1 > /sys/module/kmod_enable_user/parameters/regrant`",
+            "or use the perf backend",
+        ] {
+            assert!(with.contains(needle), "`{needle}` missing: {with}");
+        }
+        let without = missing(GrantMissing::PerfPerCounterGrant { regrant: false }).to_string();
         assert!(without.contains("rmmod kmod_enable_user"), "{without}");
     }
 

@@ -646,3 +646,113 @@ fn the_aarch32_read_only_grant_region() {
         "{revoked:?}"
     );
 }
+
+/// An EL0 read of counter `.1` on a fake PMUv3 CPU, by the Arm ARM rules the fake
+/// applies (`FakeUserAccess::el0_value`: RAZ under UEN where PMUACR_EL1 does not open
+/// the counter). A read the access check let through must not trap.
+struct Armv8El0Read<'r>(&'r pmu_armv8::fake::FakeUserAccess, u8);
+
+impl pmu_core::CounterRead for Armv8El0Read<'_> {
+    fn read(&self) -> u64 {
+        self.0
+            .el0_value(self.1)
+            .expect("a read the access check let through trapped")
+    }
+    fn overflow_mask(&self) -> u64 {
+        1 << self.1
+    }
+}
+
+impl pmu_armv8::granted::CounterReads for Armv8El0Read<'_> {
+    fn event_counter(&self, counter: pmu_armv8::EventCounter) -> u64 {
+        pmu_core::CounterRead::read(&Armv8El0Read(self.0, counter.index()))
+    }
+    fn cycle_counter(&self) -> u64 {
+        pmu_core::CounterRead::read(&Armv8El0Read(self.0, 31))
+    }
+}
+
+/// The ARMv8 backend's read-only region on a PMUv3p9 CPU next to Linux 6.13+'s perf,
+/// off the target: kmod-enable-user's arm64 `apply` grants on a fake PMUv3p9 CPU (UEN |
+/// TID | ER | CR, PMUACR_EL1 = its counters 5 and 4: the `5=0x8 4=0x11` layout for N =
+/// 6), the region reads the counters as EL0 would and checks the grant with
+/// `GrantedLayout::reads_granted` at both edges (what `PmuserenrRead` does on the
+/// target). Exact counts under the module's grant; once perf's `armv8pmu_start()` hands
+/// the CPU to a task with rdpmc events (Linux 7.3.4 `armv8pmu_enable_user_access()`:
+/// PMUACR_EL1 = that task's counter 0, PMUSERENR_EL0 = UEN | ER | CR), the module's
+/// counters read as 0 without a trap, and the region refuses instead of reporting 0
+/// (the check before PMUv3p9, ER present, let it through).
+#[test]
+fn the_armv8_read_only_grant_on_pmuv3p9_says_why_instead_of_zero() {
+    use pmu_armv8::fake::FakeUserAccess;
+    use pmu_armv8::granted::{GrantedLayout, GrantedPmu};
+    use pmu_armv8::user_enable::{
+        apply, Layout, ModuleEvents, Request, UserAccess, DEFAULT_USER_ACCESS,
+    };
+    use pmu_armv8::EventNumber;
+
+    // ID_AA64DFR0_EL1.PMUVer = 0b1001 (FEAT_PMUv3p9); PMCR_EL0 N = 6 (QEMU's
+    // 0x41013000); PMCEID0_EL0 with 0x08 and 0x11.
+    let cpu = FakeUserAccess::new(0x9 << 8, 0x4101_3000, 0x2_0101, 0);
+    let module = Layout::new(
+        6,
+        ModuleEvents::from_slice(&[EventNumber::INST_RETIRED.get()]).unwrap(),
+        true,
+    )
+    .unwrap();
+    let mut buf = [0u8; 64];
+    let len = module.write_text(&mut buf);
+    let text = std::str::from_utf8(&buf[..len]).unwrap().to_owned();
+    assert_eq!(text, "5=0x8 4=0x11");
+    let request = Request {
+        user_access: UserAccess::new(DEFAULT_USER_ACCESS, false).unwrap(),
+        layout: module,
+    };
+    apply(&cpu, request, None, 0).unwrap();
+
+    let layout = GrantedLayout::parse(&text).unwrap();
+    let names = vec!["instructions".to_owned(), "cycles".to_owned()];
+    let wanted = [
+        pmu_core::Event::Generic(pmu_core::GenericEvent::Instructions),
+        pmu_core::Event::Generic(pmu_core::GenericEvent::CpuCycles),
+    ];
+    let placed = grant::place_in_layout(&layout, &text, &wanted, &names).unwrap();
+    let counters = OwnedCounters::allocate(
+        GrantedPmu::new(layout, Armv8El0Read(&cpu, 0)),
+        &placed,
+        PrivilegeFilter::USER,
+    )
+    .unwrap();
+    let handles = [Armv8El0Read(&cpu, 5), Armv8El0Read(&cpu, 4)];
+    let granted = || layout.reads_granted(cpu.user_enable()).is_ok();
+    let thread = FakeThread::default();
+    let mut region = DirectRegion::with_cpu(
+        counters,
+        granted,
+        handles,
+        names,
+        NoSentinel,
+        crate::Sentinel::off("the module runs none here"),
+        NoFlags,
+        &thread,
+    )
+    .unwrap();
+    region.enable().unwrap();
+    let count = |n: u8, by: u64| cpu.set_counter(n, cpu.counter(n) + by);
+    let run = measure_once(&mut region, &mut || {
+        count(5, 2000);
+        count(4, 3000);
+    })
+    .unwrap();
+    assert_eq!(run.readings[0].value, 2000);
+    assert_eq!(run.readings[1].value, 3000);
+
+    // perf's rdpmc task: PMUACR_EL1 = its counter 0, PMUSERENR_EL0 = UEN | ER | CR.
+    cpu.preset_user_access(0b1_1100, 1);
+    assert_eq!(cpu.el0_value(5), Some(0));
+    let refused = measure_once(&mut region, &mut || count(5, 2000)).unwrap_err();
+    assert!(
+        matches!(refused, Error::Access(crate::error::AccessError::Revoked)),
+        "{refused:?}"
+    );
+}

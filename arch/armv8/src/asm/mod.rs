@@ -112,6 +112,11 @@ pmu_mrs! {
     read_pmccfiltr_el0 => "pmccfiltr_el0";
     /// Reads PMUSERENR_EL0 (what EL0 may access; readable at EL0 too).
     read_pmuserenr_el0 => "pmuserenr_el0";
+    /// Reads PMUACR_EL1 (which counters EL0 may access under PMUSERENR_EL0.UEN). EL1
+    /// only, and FEAT_PMUv3p9 only (UNDEFINED before): by its encoding, op0 3 op1 0
+    /// CRn 9 CRm 14 op2 4 (Linux 7.3.4 arch/arm64/tools/sysreg), which assemblers
+    /// without the name accept.
+    read_pmuacr_el1 => "s3_0_c9_c14_4";
 }
 
 pmu_msr! {
@@ -131,6 +136,9 @@ pmu_msr! {
     write_pmselr_el0 => "pmselr_el0";
     /// Writes PMSWINC_EL0: increments the enabled SW_INCR counters of the 1 bits.
     write_pmswinc_el0 => "pmswinc_el0";
+    /// Writes PMUACR_EL1 (see `read_pmuacr_el1`: EL1 and FEAT_PMUv3p9 only). No `isb`:
+    /// the caller synchronizes before EL0 runs under the new value.
+    write_pmuacr_el1 => "s3_0_c9_c14_4";
     /// Writes PMCCNTR_EL0, the cycle counter.
     ///
     /// No `isb`: later direct reads of the same register are ordered after the write.

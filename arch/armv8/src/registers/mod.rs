@@ -21,6 +21,7 @@ pub mod pmintenset_el1;
 pub mod pmovsset_el0;
 pub mod pmselr_el0;
 pub mod pmswinc_el0;
+pub mod pmuacr_el1;
 pub mod pmuserenr_el0;
 
 pub use pmccfiltr_el0::{PmccfiltrEl0, PMCCFILTR_EL0};
@@ -32,4 +33,5 @@ pub use pmintenset_el1::{PmintenclrEl1, PmintensetEl1, PMINTENCLR_EL1, PMINTENSE
 pub use pmovsset_el0::{PmovsclrEl0, PmovssetEl0, PMOVSCLR_EL0, PMOVSSET_EL0};
 pub use pmselr_el0::{PmselrEl0, PMSELR_EL0};
 pub use pmswinc_el0::{PmswincEl0, PMSWINC_EL0};
+pub use pmuacr_el1::{PmuacrEl1, PMUACR_EL1};
 pub use pmuserenr_el0::{PmuserenrEl0, PMUSERENR_EL0};

@@ -3,7 +3,8 @@
 //! Which PMU accesses EL0 may make; everything else traps to EL1 (EC 0x18). Writable
 //! at EL1 and above only, readable at EL0. Linux writes 0 here on every
 //! `armv8pmu_start()` unless the task has user-readable perf events, and ER | CR when
-//! it does. Source: Arm ARM (DDI 0487), "PMUSERENR_EL0, Performance Monitors User
+//! it does (Linux 6.13+: UEN | ER | CR, with PMUACR_EL1 naming the task's counters,
+//! [`super::pmuacr_el1`]). Source: Arm ARM (DDI 0487), "PMUSERENR_EL0, Performance Monitors User
 //! Enable Register"; Linux `ARMV8_PMU_USERENR_*` in include/linux/perf/arm_pmuv3.h;
 //! QEMU behaviour per bit in docs/qemu.md.
 

@@ -49,10 +49,16 @@ pub struct KmodEuCpu {
     /// Input of apply and restore, set by the glue on this CPU with interrupts off
     /// just before: perf's `used_mask` of this CPU as PMCNTENSET_EL0 bits.
     pub perf_used: u64,
+    /// PMUv3p9: PMUACR_EL1 written with UEN (0: not written).
+    pub new_acr: u64,
+    /// The grant beside the module's, which restore puts back on a PMUv3p9 CPU.
+    pub outside_userenr: u64,
+    /// Its PMUACR_EL1.
+    pub outside_acr: u64,
 }
 
 // The C declaration has the same size and offsets (checked there with static_assert too).
-const _: () = assert!(core::mem::size_of::<KmodEuCpu>() == 96);
+const _: () = assert!(core::mem::size_of::<KmodEuCpu>() == 120);
 const _: () = assert!(core::mem::offset_of!(KmodEuCpu, grant.applied) == 80);
 const _: () = assert!(core::mem::offset_of!(KmodEuCpu, grant.pmu_version) == 82);
 const _: () = assert!(core::mem::offset_of!(KmodEuCpu, perf_used) == 88);
@@ -69,6 +75,9 @@ impl KmodEuCpu {
             zeroed: g.zeroed,
             kept: g.kept,
             enabled_pmu: g.enabled_pmu,
+            new_pmuacr: self.new_acr,
+            outside_pmuserenr: self.outside_userenr,
+            outside_pmuacr: self.outside_acr,
         }
     }
 }
@@ -234,6 +243,9 @@ impl Flavour for Arm64 {
                 _ => Refused::Other,
             })?;
         cpu.old_userenr = applied.old_pmuserenr;
+        cpu.new_acr = applied.new_pmuacr;
+        cpu.outside_userenr = applied.outside_pmuserenr;
+        cpu.outside_acr = applied.outside_pmuacr;
         let g = &mut cpu.grant;
         g.pmu_version = applied.pmuver;
         g.found_userenr = applied.found_pmuserenr;
