@@ -43,7 +43,9 @@ As a cargo runner (.cargo/config.toml, or the environment):
 
 The program sees its arguments, the environment (less PATH, which is /bin there, and
 LD_*), the working directory (shared read-write over 9p at the same path), stdin,
-stdout and stderr; pmu-qemu exits with its status (128+N after signal N). The guest
+stdout and stderr; pmu-qemu exits with its status (128+N after signal N). With one
+vCPU it also sees PMU_QEMU_EXACT=1: its counts are exact (pmu-criterion then counts
+each benchmark once instead of sampling). The guest
 runs Debian 12's arm64 kernel with kernel.perf_user_access=1, so perf events (and
 pmu-linux's Meter) read the counters with one instruction; instructions and cycles
 count every instruction exactly, and cycles are instructions, not time.
@@ -105,6 +107,26 @@ fn main() -> ExitCode {
     }
 }
 
+/// The program's environment: the host's, with [`EXACT_ENV`] set to `1` where the
+/// guest's instruction counts are exact (one vCPU: with several, QEMU's icount count is
+/// the machine's, so a region could include another vCPU's instructions: docs/qemu.md,
+/// "Several vCPUs") and removed otherwise, so that the host's value never speaks for
+/// the guest.
+fn guest_env(
+    host: impl Iterator<Item = (OsString, OsString)>,
+    smp: u32,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = host.filter(|(k, _)| k != EXACT_ENV).collect();
+    if smp == 1 {
+        env.push((EXACT_ENV.into(), "1".into()));
+    }
+    env
+}
+
+/// Set to `1` in the program's environment where its instruction counts are exact:
+/// pmu-criterion then measures each benchmark once (its one-shot exact mode).
+const EXACT_ENV: &str = "PMU_QEMU_EXACT";
+
 /// `path` relative to the guest's `/`, as the cpio archive names it.
 fn in_archive(path: &Path) -> &[u8] {
     let b = path.as_os_str().as_bytes();
@@ -131,7 +153,7 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     // run's archive (memory): at its own path, or bound over it when inside the share.
     let share: Option<PathBuf> = (options.share && cwd != Path::new("/")).then(|| cwd.clone());
     let from_share = share.as_ref().is_some_and(|s| program.starts_with(s));
-    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let env = guest_env(std::env::vars_os(), options.smp);
     let program_path = in_archive(&program);
     let copy: &[u8] = if from_share {
         b"pmu-qemu/program"
@@ -203,5 +225,31 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
                 outcome.qemu_log.trim()
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One vCPU: PMU_QEMU_EXACT=1, whatever the host said; two: none at all.
+    #[test]
+    fn the_exact_variable_speaks_for_the_guest_only() {
+        let host = || {
+            vec![
+                (OsString::from("HOME"), OsString::from("/root")),
+                (OsString::from(EXACT_ENV), OsString::from("0")),
+            ]
+            .into_iter()
+        };
+        let one = guest_env(host(), 1);
+        assert_eq!(
+            one,
+            vec![
+                ("HOME".into(), "/root".into()),
+                (EXACT_ENV.into(), "1".into())
+            ]
+        );
+        assert_eq!(guest_env(host(), 2), vec![("HOME".into(), "/root".into())]);
     }
 }
