@@ -537,6 +537,15 @@ impl OneShot {
             return;
         }
         let metric = self.counter.metric();
+        if self.results.iter().any(|r| r.id == id) {
+            // A baseline keeps one count per id: a second would be compared with the
+            // first's.
+            let entry =
+                BenchmarkSummary::failed(id, &metric, "a second benchmark with this id".into());
+            let _ = writeln!(self.out, "{}", line(&entry, None));
+            self.results.push(entry);
+            return;
+        }
         let entry = match self.measure(&mut routine) {
             Ok(count) => {
                 let old = self.baseline.as_ref().and_then(|b| b.count(id, &metric));
@@ -900,6 +909,16 @@ mod tests {
             out.contains("improved on baseline `main`: 206 → 200"),
             "{out}"
         );
+
+        // The same id twice is an error: a baseline keeps one count per id.
+        let (code, out, _) = one_shot(
+            &store,
+            "--bench",
+            &[30, 236, 30, 236],
+            &["spin/100", "spin/100"],
+        );
+        assert_eq!(code, gate::EXIT_ERROR);
+        assert!(out.contains("a second benchmark with this id"), "{out}");
 
         // A baseline that was never saved is an error, not a pass.
         let (code, _, err) = one_shot(
