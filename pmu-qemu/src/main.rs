@@ -14,6 +14,7 @@ mod debian;
 mod elf;
 mod guest;
 mod qemu;
+mod snapshot;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -52,10 +53,12 @@ count every instruction exactly, and cycles are instructions, not time.
 
 The first run fetches Debian's kernel and busybox with apt (private apt state; the
 host's apt is untouched) and builds an initramfs, cached in $PMU_CACHE_DIR/pmu-qemu or
-~/.cache/pmu-workspace/pmu-qemu; later runs boot in seconds.
+~/.cache/pmu-workspace/pmu-qemu; later runs restore the
+booted guest saved there (--no-snapshot boots instead).
 
 OPTIONS (before PROGRAM; everything after PROGRAM is the program's):
-    --prepare         Fetch and build the guest, run nothing (a CI cache step)
+    --prepare         Fetch and build the guest and save it booted, run nothing
+                      (a CI cache step)
     --update          Ask apt for Debian's newest kernel even when one is cached
     --cpu MODEL       QEMU -cpu model (default max: PMUv3 with 64-bit counters;
                       cortex-a72, cortex-a53: PMUv3 with 32-bit event counters)
@@ -67,6 +70,9 @@ OPTIONS (before PROGRAM; everything after PROGRAM is the program's):
     --no-share        Do not share the working directory (the program starts in an
                       empty directory of the same path)
     --console         Copy the guest's kernel console to stderr
+    --no-snapshot     Boot the kernel for this run instead of restoring the booted
+                      guest saved in the cache (saved by the first run, per QEMU
+                      version, kernel, initramfs, --cpu, --smp, --memory, --console)
     -h, --help        This help
     -V, --version     pmu-qemu's version
 
@@ -91,7 +97,12 @@ fn main() -> ExitCode {
             println!("pmu-qemu {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
-        Command::Prepare(options) => debian::prepare(options.update).map(|_| 0),
+        Command::Prepare(options) => debian::prepare(options.update).and_then(|guest| {
+            if options.snapshot {
+                snapshot::ensure(&guest, &options)?;
+            }
+            Ok(0)
+        }),
         Command::Run {
             options,
             program,
@@ -183,32 +194,77 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
             data: &share_text,
         });
     }
-    entries.extend(cpio::parents(copy).into_iter().map(cpio::Entry::Dir));
-    entries.push(cpio::Entry::File {
-        path: copy,
-        mode: 0o755,
-        data: &binary,
-    });
     let run_dir = qemu::RunDir::new()?;
-    let initrd = run_dir.0.join("initrd.cpio");
-    let mut image = std::fs::read(&guest.initramfs)
-        .map_err(|e| format!("{}: {e}", guest.initramfs.display()))?;
-    image.extend(cpio::archive(&entries)?);
-    std::fs::write(&initrd, &image).map_err(|e| format!("{}: {e}", initrd.display()))?;
-    drop(image);
+    // A saved machine where there is one (the first run saves it); else a boot. Either
+    // way the counts are the same: the restored machine is the booted one, its
+    // instruction count and clock included (snapshot.rs).
+    let saved = if options.snapshot {
+        match snapshot::ensure(&guest, options) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("pmu-qemu: booting, since no saved guest could be made: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let program_dir = program.parent().unwrap_or(Path::new("/"));
+    let program_name = program.file_name().unwrap_or_default().as_bytes();
+    let (initrd, payload, boot, share_dir) = match &saved {
+        Some(s) => {
+            // The restored guest copies the program from its directory (guest::INIT).
+            entries.push(cpio::Entry::File {
+                path: b"pmu-qemu/fetch",
+                mode: 0o644,
+                data: program_name,
+            });
+            entries.push(cpio::Entry::File {
+                path: b"pmu-qemu/fetch-to",
+                mode: 0o644,
+                data: copy,
+            });
+            (
+                s.initrd.clone(),
+                Some(cpio::archive(&entries)?),
+                qemu::Boot::Restore {
+                    state: &s.state,
+                    program_dir,
+                },
+                Some(share.clone().unwrap_or_else(|| s.empty_share.clone())),
+            )
+        }
+        None => {
+            entries.extend(cpio::parents(copy).into_iter().map(cpio::Entry::Dir));
+            entries.push(cpio::Entry::File {
+                path: copy,
+                mode: 0o755,
+                data: &binary,
+            });
+            let archive = cpio::archive(&entries)?;
+            let initrd = run_dir.0.join("initrd.cpio");
+            let mut image = std::fs::read(&guest.initramfs)
+                .map_err(|e| format!("{}: {e}", guest.initramfs.display()))?;
+            image.extend(archive);
+            std::fs::write(&initrd, &image).map_err(|e| format!("{}: {e}", initrd.display()))?;
+            (initrd, None, qemu::Boot::Fresh, share.clone())
+        }
+    };
 
     let line = qemu::command_line(
         options,
         &guest.kernel,
         &initrd,
         &run_dir.0,
-        share.as_deref(),
+        share_dir.as_deref(),
+        boot,
     );
     let outcome = qemu::run(
         std::ffi::OsStr::new(qemu::QEMU),
         &line,
         &run_dir.0,
         options.console,
+        payload,
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     )?;

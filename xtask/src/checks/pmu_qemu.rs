@@ -5,7 +5,8 @@
 //!   working directory (a file written in the guest appears here), stdin, stdout,
 //!   stderr and the exit status;
 //! - pmu-linux's `count` example at 1000 and 2000 iterations of a two-instruction loop:
-//!   exactly 2000 instructions more, and 1000 again gives the first count;
+//!   exactly 2000 instructions more, and 1000 again gives the first count, both in the
+//!   guest restored from pmu-qemu's saved state and in a booted one (`--no-snapshot`);
 //! - pmu-criterion's example bench (`spin/100`, `spin/200`) in one-shot exact mode twice,
 //!   saving a baseline and then comparing with it: the same counts, 200 instructions
 //!   apart; once in criterion's sampled mode (its estimates, 200 apart); and once
@@ -30,7 +31,8 @@ pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu as user
                       (CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER): its
                       plumbing (arguments, environment, working directory, stdio,
                       exit status), pmu-linux's count example at 1000/2000
-                      iterations (exactly 2000 instructions apart), pmu-criterion's
+                      iterations (exactly 2000 instructions apart; restored and
+                      booted guests the same), pmu-criterion's
                       bench: one-shot exact twice (equal counts, a baseline saved
                       and met), sampled once, and the regression gate on a
                       slower variant (exit 3, each benchmark named);
@@ -43,7 +45,7 @@ const RUNNER_ENV: &str = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER";
 /// The step.
 pub fn test_step() -> Step {
     Step::func(
-        "pmu-qemu: the cargo runner for aarch64-unknown-linux-musl (plumbing; the count example at 1000/2000 iterations; pmu-criterion's bench: one-shot twice, sampled once, the regression gate on a slower variant)",
+        "pmu-qemu: the cargo runner for aarch64-unknown-linux-musl (plumbing; the count example at 1000/2000 iterations, restored and booted; pmu-criterion's bench: one-shot twice, sampled once, the regression gate on a slower variant)",
         run,
     )
     .needs_programs(&[
@@ -290,8 +292,26 @@ fn run() -> Result<(), String> {
     // iteration; under -icount INST_RETIRED counts each executed instruction once (Arm
     // ARM D12.11, common event 0x08), so 1000 more iterations are exactly 2000 more.
     let mut counts = Vec::new();
-    for n in ["1000", "2000", "1000"] {
-        let r = cargo_run("pmu-linux", "count", &[n])?;
+    // The first three restore the booted guest saved in pmu-qemu's cache; the last
+    // boots (`--no-snapshot`): the same machine, so the same count.
+    let booting = format!("{} --no-snapshot", runner().display());
+    for (n, how) in [
+        ("1000", "restored"),
+        ("2000", "restored"),
+        ("1000", "restored"),
+        ("1000", "booted"),
+    ] {
+        let env: &[(&str, &str)] = if how == "booted" {
+            &[(RUNNER_ENV, &booting)]
+        } else {
+            &[]
+        };
+        let r = checked(
+            "pmu-linux",
+            "count",
+            &[n],
+            cargo_run_env("pmu-linux", "count", &[n], env)?,
+        )?;
         let c =
             counted(&r.stdout).ok_or_else(|| format!("count {n}: no count in {:?}", r.stdout))?;
         if !r.stderr.contains(
@@ -302,12 +322,12 @@ fn run() -> Result<(), String> {
                 r.stderr
             ));
         }
-        println!("    count {n}: {c} instructions ({:.1} s)", r.secs);
+        println!("    count {n} ({how}): {c} instructions ({:.1} s)", r.secs);
         counts.push(c);
     }
-    if counts[1] != counts[0] + 2000 || counts[2] != counts[0] {
+    if counts[1] != counts[0] + 2000 || counts[2] != counts[0] || counts[3] != counts[0] {
         return Err(format!(
-            "count 1000, 2000, 1000 gave {counts:?}: expected c, c + 2000, c"
+            "count 1000, 2000, 1000 (restored), 1000 (booted) gave {counts:?}: expected c, c + 2000, c, c"
         ));
     }
 
