@@ -1,6 +1,7 @@
-//! A criterion benchmark in instructions per iteration, from one-instruction counter
-//! reads: `cargo run --release -p pmu-criterion --example bench -- --bench` (without
-//! `--bench`, criterion runs each benchmark once, as a test).
+//! A benchmark in instructions, from one-instruction counter reads, through
+//! pmu-criterion's harness: `cargo run --release -p pmu-criterion --example bench --
+//! --bench` (without `--bench`, each benchmark runs once, as a test). Criterion samples
+//! where counts vary; under pmu-qemu (exact counts) each benchmark is counted once.
 //!
 //! Two loops of 100 and 200 iterations of two instructions (a decrement that sets the
 //! flags and a conditional branch): their estimates differ by exactly 200 instructions
@@ -9,8 +10,10 @@
 
 use std::time::Duration;
 
+use std::process::ExitCode;
+
 use criterion::Criterion;
-use pmu_criterion::PmuMeasurement;
+use pmu_criterion::{Bench, PmuMeasurement};
 
 /// `iterations` iterations of a two-instruction loop.
 #[inline(never)]
@@ -33,26 +36,35 @@ fn spin(iterations: u64) {
     }
 }
 
-fn main() {
-    let instructions = match PmuMeasurement::instructions() {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("bench: no meter: {e}");
-            std::process::exit(1);
-        }
-    };
-    eprintln!("{}", instructions.describe());
-    let mut c = Criterion::default()
-        .with_measurement(instructions.clone())
+fn main() -> ExitCode {
+    // Criterion's sampling where it applies (a machine with counters): short, since
+    // counts barely vary. Under pmu-qemu, one exact call per benchmark instead.
+    let criterion = Criterion::default()
         .warm_up_time(Duration::from_millis(100))
         .measurement_time(Duration::from_millis(500))
-        .sample_size(10)
-        .configure_from_args();
+        .sample_size(10);
+    let mut bench = match PmuMeasurement::instructions()
+        .map_err(pmu_criterion::BenchError::Meter)
+        .and_then(|m| Bench::with_criterion(m, criterion))
+    {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            return e.exit_code();
+        }
+    };
+    // A deliberately slower variant for the regression gate's own test (`cargo xtask
+    // pmu-qemu`): BENCH_SPIN_EXTRA more iterations in every benchmark.
+    let extra: u64 = match std::env::var("BENCH_SPIN_EXTRA").map(|v| v.parse()) {
+        Err(_) => 0,
+        Ok(Ok(n)) => n,
+        Ok(Err(e)) => {
+            eprintln!("bench: BENCH_SPIN_EXTRA: {e}");
+            return ExitCode::from(2);
+        }
+    };
     for n in [100u64, 200] {
-        c.bench_function(&format!("spin {n}"), |b| {
-            b.iter_custom(|iters| instructions.iter_clean(iters, || spin(std::hint::black_box(n))))
-        });
+        bench.with_input("spin", &n, |&n| spin(std::hint::black_box(n + extra)));
     }
-    c.final_summary();
-    eprintln!("{}", instructions.report());
+    bench.finish()
 }

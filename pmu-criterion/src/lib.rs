@@ -33,6 +33,16 @@
 //!   instructions.
 //! - Criterion fits a line through batches of growing size, so the fixed cost of the two
 //!   reads around each batch drops out of the per-iteration estimate.
+//!
+//! [`Bench`] is a harness over the measurement: criterion's sampling where counts vary,
+//! and where they are exact (pmu-qemu's guest) **one-shot exact mode**: each benchmark
+//! counted once after one warm-up call and checked by a second count, with baselines,
+//! limits, a failing exit status on a regression and a JSON summary ([`gate`]).
+
+mod bench;
+pub mod gate;
+
+pub use bench::{choose_mode, parse_args, Args, Bench, BenchError, Mode, EXACT_ENV, MODE_ENV};
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -209,20 +219,10 @@ impl PmuMeasurement {
     /// error, and a number that was not read is never returned.
     pub fn iter_clean<O>(&self, iters: u64, mut routine: impl FnMut() -> O) -> u64 {
         let s = &self.shared;
-        let mut meter = s.meter.borrow_mut();
         let mut last = 0;
         for _ in 0..RETRIES {
-            let region = meter
-                .start()
-                .unwrap_or_else(|e| panic!("pmu-criterion: the meter cannot start a region: {e}"));
-            for _ in 0..iters {
-                std::hint::black_box(routine());
-            }
-            let counts = meter
-                .stop(region)
-                .unwrap_or_else(|e| panic!("pmu-criterion: the meter cannot read: {e}"));
-            let reading = counts
-                .reading(s.handle)
+            let reading = self
+                .region(iters, &mut routine)
                 .unwrap_or_else(|e| panic!("pmu-criterion: {e}"));
             if reading.hazards.is_empty() {
                 return reading.value;
@@ -235,6 +235,59 @@ impl PmuMeasurement {
         s.dropped.set(s.dropped.get() - 1);
         s.kept_with_hazards.set(s.kept_with_hazards.get() + 1);
         last
+    }
+
+    /// The count of `calls` calls of `routine` in a region without hazards, measured
+    /// again (up to [`RETRIES`] times) when a region had one: one-shot exact mode's read
+    /// ([`Bench`]). Never a count from a region with hazards.
+    ///
+    /// # Errors
+    /// The meter's, or [`RETRIES`] regions in a row with hazards.
+    pub fn count_clean<O>(
+        &self,
+        calls: u64,
+        mut routine: impl FnMut() -> O,
+    ) -> Result<u64, String> {
+        let s = &self.shared;
+        let mut seen = Hazards::empty();
+        for _ in 0..RETRIES {
+            let reading = self
+                .region(calls, &mut routine)
+                .map_err(|e| e.to_string())?;
+            if reading.hazards.is_empty() {
+                return Ok(reading.value);
+            }
+            seen |= reading.hazards;
+            s.hazards_seen.set(s.hazards_seen.get() | reading.hazards);
+            s.dropped.set(s.dropped.get() + 1);
+        }
+        Err(format!(
+            "{RETRIES} regions in a row had hazards ({seen}): no clean count"
+        ))
+    }
+
+    /// One region around `iters` calls of `routine`. Not inlined, so that one-shot
+    /// mode's regions of 0 and 1 calls run the same instructions around the calls: their
+    /// difference is one call's count, plus what the compiler hoisted out of the loop
+    /// (run once where there is a call; criterion's slope over batches leaves it out).
+    #[inline(never)]
+    fn region<O>(
+        &self,
+        iters: u64,
+        routine: &mut impl FnMut() -> O,
+    ) -> Result<pmu_linux::Reading, String> {
+        let s = &self.shared;
+        let mut meter = s.meter.borrow_mut();
+        let region = meter
+            .start()
+            .map_err(|e| format!("the meter cannot start a region: {e}"))?;
+        for _ in 0..iters {
+            std::hint::black_box(routine());
+        }
+        let counts = meter
+            .stop(region)
+            .map_err(|e| format!("the meter cannot read: {e}"))?;
+        counts.reading(s.handle).map_err(|e| e.to_string())
     }
 }
 

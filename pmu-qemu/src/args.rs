@@ -40,6 +40,9 @@ pub struct Options {
     pub update: bool,
     /// Copy the guest's console (kernel messages) to stderr.
     pub console: bool,
+    /// Restore the booted guest saved in the cache instead of booting
+    /// (`crate::snapshot`).
+    pub snapshot: bool,
 }
 
 impl Default for Options {
@@ -51,6 +54,7 @@ impl Default for Options {
             share: true,
             update: false,
             console: false,
+            snapshot: true,
         }
     }
 }
@@ -88,6 +92,7 @@ pub fn parse(words: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
             "--no-share" => options.share = false,
             "--update" => options.update = true,
             "--console" => options.console = true,
+            "--no-snapshot" => options.snapshot = false,
             "--prepare" => prepare = true,
             "--" => {
                 let Some(word) = it.next() else { break };

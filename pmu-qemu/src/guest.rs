@@ -23,6 +23,10 @@ pub const PORTS: [&str; 4] = [
 /// The 9p mount tag of the shared working directory.
 pub const SHARE_TAG: &str = "pmu-qemu.cwd";
 
+/// The 9p mount tag of the program's directory, shared read-only with a restored guest
+/// (`crate::snapshot`), which copies the program from there.
+pub const PROGRAM_TAG: &str = "pmu-qemu.prog";
+
 /// Where the per-run script lies in the guest.
 pub const RUN_SCRIPT: &str = "pmu-qemu/run.sh";
 
@@ -57,6 +61,28 @@ for p in stdin stdout stderr status; do
 		sleep 0.01
 	done
 done
+if [ -f /pmu-qemu/snapshot ]; then
+	# The host saves the machine here, once, and restores it for each run
+	# (pmu-qemu/src/snapshot.rs); then it sends the run's archive (the run script, the
+	# share's path, the program) on the status port: its size in bytes, a newline, the
+	# bytes.
+	exec 3<> /dev/pmu-qemu.status
+	echo ready >&3
+	read size <&3 || fail "no archive from the host"
+	head -c "$size" <&3 > /pmu-qemu/run.cpio || fail "the run's archive"
+	exec 3<&-
+	[ "$(wc -c < /pmu-qemu/run.cpio)" -eq "$size" ] || fail "the run's archive is short"
+	(cd / && cpio -id < /pmu-qemu/run.cpio 2>/dev/null) || fail "unpack the run's archive"
+	rm /pmu-qemu/run.cpio
+	# The program, from its directory (shared read-only): virtio-serial carries a few
+	# MB/s here, 9p far more.
+	if [ -f /pmu-qemu/fetch ]; then
+		mkdir -p /pmu-qemu/progdir && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro pmu-qemu.prog /pmu-qemu/progdir || fail "mount the program's directory"
+		to="/$(cat /pmu-qemu/fetch-to)"
+		mkdir -p "${to%/*}" && cp "/pmu-qemu/progdir/$(cat /pmu-qemu/fetch)" "$to" && chmod 755 "$to" || fail "copy the program"
+		umount /pmu-qemu/progdir
+	fi
+fi
 if [ -f /pmu-qemu/share ]; then
 	share=$(cat /pmu-qemu/share)
 	mkdir -p "$share" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 pmu-qemu.cwd "$share" || fail "mount the working directory $share"

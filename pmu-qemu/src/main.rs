@@ -14,6 +14,7 @@ mod debian;
 mod elf;
 mod guest;
 mod qemu;
+mod snapshot;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -43,17 +44,21 @@ As a cargo runner (.cargo/config.toml, or the environment):
 
 The program sees its arguments, the environment (less PATH, which is /bin there, and
 LD_*), the working directory (shared read-write over 9p at the same path), stdin,
-stdout and stderr; pmu-qemu exits with its status (128+N after signal N). The guest
+stdout and stderr; pmu-qemu exits with its status (128+N after signal N). With one
+vCPU it also sees PMU_QEMU_EXACT=1: its counts are exact (pmu-criterion then counts
+each benchmark once instead of sampling). The guest
 runs Debian 12's arm64 kernel with kernel.perf_user_access=1, so perf events (and
 pmu-linux's Meter) read the counters with one instruction; instructions and cycles
 count every instruction exactly, and cycles are instructions, not time.
 
 The first run fetches Debian's kernel and busybox with apt (private apt state; the
 host's apt is untouched) and builds an initramfs, cached in $PMU_CACHE_DIR/pmu-qemu or
-~/.cache/pmu-workspace/pmu-qemu; later runs boot in seconds.
+~/.cache/pmu-workspace/pmu-qemu; later runs restore the
+booted guest saved there (--no-snapshot boots instead).
 
 OPTIONS (before PROGRAM; everything after PROGRAM is the program's):
-    --prepare         Fetch and build the guest, run nothing (a CI cache step)
+    --prepare         Fetch and build the guest and save it booted, run nothing
+                      (a CI cache step)
     --update          Ask apt for Debian's newest kernel even when one is cached
     --cpu MODEL       QEMU -cpu model (default max: PMUv3 with 64-bit counters;
                       cortex-a72, cortex-a53: PMUv3 with 32-bit event counters)
@@ -65,6 +70,9 @@ OPTIONS (before PROGRAM; everything after PROGRAM is the program's):
     --no-share        Do not share the working directory (the program starts in an
                       empty directory of the same path)
     --console         Copy the guest's kernel console to stderr
+    --no-snapshot     Boot the kernel for this run instead of restoring the booted
+                      guest saved in the cache (saved by the first run, per QEMU
+                      version, kernel, initramfs, --cpu, --smp, --memory, --console)
     -h, --help        This help
     -V, --version     pmu-qemu's version
 
@@ -89,7 +97,12 @@ fn main() -> ExitCode {
             println!("pmu-qemu {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
-        Command::Prepare(options) => debian::prepare(options.update).map(|_| 0),
+        Command::Prepare(options) => debian::prepare(options.update).and_then(|guest| {
+            if options.snapshot {
+                snapshot::ensure(&guest, &options)?;
+            }
+            Ok(0)
+        }),
         Command::Run {
             options,
             program,
@@ -104,6 +117,26 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// The program's environment: the host's, with [`EXACT_ENV`] set to `1` where the
+/// guest's instruction counts are exact (one vCPU: with several, QEMU's icount count is
+/// the machine's, so a region could include another vCPU's instructions: docs/qemu.md,
+/// "Several vCPUs") and removed otherwise, so that the host's value never speaks for
+/// the guest.
+fn guest_env(
+    host: impl Iterator<Item = (OsString, OsString)>,
+    smp: u32,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = host.filter(|(k, _)| k != EXACT_ENV).collect();
+    if smp == 1 {
+        env.push((EXACT_ENV.into(), "1".into()));
+    }
+    env
+}
+
+/// Set to `1` in the program's environment where its instruction counts are exact:
+/// pmu-criterion then measures each benchmark once (its one-shot exact mode).
+const EXACT_ENV: &str = "PMU_QEMU_EXACT";
 
 /// `path` relative to the guest's `/`, as the cpio archive names it.
 fn in_archive(path: &Path) -> &[u8] {
@@ -131,7 +164,7 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     // run's archive (memory): at its own path, or bound over it when inside the share.
     let share: Option<PathBuf> = (options.share && cwd != Path::new("/")).then(|| cwd.clone());
     let from_share = share.as_ref().is_some_and(|s| program.starts_with(s));
-    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let env = guest_env(std::env::vars_os(), options.smp);
     let program_path = in_archive(&program);
     let copy: &[u8] = if from_share {
         b"pmu-qemu/program"
@@ -161,32 +194,77 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
             data: &share_text,
         });
     }
-    entries.extend(cpio::parents(copy).into_iter().map(cpio::Entry::Dir));
-    entries.push(cpio::Entry::File {
-        path: copy,
-        mode: 0o755,
-        data: &binary,
-    });
     let run_dir = qemu::RunDir::new()?;
-    let initrd = run_dir.0.join("initrd.cpio");
-    let mut image = std::fs::read(&guest.initramfs)
-        .map_err(|e| format!("{}: {e}", guest.initramfs.display()))?;
-    image.extend(cpio::archive(&entries)?);
-    std::fs::write(&initrd, &image).map_err(|e| format!("{}: {e}", initrd.display()))?;
-    drop(image);
+    // A saved machine where there is one (the first run saves it); else a boot. Either
+    // way the counts are the same: the restored machine is the booted one, its
+    // instruction count and clock included (snapshot.rs).
+    let saved = if options.snapshot {
+        match snapshot::ensure(&guest, options) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("pmu-qemu: booting, since no saved guest could be made: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let program_dir = program.parent().unwrap_or(Path::new("/"));
+    let program_name = program.file_name().unwrap_or_default().as_bytes();
+    let (initrd, payload, boot, share_dir) = match &saved {
+        Some(s) => {
+            // The restored guest copies the program from its directory (guest::INIT).
+            entries.push(cpio::Entry::File {
+                path: b"pmu-qemu/fetch",
+                mode: 0o644,
+                data: program_name,
+            });
+            entries.push(cpio::Entry::File {
+                path: b"pmu-qemu/fetch-to",
+                mode: 0o644,
+                data: copy,
+            });
+            (
+                s.initrd.clone(),
+                Some(cpio::archive(&entries)?),
+                qemu::Boot::Restore {
+                    state: &s.state,
+                    program_dir,
+                },
+                Some(share.clone().unwrap_or_else(|| s.empty_share.clone())),
+            )
+        }
+        None => {
+            entries.extend(cpio::parents(copy).into_iter().map(cpio::Entry::Dir));
+            entries.push(cpio::Entry::File {
+                path: copy,
+                mode: 0o755,
+                data: &binary,
+            });
+            let archive = cpio::archive(&entries)?;
+            let initrd = run_dir.0.join("initrd.cpio");
+            let mut image = std::fs::read(&guest.initramfs)
+                .map_err(|e| format!("{}: {e}", guest.initramfs.display()))?;
+            image.extend(archive);
+            std::fs::write(&initrd, &image).map_err(|e| format!("{}: {e}", initrd.display()))?;
+            (initrd, None, qemu::Boot::Fresh, share.clone())
+        }
+    };
 
     let line = qemu::command_line(
         options,
         &guest.kernel,
         &initrd,
         &run_dir.0,
-        share.as_deref(),
+        share_dir.as_deref(),
+        boot,
     );
     let outcome = qemu::run(
         std::ffi::OsStr::new(qemu::QEMU),
         &line,
         &run_dir.0,
         options.console,
+        payload,
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     )?;
@@ -203,5 +281,31 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
                 outcome.qemu_log.trim()
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One vCPU: PMU_QEMU_EXACT=1, whatever the host said; two: none at all.
+    #[test]
+    fn the_exact_variable_speaks_for_the_guest_only() {
+        let host = || {
+            vec![
+                (OsString::from("HOME"), OsString::from("/root")),
+                (OsString::from(EXACT_ENV), OsString::from("0")),
+            ]
+            .into_iter()
+        };
+        let one = guest_env(host(), 1);
+        assert_eq!(
+            one,
+            vec![
+                ("HOME".into(), "/root".into()),
+                (EXACT_ENV.into(), "1".into())
+            ]
+        );
+        assert_eq!(guest_env(host(), 2), vec![("HOME".into(), "/root".into())]);
     }
 }

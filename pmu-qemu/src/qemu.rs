@@ -57,6 +57,25 @@ fn joined(parts: &[&OsStr]) -> OsString {
     s
 }
 
+/// How the machine starts.
+#[derive(Clone, Copy, Debug)]
+pub enum Boot<'a> {
+    /// From the kernel.
+    Fresh,
+    /// From the kernel, to be saved (`crate::snapshot`): the ports' host ends are
+    /// files (`<name>.txt` in the run directory) or nothing, a human monitor listens
+    /// on `monitor.sock` there, and this empty directory stands for the program's.
+    Save(&'a Path),
+    /// From the machine state in `state` (`-incoming`), saved by a [`Boot::Save`] run
+    /// with the same options, kernel and initrd; `program_dir` is shared read-only.
+    Restore {
+        /// The saved machine.
+        state: &'a Path,
+        /// The program's directory.
+        program_dir: &'a Path,
+    },
+}
+
 /// QEMU's command line: the `virt` board with `-icount shift=0,align=off,sleep=off`
 /// (one instruction per virtual nanosecond, so INST_RETIRED and CPU_CYCLES count
 /// exactly), the kernel's console on a FIFO, the four virtio-serial ports, the share.
@@ -66,6 +85,7 @@ pub fn command_line(
     initrd: &Path,
     run_dir: &Path,
     share: Option<&Path>,
+    boot: Boot,
 ) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |parts: &[&OsStr]| a.push(joined(parts));
@@ -109,8 +129,13 @@ pub fn command_line(
     push(&[OsStr::new("-initrd")]);
     push(&[initrd.as_os_str()]);
     let fifo = |name: &str| opt_path(&run_dir.join(name));
+    let saving = matches!(boot, Boot::Save(_));
     push(&[OsStr::new("-chardev")]);
-    push(&[OsStr::new("pipe,id=console,path="), &fifo("console")]);
+    if saving {
+        push(&[OsStr::new("file,id=console,path="), &fifo("console.txt")]);
+    } else {
+        push(&[OsStr::new("pipe,id=console,path="), &fifo("console")]);
+    }
     push(&[OsStr::new("-serial")]);
     push(&[OsStr::new("chardev:console")]);
     push(&[OsStr::new("-device")]);
@@ -118,7 +143,13 @@ pub fn command_line(
     for (nr, name) in guest::PORTS.iter().enumerate() {
         let id = name.trim_start_matches("pmu-qemu.");
         push(&[OsStr::new("-chardev")]);
-        if id == "stdin" {
+        if saving {
+            if id == "status" {
+                push(&[OsStr::new("file,id=status,path="), &fifo("status.txt")]);
+            } else {
+                push(&[OsStr::new(&format!("null,id={id}"))]);
+            }
+        } else if id == "stdin" {
             push(&[OsStr::new("socket,id=stdin,path="), &fifo("stdin.sock")]);
         } else {
             push(&[OsStr::new(&format!("pipe,id={id},path=")), &fifo(id)]);
@@ -140,6 +171,37 @@ pub fn command_line(
             "virtio-9p-device,fsdev=share,mount_tag={}",
             guest::SHARE_TAG
         ))]);
+    }
+    if let Boot::Save(dir)
+    | Boot::Restore {
+        program_dir: dir, ..
+    } = boot
+    {
+        push(&[OsStr::new("-fsdev")]);
+        push(&[
+            OsStr::new("local,id=prog,security_model=none,readonly=on,path="),
+            &opt_path(dir),
+        ]);
+        push(&[OsStr::new("-device")]);
+        push(&[OsStr::new(&format!(
+            "virtio-9p-device,fsdev=prog,mount_tag={}",
+            guest::PROGRAM_TAG
+        ))]);
+    }
+    match boot {
+        Boot::Fresh => {}
+        Boot::Save(_) => {
+            push(&[OsStr::new("-monitor")]);
+            push(&[
+                OsStr::new("unix:"),
+                &fifo("monitor.sock"),
+                OsStr::new(",server=on,wait=off"),
+            ]);
+        }
+        Boot::Restore { state, .. } => {
+            push(&[OsStr::new("-incoming")]);
+            push(&[OsStr::new("file:"), state.as_os_str()]);
+        }
     }
     a
 }
@@ -210,6 +272,7 @@ pub fn run(
     args: &[OsString],
     run_dir: &Path,
     console_to_stderr: bool,
+    payload: Option<Vec<u8>>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Outcome, String> {
@@ -248,6 +311,19 @@ pub fn run(
             let _ = socket.read(&mut [0u8; 1]);
         }
     });
+    if let Some(payload) = payload {
+        // A restored guest waits for the run's archive on the status port: its size, a
+        // newline, its bytes (guest::INIT). QEMU holds the FIFO open both ways, so this
+        // writer may come and go, as the acknowledgement's does.
+        let path = run_dir.join("status.in");
+        std::thread::spawn(move || {
+            if let Ok(mut f) = fs::OpenOptions::new().write(true).open(&path) {
+                let _ = f
+                    .write_all(format!("{}\n", payload.len()).as_bytes())
+                    .and_then(|()| f.write_all(&payload));
+            }
+        });
+    }
     let mut files = Vec::new();
     for (name, _) in &sinks {
         let path = run_dir.join(format!("{name}.out"));
@@ -408,6 +484,10 @@ mod tests {
     /// acknowledgement FIFO open as QEMU does, writes what a guest would to the FIFOs in
     /// `order`, then waits for the acknowledgement and exits 0 only when it got `ok`.
     fn fake_guest(order: &str) -> (Outcome, Vec<u8>, Vec<u8>) {
+        fake_guest_with(order, None)
+    }
+
+    fn fake_guest_with(order: &str, payload: Option<Vec<u8>>) -> (Outcome, Vec<u8>, Vec<u8>) {
         let dir = RunDir::new().unwrap();
         let script = dir.0.join("fake-qemu");
         let body = format!(
@@ -420,6 +500,7 @@ mod tests {
             &[script.into_os_string(), dir.0.clone().into_os_string()],
             &dir.0,
             false,
+            payload,
             &mut out,
             &mut err,
         )
@@ -431,6 +512,28 @@ mod tests {
     const ERR: &str = "printf 'err' > $d/stderr.out";
     const CONSOLE: &str = "printf 'Linux booted\\n' > $d/console.out";
     const STATUS: &str = "printf '7 9 3\\n' > $d/status.out";
+
+    /// A restored guest's archive arrives on the status port as guest::INIT reads it:
+    /// its size, a newline, its bytes (here 100 000, more than a FIFO holds); the guest
+    /// here echoes what it read to stdout.
+    #[test]
+    fn the_run_s_archive_reaches_a_restored_guest_whole() {
+        let payload: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let (o, out, _) = fake_guest_with(
+            &[
+                "read size <&3",
+                "head -c \"$size\" <&3 > $d/stdout.out",
+                "printf \"0 $size 0\\n\" > $d/status.out",
+            ]
+            .join("\n"),
+            Some(payload.clone()),
+        );
+        assert_eq!(out, payload);
+        assert_eq!(
+            guest::parse_status(&o.status).unwrap().sent,
+            Some((100_000, 0))
+        );
+    }
 
     #[test]
     fn output_status_and_console_come_back_apart() {
@@ -469,6 +572,7 @@ mod tests {
             ],
             &dir.0,
             false,
+            None,
             &mut out,
             &mut err,
         )
@@ -493,6 +597,7 @@ mod tests {
             Path::new("/r/initrd"),
             Path::new("/r"),
             Some(Path::new("/home/me/crate")),
+            Boot::Fresh,
         );
         let t = text(&args);
         assert!(
@@ -518,11 +623,51 @@ mod tests {
             Path::new("/r/i"),
             Path::new("/r"),
             None,
+            Boot::Fresh,
         );
         let t = text(&args);
         assert!(t.contains("-cpu cortex-a72 "), "{t}");
         assert!(t.contains("-kernel /c/vm,linuz"), "{t}");
         assert!(!t.contains("-fsdev"), "{t}");
         assert_eq!(opt_path(Path::new("/a,b/c")), OsString::from("/a,,b/c"));
+    }
+
+    /// A saving run's ports write to files or nowhere and a monitor listens; a restoring
+    /// run has the usual ports and reads the state with `-incoming`.
+    #[test]
+    fn saved_and_restored_machines_differ_only_in_their_host_ends() {
+        let line = |boot| {
+            text(&command_line(
+                &Options::default(),
+                Path::new("/c/vmlinuz"),
+                Path::new("/r/initrd"),
+                Path::new("/r"),
+                Some(Path::new("/s")),
+                boot,
+            ))
+        };
+        let save = line(Boot::Save(Path::new("/e")));
+        assert!(
+            save.contains("-chardev null,id=stdin -device virtserialport,chardev=stdin"),
+            "{save}"
+        );
+        assert!(
+            save.contains("-chardev file,id=status,path=/r/status.txt -device"),
+            "{save}"
+        );
+        assert!(save.contains("-fsdev local,id=prog,security_model=none,readonly=on,path=/e -device virtio-9p-device,fsdev=prog,mount_tag=pmu-qemu.prog"), "{save}");
+        assert!(
+            save.ends_with("-monitor unix:/r/monitor.sock,server=on,wait=off"),
+            "{save}"
+        );
+        let restore = line(Boot::Restore {
+            state: Path::new("/c/state"),
+            program_dir: Path::new("/t/release"),
+        });
+        assert!(restore.ends_with("-incoming file:/c/state"), "{restore}");
+        assert_eq!(
+            restore.strip_suffix(" -fsdev local,id=prog,security_model=none,readonly=on,path=/t/release -device virtio-9p-device,fsdev=prog,mount_tag=pmu-qemu.prog -incoming file:/c/state"),
+            Some(line(Boot::Fresh).as_str())
+        );
     }
 }

@@ -1706,7 +1706,7 @@ fn examples_run_in_the_guest() {
             .any(|l| l.starts_with("pmu-criterion: counting instructions on the perf backend")),
         "{err:?}"
     );
-    let (e100, e200) = (estimate(&out, "spin 100"), estimate(&out, "spin 200"));
+    let (e100, e200) = (estimate(&out, "spin/100"), estimate(&out, "spin/200"));
     for e in [e100, e200] {
         // Exact counts: criterion's bootstrap interval collapses onto its estimate, to
         // within the batches' fixed cost spread over their iterations (seen: 0.02).

@@ -8,7 +8,7 @@ use crate::engine::step::Step;
 /// The crates published to crates.io, in the workspace's `publish` settings: every other
 /// member (xtask, the images, the tests, pmu-demo, the module's object) has
 /// `publish = false`. A test keeps this list equal to `cargo metadata`'s.
-pub const PUBLISHED: [&str; 8] = [
+pub const PUBLISHED: [&str; 9] = [
     "pmu-core",
     "pmu-events",
     "pmu-x86",
@@ -17,6 +17,7 @@ pub const PUBLISHED: [&str; 8] = [
     "pmu-armv8",
     "pmu-linux",
     "pmu-qemu",
+    "pmu-criterion",
 ];
 
 /// `cargo package --offline` of every [`PUBLISHED`] crate (`--allow-dirty`: a working

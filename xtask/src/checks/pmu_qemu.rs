@@ -5,8 +5,14 @@
 //!   working directory (a file written in the guest appears here), stdin, stdout,
 //!   stderr and the exit status;
 //! - pmu-linux's `count` example at 1000 and 2000 iterations of a two-instruction loop:
-//!   exactly 2000 instructions more, and 1000 again gives the first count;
-//! - pmu-criterion's example bench three times: the estimates of each run.
+//!   exactly 2000 instructions more, and 1000 again gives the first count, both in the
+//!   guest restored from pmu-qemu's saved state and in a booted one (`--no-snapshot`);
+//! - pmu-criterion's example bench (`spin/100`, `spin/200`) in one-shot exact mode twice,
+//!   saving a baseline and then comparing with it: the same counts, 200 instructions
+//!   apart; once in criterion's sampled mode (its estimates, 200 apart); and once
+//!   deliberately slower (`BENCH_SPIN_EXTRA=5`) against the baseline with
+//!   `--limit instructions=+1%`: exit 3, both benchmarks named with their old and new
+//!   counts, the JSON summary saying the same.
 //!
 //! The guest (Debian's kernel, the initramfs) is pmu-qemu's own cache under the cache
 //! root (`pmu-qemu/`), prepared by the first run.
@@ -25,8 +31,12 @@ pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu as user
                       (CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER): its
                       plumbing (arguments, environment, working directory, stdio,
                       exit status), pmu-linux's count example at 1000/2000
-                      iterations (exactly 2000 instructions apart), pmu-criterion's
-                      bench three times (the same estimates); docs/pmu-qemu.md.
+                      iterations (exactly 2000 instructions apart; restored and
+                      booted guests the same), pmu-criterion's
+                      bench: one-shot exact twice (equal counts, a baseline saved
+                      and met), sampled once, and the regression gate on a
+                      slower variant (exit 3, each benchmark named);
+                      docs/pmu-qemu.md.
 ";
 
 const TARGET: &str = "aarch64-unknown-linux-musl";
@@ -35,7 +45,7 @@ const RUNNER_ENV: &str = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER";
 /// The step.
 pub fn test_step() -> Step {
     Step::func(
-        "pmu-qemu: the cargo runner for aarch64-unknown-linux-musl (plumbing; the count example at 1000/2000 iterations; pmu-criterion's bench three times)",
+        "pmu-qemu: the cargo runner for aarch64-unknown-linux-musl (plumbing; the count example at 1000/2000 iterations, restored and booted; pmu-criterion's bench: one-shot twice, sampled once, the regression gate on a slower variant)",
         run,
     )
     .needs_programs(&[
@@ -86,10 +96,22 @@ fn ran(command: &mut Command, stdin: &[u8]) -> Result<Ran, String> {
     })
 }
 
+/// Where the example bench keeps its baselines and summary (inside the working
+/// directory, which pmu-qemu shares with the guest).
+fn gate_home() -> PathBuf {
+    crate::engine::paths::work_dir().join("pmu-qemu-gate")
+}
+
 /// `cargo run --release --target aarch64-unknown-linux-musl -p <package> --example
-/// <example> -- <args>` with pmu-qemu as the runner.
-fn cargo_run(package: &str, example: &str, args: &[&str]) -> Result<Ran, String> {
-    let r = ran(
+/// <example> -- <args>` with pmu-qemu as the runner and `env` added, whatever its exit
+/// status.
+fn cargo_run_env(
+    package: &str,
+    example: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Ran, String> {
+    ran(
         cargo()
             .current_dir(workspace_root())
             .args(["run", "-q", "--release", "--target", TARGET, "-p", package])
@@ -99,9 +121,24 @@ fn cargo_run(package: &str, example: &str, args: &[&str]) -> Result<Ran, String>
             .env(
                 "CRITERION_HOME",
                 crate::engine::paths::work_dir().join("pmu-qemu-criterion"),
-            ),
+            )
+            .env("PMU_CRITERION_HOME", gate_home())
+            .envs(env.iter().copied()),
         b"",
-    )?;
+    )
+}
+
+/// As [`cargo_run_env`], failing unless the program exits with 0.
+fn cargo_run(package: &str, example: &str, args: &[&str]) -> Result<Ran, String> {
+    checked(
+        package,
+        example,
+        args,
+        cargo_run_env(package, example, args, &[])?,
+    )
+}
+
+fn checked(package: &str, example: &str, args: &[&str], r: Ran) -> Result<Ran, String> {
     if r.code != Some(0) {
         return Err(format!(
             "{package} --example {example} {} through pmu-qemu: exit {:?}\n{}{}",
@@ -119,6 +156,17 @@ pub fn counted(stdout: &str) -> Option<u64> {
     stdout
         .lines()
         .find_map(|l| l.strip_suffix(" instructions")?.trim().parse().ok())
+}
+
+/// One-shot exact mode's `<bench>   214 instructions (exact)`.
+pub fn exact(stdout: &str, bench: &str) -> Option<u64> {
+    stdout.lines().find_map(|l| {
+        let rest = l.strip_prefix(bench)?.trim_start();
+        let (count, unit) = rest.split_once(' ')?;
+        unit.starts_with("instructions (exact)")
+            .then(|| count.parse().ok())
+            .flatten()
+    })
 }
 
 /// Criterion's `<bench>  time:   [a instructions b instructions c instructions]`.
@@ -244,8 +292,26 @@ fn run() -> Result<(), String> {
     // iteration; under -icount INST_RETIRED counts each executed instruction once (Arm
     // ARM D12.11, common event 0x08), so 1000 more iterations are exactly 2000 more.
     let mut counts = Vec::new();
-    for n in ["1000", "2000", "1000"] {
-        let r = cargo_run("pmu-linux", "count", &[n])?;
+    // The first three restore the booted guest saved in pmu-qemu's cache; the last
+    // boots (`--no-snapshot`): the same machine, so the same count.
+    let booting = format!("{} --no-snapshot", runner().display());
+    for (n, how) in [
+        ("1000", "restored"),
+        ("2000", "restored"),
+        ("1000", "restored"),
+        ("1000", "booted"),
+    ] {
+        let env: &[(&str, &str)] = if how == "booted" {
+            &[(RUNNER_ENV, &booting)]
+        } else {
+            &[]
+        };
+        let r = checked(
+            "pmu-linux",
+            "count",
+            &[n],
+            cargo_run_env("pmu-linux", "count", &[n], env)?,
+        )?;
         let c =
             counted(&r.stdout).ok_or_else(|| format!("count {n}: no count in {:?}", r.stdout))?;
         if !r.stderr.contains(
@@ -256,64 +322,168 @@ fn run() -> Result<(), String> {
                 r.stderr
             ));
         }
-        println!("    count {n}: {c} instructions ({:.1} s)", r.secs);
+        println!("    count {n} ({how}): {c} instructions ({:.1} s)", r.secs);
         counts.push(c);
     }
-    if counts[1] != counts[0] + 2000 || counts[2] != counts[0] {
+    if counts[1] != counts[0] + 2000 || counts[2] != counts[0] || counts[3] != counts[0] {
         return Err(format!(
-            "count 1000, 2000, 1000 gave {counts:?}: expected c, c + 2000, c"
+            "count 1000, 2000, 1000 (restored), 1000 (booted) gave {counts:?}: expected c, c + 2000, c, c"
         ));
     }
 
-    // pmu-criterion/examples/bench.rs: spin 100 and spin 200 (2 × n instructions more
-    // per iteration), three runs.
+    // pmu-criterion/examples/bench.rs: spin/100 and spin/200 (2 × n instructions more
+    // per call). One-shot exact mode (pmu-qemu sets PMU_QEMU_EXACT=1) twice: a baseline
+    // saved, then met with no growth allowed.
+    let _ = std::fs::remove_dir_all(gate_home());
     let mut runs = Vec::new();
-    for i in 1..=3 {
-        let r = cargo_run("pmu-criterion", "bench", &["--bench"])?;
-        let e100 = estimate(&r.stdout, "spin 100")
-            .ok_or_else(|| format!("bench run {i}: no estimate for spin 100:\n{}", r.stdout))?;
-        let e200 = estimate(&r.stdout, "spin 200")
-            .ok_or_else(|| format!("bench run {i}: no estimate for spin 200:\n{}", r.stdout))?;
-        // Criterion picks each run's iteration counts from wall-clock time (the guest's
-        // virtual time) in its warm-up; the per-batch cost of a region's reads weighs in
-        // its estimate when those counts are small, so they are shown with the figures.
-        let iterations: Vec<&str> = r
-            .stderr
-            .lines()
-            .chain(r.stdout.lines())
-            .filter_map(|l| {
-                l.split_once("Collecting ")?
-                    .1
-                    .rsplit_once('(')?
-                    .1
-                    .strip_suffix(')')
-            })
-            .collect();
+    for (i, args) in [
+        [
+            "--bench",
+            "--save-baseline",
+            "xtask",
+            "--limit",
+            "instructions=+0",
+        ],
+        [
+            "--bench",
+            "--baseline",
+            "xtask",
+            "--limit",
+            "instructions=+0",
+        ],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let r = cargo_run("pmu-criterion", "bench", args)?;
+        let counts = one_shot_counts(&r.stdout).ok_or_else(|| {
+            format!(
+                "one-shot run {}: no exact counts:\n{}{}",
+                i + 1,
+                r.stdout,
+                r.stderr
+            )
+        })?;
         println!(
-            "    bench run {i}: spin 100 {e100:?}, spin 200 {e200:?} instructions; criterion's samples: {} ({:.1} s)",
-            iterations.join(", "),
+            "    bench, one-shot exact, run {} ({}): spin/100 {}, spin/200 {} instructions ({:.1} s)",
+            i + 1,
+            args[1..3].join(" "),
+            counts.0,
+            counts.1,
             r.secs
         );
-        runs.push((e100, e200));
+        runs.push(counts);
     }
-    check_bench(&runs)
+    check_one_shot(&runs)?;
+
+    // Criterion's sampling, as on a machine whose counts vary: its per-iteration
+    // estimates (the slope of batches of growing size, which leaves out the loop set-up
+    // that one call's count includes) are 200 instructions apart too.
+    let r = cargo_run_env(
+        "pmu-criterion",
+        "bench",
+        &["--bench"],
+        &[("PMU_CRITERION_MODE", "sampled")],
+    )?;
+    let r = checked("pmu-criterion", "bench", &["--bench"], r)?;
+    let e100 = estimate(&r.stdout, "spin/100")
+        .ok_or_else(|| format!("sampled run: no estimate for spin/100:\n{}", r.stdout))?;
+    let e200 = estimate(&r.stdout, "spin/200")
+        .ok_or_else(|| format!("sampled run: no estimate for spin/200:\n{}", r.stdout))?;
+    println!(
+        "    bench, criterion's sampling: spin/100 {e100:?}, spin/200 {e200:?} instructions per iteration ({:.1} s)",
+        r.secs
+    );
+    if (e200[1] - e100[1] - 200.0).abs() > 1e-9 {
+        return Err(format!(
+            "criterion's estimates: spin/200 - spin/100 is {} instructions, not 200",
+            e200[1] - e100[1]
+        ));
+    }
+
+    // The gate: 5 more iterations (10 instructions) in each benchmark, +1 % allowed:
+    // spin/100 grows 4.7 %, spin/200 2.4 %; both regress, exit 3.
+    let args = [
+        "--bench",
+        "--baseline",
+        "xtask",
+        "--limit",
+        "instructions=+1%",
+    ];
+    let r = cargo_run_env(
+        "pmu-criterion",
+        "bench",
+        &args,
+        &[("BENCH_SPIN_EXTRA", "5")],
+    )?;
+    let summary = std::fs::read_to_string(gate_home().join("summary/bench.json"))
+        .map_err(|e| format!("the gate's summary: {e}"))?;
+    check_gate(&runs[0], &r, &summary)?;
+    println!(
+        "    bench, gate (BENCH_SPIN_EXTRA=5, --limit instructions=+1%): exit {:?}, {} ({:.1} s)",
+        r.code,
+        r.stderr
+            .lines()
+            .filter(|l| l.contains("REGRESSED"))
+            .collect::<Vec<_>>()
+            .join("; "),
+        r.secs
+    );
+    Ok(())
 }
 
-/// The three runs' estimates (criterion's [lower, estimate, upper] per iteration).
-fn check_bench(runs: &[([f64; 3], [f64; 3])]) -> Result<(), String> {
-    let (first100, first200) = runs[0];
-    for (e100, e200) in runs {
-        if e100[1] != first100[1] || e200[1] != first200[1] {
-            return Err(format!(
-                "pmu-criterion's estimates differ between runs: {runs:?}"
-            ));
-        }
-        if (e200[1] - e100[1] - 200.0).abs() > 1e-9 {
-            return Err(format!(
-                "spin 200 - spin 100 is {} instructions, not 200: {runs:?}",
-                e200[1] - e100[1]
-            ));
-        }
+/// The exact counts of spin/100 and spin/200 in one one-shot run.
+fn one_shot_counts(stdout: &str) -> Option<(u64, u64)> {
+    Some((exact(stdout, "spin/100")?, exact(stdout, "spin/200")?))
+}
+
+/// Two one-shot runs: the same counts, 2 × 100 instructions apart (the loop's two
+/// instructions per iteration, Arm ARM D12.11: INST_RETIRED counts each once).
+fn check_one_shot(runs: &[(u64, u64)]) -> Result<(), String> {
+    let first = runs[0];
+    if runs.iter().any(|r| *r != first) {
+        return Err(format!(
+            "one-shot exact counts differ between runs: {runs:?}"
+        ));
+    }
+    if first.1.checked_sub(first.0) != Some(200) {
+        return Err(format!(
+            "one-shot: spin/200 - spin/100 is not 200 instructions: {first:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// The slower variant against the baseline `saved` (spin/100, spin/200): exit 3, each
+/// benchmark named with its old and new count (10 more), the summary listing both.
+fn check_gate(saved: &(u64, u64), r: &Ran, summary: &str) -> Result<(), String> {
+    let wanted = [
+        format!(
+            "REGRESSED spin/100: {} → {} instructions",
+            saved.0,
+            saved.0 + 10
+        ),
+        format!(
+            "REGRESSED spin/200: {} → {} instructions",
+            saved.1,
+            saved.1 + 10
+        ),
+    ];
+    let missing: Vec<&String> = wanted
+        .iter()
+        .filter(|w| !r.stderr.contains(w.as_str()))
+        .collect();
+    let json: serde_json::Value =
+        serde_json::from_str(summary).map_err(|e| format!("the gate's summary: {e}"))?;
+    if r.code != Some(3)
+        || !missing.is_empty()
+        || json["regressed"] != serde_json::json!(["spin/100", "spin/200"])
+        || json["exit_code"] != 3
+    {
+        return Err(format!(
+            "the gate on a slower variant: expected exit 3 and {wanted:?}, and a summary regressing both; got exit {:?}, missing {missing:?}\n{}{}\nsummary: {summary}",
+            r.code, r.stdout, r.stderr
+        ));
     }
     Ok(())
 }
@@ -334,11 +504,38 @@ spin 200                time:   [406.00 instructions 406.10 instructions 406.13 
         assert_eq!(estimate(out, "spin 300"), None);
     }
 
+    /// Lines as pmu-criterion's one-shot exact mode prints them (seen through pmu-qemu).
     #[test]
-    fn the_bench_check_wants_the_same_estimates_200_apart() {
-        let exact = ([206.0, 206.0, 206.0], [406.0, 406.0, 406.0]);
-        assert!(check_bench(&[exact, exact, exact]).is_ok());
-        let drift = ([206.0, 206.1, 206.1], [406.0, 406.0, 406.0]);
-        assert!(check_bench(&[exact, drift, exact]).is_err());
+    fn one_shot_counts_are_read_and_checked() {
+        let out = "pmu-criterion: one-shot exact mode (…)\n\
+spin/100                          214 instructions (exact)\n\
+spin/200                          414 instructions (exact)   unchanged from baseline `xtask`\n";
+        assert_eq!(one_shot_counts(out), Some((214, 414)));
+        assert_eq!(
+            exact("spin/100   not measured: two runs disagree", "spin/100"),
+            None
+        );
+        assert!(check_one_shot(&[(214, 414), (214, 414)]).is_ok());
+        assert!(check_one_shot(&[(214, 414), (214, 415)]).is_err());
+        assert!(check_one_shot(&[(214, 415), (214, 415)]).is_err());
+    }
+
+    /// The gate's output as pmu-criterion's `finish` writes it.
+    #[test]
+    fn the_gate_check_wants_exit_3_and_both_names() {
+        let stderr = "pmu-criterion: REGRESSED spin/100: 214 → 224 instructions (+10, +4.67%) beyond instructions=+1%\n\
+pmu-criterion: REGRESSED spin/200: 414 → 424 instructions (+10, +2.42%) beyond instructions=+1%\n";
+        let summary = r#"{"regressed": ["spin/100", "spin/200"], "exit_code": 3}"#;
+        let ran = |code, stderr: &str| Ran {
+            stdout: String::new(),
+            stderr: stderr.to_owned(),
+            code: Some(code),
+            secs: 0.0,
+        };
+        assert!(check_gate(&(214, 414), &ran(3, stderr), summary).is_ok());
+        assert!(check_gate(&(214, 414), &ran(0, stderr), summary).is_err());
+        assert!(check_gate(&(214, 404), &ran(3, stderr), summary).is_err());
+        let one = r#"{"regressed": ["spin/100"], "exit_code": 3}"#;
+        assert!(check_gate(&(214, 414), &ran(3, stderr), one).is_err());
     }
 }

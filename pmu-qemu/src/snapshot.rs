@@ -1,0 +1,278 @@
+//! A booted guest, saved once and restored for every run: booting Debian's kernel under
+//! TCG costs seconds of translation per run, restoring a saved machine does not.
+//!
+//! The guest is booted with a marker in its initramfs (`pmu-qemu/snapshot`): /init
+//! does everything that is the same for every run (modules, perf_user_access, the
+//! ports), says `ready` on the status port and waits there for the run's archive
+//! (guest::INIT). The host then saves the machine with QEMU's monitor (`migrate
+//! file:…`: the migration stream, icount's instruction count and the virtual clock
+//! included) into the cache. A run starts QEMU with the same options, kernel and initrd
+//! and `-incoming file:…`, and sends the archive it would have appended to the
+//! initramfs: the guest unpacks it and goes on as a booted one does.
+//!
+//! The file is keyed by what the saved machine depends on: QEMU's version, the kernel,
+//! the initramfs (whose name carries its contents' key), and the options that shape the
+//! machine or the kernel's command line ([`key`]).
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pmu_qemu::cpio;
+
+use crate::args::Options;
+use crate::debian::{self, Guest};
+use crate::qemu::{self, Boot};
+
+/// Bumped when the saved machine's layout changes in a way the key does not see.
+const FORMAT: &[u8] = b"pmu-qemu snapshot 1";
+
+/// How long the saving boot may take to reach `ready`, and the save itself.
+const PATIENCE: Duration = Duration::from_secs(300);
+
+/// A saved machine and the initrd it was booted with.
+pub struct Snapshot {
+    /// The migration stream.
+    pub state: PathBuf,
+    /// The initrd (the base initramfs and the marker): a restoring QEMU loads the same.
+    pub initrd: PathBuf,
+    /// An empty directory: the share's host side when the run shares nothing (the
+    /// restored machine has the 9p device either way).
+    pub empty_share: PathBuf,
+}
+
+/// The cache key of a saved machine.
+pub fn key(qemu_version: &[u8], guest: &Guest, options: &Options) -> String {
+    debian::key(&[
+        FORMAT,
+        qemu_version,
+        guest.kernel.as_os_str().as_encoded_bytes(),
+        guest.initramfs.as_os_str().as_encoded_bytes(),
+        options.cpu.as_bytes(),
+        options.smp.to_string().as_bytes(),
+        options.memory_mib.to_string().as_bytes(),
+        if options.console {
+            b"console"
+        } else {
+            b"quiet"
+        },
+    ])
+}
+
+/// The saved machine for `guest` and `options`, saved now if the cache has none.
+///
+/// # Errors
+/// QEMU's version unknown, the saving boot or the save failing (with the guest's
+/// console).
+pub fn ensure(guest: &Guest, options: &Options) -> Result<Snapshot, String> {
+    let version = Command::new(qemu::QEMU)
+        .arg("--version")
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("{} --version: {e}", qemu::QEMU))?
+        .stdout;
+    let dir = debian::cache_dir();
+    let k = key(&version, guest, options);
+    let snapshot = Snapshot {
+        state: dir.join(format!("snapshot-{k}.state")),
+        initrd: dir.join(format!("snapshot-{k}.cpio")),
+        empty_share: dir.join("snapshot-share"),
+    };
+    fs::create_dir_all(&snapshot.empty_share)
+        .map_err(|e| format!("{}: {e}", snapshot.empty_share.display()))?;
+    if snapshot.state.is_file() && snapshot.initrd.is_file() {
+        return Ok(snapshot);
+    }
+    let t = Instant::now();
+    eprintln!(
+        "pmu-qemu: booting the guest once to save it ({})",
+        snapshot.state.display()
+    );
+    save(guest, options, &snapshot)?;
+    eprintln!("pmu-qemu: saved in {:.1} s", t.elapsed().as_secs_f64());
+    Ok(snapshot)
+}
+
+/// A file of this process next to `path`, renamed over it when complete.
+fn partial(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".partial-{}", std::process::id()));
+    PathBuf::from(name)
+}
+
+fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), String> {
+    let io = |p: &Path| {
+        let p = p.to_owned();
+        move |e: std::io::Error| format!("{}: {e}", p.display())
+    };
+    let mut initrd = fs::read(&guest.initramfs).map_err(io(&guest.initramfs))?;
+    initrd.extend(cpio::archive(&[
+        cpio::Entry::Dir(b"pmu-qemu"),
+        cpio::Entry::File {
+            path: b"pmu-qemu/snapshot",
+            mode: 0o644,
+            data: b"",
+        },
+    ])?);
+    let initrd_partial = partial(&snapshot.initrd);
+    fs::write(&initrd_partial, &initrd).map_err(io(&initrd_partial))?;
+
+    let run_dir = qemu::RunDir::new()?;
+    let line = qemu::command_line(
+        options,
+        &guest.kernel,
+        &initrd_partial,
+        &run_dir.0,
+        Some(&snapshot.empty_share),
+        Boot::Save(&snapshot.empty_share),
+    );
+    let log = run_dir.0.join("qemu.log");
+    let log_file = fs::File::create(&log).map_err(io(&log))?;
+    let mut child = Command::new(qemu::QEMU)
+        .args(&line)
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log_file)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", qemu::QEMU))?;
+    let state_partial = partial(&snapshot.state);
+    let result = drive_save(&mut child, &run_dir.0, &state_partial);
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&initrd_partial);
+        let _ = fs::remove_file(&state_partial);
+        let console = fs::read_to_string(run_dir.0.join("console.txt")).unwrap_or_default();
+        let lines: Vec<&str> = console.lines().collect();
+        let tail = lines[lines.len().saturating_sub(15)..].join("\n    ");
+        return Err(format!(
+            "{e}\n  QEMU: {}\n  the guest's console (last lines):\n    {tail}",
+            fs::read_to_string(&log).unwrap_or_default().trim()
+        ));
+    }
+    // The initrd first: a state without its initrd is never taken as ready.
+    fs::rename(&initrd_partial, &snapshot.initrd).map_err(io(&snapshot.initrd))?;
+    fs::rename(&state_partial, &snapshot.state).map_err(io(&snapshot.state))
+}
+
+/// Waits for the guest's `ready`, then saves the machine to `state` through the
+/// monitor and ends QEMU.
+fn drive_save(child: &mut std::process::Child, run_dir: &Path, state: &Path) -> Result<(), String> {
+    let start = Instant::now();
+    let status = run_dir.join("status.txt");
+    loop {
+        if fs::read(&status).is_ok_and(|b| b.starts_with(b"ready")) {
+            break;
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            return Err(format!("the saving guest ended before it was ready ({s})"));
+        }
+        if start.elapsed() > PATIENCE {
+            return Err("the saving guest was not ready in time".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sock = run_dir.join("monitor.sock");
+    let mut monitor = UnixStream::connect(&sock).map_err(|e| format!("{}: {e}", sock.display()))?;
+    monitor
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .map_err(|e| e.to_string())?;
+    let mut said = Vec::new();
+    let send = |m: &mut UnixStream, line: &[u8]| -> Result<(), String> {
+        m.write_all(line)
+            .map_err(|e| format!("QEMU's monitor: {e}"))
+    };
+    let mut target = OsStr::new("migrate file:").to_owned();
+    target.push(state.as_os_str());
+    target.push("\n");
+    send(&mut monitor, target.as_encoded_bytes())?;
+    loop {
+        send(&mut monitor, b"info migrate\n")?;
+        let mut buf = [0u8; 4096];
+        loop {
+            match monitor.read(&mut buf) {
+                Ok(0) => return Err("QEMU's monitor closed during the save".into()),
+                Ok(n) => said.extend_from_slice(&buf[..n]),
+                Err(_) => break,
+            }
+        }
+        let text = String::from_utf8_lossy(&said);
+        if text.contains("Migration status: completed") || text.contains("Status: completed") {
+            break;
+        }
+        if text.contains("failed") || text.contains("Error") || text.contains("error") {
+            return Err(format!("QEMU could not save the machine: {}", text.trim()));
+        }
+        if start.elapsed() > PATIENCE {
+            return Err("the save did not complete in time".into());
+        }
+    }
+    let _ = send(&mut monitor, b"quit\n");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each input of the key changes it: another QEMU, kernel, initramfs, CPU model,
+    /// CPU count, memory size or console setting is another machine.
+    #[test]
+    fn the_key_changes_with_what_the_saved_machine_depends_on() {
+        let guest = Guest {
+            kernel: "/c/vmlinuz-6.1".into(),
+            initramfs: "/c/initramfs-00.cpio".into(),
+            kernel_package: String::new(),
+        };
+        let options = Options::default();
+        let base = key(b"QEMU 10.0.2", &guest, &options);
+        assert_eq!(base, key(b"QEMU 10.0.2", &guest, &options));
+        let mut keys = vec![base.clone(), key(b"QEMU 10.1.0", &guest, &options)];
+        let other = |f: &dyn Fn(&mut Guest)| {
+            let mut g = Guest {
+                kernel: guest.kernel.clone(),
+                initramfs: guest.initramfs.clone(),
+                kernel_package: String::new(),
+            };
+            f(&mut g);
+            key(b"QEMU 10.0.2", &g, &options)
+        };
+        keys.push(other(&|g| g.kernel = "/c/vmlinuz-6.2".into()));
+        keys.push(other(&|g| g.initramfs = "/c/initramfs-01.cpio".into()));
+        for o in [
+            Options {
+                cpu: "cortex-a72".into(),
+                ..Options::default()
+            },
+            Options {
+                smp: 2,
+                ..Options::default()
+            },
+            Options {
+                memory_mib: 2048,
+                ..Options::default()
+            },
+            Options {
+                console: true,
+                ..Options::default()
+            },
+        ] {
+            keys.push(key(b"QEMU 10.0.2", &guest, &o));
+        }
+        // Options that do not shape the machine leave it.
+        let same = Options {
+            share: false,
+            update: true,
+            ..Options::default()
+        };
+        assert_eq!(key(b"QEMU 10.0.2", &guest, &same), base);
+        let n = keys.len();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "every change is a new key");
+    }
+}
