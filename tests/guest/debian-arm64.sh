@@ -221,6 +221,42 @@ owners() {
 	klog
 	group6 after-unload
 
+	# Keeper eviction: a pinned CPU-wide group opened before the load but enabled after
+	# it (perf stat -D: disabled for 1.5 s) is older than the keeper, so when perf
+	# enables it it is scheduled first and takes the four counters left (core.c
+	# merge_sched_in: the keeper no longer fits, ERROR). The load needs take_from_perf=1
+	# (those events wait). `regrant` then finds no room for the keeper and withdraws the
+	# grant instead of giving it over a PMU perf will stop; after perf, the CPUs' idle
+	# exits count failures and reads say "not enabled"; `regrant` puts the keeper back
+	# and the counts are exact again.
+	rm -f /tmp/evict.err
+	perf stat -a -D 1500 -x, -e r08:uD,r08:uD,r08:uD,r08:uD -o /tmp/evict.csv -- sleep 4 2>/tmp/evict.err &
+	evict=$!
+	result evict-started waited=$(wait_for /tmp/evict.err)
+	load evict take_from_perf=1
+	klog
+	n=0
+	while ! grep -q 'Events enabled' /tmp/evict.err && [ $n -lt 200 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	sleep 0.3
+	echo 1 >/sys/module/$NAME/parameters/regrant 2>/dev/null
+	result evict-regrant rc=$? enabled_waited=$n
+	klog
+	wait $evict
+	result evict-perf status=$?
+	sed 's/^/EVICT /' /tmp/evict.csv
+	before=$(cut -d' ' -f2 /sys/module/$NAME/parameters/cpu_pm_regrants)
+	sleep 1
+	result evict-idle failures_before=$before failures_after=$(cut -d' ' -f2 /sys/module/$NAME/parameters/cpu_pm_regrants)
+	demo evict-after-cpu0 0 direct
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	result evict-regrant-after rc=$?
+	demo evict-back-cpu0 0 direct
+	unload evict
+	klog
+
 	# cpus=0: CPU 1 gets neither a grant nor a keeper.
 	load cpus cpus=0
 	klog

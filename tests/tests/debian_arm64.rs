@@ -586,6 +586,9 @@ fn assert_owners(run: &QemuRun) {
     );
     let lines = perf_csv(run, "PINNED");
     assert_eq!(lines.len(), 6, "{lines:?}");
+    // The same event of the same task over the same time: six equal counts. (The module
+    // before this change loaded here and narrowed the mask under them: the last three
+    // went to ERROR at the task's next switch and stopped, 61517 against 193314447.)
     for fields in &lines {
         assert_eq!(
             fields.get(4).copied(),
@@ -593,8 +596,12 @@ fn assert_owners(run: &QemuRun) {
             "a pinned event scheduled out: {fields:?}\n{}",
             run.stdout
         );
+        assert_eq!(
+            fields.first(),
+            lines[0].first(),
+            "a pinned event stopped counting: {lines:?}"
+        );
     }
-
     assert!(run.scenario("held-started")[0].int("waited") < 600);
     insmod_refused(run, "held", "Device_or_resource_busy");
     assert!(
@@ -628,12 +635,8 @@ fn assert_owners(run: &QemuRun) {
             u64::from_str_radix(hex.trim(), 16).ok()
         })
         .collect();
-    assert_eq!(
-        regrants.len(),
-        4,
-        "two regrants on two CPUs: {}",
-        run.stdout
-    );
+    // Two regrants on two CPUs in the pressure steps (and two after the eviction).
+    assert!(regrants.len() >= 4, "{regrants:x?}\n{}", run.stdout);
     assert!(
         regrants.iter().all(|u| u & layout == 0),
         "perf on a layout counter ({layout:#x}): {regrants:x?}"
@@ -664,6 +667,46 @@ fn assert_owners(run: &QemuRun) {
     assert_eq!(run.scenario("pressure-perf")[0].int("status"), 130);
     assert_exact(run, &demo(run, "pressure-after-cpu0"));
     rmmod(run, "pressure");
+
+    // Keeper eviction by an older pinned group (perf stat -a -D with four pinned
+    // r08:u, enabled after the load): the grant is withdrawn until the keeper is back,
+    // never given over a PMU that perf stops whenever its own events leave (the module
+    // before this change re-granted and set PMCR_EL0.E itself at each idle exit:
+    // measured, its counts here were exact right after one; between perf's next stop
+    // and the next idle exit they read still).
+    assert!(run.scenario("evict-started")[0].int("waited") < 600);
+    insmod(run, "evict");
+    run.assert_klog("take_from_perf=1:");
+    let regrant = &run.scenario("evict-regrant")[0];
+    assert!(regrant.int("enabled_waited") < 200, "{}", regrant.raw);
+    assert_ne!(regrant.int("rc"), 0, "{}\n{}", regrant.raw, run.stdout);
+    run.assert_klog("perf evicted the module's keeper event");
+    assert_eq!(
+        run.scenario("evict-perf")[0].int("status"),
+        0,
+        "{}",
+        run.stdout
+    );
+    let idle = &run.scenario("evict-idle")[0];
+    assert!(
+        idle.int("failures_after") > idle.int("failures_before"),
+        "CPU PM exits without a keeper count as failures: {}",
+        idle.raw
+    );
+    let after = demo(run, "evict-after-cpu0");
+    assert_eq!(
+        after.status, 3,
+        "no grant without the keeper: {}\n{}",
+        after.raw, run.stdout
+    );
+    assert_eq!(
+        run.scenario("evict-regrant-after")[0].int("rc"),
+        0,
+        "{}",
+        run.stdout
+    );
+    assert_exact(run, &demo(run, "evict-back-cpu0"));
+    rmmod(run, "evict");
 
     insmod(run, "cpus");
     run.assert_klog("cpu1: not in cpus=");
