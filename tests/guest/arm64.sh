@@ -258,6 +258,14 @@ scenario_grant() {
 	klog
 	probe after-offline-unload-1 1 read 5
 	probe after-unload-0 0 read 5
+
+	# cpus=0: CPU 1 gets neither a grant nor a keeper (both flavours, one C file).
+	load cpus cpus=0
+	klog
+	probe cpus-read-0 0 read 5
+	probe cpus-read-1 1 read 5
+	unload cpus
+	klog
 	finish
 }
 

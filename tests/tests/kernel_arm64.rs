@@ -759,6 +759,15 @@ fn grant(flavour: Flavour) {
     assert_eq!(probe(&run, "after-offline-unload-1").0, TRAPPED);
     assert_eq!(probe(&run, "after-unload-0").0, TRAPPED);
 
+    // `cpus=0` (stock/kmod_enable_user_owners.c): CPU 0 granted and counting, CPU 1
+    // neither granted nor given a keeper (before, the parameter did not exist: the
+    // kernel ignored it and granted both).
+    assert_eq!(run.find("insmod", "tag", "cpus").int("rc"), 0);
+    run.assert_klog("kmod_enable_user: cpu1: not in cpus=: no grant and no keeper");
+    assert_reads_advance(&run, "cpus-read-0");
+    assert_eq!(probe(&run, "cpus-read-1").0, TRAPPED);
+    assert_eq!(run.find("rmmod", "tag", "cpus").int("rc"), 0);
+
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
 }
