@@ -89,10 +89,17 @@ extern "C" {
         why: *mut *const c_char,
     ) -> c_int;
     fn kmod_eu_perf_cpu_down(cpu: c_uint);
+    fn kmod_eu_perf_grant_check_here(granted: u64) -> c_int;
+    fn kmod_eu_perf_keeper_revive(cpu: c_uint);
+    fn kmod_eu_perf_cpu_pm_exit(granted: bool);
     fn kmod_eu_perf_used_here() -> u64;
     fn kmod_eu_perf_kernel_data_locked_down() -> bool;
     fn kmod_eu_perf_exit();
 }
+
+/// `kmod_eu_perf_cpu_up`'s answer for a CPU `cpus=` leaves out
+/// (stock/kmod_enable_user_owners.h `KMOD_EU_CPU_NOT_NAMED`).
+const CPU_NOT_NAMED: c_int = 1;
 
 /// The layout's event counters (the top `n_events + cycle_counter + sentinel` of
 /// PMCR_EL0.N), as PMCNTENSET_EL0 bits.
@@ -275,14 +282,26 @@ unsafe extern "C" fn apply_on_cpu(info: *mut c_void) {
     } else if !st.applied {
         return;
     }
-    // SAFETY: on its CPU with interrupts off (where perf's used_mask is read);
-    // `config()` was accepted by `kmod_eu_arm64_configure`.
-    unsafe {
-        st.perf_used = kmod_eu_perf_used_here();
-        kmod_eu_arm64_apply(st, config());
-    }
+    apply_here(st);
     work.acted = true;
     work.after = *st;
+}
+
+/// The apply of this CPU's slot `st`, on its CPU with interrupts off: perf's used_mask,
+/// then no grant over a keeper perf evicted (stock/kmod_enable_user_perf.c), then the
+/// grant.
+fn apply_here(st: &mut CpuState) {
+    let granted = if st.applied { st.new_userenr } else { 0 };
+    // SAFETY: every caller runs on the slot's CPU with interrupts off (where perf's
+    // used_mask is read and the keeper's state checked); `config()` was accepted by
+    // `kmod_eu_arm64_configure`.
+    unsafe {
+        st.perf_used = kmod_eu_perf_used_here();
+        st.error = kmod_eu_perf_grant_check_here(granted);
+        if st.error == 0 {
+            kmod_eu_arm64_apply(st, config());
+        }
+    }
 }
 
 /// On the CPU, interrupts off: the restore of its slot, if it holds a grant.
@@ -332,6 +351,9 @@ fn report_apply(cpu: c_uint, st: &CpuState, why: &str) -> c_int {
             st.perf_used,
             st.busy_config
         ),
+        e if e == -(bindings::ENOLINK as i32) => pr_err!(
+            "cpu{cpu}: perf evicted the module's keeper event (an older pinned perf group took its counter): the grant is withdrawn on this CPU until `regrant` finds room for the keeper [{why}]\n"
+        ),
         e if e == -(bindings::EOPNOTSUPP as i32) => pr_err!(
             "cpu{cpu}: event {:#x} is not implemented by this CPU (PMCEID0/1_EL0): no grant on this CPU [{why}]\n",
             st.error_detail
@@ -370,6 +392,10 @@ unsafe extern "C" fn cpu_online(cpu: c_uint) -> c_int {
             &mut why,
         )
     };
+    if ret == CPU_NOT_NAMED {
+        pr_info!("cpu{cpu}: not in cpus=: no grant and no keeper on this CPU [online]\n");
+        return 0;
+    }
     if ret != 0 {
         pr_err!(
             "cpu{cpu}: {} ({:?}): no grant on this CPU [online]\n",
@@ -481,15 +507,13 @@ mod cpu_pm {
         // only reference; the notifier is unregistered (and waited for) before the
         // slots go.
         let st = unsafe { &mut *slot };
+        // perf's reset skipped the reserved counters (stock/kmod_enable_user_perf.c).
+        // SAFETY: on this CPU with interrupts off.
+        unsafe { kmod_eu_perf_cpu_pm_exit(st.applied) };
         if !st.applied {
             return bindings::NOTIFY_OK as c_int;
         }
-        // SAFETY: on this CPU with interrupts off, as `kmod_eu_arm64_apply` and
-        // `kmod_eu_perf_used_here` require.
-        unsafe {
-            st.perf_used = kmod_eu_perf_used_here();
-            kmod_eu_arm64_apply(st, config());
-        }
+        apply_here(st);
         CPU_PM_REGRANTS.fetch_add(1, Ordering::Relaxed);
         if st.error != 0 {
             CPU_PM_FAILURES.fetch_add(1, Ordering::Relaxed);
@@ -668,6 +692,9 @@ unsafe extern "C" fn regrant_set(_val: *const c_char, _kp: *const bindings::kern
         let Some(slot) = percpu::slot_ptr(&SLOTS, cpu) else {
             continue;
         };
+        // Process context: an evicted keeper gets back on the PMU if there is room.
+        // SAFETY: process context, `cpu` online and its keeper kept by the hotplug lock.
+        unsafe { kmod_eu_perf_keeper_revive(cpu) };
         // A slot without a grant (none since the CPU came online) is left alone there.
         let mut work = RegrantWork {
             cpu,

@@ -58,6 +58,7 @@
 
 #include "kmod_enable_user_stock.h"
 #ifdef CONFIG_ARM64
+#include "kmod_enable_user_owners.h"
 #include "kmod_enable_user_perf.h"
 #endif
 
@@ -243,8 +244,16 @@ static void eu_read_perf_used(eu_cpu_t *st)
 
 static void apply_on_cpu(void *info)
 {
-	eu_read_perf_used(info);
-	eu_apply(info, &config);
+	eu_cpu_t *st = info;
+
+	eu_read_perf_used(st);
+#ifdef CONFIG_ARM64
+	/* No grant over a keeper perf evicted (kmod_enable_user_perf.c). */
+	st->error = kmod_eu_perf_grant_check_here(st->applied ? st->new_userenr : 0);
+	if (st->error)
+		return;
+#endif
+	eu_apply(st, &config);
 }
 
 static void restore_on_cpu(void *info)
@@ -291,6 +300,12 @@ static int report_apply(unsigned int cpu, const eu_cpu_t *st,
 		       cpu, st->error_detail, (u64)st->busy_config, why);
 #endif
 		break;
+#ifdef CONFIG_ARM64
+	case -ENOLINK:
+		pr_err("cpu%u: perf evicted the module's keeper event (an older pinned perf group took its counter): the grant is withdrawn on this CPU until `regrant` finds room for the keeper [%s]\n",
+		       cpu, why);
+		break;
+#endif
 	case -EOPNOTSUPP:
 		if (st->error_detail != KMOD_EU_NO_EVENT)
 			pr_err("cpu%u: event 0x%x is not implemented by this CPU (" EU_PCEID "): no grant on this CPU [%s]\n",
@@ -330,6 +345,10 @@ static int kmod_eu_cpu_online(unsigned int cpu)
 		/* Process context (the CPU's hotplug thread): may sleep. */
 		/* No keeper under el0_programming=1 (kmod_enable_user_perf.c). */
 		ret = kmod_eu_perf_cpu_up(cpu, eu_layout_mask(), !el0_programming, &why);
+		if (ret == KMOD_EU_CPU_NOT_NAMED) {
+			pr_info("cpu%u: not in cpus=: no grant and no keeper on this CPU [online]\n", cpu);
+			return 0;
+		}
 		if (ret) {
 			pr_err("cpu%u: %s (%pe): no grant on this CPU [online]\n", cpu,
 			       why, ERR_PTR(ret));
@@ -404,10 +423,15 @@ static int kmod_eu_cpu_pm(struct notifier_block *nb, unsigned long action, void 
 	if (action != CPU_PM_EXIT && action != CPU_PM_ENTER_FAILED)
 		return NOTIFY_OK;
 	st = READ_ONCE(slots);
-	if (!st || cpu >= nr_cpu_ids || !st[cpu].applied)
+	if (!st || cpu >= nr_cpu_ids)
 		return NOTIFY_OK;
-	eu_read_perf_used(&st[cpu]);
-	eu_apply(&st[cpu], &config);
+#ifdef CONFIG_ARM64
+	/* perf's reset skipped the reserved counters (kmod_enable_user_perf.c). */
+	kmod_eu_perf_cpu_pm_exit(st[cpu].applied);
+#endif
+	if (!st[cpu].applied)
+		return NOTIFY_OK;
+	apply_on_cpu(&st[cpu]);
 	atomic_long_inc(&cpu_pm_regrants);
 	if (st[cpu].error) {
 		atomic_long_inc(&cpu_pm_failures);
@@ -460,9 +484,14 @@ module_param_cb(cpu_pm_regrants, &cpu_pm_regrants_ops, NULL, 0444);
 MODULE_PARM_DESC(cpu_pm_regrants, "Read-only: grants put back after CPU PM exits, and how many of those failed");
 
 /*
- * One CPU's `regrant`. The slot is written on its CPU with interrupts off only, and the
- * log line comes from `after`, copied there: the CPU PM notifier may rewrite the slot at
- * any time once interrupts are back on, so the slot itself is not read from another CPU.
+ * One CPU's `regrant`. While the slot holds a grant (`applied`) it is written on its CPU
+ * with interrupts off only, and the log line comes from `after`, copied there: the CPU
+ * PM notifier may rewrite such a slot at any time once interrupts are back on, so it is
+ * not read from another CPU. (kmod_eu_cpu_online zeroes the slot, and
+ * kmod_eu_cpu_offline reads it after its restore, in process context: the notifier
+ * leaves a slot without `applied` alone, and the restore runs with the CPU PM notifier
+ * still registered only for a CPU going offline, whose slot is zeroed before its next
+ * grant.)
  */
 struct regrant_work {
 	eu_cpu_t *slot;
@@ -516,6 +545,10 @@ static int regrant_set(const char *val, const struct kernel_param *kp)
 		struct regrant_work work = { .slot = &slots[cpu] };
 		int err;
 
+#ifdef CONFIG_ARM64
+		/* Process context: an evicted keeper gets back on the PMU if there is room. */
+		kmod_eu_perf_keeper_revive(cpu);
+#endif
 		err = smp_call_on_cpu(cpu, regrant_on_cpu, &work, false);
 		if (!err && work.acted)
 			err = report_apply(cpu, &work.after, "regrant");

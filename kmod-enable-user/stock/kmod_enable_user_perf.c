@@ -39,10 +39,17 @@
 #include <linux/percpu.h>
 #include <linux/security.h>
 #include <linux/slab.h>
+#include <linux/smp.h>
 
+#include <asm/barrier.h>
+#include <asm/sysreg.h>
+
+#include "kmod_enable_user_owners.h"
 #include "kmod_enable_user_perf.h"
 
 #define EU_MAX_PMUS 4
+/* PMCR_EL0.E, bit 0 (Arm ARM D24.5 PMCR_EL0; Linux 6.1 has no arm_pmuv3.h to name it). */
+#define EU_PMCR_E BIT_ULL(0)
 
 /* One arm_pmu whose counters the module narrowed, and what it took away. */
 struct eu_reserved_pmu {
@@ -51,6 +58,7 @@ struct eu_reserved_pmu {
 	u64 cleared;		/* cntr_mask bits the module cleared */
 #else
 	int old_num_events;	/* num_events before the module narrowed it */
+	u64 reserved;		/* the counters it took away */
 #endif
 };
 
@@ -62,6 +70,10 @@ static struct arm_pmu **eu_cpu_pmu;
 
 int kmod_eu_perf_init(void)
 {
+	int ret = kmod_eu_owners_init();
+
+	if (ret)
+		return ret;
 	eu_keepers = kcalloc(nr_cpu_ids, sizeof(*eu_keepers), GFP_KERNEL);
 	eu_cpu_pmu = kcalloc(nr_cpu_ids, sizeof(*eu_cpu_pmu), GFP_KERNEL);
 	if (!eu_keepers || !eu_cpu_pmu) {
@@ -74,22 +86,49 @@ int kmod_eu_perf_init(void)
 	return 0;
 }
 
-/* Takes `layout_mask`'s event counters away from `pmu`; 0 or -errno. Under eu_perf_lock. */
-static int eu_reserve(struct arm_pmu *pmu, u64 layout_mask, const char **why)
+/* Gives `r`'s counters back to perf. Under eu_perf_lock. */
+static void eu_unreserve(struct eu_reserved_pmu *r)
 {
-	struct eu_reserved_pmu *r;
+#ifdef KMOD_EU_HAVE_CNTR_MASK
+	unsigned int c;
+
+	for (c = 0; c < 31; c++)
+		if (r->cleared & BIT_ULL(c))
+			set_bit(c, r->pmu->cntr_mask);
+#else
+	WRITE_ONCE(r->pmu->num_events, r->old_num_events);
+#endif
+}
+
+/* The PMCNTENSET_EL0 bits of the counters taken from `r`'s PMU. */
+static u64 eu_reserved_bits(const struct eu_reserved_pmu *r)
+{
+#ifdef KMOD_EU_HAVE_CNTR_MASK
+	return r->cleared;
+#else
+	return r->reserved;
+#endif
+}
+
+/* Whether `pmu`'s counters are narrowed. Under eu_perf_lock. */
+static bool eu_reserved(struct arm_pmu *pmu)
+{
 	unsigned int i;
 
 	for (i = 0; i < eu_n_pmus; i++)
 		if (eu_pmus[i].pmu == pmu)
-			return 0;
-	if (eu_n_pmus == EU_MAX_PMUS) {
-		*why = "more than 4 PMU types (big.LITTLE clusters)";
-		return -ENODEV;
-	}
-	r = &eu_pmus[eu_n_pmus];
+			return true;
+	return false;
+}
+
+/* Narrows `pmu` into `r`; `general` its event counters before. Under eu_perf_lock. */
+static int eu_narrow(struct eu_reserved_pmu *r, struct arm_pmu *pmu, u64 layout_mask,
+		     unsigned int *general, const char **why)
+{
 	r->pmu = pmu;
 #ifdef KMOD_EU_HAVE_CNTR_MASK
+	unsigned int i;
+
 	r->cleared = 0;
 	for (i = 0; i < 31; i++) {
 		if (!(layout_mask & BIT_ULL(i)))
@@ -99,6 +138,7 @@ static int eu_reserve(struct arm_pmu *pmu, u64 layout_mask, const char **why)
 			return -ENODEV;
 		}
 	}
+	*general = bitmap_weight(pmu->cntr_mask, 31);
 	for (i = 0; i < 31; i++) {
 		if (layout_mask & BIT_ULL(i)) {
 			clear_bit(i, pmu->cntr_mask);
@@ -110,25 +150,73 @@ static int eu_reserve(struct arm_pmu *pmu, u64 layout_mask, const char **why)
 		/* num_events counts PMCCNTR_EL0 (index 0) and counters 0..num_events-2. */
 		int n = READ_ONCE(pmu->num_events) - 1;
 		int k = hweight64(layout_mask & GENMASK_ULL(30, 0));
-		u64 top = k ? GENMASK_ULL(n - 1, n - k) : 0;
 
-		if (n < k || (layout_mask & GENMASK_ULL(30, 0)) != top) {
+		/* GENMASK only once n >= k >= 1: its bounds must be in range. */
+		if (n < k || (k && (layout_mask & GENMASK_ULL(30, 0)) !=
+				   GENMASK_ULL(n - 1, n - k))) {
 			*why = "the layout's counters are not the top of this PMU's counters (num_events)";
 			return -ENODEV;
 		}
+		*general = n;
 		r->old_num_events = n + 1;
+		r->reserved = layout_mask & GENMASK_ULL(30, 0);
 		WRITE_ONCE(pmu->num_events, n + 1 - k);
 	}
 #endif
-	eu_n_pmus++;
 	return 0;
+}
+
+/*
+ * Takes `layout_mask`'s event counters away from `pmu`; 0 or -errno. Under eu_perf_lock.
+ * Before the narrowing, kmod_eu_owners_vet refuses while perf holds or was promised
+ * counters of `pmu` (nothing changed yet); after it, the same walk catches what perf
+ * handed out meanwhile, and the counters go back (kmod_enable_user_owners.c).
+ */
+static int eu_reserve(struct arm_pmu *pmu, u64 layout_mask, bool keeper, const char **why)
+{
+	struct eu_reserved_pmu *r;
+	unsigned int general;
+	int ret;
+
+	if (eu_reserved(pmu))
+		return 0;
+	if (eu_n_pmus == EU_MAX_PMUS) {
+		*why = "more than 4 PMU types (big.LITTLE clusters)";
+		return -ENODEV;
+	}
+	ret = kmod_eu_owners_vet(pmu, layout_mask, false, why);
+	if (ret)
+		return ret;
+	ret = eu_narrow(&eu_pmus[eu_n_pmus], pmu, layout_mask, &general, why);
+	if (ret)
+		return ret;
+	r = &eu_pmus[eu_n_pmus];
+	ret = kmod_eu_owners_vet(pmu, layout_mask, true, why);
+	if (ret) {
+		eu_unreserve(r);
+		return ret;
+	}
+	/* kmod_eu_perf_cpu_pm_exit reads the table without the lock: entry first. */
+	smp_store_release(&eu_n_pmus, eu_n_pmus + 1);
+	kmod_eu_owners_report_kvm(pmu, general, hweight64(layout_mask & GENMASK_ULL(30, 0)),
+				  keeper);
+	return 0;
+}
+
+/* On the CPU, interrupts off: quiets the layout's counters unless perf holds one. */
+static void eu_quiet_on_cpu(void *info)
+{
+	u64 layout = *(u64 *)info;
+	unsigned int cpu = smp_processor_id();
+
+	if (!(kmod_eu_perf_used_of(eu_cpu_pmu[cpu]) & layout))
+		kmod_eu_owners_quiet_here(layout, true);
 }
 
 int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
 			const char **why)
 {
 	struct perf_event_attr attr = {
-		.type = PERF_TYPE_RAW,
 		.size = sizeof(attr),
 		.config = 0x00,	/* SW_INCR: counts only software increments */
 		.pinned = 1,
@@ -138,31 +226,39 @@ int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
 		.exclude_hv = 1,
 	};
 	struct perf_event *event;
-	struct arm_pmu *pmu;
+	struct arm_pmu *pmu = NULL;
+	bool named = kmod_eu_owners_named(cpu);
 	int ret;
 
 	*why = "";
 	if (!eu_keepers || cpu >= nr_cpu_ids)
 		return -EINVAL;
-	/* Disabled: it gets no counter before the reservation below. */
+	/* The CPU's arm_pmu, found without touching any CPU's perf context. */
+	ret = kmod_eu_owners_find_pmu(cpu, &pmu, why);
+	if (ret)
+		return named ? ret : KMOD_EU_CPU_NOT_NAMED;
+	mutex_lock(&eu_perf_lock);
+	/* A CPU `cpus=` leaves out narrows nothing; a named one may (once per PMU). */
+	ret = named ? eu_reserve(pmu, layout_mask, keeper, why) : 0;
+	if (!ret && eu_reserved(pmu)) {
+		eu_cpu_pmu[cpu] = pmu;
+		/* The reserved counters have no other owner to reset them here. */
+		smp_call_function_single(cpu, eu_quiet_on_cpu, &layout_mask, 1);
+	}
+	mutex_unlock(&eu_perf_lock);
+	if (ret)
+		return ret;
+	if (!named)
+		return KMOD_EU_CPU_NOT_NAMED;
+	if (!keeper)
+		return 0;
+	/* The keeper goes to this arm_pmu only: its own dynamic type. */
+	attr.type = pmu->pmu.type;
+	/* Disabled: it gets no counter before the reservation above. */
 	event = perf_event_create_kernel_counter(&attr, cpu, NULL, NULL, NULL);
 	if (IS_ERR(event)) {
 		*why = "perf refused the module's keeper event (perf_event_create_kernel_counter)";
 		return PTR_ERR(event);
-	}
-	pmu = to_arm_pmu(event->pmu);
-	mutex_lock(&eu_perf_lock);
-	ret = eu_reserve(pmu, layout_mask, why);
-	mutex_unlock(&eu_perf_lock);
-	if (ret) {
-		perf_event_release_kernel(event);
-		return ret;
-	}
-	eu_cpu_pmu[cpu] = pmu;
-	if (!keeper) {
-		/* It only found the arm_pmu: no counter was ever given to it. */
-		perf_event_release_kernel(event);
-		return 0;
 	}
 	perf_event_enable(event);
 	if (READ_ONCE(event->state) != PERF_EVENT_STATE_ACTIVE) {
@@ -196,18 +292,75 @@ bool kmod_eu_perf_keeper_active(unsigned int cpu)
 	return event && READ_ONCE(event->state) == PERF_EVENT_STATE_ACTIVE;
 }
 
+int kmod_eu_perf_grant_check_here(u64 granted)
+{
+	unsigned int cpu = smp_processor_id();
+
+	/*
+	 * Without a keeper (el0_programming=1: EL0 owns PMCR_EL0.E) there is nothing to
+	 * check. With one, it must be on the PMU, and PMCR_EL0.E set: while the keeper is
+	 * ACTIVE perf's used_mask is not empty, so perf's armpmu_enable has run
+	 * armv8pmu_start (drivers/perf/arm_pmu.c, arm_pmuv3.c); E clear means perf stopped
+	 * the PMU and the grant would show frozen counters. The keeper is evicted when an
+	 * older pinned CPU-wide group takes its counter (core.c merge_sched_in puts a
+	 * pinned event that does not fit into ERROR): then, once perf's last own event
+	 * leaves, armv8pmu_stop clears E and nothing sets it again. The module never sets E
+	 * itself here: it takes its own grant back instead.
+	 */
+	if (!eu_keepers || cpu >= nr_cpu_ids || !eu_keepers[cpu] ||
+	    (kmod_eu_perf_keeper_active(cpu) && (read_sysreg(pmcr_el0) & EU_PMCR_E)))
+		return 0;
+	if (granted && read_sysreg(pmuserenr_el0) == granted) {
+		write_sysreg(0, pmuserenr_el0);
+		/* Revoked before any EL0 instruction runs again on this CPU. */
+		isb();
+	}
+	return -ENOLINK;
+}
+
+void kmod_eu_perf_keeper_revive(unsigned int cpu)
+{
+	if (!eu_keepers || cpu >= nr_cpu_ids || !eu_keepers[cpu] ||
+	    kmod_eu_perf_keeper_active(cpu))
+		return;
+	/* perf_event_enable clears ERROR and schedules it again (core.c _perf_event_enable). */
+	perf_event_enable(eu_keepers[cpu]);
+}
+
+void kmod_eu_perf_cpu_pm_exit(bool granted)
+{
+	unsigned int cpu = smp_processor_id();
+	unsigned int i;
+	u64 reserved = 0;
+
+	if (!eu_cpu_pmu || cpu >= nr_cpu_ids || !eu_cpu_pmu[cpu])
+		return;
+	/*
+	 * Without the lock (interrupts off): entries are complete before eu_n_pmus counts
+	 * them (eu_reserve), and are emptied only once every CPU is down for the module.
+	 */
+	for (i = 0; i < smp_load_acquire(&eu_n_pmus); i++)
+		if (eu_pmus[i].pmu == eu_cpu_pmu[cpu])
+			reserved = eu_reserved_bits(&eu_pmus[i]);
+	reserved &= ~kmod_eu_perf_used_of(eu_cpu_pmu[cpu]);
+	kmod_eu_owners_quiet_here(reserved, !granted);
+}
+
 u64 kmod_eu_perf_used_here(void)
 {
 	unsigned int cpu = smp_processor_id();
-	struct arm_pmu *pmu;
-	struct pmu_hw_events *hw;
-	u64 used = 0;
-	unsigned int i;
 
 	if (!eu_cpu_pmu || cpu >= nr_cpu_ids || !eu_cpu_pmu[cpu])
 		return ~0ULL;	/* unknown: everything counts as perf's */
-	pmu = eu_cpu_pmu[cpu];
-	hw = this_cpu_ptr(pmu->hw_events);
+	return kmod_eu_perf_used_of(eu_cpu_pmu[cpu]);
+}
+
+u64 kmod_eu_perf_used_of(struct arm_pmu *pmu)
+{
+	struct pmu_hw_events *hw = this_cpu_ptr(pmu->hw_events);
+	u64 used = 0;
+	unsigned int i;
+
 	for (i = 0; i < ARMPMU_MAX_HWEVENTS && i < 64; i++) {
 		if (!test_bit(i, hw->used_mask))
 			continue;
@@ -235,18 +388,8 @@ void kmod_eu_perf_exit(void)
 	unsigned int i;
 
 	mutex_lock(&eu_perf_lock);
-	for (i = 0; i < eu_n_pmus; i++) {
-		struct eu_reserved_pmu *r = &eu_pmus[i];
-#ifdef KMOD_EU_HAVE_CNTR_MASK
-		unsigned int c;
-
-		for (c = 0; c < 31; c++)
-			if (r->cleared & BIT_ULL(c))
-				set_bit(c, r->pmu->cntr_mask);
-#else
-		WRITE_ONCE(r->pmu->num_events, r->old_num_events);
-#endif
-	}
+	for (i = 0; i < eu_n_pmus; i++)
+		eu_unreserve(&eu_pmus[i]);
 	eu_n_pmus = 0;
 	mutex_unlock(&eu_perf_lock);
 	kfree(eu_keepers);

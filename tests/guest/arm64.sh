@@ -172,10 +172,16 @@ scenario_grant() {
 		# it is measuring (the runs come right after that line).
 		while [ ! -s /tmp/across.err ]; do sleep 0.01; done
 		cycles=0
+		refused=0
 		while [ ! -e /tmp/across.done ]; do
-			taskset -c 1 insmod "$MODULE" && taskset -c 1 rmmod "$NAME" && cycles=$((cycles + 1))
+			if taskset -c 1 insmod "$MODULE" 2>/dev/null; then
+				taskset -c 1 rmmod "$NAME" && cycles=$((cycles + 1))
+			else
+				refused=$((refused + 1))
+			fi
 		done
 		echo $cycles >/tmp/across.cycles
+		echo $refused >/tmp/across.refused
 	) &
 	loader=$!
 	pmu-demo measure --backend perf --cpu 0 --kernel loop --units 1000 \
@@ -187,9 +193,11 @@ scenario_grant() {
 	echo "JSON perf-across $(tr -d '\n' </tmp/across.out)"
 	sed 's/^/STDERR perf-across /' /tmp/across.err | head -n 5
 	result demo tag=perf-across cpu=0 backend=perf status=$status
-	result perf-across status=$status load_unload_cycles=$(cat /tmp/across.cycles) loaded=$(module_loaded)
+	result perf-across status=$status load_unload_cycles=$(cat /tmp/across.cycles) refused=$(cat /tmp/across.refused) loaded=$(module_loaded)
 	sysctl -w kernel.perf_user_access=0 >/dev/null
 	klog_quiet
+	# Why the loads were refused (kmod_enable_user_owners.c), once.
+	grep -m 1 'perf has promised counters' /tmp/klog | sed 's/^/PROMISED /'
 
 	# A CPU-wide perf event on CPU 0 (as `perf stat -a` or the watchdog) read every 1 ms
 	# while the module is loaded and unloaded: a CPU-wide event is not scheduled out
@@ -250,6 +258,14 @@ scenario_grant() {
 	klog
 	probe after-offline-unload-1 1 read 5
 	probe after-unload-0 0 read 5
+
+	# cpus=0: CPU 1 gets neither a grant nor a keeper (both flavours, one C file).
+	load cpus cpus=0
+	klog
+	probe cpus-read-0 0 read 5
+	probe cpus-read-1 1 read 5
+	unload cpus
+	klog
 	finish
 }
 

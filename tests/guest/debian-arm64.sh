@@ -125,6 +125,147 @@ perf_wide() {
 	sed 's/^/STDERR wide-perf /' /tmp/wide.err
 }
 
+# perf's group of six r08:u events ({...}: validated against the PMU's counter mask as
+# one, drivers/perf/arm_pmu.c validate_group) around `debian-block 10000`: six counted
+# lines with the whole counter mask, none once the module took two counters out of it.
+group6() {
+	perf stat -x, -e '{r08:u,r08:u,r08:u,r08:u,r08:u,r08:u}' -o /tmp/group6.csv \
+		debian-block 10000 >/dev/null 2>/tmp/group6.err
+	st=$?
+	result group6 tag=$1 status=$st counted=$(grep -c -E '^[0-9]+,' /tmp/group6.csv)
+	sed "s/^/GROUP6 $1 /" /tmp/group6.csv
+}
+
+# Waits (at most 30 s) until the file $1 is not empty: perf has opened its events once
+# it wrote its first interval, a command once it wrote its marker.
+wait_for() {
+	n=0
+	while [ ! -s "$1" ] && [ $n -lt 600 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	echo $n
+}
+
+# What the module may take from perf (kmod_enable_user_owners.c): it takes nothing perf
+# handed out or promised, refuses before it changes anything, and gives back what it
+# took (the counter mask: group6). Each step's perf output goes to the console.
+owners() {
+	group6 before
+	# A task-bound perf stat with six pinned :u events (as many r08 as perf places:
+	# the six event counters; PMCCNTR_EL0 counts only cycles) of a command: its events
+	# hold counters only while the command runs. The command stops itself (SIGSTOP)
+	# for the load, so its events are on no counter and in no used_mask (a running one
+	# would be refused through used_mask, the previous check): the load refuses from
+	# perf's contexts alone. Then it runs to the end: all six count throughout.
+	rm -f /tmp/pinned.go /tmp/pinned.stop
+	perf stat -x, -e r08:uD,r08:uD,r08:uD,r08:uD,r08:uD,r08:uD -o /tmp/pinned.csv -- \
+		sh -c 'echo $$ >/tmp/pinned.go; kill -STOP $$; while [ ! -e /tmp/pinned.stop ]; do :; done' \
+		2>/tmp/pinned.err &
+	pinned=$!
+	waited=$(wait_for /tmp/pinned.go)
+	target=$(cat /tmp/pinned.go)
+	n=0
+	while ! grep -q '^State:.*T' /proc/$target/status 2>/dev/null && [ $n -lt 200 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	result pinned-started waited=$waited stopped=$(grep -c '^State:.*T' /proc/$target/status)
+	load pinned
+	klog
+	kill -CONT $target
+	sleep 0.3
+	touch /tmp/pinned.stop
+	wait $pinned
+	result pinned-perf status=$? counted=$(grep -c -E '^[0-9]+,' /tmp/pinned.csv)
+	sed 's/^/PINNED /' /tmp/pinned.csv
+	sed 's/^/STDERR pinned /' /tmp/pinned.err
+	group6 after-refused
+
+	# perf stat -a with six r08:u events on the six event counters, the layout's among
+	# them: the load refuses before it changes anything.
+	rm -f /tmp/held.csv
+	perf stat -a -x, -e r08:u,r08:u,r08:u,r08:u,r08:u,r08:u -I 100 -o /tmp/held.csv 2>/tmp/held.err &
+	held=$!
+	result held-started waited=$(wait_for /tmp/held.csv)
+	load held
+	klog
+	kill -INT $held
+	wait $held
+	result held-perf status=$? intervals=$(grep -c -E '^ *[0-9]+\.[0-9]+,' /tmp/held.csv)
+	sed 's/^/HELD /' /tmp/held.csv
+
+	# Counter pressure beside the module: the same perf stat -a after the load gets the
+	# counters left (six events multiplexed on them: scaled counts, no jump); `regrant`
+	# meanwhile logs perf's used_mask on both CPUs (never a layout counter); once perf is
+	# done the module's counts are exact again.
+	load pressure
+	klog
+	rm -f /tmp/pressure.csv
+	perf stat -a -x, -e r08:u,r08:u,r08:u,r08:u,r08:u,r08:u -I 100 -o /tmp/pressure.csv 2>/tmp/pressure.err &
+	pressure=$!
+	result pressure-started waited=$(wait_for /tmp/pressure.csv)
+	sleep 0.5
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	result pressure-regrant rc=$?
+	klog
+	sleep 0.5
+	kill -INT $pressure
+	wait $pressure
+	result pressure-perf status=$? intervals=$(grep -c -E '^ *[0-9]+\.[0-9]+,' /tmp/pressure.csv)
+	sed 's/^/PRESSURE /' /tmp/pressure.csv
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	demo pressure-after-cpu0 0 direct
+	group6 loaded
+	unload pressure
+	klog
+	group6 after-unload
+
+	# Keeper eviction: a pinned CPU-wide group opened before the load but enabled after
+	# it (perf stat -D: disabled for 1.5 s) is older than the keeper, so when perf
+	# enables it it is scheduled first and takes the four counters left (core.c
+	# merge_sched_in: the keeper no longer fits, ERROR). The load needs take_from_perf=1
+	# (those events wait). `regrant` then finds no room for the keeper and withdraws the
+	# grant instead of giving it over a PMU perf will stop; after perf, the CPUs' idle
+	# exits count failures and reads say "not enabled"; `regrant` puts the keeper back
+	# and the counts are exact again.
+	rm -f /tmp/evict.err
+	perf stat -a -D 1500 -x, -e r08:uD,r08:uD,r08:uD,r08:uD -o /tmp/evict.csv -- sleep 4 2>/tmp/evict.err &
+	evict=$!
+	result evict-started waited=$(wait_for /tmp/evict.err)
+	load evict take_from_perf=1
+	klog
+	n=0
+	while ! grep -q 'Events enabled' /tmp/evict.err && [ $n -lt 200 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	sleep 0.3
+	echo 1 >/sys/module/$NAME/parameters/regrant 2>/dev/null
+	result evict-regrant rc=$? enabled_waited=$n
+	klog
+	wait $evict
+	result evict-perf status=$?
+	sed 's/^/EVICT /' /tmp/evict.csv
+	before=$(cut -d' ' -f2 /sys/module/$NAME/parameters/cpu_pm_regrants)
+	sleep 1
+	result evict-idle failures_before=$before failures_after=$(cut -d' ' -f2 /sys/module/$NAME/parameters/cpu_pm_regrants)
+	demo evict-after-cpu0 0 direct
+	echo 1 >/sys/module/$NAME/parameters/regrant
+	result evict-regrant-after rc=$?
+	demo evict-back-cpu0 0 direct
+	unload evict
+	klog
+
+	# cpus=0: CPU 1 gets neither a grant nor a keeper.
+	load cpus cpus=0
+	klog
+	demo cpus-cpu0 0 direct
+	demo cpus-cpu1 1 direct
+	unload cpus
+	klog
+}
+
 # On one Debian kernel, -cpu max -smp 2: the module's default load and exact counts;
 # Debian's perf and the direct read agree on the same block to the instruction; perf
 # stat -a across insmod, CPU offline/online, idle and rmmod shows no jump; after a
@@ -202,6 +343,7 @@ scenario_debian() {
 	klog
 
 	perf_wide
+	owners
 
 	# A perf session with user-readable events (kernel.perf_user_access=1: pmu-demo's
 	# perf backend reads its counters with one instruction), then the module's direct
@@ -231,7 +373,10 @@ scenario_vhe() {
 	el2=$(dmesg | grep -c 'started at EL2')
 	boot_line
 	result el2 vhe_lines=$vhe el2_lines=$el2
-	load sentinel sentinel=1
+	# KVM may run guests here: refused unless kvm_hosts=1, which logs what guests get.
+	load kvm-refused sentinel=1
+	klog
+	load sentinel sentinel=1 kvm_hosts=1
 	klog
 	result sentinel-layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout)
 	sentinel=$(layout_counter 0x8:k)

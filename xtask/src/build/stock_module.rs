@@ -36,6 +36,8 @@ pub const SOURCES: &[&str] = &[
     "kmod_enable_user_stock.h",
     "kmod_enable_user_perf.c",
     "kmod_enable_user_perf.h",
+    "kmod_enable_user_owners.c",
+    "kmod_enable_user_owners.h",
 ];
 
 /// What the module is called, in both flavours (they are alternatives).
