@@ -75,7 +75,8 @@ pub fn perf(apt: &Apt, arch: &str, version: &str) -> Result<Perf, String> {
     let dir = debian_root()
         .join("perf")
         .join(format!("{}_{arch}", package_key(&top)));
-    let (packages, cached) = unpack_with_libraries(apt, &spec, &top, arch, &dir)?;
+    let (packages, cached) =
+        unpack_with_libraries(apt, &[(spec.clone(), top.clone())], arch, &dir)?;
     eprintln!(
         "    linux-perf:{arch} {} and {} library packages: {}{}",
         top.version,
