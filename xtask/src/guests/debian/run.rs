@@ -108,7 +108,7 @@ pub enum PerfOf {
 }
 
 /// One row of the table: a Debian release × one of its kernels, booted by the tests
-/// `tests` of tests/tests/debian_<arch>.rs.
+/// `tests` of `tests/tests/debian_<arch>.rs`.
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
     /// The row's name in the tests' variables (`PMU_DEBIAN_<id>_KERNEL`, …).
@@ -268,7 +268,7 @@ impl Run {
             .filter(move |r| r.release == self.release && r.guest == self.guest)
     }
 
-    /// The test file (tests/tests/debian_<arch>.rs).
+    /// The test file (`tests/tests/debian_<arch>.rs`).
     fn test(self) -> &'static str {
         match self.guest {
             Guest::Arm64 => "debian_arm64",
