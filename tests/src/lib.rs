@@ -166,6 +166,65 @@ pub mod kernel_env {
     pub const RASPI1AP_DTB: &str = "PMU_DTB_RASPI1AP";
 }
 
+/// One of Debian's kernels as `cargo xtask e2e debian-<arch>` and `debian13-<arch>` hand
+/// it to tests/tests/debian_arm64.rs and debian_armhf.rs: one row of the release ×
+/// kernel table (xtask/src/guests/debian/run.rs `ROWS`), in the variables
+/// `PMU_DEBIAN_<ID>_KERNEL`, `_RELEASE`, `_INITRAMFS` and `_PERF_VERSION`.
+pub mod debian {
+    /// A kernel image, its release, the initramfs made for it (its module, its perf) and
+    /// the version of that perf.
+    #[derive(Clone, Debug)]
+    pub struct Kernel {
+        /// The kernel image QEMU boots.
+        pub image: String,
+        /// Its `uname -r`.
+        pub release: String,
+        /// The initramfs.
+        pub initramfs: String,
+        /// The Debian version of the `linux-perf` in it (`6.1.192-3`).
+        pub perf_version: String,
+    }
+
+    impl Kernel {
+        /// The row `id` (`ARM64_13_7_3`), set by `cargo xtask e2e <step>`; a missing
+        /// variable or file fails the test, naming the step that sets it.
+        pub fn from_env(id: &str, step: &str) -> Self {
+            let var = |what: &str| {
+                let name = format!("PMU_DEBIAN_{id}_{what}");
+                std::env::var(&name).unwrap_or_else(|_| {
+                    panic!("{name} is not set: run these tests with `cargo xtask e2e {step}`")
+                })
+            };
+            let file = |what: &str| {
+                let path = var(what);
+                assert!(
+                    std::path::Path::new(&path).is_file(),
+                    "PMU_DEBIAN_{id}_{what}={path} does not exist: run `cargo xtask e2e {step}`"
+                );
+                path
+            };
+            Kernel {
+                image: file("KERNEL"),
+                release: var("RELEASE"),
+                initramfs: file("INITRAMFS"),
+                perf_version: var("PERF_VERSION"),
+            }
+        }
+
+        /// The first line of `perf --version` with spaces as `_`, as the guests report
+        /// it: `perf_version_6.1.192` for linux-perf 6.1.192-3 (Debian's perf prints the
+        /// upstream version, without Debian's revision).
+        pub fn perf_version_line(&self) -> String {
+            let upstream = self
+                .perf_version
+                .split('-')
+                .next()
+                .unwrap_or(&self.perf_version);
+            format!("perf_version_{upstream}")
+        }
+    }
+}
+
 /// The static ARMv6 `pmu-demo` (Raspberry Pi 1 / Zero) and how to run it in user-mode
 /// QEMU as an ARM1176.
 pub mod armv6 {

@@ -1,13 +1,16 @@
-//! Debian 12's own arm64 kernels under `qemu-system-aarch64 -M virt -icount`: the
-//! default `linux-image-arm64` (6.1) and the opt-in `linux-image-6.12-arm64`, booted
-//! from Debian's packages with the stock kmod-enable-user built against each one's own
-//! headers, Debian's `perf` (linux-perf:arm64 6.1 with its shared libraries), pmu-demo,
+//! Debian's own arm64 kernels under `qemu-system-aarch64 -M virt -icount`: Debian 12's
+//! default `linux-image-arm64` (6.1) and opt-in `linux-image-6.12-arm64`, Debian 13's
+//! `linux-image-arm64` (6.12) and the newest Linux Debian ships, trixie-backports'
+//! `linux-image-arm64` (7.3), booted from Debian's packages with the stock
+//! kmod-enable-user built against each one's own headers, Debian's `perf` (the kernel's
+//! own linux-perf:arm64 with its shared libraries; Debian 12 has only 6.1's), pmu-demo,
 //! el0-probe and debian-block (tests/guest/) in the initramfs. The guest's /init is
 //! tests/guest/common.sh + debian-arm64.sh; this file asserts on its lines.
 //!
-//! Run with `cargo xtask e2e debian-arm64` (or `cargo xtask test`), which fetches the
-//! packages through apt (cached), builds the module and the initramfs and passes their
-//! paths in the `PMU_DEBIAN_ARM64_*` variables.
+//! Run with `cargo xtask e2e debian-arm64` (Debian 12) and `cargo xtask e2e
+//! debian13-arm64` (Debian 13 and its backports), or `cargo xtask test`: they fetch the
+//! packages through apt (cached), build the module and the initramfs and pass their
+//! paths in the `PMU_DEBIAN_<row>_*` variables (tests/src/lib.rs `debian`).
 //!
 //! Expected values and their sources:
 //! - exact counts: under `-icount shift=0,align=off,sleep=off` QEMU counts INST_RETIRED
@@ -26,6 +29,7 @@
 
 use std::time::Duration;
 
+use pmu_tests::debian::Kernel;
 use pmu_tests::guest::{demo, Demo};
 use pmu_tests::{run_qemu, QemuRun, ResultLine, QEMU_AARCH64};
 
@@ -36,43 +40,24 @@ const LIMIT: Duration = Duration::from_secs(420);
 /// SIGILL as the guest shell reports it: 128 + 4.
 const TRAPPED: i128 = 132;
 
-/// What the xtask sets (xtask/src/guests/debian/run.rs `arm64_env`).
-mod env {
-    pub const KERNEL_DEFAULT: &str = "PMU_DEBIAN_ARM64_KERNEL_DEFAULT";
-    pub const RELEASE_DEFAULT: &str = "PMU_DEBIAN_ARM64_RELEASE_DEFAULT";
-    pub const KERNEL_612: &str = "PMU_DEBIAN_ARM64_KERNEL_612";
-    pub const RELEASE_612: &str = "PMU_DEBIAN_ARM64_RELEASE_612";
-    pub const INITRAMFS: &str = "PMU_DEBIAN_ARM64_INITRAMFS";
-    pub const PERF_VERSION: &str = "PMU_DEBIAN_PERF_VERSION";
-}
+/// The rows of the release × kernel table this file boots (xtask/src/guests/debian/run.rs
+/// `ROWS`) and the step that sets each one's variables.
+const DEBIAN_12_6_1: (&str, &str) = ("ARM64_12_6_1", "debian-arm64");
+const DEBIAN_12_6_12: (&str, &str) = ("ARM64_12_6_12", "debian-arm64");
+const DEBIAN_13_6_12: (&str, &str) = ("ARM64_13_6_12", "debian13-arm64");
+const DEBIAN_13_BACKPORTS: (&str, &str) = ("ARM64_13_BPO", "debian13-arm64");
 
-/// The value of `var`; a missing one fails the test (never a skip).
-fn var(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| {
-        panic!("{var} is not set: run these tests with `cargo xtask e2e debian-arm64`")
-    })
-}
-
-/// The file named by `var`.
-fn file(name: &str) -> String {
-    let path = var(name);
-    assert!(
-        std::path::Path::new(&path).is_file(),
-        "{name}={path} does not exist: run `cargo xtask e2e debian-arm64`"
-    );
-    path
-}
-
-/// Boots Debian's kernel `kernel_var` with the initramfs on `-M <machine> -cpu max -smp
-/// 2` under icount, running `scenario`; the guest must finish and must have booted the
-/// kernel `release_var` names and loaded the module built for it.
+/// Boots the Debian kernel of row `(id, step)` with its initramfs on `-M <machine> -cpu
+/// max -smp 2` under icount, running `scenario`; the guest must finish and must have
+/// booted that kernel and loaded the module built for it.
 ///
 /// `idle`: with PSCI idle states in the device tree (tests/src/lib.rs `arm64_idle_dtb`,
 /// as the test kernel's idle scenario), so an idle CPU goes through cpu_pm_enter() and
-/// cpu_pm_exit() and arm_pmu resets its PMU on the way out (Debian's kernel has
+/// cpu_pm_exit() and arm_pmu resets its PMU on the way out (Debian's kernels have
 /// CONFIG_ARM_PSCI_CPUIDLE=y).
-fn boot(kernel_var: &str, release_var: &str, machine: &str, scenario: &str, idle: bool) -> QemuRun {
-    let release = var(release_var);
+fn boot((id, step): (&str, &str), machine: &str, scenario: &str, idle: bool) -> (QemuRun, Kernel) {
+    let kernel = Kernel::from_env(id, step);
+    let release = kernel.release.clone();
     let mut args: Vec<String> = [
         "-M",
         machine,
@@ -91,9 +76,9 @@ fn boot(kernel_var: &str, release_var: &str, machine: &str, scenario: &str, idle
         "-icount",
         "shift=0,align=off,sleep=off",
         "-kernel",
-        &file(kernel_var),
+        &kernel.image,
         "-initrd",
-        &file(env::INITRAMFS),
+        &kernel.initramfs,
         "-append",
         &format!("console=ttyAMA0 loglevel=3 panic=-1 scenario={scenario} flavour=stock"),
     ]
@@ -121,7 +106,7 @@ fn boot(kernel_var: &str, release_var: &str, machine: &str, scenario: &str, idle
         module.raw
     );
     assert_eq!(module.int("stock_marker"), 1, "{}", module.raw);
-    run
+    (run, kernel)
 }
 
 fn insmod<'a>(run: &'a QemuRun, tag: &str) -> &'a ResultLine {
@@ -720,16 +705,13 @@ fn assert_owners(run: &QemuRun) {
     rmmod(run, "cpus");
 }
 
-/// The whole `debian` scenario on one of Debian's kernels.
-fn debian_scenario(kernel_var: &str, release_var: &str) {
-    let run = boot(kernel_var, release_var, "virt", "debian", true);
+/// The whole `debian` scenario on one of Debian's kernels, next to its own perf.
+fn debian_scenario(row: (&str, &str)) {
+    let (run, kernel) = boot(row, "virt", "debian", true);
     let perf = &run.scenario("perf")[0];
-    let version = var(env::PERF_VERSION);
-    // `perf version 6.1.192` for linux-perf 6.1.192-3.
-    let upstream = version.split('-').next().unwrap_or(&version);
     assert_eq!(
         perf.get("version"),
-        format!("perf_version_{upstream}"),
+        kernel.perf_version_line(),
         "{}",
         perf.raw
     );
@@ -808,16 +790,30 @@ fn debian_scenario(kernel_var: &str, release_var: &str) {
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
 }
 
-/// Debian 12's default arm64 kernel (`linux-image-arm64`: 6.1).
+/// Debian 12's default arm64 kernel (`linux-image-arm64`: 6.1), with Debian 12's perf.
 #[test]
 fn debian_default_kernel_6_1() {
-    debian_scenario(env::KERNEL_DEFAULT, env::RELEASE_DEFAULT);
+    debian_scenario(DEBIAN_12_6_1);
 }
 
-/// Debian 12's opt-in 6.12 arm64 kernel (`linux-image-6.12-arm64`).
+/// Debian 12's opt-in 6.12 arm64 kernel (`linux-image-6.12-arm64`), with Debian 12's
+/// only perf (6.1's).
 #[test]
 fn debian_kernel_6_12() {
-    debian_scenario(env::KERNEL_612, env::RELEASE_612);
+    debian_scenario(DEBIAN_12_6_12);
+}
+
+/// Debian 13's arm64 kernel (`linux-image-arm64`: 6.12), with its own perf.
+#[test]
+fn debian13_kernel_6_12() {
+    debian_scenario(DEBIAN_13_6_12);
+}
+
+/// The newest Linux Debian ships: trixie-backports' `linux-image-arm64` (7.3), with its
+/// own perf (trixie-backports' `linux-perf`).
+#[test]
+fn debian13_backports_kernel() {
+    debian_scenario(DEBIAN_13_BACKPORTS);
 }
 
 /// The default kernel booted at EL2 (`-M virt,virtualization=on -cpu max`: Linux uses
@@ -826,13 +822,7 @@ fn debian_kernel_6_12() {
 /// and a quiet block only when an interrupt came in; direct counts exact on both CPUs.
 #[test]
 fn debian_default_kernel_vhe() {
-    let run = boot(
-        env::KERNEL_DEFAULT,
-        env::RELEASE_DEFAULT,
-        "virt,virtualization=on",
-        "vhe",
-        false,
-    );
+    let (run, _) = boot(DEBIAN_12_6_1, "virt,virtualization=on", "vhe", false);
     let el2 = &run.scenario("el2")[0];
     assert!(el2.int("el2_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
     assert!(el2.int("vhe_lines") >= 1, "{}\n{}", el2.raw, run.stdout);

@@ -49,7 +49,9 @@ const TEST_USAGE: &str =
                       initramfs, the end-to-end runs in QEMU (arm64: both
                       module flavours), the emulated Raspberry Pis (raspi,
                       e2e raspi2b, below), the armv7 virt board (e2e armv7),
-                      Debian 12's own kernels (e2e debian-arm64, debian-armhf);
+                      Debian's own kernels (e2e debian-arm64, debian-armhf:
+                      Debian 12; debian13-arm64, debian13-armhf: Debian 13 and
+                      its backports' 7.3);
                       the pmu-qemu cargo runner (below);
                       then the bench (below, about 15 s with the
                       kernel cached); last, the hazard statistics (below).
@@ -145,7 +147,7 @@ fn main() -> ExitCode {
         ["kernel", _] => usage("`kernel` takes `x86_64`, `arm64`, `armv6` or `armv7`"),
         ["module", _] => usage("`module` takes `x86_64` or `arm64`"),
         ["e2e", _] => usage(
-            "`e2e` takes `x86_64`, `arm64`, `raspi2b`, `armv7`, `debian-arm64` or `debian-armhf`",
+            "`e2e` takes `x86_64`, `arm64`, `raspi2b`, `armv7`, `debian-arm64`, `debian-armhf`, `debian13-arm64` or `debian13-armhf`",
         ),
         ["module-stock", rest @ ..] => modules::command(rest),
         ["demo"] => demo::run(),
@@ -222,14 +224,10 @@ fn plan(words: &[&str]) -> Option<Plan> {
                 modules::kernel_step(kernel::Arch::Armv6),
                 armv7::virt_step(),
             ]),
-        ["e2e", "debian-arm64"] => Plan::new("e2e")
+        ["e2e", name] if debian::run::run_named(name).is_some() => Plan::new("e2e")
             .then(setup::steps())
             .then(setup::kernel_steps())
-            .then(vec![debian::run::arm64_step()]),
-        ["e2e", "debian-armhf"] => Plan::new("e2e")
-            .then(setup::steps())
-            .then(setup::kernel_steps())
-            .then(vec![debian::run::armhf_step()]),
+            .then(vec![debian::run::step(debian::run::run_named(name)?)]),
         ["e2e", arch] => {
             let arch = kernel::Arch::parse(arch)?;
             Plan::new("e2e")
@@ -620,6 +618,8 @@ mod tests {
         &["e2e", "armv7"],
         &["e2e", "debian-arm64"],
         &["e2e", "debian-armhf"],
+        &["e2e", "debian13-arm64"],
+        &["e2e", "debian13-armhf"],
         &["pmu-qemu"],
     ];
 

@@ -279,6 +279,12 @@ fn fnv1a(data: &[u8]) -> u64 {
 /// flags, and none of the package variables cargo sets for xtask (clippy-driver would
 /// take xtask's `rust-version` for the module's MSRV).
 pub fn make_env(cmd: &mut Command) {
+    make_env_with(cmd, &[]);
+}
+
+/// [`make_env`] with the directories `tools` first in PATH (a kernel's own compiler,
+/// where this machine has none of that name: xtask/src/guests/debian/toolchain.rs).
+pub fn make_env_with(cmd: &mut Command, tools: &[PathBuf]) {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
         if [
@@ -295,7 +301,8 @@ pub fn make_env(cmd: &mut Command) {
         }
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut paths = vec![crate::host::bindgen::dir()];
+    let mut paths = tools.to_vec();
+    paths.push(crate::host::bindgen::dir());
     paths.extend(std::env::split_paths(&path));
     cmd.env("PATH", std::env::join_paths(paths).unwrap_or(path))
         .env("RUSTUP_TOOLCHAIN", TOOLCHAIN)
@@ -612,6 +619,7 @@ pub fn module(arch: Arch) -> Result<PathBuf, String> {
         &kernel.dir,
         &arch.make_vars(),
         &extra,
+        &[],
         "the module",
         &[
             "kmod_enable_user_main.o",
@@ -654,7 +662,7 @@ pub fn copy_changed(src: &Path, files: &[&str], dir: &Path) -> Result<(), String
 
 /// An out-of-tree Kbuild module: copies `files` from `src` into `dir` (only on change, so
 /// that make's timestamps stay meaningful), runs `make -C dir KDIR=kdir make_vars extra`
-/// and prints its output (less cargo's `Compiling` lines). A failure or any warning is
+/// (`tools` first in its PATH) and prints its output (less cargo's `Compiling` lines). A failure or any warning is
 /// an error, and `outputs` (in `dir`) are removed then, so that the next run builds (and
 /// warns) again instead of finding them up to date. Holds `dir`'s lock
 /// ([`crate::engine::lock::exclusive`]) while it builds.
@@ -666,6 +674,7 @@ pub fn kbuild(
     kdir: &Path,
     make_vars: &[String],
     extra: &[String],
+    tools: &[PathBuf],
     what: &str,
     outputs: &[&str],
 ) -> Result<(), String> {
@@ -678,7 +687,7 @@ pub fn kbuild(
         .arg(format!("KDIR={}", kdir.display()))
         .args(make_vars)
         .args(extra);
-    make_env(&mut cmd);
+    make_env_with(&mut cmd, tools);
     println!(
         "    $ make -C {} KDIR={} {} {}",
         dir.display(),

@@ -9,11 +9,11 @@
 //!
 //! - [`arm64_test_kernel`]: against the workspace's arm64 test kernel (which has
 //!   CONFIG_RUST, so both flavours run in the same guest);
-//! - against the headers of Debian 12's own arm64 kernels, the default 6.1 and the
-//!   opt-in 6.12 (built WITHOUT CONFIG_RUST: the point of this flavour), fetched through
-//!   Debian's private apt state (the headers, the common headers and the amd64
-//!   `linux-kbuild` whose host tools must run here): `debian_arm64` in
-//!   xtask/src/guests/modules.rs;
+//! - against the headers of Debian's own arm64 kernels, Debian 12's 6.1 and 6.12,
+//!   Debian 13's 6.12 and trixie-backports' 7.3 (no kernel Rust to build against: the
+//!   point of this flavour), fetched through each release's private apt state (the
+//!   headers, the common headers and the amd64 `linux-kbuild` whose host tools must run
+//!   here): `debian_arm64` in xtask/src/guests/modules.rs;
 //! - [`armv6`]: against an ARMv6 (ARM1176, `ARCH=arm`) kernel build directory;
 //! - [`armv7`]: the ARMv7 flavour (`FLAVOUR=armv7`) against a 32-bit ARM kernel build
 //!   directory; [`wrong_flavour`] builds each 32-bit flavour against the other's test
@@ -108,6 +108,17 @@ fn expected_machine(make_vars: &[String]) -> Result<&'static str, String> {
 /// [`build_dir`]`(name)`. Any warning is an error. Checks the result (ELF machine,
 /// module name, license) and returns the `.ko`.
 pub fn build(kdir: &Path, make_vars: &[String], name: &str) -> Result<PathBuf, String> {
+    build_with_tools(kdir, make_vars, name, &[])
+}
+
+/// [`build`] with the directories `tools` first in make's PATH: a kernel's own compiler
+/// (Debian's headers name theirs, `aarch64-linux-gnu-gcc-14`, and Kbuild finds it there).
+pub fn build_with_tools(
+    kdir: &Path,
+    make_vars: &[String],
+    name: &str,
+    tools: &[PathBuf],
+) -> Result<PathBuf, String> {
     let machine = expected_machine(make_vars)?;
     let dir = build_dir(name);
     let src = workspace_root().join("kmod-enable-user/stock");
@@ -122,6 +133,7 @@ pub fn build(kdir: &Path, make_vars: &[String], name: &str) -> Result<PathBuf, S
             format!("RUST_MANIFEST={}", src.join("rust/Cargo.toml").display()),
             format!("RUST_TARGET_DIR={}", rust_target_dir(name).display()),
         ],
+        tools,
         "the stock module",
         &[
             "kmod_enable_user_glue.o",

@@ -16,10 +16,11 @@ pub const USAGE: &str = "    module <x86_64|arm64>
                       The stock-kernel flavour of kmod-enable-user (no
                       CONFIG_RUST: C glue + pmu-armv8/pmu-armv6 as one no_std
                       object, checked with nm/objdump): against the arm64 test
-                      kernel, against the headers of Debian 12's own arm64
-                      kernels, the default 6.1 and the opt-in 6.12 (fetched
-                      through a private apt state; asserts no CONFIG_RUST, prints
-                      vermagic), or against the armv6 test kernel (or an
+                      kernel, against the headers of Debian's own arm64
+                      kernels, Debian 12's default 6.1 and opt-in 6.12, Debian
+                      13's 6.12 and trixie-backports' 7.3 (fetched through each
+                      release's private apt state; asserts no CONFIG_RUST,
+                      prints vermagic), or against the armv6 test kernel (or an
                       ARMv6 kernel build directory KDIR), or its ARMv7 flavour
                       (FLAVOUR=armv7, pmu-armv7) against the armv7 test kernel
                       (or a 32-bit ARMv7 kernel build directory KDIR).
@@ -86,21 +87,36 @@ pub fn module_step(arch: Arch) -> Step {
     }
 }
 
-/// Builds the stock module against the headers of Debian 12's own arm64 kernels, the
-/// default (`linux-image-arm64`: 6.1) and the opt-in 6.12 (`linux-image-6.12-arm64`),
-/// fetched through Debian's private apt state (xtask/src/host/apt.rs), and proves what it is for:
-/// the kernel has no CONFIG_RUST=y (Rust-for-Linux cannot be built there), the module's
-/// vermagic names the kernel, the `.ko` is AArch64. A build for one of them does not load
-/// on the other (module_layout's CRC, `struct module`'s size), hence one each.
+/// Builds the stock module against the headers of every arm64 kernel of the Debian runs
+/// (xtask/src/guests/debian/run.rs `ROWS`: Debian 12's default 6.1 and opt-in 6.12,
+/// Debian 13's 6.12 and trixie-backports' 7.3), each fetched through its release's
+/// private apt state (xtask/src/host/apt.rs), and proves what it is for: the kernel has
+/// no CONFIG_RUST=y (Rust-for-Linux cannot be built there), the module's vermagic names
+/// the kernel, the `.ko` is AArch64. A build for one of them does not load on another
+/// (module_layout's CRC, `struct module`'s size), hence one each.
 pub fn debian_arm64() -> Result<Vec<PathBuf>, String> {
-    let apt = crate::host::apt::debian(crate::host::apt::Release::Bookworm)?;
-    crate::guests::debian::kernels::ARM64_METAPACKAGES
-        .iter()
-        .map(|meta| {
-            let kernel = crate::guests::debian::kernels::kernel(&apt, meta, "arm64", "arm64")?;
-            crate::guests::debian::module::stock_module(&kernel, &Arch::Arm64.make_vars())
-        })
-        .collect()
+    use crate::guests::debian::run::{Guest, ROWS};
+    let mut built = Vec::new();
+    for release in [
+        crate::host::apt::Release::Trixie,
+        crate::host::apt::Release::Bookworm,
+    ] {
+        let state = crate::host::apt::debian(release)?;
+        for row in ROWS
+            .iter()
+            .filter(|r| r.release == release && r.guest == Guest::Arm64)
+        {
+            let backports = row.suite.map(|suite| state.with_default_release(suite));
+            let apt = backports.as_ref().unwrap_or(&state);
+            let kernel =
+                crate::guests::debian::kernels::kernel(apt, row.meta, "arm64", row.flavour)?;
+            built.push(crate::guests::debian::module::stock_module(
+                &kernel,
+                &Arch::Arm64.make_vars(),
+            )?);
+        }
+    }
+    Ok(built)
 }
 
 fn arm64_test_kernel_step() -> Result<(), String> {
@@ -173,7 +189,7 @@ fn armv7_test_kernel_step() -> Result<(), String> {
 
 const ARM64_STEP: &str = "kmod-enable-user/stock for the arm64 test kernel (C glue + no_std Rust object, checked; no warnings)";
 const DEBIAN_STEP: &str =
-    "kmod-enable-user/stock against Debian 12's arm64 headers: the default 6.1 (linux-headers-arm64) and 6.12 (linux-headers-6.12-arm64) (no CONFIG_RUST)";
+    "kmod-enable-user/stock against Debian's arm64 headers: Debian 12's default 6.1 and opt-in 6.12, Debian 13's 6.12, trixie-backports' 7.3 (no CONFIG_RUST)";
 
 /// The steps of `cargo xtask test` (after the kernel steps): the stock module against
 /// the arm64 test kernel, Debian's arm64 headers, the armv6 and the armv7 test kernels,

@@ -159,6 +159,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("arm-linux-gnueabi-readelf", "gcc-arm-linux-gnueabi"),
     // binutils, a dependency of gcc (the Debian runs follow perf's NEEDED entries with it).
     ("readelf", "gcc"),
+    // binutils, as readelf: which glibc a Debian 13 build tool asks for (objdump -T).
+    ("objdump", "gcc"),
 ];
 
 /// Programs every Debian system has (its essential and required packages: sh, tar,
@@ -176,6 +178,8 @@ pub const BASE_PROGRAMS: &[&str] = &[
     "rustc",
     "rustup",
     "git",
+    // libc-bin (Essential): this machine's glibc version.
+    "getconf",
 ];
 
 /// The Debian package set-up installs `program` from, if it does.

@@ -16,10 +16,11 @@ fn init_script(script: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Writes the initramfs `name`.cpio (under target/initramfs) with busybox, `/init`
-/// (common.sh + `name`.sh) and `files` (path in the guest, file here; executables
+/// (common.sh + `script`.sh) and `files` (path in the guest, file here; executables
 /// under `bin/` and `usr/bin/`, and the dynamic loader, get mode 0755).
 pub fn initramfs(
     name: &str,
+    script: &str,
     busybox: &Path,
     dirs: &[&'static str],
     files: &[(String, PathBuf)],
@@ -31,7 +32,7 @@ pub fn initramfs(
     entries.push(Entry::File {
         path: "init".into(),
         mode: 0o755,
-        data: init_script(name)?,
+        data: init_script(script)?,
     });
     entries.push(Entry::File {
         path: "lib/kmemleak.awk".into(),

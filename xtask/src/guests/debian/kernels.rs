@@ -9,9 +9,6 @@ use pmu_qemu::apt::{Apt, Package};
 use super::{cached_dir, package_key, unpack};
 use crate::engine::paths::debian_root;
 
-/// The metapackages of Debian 12's arm64 kernels: the default (6.1) and the opt-in 6.12.
-pub const ARM64_METAPACKAGES: [&str; 2] = ["linux-image-arm64", "linux-image-6.12-arm64"];
-
 /// One of Debian's kernels: its image and its headers, unpacked.
 #[derive(Clone, Debug)]
 pub struct Kernel {
@@ -28,6 +25,9 @@ pub struct Kernel {
     pub config: PathBuf,
     /// The headers: the `KDIR` for the module.
     pub kdir: PathBuf,
+    /// What goes first in make's PATH to build against them: the compiler they name,
+    /// where this machine has none of that name ([`super::toolchain`]).
+    pub tools: Vec<PathBuf>,
 }
 
 /// The kernel the metapackage `meta` (`linux-image-arm64`, `linux-image-6.12-arm64`,
@@ -43,6 +43,7 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
     })?;
     let release = format!("{abi}-{flavour}");
     let image_pkg = apt.show(&format!("linux-image-{release}:{arch}"))?;
+    let layout = Layout::of(&image_pkg, &release);
     let headers_pkg = apt.show(&format!("linux-headers-{release}:{arch}"))?;
     // The headers' own dependencies: the -common part (Architecture: all) and the
     // linux-kbuild whose programs run on the build machine (amd64).
@@ -56,17 +57,24 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         .iter()
         .find(|d| d.starts_with("linux-kbuild-"))
         .ok_or_else(|| format!("{}: no linux-kbuild dependency", headers_pkg.name))?;
-    let debs = apt.fetch(&[
-        format!("linux-image-{release}:{arch}"),
+    let kbuild_pkg = apt.show(&format!("{kbuild}:amd64"))?;
+    let mut specs = vec![format!("{}:{arch}", layout.image_package)];
+    if layout.config_package != layout.image_package {
+        specs.push(format!("{}:{arch}", layout.config_package));
+    }
+    let kernel_debs = specs.len();
+    specs.extend([
         format!("linux-headers-{release}:{arch}"),
         common.clone(),
         format!("{kbuild}:amd64"),
-    ])?;
+    ]);
+    let debs = apt.fetch(&specs)?;
+    let (kernel_files, header_debs) = debs.split_at(kernel_debs);
     let kdir_root = debian_root()
         .join("headers")
         .join(package_key(&headers_pkg));
     let kdir = kdir_root.join(format!("usr/src/linux-headers-{release}"));
-    let header_key: Vec<String> = debs[1..]
+    let header_key: Vec<String> = header_debs
         .iter()
         .map(|d| {
             d.file_name()
@@ -76,21 +84,29 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         })
         .collect();
     let cached = cached_dir(&kdir_root, &header_key.join("\n"), |dir| {
-        for deb in &debs[1..] {
+        for deb in header_debs {
             eprintln!("    dpkg-deb -x {}", deb.display());
             unpack(deb, dir, None)?;
         }
+        super::host_tools::run_newer_tools(
+            apt,
+            &format!("{kbuild}:amd64"),
+            &kbuild_pkg,
+            &dir.join("usr/lib").join(kbuild),
+            &dir.join("host-libraries"),
+        )?;
         crate::build::stock_module::relink_absolute(dir, dir)?;
-        // The flavour's Makefile includes the common part by its installed path
-        // (`include /usr/src/linux-headers-<abi>-common/Makefile`): point it into the
-        // extraction.
+        // The flavour's Makefile names the common part by its installed path
+        // (`include /usr/src/linux-headers-<abi>-common/Makefile`), and from 7.x itself
+        // too (`KBUILD_OUTPUT=/usr/src/linux-headers-<abi>-<flavour>`): point them into
+        // the extraction.
         let makefile = dir
             .join("usr/src")
             .join(format!("linux-headers-{release}"))
             .join("Makefile");
         let text =
             fs::read_to_string(&makefile).map_err(|e| format!("{}: {e}", makefile.display()))?;
-        let fixed = text.replace("include /usr/", &format!("include {}/usr/", dir.display()));
+        let fixed = text.replace("/usr/src/", &format!("{}/usr/src/", dir.display()));
         fs::write(&makefile, fixed).map_err(|e| format!("{}: {e}", makefile.display()))
     })?;
     eprintln!(
@@ -101,15 +117,31 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         if cached { " (cached)" } else { "" }
     );
     let image_root = debian_root().join("kernels").join(package_key(&image_pkg));
-    let cached = cached_dir(&image_root, &image_pkg.deb_name(), |dir| {
-        eprintln!("    dpkg-deb --fsys-tarfile {} (./boot)", debs[0].display());
-        unpack(&debs[0], dir, Some("./boot"))
+    let image_key: Vec<String> = kernel_files
+        .iter()
+        .map(|d| {
+            d.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let cached = cached_dir(&image_root, &image_key.join("\n"), |dir| {
+        for (deb, member) in kernel_files.iter().zip(layout.members()) {
+            eprintln!("    dpkg-deb --fsys-tarfile {} ({member})", deb.display());
+            unpack(deb, dir, Some(member.as_str()))?;
+        }
+        Ok(())
     })?;
-    let image = image_root.join(format!("boot/vmlinuz-{release}"));
-    let config = image_root.join(format!("boot/config-{release}"));
+    let image = image_root.join(&layout.image);
+    let config = image_root.join(&layout.config);
     for f in [&image, &config] {
         if !f.is_file() {
-            return Err(format!("{} missing in {}", f.display(), debs[0].display()));
+            return Err(format!(
+                "{} missing in {}",
+                f.display(),
+                image_key.join(", ")
+            ));
         }
     }
     eprintln!(
@@ -119,6 +151,16 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         image.display(),
         if cached { " (cached)" } else { "" }
     );
+    // The prefix the module's build passes (the stock Makefile's CROSS_COMPILE).
+    let vars = match arch {
+        "arm64" => crate::build::kernel::Arch::Arm64.make_vars(),
+        _ => crate::build::stock_module::armv7_make_vars(),
+    };
+    let cross = vars
+        .iter()
+        .find_map(|v| v.strip_prefix("CROSS_COMPILE="))
+        .unwrap_or_default();
+    let tools = super::toolchain::for_headers(apt, &kdir, cross)?;
     Ok(Kernel {
         flavour: flavour.to_string(),
         version: image_pkg.version,
@@ -126,7 +168,57 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         image,
         config,
         kdir,
+        tools,
     })
+}
+
+/// Where a kernel's image and configuration are, by Debian's packaging of it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The package with the image.
+    pub image_package: String,
+    /// The package with the configuration (the same one up to Linux 6.x).
+    pub config_package: String,
+    /// The image, in its package.
+    pub image: String,
+    /// The configuration, in its package.
+    pub config: String,
+}
+
+impl Layout {
+    /// Up to Linux 6.x `linux-image-<release>` holds `boot/vmlinuz-<release>` and
+    /// `boot/config-<release>`; from 7.x (as trixie-backports packages 7.3.4) it is an
+    /// empty package that depends on `linux-binary-<release>`, holding
+    /// `usr/lib/modules/<release>/vmlinuz`, and `linux-base-<release>`, holding
+    /// `usr/lib/modules/<release>/config` (and the device trees, not unpacked).
+    pub fn of(image: &Package, release: &str) -> Self {
+        let binary = format!("linux-binary-{release}");
+        let base = format!("linux-base-{release}");
+        if image.depends.contains(&binary) {
+            Layout {
+                image_package: binary,
+                config_package: base,
+                image: format!("usr/lib/modules/{release}/vmlinuz"),
+                config: format!("usr/lib/modules/{release}/config"),
+            }
+        } else {
+            Layout {
+                image_package: image.name.clone(),
+                config_package: image.name.clone(),
+                image: format!("boot/vmlinuz-{release}"),
+                config: format!("boot/config-{release}"),
+            }
+        }
+    }
+
+    /// The members to unpack, one per package (tar's names, `./` first).
+    fn members(&self) -> Vec<String> {
+        if self.image_package == self.config_package {
+            vec!["./boot".into()]
+        } else {
+            vec![format!("./{}", self.image), format!("./{}", self.config)]
+        }
+    }
 }
 
 /// The kernel ABI a metapackage (`linux-image-arm64`, `linux-image-6.12-arm64`,

@@ -1,45 +1,55 @@
-//! Debian 12's own kernels, headers and `perf`, and the end-to-end runs on them:
-//! `cargo xtask e2e debian-arm64` and `cargo xtask e2e debian-armhf`
-//! (tests/tests/debian_arm64.rs, tests/tests/debian_armhf.rs).
+//! Debian's own kernels, headers and `perf`, and the end-to-end runs on them:
+//! `cargo xtask e2e debian-arm64`, `debian-armhf` (Debian 12), `debian13-arm64` and
+//! `debian13-armhf` (Debian 13 and trixie-backports' 7.3): tests/tests/debian_arm64.rs,
+//! tests/tests/debian_armhf.rs. Each kernel is a row of [`run::ROWS`].
 //!
-//! Everything comes from Debian's archive through apt, in a private apt state (its own
-//! sources list, lists and cache under `<cache root>/debian/apt`, for amd64, arm64 and
-//! armhf; the host's apt configuration is never changed). apt's and dpkg's output goes
-//! to `<cache root>/debian/apt.log`; progress lines go to stderr.
+//! Everything comes from Debian's archive through apt, in one private apt state per
+//! release ([`crate::host::apt::debian`]: its own sources list, lists and cache under
+//! `<cache root>/debian/`, for amd64, arm64 and armhf; the host's apt configuration is
+//! never changed). apt's and dpkg's output goes to `<cache root>/debian/apt.log`;
+//! progress lines go to stderr.
 //!
 //! Cached under the cache root, keyed by what they are made of:
 //! - `debian/debs/<package>_<version>_<arch>.deb`: every package downloaded, by its
 //!   exact version (a new Debian upload is a new file);
-//! - `debian/kernels/<package>_<version>/boot/`: the kernel image of a
-//!   `linux-image-*` package (only `./boot` is unpacked: the image, its `config-*`);
+//! - `debian/kernels/<package>_<version>/`: the kernel image and configuration of a
+//!   `linux-image-*` package (only those files are unpacked; from 7.x they come from
+//!   `linux-binary-*` and `linux-base-*`);
 //! - `debian/headers/<headers package>_<version>/`: the headers, their `-common` part
 //!   and the amd64 `linux-kbuild` they depend on, unpacked together (the `scripts` link
-//!   is relative) with the absolute links and the Makefile's include made to point into
-//!   the extraction;
-//! - `debian/perf/<linux-perf version>/`: `linux-perf:arm64` and the library packages
-//!   it depends on, unpacked (once per linux-perf version); what goes into the guest is `usr/bin/perf` and the shared
-//!   objects its `readelf -d` NEEDED entries lead to, transitively.
+//!   is relative) with the absolute links and the Makefile's paths made to point into
+//!   the extraction, and the kbuild programs that need a newer C library than this
+//!   machine's wrapped ([`host_tools`]);
+//! - `debian/toolchains/<package>_<version>/`: the compiler and `pahole` a release's
+//!   headers name, where this machine has none of them ([`toolchain`]);
+//! - `debian/perf/linux-perf_<version>_<arch>/`: `linux-perf` and the library packages
+//!   it depends on, unpacked (once per version and architecture); what goes into the
+//!   guest is `usr/bin/perf` and the shared objects its `readelf -d` NEEDED entries lead
+//!   to, transitively.
 //!
 //! The apt lists are fetched once; when a version they name is no longer in the archive
 //! (Debian replaced it), the download fails, the lists are refreshed and the download is
 //! tried once more.
 //!
-//! By job: [`kernels`] (a kernel's image and headers, unpacked), [`perf`] (`linux-perf`
-//! with its library closure), [`module`] (the stock module against Debian's headers),
-//! [`initramfs`] (the guest's archive) and [`run`] (the runs and their steps). The apt
-//! state is the release's ([`crate::host::apt::debian`]).
+//! By job: [`kernels`] (a kernel's image and headers, unpacked), [`toolchain`] and
+//! [`host_tools`] (what builds against them), [`perf`] (`linux-perf` with its library
+//! closure), [`module`] (the stock module against Debian's headers), [`initramfs`] (the
+//! guest's archive) and [`run`] (the table of kernels, the runs and their steps).
 
+pub mod host_tools;
 pub mod initramfs;
 pub mod kernels;
 pub mod module;
 pub mod perf;
 pub mod run;
+pub mod toolchain;
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use pmu_qemu::apt::Package;
+use pmu_qemu::apt::{Apt, Package};
 
 use crate::host::apt::log_path;
 
@@ -84,6 +94,75 @@ pub fn cached_dir(
     fill(dir)?;
     fs::write(&stamp, key).map_err(|e| format!("{}: {e}", stamp.display()))?;
     Ok(false)
+}
+
+/// The packages `tops` (each a spec, `name:arch` or `name:arch=version`, with apt's
+/// description of it) and the library packages among their dependencies, transitively
+/// (`lib*` and `zlib1g`; each `:<arch>` at `apt`'s candidate, or
+/// architecture-independent), downloaded and unpacked together into `dir` (cached:
+/// unpacked once, the stamp listing the `.deb` files). Returns how many packages and
+/// whether they were cached.
+pub fn unpack_with_libraries(
+    apt: &Apt,
+    tops: &[(String, Package)],
+    arch: &str,
+    dir: &Path,
+) -> Result<(usize, bool), String> {
+    let stamp = dir.join(".pmu-complete");
+    // The closure asks apt about every package, one apt-cache call each: only when the
+    // extraction is not there yet.
+    let cached = stamp.is_file();
+    if !cached {
+        let libraries = |depends: &[String], queue: &mut Vec<String>| {
+            queue.extend(
+                depends
+                    .iter()
+                    .filter(|d| d.starts_with("lib") || *d == "zlib1g")
+                    .cloned(),
+            );
+        };
+        let mut seen: BTreeSet<String> = tops.iter().map(|(_, p)| p.name.clone()).collect();
+        let mut queue = Vec::new();
+        for (_, top) in tops {
+            libraries(&top.depends, &mut queue);
+        }
+        let mut packages: Vec<String> = tops.iter().map(|(spec, _)| spec.clone()).collect();
+        while let Some(name) = queue.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            // Architecture-independent packages (`Architecture: all`, e.g.
+            // libtirpc-common) have no `:<arch>` form.
+            let (spec, package) = match apt.show(&format!("{name}:{arch}")) {
+                Ok(p) => (format!("{name}:{arch}"), p),
+                Err(_) => (name.clone(), apt.show(&name)?),
+            };
+            libraries(&package.depends, &mut queue);
+            packages.push(spec);
+        }
+        let debs = apt.fetch(&packages)?;
+        let mut key: Vec<String> = debs
+            .iter()
+            .map(|d| {
+                d.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        key.sort();
+        cached_dir(dir, &key.join("\n"), |dir| {
+            for deb in &debs {
+                unpack(deb, dir, None)?;
+            }
+            Ok(())
+        })?;
+    }
+    let packages = fs::read_to_string(&stamp)
+        .map_err(|e| format!("{}: {e}", stamp.display()))?
+        .lines()
+        .count();
+    Ok((packages, cached))
 }
 
 #[cfg(test)]

@@ -1,30 +1,40 @@
-//! `cargo xtask e2e debian-arm64` and `debian-armhf`: Debian's kernels booted with the
-//! stock module and pmu-demo, and their steps.
+//! `cargo xtask e2e debian-arm64`, `debian-armhf`, `debian13-arm64` and `debian13-armhf`:
+//! Debian's kernels booted with the stock module, Debian's perf and pmu-demo, and their
+//! steps. Every kernel is a row of one table ([`ROWS`]: a Debian release × one of its
+//! kernels); a step ([`RUNS`]) takes the rows of one release and one guest architecture,
+//! through that release's apt state.
 
-use std::path::Path;
 use std::process::Command;
 
 use super::initramfs::initramfs;
-use super::kernels::{kernel, ARM64_METAPACKAGES};
+use super::kernels::kernel;
 use super::module::{guest_module_path, stock_module};
-use super::perf::{perf, GUEST_LIBDIR};
+use super::perf::perf;
+use crate::build::kernel::Arch;
+use crate::host::apt::Release;
 
 /// This module's commands in `cargo xtask help`.
-pub const USAGE: &str = "    e2e <debian-arm64|debian-armhf>
-                      Debian 12's own kernels from Debian's packages (apt, private
-                      state, cached in the cache root): arm64: the default 6.1 and
-                      6.12 on virt -cpu max -smp 2 and once at EL2 (VHE), the stock
-                      module built against each kernel's headers, Debian's perf
-                      (linux-perf:arm64 and its libraries), pmu-demo: exact counts,
-                      perf stat -e instructions:u = the direct read, perf stat -a
-                      across insmod/hotplug/idle/rmmod without a jump, direct reads
-                      after a perf_user_access session; armhf: the armmp kernel on
-                      virt -cpu cortex-a15 with the ARMv7 flavour and the ARMv7
-                      pmu-demo (tests/tests/debian_<arch>.rs, docs/debian.md).
+pub const USAGE: &str = "    e2e <debian-arm64|debian-armhf|debian13-arm64|debian13-armhf>
+                      Debian's own kernels from Debian's packages (apt, one private
+                      state per release, cached in the cache root), each with the
+                      stock module built against its own headers and its own
+                      Debian perf (linux-perf and its libraries), pmu-demo:
+                      debian-arm64: Debian 12's default 6.1 and 6.12 on virt -cpu
+                      max -smp 2 and once at EL2 (VHE); debian13-arm64: Debian
+                      13's 6.12 and trixie-backports' 7.3 the same way: exact
+                      counts, perf stat -e instructions:u = the direct read,
+                      perf stat -a across insmod/hotplug/idle/rmmod without a
+                      jump, direct reads after a perf_user_access session;
+                      debian-armhf (Debian 12's armmp, armmp-lpae) and
+                      debian13-armhf (Debian 13's armmp, 7.3's armmp): virt -cpu
+                      cortex-a15 with the ARMv7 flavour and the ARMv7 pmu-demo,
+                      Debian's armhf perf beside them (tests/tests/debian_<arch>.rs,
+                      docs/debian.md).
 ";
 
-/// Runs `cargo test -p pmu-tests --test <test>` with `env` set.
-fn cargo_test(test: &str, env: &[(String, String)]) -> Result<(), String> {
+/// Runs `cargo test -p pmu-tests --test <test>` with `env` set, only the tests `names`
+/// (exact names; with PMU_E2E_FILTER set, only those of them whose names contain it).
+fn cargo_test(test: &str, names: &[&str], env: &[(String, String)]) -> Result<(), String> {
     for (k, v) in env {
         eprintln!("    {k}={v}");
     }
@@ -39,9 +49,20 @@ fn cargo_test(test: &str, env: &[(String, String)]) -> Result<(), String> {
         "--test-threads=2".into(),
     ];
     // PMU_E2E_FILTER: only the tests whose names contain it (cargo test's filter).
-    if let Ok(filter) = std::env::var("PMU_E2E_FILTER") {
-        args.push(filter);
+    let filter = std::env::var("PMU_E2E_FILTER").unwrap_or_default();
+    let chosen: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| n.contains(filter.as_str()))
+        .collect();
+    if chosen.is_empty() {
+        return Err(format!(
+            "PMU_E2E_FILTER={filter:?} matches none of this step's tests: {}",
+            names.join(", ")
+        ));
     }
+    args.push("--exact".into());
+    args.extend(chosen.iter().map(|n| n.to_string()));
     eprintln!("    $ cargo {}", args.join(" "));
     let status = Command::new(cargo)
         .args(&args)
@@ -56,164 +77,386 @@ fn cargo_test(test: &str, env: &[(String, String)]) -> Result<(), String> {
     }
 }
 
-/// The environment variables tests/tests/debian_arm64.rs reads.
-pub mod arm64_env {
-    /// Debian 12's default arm64 kernel image (`linux-image-arm64`: 6.1).
-    pub const KERNEL_DEFAULT: &str = "PMU_DEBIAN_ARM64_KERNEL_DEFAULT";
-    /// Its release (`uname -r`).
-    pub const RELEASE_DEFAULT: &str = "PMU_DEBIAN_ARM64_RELEASE_DEFAULT";
-    /// The opt-in 6.12 arm64 kernel image (`linux-image-6.12-arm64`).
-    pub const KERNEL_612: &str = "PMU_DEBIAN_ARM64_KERNEL_612";
-    /// Its release.
-    pub const RELEASE_612: &str = "PMU_DEBIAN_ARM64_RELEASE_612";
-    /// The initramfs (both modules, perf, pmu-demo, el0-probe).
-    pub const INITRAMFS: &str = "PMU_DEBIAN_ARM64_INITRAMFS";
-    /// The version of Debian's perf in it.
-    pub const PERF_VERSION: &str = "PMU_DEBIAN_PERF_VERSION";
+/// A guest architecture of the Debian runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guest {
+    /// `qemu-system-aarch64 -M virt -cpu max`: Debian's arm64 kernels.
+    Arm64,
+    /// `qemu-system-arm -M virt -cpu cortex-a15`: Debian's armhf kernels.
+    Armhf,
 }
 
-/// The environment variables tests/tests/debian_armhf.rs reads.
-pub mod armhf_env {
-    /// Debian 12's armmp kernel image (`linux-image-armmp`, a zImage).
-    pub const KERNEL: &str = "PMU_DEBIAN_ARMHF_KERNEL";
-    /// Its release (`uname -r`).
-    pub const RELEASE: &str = "PMU_DEBIAN_ARMHF_RELEASE";
-    /// Debian 12's armmp-lpae kernel image (`linux-image-armmp-lpae`: LPAE page tables,
-    /// for Cortex-A7/A15/A17 machines with more than 4 GiB).
-    pub const KERNEL_LPAE: &str = "PMU_DEBIAN_ARMHF_KERNEL_LPAE";
-    /// Its release.
-    pub const RELEASE_LPAE: &str = "PMU_DEBIAN_ARMHF_RELEASE_LPAE";
-    /// The initramfs (the ARMv7 stock module, the ARMv7 pmu-demo).
-    pub const INITRAMFS: &str = "PMU_DEBIAN_ARMHF_INITRAMFS";
+impl Guest {
+    /// The Debian architecture (`arm64`, `armhf`).
+    pub fn debian_arch(self) -> &'static str {
+        match self {
+            Guest::Arm64 => "arm64",
+            Guest::Armhf => "armhf",
+        }
+    }
 }
 
-/// `cargo xtask e2e debian-arm64`: Debian 12's default (6.1) and 6.12 arm64 kernels, the
-/// stock module built against each one's headers, Debian's perf, pmu-demo and el0-probe
-/// in one initramfs; then tests/tests/debian_arm64.rs boots them.
-pub fn run_arm64() -> Result<(), String> {
-    use crate::build::kernel::Arch;
+/// Which `linux-perf` goes into a row's guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PerfOf {
+    /// The kernel's own: `linux-perf` at the kernel's version (both are built from one
+    /// `linux` source upload).
+    Kernel,
+    /// The release's candidate: Debian 12 has only 6.1's perf, which its 6.12 kernel
+    /// (from the `linux-6.12` source) runs with too.
+    Release,
+}
+
+/// One row of the table: a Debian release × one of its kernels, booted by the tests
+/// `tests` of `tests/tests/debian_<arch>.rs`.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    /// The row's name in the tests' variables (`PMU_DEBIAN_<id>_KERNEL`, …).
+    pub id: &'static str,
+    /// The release whose apt state fetches it.
+    pub release: Release,
+    /// apt's default release for every package of the row (the kernel, its headers,
+    /// perf and perf's libraries), as `apt-get -t` sets it: `trixie-backports` for the
+    /// newest Linux Debian ships.
+    pub suite: Option<&'static str>,
+    /// The metapackage that names the kernel's ABI.
+    pub meta: &'static str,
+    /// The guest.
+    pub guest: Guest,
+    /// The kernel flavour (`arm64`, `armmp`, `armmp-lpae`).
+    pub flavour: &'static str,
+    /// Which perf.
+    pub perf: PerfOf,
+    /// What the row is, for the step's title.
+    pub what: &'static str,
+    /// The tests that boot it.
+    pub tests: &'static [&'static str],
+}
+
+/// Every Debian kernel the suite boots.
+pub const ROWS: &[Row] = &[
+    Row {
+        id: "ARM64_12_6_1",
+        release: Release::Bookworm,
+        suite: None,
+        meta: "linux-image-arm64",
+        guest: Guest::Arm64,
+        flavour: "arm64",
+        perf: PerfOf::Kernel,
+        what: "Debian 12's default arm64 kernel (linux-image-arm64: 6.1)",
+        tests: &["debian_default_kernel_6_1", "debian_default_kernel_vhe"],
+    },
+    Row {
+        id: "ARM64_12_6_12",
+        release: Release::Bookworm,
+        suite: None,
+        meta: "linux-image-6.12-arm64",
+        guest: Guest::Arm64,
+        flavour: "arm64",
+        perf: PerfOf::Release,
+        what: "Debian 12's opt-in linux-image-6.12-arm64",
+        tests: &["debian_kernel_6_12"],
+    },
+    Row {
+        id: "ARM64_13_6_12",
+        release: Release::Trixie,
+        suite: None,
+        meta: "linux-image-arm64",
+        guest: Guest::Arm64,
+        flavour: "arm64",
+        perf: PerfOf::Kernel,
+        what: "Debian 13's arm64 kernel (linux-image-arm64: 6.12)",
+        tests: &["debian13_kernel_6_12"],
+    },
+    Row {
+        id: "ARM64_13_BPO",
+        release: Release::Trixie,
+        suite: Some("trixie-backports"),
+        meta: "linux-image-arm64",
+        guest: Guest::Arm64,
+        flavour: "arm64",
+        perf: PerfOf::Kernel,
+        what: "the newest Linux Debian ships, trixie-backports' linux-image-arm64 (7.3)",
+        tests: &["debian13_backports_kernel"],
+    },
+    Row {
+        id: "ARMHF_12_ARMMP",
+        release: Release::Bookworm,
+        suite: None,
+        meta: "linux-image-armmp",
+        guest: Guest::Armhf,
+        flavour: "armmp",
+        perf: PerfOf::Kernel,
+        what: "Debian 12's linux-image-armmp (6.1)",
+        tests: &["debian_armmp_kernel_on_cortex_a15"],
+    },
+    Row {
+        id: "ARMHF_12_ARMMP_LPAE",
+        release: Release::Bookworm,
+        suite: None,
+        meta: "linux-image-armmp-lpae",
+        guest: Guest::Armhf,
+        flavour: "armmp-lpae",
+        perf: PerfOf::Kernel,
+        what: "Debian 12's linux-image-armmp-lpae (6.1)",
+        tests: &["debian_armmp_lpae_kernel_on_cortex_a15"],
+    },
+    Row {
+        id: "ARMHF_13_ARMMP",
+        release: Release::Trixie,
+        suite: None,
+        meta: "linux-image-armmp",
+        guest: Guest::Armhf,
+        flavour: "armmp",
+        perf: PerfOf::Kernel,
+        what: "Debian 13's linux-image-armmp (6.12)",
+        tests: &["debian13_armmp_kernel_on_cortex_a15"],
+    },
+    Row {
+        id: "ARMHF_13_BPO_ARMMP",
+        release: Release::Trixie,
+        suite: Some("trixie-backports"),
+        meta: "linux-image-armmp",
+        guest: Guest::Armhf,
+        flavour: "armmp",
+        perf: PerfOf::Kernel,
+        what: "trixie-backports' linux-image-armmp (7.3)",
+        tests: &["debian13_backports_armmp_kernel_on_cortex_a15"],
+    },
+];
+
+/// One step: the rows of a release for one guest, run by one test file.
+#[derive(Clone, Copy, Debug)]
+pub struct Run {
+    /// `cargo xtask e2e <name>`.
+    pub name: &'static str,
+    /// The release.
+    pub release: Release,
+    /// The guest.
+    pub guest: Guest,
+}
+
+/// The steps: `e2e debian-arm64`, `debian-armhf` (Debian 12), `debian13-arm64`,
+/// `debian13-armhf` (Debian 13 and its backports).
+pub const RUNS: [Run; 4] = [
+    Run {
+        name: "debian-arm64",
+        release: Release::Bookworm,
+        guest: Guest::Arm64,
+    },
+    Run {
+        name: "debian-armhf",
+        release: Release::Bookworm,
+        guest: Guest::Armhf,
+    },
+    Run {
+        name: "debian13-arm64",
+        release: Release::Trixie,
+        guest: Guest::Arm64,
+    },
+    Run {
+        name: "debian13-armhf",
+        release: Release::Trixie,
+        guest: Guest::Armhf,
+    },
+];
+
+impl Run {
+    /// The rows it boots.
+    pub fn rows(self) -> impl Iterator<Item = &'static Row> {
+        ROWS.iter()
+            .filter(move |r| r.release == self.release && r.guest == self.guest)
+    }
+
+    /// The test file (`tests/tests/debian_<arch>.rs`).
+    fn test(self) -> &'static str {
+        match self.guest {
+            Guest::Arm64 => "debian_arm64",
+            Guest::Armhf => "debian_armhf",
+        }
+    }
+
+    /// The step's title.
+    fn what(self) -> String {
+        let rows: Vec<&str> = self.rows().map(|r| r.what).collect();
+        let machine = match self.guest {
+            Guest::Arm64 => "virt -cpu max",
+            Guest::Armhf => "virt -cpu cortex-a15 with the ARMv7 flavour",
+        };
+        format!(
+            "{}; on {machine}: the stock module built against each one's headers, each one's Debian perf, pmu-demo (apt, cached; tests/tests/{}.rs)",
+            rows.join(", "),
+            self.test()
+        )
+    }
+}
+
+/// The run named `name`.
+pub fn run_named(name: &str) -> Option<Run> {
+    RUNS.into_iter().find(|r| r.name == name)
+}
+
+/// A run: each row's kernel and headers, its module, its perf and its initramfs, then
+/// its tests.
+fn run(r: Run) -> Result<(), String> {
     let started = std::time::Instant::now();
-    let apt = crate::host::apt::debian(crate::host::apt::Release::Bookworm)?;
-    let [default, newer] = ARM64_METAPACKAGES.map(|meta| kernel(&apt, meta, "arm64", "arm64"));
-    let (default, newer) = (default?, newer?);
-    if default.release == newer.release {
-        return Err(format!(
-            "linux-image-arm64 and linux-image-6.12-arm64 are the same kernel {}",
-            default.release
-        ));
-    }
-    let mut files = Vec::new();
-    for k in [&default, &newer] {
-        let ko = stock_module(k, &Arch::Arm64.make_vars())?;
+    let state = crate::host::apt::debian(r.release)?;
+    let arch = r.guest.debian_arch();
+    // What every row's guest shares: pmu-demo (and arm64's probes), busybox.
+    let mut common = Vec::new();
+    let make_vars = match r.guest {
+        Guest::Arm64 => {
+            common.push((
+                "bin/pmu-demo".to_string(),
+                crate::build::initramfs::pmu_demo(Arch::Arm64)?,
+            ));
+            for probe in ["el0-probe", "debian-block"] {
+                common.push((
+                    format!("bin/{probe}"),
+                    crate::build::initramfs::guest_probe(Arch::Arm64, probe)?,
+                ));
+            }
+            Arch::Arm64.make_vars()
+        }
+        Guest::Armhf => {
+            common.push(("bin/pmu-demo".into(), crate::build::arm32_demo::armv7()?));
+            crate::build::stock_module::armv7_make_vars()
+        }
+    };
+    // Debian's armel busybox (ARMv5TE, EABI soft-float) runs on an armhf system too.
+    let busybox = crate::host::apt::busybox(match r.guest {
+        Guest::Arm64 => "arm64",
+        Guest::Armhf => "armel",
+    })?;
+    let mut env = Vec::new();
+    let mut releases: Vec<String> = Vec::new();
+    let mut tests = Vec::new();
+    for row in r.rows() {
+        eprintln!("    -- {}", row.what);
+        let backports;
+        let apt: &pmu_qemu::apt::Apt = match row.suite {
+            Some(suite) => {
+                backports = state.with_default_release(suite);
+                &backports
+            }
+            None => &state,
+        };
+        let k = kernel(apt, row.meta, arch, row.flavour)?;
+        if releases.contains(&k.release) {
+            return Err(format!(
+                "{} ({}) is a kernel another row of {} boots already",
+                k.release, row.meta, r.name
+            ));
+        }
+        releases.push(k.release.clone());
+        let ko = stock_module(&k, &make_vars)?;
+        let perf_version = match row.perf {
+            PerfOf::Kernel => k.version.clone(),
+            PerfOf::Release => apt.show(&format!("linux-perf:{arch}"))?.version,
+        };
+        let perf = perf(apt, arch, &perf_version)?;
+        let mut files = common.clone();
         files.push((guest_module_path(&k.release), ko));
+        files.extend(perf.files.iter().cloned());
+        let name = format!("debian-{}", row.id.to_lowercase().replace('_', "-"));
+        let script = format!("debian-{arch}");
+        let initramfs = initramfs(&name, &script, &busybox, &[perf.libdir], &files)?;
+        let var = |what: &str| format!("PMU_DEBIAN_{}_{what}", row.id);
+        env.extend([
+            (var("KERNEL"), k.image.display().to_string()),
+            (var("RELEASE"), k.release.clone()),
+            (var("INITRAMFS"), initramfs.display().to_string()),
+            (var("PERF_VERSION"), perf.version.clone()),
+        ]);
+        tests.extend(row.tests.iter().copied());
     }
-    let perf = perf(&apt)?;
-    files.extend(perf.files.iter().cloned());
-    files.push((
-        "bin/pmu-demo".into(),
-        crate::build::initramfs::pmu_demo(Arch::Arm64)?,
-    ));
-    files.push((
-        "bin/el0-probe".into(),
-        crate::build::initramfs::guest_probe(Arch::Arm64, "el0-probe")?,
-    ));
-    files.push((
-        "bin/debian-block".into(),
-        crate::build::initramfs::guest_probe(Arch::Arm64, "debian-block")?,
-    ));
-    let busybox = crate::host::apt::busybox("arm64")?;
-    let initramfs = initramfs("debian-arm64", &busybox, &[GUEST_LIBDIR], &files)?;
+    drop(state);
     eprintln!(
         "    artefacts ready in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let path = |p: &Path| p.display().to_string();
-    cargo_test(
-        "debian_arm64",
-        &[
-            (arm64_env::KERNEL_DEFAULT.into(), path(&default.image)),
-            (arm64_env::RELEASE_DEFAULT.into(), default.release.clone()),
-            (arm64_env::KERNEL_612.into(), path(&newer.image)),
-            (arm64_env::RELEASE_612.into(), newer.release.clone()),
-            (arm64_env::INITRAMFS.into(), path(&initramfs)),
-            (arm64_env::PERF_VERSION.into(), perf.version.clone()),
-        ],
-    )
+    cargo_test(r.test(), &tests, &env)
 }
 
-/// `cargo xtask e2e debian-armhf`: Debian 12's two armhf kernels (armmp, armmp-lpae),
-/// the ARMv7 flavour of the stock module built against each one's headers, the static
-/// ARMv7 pmu-demo; then tests/tests/debian_armhf.rs boots them on `-M virt -cpu
-/// cortex-a15`.
-pub fn run_armhf() -> Result<(), String> {
-    let started = std::time::Instant::now();
-    let apt = crate::host::apt::debian(crate::host::apt::Release::Bookworm)?;
-    let armmp = kernel(&apt, "linux-image-armmp", "armhf", "armmp")?;
-    let lpae = kernel(&apt, "linux-image-armmp-lpae", "armhf", "armmp-lpae")?;
-    let mut files = vec![("bin/pmu-demo".into(), crate::build::arm32_demo::armv7()?)];
-    for k in [&armmp, &lpae] {
-        let ko = stock_module(k, &crate::build::stock_module::armv7_make_vars())?;
-        files.push((guest_module_path(&k.release), ko));
-    }
-    // Debian's armel busybox (ARMv5TE, EABI soft-float) runs on an armhf system.
-    let busybox = crate::host::apt::busybox("armel")?;
-    let initramfs = initramfs("debian-armhf", &busybox, &[], &files)?;
-    eprintln!(
-        "    artefacts ready in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    cargo_test(
-        "debian_armhf",
-        &[
-            (armhf_env::KERNEL.into(), armmp.image.display().to_string()),
-            (armhf_env::RELEASE.into(), armmp.release.clone()),
-            (
-                armhf_env::KERNEL_LPAE.into(),
-                lpae.image.display().to_string(),
-            ),
-            (armhf_env::RELEASE_LPAE.into(), lpae.release.clone()),
-            (armhf_env::INITRAMFS.into(), initramfs.display().to_string()),
-        ],
-    )
+fn run_debian12_arm64() -> Result<(), String> {
+    run(RUNS[0])
 }
 
-/// The step of `cargo xtask e2e debian-arm64` (and of `cargo xtask test`).
-pub fn arm64_step() -> crate::engine::step::Step {
-    crate::engine::step::Step::func(
-        "Debian 12's own arm64 kernels (linux-image-arm64: 6.1, linux-image-6.12-arm64) with the stock module built against their headers, Debian's perf, pmu-demo (apt, cached; tests/tests/debian_arm64.rs)",
-        run_arm64,
-    )
-    .needs_programs(&[
+fn run_debian12_armhf() -> Result<(), String> {
+    run(RUNS[1])
+}
+
+fn run_debian13_arm64() -> Result<(), String> {
+    run(RUNS[2])
+}
+
+fn run_debian13_armhf() -> Result<(), String> {
+    run(RUNS[3])
+}
+
+/// The step of `cargo xtask e2e <r.name>` (and of `cargo xtask test`).
+pub fn step(r: Run) -> crate::engine::step::Step {
+    let func = match r.name {
+        "debian-arm64" => run_debian12_arm64,
+        "debian-armhf" => run_debian12_armhf,
+        "debian13-arm64" => run_debian13_arm64,
+        _ => run_debian13_armhf,
+    };
+    let mut programs = vec![
         "apt-get",
         "apt-cache",
         "dpkg-deb",
         "tar",
         "readelf",
+        "objdump",
+        "getconf",
         "make",
         "gcc",
-        "aarch64-linux-gnu-gcc",
         "modinfo",
-        // The idle device tree (tests/src/lib.rs `arm64_idle_dtb`).
-        "dtc",
-        pmu_tests::QEMU_AARCH64,
-    ])
+    ];
+    match r.guest {
+        Guest::Arm64 => programs.extend([
+            "aarch64-linux-gnu-gcc",
+            // The idle device tree (tests/src/lib.rs `arm64_idle_dtb`).
+            "dtc",
+            pmu_tests::QEMU_AARCH64,
+        ]),
+        Guest::Armhf => programs.extend(["arm-linux-gnueabi-gcc", pmu_tests::QEMU_ARM]),
+    }
+    crate::engine::step::Step::func(r.what(), func).needs_programs(&programs)
 }
 
-/// The step of `cargo xtask e2e debian-armhf` (and of `cargo xtask test`).
-pub fn armhf_step() -> crate::engine::step::Step {
-    crate::engine::step::Step::func(
-        "Debian 12's own armhf kernels (linux-image-armmp, linux-image-armmp-lpae) on virt -cpu cortex-a15 with the ARMv7 stock module built against their headers, the ARMv7 pmu-demo (apt, cached; tests/tests/debian_armhf.rs)",
-        run_armhf,
-    )
-    .needs_programs(&[
-        "apt-get",
-        "apt-cache",
-        "dpkg-deb",
-        "tar",
-        "make",
-        "gcc",
-        "arm-linux-gnueabi-gcc",
-        "modinfo",
-        pmu_tests::QEMU_ARM,
-    ])
+/// The steps of `cargo xtask test`: every run.
+pub fn steps() -> Vec<crate::engine::step::Step> {
+    RUNS.into_iter().map(step).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row is in exactly one run, every run has rows, and no two rows share a test
+    /// or a variable name.
+    #[test]
+    fn every_row_runs_once() {
+        for row in ROWS {
+            let runs = RUNS
+                .iter()
+                .filter(|r| r.rows().any(|x| x.id == row.id))
+                .count();
+            assert_eq!(runs, 1, "{}", row.id);
+        }
+        for r in RUNS {
+            assert!(r.rows().count() >= 2, "{}", r.name);
+            assert_eq!(run_named(r.name).map(|x| x.name), Some(r.name));
+        }
+        let mut ids: Vec<&str> = ROWS.iter().map(|r| r.id).collect();
+        let mut tests: Vec<&str> = ROWS.iter().flat_map(|r| r.tests.iter().copied()).collect();
+        let (n, m) = (ids.len(), tests.len());
+        ids.sort();
+        ids.dedup();
+        tests.sort();
+        tests.dedup();
+        assert_eq!((ids.len(), tests.len()), (n, m));
+    }
 }
