@@ -1,14 +1,13 @@
 //! Debian's own armhf kernels: Debian 12's `linux-image-armmp` and
 //! `linux-image-armmp-lpae` (6.1, the second with LPAE page tables, as on
-//! Cortex-A7/A15/A17 machines), Debian 13's `linux-image-armmp` (6.12) and
-//! trixie-backports' (7.3), under `qemu-system-arm -M virt -cpu cortex-a15 -smp 2
+//! Cortex-A7/A15/A17 machines) and Debian 13's `linux-image-armmp` (6.12), under `qemu-system-arm -M virt -cpu cortex-a15 -smp 2
 //! -icount shift=0,align=off,sleep=off`, booted from Debian's packages, with the ARMv7
 //! flavour of the stock kmod-enable-user built against each kernel's own headers, the
 //! static ARMv7 pmu-demo and the kernel's own Debian perf for armhf
 //! (`linux-perf:armhf`). The guest's /init is tests/guest/common.sh + debian-armhf.sh.
 //!
 //! Run with `cargo xtask e2e debian-armhf` (Debian 12) and `cargo xtask e2e
-//! debian13-armhf` (Debian 13 and its backports), or `cargo xtask test`: they fetch the
+//! debian13-armhf` (Debian 13), or `cargo xtask test`: they fetch the
 //! packages through apt (cached), build the module and the initramfs and pass their
 //! paths in the `PMU_DEBIAN_<row>_*` variables (tests/src/lib.rs `debian`).
 //!
@@ -32,7 +31,6 @@ const LIMIT: Duration = Duration::from_secs(300);
 const DEBIAN_12_ARMMP: (&str, &str) = ("ARMHF_12_ARMMP", "debian-armhf");
 const DEBIAN_12_ARMMP_LPAE: (&str, &str) = ("ARMHF_12_ARMMP_LPAE", "debian-armhf");
 const DEBIAN_13_ARMMP: (&str, &str) = ("ARMHF_13_ARMMP", "debian13-armhf");
-const DEBIAN_13_BACKPORTS_ARMMP: (&str, &str) = ("ARMHF_13_BPO_ARMMP", "debian13-armhf");
 
 fn boot((id, step): (&str, &str), scenario: &str) -> (QemuRun, Kernel) {
     let kernel = Kernel::from_env(id, step);
@@ -106,12 +104,6 @@ fn debian_armmp_lpae_kernel_on_cortex_a15() {
 #[test]
 fn debian13_armmp_kernel_on_cortex_a15() {
     armhf_scenario(DEBIAN_13_ARMMP);
-}
-
-/// The newest Linux Debian ships for armhf: trixie-backports' `linux-image-armmp` (7.3).
-#[test]
-fn debian13_backports_armmp_kernel_on_cortex_a15() {
-    armhf_scenario(DEBIAN_13_BACKPORTS_ARMMP);
 }
 
 /// The `armhf` scenario (tests/guest/debian-armhf.sh) on one of Debian's armhf kernels,

@@ -50,8 +50,8 @@ const TEST_USAGE: &str =
                       module flavours), the emulated Raspberry Pis (raspi,
                       e2e raspi2b, below), the armv7 virt board (e2e armv7),
                       Debian's own kernels (e2e debian-arm64, debian-armhf:
-                      Debian 12; debian13-arm64, debian13-armhf: Debian 13 and
-                      its backports' 7.3);
+                      Debian 12; debian13-arm64, debian13-armhf: Debian 13, and
+                      its backports' 7.3 on arm64);
                       the pmu-qemu cargo runner (below);
                       then the bench (below, about 15 s with the
                       kernel cached); last, the hazard statistics (below).

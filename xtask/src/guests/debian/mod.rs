@@ -1,6 +1,6 @@
 //! Debian's own kernels, headers and `perf`, and the end-to-end runs on them:
 //! `cargo xtask e2e debian-arm64`, `debian-armhf` (Debian 12), `debian13-arm64` and
-//! `debian13-armhf` (Debian 13 and trixie-backports' 7.3): tests/tests/debian_arm64.rs,
+//! `debian13-armhf` (Debian 13, and trixie-backports' 7.3 on arm64): tests/tests/debian_arm64.rs,
 //! tests/tests/debian_armhf.rs. Each kernel is a row of [`run::ROWS`].
 //!
 //! Everything comes from Debian's archive through apt, in one private apt state per

@@ -26,7 +26,7 @@ pub const USAGE: &str = "    e2e <debian-arm64|debian-armhf|debian13-arm64|debia
                       perf stat -a across insmod/hotplug/idle/rmmod without a
                       jump, direct reads after a perf_user_access session;
                       debian-armhf (Debian 12's armmp, armmp-lpae) and
-                      debian13-armhf (Debian 13's armmp, 7.3's armmp): virt -cpu
+                      debian13-armhf (Debian 13's armmp): virt -cpu
                       cortex-a15 with the ARMv7 flavour and the ARMv7 pmu-demo,
                       Debian's armhf perf beside them (tests/tests/debian_<arch>.rs,
                       docs/debian.md).
@@ -134,6 +134,10 @@ pub struct Row {
 }
 
 /// Every Debian kernel the suite boots.
+/// trixie-backports' armhf 7.3.4 (`linux-image-armmp` there) is not a row: its index lists
+/// it, but deb.debian.org serves none of its files (404 for every armhf 7.3.4 package,
+/// 2026-12-06; docs/debian.md). Its row is the arm64 one's with `Guest::Armhf` and
+/// `armmp`, once the archive has it.
 pub const ROWS: &[Row] = &[
     Row {
         id: "ARM64_12_6_1",
@@ -212,17 +216,6 @@ pub const ROWS: &[Row] = &[
         what: "Debian 13's linux-image-armmp (6.12)",
         tests: &["debian13_armmp_kernel_on_cortex_a15"],
     },
-    Row {
-        id: "ARMHF_13_BPO_ARMMP",
-        release: Release::Trixie,
-        suite: Some("trixie-backports"),
-        meta: "linux-image-armmp",
-        guest: Guest::Armhf,
-        flavour: "armmp",
-        perf: PerfOf::Kernel,
-        what: "trixie-backports' linux-image-armmp (7.3)",
-        tests: &["debian13_backports_armmp_kernel_on_cortex_a15"],
-    },
 ];
 
 /// One step: the rows of a release for one guest, run by one test file.
@@ -237,7 +230,7 @@ pub struct Run {
 }
 
 /// The steps: `e2e debian-arm64`, `debian-armhf` (Debian 12), `debian13-arm64`,
-/// `debian13-armhf` (Debian 13 and its backports).
+/// `debian13-armhf` (Debian 13; its backports' armhf 7.3 is not served, above).
 pub const RUNS: [Run; 4] = [
     Run {
         name: "debian-arm64",
@@ -447,7 +440,7 @@ mod tests {
             assert_eq!(runs, 1, "{}", row.id);
         }
         for r in RUNS {
-            assert!(r.rows().count() >= 2, "{}", r.name);
+            assert!(r.rows().count() >= 1, "{}", r.name);
             assert_eq!(run_named(r.name).map(|x| x.name), Some(r.name));
         }
         let mut ids: Vec<&str> = ROWS.iter().map(|r| r.id).collect();
