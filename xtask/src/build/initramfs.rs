@@ -184,7 +184,9 @@ fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
 
 /// Builds a guest probe (`tests/guest/<name with _>.rs`, one static program for `arch`):
 /// x86_64 `pce-probe` (one process that loads the module and executes rdpmc), arm64
-/// `el0-probe` (which PMU accesses the module's grant allows at EL0).
+/// `el0-probe` (which PMU accesses the module's grant allows at EL0), `debian-block` (a
+/// loop of known instruction count) and `kvm-pmu` (a minimal VMM whose KVM guest counts
+/// on every vPMU counter; only in the Debian initramfs, run at EL2).
 pub(crate) fn guest_probe(arch: Arch, name: &str) -> Result<PathBuf, String> {
     let source = workspace_root()
         .join("tests/guest")

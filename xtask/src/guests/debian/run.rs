@@ -303,7 +303,8 @@ fn run(r: Run) -> Result<(), String> {
                 "bin/pmu-demo".to_string(),
                 crate::build::initramfs::pmu_demo(Arch::Arm64)?,
             ));
-            for probe in ["el0-probe", "debian-block"] {
+            // kvm-pmu: the minimal VMM the EL2 boot runs a KVM guest with.
+            for probe in ["el0-probe", "debian-block", "kvm-pmu"] {
                 common.push((
                     format!("bin/{probe}"),
                     crate::build::initramfs::guest_probe(Arch::Arm64, probe)?,
