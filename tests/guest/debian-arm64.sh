@@ -388,7 +388,55 @@ scenario_vhe() {
 	demo vhe-cpu1 1 direct
 	unload sentinel
 	klog
+	kvm_guest
 	finish
+}
+
+# A KVM guest with KVM's vPMU (kvm-pmu, tests/guest/kvm_pmu.rs, on CPU 1) before the
+# module, across its default load (refused: KVM may run guests) and its opt-in load
+# (kvm_hosts=1) while a VM runs, then a VM created with the module loaded and kept
+# running across rmmod. A kept VM runs its guest once a second; each of its lines
+# carries the phase written to /tmp/kvm-phase before it.
+KVM_ITER=1000
+kvm_phase() {
+	echo "$1" >/tmp/kvm-phase
+	# Two runs of a kept VM in this phase at least.
+	sleep 3
+}
+# usage: kvm_kept_end PID LOG TAG: stops a kept VM and prints its lines.
+kvm_kept_end() {
+	kill "$1"
+	wait "$1"
+	result kvm-kept tag=$3 status=$? lines=$(grep -c . "$2")
+	cat "$2"
+}
+kvm_guest() {
+	rm -f /tmp/kvm-phase
+	result kvm dev_kvm=$(test -c /dev/kvm && echo 1 || echo 0)
+	taskset -c 1 kvm-pmu fresh-before $KVM_ITER 1
+	taskset -c 1 kvm-pmu kept $KVM_ITER 0 >/tmp/kvm-kept.log 2>&1 &
+	kept=$!
+	kvm_phase before
+	load kvm-default
+	klog
+	kvm_phase default-refused
+	load kvm-opt-in-busy kvm_hosts=1
+	klog
+	kvm_phase opt-in-refused
+	kvm_kept_end "$kept" /tmp/kvm-kept.log kept
+	load kvm-opt-in kvm_hosts=1
+	klog
+	echo loaded >/tmp/kvm-phase
+	taskset -c 1 kvm-pmu fresh-loaded $KVM_ITER 1
+	taskset -c 1 kvm-pmu kept-loaded $KVM_ITER 0 >/tmp/kvm-kept2.log 2>&1 &
+	kept=$!
+	kvm_phase loaded
+	unload kvm-opt-in
+	klog
+	kvm_phase unloaded
+	kvm_kept_end "$kept" /tmp/kvm-kept2.log kept-loaded
+	taskset -c 1 kvm-pmu fresh-after $KVM_ITER 1
+	klog
 }
 
 main() {

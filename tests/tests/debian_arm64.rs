@@ -857,6 +857,109 @@ fn debian_default_kernel_vhe() {
         assert_exact(&run, &demo(&run, &format!("vhe-cpu{cpu}")));
     }
     rmmod(&run, "sentinel");
+    kvm_guest(&run);
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+/// kvm-pmu's loop (tests/guest/kvm_pmu.rs): KVM_ITER in tests/guest/debian-arm64.sh
+/// iterations of a two-instruction loop (`subs`, `b.ne`) at the guest's EL1.
+const KVM_ITER: i128 = 1000;
+
+/// The event counters of a `kvm-pmu` line, `c0` to `c<n-1>`.
+fn kvm_counters(line: &ResultLine) -> Vec<i128> {
+    (0..line.int("n"))
+        .map(|i| line.int(&format!("c{i}")))
+        .collect()
+}
+
+/// A counter that counted kvm-pmu's loop: INST_RETIRED counts each of the loop's 2·I
+/// instructions at EL1 once (Arm ARM DDI 0487, D13, event 0x08), so at least 2·I; at
+/// most 3 more: the `isb` after the enable and the two PMCR_EL0 writes around the loop
+/// (KVM traps those to EL2, which the guest's counters do not count). QEMU 10.0.2 under
+/// `-icount` gave 2·I + 2 on every counter of every run.
+fn kvm_counted(c: i128) -> bool {
+    (2 * KVM_ITER..=2 * KVM_ITER + 3).contains(&c)
+}
+
+/// Every one of the guest's counters counted the loop.
+fn assert_kvm_all_count(line: &ResultLine, stdout: &str) {
+    let counters = kvm_counters(line);
+    assert!(
+        counters.iter().all(|&c| kvm_counted(c)) && line.int("counted") == line.int("n"),
+        "a counter of the KVM guest did not count {} iterations: {}\n{stdout}",
+        KVM_ITER,
+        line.raw
+    );
+}
+
+/// The `kvm-pmu` lines of one VM (`tag`) in one phase.
+fn kvm_lines<'a>(run: &'a QemuRun, tag: &str, phase: &str) -> Vec<&'a ResultLine> {
+    let lines: Vec<_> = run
+        .scenario("kvm-pmu")
+        .into_iter()
+        .filter(|l| l.get("tag") == tag && l.get("phase") == phase)
+        .collect();
+    assert!(
+        !lines.is_empty(),
+        "no kvm-pmu line of {tag} in phase {phase}\n{}",
+        run.stdout
+    );
+    lines
+}
+
+/// A KVM guest with KVM's vPMU (tests/guest/kvm_pmu.rs: one vCPU, PMUv3, an in-kernel
+/// GIC; its guest programs every event counter PMCR_EL0.N offers with INST_RETIRED at
+/// EL1 and counts a known loop) across the module on Debian's 6.1 at EL2 (VHE).
+fn kvm_guest(run: &QemuRun) {
+    let out = &run.stdout;
+    assert_eq!(run.scenario("kvm")[0].int("dev_kvm"), 1, "{out}");
+    // Before the module: all six of QEMU's `-cpu max` counters (PMCR_EL0.N = 6; 6.1's
+    // KVM offers the host's N: arch/arm64/kvm/sys_regs.c reset_pmcr reads PMCR_EL0.N
+    // from the hardware).
+    let before = run.find("kvm-pmu", "tag", "fresh-before");
+    assert_eq!(before.int("n"), 6, "{}\n{out}", before.raw);
+    assert_kvm_all_count(before, out);
+    // A VM kept running (its vCPU thread holds six pinned task-bound perf events,
+    // arch/arm64/kvm/pmu-emul.c kvm_pmu_create_perf_event): the default load is refused
+    // (KVM may run guests), the opt-in refused too (EBUSY: the owners scan sees the vCPU
+    // thread's events; stock/kmod_enable_user_owners.c), and the guest counts on all its
+    // counters before, between and after.
+    insmod_refused(run, "kvm-default", "Operation_not_supported");
+    insmod_refused(run, "kvm-opt-in-busy", "Device_or_resource_busy");
+    run.assert_klog("task-bound events in 1 tasks (first: pid");
+    run.assert_klog("kvm-pmu; KVM vCPUs are such tasks)");
+    for phase in ["before", "default-refused", "opt-in-refused"] {
+        for line in kvm_lines(run, "kept", phase) {
+            assert_eq!(line.int("n"), 6, "{}", line.raw);
+            assert_kvm_all_count(line, out);
+        }
+    }
+    // With no VM running the opt-in loads and names what new guests get: on 6.1 KVM
+    // still offers six, the host places three (6 - k - 1, k = 2: `5=0x8 4=0x11`), and a
+    // new guest's top three counters read 0, silently (README "KVM hosts"); the same
+    // for a VM created while loaded and kept running, until rmmod, after which all six
+    // of its counters count again.
+    insmod(run, "kvm-opt-in");
+    run.assert_klog("new guests on PMU armv8_pmuv3 still get 6 event counters (KVM reads PMCR_EL0.N), but the host places only 3 of them at once");
+    let loaded = run.find("kvm-pmu", "tag", "fresh-loaded");
+    let mut during = vec![loaded];
+    during.extend(kvm_lines(run, "kept-loaded", "loaded"));
+    for line in during {
+        let counters = kvm_counters(line);
+        assert_eq!(counters.len(), 6, "{}\n{out}", line.raw);
+        assert!(
+            counters[..3].iter().all(|&c| kvm_counted(c)) && counters[3..] == [0, 0, 0],
+            "with the module loaded the host should place the guest's counters 0-2 only: {}\n{out}",
+            line.raw
+        );
+    }
+    rmmod(run, "kvm-opt-in");
+    for line in kvm_lines(run, "kept-loaded", "unloaded") {
+        assert_eq!(line.int("n"), 6, "{}", line.raw);
+        assert_kvm_all_count(line, out);
+    }
+    let after = run.find("kvm-pmu", "tag", "fresh-after");
+    assert_eq!(after.int("n"), 6, "{}\n{out}", after.raw);
+    assert_kvm_all_count(after, out);
 }
