@@ -439,10 +439,23 @@ kvm_guest() {
 	klog
 }
 
+# Entered at EL2 with kvm-arm.mode=nvhe: the kernel at EL1, KVM's hypervisor at EL2
+# (nVHE). The KVM guest's counters across the module as at VHE.
+scenario_nvhe() {
+	el2=$(dmesg | grep -c 'started at EL2')
+	nvhe=$(dmesg | grep -c 'Hyp mode initialized successfully')
+	vhe=$(dmesg | grep -c 'VHE mode initialized successfully')
+	boot_line
+	result el2 el2_lines=$el2 nvhe_kvm_lines=$nvhe vhe_kvm_lines=$vhe
+	kvm_guest
+	finish
+}
+
 main() {
 	case "$scenario" in
 	debian) scenario_debian ;;
 	vhe) scenario_vhe ;;
+	nvhe) scenario_nvhe ;;
 	*)
 		result error unknown_scenario=${scenario:-none}
 		finish

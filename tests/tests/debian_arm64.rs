@@ -55,7 +55,13 @@ const DEBIAN_13_BACKPORTS: (&str, &str) = ("ARM64_13_BPO", "debian13-arm64");
 /// as the test kernel's idle scenario), so an idle CPU goes through cpu_pm_enter() and
 /// cpu_pm_exit() and arm_pmu resets its PMU on the way out (Debian's kernels have
 /// CONFIG_ARM_PSCI_CPUIDLE=y).
-fn boot((id, step): (&str, &str), machine: &str, scenario: &str, idle: bool) -> (QemuRun, Kernel) {
+fn boot(
+    (id, step): (&str, &str),
+    machine: &str,
+    scenario: &str,
+    idle: bool,
+    cmdline: &str,
+) -> (QemuRun, Kernel) {
     let kernel = Kernel::from_env(id, step);
     let release = kernel.release.clone();
     let mut args: Vec<String> = [
@@ -80,7 +86,7 @@ fn boot((id, step): (&str, &str), machine: &str, scenario: &str, idle: bool) -> 
         "-initrd",
         &kernel.initramfs,
         "-append",
-        &format!("console=ttyAMA0 loglevel=3 panic=-1 scenario={scenario} flavour=stock"),
+        &format!("console=ttyAMA0 loglevel=3 panic=-1 scenario={scenario} flavour=stock{cmdline}"),
     ]
     .iter()
     .map(|s| s.to_string())
@@ -707,7 +713,7 @@ fn assert_owners(run: &QemuRun) {
 
 /// The whole `debian` scenario on one of Debian's kernels, next to its own perf.
 fn debian_scenario(row: (&str, &str)) {
-    let (run, kernel) = boot(row, "virt", "debian", true);
+    let (run, kernel) = boot(row, "virt", "debian", true, "");
     let perf = &run.scenario("perf")[0];
     assert_eq!(
         perf.get("version"),
@@ -822,7 +828,7 @@ fn debian13_backports_kernel() {
 /// and a quiet block only when an interrupt came in; direct counts exact on both CPUs.
 #[test]
 fn debian_default_kernel_vhe() {
-    let (run, _) = boot(DEBIAN_12_6_1, "virt,virtualization=on", "vhe", false);
+    let (run, _) = boot(DEBIAN_12_6_1, "virt,virtualization=on", "vhe", false, "");
     let el2 = &run.scenario("el2")[0];
     assert!(el2.int("el2_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
     assert!(el2.int("vhe_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
@@ -857,6 +863,30 @@ fn debian_default_kernel_vhe() {
         assert_exact(&run, &demo(&run, &format!("vhe-cpu{cpu}")));
     }
     rmmod(&run, "sentinel");
+    kvm_guest(&run);
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+/// Debian's 6.1 entered at EL2 with `kvm-arm.mode=nvhe`: the kernel runs at EL1 and KVM's
+/// hypervisor at EL2 (nVHE). The module's default load is refused there too (EL2 is
+/// implemented: ID_AA64PFR0_EL1.EL2), and a KVM guest's counters as at VHE.
+#[test]
+fn debian_default_kernel_nvhe() {
+    let (run, _) = boot(
+        DEBIAN_12_6_1,
+        "virt,virtualization=on",
+        "nvhe",
+        false,
+        " kvm-arm.mode=nvhe",
+    );
+    let el2 = &run.scenario("el2")[0];
+    // Linux 6.1 arch/arm64/kvm/arm.c kvm_arch_init: "Hyp mode initialized successfully"
+    // for nVHE, "VHE mode initialized successfully" for VHE.
+    assert!(el2.int("el2_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
+    assert_eq!(el2.int("nvhe_kvm_lines"), 1, "{}\n{}", el2.raw, run.stdout);
+    assert_eq!(el2.int("vhe_kvm_lines"), 0, "{}\n{}", el2.raw, run.stdout);
+    run.assert_klog("KVM may run guests on this host (EL2 is implemented");
     kvm_guest(&run);
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);

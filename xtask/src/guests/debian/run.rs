@@ -148,7 +148,11 @@ pub const ROWS: &[Row] = &[
         flavour: "arm64",
         perf: PerfOf::Kernel,
         what: "Debian 12's default arm64 kernel (linux-image-arm64: 6.1)",
-        tests: &["debian_default_kernel_6_1", "debian_default_kernel_vhe"],
+        tests: &[
+            "debian_default_kernel_6_1",
+            "debian_default_kernel_vhe",
+            "debian_default_kernel_nvhe",
+        ],
     },
     Row {
         id: "ARM64_12_6_12",
