@@ -439,9 +439,9 @@ kvm_guest() {
 	klog
 }
 
-# Entered at EL2 with kvm-arm.mode=nvhe: the kernel at EL1, KVM's hypervisor at EL2
-# (nVHE). The KVM guest's counters across the module as at VHE.
-scenario_nvhe() {
+# At EL2 (VHE, or nVHE with kvm-arm.mode=nvhe: the kernel at EL1, KVM's hypervisor at
+# EL2): the KVM guest's counters across the module.
+scenario_kvm() {
 	el2=$(dmesg | grep -c 'started at EL2')
 	nvhe=$(dmesg | grep -c 'Hyp mode initialized successfully')
 	vhe=$(dmesg | grep -c 'VHE mode initialized successfully')
@@ -455,7 +455,7 @@ main() {
 	case "$scenario" in
 	debian) scenario_debian ;;
 	vhe) scenario_vhe ;;
-	nvhe) scenario_nvhe ;;
+	kvm) scenario_kvm ;;
 	*)
 		result error unknown_scenario=${scenario:-none}
 		finish

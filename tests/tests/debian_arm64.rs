@@ -863,7 +863,29 @@ fn debian_default_kernel_vhe() {
         assert_exact(&run, &demo(&run, &format!("vhe-cpu{cpu}")));
     }
     rmmod(&run, "sentinel");
-    kvm_guest(&run);
+    kvm_guest(&run, KVM_6_1);
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+/// A boot at EL2 (`virtualization=on`) with the `kvm` scenario: the `el2` line checked
+/// (VHE or nVHE as `nvhe` says) and the KVM guest's counters across the module.
+fn kvm_boot(row: (&str, &str), nvhe: bool, while_loaded: KvmLoaded) {
+    let cmdline = if nvhe { " kvm-arm.mode=nvhe" } else { "" };
+    let (run, _) = boot(row, "virt,virtualization=on", "kvm", false, cmdline);
+    let el2 = &run.scenario("el2")[0];
+    // Linux 6.1/6.12 arch/arm64/kvm/arm.c: "Hyp mode initialized successfully" for nVHE,
+    // "VHE mode initialized successfully" for VHE.
+    assert!(el2.int("el2_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
+    let (n, v) = if nvhe { (1, 0) } else { (0, 1) };
+    assert_eq!(el2.int("nvhe_kvm_lines"), n, "{}\n{}", el2.raw, run.stdout);
+    assert_eq!(el2.int("vhe_kvm_lines"), v, "{}\n{}", el2.raw, run.stdout);
+    run.assert_klog(if nvhe {
+        "KVM may run guests on this host (EL2 is implemented"
+    } else {
+        "KVM may run guests on this host (the kernel runs at EL2 (VHE)"
+    });
+    kvm_guest(&run, while_loaded);
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
 }
@@ -873,24 +895,37 @@ fn debian_default_kernel_vhe() {
 /// implemented: ID_AA64PFR0_EL1.EL2), and a KVM guest's counters as at VHE.
 #[test]
 fn debian_default_kernel_nvhe() {
-    let (run, _) = boot(
-        DEBIAN_12_6_1,
-        "virt,virtualization=on",
-        "nvhe",
-        false,
-        " kvm-arm.mode=nvhe",
-    );
-    let el2 = &run.scenario("el2")[0];
-    // Linux 6.1 arch/arm64/kvm/arm.c kvm_arch_init: "Hyp mode initialized successfully"
-    // for nVHE, "VHE mode initialized successfully" for VHE.
-    assert!(el2.int("el2_lines") >= 1, "{}\n{}", el2.raw, run.stdout);
-    assert_eq!(el2.int("nvhe_kvm_lines"), 1, "{}\n{}", el2.raw, run.stdout);
-    assert_eq!(el2.int("vhe_kvm_lines"), 0, "{}\n{}", el2.raw, run.stdout);
-    run.assert_klog("KVM may run guests on this host (EL2 is implemented");
-    kvm_guest(&run);
-    let log = &run.scenario("kernel_log")[0];
-    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+    kvm_boot(DEBIAN_12_6_1, true, KVM_6_1);
 }
+
+/// Debian's 6.12 at EL2 (VHE): the KVM guest's counters across the module, where KVM
+/// sizes a new guest's PMU from perf's narrowed counter mask.
+#[test]
+fn debian_kernel_6_12_vhe() {
+    kvm_boot(DEBIAN_12_6_12, false, KVM_6_12);
+}
+
+/// What a VM created while the module is loaded (`kvm_hosts=1`, layout `5=0x8 4=0x11`:
+/// k = 2) gets: the N its guest reads in PMCR_EL0, and the load log line that says so.
+/// Of those the host places N_hw - k - 1 = 3 at once beside the keeper (README "KVM
+/// hosts"): the guest's counters 0-2 count, the others read 0.
+struct KvmLoaded {
+    n: i128,
+    log: &'static str,
+}
+
+/// 6.1 offers the hardware's N (arch/arm64/kvm/sys_regs.c reset_pmcr reads PMCR_EL0).
+const KVM_6_1: KvmLoaded = KvmLoaded {
+    n: 6,
+    log: "new guests on PMU armv8_pmuv3 still get 6 event counters (KVM reads PMCR_EL0.N), but the host places only 3 of them at once",
+};
+
+/// 6.12 sizes it from perf's counter mask, narrowed by the module's two counters
+/// (arch/arm64/kvm/pmu-emul.c kvm_arm_pmu_get_max_counters).
+const KVM_6_12: KvmLoaded = KvmLoaded {
+    n: 4,
+    log: "new guests on PMU armv8_pmuv3 get 4 event counters (PMCR_EL0.N) instead of 6; with the keeper the host places 3 of them at once",
+};
 
 /// kvm-pmu's loop (tests/guest/kvm_pmu.rs): KVM_ITER in tests/guest/debian-arm64.sh
 /// iterations of a two-instruction loop (`subs`, `b.ne`) at the guest's EL1.
@@ -940,17 +975,19 @@ fn kvm_lines<'a>(run: &'a QemuRun, tag: &str, phase: &str) -> Vec<&'a ResultLine
 
 /// A KVM guest with KVM's vPMU (tests/guest/kvm_pmu.rs: one vCPU, PMUv3, an in-kernel
 /// GIC; its guest programs every event counter PMCR_EL0.N offers with INST_RETIRED at
-/// EL1 and counts a known loop) across the module on Debian's 6.1 at EL2 (VHE).
-fn kvm_guest(run: &QemuRun) {
+/// EL1 and counts a known loop) across the module, at EL2; `while_loaded`: what the
+/// kernel gives a VM created while the module is loaded.
+fn kvm_guest(run: &QemuRun, while_loaded: KvmLoaded) {
     let out = &run.stdout;
     assert_eq!(run.scenario("kvm")[0].int("dev_kvm"), 1, "{out}");
-    // Before the module: all six of QEMU's `-cpu max` counters (PMCR_EL0.N = 6; 6.1's
-    // KVM offers the host's N: arch/arm64/kvm/sys_regs.c reset_pmcr reads PMCR_EL0.N
-    // from the hardware).
+    // Before the module: all six of QEMU's `-cpu max` counters (PMCR_EL0.N = 6; KVM
+    // offers the host's N: 6.1 arch/arm64/kvm/sys_regs.c reset_pmcr reads PMCR_EL0.N,
+    // 6.12 pmu-emul.c kvm_arm_pmu_get_max_counters counts perf's counter mask, whole
+    // without the module).
     let before = run.find("kvm-pmu", "tag", "fresh-before");
     assert_eq!(before.int("n"), 6, "{}\n{out}", before.raw);
     assert_kvm_all_count(before, out);
-    // A VM kept running (its vCPU thread holds six pinned task-bound perf events,
+    // A VM kept running (its vCPU thread holds pinned task-bound perf events,
     // arch/arm64/kvm/pmu-emul.c kvm_pmu_create_perf_event): the default load is refused
     // (KVM may run guests), the opt-in refused too (EBUSY: the owners scan sees the vCPU
     // thread's events; stock/kmod_enable_user_owners.c), and the guest counts on all its
@@ -965,28 +1002,27 @@ fn kvm_guest(run: &QemuRun) {
             assert_kvm_all_count(line, out);
         }
     }
-    // With no VM running the opt-in loads and names what new guests get: on 6.1 KVM
-    // still offers six, the host places three (6 - k - 1, k = 2: `5=0x8 4=0x11`), and a
-    // new guest's top three counters read 0, silently (README "KVM hosts"); the same
-    // for a VM created while loaded and kept running, until rmmod, after which all six
-    // of its counters count again.
+    // With no VM running the opt-in loads and names what new guests get; a new guest's
+    // counters above the three the host places read 0, silently (README "KVM hosts");
+    // the same for a VM created while loaded and kept running, until rmmod, after which
+    // all its counters (the N it was created with) count again.
     insmod(run, "kvm-opt-in");
-    run.assert_klog("new guests on PMU armv8_pmuv3 still get 6 event counters (KVM reads PMCR_EL0.N), but the host places only 3 of them at once");
+    run.assert_klog(while_loaded.log);
     let loaded = run.find("kvm-pmu", "tag", "fresh-loaded");
     let mut during = vec![loaded];
     during.extend(kvm_lines(run, "kept-loaded", "loaded"));
     for line in during {
         let counters = kvm_counters(line);
-        assert_eq!(counters.len(), 6, "{}\n{out}", line.raw);
+        assert_eq!(line.int("n"), while_loaded.n, "{}\n{out}", line.raw);
         assert!(
-            counters[..3].iter().all(|&c| kvm_counted(c)) && counters[3..] == [0, 0, 0],
+            counters[..3].iter().all(|&c| kvm_counted(c)) && counters[3..].iter().all(|&c| c == 0),
             "with the module loaded the host should place the guest's counters 0-2 only: {}\n{out}",
             line.raw
         );
     }
     rmmod(run, "kvm-opt-in");
     for line in kvm_lines(run, "kept-loaded", "unloaded") {
-        assert_eq!(line.int("n"), 6, "{}", line.raw);
+        assert_eq!(line.int("n"), while_loaded.n, "{}", line.raw);
         assert_kvm_all_count(line, out);
     }
     let after = run.find("kvm-pmu", "tag", "fresh-after");

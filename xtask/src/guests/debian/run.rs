@@ -163,7 +163,7 @@ pub const ROWS: &[Row] = &[
         flavour: "arm64",
         perf: PerfOf::Release,
         what: "Debian 12's opt-in linux-image-6.12-arm64",
-        tests: &["debian_kernel_6_12"],
+        tests: &["debian_kernel_6_12", "debian_kernel_6_12_vhe"],
     },
     Row {
         id: "ARM64_13_6_12",
