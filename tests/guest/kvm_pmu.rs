@@ -18,11 +18,12 @@
 //! ITERATIONS iterations of a two-instruction loop (`subs`, `b.ne`), and `counted` how
 //! many of the N counted at all. `phase` is the first word of /tmp/kvm-phase (`none`
 //! without it): the script writes there what it did last (insmod, rmmod), so a VMM kept
-//! running across those says which lines came after. A counter that counts sees 2·I
-//! instructions plus the few around the loop (the `isb` after the enable; KVM emulates
-//! the guest's PMCR_EL0 writes at EL2, which the counters exclude): INST_RETIRED counts
-//! each architecturally executed instruction once (Arm ARM DDI 0487, D13 "The
-//! Performance Monitors Extension", event 0x08).
+//! running across those says which lines came after. A counter that counts sees the
+//! loop's 2·I instructions and at most 3 more (the `isb` after the enable and the two
+//! PMCR_EL0 writes around the loop, which KVM traps and emulates at EL2): INST_RETIRED
+//! counts each architecturally executed instruction once (Arm ARM DDI 0487, D13 "The
+//! Performance Monitors Extension", event 0x08). QEMU 10.0.2 under `-icount` gives 2·I + 2.
+//! A counter the host cannot place reads 0 (`counted` leaves it out).
 //!
 //! A failed step prints `RESULT kvm-pmu tag=TAG error=<step> errno=<errno>` and exits 1
 //! (2: bad arguments). Built by `cargo xtask` with rustc for aarch64-unknown-linux-musl
