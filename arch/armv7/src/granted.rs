@@ -1,10 +1,12 @@
 //! The counters kmod-enable-user's ARMv7 flavour runs for PL0 under its read-only grant,
 //! read without programming anything: PMUv3 seen from AArch32 (Cortex-A53/A72/A76 under
-//! a 32-bit kernel: Raspberry Pi 3/4/5 with `kernel7l.img`), PMUSERENR = ER | CR.
+//! a 32-bit kernel: Raspberry Pi 3/4/5 with `kernel7l.img`), PMUSERENR = ER (ER | CR
+//! for a layout with the cycle counter, `31=…`, as modules before perf's bookkeeping
+//! published it).
 //!
 //! The module programs its counters for PL0 only and publishes where
-//! (`/sys/module/kmod_enable_user/parameters/layout`, `5=0x8 31=0x11`: INST_RETIRED on
-//! event counter 5, CPU_CYCLES on PMCCNTR), in the arm64 module's format:
+//! (`/sys/module/kmod_enable_user/parameters/layout`, `5=0x8 4=0x11`: INST_RETIRED on
+//! event counter 5, CPU_CYCLES on event counter 4), in the arm64 module's format:
 //! [`GrantedLayout`] parses it and [`GrantedPmu`] maps it onto pmu-core slots, both
 //! pmu-armv8's. This module adds what differs in AArch32: which PMUSERENR bits the reads
 //! need ([`ReadGrant`]), how a slot is read ([`read_path`]), and the reads themselves
