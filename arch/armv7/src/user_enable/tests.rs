@@ -214,13 +214,14 @@ fn restore_clears_overflow_and_leaves_pmcr_e_to_perf() {
 }
 
 /// A counter perf took over since the grant (it is in `used_mask` now) is left exactly
-/// as it is at restore; the other is released.
+/// as it is at restore, even with the module's own configuration (perf's `cycles:u`:
+/// CPU_CYCLES with `ARMV7_EXCLUDE_PL1`); the other is released.
 #[test]
 fn restore_never_touches_a_counter_in_perf_used_mask() {
     let regs = FakeRegisters::cortex_a7();
     let req = request(0, true, &[0x08], 4);
     let applied = apply(&regs, req, None, 0).unwrap();
-    regs.program_as_perf(2, 0x11, 500);
+    regs.program_as_perf(2, 0x8000_0011, 500);
     regs.clear_ops();
     let restored = restore(&regs, &applied, &req.layout, 1 << 2);
     assert_eq!(restored.taken, 1 << 2);
