@@ -1,29 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
- * kmod_enable_user, arm64: which counters are perf's, from perf's own bookkeeping.
- * Linked into both flavours (the stock glue and the Rust-for-Linux module).
+ * kmod_enable_user, every flavour (arm64, and 32-bit ARM's ARMv7 and ARMv6): which
+ * counters are perf's, from perf's own bookkeeping. Linked into both module flavours
+ * (the stock glue and, on arm64, the Rust-for-Linux module). The same code for every
+ * arm_pmu driver: drivers/perf/arm_pmuv3.c (arm64, and its 32-bit build for ARMv8
+ * cores under a 32-bit kernel), arm_v7_pmu.c (ARMv7 PMUv1/v2) and arm_v6_pmu.c
+ * (ARM1176); only perf's counter numbering differs (below).
  *
  * - Reservation: the layout's event counters are taken out of the counters perf may
  *   allocate from (struct arm_pmu, include/linux/perf/arm_pmu.h: `cntr_mask` since
- *   Linux 6.12, `num_events` before; which one, features.mk probes in the headers), so perf cannot hand them out while the module
- *   holds them (armv8pmu_get_single_idx/get_chain_idx walk that mask; so do
- *   armv8pmu_enable_user_access's zeroing and KVM's counter count). A counter perf
- *   already holds at load stays perf's: its bit in perf's per-CPU `used_mask` makes
- *   the grant on that CPU fail with -EBUSY (the Rust object checks it).
+ *   Linux 6.12, `num_events` before; which one, features.mk probes in the headers), so
+ *   perf cannot hand them out while the module holds them (armv8pmu_get_single_idx/
+ *   get_chain_idx and armv7pmu_get_event_idx walk that mask, 6.12; before it both
+ *   walked indexes 1 .. num_events - 1). A counter perf already holds at load stays
+ *   perf's: its bit in perf's per-CPU `used_mask` makes the grant on that CPU fail with
+ *   -EBUSY (the Rust object checks it). arm_v6_pmu.c's armv6pmu_get_event_idx takes
+ *   its two counters by number, whatever the mask says: perf cannot be narrowed there,
+ *   so the ARMv6 flavour (which programs no counter) reserves nothing and refuses to
+ *   load while perf holds any counter.
  * - Keeper: one pinned, CPU-wide, in-kernel perf event per CPU, owned by the module
  *   (SW_INCR with every level excluded: it counts nothing). While it exists perf's
  *   used_mask on that CPU is never empty, so perf's armpmu_enable() always restarts
- *   the PMU (armv8pmu_start sets PMCR_EL0.E) after each armpmu_disable()
- *   (armv8pmu_stop clears it): the module's counters cannot be left frozen when perf's
- *   last own event leaves the CPU. It costs perf one general counter on every CPU.
- *   Not with el0_programming=1: EL0 then programs PMCR_EL0.E and any counter itself,
- *   the keeper's included, whose overflow interrupt perf enabled; perf's handler
- *   (armv8pmu_handle_irq) ends in armv8pmu_start, which revokes the grant.
+ *   the PMU (armv8pmu_start / armv7pmu_start set PMCR.E) after each armpmu_disable()
+ *   (armv8pmu_stop / armv7pmu_stop clear it): the module's counters cannot be left
+ *   frozen when perf's last own event leaves the CPU. It costs perf one general
+ *   counter on every CPU. The glue decides per flavour whether to have one.
  * - used_mask: read on the CPU with interrupts off (perf changes it there, under
- *   its context lock with interrupts off), as PMCNTENSET_EL0 bits: with `cntr_mask`
- *   (Linux 6.12 on) perf numbers perf's index as the counter (31 = PMCCNTR_EL0, 32 = PMICNTR_EL0);
- *   before it index 0 is PMCCNTR_EL0 and index i the counter i - 1
- *   (ARMV8_IDX_TO_COUNTER, arch/arm64/kernel/perf_event.c in 6.1).
+ *   its context lock with interrupts off), as PMCNTENSET bits (31: the cycle counter).
+ *   With `cntr_mask` (Linux 6.12 on) arm_pmuv3.c and arm_v7_pmu.c number perf's index
+ *   as the counter (31 = the cycle counter, ARMV8_PMU_CYCLE_IDX / ARMV7_IDX_CYCLE_COUNTER;
+ *   32 = PMICNTR_EL0). Before it index 0 is the cycle counter and index i the counter
+ *   i - 1 (ARMV8_IDX_TO_COUNTER, arch/arm64/kernel/perf_event.c, and
+ *   ARMV7_IDX_TO_COUNTER, arch/arm/kernel/perf_event_v7.c, Linux 6.1). arm_v6_pmu.c
+ *   keeps that older numbering in every release (ARMV6_CYCLE_COUNTER = 0, ARMV6_COUNTER0
+ *   = 1, ARMV6_COUNTER1 = 2): the ARMv6 flavour (KMOD_EU_ARMV6) reads it so. Bits above
+ *   the counters (Krait's and Scorpion's column bits in arm_v7_pmu.c) come out above
+ *   the layout and never refuse it.
+ * - No arm_pmu: without CONFIG_ARM_PMU, or on a 32-bit CPU whose device tree has no PMU
+ *   node (no arm_pmu driver probed; the drivers are built in, so none can appear after
+ *   boot), perf has no counter on the CPU and can get none: nothing is reserved, there
+ *   is no keeper, and perf holds nothing. arm64 keeps refusing the load there.
  *
  * The arm_pmu is found through the keeper itself: to_arm_pmu(event->pmu).
  */
@@ -42,10 +58,14 @@
 #include <linux/smp.h>
 
 #include <asm/barrier.h>
+#ifdef CONFIG_ARM64
 #include <asm/sysreg.h>
+#endif
 
 #include "kmod_enable_user_owners.h"
 #include "kmod_enable_user_perf.h"
+
+#ifdef CONFIG_ARM_PMU
 
 #define EU_MAX_PMUS 4
 /* PMCR_EL0.E, bit 0 (Arm ARM D24.5 PMCR_EL0; Linux 6.1 has no arm_pmuv3.h to name it). */
@@ -67,6 +87,8 @@ static struct eu_reserved_pmu eu_pmus[EU_MAX_PMUS];
 static unsigned int eu_n_pmus;
 static struct perf_event **eu_keepers;
 static struct arm_pmu **eu_cpu_pmu;
+/* 32-bit ARM: CPUs without an arm_pmu (perf has no counter there). */
+static unsigned long *eu_no_pmu;
 
 int kmod_eu_perf_init(void)
 {
@@ -76,11 +98,14 @@ int kmod_eu_perf_init(void)
 		return ret;
 	eu_keepers = kcalloc(nr_cpu_ids, sizeof(*eu_keepers), GFP_KERNEL);
 	eu_cpu_pmu = kcalloc(nr_cpu_ids, sizeof(*eu_cpu_pmu), GFP_KERNEL);
-	if (!eu_keepers || !eu_cpu_pmu) {
+	eu_no_pmu = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
+	if (!eu_keepers || !eu_cpu_pmu || !eu_no_pmu) {
 		kfree(eu_keepers);
 		kfree(eu_cpu_pmu);
+		bitmap_free(eu_no_pmu);
 		eu_keepers = NULL;
 		eu_cpu_pmu = NULL;
+		eu_no_pmu = NULL;
 		return -ENOMEM;
 	}
 	return 0;
@@ -233,8 +258,20 @@ int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
 	*why = "";
 	if (!eu_keepers || cpu >= nr_cpu_ids)
 		return -EINVAL;
+	clear_bit(cpu, eu_no_pmu);
 	/* The CPU's arm_pmu, found without touching any CPU's perf context. */
 	ret = kmod_eu_owners_find_pmu(cpu, &pmu, why);
+	if (ret == -ENOENT && IS_ENABLED(CONFIG_ARM)) {
+		/*
+		 * 32-bit ARM: no PMU took the probe event, no arm_pmu drives this CPU (no PMU
+		 * node): perf has no counter here and can get none.
+		 */
+		set_bit(cpu, eu_no_pmu);
+		*why = "";
+		return named ? 0 : KMOD_EU_CPU_NOT_NAMED;
+	}
+	if (ret == -ENOENT)
+		ret = -ENODEV;	/* arm64 needs perf's driver (not "Unknown symbol") */
 	if (ret)
 		return named ? ret : KMOD_EU_CPU_NOT_NAMED;
 	mutex_lock(&eu_perf_lock);
@@ -282,6 +319,18 @@ void kmod_eu_perf_cpu_down(unsigned int cpu)
 		perf_event_release_kernel(event);
 }
 
+bool kmod_eu_perf_any_pmu(void)
+{
+	unsigned int cpu;
+
+	if (!eu_cpu_pmu)
+		return false;
+	for (cpu = 0; cpu < nr_cpu_ids; cpu++)
+		if (READ_ONCE(eu_cpu_pmu[cpu]))
+			return true;
+	return false;
+}
+
 bool kmod_eu_perf_keeper_active(unsigned int cpu)
 {
 	struct perf_event *event;
@@ -307,6 +356,7 @@ int kmod_eu_perf_grant_check_here(u64 granted)
 	 * leaves, armv8pmu_stop clears E and nothing sets it again. The module never sets E
 	 * itself here: it takes its own grant back instead.
 	 */
+#ifdef CONFIG_ARM64
 	if (!eu_keepers || cpu >= nr_cpu_ids || !eu_keepers[cpu] ||
 	    (kmod_eu_perf_keeper_active(cpu) && (read_sysreg(pmcr_el0) & EU_PMCR_E)))
 		return 0;
@@ -316,6 +366,10 @@ int kmod_eu_perf_grant_check_here(u64 granted)
 		isb();
 	}
 	return -ENOLINK;
+#else
+	(void)cpu;
+	return 0;
+#endif
 }
 
 void kmod_eu_perf_keeper_revive(unsigned int cpu)
@@ -350,8 +404,12 @@ u64 kmod_eu_perf_used_here(void)
 {
 	unsigned int cpu = smp_processor_id();
 
-	if (!eu_cpu_pmu || cpu >= nr_cpu_ids || !eu_cpu_pmu[cpu])
+	if (!eu_cpu_pmu || cpu >= nr_cpu_ids)
 		return ~0ULL;	/* unknown: everything counts as perf's */
+	if (test_bit(cpu, eu_no_pmu))
+		return 0;	/* no arm_pmu: perf holds nothing here */
+	if (!eu_cpu_pmu[cpu])
+		return ~0ULL;
 	return kmod_eu_perf_used_of(eu_cpu_pmu[cpu]);
 }
 
@@ -364,7 +422,7 @@ u64 kmod_eu_perf_used_of(struct arm_pmu *pmu)
 	for (i = 0; i < ARMPMU_MAX_HWEVENTS && i < 64; i++) {
 		if (!test_bit(i, hw->used_mask))
 			continue;
-#ifdef KMOD_EU_HAVE_CNTR_MASK
+#if defined(KMOD_EU_HAVE_CNTR_MASK) && !defined(KMOD_EU_ARMV6)
 		used |= BIT_ULL(i);
 #else
 		used |= i == 0 ? BIT_ULL(31) : BIT_ULL(i - 1);
@@ -394,6 +452,66 @@ void kmod_eu_perf_exit(void)
 	mutex_unlock(&eu_perf_lock);
 	kfree(eu_keepers);
 	kfree(eu_cpu_pmu);
+	bitmap_free(eu_no_pmu);
 	eu_keepers = NULL;
 	eu_cpu_pmu = NULL;
+	eu_no_pmu = NULL;
 }
+
+#else /* !CONFIG_ARM_PMU: no arm_pmu at all (32-bit kernels built without perf's driver) */
+
+int kmod_eu_perf_init(void)
+{
+	/* `cpus=` still says where the grant goes. */
+	return kmod_eu_owners_init();
+}
+
+int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
+			const char **why)
+{
+	*why = "";
+	return kmod_eu_owners_named(cpu) ? 0 : KMOD_EU_CPU_NOT_NAMED;
+}
+
+int kmod_eu_perf_grant_check_here(u64 granted)
+{
+	return 0;	/* no keeper: perf cannot stop the PMU under the grant */
+}
+
+void kmod_eu_perf_keeper_revive(unsigned int cpu)
+{
+}
+
+void kmod_eu_perf_cpu_pm_exit(bool granted)
+{
+}
+
+void kmod_eu_perf_cpu_down(unsigned int cpu)
+{
+}
+
+bool kmod_eu_perf_any_pmu(void)
+{
+	return false;
+}
+
+bool kmod_eu_perf_keeper_active(unsigned int cpu)
+{
+	return false;
+}
+
+u64 kmod_eu_perf_used_here(void)
+{
+	return 0;	/* perf has no counter on any CPU */
+}
+
+bool kmod_eu_perf_kernel_data_locked_down(void)
+{
+	return security_locked_down(LOCKDOWN_PERF) != 0;
+}
+
+void kmod_eu_perf_exit(void)
+{
+}
+
+#endif /* CONFIG_ARM_PMU */

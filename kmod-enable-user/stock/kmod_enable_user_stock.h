@@ -98,10 +98,10 @@ struct kmod_eu_v7_cpu {
 	u32 found_userenr;	/* PMUSERENR found by the last apply or restore */
 	u32 new_userenr;	/* written by the last apply or restore */
 	u32 owned;		/* PMCNTENSET bits of the module's counters */
-	u32 zeroed;		/* idle counters the last apply zeroed */
+	u32 zeroed;		/* module counters the last apply programmed from zero */
 	u32 kept;		/* module counters found running and kept (re-grant) */
 	u32 released;		/* counters the restore disabled and zeroed */
-	u32 taken;		/* module counters perf reprogrammed: left to perf */
+	u32 taken;		/* module counters in perf's used_mask: left to perf */
 	u32 busy_config;	/* -EBUSY: PMXEVTYPER of the counter in use */
 	s32 error;		/* 0 or -ENODEV, -EBUSY, -EOPNOTSUPP, -EINVAL */
 	u32 error_detail;	/* the counter, the event, or PMCR.N */
@@ -109,9 +109,11 @@ struct kmod_eu_v7_cpu {
 	bool enabled_pmu;	/* the module turned PMCR.E on */
 	u8 perfmon;
 	u8 reserved;
+	u32 perf_used;		/* input: perf's used_mask as PMCNTENSET bits */
 };
-static_assert(sizeof(struct kmod_eu_v7_cpu) == 44);
+static_assert(sizeof(struct kmod_eu_v7_cpu) == 48);
 static_assert(offsetof(struct kmod_eu_v7_cpu, applied) == 40);
+static_assert(offsetof(struct kmod_eu_v7_cpu, perf_used) == 44);
 
 int kmod_eu_armv7_configure(struct kmod_eu_v7_config *cfg, u32 user_access,
 			    bool el0_programming, const char *events,

@@ -108,6 +108,14 @@ pub fn parse_show(text: &str) -> Option<Package> {
     })
 }
 
+/// `spec` (`name`, `name:arch`, either with `=version`) pinned to `version`:
+/// `name[:arch]=version`, what `apt-get download` fetches exactly. The version may carry
+/// an epoch (`1:1.36.1-9`), so the architecture is read before the `=`, never after it.
+pub fn exact_spec(spec: &str, version: &str) -> String {
+    let name_arch = spec.split_once('=').map_or(spec, |(n, _)| n);
+    format!("{name_arch}={version}")
+}
+
 /// A `Depends:` value: each entry's first alternative, without version constraint or
 /// architecture qualifier (`libc6 (>= 2.34), perl:any, a | b` -> `libc6`, `perl`, `a`).
 pub fn parse_depends(list: &str) -> Vec<String> {
@@ -197,6 +205,21 @@ impl Apt {
             apt.update()?;
         }
         Ok(apt)
+    }
+
+    /// The same state with `suite` as apt's default release (`-oAPT::Default-Release`,
+    /// what `apt-get -t <suite>` sets): its packages get priority 990, so the candidate
+    /// of every package that `suite` carries is `suite`'s (a backports suite, pinned at
+    /// 100 otherwise, then gives its version of a package and of the libraries that
+    /// package was built against). Same lists, same downloads.
+    pub fn with_default_release(&self, suite: &str) -> Self {
+        let mut options = self.options.clone();
+        options.push(format!("-oAPT::Default-Release={suite}"));
+        Self {
+            options,
+            config: self.config.clone(),
+            full_sources: self.full_sources.clone(),
+        }
     }
 
     /// The log apt's and dpkg's output goes to.
@@ -333,11 +356,7 @@ impl Apt {
         for (p, package) in packages.iter().zip(self.show_all(packages)?) {
             let path = debs_dir.join(package.deb_name());
             if !path.is_file() {
-                // The exact version: `name[:arch]=version`.
-                missing.push(match p.split_once(':') {
-                    Some((_, arch)) => format!("{}:{arch}={}", package.name, package.version),
-                    None => format!("{}={}", package.name, package.version),
-                });
+                missing.push(exact_spec(p, &package.version));
             }
             paths.push(path);
         }
@@ -711,6 +730,26 @@ Architecture: arm64\n";
             p.deb_name(),
             "busybox-static_1%3a1.35.0-4+deb12u1+b1_arm64.deb"
         );
+    }
+
+    /// `apt-get download` takes `name[:arch]=version`; an epoch's colon is part of the
+    /// version (busybox-static `1:1.35.0-4+deb12u1+b1`), and a spec that already names
+    /// a version (`linux-perf:arm64=7.3.4-1~bpo13+1`, trixie-backports) keeps one.
+    #[test]
+    fn exact_specs_name_one_version() {
+        assert_eq!(
+            exact_spec("busybox-static:arm64", "1:1.35.0-4+deb12u1+b1"),
+            "busybox-static:arm64=1:1.35.0-4+deb12u1+b1"
+        );
+        assert_eq!(
+            exact_spec("linux-source-7.3", "7.3.4-1~bpo13+1"),
+            "linux-source-7.3=7.3.4-1~bpo13+1"
+        );
+        assert_eq!(
+            exact_spec("linux-perf:armhf=7.3.4-1~bpo13+1", "7.3.4-1~bpo13+1"),
+            "linux-perf:armhf=7.3.4-1~bpo13+1"
+        );
+        assert_eq!(exact_spec("libfoo=1:2.0-1", "1:2.0-1"), "libfoo=1:2.0-1");
     }
 
     #[test]

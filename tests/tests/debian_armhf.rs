@@ -2,7 +2,8 @@
 //! the second with LPAE page tables, as on Cortex-A7/A15/A17 machines) under `qemu-system-arm -M
 //! virt -cpu cortex-a15 -smp 2 -icount shift=0,align=off,sleep=off`, booted from
 //! Debian's packages, with the ARMv7 flavour of the stock kmod-enable-user built against
-//! each kernel's own headers and the static ARMv7 pmu-demo. The guest's /init is
+//! each kernel's own headers, the static ARMv7 pmu-demo and Debian's perf for armhf
+//! (`linux-perf:armhf`, the armmp kernel's version). The guest's /init is
 //! tests/guest/common.sh + debian-armhf.sh.
 //!
 //! Run with `cargo xtask e2e debian-armhf` (or `cargo xtask test`), which fetches the
@@ -18,8 +19,8 @@
 
 use std::time::Duration;
 
-use pmu_tests::guest::demo;
-use pmu_tests::{run_qemu, QemuRun, QEMU_ARM};
+use pmu_tests::guest::{assert_perf_wide_no_jump, demo};
+use pmu_tests::{arm32_pmu_dtb, run_qemu, QemuRun, QEMU_ARM};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -38,23 +39,39 @@ const ARMMP_LPAE: [&str; 2] = [
     "PMU_DEBIAN_ARMHF_RELEASE_LPAE",
 ];
 
-fn boot([kernel_var, release_var]: [&str; 2], scenario: &str) -> (QemuRun, String) {
+/// The machine: QEMU's `virt` with two Cortex-A15s (what a device tree dump takes too).
+const MACHINE: [&str; 12] = [
+    "-M",
+    "virt",
+    "-cpu",
+    "cortex-a15",
+    "-smp",
+    "2",
+    "-m",
+    "512M",
+    "-nographic",
+    "-nic",
+    "none",
+    "-no-reboot",
+];
+
+/// Boots `kernel` with `scenario`; with `pmu`, on a device tree with a PMU node
+/// (`arm,cortex-a15-pmu`: [`arm32_pmu_dtb`]), so that perf's ARMv7 driver probes.
+fn boot([kernel_var, release_var]: [&str; 2], scenario: &str, pmu: bool) -> (QemuRun, String) {
     let release = var(release_var);
-    let args: Vec<String> = [
-        "-M",
-        "virt",
-        "-cpu",
-        "cortex-a15",
-        "-smp",
-        "2",
-        "-m",
-        "512M",
-        "-nographic",
-        "-nic",
-        "none",
+    let machine: Vec<String> = MACHINE.iter().map(|s| s.to_string()).collect();
+    let mut args = machine.clone();
+    if pmu {
+        args.push("-dtb".into());
+        args.push(
+            arm32_pmu_dtb(&machine, "debian-armhf-virt", "arm,cortex-a15-pmu")
+                .display()
+                .to_string(),
+        );
+    }
+    let rest: Vec<String> = [
         "-monitor",
         "none",
-        "-no-reboot",
         "-icount",
         "shift=0,align=off,sleep=off",
         "-kernel",
@@ -77,6 +94,7 @@ fn boot([kernel_var, release_var]: [&str; 2], scenario: &str) -> (QemuRun, Strin
     .iter()
     .map(|s| s.to_string())
     .collect();
+    args.extend(rest);
     let run = run_qemu(QEMU_ARM, &args, LIMIT);
     run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
@@ -101,7 +119,7 @@ fn debian_armmp_lpae_kernel_on_cortex_a15() {
 /// The `armhf` scenario (tests/guest/debian-armhf.sh) on one of Debian's armhf kernels:
 /// the module built against that kernel's headers is the one `uname -r` picks.
 fn armhf_scenario(kernel: [&str; 2]) {
-    let (run, release) = boot(kernel, "armhf");
+    let (run, release) = boot(kernel, "armhf", false);
     let boot = &run.scenario("boot")[0];
     assert_eq!(boot.get("kernel"), release, "{}", boot.raw);
     assert_eq!(boot.get("arch"), "armv7l", "{}", boot.raw);
@@ -121,6 +139,28 @@ fn armhf_scenario(kernel: [&str; 2]) {
     // perf's ARMv7 driver (CONFIG_HW_PERF_EVENTS=y in Debian's armmp config) probes
     // nothing: measured 0, as on the workspace's armv7 kernel (tests/tests/kernel_armv7.rs).
     assert_eq!(cpu.int("perf_pmu"), 0, "{}", cpu.raw);
+    // Debian's own perf for armhf runs there (its loader and shared libraries came with
+    // it) and says so: with no CPU PMU registered, perf_event_open of a hardware event
+    // fails and `perf stat` prints `<not supported>` for it (tools/perf/util/stat-display.c
+    // `print_counter_aggrdata`), exit status 0. Why no PMU: docs/debian.md.
+    let perf = &run.scenario("perf")[0];
+    let version = var("PMU_DEBIAN_ARMHF_PERF_VERSION");
+    // `perf version 6.1.192` for linux-perf 6.1.192-3.
+    let upstream = version.split('-').next().unwrap_or(&version);
+    assert_eq!(
+        perf.get("version"),
+        format!("perf_version_{upstream}"),
+        "{}\n{}",
+        perf.raw,
+        run.stdout
+    );
+    assert_eq!(
+        (perf.int("status"), perf.get("count")),
+        (0, "not_supported"),
+        "{}\n{}",
+        perf.raw,
+        run.stdout
+    );
 
     demo(&run, "before-cpu0").assert_not_enabled(&run);
     let default = run.find("insmod", "tag", "default");
@@ -141,6 +181,9 @@ fn armhf_scenario(kernel: [&str; 2]) {
         run.stdout
     );
     run.assert_klog("kmod_enable_user: loaded: PMUSERENR = EN");
+    // No arm_pmu on this device tree: nothing of perf's beside the module
+    // (kmod_enable_user_perf.c: perf_event_create_kernel_counter finds no PMU, ENOENT).
+    run.assert_klog("kmod_enable_user: no perf driver (arm_pmu) for these CPUs: perf holds no counter and can get none, nothing is reserved, no keeper event");
     assert_exact(&run, "loaded-cpu0");
     assert_exact(&run, "loaded-cpu1");
     // pmu-demo stat on 32-bit ARM: the direct backend (pmu-linux has no perf backend
@@ -180,6 +223,74 @@ fn armhf_scenario(kernel: [&str; 2]) {
         unload.raw
     );
     demo(&run, "after-cpu0").assert_not_enabled(&run);
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+/// Debian 12's armmp kernel (6.1: perf's `num_events` and its index numbering,
+/// ARMV7_IDX_TO_COUNTER) with perf's ARMv7 driver probed ([`arm32_pmu_dtb`]):
+/// `perf stat -a -e cycles:u,instructions:u -I 100` across insmod, CPU 1 offline/online
+/// and rmmod shows no jump ([`assert_perf_wide_no_jump`]); the module took its two
+/// counters out of perf's (5 and 4 of the Cortex-A15's six: `num_events` 7 -> 5) and
+/// its keeper one more; after a perf session of its own on CPU 0, pmu-demo's direct reads
+/// count exactly.
+#[test]
+fn debian_armmp_kernel_beside_perfs_armv7_driver() {
+    let (run, release) = boot(ARMMP, "armhf_perf", true);
+    let boot = &run.scenario("boot")[0];
+    assert_eq!(boot.get("kernel"), release, "{}", boot.raw);
+    let cpu = &run.scenario("cpu")[0];
+    // arm_v7_pmu.c registers `armv7_cortex_a15` for the node: one PMU in sysfs.
+    assert_eq!(cpu.int("perf_pmu"), 1, "{}\n{}", cpu.raw, run.stdout);
+    // perf counts now: a number, not `<not supported>`.
+    let perf = &run.scenario("perf")[0];
+    assert_eq!(perf.int("status"), 0, "{}\n{}", perf.raw, run.stdout);
+    assert!(
+        perf.get("count").parse::<u64>().is_ok_and(|c| c > 0),
+        "{}\n{}",
+        perf.raw,
+        run.stdout
+    );
+    let load = run.find("insmod", "tag", "wide");
+    assert_eq!(
+        (load.int("rc"), load.int("loaded")),
+        (0, 1),
+        "{}\n{}",
+        load.raw,
+        run.stdout
+    );
+    run.assert_klog("kmod_enable_user: left to perf: PMCCNTR and event counters below 4 (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event");
+    let layout = &run.scenario("wide-layout")[0];
+    assert_eq!(layout.get("text"), "5=0x8,4=0x11", "{}", layout.raw);
+    let hotplug = &run.scenario("wide-hotplug")[0];
+    assert_eq!(
+        (hotplug.int("offline_rc"), hotplug.int("online_rc")),
+        (0, 0),
+        "{}",
+        hotplug.raw
+    );
+    let unload = run.find("rmmod", "tag", "wide");
+    assert_eq!(
+        (unload.int("rc"), unload.int("states")),
+        (0, 0),
+        "{}",
+        unload.raw
+    );
+    for line in run.klog("perf holds") {
+        println!("{line}");
+    }
+    assert_perf_wide_no_jump(&run);
+    let session = &run.scenario("perf-session")[0];
+    assert_eq!(
+        (session.int("status"), session.int("counted")),
+        (0, 2),
+        "{}\n{}",
+        session.raw,
+        run.stdout
+    );
+    assert_exact(&run, "session-after-cpu0");
+    let unload = run.find("rmmod", "tag", "session");
+    assert_eq!(unload.int("rc"), 0, "{}", unload.raw);
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
 }

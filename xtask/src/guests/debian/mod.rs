@@ -35,11 +35,12 @@ pub mod module;
 pub mod perf;
 pub mod run;
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use pmu_qemu::apt::Package;
+use pmu_qemu::apt::{Apt, Package};
 
 use crate::host::apt::log_path;
 
@@ -84,6 +85,73 @@ pub fn cached_dir(
     fill(dir)?;
     fs::write(&stamp, key).map_err(|e| format!("{}: {e}", stamp.display()))?;
     Ok(false)
+}
+
+/// `spec` (apt's `top`: `name:arch`, `name:arch=version`) and the library packages among
+/// its dependencies, transitively (`lib*` and `zlib1g`; each `:<arch>` at `apt`'s
+/// candidate, or architecture-independent), downloaded and unpacked together into `dir`
+/// (cached: unpacked once, the stamp listing the `.deb` files). Returns how many
+/// packages and whether they were cached.
+pub fn unpack_with_libraries(
+    apt: &Apt,
+    spec: &str,
+    top: &Package,
+    arch: &str,
+    dir: &Path,
+) -> Result<(usize, bool), String> {
+    let stamp = dir.join(".pmu-complete");
+    // The closure asks apt about every package, one apt-cache call each: only when the
+    // extraction is not there yet.
+    let cached = stamp.is_file();
+    if !cached {
+        let libraries = |depends: &[String], queue: &mut Vec<String>| {
+            queue.extend(
+                depends
+                    .iter()
+                    .filter(|d| d.starts_with("lib") || *d == "zlib1g")
+                    .cloned(),
+            );
+        };
+        let mut seen: BTreeSet<String> = BTreeSet::from([top.name.clone()]);
+        let mut queue = Vec::new();
+        libraries(&top.depends, &mut queue);
+        let mut packages = vec![spec.to_string()];
+        while let Some(name) = queue.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            // Architecture-independent packages (`Architecture: all`, e.g.
+            // libtirpc-common) have no `:<arch>` form.
+            let (spec, package) = match apt.show(&format!("{name}:{arch}")) {
+                Ok(p) => (format!("{name}:{arch}"), p),
+                Err(_) => (name.clone(), apt.show(&name)?),
+            };
+            libraries(&package.depends, &mut queue);
+            packages.push(spec);
+        }
+        let debs = apt.fetch(&packages)?;
+        let mut key: Vec<String> = debs
+            .iter()
+            .map(|d| {
+                d.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        key.sort();
+        cached_dir(dir, &key.join("\n"), |dir| {
+            for deb in &debs {
+                unpack(deb, dir, None)?;
+            }
+            Ok(())
+        })?;
+    }
+    let packages = fs::read_to_string(&stamp)
+        .map_err(|e| format!("{}: {e}", stamp.display()))?
+        .lines()
+        .count();
+    Ok((packages, cached))
 }
 
 #[cfg(test)]

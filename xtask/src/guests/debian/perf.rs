@@ -1,6 +1,6 @@
-//! Debian's `perf` for arm64 (`linux-perf`) and the shared libraries it needs: the
-//! library packages among its dependencies unpacked, then the NEEDED closure of
-//! `usr/bin/perf` collected from them.
+//! Debian's `perf` (`linux-perf`) for arm64 or armhf, at a release's candidate or an
+//! exact version, and the shared libraries it needs: the library packages among its
+//! dependencies unpacked, then the NEEDED closure of `usr/bin/perf` collected from them.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -9,7 +9,7 @@ use std::process::Command;
 
 use pmu_qemu::apt::Apt;
 
-use super::{cached_dir, package_key, unpack};
+use super::{package_key, unpack_with_libraries};
 use crate::engine::paths::debian_root;
 
 /// The `NEEDED` entries of `readelf -d` output.
@@ -34,85 +34,60 @@ pub fn parse_interpreter(readelf: &str) -> Option<String> {
     })
 }
 
-/// Debian's `perf` for arm64, with what it needs to run.
+/// Debian's `perf` for one architecture, with what it needs to run.
 pub struct Perf {
     /// The `linux-perf` version.
     pub version: String,
+    /// Where the guest finds perf's libraries ([`multiarch_libdir`]).
+    pub libdir: &'static str,
     /// (path in the guest, file here): `usr/bin/perf`, the dynamic loader, and the
     /// shared objects `readelf -d` NEEDED leads to, in the guest's library directory.
     pub files: Vec<(String, PathBuf)>,
 }
 
-/// Where the guest finds perf's libraries (the multiarch directory Debian's glibc
-/// searches by default; the guest also sets LD_LIBRARY_PATH to it).
-pub const GUEST_LIBDIR: &str = "lib/aarch64-linux-gnu";
-
-/// `linux-perf:arm64` and its shared libraries: the library packages among its
-/// dependencies (transitively: `lib*` and `zlib1g`; perl and python themselves are
-/// not needed to run `perf stat`) downloaded and unpacked (cached), then the NEEDED
-/// closure of `usr/bin/perf` collected from them. Fails naming any library not found.
-pub fn perf(apt: &Apt) -> Result<Perf, String> {
-    let top = apt.show("linux-perf:arm64")?;
-    let dir = debian_root().join("perf").join(package_key(&top));
-    let stamp = dir.join(".pmu-complete");
-    // Unpacked once per linux-perf version: the closure below asks apt about every
-    // package, one apt-cache call each.
-    let cached = stamp.is_file();
-    if !cached {
-        // Breadth-first over Depends, library packages only.
-        let mut seen: BTreeSet<String> = BTreeSet::new();
-        let mut queue = vec![top.name.clone()];
-        let mut packages = Vec::new();
-        while let Some(name) = queue.pop() {
-            if !seen.insert(name.clone()) {
-                continue;
-            }
-            // Architecture-independent packages (`Architecture: all`, e.g.
-            // libtirpc-common) have no `:arm64` form.
-            let (spec, package) = match apt.show(&format!("{name}:arm64")) {
-                Ok(p) => (format!("{name}:arm64"), p),
-                Err(_) => (name.clone(), apt.show(&name)?),
-            };
-            for dep in &package.depends {
-                if dep.starts_with("lib") || dep == "zlib1g" {
-                    queue.push(dep.clone());
-                }
-            }
-            packages.push(spec);
-        }
-        let debs = apt.fetch(&packages)?;
-        let mut key: Vec<String> = debs
-            .iter()
-            .map(|d| {
-                d.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
-        key.sort();
-        cached_dir(&dir, &key.join("\n"), |dir| {
-            for deb in &debs {
-                unpack(deb, dir, None)?;
-            }
-            Ok(())
-        })?;
+/// Where the guest finds perf's libraries for the Debian architecture `arch`: the
+/// multiarch directory Debian's glibc searches by default (`lib/aarch64-linux-gnu`,
+/// `lib/arm-linux-gnueabihf`; the guest also sets LD_LIBRARY_PATH to it).
+pub fn multiarch_libdir(arch: &str) -> Result<&'static str, String> {
+    match arch {
+        "arm64" => Ok("lib/aarch64-linux-gnu"),
+        "armhf" => Ok("lib/arm-linux-gnueabihf"),
+        _ => Err(format!(
+            "Debian's perf for {arch}: no guest of that architecture (arm64, armhf)"
+        )),
     }
-    let packages = fs::read_to_string(&stamp)
-        .map_err(|e| format!("{}: {e}", stamp.display()))?
-        .lines()
-        .count();
+}
+
+/// `linux-perf:<arch>` at `version` and its shared libraries (a kernel's own perf has
+/// the kernel's version: `linux-perf` and `linux-image-<abi>-*` are built from the same
+/// `linux` source upload; Debian 12 has only 6.1's, for its 6.1 and 6.12 kernels): the library
+/// packages among its dependencies (transitively: `lib*` and `zlib1g`; perl and python
+/// themselves are not needed to run `perf stat`), each at `apt`'s candidate (a state
+/// whose default release is a backports suite gives that suite's libraries where it
+/// has them, as `apt-get -t` would), downloaded and unpacked (cached by version and
+/// architecture), then the NEEDED closure of `usr/bin/perf` collected from them. Fails
+/// naming any library not found.
+pub fn perf(apt: &Apt, arch: &str, version: &str) -> Result<Perf, String> {
+    let libdir = multiarch_libdir(arch)?;
+    let multiarch = libdir.trim_start_matches("lib/");
+    let spec = format!("linux-perf:{arch}={version}");
+    let top = apt.show(&spec)?;
+    let dir = debian_root()
+        .join("perf")
+        .join(format!("{}_{arch}", package_key(&top)));
+    let (packages, cached) = unpack_with_libraries(apt, &spec, &top, arch, &dir)?;
     eprintln!(
-        "    linux-perf:arm64 {} and {} library packages: {}{}",
+        "    linux-perf:{arch} {} and {} library packages: {}{}",
         top.version,
         packages - 1,
         dir.display(),
         if cached { " (cached)" } else { "" }
     );
     let perf = dir.join("usr/bin/perf");
+    // Debian 13 ships its libraries (and the dynamic loader) under /usr only.
     let search = [
-        dir.join("lib/aarch64-linux-gnu"),
-        dir.join("usr/lib/aarch64-linux-gnu"),
+        dir.join("lib").join(multiarch),
+        dir.join("usr/lib").join(multiarch),
         dir.join("lib"),
         dir.join("usr/lib"),
     ];
@@ -121,15 +96,18 @@ pub fn perf(apt: &Apt) -> Result<Perf, String> {
     };
     let interp = parse_interpreter(&readelf(&perf, "-l")?)
         .ok_or_else(|| format!("{}: no program interpreter", perf.display()))?;
+    let interp = interp.trim_start_matches('/');
     let resolve = |name: &str| -> Option<PathBuf> {
         let found = search.iter().map(|d| d.join(name)).find(|p| p.exists())?;
         // The soname is usually a relative link to the versioned file.
         fs::canonicalize(found).ok()
     };
     let mut files = vec![("usr/bin/perf".to_string(), perf.clone())];
-    let interp_file = fs::canonicalize(dir.join(interp.trim_start_matches('/')))
-        .map_err(|e| format!("{interp} in {}: {e}", dir.display()))?;
-    files.push((interp.trim_start_matches('/').to_string(), interp_file));
+    let interp_file = [dir.join(interp), dir.join("usr").join(interp)]
+        .iter()
+        .find_map(|p| fs::canonicalize(p).ok())
+        .ok_or_else(|| format!("/{interp}: not in {} nor under its usr/", dir.display()))?;
+    files.push((interp.to_string(), interp_file));
     let mut done: BTreeSet<String> = BTreeSet::new();
     let mut todo = parse_needed(&readelf(&perf, "-d")?);
     let mut missing = Vec::new();
@@ -140,7 +118,7 @@ pub fn perf(apt: &Apt) -> Result<Perf, String> {
         match resolve(&name) {
             Some(file) => {
                 todo.extend(parse_needed(&readelf(&file, "-d")?));
-                files.push((format!("{GUEST_LIBDIR}/{name}"), file));
+                files.push((format!("{libdir}/{name}"), file));
             }
             None => missing.push(name),
         }
@@ -153,12 +131,13 @@ pub fn perf(apt: &Apt) -> Result<Perf, String> {
         ));
     }
     eprintln!(
-        "    perf {}: {} shared objects by readelf -d NEEDED",
+        "    perf {} ({arch}): {} shared objects by readelf -d NEEDED",
         top.version,
         files.len() - 1
     );
     Ok(Perf {
         version: top.version,
+        libdir,
         files,
     })
 }

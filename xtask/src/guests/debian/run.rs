@@ -7,7 +7,7 @@ use std::process::Command;
 use super::initramfs::initramfs;
 use super::kernels::{kernel, ARM64_METAPACKAGES};
 use super::module::{guest_module_path, stock_module};
-use super::perf::{perf, GUEST_LIBDIR};
+use super::perf::perf;
 
 /// This module's commands in `cargo xtask help`.
 pub const USAGE: &str = "    e2e <debian-arm64|debian-armhf>
@@ -83,8 +83,10 @@ pub mod armhf_env {
     pub const KERNEL_LPAE: &str = "PMU_DEBIAN_ARMHF_KERNEL_LPAE";
     /// Its release.
     pub const RELEASE_LPAE: &str = "PMU_DEBIAN_ARMHF_RELEASE_LPAE";
-    /// The initramfs (the ARMv7 stock module, the ARMv7 pmu-demo).
+    /// The initramfs (the ARMv7 stock module, the ARMv7 pmu-demo, Debian's perf).
     pub const INITRAMFS: &str = "PMU_DEBIAN_ARMHF_INITRAMFS";
+    /// The version of Debian's perf in it.
+    pub const PERF_VERSION: &str = "PMU_DEBIAN_ARMHF_PERF_VERSION";
 }
 
 /// `cargo xtask e2e debian-arm64`: Debian 12's default (6.1) and 6.12 arm64 kernels, the
@@ -107,7 +109,8 @@ pub fn run_arm64() -> Result<(), String> {
         let ko = stock_module(k, &Arch::Arm64.make_vars())?;
         files.push((guest_module_path(&k.release), ko));
     }
-    let perf = perf(&apt)?;
+    // Debian 12's only perf is 6.1's: the default kernel's version.
+    let perf = perf(&apt, "arm64", &default.version)?;
     files.extend(perf.files.iter().cloned());
     files.push((
         "bin/pmu-demo".into(),
@@ -122,7 +125,7 @@ pub fn run_arm64() -> Result<(), String> {
         crate::build::initramfs::guest_probe(Arch::Arm64, "debian-block")?,
     ));
     let busybox = crate::host::apt::busybox("arm64")?;
-    let initramfs = initramfs("debian-arm64", &busybox, &[GUEST_LIBDIR], &files)?;
+    let initramfs = initramfs("debian-arm64", &busybox, &[perf.libdir], &files)?;
     eprintln!(
         "    artefacts ready in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -155,9 +158,13 @@ pub fn run_armhf() -> Result<(), String> {
         let ko = stock_module(k, &crate::build::stock_module::armv7_make_vars())?;
         files.push((guest_module_path(&k.release), ko));
     }
+    // Debian's perf for armhf (hard-float, dynamically linked: its loader and libraries
+    // go in beside it): the armmp kernel's own version.
+    let perf = perf(&apt, "armhf", &armmp.version)?;
+    files.extend(perf.files.iter().cloned());
     // Debian's armel busybox (ARMv5TE, EABI soft-float) runs on an armhf system.
     let busybox = crate::host::apt::busybox("armel")?;
-    let initramfs = initramfs("debian-armhf", &busybox, &[], &files)?;
+    let initramfs = initramfs("debian-armhf", &busybox, &[perf.libdir], &files)?;
     eprintln!(
         "    artefacts ready in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -173,6 +180,7 @@ pub fn run_armhf() -> Result<(), String> {
             ),
             (armhf_env::RELEASE_LPAE.into(), lpae.release.clone()),
             (armhf_env::INITRAMFS.into(), initramfs.display().to_string()),
+            (armhf_env::PERF_VERSION.into(), perf.version.clone()),
         ],
     )
 }
@@ -202,7 +210,7 @@ pub fn arm64_step() -> crate::engine::step::Step {
 /// The step of `cargo xtask e2e debian-armhf` (and of `cargo xtask test`).
 pub fn armhf_step() -> crate::engine::step::Step {
     crate::engine::step::Step::func(
-        "Debian 12's own armhf kernels (linux-image-armmp, linux-image-armmp-lpae) on virt -cpu cortex-a15 with the ARMv7 stock module built against their headers, the ARMv7 pmu-demo (apt, cached; tests/tests/debian_armhf.rs)",
+        "Debian 12's own armhf kernels (linux-image-armmp, linux-image-armmp-lpae) on virt -cpu cortex-a15 with the ARMv7 stock module built against their headers, the ARMv7 pmu-demo, Debian's armhf perf (apt, cached; tests/tests/debian_armhf.rs)",
         run_armhf,
     )
     .needs_programs(&[
@@ -214,6 +222,7 @@ pub fn armhf_step() -> crate::engine::step::Step {
         "gcc",
         "arm-linux-gnueabi-gcc",
         "modinfo",
+        "readelf",
         pmu_tests::QEMU_ARM,
     ])
 }
