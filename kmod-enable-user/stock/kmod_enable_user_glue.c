@@ -259,12 +259,10 @@ static void apply_on_cpu(void *info)
 	eu_cpu_t *st = info;
 
 	eu_read_perf_used(st);
-#ifdef CONFIG_ARM64
 	/* No grant over a keeper perf evicted (kmod_enable_user_perf.c). */
 	st->error = kmod_eu_perf_grant_check_here(st->applied ? st->new_userenr : 0);
 	if (st->error)
 		return;
-#endif
 	eu_apply(st, &config);
 }
 
@@ -302,12 +300,10 @@ static int report_apply(unsigned int cpu, const eu_cpu_t *st,
 		pr_err("cpu%u: counter %u is perf's (in its used_mask 0x%llx; config 0x%llx): no grant on this CPU [%s]\n",
 		       cpu, st->error_detail, (u64)st->perf_used, (u64)st->busy_config, why);
 		break;
-#ifdef CONFIG_ARM64
 	case -ENOLINK:
 		pr_err("cpu%u: perf evicted the module's keeper event (an older pinned perf group took its counter): the grant is withdrawn on this CPU until `regrant` finds room for the keeper [%s]\n",
 		       cpu, why);
 		break;
-#endif
 	case -EOPNOTSUPP:
 		if (st->error_detail != KMOD_EU_NO_EVENT)
 			pr_err("cpu%u: event 0x%x is not implemented by this CPU (" EU_PCEID "): no grant on this CPU [%s]\n",
@@ -418,10 +414,8 @@ static int kmod_eu_cpu_pm(struct notifier_block *nb, unsigned long action, void 
 	st = READ_ONCE(slots);
 	if (!st || cpu >= nr_cpu_ids)
 		return NOTIFY_OK;
-#ifdef CONFIG_ARM64
 	/* perf's reset skipped the reserved counters (kmod_enable_user_perf.c). */
 	kmod_eu_perf_cpu_pm_exit(st[cpu].applied);
-#endif
 	if (!st[cpu].applied)
 		return NOTIFY_OK;
 	apply_on_cpu(&st[cpu]);
@@ -535,10 +529,8 @@ static int regrant_set(const char *val, const struct kernel_param *kp)
 		struct regrant_work work = { .slot = &slots[cpu] };
 		int err;
 
-#ifdef CONFIG_ARM64
 		/* Process context: an evicted keeper gets back on the PMU if there is room. */
 		kmod_eu_perf_keeper_revive(cpu);
-#endif
 		err = smp_call_on_cpu(cpu, regrant_on_cpu, &work, false);
 		if (!err && work.acted)
 			err = report_apply(cpu, &work.after, "regrant");

@@ -64,12 +64,17 @@
 
 #include "kmod_enable_user_owners.h"
 #include "kmod_enable_user_perf.h"
+#ifdef KMOD_EU_ARMV7
+#include "kmod_enable_user_stock.h"
+#endif
 
 #ifdef CONFIG_ARM_PMU
 
 #define EU_MAX_PMUS 4
 /* PMCR_EL0.E, bit 0 (Arm ARM D24.5 PMCR_EL0; Linux 6.1 has no arm_pmuv3.h to name it). */
 #define EU_PMCR_E BIT_ULL(0)
+/* PMUSERENR(_EL0).EN, bit 0: EL0 may write the PMU (Arm ARM D24.5; DDI 0406C C12). */
+#define EU_USERENR_EN BIT_ULL(0)
 
 /* One arm_pmu whose counters the module narrowed, and what it took away. */
 struct eu_reserved_pmu {
@@ -341,35 +346,58 @@ bool kmod_eu_perf_keeper_active(unsigned int cpu)
 	return event && READ_ONCE(event->state) == PERF_EVENT_STATE_ACTIVE;
 }
 
+/*
+ * On the CPU: PMCR(_EL0).E, and the module's grant taken back if PMUSERENR(_EL0) still
+ * holds it (then an isb: revoked before any EL0 instruction runs again). arm64's system
+ * registers here; the AArch32 ones in the Rust object (pmu-armv7 pmu_enabled,
+ * withdraw). The ARMv6 flavour has no keeper and never asks.
+ */
+static bool eu_pmu_enabled_here(void)
+{
+#ifdef CONFIG_ARM64
+	return read_sysreg(pmcr_el0) & EU_PMCR_E;
+#elif defined(KMOD_EU_ARMV7)
+	return kmod_eu_armv7_pmu_enabled();
+#else
+	return true;
+#endif
+}
+
+static void eu_withdraw_here(u64 granted)
+{
+#ifdef CONFIG_ARM64
+	if (granted && read_sysreg(pmuserenr_el0) == granted) {
+		write_sysreg(0, pmuserenr_el0);
+		isb();
+	}
+#elif defined(KMOD_EU_ARMV7)
+	kmod_eu_armv7_withdraw((u32)granted);
+#endif
+}
+
 int kmod_eu_perf_grant_check_here(u64 granted)
 {
 	unsigned int cpu = smp_processor_id();
 
 	/*
-	 * Without a keeper (el0_programming=1: EL0 owns PMCR_EL0.E) there is nothing to
-	 * check. With one, it must be on the PMU, and PMCR_EL0.E set: while the keeper is
-	 * ACTIVE perf's used_mask is not empty, so perf's armpmu_enable has run
-	 * armv8pmu_start (drivers/perf/arm_pmu.c, arm_pmuv3.c); E clear means perf stopped
-	 * the PMU and the grant would show frozen counters. The keeper is evicted when an
-	 * older pinned CPU-wide group takes its counter (core.c merge_sched_in puts a
-	 * pinned event that does not fit into ERROR): then, once perf's last own event
-	 * leaves, armv8pmu_stop clears E and nothing sets it again. The module never sets E
-	 * itself here: it takes its own grant back instead.
+	 * Without a keeper (arm64 with el0_programming=1: EL0 owns PMCR_EL0.E) there is
+	 * nothing to check. With one, it must be on the PMU, and PMCR.E set: while the
+	 * keeper is ACTIVE perf's used_mask is not empty, so perf's armpmu_enable has run
+	 * armv8pmu_start / armv7pmu_start (drivers/perf/arm_pmu.c, arm_pmuv3.c,
+	 * arm_v7_pmu.c); E clear means perf stopped the PMU and the grant would show frozen
+	 * counters. The keeper is evicted when an older pinned CPU-wide group takes its
+	 * counter (core.c merge_sched_in puts a pinned event that does not fit into ERROR):
+	 * then, once perf's last own event leaves, armv8pmu_stop / armv7pmu_stop clears E
+	 * and nothing sets it again. The module never sets E itself here: it takes its own
+	 * grant back instead. A grant with EN (the ARMv7 flavour keeps its keeper under
+	 * el0_programming=1) lets EL0 write PMCR.E itself: then only the keeper is checked.
 	 */
-#ifdef CONFIG_ARM64
 	if (!eu_keepers || cpu >= nr_cpu_ids || !eu_keepers[cpu] ||
-	    (kmod_eu_perf_keeper_active(cpu) && (read_sysreg(pmcr_el0) & EU_PMCR_E)))
+	    (kmod_eu_perf_keeper_active(cpu) &&
+	     ((granted & EU_USERENR_EN) || eu_pmu_enabled_here())))
 		return 0;
-	if (granted && read_sysreg(pmuserenr_el0) == granted) {
-		write_sysreg(0, pmuserenr_el0);
-		/* Revoked before any EL0 instruction runs again on this CPU. */
-		isb();
-	}
+	eu_withdraw_here(granted);
 	return -ENOLINK;
-#else
-	(void)cpu;
-	return 0;
-#endif
 }
 
 void kmod_eu_perf_keeper_revive(unsigned int cpu)

@@ -123,6 +123,15 @@ void kmod_eu_armv7_apply(struct kmod_eu_v7_cpu *st, const struct kmod_eu_v7_conf
 void kmod_eu_armv7_restore(struct kmod_eu_v7_cpu *st, const struct kmod_eu_v7_config *cfg);
 const char *kmod_eu_armv7_access_names(u32 bits);
 const char *kmod_eu_armv7_grant_words(u32 bits);
+/*
+ * On the CPU, interrupts off, for kmod_enable_user_owners.c and kmod_enable_user_perf.c
+ * (the AArch32 registers of what arm64 does there with its system registers): quiet the
+ * reserved counters (PMINTENCLR, PMOVSR, with `disable` PMCNTENCLR, then isb); whether
+ * PMCR.E is set; PMUSERENR to 0 if it still holds `granted`, then isb.
+ */
+void kmod_eu_armv7_quiet(u32 reserved, bool disable);
+bool kmod_eu_armv7_pmu_enabled(void);
+void kmod_eu_armv7_withdraw(u32 granted);
 #elif defined(CONFIG_ARM)
 /* SUNAVCR before and after (Rust: armv6::KmodEuArmv6). */
 struct kmod_eu_armv6 {

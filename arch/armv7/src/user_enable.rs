@@ -54,9 +54,9 @@
 //! PMU only while `used_mask` is non-empty).
 
 pub use pmu_armv8::user_enable::{
-    access_names, grant_words, perf_holds, release_layout_counters, take_layout_counters,
-    EventsError, Layout, LayoutCounters, ModuleEvents, Released, Taken, TooFewCounters, CHAIN,
-    CPU_CYCLES, CYCLE_COUNTER, MAX_MODULE_EVENTS,
+    access_names, grant_words, perf_holds, quiet_reserved_counters, release_layout_counters,
+    take_layout_counters, EventsError, Layout, LayoutCounters, ModuleEvents, Released, Taken,
+    TooFewCounters, CHAIN, CPU_CYCLES, CYCLE_COUNTER, MAX_MODULE_EVENTS,
 };
 use pmu_armv8::EventNumber;
 
@@ -400,6 +400,34 @@ pub fn restore<R: UserAccessRegisters>(
         released: released as u32,
         taken: taken as u32,
     }
+}
+
+/// [`quiet_reserved_counters`] over the AArch32 registers: PMCNTENCLR (with `disable`),
+/// PMINTENCLR, PMOVSR (write-one-to-clear), `isb`. `reserved` holds event counters only
+/// (below 31): the glue's counters taken out of perf's mask.
+pub fn quiet_reserved<R: UserAccessRegisters>(regs: &R, reserved: u32, disable: bool) {
+    quiet_reserved_counters(&Pl0Counters(regs), u64::from(reserved), disable);
+}
+
+/// Whether PMCR.E is set on this CPU: perf's `armv7pmu_start` sets it and
+/// `armv7pmu_stop` clears it (drivers/perf/arm_v7_pmu.c, Linux 6.12; arm_pmuv3.c's
+/// `armv8pmu_start`/`armv8pmu_stop` in its 32-bit build likewise). With it clear every
+/// counter is frozen.
+pub fn pmu_enabled<R: PmuRegisters>(regs: &R) -> bool {
+    regs.pmcr().is_set(PMCR::E)
+}
+
+/// Takes the module's grant back on this CPU: PMUSERENR to 0 if it still holds
+/// `granted` (the module's last grant; 0: none, nothing written), then an `isb` (revoked
+/// before any PL0 instruction runs again). A value someone else wrote is left alone.
+/// Returns whether PMUSERENR was written.
+pub fn withdraw<R: UserAccessRegisters>(regs: &R, granted: u32) -> bool {
+    if granted == 0 || regs.pmuserenr().get() != granted {
+        return false;
+    }
+    regs.set_pmuserenr(Pmuserenr::new(0));
+    regs.isb();
+    true
 }
 
 /// Whether `value` lets PL0 write the PMU (EN).

@@ -888,6 +888,26 @@ pub fn release_layout_counters<C: LayoutCounters>(
     Released { released, taken }
 }
 
+/// Quiets counters that perf gave up and no grant runs on this CPU (`reserved`: the
+/// event counters taken out of perf's counter mask, none perf holds now): their overflow
+/// interrupt enables and overflow flags cleared and, with `disable`, the counters
+/// disabled; then an `isb`, so that the clears take effect before whatever the caller
+/// does next with the PMU. perf's reset skips them (Linux 6.12 drivers/perf/arm_pmuv3.c
+/// `armv8pmu_reset` and arm_v7_pmu.c `armv7pmu_reset` walk `cntr_mask` only), and
+/// PMINTENSET/PMCNTENSET are UNKNOWN after a power-up: an overflow interrupt of such a
+/// counter would reach perf's handler, which does not look at it. Nothing else is
+/// written; `reserved` 0 writes nothing.
+pub fn quiet_reserved_counters<C: LayoutCounters>(counters: &C, reserved: u64, disable: bool) {
+    if reserved == 0 {
+        return;
+    }
+    if disable {
+        counters.disable(reserved);
+    }
+    counters.clear_overflow_and_interrupt(reserved);
+    counters.isb();
+}
+
 /// [`LayoutCounters`] over the AArch64 registers.
 struct El0Counters<'a, R>(&'a R);
 

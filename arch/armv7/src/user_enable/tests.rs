@@ -310,3 +310,61 @@ fn parameters() {
         1
     );
 }
+
+/// The counters taken out of perf's mask lose their overflow flags and interrupt
+/// enables (PMINTENCLR, PMOVSR write-one-to-clear: DDI 0406C C12), with `disable` their
+/// enables too (PMCNTENCLR), then an `isb`; nothing else is written (Linux 6.12
+/// `armv7pmu_reset` walks `cntr_mask` only, so perf never clears them).
+#[test]
+fn quiet_reserved_clears_only_the_reserved_counters_then_isb() {
+    let regs = FakeRegisters::cortex_a7();
+    regs.set_overflow_and_interrupt(0b1111, 0b1111);
+    regs.set_pmcntenset(Pmcntenset::new(0b1111));
+    regs.clear_ops();
+    quiet_reserved(&regs, 0b1100, true);
+    let ops: std::vec::Vec<FakeOp> = regs.ops().collect();
+    assert_eq!(
+        ops,
+        [
+            FakeOp::Pmcntenclr(0b1100),
+            FakeOp::Pmintenclr(0b1100),
+            FakeOp::Pmovsr(0b1100),
+            FakeOp::Isb
+        ],
+        "{ops:?}"
+    );
+    assert_eq!(regs.pmcntenset().get(), 0b0011);
+    assert_eq!(regs.pmovsr().get(), 0b0011);
+    assert_eq!(regs.interrupts(), 0b0011);
+    // Under a grant the module's running counters stay enabled.
+    regs.set_overflow_and_interrupt(0b1100, 0b1100);
+    regs.set_pmcntenset(Pmcntenset::new(0b1100));
+    regs.clear_ops();
+    quiet_reserved(&regs, 0b1100, false);
+    assert_eq!(regs.pmcntenset().get(), 0b1111);
+    assert!(regs.ops().all(|op| !matches!(op, FakeOp::Pmcntenclr(_))));
+    regs.clear_ops();
+    quiet_reserved(&regs, 0, true);
+    assert_eq!(regs.ops().count(), 0);
+}
+
+/// The grant is taken back only while PMUSERENR still holds it (a value someone else
+/// wrote stays, as in `restore`), with the `isb` right after the write (as `restore`
+/// orders it: no PL0 instruction runs with the old grant). PMCR.E (bit 0, DDI 0406C C12
+/// "PMCR") is read as it is: the fake Cortex-A7 starts with it clear (PMCR 0x41072000).
+#[test]
+fn withdraw_only_the_modules_own_grant() {
+    let regs = FakeRegisters::cortex_a7();
+    regs.set_user_enable(1);
+    assert!(!withdraw(&regs, 0));
+    assert!(!withdraw(&regs, 0b1000));
+    assert_eq!(regs.pmuserenr().get(), 1);
+    regs.clear_ops();
+    assert!(withdraw(&regs, 1));
+    assert_eq!(regs.pmuserenr().get(), 0);
+    let ops: std::vec::Vec<FakeOp> = regs.ops().collect();
+    assert_eq!(ops, [FakeOp::Pmuserenr(0), FakeOp::Isb], "{ops:?}");
+    assert!(!pmu_enabled(&regs));
+    regs.set_pmcr(crate::registers::Pmcr::new(regs.pmcr().get() | 1));
+    assert!(pmu_enabled(&regs));
+}

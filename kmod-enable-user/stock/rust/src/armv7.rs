@@ -287,3 +287,44 @@ pub extern "C" fn kmod_eu_armv7_access_names(bits: u32) -> *const c_char {
 pub extern "C" fn kmod_eu_armv7_grant_words(bits: u32) -> *const c_char {
     user_enable::grant_words(u64::from(bits)).as_ptr()
 }
+
+/// On the CPU, interrupts off: [`user_enable::quiet_reserved`] of the event counters
+/// `reserved` (taken out of perf's counter mask, none perf holds now): PMINTENCLR and
+/// PMOVSR, with `disable` PMCNTENCLR, then `isb`.
+///
+/// # Safety
+///
+/// PL1 with interrupts disabled on an ARMv7 CPU with a PMUv2/PMUv3 (the glue checked
+/// ID_MMFR0; the caller found perf's arm_pmu there); no counter of `reserved` is perf's.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_armv7_quiet(reserved: u32, disable: bool) {
+    // SAFETY: the caller's contract: PL1, interrupts off, and the counters written are
+    // not perf's (perf gave them up: they are outside its counter mask).
+    let regs = unsafe { Pl1Registers::new() };
+    user_enable::quiet_reserved(&regs, reserved, disable);
+}
+
+/// On the CPU, interrupts off: whether PMCR.E is set ([`user_enable::pmu_enabled`]).
+///
+/// # Safety
+///
+/// PL1 with interrupts disabled on an ARMv7 CPU with a PMUv2/PMUv3.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_armv7_pmu_enabled() -> bool {
+    // SAFETY: the caller's contract; PMCR is only read.
+    let regs = unsafe { Pl1Registers::new() };
+    user_enable::pmu_enabled(&regs)
+}
+
+/// On the CPU, interrupts off: PMUSERENR to 0 if it still holds the module's grant
+/// `granted` ([`user_enable::withdraw`]; 0 writes nothing).
+///
+/// # Safety
+///
+/// PL1 with interrupts disabled on an ARMv7 CPU with a PMUv2/PMUv3.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_armv7_withdraw(granted: u32) {
+    // SAFETY: the caller's contract; only the module's own grant is taken back.
+    let regs = unsafe { Pl1Registers::new() };
+    user_enable::withdraw(&regs, granted);
+}
