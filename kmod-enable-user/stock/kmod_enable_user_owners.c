@@ -411,9 +411,10 @@ void kmod_eu_owners_quiet_here(u64 reserved, bool disable)
 		return;
 	/*
 	 * perf's reset skips the counters outside its mask (Linux 6.12
-	 * drivers/perf/arm_pmuv3.c armv8pmu_reset, arm_v7_pmu.c armv7pmu_reset), and PMINTENSET/PMCNTENSET are UNKNOWN
-	 * after a power-up (Arm ARM D24.5): an overflow interrupt of a reserved counter
-	 * would reach perf's handler, which does not look at it.
+	 * drivers/perf/arm_pmuv3.c armv8pmu_reset, arm_v7_pmu.c armv7pmu_reset), and
+	 * PMINTENSET/PMCNTENSET are UNKNOWN after a power-up (Arm ARM D24.5): an overflow
+	 * interrupt of a reserved counter would reach perf's handler, which does not look
+	 * at it.
 	 */
 #ifdef CONFIG_ARM64
 	if (disable)
@@ -425,8 +426,7 @@ void kmod_eu_owners_quiet_here(u64 reserved, bool disable)
 #elif defined(KMOD_EU_ARMV7)
 	/*
 	 * The same writes to the AArch32 registers (PMCNTENCLR, PMINTENCLR, PMOVSR, isb),
-	 * in the Rust object (pmu-armv7 quiet_reserved); Linux 6.12 arm_v7_pmu.c
-	 * armv7pmu_reset skips the counters outside cntr_mask too.
+	 * in the Rust object (pmu-armv7 quiet_reserved).
 	 */
 	kmod_eu_armv7_quiet((u32)reserved, disable);
 #endif
