@@ -95,8 +95,29 @@ static struct arm_pmu **eu_cpu_pmu;
 /* 32-bit ARM: CPUs without an arm_pmu (perf has no counter there). */
 static unsigned long *eu_no_pmu;
 
+/* What module init found for one possible CPU (kmod_eu_owners_find_pmu). */
+struct eu_probe {
+	struct arm_pmu *pmu;
+	int ret;
+	const char *why;
+};
+static struct eu_probe *eu_probes;
+
+static void eu_free_tables(void)
+{
+	kfree(eu_keepers);
+	kfree(eu_cpu_pmu);
+	bitmap_free(eu_no_pmu);
+	kfree(eu_probes);
+	eu_keepers = NULL;
+	eu_cpu_pmu = NULL;
+	eu_no_pmu = NULL;
+	eu_probes = NULL;
+}
+
 int kmod_eu_perf_init(void)
 {
+	unsigned int cpu;
 	int ret = kmod_eu_owners_init();
 
 	if (ret)
@@ -104,14 +125,29 @@ int kmod_eu_perf_init(void)
 	eu_keepers = kcalloc(nr_cpu_ids, sizeof(*eu_keepers), GFP_KERNEL);
 	eu_cpu_pmu = kcalloc(nr_cpu_ids, sizeof(*eu_cpu_pmu), GFP_KERNEL);
 	eu_no_pmu = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
-	if (!eu_keepers || !eu_cpu_pmu || !eu_no_pmu) {
-		kfree(eu_keepers);
-		kfree(eu_cpu_pmu);
-		bitmap_free(eu_no_pmu);
-		eu_keepers = NULL;
-		eu_cpu_pmu = NULL;
-		eu_no_pmu = NULL;
+	eu_probes = kcalloc(nr_cpu_ids, sizeof(*eu_probes), GFP_KERNEL);
+	if (!eu_keepers || !eu_cpu_pmu || !eu_no_pmu || !eu_probes) {
+		eu_free_tables();
 		return -ENOMEM;
+	}
+	/*
+	 * Every possible CPU's arm_pmu is found here, in module init, not in the CPU
+	 * hotplug callbacks: the probe is a task-bound event, and while no other
+	 * task-bound event exists perf's accounting of it enables a static key
+	 * (kernel/events/core.c account_event → static_branch_enable →
+	 * static_key_enable, which takes cpus_read_lock: kernel/jump_label.c, Linux 6.12).
+	 * Around a CPU's online the hotplug lock is held for write by the task that
+	 * onlines it, so the probe would deadlock there (seen: Debian's 6.1 armmp kernel
+	 * hung in CPU 1's offline/online right after a task-bound perf stat had ended), and
+	 * under cpuhp_setup_state it would be a recursive read. The arm_pmus stay: their
+	 * drivers are built in and cannot be unbound (arm_pmuv3.c and arm_v7_pmu.c set
+	 * suppress_bind_attrs; the ARMv6 flavour uses its PMU during init only).
+	 */
+	for_each_possible_cpu(cpu) {
+		struct eu_probe *p = &eu_probes[cpu];
+
+		p->why = "";
+		p->ret = kmod_eu_owners_find_pmu(cpu, &p->pmu, &p->why);
 	}
 	return 0;
 }
@@ -264,8 +300,10 @@ int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
 	if (!eu_keepers || cpu >= nr_cpu_ids)
 		return -EINVAL;
 	clear_bit(cpu, eu_no_pmu);
-	/* The CPU's arm_pmu, found without touching any CPU's perf context. */
-	ret = kmod_eu_owners_find_pmu(cpu, &pmu, why);
+	/* The CPU's arm_pmu, found at init without touching any CPU's perf context. */
+	pmu = eu_probes[cpu].pmu;
+	ret = eu_probes[cpu].ret;
+	*why = eu_probes[cpu].why;
 	if (ret == -ENOENT && IS_ENABLED(CONFIG_ARM)) {
 		/*
 		 * 32-bit ARM: no PMU took the probe event, no arm_pmu drives this CPU (no PMU
@@ -478,12 +516,7 @@ void kmod_eu_perf_exit(void)
 		eu_unreserve(&eu_pmus[i]);
 	eu_n_pmus = 0;
 	mutex_unlock(&eu_perf_lock);
-	kfree(eu_keepers);
-	kfree(eu_cpu_pmu);
-	bitmap_free(eu_no_pmu);
-	eu_keepers = NULL;
-	eu_cpu_pmu = NULL;
-	eu_no_pmu = NULL;
+	eu_free_tables();
 }
 
 #else /* !CONFIG_ARM_PMU: no arm_pmu at all (32-bit kernels built without perf's driver) */
