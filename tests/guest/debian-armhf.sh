@@ -75,11 +75,39 @@ scenario_armhf() {
 # unloaded; meanwhile insmod (el0_programming=1: PMUv2 has no other grant), CPU 1 offline
 # and online, rmmod. No pmu-demo meanwhile: under EN it programs counters itself. Every
 # interval line goes to the console as a PERFSTAT line. Then a perf session of its own on
-# CPU 0 with the module loaded, and pmu-demo's direct reads there.
+# CPU 0 with the module loaded, and pmu-demo's direct reads there. First, a load beside
+# a stopped task-bound perf stat is refused.
 scenario_armhf_perf() {
 	boot_line
 	cpu_line
 	perf_line
+	# A task-bound perf stat whose command stops itself (SIGSTOP) for the load: its
+	# events are on no counter and in no used_mask, only in perf's task context. The
+	# ARMv7 flavour walks perf's contexts as arm64's does (kmod_enable_user_owners.c)
+	# and refuses before it changes anything; then the command runs and perf counts it.
+	rm -f /tmp/pinned.go
+	perf stat -x, -e instructions:u -o /tmp/pinned.csv -- \
+		sh -c 'echo $$ >/tmp/pinned.go; kill -STOP $$; i=0; while [ $i -lt 2000 ]; do i=$((i + 1)); done' \
+		2>/tmp/pinned.err &
+	pinned=$!
+	n=0
+	while [ ! -s /tmp/pinned.go ] && [ $n -lt 600 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	target=$(cat /tmp/pinned.go)
+	while ! grep -q '^State:.*T' /proc/$target/status 2>/dev/null && [ $n -lt 600 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	result pinned-started waited=$n stopped=$(grep -c '^State:.*T' /proc/$target/status)
+	load pinned el0_programming=1
+	klog
+	kill -CONT $target
+	wait $pinned
+	result pinned-perf status=$? counted=$(grep -c -E '^[0-9]+,' /tmp/pinned.csv)
+	sed 's/^/STDERR pinned /' /tmp/pinned.err
+
 	rm -f /tmp/wide.csv
 	perf stat -a -e cycles:u,instructions:u -I 100 -x, -o /tmp/wide.csv 2>/tmp/wide.err &
 	perf_pid=$!

@@ -233,7 +233,8 @@ fn armhf_scenario(kernel: [&str; 2]) {
 /// and rmmod shows no jump ([`assert_perf_wide_no_jump`]); the module took its two
 /// counters out of perf's (5 and 4 of the Cortex-A15's six: `num_events` 7 -> 5) and
 /// its keeper one more; after a perf session of its own on CPU 0, pmu-demo's direct reads
-/// count exactly.
+/// count exactly. Before all that, a load beside a stopped task-bound `perf stat` is
+/// refused (perf promised its event a counter).
 #[test]
 fn debian_armmp_kernel_beside_perfs_armv7_driver() {
     let (run, release) = boot(ARMMP, "armhf_perf", true);
@@ -249,6 +250,38 @@ fn debian_armmp_kernel_beside_perfs_armv7_driver() {
         perf.get("count").parse::<u64>().is_ok_and(|c| c > 0),
         "{}\n{}",
         perf.raw,
+        run.stdout
+    );
+    // A task-bound perf stat, its command stopped: perf promised its event a counter
+    // though none is in use (kmod_enable_user_owners.c walks perf's task contexts). The
+    // load is refused (EBUSY as insmod prints it) before anything changes, and perf
+    // counts the command once it runs. (The ARMv7 flavour before the walk read only
+    // used_mask, empty here, and loaded.)
+    let started = &run.scenario("pinned-started")[0];
+    assert!(started.int("waited") < 600, "{}", started.raw);
+    assert_eq!(started.int("stopped"), 1, "{}", started.raw);
+    let refused = run.find("insmod", "tag", "pinned");
+    assert_ne!(refused.int("rc"), 0, "{}\n{}", refused.raw, run.stdout);
+    assert_eq!(
+        (refused.int("loaded"), refused.get("error")),
+        (0, "Device_or_resource_busy"),
+        "{}",
+        refused.raw
+    );
+    assert!(
+        run.klog("perf has promised counters of PMU armv7_cortex_a15")
+            .iter()
+            .any(|l| l.contains("1 task-bound events in 1 tasks")
+                && l.contains("nothing was changed")),
+        "{}",
+        run.stdout
+    );
+    let pinned = &run.scenario("pinned-perf")[0];
+    assert_eq!(
+        (pinned.int("status"), pinned.int("counted")),
+        (0, 1),
+        "{}\n{}",
+        pinned.raw,
         run.stdout
     );
     let load = run.find("insmod", "tag", "wide");
