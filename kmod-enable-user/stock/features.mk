@@ -34,7 +34,7 @@ endif
 #   (before Linux 6.2); else through `cpu_pmu_context`, per CPU a struct
 #   perf_cpu_pmu_context (Linux 6.2 to 6.14) or a pointer to one
 #   (KMOD_EU_CPU_PMU_CONTEXT_PTR, later kernels: Debian's 7.3).
-ifneq ($(CONFIG_ARM64),)
+ifneq ($(CONFIG_ARM64)$(CONFIG_ARM),)
 kmod_eu_sched_h := $(srctree)/include/linux/sched.h
 kmod_eu_perf_event_h := $(srctree)/include/linux/perf_event.h
 ifneq ($(shell grep -Eq 'perf_event_ctxp\[' $(kmod_eu_sched_h) && echo y),)

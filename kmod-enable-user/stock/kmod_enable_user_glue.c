@@ -18,16 +18,20 @@
  *   -ENODEV without PMUv3, -EINVAL for a bad parameter.
  * - 32-bit ARM, ARMv7 flavour (KMOD_EU_ARMV7: Cortex-A7/A15, and ARMv8 cores under a
  *   32-bit kernel): the same per-CPU grant as arm64, through PMUSERENR and the cp15 c9
- *   registers (rust/src/armv7.rs over pmu-armv7). PMUv3 seen from AArch32
- *   gets the same read-only default (ER|CR). PMUv2 (Cortex-A7/A15) has PMUSERENR.EN
- *   alone, which is write access: the load is refused (-EOPNOTSUPP) unless
- *   el0_programming=1 is given. -ENODEV on a CPU older than ARMv7 (the ARMv6 flavour is
- *   for that one) and on a CPU without a PMUv2/PMUv3 (ID_DFR0.PerfMon).
+ *   registers (rust/src/armv7.rs over pmu-armv7), and the same ownership: the layout's
+ *   counters taken out of perf's (kmod_enable_user_perf.c), CPU_CYCLES on an event
+ *   counter, perf's used_mask beside every apply and restore, a keeper event on every
+ *   CPU. PMUv3 seen from AArch32 gets the same read-only default (ER). PMUv2
+ *   (Cortex-A7/A15) has PMUSERENR.EN alone, which is write access: the load is refused
+ *   (-EOPNOTSUPP) unless el0_programming=1 is given. -ENODEV on a CPU older than ARMv7
+ *   (the ARMv6 flavour is for that one) and on a CPU without a PMUv2/PMUv3
+ *   (ID_DFR0.PerfMon).
  * - 32-bit ARM, ARMv6 flavour: ARM1176 only (Raspberry Pi 1 / Zero): set SUNAVCR.V
  *   (ARM1176JZF-S TRM, page 3-132), read it back, refuse with -EIO when it did not
  *   stick (QEMU's ARM1176 c15 is a dummy that reads 0), write the previous value back
- *   on unload. -ENODEV on any other core (an ARMv7 CPU is told to load the ARMv7
- *   flavour).
+ *   on unload. The module programs no counter, and perf's ARMv6 driver cannot be
+ *   narrowed: the load is refused (-EBUSY) while perf holds any counter. -ENODEV on any
+ *   other core (an ARMv7 CPU is told to load the ARMv7 flavour).
  *
  * Security: once loaded, any process can read the granted counters, a timing side
  * channel; with el0_programming=1 it can also program the PMU.
@@ -57,10 +61,8 @@
 #endif
 
 #include "kmod_enable_user_stock.h"
-#ifdef CONFIG_ARM64
 #include "kmod_enable_user_owners.h"
 #include "kmod_enable_user_perf.h"
-#endif
 
 MODULE_LICENSE("Dual MIT/GPL");
 MODULE_AUTHOR("PMU workspace contributors");
@@ -98,6 +100,13 @@ typedef struct kmod_eu_cpu eu_cpu_t;
 #define eu_restore kmod_eu_arm64_restore
 #define eu_access_names kmod_eu_arm64_access_names
 #define eu_grant_words kmod_eu_arm64_grant_words
+/*
+ * The keeper event (kmod_enable_user_perf.c) unless el0_programming=1: with EN, EL0
+ * owns PMCR_EL0.E, and perf's overflow handler for the keeper's counter ends in
+ * armv8pmu_start, which writes PMUSERENR_EL0 = 0 (drivers/perf/arm_pmuv3.c 6.12).
+ */
+#define EU_KEEPER (!el0_programming)
+#define EU_CYCLES_NOTE "PMCCNTR_EL0"
 /* arm64 only: the kernel-entry sentinel (`sentinel` below). */
 #define EU_SENTINEL_ARG sentinel,
 #define EU_COUNTING "counting: %s (parameters/layout: at EL0 only, :k at the kernel's level only)"
@@ -124,6 +133,14 @@ typedef struct kmod_eu_v7_cpu eu_cpu_t;
 #define eu_restore kmod_eu_armv7_restore
 #define eu_access_names kmod_eu_armv7_access_names
 #define eu_grant_words kmod_eu_armv7_grant_words
+/*
+ * Always a keeper event: armv7pmu_stop clears PMCR.E whenever perf's last event leaves
+ * the CPU, with or without EN (drivers/perf/arm_v7_pmu.c 6.12; arm_pmuv3.c's
+ * armv8pmu_stop likewise), and only a non-empty used_mask makes armpmu_enable start it
+ * again (drivers/perf/arm_pmu.c).
+ */
+#define EU_KEEPER true
+#define EU_CYCLES_NOTE "PMCCNTR"
 #define EU_COUNTING "counting for PL0 only: %s (parameters/layout)"
 
 MODULE_DESCRIPTION("Lets user space read the PMU counters directly (ARMv7/AArch32: PMUSERENR; read-only by default on PMUv3, PMUv2 only with el0_programming=1); stock-kernel flavour: C glue + Rust object");
@@ -174,16 +191,10 @@ void __aeabi_memcpy8(void *dest, const void *src, size_t n)
 
 #endif
 
-#ifdef CONFIG_ARM64
-/* ER: read-only, the event counters (the module never uses PMCCNTR_EL0: perf's). */
+/* ER: read-only, the event counters (the module never uses the cycle counter: perf's). */
 static unsigned int user_access = 8;
 module_param(user_access, uint, 0444);
-MODULE_PARM_DESC(user_access, EU_USERENR " read bits to grant on every CPU: SW=2 (software increment), CR=4 (perf's cycle counter), ER=8 (event counters: every one, perf's too); default 8 = ER, read-only. Write access (EN=1) only through el0_programming=1");
-#else
-static unsigned int user_access = 12;	/* CR | ER: read-only */
-module_param(user_access, uint, 0444);
-MODULE_PARM_DESC(user_access, EU_USERENR " read bits to grant on every CPU: SW=2 (software increment), CR=4 (cycle counter), ER=8 (event counters); default 12 = CR|ER, read-only. Write access (EN=1) only through el0_programming=1" EU_USER_ACCESS_NOTE);
-#endif
+MODULE_PARM_DESC(user_access, EU_USERENR " read bits to grant on every CPU: SW=2 (software increment), CR=4 (perf's cycle counter), ER=8 (event counters: every one, perf's too); default 8 = ER, read-only. Write access (EN=1) only through el0_programming=1" EU_USER_ACCESS_NOTE);
 
 static bool el0_programming;
 module_param(el0_programming, bool, 0444);
@@ -195,11 +206,7 @@ MODULE_PARM_DESC(events, "Events the module counts for " EU_EL0 " (" EU_EL0 " on
 
 static bool cycle_counter = true;
 module_param(cycle_counter, bool, 0444);
-#ifdef CONFIG_ARM64
-MODULE_PARM_DESC(cycle_counter, "Also count CPU_CYCLES for EL0, EL0 only, on one of the module's event counters (PMCCNTR_EL0 stays perf's); default 1");
-#else
-MODULE_PARM_DESC(cycle_counter, "Also run the cycle counter for " EU_EL0 ", " EU_EL0 " only (" EU_CCFILTR ".P); default 1");
-#endif
+MODULE_PARM_DESC(cycle_counter, "Also count CPU_CYCLES for " EU_EL0 ", " EU_EL0 " only, on one of the module's event counters (" EU_CCNTR " stays perf's); default 1");
 
 #ifdef CONFIG_ARM64
 static bool sentinel;
@@ -208,6 +215,12 @@ MODULE_PARM_DESC(sentinel, "Also run the kernel-entry sentinel: an event counter
 #else
 /* The ARMv7 flavour has no sentinel parameter (the AArch32 layout has none). */
 #define EU_SENTINEL_ARG
+#endif
+
+#ifdef CONFIG_ARM64
+#define EU_SENTINEL_COUNTERS (config.sentinel ? 1U : 0U)
+#else
+#define EU_SENTINEL_COUNTERS 0U
 #endif
 
 /* The settings every CPU gets, checked once at load. */
@@ -232,14 +245,13 @@ static atomic_long_t cpu_pm_regrants = ATOMIC_LONG_INIT(0);
 static atomic_long_t cpu_pm_failures = ATOMIC_LONG_INIT(0);
 
 /*
- * perf's used_mask of this CPU for the Rust object (arm64): read here, interrupts off,
- * right before the apply or restore that checks it.
+ * perf's used_mask of this CPU for the Rust object: read here, interrupts off, right
+ * before the apply or restore that checks it (AArch32's PMCNTENSET is 32 bits: the
+ * cycle counter is bit 31 there too).
  */
 static void eu_read_perf_used(eu_cpu_t *st)
 {
-#ifdef CONFIG_ARM64
 	st->perf_used = kmod_eu_perf_used_here();
-#endif
 }
 
 static void apply_on_cpu(void *info)
@@ -247,12 +259,10 @@ static void apply_on_cpu(void *info)
 	eu_cpu_t *st = info;
 
 	eu_read_perf_used(st);
-#ifdef CONFIG_ARM64
 	/* No grant over a keeper perf evicted (kmod_enable_user_perf.c). */
 	st->error = kmod_eu_perf_grant_check_here(st->applied ? st->new_userenr : 0);
 	if (st->error)
 		return;
-#endif
 	eu_apply(st, &config);
 }
 
@@ -262,11 +272,10 @@ static void restore_on_cpu(void *info)
 	eu_restore(info, &config);
 }
 
-#ifdef CONFIG_ARM64
-/* The layout's event counters: the top n_events + cycle_counter + sentinel of N. */
+/* The layout's event counters: the top n_events + cycle_counter (+ sentinel) of N. */
 static u64 eu_layout_mask(void)
 {
-	unsigned int k = config.n_events + config.cycle_counter + config.sentinel;
+	unsigned int k = config.n_events + config.cycle_counter + EU_SENTINEL_COUNTERS;
 
 	if (!k || k > config.event_counters)
 		return 0;
@@ -274,10 +283,6 @@ static u64 eu_layout_mask(void)
 }
 #define EU_PERF_HOLDS "; perf holds 0x%llx"
 #define EU_PERF_HOLDS_ARG(st) , (u64)(st)->perf_used
-#else
-#define EU_PERF_HOLDS "; idle counters zeroed 0x%llx"
-#define EU_PERF_HOLDS_ARG(st) , (u64)(st)->zeroed
-#endif
 
 /* The log line for an apply on `cpu` (`why`: online, regrant); its errno. */
 static int report_apply(unsigned int cpu, const eu_cpu_t *st,
@@ -292,20 +297,13 @@ static int report_apply(unsigned int cpu, const eu_cpu_t *st,
 			(u64)(st->owned & ~st->kept), (u64)st->kept EU_PERF_HOLDS_ARG(st));
 		break;
 	case -EBUSY:
-#ifdef CONFIG_ARM64
 		pr_err("cpu%u: counter %u is perf's (in its used_mask 0x%llx; config 0x%llx): no grant on this CPU [%s]\n",
 		       cpu, st->error_detail, (u64)st->perf_used, (u64)st->busy_config, why);
-#else
-		pr_err("cpu%u: counter %u is in use by another owner (perf; its config 0x%llx): no grant on this CPU [%s]\n",
-		       cpu, st->error_detail, (u64)st->busy_config, why);
-#endif
 		break;
-#ifdef CONFIG_ARM64
 	case -ENOLINK:
 		pr_err("cpu%u: perf evicted the module's keeper event (an older pinned perf group took its counter): the grant is withdrawn on this CPU until `regrant` finds room for the keeper [%s]\n",
 		       cpu, why);
 		break;
-#endif
 	case -EOPNOTSUPP:
 		if (st->error_detail != KMOD_EU_NO_EVENT)
 			pr_err("cpu%u: event 0x%x is not implemented by this CPU (" EU_PCEID "): no grant on this CPU [%s]\n",
@@ -338,13 +336,11 @@ static int kmod_eu_cpu_online(unsigned int cpu)
 	st = &slots[cpu];
 	/* A fresh grant: what this CPU holds now is what the restore goes back to. */
 	*st = (eu_cpu_t){};
-#ifdef CONFIG_ARM64
 	{
 		const char *why;
 
 		/* Process context (the CPU's hotplug thread): may sleep. */
-		/* No keeper under el0_programming=1 (kmod_enable_user_perf.c). */
-		ret = kmod_eu_perf_cpu_up(cpu, eu_layout_mask(), !el0_programming, &why);
+		ret = kmod_eu_perf_cpu_up(cpu, eu_layout_mask(), EU_KEEPER, &why);
 		if (ret == KMOD_EU_CPU_NOT_NAMED) {
 			pr_info("cpu%u: not in cpus=: no grant and no keeper on this CPU [online]\n", cpu);
 			return 0;
@@ -355,7 +351,6 @@ static int kmod_eu_cpu_online(unsigned int cpu)
 			return READ_ONCE(installing) ? ret : 0;
 		}
 	}
-#endif
 	/* On this CPU (the callback runs there), with interrupts off. */
 	ret = smp_call_function_single(cpu, apply_on_cpu, st, 1);
 	if (ret)
@@ -363,10 +358,8 @@ static int kmod_eu_cpu_online(unsigned int cpu)
 	else
 		ret = report_apply(cpu, st, "online");
 	if (ret) {
-#ifdef CONFIG_ARM64
 		/* No grant here: the keeper's counter goes back to perf. */
 		kmod_eu_perf_cpu_down(cpu);
-#endif
 		if (READ_ONCE(installing)) {
 			pr_err("cpu%u: refusing to load\n", cpu);
 			return ret;
@@ -385,9 +378,7 @@ static int kmod_eu_cpu_offline(unsigned int cpu)
 		return 0;
 	st = &slots[cpu];
 	if (!st->applied) {
-#ifdef CONFIG_ARM64
 		kmod_eu_perf_cpu_down(cpu);
-#endif
 		return 0;
 	}
 	granted = st->new_userenr;
@@ -397,10 +388,8 @@ static int kmod_eu_cpu_offline(unsigned int cpu)
 		       ERR_PTR(ret));
 		return 0;
 	}
-#ifdef CONFIG_ARM64
 	/* After the restore: the keeper's counter goes back to perf last. */
 	kmod_eu_perf_cpu_down(cpu);
-#endif
 	pr_info("cpu%u: " EU_USERENR " 0x%llx -> 0x%llx (%s)%s; counters released 0x%llx, left to perf 0x%llx\n",
 		cpu, (u64)st->found_userenr, (u64)st->new_userenr,
 		eu_access_names(st->new_userenr),
@@ -425,10 +414,8 @@ static int kmod_eu_cpu_pm(struct notifier_block *nb, unsigned long action, void 
 	st = READ_ONCE(slots);
 	if (!st || cpu >= nr_cpu_ids)
 		return NOTIFY_OK;
-#ifdef CONFIG_ARM64
 	/* perf's reset skipped the reserved counters (kmod_enable_user_perf.c). */
 	kmod_eu_perf_cpu_pm_exit(st[cpu].applied);
-#endif
 	if (!st[cpu].applied)
 		return NOTIFY_OK;
 	apply_on_cpu(&st[cpu]);
@@ -465,7 +452,7 @@ module_param_cb(layout, &layout_ops, NULL, 0444);
 #ifdef CONFIG_ARM64
 MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for EL0, as <counter>=<event> pairs, e.g. 5=0x8 4=0x11 (:k the sentinel)");
 #else
-MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for " EU_EL0 ", as <counter>=<event> pairs (31 = " EU_CCNTR "), e.g. 5=0x8 31=0x11");
+MODULE_PARM_DESC(layout, "Read-only: the counters the module runs for " EU_EL0 ", as <counter>=<event> pairs, e.g. 5=0x8 4=0x11");
 #endif
 
 /* `cpu_pm_regrants`: read-only, how often the grant was put back after CPU PM. */
@@ -512,11 +499,8 @@ static int regrant_on_cpu(void *info)
 	unsigned long flags;
 
 	local_irq_save(flags);
-#ifdef CONFIG_ARM64
 	/* No grant (and no keeper event) on this CPU since it came online. */
-	if (work->slot->applied)
-#endif
-	{
+	if (work->slot->applied) {
 		apply_on_cpu(work->slot);
 		work->after = *work->slot;
 		work->acted = true;
@@ -545,10 +529,8 @@ static int regrant_set(const char *val, const struct kernel_param *kp)
 		struct regrant_work work = { .slot = &slots[cpu] };
 		int err;
 
-#ifdef CONFIG_ARM64
 		/* Process context: an evicted keeper gets back on the PMU if there is room. */
 		kmod_eu_perf_keeper_revive(cpu);
-#endif
 		err = smp_call_on_cpu(cpu, regrant_on_cpu, &work, false);
 		if (!err && work.acted)
 			err = report_apply(cpu, &work.after, "regrant");
@@ -613,11 +595,9 @@ static int __init kmod_enable_user_init(void)
 	slots = kcalloc(nr_cpu_ids, sizeof(*slots), GFP_KERNEL);
 	if (!slots)
 		return -ENOMEM;
-#ifdef CONFIG_ARM64
 	ret = kmod_eu_perf_init();
 	if (ret)
 		goto free_slots;
-#endif
 	/* Before the grants: an idle exit right after a CPU's grant must find it. */
 	ret = cpu_pm_register_notifier(&kmod_eu_cpu_pm_nb);
 	if (ret)
@@ -637,14 +617,14 @@ static int __init kmod_enable_user_init(void)
 		eu_access_names(eu_granted_bits()),
 		eu_grant_words(eu_granted_bits()),
 		eu_version(config), config.event_counters, layout);
-#ifdef CONFIG_ARM64
-	if (el0_programming)
-		pr_info("left to perf: PMCCNTR_EL0 and event counters below %u (the layout's are taken out of perf's counter mask); no keeper event: with EN, EL0 owns PMCR_EL0.E\n",
+	if (!kmod_eu_perf_any_pmu())
+		pr_info("no perf driver (arm_pmu) for these CPUs: perf holds no counter and can get none, nothing is reserved, no keeper event\n");
+	else if (!EU_KEEPER)
+		pr_info("left to perf: " EU_CYCLES_NOTE " and event counters below %u (the layout's are taken out of perf's counter mask); no keeper event: with EN, EL0 owns " EU_PMCR ".E\n",
 			config.event_counters - (unsigned int)hweight64(eu_layout_mask()));
 	else
-		pr_info("left to perf: PMCCNTR_EL0 and event counters below %u (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event, which keeps perf's PMCR_EL0.E on while the module is loaded\n",
+		pr_info("left to perf: " EU_CYCLES_NOTE " and event counters below %u (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event, which keeps perf's " EU_PMCR ".E on while the module is loaded\n",
 			config.event_counters - (unsigned int)hweight64(eu_layout_mask()));
-#endif
 	if (el0_programming)
 		pr_warn("el0_programming=1: every process may now program the PMU: count at " EU_EL1 " (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");
 	else
@@ -655,9 +635,7 @@ unregister:
 	cpu_pm_unregister_notifier(&kmod_eu_cpu_pm_nb);
 	synchronize_rcu();
 free_slots:
-#ifdef CONFIG_ARM64
 	kmod_eu_perf_exit();
-#endif
 	kfree(slots);
 	slots = NULL;
 	return ret;
@@ -676,10 +654,8 @@ static void __exit kmod_enable_user_exit(void)
 	synchronize_rcu();
 	/* Runs kmod_eu_cpu_offline on every online CPU before the state is freed. */
 	cpuhp_remove_state(hp_state);
-#ifdef CONFIG_ARM64
 	/* Every CPU is down for the module: its counters go back to perf. */
 	kmod_eu_perf_exit();
-#endif
 	kfree(slots);
 	slots = NULL;
 	pr_info("unloaded: " EU_EL0 " access revoked, the module's counters released on every online CPU\n");
@@ -700,9 +676,32 @@ static bool el0_programming;
 module_param(el0_programming, bool, 0444);
 MODULE_PARM_DESC(el0_programming, "Set SUNAVCR.V: every process may then read and program the ARM1176 PMU (PMCR, CCR, CR0, CR1): count the kernel's events (a side channel into the kernel) and reset or stop the counters; the ARM1176 has no read-only grant, so without it the module refuses to load; default 0");
 
+/*
+ * perf's used_mask on this CPU (kmod_enable_user_perf.c), and SUNAVCR.V set only when
+ * it is empty: with interrupts off, perf cannot schedule an event on this CPU in
+ * between (it changes used_mask there with interrupts off).
+ */
+struct eu_v6_enable {
+	u64 perf_used;
+	int ret;
+};
+
+static void eu_v6_enable_here(struct eu_v6_enable *e)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	e->perf_used = kmod_eu_perf_used_here();
+	e->ret = e->perf_used ? -EBUSY : kmod_eu_armv6_enable(&sunavcr);
+	local_irq_restore(flags);
+}
+
 static int __init kmod_enable_user_init(void)
 {
 	u32 midr = read_cpuid_id();
+	struct eu_v6_enable e;
+	unsigned int cpu;
+	const char *why;
 	int ret;
 
 	if (!kmod_eu_armv6_is_arm1176(midr)) {
@@ -714,10 +713,42 @@ static int __init kmod_enable_user_init(void)
 		pr_err("the ARM1176's only User-mode grant (SUNAVCR.V) lets every process program the PMU as well as read it; load with el0_programming=1 to grant that: refusing to load\n");
 		return -EOPNOTSUPP;
 	}
+	/*
+	 * perf's ARMv6 driver takes its counters by number (armv6pmu_get_event_idx,
+	 * drivers/perf/arm_v6_pmu.c 6.12), so none can be reserved: the module programs no
+	 * counter, finds the arm_pmu (no keeper) and refuses while perf holds any counter.
+	 */
+	ret = kmod_eu_perf_init();
+	if (ret)
+		return ret;
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		ret = kmod_eu_perf_cpu_up(cpu, 0, false, &why);
+		if (ret == KMOD_EU_CPU_NOT_NAMED) {
+			why = "cpus= leaves out the ARM1176, the only CPU";
+			ret = -EINVAL;
+		}
+		if (ret)
+			break;
+	}
+	cpus_read_unlock();
+	if (ret) {
+		pr_err("%s (%pe): refusing to load\n", why, ERR_PTR(ret));
+		kmod_eu_perf_exit();
+		return ret;
+	}
 	/* The ARM1176 is a uniprocessor core: stay on it while SUNAVCR is changed. */
 	preempt_disable();
-	ret = kmod_eu_armv6_enable(&sunavcr);
+	eu_v6_enable_here(&e);
 	preempt_enable();
+	ret = e.ret;
+	if (ret == -EBUSY) {
+		pr_err("perf holds counters of this CPU (its used_mask as PMCR bits 0x%llx: bit 31 CCNT, 0 CR0, 1 CR1); SUNAVCR.V would let every process reset and stop them, and perf's ARMv6 driver cannot be kept off counters: refusing to load while perf uses the PMU\n",
+		       e.perf_used);
+		kmod_eu_perf_exit();
+		return ret;
+	}
+	kmod_eu_perf_exit();
 	if (ret) {
 		pr_err("SUNAVCR.V did not stick: wrote 0x%x, read back 0x%x (QEMU's ARM1176 has a dummy c15 that reads 0; on hardware, Linux must run in the Secure state): refusing to load\n",
 		       sunavcr.written, sunavcr.read_back);

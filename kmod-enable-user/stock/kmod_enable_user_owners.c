@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
- * kmod_enable_user, arm64: what the module may take from perf, decided before it takes
- * anything. Linked into both flavours, beside kmod_enable_user_perf.c (the reservation,
- * the keeper, used_mask), which calls it.
+ * kmod_enable_user, every flavour (arm64, and 32-bit ARM's ARMv7 and ARMv6): what the
+ * module may take from perf, decided before it takes anything. perf-core code, the same
+ * for every arm_pmu driver; linked into both arm64 flavours and both 32-bit ones, beside
+ * kmod_enable_user_perf.c (the reservation, the keeper, used_mask), which calls it.
  *
  * The rule: a load (or a CPU's online) that cannot guarantee that perf keeps every
  * counter it handed out or promised refuses before it narrows perf's counter mask,
  * creates a keeper or reschedules anything. perf promises a counter to:
  * - every event bound to a task (perf stat of a command, perf record -p, KVM's vCPU
- *   events, which are pinned task-bound events on the vCPU threads: arch/arm64/kvm/
- *   pmu-emul.c kvm_pmu_create_perf_event). Such events hold a counter only while their
- *   task runs (armpmu_add/armpmu_del at every switch, drivers/perf/arm_pmu.c), so
+ *   events on arm64, which are pinned task-bound events on the vCPU threads:
+ *   arch/arm64/kvm/pmu-emul.c kvm_pmu_create_perf_event). Such events hold a counter
+ *   only while their task runs (armpmu_add/armpmu_del at every switch,
+ *   drivers/perf/arm_pmu.c, the same for arm_pmuv3.c, arm_v7_pmu.c and arm_v6_pmu.c), so
  *   used_mask never shows them from the CPU hotplug thread that runs the module's apply;
  * - every CPU-wide event that is not on a counter right now (multiplexed out, disabled
  *   for later, in ERROR until re-enabled).
@@ -18,10 +20,15 @@
  * arm_pmu concerned counted; with any found the load refuses (-EBUSY) unless
  * take_from_perf=1 says the loader accepts what perf loses (logged).
  *
- * KVM: on a host where KVM may run guests, the narrowing changes the vPMU new guests get
- * (Linux 6.12 arch/arm64/kvm/pmu-emul.c kvm_arm_pmu_get_max_counters reads cntr_mask),
- * and VMs restored or migrated in keep a counter count the host no longer places: the
- * load refuses unless kvm_hosts=1.
+ * The ARMv6 flavour narrows nothing (arm_v6_pmu.c takes its counters by number): for it
+ * the same walk refuses a load while perf promised any counter of the PMU, and its glue
+ * refuses while perf holds one.
+ *
+ * KVM (arm64 only): on a host where KVM may run guests, the narrowing changes the vPMU
+ * new guests get (Linux 6.12 arch/arm64/kvm/pmu-emul.c kvm_arm_pmu_get_max_counters
+ * reads cntr_mask), and VMs restored or migrated in keep a counter count the host no
+ * longer places: the load refuses unless kvm_hosts=1. 32-bit ARM has had no KVM since
+ * Linux 5.7 (arch/arm/kvm removed), so kvm_hosts= does not exist there.
  *
  * `cpus=`: the CPUs the module grants on (default all). perf's counter mask belongs to
  * the arm_pmu, not to a CPU (struct arm_pmu, include/linux/perf/arm_pmu.h), so a PMU with
@@ -46,15 +53,22 @@
 #include <linux/string.h>
 
 #include <asm/barrier.h>
+#ifdef CONFIG_ARM64
 #include <asm/sysreg.h>
 #include <asm/virt.h>
+#endif
 
 #include "kmod_enable_user_owners.h"
 #include "kmod_enable_user_perf.h"
+#ifdef KMOD_EU_ARMV7
+#include "kmod_enable_user_stock.h"
+#endif
 
+#ifdef CONFIG_ARM64
 static bool kvm_hosts;
 module_param(kvm_hosts, bool, 0444);
 MODULE_PARM_DESC(kvm_hosts, "Load on a host where KVM may run guests (EL2 present): new guests then get fewer vPMU counters (the load log says how many), and VMs restored or migrated onto this host keep a counter count the host no longer places (their top counters stop or UNDEF); default 0: refuse");
+#endif
 
 static bool take_from_perf;
 module_param(take_from_perf, bool, 0444);
@@ -66,22 +80,14 @@ MODULE_PARM_DESC(cpus, "The CPUs to grant on, a CPU list (e.g. 2-3); default emp
 
 static struct cpumask eu_named;
 
-int kmod_eu_owners_init(void)
+#ifdef CONFIG_ARM64
+/* 0, or -EOPNOTSUPP (logged) on a host where KVM may run guests without kvm_hosts=1. */
+static int eu_kvm_check(void)
 {
 	u64 pfr0;
 	bool el2;
-	int ret;
 
-	if (!cpus || !cpus[0]) {
-		cpumask_setall(&eu_named);
-	} else {
-		ret = cpulist_parse(cpus, &eu_named);
-		if (ret || cpumask_empty(&eu_named)) {
-			pr_err("cpus=%s is not a CPU list naming at least one CPU (e.g. 0,2-3): refusing to load\n",
-			       cpus);
-			return -EINVAL;
-		}
-	}
+
 	/*
 	 * Whether KVM may run guests here: KVM needs EL2. The kernel runs at EL2 (VHE), or
 	 * was entered at EL2 and left KVM's nVHE hypervisor there: then EL2 is implemented
@@ -105,11 +111,37 @@ int kmod_eu_owners_init(void)
 	}
 	return 0;
 }
+#else
+/* 32-bit ARM: no KVM since Linux 5.7. */
+static int eu_kvm_check(void)
+{
+	return 0;
+}
+#endif
+
+int kmod_eu_owners_init(void)
+{
+	int ret;
+
+	if (!cpus || !cpus[0]) {
+		cpumask_setall(&eu_named);
+	} else {
+		ret = cpulist_parse(cpus, &eu_named);
+		if (ret || cpumask_empty(&eu_named)) {
+			pr_err("cpus=%s is not a CPU list naming at least one CPU (e.g. 0,2-3): refusing to load\n",
+			       cpus);
+			return -EINVAL;
+		}
+	}
+	return eu_kvm_check();
+}
 
 bool kmod_eu_owners_named(unsigned int cpu)
 {
 	return cpumask_test_cpu(cpu, &eu_named);
 }
+
+#ifdef CONFIG_ARM_PMU	/* the rest reads struct arm_pmu: only with perf's arm_pmu driver */
 
 /* The probe thread's function: never called (the thread is stopped before it runs). */
 static int eu_probe_thread(void *unused)
@@ -123,10 +155,13 @@ int kmod_eu_owners_find_pmu(unsigned int cpu, struct arm_pmu **found, const char
 		.type = PERF_TYPE_RAW,
 		.size = sizeof(attr),
 		.config = 0x00,	/* SW_INCR, as the keeper */
+		/*
+		 * Never enabled, it only finds the arm_pmu: without exclusions, which a PMU
+		 * without a privilege filter refuses (PERF_PMU_CAP_NO_EXCLUDE: arm_v6_pmu.c,
+		 * and arm_v7_pmu.c's PMUv1 cores; drivers/perf/arm_pmu.c armpmu_register,
+		 * kernel/events/core.c perf_try_init_event, Linux 6.12).
+		 */
 		.disabled = 1,
-		.exclude_user = 1,
-		.exclude_kernel = 1,
-		.exclude_hv = 1,
 	};
 	struct task_struct *thread;
 	struct perf_event *event;
@@ -148,12 +183,13 @@ int kmod_eu_owners_find_pmu(unsigned int cpu, struct arm_pmu **found, const char
 	event = perf_event_create_kernel_counter(&attr, cpu, thread, NULL, NULL);
 	if (IS_ERR(event)) {
 		ret = PTR_ERR(event);
-		/* No PMU took the event: core.c perf_init_event answers -ENOENT. */
+		/*
+		 * No PMU took the event: core.c perf_init_event answers -ENOENT, passed on
+		 * (the caller decides: -ENODEV on arm64, no PMU to share on 32-bit ARM).
+		 */
 		*why = ret == -ENOENT ?
 			"no perf arm_pmu driver for this CPU (no PMU node in the device tree, or no PMU interrupts in ACPI)" :
 			"perf refused the module's probe event (perf_event_create_kernel_counter)";
-		if (ret == -ENOENT)
-			ret = -ENODEV;
 		goto stop;
 	}
 	pmu = to_arm_pmu(event->pmu);
@@ -353,6 +389,7 @@ int kmod_eu_owners_vet(struct arm_pmu *pmu, u64 layout_mask, bool after,
 void kmod_eu_owners_report_kvm(struct arm_pmu *pmu, unsigned int general,
 			       unsigned int taken, bool keeper)
 {
+#ifdef CONFIG_ARM64
 	if (!kvm_hosts)
 		return;
 #ifdef KMOD_EU_HAVE_CNTR_MASK
@@ -364,6 +401,7 @@ void kmod_eu_owners_report_kvm(struct arm_pmu *pmu, unsigned int general,
 	pr_warn("kvm_hosts=1: new guests on PMU %s still get %u event counters (KVM reads PMCR_EL0.N), but the host places only %u of them at once: the others stop (their perf events go to ERROR)\n",
 		pmu->name, general, general - taken - (keeper ? 1 : 0));
 #endif
+#endif /* CONFIG_ARM64: 32-bit ARM has no KVM */
 }
 
 void kmod_eu_owners_quiet_here(u64 reserved, bool disable)
@@ -373,14 +411,26 @@ void kmod_eu_owners_quiet_here(u64 reserved, bool disable)
 		return;
 	/*
 	 * perf's reset skips the counters outside its mask (Linux 6.12
-	 * drivers/perf/arm_pmuv3.c armv8pmu_reset), and PMINTENSET/PMCNTENSET are UNKNOWN
-	 * after a power-up (Arm ARM D24.5): an overflow interrupt of a reserved counter
-	 * would reach perf's handler, which does not look at it.
+	 * drivers/perf/arm_pmuv3.c armv8pmu_reset, arm_v7_pmu.c armv7pmu_reset), and
+	 * PMINTENSET/PMCNTENSET are UNKNOWN after a power-up (Arm ARM D24.5): an overflow
+	 * interrupt of a reserved counter would reach perf's handler, which does not look
+	 * at it.
 	 */
+#ifdef CONFIG_ARM64
 	if (disable)
 		write_sysreg(reserved, pmcntenclr_el0);
 	write_sysreg(reserved, pmintenclr_el1);
 	write_sysreg(reserved, pmovsclr_el0);
 	/* The clears take effect before whatever the caller does next with the PMU. */
 	isb();
+#elif defined(KMOD_EU_ARMV7)
+	/*
+	 * The same writes to the AArch32 registers (PMCNTENCLR, PMINTENCLR, PMOVSR, isb),
+	 * in the Rust object (pmu-armv7 quiet_reserved).
+	 */
+	kmod_eu_armv7_quiet((u32)reserved, disable);
+#endif
+	/* ARMv6: its flavour takes no counter, `reserved` is always empty. */
 }
+
+#endif /* CONFIG_ARM_PMU */

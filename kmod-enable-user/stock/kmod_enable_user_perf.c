@@ -1,29 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
 /*
- * kmod_enable_user, arm64: which counters are perf's, from perf's own bookkeeping.
- * Linked into both flavours (the stock glue and the Rust-for-Linux module).
+ * kmod_enable_user, every flavour (arm64, and 32-bit ARM's ARMv7 and ARMv6): which
+ * counters are perf's, from perf's own bookkeeping. Linked into both module flavours
+ * (the stock glue and, on arm64, the Rust-for-Linux module). The same code for every
+ * arm_pmu driver: drivers/perf/arm_pmuv3.c (arm64, and its 32-bit build for ARMv8
+ * cores under a 32-bit kernel), arm_v7_pmu.c (ARMv7 PMUv1/v2) and arm_v6_pmu.c
+ * (ARM1176); only perf's counter numbering differs (below).
  *
  * - Reservation: the layout's event counters are taken out of the counters perf may
  *   allocate from (struct arm_pmu, include/linux/perf/arm_pmu.h: `cntr_mask` since
- *   Linux 6.12, `num_events` before; which one, features.mk probes in the headers), so perf cannot hand them out while the module
- *   holds them (armv8pmu_get_single_idx/get_chain_idx walk that mask; so do
- *   armv8pmu_enable_user_access's zeroing and KVM's counter count). A counter perf
- *   already holds at load stays perf's: its bit in perf's per-CPU `used_mask` makes
- *   the grant on that CPU fail with -EBUSY (the Rust object checks it).
+ *   Linux 6.12, `num_events` before; which one, features.mk probes in the headers), so
+ *   perf cannot hand them out while the module holds them (armv8pmu_get_single_idx/
+ *   get_chain_idx and armv7pmu_get_event_idx walk that mask, 6.12; before it both
+ *   walked indexes 1 .. num_events - 1). A counter perf already holds at load stays
+ *   perf's: its bit in perf's per-CPU `used_mask` makes the grant on that CPU fail with
+ *   -EBUSY (the Rust object checks it). arm_v6_pmu.c's armv6pmu_get_event_idx takes
+ *   its two counters by number, whatever the mask says: perf cannot be narrowed there,
+ *   so the ARMv6 flavour (which programs no counter) reserves nothing and refuses to
+ *   load while perf holds any counter.
  * - Keeper: one pinned, CPU-wide, in-kernel perf event per CPU, owned by the module
  *   (SW_INCR with every level excluded: it counts nothing). While it exists perf's
  *   used_mask on that CPU is never empty, so perf's armpmu_enable() always restarts
- *   the PMU (armv8pmu_start sets PMCR_EL0.E) after each armpmu_disable()
- *   (armv8pmu_stop clears it): the module's counters cannot be left frozen when perf's
- *   last own event leaves the CPU. It costs perf one general counter on every CPU.
- *   Not with el0_programming=1: EL0 then programs PMCR_EL0.E and any counter itself,
- *   the keeper's included, whose overflow interrupt perf enabled; perf's handler
- *   (armv8pmu_handle_irq) ends in armv8pmu_start, which revokes the grant.
+ *   the PMU (armv8pmu_start / armv7pmu_start set PMCR.E) after each armpmu_disable()
+ *   (armv8pmu_stop / armv7pmu_stop clear it): the module's counters cannot be left
+ *   frozen when perf's last own event leaves the CPU. It costs perf one general
+ *   counter on every CPU. The glue decides per flavour whether to have one.
  * - used_mask: read on the CPU with interrupts off (perf changes it there, under
- *   its context lock with interrupts off), as PMCNTENSET_EL0 bits: with `cntr_mask`
- *   (Linux 6.12 on) perf numbers perf's index as the counter (31 = PMCCNTR_EL0, 32 = PMICNTR_EL0);
- *   before it index 0 is PMCCNTR_EL0 and index i the counter i - 1
- *   (ARMV8_IDX_TO_COUNTER, arch/arm64/kernel/perf_event.c in 6.1).
+ *   its context lock with interrupts off), as PMCNTENSET bits (31: the cycle counter).
+ *   With `cntr_mask` (Linux 6.12 on) arm_pmuv3.c and arm_v7_pmu.c number perf's index
+ *   as the counter (31 = the cycle counter, ARMV8_PMU_CYCLE_IDX / ARMV7_IDX_CYCLE_COUNTER;
+ *   32 = PMICNTR_EL0). Before it index 0 is the cycle counter and index i the counter
+ *   i - 1 (ARMV8_IDX_TO_COUNTER, arch/arm64/kernel/perf_event.c, and
+ *   ARMV7_IDX_TO_COUNTER, arch/arm/kernel/perf_event_v7.c, Linux 6.1). arm_v6_pmu.c
+ *   keeps that older numbering in every release (ARMV6_CYCLE_COUNTER = 0, ARMV6_COUNTER0
+ *   = 1, ARMV6_COUNTER1 = 2): the ARMv6 flavour (KMOD_EU_ARMV6) reads it so. Bits above
+ *   the counters (Krait's and Scorpion's column bits in arm_v7_pmu.c) come out above
+ *   the layout and never refuse it.
+ * - No arm_pmu: without CONFIG_ARM_PMU, or on a 32-bit CPU whose device tree has no PMU
+ *   node (no arm_pmu driver probed; the drivers are built in, so none can appear after
+ *   boot), perf has no counter on the CPU and can get none: nothing is reserved, there
+ *   is no keeper, and perf holds nothing. arm64 keeps refusing the load there.
  *
  * The arm_pmu is found through the keeper itself: to_arm_pmu(event->pmu).
  */
@@ -42,14 +58,23 @@
 #include <linux/smp.h>
 
 #include <asm/barrier.h>
+#ifdef CONFIG_ARM64
 #include <asm/sysreg.h>
+#endif
 
 #include "kmod_enable_user_owners.h"
 #include "kmod_enable_user_perf.h"
+#ifdef KMOD_EU_ARMV7
+#include "kmod_enable_user_stock.h"
+#endif
+
+#ifdef CONFIG_ARM_PMU
 
 #define EU_MAX_PMUS 4
 /* PMCR_EL0.E, bit 0 (Arm ARM D24.5 PMCR_EL0; Linux 6.1 has no arm_pmuv3.h to name it). */
 #define EU_PMCR_E BIT_ULL(0)
+/* PMUSERENR(_EL0).EN, bit 0: EL0 may write the PMU (Arm ARM D24.5; DDI 0406C C12). */
+#define EU_USERENR_EN BIT_ULL(0)
 
 /* One arm_pmu whose counters the module narrowed, and what it took away. */
 struct eu_reserved_pmu {
@@ -67,21 +92,62 @@ static struct eu_reserved_pmu eu_pmus[EU_MAX_PMUS];
 static unsigned int eu_n_pmus;
 static struct perf_event **eu_keepers;
 static struct arm_pmu **eu_cpu_pmu;
+/* 32-bit ARM: CPUs without an arm_pmu (perf has no counter there). */
+static unsigned long *eu_no_pmu;
+
+/* What module init found for one possible CPU (kmod_eu_owners_find_pmu). */
+struct eu_probe {
+	struct arm_pmu *pmu;
+	int ret;
+	const char *why;
+};
+static struct eu_probe *eu_probes;
+
+static void eu_free_tables(void)
+{
+	kfree(eu_keepers);
+	kfree(eu_cpu_pmu);
+	bitmap_free(eu_no_pmu);
+	kfree(eu_probes);
+	eu_keepers = NULL;
+	eu_cpu_pmu = NULL;
+	eu_no_pmu = NULL;
+	eu_probes = NULL;
+}
 
 int kmod_eu_perf_init(void)
 {
+	unsigned int cpu;
 	int ret = kmod_eu_owners_init();
 
 	if (ret)
 		return ret;
 	eu_keepers = kcalloc(nr_cpu_ids, sizeof(*eu_keepers), GFP_KERNEL);
 	eu_cpu_pmu = kcalloc(nr_cpu_ids, sizeof(*eu_cpu_pmu), GFP_KERNEL);
-	if (!eu_keepers || !eu_cpu_pmu) {
-		kfree(eu_keepers);
-		kfree(eu_cpu_pmu);
-		eu_keepers = NULL;
-		eu_cpu_pmu = NULL;
+	eu_no_pmu = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
+	eu_probes = kcalloc(nr_cpu_ids, sizeof(*eu_probes), GFP_KERNEL);
+	if (!eu_keepers || !eu_cpu_pmu || !eu_no_pmu || !eu_probes) {
+		eu_free_tables();
 		return -ENOMEM;
+	}
+	/*
+	 * Every possible CPU's arm_pmu is found here, in module init, not in the CPU
+	 * hotplug callbacks: the probe is a task-bound event, and while no other
+	 * task-bound event exists perf's accounting of it enables a static key
+	 * (kernel/events/core.c account_event → static_branch_enable →
+	 * static_key_enable, which takes cpus_read_lock: kernel/jump_label.c, Linux 6.12).
+	 * Around a CPU's online the hotplug lock is held for write by the task that
+	 * onlines it, so the probe would deadlock there (seen: Debian's 6.1 armmp kernel
+	 * hung in CPU 1's offline/online right after a task-bound perf stat had ended), and
+	 * under cpuhp_setup_state it would be a recursive read. The arm_pmus stay: their
+	 * drivers are built in and cannot be unbound (arm_pmuv3.c and arm_v7_pmu.c set
+	 * suppress_bind_attrs; the ARMv6 flavour uses its PMU during init only).
+	 */
+	for_each_possible_cpu(cpu) {
+		struct eu_probe *p = &eu_probes[cpu];
+
+		p->why = "";
+		p->ret = kmod_eu_owners_find_pmu(cpu, &p->pmu, &p->why);
 	}
 	return 0;
 }
@@ -233,8 +299,22 @@ int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
 	*why = "";
 	if (!eu_keepers || cpu >= nr_cpu_ids)
 		return -EINVAL;
-	/* The CPU's arm_pmu, found without touching any CPU's perf context. */
-	ret = kmod_eu_owners_find_pmu(cpu, &pmu, why);
+	clear_bit(cpu, eu_no_pmu);
+	/* The CPU's arm_pmu, found at init without touching any CPU's perf context. */
+	pmu = eu_probes[cpu].pmu;
+	ret = eu_probes[cpu].ret;
+	*why = eu_probes[cpu].why;
+	if (ret == -ENOENT && IS_ENABLED(CONFIG_ARM)) {
+		/*
+		 * 32-bit ARM: no PMU took the probe event, no arm_pmu drives this CPU (no PMU
+		 * node): perf has no counter here and can get none.
+		 */
+		set_bit(cpu, eu_no_pmu);
+		*why = "";
+		return named ? 0 : KMOD_EU_CPU_NOT_NAMED;
+	}
+	if (ret == -ENOENT)
+		ret = -ENODEV;	/* arm64 needs perf's driver (not "Unknown symbol") */
 	if (ret)
 		return named ? ret : KMOD_EU_CPU_NOT_NAMED;
 	mutex_lock(&eu_perf_lock);
@@ -282,6 +362,18 @@ void kmod_eu_perf_cpu_down(unsigned int cpu)
 		perf_event_release_kernel(event);
 }
 
+bool kmod_eu_perf_any_pmu(void)
+{
+	unsigned int cpu;
+
+	if (!eu_cpu_pmu)
+		return false;
+	for (cpu = 0; cpu < nr_cpu_ids; cpu++)
+		if (READ_ONCE(eu_cpu_pmu[cpu]))
+			return true;
+	return false;
+}
+
 bool kmod_eu_perf_keeper_active(unsigned int cpu)
 {
 	struct perf_event *event;
@@ -292,29 +384,57 @@ bool kmod_eu_perf_keeper_active(unsigned int cpu)
 	return event && READ_ONCE(event->state) == PERF_EVENT_STATE_ACTIVE;
 }
 
+/*
+ * On the CPU: PMCR(_EL0).E, and the module's grant taken back if PMUSERENR(_EL0) still
+ * holds it (then an isb: revoked before any EL0 instruction runs again). arm64's system
+ * registers here; the AArch32 ones in the Rust object (pmu-armv7 pmu_enabled,
+ * withdraw). The ARMv6 flavour has no keeper and never asks.
+ */
+static bool eu_pmu_enabled_here(void)
+{
+#ifdef CONFIG_ARM64
+	return read_sysreg(pmcr_el0) & EU_PMCR_E;
+#elif defined(KMOD_EU_ARMV7)
+	return kmod_eu_armv7_pmu_enabled();
+#else
+	return true;
+#endif
+}
+
+static void eu_withdraw_here(u64 granted)
+{
+#ifdef CONFIG_ARM64
+	if (granted && read_sysreg(pmuserenr_el0) == granted) {
+		write_sysreg(0, pmuserenr_el0);
+		isb();
+	}
+#elif defined(KMOD_EU_ARMV7)
+	kmod_eu_armv7_withdraw((u32)granted);
+#endif
+}
+
 int kmod_eu_perf_grant_check_here(u64 granted)
 {
 	unsigned int cpu = smp_processor_id();
 
 	/*
-	 * Without a keeper (el0_programming=1: EL0 owns PMCR_EL0.E) there is nothing to
-	 * check. With one, it must be on the PMU, and PMCR_EL0.E set: while the keeper is
-	 * ACTIVE perf's used_mask is not empty, so perf's armpmu_enable has run
-	 * armv8pmu_start (drivers/perf/arm_pmu.c, arm_pmuv3.c); E clear means perf stopped
-	 * the PMU and the grant would show frozen counters. The keeper is evicted when an
-	 * older pinned CPU-wide group takes its counter (core.c merge_sched_in puts a
-	 * pinned event that does not fit into ERROR): then, once perf's last own event
-	 * leaves, armv8pmu_stop clears E and nothing sets it again. The module never sets E
-	 * itself here: it takes its own grant back instead.
+	 * Without a keeper (arm64 with el0_programming=1: EL0 owns PMCR_EL0.E) there is
+	 * nothing to check. With one, it must be on the PMU, and PMCR.E set: while the
+	 * keeper is ACTIVE perf's used_mask is not empty, so perf's armpmu_enable has run
+	 * armv8pmu_start / armv7pmu_start (drivers/perf/arm_pmu.c, arm_pmuv3.c,
+	 * arm_v7_pmu.c); E clear means perf stopped the PMU and the grant would show frozen
+	 * counters. The keeper is evicted when an older pinned CPU-wide group takes its
+	 * counter (core.c merge_sched_in puts a pinned event that does not fit into ERROR):
+	 * then, once perf's last own event leaves, armv8pmu_stop / armv7pmu_stop clears E
+	 * and nothing sets it again. The module never sets E itself here: it takes its own
+	 * grant back instead. A grant with EN (the ARMv7 flavour keeps its keeper under
+	 * el0_programming=1) lets EL0 write PMCR.E itself: then only the keeper is checked.
 	 */
 	if (!eu_keepers || cpu >= nr_cpu_ids || !eu_keepers[cpu] ||
-	    (kmod_eu_perf_keeper_active(cpu) && (read_sysreg(pmcr_el0) & EU_PMCR_E)))
+	    (kmod_eu_perf_keeper_active(cpu) &&
+	     ((granted & EU_USERENR_EN) || eu_pmu_enabled_here())))
 		return 0;
-	if (granted && read_sysreg(pmuserenr_el0) == granted) {
-		write_sysreg(0, pmuserenr_el0);
-		/* Revoked before any EL0 instruction runs again on this CPU. */
-		isb();
-	}
+	eu_withdraw_here(granted);
 	return -ENOLINK;
 }
 
@@ -350,8 +470,12 @@ u64 kmod_eu_perf_used_here(void)
 {
 	unsigned int cpu = smp_processor_id();
 
-	if (!eu_cpu_pmu || cpu >= nr_cpu_ids || !eu_cpu_pmu[cpu])
+	if (!eu_cpu_pmu || cpu >= nr_cpu_ids)
 		return ~0ULL;	/* unknown: everything counts as perf's */
+	if (test_bit(cpu, eu_no_pmu))
+		return 0;	/* no arm_pmu: perf holds nothing here */
+	if (!eu_cpu_pmu[cpu])
+		return ~0ULL;
 	return kmod_eu_perf_used_of(eu_cpu_pmu[cpu]);
 }
 
@@ -364,7 +488,7 @@ u64 kmod_eu_perf_used_of(struct arm_pmu *pmu)
 	for (i = 0; i < ARMPMU_MAX_HWEVENTS && i < 64; i++) {
 		if (!test_bit(i, hw->used_mask))
 			continue;
-#ifdef KMOD_EU_HAVE_CNTR_MASK
+#if defined(KMOD_EU_HAVE_CNTR_MASK) && !defined(KMOD_EU_ARMV6)
 		used |= BIT_ULL(i);
 #else
 		used |= i == 0 ? BIT_ULL(31) : BIT_ULL(i - 1);
@@ -392,8 +516,63 @@ void kmod_eu_perf_exit(void)
 		eu_unreserve(&eu_pmus[i]);
 	eu_n_pmus = 0;
 	mutex_unlock(&eu_perf_lock);
-	kfree(eu_keepers);
-	kfree(eu_cpu_pmu);
-	eu_keepers = NULL;
-	eu_cpu_pmu = NULL;
+	eu_free_tables();
 }
+
+#else /* !CONFIG_ARM_PMU: no arm_pmu at all (32-bit kernels built without perf's driver) */
+
+int kmod_eu_perf_init(void)
+{
+	/* `cpus=` still says where the grant goes. */
+	return kmod_eu_owners_init();
+}
+
+int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
+			const char **why)
+{
+	*why = "";
+	return kmod_eu_owners_named(cpu) ? 0 : KMOD_EU_CPU_NOT_NAMED;
+}
+
+int kmod_eu_perf_grant_check_here(u64 granted)
+{
+	return 0;	/* no keeper: perf cannot stop the PMU under the grant */
+}
+
+void kmod_eu_perf_keeper_revive(unsigned int cpu)
+{
+}
+
+void kmod_eu_perf_cpu_pm_exit(bool granted)
+{
+}
+
+void kmod_eu_perf_cpu_down(unsigned int cpu)
+{
+}
+
+bool kmod_eu_perf_any_pmu(void)
+{
+	return false;
+}
+
+bool kmod_eu_perf_keeper_active(unsigned int cpu)
+{
+	return false;
+}
+
+u64 kmod_eu_perf_used_here(void)
+{
+	return 0;	/* perf has no counter on any CPU */
+}
+
+bool kmod_eu_perf_kernel_data_locked_down(void)
+{
+	return security_locked_down(LOCKDOWN_PERF) != 0;
+}
+
+void kmod_eu_perf_exit(void)
+{
+}
+
+#endif /* CONFIG_ARM_PMU */

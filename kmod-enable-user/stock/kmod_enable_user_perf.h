@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
- * kmod_enable_user, arm64: perf's bookkeeping (kmod_enable_user_perf.c), for both
- * flavours' glue. The Rust-for-Linux module declares the same functions.
+ * kmod_enable_user, every flavour: perf's bookkeeping (kmod_enable_user_perf.c), for
+ * both module flavours' glue. The Rust-for-Linux module declares the same functions.
  */
 #ifndef KMOD_ENABLE_USER_PERF_H
 #define KMOD_ENABLE_USER_PERF_H
@@ -21,6 +21,8 @@ int kmod_eu_perf_cpu_up(unsigned int cpu, u64 layout_mask, bool keeper,
 			const char **why);
 /* Process context: releases the CPU's keeper event (perf frees its counter). */
 void kmod_eu_perf_cpu_down(unsigned int cpu);
+/* Whether any CPU brought up has an arm_pmu (32-bit ARM may have none: no PMU node). */
+bool kmod_eu_perf_any_pmu(void);
 /* Whether the CPU's keeper event is on the PMU (PERF_EVENT_STATE_ACTIVE). */
 bool kmod_eu_perf_keeper_active(unsigned int cpu);
 /*
@@ -37,7 +39,7 @@ void kmod_eu_perf_keeper_revive(unsigned int cpu);
  * their enables too: perf's reset skips them (kmod_enable_user_owners.c).
  */
 void kmod_eu_perf_cpu_pm_exit(bool granted);
-/* On the CPU, interrupts off: perf's used_mask there as PMCNTENSET_EL0 bits. */
+/* On the CPU, interrupts off: perf's used_mask there as PMCNTENSET(_EL0) bits. */
 u64 kmod_eu_perf_used_here(void);
 struct arm_pmu;
 /* As kmod_eu_perf_used_here, for `pmu` (on one of its CPUs). */

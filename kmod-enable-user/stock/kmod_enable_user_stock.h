@@ -98,10 +98,10 @@ struct kmod_eu_v7_cpu {
 	u32 found_userenr;	/* PMUSERENR found by the last apply or restore */
 	u32 new_userenr;	/* written by the last apply or restore */
 	u32 owned;		/* PMCNTENSET bits of the module's counters */
-	u32 zeroed;		/* idle counters the last apply zeroed */
+	u32 zeroed;		/* module counters the last apply programmed from zero */
 	u32 kept;		/* module counters found running and kept (re-grant) */
 	u32 released;		/* counters the restore disabled and zeroed */
-	u32 taken;		/* module counters perf reprogrammed: left to perf */
+	u32 taken;		/* module counters in perf's used_mask: left to perf */
 	u32 busy_config;	/* -EBUSY: PMXEVTYPER of the counter in use */
 	s32 error;		/* 0 or -ENODEV, -EBUSY, -EOPNOTSUPP, -EINVAL */
 	u32 error_detail;	/* the counter, the event, or PMCR.N */
@@ -109,9 +109,11 @@ struct kmod_eu_v7_cpu {
 	bool enabled_pmu;	/* the module turned PMCR.E on */
 	u8 perfmon;
 	u8 reserved;
+	u32 perf_used;		/* input: perf's used_mask as PMCNTENSET bits */
 };
-static_assert(sizeof(struct kmod_eu_v7_cpu) == 44);
+static_assert(sizeof(struct kmod_eu_v7_cpu) == 48);
 static_assert(offsetof(struct kmod_eu_v7_cpu, applied) == 40);
+static_assert(offsetof(struct kmod_eu_v7_cpu, perf_used) == 44);
 
 int kmod_eu_armv7_configure(struct kmod_eu_v7_config *cfg, u32 user_access,
 			    bool el0_programming, const char *events,
@@ -121,6 +123,15 @@ void kmod_eu_armv7_apply(struct kmod_eu_v7_cpu *st, const struct kmod_eu_v7_conf
 void kmod_eu_armv7_restore(struct kmod_eu_v7_cpu *st, const struct kmod_eu_v7_config *cfg);
 const char *kmod_eu_armv7_access_names(u32 bits);
 const char *kmod_eu_armv7_grant_words(u32 bits);
+/*
+ * On the CPU, interrupts off, for kmod_enable_user_owners.c and kmod_enable_user_perf.c
+ * (the AArch32 registers of what arm64 does there with its system registers): quiet the
+ * reserved counters (PMINTENCLR, PMOVSR, with `disable` PMCNTENCLR, then isb); whether
+ * PMCR.E is set; PMUSERENR to 0 if it still holds `granted`, then isb.
+ */
+void kmod_eu_armv7_quiet(u32 reserved, bool disable);
+bool kmod_eu_armv7_pmu_enabled(void);
+void kmod_eu_armv7_withdraw(u32 granted);
 #elif defined(CONFIG_ARM)
 /* SUNAVCR before and after (Rust: armv6::KmodEuArmv6). */
 struct kmod_eu_armv6 {

@@ -213,11 +213,11 @@ impl fmt::Display for How {
             ),
             Self::Armv7ModuleLayout { cpu, layout } => write!(
                 f,
-                "grant: read-only (PMUSERENR ER|CR, no EN) from kmod-enable-user's ARMv7 \
+                "grant: read-only (PMUSERENR ER or ER|CR, no EN) from kmod-enable-user's ARMv7 \
                  flavour on CPU {cpu}: the counters the module runs ({layout}), PL0 only, \
-                 nothing programmed; event counters read through PMSELR + PMXEVCNTR, the \
-                 cycle counter's low 32 bits (no overflow flags without EN: a region must \
-                 count fewer than 2^32 events and cycles, 2.8 s at 1.5 GHz); CPU from \
+                 nothing programmed; event counters read through PMSELR + PMXEVCNTR, 32 bits \
+                 wide (no overflow flags without EN: a region must count fewer than 2^32 \
+                 events and cycles, 2.8 s at 1.5 GHz); CPU from \
                  sched_getcpu(), context switches from getrusage (the ARMv7 flavour runs no \
                  kernel-entry sentinel)"
             ),

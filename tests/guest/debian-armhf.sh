@@ -68,9 +68,94 @@ scenario_armhf() {
 	finish
 }
 
+# The same kernel booted with a PMU node in its device tree (tests/src/lib.rs
+# `arm32_pmu_dtb`: `arm,cortex-a15-pmu` on QEMU's PPI 7), so perf's ARMv7 driver owns the
+# PMU as on a real board: `perf stat -a -e cycles:u,instructions:u -I 100` (what an
+# administrator runs) started before the module is loaded and stopped after it is
+# unloaded; meanwhile insmod (el0_programming=1: PMUv2 has no other grant), CPU 1 offline
+# and online, rmmod. No pmu-demo meanwhile: under EN it programs counters itself. Every
+# interval line goes to the console as a PERFSTAT line. Then a perf session of its own on
+# CPU 0 with the module loaded, and pmu-demo's direct reads there. First, a load beside
+# a stopped task-bound perf stat is refused.
+scenario_armhf_perf() {
+	boot_line
+	cpu_line
+	perf_line
+	# A task-bound perf stat whose command stops itself (SIGSTOP) for the load: its
+	# events are on no counter and in no used_mask, only in perf's task context. The
+	# ARMv7 flavour walks perf's contexts as arm64's does (kmod_enable_user_owners.c)
+	# and refuses before it changes anything; then the command runs and perf counts it.
+	rm -f /tmp/pinned.go
+	perf stat -x, -e instructions:u -o /tmp/pinned.csv -- \
+		sh -c 'echo $$ >/tmp/pinned.go; kill -STOP $$; i=0; while [ $i -lt 2000 ]; do i=$((i + 1)); done' \
+		2>/tmp/pinned.err &
+	pinned=$!
+	n=0
+	while [ ! -s /tmp/pinned.go ] && [ $n -lt 600 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	target=$(cat /tmp/pinned.go)
+	while ! grep -q '^State:.*T' /proc/$target/status 2>/dev/null && [ $n -lt 600 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	result pinned-started waited=$n stopped=$(grep -c '^State:.*T' /proc/$target/status)
+	load pinned el0_programming=1
+	klog
+	kill -CONT $target
+	wait $pinned
+	result pinned-perf status=$? counted=$(grep -c -E '^[0-9]+,' /tmp/pinned.csv)
+	sed 's/^/STDERR pinned /' /tmp/pinned.err
+
+	rm -f /tmp/wide.csv
+	perf stat -a -e cycles:u,instructions:u -I 100 -x, -o /tmp/wide.csv 2>/tmp/wide.err &
+	perf_pid=$!
+	# perf has opened its events once it wrote its first interval.
+	n=0
+	while [ ! -s /tmp/wide.csv ] && [ $n -lt 500 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	result wide-started waited=$n
+	sleep 0.5
+	load wide el0_programming=1
+	klog
+	result wide-layout text=$(tr ' ' ',' </sys/module/$NAME/parameters/layout 2>/dev/null)
+	sleep 0.5
+	echo 0 >/sys/devices/system/cpu/cpu1/online
+	off=$?
+	sleep 0.3
+	echo 1 >/sys/devices/system/cpu/cpu1/online
+	result wide-hotplug cpu=1 offline_rc=$off online_rc=$? online=$(cat /sys/devices/system/cpu/cpu1/online)
+	sleep 0.5
+	klog
+	unload wide
+	klog
+	sleep 0.5
+	kill -INT $perf_pid
+	wait $perf_pid
+	result wide-perf status=$? intervals=$(grep -c -E '^ *[0-9]+\.[0-9]+,' /tmp/wide.csv)
+	sed 's/^/PERFSTAT /' /tmp/wide.csv
+	sed 's/^/STDERR wide-perf /' /tmp/wide.err
+
+	# A perf session on CPU 0 (its events on counters perf may still hand out), then
+	# pmu-demo's direct reads there: they count exactly or refuse, never a clean 0.
+	load session el0_programming=1
+	klog
+	taskset -c 0 perf stat -x, -o /tmp/session.csv -e cycles:u,instructions:u -- sh -c 'i=0; while [ $i -lt 2000 ]; do i=$((i + 1)); done' 2>/tmp/session.err
+	result perf-session status=$? counted=$(grep -c -E '^[0-9]+,' /tmp/session.csv)
+	sed 's/^/STDERR perf-session /' /tmp/session.err
+	demo session-after-cpu0 0 direct
+	unload session
+	klog
+	finish
+}
+
 main() {
 	case "$scenario" in
 	armhf) scenario_armhf ;;
+	armhf_perf) scenario_armhf_perf ;;
 	*)
 		result error unknown_scenario=${scenario:-none}
 		finish

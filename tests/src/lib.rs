@@ -335,14 +335,28 @@ pub fn add_idle_states(dts: &str) -> Option<String> {
 /// idle states added ([`add_idle_states`]), compiled with `dtc` into `target/`; the
 /// path, for `-dtb`. Panics with the failing step (a test helper).
 pub fn arm64_idle_dtb(args: &[String], name: &str) -> PathBuf {
+    patched_dtb(QEMU_AARCH64, args, &format!("{name}-idle"), |dts| {
+        add_idle_states(dts).unwrap_or_else(|| panic!("QEMU's device tree has no cpus/cpu@N nodes"))
+    })
+}
+
+/// QEMU's device tree for `args` run by `qemu` (`-machine dumpdtb=`), as `dtc -O dts`
+/// prints it, rewritten by `patch` and compiled again into `target/dtb/<name>.dtb`; the
+/// path, for `-dtb`. Panics with the failing step (a test helper).
+pub fn patched_dtb(
+    qemu: &str,
+    args: &[String],
+    name: &str,
+    patch: impl FnOnce(&str) -> String,
+) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/dtb");
     std::fs::create_dir_all(&dir).unwrap();
     let raw = dir.join(format!("{name}-qemu.dtb"));
-    let patched = dir.join(format!("{name}-idle.dtb"));
+    let patched = dir.join(format!("{name}.dtb"));
     let mut dump: Vec<String> = args.to_vec();
     dump.push("-machine".into());
     dump.push(format!("dumpdtb={}", raw.display()));
-    let out = Command::new(QEMU_AARCH64).args(&dump).output().unwrap();
+    let out = Command::new(qemu).args(&dump).output().unwrap();
     assert!(out.status.success() && raw.is_file(), "dumpdtb: {out:?}");
     let dts = Command::new("dtc")
         .args(["-q", "-I", "dtb", "-O", "dts"])
@@ -352,9 +366,8 @@ pub fn arm64_idle_dtb(args: &[String], name: &str) -> PathBuf {
             panic!("dtc (Debian's device-tree-compiler; `cargo xtask setup` installs it): {e}")
         });
     assert!(dts.status.success(), "dtc -O dts: {dts:?}");
-    let text = add_idle_states(&String::from_utf8_lossy(&dts.stdout))
-        .unwrap_or_else(|| panic!("QEMU's device tree has no cpus/cpu@N nodes"));
-    let src = dir.join(format!("{name}-idle.dts"));
+    let text = patch(&String::from_utf8_lossy(&dts.stdout));
+    let src = dir.join(format!("{name}.dts"));
     std::fs::write(&src, text).unwrap();
     let dtb = Command::new("dtc")
         .args(["-q", "-I", "dts", "-O", "dtb", "-o"])
@@ -364,6 +377,50 @@ pub fn arm64_idle_dtb(args: &[String], name: &str) -> PathBuf {
         .unwrap();
     assert!(dtb.status.success(), "dtc -O dtb: {dtb:?}");
     patched
+}
+
+/// `dts` (QEMU `virt`'s device tree for a 32-bit CPU, as `dtc -O dts` prints it) with its
+/// empty `pmu` node given `compatible` and the PMU's interrupt: QEMU's virt board wires
+/// every CPU's PMU overflow output to PPI 7 (hw/arm/virt.c `VIRTUAL_PMU_IRQ`, connected
+/// for every CPU in `create_gic`) but describes the PMU only for AArch64 CPUs
+/// (`fdt_add_pmu_nodes` adds `arm,armv8-pmuv3` and the interrupt under
+/// `ARM_FEATURE_AARCH64` alone). The interrupt's flags (the PPI's CPU mask and level
+/// trigger) are copied from the `timer` node's first interrupt, which QEMU builds the
+/// same way. Linux's arm_pmu then probes the ARMv7 driver for `arm,cortex-a15-pmu`
+/// (drivers/perf/arm_v7_pmu.c `armv7_pmu_of_device_ids`). `None` without an empty `pmu`
+/// node or a `timer` node with interrupts.
+pub fn add_arm32_pmu(dts: &str, compatible: &str) -> Option<String> {
+    let mut in_timer = false;
+    let mut flags = None;
+    for line in dts.lines() {
+        let trimmed = line.trim();
+        if trimmed == "timer {" {
+            in_timer = true;
+        } else if in_timer && trimmed.starts_with("interrupts = <") {
+            // `<0x01 0x0d 0x304 ...>`: type, number, flags of each interrupt.
+            flags = trimmed
+                .trim_start_matches("interrupts = <")
+                .split_whitespace()
+                .nth(2)
+                .map(str::to_owned);
+            break;
+        }
+    }
+    let flags = flags?;
+    let node = format!(
+        "\tpmu {{\n\t\tinterrupts = <0x01 0x07 {flags}>;\n\t\tcompatible = \"{compatible}\";\n\t}};"
+    );
+    let empty = "\tpmu {\n\t};";
+    dts.contains(empty).then(|| dts.replacen(empty, &node, 1))
+}
+
+/// QEMU `virt`'s device tree for `args` (a 32-bit CPU, `qemu-system-arm`) with a PMU
+/// node ([`add_arm32_pmu`]), compiled into `target/dtb/<name>-pmu.dtb`.
+pub fn arm32_pmu_dtb(args: &[String], name: &str, compatible: &str) -> PathBuf {
+    patched_dtb(QEMU_ARM, args, &format!("{name}-pmu"), |dts| {
+        add_arm32_pmu(dts, compatible)
+            .unwrap_or_else(|| panic!("QEMU's device tree has no empty pmu node or no timer"))
+    })
 }
 
 /// The SPIs the two PMU nodes of [`add_big_little_pmus`] take, one per CPU: QEMU `virt`
@@ -450,35 +507,10 @@ pub fn add_big_little_pmus(dts: &str) -> Option<String> {
 /// QEMU `virt`'s device tree for `args`, dumped (`-machine dumpdtb=`) and rewritten by
 /// [`add_big_little_pmus`], compiled into `target/dtb/<name>-big-little.dtb`.
 pub fn arm64_big_little_dtb(args: &[String], name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/dtb");
-    std::fs::create_dir_all(&dir).unwrap();
-    let raw = dir.join(format!("{name}-qemu.dtb"));
-    let patched = dir.join(format!("{name}-big-little.dtb"));
-    let mut dump: Vec<String> = args.to_vec();
-    dump.push("-machine".into());
-    dump.push(format!("dumpdtb={}", raw.display()));
-    let out = Command::new(QEMU_AARCH64).args(&dump).output().unwrap();
-    assert!(out.status.success() && raw.is_file(), "dumpdtb: {out:?}");
-    let dts = Command::new("dtc")
-        .args(["-q", "-I", "dtb", "-O", "dts"])
-        .arg(&raw)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("dtc (Debian's device-tree-compiler; `cargo xtask setup` installs it): {e}")
-        });
-    assert!(dts.status.success(), "dtc -O dts: {dts:?}");
-    let text = add_big_little_pmus(&String::from_utf8_lossy(&dts.stdout))
-        .unwrap_or_else(|| panic!("QEMU's device tree has no pmu node or fewer than 2 CPUs"));
-    let src = dir.join(format!("{name}-big-little.dts"));
-    std::fs::write(&src, text).unwrap();
-    let dtb = Command::new("dtc")
-        .args(["-q", "-I", "dts", "-O", "dtb", "-o"])
-        .arg(&patched)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(dtb.status.success(), "dtc -O dtb: {dtb:?}");
-    patched
+    patched_dtb(QEMU_AARCH64, args, &format!("{name}-big-little"), |dts| {
+        add_big_little_pmus(dts)
+            .unwrap_or_else(|| panic!("QEMU's device tree has no pmu node or fewer than 2 CPUs"))
+    })
 }
 
 /// QEMU for an emulated Raspberry Pi board (`raspi3b`, `raspi0`, `raspi1ap`): the board's
@@ -902,6 +934,20 @@ mod tests {
     }
 
     #[test]
+    fn arm32_pmu_node() {
+        // The shape of QEMU 10.0 `qemu-system-arm -M virt -cpu cortex-a15 -smp 2`'s dump
+        // (`dtc -O dts`), shortened: an empty pmu node, the timer's four PPIs.
+        let dts = "/ {\n\tpmu {\n\t};\n\n\ttimer {\n\t\tinterrupts = <0x01 0x0d 0x304 0x01 0x0e 0x304 0x01 0x0b 0x304 0x01 0x0a 0x304>;\n\t\talways-on;\n\t};\n};\n";
+        let out = add_arm32_pmu(dts, "arm,cortex-a15-pmu").unwrap();
+        assert!(out.contains("\tpmu {\n\t\tinterrupts = <0x01 0x07 0x304>;\n\t\tcompatible = \"arm,cortex-a15-pmu\";\n\t};\n"), "{out}");
+        assert_eq!(add_arm32_pmu(&out, "arm,cortex-a15-pmu"), None);
+        assert_eq!(
+            add_arm32_pmu(&dts.replace("timer {", "clock {"), "arm,cortex-a15-pmu"),
+            None
+        );
+    }
+
+    #[test]
     fn parses_result_lines() {
         let out = "boot\nRESULT exact model=max k=100 inst=100 hazards=none\r\nnoise RESULT x\nRESULT summary pass=3 fail=0\n";
         let r = parse_results(out);
@@ -919,6 +965,86 @@ pub mod guest {
     use serde_json::Value;
 
     use crate::QemuRun;
+
+    /// `perf stat -a -e cycles:u,instructions:u -I 100 -x,` (PERFSTAT lines:
+    /// `time,count,unit,event,…`) across insmod, CPU offline/online, idle and rmmod: every
+    /// interval of both events counted (no `<not counted>`), none above 10^9 (a jump is at
+    /// least 2^31: perf adds `(new - prev) & max_period` per read, so a counter zeroed or
+    /// reset under it reads as a step near its period, drivers/perf/arm_pmu.c
+    /// `armpmu_event_update`), and over the whole session as many cycles as instructions
+    /// within 1% + 1000: under icount shift=0 each instruction takes one cycle (docs/qemu.md;
+    /// perf prints "1.00 insn per cycle"), so a cycle count that stops (a frozen or taken
+    /// cycle counter) or jumps while the instructions go on is caught. (The two events
+    /// start and stop a few hundred instructions apart.) Not interval by interval: perf
+    /// reads the two events one after the other at each interval's end, and whatever the
+    /// other CPUs run between those reads (how long depends on the guest's scheduling, not
+    /// on the counters) lands in one interval's instructions and the next one's cycles:
+    /// 2.4% apart in one 0.1 s interval of Debian's arm64 6.12 in one of four runs, and
+    /// equal over the session. Sums cancel that skew; a counter that stopped or jumped
+    /// does not. The session ends with the run's `wide-perf` line: SIGINT's status.
+    pub fn assert_perf_wide_no_jump(run: &QemuRun) {
+        let lines = run.lines_with("PERFSTAT");
+        let mut per_event = std::collections::BTreeMap::<String, Vec<i128>>::new();
+        let mut per_time = std::collections::BTreeMap::<String, Vec<(String, i128)>>::new();
+        for line in &lines {
+            let fields: Vec<&str> = line.split(',').collect();
+            if fields.len() < 4 || fields[0].trim().parse::<f64>().is_err() {
+                continue; // perf's comment header
+            }
+            let count = fields[1].trim().parse::<i128>().unwrap_or_else(|_| {
+                panic!(
+                    "perf stat -a: an interval not counted: {line}\n{}",
+                    run.stdout
+                )
+            });
+            assert!(
+                count <= 1_000_000_000,
+                "perf stat -a jumped: {line}\n{}",
+                lines.join("\n")
+            );
+            per_event
+                .entry(fields[3].to_string())
+                .or_default()
+                .push(count);
+            per_time
+                .entry(fields[0].trim().to_string())
+                .or_default()
+                .push((fields[3].to_string(), count));
+        }
+        let (mut cycles, mut inst) = (0i128, 0i128);
+        for counts in per_time.values() {
+            let get = |event: &str| counts.iter().find(|(e, _)| e == event).map(|(_, c)| *c);
+            if let (Some(c), Some(i)) = (get("cycles:u"), get("instructions:u")) {
+                cycles += c;
+                inst += i;
+            }
+        }
+        assert!(
+            (cycles - inst).abs() <= inst / 100 + 1000,
+            "perf stat -a over the session: cycles:u {cycles}, instructions:u {inst} (one cycle per instruction under icount)\n{}",
+            lines.join("\n")
+        );
+        for (event, counts) in &per_event {
+            println!(
+                "perf stat -a {event}: {} intervals, largest {}",
+                counts.len(),
+                counts.iter().max().unwrap_or(&0)
+            );
+        }
+        for event in ["cycles:u", "instructions:u"] {
+            let counts = per_event.get(event).map(Vec::len).unwrap_or(0);
+            assert!(
+                counts >= 10,
+                "{event}: {counts} intervals\n{}",
+                lines.join("\n")
+            );
+        }
+        let perf = &run.scenario("wide-perf")[0];
+        // Ended by SIGINT, as at a terminal: perf stat prints its last interval and exits
+        // with the signal's status (130 = 128 + SIGINT in the shell; measured with Debian's
+        // perf 6.1.192); anything else is a crash or an error.
+        assert_eq!(perf.int("status"), 130, "{}", perf.raw);
+    }
 
     /// What pmu-demo prints on stderr when direct access is not enabled (its exit
     /// status 3: userspace-demo's main.rs).

@@ -439,76 +439,6 @@ fn assert_stat(run: &QemuRun) {
     );
 }
 
-/// `perf stat -a -e cycles:u,instructions:u -I 100 -x,` (PERFSTAT lines:
-/// `time,count,unit,event,…`) across insmod, CPU offline/online, idle and rmmod: every
-/// interval of both events counted (no `<not counted>`), none above 10^9 (see the file's
-/// doc: a jump is at least 2^31), and over the whole session as many cycles as
-/// instructions within 1% + 1000: under icount shift=0 each instruction takes one cycle
-/// (docs/qemu.md; perf prints "1.00 insn per cycle"), so a cycle count that stops (a
-/// frozen or taken PMCCNTR_EL0) or jumps while the instructions go on is caught. (The two
-/// events start and stop a few hundred instructions apart.) Not interval by interval:
-/// perf reads the two events one after the other at each interval's end, and whatever
-/// the other CPUs run between those reads (how long depends on the guest's scheduling,
-/// not on the counters) lands in one interval's instructions and the next one's cycles:
-/// 2.4% apart in one 0.1 s interval of Debian's 6.12 in one of four runs, and equal over
-/// the session. Sums cancel that skew; a counter that stopped or jumped does not.
-fn assert_no_jump(run: &QemuRun) {
-    let lines = run.lines_with("PERFSTAT");
-    let mut per_event = std::collections::BTreeMap::<String, Vec<i128>>::new();
-    let mut per_time = std::collections::BTreeMap::<String, Vec<(String, i128)>>::new();
-    for line in &lines {
-        let fields: Vec<&str> = line.split(',').collect();
-        if fields.len() < 4 || fields[0].trim().parse::<f64>().is_err() {
-            continue; // perf's comment header
-        }
-        let count = fields[1].trim().parse::<i128>().unwrap_or_else(|_| {
-            panic!(
-                "perf stat -a: an interval not counted: {line}\n{}",
-                run.stdout
-            )
-        });
-        assert!(
-            count <= 1_000_000_000,
-            "perf stat -a jumped: {line}\n{}",
-            lines.join("\n")
-        );
-        per_event
-            .entry(fields[3].to_string())
-            .or_default()
-            .push(count);
-        per_time
-            .entry(fields[0].trim().to_string())
-            .or_default()
-            .push((fields[3].to_string(), count));
-    }
-    let (mut cycles, mut inst) = (0i128, 0i128);
-    for counts in per_time.values() {
-        let get = |event: &str| counts.iter().find(|(e, _)| e == event).map(|(_, c)| *c);
-        if let (Some(c), Some(i)) = (get("cycles:u"), get("instructions:u")) {
-            cycles += c;
-            inst += i;
-        }
-    }
-    assert!(
-        (cycles - inst).abs() <= inst / 100 + 1000,
-        "perf stat -a over the session: cycles:u {cycles}, instructions:u {inst} (one cycle per instruction under icount)\n{}",
-        lines.join("\n")
-    );
-    for event in ["cycles:u", "instructions:u"] {
-        let counts = per_event.get(event).map(Vec::len).unwrap_or(0);
-        assert!(
-            counts >= 10,
-            "{event}: {counts} intervals\n{}",
-            lines.join("\n")
-        );
-    }
-    let perf = &run.scenario("wide-perf")[0];
-    // Ended by SIGINT, as at a terminal: perf stat prints its last interval and exits
-    // with the signal's status (130 = 128 + SIGINT in the shell; measured with Debian's
-    // perf 6.1.192); anything else is a crash or an error.
-    assert_eq!(perf.int("status"), 130, "{}", perf.raw);
-}
-
 /// An insmod refused with `errno` as the shell prints it (`Device or resource busy`),
 /// the module not loaded.
 fn insmod_refused(run: &QemuRun, tag: &str, errno: &str) {
@@ -789,7 +719,7 @@ fn debian_scenario(row: (&str, &str)) {
     let idle = &run.scenario("wide-idle")[0];
     assert_eq!(idle.get("driver"), "psci_idle", "{}", idle.raw);
     assert!(idle.int("entries") > 0, "{}", idle.raw);
-    assert_no_jump(&run);
+    pmu_tests::guest::assert_perf_wide_no_jump(&run);
     assert_owners(&run);
 
     // A perf_user_access session, then direct reads: counted, or refused with a reason.

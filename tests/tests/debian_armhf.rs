@@ -21,8 +21,8 @@
 use std::time::Duration;
 
 use pmu_tests::debian::Kernel;
-use pmu_tests::guest::demo;
-use pmu_tests::{run_qemu, QemuRun, QEMU_ARM};
+use pmu_tests::guest::{assert_perf_wide_no_jump, demo};
+use pmu_tests::{arm32_pmu_dtb, run_qemu, QemuRun, QEMU_ARM};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -32,23 +32,39 @@ const DEBIAN_12_ARMMP: (&str, &str) = ("ARMHF_12_ARMMP", "debian-armhf");
 const DEBIAN_12_ARMMP_LPAE: (&str, &str) = ("ARMHF_12_ARMMP_LPAE", "debian-armhf");
 const DEBIAN_13_ARMMP: (&str, &str) = ("ARMHF_13_ARMMP", "debian13-armhf");
 
-fn boot((id, step): (&str, &str), scenario: &str) -> (QemuRun, Kernel) {
+/// The machine: QEMU's `virt` with two Cortex-A15s (what a device tree dump takes too).
+const MACHINE: [&str; 12] = [
+    "-M",
+    "virt",
+    "-cpu",
+    "cortex-a15",
+    "-smp",
+    "2",
+    "-m",
+    "512M",
+    "-nographic",
+    "-nic",
+    "none",
+    "-no-reboot",
+];
+
+/// Boots the row's kernel with `scenario`; with `pmu`, on a device tree with a PMU node
+/// (`arm,cortex-a15-pmu`: [`arm32_pmu_dtb`]), so that perf's ARMv7 driver probes.
+fn boot((id, step): (&str, &str), scenario: &str, pmu: bool) -> (QemuRun, Kernel) {
     let kernel = Kernel::from_env(id, step);
-    let args: Vec<String> = [
-        "-M",
-        "virt",
-        "-cpu",
-        "cortex-a15",
-        "-smp",
-        "2",
-        "-m",
-        "512M",
-        "-nographic",
-        "-nic",
-        "none",
+    let machine: Vec<String> = MACHINE.iter().map(|s| s.to_string()).collect();
+    let mut args = machine.clone();
+    if pmu {
+        args.push("-dtb".into());
+        args.push(
+            arm32_pmu_dtb(&machine, "debian-armhf-virt", "arm,cortex-a15-pmu")
+                .display()
+                .to_string(),
+        );
+    }
+    let rest: Vec<String> = [
         "-monitor",
         "none",
-        "-no-reboot",
         "-icount",
         "shift=0,align=off,sleep=off",
         "-kernel",
@@ -77,6 +93,7 @@ fn boot((id, step): (&str, &str), scenario: &str) -> (QemuRun, Kernel) {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    args.extend(rest);
     let run = run_qemu(QEMU_ARM, &args, LIMIT);
     run.assert_finished_within(LIMIT);
     run.assert_guest_finished();
@@ -110,7 +127,7 @@ fn debian13_armmp_kernel_on_cortex_a15() {
 /// its own perf beside it: the module built against that kernel's headers is the one
 /// `uname -r` picks.
 fn armhf_scenario(row: (&str, &str)) {
-    let (run, kernel) = boot(row, "armhf");
+    let (run, kernel) = boot(row, "armhf", false);
     let release = kernel.release.clone();
     let boot = &run.scenario("boot")[0];
     assert_eq!(boot.get("kernel"), release, "{}", boot.raw);
@@ -170,6 +187,9 @@ fn armhf_scenario(row: (&str, &str)) {
         run.stdout
     );
     run.assert_klog("kmod_enable_user: loaded: PMUSERENR = EN");
+    // No arm_pmu on this device tree: nothing of perf's beside the module
+    // (kmod_enable_user_owners.c: no PMU takes the probe event).
+    run.assert_klog("kmod_enable_user: no perf driver (arm_pmu) for these CPUs: perf holds no counter and can get none, nothing is reserved, no keeper event");
     assert_exact(&run, "loaded-cpu0");
     assert_exact(&run, "loaded-cpu1");
     // pmu-demo stat on 32-bit ARM: the direct backend (pmu-linux has no perf backend
@@ -209,6 +229,107 @@ fn armhf_scenario(row: (&str, &str)) {
         unload.raw
     );
     demo(&run, "after-cpu0").assert_not_enabled(&run);
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+/// Debian 12's armmp kernel (6.1: perf's `num_events` and its index numbering,
+/// ARMV7_IDX_TO_COUNTER) with perf's ARMv7 driver probed ([`arm32_pmu_dtb`]):
+/// `perf stat -a -e cycles:u,instructions:u -I 100` across insmod, CPU 1 offline/online
+/// and rmmod shows no jump ([`assert_perf_wide_no_jump`]); the module took its two
+/// counters out of perf's (5 and 4 of the Cortex-A15's six: `num_events` 7 -> 5) and
+/// its keeper one more; after a perf session of its own on CPU 0, pmu-demo's direct reads
+/// count exactly. Before all that, a load beside a stopped task-bound `perf stat` is
+/// refused (perf promised its event a counter).
+#[test]
+fn debian_armmp_kernel_beside_perfs_armv7_driver() {
+    let (run, kernel) = boot(DEBIAN_12_ARMMP, "armhf_perf", true);
+    let boot = &run.scenario("boot")[0];
+    assert_eq!(boot.get("kernel"), kernel.release, "{}", boot.raw);
+    let cpu = &run.scenario("cpu")[0];
+    // arm_v7_pmu.c registers `armv7_cortex_a15` for the node: one PMU in sysfs.
+    assert_eq!(cpu.int("perf_pmu"), 1, "{}\n{}", cpu.raw, run.stdout);
+    // perf counts now: a number, not `<not supported>`.
+    let perf = &run.scenario("perf")[0];
+    assert_eq!(perf.int("status"), 0, "{}\n{}", perf.raw, run.stdout);
+    assert!(
+        perf.get("count").parse::<u64>().is_ok_and(|c| c > 0),
+        "{}\n{}",
+        perf.raw,
+        run.stdout
+    );
+    // A task-bound perf stat, its command stopped: perf promised its event a counter
+    // though none is in use (kmod_enable_user_owners.c walks perf's task contexts). The
+    // load is refused (EBUSY as insmod prints it) before anything changes, and perf
+    // counts the command once it runs. (The ARMv7 flavour before the walk read only
+    // used_mask, empty here, and loaded.)
+    let started = &run.scenario("pinned-started")[0];
+    assert!(started.int("waited") < 600, "{}", started.raw);
+    assert_eq!(started.int("stopped"), 1, "{}", started.raw);
+    let refused = run.find("insmod", "tag", "pinned");
+    assert_ne!(refused.int("rc"), 0, "{}\n{}", refused.raw, run.stdout);
+    assert_eq!(
+        (refused.int("loaded"), refused.get("error")),
+        (0, "Device_or_resource_busy"),
+        "{}",
+        refused.raw
+    );
+    assert!(
+        run.klog("perf has promised counters of PMU armv7_cortex_a15")
+            .iter()
+            .any(|l| l.contains("1 task-bound events in 1 tasks")
+                && l.contains("nothing was changed")),
+        "{}",
+        run.stdout
+    );
+    let pinned = &run.scenario("pinned-perf")[0];
+    assert_eq!(
+        (pinned.int("status"), pinned.int("counted")),
+        (0, 1),
+        "{}\n{}",
+        pinned.raw,
+        run.stdout
+    );
+    let load = run.find("insmod", "tag", "wide");
+    assert_eq!(
+        (load.int("rc"), load.int("loaded")),
+        (0, 1),
+        "{}\n{}",
+        load.raw,
+        run.stdout
+    );
+    run.assert_klog("kmod_enable_user: left to perf: PMCCNTR and event counters below 4 (the layout's are taken out of perf's counter mask), minus one counter per CPU for the module's keeper event");
+    let layout = &run.scenario("wide-layout")[0];
+    assert_eq!(layout.get("text"), "5=0x8,4=0x11", "{}", layout.raw);
+    let hotplug = &run.scenario("wide-hotplug")[0];
+    assert_eq!(
+        (hotplug.int("offline_rc"), hotplug.int("online_rc")),
+        (0, 0),
+        "{}",
+        hotplug.raw
+    );
+    let unload = run.find("rmmod", "tag", "wide");
+    assert_eq!(
+        (unload.int("rc"), unload.int("states")),
+        (0, 0),
+        "{}",
+        unload.raw
+    );
+    for line in run.klog("perf holds") {
+        println!("{line}");
+    }
+    assert_perf_wide_no_jump(&run);
+    let session = &run.scenario("perf-session")[0];
+    assert_eq!(
+        (session.int("status"), session.int("counted")),
+        (0, 2),
+        "{}\n{}",
+        session.raw,
+        run.stdout
+    );
+    assert_exact(&run, "session-after-cpu0");
+    let unload = run.find("rmmod", "tag", "session");
+    assert_eq!(unload.int("rc"), 0, "{}", unload.raw);
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
 }

@@ -113,15 +113,15 @@ fn assert_exact(run: &QemuRun, tag: &str) {
     assert!(!notes.contains("kernel-entry sentinel"), "{tag}: {notes}");
 }
 
-/// Under the module's default read-only grant (PMUSERENR = CR|ER, the layout
-/// `5=0x8 31=0x11`) on CPU `cpu`: the ARMv7 backend reads the module's counters without
+/// Under the module's default read-only grant (PMUSERENR = ER, the layout
+/// `5=0x8 4=0x11`) on CPU `cpu`: the ARMv7 backend reads the module's counters without
 /// programming anything (pmu-linux direct::aarch32 `open_read_only_grant`), and the
 /// 1000-iteration loop counts exactly 2000 PL0 instructions (min and median), as under
 /// `el0_programming=1` ([`assert_exact`]).
 fn assert_exact_read_only(run: &QemuRun, tag: &str, cpu: u32) {
     let d = demo(run, tag);
     let json = d.assert_direct_loop_exact(run, tag);
-    // The cycle counter (PMCCNTR, 31=0x11 in the layout) moves too: QEMU's PMUv3 counts
+    // CPU_CYCLES (event counter 4, 4=0x11 in the layout) moves too: QEMU's PMUv3 counts
     // a cycle per instruction under icount, at least the loop's.
     let cycles = d.event(run, "cycles");
     assert!(
@@ -132,7 +132,7 @@ fn assert_exact_read_only(run: &QemuRun, tag: &str, cpu: u32) {
     let notes = json["notes"].to_string();
     assert!(
         notes.contains(&format!(
-            "grant: read-only (PMUSERENR ER|CR, no EN) from kmod-enable-user's ARMv7 flavour on CPU {cpu}: the counters the module runs (5=0x8 31=0x11), PL0 only, nothing programmed"
+            "grant: read-only (PMUSERENR ER or ER|CR, no EN) from kmod-enable-user's ARMv7 flavour on CPU {cpu}: the counters the module runs (5=0x8 4=0x11), PL0 only, nothing programmed"
         )),
         "{tag}: {notes}"
     );
@@ -208,7 +208,7 @@ fn board_scenario(run: &QemuRun, b: &Board) {
     // Off before the module.
     demo(run, "before-cpu0").assert_not_enabled(run);
 
-    // The default request (read-only, ER|CR) does not exist on PMUv2: refused with the
+    // The default request (read-only, ER) does not exist on PMUv2: refused with the
     // reason (kmod-enable-user/README.md, ARMv7).
     let default = run.find("insmod", "tag", "default");
     assert_eq!(
@@ -237,23 +237,34 @@ fn board_scenario(run: &QemuRun, b: &Board) {
     run.assert_klog("kmod_enable_user: events: an event number above PMXEVTYPER.evtCount (0xff on PMUv2, 0x3ff on PMUv3) (ID_DFR0.PerfMon=0x2): refusing to load");
 
     // With the write opt-in: EN on every CPU, INST_RETIRED on the highest counter (N-1)
-    // and the cycle counter, PL0 only; every idle counter zeroed.
+    // and CPU_CYCLES on the one below, PL0 only; nothing else written. Where perf's ARMv7
+    // driver probed (raspi2b), the module's keeper event holds counter 0 (perf's
+    // `armv7pmu_get_event_idx` takes the lowest counter of `cntr_mask`, Linux 6.12), and
+    // the layout's two counters are out of perf's reach.
     let load = run.find("insmod", "tag", "programming");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
     let n = b.event_counters;
     let top = n - 1;
-    let layout = format!("{top}=0x8 31=0x11");
+    let layout = format!("{top}=0x8 {}=0x11", top - 1);
+    let perf_holds: u32 = if b.perf_pmu == 1 { 0x1 } else { 0x0 };
     run.assert_klog(&format!(
         "kmod_enable_user: loaded: PMUSERENR = EN (read and program (EN)) on every online CPU and on CPUs that come online later (ID_DFR0.PerfMon=0x2, {n} event counters); counting for PL0 only: {layout}"
     ));
     run.assert_klog(
         "kmod_enable_user: el0_programming=1: every process may now program the PMU: count at PL1",
     );
-    let started = (1u32 << 31) | (1 << top);
-    let zeroed = (1u32 << 31) | ((1 << n) - 1);
+    if b.perf_pmu == 1 {
+        run.assert_klog(&format!(
+            "kmod_enable_user: left to perf: PMCCNTR and event counters below {}",
+            n - 2
+        ));
+    } else {
+        run.assert_klog("kmod_enable_user: no perf driver (arm_pmu) for these CPUs: perf holds no counter and can get none, nothing is reserved, no keeper event");
+    }
+    let started = (1u32 << top) | (1 << (top - 1));
     for c in 0..b.cpus {
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: PMUSERENR 0x0 -> 0x1 (EN: read and program (EN)) [online]; counters for PL0: {layout}, started {started:#x}, kept running 0x0; idle counters zeroed {zeroed:#x}"
+            "kmod_enable_user: cpu{c}: PMUSERENR 0x0 -> 0x1 (EN: read and program (EN)) [online]; counters for PL0: {layout}, started {started:#x}, kept running 0x0; perf holds {perf_holds:#x}"
         ));
     }
     let text = &run.scenario("layout")[0];
@@ -327,26 +338,27 @@ fn board_scenario(run: &QemuRun, b: &Board) {
         "{}",
         unload.raw
     );
-    // Every restore line of the script, per CPU: the module releases (disables and
-    // zeroes) only counters that still count what it programmed. Its counters, running
-    // again since `regrant`, are released at the unload and at the script's last unload
-    // (CPU 1 on virt: at the offline instead, and pmu-demo took its PMU over after it
-    // came back, so the unload finds none of the module's counters there: 0x0).
+    // Every restore line of the script, per CPU: the module releases (disables, clears
+    // the overflow flags and interrupt enables of, and zeroes) its own counters unless
+    // perf's `used_mask` holds them, whatever PL0 wrote into them under EN: at the
+    // unload and at the script's last unload, and on virt CPU 1 also at its offline
+    // (pmu-demo took its PMU over after it came back; those counters are the module's
+    // all the same, and perf holds none of them).
     for c in 0..b.cpus {
-        let taken_by_demo = b.hotplug && c == 1;
+        let offlined = b.hotplug && c == 1;
         let released = |mask: u32| {
             run.klog(&format!(
                 "kmod_enable_user: cpu{c}: PMUSERENR 0x1 -> 0x0 (none); counters released {mask:#x}, left to perf 0x0"
             ))
             .len()
         };
-        assert_eq!(released(started), 2, "cpu{c}\n{}", run.stdout);
         assert_eq!(
-            released(0),
-            usize::from(taken_by_demo),
+            released(started),
+            2 + usize::from(offlined),
             "cpu{c}\n{}",
             run.stdout
         );
+        assert_eq!(released(0), 0, "cpu{c}\n{}", run.stdout);
     }
     run.assert_klog("kmod_enable_user: unloaded: PL0 access revoked");
     demo(run, "after-cpu0").assert_not_enabled(run);
@@ -468,7 +480,7 @@ fn virt_cortex_a15_without_pmu_refuses() {
 }
 
 /// `pmu-demo stat --backend direct` under the read-only grant (no overflow flags at PL0,
-/// the counters read as 32 bits: PMCCNTR's low half from AArch32) of `pmu-demo measure
+/// the event counters read as 32 bits) of `pmu-demo measure
 /// --kernel loop --units U --runs 2`: the loop is 2 PL0 instructions an iteration
 /// (`subs; bne`, exact under icount shift=0: tests/tests/qemu_armv7.rs), so U = 2^31 - 1
 /// counts 4 × (2^31 - 1 - 1000) = 8 589 930 588 more than U = 1000: over 2^33, two
@@ -519,14 +531,14 @@ fn assert_stat_sums_sub_regions(run: &QemuRun) {
          demo's reads: {json}",
         i128::from(long) - i128::from(short)
     );
-    // PMCCNTR at PL0 (the layout's 31=0x11): one cycle per instruction under icount
+    // CPU_CYCLES at PL0 (the layout's 4=0x11): one cycle per instruction under icount
     // shift=0 (the instructions-per-cycle check of tests/tests/debian_arm64.rs).
     assert!(cycles >= loop_instructions, "{cycles} cycles: {json}");
 }
 
 /// `-M virt -cpu max -smp 2`: qemu-system-arm's `max` is an ARMv8 CPU in AArch32 (MIDR
 /// part 0xd07) with PMUv3p5 (ID_DFR0.PerfMon = 6), the PMU a Pi 3/4 has under a 32-bit
-/// kernel: the default load grants read-only access (CR|ER) on both CPUs, and pmu-demo's
+/// kernel: the default load grants read-only access (ER) on both CPUs, and pmu-demo's
 /// ARMv7 backend reads the module's counters there exactly, without programming; an
 /// event outside the layout is refused with the parameter that adds it; with
 /// `el0_programming=1` it programs its own counters and counts exactly.
@@ -537,14 +549,16 @@ fn virt_max_pmuv3_in_aarch32_read_only_default() {
     assert_eq!(cpu.get("part"), "0xd07", "{}", cpu.raw);
     let load = run.find("insmod", "tag", "default");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
-    run.assert_klog("kmod_enable_user: loaded: PMUSERENR = CR|ER (read-only) on every online CPU and on CPUs that come online later (ID_DFR0.PerfMon=0x6, 6 event counters); counting for PL0 only: 5=0x8 31=0x11");
+    run.assert_klog("kmod_enable_user: loaded: PMUSERENR = ER (read-only) on every online CPU and on CPUs that come online later (ID_DFR0.PerfMon=0x6, 6 event counters); counting for PL0 only: 5=0x8 4=0x11");
+    // QEMU's virt board gives a 32-bit CPU no PMU node: no arm_pmu, so perf holds
+    // nothing and the module has no keeper there.
     for c in 0..2 {
         run.assert_klog(&format!(
-            "kmod_enable_user: cpu{c}: PMUSERENR 0x0 -> 0xc (CR|ER: read-only) [online]; counters for PL0: 5=0x8 31=0x11, started 0x80000020"
+            "kmod_enable_user: cpu{c}: PMUSERENR 0x0 -> 0x8 (ER: read-only) [online]; counters for PL0: 5=0x8 4=0x11, started 0x30, kept running 0x0; perf holds 0x0"
         ));
     }
     let text = &run.scenario("layout")[0];
-    assert_eq!(text.get("text"), "5=0x8_31=0x11", "{}", text.raw);
+    assert_eq!(text.get("text"), "5=0x8_4=0x11", "{}", text.raw);
     assert_exact_read_only(&run, "readonly-cpu0", 0);
     assert_exact_read_only(&run, "readonly-cpu1", 1);
     // L1D_CACHE_REFILL (0x03) is not in the layout: refused before any measurement,
@@ -555,7 +569,7 @@ fn virt_max_pmuv3_in_aarch32_read_only_default() {
     assert_eq!(missing.status, 2, "{}\n{}", missing.raw, run.stdout);
     assert!(
         missing.stderr.contains(
-            "r3: kmod-enable-user's read-only grant counts only its own events (parameters/layout: 5=0x8 31=0x11); reload it with events=0x8,0x3 to count it too"
+            "r3: kmod-enable-user's read-only grant counts only its own events (parameters/layout: 5=0x8 4=0x11); reload it with events=0x8,0x3 to count it too"
         ),
         "{}",
         missing.stderr
@@ -571,7 +585,7 @@ fn virt_max_pmuv3_in_aarch32_read_only_default() {
     let load = run.find("insmod", "tag", "programming");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
     run.assert_klog(
-        "kmod_enable_user: cpu1: PMUSERENR 0x0 -> 0xd (EN|CR|ER: read and program (EN)) [online]",
+        "kmod_enable_user: cpu1: PMUSERENR 0x0 -> 0x9 (EN|ER: read and program (EN)) [online]",
     );
     assert_exact(&run, "loaded-cpu1");
     let unload = run.find("rmmod", "tag", "programming");

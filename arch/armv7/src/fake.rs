@@ -19,6 +19,39 @@ use crate::registers::{
 };
 use crate::user_enable::UserAccessRegisters;
 
+/// One register write (or barrier) [`FakeRegisters`] saw, in order: what a test of the
+/// order of a driver's writes reads ([`FakeRegisters::ops`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FakeOp {
+    /// PMCR written.
+    Pmcr(u32),
+    /// PMCNTENSET written.
+    Pmcntenset(u32),
+    /// PMCNTENCLR written.
+    Pmcntenclr(u32),
+    /// PMOVSR written (write-one-to-clear).
+    Pmovsr(u32),
+    /// PMINTENSET written.
+    Pmintenset(u32),
+    /// PMINTENCLR written.
+    Pmintenclr(u32),
+    /// PMXEVTYPER of the selected counter (31: PMCCFILTR) written.
+    Pmxevtyper(u8, u32),
+    /// PMXEVCNTR of the selected counter written.
+    Pmxevcntr(u8, u32),
+    /// PMCCNTR written.
+    Pmccntr(u32),
+    /// PMSWINC written.
+    Pmswinc(u32),
+    /// PMUSERENR written.
+    Pmuserenr(u32),
+    /// An `isb`.
+    Isb,
+}
+
+/// How many operations [`FakeRegisters`] records before it drops further ones.
+pub const FAKE_OPS: usize = 64;
+
 /// The fake register file of one processor.
 #[derive(Debug)]
 pub struct FakeRegisters {
@@ -34,6 +67,7 @@ pub struct FakeRegisters {
     counts: [Cell<u32>; 31],
     cycles: Cell<u32>,
     writes: Cell<u32>,
+    ops: [Cell<Option<FakeOp>>; FAKE_OPS],
 }
 
 impl FakeRegisters {
@@ -51,6 +85,7 @@ impl FakeRegisters {
             counts: Default::default(),
             cycles: Cell::new(0),
             writes: Cell::new(0),
+            ops: [const { Cell::new(None) }; FAKE_OPS],
         }
     }
 
@@ -108,6 +143,46 @@ impl FakeRegisters {
         self.writes.set(self.writes.get() + 1);
     }
 
+    fn record(&self, op: FakeOp) {
+        if let Some(slot) = self.ops.iter().find(|slot| slot.get().is_none()) {
+            slot.set(Some(op));
+        }
+    }
+
+    /// The writes and barriers since creation or the last [`Self::clear_ops`], oldest
+    /// first (at most [`FAKE_OPS`]).
+    pub fn ops(&self) -> impl Iterator<Item = FakeOp> + '_ {
+        self.ops.iter().map_while(Cell::get)
+    }
+
+    /// Forgets the recorded operations.
+    pub fn clear_ops(&self) {
+        self.ops.iter().for_each(|slot| slot.set(None));
+    }
+
+    /// Leaves event counter `n` as perf leaves a throttled event's: type `value` and
+    /// count `count` kept, the counter disabled (`armpmu_stop` → `armv7pmu_disable_event`,
+    /// drivers/perf/arm_v7_pmu.c 6.12), still in perf's `used_mask`.
+    pub fn throttled_as_perf(&self, n: u8, value: u32, count: u32) {
+        self.types[usize::from(n & 31)].set(value);
+        if let Some(c) = self.counts.get(usize::from(n)) {
+            c.set(count);
+        }
+        self.enabled.set(self.enabled.get() & !(1 << n));
+    }
+
+    /// Sets overflow flags (as counters wrapping would) and interrupt enables (as a
+    /// previous owner left them).
+    pub fn set_overflow_and_interrupt(&self, overflow: u32, inten: u32) {
+        self.overflow.set(self.overflow.get() | overflow);
+        self.inten.set(self.inten.get() | inten);
+    }
+
+    /// The count of the cycle counter, whatever the driver did.
+    pub fn cycle_count(&self) -> u32 {
+        self.cycles.get()
+    }
+
     /// `amount` occurrences of `event` (in a mode every filter counts, PL0): every
     /// enabled event counter programmed with it counts, wrapping at 2^32 and setting
     /// its PMOVSR bit; `CPU_CYCLES` also advances an enabled PMCCNTR. Nothing counts
@@ -153,6 +228,7 @@ impl PmuRegisters for FakeRegisters {
     }
     fn set_pmcr(&self, value: Pmcr) {
         self.wrote();
+        self.record(FakeOp::Pmcr(value.get()));
         if value.is_set(PMCR::P) {
             self.counts.iter().for_each(|c| c.set(0));
         }
@@ -171,10 +247,12 @@ impl PmuRegisters for FakeRegisters {
     }
     fn set_pmcntenset(&self, value: Pmcntenset) {
         self.wrote();
+        self.record(FakeOp::Pmcntenset(value.get()));
         self.enabled.set(self.enabled.get() | value.get());
     }
     fn set_pmcntenclr(&self, value: Pmcntenclr) {
         self.wrote();
+        self.record(FakeOp::Pmcntenclr(value.get()));
         self.enabled.set(self.enabled.get() & !value.get());
     }
     fn pmovsr(&self) -> Pmovsr {
@@ -182,10 +260,12 @@ impl PmuRegisters for FakeRegisters {
     }
     fn set_pmovsr(&self, value: Pmovsr) {
         self.wrote();
+        self.record(FakeOp::Pmovsr(value.get()));
         self.overflow.set(self.overflow.get() & !value.get());
     }
     fn set_pmswinc(&self, value: Pmswinc) {
         self.wrote();
+        self.record(FakeOp::Pmswinc(value.get()));
         for n in 0..self.n() {
             let ty = Pmxevtyper::new(self.types[usize::from(n)].get());
             if value.get() & 1 << n != 0
@@ -202,6 +282,7 @@ impl PmuRegisters for FakeRegisters {
     }
     fn set_pmxevtyper(&self, sel: u8, value: Pmxevtyper) {
         self.wrote();
+        self.record(FakeOp::Pmxevtyper(sel, value.get()));
         self.types[usize::from(sel & 31)].set(value.get());
     }
     fn pmxevcntr(&self, n: u8) -> u32 {
@@ -209,6 +290,7 @@ impl PmuRegisters for FakeRegisters {
     }
     fn set_pmxevcntr(&self, n: u8, value: u32) {
         self.wrote();
+        self.record(FakeOp::Pmxevcntr(n, value));
         if let Some(c) = self.counts.get(usize::from(n)) {
             c.set(value);
         }
@@ -218,6 +300,7 @@ impl PmuRegisters for FakeRegisters {
     }
     fn set_pmccntr(&self, value: u32) {
         self.wrote();
+        self.record(FakeOp::Pmccntr(value));
         self.cycles.set(value);
     }
 }
@@ -228,10 +311,12 @@ impl InterruptRegisters for FakeRegisters {
     }
     fn set_pmintenset(&self, value: Pmintenset) {
         self.wrote();
+        self.record(FakeOp::Pmintenset(value.get()));
         self.inten.set(self.inten.get() | value.get());
     }
     fn set_pmintenclr(&self, value: Pmintenclr) {
         self.wrote();
+        self.record(FakeOp::Pmintenclr(value.get()));
         self.inten.set(self.inten.get() & !value.get());
     }
 }
@@ -245,7 +330,10 @@ impl UserAccessRegisters for FakeRegisters {
     }
     fn set_pmuserenr(&self, value: Pmuserenr) {
         self.wrote();
+        self.record(FakeOp::Pmuserenr(value.get()));
         self.pmuserenr.set(value.get());
     }
-    fn isb(&self) {}
+    fn isb(&self) {
+        self.record(FakeOp::Isb);
+    }
 }

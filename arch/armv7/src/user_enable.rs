@@ -4,20 +4,23 @@
 //!
 //! The pure parts that mean the same in AArch32 — the `events` parameter
 //! ([`ModuleEvents`]), where the module's counters go ([`Layout`]: event i on counter
-//! N-1-i, the cycle counter as bit 31), the log words — are `pmu_armv8::user_enable`'s,
-//! reused. This module adds the AArch32 register interface
-//! ([`UserAccessRegisters`]), the grant rules per PMU version, [`apply`] and
-//! [`restore`].
+//! N-1-i, then CPU_CYCLES on the event counter below them), the log words — and the
+//! ownership rule itself ([`take_layout_counters`], [`release_layout_counters`],
+//! [`perf_holds`]) are `pmu_armv8::user_enable`'s, reused: this module adds the AArch32
+//! register interface ([`UserAccessRegisters`], and [`LayoutCounters`] over it), the
+//! grant rules per PMU version, [`apply`] and [`restore`].
 //!
 //! # The grant, and why PMUv2 refuses by default
 //!
-//! 32-bit Linux never grants user access to the PMU (drivers/perf/arm_v7_pmu.c,
-//! 6.12, never writes PMUSERENR), so whatever the module grants is the only way in.
+//! 32-bit Linux never grants user access to the PMU (drivers/perf/arm_v7_pmu.c and the
+//! 32-bit build of drivers/perf/arm_pmuv3.c, Linux 6.12 and 7.3, never write PMUSERENR),
+//! so whatever the module grants is the only way in.
 //!
 //! - **PMUv3 seen from AArch32** (Cortex-A53/A72/A76 under a 32-bit kernel) has
-//!   PMUSERENR.ER and CR: the default grant is ER | CR, read-only, as on arm64. PL0
-//!   reads counters the module programs itself, filtered to PL0 (PMXEVTYPER.P = 1: not
-//!   in PL1 modes; NSH = 0: not in Hyp mode).
+//!   PMUSERENR.ER and CR: the default grant is ER, read-only, as on arm64 (CR would
+//!   only open perf's cycle counter: the module never uses PMCCNTR). PL0 reads counters
+//!   the module programs itself, filtered to PL0 (PMXEVTYPER.P = 1: not in PL1 modes;
+//!   NSH = 0: not in Hyp mode).
 //! - **ARMv7 PMUv2** (Cortex-A7 on the Pi 2, Cortex-A15) has PMUSERENR.EN alone (DDI
 //!   0406C C12). EN lets PL0 *write* every PMU register but PMUSERENR and
 //!   PMINTEN*: program counters to count in PL1 (a side channel into the kernel), stop
@@ -29,42 +32,55 @@
 //!
 //! # Next to perf
 //!
-//! As on arm64: [`apply`] never resets an enabled counter (no PMCR.P/C), zeroes only
-//! idle counters, refuses ([`ApplyError::CounterInUse`]) when a layout counter counts
-//! something the module did not program, and [`restore`] releases only counters that
-//! still count what the module programmed. PMUSERENR is restored to 0, what 32-bit
-//! Linux holds (it never grants).
+//! The same mechanism as arm64: which counters are perf's is perf's own bookkeeping.
+//! The kernel glue takes the layout's event counters out of the counters perf may
+//! allocate (`struct arm_pmu`'s `cntr_mask`, or `num_events` before Linux 6.12) and
+//! passes perf's per-CPU `used_mask` as PMCNTENSET bits. A layout counter perf holds is
+//! [`ApplyError::CounterInUse`], nothing written; [`apply`] keeps only counters the
+//! module programmed itself and never touches a counter outside its layout (no idle
+//! counter is zeroed: a throttled perf event is idle and still perf's); [`restore`]
+//! releases only the module's counters perf does not hold, and leaves PMCR.E to perf
+//! (`armv7pmu_stop()` clears it when perf's last event leaves; the glue's keeper event
+//! keeps perf's `used_mask` non-empty, so `armpmu_enable()` restarts the PMU after
+//! every stop). CPU_CYCLES runs on an event counter, never on PMCCNTR, which perf's
+//! `armv7pmu_get_event_idx` gives every cycles event first. PMUSERENR is restored to
+//! 0, what 32-bit Linux holds (it never grants).
 //!
 //! Sources: ARMv7-A/R ARM (DDI 0406C) C12 "PMUSERENR", C12 "PMXEVTYPER",
-//! C12 "PMCR"; Arm ARM (DDI 0487) G8 "PMUSERENR", "PMCCFILTR"; Linux 6.12
-//! drivers/perf/arm_v7_pmu.c (`armv7pmu_get_event_idx` allocates counters from
-//! the lowest up, so the top of the counter space is reached last).
+//! C12 "PMCR", C12 "PMOVSR", C12 "PMINTENCLR"; Arm ARM (DDI 0487) G8 "PMUSERENR";
+//! Linux 6.12 drivers/perf/arm_v7_pmu.c (`armv7pmu_get_event_idx` takes the cycle
+//! counter for CPU_CYCLES, then event counters from `cntr_mask` lowest first;
+//! `armv7pmu_stop` clears PMCR.E), drivers/perf/arm_pmu.c (`armpmu_enable` starts the
+//! PMU only while `used_mask` is non-empty).
 
 pub use pmu_armv8::user_enable::{
-    access_names, grant_words, EventsError, Layout, ModuleEvents, TooFewCounters, CYCLE_COUNTER,
-    MAX_MODULE_EVENTS,
+    access_names, grant_words, perf_holds, quiet_reserved_counters, release_layout_counters,
+    take_layout_counters, EventsError, Layout, LayoutCounters, ModuleEvents, Released, Taken,
+    TooFewCounters, CHAIN, CPU_CYCLES, CYCLE_COUNTER, MAX_MODULE_EVENTS,
 };
 use pmu_armv8::EventNumber;
 
-use crate::pmu::PmuRegisters;
-use crate::registers::pmselr::CYCLE_COUNTER_FILTER;
+use crate::pmu::{InterruptRegisters, PmuRegisters};
 use crate::registers::{
-    PerfMon, Pmccfiltr, Pmcntenclr, Pmcntenset, Pmuserenr, Pmxevtyper, PMCR, PMUSERENR, PMXEVTYPER,
+    PerfMon, Pmcntenclr, Pmcntenset, Pmintenclr, Pmovsr, Pmuserenr, Pmxevtyper, PMCR, PMUSERENR,
 };
 
 /// The PMUSERENR bits a user may ask for: EN | SW | CR | ER.
 pub const USER_ACCESS_BITS: u32 = 0xF;
 /// PMUSERENR.EN.
 pub const EN: u32 = 1;
-/// The default request: ER | CR, read-only (granted only where PMUv3 has it).
-pub const DEFAULT_USER_ACCESS: u32 = 0b1100;
+/// The default request: ER, read-only (granted only where PMUv3 has it). CR is not in
+/// it: the module never uses PMCCNTR (perf's), so CR would only expose perf's cycle
+/// counter.
+pub const DEFAULT_USER_ACCESS: u32 = 0b1000;
 
 /// PMXEVTYPER/PMCCFILTR.P: not in PL1 modes. With U = 0 and NSH = 0, PL0 only.
 const FILTER_PL0_ONLY: u32 = 1 << 31;
 
 /// The register accesses [`apply`] and [`restore`] need on one CPU, beyond
-/// [`PmuRegisters`]: ID_DFR0, PMUSERENR and the barrier.
-pub trait UserAccessRegisters: PmuRegisters {
+/// [`PmuRegisters`] and [`InterruptRegisters`] (PMINTENCLR): ID_DFR0, PMUSERENR and the
+/// barrier.
+pub trait UserAccessRegisters: PmuRegisters + InterruptRegisters {
     /// ID_DFR0 (PerfMon, bits 27:24).
     fn id_dfr0(&self) -> u32;
     /// PMUSERENR.
@@ -176,12 +192,11 @@ pub enum ApplyError {
         /// The event number.
         event: u16,
     },
-    /// A counter of the layout is enabled and counts something the module did not
-    /// program: perf uses it (`-EBUSY`).
+    /// A counter of the layout is in perf's `used_mask` on this CPU (`-EBUSY`).
     CounterInUse {
-        /// The counter ([`CYCLE_COUNTER`] for the cycle counter).
+        /// The event counter.
         counter: u8,
-        /// Its PMXEVTYPER (PMCCFILTR for the cycle counter).
+        /// Its PMXEVTYPER, for the log.
         config: u32,
     },
 }
@@ -197,7 +212,8 @@ pub struct Applied {
     pub new_pmuserenr: u32,
     /// PMCNTENSET bits of the module's counters.
     pub owned: u32,
-    /// PMCNTENSET bits of the counters zeroed (every idle one).
+    /// PMCNTENSET bits of the counters this apply (re)programmed from zero: the
+    /// layout's counters that were not kept.
     pub zeroed: u32,
     /// PMCNTENSET bits of the module's counters found still counting (re-grant).
     pub kept: u32,
@@ -210,37 +226,53 @@ pub const fn event_config(event: u16) -> u32 {
     FILTER_PL0_ONLY | event as u32
 }
 
-/// PMCCFILTR for "count cycles in PL0 only" (P = 1, U = 0, NSH = 0).
-pub fn pmccfiltr_pl0_only() -> Pmccfiltr {
-    let mut value = Pmccfiltr::new(0);
-    value.write(PMXEVTYPER::P::SET);
-    value
-}
+/// [`LayoutCounters`] over the AArch32 registers: PMXEVTYPER/PMXEVCNTR through PMSELR
+/// (the layout's counters are event counters, below 31), PMOVSR write-one-to-clear.
+struct Pl0Counters<'a, R>(&'a R);
 
-fn sel_of(counter: u8) -> u8 {
-    if counter == CYCLE_COUNTER {
-        CYCLE_COUNTER_FILTER as u8
-    } else {
-        counter
+impl<R: UserAccessRegisters> LayoutCounters for Pl0Counters<'_, R> {
+    fn enabled(&self) -> u64 {
+        u64::from(self.0.pmcntenset().get())
     }
-}
-
-fn expected_config(counter: u8, event: u16) -> u32 {
-    if counter == CYCLE_COUNTER {
-        pmccfiltr_pl0_only().get()
-    } else {
-        event_config(event)
+    fn config(&self, counter: u8) -> u64 {
+        u64::from(self.0.pmxevtyper(counter).get())
+    }
+    fn set_config(&self, counter: u8, config: u64) {
+        // The module's configurations are `event_config`'s: 32 bits.
+        self.0
+            .set_pmxevtyper(counter, Pmxevtyper::new(config as u32));
+    }
+    fn zero(&self, counter: u8) {
+        self.0.set_pmxevcntr(counter, 0);
+    }
+    fn disable(&self, mask: u64) {
+        self.0.set_pmcntenclr(Pmcntenclr::new(mask as u32));
+    }
+    fn clear_overflow_and_interrupt(&self, mask: u64) {
+        // What perf does for a counter it releases (`armv7_pmnc_disable_intens`: PMINTENCLR,
+        // then PMOVSR write-one-to-clear; drivers/perf/arm_v7_pmu.c 6.12).
+        self.0.set_pmintenclr(Pmintenclr::new(mask as u32));
+        self.0.set_pmovsr(Pmovsr::new(mask as u32));
+    }
+    fn isb(&self) {
+        self.0.isb();
+    }
+    fn enable(&self, mask: u64) {
+        self.0.set_pmcntenset(Pmcntenset::new(mask as u32));
     }
 }
 
 /// Grants PL0 the access `request` names on this CPU, programming the layout's
-/// counters. `previous` is the last apply's result on this CPU, for a re-grant.
+/// counters. `previous` is the last apply's result on this CPU, for a re-grant;
+/// `perf_used` is perf's `used_mask` of this CPU as PMCNTENSET bits (read by the kernel
+/// glue on this CPU with interrupts off).
 ///
 /// Checks first (nothing written when one fails): a PMUv2 or PMUv3; on PMUv2, the
 /// write opt-in; N holds the layout; every event fits evtCount and, if common, is in
-/// PMCEID0/1; every enabled layout counter counts exactly what the module programs.
-/// Then: idle counters zeroed, the layout's idle counters programmed and enabled in
-/// one PMCNTENSET write, PMCR.E set (P, C, LC left 0), PMUSERENR written, `isb`.
+/// PMCEID0/1; no layout counter is in `perf_used`. Then the shared rule
+/// ([`take_layout_counters`]: only the module's own counters kept, the others
+/// disabled, overflow flag and interrupt enable cleared, programmed, zeroed, `isb`, one
+/// PMCNTENSET write), PMCR.E set (P, C, LC left as they are), PMUSERENR written, `isb`.
 ///
 /// # Errors
 /// [`ApplyError`]: which check failed.
@@ -248,6 +280,7 @@ pub fn apply<R: UserAccessRegisters>(
     regs: &R,
     request: Request,
     previous: Option<&Applied>,
+    perf_used: u32,
 ) -> Result<Applied, ApplyError> {
     let perfmon = PerfMon::from_id_dfr0(regs.id_dfr0());
     if !perfmon.has_filtering() {
@@ -273,7 +306,7 @@ pub fn apply<R: UserAccessRegisters>(
     let implemented = regs
         .pmceid()
         .map(|(lo, hi)| pmu_armv8::ImplementedEvents::new(u64::from(lo), u64::from(hi)));
-    for &event in layout.events().as_slice() {
+    for (_, event) in layout.assignments() {
         if event > max_event {
             return Err(ApplyError::EventOutOfRange { event });
         }
@@ -281,49 +314,17 @@ pub fn apply<R: UserAccessRegisters>(
             return Err(ApplyError::EventNotImplemented { event });
         }
     }
+    if let Some(counter) = perf_holds(&layout, u64::from(perf_used)) {
+        return Err(ApplyError::CounterInUse {
+            counter,
+            config: regs.pmxevtyper(counter).get(),
+        });
+    }
     let found_pmuserenr = regs.pmuserenr();
-    let enabled = regs.pmcntenset().get();
-    let mut kept = 0u32;
-    for (counter, event) in layout.assignments() {
-        let bit = 1u32 << counter;
-        if enabled & bit == 0 {
-            continue;
-        }
-        let config = regs.pmxevtyper(sel_of(counter)).get();
-        if config != expected_config(counter, event) {
-            return Err(ApplyError::CounterInUse { counter, config });
-        }
-        kept |= bit;
-    }
-
-    // Zero every idle counter: the next owner, PL0 included, starts from 0.
-    let mut zeroed = 0u32;
-    for n in 0..have {
-        if enabled & (1 << n) == 0 {
-            regs.set_pmxevcntr(n, 0);
-            zeroed |= 1 << n;
-        }
-    }
-    let cycle_bit = 1u32 << CYCLE_COUNTER;
-    if enabled & cycle_bit == 0 {
-        regs.set_pmccntr(0);
-        zeroed |= cycle_bit;
-    }
-    let mask = layout.mask() as u32;
-    let start = mask & !kept;
-    for (counter, event) in layout.assignments() {
-        if start & (1 << counter) != 0 {
-            regs.set_pmxevtyper(
-                sel_of(counter),
-                Pmxevtyper::new(expected_config(counter, event)),
-            );
-        }
-    }
-    if start != 0 {
-        regs.set_pmcntenset(Pmcntenset::new(start));
-    }
+    let owned_before = previous.map_or(0, |p| u64::from(p.owned));
+    let taken = take_layout_counters(&Pl0Counters(regs), &layout, owned_before);
     let mut new_pmcr = pmcr;
-    if mask != 0 {
+    if layout.mask() != 0 {
         new_pmcr.modify(PMCR::E::SET);
     }
     // P and C stay 0: they would reset perf's counters too. LC stays as found.
@@ -342,9 +343,10 @@ pub fn apply<R: UserAccessRegisters>(
         perfmon: perfmon.raw(),
         found_pmuserenr: found_pmuserenr.get(),
         new_pmuserenr: new_pmuserenr.get(),
-        owned: mask,
-        zeroed,
-        kept,
+        // Layout counters are event counters, below 31: the masks fit PMCNTENSET.
+        owned: layout.mask() as u32,
+        zeroed: taken.started as u32,
+        kept: taken.kept as u32,
         enabled_pmu: enabled_pmu || previous.is_some_and(|p| p.enabled_pmu),
     })
 }
@@ -356,17 +358,26 @@ pub struct Restored {
     pub found_pmuserenr: u32,
     /// PMUSERENR written (0), or `found_pmuserenr` when someone else rewrote it.
     pub new_pmuserenr: u32,
-    /// The module's counters disabled and zeroed.
+    /// The module's counters disabled, their overflow flag and interrupt enable
+    /// cleared, and zeroed.
     pub released: u32,
-    /// The module's counters that count something else now: left alone.
+    /// The module's counters in perf's `used_mask` now: left exactly as they are.
     pub taken: u32,
 }
 
-/// Takes back what [`apply`] did on this CPU: PMUSERENR to 0 (what 32-bit Linux
-/// holds) if it still holds the module's grant, then each of the module's counters that
-/// still counts what the module programmed is disabled and zeroed; PMCR.E back off only
-/// when the module turned it on and nothing else is enabled.
-pub fn restore<R: UserAccessRegisters>(regs: &R, applied: &Applied, layout: &Layout) -> Restored {
+/// Takes back what [`apply`] did on this CPU. `perf_used` as for [`apply`].
+///
+/// PMUSERENR first: to 0 (what 32-bit Linux holds) if it still holds the module's
+/// grant, else left as found. Then the shared rule ([`release_layout_counters`]): each
+/// of the module's counters perf does not hold is disabled, its overflow flag and
+/// interrupt enable cleared, and zeroed. PMCR.E is left alone: it is perf's, and
+/// `armv7pmu_stop()` clears it when perf's last event leaves.
+pub fn restore<R: UserAccessRegisters>(
+    regs: &R,
+    applied: &Applied,
+    layout: &Layout,
+    perf_used: u32,
+) -> Restored {
     let found = regs.pmuserenr();
     let new_pmuserenr = if found.get() == applied.new_pmuserenr {
         regs.set_pmuserenr(Pmuserenr::new(0));
@@ -377,46 +388,46 @@ pub fn restore<R: UserAccessRegisters>(regs: &R, applied: &Applied, layout: &Lay
     } else {
         found.get()
     };
-    let enabled = regs.pmcntenset().get();
-    let mut released = 0u32;
-    let mut taken = 0u32;
-    for (counter, event) in layout.assignments() {
-        let bit = 1u32 << counter;
-        if applied.owned & bit == 0 || enabled & bit == 0 {
-            continue;
-        }
-        if regs.pmxevtyper(sel_of(counter)).get() == expected_config(counter, event) {
-            released |= bit;
-        } else {
-            taken |= bit;
-        }
-    }
-    if released != 0 {
-        regs.set_pmcntenclr(Pmcntenclr::new(released));
-        for (counter, _) in layout.assignments() {
-            if released & (1 << counter) == 0 {
-                continue;
-            }
-            if counter == CYCLE_COUNTER {
-                regs.set_pmccntr(0);
-            } else {
-                regs.set_pmxevcntr(counter, 0);
-            }
-        }
-    }
-    if applied.enabled_pmu && enabled & !released == 0 {
-        let mut pmcr = regs.pmcr();
-        if pmcr.is_set(PMCR::E) {
-            pmcr.modify(PMCR::E::CLEAR + PMCR::P::CLEAR + PMCR::C::CLEAR);
-            regs.set_pmcr(pmcr);
-        }
-    }
+    let Released { released, taken } = release_layout_counters(
+        &Pl0Counters(regs),
+        layout,
+        u64::from(applied.owned),
+        u64::from(perf_used),
+    );
     Restored {
         found_pmuserenr: found.get(),
         new_pmuserenr,
-        released,
-        taken,
+        released: released as u32,
+        taken: taken as u32,
     }
+}
+
+/// [`quiet_reserved_counters`] over the AArch32 registers: PMCNTENCLR (with `disable`),
+/// PMINTENCLR, PMOVSR (write-one-to-clear), `isb`. `reserved` holds event counters only
+/// (below 31): the glue's counters taken out of perf's mask.
+pub fn quiet_reserved<R: UserAccessRegisters>(regs: &R, reserved: u32, disable: bool) {
+    quiet_reserved_counters(&Pl0Counters(regs), u64::from(reserved), disable);
+}
+
+/// Whether PMCR.E is set on this CPU: perf's `armv7pmu_start` sets it and
+/// `armv7pmu_stop` clears it (drivers/perf/arm_v7_pmu.c, Linux 6.12; arm_pmuv3.c's
+/// `armv8pmu_start`/`armv8pmu_stop` in its 32-bit build likewise). With it clear every
+/// counter is frozen.
+pub fn pmu_enabled<R: PmuRegisters>(regs: &R) -> bool {
+    regs.pmcr().is_set(PMCR::E)
+}
+
+/// Takes the module's grant back on this CPU: PMUSERENR to 0 if it still holds
+/// `granted` (the module's last grant; 0: none, nothing written), then an `isb` (revoked
+/// before any PL0 instruction runs again). A value someone else wrote is left alone.
+/// Returns whether PMUSERENR was written.
+pub fn withdraw<R: UserAccessRegisters>(regs: &R, granted: u32) -> bool {
+    if granted == 0 || regs.pmuserenr().get() != granted {
+        return false;
+    }
+    regs.set_pmuserenr(Pmuserenr::new(0));
+    regs.isb();
+    true
 }
 
 /// Whether `value` lets PL0 write the PMU (EN).

@@ -417,9 +417,6 @@ pub struct Layout {
     events: ModuleEvents,
     cycle_counter: bool,
     sentinel: Option<Sentinel>,
-    /// CPU_CYCLES on the cycle counter ([`CYCLE_COUNTER`]) instead of an event counter:
-    /// the ARMv7 flavour's layout, which takes nothing out of perf's counter mask.
-    cycles_on_cycle_counter: bool,
 }
 
 /// The layout does not fit this CPU's counters.
@@ -454,33 +451,6 @@ impl Layout {
             events,
             cycle_counter,
             sentinel: None,
-            cycles_on_cycle_counter: false,
-        })
-    }
-
-    /// The layout for `events` with CPU_CYCLES on the cycle counter ([`CYCLE_COUNTER`],
-    /// printed `31=0x11`) instead of an event counter: the ARMv7 flavour's (32-bit
-    /// kernels; it does not use perf's bookkeeping, so nothing is gained by moving it).
-    ///
-    /// # Errors
-    /// [`TooFewCounters`] when the events do not fit.
-    pub fn with_cycle_counter_register(
-        event_counters: u8,
-        events: ModuleEvents,
-        cycle_counter: bool,
-    ) -> Result<Self, TooFewCounters> {
-        if events.len() > usize::from(event_counters) {
-            return Err(TooFewCounters {
-                needed: events.len() as u8,
-                have: event_counters,
-            });
-        }
-        Ok(Self {
-            event_counters,
-            events,
-            cycle_counter,
-            sentinel: None,
-            cycles_on_cycle_counter: true,
         })
     }
 
@@ -523,7 +493,7 @@ impl Layout {
 
     /// The event counter that counts CPU_CYCLES, if the layout has one.
     pub const fn cycles_counter(&self) -> Option<u8> {
-        if self.cycle_counter && !self.cycles_on_cycle_counter {
+        if self.cycle_counter {
             Some(self.event_counters - 1 - self.events.len() as u8)
         } else {
             None
@@ -552,11 +522,9 @@ impl Layout {
         let sentinel = self
             .sentinel_counter()
             .zip(self.sentinel.map(|s| s.event()));
-        let on_register = self.cycle_counter && self.cycles_on_cycle_counter;
         events
             .chain(self.cycles_counter().map(|c| (c, CPU_CYCLES)))
             .chain(sentinel)
-            .chain(on_register.then_some((CYCLE_COUNTER, CPU_CYCLES)))
     }
 
     /// What the module writes to the configuration register of `counter`
@@ -789,6 +757,187 @@ pub fn pmccfiltr_el0_only() -> PmccfiltrEl0 {
     value
 }
 
+/// The counter accesses the ownership rule needs on one CPU, in counter numbers and
+/// PMCNTENSET bits (bit n: event counter n), whatever the architecture's register
+/// names: `PMEVTYPER<n>_EL0` on AArch64, PMSELR-selected PMXEVTYPER on AArch32 (pmu-armv7
+/// implements it over its registers). [`take_layout_counters`] and
+/// [`release_layout_counters`] are the rule, written once for every flavour.
+pub trait LayoutCounters {
+    /// PMCNTENSET: the enabled counters.
+    fn enabled(&self) -> u64;
+    /// The configuration register (event type and filter) of event counter `counter`.
+    fn config(&self, counter: u8) -> u64;
+    /// Writes the configuration register of event counter `counter` (no barrier).
+    fn set_config(&self, counter: u8, config: u64);
+    /// Writes 0 to event counter `counter` (no barrier).
+    fn zero(&self, counter: u8);
+    /// PMCNTENCLR: disables the counters of `mask`, then synchronizes.
+    fn disable(&self, mask: u64);
+    /// Clears the overflow flags and overflow interrupt enables of `mask` (PMOVSCLR,
+    /// PMINTENCLR; no barrier).
+    fn clear_overflow_and_interrupt(&self, mask: u64);
+    /// A context synchronization event (`isb`).
+    fn isb(&self);
+    /// PMCNTENSET: enables the counters of `mask`, then synchronizes.
+    fn enable(&self, mask: u64);
+}
+
+/// The first counter of `layout` that perf holds, `perf_used` being perf's `used_mask`
+/// of this CPU as PMCNTENSET bits: the grant on this CPU is refused (`-EBUSY`) and
+/// nothing is written.
+pub fn perf_holds(layout: &Layout, perf_used: u64) -> Option<u8> {
+    layout
+        .assignments()
+        .map(|(counter, _)| counter)
+        .find(|&counter| perf_used & (1u64 << counter) != 0)
+}
+
+/// What [`take_layout_counters`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Taken {
+    /// The module's counters found still counting what it programmed: left running.
+    pub kept: u64,
+    /// The layout's other counters, (re)programmed from zero and enabled.
+    pub started: u64,
+}
+
+/// Programs the layout's counters on this CPU, once [`perf_holds`] found none of them
+/// perf's. `owned_before` is what the last grant on this CPU owned (0 the first time).
+///
+/// Kept: a counter is the module's only when the module programmed it before
+/// (`owned_before`), it is still enabled, and its configuration is still the module's.
+/// An equal configuration alone proves nothing (perf's `cycles:u` has the same filter
+/// as the module's CPU_CYCLES). Every other layout counter is disabled if enabled, its
+/// overflow flag and interrupt enable cleared, programmed and zeroed; then an `isb`
+/// (the new filters take effect before the counters run, as Linux's
+/// `armv8pmu_enable_counter()` and `armv7_pmnc_enable_counter()` callers order it), then
+/// one PMCNTENSET write. No counter outside the layout is touched: idle counters are
+/// perf's to zero (a throttled perf event is idle and still perf's).
+pub fn take_layout_counters<C: LayoutCounters>(
+    counters: &C,
+    layout: &Layout,
+    owned_before: u64,
+) -> Taken {
+    let enabled = counters.enabled();
+    let mut kept = 0;
+    for (counter, event) in layout.assignments() {
+        let bit = 1u64 << counter;
+        if owned_before & enabled & bit != 0
+            && counters.config(counter) == layout.config_of(counter, event)
+        {
+            kept |= bit;
+        }
+    }
+    let started = layout.mask() & !kept;
+    if started & enabled != 0 {
+        // A layout counter left enabled by someone who is not perf (perf's are
+        // refused by `perf_holds`): stop it before it is reprogrammed.
+        counters.disable(started & enabled);
+    }
+    if started != 0 {
+        counters.clear_overflow_and_interrupt(started);
+    }
+    for (counter, event) in layout.assignments() {
+        if started & (1 << counter) == 0 {
+            continue;
+        }
+        counters.set_config(counter, layout.config_of(counter, event));
+        counters.zero(counter);
+    }
+    if started != 0 {
+        // The filters and zeroes above take effect before the enable below: without
+        // it the Arm ARM allows the counter to start with the old filter for a few
+        // instructions.
+        counters.isb();
+        counters.enable(started);
+    }
+    Taken { kept, started }
+}
+
+/// What [`release_layout_counters`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Released {
+    /// The module's counters disabled, their overflow flag and interrupt enable
+    /// cleared, and zeroed.
+    pub released: u64,
+    /// The module's counters in perf's `used_mask` now: left exactly as they are.
+    pub taken: u64,
+}
+
+/// Releases the module's counters on this CPU: each of `owned` in the layout that perf
+/// does not hold (`perf_used`) is disabled, its overflow flag and interrupt enable
+/// cleared, and zeroed; one perf holds is not touched. Nothing else is written: the
+/// PMU enable (PMCR.E) is perf's, and perf's stop clears it when its last event leaves.
+pub fn release_layout_counters<C: LayoutCounters>(
+    counters: &C,
+    layout: &Layout,
+    owned: u64,
+    perf_used: u64,
+) -> Released {
+    let released = owned & layout.mask() & !perf_used;
+    let taken = owned & perf_used;
+    if released != 0 {
+        counters.disable(released);
+        counters.clear_overflow_and_interrupt(released);
+        for (counter, _) in layout.assignments() {
+            if released & (1 << counter) != 0 {
+                counters.zero(counter);
+            }
+        }
+    }
+    Released { released, taken }
+}
+
+/// Quiets counters that perf gave up and no grant runs on this CPU (`reserved`: the
+/// event counters taken out of perf's counter mask, none perf holds now): their overflow
+/// interrupt enables and overflow flags cleared and, with `disable`, the counters
+/// disabled; then an `isb`, so that the clears take effect before whatever the caller
+/// does next with the PMU. perf's reset skips them (Linux 6.12 drivers/perf/arm_pmuv3.c
+/// `armv8pmu_reset` and arm_v7_pmu.c `armv7pmu_reset` walk `cntr_mask` only), and
+/// PMINTENSET/PMCNTENSET are UNKNOWN after a power-up: an overflow interrupt of such a
+/// counter would reach perf's handler, which does not look at it. Nothing else is
+/// written; `reserved` 0 writes nothing.
+pub fn quiet_reserved_counters<C: LayoutCounters>(counters: &C, reserved: u64, disable: bool) {
+    if reserved == 0 {
+        return;
+    }
+    if disable {
+        counters.disable(reserved);
+    }
+    counters.clear_overflow_and_interrupt(reserved);
+    counters.isb();
+}
+
+/// [`LayoutCounters`] over the AArch64 registers.
+struct El0Counters<'a, R>(&'a R);
+
+impl<R: UserAccessRegisters> LayoutCounters for El0Counters<'_, R> {
+    fn enabled(&self) -> u64 {
+        self.0.pmcntenset().get()
+    }
+    fn config(&self, counter: u8) -> u64 {
+        self.0.pmevtyper(counter)
+    }
+    fn set_config(&self, counter: u8, config: u64) {
+        self.0.set_pmevtyper(counter, config);
+    }
+    fn zero(&self, counter: u8) {
+        self.0.set_pmevcntr(counter, 0);
+    }
+    fn disable(&self, mask: u64) {
+        self.0.set_pmcntenclr(PmcntenclrEl0::new(mask));
+    }
+    fn clear_overflow_and_interrupt(&self, mask: u64) {
+        self.0.clear_overflow_and_interrupt(mask);
+    }
+    fn isb(&self) {
+        self.0.isb();
+    }
+    fn enable(&self, mask: u64) {
+        self.0.set_pmcntenset(PmcntensetEl0::new(mask));
+    }
+}
+
 /// The configuration register of event counter `counter` as it reads now.
 fn config_of<R: UserAccessRegisters>(regs: &R, counter: u8) -> u64 {
     regs.pmevtyper(counter)
@@ -846,13 +995,11 @@ pub fn apply<R: UserAccessRegisters>(
             }
         }
     }
-    for (counter, _) in layout.assignments() {
-        if perf_used & (1u64 << counter) != 0 {
-            return Err(ApplyError::CounterInUse {
-                counter,
-                config: config_of(regs, counter),
-            });
-        }
+    if let Some(counter) = perf_holds(&layout, perf_used) {
+        return Err(ApplyError::CounterInUse {
+            counter,
+            config: config_of(regs, counter),
+        });
     }
     let found_pmuserenr = regs.pmuserenr();
     // PMUv3p9 without EN: the grant is scoped with UEN and PMUACR_EL1 (EN opens every
@@ -867,41 +1014,8 @@ pub fn apply<R: UserAccessRegisters>(
         Some(p) => (p.outside_pmuserenr, p.outside_pmuacr),
         None => (found_pmuserenr.get(), found_pmuacr),
     };
-    let enabled = regs.pmcntenset().get();
-    let owned_before = previous.map_or(0, |p| p.owned);
-    let mut kept = 0;
-    for (counter, event) in layout.assignments() {
-        let bit = 1u64 << counter;
-        if owned_before & enabled & bit != 0
-            && config_of(regs, counter) == layout.config_of(counter, event)
-        {
-            kept |= bit;
-        }
-    }
-
-    let start = layout.mask() & !kept;
-    if start & enabled != 0 {
-        // A layout counter left enabled by someone who is not perf (perf's are
-        // refused above): stop it before it is reprogrammed.
-        regs.set_pmcntenclr(PmcntenclrEl0::new(start & enabled));
-    }
-    if start != 0 {
-        regs.clear_overflow_and_interrupt(start);
-    }
-    for (counter, event) in layout.assignments() {
-        if start & (1 << counter) == 0 {
-            continue;
-        }
-        regs.set_pmevtyper(counter, layout.config_of(counter, event));
-        regs.set_pmevcntr(counter, 0);
-    }
-    if start != 0 {
-        // The filters and zeroes above take effect before the enable below: without
-        // it the Arm ARM allows the counter to start with the old filter for a few
-        // instructions (Linux puts the same `isb` before PMCNTENSET_EL0).
-        regs.isb();
-        regs.set_pmcntenset(PmcntensetEl0::new(start));
-    }
+    let taken = take_layout_counters(&El0Counters(regs), &layout, previous.map_or(0, |p| p.owned));
+    let (kept, start) = (taken.kept, taken.started);
     let mut new_pmcr = pmcr;
     if layout.mask() != 0 {
         new_pmcr.modify(PMCR_EL0::E::SET);
@@ -1020,17 +1134,8 @@ pub fn restore<R: UserAccessRegisters>(
         found.get()
     };
 
-    let released = applied.owned & layout.mask() & !perf_used;
-    let taken = applied.owned & perf_used;
-    if released != 0 {
-        regs.set_pmcntenclr(PmcntenclrEl0::new(released));
-        regs.clear_overflow_and_interrupt(released);
-        for (counter, _) in layout.assignments() {
-            if released & (1 << counter) != 0 {
-                regs.set_pmevcntr(counter, 0);
-            }
-        }
-    }
+    let Released { released, taken } =
+        release_layout_counters(&El0Counters(regs), layout, applied.owned, perf_used);
     Restored {
         found_pmuserenr: found.get(),
         new_pmuserenr,

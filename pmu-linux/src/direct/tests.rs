@@ -546,12 +546,12 @@ impl pmu_core::CounterRead for Aarch32Read<'_> {
 }
 
 /// The ARMv7 backend's read-only region, off the target: kmod-enable-user's ARMv7
-/// flavour `apply`s its default grant on a fake Cortex-A53 in AArch32 (ER | CR,
-/// INST_RETIRED on counter 5, CPU_CYCLES on PMCCNTR: the `5=0x8 31=0x11` that
+/// flavour `apply`s its default grant on a fake Cortex-A53 in AArch32 (ER, INST_RETIRED
+/// on counter 5, CPU_CYCLES on counter 4: the `5=0x8 4=0x11` that
 /// tests/tests/kernel_armv7.rs reads on QEMU's `max`); the region takes its slots from
 /// the layout (`grant::place_in_layout`), its access check from PMUSERENR
-/// (`ReadGrant`), no overflow flags. Exact counts; a wrap of the 32-bit cycle counter
-/// flagged as overflow (end < start) with the right value; the grant revoked between
+/// (`ReadGrant`), no overflow flags. Exact counts; a wrap of the 32-bit event counter
+/// counting cycles flagged as overflow (end < start) with the right value; the grant revoked between
 /// two regions (PMUSERENR = 0, as a CPU power-down leaves it) an error, not a count.
 #[test]
 fn the_aarch32_read_only_grant_region() {
@@ -563,7 +563,7 @@ fn the_aarch32_read_only_grant_region() {
     use pmu_armv8::EventNumber;
 
     let regs = FakeRegisters::cortex_a53_aarch32();
-    let module = Layout::with_cycle_counter_register(
+    let module = Layout::new(
         6,
         ModuleEvents::from_slice(&[EventNumber::INST_RETIRED.get()]).unwrap(),
         true,
@@ -572,13 +572,13 @@ fn the_aarch32_read_only_grant_region() {
     let mut buf = [0u8; 64];
     let len = module.write_text(&mut buf);
     let text = std::str::from_utf8(&buf[..len]).unwrap().to_owned();
-    assert_eq!(text, "5=0x8 31=0x11");
+    assert_eq!(text, "5=0x8 4=0x11");
     let request = Request {
         user_access: UserAccess::new(DEFAULT_USER_ACCESS, false).unwrap(),
         layout: module,
     };
-    apply(&regs, request, None).unwrap();
-    assert_eq!(regs.pmuserenr().get(), 0b1100);
+    apply(&regs, request, None, 0).unwrap();
+    assert_eq!(regs.pmuserenr().get(), 0b1000);
 
     let layout = GrantedLayout::parse(&text).unwrap();
     let names = vec!["instructions".to_owned(), "cycles".to_owned()];
@@ -627,8 +627,8 @@ fn the_aarch32_read_only_grant_region() {
     assert_eq!(run.readings[1].value, 3000);
     assert!(run.is_trusted(), "{run:?}");
 
-    // PMCCNTR's low 32 bits wrap inside the region: no flag to read without EN, end <
-    // start flags it, and the 32-bit difference is the count.
+    // The 32-bit event counter counting cycles wraps inside the region: no flag to read
+    // without EN, end < start flags it, and the 32-bit difference is the count.
     regs.count(EventNumber::CPU_CYCLES, u32::MAX - 3000 - 10);
     let run = measure_once(&mut region, &mut || {
         regs.count(EventNumber::CPU_CYCLES, 100);

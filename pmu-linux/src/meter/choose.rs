@@ -348,11 +348,11 @@ mod tests {
         // default grant.
         let armv7 = How::Armv7ModuleLayout {
             cpu: 1,
-            layout: "5=0x8 31=0x11".into(),
+            layout: "5=0x8 4=0x11".into(),
         };
         assert!(armv7.to_string().starts_with(
-            "grant: read-only (PMUSERENR ER|CR, no EN) from kmod-enable-user's ARMv7 flavour \
-             on CPU 1: the counters the module runs (5=0x8 31=0x11), PL0 only"
+            "grant: read-only (PMUSERENR ER or ER|CR, no EN) from kmod-enable-user's ARMv7 \
+             flavour on CPU 1: the counters the module runs (5=0x8 4=0x11), PL0 only"
         ));
         assert_eq!(armv7.grant(), Some(Grant::ReadOnly { cpu: 1 }));
         assert_eq!(armv7.kind(), BackendKind::Direct);

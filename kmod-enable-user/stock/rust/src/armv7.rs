@@ -1,8 +1,8 @@
 //! ARMv7 / AArch32: the grant of `pmu_armv7::user_enable` (PMUSERENR), for the ARMv7
 //! flavour's callbacks (CPU hotplug, CPU PM, `regrant`) and load-time checks. The C
 //! functions are [`crate::grant`]'s, as on arm64, with the AArch32 rules below: PMUv1
-//! cannot filter to PL0, PMUv2 has no read-only grant, and CPU_CYCLES goes on the cycle
-//! counter.
+//! cannot filter to PL0, PMUv2 has no read-only grant. Ownership is arm64's: CPU_CYCLES
+//! on one of the module's event counters, perf's `used_mask` beside the grant.
 
 use core::ffi::{c_char, CStr};
 
@@ -34,23 +34,33 @@ pub type KmodEuV7Config = Config<Reserved>;
 const _: () = assert!(core::mem::size_of::<KmodEuV7Config>() == 24);
 
 /// One CPU's state (C: `struct kmod_eu_v7_cpu`; `pmu_version` is its `perfmon`, and its
-/// `reserved` byte this struct's padding): AArch32 registers are 32 bits.
-pub type KmodEuV7Cpu = CpuGrant<u32>;
+/// `reserved` byte the grant's padding): AArch32 registers are 32 bits.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KmodEuV7Cpu {
+    /// C's fields from `found_userenr` to `reserved`.
+    pub grant: CpuGrant<u32>,
+    /// Input of apply and restore, set by the glue on this CPU with interrupts off
+    /// just before: perf's `used_mask` of this CPU as PMCNTENSET bits.
+    pub perf_used: u32,
+}
 
 // The C declaration has the same size and offsets (checked there with static_assert too).
-const _: () = assert!(core::mem::size_of::<KmodEuV7Cpu>() == 44);
-const _: () = assert!(core::mem::offset_of!(KmodEuV7Cpu, applied) == 40);
+const _: () = assert!(core::mem::size_of::<KmodEuV7Cpu>() == 48);
+const _: () = assert!(core::mem::offset_of!(KmodEuV7Cpu, grant.applied) == 40);
+const _: () = assert!(core::mem::offset_of!(KmodEuV7Cpu, perf_used) == 44);
 
 impl KmodEuV7Cpu {
     fn applied(&self) -> Applied {
+        let g = &self.grant;
         Applied {
-            perfmon: self.pmu_version,
-            found_pmuserenr: self.found_userenr,
-            new_pmuserenr: self.new_userenr,
-            owned: self.owned,
-            zeroed: self.zeroed,
-            kept: self.kept,
-            enabled_pmu: self.enabled_pmu,
+            perfmon: g.pmu_version,
+            found_pmuserenr: g.found_userenr,
+            new_pmuserenr: g.new_userenr,
+            owned: g.owned,
+            zeroed: g.zeroed,
+            kept: g.kept,
+            enabled_pmu: g.enabled_pmu,
         }
     }
 }
@@ -114,6 +124,21 @@ impl Flavour for Armv7 {
                 c"PMUv2 (ID_DFR0.PerfMon=2: Cortex-A7, Cortex-A15) has no read-only grant, PMUSERENR.EN alone lets user space program every counter and count in PL1: load with el0_programming=1 to accept that",
             ));
         }
+        if parsed.is_empty() && !parameters.cycle_counter && !parameters.el0_programming {
+            return Err(Refusal::invalid(
+                c"events is empty and cycle_counter=0: the grant would only expose perf's counters",
+            ));
+        }
+        if parsed.as_slice().contains(&user_enable::CHAIN) {
+            return Err(Refusal::invalid(
+                c"events: 0x1e (CHAIN) only pairs two counters and counts nothing alone",
+            ));
+        }
+        if parameters.cycle_counter && parsed.as_slice().contains(&user_enable::CPU_CYCLES) {
+            return Err(Refusal::invalid(
+                c"events: 0x11 (CPU_CYCLES) is already counted by cycle_counter=1",
+            ));
+        }
         // PMXEVTYPER.evtCount: 8 bits on PMUv2, 10 on PMUv3 (DDI 0406C C12 "PMXEVTYPER").
         let max_event: u16 = if read_only { 0x3FF } else { 0xFF };
         if parsed.as_slice().iter().any(|&e| e > max_event) {
@@ -123,17 +148,17 @@ impl Flavour for Armv7 {
         }
         // PMCR.N, bits 15:11 (DDI 0406C C12 "PMCR").
         let n = ((cpu.regs.pmcr().get() >> 11) & 0x1f) as u8;
-        let layout = Layout::with_cycle_counter_register(n, parsed, parameters.cycle_counter)
-            .map_err(|_| {
-                Refusal::no_device(c"events: more events than this CPU has event counters (PMCR.N)")
-            })?;
+        // CPU_CYCLES on an event counter below the events, as on arm64: PMCCNTR is perf's.
+        let layout = Layout::new(n, parsed, parameters.cycle_counter).map_err(|_| {
+            Refusal::no_device(c"events: more events than this CPU has event counters (PMCR.N)")
+        })?;
         Ok((layout, Reserved::default()))
     }
 
     fn request(config: &KmodEuV7Config) -> Option<Request> {
         Some(Request {
             user_access: UserAccess::new(config.user_access, config.el0_programming).ok()?,
-            layout: Layout::with_cycle_counter_register(
+            layout: Layout::new(
                 config.event_counters,
                 config.module_events()?,
                 config.cycle_counter,
@@ -142,17 +167,18 @@ impl Flavour for Armv7 {
         })
     }
 
-    fn grant(cpu: &mut KmodEuV7Cpu) -> &mut KmodEuV7Cpu {
-        cpu
+    fn grant(cpu: &mut KmodEuV7Cpu) -> &mut CpuGrant<u32> {
+        &mut cpu.grant
     }
 
     unsafe fn apply(cpu: &mut KmodEuV7Cpu, request: Request) -> Result<(), Refused<u32>> {
         // SAFETY: PL1, interrupts off on this CPU; perf's counters are never reset or
-        // reprogrammed by `apply` (it refuses a counter in use): `new`'s contract.
+        // reprogrammed by `apply` (it refuses a counter perf holds and writes no counter
+        // outside the layout): `new`'s contract.
         let regs = unsafe { Pl1Registers::new() };
-        let previous = cpu.applied.then(|| cpu.applied());
-        let applied =
-            user_enable::apply(&regs, request, previous.as_ref()).map_err(|e| match e {
+        let previous = cpu.grant.applied.then(|| cpu.applied());
+        let applied = user_enable::apply(&regs, request, previous.as_ref(), cpu.perf_used)
+            .map_err(|e| match e {
                 ApplyError::NoUsablePmu { perfmon } => Refused::NoUsablePmu {
                     pmu_version: perfmon.raw(),
                 },
@@ -167,24 +193,26 @@ impl Flavour for Armv7 {
                 ApplyError::EventOutOfRange { event } => Refused::EventOutOfRange { event },
                 _ => Refused::Other,
             })?;
-        cpu.pmu_version = applied.perfmon;
-        cpu.found_userenr = applied.found_pmuserenr;
-        cpu.new_userenr = applied.new_pmuserenr;
-        cpu.owned = applied.owned;
-        cpu.zeroed = applied.zeroed;
-        cpu.kept = applied.kept;
-        cpu.enabled_pmu = applied.enabled_pmu;
+        let g = &mut cpu.grant;
+        g.pmu_version = applied.perfmon;
+        g.found_userenr = applied.found_pmuserenr;
+        g.new_userenr = applied.new_pmuserenr;
+        g.owned = applied.owned;
+        g.zeroed = applied.zeroed;
+        g.kept = applied.kept;
+        g.enabled_pmu = applied.enabled_pmu;
         Ok(())
     }
 
     unsafe fn restore(cpu: &mut KmodEuV7Cpu, request: &Request) {
         // SAFETY: as in `apply`; restoring takes access away again.
         let regs = unsafe { Pl1Registers::new() };
-        let restored = user_enable::restore(&regs, &cpu.applied(), &request.layout);
-        cpu.found_userenr = restored.found_pmuserenr;
-        cpu.new_userenr = restored.new_pmuserenr;
-        cpu.released = restored.released;
-        cpu.taken = restored.taken;
+        let restored = user_enable::restore(&regs, &cpu.applied(), &request.layout, cpu.perf_used);
+        let g = &mut cpu.grant;
+        g.found_userenr = restored.found_pmuserenr;
+        g.new_userenr = restored.new_pmuserenr;
+        g.released = restored.released;
+        g.taken = restored.taken;
     }
 }
 
@@ -258,4 +286,45 @@ pub extern "C" fn kmod_eu_armv7_access_names(bits: u32) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn kmod_eu_armv7_grant_words(bits: u32) -> *const c_char {
     user_enable::grant_words(u64::from(bits)).as_ptr()
+}
+
+/// On the CPU, interrupts off: [`user_enable::quiet_reserved`] of the event counters
+/// `reserved` (taken out of perf's counter mask, none perf holds now): PMINTENCLR and
+/// PMOVSR, with `disable` PMCNTENCLR, then `isb`.
+///
+/// # Safety
+///
+/// PL1 with interrupts disabled on an ARMv7 CPU with a PMUv2/PMUv3 (the glue checked
+/// ID_MMFR0; the caller found perf's arm_pmu there); no counter of `reserved` is perf's.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_armv7_quiet(reserved: u32, disable: bool) {
+    // SAFETY: the caller's contract: PL1, interrupts off, and the counters written are
+    // not perf's (perf gave them up: they are outside its counter mask).
+    let regs = unsafe { Pl1Registers::new() };
+    user_enable::quiet_reserved(&regs, reserved, disable);
+}
+
+/// On the CPU, interrupts off: whether PMCR.E is set ([`user_enable::pmu_enabled`]).
+///
+/// # Safety
+///
+/// PL1 with interrupts disabled on an ARMv7 CPU with a PMUv2/PMUv3.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_armv7_pmu_enabled() -> bool {
+    // SAFETY: the caller's contract; PMCR is only read.
+    let regs = unsafe { Pl1Registers::new() };
+    user_enable::pmu_enabled(&regs)
+}
+
+/// On the CPU, interrupts off: PMUSERENR to 0 if it still holds the module's grant
+/// `granted` ([`user_enable::withdraw`]; 0 writes nothing).
+///
+/// # Safety
+///
+/// PL1 with interrupts disabled on an ARMv7 CPU with a PMUv2/PMUv3.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_armv7_withdraw(granted: u32) {
+    // SAFETY: the caller's contract; only the module's own grant is taken back.
+    let regs = unsafe { Pl1Registers::new() };
+    user_enable::withdraw(&regs, granted);
 }

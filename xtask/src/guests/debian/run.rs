@@ -196,7 +196,10 @@ pub const ROWS: &[Row] = &[
         flavour: "armmp",
         perf: PerfOf::Kernel,
         what: "Debian 12's linux-image-armmp (6.1)",
-        tests: &["debian_armmp_kernel_on_cortex_a15"],
+        tests: &[
+            "debian_armmp_kernel_on_cortex_a15",
+            "debian_armmp_kernel_beside_perfs_armv7_driver",
+        ],
     },
     Row {
         id: "ARMHF_12_ARMMP_LPAE",
