@@ -74,15 +74,7 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         .join("headers")
         .join(package_key(&headers_pkg));
     let kdir = kdir_root.join(format!("usr/src/linux-headers-{release}"));
-    let header_key: Vec<String> = header_debs
-        .iter()
-        .map(|d| {
-            d.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let header_key = super::deb_names(header_debs);
     let cached = cached_dir(&kdir_root, &header_key.join("\n"), |dir| {
         for deb in header_debs {
             eprintln!("    dpkg-deb -x {}", deb.display());
@@ -117,15 +109,7 @@ pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel
         if cached { " (cached)" } else { "" }
     );
     let image_root = debian_root().join("kernels").join(package_key(&image_pkg));
-    let image_key: Vec<String> = kernel_files
-        .iter()
-        .map(|d| {
-            d.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let image_key = super::deb_names(kernel_files);
     let cached = cached_dir(&image_root, &image_key.join("\n"), |dir| {
         for (deb, member) in kernel_files.iter().zip(layout.members()) {
             eprintln!("    dpkg-deb --fsys-tarfile {} ({member})", deb.display());

@@ -78,6 +78,19 @@ pub fn unpack(deb: &Path, into: &Path, only: Option<&str>) -> Result<(), String>
     }
 }
 
+/// The file names of `debs`, in order: what a cached extraction of them is keyed by
+/// (a package's file name carries its version, so a new upload is a new key).
+pub fn deb_names(debs: &[std::path::PathBuf]) -> Vec<String> {
+    debs.iter()
+        .map(|d| {
+            d.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
 /// `dir` filled by `fill` unless its stamp already says `key`: the cached extraction
 /// for that key. `fill` starts from an empty directory.
 pub fn cached_dir(
@@ -141,15 +154,7 @@ pub fn unpack_with_libraries(
             packages.push(spec);
         }
         let debs = apt.fetch(&packages)?;
-        let mut key: Vec<String> = debs
-            .iter()
-            .map(|d| {
-                d.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
+        let mut key = deb_names(&debs);
         key.sort();
         cached_dir(dir, &key.join("\n"), |dir| {
             for deb in &debs {
