@@ -395,6 +395,9 @@ scenario_demo_msgs() {
 	demo granted-cpu0 0 direct
 	demo perf-on-cpu0 0 perf
 	demo revoked-cpu0 0 direct
+	# The module's INST_RETIRED counter (PMEVCNTR5_EL0) read raw after perf's session:
+	# it traps or counts the probe's block, never a silent 0.
+	probe revoked-raw 0 read 5
 	demo untouched-cpu1 1 direct
 	msg_run revoked-hazards hazards --json
 	# A measurement interrupted on the way: the direct reader on CPU 1 is stopped, a perf

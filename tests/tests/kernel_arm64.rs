@@ -1143,6 +1143,16 @@ fn demo_messages(flavour: Flavour) {
     assert_eq!(demo(&run, "perf-on-cpu0").json(&run)["backend"], "perf");
     let revoked = demo(&run, "revoked-cpu0");
     assert_eq!(revoked.status, 3, "{}\n{}", revoked.raw, revoked.stderr);
+    // No silent zero under `el0_programming=1`: after perf's session (its armv8pmu_start
+    // wrote PMUSERENR_EL0 = 0, drivers/perf/arm_pmuv3.c) a raw read of the module's
+    // counter traps, or counts the probe's 10000-instruction block (plus the few between
+    // its two reads, as `probe` above says); before perf's bookkeeping it read 0.
+    let (status, delta) = probe(&run, "revoked-raw");
+    assert!(
+        status == TRAPPED || (status == 0 && delta.is_some_and(|d| (10_000..10_050).contains(&d))),
+        "revoked-raw: status {status}, delta {delta:?}\n{}",
+        run.stdout
+    );
     for needle in [
         "although kmod-enable-user is loaded",
         "perf's use of the PMU revoked the module's grant on this CPU",
