@@ -109,7 +109,7 @@ pub fn debian_arm64() -> Result<Vec<PathBuf>, String> {
             let backports = row.suite.map(|suite| state.with_default_release(suite));
             let apt = backports.as_ref().unwrap_or(&state);
             let kernel =
-                crate::guests::debian::kernels::kernel(apt, row.meta, "arm64", row.flavour)?;
+                crate::guests::debian::kernels::kernel(apt, row.image, "arm64", row.flavour)?;
             built.push(crate::guests::debian::module::stock_module(
                 &kernel,
                 &Arch::Arm64.make_vars(),

@@ -30,17 +30,41 @@ pub struct Kernel {
     pub tools: Vec<PathBuf>,
 }
 
-/// The kernel the metapackage `meta` (`linux-image-arm64`, `linux-image-6.12-arm64`,
-/// `linux-image-armmp`) of Debian architecture `arch` points to, for `flavour`: image and
+/// Which kernel of a release a row boots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Image {
+    /// The one a metapackage (`linux-image-arm64`, `linux-image-6.12-arm64`,
+    /// `linux-image-armmp`) points to today.
+    Meta(&'static str),
+    /// One ABI (`7.2.11+deb13`), where the metapackage points to a kernel the archive
+    /// lists but does not serve.
+    Abi(&'static str),
+}
+
+impl std::fmt::Display for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Image::Meta(meta) => f.write_str(meta),
+            Image::Abi(abi) => write!(f, "linux-image-{abi}-<flavour>"),
+        }
+    }
+}
+
+/// The kernel `image` names for Debian architecture `arch` and `flavour`: image and
 /// headers downloaded and unpacked (cached).
-pub fn kernel(apt: &Apt, meta: &str, arch: &str, flavour: &str) -> Result<Kernel, String> {
-    let meta_pkg = apt.show(&format!("{meta}:{arch}"))?;
-    let abi = abi_of(&meta_pkg, flavour).ok_or_else(|| {
-        format!(
-            "{meta}:{arch} {} depends on no linux-image-<abi>-{flavour}: {:?}",
-            meta_pkg.version, meta_pkg.depends
-        )
-    })?;
+pub fn kernel(apt: &Apt, image: Image, arch: &str, flavour: &str) -> Result<Kernel, String> {
+    let abi = match image {
+        Image::Abi(abi) => abi.to_string(),
+        Image::Meta(meta) => {
+            let meta_pkg = apt.show(&format!("{meta}:{arch}"))?;
+            abi_of(&meta_pkg, flavour).ok_or_else(|| {
+                format!(
+                    "{meta}:{arch} {} depends on no linux-image-<abi>-{flavour}: {:?}",
+                    meta_pkg.version, meta_pkg.depends
+                )
+            })?
+        }
+    };
     let release = format!("{abi}-{flavour}");
     let image_pkg = apt.show(&format!("linux-image-{release}:{arch}"))?;
     let layout = Layout::of(&image_pkg, &release);

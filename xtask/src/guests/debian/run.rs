@@ -7,7 +7,7 @@
 use std::process::Command;
 
 use super::initramfs::initramfs;
-use super::kernels::kernel;
+use super::kernels::{kernel, Image};
 use super::module::{guest_module_path, stock_module};
 use super::perf::perf;
 use crate::build::kernel::Arch;
@@ -103,7 +103,8 @@ pub enum PerfOf {
     /// `linux` source upload).
     Kernel,
     /// The release's candidate: Debian 12 has only 6.1's perf, which its 6.12 kernel
-    /// (from the `linux-6.12` source) runs with too.
+    /// (from the `linux-6.12` source) runs with too; Debian 13's 6.12 perf runs beside
+    /// its backports' armhf 7.2.11, whose own perf the archive does not serve.
     Release,
 }
 
@@ -119,8 +120,8 @@ pub struct Row {
     /// perf and perf's libraries), as `apt-get -t` sets it: `trixie-backports` for the
     /// newest Linux Debian ships.
     pub suite: Option<&'static str>,
-    /// The metapackage that names the kernel's ABI.
-    pub meta: &'static str,
+    /// The kernel.
+    pub image: Image,
     /// The guest.
     pub guest: Guest,
     /// The kernel flavour (`arm64`, `armmp`, `armmp-lpae`).
@@ -134,16 +135,18 @@ pub struct Row {
 }
 
 /// Every Debian kernel the suite boots.
-/// trixie-backports' armhf 7.3.4 (`linux-image-armmp` there) is not a row: its index lists
-/// it, but deb.debian.org serves none of its files (404 for every armhf 7.3.4 package,
-/// 2026-12-06; docs/debian.md). Its row is the arm64 one's with `Guest::Armhf` and
-/// `armmp`, once the archive has it.
+/// On armhf, trixie-backports' `linux-image-armmp` points to 7.3.4, which its index lists
+/// but deb.debian.org does not serve (404 for every armhf 7.3.4 package, and for 7.2.12,
+/// on 2026-12-06 and 2026-12-07; docs/debian.md): the armhf backports row boots the
+/// newest armhf kernel the archive serves, 7.2.11, with Debian 13's own perf (the
+/// backports' armhf perf is 7.3.4, not served either). Once 7.3.4 downloads, the row is
+/// the arm64 one's with `Guest::Armhf` and `armmp`.
 pub const ROWS: &[Row] = &[
     Row {
         id: "ARM64_12_6_1",
         release: Release::Bookworm,
         suite: None,
-        meta: "linux-image-arm64",
+        image: Image::Meta("linux-image-arm64"),
         guest: Guest::Arm64,
         flavour: "arm64",
         perf: PerfOf::Kernel,
@@ -158,7 +161,7 @@ pub const ROWS: &[Row] = &[
         id: "ARM64_12_6_12",
         release: Release::Bookworm,
         suite: None,
-        meta: "linux-image-6.12-arm64",
+        image: Image::Meta("linux-image-6.12-arm64"),
         guest: Guest::Arm64,
         flavour: "arm64",
         perf: PerfOf::Release,
@@ -169,7 +172,7 @@ pub const ROWS: &[Row] = &[
         id: "ARM64_13_6_12",
         release: Release::Trixie,
         suite: None,
-        meta: "linux-image-arm64",
+        image: Image::Meta("linux-image-arm64"),
         guest: Guest::Arm64,
         flavour: "arm64",
         perf: PerfOf::Kernel,
@@ -180,7 +183,7 @@ pub const ROWS: &[Row] = &[
         id: "ARM64_13_BPO",
         release: Release::Trixie,
         suite: Some("trixie-backports"),
-        meta: "linux-image-arm64",
+        image: Image::Meta("linux-image-arm64"),
         guest: Guest::Arm64,
         flavour: "arm64",
         perf: PerfOf::Kernel,
@@ -191,7 +194,7 @@ pub const ROWS: &[Row] = &[
         id: "ARMHF_12_ARMMP",
         release: Release::Bookworm,
         suite: None,
-        meta: "linux-image-armmp",
+        image: Image::Meta("linux-image-armmp"),
         guest: Guest::Armhf,
         flavour: "armmp",
         perf: PerfOf::Kernel,
@@ -205,7 +208,7 @@ pub const ROWS: &[Row] = &[
         id: "ARMHF_12_ARMMP_LPAE",
         release: Release::Bookworm,
         suite: None,
-        meta: "linux-image-armmp-lpae",
+        image: Image::Meta("linux-image-armmp-lpae"),
         guest: Guest::Armhf,
         flavour: "armmp-lpae",
         perf: PerfOf::Kernel,
@@ -216,12 +219,23 @@ pub const ROWS: &[Row] = &[
         id: "ARMHF_13_ARMMP",
         release: Release::Trixie,
         suite: None,
-        meta: "linux-image-armmp",
+        image: Image::Meta("linux-image-armmp"),
         guest: Guest::Armhf,
         flavour: "armmp",
         perf: PerfOf::Kernel,
         what: "Debian 13's linux-image-armmp (6.12)",
         tests: &["debian13_armmp_kernel_on_cortex_a15"],
+    },
+    Row {
+        id: "ARMHF_13_BPO",
+        release: Release::Trixie,
+        suite: None,
+        image: Image::Abi("7.2.11+deb13"),
+        guest: Guest::Armhf,
+        flavour: "armmp",
+        perf: PerfOf::Release,
+        what: "the newest armhf Linux Debian serves, trixie-backports' 7.2.11 armmp",
+        tests: &["debian13_backports_armmp_kernel_on_cortex_a15"],
     },
 ];
 
@@ -237,7 +251,7 @@ pub struct Run {
 }
 
 /// The steps: `e2e debian-arm64`, `debian-armhf` (Debian 12), `debian13-arm64`,
-/// `debian13-armhf` (Debian 13; its backports' armhf 7.3 is not served, above).
+/// `debian13-armhf` (Debian 13; its backports' armhf kernel is 7.2.11, above).
 pub const RUNS: [Run; 4] = [
     Run {
         name: "debian-arm64",
@@ -342,11 +356,11 @@ fn run(r: Run) -> Result<(), String> {
             }
             None => &state,
         };
-        let k = kernel(apt, row.meta, arch, row.flavour)?;
+        let k = kernel(apt, row.image, arch, row.flavour)?;
         if releases.contains(&k.release) {
             return Err(format!(
                 "{} ({}) is a kernel another row of {} boots already",
-                k.release, row.meta, r.name
+                k.release, row.image, r.name
             ));
         }
         releases.push(k.release.clone());

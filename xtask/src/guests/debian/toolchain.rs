@@ -71,18 +71,37 @@ fn on_path(command: &str) -> bool {
 
 /// The `pahole` version Kbuild wants for the headers `kdir`: their
 /// `CONFIG_PAHOLE_VERSION` (`130` for 1.30), when they build BTF for modules
-/// (`CONFIG_DEBUG_INFO_BTF_MODULES=y` and a `vmlinux` to take the base types from).
+/// (`CONFIG_DEBUG_INFO_BTF_MODULES=y` and a `vmlinux` to take the base types from), or
+/// when their Makefile warns about any other pahole (Linux 7.x's `prepare` target: "pahole
+/// version differs from the one used to build the kernel", even without BTF; Debian's
+/// armhf 7.2.11 headers) — a warning the module's build treats as an error.
 fn pahole_wanted(kdir: &Path) -> Option<u32> {
     let config = fs::read_to_string(kdir.join(".config")).ok()?;
     let btf = config
         .lines()
-        .any(|l| l == "CONFIG_DEBUG_INFO_BTF_MODULES=y");
+        .any(|l| l == "CONFIG_DEBUG_INFO_BTF_MODULES=y")
+        && kdir.join("vmlinux").is_file();
     let version = config
         .lines()
         .find_map(|l| l.strip_prefix("CONFIG_PAHOLE_VERSION="))?
         .parse()
         .ok()?;
-    (btf && kdir.join("vmlinux").is_file()).then_some(version)
+    (btf || makefile_compares_pahole(kdir)).then_some(version)
+}
+
+/// Whether the headers' Makefile (Debian's flavour Makefile `include`s the `-common` one)
+/// compares the pahole version with the kernel's.
+fn makefile_compares_pahole(kdir: &Path) -> bool {
+    let Ok(flavour) = fs::read_to_string(kdir.join("Makefile")) else {
+        return false;
+    };
+    let included = flavour
+        .lines()
+        .filter_map(|l| l.strip_prefix("include "))
+        .filter_map(|path| fs::read_to_string(path.trim()).ok());
+    std::iter::once(flavour.clone())
+        .chain(included)
+        .any(|text| text.contains("pahole version differs"))
 }
 
 /// This machine's `pahole` version as Kbuild numbers it (`v1.24` -> 124), if it has one.
@@ -178,6 +197,36 @@ fn tools(apt: &Apt, names: &[String], command: &str) -> Result<PathBuf, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Linux 7.3's Makefile (`prepare:`) warns when pahole differs from
+    /// CONFIG_PAHOLE_VERSION; Debian's flavour Makefile reaches it through `include`
+    /// (linux-headers-7.2.11+deb13-armmp); 6.12's has no such check.
+    #[test]
+    fn a_7x_makefile_asks_for_the_kernels_pahole_without_btf() {
+        let dir = std::env::temp_dir().join(format!("pahole-check-{}", std::process::id()));
+        let (common, flavour) = (dir.join("common"), dir.join("flavour"));
+        fs::create_dir_all(&common).unwrap();
+        fs::create_dir_all(&flavour).unwrap();
+        fs::write(
+            flavour.join(".config"),
+            "CONFIG_PAHOLE_VERSION=130\n# CONFIG_DEBUG_INFO_BTF is not set\n",
+        )
+        .unwrap();
+        fs::write(
+            flavour.join("Makefile"),
+            format!("include {}/Makefile\n", common.display()),
+        )
+        .unwrap();
+        fs::write(common.join("Makefile"), "prepare:\n\t@true\n").unwrap();
+        assert_eq!(pahole_wanted(&flavour), None, "6.12: no check, no BTF");
+        fs::write(
+            common.join("Makefile"),
+            "\t\techo >&2 \"warning: pahole version differs from the one used to build the kernel\"; \\\n",
+        )
+        .unwrap();
+        assert_eq!(pahole_wanted(&flavour), Some(130));
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// `.kernelvariables` of linux-headers-6.12.118+deb13-arm64 (Debian 13, 2026-12-06).
     #[test]
