@@ -38,8 +38,10 @@ mod packet;
 mod record;
 
 pub use packet::{
-    AddressAttributes, AddressKind, AddressPacket, ContextPacket, CounterKind, CounterPacket,
-    DataSourcePacket, EventsPacket, OperationClass, OperationDetails, OperationTypePacket, Packet,
+    AddressAttributes, AddressKind, AddressPacket, BranchFlags, CallReturn, ContextPacket,
+    CounterKind, CounterPacket, DataSourcePacket, EventsDescription, EventsPacket,
+    LoadStoreSubclass, OperationClass, OperationDetails, OperationTypePacket, OtherSubclass,
+    Packet,
 };
 pub use record::{records, Records, SampleRecord};
 

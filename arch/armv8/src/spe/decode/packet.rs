@@ -8,6 +8,7 @@
 
 use crate::spe::config::OperationTypes;
 use crate::spe::events::SpeEvents;
+use pmu_events::CoreId;
 
 /// One SPE packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -411,83 +412,346 @@ impl OperationTypePacket {
         }
     }
 
-    /// The sub-fields of the payload by the names perf prints, in perf's order
-    /// (`arm_spe_pkt_desc_op_type()` in tools/perf/util/arm-spe-decoder/arm-spe-pkt-decoder.c;
-    /// Arm ARM DDI 0487 D18.2 Operation Type packet): `SVE-OTHER`/`OTHER` with `FP`, `PRED`,
-    /// `COND-SELECT`, `INSN-OTHER`; `LD`/`ST` with `AT`, `EXCL`, `AR`, the register subclass
-    /// (`SIMD-FP`, `GP-REG`, `UNSPEC-REG`, `NV-SYSREG`, `MTE-TAG`, `MEMCPY`, `MEMSET`) and
-    /// SVE's `PRED`, `SG`; `B` with `COND`, `IND`, `GCS`, `CR-BL`, `CR-RET`, `CR-NON-BL-RET`.
-    /// The SVE vector length is [`Self::sve_evlen`]. The reserved class gives nothing.
-    pub fn details(&self) -> OperationDetails {
+    /// The SME effective vector length or tile size in bits, for an SME "other" operation
+    /// (payload `0b1xxx_1xx0`): 128 << ETS, ETS being payload bits \[6:4\] and \[2\] read as
+    /// one 4-bit number (Linux 7.3 perf's `SPE_OP_PKG_SME_ETS`).
+    pub const fn sme_ets(&self) -> Option<u32> {
+        match self.other_subclass() {
+            Some(OtherSubclass::Sme {
+                effective_tile_size,
+                ..
+            }) => Some(effective_tile_size),
+            _ => None,
+        }
+    }
+
+    /// The subclass of an "other" operation (class 0b00), `None` for the other classes.
+    pub const fn other_subclass(&self) -> Option<OtherSubclass> {
+        if !matches!(self.class(), OperationClass::Other) {
+            return None;
+        }
         let v = self.payload;
+        let floating_point = v & 0b10 != 0;
+        Some(if v & 0b1000_1001 == 0b1000 {
+            OtherSubclass::Sve {
+                effective_vector_length: 32 << ((v >> 4) & 0b111),
+                floating_point,
+                predicated: v & 0b100 != 0,
+            }
+        } else if v & 0b1000_1001 == 0b1000_1000 {
+            OtherSubclass::Sme {
+                effective_tile_size: 128 << ((((v >> 4) & 0b111) << 1) | ((v >> 2) & 1)),
+                floating_point,
+            }
+        } else if v & 0b1111_1000 == 0 {
+            OtherSubclass::Other {
+                advanced_simd: v & 0b100 != 0,
+                floating_point,
+                conditional: v & 1 != 0,
+            }
+        } else {
+            OtherSubclass::Unallocated
+        })
+    }
+
+    /// The subclass of a load/store/atomic operation (class 0b01), `None` for the other
+    /// classes. The direction is [`Self::is_store`].
+    pub const fn load_store_subclass(&self) -> Option<LoadStoreSubclass> {
+        if !matches!(self.class(), OperationClass::LoadStoreAtomic) {
+            return None;
+        }
+        let v = self.payload;
+        // The encodings are disjoint (each fixes bits the others fix differently), so the
+        // order of the tests does not matter; it is Linux 7.3 perf's printing order.
+        Some(if v & 0b1110_0010 == 0b10 {
+            LoadStoreSubclass::Extended {
+                atomic: v & 0b100 != 0,
+                exclusive: v & 0b1000 != 0,
+                acquire_release: v & 0b1_0000 != 0,
+            }
+        } else if v & 0xFE == 0x04 {
+            LoadStoreSubclass::SimdFp
+        } else if v & 0xFE == 0x00 {
+            LoadStoreSubclass::GeneralPurposeRegister
+        } else if v & 0xFE == 0x10 {
+            LoadStoreSubclass::UnspecifiedRegister
+        } else if v & 0xFE == 0x30 {
+            LoadStoreSubclass::NestedVirtualizationSysreg
+        } else if v & 0xFE == 0x14 {
+            LoadStoreSubclass::MteTag
+        } else if v & 0xFE == 0x20 {
+            LoadStoreSubclass::MemoryCopy
+        } else if v & 0xFF == 0x25 {
+            LoadStoreSubclass::MemorySet
+        } else if v & 0b1010 == 0b1000 {
+            LoadStoreSubclass::SveSmeRegister {
+                effective_vector_length: 32 << ((v >> 4) & 0b111),
+                predicated: v & 0b100 != 0,
+                gather_scatter: v & 0x80 != 0,
+            }
+        } else if v & 0b1111_1010 == 0x40 {
+            LoadStoreSubclass::GuardedControlStack {
+                common: v & 0b100 != 0,
+            }
+        } else {
+            LoadStoreSubclass::Unallocated
+        })
+    }
+
+    /// The flags of a branch or exception return (class 0b10), `None` for the other classes.
+    pub const fn branch(&self) -> Option<BranchFlags> {
+        if !matches!(self.class(), OperationClass::BranchOrExceptionReturn) {
+            return None;
+        }
+        let v = self.payload;
+        Some(BranchFlags {
+            conditional: v & 1 != 0,
+            indirect: v & 0b10 != 0,
+            guarded_control_stack: v & 0b100 != 0,
+            call_return: match (v >> 3) & 0b11 {
+                0 => CallReturn::Neither,
+                1 => CallReturn::BranchWithLink,
+                2 => CallReturn::Return,
+                _ => CallReturn::NonBranchWithLinkOrReturn,
+            },
+        })
+    }
+
+    /// The sub-fields of the payload by the names Linux 7.3 perf prints, in its order
+    /// (`arm_spe_pkt_desc_op_type()` in tools/perf/util/arm-spe-decoder/arm-spe-pkt-decoder.c;
+    /// Arm ARM DDI 0487 D18.2 Operation Type packet), from [`Self::other_subclass`],
+    /// [`Self::load_store_subclass`] and [`Self::branch`]: `SVE-OTHER` with `FP`, `PRED`;
+    /// `SME-OTHER` with `FP`; `OTHER` with `ASE`, `FP` and `COND-SELECT` or `INSN-OTHER`
+    /// (nothing for an unallocated "other" subclass); `LD`/`ST` with `AT`, `EXCL`, `AR`, or
+    /// the subclass (`SIMD-FP`, `GP-REG`, `UNSPEC-REG`, `NV-SYSREG`, `MTE-TAG`, `MEMCPY`,
+    /// `MEMSET`, `SVE-SME-REG` with `PRED`, `SG`, `GCS` with `COMM`); `B` with `COND`, `IND`,
+    /// `GCS`, `CR-BL`, `CR-RET`, `CR-NON-BL-RET`. The SVE vector length is
+    /// [`Self::sve_evlen`], the SME tile size [`Self::sme_ets`]. The reserved class gives
+    /// nothing.
+    ///
+    /// Linux 6.12's perf printed less: `OTHER COND-SELECT`/`INSN-OTHER` for every non-SVE
+    /// "other" operation, no `SVE-SME-REG` word, and only `LD`/`ST` for GCS accesses.
+    pub fn details(&self) -> OperationDetails {
         let mut d = OperationDetails::default();
         match self.class() {
-            OperationClass::Other => {
-                if self.sve_evlen().is_some() {
+            OperationClass::Other => match self.other_subclass() {
+                Some(OtherSubclass::Sve {
+                    floating_point,
+                    predicated,
+                    ..
+                }) => {
                     d.push("SVE-OTHER");
-                    if v & 0b10 != 0 {
-                        d.push("FP");
-                    }
-                    if v & 0b100 != 0 {
-                        d.push("PRED");
-                    }
-                } else {
+                    d.push_if(floating_point, "FP");
+                    d.push_if(predicated, "PRED");
+                }
+                Some(OtherSubclass::Sme { floating_point, .. }) => {
+                    d.push("SME-OTHER");
+                    d.push_if(floating_point, "FP");
+                }
+                Some(OtherSubclass::Other {
+                    advanced_simd,
+                    floating_point,
+                    conditional,
+                }) => {
                     d.push("OTHER");
-                    d.push(if v & 1 != 0 {
+                    d.push_if(advanced_simd, "ASE");
+                    d.push_if(floating_point, "FP");
+                    d.push(if conditional {
                         "COND-SELECT"
                     } else {
                         "INSN-OTHER"
                     });
                 }
-            }
+                Some(OtherSubclass::Unallocated) | None => {}
+            },
             OperationClass::LoadStoreAtomic => {
                 d.push(if self.is_store() { "ST" } else { "LD" });
-                if self.is_ldst_atomic_subclass() {
-                    for (bit, name) in [(2, "AT"), (3, "EXCL"), (4, "AR")] {
-                        if v & (1 << bit) != 0 {
+                match self.load_store_subclass() {
+                    Some(LoadStoreSubclass::Extended {
+                        atomic,
+                        exclusive,
+                        acquire_release,
+                    }) => {
+                        d.push_if(atomic, "AT");
+                        d.push_if(exclusive, "EXCL");
+                        d.push_if(acquire_release, "AR");
+                    }
+                    Some(LoadStoreSubclass::SveSmeRegister {
+                        predicated,
+                        gather_scatter,
+                        ..
+                    }) => {
+                        d.push("SVE-SME-REG");
+                        d.push_if(predicated, "PRED");
+                        d.push_if(gather_scatter, "SG");
+                    }
+                    Some(LoadStoreSubclass::GuardedControlStack { common }) => {
+                        d.push("GCS");
+                        d.push_if(common, "COMM");
+                    }
+                    Some(s) => {
+                        if let Some(name) = s.name() {
                             d.push(name);
                         }
                     }
-                }
-                let subclass = match (v & 0xFE, v & 0xFF) {
-                    (0x04, _) => Some("SIMD-FP"),
-                    (0x00, _) => Some("GP-REG"),
-                    (0x10, _) => Some("UNSPEC-REG"),
-                    (0x30, _) => Some("NV-SYSREG"),
-                    (0x14, _) => Some("MTE-TAG"),
-                    (0x20, _) => Some("MEMCPY"),
-                    (_, 0x25) => Some("MEMSET"),
-                    _ => None,
-                };
-                if let Some(name) = subclass {
-                    d.push(name);
-                }
-                if self.sve_evlen().is_some() {
-                    if v & 0b100 != 0 {
-                        d.push("PRED");
-                    }
-                    if v & 0x80 != 0 {
-                        d.push("SG");
-                    }
+                    None => {}
                 }
             }
             OperationClass::BranchOrExceptionReturn => {
                 d.push("B");
-                for (bit, name) in [(0, "COND"), (1, "IND"), (2, "GCS")] {
-                    if v & (1 << bit) != 0 {
+                if let Some(b) = self.branch() {
+                    d.push_if(b.conditional, "COND");
+                    d.push_if(b.indirect, "IND");
+                    d.push_if(b.guarded_control_stack, "GCS");
+                    if let Some(name) = b.call_return.name() {
                         d.push(name);
                     }
-                }
-                match (v >> 3) & 0b11 {
-                    1 => d.push("CR-BL"),
-                    2 => d.push("CR-RET"),
-                    3 => d.push("CR-NON-BL-RET"),
-                    _ => {}
                 }
             }
             OperationClass::Reserved => {}
         }
         d
+    }
+}
+
+/// The subclass of an "other" operation (Arm ARM DDI 0487 D18.2 Operation Type packet,
+/// class 0b00; Linux 7.3 perf `SPE_OP_PKT_OTHER_SUBCLASS_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OtherSubclass {
+    /// `0b0000_0xxx`: any other operation: ASE (bit 2) an Advanced SIMD operation, FP
+    /// (bit 1) floating point, COND (bit 0) a conditional select.
+    Other {
+        /// ASE: Advanced SIMD.
+        advanced_simd: bool,
+        /// FP: floating point.
+        floating_point: bool,
+        /// COND: conditional select or compare.
+        conditional: bool,
+    },
+    /// `0b0xxx_1xx0`: an SVE data-processing operation.
+    Sve {
+        /// EVL: the effective vector length in bits (32 << payload bits \[6:4\]).
+        effective_vector_length: u32,
+        /// FP (bit 1): floating point.
+        floating_point: bool,
+        /// PRED (bit 2): predicated.
+        predicated: bool,
+    },
+    /// `0b1xxx_1xx0`: an SME data-processing operation (FEAT_SPE_SME).
+    Sme {
+        /// ETS: the effective vector length or tile size in bits (128 << payload bits
+        /// \[6:4\]:\[2\]).
+        effective_tile_size: u32,
+        /// FP (bit 1): floating point.
+        floating_point: bool,
+    },
+    /// An encoding none of the above.
+    Unallocated,
+}
+
+/// The subclass of a load/store/atomic operation (Arm ARM DDI 0487 D18.2 Operation Type
+/// packet, class 0b01; Linux 7.3 perf `SPE_OP_PKT_LDST_SUBCLASS_*`). Bit 0 (ST) is the
+/// direction in every subclass ([`OperationTypePacket::is_store`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoadStoreSubclass {
+    /// `0b0000_000x`: general-purpose register load or store (`GP-REG`).
+    GeneralPurposeRegister,
+    /// `0b0000_010x`: SIMD&FP register load or store (`SIMD-FP`).
+    SimdFp,
+    /// `0b0001_000x`: load or store of an unspecified register (`UNSPEC-REG`).
+    UnspecifiedRegister,
+    /// `0b0011_000x`: a System register access turned into memory by FEAT_NV2 (`NV-SYSREG`).
+    NestedVirtualizationSysreg,
+    /// `0b0001_010x`: MTE allocation tag load or store (`MTE-TAG`).
+    MteTag,
+    /// `0b000x_xx1x`: extended: atomic, exclusive and load-acquire/store-release accesses.
+    Extended {
+        /// AT (bit 2): atomic.
+        atomic: bool,
+        /// EXCL (bit 3): exclusive.
+        exclusive: bool,
+        /// AR (bit 4): acquire/release.
+        acquire_release: bool,
+    },
+    /// `0bxxxx_1x0x`: SVE or SME register load or store (`SVE-SME-REG`).
+    SveSmeRegister {
+        /// EVL: the effective vector length in bits (32 << payload bits \[6:4\]).
+        effective_vector_length: u32,
+        /// PRED (bit 2): predicated.
+        predicated: bool,
+        /// SG (bit 7): gather or scatter.
+        gather_scatter: bool,
+    },
+    /// `0b0010_000x`: memory copy (FEAT_MOPS `CPY*`, `MEMCPY`).
+    MemoryCopy,
+    /// `0b0010_0101`: memory set (FEAT_MOPS `SET*`, a store, `MEMSET`).
+    MemorySet,
+    /// `0b0100_0x0x`: Guarded Control Stack access (FEAT_GCS, `GCS`).
+    GuardedControlStack {
+        /// COMM (bit 2): a common GCS access (perf's `COMM`), as opposed to the GCS
+        /// accesses of procedure calls and returns.
+        common: bool,
+    },
+    /// An encoding none of the above.
+    Unallocated,
+}
+
+impl LoadStoreSubclass {
+    /// The word perf prints for the subclass, `None` for extended and unallocated (the
+    /// extended flags are [`OperationTypePacket::details`]' `AT`, `EXCL`, `AR`).
+    pub const fn name(self) -> Option<&'static str> {
+        match self {
+            Self::GeneralPurposeRegister => Some("GP-REG"),
+            Self::SimdFp => Some("SIMD-FP"),
+            Self::UnspecifiedRegister => Some("UNSPEC-REG"),
+            Self::NestedVirtualizationSysreg => Some("NV-SYSREG"),
+            Self::MteTag => Some("MTE-TAG"),
+            Self::SveSmeRegister { .. } => Some("SVE-SME-REG"),
+            Self::MemoryCopy => Some("MEMCPY"),
+            Self::MemorySet => Some("MEMSET"),
+            Self::GuardedControlStack { .. } => Some("GCS"),
+            Self::Extended { .. } | Self::Unallocated => None,
+        }
+    }
+}
+
+/// The flags of a branch or exception return (Arm ARM DDI 0487 D18.2 Operation Type
+/// packet, class 0b10; perf `SPE_OP_PKT_COND`, `_INDIRECT_BRANCH`, `_GCS`, `_CR_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BranchFlags {
+    /// COND (bit 0): conditional.
+    pub conditional: bool,
+    /// IND (bit 1): indirect.
+    pub indirect: bool,
+    /// GCS (bit 2): the branch pushed to or popped from the Guarded Control Stack.
+    pub guarded_control_stack: bool,
+    /// CR (bits \[4:3\]): call or return.
+    pub call_return: CallReturn,
+}
+
+/// The CR field of a branch's Operation Type payload (bits \[4:3\]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallReturn {
+    /// 0b00: neither (or not recorded).
+    Neither,
+    /// 0b01: a branch with link, a procedure call (perf `CR-BL`).
+    BranchWithLink,
+    /// 0b10: a procedure return (perf `CR-RET`).
+    Return,
+    /// 0b11: a call or return that is neither a branch with link nor a return instruction
+    /// (perf `CR-NON-BL-RET`).
+    NonBranchWithLinkOrReturn,
+}
+
+impl CallReturn {
+    /// perf's word, `None` for [`Self::Neither`].
+    pub const fn name(self) -> Option<&'static str> {
+        match self {
+            Self::Neither => None,
+            Self::BranchWithLink => Some("CR-BL"),
+            Self::Return => Some("CR-RET"),
+            Self::NonBranchWithLinkOrReturn => Some("CR-NON-BL-RET"),
+        }
     }
 }
 
@@ -506,6 +770,12 @@ impl OperationDetails {
         }
     }
 
+    fn push_if(&mut self, condition: bool, name: &'static str) {
+        if condition {
+            self.push(name);
+        }
+    }
+
     /// The names, in perf's order.
     pub fn names(&self) -> &[&'static str] {
         &self.names[..self.len]
@@ -513,44 +783,30 @@ impl OperationDetails {
 }
 
 impl core::fmt::Display for OperationTypePacket {
-    /// perf's text for the packet (`arm_spe_pkt_desc()`): the
-    /// [`OperationTypePacket::details`] names with `EVLEN <bits>` for SVE operations, e.g.
-    /// `ST AT EXCL GP-REG`, `LD EVLEN 256 PRED`, `SVE-OTHER EVLEN 128 FP`; the reserved class
-    /// as perf's raw form `OP-TYPE 0x<payload> (3)`.
+    /// Linux 7.3 perf's text for the packet (`arm_spe_pkt_desc()`): the
+    /// [`OperationTypePacket::details`] names with `EVLEN <bits>` after `SVE-OTHER` and
+    /// `SVE-SME-REG`, `ETS <bits>` after `SME-OTHER`, e.g. `ST AT EXCL`,
+    /// `LD SVE-SME-REG EVLEN 256 PRED`, `SVE-OTHER EVLEN 128 FP`, `SME-OTHER ETS 512 FP`;
+    /// an unallocated "other" subclass as the empty text (as perf); the reserved class as
+    /// perf's raw form `OP-TYPE 0x<payload> (3)`.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let details = self.details();
-        let names = details.names();
         if matches!(self.class(), OperationClass::Reserved) {
             return write!(f, "OP-TYPE {:#x} ({})", self.payload, self.class_bits);
         }
-        // perf prints EVLEN after the class word (other) or after the subclass (load/store).
-        let evlen_after = match self.class() {
-            OperationClass::Other => 1,
-            _ => names
-                .iter()
-                .position(|n| *n == "PRED" || *n == "SG")
-                .unwrap_or(names.len()),
-        };
-        for (i, name) in names.iter().enumerate() {
-            if i == evlen_after {
-                if let Some(evlen) = self.sve_evlen() {
-                    write!(f, " EVLEN {evlen}")?;
-                }
-            }
+        for (i, name) in self.details().names().iter().enumerate() {
             if i > 0 {
                 f.write_str(" ")?;
             }
             f.write_str(name)?;
-        }
-        if evlen_after >= names.len() {
-            if let Some(evlen) = self.sve_evlen() {
-                write!(f, " EVLEN {evlen}")?;
+            match (*name, self.sve_evlen(), self.sme_ets()) {
+                ("SVE-OTHER" | "SVE-SME-REG", Some(evlen), _) => write!(f, " EVLEN {evlen}")?,
+                ("SME-OTHER", _, Some(ets)) => write!(f, " ETS {ets}")?,
+                _ => {}
             }
         }
         Ok(())
     }
 }
-
 /// An Events packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EventsPacket {
@@ -567,6 +823,88 @@ impl EventsPacket {
             // Payload sizes are 1..=8.
             size: size as u8,
         }
+    }
+
+    /// Linux 7.3 perf's text for the packet (`arm_spe_pkt_desc_event()`): `EV`, then the
+    /// architected events by perf's names in bit order, then the IMPLEMENTATION DEFINED
+    /// events the core `midr` names (Neoverse-N1: E\[12\] `LATE-PREFETCH`, perf's
+    /// `n1_event_strings`), then any other set bits as `IMPDEF:<bit>,<bit>`. perf takes the
+    /// MIDR of the CPU that wrote the buffer (its `ARM_SPE_CPU_MIDR` metadata); pass 0 when
+    /// unknown. Linux 6.12's perf printed neither E\[16\], E\[19..25\] nor unnamed bits.
+    pub const fn describe(&self, midr: u32) -> EventsDescription {
+        EventsDescription {
+            events: self.events,
+            core: CoreId::from_midr(midr),
+        }
+    }
+}
+
+/// perf's names for the architected events (Arm ARM DDI 0487 D18.2 Events packet;
+/// Linux 7.3 perf `common_ev_strings`), in bit order.
+const PERF_EVENT_NAMES: [(SpeEvents, &str); 22] = [
+    (SpeEvents::EXCEPTION_GENERATED, "EXCEPTION-GEN"),
+    (SpeEvents::RETIRED, "RETIRED"),
+    (SpeEvents::L1D_ACCESS, "L1D-ACCESS"),
+    (SpeEvents::L1D_REFILL, "L1D-REFILL"),
+    (SpeEvents::TLB_ACCESS, "TLB-ACCESS"),
+    (SpeEvents::TLB_WALK, "TLB-REFILL"),
+    (SpeEvents::NOT_TAKEN, "NOT-TAKEN"),
+    (SpeEvents::MISPREDICTED, "MISPRED"),
+    (SpeEvents::LLC_ACCESS, "LLC-ACCESS"),
+    (SpeEvents::LLC_MISS, "LLC-REFILL"),
+    (SpeEvents::REMOTE_ACCESS, "REMOTE-ACCESS"),
+    (SpeEvents::MISALIGNED, "ALIGNMENT"),
+    (SpeEvents::TRANSACTIONAL, "TXN"),
+    (SpeEvents::PARTIAL_PREDICATE, "SVE-PARTIAL-PRED"),
+    (SpeEvents::EMPTY_PREDICATE, "SVE-EMPTY-PRED"),
+    (SpeEvents::L2D_ACCESS, "L2D-ACCESS"),
+    (SpeEvents::L2D_MISS, "L2D-MISS"),
+    (SpeEvents::CACHE_DATA_MODIFIED, "HITM"),
+    (SpeEvents::RECENTLY_FETCHED, "LFB"),
+    (SpeEvents::DATA_SNOOPED, "SNOOPED"),
+    (SpeEvents::STREAMING_SVE_MODE, "STREAMING-SVE"),
+    (SpeEvents::SMCU, "SMCU"),
+];
+
+/// IMPLEMENTATION DEFINED events a core's documentation names, as perf prints them.
+const NEOVERSE_N1_EVENT_NAMES: [(SpeEvents, &str); 1] =
+    [(SpeEvents::from_bits_retain(1 << 12), "LATE-PREFETCH")];
+
+/// An Events packet as perf prints it for one core ([`EventsPacket::describe`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventsDescription {
+    events: SpeEvents,
+    core: CoreId,
+}
+
+impl core::fmt::Display for EventsDescription {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("EV")?;
+        let mut rest = self.events.bits();
+        let core_names: &[(SpeEvents, &str)] = if self.core == pmu_events::NEOVERSE_N1.id {
+            &NEOVERSE_N1_EVENT_NAMES
+        } else {
+            &[]
+        };
+        for (event, name) in PERF_EVENT_NAMES.iter().chain(core_names) {
+            if rest & event.bits() != 0 {
+                write!(f, " {name}")?;
+                rest &= !event.bits();
+            }
+        }
+        if rest != 0 {
+            f.write_str(" IMPDEF:")?;
+            let mut first = true;
+            while rest != 0 {
+                if !first {
+                    f.write_str(",")?;
+                }
+                first = false;
+                write!(f, "{}", rest.trailing_zeros())?;
+                rest &= rest - 1;
+            }
+        }
+        Ok(())
     }
 }
 

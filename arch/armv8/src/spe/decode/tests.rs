@@ -428,9 +428,10 @@ fn op(class: u8, payload: u8) -> OperationTypePacket {
     }
 }
 
-/// Operation Type sub-fields by perf's names (arm-spe-pkt-decoder.h `SPE_OP_PKT_*`,
-/// `arm_spe_pkt_desc_op_type()`); `tests/spe_decoder_vs_perf.rs` compares every payload of
-/// every class with perf's own text.
+/// Operation Type sub-fields by Linux 7.3 perf's names (arm-spe-pkt-decoder.h
+/// `SPE_OP_PKT_*`, `arm_spe_pkt_desc_op_type()`; the encodings of Arm ARM DDI 0487 D18.2
+/// Operation Type packet); `tests/spe_decoder_vs_perf.rs` compares every payload of every
+/// class with the text of perf 7.3 and, mapped, 6.12.
 #[test]
 fn operation_type_details() {
     for (class, payload, text) in [
@@ -444,12 +445,26 @@ fn operation_type_details() {
         (1, 0x1B, "ST EXCL AR"),
         (1, 0x12, "LD AR"),
         (1, 0x04, "LD SIMD-FP"),
-        (1, 0x2C, "LD EVLEN 128 PRED"),
-        (1, 0xAD, "ST EVLEN 128 PRED SG"),
+        (1, 0x2C, "LD SVE-SME-REG EVLEN 128 PRED"),
+        (1, 0xAD, "ST SVE-SME-REG EVLEN 128 PRED SG"),
         (1, 0x25, "ST MEMSET"),
+        (1, 0x21, "ST MEMCPY"),
+        (1, 0x10, "LD UNSPEC-REG"),
+        (1, 0x31, "ST NV-SYSREG"),
+        (1, 0x14, "LD MTE-TAG"),
+        // GCSSTR (a common GCS store, COMM) and a GCS access of a call (no COMM).
+        (1, 0x45, "ST GCS COMM"),
+        (1, 0x41, "ST GCS"),
+        (1, 0x80, "LD"),
         (0, 0x00, "OTHER INSN-OTHER"),
         (0, 0x01, "OTHER COND-SELECT"),
+        (0, 0x07, "OTHER ASE FP COND-SELECT"),
         (0, 0x3A, "SVE-OTHER EVLEN 256 FP"),
+        // SME: ETS = 128 << 0b011_1 (bits [6:4] 0b011, bit 2 set) = 128 << 7.
+        (0, 0xBE, "SME-OTHER ETS 16384 FP"),
+        (0, 0x88, "SME-OTHER ETS 128"),
+        (0, 0x10, ""),
+        (2, 0x18, "B CR-NON-BL-RET"),
         (2, 0x00, "B"),
         (2, 0x01, "B COND"),
         (2, 0x0A, "B IND CR-BL"),
@@ -467,6 +482,94 @@ fn operation_type_details() {
     assert!(!op(1, 0x0A).is_atomic());
     assert_eq!(op(1, 0x2C).sve_evlen(), Some(128));
     assert_eq!(op(1, 0x00).sve_evlen(), None);
+    assert_eq!(op(0, 0xBE).sme_ets(), Some(16384));
+    assert_eq!(op(0, 0x3A).sme_ets(), None);
+}
+
+/// The typed subclasses and flags (Arm ARM DDI 0487 D18.2 Operation Type packet payloads).
+#[test]
+fn operation_type_subclasses() {
+    assert_eq!(
+        op(1, 0x1E).load_store_subclass(),
+        Some(LoadStoreSubclass::Extended {
+            atomic: true,
+            exclusive: true,
+            acquire_release: true
+        })
+    );
+    assert_eq!(
+        op(1, 0xAD).load_store_subclass(),
+        Some(LoadStoreSubclass::SveSmeRegister {
+            effective_vector_length: 128,
+            predicated: true,
+            gather_scatter: true
+        })
+    );
+    assert_eq!(
+        op(1, 0x44).load_store_subclass(),
+        Some(LoadStoreSubclass::GuardedControlStack { common: true })
+    );
+    assert_eq!(
+        op(1, 0x80).load_store_subclass(),
+        Some(LoadStoreSubclass::Unallocated)
+    );
+    assert_eq!(op(0, 0x00).load_store_subclass(), None);
+    assert_eq!(
+        op(0, 0x06).other_subclass(),
+        Some(OtherSubclass::Other {
+            advanced_simd: true,
+            floating_point: true,
+            conditional: false
+        })
+    );
+    assert_eq!(
+        op(0, 0x8A).other_subclass(),
+        Some(OtherSubclass::Sme {
+            effective_tile_size: 128,
+            floating_point: true
+        })
+    );
+    assert_eq!(
+        op(0, 0x11).other_subclass(),
+        Some(OtherSubclass::Unallocated)
+    );
+    assert_eq!(
+        op(2, 0x0F).branch(),
+        Some(BranchFlags {
+            conditional: true,
+            indirect: true,
+            guarded_control_stack: true,
+            call_return: CallReturn::BranchWithLink
+        })
+    );
+    assert_eq!(
+        op(2, 0x10).branch().unwrap().call_return,
+        CallReturn::Return
+    );
+    assert_eq!(op(1, 0x10).branch(), None);
+}
+
+/// Events as Linux 7.3 perf prints them (`arm_spe_pkt_desc_event()`): architected names,
+/// the Neoverse-N1 name of E[12] only for an N1 MIDR (0x410FD0C0, part 0xD0C), the rest as
+/// IMPDEF bit numbers.
+#[test]
+fn events_description() {
+    let ev = |bits: u64| EventsPacket {
+        events: SpeEvents::from_bits_retain(bits),
+        size: 8,
+    };
+    let text = |bits, midr| std::format!("{}", ev(bits).describe(midr));
+    assert_eq!(text(0x2_0042, 0), "EV RETIRED NOT-TAKEN SVE-PARTIAL-PRED");
+    assert_eq!(
+        text(0xF9_1000, 0),
+        "EV TXN L2D-ACCESS L2D-MISS HITM LFB SNOOPED IMPDEF:12"
+    );
+    assert_eq!(text(0x1000, 0x410F_D0C0), "EV LATE-PREFETCH");
+    assert_eq!(
+        text((1 << 63) | (3 << 13), 0x410F_D0C0),
+        "EV IMPDEF:13,14,63"
+    );
+    assert_eq!(text(0, 0), "EV");
 }
 
 /// A reserved Operation Type class drops its record, as perf does; a record without End or
