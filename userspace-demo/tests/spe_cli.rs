@@ -720,6 +720,66 @@ fn decode_names_the_sub_fields() {
     );
 }
 
+/// What Linux 7.3's perf decodes and 6.12's did not (Arm ARM DDI 0487 D18.2 encodings, as
+/// `arm-spe-pkt-decoder.h` of Linux 7.3 names them): a kernel branch with Operation Type
+/// payload 0x15 (COND, GCS bit 2, CR 0b10: return), Events E[1] E[6] E[19] (retired, not
+/// taken, L2D access) and the previous branch target (Address index 4, NS 1, EL1); then an
+/// SVE/SME register store (payload 0xAD: EVL 0b010 = 128 bits, PRED, SG) and an SME
+/// operation (class 0b00, payload 0x8A: ETS 128 bits, FP).
+#[test]
+fn decode_names_the_linux_7_3_fields() {
+    let scratch = Scratch::new("decode-7-3");
+    let mut b = vec![0xB0];
+    b.extend_from_slice(&0xA0FF_8000_1234_5678u64.to_le_bytes());
+    b.extend_from_slice(&[0x4A, 0x15, 0x62, 0x42, 0x00, 0x08, 0x00, 0xB4]);
+    b.extend_from_slice(&0xA0FF_8000_1234_0000u64.to_le_bytes());
+    b.extend_from_slice(&[0x01, 0x49, 0xAD, 0x01, 0x48, 0x8A, 0x01]);
+    // An "other" operation of no allocated subclass (payload 0x30): perf 7.3 prints nothing.
+    b.extend_from_slice(&[0x48, 0x30, 0x01]);
+    let file = scratch.write("new-fields.bin", &b);
+    let out = demo(&["spe", "decode", "--json", path_str(&file)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["records"][0];
+    assert_eq!(r["operation"]["text"], "B COND GCS CR-RET");
+    assert_eq!(
+        r["operation"]["branch"],
+        serde_json::json!({"conditional": true, "indirect": false,
+                           "guarded_control_stack": true, "call_return": "return"})
+    );
+    assert_eq!(r["operation"]["subclass"], Value::Null);
+    assert_eq!(
+        r["events"],
+        serde_json::json!(["RETIRED", "NOT_TAKEN", "L2D_ACCESS"])
+    );
+    assert_eq!(r["previous_branch_target"]["address"], "0xffff800012340000");
+    assert_eq!(r["previous_branch_target"]["el"], 1);
+    let store = &v["records"][1]["operation"];
+    assert_eq!(store["text"], "ST SVE-SME-REG EVLEN 128 PRED SG");
+    assert_eq!(store["subclass"]["kind"], "sve_sme_register");
+    assert_eq!(store["subclass"]["gather_scatter"], true);
+    let sme = &v["records"][2]["operation"];
+    assert_eq!(sme["text"], "SME-OTHER ETS 128 FP");
+    assert_eq!(sme["sme_ets"], 128);
+    assert_eq!(sme["subclass"]["kind"], "sme");
+    let unallocated = &v["records"][3]["operation"];
+    assert_eq!(unallocated["text"], "");
+    assert_eq!(unallocated["subclass"]["kind"], "unallocated");
+    let out = demo(&["spe", "decode", path_str(&file)]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains(
+            "B COND GCS CR-RET | events RETIRED NOT_TAKEN L2D_ACCESS | previous target \
+             0xffff800012340000 EL1 NS"
+        ),
+        "{s}"
+    );
+    assert!(
+        s.contains("(3 bytes, 2 packets): other (unallocated subclass)\n"),
+        "{s}"
+    );
+}
+
 #[test]
 fn decode_missing_or_empty_file_is_a_clear_error() {
     let scratch = Scratch::new("decode-empty");

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args as ClapArgs;
 use pmu_armv8::spe::decode::{
-    self, AddressKind, AddressPacket, ContextPacket, CounterKind, DecodeError, Packet, SampleRecord,
+    self, AddressKind, AddressPacket, ContextPacket, CounterKind, DecodeError, OperationTypePacket,
+    Packet, SampleRecord,
 };
 use pmu_armv8::spe::model::{FilterDecision, SampledOperation};
 use pmu_armv8::spe::perf::LinuxSpeDriver;
@@ -283,7 +284,12 @@ fn packet_detail(p: &Packet) -> String {
             format!("{label} {}", c.value)
         }
         Packet::Context(c) => format!("{} {}", context_register(*c), c.value),
-        Packet::OperationType(o) => format!("{} payload {:#x}: {o}", o.class().name(), o.payload),
+        Packet::OperationType(o) => format!(
+            "{} payload {:#x}: {}",
+            o.class().name(),
+            o.payload,
+            operation_text(o)
+        ),
         Packet::Events(e) => format!(
             "{:#x} {} ({}-byte payload)",
             e.events.bits(),
@@ -294,6 +300,17 @@ fn packet_detail(p: &Packet) -> String {
     }
 }
 
+/// The Operation Type as perf prints it; where perf prints nothing (an "other" operation
+/// of no allocated subclass, Linux 7.3 `arm_spe_pkt_desc_op_type()`), what it is instead.
+fn operation_text(o: &OperationTypePacket) -> String {
+    let text = o.to_string();
+    if text.is_empty() {
+        format!("{} (unallocated subclass)", o.class().name())
+    } else {
+        text
+    }
+}
+
 fn record_line(out: &RecordOut) -> String {
     let r = &out.record;
     let mut parts = Vec::new();
@@ -301,7 +318,7 @@ fn record_line(out: &RecordOut) -> String {
         parts.push(address_text("PC", a));
     }
     if let Some(o) = &r.operation {
-        parts.push(o.to_string());
+        parts.push(operation_text(o));
     }
     if let Some(e) = r.events {
         parts.push(format!("events {}", names::event_names(e).join(" ")));

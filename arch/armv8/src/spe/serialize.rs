@@ -362,14 +362,18 @@ impl Serialize for AddressPacket {
     }
 }
 
-/// `{class, payload, types, direction, details, sve_evlen, text}`: `class` is
-/// [`OperationClass::name`]; `types` what the type filter counts it as (`load`, `store`,
-/// `branch`); `direction` `load`/`store` for the load/store class; `details` the sub-fields
-/// by perf's names; `text` the packet as perf prints it. By hand: every key but `payload`
-/// is decoded from the class and the payload together.
+/// `{class, payload, types, direction, details, sve_evlen, text, sme_ets, subclass,
+/// branch}`: `class` is [`OperationClass::name`]; `types` what the type filter counts it as
+/// (`load`, `store`, `branch`); `direction` `load`/`store` for the load/store class;
+/// `details` the sub-fields by perf's names; `text` the packet as perf prints it;
+/// `sme_ets` [`OperationTypePacket::sme_ets`]; `subclass` the typed
+/// [`OperationTypePacket::other_subclass`] or [`OperationTypePacket::load_store_subclass`]
+/// (`{kind, …}`), `branch` the [`OperationTypePacket::branch`] flags, each `null` for the
+/// other classes. By hand: every key but `payload` is decoded from the class and the
+/// payload together.
 impl Serialize for OperationTypePacket {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("OperationTypePacket", 7)?;
+        let mut s = serializer.serialize_struct("OperationTypePacket", 10)?;
         s.serialize_field("class", self.class().name())?;
         s.serialize_field("payload", &Hex(self.payload))?;
         s.serialize_field("types", &FlagNames(self.operation_types(), PACKET_TYPES))?;
@@ -384,6 +388,13 @@ impl Serialize for OperationTypePacket {
         s.serialize_field("details", self.details().names())?;
         s.serialize_field("sve_evlen", &self.sve_evlen())?;
         s.serialize_field("text", &Text(self))?;
+        s.serialize_field("sme_ets", &self.sme_ets())?;
+        match (self.other_subclass(), self.load_store_subclass()) {
+            (Some(other), _) => s.serialize_field("subclass", &other)?,
+            (None, Some(load_store)) => s.serialize_field("subclass", &load_store)?,
+            (None, None) => s.serialize_field("subclass", &None::<()>)?,
+        }
+        s.serialize_field("branch", &self.branch())?;
         s.end()
     }
 }
@@ -460,7 +471,9 @@ mod tests {
                 "operation": {"class": "load/store/atomic", "payload": "0x0",
                               "types": ["load"], "direction": "load",
                               "details": ["LD", "GP-REG"], "sve_evlen": null,
-                              "text": "LD GP-REG"},
+                              "text": "LD GP-REG", "sme_ets": null,
+                              "subclass": {"kind": "general_purpose_register"},
+                              "branch": null},
                 "events": ["RETIRED", "L1D_ACCESS", "L1D_REFILL", "LLC_ACCESS", "LLC_MISS"],
                 "events_mask": "0x30e",
                 "total_latency": 150, "issue_latency": 7, "translation_latency": null,
@@ -472,6 +485,40 @@ mod tests {
     }
 
     /// A decode error: its offset, its variant, its message.
+    /// The typed Operation Type keys (Arm ARM DDI 0487 D18.2 payloads): an SVE/SME register
+    /// store with PRED and SG (`0xAD`: EVL 0b010 = 128 bits), a common GCS load (`0x44`), an
+    /// SME operation with FP (`0x8A`: ETS 0 = 128 bits) and a conditional GCS return (`0x15`).
+    #[test]
+    fn operation_subclasses_and_branch_flags() {
+        use crate::spe::decode::tests::op;
+        let v = to_value(op(1, 0xAD)).unwrap();
+        assert_eq!(v["text"], "ST SVE-SME-REG EVLEN 128 PRED SG");
+        assert_eq!(
+            v["subclass"],
+            json!({"kind": "sve_sme_register", "effective_vector_length": 128,
+                   "predicated": true, "gather_scatter": true})
+        );
+        assert_eq!((&v["branch"], &v["sme_ets"]), (&json!(null), &json!(null)));
+        let v = to_value(op(1, 0x44)).unwrap();
+        assert_eq!(
+            v["subclass"],
+            json!({"kind": "guarded_control_stack", "common": true})
+        );
+        let v = to_value(op(0, 0x8A)).unwrap();
+        assert_eq!(
+            v["subclass"],
+            json!({"kind": "sme", "effective_tile_size": 128, "floating_point": true})
+        );
+        assert_eq!(v["sme_ets"], 128);
+        let v = to_value(op(2, 0x15)).unwrap();
+        assert_eq!(v["subclass"], json!(null));
+        assert_eq!(
+            v["branch"],
+            json!({"conditional": true, "indirect": false, "guarded_control_stack": true,
+                   "call_return": "return"})
+        );
+    }
+
     #[test]
     fn a_decode_error() {
         let error = DecodeError::Invalid {

@@ -615,8 +615,15 @@ impl OperationTypePacket {
 }
 
 /// The subclass of an "other" operation (Arm ARM DDI 0487 D18.2 Operation Type packet,
-/// class 0b00; Linux 7.3 perf `SPE_OP_PKT_OTHER_SUBCLASS_*`).
+/// class 0b00; Linux 7.3 perf `SPE_OP_PKT_OTHER_SUBCLASS_*`). Serialized (feature `serde`)
+/// as `{kind, <fields>}`, the kind in snake case (`{"kind": "sme", "effective_tile_size":
+/// 512, "floating_point": true}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "kind", rename_all = "snake_case")
+)]
 pub enum OtherSubclass {
     /// `0b0000_0xxx`: any other operation: ASE (bit 2) an Advanced SIMD operation, FP
     /// (bit 1) floating point, COND (bit 0) a conditional select.
@@ -651,8 +658,15 @@ pub enum OtherSubclass {
 
 /// The subclass of a load/store/atomic operation (Arm ARM DDI 0487 D18.2 Operation Type
 /// packet, class 0b01; Linux 7.3 perf `SPE_OP_PKT_LDST_SUBCLASS_*`). Bit 0 (ST) is the
-/// direction in every subclass ([`OperationTypePacket::is_store`]).
+/// direction in every subclass ([`OperationTypePacket::is_store`]). Serialized (feature
+/// `serde`) as `{kind, <fields>}`, the kind in snake case (`{"kind": "memory_copy"}`,
+/// `{"kind": "guarded_control_stack", "common": true}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "kind", rename_all = "snake_case")
+)]
 pub enum LoadStoreSubclass {
     /// `0b0000_000x`: general-purpose register load or store (`GP-REG`).
     GeneralPurposeRegister,
@@ -717,7 +731,9 @@ impl LoadStoreSubclass {
 
 /// The flags of a branch or exception return (Arm ARM DDI 0487 D18.2 Operation Type
 /// packet, class 0b10; perf `SPE_OP_PKT_COND`, `_INDIRECT_BRANCH`, `_GCS`, `_CR_*`).
+/// Serialized (feature `serde`) field by field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BranchFlags {
     /// COND (bit 0): conditional.
     pub conditional: bool,
@@ -729,8 +745,14 @@ pub struct BranchFlags {
     pub call_return: CallReturn,
 }
 
-/// The CR field of a branch's Operation Type payload (bits \[4:3\]).
+/// The CR field of a branch's Operation Type payload (bits \[4:3\]). Serialized (feature
+/// `serde`) in snake case (`"branch_with_link"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum CallReturn {
     /// 0b00: neither (or not recorded).
     Neither,

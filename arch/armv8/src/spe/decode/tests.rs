@@ -421,7 +421,7 @@ fn address_attributes_by_kind() {
     );
 }
 
-fn op(class: u8, payload: u8) -> OperationTypePacket {
+pub(crate) fn op(class: u8, payload: u8) -> OperationTypePacket {
     match decode_packet(&[0x48 | class, payload], 0).unwrap().packet {
         Packet::OperationType(o) => o,
         other => panic!("{other:?}"),
