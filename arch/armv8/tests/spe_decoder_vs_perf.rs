@@ -1433,3 +1433,171 @@ fn comparison_detects_a_difference() {
         assert_ne!(perf, mine.replace("LAT 0 96", "LAT 0 97"));
     }
 }
+
+/// The Data Source encodings by MIDR (`DataSourceEncoding`) are Linux 7.3 perf's: the cores
+/// of `common_ds_encoding_cpus`, `ampereone_ds_encoding_cpus` and `hisi_hip_ds_encoding_cpus`
+/// (tools/perf/util/arm-spe.c, MIDRs resolved through tools/arch/arm64/include/asm/cputype.h)
+/// and no others; every value of `enum arm_spe_common_data_source`,
+/// `arm_spe_hisi_hip_data_source` (arm-spe-decoder.h) decodes to the level its name says,
+/// AmpereOne's values to the common level `arm_spe__synth_data_source_ampereone()` converts
+/// them to, and the values no enum names decode to nothing.
+#[test]
+fn data_source_encodings_follow_perf_7_3() {
+    use pmu_armv8::spe::decode::{
+        DataSource, DataSourceEncoding, DataSourceLevel, DATA_SOURCE_CORES,
+    };
+    let root = Tree::Linux7_3.extract(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "spe-data-source",
+        &[
+            "*/tools/perf/util/arm-spe.c",
+            "*/tools/perf/util/arm-spe-decoder/arm-spe-decoder.h",
+            "*/tools/arch/arm64/include/asm/cputype.h",
+        ],
+    );
+    let read = |suffix: &str| fs::read_to_string(common::find(&root, suffix)).unwrap();
+    let arm_spe_c = read("tools/perf/util/arm-spe.c");
+    let decoder_h = read("tools/perf/util/arm-spe-decoder/arm-spe-decoder.h");
+    let cputype = read("tools/arch/arm64/include/asm/cputype.h");
+    // `#define NAME VALUE` of cputype.h.
+    let define = |name: &str| -> String {
+        cputype
+            .lines()
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next() == Some("#define") && w.next() == Some(name))
+                    .then(|| w.collect::<Vec<_>>().join(" "))
+            })
+            .unwrap_or_else(|| panic!("cputype.h has no {name}"))
+    };
+    let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let midr_of = |name: &str| -> u32 {
+        let model = define(name);
+        let args = model
+            .strip_prefix("MIDR_CPU_MODEL(")
+            .and_then(|m| m.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("{name} is {model}"));
+        let (imp, part) = args.split_once(',').unwrap();
+        (hex(&define(imp.trim())) << 24) | (0xF << 16) | (hex(&define(part.trim())) << 4)
+    };
+    let block = |text: &str, start: &str| -> String {
+        let at = text
+            .find(start)
+            .unwrap_or_else(|| panic!("no {start:?} in Linux 7.3"));
+        text[at..at + text[at..].find("};").unwrap()].to_string()
+    };
+    let mut cores = 0;
+    for (list, encoding) in [
+        ("common_ds_encoding_cpus", DataSourceEncoding::ArmCommon),
+        ("ampereone_ds_encoding_cpus", DataSourceEncoding::AmpereOne),
+        (
+            "hisi_hip_ds_encoding_cpus",
+            DataSourceEncoding::HisiliconHip,
+        ),
+    ] {
+        let text = block(&arm_spe_c, &format!("midr_range {list}[]"));
+        for name in text.split("MIDR_ALL_VERSIONS(").skip(1) {
+            let name = &name[..name.find(')').unwrap()];
+            assert_eq!(
+                DataSourceEncoding::for_midr(midr_of(name)),
+                Some(encoding),
+                "{name} ({:#x}) of {list}",
+                midr_of(name)
+            );
+            cores += 1;
+        }
+    }
+    assert_eq!(cores, DATA_SOURCE_CORES.len(), "cores perf does not list");
+    // `NAME = value,` lines of an enum of arm-spe-decoder.h.
+    let values = |enum_name: &str| -> Vec<(String, u64)> {
+        block(&decoder_h, &format!("enum {enum_name} {{"))
+            .lines()
+            .filter_map(|l| {
+                let (name, value) = l.split_once('=')?;
+                let value = value.trim().trim_end_matches(',');
+                let value = match value.strip_prefix("0x") {
+                    Some(h) => u64::from_str_radix(h, 16).ok()?,
+                    None => value.parse().ok()?,
+                };
+                Some((name.trim().to_string(), value))
+            })
+            .collect()
+    };
+    let load = |encoding: DataSourceEncoding, value| encoding.decode(value, false);
+    let level = |l, modified| Some(DataSource { level: l, modified });
+    let common_level = |name: &str| match name.strip_prefix("ARM_SPE_COMMON_DS_").unwrap() {
+        "L1D" => DataSourceLevel::L1d,
+        "L2" => DataSourceLevel::L2,
+        "PEER_CORE" => DataSourceLevel::PeerCore,
+        "LOCAL_CLUSTER" => DataSourceLevel::LocalCluster,
+        "SYS_CACHE" => DataSourceLevel::SystemCache,
+        "PEER_CLUSTER" => DataSourceLevel::PeerCluster,
+        "REMOTE" => DataSourceLevel::Remote,
+        "DRAM" => DataSourceLevel::Dram,
+        other => panic!("a common data source this test does not know: {other}"),
+    };
+    let common = values("arm_spe_common_data_source");
+    assert_eq!(common.len(), 8, "{common:?}");
+    for (name, value) in &common {
+        assert_eq!(
+            load(DataSourceEncoding::ArmCommon, *value),
+            level(common_level(name), false),
+            "{name}"
+        );
+    }
+    // AmpereOne: perf converts each value to a common one.
+    let ampere = block(&arm_spe_c, "arm_spe__synth_data_source_ampereone(const");
+    let ampere_values = values("arm_spe_ampereone_data_source");
+    assert_eq!(ampere_values.len(), 6, "{ampere_values:?}");
+    for (name, value) in &ampere_values {
+        let case = &ampere[ampere.find(&format!("case {name}:")).unwrap()..];
+        let target = case.split("common_record.source = ").nth(1).unwrap();
+        let target = &target[..target.find(';').unwrap()];
+        assert_eq!(
+            load(DataSourceEncoding::AmpereOne, *value),
+            level(common_level(target), false),
+            "{name} -> {target}"
+        );
+    }
+    let hisi = values("arm_spe_hisi_hip_data_source");
+    assert_eq!(hisi.len(), 14, "{hisi:?}");
+    let hisi_synth = block(&arm_spe_c, "arm_spe__synth_data_source_hisi_hip(const");
+    for (name, value) in &hisi {
+        assert!(hisi_synth.contains(&format!("case {name}:")), "{name}");
+        let short = name.strip_prefix("ARM_SPE_HISI_HIP_").unwrap();
+        let (short, modified) = match short.strip_suffix("_HITM") {
+            Some(s) => (s, true),
+            None => (short, false),
+        };
+        let l = match short {
+            "PEER_CPU" => DataSourceLevel::PeerCore,
+            "L3" => DataSourceLevel::L3,
+            "PEER_CLUSTER" => DataSourceLevel::PeerCluster,
+            "REMOTE_SOCKET" => DataSourceLevel::Remote,
+            "LOCAL_MEM" => DataSourceLevel::Dram,
+            "REMOTE_MEM" => DataSourceLevel::RemoteDram,
+            "NC_DEV" => DataSourceLevel::Device,
+            "L2" => DataSourceLevel::L2,
+            "L1" => DataSourceLevel::L1d,
+            other => panic!("a HiSilicon data source this test does not know: {other}"),
+        };
+        assert_eq!(
+            load(DataSourceEncoding::HisiliconHip, *value),
+            level(l, modified),
+            "{name}"
+        );
+    }
+    // Values no enum names, and stores (perf: "no data ... for stores"), decode to nothing.
+    for (encoding, named) in [
+        (DataSourceEncoding::ArmCommon, &common),
+        (DataSourceEncoding::AmpereOne, &ampere_values),
+        (DataSourceEncoding::HisiliconHip, &hisi),
+    ] {
+        for value in 0..64 {
+            if !named.iter().any(|(_, v)| *v == value) {
+                assert_eq!(load(encoding, value), None, "{encoding:?} {value:#x}");
+            }
+            assert_eq!(encoding.decode(value, true), None);
+        }
+    }
+}

@@ -34,9 +34,11 @@
 //! address: pass the whole buffer, starting at a 16-byte boundary, to [`packets`]. Like perf,
 //! a decode error skips one byte and resumes.
 
+mod data_source;
 mod packet;
 mod record;
 
+pub use data_source::{DataSource, DataSourceEncoding, DataSourceLevel, DATA_SOURCE_CORES};
 pub use packet::{
     AddressAttributes, AddressKind, AddressPacket, BranchFlags, CallReturn, ContextPacket,
     CounterKind, CounterPacket, DataSourcePacket, EventsDescription, EventsPacket,

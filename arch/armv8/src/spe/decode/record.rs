@@ -5,7 +5,7 @@
 use super::packet::{
     AddressKind, AddressPacket, CounterKind, OperationClass, OperationTypePacket, Packet,
 };
-use super::{packets, DecodeError, Packets};
+use super::{packets, DataSource, DataSourceEncoding, DecodeError, Packets};
 use crate::spe::config::OperationTypes;
 use crate::spe::events::SpeEvents;
 use crate::spe::model::SampledOperation;
@@ -72,6 +72,16 @@ impl SampleRecord {
             Packet::Timestamp(t) => self.timestamp = Some(t),
             Packet::Padding | Packet::End | Packet::Alignment { .. } => {}
         }
+    }
+
+    /// The data source decoded for the core `midr` names ([`DataSourceEncoding::for_midr`]):
+    /// `None` without a Data Source packet, for a store, a core whose encoding is not known,
+    /// or a value its encoding does not define.
+    pub fn data_source_for(&self, midr: u32) -> Option<DataSource> {
+        let is_store = self
+            .operation
+            .is_some_and(|o| o.class() == OperationClass::LoadStoreAtomic && o.is_store());
+        DataSourceEncoding::for_midr(midr)?.decode(self.data_source?, is_store)
     }
 
     /// The record as an operation for [`crate::spe::model`]: types from the Operation Type

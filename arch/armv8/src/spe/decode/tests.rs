@@ -604,3 +604,34 @@ fn context_registers() {
     assert_eq!(context(2), None);
     assert_eq!(context(3), None);
 }
+
+/// A record's data source by the writing core's MIDR (Linux 7.3 perf arm-spe-decoder.h
+/// `ARM_SPE_COMMON_DS_DRAM` 0xE, `ARM_SPE_HISI_HIP_L3_HITM` 3; MIDRs: Neoverse-N1
+/// 0x410FD0C0, HiSilicon HIP12 0x480FD060): loads only, known cores only.
+#[test]
+fn data_source_by_midr() {
+    let record = |op_payload: u8, source: u8| {
+        records(&[0x49, op_payload, 0x43, source, 0x01])
+            .next()
+            .unwrap()
+            .unwrap()
+    };
+    let dram = DataSource {
+        level: DataSourceLevel::Dram,
+        modified: false,
+    };
+    assert_eq!(record(0x00, 0x0E).data_source_for(0x410F_D0C0), Some(dram));
+    assert_eq!(record(0x01, 0x0E).data_source_for(0x410F_D0C0), None);
+    assert_eq!(record(0x00, 0x0E).data_source_for(0x410F_D034), None);
+    assert_eq!(
+        record(0x00, 0x03).data_source_for(0x480F_D060),
+        Some(DataSource {
+            level: DataSourceLevel::L3,
+            modified: true
+        })
+    );
+    assert_eq!(
+        DataSourceEncoding::for_midr(0xC00F_AC40),
+        Some(DataSourceEncoding::AmpereOne)
+    );
+}
