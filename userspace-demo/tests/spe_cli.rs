@@ -780,6 +780,62 @@ fn decode_names_the_linux_7_3_fields() {
     );
 }
 
+/// `--midr` decodes the IMPLEMENTATION DEFINED Data Source of loads by the core's encoding
+/// (Linux 7.3 tools/perf/util/arm-spe-decoder/arm-spe-decoder.h: common 0x8 L2, 0xE DRAM;
+/// HiSilicon HIP12 17 L2 HITM; MIDRs from tools/arch/arm64/include/asm/cputype.h:
+/// Neoverse-N1 0x41/0xD0C, HIP12 0x48/0xD06): a load with source 0x8, a store with a
+/// source (never decoded), a load with source 0x11.
+#[test]
+fn decode_data_source_by_midr() {
+    let scratch = Scratch::new("decode-midr");
+    let mut b = vec![0x49, 0x00, 0x43, 0x08, 0x01, 0x49, 0x01, 0x43, 0x0E, 0x01];
+    b.extend_from_slice(&[0x49, 0x00, 0x43, 0x11, 0x01]);
+    let file = scratch.write("sources.bin", &b);
+    let decoded = |midr: Option<&str>| -> Vec<Value> {
+        let mut args = vec!["decode", path_str(&file)];
+        if let Some(m) = midr {
+            args.extend(["--midr", m]);
+        }
+        let v = spe_json(&args, 0);
+        v["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["data_source_decoded"].clone())
+            .collect()
+    };
+    let null = Value::Null;
+    let level = |l: &str, modified: bool| serde_json::json!({"level": l, "modified": modified});
+    assert_eq!(decoded(None), [null.clone(), null.clone(), null.clone()]);
+    assert_eq!(
+        decoded(Some("0x410fd0c0")),
+        [level("l2", false), null.clone(), null.clone()]
+    );
+    // HIP12: 0x8 is its local memory (ARM_SPE_HISI_HIP_LOCAL_MEM), 0x11 its L2 HITM.
+    assert_eq!(
+        decoded(Some("0x480fd060")),
+        [level("dram", false), null.clone(), level("l2", true)]
+    );
+    // A core whose encoding is not known (Cortex-A53) decodes nothing.
+    assert_eq!(
+        decoded(Some("0x410fd034")),
+        [null.clone(), null.clone(), null]
+    );
+    let out = demo(&["spe", "decode", "--midr", "0x410fd0c0", path_str(&file)]);
+    assert!(
+        text(&out.stdout).contains("LD GP-REG | source 0x8 (L2)\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = demo(&["spe", "decode", "--midr", "0x1_0000_0000", path_str(&file)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("wider than MIDR_EL1"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn decode_missing_or_empty_file_is_a_clear_error() {
     let scratch = Scratch::new("decode-empty");

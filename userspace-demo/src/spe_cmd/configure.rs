@@ -143,7 +143,7 @@ fn parse_kernel(text: &str) -> Result<LinuxSpeDriver, String> {
     })
 }
 
-fn parse_hex(text: &str) -> Result<u64, String> {
+pub(super) fn parse_hex(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let digits = t
         .strip_prefix("0x")

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args as ClapArgs;
 use pmu_armv8::spe::decode::{
-    self, AddressKind, AddressPacket, ContextPacket, CounterKind, DecodeError, OperationTypePacket,
-    Packet, SampleRecord,
+    self, AddressKind, AddressPacket, ContextPacket, CounterKind, DataSource, DecodeError,
+    OperationTypePacket, Packet, SampleRecord,
 };
 use pmu_armv8::spe::model::{FilterDecision, SampledOperation};
 use pmu_armv8::spe::perf::LinuxSpeDriver;
@@ -83,6 +83,18 @@ pub struct DecodeArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// MIDR_EL1 of the CPU that wrote the records (hex; on that machine
+    /// /sys/devices/system/cpu/cpuN/regs/identification/midr_el1): decodes the Data Source
+    /// values of loads, whose encoding is the core's own, for the cores Linux 7.3's perf
+    /// knows (Neoverse N1/N2/V1/V2/V3, Cortex-A715/A720/A725/A78C/X1/X3/X4/X925, AmpereOne,
+    /// HiSilicon HIP12).
+    #[arg(long, value_name = "HEX", value_parser = parse_midr)]
+    midr: Option<u32>,
+}
+
+fn parse_midr(text: &str) -> Result<u32, String> {
+    let value = super::configure::parse_hex(text)?;
+    u32::try_from(value).map_err(|_| format!("`{text}` is wider than MIDR_EL1's 32 bits"))
 }
 
 // ---- JSON shape: the library's `serde` shapes (`pmu_armv8::spe::serialize`) inside the
@@ -157,6 +169,9 @@ struct RecordOut {
     cpu: Option<u32>,
     #[serde(flatten)]
     record: SampleRecord,
+    /// The data source decoded for `--midr`'s core (null without it, for a store, or for a
+    /// value or core whose encoding is not known).
+    data_source_decoded: Option<DataSource>,
 }
 
 /// The register a Context packet names, or its reserved index.
@@ -345,7 +360,14 @@ fn record_line(out: &RecordOut) -> String {
         }
     }
     if let Some(d) = r.data_source {
-        parts.push(format!("source {d:#x}"));
+        match out.data_source_decoded {
+            Some(s) => parts.push(format!(
+                "source {d:#x} ({}{})",
+                s.level.name(),
+                if s.modified { ", modified" } else { "" }
+            )),
+            None => parts.push(format!("source {d:#x}")),
+        }
     }
     if let Some((index, value)) = r.context {
         parts.push(format!(
@@ -598,6 +620,7 @@ pub fn run(args: &DecodeArgs) -> Result<(), Failure> {
                     listing.push(Ok(records.len()));
                     records.push(RecordOut {
                         cpu: stream.cpu,
+                        data_source_decoded: args.midr.and_then(|m| r.data_source_for(m)),
                         record: r,
                     });
                 }
