@@ -385,8 +385,9 @@ impl OperationTypePacket {
         }
     }
 
-    /// Load/store class, atomic/exclusive/acquire-release subclass (payload
-    /// `0b000x_xx1x`, perf `SPE_OP_PKT_IS_LDST_ATOMIC`) with AT (bit 2) set.
+    /// Load/store class, extended (atomic/exclusive/acquire-release) subclass (payload
+    /// `0b000x_xx1x`, perf 6.12 `SPE_OP_PKT_IS_LDST_ATOMIC`, 7.3
+    /// `SPE_OP_PKT_LDST_SUBCLASS_EXTENDED`) with AT (bit 2) set.
     pub const fn is_atomic(&self) -> bool {
         self.is_ldst_atomic_subclass() && self.payload & 0b100 != 0
     }
