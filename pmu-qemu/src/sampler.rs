@@ -103,6 +103,13 @@ pub fn report(
     profile::write_folded(&folded, &mut folded_text).map_err(|e| e.to_string())?;
     let folded_text = String::from_utf8(folded_text).map_err(|e| e.to_string())?;
 
+    // The baseline first: it may be the file this run replaces (DIR/PROGRAM.folded).
+    let before = baseline
+        .map(|base| {
+            std::fs::read_to_string(base)
+                .map_err(|e| format!("the baseline {}: {e}", base.display()))
+        })
+        .transpose()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let stem = program
         .file_name()
@@ -117,10 +124,8 @@ pub fn report(
     profile::flamegraph(&folded_text, &title, &mut svg)?;
     let svg_path = dir.join(format!("{stem}.svg"));
     write(&svg_path, &svg)?;
-    let diff = match baseline {
-        Some(base) => {
-            let before = std::fs::read_to_string(base)
-                .map_err(|e| format!("the baseline {}: {e}", base.display()))?;
+    let diff = match (before, baseline) {
+        (Some(before), Some(base)) => {
             let mut svg = Vec::new();
             profile::differential(
                 &before,
@@ -132,7 +137,7 @@ pub fn report(
             write(&path, &svg)?;
             Some(path)
         }
-        None => None,
+        _ => None,
     };
 
     let total: u64 = folded.values().sum();
