@@ -1,6 +1,7 @@
 //! Two functions whose instructions are known, for `pmu-qemu --profile`: `first` runs
 //! `FIRST` iterations of a two-instruction loop and `second` `SECOND` iterations of a
-//! three-instruction one, each called once from `main`. `cargo xtask pmu-qemu` profiles
+//! three-instruction one, each called once from `main` (`two [FIRST [SECOND]]` to
+//! change them, e.g. for a differential flamegraph). `cargo xtask pmu-qemu` profiles
 //! it and checks each function's figure against the count read from its disassembly
 //! (`aarch64-linux-gnu-objdump -d`), within one period. Build it with
 //! `RUSTFLAGS="-C force-frame-pointers=yes"` for stacks through `main`.
@@ -41,6 +42,12 @@ fn second(iterations: u64) {
 }
 
 fn main() {
-    first(std::hint::black_box(FIRST));
-    second(std::hint::black_box(SECOND));
+    let arg = |n: usize, default: u64| {
+        std::env::args()
+            .nth(n)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(default)
+    };
+    first(std::hint::black_box(arg(1, FIRST)));
+    second(std::hint::black_box(arg(2, SECOND)));
 }

@@ -158,7 +158,7 @@ pub fn report(
         } else if deep == 0 {
             format!("LEAF-ONLY: each sample is named by its own function alone, since no sampled function kept a frame record (no frame pointers): {FRAME_POINTERS}")
         } else {
-            format!("call stacks from frame records for {deep} of {n} samples; the other {} are LEAF-ONLY (their functions keep no frame record): {FRAME_POINTERS}", n - deep)
+            format!("call stacks from frame records for {deep} of {n} samples; {} LEAF-ONLY (named by their own function alone: it keeps no frame record): {FRAME_POINTERS}", n - deep)
         }
     );
     eprintln!("    {:>14}  function (self)", "instructions");
