@@ -156,6 +156,16 @@ fn guest_env(
 /// pmu-criterion then measures each benchmark once (its one-shot exact mode).
 const EXACT_ENV: &str = "PMU_QEMU_EXACT";
 
+/// A file removed when dropped: the sampler's file in the user's working directory
+/// goes, whatever becomes of the run.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// `path` relative to the guest's `/`, as the cpio archive names it.
 fn in_archive(path: &Path) -> &[u8] {
     let b = path.as_os_str().as_bytes();
@@ -187,7 +197,7 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
             }
             let sampler =
                 std::fs::read(sampler::build()?).map_err(|e| format!("pmu-qemu's sampler: {e}"))?;
-            let file = cwd.join(format!(".pmu-qemu-profile-{}.txt", std::process::id()));
+            let file = Removed(cwd.join(format!(".pmu-qemu-profile-{}.txt", std::process::id())));
             Some((period, sampler, file))
         }
         None => None,
@@ -213,7 +223,7 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
         Some((_, _, file)) => vec![
             sampler::IN_GUEST.as_bytes(),
             period_text.as_bytes(),
-            file.as_os_str().as_bytes(),
+            file.0.as_os_str().as_bytes(),
         ],
         None => Vec::new(),
     };
@@ -325,10 +335,8 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     match guest::parse_status(&outcome.status) {
         Some(status) => match &profile {
             Some((_, _, file)) => {
-                let text = std::fs::read_to_string(file);
-                let _ = std::fs::remove_file(file);
-                let text = text.map_err(|e| {
-                    format!("--profile: the guest's samples {}: {e}", file.display())
+                let text = std::fs::read_to_string(&file.0).map_err(|e| {
+                    format!("--profile: the guest's samples {}: {e}", file.0.display())
                 })?;
                 sampler::report(
                     &text,

@@ -134,18 +134,38 @@ impl Samples {
         Ok(s)
     }
 
-    /// Keeps the samples of the processes that mapped `file` (the program), when any
-    /// did: a program's own children that run other programs are left out.
+    /// `Ok` when no sample is missing: the sampler finished its file (its `end` line)
+    /// and the kernel neither lost a sample nor throttled the event. Otherwise no
+    /// figure can be trusted.
+    pub fn complete(&self) -> Result<(), String> {
+        if self.status.is_none() {
+            return Err("the guest's sampler did not finish its file (no `end` line), so samples may be missing".into());
+        }
+        if self.lost > 0 || self.throttled > 0 {
+            return Err(format!(
+                "the guest's kernel dropped samples ({} lost for want of ring-buffer space, the event throttled {} times), so no figure would be exact: try a larger period",
+                self.lost, self.throttled
+            ));
+        }
+        Ok(())
+    }
+
+    /// Leaves out the samples of processes that ran another program: those that mapped
+    /// an executable file other than `file` (the program) and never `file`. The
+    /// program's own processes, forked ones included (they map nothing new), stay.
     pub fn keep_program(&mut self, file: &str) {
-        let pids: Vec<u32> = self
+        let mapped = |pid: u32, f: &dyn Fn(&str) -> bool| {
+            self.maps.iter().any(|m| m.pid == pid && f(&m.file))
+        };
+        let others: Vec<u32> = self
             .maps
             .iter()
-            .filter(|m| m.file == file)
             .map(|m| m.pid)
+            .filter(|&pid| {
+                mapped(pid, &|f| f != file && !f.starts_with('[')) && !mapped(pid, &|f| f == file)
+            })
             .collect();
-        if !pids.is_empty() {
-            self.samples.retain(|(pid, _)| pids.contains(pid));
-        }
+        self.samples.retain(|(pid, _)| !others.contains(pid));
     }
 
     /// How far the program's addresses in the samples lie from its ELF's addresses:

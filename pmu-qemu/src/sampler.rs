@@ -87,12 +87,7 @@ pub fn report(
     baseline: Option<&Path>,
 ) -> Result<(), String> {
     let mut samples = Samples::parse(text)?;
-    if samples.lost > 0 || samples.throttled > 0 {
-        return Err(format!(
-            "--profile: the guest's kernel dropped samples ({} lost for want of ring-buffer space, throttled {} times), so no figure would be exact: try a larger period",
-            samples.lost, samples.throttled
-        ));
-    }
+    samples.complete().map_err(|e| format!("--profile: {e}"))?;
     let name = program.to_string_lossy();
     samples.keep_program(&name);
     let symbols =

@@ -293,14 +293,37 @@ fn the_sampler_s_file_is_read_and_its_mistakes_named() {
         .contains("line 2 is malformed"));
 }
 
-/// A program that started another program: only the samples of the processes that
-/// mapped the profiled program are kept.
+/// A file without its `end` line, or with lost or throttled samples, gives no figures.
+#[test]
+fn missing_samples_are_refused() {
+    let whole = sampler_file(&[&[0x28]], 0);
+    assert_eq!(Samples::parse(&whole).unwrap().complete(), Ok(()));
+    let cut = whole.replace("end 0\n", "");
+    assert!(Samples::parse(&cut)
+        .unwrap()
+        .complete()
+        .unwrap_err()
+        .contains("no `end` line"));
+    for (what, with) in [("lost 0", "lost 3"), ("throttled 0", "throttled 1")] {
+        let e = Samples::parse(&whole.replace(what, with))
+            .unwrap()
+            .complete()
+            .unwrap_err();
+        assert!(e.contains("dropped samples"), "{e}");
+    }
+}
+
+/// A program that forked (9: no mapping of its own) and started another program (8):
+/// the samples of the program and of its fork are kept, the other program's not.
 #[test]
 fn samples_of_other_programs_are_left_out() {
-    let text = "pmu-qemu-profile 1\nperiod 10\nmap 7 401000 1000 1000 /w/demo\nmap 8 401000 1000 1000 /bin/busybox\nsample 7 401028\nsample 8 401028\n";
+    let text = "pmu-qemu-profile 1\nperiod 10\nmap 7 401000 1000 1000 /w/demo\nmap 7 fffff7fff000 1000 0 [vdso]\nmap 8 401000 1000 1000 /bin/busybox\nmap 8 fffff7fff000 1000 0 [vdso]\nsample 7 401028\nsample 8 401028\nsample 9 40102c\n";
     let mut s = Samples::parse(text).unwrap();
     s.keep_program("/w/demo");
-    assert_eq!(s.samples, vec![(7, vec![TEXT + 0x28])]);
+    assert_eq!(
+        s.samples,
+        vec![(7, vec![TEXT + 0x28]), (9, vec![TEXT + 0x2c])]
+    );
 }
 
 #[test]
