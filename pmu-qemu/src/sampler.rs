@@ -69,6 +69,17 @@ pub fn build() -> Result<PathBuf, String> {
         ));
     }
     std::fs::rename(&partial, &out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // Samplers of older sources or compilers are not used again.
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if path != out && name.starts_with("profile-") && !name.contains('.') {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
     Ok(out)
 }
 
