@@ -43,6 +43,13 @@ pub struct Options {
     /// Restore the booted guest saved in the cache instead of booting
     /// (`crate::snapshot`).
     pub snapshot: bool,
+    /// Profile the program: one sample every this many user-level instructions
+    /// (`crate::sampler`).
+    pub profile: Option<u64>,
+    /// Where the profile's files go.
+    pub profile_dir: PathBuf,
+    /// A folded-stacks file to draw a differential flamegraph against.
+    pub profile_baseline: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -55,6 +62,9 @@ impl Default for Options {
             update: false,
             console: false,
             snapshot: true,
+            profile: None,
+            profile_dir: PathBuf::from("pmu-qemu-profile"),
+            profile_baseline: None,
         }
     }
 }
@@ -93,6 +103,19 @@ pub fn parse(words: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
             "--update" => options.update = true,
             "--console" => options.console = true,
             "--no-snapshot" => options.snapshot = false,
+            "--profile" => {
+                let period = value(text, &mut it)?;
+                match period.parse::<u64>() {
+                    Ok(n) if n >= 1 => options.profile = Some(n),
+                    _ => {
+                        return Err(format!(
+                            "--profile takes a whole number of instructions of at least 1, not `{period}`"
+                        ))
+                    }
+                }
+            }
+            "--profile-dir" => options.profile_dir = value(text, &mut it)?.into(),
+            "--profile-baseline" => options.profile_baseline = Some(value(text, &mut it)?.into()),
             "--prepare" => prepare = true,
             "--" => {
                 let Some(word) = it.next() else { break };
@@ -171,6 +194,27 @@ mod tests {
         assert_eq!((o.smp, o.memory_mib, o.share), (2, 2048, false));
         assert_eq!(p, PathBuf::from("-odd-name"));
         assert_eq!(a, words(&["x"]));
+    }
+
+    #[test]
+    fn profile_options_name_the_period_and_the_files() {
+        let (o, p, _) = run(&[
+            "--profile",
+            "10000",
+            "--profile-dir",
+            "prof",
+            "--profile-baseline",
+            "old.folded",
+            "prog",
+        ]);
+        assert_eq!(o.profile, Some(10_000));
+        assert_eq!(o.profile_dir, PathBuf::from("prof"));
+        assert_eq!(o.profile_baseline, Some(PathBuf::from("old.folded")));
+        assert_eq!(p, PathBuf::from("prog"));
+        assert!(parse(words(&["--profile", "0", "p"]))
+            .unwrap_err()
+            .contains("at least 1, not `0`"));
+        assert!(parse(words(&["--profile", "1e4", "p"])).is_err());
     }
 
     #[test]

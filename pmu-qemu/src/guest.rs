@@ -130,11 +130,13 @@ fn passed_on(name: &OsStr) -> bool {
 }
 
 /// The per-run script: into the working directory (made when missing), then `exec env -i` with the host's
-/// environment (less [`passed_on`]'s exceptions, plus `PATH=/bin`) and the program
-/// with its arguments, each quoted.
+/// environment (less [`passed_on`]'s exceptions, plus `PATH=/bin`), the `wrapper`'s
+/// words (a program that starts the program: the sampler of `--profile`), and the
+/// program with its arguments, each quoted.
 pub fn run_script<'a>(
     cwd: &[u8],
     env: impl IntoIterator<Item = (&'a OsStr, &'a OsStr)>,
+    wrapper: &[&[u8]],
     program: &[u8],
     args: impl IntoIterator<Item = &'a OsStr>,
     copy_in_memory: Option<&[u8]>,
@@ -166,6 +168,10 @@ pub fn run_script<'a>(
         }
     }
     s.extend_from_slice(b" 'PATH=/bin' ");
+    for w in wrapper {
+        s.extend(quote(w));
+        s.push(b' ');
+    }
     s.extend(quote(program));
     for a in args {
         s.push(b' ');
@@ -236,6 +242,7 @@ mod tests {
         let script = run_script(
             dir.as_os_str().as_bytes(),
             env,
+            &[],
             b"/bin/sh",
             program_args.iter().copied(),
             None,
@@ -259,13 +266,30 @@ mod tests {
 
     #[test]
     fn a_program_in_the_share_runs_from_its_copy_in_memory() {
-        let script = run_script(b"/w", [], b"/w/t/prog", [], Some(b"/pmu-qemu/program"));
+        let script = run_script(b"/w", [], &[], b"/w/t/prog", [], Some(b"/pmu-qemu/program"));
         let text = String::from_utf8(script).unwrap();
         assert!(
             text.starts_with("mount --bind '/pmu-qemu/program' '/w/t/prog' || exit 126\n"),
             "{text}"
         );
         assert!(text.ends_with(" 'PATH=/bin' '/w/t/prog'\n"), "{text}");
+    }
+
+    #[test]
+    fn a_wrapper_starts_the_program() {
+        let script = run_script(
+            b"/w",
+            [],
+            &[b"/pmu-qemu/profile", b"1000", b"/w/.out"],
+            b"/w/prog",
+            [OsStr::new("a")],
+            None,
+        );
+        let text = String::from_utf8(script).unwrap();
+        assert!(
+            text.ends_with(" 'PATH=/bin' '/pmu-qemu/profile' '1000' '/w/.out' '/w/prog' 'a'\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -7,13 +7,14 @@
 //! The machine: `qemu-system-aarch64 -M virt -icount shift=0,align=off,sleep=off` with
 //! Debian 12's arm64 kernel and a busybox initramfs ([`debian`]), the kernel's
 //! `perf_user_access` on ([`guest`]), stdio over virtio-serial ports and the working
-//! directory over 9p ([`qemu`]).
+//! directory over 9p ([`qemu`]); `--profile` samples it there ([`sampler`]).
 
 mod args;
 mod debian;
 mod elf;
 mod guest;
 mod qemu;
+mod sampler;
 mod snapshot;
 
 use std::ffi::OsString;
@@ -73,6 +74,23 @@ OPTIONS (before PROGRAM; everything after PROGRAM is the program's):
     --no-snapshot     Boot the kernel for this run instead of restoring the booted
                       guest saved in the cache (saved by the first run, per QEMU
                       version, kernel, initramfs, --cpu, --smp, --memory, --console)
+    --profile N       Profile the program: a sample every N of its user-level
+                      instructions (cycles:u, one per instruction under -icount)
+                      with its call chain, at the same instructions on every run,
+                      named by the program's ELF symbols here. Writes
+                      DIR/PROGRAM.folded (folded stacks, samples x N instructions
+                      each: a function's figure is exact to within N),
+                      DIR/PROGRAM.svg (a flamegraph) and DIR/PROGRAM.samples (the
+                      raw addresses), and prints each function's own instructions.
+                      Call stacks need frame pointers (RUSTFLAGS=\"-C
+                      force-frame-pointers=yes\"); a sample without them is its
+                      function alone (leaf-only), as the output says. Needs the
+                      share, one vCPU, and the host's rustc with the
+                      aarch64-unknown-linux-musl target (to build the sampler once)
+    --profile-dir DIR Where --profile writes (default pmu-qemu-profile)
+    --profile-baseline FILE
+                      Also draw DIR/PROGRAM.diff.svg, a differential flamegraph of
+                      this profile against FILE (an earlier PROGRAM.folded)
     -h, --help        This help
     -V, --version     pmu-qemu's version
 
@@ -138,6 +156,16 @@ fn guest_env(
 /// pmu-criterion then measures each benchmark once (its one-shot exact mode).
 const EXACT_ENV: &str = "PMU_QEMU_EXACT";
 
+/// A file removed when dropped: the sampler's file in the user's working directory
+/// goes, whatever becomes of the run.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// `path` relative to the guest's `/`, as the cpio archive names it.
 fn in_archive(path: &Path) -> &[u8] {
     let b = path.as_os_str().as_bytes();
@@ -158,6 +186,22 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     let program =
         std::fs::canonicalize(program).map_err(|e| format!("{}: {e}", program.display()))?;
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+    // The sampler writes its file into the share, which the host reads after the run.
+    let profile = match options.profile {
+        Some(period) => {
+            if options.smp != 1 {
+                return Err("--profile needs one vCPU (its counts are exact there only)".into());
+            }
+            if !options.share || cwd == Path::new("/") {
+                return Err("--profile needs the working directory shared (not --no-share, not /): the guest writes its samples there".into());
+            }
+            let sampler =
+                std::fs::read(sampler::build()?).map_err(|e| format!("pmu-qemu's sampler: {e}"))?;
+            let file = Removed(cwd.join(format!(".pmu-qemu-profile-{}.txt", std::process::id())));
+            Some((period, sampler, file))
+        }
+        None => None,
+    };
     let guest = debian::prepare(options.update)?;
 
     // The share is the working directory at its own path; the program is always in the
@@ -171,9 +215,22 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     } else {
         program_path
     };
+    let period_text = profile
+        .as_ref()
+        .map(|(period, _, _)| period.to_string())
+        .unwrap_or_default();
+    let wrapper: Vec<&[u8]> = match &profile {
+        Some((_, _, file)) => vec![
+            sampler::IN_GUEST.as_bytes(),
+            period_text.as_bytes(),
+            file.0.as_os_str().as_bytes(),
+        ],
+        None => Vec::new(),
+    };
     let script = guest::run_script(
         cwd.as_os_str().as_bytes(),
         env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())),
+        &wrapper,
         program.as_os_str().as_bytes(),
         args.iter().map(OsString::as_os_str),
         from_share.then_some(b"/pmu-qemu/program".as_slice()),
@@ -187,6 +244,13 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
         mode: 0o644,
         data: &script,
     }];
+    if let Some((_, sampler, _)) = &profile {
+        entries.push(cpio::Entry::File {
+            path: in_archive(Path::new(sampler::IN_GUEST)),
+            mode: 0o755,
+            data: sampler,
+        });
+    }
     if share.is_some() {
         entries.push(cpio::Entry::File {
             path: b"pmu-qemu/share",
@@ -269,7 +333,22 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
         &mut std::io::stderr(),
     )?;
     match guest::parse_status(&outcome.status) {
-        Some(status) => Ok(status.code),
+        Some(status) => match &profile {
+            Some((_, _, file)) => {
+                let text = std::fs::read_to_string(&file.0).map_err(|e| {
+                    format!("--profile: the guest's samples {}: {e}", file.0.display())
+                })?;
+                sampler::report(
+                    &text,
+                    &program,
+                    &binary,
+                    &options.profile_dir,
+                    options.profile_baseline.as_deref(),
+                )?;
+                Ok(status.code)
+            }
+            None => Ok(status.code),
+        },
         None => {
             let console = String::from_utf8_lossy(&outcome.console);
             let lines: Vec<&str> = console.lines().collect();

@@ -12,7 +12,12 @@
 //!   apart; once in criterion's sampled mode (its estimates, 200 apart); and once
 //!   deliberately slower (`BENCH_SPIN_EXTRA=5`) against the baseline with
 //!   `--limit instructions=+1%`: exit 3, both benchmarks named with their old and new
-//!   counts, the JSON summary saying the same.
+//!   counts, the JSON summary saying the same;
+//! - `pmu-qemu --profile 10000` of pmu-qemu/examples/two.rs (two functions whose
+//!   instructions are known from its disassembly) twice: each function's figure within
+//!   one period of its count, the call stack through `main` (frame pointers), the same
+//!   folded stacks both times, and a differential flamegraph of the second against the
+//!   first.
 //!
 //! The guest (Debian's kernel, the initramfs) is pmu-qemu's own cache under the cache
 //! root (`pmu-qemu/`), prepared by the first run.
@@ -36,7 +41,9 @@ pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu as user
                       bench: one-shot exact twice (equal counts, a baseline saved
                       and met), sampled once, and the regression gate on a
                       slower variant (exit 3, each benchmark named);
-                      docs/pmu-qemu.md.
+                      --profile of a two-function program twice (each
+                      function within one period of its known count, the
+                      same folded stacks); docs/pmu-qemu.md.
 ";
 
 const TARGET: &str = "aarch64-unknown-linux-musl";
@@ -45,7 +52,7 @@ const RUNNER_ENV: &str = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER";
 /// The step.
 pub fn test_step() -> Step {
     Step::func(
-        "pmu-qemu: the cargo runner for aarch64-unknown-linux-musl (plumbing; the count example at 1000/2000 iterations, restored and booted; pmu-criterion's bench: one-shot twice, sampled once, the regression gate on a slower variant)",
+        "pmu-qemu: the cargo runner for aarch64-unknown-linux-musl (plumbing; the count example at 1000/2000 iterations, restored and booted; pmu-criterion's bench: one-shot twice, sampled once, the regression gate on a slower variant; --profile of a two-function program twice)",
         run,
     )
     .needs_programs(&[
@@ -277,6 +284,25 @@ fn run() -> Result<(), String> {
             ]),
         )?;
     }
+    // Frame pointers in the example's own functions only (`cargo rustc … --`: the
+    // flag reaches the example's crate alone, so no other build is disturbed).
+    run_logged(
+        &format!("cargo rustc --release --target {TARGET} -p pmu-qemu --example two -- -C force-frame-pointers=yes"),
+        "pmu-qemu-two-build",
+        cargo().current_dir(&root).args([
+            "rustc",
+            "--release",
+            "--target",
+            TARGET,
+            "-p",
+            "pmu-qemu",
+            "--example",
+            "two",
+            "--",
+            "-C",
+            "force-frame-pointers=yes",
+        ]),
+    )?;
     // The first run prepares the guest (its progress lines go to stderr).
     let t = Instant::now();
     let first = ran(Command::new(runner()).arg("--prepare"), b"")?;
@@ -429,7 +455,118 @@ fn run() -> Result<(), String> {
             .join("; "),
         r.secs
     );
+    profile(&root)
+}
+
+/// The sampling period of the profile check, in instructions.
+const PERIOD: u64 = 10_000;
+
+/// The instructions of pmu-qemu/examples/two.rs's `first` and `second`, from
+/// `aarch64-linux-gnu-objdump -d` of its build (Rust 1.95, `-C
+/// force-frame-pointers=yes`): `stp x29, x30`, `mov x29, sp`, then the loop (`subs`,
+/// `b.ne`: 2 instructions; `subs`, `nop`, `b.ne`: 3) once per iteration (3 000 000
+/// each: `two::FIRST`, `two::SECOND`), then `ldp x29, x30` and `ret`.
+const TWO_COUNTS: [(&str, u64); 2] = [
+    ("two::first", 2 * 3_000_000 + 4),
+    ("two::second", 3 * 3_000_000 + 4),
+];
+
+/// `pmu-qemu --profile` of examples/two twice: the second run draws a differential
+/// flamegraph against the first's folded stacks.
+fn profile(root: &Path) -> Result<(), String> {
+    let program = target_dir().join(format!("{TARGET}/release/examples/two"));
+    let dir = crate::engine::paths::work_dir().join("pmu-qemu-profile");
+    let _ = std::fs::remove_dir_all(&dir);
+    let first_run = dir.join("two.run-1.folded");
+    let mut folded = Vec::new();
+    for run in 1..=2 {
+        let mut command = Command::new(runner());
+        command
+            .current_dir(root)
+            .args(["--profile", &PERIOD.to_string(), "--profile-dir"])
+            .arg(&dir);
+        if run == 2 {
+            command.arg("--profile-baseline").arg(&first_run);
+        }
+        let r = ran(command.arg(&program), b"")?;
+        if r.code != Some(0) {
+            return Err(format!(
+                "pmu-qemu --profile {PERIOD} two (run {run}): exit {:?}\n{}{}",
+                r.code, r.stdout, r.stderr
+            ));
+        }
+        let text = std::fs::read_to_string(dir.join("two.folded"))
+            .map_err(|e| format!("run {run}'s two.folded: {e}"))?;
+        let figures = check_profile(&text).map_err(|e| format!("run {run}: {e}\n{}", r.stderr))?;
+        println!(
+            "    profile of two, run {run} (--profile {PERIOD}): {} ({:.1} s)",
+            figures
+                .iter()
+                .zip(TWO_COUNTS)
+                .map(|(got, (name, known))| format!("{name} {got} (known {known})"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.secs
+        );
+        if run == 1 {
+            std::fs::write(&first_run, &text)
+                .map_err(|e| format!("{}: {e}", first_run.display()))?;
+        }
+        folded.push(text);
+    }
+    if folded[0] != folded[1] {
+        return Err(format!(
+            "two runs of the profile gave different folded stacks:\n{}\n---\n{}",
+            folded[0], folded[1]
+        ));
+    }
+    for svg in ["two.svg", "two.diff.svg"] {
+        let text = std::fs::read_to_string(dir.join(svg)).map_err(|e| format!("{svg}: {e}"))?;
+        if !text.contains("two::second") {
+            return Err(format!("{svg} does not name two::second"));
+        }
+    }
+    println!(
+        "    profile of two: the same folded stacks on both runs ({} lines); two.svg and two.diff.svg in {}",
+        folded[0].lines().count(),
+        dir.display()
+    );
     Ok(())
+}
+
+/// The figures of `first` and `second` (their own instructions: the stacks they end)
+/// in folded stacks, each within one period of its known count and reached from
+/// `two::main` (the call stack through the frame records).
+fn check_profile(folded: &str) -> Result<Vec<u64>, String> {
+    let mut figures = Vec::new();
+    for (name, known) in TWO_COUNTS {
+        let mut own = 0u64;
+        let mut through_main = false;
+        for line in folded.lines() {
+            let (stack, count) = line
+                .rsplit_once(' ')
+                .ok_or_else(|| format!("not a folded line: {line}"))?;
+            let count: u64 = count
+                .parse()
+                .map_err(|_| format!("not a folded line: {line}"))?;
+            if stack == name || stack.ends_with(&format!(";{name}")) {
+                own += count;
+                through_main |= stack.ends_with(&format!("two::main;{name}"));
+            }
+        }
+        if own.abs_diff(known) > PERIOD {
+            return Err(format!(
+                "{name}: {own} instructions in the profile, {known} in its disassembly: more than one period ({PERIOD}) apart\n{folded}"
+            ));
+        }
+        if !through_main {
+            return Err(format!(
+                "{name}: no stack through two::main (frame pointers)\n{folded}"
+            ));
+        }
+        figures.push(own);
+    }
+    Ok(figures)
 }
 
 /// The exact counts of spin/100 and spin/200 in one one-shot run.
@@ -518,6 +655,23 @@ spin/200                          414 instructions (exact)   unchanged from base
         assert!(check_one_shot(&[(214, 414), (214, 414)]).is_ok());
         assert!(check_one_shot(&[(214, 414), (214, 415)]).is_err());
         assert!(check_one_shot(&[(214, 415), (214, 415)]).is_err());
+    }
+
+    /// Folded stacks as `pmu-qemu --profile` writes them for examples/two.
+    #[test]
+    fn the_profile_check_wants_each_function_within_a_period_through_main() {
+        let good = "libc_start_main_stage2;main;two::main;two::first 6000000\n\
+libc_start_main_stage2;main;two::main;two::second 9000000\n";
+        assert_eq!(check_profile(good), Ok(vec![6_000_000, 9_000_000]));
+        // 20 000 short: two periods.
+        let short = good.replace("9000000", "8980000");
+        assert!(check_profile(&short)
+            .unwrap_err()
+            .contains("more than one period"));
+        // Leaf-only stacks.
+        let leaf = "two::first 6000000\ntwo::second 9000000\n";
+        assert!(check_profile(leaf).unwrap_err().contains("two::main"));
+        assert!(check_profile("two::first x\n").is_err());
     }
 
     /// The gate's output as pmu-criterion's `finish` writes it.
