@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use build::boards::ARMV6_TARGET;
 use build::{arm32_demo, boards, images, kernel};
-use checks::{demo, fresh_check, hw_check, package, pmu_qemu};
+use checks::{demo, fresh_check, hw_check, package, pmu_qemu, pmu_qemu_workflow};
 use engine::shared_target;
 use engine::step::{Plan, Step};
 use guests::{armv6, armv7, debian, e2e, modules};
@@ -100,6 +100,7 @@ fn help() -> String {
         armv7::USAGE,
         debian::run::USAGE,
         pmu_qemu::USAGE,
+        pmu_qemu_workflow::USAGE,
         bench::USAGE,
         hazards::USAGE,
         armv6::USAGE,
@@ -199,6 +200,9 @@ fn plan(words: &[&str]) -> Option<Plan> {
         ["pmu-qemu"] => Plan::new("pmu-qemu")
             .then(setup::steps())
             .then(vec![pmu_qemu::test_step()]),
+        ["pmu-qemu-workflow"] => Plan::new("pmu-qemu-workflow")
+            .then(setup::steps())
+            .then(vec![pmu_qemu_workflow::step()]),
         ["kernel", arch] => Plan::new("kernel")
             .then(setup::kernel_steps())
             .then(vec![modules::kernel_step(kernel::Arch::parse(arch)?)]),

@@ -66,11 +66,11 @@ pub fn test_step() -> Step {
 }
 
 /// What one run gave.
-struct Ran {
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
-    secs: f64,
+pub(crate) struct Ran {
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) code: Option<i32>,
+    pub(crate) secs: f64,
 }
 
 fn runner() -> PathBuf {
@@ -82,7 +82,7 @@ fn cargo() -> Command {
 }
 
 /// `command` with `stdin`, its output kept.
-fn ran(command: &mut Command, stdin: &[u8]) -> Result<Ran, String> {
+pub(crate) fn ran(command: &mut Command, stdin: &[u8]) -> Result<Ran, String> {
     let t = Instant::now();
     let mut child = command
         .stdin(Stdio::piped())
