@@ -52,7 +52,7 @@ const TEST_USAGE: &str =
                       Debian's own kernels (e2e debian-arm64, debian-armhf:
                       Debian 12; debian13-arm64, debian13-armhf: Debian 13, and
                       its backports' 7.3 on arm64);
-                      the pmu-qemu cargo runner (below);
+                      the pmu-qemu cargo runner and its CI workflow (below);
                       then the bench (below, about 15 s with the
                       kernel cached); last, the hazard statistics (below).
                       Cargo builds in <cache>/cargo-target/<toolchain> (outside
@@ -194,6 +194,7 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(e2e::test_steps())
             .then(vec![
                 pmu_qemu::test_step().in_lane(crate::engine::lanes::OTHER_LANE),
+                pmu_qemu_workflow::step().in_lane(crate::engine::lanes::OTHER_LANE),
                 bench::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
                 hazards::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
             ]),
