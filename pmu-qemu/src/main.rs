@@ -40,7 +40,9 @@ USAGE:
 As a cargo runner (.cargo/config.toml, or the environment):
     [target.aarch64-unknown-linux-musl]
     runner = \"pmu-qemu\"
+    linker = \"rust-lld\"    # rustc's own; the host's cc cannot link this target
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER=pmu-qemu \\
+    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \\
         cargo bench --target aarch64-unknown-linux-musl
 
 The program sees its arguments, the environment (less PATH, which is /bin there, and
