@@ -779,6 +779,101 @@ mod tests {
         .contains("public repository"));
     }
 
+    /// A run of the docs' workflow as `run_workflow` records it, with the lines
+    /// pmu-criterion's one-shot mode and gate print (its `finish`), and the baseline
+    /// file it writes (`{"schema": 1, …, "benchmarks": [{"id", "metric", "count"}]}`).
+    fn fake_run(dir: &Path, gate_code: i32, new: [u64; 2]) -> (Workflow, Vec<StepResult>) {
+        let yaml = fenced_block(DOCS_TEXT, SECTION, "yaml").unwrap();
+        let workflow = read_workflow(&yaml).unwrap();
+        let baseline = dir.join("target/pmu-criterion/baselines/base/work.json");
+        fs::create_dir_all(baseline.parent().unwrap()).unwrap();
+        fs::write(
+            &baseline,
+            r#"{"schema": 1, "name": "base", "binary": "work", "benchmarks": [
+                {"id": "checksum/100", "metric": "instructions", "count": 619},
+                {"id": "checksum/1000", "metric": "instructions", "count": 6019}]}"#,
+        )
+        .unwrap();
+        let printed = |c: [u64; 2]| {
+            format!(
+                "checksum/100    {} instructions (exact)\nchecksum/1000   {} instructions (exact)\n",
+                c[0], c[1]
+            )
+        };
+        let regressed: Vec<&str> = if gate_code == 3 {
+            BENCHMARKS.to_vec()
+        } else {
+            vec![]
+        };
+        let results = workflow
+            .steps
+            .iter()
+            .map(|step| {
+                let run = step.run.as_deref().unwrap_or("");
+                let (code, stdout, stderr) = if run.contains("--save-baseline") {
+                    (0, printed([619, 6019]), String::new())
+                } else if run.contains("--baseline ") {
+                    let stderr = format!(
+                        "pmu-criterion: REGRESSED checksum/100: 619 → {} instructions (+602, +97.25%) beyond instructions=+1%\n\
+pmu-criterion: REGRESSED checksum/1000: 6019 → {} instructions (+6002, +99.72%) beyond instructions=+1%\n",
+                        new[0], new[1]
+                    );
+                    (gate_code, printed(new), if gate_code == 3 { stderr } else { String::new() })
+                } else {
+                    (0, String::new(), String::new())
+                };
+                let upload = step.uses.as_deref().is_some_and(|u| u.starts_with("actions/upload-artifact@"));
+                StepResult {
+                    label: step.label(),
+                    ran: step.run.is_some().then_some(Ran { stdout, stderr, code: Some(code), secs: 0.0 }),
+                    failed: code != 0,
+                    skipped: false,
+                    uploaded: if upload {
+                        vec![(
+                            "target/pmu-criterion/summary/work.json".to_owned(),
+                            serde_json::json!({"baseline": "base", "exit_code": gate_code, "regressed": regressed}),
+                        )]
+                    } else {
+                        vec![]
+                    },
+                }
+            })
+            .collect();
+        (workflow, results)
+    }
+
+    #[test]
+    fn a_run_is_checked_against_the_baseline_the_gate_and_the_summary() {
+        let dir =
+            std::env::temp_dir().join(format!("pmu-qemu-workflow-test-{}", std::process::id()));
+        let (w, r) = fake_run(&dir, 3, [1221, 12021]);
+        let verdict = check_run(&w, &r, &dir, true).unwrap();
+        assert!(
+            verdict.contains("REGRESSED checksum/1000: 6019 → 12021 instructions"),
+            "{verdict}"
+        );
+        // The slower head passing the gate, or the unchanged one failing it.
+        assert!(check_run(&w, &fake_run(&dir, 0, [1221, 12021]).1, &dir, true).is_err());
+        assert!(check_run(&w, &fake_run(&dir, 3, [1221, 12021]).1, &dir, false).is_err());
+        assert!(check_run(&w, &fake_run(&dir, 0, [619, 6019]).1, &dir, false).is_ok());
+        // The summary not uploaded.
+        let (w, mut r) = fake_run(&dir, 3, [1221, 12021]);
+        r.last_mut().unwrap().uploaded.clear();
+        assert!(check_run(&w, &r, &dir, true)
+            .unwrap_err()
+            .contains("did not take"));
+        // A baseline that does not hold what the base printed.
+        let (w, r) = fake_run(&dir, 3, [1221, 12021]);
+        let file = dir.join("target/pmu-criterion/baselines/base/work.json");
+        fs::write(
+            &file,
+            fs::read_to_string(&file).unwrap().replace("619", "620"),
+        )
+        .unwrap();
+        assert!(check_run(&w, &r, &dir, true).unwrap_err().contains("holds"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn the_gate_checks_read_words_and_counts() {
         assert_eq!(
