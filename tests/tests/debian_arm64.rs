@@ -1158,9 +1158,10 @@ fn thread_scenario(row: (&str, &str)) {
     // granted and neither (perf stat -e instructions:k,context-switches, exact under
     // icount with CPU 1 offline): strict turns, so 2 switches per turn (8000 turns).
     for tag in [
+        "warm-up",
         "follow-plain",
-        "follow-plain-again",
         "follow-granted",
+        "nofollow-plain",
         "nofollow-granted",
     ] {
         let line = run.find("thread-bench", "tag", tag);
