@@ -159,7 +159,13 @@ fn open_device() -> Result<i32, i32> {
 }
 
 /// GRANT with these fields; Ok(the struct as the module filled it) or the errno.
-fn grant_raw(fd: i32, request: u64, size: u32, flags: u32, counters: u64) -> Result<KmodEuGrant, i32> {
+fn grant_raw(
+    fd: i32,
+    request: u64,
+    size: u32,
+    flags: u32,
+    counters: u64,
+) -> Result<KmodEuGrant, i32> {
     let mut g = KmodEuGrant {
         size,
         flags,
@@ -354,7 +360,9 @@ fn migrate(counter: u64, iterations: u64, rounds: u64) {
         std::thread::spawn(move || {
             pin(0);
             let fd = open_device().unwrap_or(-1);
-            let follow = grant(fd).map(|g| g.granted & GRANTED_FOLLOW != 0).unwrap_or(false);
+            let follow = grant(fd)
+                .map(|g| g.granted & GRANTED_FOLLOW != 0)
+                .unwrap_or(false);
             // SAFETY: no arguments.
             tid.store(unsafe { gettid() }, Ordering::SeqCst);
             let start = cpu();
@@ -541,7 +549,9 @@ fn pingpong(counter: u64, iterations: u64, rounds: u64, granted: bool, bench: bo
             pin(0);
             let fd = open_device().unwrap_or(-1);
             let follow = if granted {
-                grant(fd).map(|g| g.granted & GRANTED_FOLLOW != 0).unwrap_or(false)
+                grant(fd)
+                    .map(|g| g.granted & GRANTED_FOLLOW != 0)
+                    .unwrap_or(false)
             } else {
                 false
             };
@@ -583,12 +593,27 @@ fn bad(counter: u64) {
     let e = |r: Result<KmodEuGrant, i32>| r.err().unwrap_or(0);
     let mut line = String::from("RESULT thread-bad");
     let mut step = |name: &str, errno: i32, reads: bool| {
-        line.push_str(&format!(" {name}={errno}/{}", if reads { "reads" } else { "traps" }));
+        line.push_str(&format!(
+            " {name}={errno}/{}",
+            if reads { "reads" } else { "traps" }
+        ));
     };
     step("regrant_ungranted", regrant(fd), read(counter).is_some());
-    step("size16", e(grant_raw(fd, IOC_GRANT, 16, 0, 0)), read(counter).is_some());
-    step("ioc_size16", e(grant_raw(fd, IOC_GRANT_16, 24, 0, 0)), read(counter).is_some());
-    step("flags", e(grant_raw(fd, IOC_GRANT, 24, 2, 0)), read(counter).is_some());
+    step(
+        "size16",
+        e(grant_raw(fd, IOC_GRANT, 16, 0, 0)),
+        read(counter).is_some(),
+    );
+    step(
+        "ioc_size16",
+        e(grant_raw(fd, IOC_GRANT_16, 24, 0, 0)),
+        read(counter).is_some(),
+    );
+    step(
+        "flags",
+        e(grant_raw(fd, IOC_GRANT, 24, 2, 0)),
+        read(counter).is_some(),
+    );
     step(
         "outside_layout",
         e(grant_raw(fd, IOC_GRANT, 24, 0, layout_outside)),
@@ -596,13 +621,21 @@ fn bad(counter: u64) {
     );
     // SAFETY: an ioctl the module does not define, no argument.
     let unknown = unsafe { ioctl(fd, IOC_UNKNOWN) };
-    step("unknown", if unknown < 0 { errno() } else { 0 }, read(counter).is_some());
+    step(
+        "unknown",
+        if unknown < 0 { errno() } else { 0 },
+        read(counter).is_some(),
+    );
     let first = grant(fd);
     step("grant", e(first), read(counter).is_some());
     step("second", e(grant(fd)), read(counter).is_some());
     let other = open_device().unwrap_or(-1);
     step("other_file", e(grant(other)), read(counter).is_some());
-    step("regrant_other_file", regrant(other), read(counter).is_some());
+    step(
+        "regrant_other_file",
+        regrant(other),
+        read(counter).is_some(),
+    );
     let child = in_child(|| {
         let errno = e(grant(fd));
         // The child's own read: it has no grant, whatever its parent's file says.
@@ -638,8 +671,18 @@ fn regrant_after_perf(counter: u64) {
             pin(1);
             let status = Command::new("perf")
                 .args([
-                    "record", "-C", "0", "-e", "cycles", "-c", "100000", "-o",
-                    "/tmp/thread-grant.data", "--", "sleep", "0.2",
+                    "record",
+                    "-C",
+                    "0",
+                    "-e",
+                    "cycles",
+                    "-c",
+                    "100000",
+                    "-o",
+                    "/tmp/thread-grant.data",
+                    "--",
+                    "sleep",
+                    "0.2",
                 ])
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())

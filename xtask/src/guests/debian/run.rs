@@ -190,7 +190,10 @@ pub const ROWS: &[Row] = &[
         flavour: "arm64",
         perf: PerfOf::Kernel,
         what: "the newest Linux Debian ships, trixie-backports' linux-image-arm64 (7.3)",
-        tests: &["debian13_backports_kernel", "debian13_thread_backports_kernel"],
+        tests: &[
+            "debian13_backports_kernel",
+            "debian13_thread_backports_kernel",
+        ],
     },
     Row {
         id: "ARMHF_12_ARMMP",
