@@ -735,4 +735,25 @@ mod tests {
             ThreadGrantRefused::AlreadyGranted
         );
     }
+
+    /// Per-thread mode is the module's `cpu_wide` reading N (kernel/params.c prints a
+    /// bool parameter as Y or N) with its device present; a module without the
+    /// parameter, `cpu_wide=Y`, or no device is CPU-wide.
+    #[test]
+    fn per_thread_mode_is_read_from_sysfs_and_the_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = dir.path().join("kmod_enable_user");
+        let device = dir.path().join("kmod_enable_user.dev");
+        std::fs::create_dir_all(module.join("parameters")).unwrap();
+        assert!(
+            !per_thread_at(&module, &device),
+            "no cpu_wide: an older module"
+        );
+        std::fs::write(module.join("parameters/cpu_wide"), "N\n").unwrap();
+        assert!(!per_thread_at(&module, &device), "no device");
+        std::fs::write(&device, "").unwrap();
+        assert!(per_thread_at(&module, &device));
+        std::fs::write(module.join("parameters/cpu_wide"), "Y\n").unwrap();
+        assert!(!per_thread_at(&module, &device));
+    }
 }

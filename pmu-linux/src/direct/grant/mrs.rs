@@ -5,21 +5,21 @@
 //! bits 31:20 = 0b1101_0101_0011 (L = 1: a read; bit 20 is op0's high
 //! bit), then o0 (bit 19, op0 = 2 + o0), op1 (18:16), CRn (15:12), CRm (11:8), op2
 //! (7:5), Rt (4:0). The PMU registers (Arm ARM, each register's "Accessing" section,
-//! e.g. PMEVCNTR<n>_EL0) are op0 = 3, op1 = 3 and CRn = 9 (the control block and PMCCNTR_EL0,
-//! PMXEVCNTR_EL0) or CRn = 14 (PMEVCNTR<n>_EL0: CRm = 0b10:n[4:3], op2 = n[2:0];
-//! PMEVTYPER<n>_EL0: CRm = 0b11:n[4:3]).
+//! e.g. `PMEVCNTR<n>_EL0`) are op0 = 3, op1 = 3 and CRn = 9 (the control block and PMCCNTR_EL0,
+//! PMXEVCNTR_EL0) or CRn = 14 (`PMEVCNTR<n>_EL0`: CRm = `0b10:n[4:3]`, op2 = `n[2:0]`;
+//! `PMEVTYPER<n>_EL0`: CRm = `0b11:n[4:3]`).
 
 /// A PMU register an `MRS` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PmuRegister {
-    /// PMEVCNTR<n>_EL0 (n 0–30).
+    /// `PMEVCNTR<n>_EL0` (n 0–30).
     EventCounter(u8),
     /// PMCCNTR_EL0, the cycle counter.
     CycleCounter,
     /// PMXEVCNTR_EL0, the counter PMSELR_EL0 selects.
     SelectedEventCounter,
-    /// PMEVTYPER<n>_EL0 (n 0–30; n = 31 is PMCCFILTR_EL0).
+    /// `PMEVTYPER<n>_EL0` (n 0–30; n = 31 is PMCCFILTR_EL0).
     EventType(u8),
     /// Another register of the CRn = 9 block (PMCR_EL0, PMOVSSET_EL0, PMUSERENR_EL0, …),
     /// by its (CRm, op2).
@@ -46,21 +46,25 @@ impl PmuRegister {
     }
 }
 
-/// A decoded `MRS` of a PMU register.
+/// A decoded `MRS` (or `MSR`) of a PMU register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PmuRead {
     /// The register read.
     pub register: PmuRegister,
-    /// The destination Xt (31: XZR, the read is discarded).
+    /// The destination Xt (31: XZR, the read is discarded); for a write, the source.
     pub rt: u8,
+    /// An `MSR` (register): L = 0, bit 21. Only the programming grant (EN) allows
+    /// writes from EL0.
+    pub write: bool,
 }
 
-/// The `MRS` of a PMU register that `insn` encodes, or `None` (another instruction,
-/// another register, or a write).
+/// The `MRS` or `MSR` (register) of a PMU register that `insn` encodes, or `None`
+/// (another instruction or register). `MSR` is the same encoding with L (bit 21) = 0.
 pub const fn decode_pmu_mrs(insn: u32) -> Option<PmuRead> {
-    if insn & 0xFFF0_0000 != 0xD530_0000 {
+    if insn & 0xFFD0_0000 != 0xD510_0000 {
         return None;
     }
+    let write = insn & (1 << 21) == 0;
     let op0 = 2 + ((insn >> 19) & 1);
     let op1 = (insn >> 16) & 0b111;
     let crn = ((insn >> 12) & 0xF) as u8;
@@ -84,7 +88,11 @@ pub const fn decode_pmu_mrs(insn: u32) -> Option<PmuRead> {
         (14, 12..=15) => PmuRegister::EventType(((crm & 0b11) << 3) | op2),
         _ => return None,
     };
-    Some(PmuRead { register, rt })
+    Some(PmuRead {
+        register,
+        rt,
+        write,
+    })
 }
 
 #[cfg(test)]
@@ -133,8 +141,6 @@ mod tests {
             (0xd53b_9d1f, Some((PmuRegister::CycleCounter, 31))),
             // mrs x0, pmccfiltr_el0 (PMEVTYPER31's encoding)
             (0xd53b_efe0, Some((PmuRegister::EventType(31), 0))),
-            // msr pmccntr_el0, x1: a write, not a read
-            (0xd51b_9d01, None),
             // mrs x0, cntvct_el0: the generic timer, not the PMU
             (0xd53b_e040, None),
             // nop
@@ -143,7 +149,17 @@ mod tests {
         for &(insn, want) in cases {
             let got = decode_pmu_mrs(insn).map(|r| (r.register, r.rt));
             assert_eq!(got, want, "{insn:#010x}");
+            assert!(decode_pmu_mrs(insn).is_none_or(|r| !r.write));
         }
+        // msr pmccntr_el0, x1: the write, L = 0.
+        assert_eq!(
+            decode_pmu_mrs(0xd51b_9d01),
+            Some(PmuRead {
+                register: PmuRegister::CycleCounter,
+                rt: 1,
+                write: true
+            })
+        );
     }
 
     /// Which reads a re-grant repairs: PMUSERENR_EL0.ER opens the event counters,

@@ -224,7 +224,10 @@ mod handler {
     use std::sync::{Once, OnceLock};
 
     use crate::direct::grant::mrs::{decode_pmu_mrs, PmuRegister};
-    use crate::direct::grant::thread::{regrant_raw, Trap, GRANT_FD, TRAPPED, TRAPPED_ERRNO};
+    use crate::direct::grant::thread::{
+        regrant_raw, Trap, GRANTED, GRANT_FD, TRAPPED, TRAPPED_ERRNO,
+    };
+    use crate::direct::grant::uapi;
 
     /// The action SIGILL had before ours: any SIGILL that is not ours goes there.
     static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
@@ -298,13 +301,17 @@ mod handler {
         let Some(read) = decode_pmu_mrs(insn) else {
             return pass_on();
         };
-        if !read.register.is_granted_counter_read() {
+        // The read grant repairs counter reads; the programming grant (EN) any access
+        // of a PMU register.
+        let programs = GRANTED.get() & uapi::GRANTED_PROGRAM != 0;
+        let needed = match read.register {
+            _ if read.write || !read.register.is_granted_counter_read() => EN,
+            PmuRegister::CycleCounter => CR | EN,
+            _ => ER | EN,
+        };
+        if needed == EN && !programs {
             return pass_on();
         }
-        let needed = match read.register {
-            PmuRegister::CycleCounter => CR,
-            _ => ER,
-        };
         let cause = if GRANT_FD.get() < 0 {
             Trap::NO_GRANT
         } else {
@@ -312,7 +319,7 @@ mod handler {
                 0 => {
                     // SAFETY: PMUSERENR_EL0 is readable at EL0 whatever it holds.
                     let now = unsafe { pmu_armv8::asm::read_pmuserenr_el0() };
-                    if now & (needed | EN) != 0 {
+                    if now & needed != 0 {
                         // SAFETY: restores this thread's errno (above).
                         unsafe { *errno_slot = saved_errno };
                         // Return: the read runs again, granted.
@@ -327,7 +334,7 @@ mod handler {
             }
         };
         TRAPPED.set(cause);
-        if read.rt < 31 {
+        if read.rt < 31 && !read.write {
             context.uc_mcontext.regs[usize::from(read.rt)] = 0;
         }
         context.uc_mcontext.pc = pc + 4;
