@@ -171,6 +171,11 @@ impl<A: AccessCheck> ThreadGranted<A> {
             follow: self.grant.follows(),
         }
     }
+
+    /// Whether the module's grant includes programming the PMU (el0_programming=1).
+    pub fn programs(&self) -> bool {
+        self.grant.programs()
+    }
 }
 
 impl<A: AccessCheck> AccessCheck for ThreadGranted<A> {
@@ -332,27 +337,8 @@ fn open_thread_read_grant(
     wanted: &[pmu_core::Event],
     cpu: usize,
 ) -> Result<Opened<Box<dyn Backend>>> {
-    let pin = pin_to(cpu)?;
-    let (text, layout) = grant::module_layout()?;
-    let access = ThreadGranted::new(
-        PmuserenrRead::for_layout(&layout),
-        grant::grant_this_thread()?,
-    );
-    if !access.granted() {
-        return Err(access.revoked());
-    }
-    // Under UEN (PMUv3p9) a read cannot trap: PMUSERENR_EL0 says whose grant it is.
-    PmuserenrRead::for_layout(&layout)
-        .check()
-        .map_err(grant::reads_not_granted)?;
+    let (pin, access, pmu, text) = take_thread_granted(cpu)?;
     let scope = access.scope();
-    // SAFETY: PMUSERENR_EL0 grants the layout's reads on this CPU now (just checked),
-    // this thread is pinned there and holds the module's grant, which the module puts
-    // back at every switch-in; a read perf makes trap meanwhile is the SIGILL
-    // handler's (re-granted, or stepped over and the region refused). The layout
-    // names only counters the module programmed.
-    let reads = unsafe { pmu_armv8::granted::El0Reads::new() };
-    let pmu = GrantedPmu::new(layout, reads);
     let placed = grant::place_in_layout(pmu.layout(), &text, wanted, &request.names)?;
     let region = granted_region_with(
         pmu,
@@ -371,6 +357,48 @@ fn open_thread_read_grant(
         },
         pin,
     ))
+}
+
+/// Under kmod-enable-user's per-thread grant ([`grant::per_thread`]): pins the thread
+/// to `cpu`, reads the module's layout, asks the module for this thread's grant (GRANT
+/// on /dev/kmod_enable_user, shared with the thread's other meters), checks
+/// PMUSERENR_EL0 in place (a forked probe would trap: a child has no grant), and
+/// returns the grant's check with the module's counters as a PMU and the layout as
+/// the module states it. Keep the guard alive as long as the PMU.
+///
+/// # Errors
+/// [`crate::error::Unsupported::Cpu`]; [`crate::error::AccessError::ModuleLayout`];
+/// [`crate::error::AccessError::ThreadGrant`] with the module's refusal;
+/// [`crate::error::AccessError::GrantMissing`] for perf's per-counter grant (PMUv3p9).
+#[allow(clippy::type_complexity)]
+pub fn take_thread_granted(
+    cpu: usize,
+) -> Result<(
+    PinGuard,
+    ThreadGranted<PmuserenrRead>,
+    GrantedPmu<El0Reads>,
+    String,
+)> {
+    let pin = pin_to(cpu)?;
+    let (text, layout) = grant::module_layout()?;
+    let access = ThreadGranted::new(
+        PmuserenrRead::for_layout(&layout),
+        grant::grant_this_thread()?,
+    );
+    if !access.granted() {
+        return Err(access.revoked());
+    }
+    // Under UEN (PMUv3p9) a read cannot trap: PMUSERENR_EL0 says whose grant it is.
+    PmuserenrRead::for_layout(&layout)
+        .check()
+        .map_err(grant::reads_not_granted)?;
+    // SAFETY: PMUSERENR_EL0 grants the layout's reads on this CPU now (just checked),
+    // this thread is pinned there and holds the module's grant, which the module puts
+    // back at every switch-in; a read perf makes trap meanwhile is the SIGILL
+    // handler's (re-granted, or stepped over and the region refused). The layout
+    // names only counters the module programmed.
+    let reads = unsafe { pmu_armv8::granted::El0Reads::new() };
+    Ok((pin, access, GrantedPmu::new(layout, reads), text))
 }
 
 /// The programming grant (EN): the library programs the counters itself.
