@@ -216,11 +216,13 @@ fn direct_status() -> BackendStatus {
 }
 
 /// The direct backend under kmod-enable-user's per-thread grant: this thread asks
-/// for it on `cpu` (and gives it back at once).
+/// for it on `cpu` (and gives it back at once). The notes begin as the CPU-wide
+/// grant's do.
 #[cfg(target_arch = "aarch64")]
 fn thread_grant_status(cpu: usize) -> BackendStatus {
-    let taken = crate::direct::armv8::take_thread_granted(cpu);
-    let (usable, notes, grant) = match taken {
+    let programming =
+        format!("programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}");
+    let (usable, notes, grant) = match crate::direct::armv8::take_thread_granted(cpu) {
         Ok((_pin, access, _pmu, layout)) => {
             let scope = access.scope();
             let program = access.programs();
@@ -229,27 +231,30 @@ fn thread_grant_status(cpu: usize) -> BackendStatus {
             } else {
                 crate::Grant::ReadOnly { cpu, scope }
             };
-            (
-                Ok(()),
-                vec![format!(
-                    "grant: {grant}, asked of /dev/kmod_enable_user by this thread; the \
-                     module's counters (layout {layout}) are readable{}",
-                    if program {
-                        " and the PMU programmable (el0_programming=1)"
-                    } else {
-                        "; only their events can be measured"
-                    }
-                )],
-                Some(grant),
-            )
+            let notes = vec![
+                format!(
+                    "read-only grant on CPU {cpu}: {scope}, asked of /dev/kmod_enable_user by \
+                     this thread: the module's counters (layout {layout}) are readable; only \
+                     their events can be measured"
+                ),
+                if program {
+                    format!("{programming}: any event")
+                } else {
+                    format!(
+                        "{programming}: not given with this thread's grant (the module was \
+                         loaded without el0_programming=1)"
+                    )
+                },
+            ];
+            (Ok(()), notes, Some(grant))
         }
-        Err(e) => (
-            Err(e),
-            vec![format!(
-                "per-thread grant on CPU {cpu}: asked of /dev/kmod_enable_user"
-            )],
-            None,
-        ),
+        Err(e) => {
+            let notes = vec![
+                format!("read-only grant on CPU {cpu}: {e}"),
+                format!("{programming}: {e}"),
+            ];
+            (Err(e), notes, None)
+        }
     };
     BackendStatus {
         backend: BackendKind::Direct,

@@ -194,6 +194,17 @@ pub fn regrants() -> u64 {
     REGRANTS.get()
 }
 
+/// Whether a PMU read of this thread trapped unrecovered since the last call (or the
+/// last region's start), and why; clears the mark. For a program that reads the
+/// counters by hand while the library's SIGILL handler is installed: such a read gave
+/// 0, not a count.
+pub fn take_trap() -> Option<Trap> {
+    match TRAPPED.replace(0) {
+        0 => None,
+        code => Some(Trap::from_code(code, TRAPPED_ERRNO.get())),
+    }
+}
+
 /// REGRANT on the thread's file, counted; 0 or the errno (ENOENT without a file).
 /// Async-signal-safe: one ioctl and thread-local `Cell`s.
 #[inline]
