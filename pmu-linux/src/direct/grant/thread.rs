@@ -359,3 +359,54 @@ mod handler {
 mod handler {
     pub(super) fn install() {}
 }
+
+#[cfg(all(test, target_arch = "aarch64"))]
+mod tests {
+    use super::*;
+
+    /// A PMU counter read of a thread without the grant, where EL0 may not read it
+    /// (the Arm ARM's EC 0x18 trap; qemu-user delivers it as SIGILL, as Linux does):
+    /// the handler steps over it, writes 0 and marks the thread; with a file that
+    /// refuses REGRANT (/dev/null: ENOTTY, as a module of another version would) it is
+    /// marked with that refusal; errno survives the handler; another undefined
+    /// instruction (`udf`, in a forked child) goes to the previous action and kills
+    /// the child with SIGILL. Runs under qemu-user:
+    /// `CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER=qemu-aarch64 cargo test -p
+    /// pmu-linux --lib --target aarch64-unknown-linux-musl`.
+    #[test]
+    fn the_handler_flags_a_counter_read_and_passes_on_the_rest() {
+        handler::install();
+        assert_eq!(GRANT_FD.get(), -1);
+        assert_eq!(take_trap(), None);
+        // SAFETY: traps without the grant; the handler steps over it.
+        let value = unsafe { pmu_armv8::asm::read_pmccntr_el0() };
+        assert_eq!((value, take_trap()), (0, Some(Trap::NoGrant)));
+        assert_eq!(take_trap(), None, "take_trap clears the mark");
+
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        assert!(null >= 0);
+        GRANT_FD.set(null);
+        // SAFETY: this thread's errno, set to see that the handler keeps it.
+        unsafe { *libc::__errno_location() = libc::EDOM };
+        // SAFETY: as above; the handler's REGRANT on /dev/null fails with ENOTTY.
+        let value = unsafe { pmu_armv8::asm::read_pmccntr_el0() };
+        // SAFETY: this thread's errno.
+        let errno = unsafe { *libc::__errno_location() };
+        GRANT_FD.set(-1);
+        // SAFETY: our descriptor, closed once.
+        unsafe { libc::close(null) };
+        assert_eq!(
+            (value, take_trap(), errno),
+            (0, Some(Trap::RegrantRefused(libc::ENOTTY)), libc::EDOM)
+        );
+        fn udf() {
+            // SAFETY: a permanently undefined instruction: SIGILL.
+            unsafe { core::arch::asm!("udf #0") };
+        }
+        assert_eq!(
+            crate::sys::run_in_child(udf),
+            Ok(crate::sys::ChildEnd::Signaled(libc::SIGILL))
+        );
+    }
+}
