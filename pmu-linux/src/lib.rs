@@ -57,14 +57,16 @@
 //! (aarch64), the library installs a SIGILL handler for the whole process
 //! (`sigaction`, `SA_SIGINFO`), once, and keeps the action it replaced. Its rules:
 //!
-//! - it decodes the faulting instruction; a SIGILL that is not an `MRS` of a PMU
-//!   counter the grant opens (`PMEVCNTR<n>_EL0`, PMCCNTR_EL0, PMXEVCNTR_EL0, PMSELR_EL0;
-//!   under the programming grant any `MRS`/`MSR` of a PMU register), or that comes in
-//!   another process than the one that installed it (a child after `fork`), goes to
-//!   the previous action: the handler puts it back and returns, the instruction runs
-//!   again and raises SIGILL under it (a program's own SIGILL handler installed
-//!   *before* the first meter keeps working; one installed *after* replaces the
-//!   library's, and a trapped read then reaches it);
+//! - it decodes the faulting instruction; a SIGILL that is not an access the grant
+//!   opens (under the read grant: reads of `PMEVCNTR<n>_EL0`, PMXEVCNTR_EL0 and
+//!   PMCCNTR_EL0, PMSELR_EL0 both ways; under the programming grant any `MRS`/`MSR` of
+//!   a PMU register), or that comes in another process than the one that installed it
+//!   (a child after `fork`), goes to the action SIGILL had before: a handler of the
+//!   program's is called with the same arguments (the library's stays installed); the
+//!   default action is put back and the handler returns, so the instruction raises
+//!   SIGILL again and the process ends as without the library. A program's own SIGILL
+//!   handler installed *before* the first meter keeps working; one installed *after*
+//!   replaces the library's, and the re-grant then is the program's to make;
 //! - a trapped counter read of a thread that holds the grant: the handler asks the
 //!   module to put it back (REGRANT, one `ioctl`, async-signal-safe) and returns, so
 //!   the read runs again; the counters' values are untouched, so the count stays exact,

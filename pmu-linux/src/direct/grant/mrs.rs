@@ -46,6 +46,14 @@ impl PmuRegister {
     }
 }
 
+/// PMUSERENR_EL0.EN (bit 0): every PMU register at EL0 (Arm ARM, PMUSERENR_EL0).
+pub const PMUSERENR_EN: u64 = 1 << 0;
+/// PMUSERENR_EL0.CR (bit 2): reads of PMCCNTR_EL0.
+pub const PMUSERENR_CR: u64 = 1 << 2;
+/// PMUSERENR_EL0.ER (bit 3): reads of the event counters (`PMEVCNTR<n>_EL0`,
+/// PMXEVCNTR_EL0) and reads and writes of PMSELR_EL0.
+pub const PMUSERENR_ER: u64 = 1 << 3;
+
 /// A decoded `MRS` (or `MSR`) of a PMU register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PmuRead {
@@ -56,6 +64,23 @@ pub struct PmuRead {
     /// An `MSR` (register): L = 0, bit 21. Only the programming grant (EN) allows
     /// writes from EL0.
     pub write: bool,
+}
+
+impl PmuRead {
+    /// The PMUSERENR_EL0 bits any one of which lets EL0 make this access (Arm ARM,
+    /// PMUSERENR_EL0's EN, ER and CR): EN for everything; ER also for the event
+    /// counters' reads and for PMSELR_EL0 both ways; CR also for PMCCNTR_EL0's read.
+    pub const fn permitted_by(self) -> u64 {
+        match (self.register, self.write) {
+            (PmuRegister::Control { crm: 12, op2: 5 }, _) => PMUSERENR_ER | PMUSERENR_EN,
+            (_, true) => PMUSERENR_EN,
+            (PmuRegister::CycleCounter, false) => PMUSERENR_CR | PMUSERENR_EN,
+            (PmuRegister::EventCounter(_) | PmuRegister::SelectedEventCounter, false) => {
+                PMUSERENR_ER | PMUSERENR_EN
+            }
+            _ => PMUSERENR_EN,
+        }
+    }
 }
 
 /// The `MRS` or `MSR` (register) of a PMU register that `insn` encodes, or `None`
@@ -160,6 +185,24 @@ mod tests {
                 write: true
             })
         );
+    }
+
+    /// What PMUSERENR_EL0 must hold for each access (Arm ARM, PMUSERENR_EL0: ER reads
+    /// the event counters and reads and writes PMSELR_EL0, CR reads the cycle counter,
+    /// EN allows everything); encodings as above, `msr pmselr_el0, x1` = 0xd51b9ca1
+    /// (GNU as 2.40).
+    #[test]
+    fn what_pmuserenr_must_hold() {
+        let bits = |insn| decode_pmu_mrs(insn).unwrap().permitted_by();
+        let (en, er, cr) = (PMUSERENR_EN, PMUSERENR_ER, PMUSERENR_CR);
+        assert_eq!(bits(0xd53b_e8a5), er | en); // mrs pmevcntr5_el0
+        assert_eq!(bits(0xd53b_9d42), er | en); // mrs pmxevcntr_el0
+        assert_eq!(bits(0xd53b_9caa), er | en); // mrs pmselr_el0
+        assert_eq!(bits(0xd51b_9ca1), er | en); // msr pmselr_el0
+        assert_eq!(bits(0xd53b_9d01), cr | en); // mrs pmccntr_el0
+        assert_eq!(bits(0xd51b_9d01), en); // msr pmccntr_el0
+        assert_eq!(bits(0xd53b_9c04), en); // mrs pmcr_el0
+        assert_eq!(bits(0xd53b_9e67), en); // mrs pmovsset_el0
     }
 
     /// Which reads a re-grant repairs: PMUSERENR_EL0.ER opens the event counters,

@@ -234,7 +234,7 @@ mod handler {
     use core::sync::atomic::{AtomicI32, Ordering};
     use std::sync::{Once, OnceLock};
 
-    use crate::direct::grant::mrs::{decode_pmu_mrs, PmuRegister};
+    use crate::direct::grant::mrs::{decode_pmu_mrs, PMUSERENR_EN};
     use crate::direct::grant::thread::{
         regrant_raw, Trap, GRANTED, GRANT_FD, TRAPPED, TRAPPED_ERRNO,
     };
@@ -246,11 +246,6 @@ mod handler {
     /// and its SIGILL goes to the previous action.
     static OWNER: AtomicI32 = AtomicI32::new(0);
     static INSTALL: Once = Once::new();
-
-    /// PMUSERENR_EL0.ER (bit 3) and CR (bit 2), EN (bit 0): Arm ARM, PMUSERENR_EL0.
-    const ER: u64 = 1 << 3;
-    const CR: u64 = 1 << 2;
-    const EN: u64 = 1 << 0;
 
     pub(super) fn install() {
         INSTALL.call_once(|| {
@@ -278,17 +273,37 @@ mod handler {
         });
     }
 
-    /// Restores the previous action: returning then re-executes the instruction,
-    /// which raises SIGILL again under it.
-    fn pass_on() {
-        if let Some(previous) = PREVIOUS.get() {
+    /// A SIGILL that is not ours goes to the action before ours: a handler of the
+    /// program's is called with the same arguments (and ours stays installed); the
+    /// default action (or SIG_IGN, which Linux overrides for a trap) is put back, and
+    /// returning re-executes the instruction, which raises SIGILL again under it.
+    fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+        let Some(previous) = PREVIOUS.get() else {
+            return;
+        };
+        let action = previous.sa_sigaction;
+        if action == libc::SIG_DFL || action == libc::SIG_IGN {
             // SAFETY: `previous` is the action sigaction gave us; sigaction is
             // async-signal-safe.
             unsafe { libc::sigaction(libc::SIGILL, previous, core::ptr::null_mut()) };
+        } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+            // SAFETY: with SA_SIGINFO the program installed a three-argument handler
+            // at this address (sigaction(2)); it gets what the kernel gave us.
+            let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                unsafe { core::mem::transmute(action) };
+            handler(signal, info, context);
+        } else {
+            // SAFETY: without SA_SIGINFO the program installed a one-argument handler.
+            let handler: extern "C" fn(libc::c_int) = unsafe { core::mem::transmute(action) };
+            handler(signal);
         }
     }
 
-    extern "C" fn on_sigill(_: libc::c_int, _: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    extern "C" fn on_sigill(
+        signal: libc::c_int,
+        info: *mut libc::siginfo_t,
+        context: *mut libc::c_void,
+    ) {
         // SAFETY: __errno_location gives this thread's errno, saved and restored
         // around the ioctl so that the interrupted code sees its own.
         let errno_slot = unsafe { libc::__errno_location() };
@@ -296,32 +311,28 @@ mod handler {
         let saved_errno = unsafe { *errno_slot };
         // SAFETY: getpid is async-signal-safe.
         if unsafe { libc::getpid() } != OWNER.load(Ordering::Relaxed) || context.is_null() {
-            return pass_on();
+            return pass_on(signal, info, context);
         }
         // SAFETY: with SA_SIGINFO the kernel passes the interrupted context as a
         // ucontext_t (sigaction(2)), valid for the handler's duration.
-        let context = unsafe { &mut *(context as *mut libc::ucontext_t) };
-        let pc = context.uc_mcontext.pc;
+        let uc = unsafe { &mut *(context as *mut libc::ucontext_t) };
+        let pc = uc.uc_mcontext.pc;
         if pc % 4 != 0 {
-            return pass_on();
+            return pass_on(signal, info, context);
         }
         // SAFETY: SIGILL's pc is the address of the instruction that was fetched
         // and found undefined: mapped and readable (the process's text; an
         // execute-only mapping would not reach here readable, see the crate doc).
         let insn = unsafe { core::ptr::read_volatile(pc as *const u32) };
         let Some(read) = decode_pmu_mrs(insn) else {
-            return pass_on();
+            return pass_on(signal, info, context);
         };
-        // The read grant repairs counter reads; the programming grant (EN) any access
-        // of a PMU register.
+        // The read grant repairs what ER and CR allow; the programming grant (EN) any
+        // access of a PMU register.
+        let needed = read.permitted_by();
         let programs = GRANTED.get() & uapi::GRANTED_PROGRAM != 0;
-        let needed = match read.register {
-            _ if read.write || !read.register.is_granted_counter_read() => EN,
-            PmuRegister::CycleCounter => CR | EN,
-            _ => ER | EN,
-        };
-        if needed == EN && !programs {
-            return pass_on();
+        if needed == PMUSERENR_EN && !programs {
+            return pass_on(signal, info, context);
         }
         let cause = if GRANT_FD.get() < 0 {
             Trap::NO_GRANT
@@ -346,9 +357,9 @@ mod handler {
         };
         TRAPPED.set(cause);
         if read.rt < 31 && !read.write {
-            context.uc_mcontext.regs[usize::from(read.rt)] = 0;
+            uc.uc_mcontext.regs[usize::from(read.rt)] = 0;
         }
-        context.uc_mcontext.pc = pc + 4;
+        uc.uc_mcontext.pc = pc + 4;
         // SAFETY: restores this thread's errno (above).
         unsafe { *errno_slot = saved_errno };
     }
