@@ -266,6 +266,45 @@ owners() {
 	klog
 }
 
+# pmu-linux under the module's default, per-thread grant (kmod_enable_user_uapi.h):
+# pmu-demo's direct measurement is exact and says which grant it got; a thread without
+# the grant is flagged, not killed (pmu-guest thread-grant); then beside `perf record -a
+# -F 1000`, whose overflow interrupts clear PMUSERENR_EL0 (drivers/perf/arm_pmuv3.c
+# armv8pmu_start), a loop of direct measurements on CPU 0: none killed, each exact or
+# refused with its reason, the re-grants counted.
+# perf records for THREAD_LIB_RECORD_S seconds of virtual time, not the 30 s asked for:
+# under -icount shift=0 a busy vCPU advances virtual time by 1 ns per instruction, so
+# 30 s of the loop would be 3*10^10 instructions, many minutes of TCG against the boot's
+# 420 s limit; 4 s is about 4000 samples per CPU at 1000 Hz.
+THREAD_LIB_RECORD_S=4
+thread_grant_lib() {
+	load thread-lib
+	cpu_wide=$(cat /sys/module/$NAME/parameters/cpu_wide 2>/dev/null || echo none)
+	dev=0
+	[ -c /dev/kmod_enable_user ] && dev=1
+	result thread-lib-mode cpu_wide=$cpu_wide device=$dev
+	demo thread-lib-cpu0 0 direct
+	pmu-guest thread-grant --cpu 0 --iterations 1000 2>/tmp/thread-grant.err
+	result thread-grant-exit status=$?
+	sed 's/^/STDERR thread-grant /' /tmp/thread-grant.err
+	rm -f /tmp/perf.data
+	perf record -a -F 1000 -o /tmp/perf.data -- sleep $THREAD_LIB_RECORD_S >/tmp/record.log 2>&1 &
+	rec=$!
+	waited=$(wait_for /tmp/perf.data)
+	i=0
+	while kill -0 $rec 2>/dev/null && [ $i -lt 60 ]; do
+		demo under-record-$i 0 direct
+		i=$((i + 1))
+	done
+	wait $rec
+	rc=$?
+	result record status=$rc waited=$waited measured=$i
+	sed 's/^/STDERR record /' /tmp/record.log
+	klog
+	unload thread-lib
+	klog
+}
+
 # On one Debian kernel, -cpu max -smp 2: the module's default load and exact counts;
 # Debian's perf and the direct read agree on the same block to the instruction; perf
 # stat -a across insmod, CPU offline/online, idle and rmmod shows no jump; after a
@@ -362,6 +401,7 @@ scenario_debian() {
 	klog
 	unload pua
 	klog
+	thread_grant_lib
 	finish
 }
 
