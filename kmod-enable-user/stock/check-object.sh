@@ -44,7 +44,7 @@ case $flavour in
 arm64)
 	prefix=aarch64-linux-gnu-
 	machine=AArch64
-	exports="kmod_eu_arm64_configure kmod_eu_arm64_apply kmod_eu_arm64_restore kmod_eu_arm64_access_names kmod_eu_arm64_grant_words"
+	exports="kmod_eu_arm64_configure kmod_eu_arm64_apply kmod_eu_arm64_restore kmod_eu_arm64_access_names kmod_eu_arm64_grant_words kmod_eu_arm64_withhold kmod_eu_arm64_thread_in kmod_eu_arm64_thread_out kmod_eu_arm64_thread_regrant"
 	# V/Q/D/S/H/B registers of FP/AdvSIMD, Z/P registers of SVE.
 	fp_regs='[vqdshbz][0-9]{1,2}|p[0-9]{1,2}'
 	# What apply_relocate_add() handles (arch/arm64/kernel/module.c, Linux 6.12).

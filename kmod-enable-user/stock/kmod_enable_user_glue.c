@@ -67,6 +67,42 @@
 MODULE_LICENSE("Dual MIT/GPL");
 MODULE_AUTHOR("PMU workspace contributors");
 
+/*
+ * Which grant, and who gets it: the same three parameters in every flavour. The
+ * per-thread grant needs the scheduler's preempt notifiers (CONFIG_PREEMPT_NOTIFIERS)
+ * and is built for arm64 only; elsewhere the load is refused unless cpu_wide=1 says
+ * that every process may read the counters.
+ */
+static bool cpu_wide;
+module_param(cpu_wide, bool, 0444);
+MODULE_PARM_DESC(cpu_wide, "1: grant EL0 access CPU-wide, to every process on every CPU (no device); 0 (default): only threads that opened /dev/" "kmod_enable_user" " and asked get it, only while they run (arm64 kernels with CONFIG_PREEMPT_NOTIFIERS; elsewhere cpu_wide=1 is required)");
+
+static int group = -1;
+module_param(group, int, 0444);
+MODULE_PARM_DESC(group, "Per-thread mode: the numeric gid whose members may open /dev/kmod_enable_user (CAP_PERFMON or CAP_SYS_ADMIN always may); default -1: none");
+
+static bool follow = true;
+module_param(follow, bool, 0444);
+MODULE_PARM_DESC(follow, "Per-thread mode: the module's counters follow the granted thread (saved when it is switched out, written back when it is switched in, on whichever CPU); default 1");
+
+#if defined(CONFIG_ARM64) && defined(CONFIG_PREEMPT_NOTIFIERS)
+#define EU_PER_THREAD 1
+#else
+#define EU_PER_THREAD 0
+/* The refusal of cpu_wide=0 where the per-thread grant cannot be built. */
+static int eu_refuse_per_thread(void)
+{
+	if (cpu_wide)
+		return 0;
+#ifdef CONFIG_ARM64
+	pr_err("cpu_wide=0 (the default) grants per thread through the scheduler's preempt notifiers, and this kernel has no CONFIG_PREEMPT_NOTIFIERS (arm64 has it with KVM): load with cpu_wide=1 to let every process read the counters CPU-wide: refusing to load\n");
+#else
+	pr_err("cpu_wide=0 (the default) grants per thread, which this module builds for arm64 kernels with CONFIG_PREEMPT_NOTIFIERS only (32-bit ARM: not built; Debian's armmp kernels have no preempt notifiers): load with cpu_wide=1 to let every process read the counters CPU-wide: refusing to load\n");
+#endif
+	return -EOPNOTSUPP;
+}
+#endif
+
 void __noreturn kmod_enable_user_rust_panic(void)
 {
 	panic(KBUILD_MODNAME ": panic in the Rust object\n");
@@ -264,6 +300,15 @@ static void apply_on_cpu(void *info)
 	if (st->error)
 		return;
 	eu_apply(st, &config);
+#if EU_PER_THREAD
+	/*
+	 * Per-thread mode: the counters run, but PMUSERENR_EL0 gets back at once what the
+	 * apply found; only a granted thread's switch-in opens them. This callback never
+	 * runs in a granted thread (the CPU's hotplug thread, idle, a kworker).
+	 */
+	if (!cpu_wide && !st->error && st->applied)
+		kmod_eu_arm64_withhold(st);
+#endif
 }
 
 static void restore_on_cpu(void *info)
@@ -290,6 +335,14 @@ static int report_apply(unsigned int cpu, const eu_cpu_t *st,
 {
 	switch (st->error) {
 	case 0:
+		if (EU_PER_THREAD && !cpu_wide) {
+			pr_info("cpu%u: counters for " EU_EL0 ": %s, started 0x%llx, kept running 0x%llx" EU_PERF_HOLDS "; " EU_USERENR " left 0x%llx: the grant (%s: %s) is set only while a granted thread runs [%s]\n",
+				cpu, layout, (u64)(st->owned & ~st->kept), (u64)st->kept
+				EU_PERF_HOLDS_ARG(st), (u64)st->found_userenr,
+				eu_access_names(st->new_userenr),
+				eu_grant_words(st->new_userenr), why);
+			break;
+		}
 		pr_info("cpu%u: " EU_USERENR " 0x%llx -> 0x%llx (%s: %s) [%s]; counters for " EU_EL0 ": %s, started 0x%llx, kept running 0x%llx" EU_PERF_HOLDS "\n",
 			cpu, (u64)st->found_userenr, (u64)st->new_userenr,
 			eu_access_names(st->new_userenr),
@@ -393,7 +446,8 @@ static int kmod_eu_cpu_offline(unsigned int cpu)
 	pr_info("cpu%u: " EU_USERENR " 0x%llx -> 0x%llx (%s)%s; counters released 0x%llx, left to perf 0x%llx\n",
 		cpu, (u64)st->found_userenr, (u64)st->new_userenr,
 		eu_access_names(st->new_userenr),
-		st->found_userenr != granted ? " (perf had rewritten it: left as perf wrote it)" : "",
+		st->found_userenr != granted && (cpu_wide || !EU_PER_THREAD) ?
+		" (perf had rewritten it: left as perf wrote it)" : "",
 		(u64)st->released, (u64)st->taken);
 	return 0;
 }
@@ -548,6 +602,251 @@ static const struct kernel_param_ops regrant_ops = {
 module_param_cb(regrant, &regrant_ops, NULL, 0200);
 MODULE_PARM_DESC(regrant, "Write-only (root): write 1 to put the grant back on every online CPU (after perf revoked it)");
 
+#if EU_PER_THREAD
+/*
+ * The per-thread grant (the default, cpu_wide=0): /dev/kmod_enable_user, and the
+ * scheduler's preempt notifiers of each granted thread.
+ *
+ * Why preempt notifiers: they are the one hook a module gets into a given task's
+ * context switches, on whichever CPU (include/linux/preempt.h: struct
+ * preempt_ops.sched_in/sched_out, CONFIG_PREEMPT_NOTIFIERS, which arm64 selects with
+ * KVM). Both run after perf's own switch work (kernel/sched/core.c, Linux 6.12 and
+ * 7.3: prepare_task_switch calls perf_event_task_sched_out before
+ * fire_sched_out_preempt_notifiers; finish_task_switch calls perf_event_task_sched_in
+ * before fire_sched_in_preempt_notifiers), so a PMUSERENR_EL0 write by perf's
+ * sched-in (armv8pmu_start through perf_pmu_enable) cannot undo the grant, and the
+ * switch-out puts back what the switch-in found. sched_out runs with the runqueue
+ * lock held (interrupts off); sched_in after it is released, so the switch-in turns
+ * interrupts off itself (perf's overflow handler writes PMUSERENR_EL0 too).
+ *
+ * preempt_notifier_register/unregister act on `current` and the list is walked only
+ * during that task's own context switches: the granted thread links and unlinks its
+ * notifier itself. A release from another task (the fd shared with a thread, passed
+ * over a socket, or the thread gone) unlinks inside stop_machine(): every online CPU
+ * runs the stopper then, so no context switch walks any list meanwhile, and the
+ * thread, not running, has had its switch-out. The file holds a task reference while
+ * the notifier is linked. A child after fork(2) starts with an empty list
+ * (__sched_fork: INIT_HLIST_HEAD(&p->preempt_notifiers)): it traps.
+ */
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/pid.h>
+#include <linux/sched/task.h>
+#include <linux/stop_machine.h>
+#include <linux/uaccess.h>
+
+#include "kmod_enable_user_uapi.h"
+
+static_assert(sizeof(struct kmod_eu_grant) == 24);
+
+/* One open file of the device. */
+struct eu_file {
+	struct preempt_notifier pn;
+	/* The process (thread group) that opened the file. */
+	struct pid *opener;
+	/* Serializes GRANT, REGRANT and the grant's state of this file. */
+	struct mutex lock;
+	/* The granted thread (a reference held), NULL before GRANT. */
+	struct task_struct *task;
+	/* Switch-in/out state; written only on the thread's CPU with interrupts off. */
+	struct kmod_eu_thread thread;
+};
+
+static struct preempt_ops eu_preempt_ops;
+
+static void eu_sched_in(struct preempt_notifier *pn, int cpu)
+{
+	struct eu_file *f = container_of(pn, struct eu_file, pn);
+	unsigned long flags;
+
+	local_irq_save(flags);
+	/* No grant on a CPU the module does not run (cpus=, perf holds a counter). */
+	if (slots && (unsigned int)cpu < nr_cpu_ids && slots[cpu].applied)
+		kmod_eu_arm64_thread_in(&f->thread, &config, follow);
+	local_irq_restore(flags);
+}
+
+static void eu_sched_out(struct preempt_notifier *pn, struct task_struct *next)
+{
+	struct eu_file *f = container_of(pn, struct eu_file, pn);
+
+	/* Interrupts are off here (the runqueue lock): on the CPU it was switched in on. */
+	kmod_eu_arm64_thread_out(&f->thread, follow);
+}
+
+static struct preempt_ops eu_preempt_ops = {
+	.sched_in = eu_sched_in,
+	.sched_out = eu_sched_out,
+};
+
+static int eu_open(struct inode *inode, struct file *file)
+{
+	struct eu_file *f;
+
+	if (!(group >= 0 && in_group_p(make_kgid(&init_user_ns, group))) &&
+	    !perfmon_capable())
+		return -EACCES;
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	mutex_init(&f->lock);
+	preempt_notifier_init(&f->pn, &eu_preempt_ops);
+	f->opener = get_pid(task_tgid(current));
+	file->private_data = f;
+	return 0;
+}
+
+/* Whether the calling thread holds a grant through any file (preemption off). */
+static bool eu_current_granted(void)
+{
+	struct preempt_notifier *pn;
+
+	/* Only `current` links or unlinks its own list outside stop_machine(). */
+	hlist_for_each_entry(pn, &current->preempt_notifiers, link)
+		if (pn->ops == &eu_preempt_ops)
+			return true;
+	return false;
+}
+
+static long eu_grant(struct eu_file *f, void __user *arg)
+{
+	struct kmod_eu_grant req;
+	u64 layout_mask = eu_layout_mask();
+	unsigned long flags;
+	bool busy;
+
+	if (task_tgid(current) != f->opener)
+		return -EPERM;
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (req.size != sizeof(req) || req.flags != 0)
+		return -EINVAL;
+	if (!req.counters)
+		req.counters = layout_mask;
+	if (req.counters & ~layout_mask)
+		return -EINVAL;
+	mutex_lock(&f->lock);
+	preempt_disable();
+	busy = f->task || eu_current_granted();
+	preempt_enable();
+	if (busy) {
+		mutex_unlock(&f->lock);
+		return -EBUSY;
+	}
+	req.granted = (follow ? KMOD_EU_GRANTED_FOLLOW : 0) |
+		      (el0_programming ? KMOD_EU_GRANTED_PROGRAM : 0);
+	req.reserved = 0;
+	/* Before the grant: a failed copy changes nothing. */
+	if (copy_to_user(arg, &req, sizeof(req))) {
+		mutex_unlock(&f->lock);
+		return -EFAULT;
+	}
+	f->thread = (struct kmod_eu_thread){ .counters = req.counters };
+	get_task_struct(current);
+	f->task = current;
+	preempt_disable();
+	preempt_notifier_register(&f->pn);
+	/* As a switch-in now, on this CPU: the grant starts at once. */
+	local_irq_save(flags);
+	eu_sched_in(&f->pn, smp_processor_id());
+	local_irq_restore(flags);
+	preempt_enable();
+	mutex_unlock(&f->lock);
+	return 0;
+}
+
+static long eu_regrant(struct eu_file *f)
+{
+	unsigned int cpu;
+	unsigned long flags;
+	long ret = 0;
+
+	mutex_lock(&f->lock);
+	if (f->task != current) {
+		mutex_unlock(&f->lock);
+		return -ENOENT;
+	}
+	preempt_disable();
+	local_irq_save(flags);
+	cpu = smp_processor_id();
+	/* No module counters here, or perf evicted the keeper (PMCR_EL0.E may be off). */
+	if (!slots || !slots[cpu].applied || kmod_eu_perf_grant_check_here(0))
+		ret = -EBUSY;
+	else
+		kmod_eu_arm64_thread_regrant(&f->thread, &config);
+	local_irq_restore(flags);
+	preempt_enable();
+	mutex_unlock(&f->lock);
+	return ret;
+}
+
+static long eu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct eu_file *f = file->private_data;
+
+	switch (cmd) {
+	case KMOD_EU_IOC_GRANT:
+		return eu_grant(f, (void __user *)arg);
+	case KMOD_EU_IOC_REGRANT:
+		return eu_regrant(f);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* In stop_machine(): no CPU is in a context switch, the thread is switched out. */
+static int eu_unlink_remote(void *data)
+{
+	struct eu_file *f = data;
+
+	hlist_del(&f->pn.link);
+	return 0;
+}
+
+static int eu_release(struct inode *inode, struct file *file)
+{
+	struct eu_file *f = file->private_data;
+	unsigned long flags;
+
+	if (f->task == current) {
+		preempt_disable();
+		local_irq_save(flags);
+		kmod_eu_arm64_thread_out(&f->thread, follow);
+		local_irq_restore(flags);
+		preempt_notifier_unregister(&f->pn);
+		preempt_enable();
+	} else if (f->task) {
+		/* Another task's list: see the comment at the top of this part. */
+		stop_machine(eu_unlink_remote, f, NULL);
+	}
+	if (f->task)
+		put_task_struct(f->task);
+	put_pid(f->opener);
+	kfree(f);
+	return 0;
+}
+
+/* .owner: rmmod is refused (in use) while a file is open. */
+static const struct file_operations eu_fops = {
+	.owner = THIS_MODULE,
+	.open = eu_open,
+	.release = eu_release,
+	.unlocked_ioctl = eu_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice eu_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = KMOD_EU_DEVICE_NAME,
+	.fops = &eu_fops,
+	/* Anyone may try; open() checks group= and CAP_PERFMON. */
+	.mode = 0666,
+};
+#endif
+
 /* What the load grants, for its log line: PMUv2 gets EN alone (rust: pmuserenr_for). */
 static u32 eu_granted_bits(void)
 {
@@ -565,6 +864,11 @@ static int __init kmod_enable_user_init(void)
 	const char *why;
 	int ret;
 
+#if !EU_PER_THREAD
+	ret = eu_refuse_per_thread();
+	if (ret)
+		return ret;
+#endif
 #ifndef CONFIG_ARM64
 	/*
 	 * Before any ARMv7 instruction: the object's cp15 c9 accesses and `isb` are
@@ -602,6 +906,11 @@ static int __init kmod_enable_user_init(void)
 	ret = cpu_pm_register_notifier(&kmod_eu_cpu_pm_nb);
 	if (ret)
 		goto free_slots;
+#if EU_PER_THREAD
+	/* preempt_notifier_register warns unless the scheduler's static key is on. */
+	if (!cpu_wide)
+		preempt_notifier_inc();
+#endif
 	WRITE_ONCE(installing, true);
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "perf/kmod_enable_user:online",
 				kmod_eu_cpu_online, kmod_eu_cpu_offline);
@@ -610,9 +919,36 @@ static int __init kmod_enable_user_init(void)
 		goto unregister;
 	/* For CPUHP_AP_ONLINE_DYN the positive return value is the allocated state. */
 	hp_state = ret;
+#if EU_PER_THREAD
+	if (!cpu_wide) {
+		ret = misc_register(&eu_misc);
+		if (ret) {
+			pr_err("cannot register /dev/" KMOD_EU_DEVICE_NAME " (%pe): refusing to load\n",
+			       ERR_PTR(ret));
+			cpuhp_remove_state(hp_state);
+			goto unregister;
+		}
+	}
+#endif
 	mutex_lock(&state_lock);
 	live = true;
 	mutex_unlock(&state_lock);
+#if EU_PER_THREAD
+	if (!cpu_wide) {
+		pr_info("loaded, per-thread grant (cpu_wide=0): the module's counters run on every online CPU and on CPUs that come online later (" EU_VERSION "=0x%x, %u event counters); " EU_COUNTING "\n",
+			eu_version(config), config.event_counters, layout);
+		char who[48] = "no group= given";
+
+		if (group >= 0)
+			snprintf(who, sizeof(who), "members of group %d", group);
+		pr_info("who reads what: threads that opened /dev/" KMOD_EU_DEVICE_NAME " (%s, and CAP_PERFMON or CAP_SYS_ADMIN holders) and asked with KMOD_EU_IOC_GRANT get " EU_USERENR " %s (%s) only while they run, on whichever CPU%s; everybody else traps, their other threads and their children too\n",
+			who, eu_access_names(eu_granted_bits()),
+			eu_grant_words(eu_granted_bits()),
+			follow ? ", and the module's counters follow them (follow=1: saved at switch-out, written back at switch-in)" :
+				 "; the counters are the CPU's (follow=0: a region that spans a switch counts whoever ran)");
+		pr_info("rmmod is refused (in use) while a file of /dev/" KMOD_EU_DEVICE_NAME " is open\n");
+	} else
+#endif
 	pr_info("loaded: " EU_USERENR " = %s (%s) on every online CPU and on CPUs that come online later (" EU_VERSION "=0x%x, %u event counters); " EU_COUNTING "\n",
 		eu_access_names(eu_granted_bits()),
 		eu_grant_words(eu_granted_bits()),
@@ -627,11 +963,17 @@ static int __init kmod_enable_user_init(void)
 			config.event_counters - (unsigned int)hweight64(eu_layout_mask()));
 	if (el0_programming)
 		pr_warn("el0_programming=1: every process may now program the PMU: count at " EU_EL1 " (a side channel into the kernel), and stop or reset perf's counters and the watchdog\n");
+	else if (cpu_wide || !EU_PER_THREAD)
+		pr_warn("cpu_wide=1: every process may now read every event counter of its CPU, perf's included, bypassing perf_event_paranoid, LSM and seccomp (a timing side channel)\n");
 	else
-		pr_warn("every process may now read every event counter of its CPU, perf's included, bypassing perf_event_paranoid, LSM and seccomp (a timing side channel)\n");
+		pr_warn("a granted thread may read every event counter of its CPU while it runs (" EU_USERENR ".ER), perf's included; before PMUv3p9 ER cannot be narrowed to the module's counters\n");
 	return 0;
 
 unregister:
+#if EU_PER_THREAD
+	if (!cpu_wide)
+		preempt_notifier_dec();
+#endif
 	cpu_pm_unregister_notifier(&kmod_eu_cpu_pm_nb);
 	synchronize_rcu();
 free_slots:
@@ -643,6 +985,11 @@ free_slots:
 
 static void __exit kmod_enable_user_exit(void)
 {
+#if EU_PER_THREAD
+	/* No file is open (.owner holds the module while one is): no notifier is linked. */
+	if (!cpu_wide)
+		misc_deregister(&eu_misc);
+#endif
 	mutex_lock(&state_lock);
 	live = false;
 	mutex_unlock(&state_lock);
@@ -658,6 +1005,10 @@ static void __exit kmod_enable_user_exit(void)
 	kmod_eu_perf_exit();
 	kfree(slots);
 	slots = NULL;
+#if EU_PER_THREAD
+	if (!cpu_wide)
+		preempt_notifier_dec();
+#endif
 	pr_info("unloaded: " EU_EL0 " access revoked, the module's counters released on every online CPU\n");
 }
 
@@ -704,6 +1055,9 @@ static int __init kmod_enable_user_init(void)
 	const char *why;
 	int ret;
 
+	ret = eu_refuse_per_thread();
+	if (ret)
+		return ret;
 	if (!kmod_eu_armv6_is_arm1176(midr)) {
 		pr_err("not an ARM1176 (MIDR 0x%08x, part 0x%03x; SUNAVCR exists only there): this is the ARMv6 flavour; an ARMv7 or later CPU (Raspberry Pi 2/3/4/5 on a 32-bit kernel) takes the ARMv7 flavour (make FLAVOUR=armv7): refusing to load\n",
 		       midr, kmod_eu_armv6_part_number(midr));

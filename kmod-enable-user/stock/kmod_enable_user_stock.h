@@ -73,6 +73,28 @@ void kmod_eu_arm64_apply(struct kmod_eu_cpu *st, const struct kmod_eu_config *cf
 void kmod_eu_arm64_restore(struct kmod_eu_cpu *st, const struct kmod_eu_config *cfg);
 const char *kmod_eu_arm64_access_names(u64 bits);
 const char *kmod_eu_arm64_grant_words(u64 bits);
+
+/* One granted thread (Rust: pmu_armv8::user_enable::thread::ThreadGrant). */
+struct kmod_eu_thread {
+	u64 counters;		/* the counters granted, PMCNTENSET_EL0 bits */
+	u64 saved_userenr;	/* PMUSERENR_EL0 found at the last switch-in */
+	u64 saved_acr;		/* PMUACR_EL1 found then (PMUv3p9) */
+	u64 granted_userenr;	/* PMUSERENR_EL0 written then */
+	u64 granted_acr;	/* PMUACR_EL1 written then (0: not written) */
+	u64 values[31];		/* the counters at the last switch-out (follow=1) */
+	bool on_cpu;		/* switched in: the grant is on its CPU */
+	bool saved;		/* values[] holds a switch-out's values */
+	u8 reserved[6];
+};
+static_assert(sizeof(struct kmod_eu_thread) == 296);
+static_assert(offsetof(struct kmod_eu_thread, values) == 40);
+static_assert(offsetof(struct kmod_eu_thread, on_cpu) == 288);
+
+u64 kmod_eu_arm64_withhold(const struct kmod_eu_cpu *st);
+void kmod_eu_arm64_thread_in(struct kmod_eu_thread *t, const struct kmod_eu_config *cfg,
+			     bool follow);
+void kmod_eu_arm64_thread_out(struct kmod_eu_thread *t, bool follow);
+int kmod_eu_arm64_thread_regrant(struct kmod_eu_thread *t, const struct kmod_eu_config *cfg);
 #endif
 
 #if defined(CONFIG_ARM) && defined(KMOD_EU_ARMV7)

@@ -174,7 +174,7 @@ scenario_grant() {
 		cycles=0
 		refused=0
 		while [ ! -e /tmp/across.done ]; do
-			if taskset -c 1 insmod "$MODULE" 2>/dev/null; then
+			if taskset -c 1 insmod "$MODULE" $MODE 2>/dev/null; then
 				taskset -c 1 rmmod "$NAME" && cycles=$((cycles + 1))
 			else
 				refused=$((refused + 1))
@@ -207,7 +207,7 @@ scenario_grant() {
 		while [ ! -s /tmp/wide.started ]; do sleep 0.01; done
 		cycles=0
 		while [ ! -e /tmp/wide.done ]; do
-			taskset -c 1 insmod "$MODULE" && taskset -c 1 rmmod "$NAME" && cycles=$((cycles + 1))
+			taskset -c 1 insmod "$MODULE" $MODE && taskset -c 1 rmmod "$NAME" && cycles=$((cycles + 1))
 		done
 		echo $cycles >/tmp/wide.cycles
 	) &

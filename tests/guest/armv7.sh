@@ -42,7 +42,7 @@ sentinel_demo() {
 
 # insmod of the ARMv6 flavour (SUNAVCR, for the ARM1176): refused on an ARMv7 CPU.
 load_other_flavour() {
-	insmod "$OTHER_FLAVOUR" 2>/tmp/insmod.err
+	insmod "$OTHER_FLAVOUR" $MODE 2>/tmp/insmod.err
 	rc=$?
 	msg=$(head -n 1 /tmp/insmod.err | sed 's/.*: //; s/ /_/g')
 	result insmod tag=other-flavour rc=$rc loaded=$(module_loaded) error=${msg:-none}

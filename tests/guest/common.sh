@@ -20,6 +20,14 @@ stock) MODULE=/lib/modules/stock/kmod_enable_user.ko ;;
 *) MODULE=/lib/modules/kmod_enable_user.ko ;;
 esac
 NAME=kmod_enable_user
+# The grant the scenarios load: `cpu_wide=1`, the CPU-wide grant they test, for the stock
+# flavour (its per-thread default needs CONFIG_PREEMPT_NOTIFIERS: the test kernels and
+# Debian's armmp kernels have none, and there it refuses to load without cpu_wide=1);
+# the Rust-for-Linux flavour is CPU-wide only and has no such parameter.
+case "${flavour:-rust}" in
+stock) MODE=cpu_wide=1 ;;
+*) MODE= ;;
+esac
 
 result() {
 	echo "RESULT $*"
@@ -56,15 +64,25 @@ hotplug_states() {
 	grep -c "$NAME" /sys/devices/system/cpu/hotplug/states
 }
 
-# insmod with its exit status and first error line as a RESULT line.
+# insmod ($MODE first) with its exit status and first error line as a RESULT line.
 # usage: load TAG [module parameters…]
 load() {
 	tag=$1
 	shift
-	insmod "$MODULE" "$@" 2>/tmp/insmod.err
+	# shellcheck disable=SC2086 # MODE is empty or one word
+	insmod "$MODULE" $MODE "$@" 2>/tmp/insmod.err
 	rc=$?
 	msg=$(head -n 1 /tmp/insmod.err | sed 's/.*: //; s/ /_/g')
 	result insmod tag=$tag rc=$rc loaded=$(module_loaded) error=${msg:-none}
+}
+
+# `load` without $MODE: the module's own default grant (per-thread on arm64 kernels with
+# CONFIG_PREEMPT_NOTIFIERS; refused elsewhere). usage: load_default_mode TAG [parameters…]
+load_default_mode() {
+	mode_saved=$MODE
+	MODE=
+	load "$@"
+	MODE=$mode_saved
 }
 
 unload() {
@@ -149,7 +167,8 @@ stress_cycles() {
 	unload_fail=0
 	i=0
 	while [ $i -lt "$cycles" ]; do
-		insmod "$MODULE" "$@" || load_fail=$((load_fail + 1))
+		# shellcheck disable=SC2086 # MODE is empty or one word
+		insmod "$MODULE" $MODE "$@" || load_fail=$((load_fail + 1))
 		rmmod "$NAME" || unload_fail=$((unload_fail + 1))
 		i=$((i + 1))
 	done

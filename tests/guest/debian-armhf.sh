@@ -41,6 +41,10 @@ scenario_armhf() {
 	cpu_line
 	perf_line
 	demo before-cpu0 0 direct
+	# The per-thread default needs CONFIG_PREEMPT_NOTIFIERS, which armmp lacks: refused
+	# with its reason; the loads below pass cpu_wide=1 (MODE, common.sh).
+	load_default_mode per-thread el0_programming=1
+	klog
 	load default
 	klog
 	load programming el0_programming=1

@@ -289,6 +289,14 @@ impl crate::user_enable::UserAccessRegisters for El1UserAccess {
         }
     }
 
+    fn pmevcntr(&self, n: u8) -> u64 {
+        match (self.pmuv3, EventCounter::new(n)) {
+            // SAFETY: see above; `n` below PMCR_EL0.N is the trait's contract.
+            (true, Some(counter)) => unsafe { asm::read_pmevcntr_el0_direct(counter) },
+            _ => 0,
+        }
+    }
+
     fn set_pmevcntr(&self, n: u8, value: u64) {
         if let (true, Some(counter)) = (self.pmuv3, EventCounter::new(n)) {
             // SAFETY: see above; `n` below PMCR_EL0.N is the trait's contract.

@@ -402,6 +402,8 @@ pub enum UserAccessOp {
     WritePmevtyper(u8, u64),
     /// `PMEVCNTR<n>_EL0` write.
     WritePmevcntr(u8, u64),
+    /// `PMEVCNTR<n>_EL0` read.
+    ReadPmevcntr(u8),
     /// PMCCNTR_EL0 write.
     WritePmccntr(u64),
     /// PMINTENCLR_EL1 and PMOVSCLR_EL0 writes of the same mask.
@@ -422,6 +424,7 @@ impl UserAccessOp {
                 | Self::ReadPmcntenset
                 | Self::ReadPmccfiltr
                 | Self::ReadPmevtyper(_)
+                | Self::ReadPmevcntr(_)
                 | Self::ReadPmuacr
         )
     }
@@ -666,6 +669,11 @@ impl UserAccessRegisters for FakeUserAccess {
     fn set_pmevtyper(&self, n: u8, value: u64) {
         self.record(UserAccessOp::WritePmevtyper(n, value));
         self.pmevtyper[usize::from(n)].set(value);
+    }
+
+    fn pmevcntr(&self, n: u8) -> u64 {
+        self.record(UserAccessOp::ReadPmevcntr(n));
+        self.counters[usize::from(n)].get()
     }
 
     fn set_pmevcntr(&self, n: u8, value: u64) {

@@ -204,6 +204,8 @@ pub trait UserAccessRegisters {
     fn pmevtyper(&self, n: u8) -> u64;
     /// Writes `PMEVTYPER<n>_EL0` (no barrier), `n` below PMCR_EL0.N.
     fn set_pmevtyper(&self, n: u8, value: u64);
+    /// `PMEVCNTR<n>_EL0`, `n` below PMCR_EL0.N.
+    fn pmevcntr(&self, n: u8) -> u64;
     /// Writes `PMEVCNTR<n>_EL0` (no barrier), `n` below PMCR_EL0.N.
     fn set_pmevcntr(&self, n: u8, value: u64);
     /// Writes PMCCNTR_EL0 (no barrier).
@@ -721,7 +723,7 @@ pub struct Applied {
 /// PMCCNTR_EL0 when CR is (bit numbers as PMCNTENSET_EL0: `P<n>` = bit n, C = bit 31).
 fn scoped_grant(
     access: UserAccess,
-    layout: &Layout,
+    counters: u64,
     outside_pmuserenr: u64,
     outside_pmuacr: u64,
 ) -> (u64, Option<u64>) {
@@ -731,7 +733,7 @@ fn scoped_grant(
     }
     let mut own = 0;
     if bits & ER != 0 {
-        own |= layout.mask() & PMUACR_EVENT_COUNTERS;
+        own |= counters & PMUACR_EVENT_COUNTERS;
     }
     if bits & CR != 0 {
         own |= PMUACR_CYCLE_COUNTER;
@@ -1030,7 +1032,7 @@ pub fn apply<R: UserAccessRegisters>(
     let (new_pmuserenr, new_pmuacr) = if scoped {
         scoped_grant(
             request.user_access,
-            &layout,
+            layout.mask(),
             outside_pmuserenr,
             outside_pmuacr,
         )
@@ -1183,6 +1185,8 @@ pub fn grant_words(value: u64) -> &'static CStr {
         c"nothing"
     }
 }
+
+pub mod thread;
 
 #[cfg(test)]
 mod tests;

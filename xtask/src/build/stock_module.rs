@@ -38,6 +38,7 @@ pub const SOURCES: &[&str] = &[
     "kmod_enable_user_perf.h",
     "kmod_enable_user_owners.c",
     "kmod_enable_user_owners.h",
+    "kmod_enable_user_uapi.h",
 ];
 
 /// What the module is called, in both flavours (they are alternatives).

@@ -276,6 +276,37 @@ macro_rules! pmu_numbered {
             }
         }
 
+        /// Reads `PMEVCNTR<n>_EL0` for `counter` = n through a `match` (one `mrs` per
+        /// n), not [`read_pmevcntr_el0`]'s computed branch: for code that must have
+        /// no indirect branch (the stock kernel module: BTI kernels, and
+        /// `-Cjump-tables=no`), where a few compares per read do not matter.
+        ///
+        /// # Safety
+        ///
+        /// The module's shared contract: PMUv3 implemented, access permitted at the
+        /// current Exception level, n below PMCR_EL0.N.
+        #[cfg(target_arch = "aarch64")]
+        #[inline(always)]
+        pub unsafe fn read_pmevcntr_el0_direct(counter: EventCounter) -> u64 {
+            let value: u64;
+            // SAFETY: the caller upholds the module contract, so PMEVCNTR<n>_EL0
+            // exists and may be read; `mrs` only writes the output register.
+            unsafe {
+                match counter.index() {
+                    $(
+                        $n => asm!(
+                            concat!("mrs {value}, pmevcntr", stringify!($n), "_el0"),
+                            value = out(reg) value,
+                            options(nostack, preserves_flags),
+                        ),
+                    )*
+                    // `EventCounter` is always 0..=30: never taken.
+                    _ => value = 0,
+                }
+            }
+            value
+        }
+
         /// Reads `PMEVTYPER<n>_EL0` for `counter` = n.
         ///
         /// # Safety

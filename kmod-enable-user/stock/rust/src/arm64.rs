@@ -6,7 +6,7 @@
 use core::ffi::{c_char, CStr};
 
 use pmu_armv8::user_enable::{
-    self, Applied, ApplyError, Layout, ModuleEvents, Request, Sentinel, UserAccess,
+    self, thread, Applied, ApplyError, Layout, ModuleEvents, Request, Sentinel, UserAccess,
     UserAccessError, UserAccessRegisters,
 };
 use pmu_armv8::{El1UserAccess, EventNumber, PmuVersion};
@@ -342,4 +342,114 @@ pub extern "C" fn kmod_eu_arm64_access_names(bits: u64) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn kmod_eu_arm64_grant_words(bits: u64) -> *const c_char {
     user_enable::grant_words(bits).as_ptr()
+}
+
+/// One granted thread (C: `struct kmod_eu_thread`): [`thread::ThreadGrant`].
+pub type KmodEuThread = thread::ThreadGrant;
+
+// The C declaration has the same size and offsets (checked there with static_assert too).
+const _: () = assert!(core::mem::size_of::<KmodEuThread>() == 296);
+const _: () = assert!(core::mem::offset_of!(KmodEuThread, values) == 40);
+const _: () = assert!(core::mem::offset_of!(KmodEuThread, on_cpu) == 288);
+
+/// The grant's bits (`user_access`, EN with `el0_programming`), as checked at load.
+fn thread_access(cfg: &KmodEuConfig) -> Option<UserAccess> {
+    UserAccess::new(u64::from(cfg.user_access), cfg.el0_programming).ok()
+}
+
+/// Per-thread mode, after [`kmod_eu_arm64_apply`] succeeded on this CPU:
+/// [`thread::withhold`]: PMUSERENR_EL0 gets back what apply found beside the grant.
+/// Returns PMUSERENR_EL0 as left.
+///
+/// # Safety
+///
+/// As for [`kmod_eu_arm64_apply`], with `st` filled by it on this CPU.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_arm64_withhold(st: *const KmodEuCpu) -> u64 {
+    // SAFETY: valid or null by the caller's contract.
+    let Some(st) = (unsafe { st.as_ref() }) else {
+        return 0;
+    };
+    if !st.grant.applied {
+        return 0;
+    }
+    // SAFETY: EL1, interrupts off on this CPU, which the module programmed:
+    // `El1UserAccess::new`'s contract; withholding takes access away.
+    let regs = unsafe { El1UserAccess::new() };
+    thread::withhold(&regs, &st.applied())
+}
+
+/// A granted thread is switched in on this CPU: [`thread::switch_in`].
+///
+/// # Safety
+///
+/// `t` and `cfg` valid (or null: nothing happens), `cfg` accepted by
+/// [`kmod_eu_arm64_configure`]; at EL1 with interrupts off, on a CPU whose grant
+/// [`kmod_eu_arm64_apply`] installed (so the module's counters run there), in the
+/// context switch to the thread `t` belongs to.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_arm64_thread_in(
+    t: *mut KmodEuThread,
+    cfg: *const KmodEuConfig,
+    follow: bool,
+) {
+    // SAFETY: valid or null by the caller's contract.
+    let (Some(t), Some(cfg)) = (unsafe { t.as_mut() }, unsafe { cfg.as_ref() }) else {
+        return;
+    };
+    let Some(access) = thread_access(cfg) else {
+        return;
+    };
+    // SAFETY: EL1, interrupts off, the module's grant decided for this thread: the
+    // contract of `El1UserAccess::new`.
+    let regs = unsafe { El1UserAccess::new() };
+    thread::switch_in(&regs, t, access, follow);
+}
+
+/// A granted thread is switched out (or gives its grant up) on this CPU:
+/// [`thread::switch_out`].
+///
+/// # Safety
+///
+/// `t` valid (or null: nothing happens); at EL1 with interrupts off, on the CPU the
+/// thread was switched in on.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_arm64_thread_out(t: *mut KmodEuThread, follow: bool) {
+    // SAFETY: valid or null by the caller's contract.
+    let Some(t) = (unsafe { t.as_mut() }) else {
+        return;
+    };
+    if !t.on_cpu {
+        return;
+    }
+    // SAFETY: EL1, interrupts off, on the CPU `t`'s grant is on: `El1UserAccess::new`'s
+    // contract; the switch-out takes access away.
+    let regs = unsafe { El1UserAccess::new() };
+    thread::switch_out(&regs, t, follow);
+}
+
+/// The running granted thread asks for its grant back: [`thread::regrant`]. Returns 0
+/// when PMUSERENR_EL0 still held it, 1 when it was put back.
+///
+/// # Safety
+///
+/// As for [`kmod_eu_arm64_thread_in`], called by the thread `t` belongs to.
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_arm64_thread_regrant(
+    t: *mut KmodEuThread,
+    cfg: *const KmodEuConfig,
+) -> i32 {
+    // SAFETY: valid or null by the caller's contract.
+    let (Some(t), Some(cfg)) = (unsafe { t.as_mut() }, unsafe { cfg.as_ref() }) else {
+        return 0;
+    };
+    let Some(access) = thread_access(cfg) else {
+        return 0;
+    };
+    // SAFETY: as in `kmod_eu_arm64_thread_in`.
+    let regs = unsafe { El1UserAccess::new() };
+    match thread::regrant(&regs, t, access) {
+        thread::Regranted::Held => 0,
+        thread::Regranted::Restored => 1,
+    }
 }
