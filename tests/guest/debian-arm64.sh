@@ -272,13 +272,20 @@ owners() {
 # -F 1000`, whose overflow interrupts clear PMUSERENR_EL0 (drivers/perf/arm_pmuv3.c
 # armv8pmu_start), a loop of direct measurements on CPU 0: none killed, each exact or
 # refused with its reason, the re-grants counted.
-# perf records for THREAD_LIB_RECORD_S seconds of virtual time, not the 30 s asked for:
-# under -icount shift=0 a busy vCPU advances virtual time by 1 ns per instruction, so
-# 30 s of the loop would be 3*10^10 instructions, many minutes of TCG against the boot's
-# 420 s limit; 4 s is about 4000 samples per CPU at 1000 Hz.
-THREAD_LIB_RECORD_S=4
+# perf records for 30 s of virtual time beside at most THREAD_LIB_MEASURE measurements:
+# under -icount shift=0 a busy vCPU's virtual time advances 1 ns per instruction, so
+# measuring back to back for all 30 s would be thousands of `pmu-demo measure` runs
+# (each a process start-up and 14 regions): minutes of TCG and megabytes of console. 150
+# keep the boot well inside its limit (on 6.1 and 6.12 perf was still recording when the
+# 150th ended); perf's remaining seconds then pass idle (sleep=off: virtual time jumps).
+THREAD_LIB_RECORD_S=30
+THREAD_LIB_MEASURE=150
 thread_grant_lib() {
+	# The module's own default (per-thread), not the scenarios' MODE (common.sh).
+	mode=$MODE
+	MODE=
 	load thread-lib
+	MODE=$mode
 	cpu_wide=$(cat /sys/module/$NAME/parameters/cpu_wide 2>/dev/null || echo none)
 	dev=0
 	[ -c /dev/kmod_enable_user ] && dev=1
@@ -292,7 +299,7 @@ thread_grant_lib() {
 	rec=$!
 	waited=$(wait_for /tmp/perf.data)
 	i=0
-	while kill -0 $rec 2>/dev/null && [ $i -lt 60 ]; do
+	while kill -0 $rec 2>/dev/null && [ $i -lt $THREAD_LIB_MEASURE ]; do
 		demo under-record-$i 0 direct
 		i=$((i + 1))
 	done

@@ -654,9 +654,9 @@ fn assert_owners(run: &QemuRun) {
 /// `thread_grant_lib`; the interface: kmod-enable-user/stock/kmod_enable_user_uapi.h):
 /// - the module loads per-thread (`cpu_wide` N, /dev/kmod_enable_user there), and
 ///   pmu-demo's direct measurement counts the loop exactly and says the grant it got;
-/// - `pmu-guest thread-grant`: the granted thread's block of 1000 two-instruction
-///   iterations is 2000 instructions before and after a sibling thread without the
-///   grant read the module's counter: that read trapped (Arm ARM EC 0x18), and the
+/// - `pmu-guest thread-grant`: the granted thread's blocks of 2000 and 1000
+///   two-instruction iterations differ by exactly 2000 instructions, before and after
+///   a sibling thread without the grant read the module's counter: that read trapped (Arm ARM EC 0x18), and the
 ///   library's SIGILL handler stepped over it (value 0, the thread marked "no grant")
 ///   instead of the kernel killing the process;
 /// - beside `perf record -a -F 1000` (its overflow interrupts clear PMUSERENR_EL0:
@@ -690,8 +690,8 @@ fn assert_thread_grant_lib(run: &QemuRun) {
         let owner = run.find("thread-grant", "step", step);
         assert_eq!(
             (
-                owner.int("instructions"),
-                owner.int("expected"),
+                owner.int("delta"),
+                owner.int("expected_delta"),
                 owner.get("scope")
             ),
             (2000, 2000, "per-thread-follow"),

@@ -3,9 +3,9 @@
 //! tests/tests/debian_arm64.rs.
 //!
 //! On `--cpu`: the main thread opens a direct-backend meter (pmu-linux asks the module
-//! for this thread's grant) and measures a block of `--iterations` two-instruction loop
-//! iterations (`subs`, `b.ne`: 2·N instructions beyond the empty region, Arm ARM
-//! INST_RETIRED); then a sibling thread, which holds no grant, reads the module's
+//! for this thread's grant) and measures blocks of N and 2N `--iterations` of a
+//! two-instruction loop (`subs`, `b.ne`: the two differ by exactly 2·N instructions,
+//! Arm ARM INST_RETIRED counts each executed instruction once); then a sibling thread, which holds no grant, reads the module's
 //! instruction counter with one `mrs` (PMSELR_EL0 + PMXEVCNTR_EL0): the read traps, and
 //! the library's SIGILL handler, installed with the grant, steps over it (0, never a
 //! count) and marks the thread instead of letting the kernel kill the process; then the
@@ -62,15 +62,19 @@ mod imp {
         }
     }
 
-    /// The owner's measurement: the calibrated minimum, the grant, the re-grants of
-    /// the last region.
+    /// The owner's measurement: the calibrated minimum of N and of 2N iterations
+    /// (their difference is exactly 2·N instructions: the same code around the loop),
+    /// the grant, the re-grants of the last region.
     fn owner(
         meter: &mut pmu_linux::Meter,
         inst: pmu_linux::EventHandle,
         n: u64,
         step: &str,
     ) -> Result<(), Failure> {
-        let min = meter.measure(|| block(n))?.min(inst)?;
+        // 2N computed outside the region: inside it would add its own instruction.
+        let twice = 2 * n;
+        let small = meter.measure(|| block(n))?.min(inst)?;
+        let large = meter.measure(|| block(twice))?.min(inst)?;
         let regrants = meter.evidence().regrants;
         let grant = meter.choice().grant;
         let scope = match grant.map(|g| g.scope()) {
@@ -80,8 +84,10 @@ mod imp {
             None => "none",
         };
         result!(
-            "thread-grant step={step} instructions={min} expected={} scope={scope} regrants={}",
-            2 * n,
+            "thread-grant step={step} instructions={small} instructions_2n={large} delta={} \
+             expected_delta={} scope={scope} regrants={}",
+            large - small,
+            twice,
             regrants.map_or_else(|| "none".to_owned(), |r| r.to_string())
         );
         Ok(())
