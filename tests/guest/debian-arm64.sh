@@ -291,6 +291,7 @@ thread_grant_lib() {
 	[ -c /dev/kmod_enable_user ] && dev=1
 	result thread-lib-mode cpu_wide=$cpu_wide device=$dev
 	demo thread-lib-cpu0 0 direct
+	demo_list thread-lib-list 0
 	pmu-guest thread-grant --cpu 0 --iterations 1000 2>/tmp/thread-grant.err
 	result thread-grant-exit status=$?
 	sed 's/^/STDERR thread-grant /' /tmp/thread-grant.err

@@ -653,7 +653,8 @@ fn assert_owners(run: &QemuRun) {
 /// pmu-linux under the module's default, per-thread grant (tests/guest/debian-arm64.sh
 /// `thread_grant_lib`; the interface: kmod-enable-user/stock/kmod_enable_user_uapi.h):
 /// - the module loads per-thread (`cpu_wide` N, /dev/kmod_enable_user there), and
-///   pmu-demo's direct measurement counts the loop exactly and says the grant it got;
+///   pmu-demo's direct measurement counts the loop exactly and says the grant it got,
+///   as `pmu-demo list` does;
 /// - `pmu-guest thread-grant`: the granted thread's blocks of 2000 and 1000
 ///   two-instruction iterations differ by exactly 2000 instructions, before and after
 ///   a sibling thread without the grant read the module's counter: that read trapped (Arm ARM EC 0x18), and the
@@ -684,6 +685,33 @@ fn assert_thread_grant_lib(run: &QemuRun) {
             .as_str()
             .is_some_and(|n| n.contains("no EN), per-thread, counters follow the thread")))),
         "{json}"
+    );
+
+    // `pmu-demo list` says the grant it got; listing perf's events (which clears
+    // PMUSERENR_EL0 on the CPU) does not lose it: the library puts it back.
+    let list = demo(run, "thread-lib-list");
+    let json = list.json(run);
+    let direct = json["backends"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["backend"] == "direct"))
+        .unwrap_or_else(|| panic!("no direct backend listed: {json}"));
+    assert_eq!(direct["usable"], true, "{direct}");
+    assert_eq!(direct["grant"]["scope"], "per-thread", "{direct}");
+    assert_eq!(direct["grant"]["follow"], true, "{direct}");
+    let notes: Vec<&str> = direct["notes"]
+        .as_array()
+        .map(|n| n.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "read-only grant on CPU 0: per-thread, counters follow the thread, asked of \
+             /dev/kmod_enable_user by this thread"
+        )),
+        "{direct}"
+    );
+    assert!(
+        !notes.iter().any(|n| n.starts_with("after this listing")),
+        "{direct}"
     );
 
     for step in ["owner-before", "owner-after"] {
