@@ -373,7 +373,7 @@ mod handler {
 
 #[cfg(all(test, target_arch = "aarch64"))]
 mod tests {
-    use super::*;
+    use crate::direct::grant::thread::*;
 
     /// A PMU counter read of a thread without the grant, where EL0 may not read it
     /// (the Arm ARM's EC 0x18 trap; qemu-user delivers it as SIGILL, as Linux does):
@@ -411,13 +411,23 @@ mod tests {
             (value, take_trap(), errno),
             (0, Some(Trap::RegrantRefused(libc::ENOTTY)), libc::EDOM)
         );
-        fn udf() {
-            // SAFETY: a permanently undefined instruction: SIGILL.
-            unsafe { core::arch::asm!("udf #0") };
+        // SAFETY: the child runs one undefined instruction (`udf`, SIGILL) with the
+        // handler inherited, then _exit; the parent reaps it.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            // SAFETY: as above; _exit runs nothing of the parent's.
+            unsafe {
+                core::arch::asm!("udf #0");
+                libc::_exit(0);
+            }
         }
-        assert_eq!(
-            crate::sys::run_in_child(udf),
-            Ok(crate::sys::ChildEnd::Signaled(libc::SIGILL))
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` a valid int.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGILL,
+            "{status:#x}"
         );
     }
 }
