@@ -1124,3 +1124,263 @@ fn kvm_guest(run: &QemuRun, while_loaded: KvmLoaded) {
     assert_eq!(after.int("n"), 6, "{}\n{out}", after.raw);
     assert_kvm_all_count(after, out);
 }
+
+/// errnos (include/uapi/asm-generic/errno-base.h): what the per-thread grant's
+/// interface promises (kmod-enable-user/stock/kmod_enable_user_uapi.h).
+const EPERM: i128 = 1;
+const ENOENT: i128 = 2;
+const EACCES: i128 = 13;
+const EBUSY: i128 = 16;
+const EINVAL: i128 = 22;
+const ENOTTY: i128 = 25;
+
+/// The per-thread grant on one of Debian's kernels with preempt notifiers
+/// (tests/guest/debian-arm64.sh `scenario_thread`, tests/guest/thread_grant.rs).
+/// Expected values: the errnos of kmod_enable_user_uapi.h; exact counts under icount
+/// with CPU 1 offline (the file's header); the region's instruction list in
+/// thread_grant.rs `region`.
+fn thread_scenario(row: (&str, &str)) {
+    let (run, _) = boot(row, "virt", "thread", false, "");
+    insmod(&run, "thread");
+    run.assert_klog("kmod_enable_user: loaded, per-thread grant (cpu_wide=0)");
+    run.assert_klog(
+        "asked with KMOD_EU_IOC_GRANT get PMUSERENR_EL0 ER (read-only) only while they run",
+    );
+    run.assert_klog("everybody else traps");
+    run.assert_klog("rmmod is refused (in use) while a file of /dev/kmod_enable_user is open");
+    let device = &run.scenario("thread-device")[0];
+    assert_eq!(device.get("mode"), "666", "{}", device.raw);
+
+    // (a) group=1000: a non-member gets EACCES, a member and root (CAP_PERFMON) open.
+    let open = &run.scenario("thread-open")[0];
+    assert_eq!(
+        (
+            open.int("nonmember_errno"),
+            open.int("member_errno"),
+            open.int("root_errno")
+        ),
+        (EACCES, 0, 0),
+        "{}",
+        open.raw
+    );
+
+    // (b), (d): traps before the grant and after close; the block exactly between two
+    // reads: 2 instructions per iteration (tests/guest/debian_block.rs, the same loop
+    // that Debian's perf stat -e instructions:u counts in `debian_scenario`).
+    let exact = |iter: i128| {
+        let line = run.find("thread-exact", "iterations", &iter.to_string());
+        assert_eq!(
+            (
+                line.int("read_before_grant"),
+                line.int("grant_errno"),
+                line.int("follow"),
+                line.int("read_after_close")
+            ),
+            (0, 0, 1, 0),
+            "{}",
+            line.raw
+        );
+        let delta = line.int("delta");
+        assert!((2 * iter..2 * iter + 50).contains(&delta), "{}", line.raw);
+        delta
+    };
+    assert_eq!(exact(20_000) - exact(10_000), 20_000);
+
+    // (c) While the granted thread reads on CPU 0, a sibling thread and a child on CPU 1
+    // trap; the granted thread never does.
+    let trap = &run.scenario("thread-trap")[0];
+    assert_eq!(
+        (
+            trap.int("granted"),
+            trap.int("sibling_trapped"),
+            trap.int("sibling_cpu"),
+            trap.int("child_trapped"),
+            trap.int("granted_traps"),
+            trap.int("read_after_close")
+        ),
+        (1, 1, 1, 1, 0, 0),
+        "{}",
+        trap.raw
+    );
+    assert!(trap.int("granted_reads") > 0, "{}", trap.raw);
+
+    // (e) follow=1: each of two granted threads ping-ponging on CPU 0 counts exactly
+    // its own region, the count the same region gives with no other thread in it
+    // (`known`, itself the instruction list of `region` plus QEMU's read constant);
+    // migrated from CPU 0 to CPU 1 mid-region, the same.
+    let pingpong = run.scenario("thread-pingpong");
+    assert_eq!(pingpong.len(), 2, "{}", run.stdout);
+    let follow = pingpong[0];
+    let known = follow.int("known");
+    let formula = follow.int("formula");
+    assert!((formula..formula + 4).contains(&known), "{}", follow.raw);
+    assert_eq!(
+        (
+            follow.int("a_follow"),
+            follow.int("a"),
+            follow.int("b_follow"),
+            follow.int("b")
+        ),
+        (1, known, 1, known),
+        "{}",
+        follow.raw
+    );
+    let migrate = &run.scenario("thread-migrate")[0];
+    assert_eq!(migrate.get("cpus"), "0-1", "{}", migrate.raw);
+    assert_eq!(
+        (migrate.int("follow"), migrate.int("delta")),
+        (1, migrate.int("known")),
+        "{}",
+        migrate.raw
+    );
+    // follow=0: the counters are the CPU's, so each region also counts what the other
+    // thread ran while it was switched out.
+    let nofollow = pingpong[1];
+    assert_eq!(
+        (nofollow.int("a_follow"), nofollow.int("b_follow")),
+        (0, 0),
+        "{}",
+        nofollow.raw
+    );
+    let known0 = nofollow.int("known");
+    assert!(
+        nofollow.int("a") > known0 && nofollow.int("b") > known0,
+        "follow=0: {}",
+        nofollow.raw
+    );
+
+    // (f) Bad input: each errno, and the thread's access as before the call.
+    let bad = &run.scenario("thread-bad")[0];
+    for (key, expected) in [
+        ("regrant_ungranted", format!("{ENOENT}/traps")),
+        ("size16", format!("{EINVAL}/traps")),
+        ("ioc_size16", format!("{ENOTTY}/traps")),
+        ("flags", format!("{EINVAL}/traps")),
+        ("outside_layout", format!("{EINVAL}/traps")),
+        ("unknown", format!("{ENOTTY}/traps")),
+        ("grant", "0/reads".to_string()),
+        ("second", format!("{EBUSY}/reads")),
+        ("other_file", format!("{EBUSY}/reads")),
+        ("regrant_other_file", format!("{ENOENT}/reads")),
+        // The child's exit code is its GRANT's errno, 100 more if its own read worked.
+        ("child", format!("{EPERM}/reads")),
+        ("closed", "0/traps".to_string()),
+    ] {
+        assert_eq!(bad.get(key), expected, "{key}: {}", bad.raw);
+    }
+
+    // REGRANT after perf's event install on CPU 0 wrote PMUSERENR_EL0 = 0 under the
+    // granted thread (armv8pmu_start, drivers/perf/arm_pmuv3.c): it trapped, got the
+    // grant back and read on, its counter not reset.
+    let regrant = &run.scenario("thread-regrant")[0];
+    assert_eq!(
+        (
+            regrant.int("granted"),
+            regrant.int("perf_status"),
+            regrant.int("trapped"),
+            regrant.int("regrant_errno")
+        ),
+        (1, 0, 1, 0),
+        "{}",
+        regrant.raw
+    );
+    assert!(
+        regrant.int("first_after") >= regrant.int("last_before"),
+        "{}",
+        regrant.raw
+    );
+
+    // (h) 1000 grants, then rmmod: no failure, nothing in the kernel log (Debian's
+    // kernels have no kmemleak: CONFIG_DEBUG_KMEMLEAK is not set).
+    let cycles = &run.scenario("thread-cycles")[0];
+    assert_eq!(
+        (cycles.int("n"), cycles.int("failed")),
+        (1000, 0),
+        "{}",
+        cycles.raw
+    );
+    // Each open file is one kmalloc-512 object (struct eu_file, kmod_enable_user_glue.c):
+    // 1000 leaked files would add 1000 active objects there.
+    let slab = &run.scenario("thread-slab")[0];
+    assert!(
+        slab.int("active_after") - slab.int("active_before") < 100,
+        "{}",
+        slab.raw
+    );
+    rmmod(&run, "thread");
+    insmod(&run, "nofollow");
+    rmmod(&run, "nofollow");
+
+    // The kernel's instructions per context switch of the ping-pong, with both threads
+    // granted and neither (perf stat -e instructions:k,context-switches, exact under
+    // icount with CPU 1 offline): strict turns, so 2 switches per turn (8000 turns).
+    for tag in [
+        "warm-up",
+        "follow-plain",
+        "follow-granted",
+        "nofollow-plain",
+        "nofollow-granted",
+    ] {
+        let line = run.find("thread-bench", "tag", tag);
+        assert_eq!(line.int("status"), 0, "{}", line.raw);
+        assert!(line.int("switches") >= 16_000, "{}", line.raw);
+    }
+    let cost = &run.scenario("thread-switch-cost")[0];
+    // A measurement, not a property: what is asserted is that it is a number and that
+    // the grant does not add thousands of instructions to a switch of ~7000.
+    for key in ["added_follow", "added_nofollow"] {
+        let added: f64 = cost.get(key).parse().unwrap_or(f64::NAN);
+        assert!(added.abs() < 2000.0, "{key}: {}", cost.raw);
+    }
+    println!("{}", cost.raw);
+
+    // (g) rmmod with the file open is refused; the thread reads on; after close rmmod
+    // works and a read traps cleanly.
+    insmod(&run, "rmmod");
+    let unload = &run.scenario("thread-rmmod")[0];
+    assert_eq!(
+        (
+            unload.int("granted"),
+            unload.int("reads_while_open"),
+            unload.int("rmmod_closed_rc"),
+            unload.int("reads_after_unload")
+        ),
+        (1, 1, 0, 0),
+        "{}",
+        unload.raw
+    );
+    assert_ne!(unload.int("rmmod_open_rc"), 0, "{}", unload.raw);
+    let unloaded = &run.scenario("thread-unloaded")[0];
+    assert_eq!(
+        (unloaded.int("loaded"), unloaded.int("states")),
+        (0, 0),
+        "{}",
+        unloaded.raw
+    );
+    let log = &run.scenario("kernel_log")[0];
+    assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);
+}
+
+/// The per-thread grant on Debian 12's default arm64 kernel (6.1).
+#[test]
+fn debian_thread_kernel_6_1() {
+    thread_scenario(DEBIAN_12_6_1);
+}
+
+/// The per-thread grant on Debian 12's opt-in 6.12.
+#[test]
+fn debian_thread_kernel_6_12() {
+    thread_scenario(DEBIAN_12_6_12);
+}
+
+/// The per-thread grant on Debian 13's arm64 kernel (6.12).
+#[test]
+fn debian13_thread_kernel_6_12() {
+    thread_scenario(DEBIAN_13_6_12);
+}
+
+/// The per-thread grant on trixie-backports' 7.3.
+#[test]
+fn debian13_thread_backports_kernel() {
+    thread_scenario(DEBIAN_13_BACKPORTS);
+}

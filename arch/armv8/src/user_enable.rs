@@ -719,8 +719,9 @@ pub struct Applied {
 ///   and PMUACR_EL1 untouched (`None`), as before PMUv3p9. Narrowing it with UEN would
 ///   turn that task's reads of perf's counters into zeroes.
 ///
-/// The module's counters are the layout's event counters when ER is requested, and
-/// PMCCNTR_EL0 when CR is (bit numbers as PMCNTENSET_EL0: `P<n>` = bit n, C = bit 31).
+/// The module's counters are the event counters of `counters` (the layout's, or the ones a
+/// granted thread asked for) when ER is requested, and PMCCNTR_EL0 when CR is (bit
+/// numbers as PMCNTENSET_EL0: `P<n>` = bit n, C = bit 31).
 fn scoped_grant(
     access: UserAccess,
     counters: u64,

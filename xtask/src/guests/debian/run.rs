@@ -152,6 +152,7 @@ pub const ROWS: &[Row] = &[
             "debian_default_kernel_6_1",
             "debian_default_kernel_vhe",
             "debian_default_kernel_nvhe",
+            "debian_thread_kernel_6_1",
         ],
     },
     Row {
@@ -163,7 +164,11 @@ pub const ROWS: &[Row] = &[
         flavour: "arm64",
         perf: PerfOf::Release,
         what: "Debian 12's opt-in linux-image-6.12-arm64",
-        tests: &["debian_kernel_6_12", "debian_kernel_6_12_vhe"],
+        tests: &[
+            "debian_kernel_6_12",
+            "debian_kernel_6_12_vhe",
+            "debian_thread_kernel_6_12",
+        ],
     },
     Row {
         id: "ARM64_13_6_12",
@@ -174,7 +179,7 @@ pub const ROWS: &[Row] = &[
         flavour: "arm64",
         perf: PerfOf::Kernel,
         what: "Debian 13's arm64 kernel (linux-image-arm64: 6.12)",
-        tests: &["debian13_kernel_6_12"],
+        tests: &["debian13_kernel_6_12", "debian13_thread_kernel_6_12"],
     },
     Row {
         id: "ARM64_13_BPO",
@@ -185,7 +190,10 @@ pub const ROWS: &[Row] = &[
         flavour: "arm64",
         perf: PerfOf::Kernel,
         what: "the newest Linux Debian ships, trixie-backports' linux-image-arm64 (7.3)",
-        tests: &["debian13_backports_kernel"],
+        tests: &[
+            "debian13_backports_kernel",
+            "debian13_thread_backports_kernel",
+        ],
     },
     Row {
         id: "ARMHF_12_ARMMP",
@@ -311,7 +319,8 @@ fn run(r: Run) -> Result<(), String> {
                 crate::build::initramfs::pmu_demo(Arch::Arm64)?,
             ));
             // kvm-pmu: the minimal VMM the EL2 boot runs a KVM guest with.
-            for probe in ["el0-probe", "debian-block", "kvm-pmu"] {
+            // thread-grant: the per-thread grant's checks (tests/guest/thread_grant.rs).
+            for probe in ["el0-probe", "debian-block", "kvm-pmu", "thread-grant"] {
                 common.push((
                     format!("bin/{probe}"),
                     crate::build::initramfs::guest_probe(Arch::Arm64, probe)?,
