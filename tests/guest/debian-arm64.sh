@@ -270,7 +270,7 @@ owners() {
 
 # pmu-linux under the module's default, per-thread grant (kmod_enable_user_uapi.h):
 # pmu-demo's direct measurement is exact and says which grant it got; a thread without
-# the grant is flagged, not killed (pmu-guest thread-grant); then beside `perf record -a
+# the grant is flagged, not killed (pmu-guest library-grant); then beside `perf record -a
 # -F 1000`, whose overflow interrupts clear PMUSERENR_EL0 (drivers/perf/arm_pmuv3.c
 # armv8pmu_start), a loop of direct measurements on CPU 0: none killed, each exact or
 # refused with its reason, the re-grants counted.
@@ -294,9 +294,9 @@ thread_grant_lib() {
 	result thread-lib-mode cpu_wide=$cpu_wide device=$dev
 	demo thread-lib-cpu0 0 direct
 	demo_list thread-lib-list 0
-	pmu-guest thread-grant --cpu 0 --iterations 1000 2>/tmp/thread-grant.err
-	result thread-grant-exit status=$?
-	sed 's/^/STDERR thread-grant /' /tmp/thread-grant.err
+	pmu-guest library-grant --cpu 0 --iterations 1000 2>/tmp/library-grant.err
+	result library-grant-exit status=$?
+	sed 's/^/STDERR library-grant /' /tmp/library-grant.err
 	rm -f /tmp/perf.data
 	perf record -a -F 1000 -o /tmp/perf.data -- sleep $THREAD_LIB_RECORD_S >/tmp/record.log 2>&1 &
 	rec=$!

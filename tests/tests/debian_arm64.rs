@@ -655,7 +655,7 @@ fn assert_owners(run: &QemuRun) {
 /// - the module loads per-thread (`cpu_wide` N, /dev/kmod_enable_user there), and
 ///   pmu-demo's direct measurement counts the loop exactly and says the grant it got,
 ///   as `pmu-demo list` does;
-/// - `pmu-guest thread-grant`: the granted thread's blocks of 2000 and 1000
+/// - `pmu-guest library-grant`: the granted thread's blocks of 2000 and 1000
 ///   two-instruction iterations differ by exactly 2000 instructions, before and after
 ///   a sibling thread without the grant read the module's counter: that read trapped (Arm ARM EC 0x18), and the
 ///   library's SIGILL handler stepped over it (value 0, the thread marked "no grant")
@@ -715,7 +715,7 @@ fn assert_thread_grant_lib(run: &QemuRun) {
     );
 
     for step in ["owner-before", "owner-after"] {
-        let owner = run.find("thread-grant", "step", step);
+        let owner = run.find("library-grant", "step", step);
         assert_eq!(
             (
                 owner.int("delta"),
@@ -728,7 +728,7 @@ fn assert_thread_grant_lib(run: &QemuRun) {
             run.stdout
         );
     }
-    let sibling = run.find("thread-grant", "step", "sibling");
+    let sibling = run.find("library-grant", "step", "sibling");
     assert_eq!(
         (
             sibling.int("pinned"),
@@ -740,7 +740,7 @@ fn assert_thread_grant_lib(run: &QemuRun) {
         "{}",
         sibling.raw
     );
-    let exit = &run.scenario("thread-grant-exit")[0];
+    let exit = &run.scenario("library-grant-exit")[0];
     assert_eq!(exit.int("status"), 0, "{}\n{}", exit.raw, run.stdout);
 
     let record = &run.scenario("record")[0];

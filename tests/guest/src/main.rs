@@ -11,16 +11,16 @@
 //! - `sentinel-check`: the perf backend's kernel-entry sentinel;
 //! - `hybrid`: every core PMU of a heterogeneous machine;
 //! - `multiplex-now`: multiplexed events read through their pages;
-//! - `thread-grant`: kmod-enable-user's per-thread grant: the granted thread's exact
+//! - `library-grant`: pmu-linux under kmod-enable-user's per-thread grant: the granted thread's exact
 //!   count, a sibling thread without the grant flagged instead of killed.
 
 mod hazard_stats;
 mod hybrid;
+mod library_grant;
 mod multiplex_now;
 mod read_costs;
 mod region_check;
 mod sentinel_check;
-mod thread_grant;
 
 use std::process::ExitCode;
 
@@ -66,7 +66,7 @@ enum Command {
     MultiplexNow(Passed),
     /// kmod-enable-user's per-thread grant: the owner's exact count, a sibling thread
     /// without the grant flagged, not killed.
-    ThreadGrant(thread_grant::Args),
+    LibraryGrant(library_grant::Args),
 }
 
 /// The arguments of a subcommand that parses its own.
@@ -92,7 +92,7 @@ fn main() -> ExitCode {
         Command::SentinelCheck(p) => return sentinel_check::main(&p.argv("sentinel-check")),
         Command::Hybrid(p) => return hybrid::main(&p.argv("hybrid")),
         Command::MultiplexNow(p) => return multiplex_now::main(&p.argv("multiplex-now")),
-        Command::ThreadGrant(args) => thread_grant::run(&args),
+        Command::LibraryGrant(args) => library_grant::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

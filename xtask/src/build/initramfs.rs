@@ -134,7 +134,7 @@ const ARM64_EXAMPLES: [(&str, &str); 2] = [("count", "count"), ("pmu-criterion-b
 
 /// `pmu-guest` for `arch` (built with the [`ARM64_EXAMPLES`]: one cargo run), for a
 /// guest that runs its rigs besides the test kernels' (the Debian arm64 run's
-/// `thread-grant`).
+/// `library-grant`).
 pub(crate) fn pmu_guest(arch: Arch) -> Result<PathBuf, String> {
     examples(arch)?
         .into_iter()

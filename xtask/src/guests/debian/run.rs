@@ -326,7 +326,7 @@ fn run(r: Run) -> Result<(), String> {
                     crate::build::initramfs::guest_probe(Arch::Arm64, probe)?,
                 ));
             }
-            // pmu-guest's `thread-grant`: pmu-linux under the per-thread grant.
+            // pmu-guest's `library-grant`: pmu-linux under the per-thread grant.
             common.push((
                 "bin/pmu-guest".to_string(),
                 crate::build::initramfs::pmu_guest(Arch::Arm64)?,

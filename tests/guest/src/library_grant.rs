@@ -1,4 +1,4 @@
-//! `pmu-guest thread-grant`: kmod-enable-user's per-thread grant as pmu-linux uses it
+//! `pmu-guest library-grant`: kmod-enable-user's per-thread grant as pmu-linux uses it
 //! (module loaded with its defaults: `cpu_wide=N`, /dev/kmod_enable_user), for
 //! tests/tests/debian_arm64.rs.
 //!
@@ -9,7 +9,7 @@
 //! instruction counter with one `mrs` (PMSELR_EL0 + PMXEVCNTR_EL0): the read traps, and
 //! the library's SIGILL handler, installed with the grant, steps over it (0, never a
 //! count) and marks the thread instead of letting the kernel kill the process; then the
-//! main thread measures again. Prints `RESULT thread-grant step=… key=value …` lines.
+//! main thread measures again. Prints `RESULT library-grant step=… key=value …` lines.
 
 use clap::Args as ClapArgs;
 
@@ -84,7 +84,7 @@ mod imp {
             None => "none",
         };
         result!(
-            "thread-grant step={step} instructions={small} instructions_2n={large} delta={} \
+            "library-grant step={step} instructions={small} instructions_2n={large} delta={} \
              expected_delta={} scope={scope} regrants={}",
             large - small,
             twice,
@@ -127,7 +127,7 @@ mod imp {
             .join()
             .map_err(|_| Failure::new("the sibling thread panicked"))?;
         result!(
-            "thread-grant step=sibling pinned={} trap_before={} trap={} value={value}",
+            "library-grant step=sibling pinned={} trap_before={} trap={} value={value}",
             u8::from(pinned),
             u8::from(before.is_some()),
             match trap {
@@ -147,7 +147,7 @@ mod imp {
 
     pub fn run(_: &Args) -> Result<(), Failure> {
         Err(Failure::new(
-            "thread-grant: kmod-enable-user's per-thread grant is arm64's",
+            "library-grant: kmod-enable-user's per-thread grant is arm64's",
         ))
     }
 }
