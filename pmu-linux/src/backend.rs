@@ -89,13 +89,90 @@ pub enum Grant {
     ReadOnly {
         /// The CPU whose counters are read.
         cpu: usize,
+        /// Whose the grant is: the CPU's, or this thread's.
+        scope: GrantScope,
     },
     /// The library programs the counters itself (ARMv8 PMUSERENR_EL0.EN, ARMv7
     /// PMUSERENR.EN, ARM1176 SUNAVCR.V).
     Program {
         /// The CPU whose counters are programmed.
         cpu: usize,
+        /// Whose the grant is: the CPU's, or this thread's.
+        scope: GrantScope,
     },
+}
+
+impl Grant {
+    /// Whose the grant is.
+    pub fn scope(&self) -> GrantScope {
+        match *self {
+            Self::ReadOnly { scope, .. } | Self::Program { scope, .. } => scope,
+        }
+    }
+}
+
+impl fmt::Display for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ReadOnly { cpu, scope } => write!(f, "read-only, {scope}, CPU {cpu}"),
+            Self::Program { cpu, scope } => write!(f, "read and program, {scope}, CPU {cpu}"),
+        }
+    }
+}
+
+/// Whose a kmod-enable-user grant is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GrantScope {
+    /// The CPU's (the module's `cpu_wide=1`, a module without the per-thread grant,
+    /// and 32-bit ARM): every thread that runs on the CPU may read its counters, and a
+    /// region's counts include whatever else ran there.
+    CpuWide,
+    /// This thread's, only while it runs (/dev/kmod_enable_user's GRANT): its other
+    /// threads and other processes trap.
+    Thread {
+        /// The module's counters follow the thread (`follow=1`): saved when it is
+        /// switched out and written back when it is switched in, on whichever CPU, so a
+        /// region counts this thread's own events across switches and migrations.
+        follow: bool,
+    },
+}
+
+impl GrantScope {
+    /// Whether a region's counts are the thread's own across a context switch or a
+    /// migration: other threads' counts are not mixed in.
+    pub fn counts_follow_thread(self) -> bool {
+        matches!(self, Self::Thread { follow: true })
+    }
+}
+
+impl fmt::Display for GrantScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::CpuWide => f.write_str("CPU-wide"),
+            Self::Thread { follow: true } => f.write_str("per-thread, counters follow the thread"),
+            Self::Thread { follow: false } => {
+                f.write_str("per-thread, counters stay on the CPU (follow=0)")
+            }
+        }
+    }
+}
+
+impl GrantScope {
+    /// What the scope means for the reads, for [`How`]'s sentence.
+    fn meaning(self) -> &'static str {
+        match self {
+            Self::CpuWide => "every thread on the CPU may read the counters",
+            Self::Thread { follow: true } => {
+                "this thread only, while it runs; the module saves and restores its counters \
+                 at every switch, so a switch or migration mixes no other thread's counts"
+            }
+            Self::Thread { follow: false } => {
+                "this thread only, while it runs; the counters are the CPU's, so a switch \
+                 mixes in what else ran there"
+            }
+        }
+    }
 }
 
 /// Why perf's counters cannot be read with one instruction here.
@@ -142,11 +219,15 @@ pub(crate) enum How {
         cpu: usize,
         /// The module's layout, as it states it.
         layout: String,
+        /// Whose the grant is.
+        scope: GrantScope,
     },
     /// ARMv8 under the programming grant (PMUSERENR_EL0.EN).
     Armv8Programmed {
         /// The CPU whose counters are programmed.
         cpu: usize,
+        /// Whose the grant is.
+        scope: GrantScope,
     },
     /// PMUv3 in AArch32 under the module's read-only grant (PMUSERENR.ER | CR).
     Armv7ModuleLayout {
@@ -195,21 +276,25 @@ impl fmt::Display for How {
                 f,
                 "every read is a read() system call ({why}), flagged syscall-fallback"
             ),
-            Self::ModuleLayout { cpu, layout } => write!(
+            Self::ModuleLayout { cpu, layout, scope } => write!(
                 f,
-                "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on \
-                 CPU {cpu}: the counters the module runs ({layout}), read with one \
+                "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN), {scope} ({meaning}), \
+                 from kmod-enable-user on CPU {cpu}: the counters the module runs ({layout}), \
+                 read with one \
                  instruction, EL0 only; event counters read as 32 bits (no overflow flags \
                  without EN: a region must count fewer than 2^32 events); regions without \
                  system calls (CPU from rseq; the kernel-entry sentinel as Meter::sentinel \
-                 says)"
+                 says)",
+                meaning = scope.meaning()
             ),
-            Self::Armv8Programmed { cpu } => write!(
+            Self::Armv8Programmed { cpu, scope } => write!(
                 f,
-                "grant: read and program (EN) from kmod-enable-user on CPU {cpu}: the library \
+                "grant: read and program (EN), {scope} ({meaning}), from kmod-enable-user on \
+                 CPU {cpu}: the library \
                  programs the counters itself, counting EL0 only; regions without system \
                  calls (CPU from rseq, overflow flags; the kernel-entry sentinel as \
-                 Meter::sentinel says)"
+                 Meter::sentinel says)",
+                meaning = scope.meaning()
             ),
             Self::Armv7ModuleLayout { cpu, layout } => write!(
                 f,
@@ -271,16 +356,24 @@ impl How {
     }
 
     /// The kmod-enable-user grant it works under (the direct backend's; the ARM1176's
-    /// is CPU 0's: the Pi 1 and Zero have one core).
+    /// is CPU 0's: the Pi 1 and Zero have one core). 32-bit ARM's are CPU-wide.
     pub(crate) fn grant(&self) -> Option<Grant> {
+        let cpu_wide = GrantScope::CpuWide;
         match *self {
-            Self::ModuleLayout { cpu, .. } | Self::Armv7ModuleLayout { cpu, .. } => {
-                Some(Grant::ReadOnly { cpu })
-            }
-            Self::Armv8Programmed { cpu } | Self::Armv7Programmed { cpu } => {
-                Some(Grant::Program { cpu })
-            }
-            Self::Arm1176Programmed => Some(Grant::Program { cpu: 0 }),
+            Self::ModuleLayout { cpu, scope, .. } => Some(Grant::ReadOnly { cpu, scope }),
+            Self::Armv7ModuleLayout { cpu, .. } => Some(Grant::ReadOnly {
+                cpu,
+                scope: cpu_wide,
+            }),
+            Self::Armv8Programmed { cpu, scope } => Some(Grant::Program { cpu, scope }),
+            Self::Armv7Programmed { cpu } => Some(Grant::Program {
+                cpu,
+                scope: cpu_wide,
+            }),
+            Self::Arm1176Programmed => Some(Grant::Program {
+                cpu: 0,
+                scope: cpu_wide,
+            }),
             _ => None,
         }
     }

@@ -44,6 +44,7 @@ impl Errno {
             libc::E2BIG => "E2BIG",
             libc::EOVERFLOW => "EOVERFLOW",
             libc::EOPNOTSUPP => "EOPNOTSUPP",
+            libc::ENOTTY => "ENOTTY",
             _ => "errno",
         }
     }
@@ -489,6 +490,19 @@ pub enum AccessError {
     /// User access was revoked while counters were in use (the kernel cleared
     /// PMUSERENR_EL0: a perf user started on this CPU, or the CPU was hot-plugged).
     Revoked,
+    /// kmod-enable-user's per-thread grant was refused (opening its device, GRANT or
+    /// REGRANT): the module's errno, as a cause with its advice.
+    ThreadGrant {
+        /// What the module's answer means.
+        refused: crate::direct::grant::ThreadGrantRefused,
+    },
+    /// A counter read of the region trapped under the per-thread grant and could not
+    /// be repaired (the library's SIGILL handler wrote 0 in its place and stepped
+    /// over it): the region is not counted.
+    ReadTrapped {
+        /// Why the re-grant did not repair it.
+        cause: crate::direct::grant::TrapCause,
+    },
     /// The probe child ended some other way than success or SIGILL.
     ProbeFailed {
         /// The `waitpid` status.
@@ -900,6 +914,17 @@ impl fmt::Display for AccessError {
                  this CPU, or a CPU hotplug reset it): grant it again with \
                  `echo 1 > /sys/module/kmod_enable_user/parameters/regrant` (as root), or reload \
                  kmod-enable-user, and keep perf off this CPU; or use the perf backend",
+            ),
+            Self::ThreadGrant { refused } => write!(
+                f,
+                "kmod-enable-user's per-thread grant ({}): {refused}",
+                crate::direct::grant::uapi::DEVICE
+            ),
+            Self::ReadTrapped { cause } => write!(
+                f,
+                "not counted: a counter read trapped under kmod-enable-user's per-thread grant \
+                 (perf cleared PMUSERENR_EL0 on this CPU) and {cause}; the library's SIGILL \
+                 handler stepped over the read"
             ),
             Self::ProbeFailed { status } => write!(
                 f,

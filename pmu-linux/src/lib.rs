@@ -32,6 +32,11 @@
 //! - **direct** (ARMv8, ARMv7, ARM1176): after `kmod-enable-user` opened the PMU to user
 //!   mode, the library reads (or, when allowed, programs) the counters itself; a probe
 //!   in a child process turns a trap into an error instead of a SIGILL.
+//!   Where the module runs its per-thread grant (its `cpu_wide` parameter reads N and
+//!   /dev/kmod_enable_user exists), the backend asks it for the grant of the thread
+//!   that opens the meter (GRANT, kmod-enable-user/stock/kmod_enable_user_uapi.h); the
+//!   thread's other meters share it, and dropping the last ends it. [`Choice::grant`]
+//!   says which grant is in force ([`GrantScope`]).
 //! - **software**: where there are no hardware counters (a VM without vPMU), perf's
 //!   software events and the time-stamp counter; hardware events are then not counted,
 //!   and asking for them is an error with the reason.
@@ -42,6 +47,38 @@
 //! kernel entry, multiplexing, not scheduled, syscall fallback, revoked user access. The
 //! [`verdict`] module documents what each means and how each backend detects it, and
 //! keeps the evidence each detector saw.
+//!
+//! # SIGILL
+//!
+//! perf takes the per-thread grant away under a running thread: arm64
+//! `armv8pmu_start()` (drivers/perf/arm_pmuv3.c, Linux 6.12 and 7.3) writes
+//! PMUSERENR_EL0 = 0 at every overflow interrupt, multiplexing rotation and watchdog
+//! tick, and the next counter read traps. So when a per-thread grant is first in use
+//! (aarch64), the library installs a SIGILL handler for the whole process
+//! (`sigaction`, `SA_SIGINFO`), once, and keeps the action it replaced. Its rules:
+//!
+//! - it decodes the faulting instruction; a SIGILL that is not an access the grant
+//!   opens (under the read grant: reads of `PMEVCNTR<n>_EL0`, PMXEVCNTR_EL0 and
+//!   PMCCNTR_EL0, PMSELR_EL0 both ways; under the programming grant any `MRS`/`MSR` of
+//!   a PMU register), or that comes in another process than the one that installed it
+//!   (a child after `fork`), goes to the action SIGILL had before: a handler of the
+//!   program's is called with the same arguments (the library's stays installed); the
+//!   default action is put back and the handler returns, so the instruction raises
+//!   SIGILL again and the process ends as without the library. A program's own SIGILL
+//!   handler installed *before* the first meter keeps working; one installed *after*
+//!   replaces the library's, and the re-grant then is the program's to make;
+//! - a trapped counter read of a thread that holds the grant: the handler asks the
+//!   module to put it back (REGRANT, one `ioctl`, async-signal-safe) and returns, so
+//!   the read runs again; the counters' values are untouched, so the count stays exact,
+//!   and the region's evidence counts the re-grant ([`verdict::Evidence::regrants`]);
+//! - a re-grant that fails, or a thread without the grant: the handler writes 0 to
+//!   the read's destination register, steps over it and marks the thread, and the
+//!   region's stop is [`error::AccessError::ReadTrapped`] with the reason: never a
+//!   silent 0;
+//! - it only reads the instruction and thread-local `Cell`s (const-initialised: no
+//!   lazy initialisation, no allocation), calls `ioctl`, `getpid` and `sigaction`, and
+//!   keeps `errno`. The instruction is read from the faulting address: text mapped
+//!   execute-only would fault there.
 //!
 //! # Below the front door
 //!
@@ -68,7 +105,7 @@ pub mod verdict;
 pub(crate) const MAX_EVENTS: usize = 16;
 
 // The front door; everything else is reached through its module.
-pub use backend::{BackendKind, Grant, Reads, SlowReads};
+pub use backend::{BackendKind, Grant, GrantScope, Reads, SlowReads};
 pub use error::{Error, Result};
 pub use measure::MeasureConfig;
 pub use meter::choose::{Choice, NoHardware, Refusal};

@@ -40,6 +40,8 @@ pub struct BackendStatus {
     pub usable: Result<()>,
     /// Details: hardware counters, the user-read policy, the paranoid level.
     pub notes: Vec<String>,
+    /// The direct backend's grant, where it is usable: whose it is and what it allows.
+    pub grant: Option<crate::Grant>,
 }
 
 /// The kernel's policy for one-instruction reads from user space.
@@ -156,6 +158,7 @@ fn perf_status() -> BackendStatus {
         backend: BackendKind::Perf,
         usable,
         notes,
+        grant: None,
     }
 }
 
@@ -165,6 +168,7 @@ fn perf_status() -> BackendStatus {
         backend: BackendKind::Perf,
         usable: Err(Error::Unsupported(crate::error::Unsupported::Perf)),
         notes: Vec::new(),
+        grant: None,
     }
 }
 
@@ -175,6 +179,9 @@ fn direct_status() -> BackendStatus {
     // programming grant (EN: any event). Either lets a Meter measure; both are
     // per CPU, so both are probed on the CPU this thread runs on.
     let cpu = crate::machine::sched::current_cpu().map_or(0, |c| c as usize);
+    if crate::direct::grant::per_thread() {
+        return thread_grant_status(cpu);
+    }
     let mut notes = Vec::new();
     let read_only = crate::direct::armv8::take_granted(cpu).map(|(_pin, _pmu, layout)| layout);
     match &read_only {
@@ -192,12 +199,68 @@ fn direct_status() -> BackendStatus {
             "programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}: {e}"
         )),
     }
+    let scope = crate::GrantScope::CpuWide;
+    let grant = match (&programming, &read_only) {
+        (Ok(()), _) => Some(crate::Grant::Program { cpu, scope }),
+        (_, Ok(_)) => Some(crate::Grant::ReadOnly { cpu, scope }),
+        _ => None,
+    };
     BackendStatus {
         backend: BackendKind::Direct,
         // Usable under either grant; the read-only grant's reason otherwise (with the
         // module loaded it says whether perf revoked the grant on this CPU).
         usable: programming.or(read_only.map(drop)),
         notes,
+        grant,
+    }
+}
+
+/// The direct backend under kmod-enable-user's per-thread grant: this thread asks
+/// for it on `cpu` (and gives it back at once). The notes begin as the CPU-wide
+/// grant's do.
+#[cfg(target_arch = "aarch64")]
+fn thread_grant_status(cpu: usize) -> BackendStatus {
+    let programming =
+        format!("programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}");
+    let (usable, notes, grant) = match crate::direct::armv8::take_thread_granted(cpu) {
+        Ok((_pin, access, _pmu, layout)) => {
+            let scope = access.scope();
+            let program = access.programs();
+            let grant = if program {
+                crate::Grant::Program { cpu, scope }
+            } else {
+                crate::Grant::ReadOnly { cpu, scope }
+            };
+            let notes = vec![
+                format!(
+                    "read-only grant on CPU {cpu}: {scope}, asked of /dev/kmod_enable_user by \
+                     this thread: the module's counters (layout {layout}) are readable; only \
+                     their events can be measured"
+                ),
+                if program {
+                    format!("{programming}: any event")
+                } else {
+                    format!(
+                        "{programming}: not given with this thread's grant (the module was \
+                         loaded without el0_programming=1)"
+                    )
+                },
+            ];
+            (Ok(()), notes, Some(grant))
+        }
+        Err(e) => {
+            let notes = vec![
+                format!("read-only grant on CPU {cpu}: {e}"),
+                format!("{programming}: {e}"),
+            ];
+            (Err(e), notes, None)
+        }
+    };
+    BackendStatus {
+        backend: BackendKind::Direct,
+        usable,
+        notes,
+        grant,
     }
 }
 
@@ -207,10 +270,16 @@ fn direct_status() -> BackendStatus {
     if cfg!(target_arch = "arm") {
         notes.push("ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (ARM1176JZF-S TRM 3.2.50); the probe read PMCR in a child process on CPU 0".to_owned());
     }
+    let usable = crate::direct::probe();
+    let grant = usable.is_ok().then_some(crate::Grant::Program {
+        cpu: 0,
+        scope: crate::GrantScope::CpuWide,
+    });
     BackendStatus {
         backend: BackendKind::Direct,
-        usable: crate::direct::probe(),
+        usable,
         notes,
+        grant,
     }
 }
 

@@ -268,6 +268,53 @@ owners() {
 	klog
 }
 
+# pmu-linux under the module's default, per-thread grant (kmod_enable_user_uapi.h):
+# pmu-demo's direct measurement is exact and says which grant it got; a thread without
+# the grant is flagged, not killed (pmu-guest library-grant); then beside `perf record -a
+# -F 1000`, whose overflow interrupts clear PMUSERENR_EL0 (drivers/perf/arm_pmuv3.c
+# armv8pmu_start), a loop of direct measurements on CPU 0: none killed, each exact or
+# refused with its reason, the re-grants counted.
+# perf records for 30 s of virtual time beside at most THREAD_LIB_MEASURE measurements:
+# under -icount shift=0 a busy vCPU's virtual time advances 1 ns per instruction, so
+# measuring back to back for all 30 s would be thousands of `pmu-demo measure` runs
+# (each a process start-up and 14 regions): minutes of TCG and megabytes of console. 150
+# keep the boot well inside its limit (on 6.1 and 6.12 perf was still recording when the
+# 150th ended); perf's remaining seconds then pass idle (sleep=off: virtual time jumps).
+THREAD_LIB_RECORD_S=30
+THREAD_LIB_MEASURE=150
+thread_grant_lib() {
+	# The module's own default (per-thread), not the scenarios' MODE (common.sh).
+	mode=$MODE
+	MODE=
+	load thread-lib
+	MODE=$mode
+	cpu_wide=$(cat /sys/module/$NAME/parameters/cpu_wide 2>/dev/null || echo none)
+	dev=0
+	[ -c /dev/kmod_enable_user ] && dev=1
+	result thread-lib-mode cpu_wide=$cpu_wide device=$dev
+	demo thread-lib-cpu0 0 direct
+	demo_list thread-lib-list 0
+	pmu-guest library-grant --cpu 0 --iterations 1000 2>/tmp/library-grant.err
+	result library-grant-exit status=$?
+	sed 's/^/STDERR library-grant /' /tmp/library-grant.err
+	rm -f /tmp/perf.data
+	perf record -a -F 1000 -o /tmp/perf.data -- sleep $THREAD_LIB_RECORD_S >/tmp/record.log 2>&1 &
+	rec=$!
+	waited=$(wait_for /tmp/perf.data)
+	i=0
+	while kill -0 $rec 2>/dev/null && [ $i -lt $THREAD_LIB_MEASURE ]; do
+		demo under-record-$i 0 direct
+		i=$((i + 1))
+	done
+	wait $rec
+	rc=$?
+	result record status=$rc waited=$waited measured=$i
+	sed 's/^/STDERR record /' /tmp/record.log
+	klog
+	unload thread-lib
+	klog
+}
+
 # On one Debian kernel, -cpu max -smp 2: the module's default load and exact counts;
 # Debian's perf and the direct read agree on the same block to the instruction; perf
 # stat -a across insmod, CPU offline/online, idle and rmmod shows no jump; after a
@@ -364,6 +411,7 @@ scenario_debian() {
 	klog
 	unload pua
 	klog
+	thread_grant_lib
 	finish
 }
 

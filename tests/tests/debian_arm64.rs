@@ -650,6 +650,161 @@ fn assert_owners(run: &QemuRun) {
 }
 
 /// The whole `debian` scenario on one of Debian's kernels, next to its own perf.
+/// pmu-linux under the module's default, per-thread grant (tests/guest/debian-arm64.sh
+/// `thread_grant_lib`; the interface: kmod-enable-user/stock/kmod_enable_user_uapi.h):
+/// - the module loads per-thread (`cpu_wide` N, /dev/kmod_enable_user there), and
+///   pmu-demo's direct measurement counts the loop exactly and says the grant it got,
+///   as `pmu-demo list` does;
+/// - `pmu-guest library-grant`: the granted thread's blocks of 2000 and 1000
+///   two-instruction iterations differ by exactly 2000 instructions, before and after
+///   a sibling thread without the grant read the module's counter: that read trapped (Arm ARM EC 0x18), and the
+///   library's SIGILL handler stepped over it (value 0, the thread marked "no grant")
+///   instead of the kernel killing the process;
+/// - beside `perf record -a -F 1000` (its overflow interrupts clear PMUSERENR_EL0:
+///   drivers/perf/arm_pmuv3.c `armv8pmu_start`): no measurement killed by SIGILL
+///   (status 132), each exact (min = median = 2000 over its clean runs), all of its
+///   runs flagged, or refused with its reason on stderr; and the library put the grant
+///   back at least once (`regrants` of a run above 0).
+fn assert_thread_grant_lib(run: &QemuRun) {
+    insmod(run, "thread-lib");
+    let mode = &run.scenario("thread-lib-mode")[0];
+    assert_eq!(
+        (mode.get("cpu_wide"), mode.int("device")),
+        ("N", 1),
+        "{}",
+        mode.raw
+    );
+    let d = demo(run, "thread-lib-cpu0");
+    assert_exact(run, &d);
+    let json = d.json(run);
+    assert_eq!(json["grant"]["scope"], "per-thread", "{json}");
+    assert_eq!(json["grant"]["follow"], true, "{json}");
+    assert_eq!(json["grant"]["cpu"], 0, "{json}");
+    assert!(
+        json["notes"].as_array().is_some_and(|n| n.iter().any(|n| n
+            .as_str()
+            .is_some_and(|n| n.contains("no EN), per-thread, counters follow the thread")))),
+        "{json}"
+    );
+
+    // `pmu-demo list` says the grant it got; listing perf's events (which clears
+    // PMUSERENR_EL0 on the CPU) does not lose it: the library puts it back.
+    let list = demo(run, "thread-lib-list");
+    let json = list.json(run);
+    let direct = json["backends"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["backend"] == "direct"))
+        .unwrap_or_else(|| panic!("no direct backend listed: {json}"));
+    assert_eq!(direct["usable"], true, "{direct}");
+    assert_eq!(direct["grant"]["scope"], "per-thread", "{direct}");
+    assert_eq!(direct["grant"]["follow"], true, "{direct}");
+    let notes: Vec<&str> = direct["notes"]
+        .as_array()
+        .map(|n| n.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "read-only grant on CPU 0: per-thread, counters follow the thread, asked of \
+             /dev/kmod_enable_user by this thread"
+        )),
+        "{direct}"
+    );
+    assert!(
+        !notes.iter().any(|n| n.starts_with("after this listing")),
+        "{direct}"
+    );
+
+    for step in ["owner-before", "owner-after"] {
+        let owner = run.find("library-grant", "step", step);
+        assert_eq!(
+            (
+                owner.int("delta"),
+                owner.int("expected_delta"),
+                owner.get("scope")
+            ),
+            (2000, 2000, "per-thread-follow"),
+            "{}\n{}",
+            owner.raw,
+            run.stdout
+        );
+    }
+    let sibling = run.find("library-grant", "step", "sibling");
+    assert_eq!(
+        (
+            sibling.int("pinned"),
+            sibling.int("trap_before"),
+            sibling.get("trap"),
+            sibling.int("value")
+        ),
+        (1, 0, "NoGrant", 0),
+        "{}",
+        sibling.raw
+    );
+    let exit = &run.scenario("library-grant-exit")[0];
+    assert_eq!(exit.int("status"), 0, "{}\n{}", exit.raw, run.stdout);
+
+    let record = &run.scenario("record")[0];
+    assert_eq!(record.int("status"), 0, "{}\n{}", record.raw, run.stdout);
+    let measured = record.int("measured");
+    assert!(measured >= 1, "{}", record.raw);
+    let (mut regrants, mut refused, mut flagged_runs, mut runs_total) = (0, 0, 0, 0);
+    for i in 0..measured {
+        let d = demo(run, &format!("under-record-{i}"));
+        assert_ne!(
+            d.status, TRAPPED,
+            "killed by SIGILL: {}\n{}",
+            d.raw, run.stdout
+        );
+        if d.status != 0 {
+            assert!(
+                !d.stderr.trim().is_empty(),
+                "refused without a reason: {}\n{}",
+                d.raw,
+                run.stdout
+            );
+            refused += 1;
+            continue;
+        }
+        let json = d.json(run);
+        assert_eq!(json["grant"]["scope"], "per-thread", "{json}");
+        let inst = d.event(run, "instructions");
+        let runs = d.result(run)["runs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if inst["min"].is_null() {
+            assert!(
+                runs.iter()
+                    .all(|r| r["hazards"].as_array().is_some_and(|h| !h.is_empty())),
+                "no clean run and a run without a hazard: {json}"
+            );
+        } else {
+            assert_eq!(inst["min"], 2000, "{}: {json}", d.raw);
+            assert_eq!(inst["median"], 2000, "{}: {json}", d.raw);
+        }
+        regrants += runs
+            .iter()
+            .filter_map(|r| r["regrants"].as_u64())
+            .sum::<u64>();
+        runs_total += runs.len();
+        flagged_runs += runs
+            .iter()
+            .filter(|r| r["hazards"].as_array().is_some_and(|h| !h.is_empty()))
+            .count();
+    }
+    println!(
+        "perf record -a -F 1000 beside {measured} direct measurements: {refused} refused \
+         with a reason, {runs_total} recorded runs ({flagged_runs} flagged), {regrants} \
+         re-grants"
+    );
+    assert!(
+        regrants > 0,
+        "perf record's interrupts never took the grant from a measured run\n{}",
+        run.stdout
+    );
+    rmmod(run, "thread-lib");
+}
+
 fn debian_scenario(row: (&str, &str)) {
     let (run, kernel) = boot(row, "virt", "debian", true, "");
     let perf = &run.scenario("perf")[0];
@@ -729,6 +884,8 @@ fn debian_scenario(row: (&str, &str)) {
     assert_counts_or_says_why(&run, "pua-after-cpu0");
     assert_raw_read_counts_or_traps(&run, "pua-after-read");
     rmmod(&run, "pua");
+
+    assert_thread_grant_lib(&run);
 
     let log = &run.scenario("kernel_log")[0];
     assert_eq!(log.int("trouble"), 0, "{}\n{}", log.raw, run.stdout);

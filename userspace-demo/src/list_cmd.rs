@@ -141,6 +141,9 @@ struct BackendOut {
     usable: bool,
     reason: Option<String>,
     notes: Vec<String>,
+    /// The direct backend's kmod-enable-user grant, where it is usable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grant: Option<crate::report::GrantReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -219,6 +222,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             usable: b.usable.is_ok(),
             reason: b.usable.err().map(|e| e.to_string()),
             notes: b.notes,
+            grant: b.grant.map(crate::report::GrantReport::new),
         })
         .collect();
     let arm1176_events = if cfg!(target_arch = "arm") {
@@ -275,6 +279,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         match &b.reason {
             None => println!("  {:<7} usable", b.backend),
             Some(why) => println!("  {:<7} not usable: {why}", b.backend),
+        }
+        if let Some(grant) = &b.grant {
+            println!("          grant: {}", grant.text);
         }
         for n in &b.notes {
             println!("          {n}");

@@ -187,7 +187,8 @@ impl From<pmu_linux::Error> for Failure {
         let status = match e {
             E::Access(pmu_linux::error::AccessError::NotEnabled)
             | E::Access(pmu_linux::error::AccessError::NoReadOnlyGrant { .. })
-            | E::Access(pmu_linux::error::AccessError::GrantMissing { .. }) => EXIT_NOT_ENABLED,
+            | E::Access(pmu_linux::error::AccessError::GrantMissing { .. })
+            | E::Access(pmu_linux::error::AccessError::ThreadGrant { .. }) => EXIT_NOT_ENABLED,
             // Asking for more than the counters hold is bad input, found before any work.
             E::Group(pmu_linux::error::GroupError::DoesNotFit { .. })
             | E::Pmu(pmu_linux::error::PmuError::Core(
@@ -212,6 +213,8 @@ fn cli_hint(e: &pmu_linux::Error) -> &'static str {
     use pmu_linux::Error as E;
     match e {
         E::Access(pmu_linux::error::AccessError::Revoked)
+        | E::Access(pmu_linux::error::AccessError::ReadTrapped { .. })
+        | E::Access(pmu_linux::error::AccessError::ThreadGrant { .. })
         | E::Access(pmu_linux::error::AccessError::GrantMissing {
             cause:
                 GrantMissing::RevokedByPerf { .. }

@@ -141,6 +141,9 @@ struct Output {
     /// chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
     sentinel: Option<SentinelReport>,
+    /// The direct backend's kmod-enable-user grant; absent for the other backends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grant: Option<crate::report::GrantReport>,
     results: Vec<WorkloadReport>,
     /// Why the measurement failed; the results above are what was measured before.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -168,6 +171,7 @@ struct SoFar {
     notes: Vec<String>,
     results: Vec<WorkloadReport>,
     sentinel: Option<SentinelReport>,
+    grant: Option<crate::report::GrantReport>,
 }
 
 /// `--cycle-divider`: 1 or 64, the two settings of PMCR.D.
@@ -205,6 +209,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         calibrated: !args.no_calibrate,
         multiplexed_mode: args.multiplex,
         sentinel: sofar.sentinel,
+        grant: sofar.grant,
         results: sofar.results,
         error,
     };
@@ -474,7 +479,8 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
             | pmu_linux::Error::Access(pmu_linux::error::AccessError::NoReadOnlyGrant {
                 ..
             })
-            | pmu_linux::Error::Access(pmu_linux::error::AccessError::GrantMissing { .. })),
+            | pmu_linux::Error::Access(pmu_linux::error::AccessError::GrantMissing { .. })
+            | pmu_linux::Error::Access(pmu_linux::error::AccessError::ThreadGrant { .. })),
         ) => return Err(e.into()),
         Err(e) => return Err(usage(e)),
     };
@@ -482,6 +488,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         counting: meter.sentinel().is_counting(),
         text: meter.sentinel().to_string(),
     });
+    sofar.grant = meter.choice().grant.map(crate::report::GrantReport::new);
     sofar.backend = Some(match meter.backend() {
         BackendKind::Perf => "perf",
         BackendKind::Direct => "direct",
@@ -584,6 +591,9 @@ fn print_human(out: &Output) {
     );
     if let Some(divider) = out.cycle_divider {
         println!("{}", cycle_divider_line(divider));
+    }
+    if let Some(grant) = &out.grant {
+        println!("grant: {}", grant.text);
     }
     if let Some(sentinel) = &out.sentinel {
         println!("{}", sentinel.text);

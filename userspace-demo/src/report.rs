@@ -56,6 +56,43 @@ pub struct FallbackStats {
     pub runs: usize,
 }
 
+/// The kmod-enable-user grant the direct backend works under (pmu-linux `Grant`).
+#[derive(Debug, Clone, Serialize)]
+pub struct GrantReport {
+    /// "read-only" or "program".
+    pub access: &'static str,
+    /// "per-thread" or "cpu-wide".
+    pub scope: &'static str,
+    /// Per-thread: whether the module's counters follow the thread (null when
+    /// CPU-wide).
+    pub follow: Option<bool>,
+    /// The CPU the meter is pinned to.
+    pub cpu: usize,
+    /// The grant in words.
+    pub text: String,
+}
+
+impl GrantReport {
+    pub fn new(grant: pmu_linux::Grant) -> Self {
+        let (access, cpu) = match grant {
+            pmu_linux::Grant::Program { cpu, .. } => ("program", cpu),
+            pmu_linux::Grant::ReadOnly { cpu, .. } => ("read-only", cpu),
+            _ => ("other", 0),
+        };
+        let (scope, follow) = match grant.scope() {
+            pmu_linux::GrantScope::Thread { follow } => ("per-thread", Some(follow)),
+            _ => ("cpu-wide", None),
+        };
+        Self {
+            access,
+            scope,
+            follow,
+            cpu,
+            text: grant.to_string(),
+        }
+    }
+}
+
 /// One recorded run.
 #[derive(Debug, Serialize)]
 pub struct RunReport {
@@ -83,6 +120,11 @@ pub struct RunReport {
     /// during the run, and the scaled estimate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub multiplexing: Option<Vec<EventTimes>>,
+    /// Under kmod-enable-user's per-thread grant: how many times perf took the grant
+    /// away during the run and the library put it back (the values stay exact); absent
+    /// under every other grant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regrants: Option<u64>,
 }
 
 /// One event's times in one run (from the `read()`s at its edges).
@@ -161,6 +203,7 @@ pub fn events_and_runs(m: &Measurement, times: bool) -> (Vec<EventReport>, Vec<R
                     })
                     .collect()
             }),
+            regrants: r.evidence.regrants,
         })
         .collect();
     (events, runs)
@@ -261,6 +304,21 @@ pub fn print_human(events: &[EventReport], runs: &[RunReport]) {
             }
         );
     }
+    let regranted: Vec<String> = runs
+        .iter()
+        .filter_map(|r| {
+            r.regrants
+                .filter(|&n| n > 0)
+                .map(|n| format!("run {}: {n}", r.index))
+        })
+        .collect();
+    if !regranted.is_empty() {
+        println!(
+            "  re-granted after perf revoked the grant (values exact: the counters were \
+             untouched): {}",
+            regranted.join(", ")
+        );
+    }
     let show = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
     for r in runs {
         let Some(times) = &r.multiplexing else {
@@ -278,5 +336,46 @@ pub fn print_human(events: &[EventReport], runs: &[RunReport]) {
                 if t.multiplexed { "  multiplexed" } else { "" }
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--json`'s `grant` (measure, and each backend of list) says the grant's access,
+    /// scope and whether the counters follow the thread, from pmu-linux's typed
+    /// `Grant` (kmod_enable_user_uapi.h's GRANT with `KMOD_EU_GRANTED_FOLLOW`), and its
+    /// words.
+    #[test]
+    fn the_grant_in_json() {
+        let thread = GrantReport::new(pmu_linux::Grant::ReadOnly {
+            cpu: 1,
+            scope: pmu_linux::GrantScope::Thread { follow: true },
+        });
+        assert_eq!(
+            serde_json::to_value(&thread).unwrap(),
+            serde_json::json!({
+                "access": "read-only",
+                "scope": "per-thread",
+                "follow": true,
+                "cpu": 1,
+                "text": "read-only, per-thread, counters follow the thread, CPU 1",
+            })
+        );
+        let cpu_wide = GrantReport::new(pmu_linux::Grant::Program {
+            cpu: 0,
+            scope: pmu_linux::GrantScope::CpuWide,
+        });
+        assert_eq!(
+            serde_json::to_value(&cpu_wide).unwrap(),
+            serde_json::json!({
+                "access": "program",
+                "scope": "cpu-wide",
+                "follow": null,
+                "cpu": 0,
+                "text": "read and program, CPU-wide, CPU 0",
+            })
+        );
     }
 }

@@ -15,7 +15,7 @@ use super::region::{
     boxed_region, handles_and_own_sentinel, AccessCheck, DirectRegion, NoFlags, NoSentinel,
     OverflowFlags, SENTINEL_FILTER,
 };
-use crate::backend::{Backend, How, Opened, Request};
+use crate::backend::{Backend, GrantScope, How, Opened, Request};
 use crate::error::{Error, Result};
 use crate::machine::sched::{pin_to, PinGuard};
 use crate::Sentinel;
@@ -146,6 +146,70 @@ impl AccessCheck for PmuserenrRead {
     }
 }
 
+/// kmod-enable-user's per-thread grant over `A`, the check of what PMUSERENR_EL0 must
+/// hold: a grant found gone at a region's edge (perf's `armv8pmu_start()` cleared
+/// PMUSERENR_EL0 on this CPU: drivers/perf/arm_pmuv3.c, Linux 6.12 and 7.3) is put back
+/// with REGRANT and counted; a read that trapped between the edges was put back by
+/// the SIGILL handler (crate doc, "SIGILL"), or left a trap mark that makes the
+/// region an error. Owns the thread's share of the grant: dropping the region ends it
+/// (the last share closes the device).
+#[derive(Debug)]
+pub struct ThreadGranted<A> {
+    inner: A,
+    grant: grant::thread::ThreadGrant,
+}
+
+impl<A: AccessCheck> ThreadGranted<A> {
+    /// `inner` checked under `grant`.
+    pub fn new(inner: A, grant: grant::thread::ThreadGrant) -> Self {
+        Self { inner, grant }
+    }
+
+    /// Whose the grant is.
+    pub fn scope(&self) -> GrantScope {
+        GrantScope::Thread {
+            follow: self.grant.follows(),
+        }
+    }
+
+    /// Whether the module's grant includes programming the PMU (el0_programming=1).
+    pub fn programs(&self) -> bool {
+        self.grant.programs()
+    }
+}
+
+impl<A: AccessCheck> AccessCheck for ThreadGranted<A> {
+    const REGRANTS: bool = true;
+
+    #[inline(always)]
+    fn granted(&self) -> bool {
+        self.inner.granted() || (self.grant.regrant().is_ok() && self.inner.granted())
+    }
+
+    #[cold]
+    fn revoked(&self) -> Error {
+        match self.grant.regrant() {
+            Err(refused) => grant::thread_grant_refused(refused),
+            Ok(()) => self.inner.revoked(),
+        }
+    }
+
+    #[inline(always)]
+    fn follows_thread(&self) -> bool {
+        self.grant.follows()
+    }
+
+    #[inline(always)]
+    fn region_start(&self) -> u64 {
+        self.grant.region_start()
+    }
+
+    #[inline(always)]
+    fn region_end(&self, mark: u64) -> Result<u64> {
+        self.grant.region_end(mark).map_err(grant::read_trapped)
+    }
+}
+
 /// Under kmod-enable-user's read-only grant: pins the thread to `cpu`, reads the
 /// module's layout, probes there that its counters are readable, and returns them as
 /// a PMU (reads only; see [`pmu_armv8::granted`]). Keep the guard alive as long as
@@ -239,21 +303,111 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
 pub(super) fn open_read_only_grant(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     let wanted = request.direct_events()?;
     let cpu = request.cpu_or_current();
+    if grant::per_thread() {
+        return open_thread_read_grant(request, &wanted, cpu);
+    }
     let (pin, pmu, layout) = take_granted(cpu)?;
     let placed = grant::place_in_layout(pmu.layout(), &layout, &wanted, &request.names)?;
-    let region = granted_region(pmu, &placed, request.names.clone(), request.sentinel)?;
+    let access = PmuserenrRead::for_layout(pmu.layout());
+    let region = granted_region_with(
+        pmu,
+        &placed,
+        request.names.clone(),
+        request.sentinel,
+        access,
+    )?;
     Ok(Opened::direct(
         region,
         request.events.len(),
-        How::ModuleLayout { cpu, layout },
+        How::ModuleLayout {
+            cpu,
+            layout,
+            scope: GrantScope::CpuWide,
+        },
         pin,
     ))
+}
+
+/// The module's read-only grant in per-thread mode ([`grant::per_thread`]): pins the
+/// thread to `cpu`, asks the module for this thread's grant (GRANT on
+/// /dev/kmod_enable_user), checks PMUSERENR_EL0 in place (a forked probe would trap:
+/// a child has no grant), and reads the module's counters under it.
+fn open_thread_read_grant(
+    request: &Request,
+    wanted: &[pmu_core::Event],
+    cpu: usize,
+) -> Result<Opened<Box<dyn Backend>>> {
+    let (pin, access, pmu, text) = take_thread_granted(cpu)?;
+    let scope = access.scope();
+    let placed = grant::place_in_layout(pmu.layout(), &text, wanted, &request.names)?;
+    let region = granted_region_with(
+        pmu,
+        &placed,
+        request.names.clone(),
+        request.sentinel,
+        access,
+    )?;
+    Ok(Opened::direct(
+        region,
+        request.events.len(),
+        How::ModuleLayout {
+            cpu,
+            layout: text,
+            scope,
+        },
+        pin,
+    ))
+}
+
+/// Under kmod-enable-user's per-thread grant ([`grant::per_thread`]): pins the thread
+/// to `cpu`, reads the module's layout, asks the module for this thread's grant (GRANT
+/// on /dev/kmod_enable_user, shared with the thread's other meters), checks
+/// PMUSERENR_EL0 in place (a forked probe would trap: a child has no grant), and
+/// returns the grant's check with the module's counters as a PMU and the layout as
+/// the module states it. Keep the guard alive as long as the PMU.
+///
+/// # Errors
+/// [`crate::error::Unsupported::Cpu`]; [`crate::error::AccessError::ModuleLayout`];
+/// [`crate::error::AccessError::ThreadGrant`] with the module's refusal;
+/// [`crate::error::AccessError::GrantMissing`] for perf's per-counter grant (PMUv3p9).
+#[allow(clippy::type_complexity)]
+pub fn take_thread_granted(
+    cpu: usize,
+) -> Result<(
+    PinGuard,
+    ThreadGranted<PmuserenrRead>,
+    GrantedPmu<El0Reads>,
+    String,
+)> {
+    let pin = pin_to(cpu)?;
+    let (text, layout) = grant::module_layout()?;
+    let access = ThreadGranted::new(
+        PmuserenrRead::for_layout(&layout),
+        grant::grant_this_thread()?,
+    );
+    if !access.granted() {
+        return Err(access.revoked());
+    }
+    // Under UEN (PMUv3p9) a read cannot trap: PMUSERENR_EL0 says whose grant it is.
+    PmuserenrRead::for_layout(&layout)
+        .check()
+        .map_err(grant::reads_not_granted)?;
+    // SAFETY: PMUSERENR_EL0 grants the layout's reads on this CPU now (just checked),
+    // this thread is pinned there and holds the module's grant, which the module puts
+    // back at every switch-in; a read perf makes trap meanwhile is the SIGILL
+    // handler's (re-granted, or stepped over and the region refused). The layout
+    // names only counters the module programmed.
+    let reads = unsafe { pmu_armv8::granted::El0Reads::new() };
+    Ok((pin, access, GrantedPmu::new(layout, reads), text))
 }
 
 /// The programming grant (EN): the library programs the counters itself.
 fn open_programmed(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     let wanted = request.direct_events()?;
     let cpu = request.cpu_or_current();
+    if grant::per_thread() {
+        return open_thread_programmed(request, wanted, cpu);
+    }
     // SAFETY: `program_the_pmu`'s caller promised exclusive use of this CPU's PMU and
     // a fixed affinity; EL0 cannot read PMUVer, so only the PMUv3 baseline is assumed.
     let taken = unsafe { take_armv8(cpu, PmuVersion::PmuV3, PmuOptions::new()) };
@@ -269,7 +423,52 @@ fn open_programmed(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
     Ok(Opened::direct(
         region,
         request.events.len(),
-        How::Armv8Programmed { cpu },
+        How::Armv8Programmed {
+            cpu,
+            scope: GrantScope::CpuWide,
+        },
+        pin,
+    ))
+}
+
+/// The programming grant in per-thread mode: this thread's grant, where the module
+/// gives programming access with it (`KMOD_EU_GRANTED_PROGRAM`: el0_programming=1),
+/// else the read-only grant.
+fn open_thread_programmed(
+    request: &Request,
+    wanted: Vec<pmu_core::Event>,
+    cpu: usize,
+) -> Result<Opened<Box<dyn Backend>>> {
+    let pin = pin_to(cpu)?;
+    let thread_grant = grant::grant_this_thread()?;
+    if !thread_grant.programs() {
+        drop(thread_grant);
+        drop(pin);
+        return open_read_only_grant(request);
+    }
+    let access = ThreadGranted::new(Pmuserenr, thread_grant);
+    if !access.granted() {
+        return Err(access.revoked());
+    }
+    let scope = access.scope();
+    // SAFETY: `program_the_pmu`'s caller promised exclusive use of this CPU's PMU and
+    // a fixed affinity; PMUSERENR_EL0.EN is set for this thread on this CPU (just
+    // checked; a forked probe would trap: a child has no grant); only the PMUv3
+    // baseline is assumed.
+    let pmu = unsafe { El0Pmu::take(PmuVersion::PmuV3, PmuOptions::new()) }
+        .map_err(crate::Error::from)?;
+    let placed: Vec<_> = wanted.into_iter().map(|e| (e, None)).collect();
+    let region = programmed_region_with(
+        pmu,
+        &placed,
+        request.names.clone(),
+        request.sentinel,
+        access,
+    )?;
+    Ok(Opened::direct(
+        region,
+        request.events.len(),
+        How::Armv8Programmed { cpu, scope },
         pin,
     ))
 }
@@ -385,8 +584,20 @@ pub fn granted_region(
     names: Vec<String>,
     watch: bool,
 ) -> Result<Box<dyn Backend>> {
+    let access = PmuserenrRead::for_layout(pmu.layout());
+    granted_region_with(pmu, placed, names, watch, access)
+}
+
+/// [`granted_region`] with the grant checked by `access` (the per-thread grant's
+/// [`ThreadGranted`]).
+fn granted_region_with<A: AccessCheck + 'static>(
+    pmu: GrantedPmu<El0Reads>,
+    placed: &[(pmu_core::Event, Option<Slot>)],
+    names: Vec<String>,
+    watch: bool,
+    access: A,
+) -> Result<Box<dyn Backend>> {
     let layout = *pmu.layout();
-    let access = PmuserenrRead::for_layout(&layout);
     let counters = OwnedCounters::allocate(pmu, placed, pmu_core::PrivilegeFilter::USER)?;
     let handles = counters
         .slots()
@@ -442,6 +653,18 @@ pub fn programmed_region(
     names: Vec<String>,
     watch: bool,
 ) -> Result<Box<dyn Backend>> {
+    programmed_region_with(pmu, placed, names, watch, Pmuserenr)
+}
+
+/// [`programmed_region`] with the grant checked by `access` (the per-thread grant's
+/// [`ThreadGranted`]).
+fn programmed_region_with<A: AccessCheck + 'static>(
+    pmu: El0Pmu,
+    placed: &[(pmu_core::Event, Option<Slot>)],
+    names: Vec<String>,
+    watch: bool,
+    access: A,
+) -> Result<Box<dyn Backend>> {
     use pmu_core::GenericEvent;
     let candidates: &[_] = if !watch {
         &[]
@@ -494,5 +717,5 @@ pub fn programmed_region(
             ))
         },
     )?;
-    boxed_region(counters, Pmuserenr, handles, names, sentinel, state, flags)
+    boxed_region(counters, access, handles, names, sentinel, state, flags)
 }

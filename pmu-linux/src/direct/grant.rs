@@ -9,6 +9,12 @@ use pmu_armv8::granted::GrantedLayout;
 
 use crate::error::{AccessError, Error};
 
+pub mod mrs;
+pub mod thread;
+pub mod uapi;
+
+use uapi::GrantCall;
+
 /// Why user mode traps on this CPU although kmod-enable-user is loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -49,6 +55,186 @@ pub enum GrantMissing {
         /// The module has the root-only `regrant` parameter.
         regrant: bool,
     },
+}
+
+/// Why the module refused a call: one variant per errno its header documents, each
+/// saying what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ThreadGrantRefused {
+    /// open: EACCES. Not in the module's `group=` and without CAP_PERFMON.
+    NotInGroup {
+        /// The module's `group=` parameter (a gid), where sysfs shows one.
+        group: Option<String>,
+    },
+    /// GRANT: EINVAL. The module did not understand the request (its size, a flag or
+    /// a counter outside its layout): this library and the module disagree.
+    RequestNotUnderstood,
+    /// GRANT: EBUSY. The calling thread already holds a grant (through this file or
+    /// another).
+    AlreadyGranted,
+    /// GRANT: EPERM. The file was opened by another process (a child after fork(2)
+    /// using its parent's file).
+    OpenedByAnotherProcess,
+    /// REGRANT: ENOENT. The calling thread holds no grant through this file.
+    NoGrant,
+    /// REGRANT: EBUSY. This CPU has no module counters now (perf holds a counter of the
+    /// layout here, or `cpus=` leaves this CPU out).
+    NoCountersOnThisCpu,
+    /// ENOTTY. The module does not know the request: another version of the module.
+    UnknownRequest,
+    /// Any other errno (not documented by the module).
+    Other {
+        /// The call.
+        call: GrantCall,
+        /// The errno.
+        errno: crate::error::Errno,
+    },
+}
+
+impl ThreadGrantRefused {
+    /// The refusal `errno` of `call` means; `group` is the module's `group=` parameter
+    /// (for EACCES's advice).
+    pub fn from_errno(call: GrantCall, errno: i32, group: Option<String>) -> Self {
+        match (call, errno) {
+            (GrantCall::Open, libc::EACCES) => Self::NotInGroup { group },
+            (GrantCall::Grant, libc::EINVAL) => Self::RequestNotUnderstood,
+            (GrantCall::Grant, libc::EBUSY) => Self::AlreadyGranted,
+            (GrantCall::Grant, libc::EPERM) => Self::OpenedByAnotherProcess,
+            (GrantCall::Regrant, libc::ENOENT) => Self::NoGrant,
+            (GrantCall::Regrant, libc::EBUSY) => Self::NoCountersOnThisCpu,
+            (GrantCall::Grant | GrantCall::Regrant, libc::ENOTTY) => Self::UnknownRequest,
+            _ => Self::Other {
+                call,
+                errno: crate::error::Errno(errno),
+            },
+        }
+    }
+}
+
+impl fmt::Display for ThreadGrantRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotInGroup { group } => {
+                f.write_str(
+                    "open(/dev/kmod_enable_user): EACCES: not in the module's group= and \
+                     without CAP_PERFMON: ask the administrator ",
+                )?;
+                match group {
+                    Some(gid) if gid != "-1" && !gid.is_empty() => write!(
+                        f,
+                        "to add this user to group {gid} (the module's group=), or to grant \
+                         CAP_PERFMON"
+                    )?,
+                    _ => f.write_str(
+                        "to load the module with group=<a gid this user is in> (it names none), \
+                         or to grant CAP_PERFMON",
+                    )?,
+                }
+                f.write_str("; or use the perf backend")
+            }
+            Self::RequestNotUnderstood => f.write_str(
+                "ioctl(KMOD_EU_IOC_GRANT): EINVAL: the module did not understand this library's \
+                 request (its size, flags or counters): the library and the module are from \
+                 different versions; rebuild one against the other",
+            ),
+            Self::AlreadyGranted => f.write_str(
+                "ioctl(KMOD_EU_IOC_GRANT): EBUSY: this thread already holds a grant through \
+                 another file of /dev/kmod_enable_user (one grant per thread): measure with \
+                 the meter that holds it, or drop that one first",
+            ),
+            Self::OpenedByAnotherProcess => f.write_str(
+                "ioctl(KMOD_EU_IOC_GRANT): EPERM: the file was opened by another process (a \
+                 child after fork(2) using its parent's file): the child opens the device \
+                 itself",
+            ),
+            Self::NoGrant => f.write_str(
+                "ioctl(KMOD_EU_IOC_REGRANT): ENOENT: this thread holds no grant through this \
+                 file (the meter was opened on another thread: measure on the thread that \
+                 opened it)",
+            ),
+            Self::NoCountersOnThisCpu => f.write_str(
+                "ioctl(KMOD_EU_IOC_REGRANT): EBUSY: this CPU has no module counters now (perf \
+                 holds a counter of the module's layout here, or the module's cpus= leaves \
+                 this CPU out): keep perf's hardware events off this CPU, or use the perf \
+                 backend",
+            ),
+            Self::UnknownRequest => f.write_str(
+                "ENOTTY: the module does not know this request: it is another version than \
+                 this library's; rebuild one against the other",
+            ),
+            Self::Other { call, errno } => write!(f, "{call}: {errno}"),
+        }
+    }
+}
+
+/// Why a counter read trapped under the per-thread grant and was not repaired: the
+/// region is not counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TrapCause {
+    /// The thread holds no per-thread grant (a meter opened on another thread, or a
+    /// thread that never asked).
+    NoGrant,
+    /// The module refused the re-grant.
+    RegrantRefused(ThreadGrantRefused),
+    /// The module re-granted and PMUSERENR_EL0 still did not open the read.
+    RegrantIneffective,
+}
+
+impl From<thread::Trap> for TrapCause {
+    fn from(trap: thread::Trap) -> Self {
+        match trap {
+            thread::Trap::RegrantRefused(errno) => Self::RegrantRefused(
+                ThreadGrantRefused::from_errno(GrantCall::Regrant, errno, None),
+            ),
+            thread::Trap::RegrantIneffective => Self::RegrantIneffective,
+            _ => Self::NoGrant,
+        }
+    }
+}
+
+impl fmt::Display for TrapCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoGrant => f.write_str(
+                "this thread holds no per-thread grant of kmod-enable-user (measure on the \
+                 thread that opened the meter)",
+            ),
+            Self::RegrantRefused(why) => write!(f, "the re-grant failed: {why}"),
+            Self::RegrantIneffective => f.write_str(
+                "the module re-granted and PMUSERENR_EL0 still did not open the read (perf \
+                 cleared it again at once)",
+            ),
+        }
+    }
+}
+
+/// The error of the module's refusal `refused`; an open's EACCES names the module's
+/// `group=` ([`group_parameter`]).
+pub fn thread_grant_refused(refused: thread::Refused) -> Error {
+    let group = (refused.call == GrantCall::Open && refused.errno == libc::EACCES)
+        .then(group_parameter)
+        .flatten();
+    AccessError::ThreadGrant {
+        refused: ThreadGrantRefused::from_errno(refused.call, refused.errno, group),
+    }
+    .into()
+}
+
+/// The error of a region whose read trapped unrecovered.
+#[cold]
+pub fn read_trapped(trap: thread::Trap) -> Error {
+    AccessError::ReadTrapped { cause: trap.into() }.into()
+}
+
+/// This thread's per-thread grant (shared with the thread's other meters), asked of
+/// the module's device ([`uapi::DEVICE`]).
+///
+/// # Errors
+/// [`AccessError::ThreadGrant`] with the module's refusal.
+pub fn grant_this_thread() -> Result<thread::ThreadGrant, Error> {
+    thread::ThreadGrant::acquire(Path::new(uapi::DEVICE)).map_err(thread_grant_refused)
 }
 
 /// Where the module publishes itself once loaded.
@@ -97,6 +283,28 @@ pub fn trapped_with_module_at(module: &Path) -> Error {
         GrantMissing::Trapped
     };
     missing(cause)
+}
+
+/// Whether the module under `module` ([`MODULE_SYSFS`]) is loaded in per-thread mode:
+/// its `cpu_wide` parameter reads N (kernel/params.c prints a bool parameter as Y or N)
+/// and its device (`device`, [`uapi::DEVICE`]) exists. An older module has no
+/// `cpu_wide`: CPU-wide.
+pub fn per_thread_at(module: &Path, device: &Path) -> bool {
+    let cpu_wide = std::fs::read_to_string(module.join("parameters/cpu_wide"));
+    matches!(cpu_wide.as_deref().map(str::trim), Ok("N" | "0")) && device.exists()
+}
+
+/// [`per_thread_at`] for this system's module and device.
+pub fn per_thread() -> bool {
+    per_thread_at(Path::new(MODULE_SYSFS), Path::new(uapi::DEVICE))
+}
+
+/// The module's `group=` parameter (a gid, or what sysfs shows), for the advice of a
+/// refused open.
+pub fn group_parameter() -> Option<String> {
+    std::fs::read_to_string(Path::new(MODULE_SYSFS).join("parameters/group"))
+        .ok()
+        .map(|s| s.trim().to_owned())
 }
 
 /// [`trapped_with_module_at`] for this system's [`MODULE_SYSFS`].
@@ -473,5 +681,79 @@ mod tests {
         assert!(trapped_with_module_at(&module)
             .to_string()
             .contains("loaded with el0_programming=N"));
+    }
+
+    /// Every errno kmod_enable_user_uapi.h documents (uapi's table, which its own
+    /// test checks against the header) has its own typed refusal, which names it and
+    /// says what to do.
+    #[test]
+    fn every_documented_errno_is_typed() {
+        use uapi::DOCUMENTED_ERRNOS;
+        for &(call, errno, name) in DOCUMENTED_ERRNOS {
+            let refused = ThreadGrantRefused::from_errno(call, errno, Some("1001".into()));
+            assert!(
+                !matches!(refused, ThreadGrantRefused::Other { .. }),
+                "{call:?} {name}"
+            );
+            assert!(refused.to_string().contains(name), "{refused}");
+        }
+        // An errno the header does not document is said as it is.
+        let other = ThreadGrantRefused::from_errno(GrantCall::Open, libc::ENOENT, None);
+        assert_eq!(
+            other.to_string(),
+            format!(
+                "open(/dev/kmod_enable_user): {}",
+                crate::error::Errno(libc::ENOENT)
+            )
+        );
+    }
+
+    /// EACCES names the module's group (or its absence) and the way to the grant;
+    /// REGRANT's EBUSY names perf.
+    #[test]
+    fn refusals_say_what_to_do() {
+        let with_group =
+            ThreadGrantRefused::from_errno(GrantCall::Open, libc::EACCES, Some("1001".into()))
+                .to_string();
+        for needle in [
+            "not in the module's group= and without CAP_PERFMON: ask the administrator",
+            "to add this user to group 1001",
+            "or use the perf backend",
+        ] {
+            assert!(with_group.contains(needle), "`{needle}`: {with_group}");
+        }
+        let without =
+            ThreadGrantRefused::from_errno(GrantCall::Open, libc::EACCES, None).to_string();
+        assert!(without.contains("group=<a gid this user is in> (it names none)"));
+        let busy = ThreadGrantRefused::from_errno(GrantCall::Regrant, libc::EBUSY, None);
+        assert_eq!(busy, ThreadGrantRefused::NoCountersOnThisCpu);
+        assert!(busy
+            .to_string()
+            .contains("perf holds a counter of the module's layout"));
+        assert_eq!(
+            ThreadGrantRefused::from_errno(GrantCall::Grant, libc::EBUSY, None),
+            ThreadGrantRefused::AlreadyGranted
+        );
+    }
+
+    /// Per-thread mode is the module's `cpu_wide` reading N (kernel/params.c prints a
+    /// bool parameter as Y or N) with its device present; a module without the
+    /// parameter, `cpu_wide=Y`, or no device is CPU-wide.
+    #[test]
+    fn per_thread_mode_is_read_from_sysfs_and_the_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = dir.path().join("kmod_enable_user");
+        let device = dir.path().join("kmod_enable_user.dev");
+        std::fs::create_dir_all(module.join("parameters")).unwrap();
+        assert!(
+            !per_thread_at(&module, &device),
+            "no cpu_wide: an older module"
+        );
+        std::fs::write(module.join("parameters/cpu_wide"), "N\n").unwrap();
+        assert!(!per_thread_at(&module, &device), "no device");
+        std::fs::write(&device, "").unwrap();
+        assert!(per_thread_at(&module, &device));
+        std::fs::write(module.join("parameters/cpu_wide"), "Y\n").unwrap();
+        assert!(!per_thread_at(&module, &device));
     }
 }

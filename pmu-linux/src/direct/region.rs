@@ -74,10 +74,42 @@ use crate::verdict::{
 };
 use crate::Sentinel;
 
-/// Says whether user access to the PMU is still granted, without trapping.
+/// Says whether user access to the PMU is still granted, without trapping; and, for
+/// kmod-enable-user's per-thread grant, what happened to the grant during a region.
 pub trait AccessCheck {
+    /// Whether the grant counts re-grants ([`Self::region_end`]): the per-thread
+    /// grant's evidence says how many came during a region.
+    const REGRANTS: bool = false;
     /// True while user mode may access the counters.
     fn granted(&self) -> bool;
+    /// The error of a grant found gone at a region's edge.
+    #[cold]
+    fn revoked(&self) -> Error {
+        Error::Access(crate::error::AccessError::Revoked)
+    }
+    /// Whether the counters follow the thread across switches and migrations
+    /// (kmod-enable-user's per-thread grant with `follow`): then neither mixes other
+    /// threads' counts into a region.
+    #[inline(always)]
+    fn follows_thread(&self) -> bool {
+        false
+    }
+    /// At a region's start, before any read: a mark for [`Self::region_end`].
+    #[inline(always)]
+    fn region_start(&self) -> u64 {
+        0
+    }
+    /// At a region's stop, after its reads: how many times the grant was put back
+    /// during the region (the counts stay exact: perf's revocation leaves the counters'
+    /// values alone).
+    ///
+    /// # Errors
+    /// A read that trapped and was not repaired: the region is not counted.
+    #[inline(always)]
+    fn region_end(&self, mark: u64) -> Result<u64> {
+        let _ = mark;
+        Ok(0)
+    }
 }
 
 /// No check possible (ARM1176: SUNAVCR is not readable in User mode) or needed (fake
@@ -111,8 +143,8 @@ fn getcpu_failed() -> Result<u32> {
 /// lays the granted path straight.
 #[cold]
 #[inline(never)]
-fn revoked() -> Result<()> {
-    Err(Error::Access(crate::error::AccessError::Revoked))
+fn revoked<A: AccessCheck>(access: &A) -> Result<()> {
+    Err(access.revoked())
 }
 
 /// The counters underneath a region: it keeps them programmed, and enables, disables
@@ -267,6 +299,10 @@ where
     /// getrusage at both edges, regions without a sentinel only.
     switches_start: SwitchCounts,
     switches_end: SwitchCounts,
+    /// The grant's mark at the start ([`AccessCheck::region_start`]).
+    grant_mark: u64,
+    /// The re-grants during the last region ([`AccessCheck::region_end`]).
+    regrants: u64,
 }
 
 /// The stop's counters and a word saying whether the stop took the slow path
@@ -418,6 +454,8 @@ where
             end_flags: 0,
             switches_start: SwitchCounts::default(),
             switches_end: SwitchCounts::default(),
+            grant_mark: 0,
+            regrants: 0,
         })
     }
 
@@ -436,7 +474,7 @@ where
         if self.access.granted() {
             Ok(())
         } else {
-            revoked()
+            revoked(&self.access)
         }
     }
 
@@ -499,12 +537,7 @@ where
         };
         self.end_tag = end_tag;
         self.end_flags = flags;
-        let common = edge_hazards(
-            tag_cpu(self.start_tag),
-            tag_cpu(end_tag),
-            self.switched(),
-            self.kernel_entries(),
-        );
+        let common = self.common_hazards(end_tag);
         counter_readings(
             &self.start,
             &self.ends.counters,
@@ -519,6 +552,23 @@ where
     #[inline(always)]
     fn switched(&self) -> bool {
         !S::PRESENT && self.switches_start.delta(self.switches_end).total() > 0
+    }
+
+    /// The hazards every reading shares, with the stop's tag `end_tag`: where the
+    /// counters follow the thread a switch or a migration mixes no other thread's
+    /// counts, so neither is a hazard (the evidence still shows both); the kernel's
+    /// entries still are.
+    fn common_hazards(&self, end_tag: u64) -> pmu_core::Hazards {
+        if self.access.follows_thread() {
+            edge_hazards(0, 0, false, self.kernel_entries())
+        } else {
+            edge_hazards(
+                tag_cpu(self.start_tag),
+                tag_cpu(end_tag),
+                self.switched(),
+                self.kernel_entries(),
+            )
+        }
     }
 }
 
@@ -538,6 +588,7 @@ where
     /// its flag, one before the clear by end < start).
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
+        self.grant_mark = self.access.region_start();
         self.check_access()?;
         if !S::PRESENT {
             self.switches_start = self.cpu.switches()?;
@@ -565,6 +616,8 @@ where
         if !S::PRESENT {
             self.switches_end = self.cpu.switches()?;
         }
+        // A read that trapped unrecovered read 0: no reading from this region.
+        self.regrants = self.access.region_end(self.grant_mark)?;
         let Some(out) = out.get_mut(..K) else {
             return Err(pmu_core::Error::ReadingsMismatch {
                 expected: K as u32,
@@ -638,13 +691,8 @@ where
     fn evidence(&self) -> Evidence {
         let mut out = [Reading::default(); crate::MAX_EVENTS];
         let (end_tag, flags) = self.end_state();
-        let common = edge_hazards(
-            tag_cpu(self.start_tag),
-            tag_cpu(end_tag),
-            self.switched(),
-            self.kernel_entries(),
-        );
-        match counter_readings(
+        let common = self.common_hazards(end_tag);
+        let mut evidence = match counter_readings(
             &self.start,
             &self.ends.counters,
             |i| flags & self.bits[i] != 0,
@@ -660,7 +708,10 @@ where
                 &out[..n],
             ),
             Err(_) => Evidence::default(),
-        }
+        };
+        evidence.regrants = A::REGRANTS.then_some(self.regrants);
+        evidence.counts_follow_thread = self.access.follows_thread();
+        evidence
     }
 }
 
@@ -1218,5 +1269,136 @@ mod tests {
             }
         );
         assert_eq!(Backend::names(&r), ["cycles", "instructions"]);
+    }
+
+    /// A per-thread grant as the module gives it (kmod_enable_user_uapi.h): re-grants
+    /// counted by the thread, a trap mark, counters that follow the thread or not.
+    struct FakeThreadGrant<'t> {
+        follow: bool,
+        regrants: &'t Cell<u64>,
+        trapped: &'t Cell<bool>,
+    }
+
+    impl AccessCheck for FakeThreadGrant<'_> {
+        const REGRANTS: bool = true;
+        fn granted(&self) -> bool {
+            true
+        }
+        fn follows_thread(&self) -> bool {
+            self.follow
+        }
+        fn region_start(&self) -> u64 {
+            self.trapped.set(false);
+            self.regrants.get()
+        }
+        fn region_end(&self, mark: u64) -> Result<u64> {
+            if self.trapped.get() {
+                return Err(crate::direct::grant::read_trapped(
+                    crate::direct::grant::thread::Trap::RegrantRefused(libc::EBUSY),
+                ));
+            }
+            Ok(self.regrants.get() - mark)
+        }
+    }
+
+    fn thread_region<'j>(
+        j: &'j fake::Journal,
+        grant: FakeThreadGrant<'j>,
+    ) -> DirectRegion<
+        fake::Owner<'j>,
+        FakeThreadGrant<'j>,
+        fake::Read<'j>,
+        Watching<fake::Read<'j>>,
+        fake::Flags<'j>,
+        2,
+        fake::Cpu<'j>,
+    > {
+        DirectRegion::with_cpu(
+            fake::Owner(j),
+            grant,
+            [fake::Read(j, 0), fake::Read(j, 1)],
+            vec!["cycles".into(), "instructions".into()],
+            Watching(fake::Read(j, 2)),
+            Sentinel::Counting {
+                event: "instructions".into(),
+                how: "fake".into(),
+            },
+            fake::Flags(j),
+            fake::Cpu(j),
+        )
+        .unwrap()
+    }
+
+    /// Under the per-thread grant with `follow`: a migration mixes no other thread's
+    /// counts, so the readings carry no CPU_MIGRATION (the evidence keeps both CPUs);
+    /// a re-grant during the region leaves it exact and the evidence counts it; a
+    /// read that trapped unrecovered makes the stop an error that says why.
+    #[test]
+    fn the_per_thread_grant_follows_regrants_and_traps() {
+        let j = fake::Journal::default();
+        let (regrants, trapped) = (Cell::new(7), Cell::new(true));
+        let follow = FakeThreadGrant {
+            follow: true,
+            regrants: &regrants,
+            trapped: &trapped,
+        };
+        let mut r = thread_region(&j, follow);
+        j.counters[0].set(100);
+        r.start().unwrap();
+        assert!(!trapped.get(), "the start forgets an earlier region's trap");
+        j.cpu.set(2);
+        j.counters[0].set(350);
+        regrants.set(9);
+        let mut out = [Reading::default(); 2];
+        r.stop(&mut out).unwrap();
+        assert_eq!(out[0].value, 250);
+        assert!(out.iter().all(|o| o.hazards.is_empty()), "{out:?}");
+        let ev = r.evidence();
+        assert_eq!((ev.cpu_start, ev.cpu_end), (Some(0), Some(2)));
+        assert_eq!(ev.regrants, Some(2));
+        assert!(ev.counts_follow_thread);
+        assert!(ev.migrated());
+        assert_eq!(ev.thread_hazards(), Hazards::empty());
+
+        // A kernel entry still is one.
+        r.start().unwrap();
+        j.sentinel.set(40);
+        r.stop(&mut out).unwrap();
+        assert!(out.iter().all(|o| o.hazards == Hazards::KERNEL_ENTRY));
+
+        r.start().unwrap();
+        trapped.set(true);
+        let err = r.stop(&mut out).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Access(crate::error::AccessError::ReadTrapped { .. })
+            ),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        for needle in [
+            "not counted: a counter read trapped under kmod-enable-user's per-thread grant",
+            "the re-grant failed: ioctl(KMOD_EU_IOC_REGRANT): EBUSY",
+        ] {
+            assert!(text.contains(needle), "`{needle}`: {text}");
+        }
+
+        // Without `follow` the counters are the CPU's: a migration is a hazard.
+        let stays = FakeThreadGrant {
+            follow: false,
+            regrants: &regrants,
+            trapped: &trapped,
+        };
+        let mut r = thread_region(&j, stays);
+        r.start().unwrap();
+        j.cpu.set(3);
+        r.stop(&mut out).unwrap();
+        assert!(out
+            .iter()
+            .all(|o| o.hazards.contains(Hazards::CPU_MIGRATION)));
+        assert_eq!(r.evidence().regrants, Some(0));
+        // Other grants count no re-grants.
+        assert_eq!(region(&j).evidence().regrants, None);
     }
 }

@@ -220,6 +220,7 @@ fn software_without_hardware(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::GrantScope;
     use crate::error::Error;
     use crate::verdict::FallbackReason;
     use pmu_core::Fallback;
@@ -239,6 +240,53 @@ mod tests {
         Error::Group(crate::error::GroupError::NoEvents)
     }
 
+    /// The per-thread grant's sentence and typed grant (kmod_enable_user_uapi.h: GRANT
+    /// on /dev/kmod_enable_user, `KMOD_EU_GRANTED_FOLLOW`), composed from the fields.
+    #[test]
+    fn the_per_thread_grant_says_so() {
+        let follow = GrantScope::Thread { follow: true };
+        let how = How::ModuleLayout {
+            cpu: 2,
+            layout: "5=0x8 4=0x11".into(),
+            scope: follow,
+        };
+        let grant = how.grant().unwrap();
+        assert_eq!(
+            grant,
+            Grant::ReadOnly {
+                cpu: 2,
+                scope: follow
+            }
+        );
+        assert_eq!(grant.scope(), follow);
+        assert!(follow.counts_follow_thread());
+        assert!(!GrantScope::Thread { follow: false }.counts_follow_thread());
+        assert!(!GrantScope::CpuWide.counts_follow_thread());
+        assert_eq!(
+            grant.to_string(),
+            "read-only, per-thread, counters follow the thread, CPU 2"
+        );
+        assert_eq!(
+            Grant::Program {
+                cpu: 0,
+                scope: GrantScope::Thread { follow: false }
+            }
+            .to_string(),
+            "read and program, per-thread, counters stay on the CPU (follow=0), CPU 0"
+        );
+        let text = choice(BackendKind::Direct, Vec::new(), how).to_string();
+        assert!(
+            text.starts_with(
+                "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN), per-thread, counters \
+                 follow the thread (this thread only, while it runs; the module saves and \
+                 restores its counters at every switch, so a switch or migration mixes no \
+                 other thread's counts), from kmod-enable-user on CPU 2: the counters the \
+                 module runs (5=0x8 4=0x11)"
+            ),
+            "{text}"
+        );
+    }
+
     /// The sentences `Meter::why` gave before the ladder was data (tests/tests/kernel_arm64.rs
     /// matches their beginnings): each refusal where the chosen backend puts it.
     #[test]
@@ -249,12 +297,18 @@ mod tests {
             choice(
                 BackendKind::Direct,
                 vec![Refusal::SlowPerfReads(SlowReads::PerfUserAccessOff)],
-                How::Armv8Programmed { cpu: 1 }
+                How::Armv8Programmed {
+                    cpu: 1,
+                    scope: GrantScope::CpuWide
+                }
             )
             .to_string(),
             format!(
                 "perf cannot give one-instruction reads here (kernel.perf_user_access = 0); {}",
-                How::Armv8Programmed { cpu: 1 }
+                How::Armv8Programmed {
+                    cpu: 1,
+                    scope: GrantScope::CpuWide
+                }
             )
         );
         assert_eq!(
@@ -332,14 +386,17 @@ mod tests {
              and summed, the share of each in Meter::core_pmu_split; read with one \
              instruction through the pages"
         );
+        // tests/tests/kernel_arm64.rs and debian_arm64.rs match the start up to "no EN)".
         assert!(How::ModuleLayout {
             cpu: 3,
-            layout: "0=0x8,31=0x11".into()
+            layout: "0=0x8,31=0x11".into(),
+            scope: GrantScope::CpuWide,
         }
         .to_string()
         .starts_with(
-            "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN) from kmod-enable-user on \
-             CPU 3: the counters the module runs (0=0x8,31=0x11), read with one instruction"
+            "grant: read-only (PMUSERENR_EL0 ER or ER|CR, no EN), CPU-wide (every thread on \
+             the CPU may read the counters), from kmod-enable-user on CPU 3: the counters the \
+             module runs (0=0x8,31=0x11), read with one instruction"
         ));
         assert!(How::Armv7Programmed { cpu: 2 }
             .to_string()
@@ -354,7 +411,13 @@ mod tests {
             "grant: read-only (PMUSERENR ER or ER|CR, no EN) from kmod-enable-user's ARMv7 \
              flavour on CPU 1: the counters the module runs (5=0x8 4=0x11), PL0 only"
         ));
-        assert_eq!(armv7.grant(), Some(Grant::ReadOnly { cpu: 1 }));
+        assert_eq!(
+            armv7.grant(),
+            Some(Grant::ReadOnly {
+                cpu: 1,
+                scope: GrantScope::CpuWide
+            })
+        );
         assert_eq!(armv7.kind(), BackendKind::Direct);
     }
 }

@@ -92,6 +92,17 @@ pub struct Evidence {
     /// count over this region cannot be trusted ([`crate::sentinel::SentinelGap`]); `None`
     /// where it is known or there is no sentinel.
     pub sentinel_gap: Option<crate::sentinel::SentinelGap>,
+    /// Under kmod-enable-user's per-thread grant: how many times perf took the grant
+    /// away during the region (its `armv8pmu_start()` clears PMUSERENR_EL0) and the
+    /// library put it back (REGRANT at an edge, or from its SIGILL handler after a read
+    /// trapped); the counts stay exact (the counters' values are untouched). `None`
+    /// under every other grant and backend.
+    pub regrants: Option<u64>,
+    /// The counters follow the thread (the per-thread grant with `follow`): a switch
+    /// or a migration mixed no other thread's counts, so neither is a hazard here
+    /// ([`Evidence::thread_hazards`]); [`Evidence::switches`] and the CPUs still say
+    /// what happened.
+    pub counts_follow_thread: bool,
     pub(super) events: [EventEvidence; MAX_EVENTS],
     pub(super) len: usize,
 }
@@ -117,9 +128,10 @@ impl Evidence {
 
     /// The hazards every event of the region shares.
     pub fn thread_hazards(&self) -> Hazards {
+        let mixes = !self.counts_follow_thread;
         shared_hazards(
-            self.migrated(),
-            self.context_switched(),
+            mixes && self.migrated(),
+            mixes && self.context_switched(),
             self.kernel_entered(),
         )
     }

@@ -10,10 +10,13 @@
 //! - `region-check`: the direct backend's syscall-free region and counter handles;
 //! - `sentinel-check`: the perf backend's kernel-entry sentinel;
 //! - `hybrid`: every core PMU of a heterogeneous machine;
-//! - `multiplex-now`: multiplexed events read through their pages.
+//! - `multiplex-now`: multiplexed events read through their pages;
+//! - `library-grant`: pmu-linux under kmod-enable-user's per-thread grant: the granted thread's exact
+//!   count, a sibling thread without the grant flagged instead of killed.
 
 mod hazard_stats;
 mod hybrid;
+mod library_grant;
 mod multiplex_now;
 mod read_costs;
 mod region_check;
@@ -61,6 +64,9 @@ enum Command {
     Hybrid(Passed),
     /// Multiplexed events read through their pages: `multiplex-now [EVENTS [ITERATIONS]]`.
     MultiplexNow(Passed),
+    /// kmod-enable-user's per-thread grant: the owner's exact count, a sibling thread
+    /// without the grant flagged, not killed.
+    LibraryGrant(library_grant::Args),
 }
 
 /// The arguments of a subcommand that parses its own.
@@ -86,6 +92,7 @@ fn main() -> ExitCode {
         Command::SentinelCheck(p) => return sentinel_check::main(&p.argv("sentinel-check")),
         Command::Hybrid(p) => return hybrid::main(&p.argv("hybrid")),
         Command::MultiplexNow(p) => return multiplex_now::main(&p.argv("multiplex-now")),
+        Command::LibraryGrant(args) => library_grant::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

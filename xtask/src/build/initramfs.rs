@@ -132,6 +132,16 @@ pub(crate) fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
 /// `sentinel-check`, `hybrid`, `multiplex-now`).
 const ARM64_EXAMPLES: [(&str, &str); 2] = [("count", "count"), ("pmu-criterion-bench", "bench")];
 
+/// `pmu-guest` for `arch` (built with the [`ARM64_EXAMPLES`]: one cargo run), for a
+/// guest that runs its rigs besides the test kernels' (the Debian arm64 run's
+/// `library-grant`).
+pub(crate) fn pmu_guest(arch: Arch) -> Result<PathBuf, String> {
+    examples(arch)?
+        .into_iter()
+        .find_map(|(name, path)| (name == "pmu-guest").then_some(path))
+        .ok_or_else(|| format!("no pmu-guest for {arch:?}"))
+}
+
 /// Builds the [`ARM64_EXAMPLES`] and `pmu-guest` in one cargo run and returns their
 /// paths, named as they go into `/bin` (none for the other architectures).
 fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {

@@ -340,6 +340,11 @@ fn run(r: Run) -> Result<(), String> {
                     crate::build::initramfs::guest_probe(Arch::Arm64, probe)?,
                 ));
             }
+            // pmu-guest's `library-grant`: pmu-linux under the per-thread grant.
+            common.push((
+                "bin/pmu-guest".to_string(),
+                crate::build::initramfs::pmu_guest(Arch::Arm64)?,
+            ));
             Arch::Arm64.make_vars()
         }
         Guest::Armhf => {
