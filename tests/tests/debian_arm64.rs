@@ -714,6 +714,18 @@ fn assert_thread_grant_lib(run: &QemuRun) {
         "{direct}"
     );
 
+    // `pmu-demo stat --backend direct` counts a command, which the demo's own
+    // counters (follow=1) cannot: refused, not enabled (userspace-demo stat_cmd.rs
+    // `direct::refusal`), with the way out in the message.
+    let stat = demo(run, "stat-thread-follow");
+    assert_eq!(stat.status, 3, "{}\n{}", stat.raw, run.stdout);
+    assert!(
+        stat.stderr.contains("follow=0") && stat.stderr.contains("cpu_wide=1"),
+        "{}\n{}",
+        stat.raw,
+        stat.stderr
+    );
+
     for step in ["owner-before", "owner-after"] {
         let owner = run.find("library-grant", "step", step);
         assert_eq!(

@@ -42,7 +42,10 @@ What is counted:
           reading undoes one wrap, not two, so a read that came later than 107 ms
           after the one before (the time a 32-bit counter needs to count 2^32 events
           at 5 GHz and 8 events a cycle, assumed as the most any core does) makes
-          the count lost: \"may have wrapped unseen\".
+          the count lost: \"may have wrapped unseen\". Under the module's
+          per-thread grant with follow=1 (its default on arm64 kernels with preempt
+          notifiers) the counters follow the demo's own thread and cannot count the
+          command: refused (status 3); load it with follow=0 or cpu_wide=1.
 
 A Ctrl-C ends the command and the counts are still printed (pmu-demo ignores SIGINT
 and SIGQUIT while the command runs, as system(3) does). The report goes to stderr (the
@@ -375,6 +378,25 @@ mod direct {
     use super::{figures, usage, End, Measured, RunCount};
     use crate::{Failure, EXIT_USAGE};
 
+    /// Why the direct backend cannot count another process under `grant`: with
+    /// kmod-enable-user's per-thread grant and `follow=1` (its default on arm64 kernels
+    /// with preempt notifiers) the module's counters follow the demo's own thread (saved
+    /// when it is switched out, written back when it is switched in), so what the
+    /// command ran while the demo slept is erased at each switch-in: the sums would be the
+    /// demo's own instructions, printed as the command's.
+    pub(super) fn refusal(grant: Option<pmu_linux::Grant>) -> Option<Failure> {
+        let follows = grant.is_some_and(|g| g.scope().counts_follow_thread());
+        follows.then(|| Failure {
+            message: "--backend direct: kmod-enable-user's per-thread grant makes the \
+                      module's counters follow the demo's own thread, so they cannot count \
+                      the command (its instructions would be erased at each of the demo's \
+                      switches); load the module with follow=0 (per-thread, the CPU's \
+                      counters) or cpu_wide=1, or use the perf backend (--backend perf)"
+                .into(),
+            status: crate::EXIT_NOT_ENABLED,
+        })
+    }
+
     /// A meter of the direct backend on `cpu` with `names`, and their handles.
     fn meter(names: &[String], cpu: usize) -> Result<(Meter, Vec<EventHandle>), pmu_linux::Error> {
         let mut builder = Meter::builder();
@@ -415,7 +437,10 @@ mod direct {
         let opened = |set: &[usize]| -> Result<bool, Failure> {
             let subset: Vec<String> = set.iter().map(|&i| names[i].clone()).collect();
             match meter(&subset, cpu) {
-                Ok(_) => Ok(true),
+                Ok((meter, _)) => match refusal(meter.choice().grant) {
+                    Some(refused) => Err(refused),
+                    None => Ok(true),
+                },
                 Err(e) => {
                     let failure = Failure::from(e);
                     if failure.status == EXIT_USAGE {
@@ -466,6 +491,9 @@ mod direct {
                     }
                     failure
                 })?;
+                if let Some(refused) = refusal(meter.choice().grant) {
+                    return Err(refused);
+                }
                 let widths: Vec<CounterWidth> = handles
                     .iter()
                     .map(|&h| meter.counter_width(h).unwrap_or(CounterWidth::W32))
@@ -683,5 +711,29 @@ mod direct {
                 + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
         };
         Ok((end, time(usage.ru_utime) + time(usage.ru_stime)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pmu_linux::{Grant, GrantScope};
+
+    use super::direct::refusal;
+
+    /// Under kmod-enable-user's per-thread grant with `follow=1` the module's counters are
+    /// the demo thread's own (kmod-enable-user/stock/kmod_enable_user_uapi.h,
+    /// KMOD_EU_GRANTED_FOLLOW): the direct backend cannot count the command, and says so
+    /// instead of printing the demo's own count as the command's. With `follow=0` or the
+    /// CPU-wide grant the counters are the CPU's, which the command runs on.
+    #[test]
+    fn the_direct_backend_refuses_counters_that_follow_the_demo() {
+        let scoped = |scope| Some(Grant::ReadOnly { cpu: 0, scope });
+        let refused =
+            refusal(scoped(GrantScope::Thread { follow: true })).expect("follow=1 refused");
+        assert_eq!(refused.status, crate::EXIT_NOT_ENABLED);
+        assert!(refused.message.contains("follow=0"), "{}", refused.message);
+        assert!(refusal(scoped(GrantScope::Thread { follow: false })).is_none());
+        assert!(refusal(scoped(GrantScope::CpuWide)).is_none());
+        assert!(refusal(None).is_none());
     }
 }
