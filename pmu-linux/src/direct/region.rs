@@ -99,7 +99,8 @@ pub trait AccessCheck {
     fn region_start(&self) -> u64 {
         0
     }
-    /// At a region's stop, after its reads: how many times the grant was put back
+    /// At a region's stop, after its reads, where [`Self::REGRANTS`] (the region
+    /// calls neither this nor [`Self::region_start`] otherwise): how many times the grant was put back
     /// during the region (the counts stay exact: perf's revocation leaves the counters'
     /// values alone).
     ///
@@ -588,7 +589,11 @@ where
     /// its flag, one before the clear by end < start).
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
-        self.grant_mark = self.access.region_start();
+        // Compiled out where the grant keeps no re-grant count (the CPU-wide grants):
+        // their regions cost what they did before the per-thread grant.
+        if A::REGRANTS {
+            self.grant_mark = self.access.region_start();
+        }
         self.check_access()?;
         if !S::PRESENT {
             self.switches_start = self.cpu.switches()?;
@@ -617,7 +622,9 @@ where
             self.switches_end = self.cpu.switches()?;
         }
         // A read that trapped unrecovered read 0: no reading from this region.
-        self.regrants = self.access.region_end(self.grant_mark)?;
+        if A::REGRANTS {
+            self.regrants = self.access.region_end(self.grant_mark)?;
+        }
         let Some(out) = out.get_mut(..K) else {
             return Err(pmu_core::Error::ReadingsMismatch {
                 expected: K as u32,
