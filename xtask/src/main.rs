@@ -193,8 +193,8 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(images::test_steps())
             .then(e2e::test_steps())
             .then(vec![
-                pmu_qemu::test_step().in_lane(crate::engine::lanes::OTHER_LANE),
-                pmu_qemu_workflow::step().in_lane(crate::engine::lanes::OTHER_LANE),
+                pmu_qemu::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
+                pmu_qemu_workflow::step().in_lane(crate::engine::lanes::ARM64_LANE),
                 bench::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
                 hazards::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
             ]),
@@ -459,7 +459,7 @@ fn armv6_linux_clippy() -> Step {
         ),
         args,
     )
-    .env("RUSTC_BOOTSTRAP", "1")
+    .bootstrap()
 }
 
 /// clippy of the crates in the ARMv7 pmu-demo (pmu-linux's `direct::aarch32`, built for
@@ -484,7 +484,7 @@ fn armv7_linux_clippy() -> Step {
         ),
         args,
     )
-    .env("RUSTC_BOOTSTRAP", "1")
+    .bootstrap()
 }
 
 /// `cargo <verb> --release --target <target> -p <crate>… <extra>…`.
@@ -593,7 +593,7 @@ fn armv6(verb: &str) -> Step {
         ),
         args,
     )
-    .env("RUSTC_BOOTSTRAP", "1")
+    .bootstrap()
 }
 
 #[cfg(test)]

@@ -60,6 +60,10 @@ fn build(target: &str, label: &str) -> Result<PathBuf, String> {
     let status = Command::new(cargo)
         .args(args)
         .env("RUSTC_BOOTSTRAP", "1")
+        .env(
+            "CARGO_TARGET_DIR",
+            crate::engine::paths::bootstrap_target_dir(),
+        )
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .current_dir(workspace_root())
@@ -68,7 +72,7 @@ fn build(target: &str, label: &str) -> Result<PathBuf, String> {
     if !status.success() {
         return Err(format!("building pmu-demo for {target} failed ({status})"));
     }
-    let path = crate::engine::paths::target_dir()
+    let path = crate::engine::paths::bootstrap_target_dir()
         .join(target)
         .join("release/pmu-demo");
     let bytes = std::fs::read(&path)

@@ -175,10 +175,14 @@ pub fn board(name: &str) -> Option<&'static BoardImage> {
 impl BoardImage {
     /// The linked ELF.
     pub fn elf(&self) -> PathBuf {
-        target_dir()
-            .join(self.target)
-            .join("release")
-            .join(self.bin)
+        if self.build_std {
+            crate::engine::paths::bootstrap_target_dir()
+        } else {
+            target_dir()
+        }
+        .join(self.target)
+        .join("release")
+        .join(self.bin)
     }
 
     /// The raw image: `target/boards/<board>/<kernel file>`.
@@ -209,7 +213,7 @@ impl BoardImage {
             args,
         );
         if self.build_std {
-            step.env("RUSTC_BOOTSTRAP", "1")
+            step.bootstrap()
         } else {
             step
         }

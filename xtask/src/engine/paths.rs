@@ -19,6 +19,16 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(work_dir)
 }
 
+/// Where cargo builds what needs `RUSTC_BOOTSTRAP=1` (`-Zbuild-std` on the pinned stable
+/// toolchain): a directory of its own under [`target_dir`]. proc-macro2's build script
+/// reruns whenever `RUSTC_BOOTSTRAP` changes (`cargo:rerun-if-env-changed`), and with it
+/// every crate that uses a derive (serde, clap, pmu-demo, pmu-guest …): sharing one
+/// directory, each build-std build and the next stable one rebuilt all of them (15
+/// proc-macro2 builds and about 11 minutes of compiling in one `cargo xtask test`).
+pub fn bootstrap_target_dir() -> PathBuf {
+    target_dir().join("build-std")
+}
+
 /// The clone's own `target/`: what xtask itself makes (initramfs archives, the
 /// modules' `make` builds, board images, libperf, logs), always next to the sources it
 /// was made from.

@@ -72,6 +72,15 @@ impl Step {
         self
     }
 
+    /// A cargo step that needs `RUSTC_BOOTSTRAP=1` (`-Zbuild-std`): set, and its own
+    /// target directory ([`crate::engine::paths::bootstrap_target_dir`]).
+    pub fn bootstrap(self) -> Self {
+        self.env("RUSTC_BOOTSTRAP", "1").env(
+            "CARGO_TARGET_DIR",
+            crate::engine::paths::bootstrap_target_dir(),
+        )
+    }
+
     /// Declares programs the step runs that its command line does not show (a function
     /// step's tools, the QEMU a test boots).
     pub fn needs_programs(mut self, programs: &[&str]) -> Self {

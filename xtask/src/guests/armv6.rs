@@ -86,7 +86,7 @@ pub fn unit_tests_step() -> Step {
             "--bins",
         ],
     )
-    .env("RUSTC_BOOTSTRAP", "1")
+    .bootstrap()
     .env(
         "CARGO_TARGET_ARM_UNKNOWN_LINUX_GNUEABI_RUNNER",
         "qemu-arm-static -cpu arm1176",
