@@ -557,6 +557,9 @@ scenario_thread() {
 	thread-grant cycles 1000
 	slab_after=$(awk '$1 == "kmalloc-512" {print $2}' /proc/slabinfo 2>/dev/null)
 	result thread-slab cache=kmalloc-512 active_before=${slab_before:-none} active_after=${slab_after:-none}
+	# The grant's end without its thread's close: a dead thread's file closed by
+	# another, a live one's closed under it, a process that exits granted.
+	thread-grant exits "$inst"
 	unload thread
 	klog
 	load_default_mode nofollow follow=0

@@ -742,6 +742,75 @@ fn cycles(n: u32) {
     println!("RESULT thread-cycles n={n} failed={failed}");
 }
 
+/// The grant's end without its thread's close (kmod_enable_user_glue.c `eu_release`):
+/// - `dead`: a granted thread exits with its file open, and another thread closes the
+///   file afterwards (the module unlinks the dead thread's notifier inside
+///   stop_machine());
+/// - `live`: another thread closes the file while the granted thread is alive (unlinked
+///   inside stop_machine() too): the granted thread's next read traps;
+/// - `child`: a process exits granted, its file still open (released in the exiting
+///   task itself).
+///
+/// The kernel log after these must hold no warning or oops (the script's `klog`).
+fn exits(counter: u64) {
+    let outcome = |ok: bool| u8::from(ok);
+    let Ok(fd) = open_device() else {
+        println!("RESULT thread-exit case=dead open=0");
+        return;
+    };
+    let dead = std::thread::spawn(move || {
+        let granted = grant(fd).is_ok();
+        (granted, read(counter).is_some())
+    })
+    .join()
+    .unwrap_or((false, false));
+    // SAFETY: our fd; its granted thread has exited.
+    let rc = unsafe { close(fd) };
+    println!(
+        "RESULT thread-exit case=dead granted={} read={} close_rc={rc}",
+        outcome(dead.0),
+        outcome(dead.1)
+    );
+
+    let Ok(fd) = open_device() else {
+        println!("RESULT thread-exit case=live open=0");
+        return;
+    };
+    // 0: starting, 1: granted and read, 2: the file is closed.
+    let stage = Arc::new(AtomicI32::new(0));
+    let seen = Arc::clone(&stage);
+    let live = std::thread::spawn(move || {
+        let granted = grant(fd).is_ok();
+        let before = read(counter).is_some();
+        seen.store(1, Ordering::SeqCst);
+        while seen.load(Ordering::SeqCst) != 2 {
+            std::thread::yield_now();
+        }
+        (granted, before, read(counter).is_none())
+    });
+    while stage.load(Ordering::SeqCst) != 1 {
+        std::thread::yield_now();
+    }
+    // SAFETY: our fd; its granted thread is alive and waits for stage 2.
+    let rc = unsafe { close(fd) };
+    stage.store(2, Ordering::SeqCst);
+    let live = live.join().unwrap_or((false, false, false));
+    println!(
+        "RESULT thread-exit case=live granted={} read_before={} trapped_after={} close_rc={rc}",
+        outcome(live.0),
+        outcome(live.1),
+        outcome(live.2)
+    );
+
+    // Exit code 0: granted and read, then `_exit` with the file open.
+    let child = in_child(|| match open_device() {
+        Ok(fd) if grant(fd).is_ok() && read(counter).is_some() => 0,
+        Ok(_) => 1,
+        Err(_) => 2,
+    });
+    println!("RESULT thread-exit case=child status={child}");
+}
+
 /// (g) rmmod with a granted file open is refused; the thread still reads; after close
 /// rmmod succeeds and a read traps.
 fn rmmod(counter: u64) {
@@ -785,6 +854,7 @@ fn main() -> ExitCode {
         Some("regrant") => regrant_after_perf(number(2)),
         Some("cycles") => cycles(number(2) as u32),
         Some("rmmod") => rmmod(number(2)),
+        Some("exits") => exits(number(2)),
         Some("bench") => pingpong(
             number(2),
             number(3),
@@ -793,7 +863,7 @@ fn main() -> ExitCode {
             true,
         ),
         _ => {
-            eprintln!("usage: thread-grant access|exact|trap|bad|pingpong|migrate|regrant|cycles|rmmod|bench …");
+            eprintln!("usage: thread-grant access|exact|trap|bad|pingpong|migrate|regrant|cycles|rmmod|exits|bench …");
             return ExitCode::from(2);
         }
     }

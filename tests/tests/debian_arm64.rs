@@ -1311,6 +1311,33 @@ fn thread_scenario(row: (&str, &str)) {
         "{}",
         cycles.raw
     );
+    // The grant's end without the thread's own close (tests/guest/thread_grant.rs
+    // `exits`; kmod_enable_user_glue.c `eu_release` unlinks another task's notifier inside
+    // stop_machine()): a dead thread's file closed by another thread, a live thread's
+    // file closed under it (its next read traps), a process that exits granted; the
+    // kernel log stays clean (checked with the scenario's log below).
+    let dead = run.find("thread-exit", "case", "dead");
+    assert_eq!(
+        (dead.int("granted"), dead.int("read"), dead.int("close_rc")),
+        (1, 1, 0),
+        "{}",
+        dead.raw
+    );
+    let live = run.find("thread-exit", "case", "live");
+    assert_eq!(
+        (
+            live.int("granted"),
+            live.int("read_before"),
+            live.int("trapped_after"),
+            live.int("close_rc")
+        ),
+        (1, 1, 1, 0),
+        "{}",
+        live.raw
+    );
+    let child = run.find("thread-exit", "case", "child");
+    assert_eq!(child.int("status"), 0, "{}", child.raw);
+
     // Each open file is one kmalloc-512 object (struct eu_file, kmod_enable_user_glue.c):
     // 1000 leaked files would add 1000 active objects there.
     let slab = &run.scenario("thread-slab")[0];
