@@ -704,6 +704,19 @@ pub struct Applied {
     pub outside_pmuacr: u64,
 }
 
+/// Writes a PMUv3p9 grant pair, PMUSERENR_EL0 = `pmuserenr` and PMUACR_EL1 = `pmuacr`, in
+/// the order that never opens more than either grant: PMUACR_EL1 first where the new
+/// PMUSERENR_EL0 reads it (UEN set), last where it does not.
+fn write_scoped_pair<R: UserAccessRegisters>(regs: &R, pmuserenr: u64, pmuacr: u64) {
+    if pmuserenr & UEN != 0 {
+        regs.set_pmuacr(pmuacr);
+        regs.set_pmuserenr(PmuserenrEl0::new(pmuserenr));
+    } else {
+        regs.set_pmuserenr(PmuserenrEl0::new(pmuserenr));
+        regs.set_pmuacr(pmuacr);
+    }
+}
+
 /// The PMUSERENR_EL0 and PMUACR_EL1 values of the grant on a PMUv3p9 CPU (without EN),
 /// given the grant found there that is not the module's (`outside_*`):
 /// - with UEN found (perf's grant to the task that runs now, Linux 6.13+
@@ -1111,13 +1124,7 @@ pub fn restore<R: UserAccessRegisters>(
         // grant still stands. PMUACR_EL1 first where it is read under UEN, last where
         // it is not.
         let outside = applied.outside_pmuserenr;
-        if outside & UEN != 0 {
-            regs.set_pmuacr(applied.outside_pmuacr);
-            regs.set_pmuserenr(PmuserenrEl0::new(outside));
-        } else {
-            regs.set_pmuserenr(PmuserenrEl0::new(outside));
-            regs.set_pmuacr(applied.outside_pmuacr);
-        }
+        write_scoped_pair(regs, outside, applied.outside_pmuacr);
         // As below: the module's counters are closed before they are released.
         regs.isb();
         outside

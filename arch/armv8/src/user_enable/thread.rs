@@ -13,7 +13,7 @@
 //! return" is a context synchronization event), which makes the PMUSERENR_EL0,
 //! PMUACR_EL1 and `PMEVCNTR<n>_EL0` writes visible to EL0 reads.
 
-use super::{scoped_grant, UserAccess, UserAccessRegisters, UEN};
+use super::{scoped_grant, write_scoped_pair, UserAccess, UserAccessRegisters, UEN};
 use crate::registers::PmuserenrEl0;
 use crate::version::PmuVersion;
 
@@ -130,15 +130,10 @@ pub fn switch_out<R: UserAccessRegisters>(regs: &R, grant: &mut ThreadGrant, fol
     }
     let found = regs.pmuserenr().get();
     if found == grant.granted_pmuserenr {
-        if grant.granted_pmuacr != 0 && grant.saved_pmuserenr & UEN != 0 {
-            // PMUACR_EL1 first where the value put back reads it (UEN).
-            regs.set_pmuacr(grant.saved_pmuacr);
-            regs.set_pmuserenr(PmuserenrEl0::new(grant.saved_pmuserenr));
+        if grant.granted_pmuacr != 0 {
+            write_scoped_pair(regs, grant.saved_pmuserenr, grant.saved_pmuacr);
         } else {
             regs.set_pmuserenr(PmuserenrEl0::new(grant.saved_pmuserenr));
-            if grant.granted_pmuacr != 0 {
-                regs.set_pmuacr(grant.saved_pmuacr);
-            }
         }
     }
     grant.on_cpu = false;
@@ -185,13 +180,7 @@ pub fn withhold<R: UserAccessRegisters>(regs: &R, applied: &super::Applied) -> u
     }
     let outside = applied.outside_pmuserenr;
     if applied.new_pmuserenr & UEN != 0 {
-        if outside & UEN != 0 {
-            regs.set_pmuacr(applied.outside_pmuacr);
-            regs.set_pmuserenr(PmuserenrEl0::new(outside));
-        } else {
-            regs.set_pmuserenr(PmuserenrEl0::new(outside));
-            regs.set_pmuacr(applied.outside_pmuacr);
-        }
+        write_scoped_pair(regs, outside, applied.outside_pmuacr);
     } else {
         regs.set_pmuserenr(PmuserenrEl0::new(outside));
     }
