@@ -656,15 +656,33 @@ struct eu_file {
 
 static struct preempt_ops eu_preempt_ops;
 
+/*
+ * Whether the module's counters count on this CPU (interrupts off): it granted here at
+ * load (not left out by cpus=, no layout counter of perf's), and perf has not stopped
+ * the PMU under them (kmod_eu_perf_grant_check_here: the keeper on the PMU and
+ * PMCR_EL0.E set; with 0 it takes no CPU-wide grant back, there is none).
+ */
+static bool eu_counting_here(unsigned int cpu)
+{
+	return slots && cpu < nr_cpu_ids && slots[cpu].applied &&
+	       !kmod_eu_perf_grant_check_here(0);
+}
+
 static void eu_sched_in(struct preempt_notifier *pn, int cpu)
 {
 	struct eu_file *f = container_of(pn, struct eu_file, pn);
 	unsigned long flags;
 
 	local_irq_save(flags);
-	/* No grant on a CPU the module does not run (cpus=, perf holds a counter). */
-	if (slots && (unsigned int)cpu < nr_cpu_ids && slots[cpu].applied)
+	/*
+	 * No grant on a CPU where the module's counters do not count: the thread's
+	 * instructions here are in none of its counters, so it gets no grant anywhere until
+	 * it asks again, and REGRANT then says its counts were lost (thread::missed).
+	 */
+	if (eu_counting_here(cpu))
 		kmod_eu_arm64_thread_in(&f->thread, &config, follow);
+	else
+		kmod_eu_arm64_thread_missed(&f->thread);
 	local_irq_restore(flags);
 }
 
@@ -674,6 +692,9 @@ static void eu_sched_out(struct preempt_notifier *pn, struct task_struct *next)
 
 	/* Interrupts are off here (the runqueue lock): on the CPU it was switched in on. */
 	kmod_eu_arm64_thread_out(&f->thread, follow);
+	/* perf stopped the PMU while the thread ran (the keeper evicted): counts short. */
+	if (!eu_counting_here(smp_processor_id()))
+		kmod_eu_arm64_thread_missed(&f->thread);
 }
 
 static struct preempt_ops eu_preempt_ops = {
@@ -748,9 +769,14 @@ static long eu_grant(struct eu_file *f, void __user *arg)
 	f->task = current;
 	preempt_disable();
 	preempt_notifier_register(&f->pn);
-	/* As a switch-in now, on this CPU: the grant starts at once. */
+	/*
+	 * As a switch-in now, on this CPU: the grant starts at once. Where the module's
+	 * counters do not count, nothing was counted yet to lose: the thread's reads trap
+	 * until it runs on a CPU where they do (REGRANT here: EBUSY).
+	 */
 	local_irq_save(flags);
-	eu_sched_in(&f->pn, smp_processor_id());
+	if (eu_counting_here(smp_processor_id()))
+		kmod_eu_arm64_thread_in(&f->thread, &config, follow);
 	local_irq_restore(flags);
 	preempt_enable();
 	mutex_unlock(&f->lock);
@@ -772,10 +798,10 @@ static long eu_regrant(struct eu_file *f)
 	local_irq_save(flags);
 	cpu = smp_processor_id();
 	/* No module counters here, or perf evicted the keeper (PMCR_EL0.E may be off). */
-	if (!slots || !slots[cpu].applied || kmod_eu_perf_grant_check_here(0))
+	if (!eu_counting_here(cpu))
 		ret = -EBUSY;
-	else
-		kmod_eu_arm64_thread_regrant(&f->thread, &config);
+	else if (kmod_eu_arm64_thread_regrant(&f->thread, &config) == 2)
+		ret = KMOD_EU_REGRANT_LOST;
 	local_irq_restore(flags);
 	preempt_enable();
 	mutex_unlock(&f->lock);

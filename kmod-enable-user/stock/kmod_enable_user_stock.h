@@ -84,16 +84,20 @@ struct kmod_eu_thread {
 	u64 values[31];		/* the counters at the last switch-out (follow=1) */
 	bool on_cpu;		/* switched in: the grant is on its CPU */
 	bool saved;		/* values[] holds a switch-out's values */
-	u8 reserved[6];
+	bool lost;		/* ran where the module's counters did not count for it */
+	u8 reserved[5];
 };
 static_assert(sizeof(struct kmod_eu_thread) == 296);
 static_assert(offsetof(struct kmod_eu_thread, values) == 40);
 static_assert(offsetof(struct kmod_eu_thread, on_cpu) == 288);
+static_assert(offsetof(struct kmod_eu_thread, lost) == 290);
 
 u64 kmod_eu_arm64_withhold(const struct kmod_eu_cpu *st);
 void kmod_eu_arm64_thread_in(struct kmod_eu_thread *t, const struct kmod_eu_config *cfg,
 			     bool follow);
 void kmod_eu_arm64_thread_out(struct kmod_eu_thread *t, bool follow);
+void kmod_eu_arm64_thread_missed(struct kmod_eu_thread *t);
+/* 0: the grant held; 1: put back; 2: put back, the counts had been missed. */
 int kmod_eu_arm64_thread_regrant(struct kmod_eu_thread *t, const struct kmod_eu_config *cfg);
 #endif
 

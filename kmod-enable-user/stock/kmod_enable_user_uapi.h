@@ -75,8 +75,18 @@ struct kmod_eu_grant {
 /*
  * Put the calling thread's grant back on this CPU, after perf cleared PMUSERENR (its
  * overflow interrupts, multiplexing and the watchdog do: armv8pmu_start,
- * drivers/perf/arm_pmuv3.c). The counters' values are untouched.
+ * drivers/perf/arm_pmuv3.c). The counters' values are untouched. Returns 0, or
+ * KMOD_EU_REGRANT_LOST.
  */
 #define KMOD_EU_IOC_REGRANT _IO(KMOD_EU_IOC_MAGIC, 0x01)
+/*
+ * REGRANT's result when the thread had run, since its grant was last on a CPU, where
+ * the module's counters did not count for it: on a CPU that `cpus=` leaves out or
+ * where perf holds a layout counter, or while perf had stopped the PMU. The module then
+ * withholds the grant at every switch-in until the thread asks (its next read traps),
+ * so that nothing it reads spans the gap unnoticed. The grant is back from here on; a
+ * count taken across the gap is short.
+ */
+#define KMOD_EU_REGRANT_LOST 1
 
 #endif /* KMOD_ENABLE_USER_UAPI_H */

@@ -498,9 +498,11 @@ pub enum AccessError {
     },
     /// A counter read of the region trapped under the per-thread grant and could not
     /// be repaired (the library's SIGILL handler wrote 0 in its place and stepped
-    /// over it): the region is not counted.
+    /// over it), or the re-grant said the thread had run where the module's counters
+    /// did not count for it ([`crate::direct::grant::TrapCause::CountsLost`]: the read
+    /// was made, the count is short): the region is not counted.
     ReadTrapped {
-        /// Why the re-grant did not repair it.
+        /// Why the re-grant did not repair it, or what it reported.
         cause: crate::direct::grant::TrapCause,
     },
     /// The probe child ended some other way than success or SIGILL.
@@ -919,6 +921,14 @@ impl fmt::Display for AccessError {
                 f,
                 "kmod-enable-user's per-thread grant ({}): {refused}",
                 crate::direct::grant::uapi::DEVICE
+            ),
+            Self::ReadTrapped {
+                cause: crate::direct::grant::TrapCause::CountsLost,
+            } => write!(
+                f,
+                "not counted: {}; the module withheld the grant since, so the region's read \
+                 trapped, and the re-grant said so",
+                crate::direct::grant::TrapCause::CountsLost
             ),
             Self::ReadTrapped { cause } => write!(
                 f,

@@ -71,6 +71,13 @@
 //!   module to put it back (REGRANT, one `ioctl`, async-signal-safe) and returns, so
 //!   the read runs again; the counters' values are untouched, so the count stays exact,
 //!   and the region's evidence counts the re-grant ([`verdict::Evidence::regrants`]);
+//! - a re-grant that answers `KMOD_EU_REGRANT_LOST`: the thread had run where the
+//!   module's counters did not count for it (a CPU that `cpus=` leaves out, one where
+//!   perf holds a counter of the module's layout, or perf had stopped the PMU), and the
+//!   module withheld the grant since, so this read is the first after the gap. The read
+//!   runs again, granted, and the region's stop is [`error::AccessError::ReadTrapped`]
+//!   with that reason: its count is short, so it is never given as one (a region that
+//!   begins with such a re-grant is counted: the gap came before it);
 //! - a re-grant that fails, or a thread without the grant: the handler writes 0 to
 //!   the read's destination register, steps over it and marks the thread, and the
 //!   region's stop is [`error::AccessError::ReadTrapped`] with the reason: never a

@@ -176,21 +176,39 @@ impl<A: AccessCheck> ThreadGranted<A> {
     pub fn programs(&self) -> bool {
         self.grant.programs()
     }
+
+    /// REGRANT; a gap it reports marks the region short. Whether it granted.
+    #[cold]
+    fn regrant_marked(&self) -> bool {
+        match self.grant.regrant() {
+            Ok(true) => true,
+            Ok(false) => {
+                self.grant.mark_lost();
+                true
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 impl<A: AccessCheck> AccessCheck for ThreadGranted<A> {
     const REGRANTS: bool = true;
 
+    /// PMUSERENR_EL0 holds the grant, or REGRANT put it back. When REGRANT says the
+    /// thread's counts had been missed (`KMOD_EU_REGRANT_LOST`), the region is marked
+    /// short: at a stop that is the region's verdict; at a start the region's
+    /// [`AccessCheck::region_start`], which comes after this check, forgets it (the
+    /// gap was before the region).
     #[inline(always)]
     fn granted(&self) -> bool {
-        self.inner.granted() || (self.grant.regrant().is_ok() && self.inner.granted())
+        self.inner.granted() || (self.regrant_marked() && self.inner.granted())
     }
 
     #[cold]
     fn revoked(&self) -> Error {
         match self.grant.regrant() {
             Err(refused) => grant::thread_grant_refused(refused),
-            Ok(()) => self.inner.revoked(),
+            Ok(_) => self.inner.revoked(),
         }
     }
 

@@ -180,6 +180,9 @@ pub enum TrapCause {
     RegrantRefused(ThreadGrantRefused),
     /// The module re-granted and PMUSERENR_EL0 still did not open the read.
     RegrantIneffective,
+    /// The thread had run where the module's counters did not count for it; the
+    /// module re-granted, and the region's count is short.
+    CountsLost,
 }
 
 impl From<thread::Trap> for TrapCause {
@@ -189,6 +192,7 @@ impl From<thread::Trap> for TrapCause {
                 ThreadGrantRefused::from_errno(GrantCall::Regrant, errno, None),
             ),
             thread::Trap::RegrantIneffective => Self::RegrantIneffective,
+            thread::Trap::CountsLost => Self::CountsLost,
             _ => Self::NoGrant,
         }
     }
@@ -205,6 +209,11 @@ impl fmt::Display for TrapCause {
             Self::RegrantIneffective => f.write_str(
                 "the module re-granted and PMUSERENR_EL0 still did not open the read (perf \
                  cleared it again at once)",
+            ),
+            Self::CountsLost => f.write_str(
+                "the thread ran where kmod-enable-user's counters did not count for it (a \
+                 CPU that `cpus=` leaves out, one where perf holds a counter of the \
+                 module's layout, or perf had stopped the PMU): the region's count is short",
             ),
         }
     }

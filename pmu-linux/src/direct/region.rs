@@ -94,7 +94,8 @@ pub trait AccessCheck {
     fn follows_thread(&self) -> bool {
         false
     }
-    /// At a region's start, before any read: a mark for [`Self::region_end`].
+    /// At a region's start, after [`Self::granted`] and before any read: a mark for
+    /// [`Self::region_end`].
     #[inline(always)]
     fn region_start(&self) -> u64 {
         0
@@ -589,12 +590,14 @@ where
     /// its flag, one before the clear by end < start).
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
+        self.check_access()?;
         // Compiled out where the grant keeps no re-grant count (the CPU-wide grants):
-        // their regions cost what they did before the per-thread grant.
+        // their regions cost what they did before the per-thread grant. After the
+        // check: a re-grant there comes before the region's first read (and a gap it
+        // reports was before the region).
         if A::REGRANTS {
             self.grant_mark = self.access.region_start();
         }
-        self.check_access()?;
         if !S::PRESENT {
             self.switches_start = self.cpu.switches()?;
         }

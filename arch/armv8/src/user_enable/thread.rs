@@ -38,8 +38,11 @@ pub struct ThreadGrant {
     pub on_cpu: bool,
     /// `values` holds what the counters had at the last switch-out.
     pub saved: bool,
-    /// Padding (C: `reserved[6]`).
-    pub reserved: [u8; 6],
+    /// The thread ran where the module's counters did not count for it ([`missed`]):
+    /// no grant at switch-in until the thread asks again ([`regrant`], which says so).
+    pub lost: bool,
+    /// Padding (C: `reserved[5]`).
+    pub reserved: [u8; 5],
 }
 
 impl ThreadGrant {
@@ -54,7 +57,8 @@ impl ThreadGrant {
             values: [0; 31],
             on_cpu: false,
             saved: false,
-            reserved: [0; 6],
+            lost: false,
+            reserved: [0; 5],
         }
     }
 }
@@ -93,13 +97,17 @@ fn grant_here<R: UserAccessRegisters>(regs: &R, grant: &mut ThreadGrant, access:
 /// `follow`, its counters get back the values the last [`switch_out`] saved; then
 /// PMUSERENR_EL0 = what it holds | the grant (on PMUv3p9 without EN: the scoped grant
 /// of [`super::apply`] over the thread's counters). What it held is kept for the
-/// switch-out.
+/// switch-out. A thread whose counts were [`missed`] gets no grant: its next read
+/// traps, and its [`regrant`] learns why.
 pub fn switch_in<R: UserAccessRegisters>(
     regs: &R,
     grant: &mut ThreadGrant,
     access: UserAccess,
     follow: bool,
 ) {
+    if grant.lost {
+        return;
+    }
     if follow && grant.saved {
         let values = &grant.values;
         for_each_counter(grant.counters, |n| {
@@ -139,6 +147,20 @@ pub fn switch_out<R: UserAccessRegisters>(regs: &R, grant: &mut ThreadGrant, fol
     grant.on_cpu = false;
 }
 
+/// The thread ran where the module's counters did not count for it: it was switched in
+/// on a CPU without them (one that `cpus=` leaves out, where perf holds a layout
+/// counter), or perf stopped the PMU under it (PMCR_EL0.E clear: the keeper evicted).
+/// The glue calls this instead of [`switch_in`] there, or after [`switch_out`] when it
+/// finds the PMU stopped. The instructions it ran there are in no counter: with
+/// `follow` the next switch-in would write back values short of them, and a region
+/// read across the gap would be short without a sign. So the thread gets no grant
+/// anywhere until it asks again: its next read traps and [`regrant`] answers
+/// [`Regranted::Lost`], which user space reports as a region not counted.
+pub fn missed(grant: &mut ThreadGrant) {
+    grant.lost = true;
+    grant.saved = false;
+}
+
 /// What [`regrant`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Regranted {
@@ -146,17 +168,27 @@ pub enum Regranted {
     Held,
     /// Someone (perf) had rewritten it: the grant is back, over what was found.
     Restored,
+    /// The thread's counts were [`missed`] since its last grant: the grant is back
+    /// from here on, and whatever the thread counted across the gap is short.
+    Lost,
 }
 
 /// The thread, running on this CPU, asks for its grant back after perf rewrote
 /// PMUSERENR_EL0 (`armv8pmu_start()` writes 0 on every overflow interrupt and
-/// multiplexing rotation, drivers/perf/arm_pmuv3.c 6.12). The counters are not
-/// touched. What perf wrote becomes what the switch-out puts back.
+/// multiplexing rotation, drivers/perf/arm_pmuv3.c 6.12), or after its counts were
+/// [`missed`]. The counters are not touched. What perf wrote becomes what the
+/// switch-out puts back. The caller has checked that this CPU runs the module's
+/// counters.
 pub fn regrant<R: UserAccessRegisters>(
     regs: &R,
     grant: &mut ThreadGrant,
     access: UserAccess,
 ) -> Regranted {
+    if grant.lost {
+        grant.lost = false;
+        grant_here(regs, grant, access);
+        return Regranted::Lost;
+    }
     if grant.on_cpu {
         let found = regs.pmuserenr().get();
         let acr_held = grant.granted_pmuacr == 0 || regs.pmuacr() == grant.granted_pmuacr;

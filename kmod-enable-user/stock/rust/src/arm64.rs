@@ -351,6 +351,7 @@ pub type KmodEuThread = thread::ThreadGrant;
 const _: () = assert!(core::mem::size_of::<KmodEuThread>() == 296);
 const _: () = assert!(core::mem::offset_of!(KmodEuThread, values) == 40);
 const _: () = assert!(core::mem::offset_of!(KmodEuThread, on_cpu) == 288);
+const _: () = assert!(core::mem::offset_of!(KmodEuThread, lost) == 290);
 
 /// The grant's bits (`user_access`, EN with `el0_programming`), as checked at load.
 fn thread_access(cfg: &KmodEuConfig) -> Option<UserAccess> {
@@ -428,8 +429,24 @@ pub unsafe extern "C" fn kmod_eu_arm64_thread_out(t: *mut KmodEuThread, follow: 
     thread::switch_out(&regs, t, follow);
 }
 
+/// The thread ran where the module's counters did not count for it (switched in on a
+/// CPU without them, or perf stopped the PMU under it): [`thread::missed`].
+///
+/// # Safety
+///
+/// `t` valid (or null: nothing happens), not used concurrently (the glue calls this
+/// from the thread's own context switch, like [`kmod_eu_arm64_thread_in`]).
+#[no_mangle]
+pub unsafe extern "C" fn kmod_eu_arm64_thread_missed(t: *mut KmodEuThread) {
+    // SAFETY: valid or null by the caller's contract.
+    if let Some(t) = unsafe { t.as_mut() } {
+        thread::missed(t);
+    }
+}
+
 /// The running granted thread asks for its grant back: [`thread::regrant`]. Returns 0
-/// when PMUSERENR_EL0 still held it, 1 when it was put back.
+/// when PMUSERENR_EL0 still held it, 1 when it was put back, 2 when the thread's counts
+/// had been missed since its last grant (`KMOD_EU_REGRANT_LOST` for user space).
 ///
 /// # Safety
 ///
@@ -451,5 +468,6 @@ pub unsafe extern "C" fn kmod_eu_arm64_thread_regrant(
     match thread::regrant(&regs, t, access) {
         thread::Regranted::Held => 0,
         thread::Regranted::Restored => 1,
+        thread::Regranted::Lost => 2,
     }
 }

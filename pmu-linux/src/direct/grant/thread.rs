@@ -48,22 +48,41 @@ pub enum Trap {
     RegrantRefused(i32),
     /// REGRANT succeeded and PMUSERENR_EL0 still did not open the read.
     RegrantIneffective,
+    /// The read trapped because the thread had run where the module's counters did
+    /// not count for it; REGRANT put the grant back (`KMOD_EU_REGRANT_LOST`) and the
+    /// read was made, but a count across that gap is short.
+    CountsLost,
 }
 
 impl Trap {
-    // The handler's mark (aarch64); `from_code` reads any unknown code as it.
+    // The handler's marks (aarch64); `from_code` reads any unknown code as NO_GRANT.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     const NO_GRANT: u32 = 1;
     const REFUSED: u32 = 2;
     const INEFFECTIVE: u32 = 3;
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    const LOST: u32 = 4;
 
     fn from_code(code: u32, errno: i32) -> Self {
         match code {
             Self::REFUSED => Self::RegrantRefused(errno),
             Self::INEFFECTIVE => Self::RegrantIneffective,
+            Self::LOST => Self::CountsLost,
             _ => Self::NoGrant,
         }
     }
+}
+
+/// What a REGRANT answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Regrant {
+    /// Granted again; the counters counted for the thread throughout.
+    Kept,
+    /// Granted again; the thread's counts across a gap are short
+    /// (`KMOD_EU_REGRANT_LOST`).
+    Lost,
+    /// Refused with this errno.
+    Refused(i32),
 }
 
 /// This thread's share of its per-thread grant. Not `Send`: the grant is the thread's.
@@ -137,21 +156,33 @@ impl ThreadGrant {
     }
 
     /// Asks the module to put this thread's grant back on this CPU (after perf cleared
-    /// PMUSERENR_EL0), counting it.
+    /// PMUSERENR_EL0), counting it. `Ok(true)`: the counters counted for the thread
+    /// throughout; `Ok(false)`: granted again, but the thread had run where they did
+    /// not count for it, so a count across that gap is short.
     ///
     /// # Errors
     /// REGRANT's errno.
-    pub fn regrant(&self) -> Result<(), Refused> {
+    pub fn regrant(&self) -> Result<bool, Refused> {
         match regrant_raw() {
-            0 => Ok(()),
-            errno => Err(Refused {
+            Regrant::Kept => Ok(true),
+            Regrant::Lost => Ok(false),
+            Regrant::Refused(errno) => Err(Refused {
                 call: GrantCall::Regrant,
                 errno,
             }),
         }
     }
 
-    /// The start of a region: forgets an earlier region's trap and returns the
+    /// Marks the region under way as short ([`Trap::CountsLost`]) unless it already
+    /// has a mark: for a REGRANT at a region's end that answered `Ok(false)`.
+    pub fn mark_lost(&self) {
+        if TRAPPED.get() == 0 {
+            TRAPPED.set(Trap::LOST);
+        }
+    }
+
+    /// The start of a region, after its grant check and before its reads: forgets an
+    /// earlier region's trap (and a gap the start's re-grant closed) and returns the
     /// thread's re-grants so far.
     #[inline(always)]
     pub fn region_start(&self) -> u64 {
@@ -205,21 +236,25 @@ pub fn take_trap() -> Option<Trap> {
     }
 }
 
-/// REGRANT on the thread's file, counted; 0 or the errno (ENOENT without a file).
+/// REGRANT on the thread's file, counted when granted (ENOENT without a file).
 /// Async-signal-safe: one ioctl and thread-local `Cell`s.
 #[inline]
-fn regrant_raw() -> i32 {
+fn regrant_raw() -> Regrant {
     let fd = GRANT_FD.get();
     if fd < 0 {
-        return libc::ENOENT;
+        return Regrant::Refused(libc::ENOENT);
     }
     // SAFETY: `fd` is the thread's open file of the device; REGRANT takes no argument.
     let rc = unsafe { libc::ioctl(fd, uapi::IOC_REGRANT as _) };
-    if rc != 0 {
-        return last_errno();
+    if rc < 0 {
+        return Regrant::Refused(last_errno());
     }
     REGRANTS.set(REGRANTS.get().wrapping_add(1));
-    0
+    if rc == uapi::REGRANT_LOST {
+        Regrant::Lost
+    } else {
+        Regrant::Kept
+    }
 }
 
 /// The errno of the last failed libc call on this thread.
@@ -236,7 +271,7 @@ mod handler {
 
     use crate::direct::grant::mrs::{decode_pmu_mrs, PMUSERENR_EN};
     use crate::direct::grant::thread::{
-        regrant_raw, Trap, GRANTED, GRANT_FD, TRAPPED, TRAPPED_ERRNO,
+        regrant_raw, Regrant, Trap, GRANTED, GRANT_FD, TRAPPED, TRAPPED_ERRNO,
     };
     use crate::direct::grant::uapi;
 
@@ -338,10 +373,14 @@ mod handler {
             Trap::NO_GRANT
         } else {
             match regrant_raw() {
-                0 => {
+                regrant @ (Regrant::Kept | Regrant::Lost) => {
                     // SAFETY: PMUSERENR_EL0 is readable at EL0 whatever it holds.
                     let now = unsafe { pmu_armv8::asm::read_pmuserenr_el0() };
                     if now & needed != 0 {
+                        if regrant == Regrant::Lost && TRAPPED.get() == 0 {
+                            // The read is made, and the region says its count is short.
+                            TRAPPED.set(Trap::LOST);
+                        }
                         // SAFETY: restores this thread's errno (above).
                         unsafe { *errno_slot = saved_errno };
                         // Return: the read runs again, granted.
@@ -349,7 +388,7 @@ mod handler {
                     }
                     Trap::INEFFECTIVE
                 }
-                errno => {
+                Regrant::Refused(errno) => {
                     TRAPPED_ERRNO.set(errno);
                     Trap::REFUSED
                 }

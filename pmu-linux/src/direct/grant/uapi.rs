@@ -57,6 +57,11 @@ pub const GRANTED_PROGRAM: u32 = 1 << 1;
 pub const IOC_GRANT: libc::Ioctl = libc::_IOWR::<KmodEuGrant>(IOC_MAGIC, 0x00);
 /// `KMOD_EU_IOC_REGRANT`: `_IO(0xB9, 0x01)`.
 pub const IOC_REGRANT: libc::Ioctl = libc::_IO(IOC_MAGIC, 0x01);
+/// `KMOD_EU_REGRANT_LOST`: REGRANT's result when the thread had run where the module's
+/// counters did not count for it (a CPU `cpus=` leaves out, one where perf holds a
+/// layout counter, or perf had stopped the PMU): re-granted, and a count taken across
+/// that gap is short.
+pub const REGRANT_LOST: i32 = 1;
 
 /// Which call on the device failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -167,6 +172,10 @@ mod tests {
         let (grant, regrant) = (IOC_GRANT as u32, IOC_REGRANT as u32);
         assert_eq!(grant, 0xC018_B900);
         assert_eq!(regrant, 0x0000_B901);
+        assert_eq!(
+            number(define(&h, "KMOD_EU_REGRANT_LOST")),
+            REGRANT_LOST as u32
+        );
 
         for (name, value) in [
             ("KMOD_EU_GRANTED_FOLLOW", GRANTED_FOLLOW),

@@ -145,3 +145,39 @@ fn pmuv3p9_grant_is_scoped_to_the_threads_counters() {
     switch_out(&regs, &mut grant, true);
     assert_eq!((regs.user_enable(), regs.user_access_control()), (0, 0));
 }
+
+/// `cpus=` leaves CPU 1 out (or perf holds a layout counter there): thread A counts 100
+/// on CPU 0, runs on CPU 1 (its instructions there in no counter of its), and comes
+/// back to CPU 0. Without the mark a follow switch-in would write back 100 and a read
+/// would give a short count without a sign: instead A gets no grant until it asks, and
+/// REGRANT says the counts were lost. From then on it counts again.
+#[test]
+fn counts_missed_elsewhere_are_reported_not_written_back() {
+    let regs = cpu(DFR0_PMUV3P5);
+    let applied = apply(&regs, request(), None, 0).unwrap();
+    withhold(&regs, &applied);
+    let mut a = ThreadGrant::new(LAYOUT_MASK);
+    switch_in(&regs, &mut a, access(), true);
+    regs.set_counter(5, 100);
+    switch_out(&regs, &mut a, true);
+    // On CPU 1: the glue finds no module counters there.
+    missed(&mut a);
+    regs.set_counter(5, 5000);
+    switch_in(&regs, &mut a, access(), true);
+    assert_eq!(regs.user_enable(), 0, "no grant after a gap");
+    assert_eq!(regs.el0_value(5), None);
+    assert_eq!(regs.counter(5), 5000, "nothing written back");
+    // A switch-out without a grant on the CPU changes nothing.
+    switch_out(&regs, &mut a, true);
+    assert!(a.lost && !a.saved);
+    switch_in(&regs, &mut a, access(), true);
+    assert_eq!(regrant(&regs, &mut a, access()), Regranted::Lost);
+    assert_eq!(regs.el0_value(5), Some(5000));
+    assert!(!a.lost);
+    regs.set_counter(5, 5007);
+    switch_out(&regs, &mut a, true);
+    assert_eq!((a.saved, a.values[5]), (true, 5007));
+    switch_in(&regs, &mut a, access(), true);
+    assert_eq!(regs.el0_value(5), Some(5007));
+    assert_eq!(regrant(&regs, &mut a, access()), Regranted::Held);
+}
