@@ -300,6 +300,40 @@ scenario_stress() {
 	finish
 }
 
+# The stock flavour's per-thread grant (its default: this kernel has
+# CONFIG_PREEMPT_NOTIFIERS through CONFIG_KVM, xtask/kernel/arm64.config) under kmemleak:
+# a granted thread reads exactly, 1000 open/GRANT/close cycles and 300 grants ended by
+# another thread, by the thread itself and by a process's exit (tests/guest/
+# thread_grant.rs `ends`), rmmod; then what kmemleak finds (the module's objects and the
+# kernel's, tests/guest/kmemleak.awk; a task reference the module kept would leave a
+# task_struct per grant).
+scenario_thread_leak() {
+	boot_line
+	mount -t debugfs debugfs /sys/kernel/debug
+	boot_leaks=$(kmemleak_scan)
+	echo clear >$KMEMLEAK
+	load_default_mode thread-leak
+	klog
+	result thread-device mode=$(stat -c %a /dev/kmod_enable_user 2>/dev/null || echo none)
+	inst=$(layout_counter 0x8)
+	thread-grant exact "$inst" 10000
+	thread-grant exact "$inst" 20000
+	thread-grant cycles 1000
+	thread-grant ends 300 "$inst"
+	unload thread-leak
+	# A thread that runs where the module runs no counters (cpus=0: none on CPU 1).
+	load_default_mode thread-gap cpus=0
+	thread-grant gap "$inst" 10000
+	pmu-guest library-grant --cpu 0 --iterations 1000 --gap-cpu 1 2>/tmp/library-grant.err
+	result library-grant-exit status=$?
+	sed 's/^/STDERR library-grant /' /tmp/library-grant.err
+	unload thread-gap
+	klog_quiet
+	kmemleak_leaks
+	result thread-leak kmemleak_boot=$boot_leaks kmemleak_module=$leaks kmemleak_other=$other
+	finish
+}
+
 # `cargo xtask bench`: read-path costs in user-space instructions (pmu-guest
 # read-costs, then the libperf harnesses when the initramfs has them), with
 # kernel.perf_user_access=1, then the direct backend after loading the module.
@@ -645,6 +679,7 @@ main() {
 	grant) scenario_grant ;;
 	nopmu) scenario_nopmu ;;
 	stress) scenario_stress ;;
+	thread-leak) scenario_thread_leak ;;
 	hybrid) scenario_hybrid ;;
 	*)
 		result error unknown_scenario=${scenario:-none}

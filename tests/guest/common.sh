@@ -21,9 +21,10 @@ stock) MODULE=/lib/modules/stock/kmod_enable_user.ko ;;
 esac
 NAME=kmod_enable_user
 # The grant the scenarios load: `cpu_wide=1`, the CPU-wide grant they test, for the stock
-# flavour (its per-thread default needs CONFIG_PREEMPT_NOTIFIERS: the test kernels and
-# Debian's armmp kernels have none, and there it refuses to load without cpu_wide=1);
-# the Rust-for-Linux flavour is CPU-wide only and has no such parameter.
+# flavour (its per-thread default needs CONFIG_PREEMPT_NOTIFIERS, which the armv6/armv7
+# test kernels and Debian's armmp kernels lack: there it refuses to load without
+# cpu_wide=1; the per-thread scenarios load the default with `load_default_mode`); the
+# Rust-for-Linux flavour is CPU-wide only and has no such parameter.
 case "${flavour:-rust}" in
 stock) MODE=cpu_wide=1 ;;
 *) MODE= ;;
@@ -57,6 +58,12 @@ klog_quiet() {
 # module_loaded: 1 when the module is in /proc/modules.
 module_loaded() {
 	if grep -q "^$NAME " /proc/modules; then echo 1; else echo 0; fi
+}
+
+# The counter the module's layout gives an event (`5=0x8 31=0x11`, `4=0x8:k` for the
+# sentinel): usage: layout_counter 0x8 | 0x8:k
+layout_counter() {
+	tr ' ' '\n' </sys/module/$NAME/parameters/layout | awk -F= -v ev="$1" '$2 == ev {print $1; exit}'
 }
 
 # Hotplug states the module left behind (0 after unload).

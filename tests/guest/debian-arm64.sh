@@ -13,12 +13,6 @@ export LD_LIBRARY_PATH=/lib/aarch64-linux-gnu
 # perf writes its own files nowhere else.
 export HOME=/tmp
 
-# The counter the module's layout gives an event (`5=0x8 31=0x11`, `4=0x8:k` for the
-# sentinel): usage: layout_counter 0x8 | 0x8:k
-layout_counter() {
-	tr ' ' '\n' </sys/module/$NAME/parameters/layout | awk -F= -v ev="$1" '$2 == ev {print $1; exit}'
-}
-
 # Debian's perf and this kernel: versions and the PMU perf sees.
 perf_line() {
 	v=$(perf --version 2>&1 | head -n 1 | tr ' ' '_')

@@ -22,6 +22,11 @@
 //! thread-grant regrant C           perf clears PMUSERENR_EL0 under the granted thread:
 //!                                  it traps, REGRANT, it reads again, count intact
 //! thread-grant cycles N            N open/GRANT/close cycles
+//! thread-grant gap C ITER         with `cpus=0`: a granted thread reads on CPU 0, runs
+//!                                  ITER iterations on CPU 1 (no module counters), comes
+//!                                  back: its read traps, REGRANT says the counts were lost
+//! thread-grant ends N C            N grants, each by a new thread or process, ended the
+//!                                  three ways other than the thread's own close, in turn
 //! thread-grant rmmod C             rmmod with the file open (refused), close, rmmod
 //! thread-grant bench C ITER R granted|plain
 //!                                  the ping-pong, both threads granted or neither (for
@@ -211,6 +216,10 @@ fn cpu() -> i32 {
 fn in_child(f: impl FnOnce() -> i32) -> i32 {
     // SAFETY: the child only makes system calls and reads a counter before `_exit`.
     let pid = unsafe { fork() };
+    if pid < 0 {
+        // No child ran: not an exit code any child gives.
+        return 255;
+    }
     if pid == 0 {
         let code = f();
         // SAFETY: leaves the child without running the parent's destructors.
@@ -742,6 +751,96 @@ fn cycles(n: u32) {
     println!("RESULT thread-cycles n={n} failed={failed}");
 }
 
+/// The module loaded with `cpus=0`: a granted thread reads on CPU 0, moves to CPU 1
+/// (where the module runs no counters: its read traps there) and runs ITER iterations,
+/// comes back to CPU 0. Its instructions on CPU 1 are in none of its counters, so the
+/// module withholds the grant until the thread asks (kmod_enable_user_glue.c
+/// `eu_sched_in`, `thread::missed`): the next read traps and REGRANT returns
+/// KMOD_EU_REGRANT_LOST (1) instead of letting a short count through; a REGRANT when
+/// nothing was missed returns 0; the block on CPU 0 is exact again.
+fn gap(counter: u64, iterations: u64) {
+    pin(0);
+    let fd = open_device().unwrap_or(-1);
+    let granted = grant(fd).is_ok();
+    let start_read = read(counter).is_some();
+    pin(1);
+    let gap_cpu = cpu();
+    let gap_read = read(counter).is_some();
+    // SAFETY: a register-only loop; `max(1)` keeps the counter from wrapping past 0.
+    unsafe {
+        asm!(
+            "1: subs {n}, {n}, #1",
+            "b.ne 1b",
+            n = inout(reg) iterations.max(1) => _,
+            options(nostack, nomem),
+        );
+    }
+    pin(0);
+    let back_cpu = cpu();
+    let end_trapped = read(counter).is_none();
+    // SAFETY: REGRANT takes no argument.
+    let rc_lost = unsafe { ioctl(fd, IOC_REGRANT) };
+    let read_after = read(counter).is_some();
+    let (delta, _) = block_between_reads(counter, iterations);
+    // SAFETY: as above.
+    let rc_held = unsafe { ioctl(fd, IOC_REGRANT) };
+    // SAFETY: our fd.
+    unsafe { close(fd) };
+    println!(
+        "RESULT thread-gap granted={} start_read={} gap_cpu={gap_cpu} gap_read={} back_cpu={back_cpu} end_trapped={} regrant_rc={rc_lost} read_after_regrant={} delta={} regrant_again_rc={rc_held}",
+        u8::from(granted),
+        u8::from(start_read),
+        u8::from(gap_read),
+        u8::from(end_trapped),
+        u8::from(read_after),
+        delta.map_or("trapped".to_string(), |d| d.to_string()),
+    );
+}
+
+/// `n` grants that end without their thread's own close, in turn (kmod_enable_user_glue.c
+/// `eu_release`): a new thread grants and exits, the main thread closes its file (the
+/// dead thread's notifier unlinked inside stop_machine()); a new thread grants and
+/// closes its file itself, then exits; a child process grants and exits with its file
+/// open (released by the exiting task). Each grant takes a reference to its task: one
+/// the module failed to drop would leave a task_struct behind per grant, which
+/// kmemleak (the arm64 test kernel, tests/guest/arm64.sh `thread-leak`) reports once
+/// the task is gone.
+fn ends(n: u32, counter: u64) {
+    let mut failed = 0;
+    for i in 0..n {
+        let ok = match i % 3 {
+            0 => match open_device() {
+                Ok(fd) => {
+                    let granted = std::thread::spawn(move || grant(fd).is_ok())
+                        .join()
+                        .unwrap_or(false);
+                    // SAFETY: our fd; its granted thread has exited.
+                    let closed = unsafe { close(fd) } == 0;
+                    granted && closed
+                }
+                Err(_) => false,
+            },
+            1 => std::thread::spawn(move || match open_device() {
+                // SAFETY: our fd, closed once.
+                Ok(fd) => grant(fd).is_ok() && unsafe { close(fd) } == 0,
+                Err(_) => false,
+            })
+            .join()
+            .unwrap_or(false),
+            _ => {
+                in_child(|| match open_device() {
+                    Ok(fd) if grant(fd).is_ok() && read(counter).is_some() => 0,
+                    _ => 1,
+                }) == 0
+            }
+        };
+        if !ok {
+            failed += 1;
+        }
+    }
+    println!("RESULT thread-ends n={n} failed={failed}");
+}
+
 /// The grant's end without its thread's close (kmod_enable_user_glue.c `eu_release`):
 /// - `dead`: a granted thread exits with its file open, and another thread closes the
 ///   file afterwards (the module unlinks the dead thread's notifier inside
@@ -853,6 +952,8 @@ fn main() -> ExitCode {
         Some("pingpong") => pingpong(number(2), number(3), number(4), true, false),
         Some("regrant") => regrant_after_perf(number(2)),
         Some("cycles") => cycles(number(2) as u32),
+        Some("ends") => ends(number(2) as u32, number(3)),
+        Some("gap") => gap(number(2), number(3)),
         Some("rmmod") => rmmod(number(2)),
         Some("exits") => exits(number(2)),
         Some("bench") => pingpong(
@@ -863,7 +964,7 @@ fn main() -> ExitCode {
             true,
         ),
         _ => {
-            eprintln!("usage: thread-grant access|exact|trap|bad|pingpong|migrate|regrant|cycles|rmmod|exits|bench …");
+            eprintln!("usage: thread-grant access|exact|trap|bad|pingpong|migrate|regrant|cycles|ends|gap|rmmod|exits|bench …");
             return ExitCode::from(2);
         }
     }

@@ -23,6 +23,11 @@ pub struct Args {
     /// Iterations of the two-instruction loop.
     #[arg(long, default_value_t = 1000)]
     iterations: u64,
+    /// Also one region that runs its loop on this CPU, where the module runs no
+    /// counters (loaded with `cpus=` leaving it out), between edges on `--cpu`: the
+    /// region must be refused as short, and the next measurement exact.
+    #[arg(long)]
+    gap_cpu: Option<usize>,
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {
@@ -136,6 +141,24 @@ mod imp {
             },
         );
         owner(&mut meter, inst, args.iterations, "owner-after")?;
+        if let Some(gap_cpu) = args.gap_cpu {
+            // Start on --cpu, run the loop on gap_cpu, stop on --cpu again: the
+            // instructions on gap_cpu are in none of the thread's counters.
+            let region = meter.start()?;
+            let moved = pin_to(gap_cpu);
+            block(args.iterations);
+            let back = pin_to(cpu);
+            let outcome = match meter.stop(region).and_then(|counts| counts.value(inst)) {
+                Ok(value) => format!("counted={value}"),
+                Err(e) => format!("error={}", e.to_string().replace(' ', "_")),
+            };
+            result!(
+                "library-grant step=gap moved={} back={} {outcome}",
+                u8::from(moved),
+                u8::from(back)
+            );
+            owner(&mut meter, inst, args.iterations, "owner-after-gap")?;
+        }
         Ok(())
     }
 }

@@ -349,10 +349,11 @@ pub fn build_with_modules(
         });
     }
     // debian-block (tests/guest/debian_block.rs): the static program of known
-    // instruction count that `pmu-demo stat` counts in the arm64 guest too.
+    // instruction count that `pmu-demo stat` counts in the arm64 guest too;
+    // thread-grant (tests/guest/thread_grant.rs): the per-thread grant under kmemleak.
     let probes: &[&str] = match arch {
         Arch::X86_64 => &["pce-probe"],
-        Arch::Arm64 => &["el0-probe", "debian-block"],
+        Arch::Arm64 => &["el0-probe", "debian-block", "thread-grant"],
         Arch::Armv6 | Arch::Armv7 => &[],
     };
     for &name in probes {
