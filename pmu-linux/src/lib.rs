@@ -85,7 +85,13 @@
 //! - it only reads the instruction and thread-local `Cell`s (const-initialised: no
 //!   lazy initialisation, no allocation), calls `ioctl`, `getpid` and `sigaction`, and
 //!   keeps `errno`. The instruction is read from the faulting address: text mapped
-//!   execute-only would fault there.
+//!   execute-only would fault there. Linked into an executable, the thread-locals are
+//!   loads from the thread pointer. In a shared library that was `dlopen`ed, glibc may
+//!   give a thread its block of the library's thread-locals only at that thread's first
+//!   access (`__tls_get_addr`, which may allocate: not async-signal-safe). A granted
+//!   thread has made that access before any trap (the grant is recorded in them); a
+//!   thread that traps without ever having used the library may make it inside the
+//!   handler.
 //!
 //! # Below the front door
 //!

@@ -966,6 +966,33 @@ pub mod guest {
 
     use crate::QemuRun;
 
+    /// `thread-grant exact C ITER` for 10000 and 20000 iterations (tests/guest/
+    /// thread_grant.rs): the read traps before the grant and after close, GRANT succeeds
+    /// with the counters following the thread, and the block between the two reads is 2
+    /// instructions per iteration (`subs`, `b.ne`: Arm ARM INST_RETIRED counts each
+    /// executed instruction once, exact under -icount) plus the read's own few: the two
+    /// differ by exactly 20000.
+    pub fn assert_thread_grant_exact(run: &QemuRun) {
+        let exact = |iter: i128| {
+            let line = run.find("thread-exact", "iterations", &iter.to_string());
+            assert_eq!(
+                (
+                    line.int("read_before_grant"),
+                    line.int("grant_errno"),
+                    line.int("follow"),
+                    line.int("read_after_close")
+                ),
+                (0, 0, 1, 0),
+                "{}",
+                line.raw
+            );
+            let delta = line.int("delta");
+            assert!((2 * iter..2 * iter + 50).contains(&delta), "{}", line.raw);
+            delta
+        };
+        assert_eq!(exact(20_000) - exact(10_000), 20_000);
+    }
+
     /// `perf stat -a -e cycles:u,instructions:u -I 100 -x,` (PERFSTAT lines:
     /// `time,count,unit,event,…`) across insmod, CPU offline/online, idle and rmmod: every
     /// interval of both events counted (no `<not counted>`), none above 10^9 (a jump is at

@@ -1177,26 +1177,9 @@ fn thread_scenario(row: (&str, &str)) {
     );
 
     // (b), (d): traps before the grant and after close; the block exactly between two
-    // reads: 2 instructions per iteration (tests/guest/debian_block.rs, the same loop
-    // that Debian's perf stat -e instructions:u counts in `debian_scenario`).
-    let exact = |iter: i128| {
-        let line = run.find("thread-exact", "iterations", &iter.to_string());
-        assert_eq!(
-            (
-                line.int("read_before_grant"),
-                line.int("grant_errno"),
-                line.int("follow"),
-                line.int("read_after_close")
-            ),
-            (0, 0, 1, 0),
-            "{}",
-            line.raw
-        );
-        let delta = line.int("delta");
-        assert!((2 * iter..2 * iter + 50).contains(&delta), "{}", line.raw);
-        delta
-    };
-    assert_eq!(exact(20_000) - exact(10_000), 20_000);
+    // reads (tests/guest/debian_block.rs, the same loop that Debian's perf stat -e
+    // instructions:u counts in `debian_scenario`).
+    pmu_tests::guest::assert_thread_grant_exact(&run);
 
     // (c) While the granted thread reads on CPU 0, a sibling thread and a child on CPU 1
     // trap; the granted thread never does.
@@ -1303,7 +1286,9 @@ fn thread_scenario(row: (&str, &str)) {
     );
 
     // (h) 1000 grants, then rmmod: no failure, nothing in the kernel log (Debian's
-    // kernels have no kmemleak: CONFIG_DEBUG_KMEMLEAK is not set).
+    // kernels have no kmemleak: CONFIG_DEBUG_KMEMLEAK is not set; the arm64 test kernel
+    // runs these cycles under kmemleak, tests/tests/kernel_arm64.rs
+    // `thread_grant_leaks_nothing_and_reports_a_gap_stock_module`).
     let cycles = &run.scenario("thread-cycles")[0];
     assert_eq!(
         (cycles.int("n"), cycles.int("failed")),
@@ -1353,16 +1338,27 @@ fn thread_scenario(row: (&str, &str)) {
     // The kernel's instructions per context switch of the ping-pong, with both threads
     // granted and neither (perf stat -e instructions:k,context-switches, exact under
     // icount with CPU 1 offline): strict turns, so 2 switches per turn (8000 turns).
-    for tag in [
-        "warm-up",
-        "follow-plain",
-        "follow-granted",
-        "nofollow-plain",
-        "nofollow-granted",
+    // Each configuration runs 3 times (the warm-up once) and its figure is the minimum
+    // (tests/guest/debian-arm64.sh `thread_bench`: the per-switch figure is bimodal).
+    for (tag, runs) in [
+        ("warm-up", 1),
+        ("follow-plain", 3),
+        ("follow-granted", 3),
+        ("nofollow-plain", 3),
+        ("nofollow-granted", 3),
     ] {
-        let line = run.find("thread-bench", "tag", tag);
-        assert_eq!(line.int("status"), 0, "{}", line.raw);
-        assert!(line.int("switches") >= 16_000, "{}", line.raw);
+        let lines: Vec<_> = run
+            .scenario("thread-bench")
+            .into_iter()
+            .filter(|l| l.get("tag") == tag)
+            .collect();
+        assert_eq!(lines.len(), runs, "{tag}\n{}", run.stdout);
+        for line in lines {
+            assert_eq!(line.int("status"), 0, "{}", line.raw);
+            assert!(line.int("switches") >= 16_000, "{}", line.raw);
+        }
+        let min = run.find("thread-bench-min", "tag", tag);
+        println!("{}", min.raw);
     }
     let cost = &run.scenario("thread-switch-cost")[0];
     // A measurement, not a property: what is asserted is that it is a number and that

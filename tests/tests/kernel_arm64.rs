@@ -926,24 +926,8 @@ fn thread_grant_leaks_nothing_and_reports_a_gap_stock_module() {
     // The device exists only under the per-thread grant (the default load).
     let device = &run.scenario("thread-device")[0];
     assert_eq!(device.get("mode"), "666", "{}", device.raw);
-    // A granted thread reads its block exactly: 2 instructions per iteration of
-    // tests/guest/thread_grant.rs `region` (`subs`, `b.ne`), exact under -icount.
-    let exact = |iter: i128| {
-        let line = run.find("thread-exact", "iterations", &iter.to_string());
-        assert_eq!(
-            (
-                line.int("read_before_grant"),
-                line.int("grant_errno"),
-                line.int("follow"),
-                line.int("read_after_close")
-            ),
-            (0, 0, 1, 0),
-            "{}",
-            line.raw
-        );
-        line.int("delta")
-    };
-    assert_eq!(exact(20_000) - exact(10_000), 20_000);
+    // A granted thread reads its block exactly.
+    pmu_tests::guest::assert_thread_grant_exact(&run);
     let cycles = &run.scenario("thread-cycles")[0];
     assert_eq!(
         (cycles.int("n"), cycles.int("failed")),
