@@ -139,10 +139,25 @@ pub fn spread(secs: &[f64]) -> Option<(f64, f64, f64)> {
     Some((*s.first()?, s[(s.len() - 1) / 2], *s.last()?))
 }
 
-/// The "same figure every run?" cell: `yes, N of N`, or the figures that differed.
+/// The "same figure every run?" cell: `yes, N of N`, or the figures that differed; for
+/// refused runs, whether every run was refused in the same words.
 pub fn repeatability(samples: &[Sample]) -> String {
-    if samples.iter().any(|s| s.failed.is_some()) {
-        return "-".into();
+    let refusals: Vec<&str> = samples.iter().filter_map(|s| s.failed.as_deref()).collect();
+    if !refusals.is_empty() {
+        // The refusal quotes the untrusted reading: whether even that repeated.
+        return if refusals.len() == samples.len() && refusals.iter().all(|r| *r == refusals[0]) {
+            format!(
+                "refused in {} of {}, in the same words",
+                refusals.len(),
+                samples.len()
+            )
+        } else {
+            format!(
+                "**no**: refused in {} of {}, not in the same words",
+                refusals.len(),
+                samples.len()
+            )
+        };
     }
     let figures: Vec<&str> = samples.iter().filter_map(|s| s.figure.as_deref()).collect();
     if figures.is_empty() {
@@ -873,8 +888,21 @@ spin/200                          414 instructions (exact)   unchanged from base
         mixed.samples[1] = refused;
         let m = table(&[mixed]);
         assert!(
-            m.contains("| **not measured** in 1 of 3 runs: pmu-linux: \"kernel-entry\" | - | 1.00 / 2.00 / 4.00 s (3 runs) |"),
+            m.contains("| **not measured** in 1 of 3 runs: pmu-linux: \"kernel-entry\" | **no**: refused in 1 of 3, not in the same words | 1.00 / 2.00 / 4.00 s (3 runs) |"),
             "{m}"
+        );
+        let refused = |secs, why: &str| Sample {
+            secs,
+            figure: None,
+            failed: Some(why.into()),
+        };
+        assert_eq!(
+            repeatability(&[refused(1.0, "read 5"), refused(2.0, "read 5")]),
+            "refused in 2 of 2, in the same words"
+        );
+        assert_eq!(
+            repeatability(&[refused(1.0, "read 5"), refused(2.0, "read 6")]),
+            "**no**: refused in 2 of 2, not in the same words"
         );
         assert!(
             t.ends_with(
