@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use build::boards::ARMV6_TARGET;
 use build::{arm32_demo, boards, images, kernel};
-use checks::{demo, fresh_check, hw_check, package, pmu_qemu, pmu_qemu_workflow};
+use checks::{demo, fresh_check, hw_check, package, pmu_qemu, pmu_qemu_compare, pmu_qemu_workflow};
 use engine::shared_target;
 use engine::step::{Plan, Step};
 use guests::{armv6, armv7, debian, e2e, modules};
@@ -101,6 +101,7 @@ fn help() -> String {
         debian::run::USAGE,
         pmu_qemu::USAGE,
         pmu_qemu_workflow::USAGE,
+        pmu_qemu_compare::USAGE,
         bench::USAGE,
         hazards::USAGE,
         armv6::USAGE,
@@ -155,6 +156,9 @@ fn main() -> ExitCode {
         ["fresh-check", rest @ ..] => fresh_check::command(rest),
         ["bench", rest @ ..] => bench::command(rest).unwrap_or_else(|why| usage(&why)),
         ["hazards", rest @ ..] => hazards::command(rest).unwrap_or_else(|why| usage(&why)),
+        ["pmu-qemu-compare", rest @ ..] => {
+            pmu_qemu_compare::command(rest).unwrap_or_else(|why| usage(&why))
+        }
         ["hw-check"] => hw_check::run(),
         ["qemu", "aarch64"] => images::boot_aarch64("max"),
         ["qemu", "aarch64", cpu] => images::boot_aarch64(cpu),

@@ -1,11 +1,12 @@
 //! Checks: whole-workspace commands (the fresh-machine check, the hardware check, the
-//! package check, pmu-qemu's test and its CI workflow's, the references, the demo). The top layer below main.
+//! package check, pmu-qemu's test, its CI workflow's and its comparison with Gungraun, the references, the demo). The top layer below main.
 
 pub mod demo;
 pub mod fresh_check;
 pub mod hw_check;
 pub mod package;
 pub mod pmu_qemu;
+pub mod pmu_qemu_compare;
 pub mod pmu_qemu_workflow;
 pub mod references;
 pub mod workflow_yaml;

@@ -13,6 +13,10 @@
 //!   deliberately slower (`BENCH_SPIN_EXTRA=5`) against the baseline with
 //!   `--limit instructions=+1%`: exit 3, both benchmarks named with their old and new
 //!   counts, the JSON summary saying the same;
+//! - pmu-criterion/examples/plain.rs, the same loops written with criterion's own API
+//!   (`criterion_group!`, `criterion_main!`, wall-clock time) and run with criterion's
+//!   minimum options: its estimates, in the guest's virtual nanoseconds, within 5 % of
+//!   the instructions per iteration criterion estimated through pmu-criterion;
 //! - `pmu-qemu --profile 10000` of pmu-qemu/examples/two.rs (two functions whose
 //!   instructions are known from its disassembly) twice: each function's figure within
 //!   one period of its count, the call stack through `main` (frame pointers), the same
@@ -41,6 +45,8 @@ pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu as user
                       bench: one-shot exact twice (equal counts, a baseline saved
                       and met), sampled once, and the regression gate on a
                       slower variant (exit 3, each benchmark named);
+                      a plain criterion bench (virtual ns within 5 % of
+                      the instructions per iteration);
                       --profile of a two-function program twice (each
                       function within one period of its known count, the
                       same folded stacks); docs/pmu-qemu.md.
@@ -52,7 +58,7 @@ const RUNNER_ENV: &str = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER";
 /// The step.
 pub fn test_step() -> Step {
     Step::func(
-        "pmu-qemu: the cargo runner for aarch64-unknown-linux-musl (plumbing; the count example at 1000/2000 iterations, restored and booted; pmu-criterion's bench: one-shot twice, sampled once, the regression gate on a slower variant; --profile of a two-function program twice)",
+        "pmu-qemu: the cargo runner for aarch64-unknown-linux-musl (plumbing; the count example at 1000/2000 iterations, restored and booted; pmu-criterion's bench: one-shot twice, sampled once, the regression gate on a slower variant; a plain criterion bench in virtual time; --profile of a two-function program twice)",
         run,
     )
     .needs_programs(&[
@@ -178,16 +184,7 @@ pub fn exact(stdout: &str, bench: &str) -> Option<u64> {
 
 /// Criterion's `<bench>  time:   [a instructions b instructions c instructions]`.
 pub fn estimate(stdout: &str, bench: &str) -> Option<[f64; 3]> {
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with(bench) && l.contains("time:"))?;
-    let inner = line.split_once('[')?.1.split_once(']')?.0;
-    let numbers: Vec<f64> = inner
-        .split_whitespace()
-        .filter(|w| *w != "instructions")
-        .map(|w| w.parse().ok())
-        .collect::<Option<_>>()?;
-    numbers.try_into().ok()
+    estimate_in(stdout, bench, "instructions")
 }
 
 fn plumbing(root: &Path) -> Result<(), String> {
@@ -268,6 +265,7 @@ fn run() -> Result<(), String> {
         ("pmu-qemu", "stdio"),
         ("pmu-linux", "count"),
         ("pmu-criterion", "bench"),
+        ("pmu-criterion", "plain"),
     ] {
         run_logged(
             &format!("cargo build --release --target {TARGET} -p {package} --example {example}"),
@@ -427,6 +425,24 @@ fn run() -> Result<(), String> {
         ));
     }
 
+    // Plain criterion (pmu-criterion/examples/plain.rs: criterion's own API and its
+    // wall-clock measurement, the same loops) with criterion's own minimums on the
+    // command line: it samples the guest's virtual time, in which one instruction is one
+    // nanosecond under `-icount shift=0`, so its estimates are close to the
+    // instructions per iteration just estimated, though not exact (the kernel's
+    // instructions and idle jumps of the clock count too).
+    let r = cargo_run("pmu-criterion", "plain", &PLAIN_ARGS)?;
+    let p100 = estimate_in(&r.stdout, "spin/100", "ns")
+        .ok_or_else(|| format!("plain criterion: no estimate for spin/100:\n{}", r.stdout))?;
+    let p200 = estimate_in(&r.stdout, "spin/200", "ns")
+        .ok_or_else(|| format!("plain criterion: no estimate for spin/200:\n{}", r.stdout))?;
+    check_plain([p100[1], p200[1]], [e100[1], e200[1]])?;
+    println!(
+        "    plain criterion ({}): spin/100 {p100:?}, spin/200 {p200:?} virtual ns per iteration, within {PLAIN_TOLERANCE_PERCENT} % of the instructions above ({:.1} s)",
+        PLAIN_ARGS[1..].join(" "),
+        r.secs
+    );
+
     // The gate: 5 more iterations (10 instructions) in each benchmark, +1 % allowed:
     // spin/100 grows 4.7 %, spin/200 2.4 %; both regress, exit 3.
     let args = [
@@ -569,6 +585,56 @@ fn check_profile(folded: &str) -> Result<Vec<u64>, String> {
     Ok(figures)
 }
 
+/// Criterion's own options for the plain example: its minimums (`--sample-size` 10,
+/// criterion 0.5's `assert!(num_size >= 10)`), 1 ms of warm-up and 10 ms of measurement
+/// in the guest's virtual time (about 10^6 and 10^7 instructions).
+const PLAIN_ARGS: [&str; 8] = [
+    "--bench",
+    "--warm-up-time",
+    "0.001",
+    "--measurement-time",
+    "0.01",
+    "--sample-size",
+    "10",
+    "--noplot",
+];
+
+/// How far plain criterion's virtual-time estimate may be from the instructions per
+/// iteration: the kernel's share of the guest's clock (timer ticks, a preempting kernel
+/// thread) and criterion's statistics over 10 samples.
+const PLAIN_TOLERANCE_PERCENT: f64 = 5.0;
+
+/// Criterion's `<bench>  time:   [a UNIT b UNIT c UNIT]`.
+pub fn estimate_in(stdout: &str, bench: &str, unit: &str) -> Option<[f64; 3]> {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(bench) && l.contains("time:"))?;
+    let inner = line.split_once('[')?.1.split_once(']')?.0;
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    if words.len() != 6 || words.iter().skip(1).step_by(2).any(|w| *w != unit) {
+        return None;
+    }
+    let numbers: Vec<f64> = words
+        .iter()
+        .step_by(2)
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    numbers.try_into().ok()
+}
+
+/// Plain criterion's point estimates (virtual ns) against the sampled instructions per
+/// iteration of the same loops: each within [`PLAIN_TOLERANCE_PERCENT`].
+fn check_plain(ns: [f64; 2], instructions: [f64; 2]) -> Result<(), String> {
+    for (n, i) in ns.iter().zip(instructions) {
+        if (n - i).abs() > i * PLAIN_TOLERANCE_PERCENT / 100.0 {
+            return Err(format!(
+                "plain criterion under pmu-qemu estimated {ns:?} virtual ns per iteration against {instructions:?} instructions: more than {PLAIN_TOLERANCE_PERCENT} % apart"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The exact counts of spin/100 and spin/200 in one one-shot run.
 fn one_shot_counts(stdout: &str) -> Option<(u64, u64)> {
     Some((exact(stdout, "spin/100")?, exact(stdout, "spin/200")?))
@@ -639,6 +705,29 @@ spin 200                time:   [406.00 instructions 406.10 instructions 406.13 
         assert_eq!(estimate(out, "spin 100"), Some([206.0, 206.0, 206.0]));
         assert_eq!(estimate(out, "spin 200"), Some([406.0, 406.1, 406.13]));
         assert_eq!(estimate(out, "spin 300"), None);
+    }
+
+    /// Plain criterion's lines under pmu-qemu (criterion 0.5's wall-clock units), and
+    /// the check against the instructions per iteration.
+    #[test]
+    fn plain_criterion_is_read_in_its_unit_and_checked() {
+        let out = "spin/100                time:   [206.01 ns 208.73 ns 215.45 ns]\n";
+        assert_eq!(
+            estimate_in(out, "spin/100", "ns"),
+            Some([206.01, 208.73, 215.45])
+        );
+        assert_eq!(estimate(out, "spin/100"), None);
+        assert_eq!(
+            estimate_in(
+                "spin/100  time:   [1.2 µs 1.3 µs 1.4 µs]\n",
+                "spin/100",
+                "ns"
+            ),
+            None
+        );
+        assert!(check_plain([208.7, 408.2], [206.0, 406.0]).is_ok());
+        assert!(check_plain([228.0, 408.2], [206.0, 406.0]).is_err());
+        assert!(check_plain([208.7, 380.0], [206.0, 406.0]).is_err());
     }
 
     /// Lines as pmu-criterion's one-shot exact mode prints them (seen through pmu-qemu).

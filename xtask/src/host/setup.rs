@@ -161,6 +161,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("readelf", "gcc"),
     // binutils, as readelf: which glibc a Debian 13 build tool asks for (objdump -T).
     ("objdump", "gcc"),
+    // `cargo xtask pmu-qemu-compare` (a measurement): Gungraun's and callgrind's rows.
+    ("valgrind", "valgrind"),
 ];
 
 /// Programs every Debian system has (its essential and required packages: sh, tar,
@@ -219,6 +221,7 @@ pub fn provides(need: &Need) -> bool {
                     QEMU_PACKAGES.contains(&package)
                         || KERNEL_PACKAGES.contains(&package)
                         || ARMV6_PACKAGES.contains(&package)
+                        || COMPARE_PACKAGES.contains(&package)
                 })
         }
     }
@@ -365,6 +368,19 @@ pub fn ensure_armv6_packages() -> Result<(), String> {
     ensure_packages(
         ARMV6_PACKAGES,
         "the ARMv6 pmu-demo needs the arm-linux-gnueabi cross toolchain",
+    )
+}
+
+/// Debian packages `cargo xtask pmu-qemu-compare` needs (a measurement, not a step of
+/// `test`, so set-up installs them only when it runs): Valgrind, whose callgrind
+/// Gungraun's rows and the plain callgrind rows run.
+pub const COMPARE_PACKAGES: &[&str] = &["valgrind"];
+
+/// Installs the missing [`COMPARE_PACKAGES`] with apt.
+pub fn ensure_compare_packages() -> Result<(), String> {
+    ensure_packages(
+        COMPARE_PACKAGES,
+        "Gungraun and callgrind need Valgrind (Debian's valgrind package)",
     )
 }
 
