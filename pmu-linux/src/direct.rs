@@ -31,6 +31,8 @@ use crate::error::Result;
 
 mod alloc;
 pub mod grant;
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+mod pool;
 mod probe;
 pub mod region;
 
@@ -59,8 +61,10 @@ pub use arch::probe;
 #[cfg(target_arch = "aarch64")]
 pub use armv8::Flags;
 #[cfg(target_arch = "aarch64")]
-pub use armv8::{granted_region, pool_region, programmed_region};
+pub use armv8::{granted_region, programmed_region};
 pub use grant::{module_layout, MODULE_LAYOUT};
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+pub use pool::pool_region;
 pub use probe::{
     armv7_core_without_read_only_grant, cpuinfo_architecture, cpuinfo_is_armv7, cpuinfo_midr,
     probe_with, ARM1176_MIDR,

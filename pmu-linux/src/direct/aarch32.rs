@@ -227,6 +227,26 @@ impl OverflowFlags for Pmovsr {
     }
 }
 
+impl super::pool::PoolPmu for Pl0Pmu {
+    type Check = PmuserenrEn;
+    type Read<'p> = pmu_armv7::reader::Reader<'p>;
+    type Flags = Pmovsr;
+    fn grant_check(&self) -> PmuserenrEn {
+        PmuserenrEn
+    }
+    fn counter_read(&self, slot: pmu_core::Slot) -> Result<pmu_armv7::reader::Reader<'_>> {
+        self.reader(slot).map_err(|_| {
+            Error::from(pmu_core::Error::CounterOutOfRange {
+                slot,
+                available: u32::from(self.event_counters()),
+            })
+        })
+    }
+    fn overflow_flags(&self) -> Pmovsr {
+        Pmovsr::with_en(self)
+    }
+}
+
 /// The kernel-entry sentinel of this backend: INST_RETIRED (0x08) at PL1 only
 /// (PMXEVTYPER.P = 0, U = 1, NSH = 0) on an event counter the region's events leave
 /// free. The filter bits are PMUv2's (ARMv7-A/R ARM, DDI 0406C, C12 "PMXEVTYPER"; PMUv3

@@ -12,8 +12,7 @@ use super::alloc::OwnedCounters;
 use super::grant;
 use super::probe::probe_with;
 use super::region::{
-    boxed_region, handles_and_own_sentinel, AccessCheck, DirectRegion, NoFlags, NoSentinel,
-    OverflowFlags, SENTINEL_FILTER,
+    boxed_region, handles_and_own_sentinel, AccessCheck, NoFlags, OverflowFlags, SENTINEL_FILTER,
 };
 use crate::backend::{Backend, GrantScope, How, Opened, Request};
 use crate::error::{Error, Result};
@@ -497,54 +496,19 @@ pub fn handle(pmu: &El0Pmu, slot: Slot) -> Result<CounterHandle> {
     CounterHandle::new(pmu.registers(), counter_id(pmu, slot)?).map_err(crate::Error::from)
 }
 
-/// A region built by hand over `counters`, a pool's counters on `pmu` (taken under EN:
-/// [`take_armv8`]), for a program that programs them itself (a preset before a region,
-/// say): each read with one instruction, overflow from PMOVSSET_EL0, the grant checked
-/// at both edges, no kernel-entry sentinel (switches from `getrusage`, the CPU from
-/// `sched_getcpu()`). K is the number of counters.
-///
-/// # Errors
-/// [`crate::error::GroupError::NoEvents`]; a `counters` or `names` count other than K
-/// ([`pmu_core::Error::ReadingsMismatch`]); [`pmu_core::Error::CounterOutOfRange`] for
-/// a counter of another PMU.
-#[allow(clippy::type_complexity)]
-pub fn pool_region<'c, 'p, const K: usize>(
-    pmu: &El0Pmu,
-    counters: &'c [pmu_core::Counter<'p, El0Pmu>],
-    names: Vec<String>,
-) -> Result<
-    DirectRegion<
-        &'c [pmu_core::Counter<'p, El0Pmu>],
-        Pmuserenr,
-        CounterHandle,
-        NoSentinel,
-        Flags,
-        K,
-        crate::machine::sched::Kernel,
-    >,
-> {
-    let handles = counters
-        .iter()
-        .map(|c| handle(pmu, c.slot()))
-        .collect::<Result<Vec<_>>>()?;
-    let given = handles.len();
-    let handles: [CounterHandle; K] =
-        handles
-            .try_into()
-            .map_err(|_| pmu_core::Error::ReadingsMismatch {
-                expected: K as u32,
-                got: given as u32,
-            })?;
-    DirectRegion::with_cpu(
-        counters,
-        Pmuserenr,
-        handles,
-        names,
-        NoSentinel,
-        Sentinel::off("a region by hand over a pool's counters: none programmed"),
-        Flags::with_en(pmu.registers()),
-        crate::machine::sched::Kernel,
-    )
+impl super::pool::PoolPmu for El0Pmu {
+    type Check = Pmuserenr;
+    type Read<'p> = CounterHandle;
+    type Flags = Flags;
+    fn grant_check(&self) -> Pmuserenr {
+        Pmuserenr
+    }
+    fn counter_read(&self, slot: Slot) -> Result<CounterHandle> {
+        handle(self, slot)
+    }
+    fn overflow_flags(&self) -> Flags {
+        Flags::with_en(self.registers())
+    }
 }
 
 /// The layout counter behind a [`GrantedPmu`] slot (its i-th event counter, or the
