@@ -614,7 +614,7 @@ pub enum PmuError {
     Hybrid(HybridProblem),
 }
 
-pub use crate::direct::grant::GrantMissing;
+pub use crate::direct::grant::{GrantMissing, ThreadGrantRefused, TrapCause};
 
 impl Error {
     /// A failed system call: `op`, with the thread's `errno`.

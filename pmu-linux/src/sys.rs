@@ -190,6 +190,10 @@ pub(crate) enum ChildEnd {
 /// only `probe` and async-signal-safe calls run (the parent may have other threads):
 /// core dumps off, SIGILL back to its default action, stderr to /dev/null, `probe()`,
 /// `_exit(0)`.
+#[cfg_attr(
+    not(any(target_arch = "aarch64", target_arch = "arm")),
+    allow(dead_code)
+)]
 pub(crate) fn run_in_child(probe: fn()) -> Result<ChildEnd, Errno> {
     // SAFETY: fork has no memory-safety preconditions; the child below only makes
     // async-signal-safe calls before `_exit`, as POSIX requires after fork in a

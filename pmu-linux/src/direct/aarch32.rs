@@ -44,8 +44,8 @@ use pmu_armv7::{PerfMon, Pl0Pmu};
 
 use super::alloc::OwnedCounters;
 use super::grant;
+use super::probe::cpuinfo_is_armv7;
 use super::probe::probe_with;
-pub use super::probe::{cpuinfo_architecture, cpuinfo_is_armv7};
 use super::region::{AccessCheck, NoFlags, OverflowFlags};
 use crate::backend::{Backend, How, Opened, Request};
 use crate::error::{AccessError, DirectUnsupported, Error, GrantMissing, Result};
@@ -59,7 +59,7 @@ pub fn is_armv7_cpu() -> bool {
 }
 
 /// Whether PMUSERENR value `value` lets PL0 program the PMU (EN).
-pub fn grants_programming(value: u32) -> bool {
+pub(crate) fn grants_programming(value: u32) -> bool {
     Pmuserenr::new(value).is_set(PMUSERENR::EN)
 }
 
@@ -338,7 +338,7 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
 /// hotplug and power-down reset it, and perf's arm_pmuv3.c (where a 32-bit kernel
 /// builds it) clears it.
 #[derive(Clone, Copy, Debug)]
-pub struct PmuserenrRead {
+pub(crate) struct PmuserenrRead {
     grant: ReadGrant,
 }
 
@@ -410,7 +410,7 @@ fn not_loaded() -> Error {
 /// [`AccessError::ModuleLayout`] for a layout not understood;
 /// [`AccessError::GrantMissing`] ([`GrantMissing::ReadsRevoked`]) when the reads trap
 /// on this CPU.
-pub fn take_granted(cpu: usize) -> Result<(PinGuard, GrantedPmu<Pl0Reads>, String)> {
+pub(crate) fn take_granted(cpu: usize) -> Result<(PinGuard, GrantedPmu<Pl0Reads>, String)> {
     if !is_armv7_cpu() {
         return Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: DirectUnsupported::Architecture,

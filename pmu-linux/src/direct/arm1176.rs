@@ -290,7 +290,7 @@ mod tests {
     use pmu_core::{Event, GenericEvent, PrivilegeFilter, Reading, RegionMeter, Slot};
 
     use super::*;
-    use crate::direct::{DirectRegion, NoSentinel, OverflowFlags, Unchecked};
+    use crate::direct::region::{DirectRegion, NoSentinel, OverflowFlags, Unchecked};
     use crate::machine::sched::fake::FakeThread;
 
     thread_local! {
@@ -343,7 +343,8 @@ mod tests {
             (Event::Generic(GenericEvent::Instructions), None),
         ];
         let counters =
-            crate::direct::OwnedCounters::allocate(pmu, &placed, PrivilegeFilter::ALL).unwrap();
+            crate::direct::alloc::OwnedCounters::allocate(pmu, &placed, PrivilegeFilter::ALL)
+                .unwrap();
         let slots: Vec<Slot> = counters.slots().collect();
         assert_eq!(slots, [Slot::Fixed(0), Slot::Programmable(0)]);
         // SAFETY: fakes.

@@ -28,7 +28,7 @@ pub(super) const READ_ONLY_GRANT: bool = true;
 /// # Errors
 /// [`crate::error::AccessError::NotEnabled`]; [`crate::error::AccessError::GrantMissing`];
 /// [`crate::error::AccessError::ProbeFailed`].
-pub fn probe() -> Result<()> {
+pub(super) fn probe() -> Result<()> {
     probe_with(probe_access)
 }
 
@@ -117,7 +117,7 @@ fn probe_event_read() {
 /// Linux 6.13+ and PMUv3p9, replaces it with its own per-counter grant; CPU hotplug and
 /// power-down reset it.
 #[derive(Clone, Copy, Debug)]
-pub struct PmuserenrRead {
+pub(crate) struct PmuserenrRead {
     layout: GrantedLayout,
 }
 
@@ -153,7 +153,7 @@ impl AccessCheck for PmuserenrRead {
 /// region an error. Owns the thread's share of the grant: dropping the region ends it
 /// (the last share closes the device).
 #[derive(Debug)]
-pub struct ThreadGranted<A> {
+pub(crate) struct ThreadGranted<A> {
     inner: A,
     grant: grant::thread::ThreadGrant,
 }
@@ -308,7 +308,7 @@ pub(super) fn open_read_only_grant(request: &Request) -> Result<Opened<Box<dyn B
     let (pin, pmu, layout) = take_granted(cpu)?;
     let placed = grant::place_in_layout(pmu.layout(), &layout, &wanted, &request.names)?;
     let access = PmuserenrRead::for_layout(pmu.layout());
-    let region = granted_region_with(
+    let region = granted_region(
         pmu,
         &placed,
         request.names.clone(),
@@ -339,7 +339,7 @@ fn open_thread_read_grant(
     let (pin, access, pmu, text) = take_thread_granted(cpu)?;
     let scope = access.scope();
     let placed = grant::place_in_layout(pmu.layout(), &text, wanted, &request.names)?;
-    let region = granted_region_with(
+    let region = granted_region(
         pmu,
         &placed,
         request.names.clone(),
@@ -370,7 +370,7 @@ fn open_thread_read_grant(
 /// [`crate::error::AccessError::ThreadGrant`] with the module's refusal;
 /// [`crate::error::AccessError::GrantMissing`] for perf's per-counter grant (PMUv3p9).
 #[allow(clippy::type_complexity)]
-pub fn take_thread_granted(
+pub(crate) fn take_thread_granted(
     cpu: usize,
 ) -> Result<(
     PinGuard,
@@ -492,7 +492,7 @@ fn counter_id(pmu: &El0Pmu, slot: Slot) -> Result<CounterId> {
 ///
 /// # Errors
 /// [`pmu_core::Error::CounterOutOfRange`] for a slot the PMU lacks.
-pub fn handle(pmu: &El0Pmu, slot: Slot) -> Result<CounterHandle> {
+pub(crate) fn handle(pmu: &El0Pmu, slot: Slot) -> Result<CounterHandle> {
     CounterHandle::new(pmu.registers(), counter_id(pmu, slot)?).map_err(crate::Error::from)
 }
 
@@ -537,24 +537,13 @@ fn event_name(event: u16) -> String {
 /// A syscall-free region on the module's counters under its read-only grant, for `placed`
 /// (each on the layout slot that counts it), with the module's sentinel when it runs
 /// one (`sentinel=1`), else `getrusage` for switches and a [`Sentinel::Off`] saying
-/// so.
+/// so. The grant is checked by `access` ([`PmuserenrRead`], or the per-thread grant's
+/// [`ThreadGranted`]).
 ///
 /// # Errors
 /// pmu-core's allocation errors; [`crate::error::PmuError::CounterHandle`] (a slot the layout does
 /// not back: cannot happen for slots of this PMU).
-pub fn granted_region(
-    pmu: GrantedPmu<El0Reads>,
-    placed: &[(pmu_core::Event, Option<Slot>)],
-    names: Vec<String>,
-    watch: bool,
-) -> Result<Box<dyn Backend>> {
-    let access = PmuserenrRead::for_layout(pmu.layout());
-    granted_region_with(pmu, placed, names, watch, access)
-}
-
-/// [`granted_region`] with the grant checked by `access` (the per-thread grant's
-/// [`ThreadGranted`]).
-fn granted_region_with<A: AccessCheck + 'static>(
+fn granted_region<A: AccessCheck + 'static>(
     pmu: GrantedPmu<El0Reads>,
     placed: &[(pmu_core::Event, Option<Slot>)],
     names: Vec<String>,
@@ -611,7 +600,7 @@ fn granted_region_with<A: AccessCheck + 'static>(
 ///
 /// # Errors
 /// pmu-core's allocation errors for `placed`.
-pub fn programmed_region(
+pub(crate) fn programmed_region(
     pmu: El0Pmu,
     placed: &[(pmu_core::Event, Option<Slot>)],
     names: Vec<String>,

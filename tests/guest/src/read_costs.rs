@@ -444,7 +444,8 @@ mod imp {
         n: u64,
     ) -> Result<(), Failure> {
         use pmu_armv8::handle::{CounterHandle, EventCounterN};
-        use pmu_linux::direct::{allocate, armv8::Pmuserenr, DirectRegion, Flags, Watching};
+        use pmu_linux::direct::armv8::{Flags, Pmuserenr};
+        use pmu_linux::direct::{allocate, DirectRegion, Watching};
         use pmu_linux::pmu_core::{PrivilegeFilter, Slot};
         let counters = allocate(
             pool,
