@@ -116,8 +116,13 @@ pub enum OpenError {
 
 impl OpenError {
     /// Decodes the errno of a failed `perf_event_open`; `paranoid`, the event's
-    /// properties and whether a CPU PMU is registered only feed the message.
-    pub fn from_errno(
+    /// properties and whether a CPU PMU is registered only feed the message. (perf's:
+    /// 32-bit ARM builds no perf backend.)
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
+    pub(crate) fn from_errno(
         errno: Errno,
         paranoid: Option<i32>,
         counts_kernel: bool,

@@ -95,7 +95,7 @@ pub enum ThreadGrantRefused {
 impl ThreadGrantRefused {
     /// The refusal `errno` of `call` means; `group` is the module's `group=` parameter
     /// (for EACCES's advice).
-    pub fn from_errno(call: GrantCall, errno: i32, group: Option<String>) -> Self {
+    pub(crate) fn from_errno(call: GrantCall, errno: i32, group: Option<String>) -> Self {
         match (call, errno) {
             (GrantCall::Open, libc::EACCES) => Self::NotInGroup { group },
             (GrantCall::Grant, libc::EINVAL) => Self::RequestNotUnderstood,

@@ -229,7 +229,7 @@ impl HybridSession {
     ///
     /// # Errors
     /// As [`HybridSession::open`].
-    pub fn open_in(
+    pub(crate) fn open_in(
         sysfs: &Sysfs,
         online: &[u32],
         names: &[&str],
