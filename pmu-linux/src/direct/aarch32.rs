@@ -4,11 +4,11 @@
 //!
 //! - **programming** (`el0_programming=1`, PMUSERENR.EN; the only grant a PMUv2 has): PL0
 //!   programs the PMU through the cp15 c9 registers (pmu-armv7's [`Pl0Pmu`]), what
-//!   [`open`] does when the meter may program the PMU;
+//!   `open` does when the meter may program the PMU;
 //! - **read-only** (the default on PMUv3 seen from AArch32: Cortex-A53/A72/A76,
 //!   PMUSERENR.ER | CR): PL0 reads the counters the module runs, from its layout, and
-//!   programs nothing (pmu-armv7's [`pmu_armv7::granted`]), what [`open_read_only_grant`]
-//!   does, and [`open`] where the module gave no programming access. Verdicts as under
+//!   programs nothing (pmu-armv7's [`pmu_armv7::granted`]), what `open_read_only_grant`
+//!   does, and `open` where the module gave no programming access. Verdicts as under
 //!   arm64's read-only grant: PMUSERENR read at both edges (a revoked grant is an error,
 //!   not SIGILL), overflow from end < start on the 32-bit reads (PMOVSR needs EN), the
 //!   CPU from `sched_getcpu()`, switches from `getrusage` (the ARMv7 flavour runs no
