@@ -323,7 +323,7 @@ impl HybridSession {
     }
 
     /// The PMU of each group, in the order of [`HybridSession::split`].
-    pub fn pmus(&self) -> &[String] {
+    pub(crate) fn pmus(&self) -> &[String] {
         &self.labels
     }
 

@@ -76,7 +76,7 @@ impl<'a> PageView<'a> {
     }
 
     /// The whole `capabilities` word.
-    pub fn capabilities(&self) -> u64 {
+    pub(crate) fn capabilities(&self) -> u64 {
         volatile_field!(self, __bindgen_anon_1.capabilities)
     }
 }

@@ -151,7 +151,7 @@ impl CoreTopology {
     ///
     /// # Errors
     /// [`HybridProblem::Overlap`] when two PMUs list one CPU.
-    pub fn new(mut pmus: Vec<CorePmu>) -> Result<Self> {
+    pub(crate) fn new(mut pmus: Vec<CorePmu>) -> Result<Self> {
         pmus.sort_by_key(|p| (p.cpus.first().copied().unwrap_or(u32::MAX), p.name.clone()));
         for (i, first) in pmus.iter().enumerate() {
             for second in &pmus[i + 1..] {
@@ -184,7 +184,7 @@ impl CoreTopology {
     }
 
     /// The CPUs of `online` that no core PMU covers (on them nothing is counted).
-    pub fn uncovered(&self, online: &[u32]) -> Vec<u32> {
+    pub(crate) fn uncovered(&self, online: &[u32]) -> Vec<u32> {
         online
             .iter()
             .copied()
