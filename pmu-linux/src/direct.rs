@@ -10,18 +10,18 @@
 //! - the constructors (`take_armv8`, `take_pl0`, `take_arm1176`) pin the thread to one
 //!   CPU (the registers and the enable bit are per CPU), probe, and hand back the
 //!   architecture crate's driver (`El0Pmu`, `Pl0Pmu`, `Arm1176Pmu<Cp15>`);
-//! - [`allocate`] turns event names into counters of a `pmu_core::CounterPool`
-//!   ([`OwnedCounters`]: the same, owning the PMU);
-//! - [`DirectRegion`] measures regions on them, one type for every architecture
-//!   ([`region`]'s table: the counters' reads, the grant check, the sentinel, the
-//!   overflow flags and the CPU are its type parameters): at each edge it reads the
+//! - [`allocate`] turns event names into counters of a `pmu_core::CounterPool`;
+//! - [`DirectRegion`] measures regions on them, one type for every architecture (the
+//!   counters' reads, the grant check, the sentinel, the overflow flags and the CPU are
+//!   its type parameters): at each edge it reads the
 //!   grant first (PMUSERENR_EL0 and PMUSERENR are readable in user mode whatever they
 //!   hold, so a revoked grant is an error instead of SIGILL), the CPU, the kernel-entry
 //!   sentinel and the counters, and judges overflow from the flags (or end < start),
 //!   migration from the CPU, kernel entries (switches included) from the sentinel;
 //!   without a sentinel (the ARM1176, or no counter left for one), switches from
 //!   `getrusage` at both edges. The meter's backends are such regions; a program that
-//!   programs the PMU itself builds one by hand over its pool's counters.
+//!   programs the PMU itself builds one over its pool's counters with `pool_region`
+//!   (ARM).
 //!
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
@@ -29,10 +29,27 @@
 use crate::backend::{Backend, Opened, Request};
 use crate::error::Result;
 
+// Every target builds these (the error types name the grant's; the host tests run the
+// ARM code against fakes), ARM uses them: elsewhere parts of them are unused. The
+// per-thread grant is arm64's alone; the ARM1176 backend allocates no sentinel.
+#[cfg_attr(
+    not(any(
+        target_arch = "aarch64",
+        all(target_arch = "arm", target_feature = "v7")
+    )),
+    allow(dead_code)
+)]
 mod alloc;
-pub mod grant;
-mod probe;
-pub mod region;
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) mod grant;
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+mod pool;
+#[cfg_attr(
+    not(any(target_arch = "aarch64", target_arch = "arm")),
+    allow(dead_code)
+)]
+pub(crate) mod probe;
+pub(crate) mod region;
 
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]
 pub mod aarch32;
@@ -54,23 +71,27 @@ mod arch;
 #[path = "direct/unsupported.rs"]
 mod arch;
 
-pub use alloc::{allocate, OwnedCounters};
-pub use arch::probe;
-#[cfg(target_arch = "aarch64")]
-pub use armv8::Flags;
-#[cfg(target_arch = "aarch64")]
-pub use armv8::{granted_region, pool_region, programmed_region};
-pub use grant::{module_layout, MODULE_LAYOUT};
-pub use probe::{
-    armv7_core_without_read_only_grant, cpuinfo_architecture, cpuinfo_is_armv7, cpuinfo_midr,
-    probe_with, ARM1176_MIDR,
-};
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub use region::RseqCpu;
-pub use region::{
-    AccessCheck, CounterSet, DefaultCpu, DirectRegion, NoFlags, NoSentinel, OverflowFlags,
-    SentinelRead, Unchecked, Watching, SENTINEL_FILTER,
-};
+// What programs use to build a region by hand over counters they program themselves:
+// the constructors in the architecture's module, then `allocate` and `pool_region`
+// (`DirectRegion::new` with `Watching` and `SENTINEL_FILTER` for a region with
+// handles and a sentinel of the program's own choosing, on ARMv8).
+pub use alloc::allocate;
+pub use grant::{module_layout, take_trap};
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+pub use pool::pool_region;
+pub use region::{DirectRegion, Watching, SENTINEL_FILTER};
+
+/// Whether user mode may program the PMU of the CPU this thread runs on (pin first: the
+/// grant is per CPU): one register access in a forked child (ARMv8: PMCR_EL0 under
+/// PMUSERENR_EL0.EN; 32-bit ARM: the ARM1176's PMCR under SUNAVCR.V).
+///
+/// # Errors
+/// [`crate::error::AccessError::NotEnabled`]; [`crate::error::AccessError::GrantMissing`];
+/// [`crate::error::AccessError::ProbeFailed`];
+/// [`crate::error::Unsupported::Direct`] on x86.
+pub fn probe() -> Result<()> {
+    arch::probe()
+}
 
 /// Whether the direct backend has a read-only grant here (ARMv8: PMUSERENR_EL0.ER or
 /// ER|CR without EN), which the meter's ladder tries where perf cannot read.

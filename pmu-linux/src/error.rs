@@ -116,8 +116,13 @@ pub enum OpenError {
 
 impl OpenError {
     /// Decodes the errno of a failed `perf_event_open`; `paranoid`, the event's
-    /// properties and whether a CPU PMU is registered only feed the message.
-    pub fn from_errno(
+    /// properties and whether a CPU PMU is registered only feed the message. (perf's:
+    /// 32-bit ARM builds no perf backend.)
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
+    pub(crate) fn from_errno(
         errno: Errno,
         paranoid: Option<i32>,
         counts_kernel: bool,
@@ -499,7 +504,7 @@ pub enum AccessError {
     /// A counter read of the region trapped under the per-thread grant and could not
     /// be repaired (the library's SIGILL handler wrote 0 in its place and stepped
     /// over it), or the re-grant said the thread had run where the module's counters
-    /// did not count for it ([`crate::direct::grant::TrapCause::CountsLost`]: the read
+    /// did not count for it ([`TrapCause::CountsLost`]: the read
     /// was made, the count is short): the region is not counted.
     ReadTrapped {
         /// Why the re-grant did not repair it, or what it reported.
@@ -616,7 +621,7 @@ pub enum PmuError {
     Hybrid(HybridProblem),
 }
 
-pub use crate::direct::grant::GrantMissing;
+pub use crate::direct::grant::{GrantMissing, ThreadGrantRefused, TrapCause};
 
 impl Error {
     /// A failed system call: `op`, with the thread's `errno`.

@@ -205,7 +205,7 @@ pub struct Interrupted {
 /// # Errors
 /// [`Interrupted`] (boxed: it carries every run) with the backend's error and the
 /// partial measurement.
-pub fn measure_keeping_partial<'r>(
+pub(crate) fn measure_keeping_partial<'r>(
     counters: &mut dyn Backend,
     config: &MeasureConfig,
     region: &'r mut dyn FnMut(),

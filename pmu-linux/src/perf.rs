@@ -57,6 +57,6 @@ pub use group::GroupRead;
 pub use hybrid::HybridSession;
 pub use options::Options;
 pub use page::{MmapPage, PageView};
-pub use read::{read, read_now, read_unsynchronized, synchronize};
+pub use read::{read, read_now};
 pub use session::Session;
 pub use topology::{CorePmu, CoreTopology};

@@ -76,6 +76,10 @@ const RSEQ_SIG: u32 = 0xd428_bc00;
 const RSEQ_SIG: u32 = 0;
 
 /// Registers `area` as the calling thread's rseq area (`rseq(area, 32, 0, sig)`).
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) fn rseq_register(area: NonNull<crate::machine::rseq::RseqArea>) -> Result<(), Errno> {
     // SAFETY: `area` is a 32-byte, 32-aligned `struct rseq` that is never freed (the
     // caller leaks it), as the kernel requires of a registered area; the kernel writes
@@ -128,6 +132,10 @@ pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::machine::rseq::Rseq
     target_env = "gnu",
     any(target_arch = "x86_64", target_arch = "aarch64")
 )))]
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) fn c_library_rseq_area() -> Option<NonNull<crate::machine::rseq::RseqArea>> {
     None
 }
@@ -190,6 +198,10 @@ pub(crate) enum ChildEnd {
 /// only `probe` and async-signal-safe calls run (the parent may have other threads):
 /// core dumps off, SIGILL back to its default action, stderr to /dev/null, `probe()`,
 /// `_exit(0)`.
+#[cfg_attr(
+    not(any(target_arch = "aarch64", target_arch = "arm")),
+    allow(dead_code)
+)]
 pub(crate) fn run_in_child(probe: fn()) -> Result<ChildEnd, Errno> {
     // SAFETY: fork has no memory-safety preconditions; the child below only makes
     // async-signal-safe calls before `_exit`, as POSIX requires after fork in a

@@ -18,7 +18,7 @@
 //! **Syscall-free and getrusage evidence (perf).** When every event of a session is a mapped
 //! hardware event and both edges read them all through their pages, a region is
 //! *syscall-free*: the start takes the thread's CPU (one load from its rseq area,
-//! [`crate::machine::ThreadCpu`]; `sched_getcpu()` where the kernel has no rseq) and reads every
+//! glibc's or this library's; `sched_getcpu()` where the kernel has no rseq) and reads every
 //! event; the stop reads every counter against the start's page
 //! ([`pmu_core::mmap_page::count_since`]), which succeeds only while no page's `lock`
 //! moved. Nothing else is needed: an event that was on its counter at the start is

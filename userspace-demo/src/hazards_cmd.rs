@@ -186,23 +186,9 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
     let pool = CounterPool::new(pmu);
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::ALL)?;
-    let reader = |i: usize| {
-        pool.pmu()
-            .reader(counters[i].slot())
-            .map_err(pmu_linux::Error::from)
-    };
     // The library's direct region over the demo's own counters: CCR and CR0 read with
     // one `mrc` each, overflow from PMCR's flags, switches from getrusage.
-    let mut meter = pmu_linux::direct::DirectRegion::with_cpu(
-        &counters[..],
-        pmu_linux::direct::Unchecked,
-        [reader(0)?, reader(1)?],
-        names.map(str::to_owned).to_vec(),
-        pmu_linux::direct::NoSentinel,
-        pmu_linux::Sentinel::off("the ARM1176 counters have no privilege filter"),
-        arm1176::PmcrFlags::new(pool.pmu()),
-        pmu_linux::machine::Kernel,
-    )?;
+    let mut meter = pmu_linux::direct::pool_region(pool.pmu(), &counters[..], names)?;
     meter.enable()?;
     let mut demos = Vec::new();
 
@@ -244,27 +230,9 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
     let pool = CounterPool::new(pmu);
     let names = ["cycles", "instructions"];
     let counters = allocate(&pool, &names, PrivilegeFilter::USER)?;
-    let reader = |i: usize| {
-        // `allocate` gave slots of this PMU: a reader for each exists.
-        pool.pmu().reader(counters[i].slot()).map_err(|_| {
-            pmu_linux::Error::from(pmu_linux::pmu_core::Error::CounterOutOfRange {
-                slot: counters[i].slot(),
-                available: u32::from(pool.pmu().event_counters()),
-            })
-        })
-    };
     // The library's direct region over the demo's own counters, without a sentinel (so
     // that a switch shows as one, from getrusage): overflow from PMOVSR.
-    let mut meter = pmu_linux::direct::DirectRegion::with_cpu(
-        &counters[..],
-        aarch32::PmuserenrEn,
-        [reader(0)?, reader(1)?],
-        names.map(str::to_owned).to_vec(),
-        pmu_linux::direct::NoSentinel,
-        pmu_linux::Sentinel::off("the demo shows switches through getrusage"),
-        aarch32::Pmovsr::with_en(pool.pmu()),
-        pmu_linux::machine::Kernel,
-    )?;
+    let mut meter = pmu_linux::direct::pool_region(pool.pmu(), &counters[..], names)?;
     meter.enable()?;
     let mut demos = Vec::new();
 
@@ -383,8 +351,7 @@ fn overflow_demo() -> Demo {
     let counters = [counter];
     // The library's direct region over the demo's own counter: overflow from
     // PMOVSSET_EL0, switches from getrusage.
-    let meter =
-        pmu_linux::direct::pool_region::<1>(pool.pmu(), &counters[..], vec!["instructions".into()]);
+    let meter = pmu_linux::direct::pool_region(pool.pmu(), &counters[..], ["instructions"]);
     let mut meter = match meter {
         Ok(m) => m,
         Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),

@@ -194,7 +194,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     // checked again after the event probes (which can revoke kmod-enable-user's grant
     // on this CPU: `machine::backends`).
     let mut statuses = machine::backends();
-    let pmus = machine::pmus(&sysfs)
+    let pmus = sysfs
+        .pmus()
         .unwrap_or_default()
         .into_iter()
         .map(|p| PmuOut {

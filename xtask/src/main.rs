@@ -17,7 +17,9 @@ use std::process::ExitCode;
 
 use build::boards::ARMV6_TARGET;
 use build::{arm32_demo, boards, images, kernel};
-use checks::{demo, fresh_check, hw_check, package, pmu_qemu, pmu_qemu_compare, pmu_qemu_workflow};
+use checks::{
+    demo, fresh_check, hw_check, package, pmu_qemu, pmu_qemu_compare, pmu_qemu_workflow, surface,
+};
 use engine::shared_target;
 use engine::step::{Plan, Step};
 use guests::{armv6, armv7, debian, e2e, modules};
@@ -110,6 +112,7 @@ fn help() -> String {
         boards::USAGE,
         setup::USAGE,
         fresh_check::USAGE,
+        surface::USAGE,
         MORE_USAGE,
         TAIL,
     ]
@@ -160,6 +163,8 @@ fn main() -> ExitCode {
             pmu_qemu_compare::command(rest).unwrap_or_else(|why| usage(&why))
         }
         ["hw-check"] => hw_check::run(),
+        ["surface"] => surface::run(None),
+        ["surface", file] => surface::run(Some(file)),
         ["qemu", "aarch64"] => images::boot_aarch64("max"),
         ["qemu", "aarch64", cpu] => images::boot_aarch64(cpu),
         ["qemu", "armv7"] => images::boot_armv7("cortex-a15"),

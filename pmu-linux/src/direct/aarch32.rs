@@ -4,11 +4,11 @@
 //!
 //! - **programming** (`el0_programming=1`, PMUSERENR.EN; the only grant a PMUv2 has): PL0
 //!   programs the PMU through the cp15 c9 registers (pmu-armv7's [`Pl0Pmu`]), what
-//!   [`open`] does when the meter may program the PMU;
+//!   `open` does when the meter may program the PMU;
 //! - **read-only** (the default on PMUv3 seen from AArch32: Cortex-A53/A72/A76,
 //!   PMUSERENR.ER | CR): PL0 reads the counters the module runs, from its layout, and
-//!   programs nothing (pmu-armv7's [`pmu_armv7::granted`]), what [`open_read_only_grant`]
-//!   does, and [`open`] where the module gave no programming access. Verdicts as under
+//!   programs nothing (pmu-armv7's [`pmu_armv7::granted`]), what `open_read_only_grant`
+//!   does, and `open` where the module gave no programming access. Verdicts as under
 //!   arm64's read-only grant: PMUSERENR read at both edges (a revoked grant is an error,
 //!   not SIGILL), overflow from end < start on the 32-bit reads (PMOVSR needs EN), the
 //!   CPU from `sched_getcpu()`, switches from `getrusage` (the ARMv7 flavour runs no
@@ -44,8 +44,8 @@ use pmu_armv7::{PerfMon, Pl0Pmu};
 
 use super::alloc::OwnedCounters;
 use super::grant;
+use super::probe::cpuinfo_is_armv7;
 use super::probe::probe_with;
-pub use super::probe::{cpuinfo_architecture, cpuinfo_is_armv7};
 use super::region::{AccessCheck, NoFlags, OverflowFlags};
 use crate::backend::{Backend, How, Opened, Request};
 use crate::error::{AccessError, DirectUnsupported, Error, GrantMissing, Result};
@@ -59,7 +59,7 @@ pub fn is_armv7_cpu() -> bool {
 }
 
 /// Whether PMUSERENR value `value` lets PL0 program the PMU (EN).
-pub fn grants_programming(value: u32) -> bool {
+pub(crate) fn grants_programming(value: u32) -> bool {
     Pmuserenr::new(value).is_set(PMUSERENR::EN)
 }
 
@@ -227,6 +227,26 @@ impl OverflowFlags for Pmovsr {
     }
 }
 
+impl super::pool::PoolPmu for Pl0Pmu {
+    type Check = PmuserenrEn;
+    type Read<'p> = pmu_armv7::reader::Reader<'p>;
+    type Flags = Pmovsr;
+    fn grant_check(&self) -> PmuserenrEn {
+        PmuserenrEn
+    }
+    fn counter_read(&self, slot: pmu_core::Slot) -> Result<pmu_armv7::reader::Reader<'_>> {
+        self.reader(slot).map_err(|_| {
+            Error::from(pmu_core::Error::CounterOutOfRange {
+                slot,
+                available: u32::from(self.event_counters()),
+            })
+        })
+    }
+    fn overflow_flags(&self) -> Pmovsr {
+        Pmovsr::with_en(self)
+    }
+}
+
 /// The kernel-entry sentinel of this backend: INST_RETIRED (0x08) at PL1 only
 /// (PMXEVTYPER.P = 0, U = 1, NSH = 0) on an event counter the region's events leave
 /// free. The filter bits are PMUv2's (ARMv7-A/R ARM, DDI 0406C, C12 "PMXEVTYPER"; PMUv3
@@ -318,7 +338,7 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
 /// hotplug and power-down reset it, and perf's arm_pmuv3.c (where a 32-bit kernel
 /// builds it) clears it.
 #[derive(Clone, Copy, Debug)]
-pub struct PmuserenrRead {
+pub(crate) struct PmuserenrRead {
     grant: ReadGrant,
 }
 
@@ -390,7 +410,7 @@ fn not_loaded() -> Error {
 /// [`AccessError::ModuleLayout`] for a layout not understood;
 /// [`AccessError::GrantMissing`] ([`GrantMissing::ReadsRevoked`]) when the reads trap
 /// on this CPU.
-pub fn take_granted(cpu: usize) -> Result<(PinGuard, GrantedPmu<Pl0Reads>, String)> {
+pub(crate) fn take_granted(cpu: usize) -> Result<(PinGuard, GrantedPmu<Pl0Reads>, String)> {
     if !is_armv7_cpu() {
         return Err(Error::Unsupported(crate::error::Unsupported::Direct {
             reason: DirectUnsupported::Architecture,

@@ -163,13 +163,6 @@ impl<P: Pmu> OwnedCounters<P> {
     pub fn slots(&self) -> impl ExactSizeIterator<Item = Slot> + '_ {
         self.slots.iter().map(|&(slot, _)| slot)
     }
-
-    /// Leaves the counters as they are when dropped: for a grant that is gone (every
-    /// register access would trap, the release included, and the kernel owns the PMU
-    /// again).
-    pub fn leave_programmed_on_drop(&mut self) {
-        self.release_on_drop = false;
-    }
 }
 
 impl<P: Pmu> CounterSet for OwnedCounters<P> {

@@ -17,7 +17,7 @@ pub(super) const READ_ONLY_GRANT: bool = cfg!(target_feature = "v7");
 ///
 /// # Errors
 /// [`crate::error::AccessError::NotEnabled`]; [`crate::error::AccessError::ProbeFailed`].
-pub fn probe() -> Result<()> {
+pub(super) fn probe() -> Result<()> {
     super::probe::probe_with(super::arm1176::probe_access)
 }
 

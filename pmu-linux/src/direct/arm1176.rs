@@ -213,6 +213,22 @@ impl OverflowFlags for PmcrFlags {
     }
 }
 
+#[cfg(target_arch = "arm")]
+impl super::pool::PoolPmu for Arm1176Pmu<Cp15> {
+    type Check = Unchecked;
+    type Read<'p> = pmu_armv6::reader::Reader<'p>;
+    type Flags = PmcrFlags;
+    fn grant_check(&self) -> Unchecked {
+        Unchecked
+    }
+    fn counter_read(&self, slot: pmu_core::Slot) -> Result<pmu_armv6::reader::Reader<'_>> {
+        self.reader(slot).map_err(Error::from)
+    }
+    fn overflow_flags(&self) -> PmcrFlags {
+        PmcrFlags::new(self)
+    }
+}
+
 /// The meter's ARM1176 direct backend: the library programs the counters itself under
 /// SUNAVCR.V, in a [`super::DirectRegion`] (module doc); no kernel-entry sentinel.
 ///
@@ -274,7 +290,7 @@ mod tests {
     use pmu_core::{Event, GenericEvent, PrivilegeFilter, Reading, RegionMeter, Slot};
 
     use super::*;
-    use crate::direct::{DirectRegion, NoSentinel, OverflowFlags, Unchecked};
+    use crate::direct::region::{DirectRegion, NoSentinel, OverflowFlags, Unchecked};
     use crate::machine::sched::fake::FakeThread;
 
     thread_local! {
@@ -327,7 +343,8 @@ mod tests {
             (Event::Generic(GenericEvent::Instructions), None),
         ];
         let counters =
-            crate::direct::OwnedCounters::allocate(pmu, &placed, PrivilegeFilter::ALL).unwrap();
+            crate::direct::alloc::OwnedCounters::allocate(pmu, &placed, PrivilegeFilter::ALL)
+                .unwrap();
         let slots: Vec<Slot> = counters.slots().collect();
         assert_eq!(slots, [Slot::Fixed(0), Slot::Programmable(0)]);
         // SAFETY: fakes.

@@ -12,8 +12,7 @@ use super::alloc::OwnedCounters;
 use super::grant;
 use super::probe::probe_with;
 use super::region::{
-    boxed_region, handles_and_own_sentinel, AccessCheck, DirectRegion, NoFlags, NoSentinel,
-    OverflowFlags, SENTINEL_FILTER,
+    boxed_region, handles_and_own_sentinel, AccessCheck, NoFlags, OverflowFlags, SENTINEL_FILTER,
 };
 use crate::backend::{Backend, GrantScope, How, Opened, Request};
 use crate::error::{Error, Result};
@@ -29,7 +28,7 @@ pub(super) const READ_ONLY_GRANT: bool = true;
 /// # Errors
 /// [`crate::error::AccessError::NotEnabled`]; [`crate::error::AccessError::GrantMissing`];
 /// [`crate::error::AccessError::ProbeFailed`].
-pub fn probe() -> Result<()> {
+pub(super) fn probe() -> Result<()> {
     probe_with(probe_access)
 }
 
@@ -118,7 +117,7 @@ fn probe_event_read() {
 /// Linux 6.13+ and PMUv3p9, replaces it with its own per-counter grant; CPU hotplug and
 /// power-down reset it.
 #[derive(Clone, Copy, Debug)]
-pub struct PmuserenrRead {
+pub(crate) struct PmuserenrRead {
     layout: GrantedLayout,
 }
 
@@ -154,7 +153,7 @@ impl AccessCheck for PmuserenrRead {
 /// region an error. Owns the thread's share of the grant: dropping the region ends it
 /// (the last share closes the device).
 #[derive(Debug)]
-pub struct ThreadGranted<A> {
+pub(crate) struct ThreadGranted<A> {
     inner: A,
     grant: grant::thread::ThreadGrant,
 }
@@ -327,7 +326,7 @@ pub(super) fn open_read_only_grant(request: &Request) -> Result<Opened<Box<dyn B
     let (pin, pmu, layout) = take_granted(cpu)?;
     let placed = grant::place_in_layout(pmu.layout(), &layout, &wanted, &request.names)?;
     let access = PmuserenrRead::for_layout(pmu.layout());
-    let region = granted_region_with(
+    let region = granted_region(
         pmu,
         &placed,
         request.names.clone(),
@@ -358,7 +357,7 @@ fn open_thread_read_grant(
     let (pin, access, pmu, text) = take_thread_granted(cpu)?;
     let scope = access.scope();
     let placed = grant::place_in_layout(pmu.layout(), &text, wanted, &request.names)?;
-    let region = granted_region_with(
+    let region = granted_region(
         pmu,
         &placed,
         request.names.clone(),
@@ -389,7 +388,7 @@ fn open_thread_read_grant(
 /// [`crate::error::AccessError::ThreadGrant`] with the module's refusal;
 /// [`crate::error::AccessError::GrantMissing`] for perf's per-counter grant (PMUv3p9).
 #[allow(clippy::type_complexity)]
-pub fn take_thread_granted(
+pub(crate) fn take_thread_granted(
     cpu: usize,
 ) -> Result<(
     PinGuard,
@@ -511,58 +510,23 @@ fn counter_id(pmu: &El0Pmu, slot: Slot) -> Result<CounterId> {
 ///
 /// # Errors
 /// [`pmu_core::Error::CounterOutOfRange`] for a slot the PMU lacks.
-pub fn handle(pmu: &El0Pmu, slot: Slot) -> Result<CounterHandle> {
+pub(crate) fn handle(pmu: &El0Pmu, slot: Slot) -> Result<CounterHandle> {
     CounterHandle::new(pmu.registers(), counter_id(pmu, slot)?).map_err(crate::Error::from)
 }
 
-/// A region built by hand over `counters`, a pool's counters on `pmu` (taken under EN:
-/// [`take_armv8`]), for a program that programs them itself (a preset before a region,
-/// say): each read with one instruction, overflow from PMOVSSET_EL0, the grant checked
-/// at both edges, no kernel-entry sentinel (switches from `getrusage`, the CPU from
-/// `sched_getcpu()`). K is the number of counters.
-///
-/// # Errors
-/// [`crate::error::GroupError::NoEvents`]; a `counters` or `names` count other than K
-/// ([`pmu_core::Error::ReadingsMismatch`]); [`pmu_core::Error::CounterOutOfRange`] for
-/// a counter of another PMU.
-#[allow(clippy::type_complexity)]
-pub fn pool_region<'c, 'p, const K: usize>(
-    pmu: &El0Pmu,
-    counters: &'c [pmu_core::Counter<'p, El0Pmu>],
-    names: Vec<String>,
-) -> Result<
-    DirectRegion<
-        &'c [pmu_core::Counter<'p, El0Pmu>],
-        Pmuserenr,
-        CounterHandle,
-        NoSentinel,
-        Flags,
-        K,
-        crate::machine::sched::Kernel,
-    >,
-> {
-    let handles = counters
-        .iter()
-        .map(|c| handle(pmu, c.slot()))
-        .collect::<Result<Vec<_>>>()?;
-    let given = handles.len();
-    let handles: [CounterHandle; K] =
-        handles
-            .try_into()
-            .map_err(|_| pmu_core::Error::ReadingsMismatch {
-                expected: K as u32,
-                got: given as u32,
-            })?;
-    DirectRegion::with_cpu(
-        counters,
-        Pmuserenr,
-        handles,
-        names,
-        NoSentinel,
-        Sentinel::off("a region by hand over a pool's counters: none programmed"),
-        Flags::with_en(pmu.registers()),
-        crate::machine::sched::Kernel,
-    )
+impl super::pool::PoolPmu for El0Pmu {
+    type Check = Pmuserenr;
+    type Read<'p> = CounterHandle;
+    type Flags = Flags;
+    fn grant_check(&self) -> Pmuserenr {
+        Pmuserenr
+    }
+    fn counter_read(&self, slot: Slot) -> Result<CounterHandle> {
+        handle(self, slot)
+    }
+    fn overflow_flags(&self) -> Flags {
+        Flags::with_en(self.registers())
+    }
 }
 
 /// The layout counter behind a [`GrantedPmu`] slot (its i-th event counter, or the
@@ -591,24 +555,13 @@ fn event_name(event: u16) -> String {
 /// A syscall-free region on the module's counters under its read-only grant, for `placed`
 /// (each on the layout slot that counts it), with the module's sentinel when it runs
 /// one (`sentinel=1`), else `getrusage` for switches and a [`Sentinel::Off`] saying
-/// so.
+/// so. The grant is checked by `access` ([`PmuserenrRead`], or the per-thread grant's
+/// [`ThreadGranted`]).
 ///
 /// # Errors
 /// pmu-core's allocation errors; [`crate::error::PmuError::CounterHandle`] (a slot the layout does
 /// not back: cannot happen for slots of this PMU).
-pub fn granted_region(
-    pmu: GrantedPmu<El0Reads>,
-    placed: &[(pmu_core::Event, Option<Slot>)],
-    names: Vec<String>,
-    watch: bool,
-) -> Result<Box<dyn Backend>> {
-    let access = PmuserenrRead::for_layout(pmu.layout());
-    granted_region_with(pmu, placed, names, watch, access)
-}
-
-/// [`granted_region`] with the grant checked by `access` (the per-thread grant's
-/// [`ThreadGranted`]).
-fn granted_region_with<A: AccessCheck + 'static>(
+fn granted_region<A: AccessCheck + 'static>(
     pmu: GrantedPmu<El0Reads>,
     placed: &[(pmu_core::Event, Option<Slot>)],
     names: Vec<String>,
@@ -665,7 +618,7 @@ fn granted_region_with<A: AccessCheck + 'static>(
 ///
 /// # Errors
 /// pmu-core's allocation errors for `placed`.
-pub fn programmed_region(
+pub(crate) fn programmed_region(
     pmu: El0Pmu,
     placed: &[(pmu_core::Event, Option<Slot>)],
     names: Vec<String>,

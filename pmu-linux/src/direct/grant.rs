@@ -9,9 +9,9 @@ use pmu_armv8::granted::GrantedLayout;
 
 use crate::error::{AccessError, Error};
 
-pub mod mrs;
-pub mod thread;
-pub mod uapi;
+pub(crate) mod mrs;
+pub(crate) mod thread;
+pub(crate) mod uapi;
 
 use uapi::GrantCall;
 
@@ -95,7 +95,7 @@ pub enum ThreadGrantRefused {
 impl ThreadGrantRefused {
     /// The refusal `errno` of `call` means; `group` is the module's `group=` parameter
     /// (for EACCES's advice).
-    pub fn from_errno(call: GrantCall, errno: i32, group: Option<String>) -> Self {
+    pub(crate) fn from_errno(call: GrantCall, errno: i32, group: Option<String>) -> Self {
         match (call, errno) {
             (GrantCall::Open, libc::EACCES) => Self::NotInGroup { group },
             (GrantCall::Grant, libc::EINVAL) => Self::RequestNotUnderstood,
@@ -219,6 +219,14 @@ impl fmt::Display for TrapCause {
     }
 }
 
+/// Whether a PMU read of this thread trapped unrecovered since the last call (or the
+/// last region's start), and why; clears the mark. For a program that reads the
+/// counters by hand while the library's SIGILL handler is installed: such a read gave
+/// 0, not a count.
+pub fn take_trap() -> Option<TrapCause> {
+    thread::take_trap().map(TrapCause::from)
+}
+
 /// The error of the module's refusal `refused`; an open's EACCES names the module's
 /// `group=` ([`group_parameter`]).
 pub fn thread_grant_refused(refused: thread::Refused) -> Error {
@@ -326,7 +334,7 @@ pub(crate) fn has_layout() -> bool {
     Path::new(MODULE_LAYOUT).exists()
 }
 
-/// Reads kmod-enable-user's layout ([`MODULE_LAYOUT`]): the text and its
+/// Reads kmod-enable-user's layout (/sys/module/kmod_enable_user/parameters/layout): the text and its
 /// parsed form.
 ///
 /// # Errors

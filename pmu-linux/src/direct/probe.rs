@@ -35,10 +35,12 @@ pub(super) fn classify(end: ChildEnd) -> Result<()> {
 /// The ARM1176's `CPU implementer` and `CPU part` as Linux prints them in /proc/cpuinfo
 /// (arch/arm/kernel/setup.c `c_show`: MIDR bits 31:24 and 15:4; ARM_CPU_PART_ARM1176 =
 /// 0x4100b760 in arch/arm/include/asm/cputype.h).
+#[cfg(any(target_arch = "arm", test))]
 pub const ARM1176_MIDR: (u32, u32) = (0x41, 0xb76);
 
 /// The "CPU architecture" value of the first CPU in /proc/cpuinfo text ("7", "6TEJ",
 /// "8" on arm64 kernels), `None` when the line is missing.
+#[cfg(any(all(target_arch = "arm", target_feature = "v7"), test))]
 pub fn cpuinfo_architecture(cpuinfo: &str) -> Option<&str> {
     cpuinfo.lines().find_map(|line| {
         let (key, value) = line.split_once(':')?;
@@ -49,6 +51,7 @@ pub fn cpuinfo_architecture(cpuinfo: &str) -> Option<&str> {
 /// Whether /proc/cpuinfo text names an ARMv7 or later CPU: "CPU architecture: 7" (32-bit
 /// Linux prints 7 for every ARMv7 and ARMv8 core) and a "CPU part" other than the
 /// ARM1176's, which Linux reports as 7 as well (its ID_MMFR0.VMSA is 3).
+#[cfg(any(all(target_arch = "arm", target_feature = "v7"), test))]
 pub fn cpuinfo_is_armv7(cpuinfo: &str) -> bool {
     cpuinfo_architecture(cpuinfo).is_some_and(|arch| arch == "7")
         && cpuinfo_midr(cpuinfo).is_some_and(|midr| midr != ARM1176_MIDR)
@@ -56,6 +59,7 @@ pub fn cpuinfo_is_armv7(cpuinfo: &str) -> bool {
 
 /// The first CPU's `(CPU implementer, CPU part)` in /proc/cpuinfo text, `None` when the
 /// lines are missing (another architecture's format, or an emulator that hides them).
+#[cfg(any(target_arch = "arm", test))]
 pub fn cpuinfo_midr(cpuinfo: &str) -> Option<(u32, u32)> {
     let field = |name: &str| {
         cpuinfo.lines().find_map(|line| {
@@ -76,6 +80,7 @@ pub fn cpuinfo_midr(cpuinfo: &str) -> Option<(u32, u32)> {
 /// numbers: Linux 6.12 arch/arm/include/asm/cputype.h (`ARM_CPU_PART_CORTEX_*`). `None`
 /// for every other core, the ARMv8 ones (PMUv3, which has ER and CR) included: user
 /// mode cannot read ID_DFR0, so a core outside this list is not ruled out.
+#[cfg(any(all(target_arch = "arm", target_feature = "v7"), test))]
 pub fn armv7_core_without_read_only_grant(midr: (u32, u32)) -> Option<&'static str> {
     match midr {
         (0x41, 0xc05) => Some("Cortex-A5"),

@@ -116,9 +116,11 @@ pub trait AccessCheck {
 
 /// No check possible (ARM1176: SUNAVCR is not readable in User mode) or needed (fake
 /// PMUs).
+#[cfg(any(target_arch = "arm", test))]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Unchecked;
 
+#[cfg(any(target_arch = "arm", test))]
 impl AccessCheck for Unchecked {
     fn granted(&self) -> bool {
         true
@@ -247,6 +249,13 @@ pub trait OverflowFlags {
 }
 
 /// No readable flags (ARMv8's read-only grant): overflow from end < start only.
+#[cfg_attr(
+    not(any(
+        target_arch = "aarch64",
+        all(target_arch = "arm", target_feature = "v7")
+    )),
+    allow(dead_code)
+)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoFlags;
 
@@ -326,10 +335,21 @@ where
     S: SentinelRead,
     F: OverflowFlags,
 {
-    /// [`DirectRegion::with_cpu`] reading the CPU from the thread's rseq area.
+    /// A region over `counters` (named `names`, counter i of `counters` being counter i
+    /// of `owner`, whose widths they have), watched by `sentinel`; `sentinel_state` says
+    /// how the sentinel counts, or why there is none. The CPU is read from the thread's
+    /// rseq area (glibc's, or one this library registers).
     ///
     /// # Errors
-    /// [`RseqCpu::this_thread`]'s, and [`DirectRegion::with_cpu`]'s.
+    /// No rseq area ([`crate::Error::Io`] with [`crate::error::Op::Rseq`]: ENOSYS, or
+    /// EBUSY where another library registered one this crate cannot find);
+    /// [`crate::error::GroupError::NoEvents`]
+    /// for K = 0; [`crate::error::GroupError::TooMany`]; a name count or an owner that
+    /// differs from K ([`pmu_core::Error::ReadingsMismatch`]).
+    ///
+    /// # Panics
+    /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
+    /// counter, or off with one): a mistake in the calling code.
     pub fn new(
         owner: O,
         access: A,
@@ -394,7 +414,7 @@ where
     /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
     /// counter, or off with one): a mistake in the calling code.
     #[allow(clippy::too_many_arguments)]
-    pub fn with_cpu(
+    pub(crate) fn with_cpu(
         owner: O,
         access: A,
         counters: [H; K],
@@ -461,13 +481,9 @@ where
         })
     }
 
-    /// Whether the region has a sentinel, how it counts, or why there is none.
-    pub fn sentinel(&self) -> &Sentinel {
-        &self.sentinel_state
-    }
-
     /// The counters underneath.
-    pub fn owner(&self) -> &O {
+    #[cfg(test)]
+    pub(crate) fn owner(&self) -> &O {
         &self.owner
     }
 
@@ -934,7 +950,7 @@ mod tests {
         let pmu = Armv8Pmu::new(&regs, PmuVersion::PmuV3, PmuOptions::new()).unwrap();
         let inst = Event::Generic(GenericEvent::Instructions);
         let sentinel = [(inst, SENTINEL_FILTER)];
-        let (set, why) = super::super::OwnedCounters::allocate_with_extra(
+        let (set, why) = super::super::alloc::OwnedCounters::allocate_with_extra(
             pmu,
             &[(inst, None)],
             PrivilegeFilter::USER,
@@ -960,7 +976,7 @@ mod tests {
         let regs = FakeRegisters::qemu_max_icount();
         let pmu = Armv8Pmu::new(&regs, PmuVersion::PmuV3, PmuOptions::new()).unwrap();
         let six = [(inst, None); 6];
-        let (set, why) = super::super::OwnedCounters::allocate_with_extra(
+        let (set, why) = super::super::alloc::OwnedCounters::allocate_with_extra(
             pmu,
             &six,
             PrivilegeFilter::USER,

@@ -5,7 +5,9 @@ use pmu_core::{Hazards, Slot};
 
 use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter};
 
-use super::probe::classify;
+use super::alloc::OwnedCounters;
+use super::probe::{classify, cpuinfo_midr, ARM1176_MIDR};
+use super::region::{NoFlags, NoSentinel, OverflowFlags, Unchecked};
 use super::*;
 use crate::error::Error;
 use crate::machine::sched::fake::FakeThread;
@@ -18,6 +20,7 @@ use crate::sys::ChildEnd;
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn sigill_in_the_probe_becomes_the_error() {
+    use super::probe::probe_with;
     use crate::error::DirectUnsupported;
     fn illegal() {
         // SAFETY: runs only in the forked probe child; UD2 raises #UD (SIGILL), which
@@ -56,6 +59,7 @@ fn sigill_in_the_probe_becomes_the_error() {
 #[cfg(target_arch = "arm")]
 #[test]
 fn sigill_in_the_probe_becomes_the_error_on_arm() {
+    use super::probe::probe_with;
     fn illegal() {
         // SAFETY: runs only in the forked probe child; the undefined instruction
         // raises SIGILL, which ends the child: that is what is being tested.
@@ -417,7 +421,7 @@ fn arm1176_event_mapping_matches_the_trm_pmcr_layout() {
 }
 
 // The ARMv7 backend's CPU test (direct::aarch32 uses these), on the host.
-use crate::direct::{cpuinfo_architecture, cpuinfo_is_armv7};
+use crate::direct::probe::{cpuinfo_architecture, cpuinfo_is_armv7};
 
 /// /proc/cpuinfo of a Raspberry Pi 2 (Cortex-A7 r0p5) under Raspberry Pi OS armhf, as
 /// Linux's `c_show()` (arch/arm/kernel/setup.c, 6.12) prints it: "CPU architecture: 7".

@@ -22,7 +22,7 @@ fn unsupported() -> Error {
 ///
 /// # Errors
 /// Always.
-pub fn probe() -> Result<()> {
+pub(super) fn probe() -> Result<()> {
     Err(unsupported())
 }
 

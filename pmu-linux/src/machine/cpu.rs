@@ -79,11 +79,6 @@ impl CoreKind {
 }
 
 impl Cores {
-    /// This machine's cores, from `/sys/devices/system/cpu` or else `/proc/cpuinfo`.
-    pub fn system() -> Self {
-        Self::at(SYSTEM_CPU_ROOT, SYSTEM_CPUINFO)
-    }
-
     /// The cores a CPU tree at `cpu_root` (holding `cpuN/`) describes, or else the
     /// cpuinfo file `cpuinfo`; a missing or unreadable source gives no kinds.
     pub fn at(cpu_root: impl AsRef<Path>, cpuinfo: impl AsRef<Path>) -> Self {
@@ -124,7 +119,7 @@ impl Cores {
     }
 
     /// The kind of core `cpu` is; with no CPU (or one not listed), the first kind.
-    pub fn kind_of(&self, cpu: Option<u32>) -> Option<&CoreKind> {
+    pub(crate) fn kind_of(&self, cpu: Option<u32>) -> Option<&CoreKind> {
         cpu.and_then(|cpu| self.kinds.iter().find(|k| k.cpus.contains(&cpu)))
             .or_else(|| self.kinds.first())
     }

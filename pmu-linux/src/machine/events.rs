@@ -275,7 +275,11 @@ impl EventSpec {
     }
 
     /// The software event id when this is a software event.
-    pub fn software_id(&self) -> Option<u64> {
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
+    pub(crate) fn software_id(&self) -> Option<u64> {
         (self.kind == EventKind::Software).then_some(self.config[0])
     }
 
@@ -284,7 +288,11 @@ impl EventSpec {
     /// `sysctl kernel.perf_user_access=1`): through the PMU's `rdpmc` format field,
     /// or config1 bit 1 for generic hardware, cache and raw events, which go to the
     /// CPU PMU. Other events are left alone.
-    pub fn config_with_user_read(&self) -> [u64; 4] {
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
+    pub(crate) fn config_with_user_read(&self) -> [u64; 4] {
         let mut config = self.config;
         if let Some(field) = &self.user_read_field {
             if let Some(bits) = field.encode(1) {
@@ -659,7 +667,8 @@ fn parse_number(text: &str) -> Option<u64> {
 
 /// Every built-in name: generic hardware and software names with aliases, and the
 /// common cache events.
-pub fn builtin_names() -> Vec<&'static str> {
+#[cfg(test)]
+pub(crate) fn builtin_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = HARDWARE.iter().chain(SOFTWARE).map(|(n, _)| *n).collect();
     names.extend([
         "L1-dcache-loads",

@@ -60,6 +60,8 @@ pub enum RseqOwner {
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadCpu {
     cpu_id: NonNull<u32>,
+    // Read by the tests, which check whose area the thread uses.
+    #[cfg_attr(not(test), allow(dead_code))]
     owner: RseqOwner,
     _this_thread: PhantomData<*const ()>,
 }
@@ -156,7 +158,8 @@ impl ThreadCpu {
     }
 
     /// Who registered the area.
-    pub fn owner(self) -> RseqOwner {
+    #[cfg(test)]
+    pub(crate) fn owner(self) -> RseqOwner {
         self.owner
     }
 

@@ -54,7 +54,8 @@ impl Sysfs {
     }
 
     /// A tree rooted at `root` (the directory holding one directory per PMU), with no
-    /// cores: event names of a core's table do not resolve until [`Sysfs::with_cores`].
+    /// cores: event names of a core's table do not resolve here ([`Sysfs::system`] reads
+    /// this machine's).
     pub fn at(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
@@ -64,7 +65,11 @@ impl Sysfs {
 
     /// The same tree, its machine's cores read from `cpu_root` and `cpuinfo` (see
     /// [`Cores::at`]) when an event name needs them.
-    pub fn with_cores(self, cpu_root: impl Into<PathBuf>, cpuinfo: impl Into<PathBuf>) -> Self {
+    pub(crate) fn with_cores(
+        self,
+        cpu_root: impl Into<PathBuf>,
+        cpuinfo: impl Into<PathBuf>,
+    ) -> Self {
         Self {
             cores: CoreSource::At(cpu_root.into(), cpuinfo.into()),
             ..self
@@ -80,7 +85,7 @@ impl Sysfs {
     }
 
     /// The root directory.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
@@ -108,7 +113,7 @@ impl Sysfs {
     /// [`crate::error::EventError::UnknownPmu`] when there is no such directory (with the list of those
     /// there are); [`Error::Io`] / [`crate::error::EventError::BadFormatFile`] for unreadable or
     /// unparsable files.
-    pub fn pmu(&self, name: &str) -> Result<Pmu> {
+    pub(crate) fn pmu(&self, name: &str) -> Result<Pmu> {
         let dir = self.root.join(name);
         if name.is_empty() || name.contains('/') || name == "." || name == ".." || !dir.is_dir() {
             return Err(Error::Event(crate::error::EventError::UnknownPmu {
@@ -191,13 +196,13 @@ impl Pmu {
     /// through the extended type (`config |= type << 32`, PERF_PMU_CAP_EXTENDED_HW_TYPE):
     /// hybrid x86 (`cpu_core`, `cpu_atom`, …: arch/x86/events/core.c) and every arm_pmu
     /// (`armv8_*`, `armv7_*`, …: drivers/perf/arm_pmu.c).
-    pub fn takes_extended_hw_type(&self) -> bool {
+    pub(crate) fn takes_extended_hw_type(&self) -> bool {
         self.name.starts_with("cpu_") || self.name.starts_with("armv")
     }
 
     /// Whether this PMU counts events of the CPU cores (and so needs hardware
     /// counters): `cpu`, the hybrid and the ARM core PMUs.
-    pub fn is_core(&self) -> bool {
+    pub(crate) fn is_core(&self) -> bool {
         self.name == "cpu" || self.takes_extended_hw_type()
     }
 }
@@ -217,7 +222,7 @@ pub enum ConfigWord {
 
 impl ConfigWord {
     /// The word named `name` (`config`, `config1`, `config2`, `config3`).
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         match name {
             "config" => Some(Self::Config),
             "config1" => Some(Self::Config1),
@@ -240,7 +245,7 @@ pub struct FormatField {
 
 impl FormatField {
     /// Parses a `format/` file: `config:0-7`, `config1:1`, `config:0-7,32-35`.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let (word, bits) = text.trim().split_once(':')?;
         let word = ConfigWord::from_name(word.trim())?;
         let mut ranges = Vec::new();
@@ -262,12 +267,12 @@ impl FormatField {
     }
 
     /// Total bits of the field.
-    pub fn bits(&self) -> u32 {
+    pub(crate) fn bits(&self) -> u32 {
         self.ranges.iter().map(|(lo, hi)| hi - lo + 1).sum()
     }
 
     /// The bits of the word the field occupies.
-    pub fn mask(&self) -> u64 {
+    pub(crate) fn mask(&self) -> u64 {
         self.ranges
             .iter()
             .fold(0, |m, &(lo, hi)| m | (u64::MAX >> (63 - (hi - lo))) << lo)
@@ -275,7 +280,7 @@ impl FormatField {
 
     /// `value` scattered into the field's bits, `None` when it has more bits than the
     /// field.
-    pub fn encode(&self, value: u64) -> Option<u64> {
+    pub(crate) fn encode(&self, value: u64) -> Option<u64> {
         let bits = self.bits();
         if bits < 64 && value >> bits != 0 {
             return None;

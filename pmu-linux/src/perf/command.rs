@@ -163,7 +163,7 @@ impl CommandCount {
     ///
     /// # Errors
     /// As [`CommandCount::new`].
-    pub fn new_in(sysfs: &Sysfs, names: &[&str]) -> Result<Self> {
+    pub(crate) fn new_in(sysfs: &Sysfs, names: &[&str]) -> Result<Self> {
         if names.is_empty() {
             return Err(Error::Group(GroupError::NoEvents));
         }
@@ -205,8 +205,8 @@ impl CommandCount {
     }
 
     /// Whether the events at `indices` fit on the hardware counters together now: one
-    /// trial of them as a pinned group on the calling thread
-    /// ([`Session::check_fits`]). Software events take no counter.
+    /// trial of them as a pinned group on the calling thread, opened and closed without
+    /// counting. Software events take no counter.
     ///
     /// # Errors
     /// [`Error::Open`] when an event cannot be opened at all (with the kernel's

@@ -229,7 +229,7 @@ impl HybridSession {
     ///
     /// # Errors
     /// As [`HybridSession::open`].
-    pub fn open_in(
+    pub(crate) fn open_in(
         sysfs: &Sysfs,
         online: &[u32],
         names: &[&str],
@@ -323,7 +323,7 @@ impl HybridSession {
     }
 
     /// The PMU of each group, in the order of [`HybridSession::split`].
-    pub fn pmus(&self) -> &[String] {
+    pub(crate) fn pmus(&self) -> &[String] {
         &self.labels
     }
 

@@ -76,7 +76,7 @@ impl<'a> PageView<'a> {
     }
 
     /// The whole `capabilities` word.
-    pub fn capabilities(&self) -> u64 {
+    pub(crate) fn capabilities(&self) -> u64 {
         volatile_field!(self, __bindgen_anon_1.capabilities)
     }
 }
@@ -180,7 +180,7 @@ impl MmapPage {
 
     /// A view of the page.
     #[inline(always)]
-    pub fn view(&self) -> PageView<'_> {
+    pub(crate) fn view(&self) -> PageView<'_> {
         // SAFETY: the mapping is one readable page (at least the size of the struct,
         // page-aligned) and lives as long as `self`, which the view borrows; only the
         // kernel writes it.

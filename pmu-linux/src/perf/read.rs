@@ -26,7 +26,8 @@ use crate::perf::page::MmapPage;
 use crate::perf::page::{KernelPage, PageView};
 
 /// Reads the event behind `page` with one instruction, after every earlier
-/// instruction has completed ([`synchronize`] then [`read_unsynchronized`]).
+/// instruction has completed (arm64: an `isb`, then the read; x86_64: `rdpmc`
+/// bracketed by `lfence`).
 ///
 /// # Errors
 /// The [`Fallback`] the page demands; on arm64 [`Fallback::NoUserAccess`] for an

@@ -74,7 +74,7 @@ impl Session {
     ///
     /// # Errors
     /// As [`Session::open`].
-    pub fn open_in(sysfs: &Sysfs, names: &[&str], options: Options) -> Result<Self> {
+    pub(crate) fn open_in(sysfs: &Sysfs, names: &[&str], options: Options) -> Result<Self> {
         let specs = names
             .iter()
             .map(|n| events::resolve(n, sysfs))
@@ -86,7 +86,7 @@ impl Session {
     ///
     /// # Errors
     /// As [`Session::open`].
-    pub fn from_specs(specs: Vec<EventSpec>, options: Options) -> Result<Self> {
+    pub(crate) fn from_specs(specs: Vec<EventSpec>, options: Options) -> Result<Self> {
         if !options.kernel_sentinel {
             return Self::from_group(
                 Group::open(specs, options)?,
@@ -276,7 +276,7 @@ impl Session {
     /// # Errors
     /// [`crate::error::GroupError::DoesNotFit`] with how many of the first events do fit together;
     /// the ioctl and read errors.
-    pub fn check_fits(&self) -> Result<()> {
+    pub(crate) fn check_fits(&self) -> Result<()> {
         if self.trial()? {
             return Ok(());
         }

@@ -94,7 +94,7 @@ impl CorePmu {
     ///
     /// # Errors
     /// [`HybridProblem::NotGeneric`] for any other kind of event.
-    pub fn generic_spec(&self, generic: &EventSpec) -> Result<EventSpec> {
+    pub(crate) fn generic_spec(&self, generic: &EventSpec) -> Result<EventSpec> {
         if !matches!(generic.kind, EventKind::Hardware | EventKind::HwCache)
             || generic.config[0] >> PMU_TYPE_SHIFT != 0
         {
@@ -123,7 +123,8 @@ impl CoreTopology {
     /// The running kernel's core PMUs.
     ///
     /// # Errors
-    /// As [`CoreTopology::discover_in`].
+    /// [`crate::error::PmuError::Hybrid`] for a PMU without, or with a malformed, CPU
+    /// list and for two PMUs that claim one CPU; sysfs read errors.
     pub fn discover() -> Result<Self> {
         Self::discover_in(&Sysfs::system())
     }
@@ -135,7 +136,7 @@ impl CoreTopology {
     /// # Errors
     /// [`crate::error::PmuError::Hybrid`] for a PMU without, or with a malformed, CPU list and for two
     /// PMUs that claim one CPU; sysfs read errors.
-    pub fn discover_in(sysfs: &Sysfs) -> Result<Self> {
+    pub(crate) fn discover_in(sysfs: &Sysfs) -> Result<Self> {
         let mut pmus = Vec::new();
         for name in sysfs.pmu_names()? {
             let pmu = sysfs.pmu(&name)?;
@@ -150,7 +151,7 @@ impl CoreTopology {
     ///
     /// # Errors
     /// [`HybridProblem::Overlap`] when two PMUs list one CPU.
-    pub fn new(mut pmus: Vec<CorePmu>) -> Result<Self> {
+    pub(crate) fn new(mut pmus: Vec<CorePmu>) -> Result<Self> {
         pmus.sort_by_key(|p| (p.cpus.first().copied().unwrap_or(u32::MAX), p.name.clone()));
         for (i, first) in pmus.iter().enumerate() {
             for second in &pmus[i + 1..] {
@@ -178,12 +179,12 @@ impl CoreTopology {
     }
 
     /// The PMU (its position in [`CoreTopology::pmus`]) that counts on `cpu`.
-    pub fn owner_of(&self, cpu: u32) -> Option<usize> {
+    pub(crate) fn owner_of(&self, cpu: u32) -> Option<usize> {
         self.pmus.iter().position(|p| p.cpus.contains(&cpu))
     }
 
     /// The CPUs of `online` that no core PMU covers (on them nothing is counted).
-    pub fn uncovered(&self, online: &[u32]) -> Vec<u32> {
+    pub(crate) fn uncovered(&self, online: &[u32]) -> Vec<u32> {
         online
             .iter()
             .copied()

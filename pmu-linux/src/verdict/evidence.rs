@@ -74,7 +74,7 @@ pub struct Evidence {
     pub cpu_start: Option<u32>,
     /// The CPU after the last read.
     pub cpu_end: Option<u32>,
-    /// Both CPUs came from the thread's rseq area ([`crate::machine::ThreadCpu`]), not
+    /// Both CPUs came from the thread's rseq area (glibc's or this library's), not
     /// `sched_getcpu()`.
     pub cpu_from_rseq: bool,
     /// Some event's page `lock` moved.

@@ -730,11 +730,8 @@ mod imp {
         let counters = [counter];
         // The library's direct region over this program's counter, without a
         // sentinel: overflow from PMOVSSET_EL0, switches from getrusage.
-        let mut meter = pmu_linux::direct::pool_region::<1>(
-            pool.pmu(),
-            &counters[..],
-            vec!["instructions".into()],
-        )?;
+        let mut meter =
+            pmu_linux::direct::pool_region(pool.pmu(), &counters[..], ["instructions"])?;
         meter.enable()?;
         let mut out = [pmu_linux::Reading::default(); pmu_linux::Meter::MAX_EVENTS];
         let mut t = Tally::default();

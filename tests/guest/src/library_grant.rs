@@ -38,7 +38,6 @@ pub fn run(args: &Args) -> Result<(), Failure> {
 mod imp {
     use super::Args;
     use crate::{result, Failure};
-    use pmu_linux::direct::grant;
 
     /// `iterations` iterations of a two-instruction loop (at least one).
     fn block(iterations: u64) {
@@ -107,7 +106,7 @@ mod imp {
         let mut meter = builder.build()?;
         owner(&mut meter, inst, args.iterations, "owner-before")?;
         // The module's instruction counter: the one its layout gives INST_RETIRED.
-        let (_, layout) = grant::module_layout()?;
+        let (_, layout) = pmu_linux::direct::module_layout()?;
         let counter = layout
             .event_counters()
             .iter()
@@ -118,7 +117,7 @@ mod imp {
         let sibling = std::thread::spawn(move || {
             // On the owner's CPU: the owner is switched out, and with it its grant.
             let pinned = pin_to(cpu);
-            let before = grant::thread::take_trap();
+            let before = pmu_linux::direct::take_trap();
             let Some(n) = pmu_armv8::EventCounter::new(counter) else {
                 return (pinned, before, None, 0);
             };
@@ -126,7 +125,7 @@ mod imp {
             // library's SIGILL handler is installed (the owner's grant installed it)
             // and steps over it, writing 0: what this rig checks. No memory is touched.
             let value = unsafe { pmu_armv8::asm::read_pmevcntr_el0(n) };
-            (pinned, before, grant::thread::take_trap(), value)
+            (pinned, before, pmu_linux::direct::take_trap(), value)
         });
         let (pinned, before, trap, value) = sibling
             .join()
@@ -136,7 +135,7 @@ mod imp {
             u8::from(pinned),
             u8::from(before.is_some()),
             match trap {
-                Some(t) => format!("{:?}", grant::TrapCause::from(t)).replace(' ', "_"),
+                Some(t) => format!("{t:?}").replace(' ', "_"),
                 None => "none".to_owned(),
             },
         );

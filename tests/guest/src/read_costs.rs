@@ -402,11 +402,8 @@ mod imp {
             let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::Meter::MAX_EVENTS];
             // The direct region without a sentinel: getrusage and sched_getcpu() at
             // both edges.
-            let mut meter = pmu_linux::direct::pool_region::<1>(
-                pool.pmu(),
-                &counters[1..],
-                vec!["instructions".into()],
-            )?;
+            let mut meter =
+                pmu_linux::direct::pool_region(pool.pmu(), &counters[1..], ["instructions"])?;
             let mut failed = false;
             let cost = per_op(&m, n, || {
                 failed |= meter.start().is_err();
@@ -425,11 +422,8 @@ mod imp {
         floor(&pool, n)?;
         let counters = allocate(&pool, &["instructions"], PrivilegeFilter::USER)?;
         counters[0].reset();
-        let mut meter = pmu_linux::direct::pool_region::<1>(
-            pool.pmu(),
-            &counters[..],
-            vec!["instructions".into()],
-        )?;
+        let mut meter =
+            pmu_linux::direct::pool_region(pool.pmu(), &counters[..], ["instructions"])?;
         meter.enable()?;
         accuracy(
             "direct",
@@ -450,7 +444,8 @@ mod imp {
         n: u64,
     ) -> Result<(), Failure> {
         use pmu_armv8::handle::{CounterHandle, EventCounterN};
-        use pmu_linux::direct::{allocate, armv8::Pmuserenr, DirectRegion, Flags, Watching};
+        use pmu_linux::direct::armv8::{Flags, Pmuserenr};
+        use pmu_linux::direct::{allocate, DirectRegion, Watching};
         use pmu_linux::pmu_core::{PrivilegeFilter, Slot};
         let counters = allocate(
             pool,

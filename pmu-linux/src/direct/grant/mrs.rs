@@ -31,21 +31,6 @@ pub enum PmuRegister {
     },
 }
 
-impl PmuRegister {
-    /// Whether the per-thread grant opens this read (PMUSERENR_EL0.ER: the event
-    /// counters, PMXEVCNTR_EL0 and PMSELR_EL0; CR: the cycle counter) and so whether
-    /// a trap of it is the grant gone, which a re-grant repairs.
-    pub const fn is_granted_counter_read(self) -> bool {
-        matches!(
-            self,
-            Self::EventCounter(_)
-                | Self::CycleCounter
-                | Self::SelectedEventCounter
-                | Self::Control { crm: 12, op2: 5 }
-        )
-    }
-}
-
 /// PMUSERENR_EL0.EN (bit 0): every PMU register at EL0 (Arm ARM, PMUSERENR_EL0).
 pub const PMUSERENR_EN: u64 = 1 << 0;
 /// PMUSERENR_EL0.CR (bit 2): reads of PMCCNTR_EL0.
@@ -203,20 +188,5 @@ mod tests {
         assert_eq!(bits(0xd51b_9d01), en); // msr pmccntr_el0
         assert_eq!(bits(0xd53b_9c04), en); // mrs pmcr_el0
         assert_eq!(bits(0xd53b_9e67), en); // mrs pmovsset_el0
-    }
-
-    /// Which reads a re-grant repairs: PMUSERENR_EL0.ER opens the event counters,
-    /// PMXEVCNTR_EL0 and PMSELR_EL0, CR the cycle counter (Arm ARM,
-    /// PMUSERENR_EL0's ER and CR fields); PMCR_EL0 and PMOVSSET_EL0 need EN, which the read grant lacks.
-    #[test]
-    fn granted_reads_are_the_counters() {
-        let read = |insn| decode_pmu_mrs(insn).unwrap().register;
-        assert!(read(0xd53b_e8a5).is_granted_counter_read());
-        assert!(read(0xd53b_9d01).is_granted_counter_read());
-        assert!(read(0xd53b_9d42).is_granted_counter_read());
-        assert!(read(0xd53b_9caa).is_granted_counter_read());
-        assert!(!read(0xd53b_9c04).is_granted_counter_read());
-        assert!(!read(0xd53b_9e67).is_granted_counter_read());
-        assert!(!read(0xd53b_eca9).is_granted_counter_read());
     }
 }

@@ -220,11 +220,6 @@ impl Drop for ThreadGrant {
     }
 }
 
-/// The re-grants of this thread's grant so far (the handler's and the edges').
-pub fn regrants() -> u64 {
-    REGRANTS.get()
-}
-
 /// Whether a PMU read of this thread trapped unrecovered since the last call (or the
 /// last region's start), and why; clears the mark. For a program that reads the
 /// counters by hand while the library's SIGILL handler is installed: such a read gave

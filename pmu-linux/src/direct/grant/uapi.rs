@@ -11,7 +11,8 @@ use std::fmt;
 /// The device node the module creates in per-thread mode.
 pub const DEVICE: &str = "/dev/kmod_enable_user";
 
-/// The device's name under /dev (`KMOD_EU_DEVICE_NAME`).
+/// The device's name under /dev (`KMOD_EU_DEVICE_NAME`), which [`DEVICE`] must end in.
+#[cfg(test)]
 pub const DEVICE_NAME: &str = "kmod_enable_user";
 
 /// The ioctl type (`KMOD_EU_IOC_MAGIC`).
@@ -88,6 +89,7 @@ impl fmt::Display for GrantCall {
 /// Every (call, errno) the header documents, with the errno's name: a host test checks
 /// this table against the header's "Errors (errno)" list both ways, and grant.rs's
 /// `ThreadGrantRefused::from_errno` gives each its own variant.
+#[cfg(test)]
 pub const DOCUMENTED_ERRNOS: &[(GrantCall, i32, &str)] = &[
     (GrantCall::Open, libc::EACCES, "EACCES"),
     (GrantCall::Grant, libc::EINVAL, "EINVAL"),
