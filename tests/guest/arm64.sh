@@ -367,14 +367,19 @@ scenario_raspi() {
 	boot_line
 	result board model=$(tr -d '\0' </proc/device-tree/model | tr ' ' '_')
 	demo before-cpu0 0 direct
+	# The board enters the kernel at EL2 and the test kernel has CONFIG_KVM (as a
+	# distribution's arm64 kernel does): a host where KVM may run guests, where the
+	# default load is refused (kmod-enable-user/README.md, "KVM hosts").
 	load default
+	klog
+	load kvm-host kvm_hosts=1
 	klog
 	demo loaded-cpu0 0 direct
 	demo loaded-cpu3 3 direct
 	# What a Pi owner sees (quoted in the README's Raspberry Pi section).
 	pmu-demo measure --backend direct --cpu 0 --kernel loop --units 1000 \
 		--events instructions,cycles 2>&1 | sed 's/^/HUMAN /'
-	unload default
+	unload kvm-host
 	klog
 	demo after-cpu0 0 direct
 	finish

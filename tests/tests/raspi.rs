@@ -103,8 +103,15 @@ fn raspi3b(flavour: &'static str) {
     );
 
     demo(&run, "before-cpu0").assert_not_enabled(&run);
+    // QEMU's raspi3b enters the kernel at EL2 (ID_AA64PFR0_EL1.EL2 = 2) and the test
+    // kernel has CONFIG_KVM: a host where KVM may run guests, so the default load is
+    // refused (EOPNOTSUPP, kmod_enable_user_owners.c) and kvm_hosts=1 loads.
     let load = run.find("insmod", "tag", "default");
+    assert_eq!((load.int("rc"), load.int("loaded")), (95, 0), "{}", load.raw);
+    run.assert_klog("kmod_enable_user: KVM may run guests on this host");
+    let load = run.find("insmod", "tag", "kvm-host");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
+    run.assert_klog("kmod_enable_user: kvm_hosts=1: KVM may run guests here");
     // The default, read-only grant: the direct backend reads the module's counters
     // (INST_RETIRED on PMEVCNTR5_EL0 of the Cortex-A53's six, CPU_CYCLES on PMEVCNTR4_EL0).
     run.assert_klog("kmod_enable_user: loaded: PMUSERENR_EL0 = ER (read-only)");
@@ -115,7 +122,7 @@ fn raspi3b(flavour: &'static str) {
     }
     demo(&run, "loaded-cpu0").assert_exact_instructions(&run);
     demo(&run, "loaded-cpu3").assert_exact_instructions(&run);
-    let unload = run.find("rmmod", "tag", "default");
+    let unload = run.find("rmmod", "tag", "kvm-host");
     assert_eq!(
         (unload.int("rc"), unload.int("loaded")),
         (0, 0),
