@@ -107,7 +107,12 @@ fn raspi3b(flavour: &'static str) {
     // kernel has CONFIG_KVM: a host where KVM may run guests, so the default load is
     // refused (EOPNOTSUPP, kmod_enable_user_owners.c) and kvm_hosts=1 loads.
     let load = run.find("insmod", "tag", "default");
-    assert_eq!((load.int("rc"), load.int("loaded")), (95, 0), "{}", load.raw);
+    assert_eq!(
+        (load.int("rc"), load.int("loaded")),
+        (95, 0),
+        "{}",
+        load.raw
+    );
     run.assert_klog("kmod_enable_user: KVM may run guests on this host");
     let load = run.find("insmod", "tag", "kvm-host");
     assert_eq!((load.int("rc"), load.int("loaded")), (0, 1), "{}", load.raw);
