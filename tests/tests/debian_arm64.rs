@@ -1054,11 +1054,44 @@ fn kvm_counted(c: i128) -> bool {
     (2 * KVM_ITER..=2 * KVM_ITER + 3).contains(&c)
 }
 
+/// What CPU 0 did while a `kvm-pmu` run counted on CPU 1.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Beside {
+    /// Nothing: the script waited for the VMM (a `fresh-*` VM, run in the foreground).
+    Quiet,
+    /// The script went on (a `kept*` VM, run in the background across insmod and
+    /// rmmod). Under `-icount` QEMU's INST_RETIRED is the global instruction count of
+    /// every vCPU (docs/qemu.md), so a run whose loop TCG interrupted to run CPU 0 also
+    /// counts CPU 0's instructions of that slice, on every counter alike (measured once
+    /// in a fresh-machine check, 2026-12-07, Debian 12's 6.1 under nVHE: 88808 on
+    /// counters 0-2 for the loop's 2002). Such a run's counters are checked for counting
+    /// at least the loop, all alike; the exact figure is checked in the quiet runs.
+    Busy,
+}
+
+/// Whether the counter `c` counted the loop, beside `beside`.
+fn kvm_counted_beside(c: i128, beside: Beside) -> bool {
+    match beside {
+        Beside::Quiet => kvm_counted(c),
+        Beside::Busy => c >= 2 * KVM_ITER,
+    }
+}
+
+/// `counters` counted the loop, each (and, beside a busy CPU 0, all within the 3 of
+/// [`kvm_counted`] of one another: they count one window).
+fn kvm_all_counted(counters: &[i128], beside: Beside) -> bool {
+    let (lo, hi) = (
+        counters.iter().copied().min().unwrap_or(0),
+        counters.iter().copied().max().unwrap_or(0),
+    );
+    counters.iter().all(|&c| kvm_counted_beside(c, beside)) && hi - lo <= 3
+}
+
 /// Every one of the guest's counters counted the loop.
-fn assert_kvm_all_count(line: &ResultLine, stdout: &str) {
+fn assert_kvm_all_count(line: &ResultLine, stdout: &str, beside: Beside) {
     let counters = kvm_counters(line);
     assert!(
-        counters.iter().all(|&c| kvm_counted(c)) && line.int("counted") == line.int("n"),
+        kvm_all_counted(&counters, beside) && line.int("counted") == line.int("n"),
         "a counter of the KVM guest did not count {} iterations: {}\n{stdout}",
         KVM_ITER,
         line.raw
@@ -1093,7 +1126,7 @@ fn kvm_guest(run: &QemuRun, while_loaded: KvmLoaded) {
     // without the module).
     let before = run.find("kvm-pmu", "tag", "fresh-before");
     assert_eq!(before.int("n"), 6, "{}\n{out}", before.raw);
-    assert_kvm_all_count(before, out);
+    assert_kvm_all_count(before, out, Beside::Quiet);
     // A VM kept running (its vCPU thread holds pinned task-bound perf events,
     // arch/arm64/kvm/pmu-emul.c kvm_pmu_create_perf_event): the default load is refused
     // (KVM may run guests), the opt-in refused too (EBUSY: the owners scan sees the vCPU
@@ -1106,7 +1139,7 @@ fn kvm_guest(run: &QemuRun, while_loaded: KvmLoaded) {
     for phase in ["before", "default-refused", "opt-in-refused"] {
         for line in kvm_lines(run, "kept", phase) {
             assert_eq!(line.int("n"), 6, "{}", line.raw);
-            assert_kvm_all_count(line, out);
+            assert_kvm_all_count(line, out, Beside::Busy);
         }
     }
     // With no VM running the opt-in loads and names what new guests get; a new guest's
@@ -1116,13 +1149,17 @@ fn kvm_guest(run: &QemuRun, while_loaded: KvmLoaded) {
     insmod(run, "kvm-opt-in");
     run.assert_klog(while_loaded.log);
     let loaded = run.find("kvm-pmu", "tag", "fresh-loaded");
-    let mut during = vec![loaded];
-    during.extend(kvm_lines(run, "kept-loaded", "loaded"));
-    for line in during {
+    let mut during = vec![(loaded, Beside::Quiet)];
+    during.extend(
+        kvm_lines(run, "kept-loaded", "loaded")
+            .into_iter()
+            .map(|l| (l, Beside::Busy)),
+    );
+    for (line, beside) in during {
         let counters = kvm_counters(line);
         assert_eq!(line.int("n"), while_loaded.n, "{}\n{out}", line.raw);
         assert!(
-            counters[..3].iter().all(|&c| kvm_counted(c)) && counters[3..].iter().all(|&c| c == 0),
+            kvm_all_counted(&counters[..3], beside) && counters[3..].iter().all(|&c| c == 0),
             "with the module loaded the host should place the guest's counters 0-2 only: {}\n{out}",
             line.raw
         );
@@ -1130,11 +1167,11 @@ fn kvm_guest(run: &QemuRun, while_loaded: KvmLoaded) {
     rmmod(run, "kvm-opt-in");
     for line in kvm_lines(run, "kept-loaded", "unloaded") {
         assert_eq!(line.int("n"), while_loaded.n, "{}", line.raw);
-        assert_kvm_all_count(line, out);
+        assert_kvm_all_count(line, out, Beside::Busy);
     }
     let after = run.find("kvm-pmu", "tag", "fresh-after");
     assert_eq!(after.int("n"), 6, "{}\n{out}", after.raw);
-    assert_kvm_all_count(after, out);
+    assert_kvm_all_count(after, out, Beside::Quiet);
 }
 
 /// errnos (include/uapi/asm-generic/errno-base.h): what the per-thread grant's
