@@ -195,9 +195,8 @@ impl<A: AccessCheck> AccessCheck for ThreadGranted<A> {
 
     /// PMUSERENR_EL0 holds the grant, or REGRANT put it back. When REGRANT says the
     /// thread's counts had been missed (`KMOD_EU_REGRANT_LOST`), the region is marked
-    /// short: at a stop that is the region's verdict; at a start the region's
-    /// [`AccessCheck::region_start`], which comes after this check, forgets it (the
-    /// gap was before the region).
+    /// short: at a stop that is the region's verdict; at a start
+    /// [`AccessCheck::region_started`] forgets it (the gap was before the region).
     #[inline(always)]
     fn granted(&self) -> bool {
         self.inner.granted() || (self.regrant_marked() && self.inner.granted())
@@ -219,6 +218,11 @@ impl<A: AccessCheck> AccessCheck for ThreadGranted<A> {
     #[inline(always)]
     fn region_start(&self) -> u64 {
         self.grant.region_start()
+    }
+
+    #[inline(always)]
+    fn region_started(&self) {
+        self.grant.forget_lost();
     }
 
     #[inline(always)]

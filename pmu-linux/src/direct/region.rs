@@ -94,12 +94,17 @@ pub trait AccessCheck {
     fn follows_thread(&self) -> bool {
         false
     }
-    /// At a region's start, after [`Self::granted`] and before any read: a mark for
+    /// At a region's start, before [`Self::granted`] and any read: a mark for
     /// [`Self::region_end`].
     #[inline(always)]
     fn region_start(&self) -> u64 {
         0
     }
+    /// At a region's start, after [`Self::granted`] and before any read, where
+    /// [`Self::REGRANTS`]: what the start's grant check found that concerns only what
+    /// came before the region is forgotten.
+    #[inline(always)]
+    fn region_started(&self) {}
     /// At a region's stop, after its reads, where [`Self::REGRANTS`] (the region
     /// calls neither this nor [`Self::region_start`] otherwise): how many times the grant was put back
     /// during the region (the counts stay exact: perf's revocation leaves the counters'
@@ -606,13 +611,15 @@ where
     /// its flag, one before the clear by end < start).
     #[inline(always)]
     fn start(&mut self) -> Result<()> {
-        self.check_access()?;
         // Compiled out where the grant keeps no re-grant count (the CPU-wide grants):
-        // their regions cost what they did before the per-thread grant. After the
-        // check: a re-grant there comes before the region's first read (and a gap it
-        // reports was before the region).
+        // their regions cost what they did before the per-thread grant.
         if A::REGRANTS {
             self.grant_mark = self.access.region_start();
+        }
+        self.check_access()?;
+        if A::REGRANTS {
+            // A gap the start's re-grant reported came before the region's reads.
+            self.access.region_started();
         }
         if !S::PRESENT {
             self.switches_start = self.cpu.switches()?;

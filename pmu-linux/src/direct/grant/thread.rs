@@ -181,9 +181,17 @@ impl ThreadGrant {
         }
     }
 
-    /// The start of a region, after its grant check and before its reads: forgets an
-    /// earlier region's trap (and a gap the start's re-grant closed) and returns the
-    /// thread's re-grants so far.
+    /// Forgets a [`Trap::CountsLost`] mark (a region's start: the gap its re-grant
+    /// reported came before the region's reads); any other mark stays.
+    #[inline(always)]
+    pub fn forget_lost(&self) {
+        if TRAPPED.get() == Trap::LOST {
+            TRAPPED.set(0);
+        }
+    }
+
+    /// The start of a region, before its grant check and its reads: forgets an
+    /// earlier region's trap and returns the thread's re-grants so far.
     #[inline(always)]
     pub fn region_start(&self) -> u64 {
         TRAPPED.set(0);
