@@ -209,6 +209,10 @@ pub(crate) enum How {
     },
     /// perf's pages give every counter with one instruction.
     PerfPages,
+    /// As `PerfPages`, on an emulator that counts exactly, every event a user-level
+    /// count of instructions or cycles: a switch or a kernel entry is no hazard
+    /// (`crate::machine::emulation`); what the machine is.
+    PerfPagesExact(String),
     /// Only software events: read with `read()`.
     PerfSoftwareOnly,
     /// perf's group read with `read()`, and why.
@@ -269,6 +273,11 @@ impl fmt::Display for How {
                 "the kernel lets this thread read every counter with one instruction (rdpmc \
                  / mrs through the perf metadata page)",
             ),
+            Self::PerfPagesExact(machine) => write!(
+                f,
+                "the kernel lets this thread read every counter with one instruction (rdpmc \
+                 / mrs through the perf metadata page); {machine}"
+            ),
             Self::PerfSoftwareOnly => {
                 f.write_str("software events only: the kernel's own counters, read with read()")
             }
@@ -328,6 +337,7 @@ impl How {
         match self {
             Self::Hybrid { .. }
             | Self::PerfPages
+            | Self::PerfPagesExact(_)
             | Self::PerfSoftwareOnly
             | Self::PerfReadCalls(_) => BackendKind::Perf,
             Self::ModuleLayout { .. }
@@ -344,6 +354,7 @@ impl How {
         match self {
             Self::Hybrid { reads, .. } => *reads,
             Self::PerfPages
+            | Self::PerfPagesExact(_)
             | Self::ModuleLayout { .. }
             | Self::Armv7ModuleLayout { .. }
             | Self::Armv8Programmed { .. }

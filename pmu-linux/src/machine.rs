@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::sys;
 
 pub(crate) mod cpu;
+pub(crate) mod emulation;
 pub(crate) mod events;
 // The CPU read of the syscall-free regions of x86_64 and arm64; 32-bit ARM's direct
 // backend reads sched_getcpu().

@@ -75,6 +75,16 @@
 //! `CONTEXT_SWITCH` too (the kernel ran inside the region); [`Evidence`] tells which
 //! detector fired.
 //!
+//! **On an emulator that counts exactly** (QEMU's `max` CPU with precise icount and
+//! one CPU, pmu-qemu's machine: [`Evidence::exact_emulation`]) a switch and a kernel
+//! entry change no user-level count of instructions or cycles, provided the reads at
+//! the edges run the same instructions whatever happened in between. The meter's
+//! perf sessions there take the getrusage edges (every read a full one, at the same
+//! place; the syscall-free stop reads a moved page again later, and that read's
+//! instructions would be counted) and watch each read for a second try; a region
+//! whose reads all passed at the first try loses CONTEXT_SWITCH and KERNEL_ENTRY,
+//! and its evidence still says what happened. Every other hazard stands.
+//!
 //! **What a flagged value is worth.** perf: counts are per thread (the kernel saves
 //! and restores them), so after a switch the value is still the thread's, but caches,
 //! TLBs and predictors were disturbed; a `MULTIPLEXED` value is an undercount (the raw
@@ -110,4 +120,6 @@ pub(crate) use direct::{
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) use hybrid::{sum_reading, EdgeFacts, EdgeSample};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-pub(crate) use perf::{apply_sentinel, evaluate_perf, flag_kernel_entry, sentinel_count};
+pub(crate) use perf::{
+    apply_exact_emulation, apply_sentinel, evaluate_perf, flag_kernel_entry, sentinel_count,
+};

@@ -274,6 +274,27 @@ impl EventSpec {
         }
     }
 
+    /// Whether this counts retired instructions or CPU cycles: the generic hardware
+    /// events (`PERF_COUNT_HW_INSTRUCTIONS`, `PERF_COUNT_HW_CPU_CYCLES`, whatever the
+    /// extended type in the upper bits), or an Armv8 PMU's INST_RETIRED (0x08) or
+    /// CPU_CYCLES (0x11) as a raw or sysfs event (Arm ARM D17.11 "Common event
+    /// numbers"; the event field is config:0-15, drivers/perf/arm_pmuv3.c).
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
+    pub(crate) fn counts_instructions_or_cycles(&self) -> bool {
+        match self.kind {
+            EventKind::Hardware => matches!(self.config[0] & 0xffff_ffff, 0 | 1),
+            EventKind::Raw => matches!(self.config[0], 0x08 | 0x11),
+            EventKind::Sysfs => {
+                self.pmu.as_deref().is_some_and(|p| p.starts_with("armv8"))
+                    && matches!(self.config[0], 0x08 | 0x11)
+            }
+            _ => false,
+        }
+    }
+
     /// The software event id when this is a software event.
     #[cfg_attr(
         not(any(target_arch = "x86_64", target_arch = "aarch64")),
@@ -923,6 +944,46 @@ mod tests {
             direct_event_on("BUS_ACCESS_RD", &pi2, Some(0)).unwrap(),
             pmu_core::Event::Raw(0x60)
         );
+    }
+
+    /// The events exact emulation covers: generic instructions and cycles (PERF_COUNT_HW_
+    /// INSTRUCTIONS 1, PERF_COUNT_HW_CPU_CYCLES 0, include/uapi/linux/perf_event.h),
+    /// Armv8's INST_RETIRED 0x08 and CPU_CYCLES 0x11 (Arm ARM D17.11) raw or by
+    /// alias; not a cache or branch event, not software.
+    #[test]
+    fn instructions_and_cycles_are_recognised() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::machine::sysfs::fake::arm64(dir.path());
+        let sysfs = Sysfs::at(dir.path());
+        for name in [
+            "instructions",
+            "cycles",
+            "r08",
+            "r11",
+            "inst_retired",
+            "cpu_cycles",
+        ] {
+            assert!(
+                resolve(name, &sysfs)
+                    .unwrap()
+                    .counts_instructions_or_cycles(),
+                "{name}"
+            );
+        }
+        for name in [
+            "branches",
+            "r03",
+            "l1d_cache_refill",
+            "L1-dcache-loads",
+            "task-clock",
+        ] {
+            assert!(
+                !resolve(name, &sysfs)
+                    .unwrap()
+                    .counts_instructions_or_cycles(),
+                "{name}"
+            );
+        }
     }
 
     /// QEMU's `-cpu max` (MIDR 0x000F0510: implementer 0, part 0x051, QEMU 10

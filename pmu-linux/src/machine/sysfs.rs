@@ -84,6 +84,14 @@ impl Sysfs {
         }
     }
 
+    /// Where its machine's CPUs are listed (`cpuN/`, `possible`), if it has one.
+    pub(crate) fn cpu_root(&self) -> Option<&Path> {
+        match &self.cores {
+            CoreSource::None => None,
+            CoreSource::At(cpu_root, _) => Some(cpu_root),
+        }
+    }
+
     /// The root directory.
     pub(crate) fn root(&self) -> &Path {
         &self.root

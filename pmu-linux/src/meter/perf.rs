@@ -17,9 +17,12 @@ use crate::verdict::{FallbackReason, PmuShare};
 pub(crate) const AVAILABLE: bool = true;
 
 /// The perf session options: [`MeterBuilder::perf_options`] with the sentinel as
-/// [`MeterBuilder::kernel_sentinel`] says.
+/// [`MeterBuilder::kernel_sentinel`] says, and whether the machine counts exactly
+/// (`crate::machine::emulation`).
 fn session_options(request: &Request) -> Options {
-    request.perf.kernel_sentinel(request.sentinel)
+    let mut options = request.perf.kernel_sentinel(request.sentinel);
+    options.exact_emulation = crate::machine::emulation::exact_emulation(&request.sysfs);
+    options
 }
 
 /// The backend underneath a meter: perf's sessions inline, anything else behind
@@ -172,7 +175,13 @@ pub(crate) fn perf(request: &Request, ladder: &mut Ladder) -> Result<Option<Open
     session.reset()?;
     let n = request.events.len();
     Ok(Some(match blocked {
-        None if hardware => perf_opened(session, n, How::PerfPages),
+        None if hardware => {
+            let how = match session.exact_emulation() {
+                Some(machine) => How::PerfPagesExact(machine.describe()),
+                None => How::PerfPages,
+            };
+            perf_opened(session, n, how)
+        }
         None => perf_opened(session, n, How::PerfSoftwareOnly),
         Some(blocked) => {
             // The kernel forbids user reads (perf_user_access = 0): the module's grant

@@ -40,6 +40,12 @@ pub struct Options {
     /// specs or readings. Default: false (a counter budget stays as it was; a
     /// [`crate::Meter`] asks for one by default).
     pub kernel_sentinel: bool,
+    /// The machine counts exactly (`crate::machine::emulation`): where every event is
+    /// a user-level count of instructions or cycles, regions take the getrusage edges
+    /// (every read at the same instruction whatever happened in between) and a switch
+    /// or a kernel entry is no hazard ([`crate::verdict::Evidence::exact_emulation`]).
+    /// Set by the [`crate::Meter`] from sysfs, never by a caller.
+    pub(crate) exact_emulation: Option<crate::machine::emulation::ExactEmulation>,
 }
 
 impl Default for Options {
@@ -54,6 +60,7 @@ impl Default for Options {
             user_read: true,
             getrusage_edges: false,
             kernel_sentinel: false,
+            exact_emulation: None,
         }
     }
 }

@@ -79,9 +79,23 @@ impl Session {
             }
         }
         let mut need_read = false;
-        for (i, sample) in out.iter_mut().enumerate().take(n) {
-            *sample = sample_page(group, pages, i);
-            need_read |= sample.path != ReadPath::Fast;
+        if self.exact {
+            // Each read's `lock` before it: a read that ends with another one took a
+            // second try, whose instructions the counts now hold.
+            if edge == Edge::Start {
+                self.retried = false;
+            }
+            for (i, sample) in out.iter_mut().enumerate().take(n) {
+                let before = page_lock(pages, i);
+                *sample = sample_page(group, pages, i);
+                need_read |= sample.path != ReadPath::Fast;
+                self.retried |= sample.lock != before;
+            }
+        } else {
+            for (i, sample) in out.iter_mut().enumerate().take(n) {
+                *sample = sample_page(group, pages, i);
+                need_read |= sample.path != ReadPath::Fast;
+            }
         }
         if edge == Edge::Stop {
             if let Some(sentinel) = &mut self.sentinel_read {
@@ -322,6 +336,9 @@ impl Session {
         if let Some(sentinel) = &self.sentinel_read {
             let (start, end) = sentinel.samples();
             crate::verdict::apply_sentinel(&mut evidence, &start, &end, &mut out[..n]);
+        }
+        if self.exact && !self.retried && self.last_region == RegionRecord::Sampled {
+            crate::verdict::apply_exact_emulation(&mut evidence, &mut out[..n]);
         }
         evidence
     }

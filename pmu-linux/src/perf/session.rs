@@ -58,6 +58,15 @@ pub struct Session {
     pub(super) sentinel_read: Option<kernel_member::SentinelRead>,
     /// Whether the session has a sentinel, or why not.
     pub(super) sentinel: crate::Sentinel,
+    /// The machine counts exactly and every event is a user-level count of
+    /// instructions or cycles read through its page ([`Options::exact_emulation`]):
+    /// regions take the getrusage edges and each edge's reads are watched for a
+    /// second try.
+    pub(super) exact: bool,
+    /// Some read of the last region's edges took a second try (the kernel rewrote its
+    /// page during the read): its instructions are in the counts, so the region is not
+    /// exact ([`crate::verdict::Evidence::exact_emulation`] stays false).
+    pub(super) retried: bool,
 }
 
 impl Session {
@@ -140,7 +149,14 @@ impl Session {
                 .as_ref()
                 .map(|page| unsafe { KernelPage::new(page) });
         }
+        let exact = options.exact_emulation.is_some()
+            && options.exclude_kernel
+            && group
+                .events
+                .iter()
+                .all(|e| e.page.is_some() && e.spec.counts_instructions_or_cycles());
         let syscall_free = !options.getrusage_edges
+            && !exact
             && group
                 .events
                 .iter()
@@ -184,7 +200,15 @@ impl Session {
             syscall_free_start_cpu: u32::MAX,
             sentinel_read: None,
             sentinel,
+            exact,
+            retried: false,
         })
+    }
+
+    /// The machine counts exactly and every event qualifies
+    /// ([`crate::verdict::Evidence::exact_emulation`]): what the machine is.
+    pub(crate) fn exact_emulation(&self) -> Option<crate::machine::emulation::ExactEmulation> {
+        self.group.options.exact_emulation.filter(|_| self.exact)
     }
 
     /// Whether regions are watched by the kernel-entry sentinel

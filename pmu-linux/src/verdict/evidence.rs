@@ -103,6 +103,15 @@ pub struct Evidence {
     /// ([`Evidence::thread_hazards`]); [`Evidence::switches`] and the CPUs still say
     /// what happened.
     pub counts_follow_thread: bool,
+    /// The region was counted on an emulator that counts exactly (QEMU's `max` CPU
+    /// with precise icount and one CPU), every event a user-level count of
+    /// instructions or cycles, and every read at both edges passed at its first try
+    /// (the reads' instructions are the same as in a region where nothing happened):
+    /// a context switch or a kernel entry changed none of the counts, so neither is a
+    /// hazard here ([`Evidence::thread_hazards`]); [`Evidence::switches`],
+    /// [`Evidence::page_updated`] and [`Evidence::kernel_entries`] still say what
+    /// happened. pmu-linux/src/machine/emulation.rs has the conditions and the proof.
+    pub exact_emulation: bool,
     pub(super) events: [EventEvidence; MAX_EVENTS],
     pub(super) len: usize,
 }
@@ -129,11 +138,16 @@ impl Evidence {
     /// The hazards every event of the region shares.
     pub fn thread_hazards(&self) -> Hazards {
         let mixes = !self.counts_follow_thread;
-        shared_hazards(
+        let hazards = shared_hazards(
             mixes && self.migrated(),
             mixes && self.context_switched(),
             self.kernel_entered(),
-        )
+        );
+        if self.exact_emulation {
+            hazards - UNDISTURBED_WHEN_EXACT
+        } else {
+            hazards
+        }
     }
 
     /// Whether the kernel-entry sentinel moved (false where there is none).
@@ -156,6 +170,12 @@ impl Evidence {
         }
     }
 }
+
+/// What leaves a count unchanged in a region of [`Evidence::exact_emulation`]: the
+/// thread was switched out, or the kernel ran (a system call, a page fault, an
+/// interrupt). A migration is not among them (one CPU: it cannot happen there).
+pub(crate) const UNDISTURBED_WHEN_EXACT: Hazards =
+    Hazards::CONTEXT_SWITCH.union(Hazards::KERNEL_ENTRY);
 
 /// The hazards every reading of a region shares, from what the detectors saw: the
 /// thread migrated ([`Hazards::CPU_MIGRATION`]), was switched out

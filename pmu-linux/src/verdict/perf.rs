@@ -143,6 +143,22 @@ pub(crate) fn apply_sentinel(
     }
 }
 
+/// Marks a region counted under exact emulation ([`Evidence::exact_emulation`]: the
+/// session's events all qualify and every read at both edges passed at its first
+/// try) and takes the hazards that change nothing there off every reading. Called
+/// after [`evaluate_perf`] and [`apply_sentinel`], so the evidence keeps what the
+/// detectors saw.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+pub(crate) fn apply_exact_emulation(evidence: &mut Evidence, out: &mut [Reading]) {
+    evidence.exact_emulation = true;
+    for reading in out {
+        reading.hazards -= super::evidence::UNDISTURBED_WHEN_EXACT;
+    }
+}
+
 /// [`Hazards::KERNEL_ENTRY`] on every reading.
 #[cold]
 #[inline(never)]
@@ -261,6 +277,56 @@ mod tests {
             (None, Some(crate::sentinel::SentinelGap::Multiplexed))
         );
         assert_eq!(out, [Reading::new(250), Reading::new(7)]);
+    }
+
+    /// Exact emulation (pmu-linux/src/machine/emulation.rs): a region switched out
+    /// (a moved `lock`, getrusage's switches) with the kernel entered (the sentinel
+    /// moved) keeps its values and its evidence, and loses exactly CONTEXT_SWITCH and
+    /// KERNEL_ENTRY; what else it has (here a read() at the stop of an event off its
+    /// counter: NOT_SCHEDULED, SYSCALL_FALLBACK) stays, and so does a migration.
+    /// pmu-linux/examples/undisturbed.rs shows the values exact in the guest (`cargo
+    /// xtask pmu-qemu`).
+    #[test]
+    fn exact_emulation_drops_switches_and_kernel_entries_only() {
+        let mut out = [Reading::new(0), Reading::new(0)];
+        let mut ev = evaluate_perf(
+            &[fast(100, 4, 50), fast(3, 4, 50)],
+            &[
+                fast(350, 6, 90),
+                syscall(10, 6, 90, 90, Fallback::NotScheduled),
+            ],
+            &[None, None],
+            stamp(1, 2, 0),
+            stamp(1, 5, 0),
+            &mut out,
+        );
+        apply_sentinel(&mut ev, &fast(1000, 9, 50), &fast(1431, 9, 50), &mut out);
+        assert!(out[0]
+            .hazards
+            .contains(Hazards::CONTEXT_SWITCH | Hazards::KERNEL_ENTRY));
+        apply_exact_emulation(&mut ev, &mut out);
+        assert!(ev.exact_emulation);
+        assert_eq!(out[0], Reading::new(250));
+        assert_eq!(
+            (out[1].value, out[1].hazards),
+            (7, Hazards::SYSCALL_FALLBACK | Hazards::NOT_SCHEDULED)
+        );
+        assert!(ev.context_switched() && ev.kernel_entered());
+        assert_eq!(ev.kernel_entries, Some(431));
+        assert_eq!(ev.thread_hazards(), Hazards::empty());
+        // A migration is not among what exact emulation forgives (one CPU: it cannot
+        // happen there, so one seen means the machine is not what it seemed).
+        let mut out = [Reading::new(0)];
+        let mut ev = evaluate_perf(
+            &[fast(100, 4, 50)],
+            &[fast(350, 6, 90)],
+            &[None],
+            stamp(1, 2, 0),
+            stamp(1, 3, 1),
+            &mut out,
+        );
+        apply_exact_emulation(&mut ev, &mut out);
+        assert_eq!(ev.thread_hazards(), Hazards::CPU_MIGRATION);
     }
 
     #[test]

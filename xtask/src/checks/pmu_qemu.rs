@@ -264,6 +264,7 @@ fn run() -> Result<(), String> {
     for (package, example) in [
         ("pmu-qemu", "stdio"),
         ("pmu-linux", "count"),
+        ("pmu-linux", "undisturbed"),
         ("pmu-criterion", "bench"),
         ("pmu-criterion", "plain"),
     ] {
@@ -354,6 +355,8 @@ fn run() -> Result<(), String> {
             "count 1000, 2000, 1000 (restored), 1000 (booted) gave {counts:?}: expected c, c + 2000, c, c"
         ));
     }
+
+    undisturbed()?;
 
     // pmu-criterion/examples/bench.rs: spin/100 and spin/200 (2 × n instructions more
     // per call). One-shot exact mode (pmu-qemu sets PMU_QEMU_EXACT=1) twice: a baseline
@@ -472,6 +475,172 @@ fn run() -> Result<(), String> {
         r.secs
     );
     profile(&root)
+}
+
+/// The iterations of each loop of pmu-linux/examples/undisturbed.rs: enough for the
+/// guest's 4 ms tick to switch the thread out inside the regions (one instruction is
+/// one virtual ns; the `getpid` and `yield` regions run about 10^8 kernel
+/// instructions).
+const UNDISTURBED_K: u64 = 100_000;
+
+/// pmu-linux/examples/undisturbed.rs, the machine's exactness rule shown: on pmu-qemu's
+/// default machine (one vCPU) every region of a loop with a system call, a page fault
+/// or a `sched_yield` per iteration is exact and trusted; with `--smp 2` the rule does
+/// not apply and the same regions are refused.
+fn undisturbed() -> Result<(), String> {
+    let k = UNDISTURBED_K.to_string();
+    let smp2 = format!("{} --smp 2", runner().display());
+    for (how, env) in [
+        ("one vCPU", Vec::new()),
+        ("--smp 2", vec![(RUNNER_ENV, smp2.as_str())]),
+    ] {
+        let exact = env.is_empty();
+        let r = checked(
+            "pmu-linux",
+            "undisturbed",
+            &[&k],
+            cargo_run_env("pmu-linux", "undisturbed", &[&k], &env)?,
+        )?;
+        let lines = undisturbed_lines(&r.stdout)?;
+        check_undisturbed(&lines, UNDISTURBED_K, exact)
+            .map_err(|e| format!("undisturbed {k} ({how}): {e}\n{}{}", r.stdout, r.stderr))?;
+        let refused = lines
+            .iter()
+            .filter(|l| l.value.starts_with("refused"))
+            .count();
+        let switches: u64 = lines.iter().map(|l| l.switches).max().unwrap_or(0);
+        println!(
+            "    undisturbed {k} ({how}): {} regions of 2K, exact={exact}, {refused} refused, up to {switches} switches in one ({:.1} s)",
+            lines.len(),
+            r.secs
+        );
+    }
+    Ok(())
+}
+
+/// One `RESULT` line of pmu-linux/examples/undisturbed.rs.
+#[derive(Debug, PartialEq)]
+pub struct UndisturbedLine {
+    loop_name: String,
+    event: String,
+    k: u64,
+    r0: u64,
+    rk: u64,
+    r2k: u64,
+    hazards: String,
+    value: String,
+    switches: u64,
+    kernel: u64,
+    exact: bool,
+}
+
+/// The `RESULT` lines of the example's stdout.
+pub fn undisturbed_lines(stdout: &str) -> Result<Vec<UndisturbedLine>, String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("RESULT "))
+        .map(|l| {
+            let (head, value_and_rest) = l
+                .split_once(" value=")
+                .ok_or_else(|| format!("no value= in {l:?}"))?;
+            // The value may be a refusal with spaces; the fields after it are the last three.
+            let mut tail: Vec<&str> = value_and_rest.rsplitn(4, ' ').collect();
+            tail.reverse();
+            let [value, switches, kernel, exact] = tail[..] else {
+                return Err(format!("not four fields after value= in {l:?}"));
+            };
+            let mut words = head.split(' ');
+            let (Some(loop_name), Some(event)) = (words.next(), words.next()) else {
+                return Err(format!("no loop and event in {l:?}"));
+            };
+            let field = |word: Option<&str>, key: &str| -> Result<String, String> {
+                word.and_then(|w| w.strip_prefix(key))
+                    .and_then(|w| w.strip_prefix('='))
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("no {key}= in {l:?}"))
+            };
+            let number = |word: Option<&str>, key: &str| -> Result<u64, String> {
+                field(word, key)?
+                    .parse()
+                    .map_err(|e| format!("{key} in {l:?}: {e}"))
+            };
+            Ok(UndisturbedLine {
+                loop_name: loop_name.to_owned(),
+                event: event.to_owned(),
+                k: number(words.next(), "k")?,
+                r0: number(words.next(), "r0")?,
+                rk: number(words.next(), "rk")?,
+                r2k: number(words.next(), "r2k")?,
+                hazards: field(words.next(), "hazards")?,
+                value: value.to_owned(),
+                switches: number(Some(switches), "switches")?,
+                kernel: number(Some(kernel), "kernel")?,
+                exact: field(Some(exact), "exact")? == "true",
+            })
+        })
+        .collect()
+}
+
+/// The example's loops are four instructions an iteration (its `asm!` blocks), so the
+/// regions of K and 2K iterations, which run the same code, are exactly 4K apart where
+/// the count is undisturbed. With `exact` (one vCPU): all four loops for both events,
+/// every region of 2K exact, without hazards and its value given, the kernel entered in
+/// the three loops that enter it and the thread switched out in at least one region.
+/// Without: the rule off on every line, and some region refused.
+pub fn check_undisturbed(lines: &[UndisturbedLine], k: u64, exact: bool) -> Result<(), String> {
+    let loops = ["plain", "getpid", "faults", "yield"];
+    for name in loops {
+        for event in ["instructions", "cpu-cycles"] {
+            if !lines
+                .iter()
+                .any(|l| l.loop_name == name && l.event == event)
+            {
+                return Err(format!("no line for {name} {event}"));
+            }
+        }
+    }
+    if lines.iter().any(|l| l.k != k) {
+        return Err(format!("a line not of K = {k}"));
+    }
+    if !exact {
+        if let Some(l) = lines.iter().find(|l| l.exact) {
+            return Err(format!(
+                "{} {}: exact emulation claimed",
+                l.loop_name, l.event
+            ));
+        }
+        if !lines.iter().any(|l| l.value.starts_with("refused")) {
+            return Err("every region trusted where the rule does not apply".into());
+        }
+        return Ok(());
+    }
+    for l in lines {
+        let what = format!("{} {}", l.loop_name, l.event);
+        if !l.exact || l.hazards != "none" || l.value != l.r2k.to_string() {
+            return Err(format!(
+                "{what}: exact={}, hazards={}, value={}: not trusted as exact",
+                l.exact, l.hazards, l.value
+            ));
+        }
+        if l.r2k.checked_sub(l.rk) != Some(4 * k) || l.rk <= l.r0 {
+            return Err(format!(
+                "{what}: regions of 0, K, 2K counted {}, {}, {}: 2K - K is not 4K = {}",
+                l.r0,
+                l.rk,
+                l.r2k,
+                4 * k
+            ));
+        }
+        if l.loop_name != "plain" && l.kernel == 0 {
+            return Err(format!(
+                "{what}: the kernel-entry sentinel saw no kernel entry"
+            ));
+        }
+    }
+    if lines.iter().all(|l| l.switches == 0) {
+        return Err("no region was switched out: the switch case is not shown".into());
+    }
+    Ok(())
 }
 
 /// The sampling period of the profile check, in instructions.
@@ -780,5 +949,77 @@ pmu-criterion: REGRESSED spin/200: 414 → 424 instructions (+10, +2.42%) beyond
         assert!(check_gate(&(214, 404), &ran(3, stderr), summary).is_err());
         let one = r#"{"regressed": ["spin/100"], "exit_code": 3}"#;
         assert!(check_gate(&(214, 414), &ran(3, stderr), one).is_err());
+    }
+
+    /// The example's lines as pmu-qemu printed them on this project's machine (K =
+    /// 100000; one vCPU, then `--smp 2`), and the check's verdict on them and on copies
+    /// broken one way each.
+    #[test]
+    fn undisturbed_regions_are_read_and_checked() {
+        let exact = "\
+RESULT plain instructions k=100000 r0=216 rk=400220 r2k=800220 hazards=none value=800220 switches=0 kernel=0 exact=true
+RESULT plain cpu-cycles k=100000 r0=216 rk=400220 r2k=800220 hazards=none value=800220 switches=0 kernel=0 exact=true
+RESULT getpid instructions k=100000 r0=216 rk=400220 r2k=800220 hazards=none value=800220 switches=88 kernel=88743115 exact=true
+RESULT getpid cpu-cycles k=100000 r0=216 rk=400220 r2k=800220 hazards=none value=800220 switches=88 kernel=88743115 exact=true
+RESULT faults instructions k=100000 r0=216 rk=400221 r2k=800221 hazards=none value=800221 switches=2 kernel=1853432 exact=true
+RESULT faults cpu-cycles k=100000 r0=216 rk=400221 r2k=800221 hazards=none value=800221 switches=2 kernel=1853432 exact=true
+RESULT yield instructions k=100000 r0=216 rk=400221 r2k=800221 hazards=none value=800221 switches=57 kernel=229473023 exact=true
+RESULT yield cpu-cycles k=100000 r0=216 rk=400221 r2k=800221 hazards=none value=800221 switches=57 kernel=229473023 exact=true
+";
+        let lines = undisturbed_lines(exact).unwrap();
+        assert_eq!(lines.len(), 8);
+        assert_eq!(
+            lines[2],
+            UndisturbedLine {
+                loop_name: "getpid".into(),
+                event: "instructions".into(),
+                k: 100_000,
+                r0: 216,
+                rk: 400_220,
+                r2k: 800_220,
+                hazards: "none".into(),
+                value: "800220".into(),
+                switches: 88,
+                kernel: 88_743_115,
+                exact: true,
+            }
+        );
+        check_undisturbed(&lines, 100_000, true).unwrap();
+        // Each way the rule could be wrong fails the check.
+        for (from, to) in [
+            ("r2k=800221 hazards=none value=800221 switches=57", "r2k=800305 hazards=none value=800305 switches=57"),
+            ("hazards=none value=800220 switches=88 kernel=88743115 exact=true\nRESULT getpid cpu", "hazards=context-switch value=800220 switches=88 kernel=88743115 exact=true\nRESULT getpid cpu"),
+            ("switches=2 kernel=1853432", "switches=2 kernel=0"),
+            ("exact=true\nRESULT faults instructions", "exact=false\nRESULT faults instructions"),
+        ] {
+            let broken = exact.replacen(from, to, 1);
+            assert_ne!(broken, exact, "{from}");
+            assert!(check_undisturbed(&undisturbed_lines(&broken).unwrap(), 100_000, true).is_err(), "{to}");
+        }
+        let no_switch = exact
+            .replace("switches=88", "switches=0")
+            .replace("switches=2", "switches=0")
+            .replace("switches=57", "switches=0");
+        assert!(check_undisturbed(&undisturbed_lines(&no_switch).unwrap(), 100_000, true).is_err());
+        let smp2 = "\
+RESULT plain instructions k=100000 r0=126 rk=400130 r2k=800130 hazards=none value=800130 switches=0 kernel=0 exact=false
+RESULT plain cpu-cycles k=100000 r0=121 rk=400125 r2k=800125 hazards=none value=800125 switches=0 kernel=0 exact=false
+RESULT getpid instructions k=100000 r0=126 rk=400130 r2k=808038 hazards=kernel-entry value=refused (`instructions` read 808038, which cannot be trusted: kernel-entry) switches=0 kernel=89162668 exact=false
+RESULT getpid cpu-cycles k=100000 r0=121 rk=400125 r2k=808033 hazards=kernel-entry value=refused (`cycles` read 808033, which cannot be trusted: kernel-entry) switches=0 kernel=89162668 exact=false
+RESULT faults instructions k=100000 r0=126 rk=405903 r2k=800215 hazards=context-switch,kernel-entry value=refused (`instructions` read 800215, which cannot be trusted: context-switch,kernel-entry) switches=0 kernel=1223161 exact=false
+RESULT faults cpu-cycles k=100000 r0=121 rk=405898 r2k=800217 hazards=context-switch,kernel-entry value=refused (`cycles` read 800217, which cannot be trusted: context-switch,kernel-entry) switches=0 kernel=1223161 exact=false
+RESULT yield instructions k=100000 r0=126 rk=400131 r2k=803375 hazards=context-switch,kernel-entry value=refused (`instructions` read 803375, which cannot be trusted: context-switch,kernel-entry) switches=0 kernel=282555184 exact=false
+RESULT yield cpu-cycles k=100000 r0=121 rk=400126 r2k=803377 hazards=context-switch,kernel-entry value=refused (`cycles` read 803377, which cannot be trusted: context-switch,kernel-entry) switches=0 kernel=282555184 exact=false
+";
+        let lines = undisturbed_lines(smp2).unwrap();
+        assert_eq!(
+            lines[2].value,
+            "refused (`instructions` read 808038, which cannot be trusted: kernel-entry)"
+        );
+        check_undisturbed(&lines, 100_000, false).unwrap();
+        assert!(check_undisturbed(&lines, 100_000, true).is_err());
+        // The rule claimed on two vCPUs fails.
+        let claimed = smp2.replacen("exact=false", "exact=true", 1);
+        assert!(check_undisturbed(&undisturbed_lines(&claimed).unwrap(), 100_000, false).is_err());
     }
 }
