@@ -7,6 +7,12 @@
 //! flags and a conditional branch): their estimates differ by exactly 200 instructions
 //! where instructions are counted exactly (the arm64 QEMU guest: `-icount`). Where the
 //! machine has no hardware counters, it says so and counts time-stamp-counter ticks.
+//!
+//! With `BENCH_HISTORY=1`, one more benchmark, `history/100`, whose routine remembers
+//! its calls: call N spins 100 × N iterations, so its second and third calls in one
+//! process differ by 200 instructions, as an allocating routine's do with the heap's
+//! state. One-shot exact mode counts it in two fresh processes (their second call, 200
+//! iterations) instead.
 
 use std::time::Duration;
 
@@ -65,6 +71,13 @@ fn main() -> ExitCode {
     };
     for n in [100u64, 200] {
         bench.with_input("spin", &n, |&n| spin(std::hint::black_box(n + extra)));
+    }
+    if std::env::var_os("BENCH_HISTORY").is_some() {
+        let mut calls = 0u64;
+        bench.with_input("history", &100u64, |&n| {
+            calls += 1;
+            spin(std::hint::black_box(n * calls + extra));
+        });
     }
     bench.finish()
 }

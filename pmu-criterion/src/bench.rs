@@ -8,14 +8,19 @@
 //! one-shot exact mode a benchmark is called once to warm up, then counted in a region
 //! of 0 calls and one of 1 call, twice; the figure is the difference (the reads' own
 //! cost and the region's fixed instructions cancel), and the second pair must equal the
-//! first, else the benchmark is an error naming both counts.
+//! first. Where they differ because the routine itself ran other instructions on its
+//! third call than on its second (a heap in another state, a cache filled by the
+//! previous call), the benchmark is counted again in two fresh processes of this
+//! program, each calling it once to warm up and counting its second call, as Valgrind's
+//! tools count a fresh process: those two must agree, else the benchmark is an error
+//! naming every count.
 
 #[cfg(test)]
 use std::cell::RefCell;
 use std::fmt;
 use std::io::Write;
-use std::path::Path;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
 
 use criterion::{BenchmarkId, Criterion};
 use pmu_linux::{Event, GenericEvent};
@@ -31,6 +36,13 @@ pub const EXACT_ENV: &str = "PMU_QEMU_EXACT";
 /// `exact` or `sampled`: overrides [`EXACT_ENV`] (one-shot exact mode on request, or
 /// criterion's sampling under pmu-qemu).
 pub const MODE_ENV: &str = "PMU_CRITERION_MODE";
+
+/// Set by one-shot exact mode for the fresh processes it starts (this program, with the
+/// same arguments): the id of the one benchmark such a process counts. Not for users.
+pub const FRESH_ENV: &str = "PMU_CRITERION_FRESH";
+
+/// The line a fresh process prints with its counts of regions of 0 and 1 calls.
+const FRESH_LINE: &str = "pmu-criterion-fresh";
 
 /// Why a [`Bench`] could not start.
 #[derive(Debug)]
@@ -275,9 +287,57 @@ impl Counter {
     }
 }
 
+/// Where one-shot exact mode counts a benchmark in fresh processes: this program, or
+/// (in tests) a script.
+enum Fresh {
+    Process {
+        program: PathBuf,
+        args: Vec<String>,
+    },
+    #[cfg(test)]
+    Script(RefCell<std::collections::VecDeque<Result<(u64, u64), String>>>),
+}
+
+impl Fresh {
+    /// The counts of regions of 0 and 1 calls of benchmark `id` in a fresh process.
+    fn count(&self, id: &str) -> Result<(u64, u64), String> {
+        match self {
+            Self::Process { program, args } => {
+                let out = Command::new(program)
+                    .args(args)
+                    .env(FRESH_ENV, id)
+                    .stdin(Stdio::null())
+                    .output()
+                    .map_err(|e| format!("a fresh process ({}): {e}", program.display()))?;
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                let counts = stdout.lines().find_map(|l| {
+                    let mut words = l.strip_prefix(FRESH_LINE)?.split_whitespace();
+                    Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
+                });
+                match counts {
+                    Some(counts) if out.status.success() => Ok(counts),
+                    _ => Err(format!(
+                        "a fresh process counted nothing ({}): {}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    )),
+                }
+            }
+            #[cfg(test)]
+            Self::Script(counts) => counts
+                .borrow_mut()
+                .pop_front()
+                .unwrap_or_else(|| Err("no fresh process in this test".into())),
+        }
+    }
+}
+
 /// One-shot exact mode's state.
 struct OneShot {
     counter: Counter,
+    fresh: Fresh,
+    /// In a fresh process: the one benchmark to count, and whether it was.
+    child: Option<(String, bool)>,
     args: Args,
     binary: String,
     store: Store,
@@ -355,14 +415,25 @@ impl Bench {
         let args: Vec<String> = words.collect();
         let mode_env = std::env::var(MODE_ENV).ok();
         let exact_env = std::env::var(EXACT_ENV).ok();
-        match choose_mode(&args, mode_env.as_deref(), exact_env.as_deref())? {
+        let child = std::env::var(FRESH_ENV).ok();
+        let mode = match &child {
+            Some(id) => Mode::Exact(format!("a fresh process counting {id}")),
+            None => choose_mode(&args, mode_env.as_deref(), exact_env.as_deref())?,
+        };
+        match mode {
             Mode::Exact(why) => {
                 if measurement.is_fallback() {
                     return Err(BenchError::NotCounted(measurement.describe()));
                 }
+                let fresh = Fresh::Process {
+                    program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from(&program)),
+                    args: args.clone(),
+                };
                 let args = parse_args(&args).map_err(BenchError::Usage)?;
                 let one_shot = OneShot::new(
                     Counter::Meter(measurement),
+                    fresh,
+                    child,
                     args,
                     gate::binary_name(Path::new(&program)),
                     Store::from_env(),
@@ -456,8 +527,11 @@ impl Bench {
 }
 
 impl OneShot {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         counter: Counter,
+        fresh: Fresh,
+        child: Option<String>,
         args: Args,
         binary: String,
         store: Store,
@@ -466,11 +540,11 @@ impl OneShot {
         why: &str,
     ) -> Self {
         let mut errors = Vec::new();
-        let measuring = args.bench && !args.test && !args.list;
+        let measuring = args.bench && !args.test && !args.list && child.is_none();
         if measuring {
             let _ = writeln!(
                 out,
-                "pmu-criterion: one-shot exact mode ({why}): each benchmark is called once to warm up, then counted in regions of 0 and 1 calls, twice; the figure is one call's count, and the two must agree"
+                "pmu-criterion: one-shot exact mode ({why}): each benchmark is called once to warm up, then counted in regions of 0 and 1 calls, twice; the figure is one call's count, and the two must agree (where the routine's second and third calls differ, it is counted in two fresh processes instead, which must agree)"
             );
             let _ = writeln!(err, "{}", counter.describe());
             if !args.ignored.is_empty() {
@@ -503,6 +577,8 @@ impl OneShot {
         }
         Self {
             counter,
+            fresh,
+            child: child.map(|id| (id, false)),
             args,
             binary,
             store,
@@ -523,6 +599,26 @@ impl OneShot {
     }
 
     fn run<O>(&mut self, id: &str, mut routine: impl FnMut() -> O) {
+        if let Some((target, done)) = &mut self.child {
+            // A fresh process: this benchmark alone, one warm-up call and one pair.
+            if id == target.as_str() && !*done {
+                *done = true;
+                std::hint::black_box(routine());
+                let counts = self
+                    .counter
+                    .count(0, &mut routine)
+                    .and_then(|none| Ok((none, self.counter.count(1, &mut routine)?)));
+                match counts {
+                    Ok((none, one)) => {
+                        let _ = writeln!(self.out, "{FRESH_LINE} {none} {one}");
+                    }
+                    Err(e) => {
+                        let _ = writeln!(self.err, "pmu-criterion: {id}: {e}");
+                    }
+                }
+            }
+            return;
+        }
         if !self.selected(id) {
             return;
         }
@@ -546,7 +642,7 @@ impl OneShot {
             self.results.push(entry);
             return;
         }
-        let entry = match self.measure(&mut routine) {
+        let entry = match self.measure(id, &mut routine) {
             Ok(count) => {
                 let old = self.baseline.as_ref().and_then(|b| b.count(id, &metric));
                 BenchmarkSummary::measured(
@@ -564,8 +660,9 @@ impl OneShot {
         self.results.push(entry);
     }
 
-    /// One warm-up call, then regions of 0 and 1 calls, twice: one call's count.
-    fn measure<O>(&self, routine: &mut impl FnMut() -> O) -> Result<u64, String> {
+    /// One warm-up call, then regions of 0 and 1 calls, twice: one call's count; where
+    /// the two differ, the same in two fresh processes, which must agree.
+    fn measure<O>(&mut self, id: &str, routine: &mut impl FnMut() -> O) -> Result<u64, String> {
         std::hint::black_box(routine());
         let mut pair = || -> Result<(u64, u64), String> {
             Ok((
@@ -581,21 +678,58 @@ impl OneShot {
             })
         };
         let (a, b) = (one_call(first)?, one_call(second)?);
-        if first != second {
-            return Err(format!(
-                "two runs disagree: {a} then {b} {} per call (regions of 0 and 1 calls: {} and {}, then {} and {}): these counts are not exact here",
-                self.counter.metric(),
-                first.0,
-                first.1,
-                second.0,
-                second.1
-            ));
+        if first == second {
+            return Ok(a);
         }
-        Ok(a)
+        let metric = self.counter.metric();
+        let in_process = format!(
+            "{a} then {b} {metric} per call (regions of 0 and 1 calls: {} and {}, then {} and {})",
+            first.0, first.1, second.0, second.1
+        );
+        // The routine may have run other instructions on its third call than on its
+        // second: each fresh process counts its second call, from the same state.
+        let fresh = (|| -> Result<(u64, u64), String> {
+            let (x, y) = (self.fresh.count(id)?, self.fresh.count(id)?);
+            if x != y {
+                return Err(format!(
+                    "two fresh processes disagree too: {} then {} (regions of 0 and 1 calls: {} and {}, then {} and {})",
+                    one_call(x)?,
+                    one_call(y)?,
+                    x.0,
+                    x.1,
+                    y.0,
+                    y.1
+                ));
+            }
+            Ok(x)
+        })();
+        match fresh {
+            Ok(counts) => {
+                let count = one_call(counts)?;
+                let _ = writeln!(
+                    self.err,
+                    "pmu-criterion: {id}: its second and third calls in one process differ ({in_process}); counted in two fresh processes instead, each its second call: {count} both times"
+                );
+                Ok(count)
+            }
+            Err(why) => Err(format!(
+                "two runs disagree: {in_process}; {why}: these counts are not exact here"
+            )),
+        }
     }
 
     /// The verdicts, the baseline, the summary; the exit status.
     fn finish(mut self) -> u8 {
+        if let Some((id, done)) = &self.child {
+            if !done {
+                let _ = writeln!(
+                    self.err,
+                    "pmu-criterion: a fresh process found no benchmark `{id}`"
+                );
+                return gate::EXIT_ERROR;
+            }
+            return 0;
+        }
         if !self.args.bench || self.args.test || self.args.list {
             return 0;
         }
@@ -761,12 +895,26 @@ mod tests {
         counts: &[u64],
         benches: &[&str],
     ) -> (u8, String, String) {
+        one_shot_fresh(store, args, counts, &[], benches)
+    }
+
+    /// As [`one_shot`], with the counts of the fresh processes' regions of 0 and 1
+    /// calls.
+    fn one_shot_fresh(
+        store: &Store,
+        args: &str,
+        counts: &[u64],
+        fresh: &[(u64, u64)],
+        benches: &[&str],
+    ) -> (u8, String, String) {
         let (out, err) = (Captured::default(), Captured::default());
         let mut one = OneShot::new(
             Counter::Script {
                 metric: "instructions".into(),
                 counts: RefCell::new(counts.iter().map(|&c| Ok(c)).collect()),
             },
+            Fresh::Script(RefCell::new(fresh.iter().map(|&c| Ok(c)).collect())),
+            None,
             parse_args(&words(args)).unwrap(),
             "spin".into(),
             store.clone(),
@@ -847,16 +995,87 @@ mod tests {
                 .unwrap();
         assert_eq!(summary.benchmarks[0].count, Some(206));
         assert_eq!(summary.benchmarks[0].status, Status::Measured);
-        // 206 then 207: an error naming both, and no figure printed.
-        let (code, out, err) = one_shot(&store, "--bench", &[30, 236, 30, 237], &["spin/100"]);
+        // 206 then 207, and two fresh processes 206 then 208: an error naming every
+        // count, and no figure printed.
+        let (code, out, err) = one_shot_fresh(
+            &store,
+            "--bench",
+            &[30, 236, 30, 237],
+            &[(30, 236), (30, 238)],
+            &["spin/100"],
+        );
         assert_eq!(code, gate::EXIT_ERROR);
         assert!(
-            out.contains("two runs disagree: 206 then 207 instructions per call"),
+            out.contains("two runs disagree: 206 then 207 instructions per call")
+                && out.contains("two fresh processes disagree too: 206 then 208"),
             "{out}"
         );
         assert!(!out.contains("(exact)"), "{out}");
         assert!(err.contains("spin/100: not measured"), "{err}");
+        // A fresh process that counted nothing is an error too.
+        let (code, out, _) = one_shot(&store, "--bench", &[30, 236, 30, 237], &["spin/100"]);
+        assert_eq!(code, gate::EXIT_ERROR);
+        assert!(out.contains("no fresh process in this test"), "{out}");
+        // Second and third calls 206 and 406 apart (a routine that runs longer each
+        // time), two fresh processes 206 both: the fresh figure, said on stderr.
+        let (code, out, err) = one_shot_fresh(
+            &store,
+            "--bench",
+            &[30, 236, 30, 436],
+            &[(30, 236), (30, 236)],
+            &["spin/100"],
+        );
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains(" 206 instructions (exact)"), "{out}");
+        assert!(
+            err.contains(
+                "spin/100: its second and third calls in one process differ (206 then 406"
+            ) && err.contains(
+                "counted in two fresh processes instead, each its second call: 206 both times"
+            ),
+            "{err}"
+        );
         std::fs::remove_dir_all(&store.dir).unwrap();
+    }
+
+    /// A fresh process (FRESH_ENV set by its parent) counts the one benchmark named,
+    /// after one warm-up call, prints its pair on the line the parent reads, and
+    /// nothing else; naming a benchmark it does not have is an error.
+    #[test]
+    fn a_fresh_process_counts_its_one_benchmark() {
+        let store = scratch("fresh");
+        let fresh = |child: &str| {
+            let (out, err) = (Captured::default(), Captured::default());
+            let mut one = OneShot::new(
+                Counter::Script {
+                    metric: "instructions".into(),
+                    counts: RefCell::new([Ok(30), Ok(436)].into_iter().collect()),
+                },
+                Fresh::Script(RefCell::default()),
+                Some(child.into()),
+                parse_args(&words("--bench")).unwrap(),
+                "spin".into(),
+                store.clone(),
+                Box::new(out.clone()),
+                Box::new(err.clone()),
+                "a test",
+            );
+            let mut calls = [0, 0];
+            one.run("spin/100", || calls[0] += 1);
+            one.run("spin/200", || calls[1] += 1);
+            (one.finish(), out.text(), err.text(), calls)
+        };
+        let (code, out, err, calls) = fresh("spin/200");
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (0, "pmu-criterion-fresh 30 436\n", "")
+        );
+        // One warm-up call and the region of one call; the other benchmark not called.
+        assert_eq!(calls, [0, 2]);
+        let (code, _, err, calls) = fresh("spin/300");
+        assert_eq!((code, calls), (gate::EXIT_ERROR, [0, 0]));
+        assert!(err.contains("no benchmark `spin/300`"), "{err}");
+        assert!(!store.dir.exists(), "a fresh process wrote files");
     }
 
     /// Save at 206/406, then 216/406 with +1 %: spin/100 regresses (exit 3, named with

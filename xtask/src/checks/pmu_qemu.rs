@@ -182,6 +182,16 @@ pub fn exact(stdout: &str, bench: &str) -> Option<u64> {
     })
 }
 
+/// From pmu-criterion's note `… differ (A then B instructions per call …`: B - A.
+pub fn in_process_difference(stderr: &str) -> Option<i64> {
+    let rest = stderr.split("in one process differ (").nth(1)?;
+    let mut words = rest.split_whitespace();
+    let a: i64 = words.next()?.parse().ok()?;
+    (words.next()? == "then").then_some(())?;
+    let b: i64 = words.next()?.parse().ok()?;
+    Some(b - a)
+}
+
 /// Criterion's `<bench>  time:   [a instructions b instructions c instructions]`.
 pub fn estimate(stdout: &str, bench: &str) -> Option<[f64; 3]> {
     estimate_in(stdout, bench, "instructions")
@@ -402,6 +412,48 @@ fn run() -> Result<(), String> {
         runs.push(counts);
     }
     check_one_shot(&runs)?;
+
+    // A routine whose calls differ (pmu-criterion/examples/bench.rs `history/100`: call
+    // N spins 100 × N iterations of two instructions): counted in two fresh processes,
+    // each its second call, 200 iterations, the same as `spin/200` but for the
+    // closure's own instructions; twice, the same figure.
+    let mut history = Vec::new();
+    for i in 1..=2 {
+        let r = cargo_run_env(
+            "pmu-criterion",
+            "bench",
+            &["--bench", "history"],
+            &[("BENCH_HISTORY", "1")],
+        )?;
+        let r = checked("pmu-criterion", "bench", &["--bench", "history"], r)?;
+        let count = exact(&r.stdout, "history/100")
+            .ok_or_else(|| format!("history run {i}: no exact count:\n{}{}", r.stdout, r.stderr))?;
+        let said = "history/100: its second and third calls in one process differ";
+        if !r.stderr.contains(said) || !r.stderr.contains("counted in two fresh processes") {
+            return Err(format!(
+                "history run {i}: the fresh processes not said:\n{}",
+                r.stderr
+            ));
+        }
+        let apart = in_process_difference(&r.stderr)
+            .ok_or_else(|| format!("history run {i}: no in-process counts:\n{}", r.stderr))?;
+        if apart != 200 {
+            return Err(format!(
+                "history run {i}: calls 2 and 3 differ by {apart} instructions, not 200 (100 more iterations of a 2-instruction loop)"
+            ));
+        }
+        println!(
+            "    bench, history/100 (calls 2 and 3 differ by {apart}): {count} instructions from two fresh processes, run {i} ({:.1} s)",
+            r.secs
+        );
+        history.push(count);
+    }
+    if history[0] != history[1] || history[0].abs_diff(runs[0].1) > 16 {
+        return Err(format!(
+            "history/100 gave {history:?}: expected the same twice, near spin/200's {}",
+            runs[0].1
+        ));
+    }
 
     // Criterion's sampling, as on a machine whose counts vary: its per-iteration
     // estimates (the slope of batches of growing size, which leaves out the loop set-up
@@ -949,6 +1001,14 @@ pmu-criterion: REGRESSED spin/200: 414 → 424 instructions (+10, +2.42%) beyond
         assert!(check_gate(&(214, 404), &ran(3, stderr), summary).is_err());
         let one = r#"{"regressed": ["spin/100"], "exit_code": 3}"#;
         assert!(check_gate(&(214, 414), &ran(3, stderr), one).is_err());
+    }
+
+    /// pmu-criterion's note when it counts in fresh processes (its bench.rs `measure`).
+    #[test]
+    fn the_in_process_difference_is_read() {
+        let note = "pmu-criterion: history/100: its second and third calls in one process differ (421 then 621 instructions per call (regions of 0 and 1 calls: 64 and 485, then 64 and 685)); counted in two fresh processes instead, each its second call: 421 both times\n";
+        assert_eq!(in_process_difference(note), Some(200));
+        assert_eq!(in_process_difference("pmu-criterion: 1 benchmarks"), None);
     }
 
     /// The example's lines as pmu-qemu printed them on this project's machine (K =
