@@ -347,9 +347,18 @@ fn gg_benches(sizes: &[u32]) -> Vec<(String, String)> {
     out
 }
 
-/// Writes the scratch crates.
+/// Writes the scratch crates (the directory is kept between runs: files an earlier
+/// version wrote and this one does not are removed first).
 fn write_sources(places: &Places, sizes: &[u32]) -> Result<(), String> {
     let d = &places.dir;
+    for gone in ["pmu/src/lib.rs"] {
+        match std::fs::remove_file(d.join(gone)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("{}: {e}", d.join(gone).display()))
+            }
+            _ => {}
+        }
+    }
     write(&d.join("Cargo.toml"), sources::WORKSPACE)?;
     write(&d.join(".cargo/config.toml"), sources::CARGO_CONFIG)?;
     write(&d.join("work/Cargo.toml"), sources::WORK_MANIFEST)?;
@@ -366,7 +375,6 @@ fn write_sources(places: &Places, sizes: &[u32]) -> Result<(), String> {
         &d.join("pmu/Cargo.toml"),
         &sources::pmu_manifest(&workspace_root()),
     )?;
-    write(&d.join("pmu/src/lib.rs"), sources::PMU_LIB)?;
     write(&d.join("pmu/src/bin/pmu-once.rs"), sources::PMU_ONCE)?;
     let rounds: Vec<u64> = sizes.iter().map(|&e| rounds_for(e)).collect();
     write(&d.join("pmu/src/main.rs"), &sources::pmu_bench(&rounds))?;
@@ -740,7 +748,6 @@ fn measure(runs: usize, sizes: &[u32]) -> Result<String, String> {
             callgrind(&places, &driver, "cmp_work::workload", &call)
         })?);
         let id = format!("work/{r}");
-        let fifo = [("CMP_FIFO", "1")];
         let words = [r.to_string(), sources::RECORDS.to_string()];
         rows.push(row(
             &b,
@@ -748,27 +755,13 @@ fn measure(runs: usize, sizes: &[u32]) -> Result<String, String> {
             runs,
             || once(&places, &pmu_once, &words, &[]),
         )?);
+        // One-shot mode: a warm-up call and two pairs of regions (3 calls); where the
+        // second and third calls differ, two fresh processes of 2 calls each (7).
         rows.push(row(
             &b,
-            "the same, at SCHED_FIFO in the guest (`CMP_FIFO=1`)",
+            "pmu-qemu + pmu-criterion one-shot (aarch64; 3 calls, 7 where calls differ)",
             runs,
-            || once(&places, &pmu_once, &words, &fifo),
-        )?);
-        // One-shot mode retries a region with a hazard up to 10 times: 21 calls at
-        // most, so only at the smallest size.
-        if e == sizes[0] {
-            rows.push(row(
-                &b,
-                "pmu-qemu + pmu-criterion one-shot (aarch64; 3 calls)",
-                runs,
-                || pmu(&places, &pmu_bench, &["--exact", &id], &[], 1),
-            )?);
-        }
-        rows.push(row(
-            &b,
-            "pmu-qemu + pmu-criterion one-shot at SCHED_FIFO (`CMP_FIFO=1`; 3 calls)",
-            runs,
-            || pmu(&places, &pmu_bench, &["--exact", &id], &fifo, 1),
+            || pmu(&places, &pmu_bench, &["--exact", &id], &[], 1),
         )?);
     }
     // (c) 50 small benchmarks.

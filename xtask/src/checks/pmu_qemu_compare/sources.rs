@@ -165,7 +165,7 @@ pub fn pmu_manifest(root: &std::path::Path) -> String {
     format!(
         "[package]\nname = \"cmp-pmu\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
 [[bin]]\nname = \"pmu-bench\"\npath = \"src/main.rs\"\nbench = false\n\n\
-[dependencies]\ncmp-work = {{ path = \"../work\" }}\nlibc = \"0.2\"\npmu-criterion = {{ path = \"{}\" }}\npmu-linux = {{ path = \"{}\" }}\n",
+[dependencies]\ncmp-work = {{ path = \"../work\" }}\npmu-criterion = {{ path = \"{}\" }}\npmu-linux = {{ path = \"{}\" }}\n",
         root.join("pmu-criterion").display(),
         root.join("pmu-linux").display()
     )
@@ -179,10 +179,6 @@ pub fn pmu_bench(rounds: &[u64]) -> String {
         "//! Every benchmark of the comparison; the filter picks a case.\n\
 use std::hint::black_box;\n\n\
 fn main() -> std::process::ExitCode {{\n\
-    if let Err(e) = cmp_pmu::fifo_if_asked() {{\n\
-        eprintln!(\"{{e}}\");\n\
-        return std::process::ExitCode::from(1);\n\
-    }}\n\
     let mut bench = match pmu_criterion::Bench::instructions() {{\n\
         Ok(b) => b,\n\
         Err(e) => {{\n\
@@ -205,32 +201,6 @@ fn main() -> std::process::ExitCode {{\n\
     )
 }
 
-/// The aarch64 crate's library: the comparison's SCHED_FIFO variant.
-pub const PMU_LIB: &str = r#"//! `CMP_FIFO=1`: a variant of the comparison, not a user's set-up.
-
-/// With `CMP_FIFO` set: the guest's real-time throttling off (root in pmu-qemu's guest:
-/// Linux's sched_rt_runtime_us, -1 = no limit) and this process at SCHED_FIFO, so that
-/// no SCHED_NORMAL thread (rcu_sched, woken by the tick while RCU work is pending)
-/// preempts it.
-pub fn fifo_if_asked() -> Result<(), String> {
-    if std::env::var_os("CMP_FIFO").is_none() {
-        return Ok(());
-    }
-    std::fs::write("/proc/sys/kernel/sched_rt_runtime_us", "-1")
-        .map_err(|e| format!("sched_rt_runtime_us: {e}"))?;
-    // The kernel's struct sched_param is one int (musl's adds fields it ignores).
-    let priority: libc::c_int = 1;
-    // SAFETY: the system call reads one int through the pointer, which lives across it.
-    let r = unsafe {
-        libc::syscall(libc::SYS_sched_setscheduler, 0, libc::SCHED_FIFO, &priority as *const libc::c_int)
-    };
-    if r != 0 {
-        return Err(format!("sched_setscheduler: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
-}
-"#;
-
 /// One counted call of the JSON workload, the first in a fresh process (as callgrind
 /// counts it): pmu-linux's `Meter`, a region around the call less an empty region.
 pub const PMU_ONCE: &str = r#"//! `pmu-once ROUNDS RECORDS`: one call of the workload, counted.
@@ -244,10 +214,6 @@ fn main() -> ExitCode {
         eprintln!("usage: pmu-once ROUNDS RECORDS");
         return ExitCode::from(2);
     };
-    if let Err(e) = cmp_pmu::fifo_if_asked() {
-        eprintln!("{e}");
-        return ExitCode::from(1);
-    }
     match once(rounds, records) {
         Ok((count, empty)) => {
             println!("one call: {count} instructions (a region of one call, {}, less an empty one, {empty})", count + empty);
