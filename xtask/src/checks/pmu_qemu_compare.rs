@@ -614,9 +614,18 @@ fn pmu(
             r.stderr
         ));
     }
+    // Where pmu-criterion counted in fresh processes (the calls differed), the figure
+    // says so.
+    let fresh = r.stderr.contains("counted in two fresh processes");
     Ok(Sample {
         secs: r.secs,
-        figure: figure(&counts, "instructions"),
+        figure: figure(&counts, "instructions").map(|f| {
+            if fresh {
+                format!("{f}, from two fresh processes")
+            } else {
+                f
+            }
+        }),
         failed: None,
     })
 }
