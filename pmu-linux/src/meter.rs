@@ -47,6 +47,7 @@ use crate::MAX_EVENTS;
 pub(crate) mod choose;
 mod ladder;
 mod software;
+pub(crate) mod survey;
 
 // The perf backend's rungs of the ladder and the meter's inline backend where this
 // library has a perf backend; the front door is the same on every architecture.
