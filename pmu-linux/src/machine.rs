@@ -9,6 +9,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use crate::sys;
+use sysfs::is_cpu_pmu;
 
 pub(crate) mod cpu;
 pub(crate) mod events;
@@ -26,7 +27,7 @@ pub(crate) mod timestamp;
 pub use cpu::{CoreKind, Cores};
 pub use events::{EventKind, EventSpec};
 pub use sched::{allowed_cpus, current_cpu, pin_to, set_allowed_cpus, PinGuard};
-pub use sysfs::{is_cpu_pmu, ConfigWord, FormatField, Pmu, Sysfs};
+pub use sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 pub use timestamp::NAME;
 
 /// The kernel's policy for one-instruction reads from user space.

@@ -286,13 +286,12 @@ fn probe_events(_: &Sysfs, _: &[&str]) -> Vec<EventStatus> {
     Vec::new()
 }
 
-#[cfg(test)]
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod tests {
     use super::*;
 
     /// On this VM without vPMU: software events open, `cycles` is refused as not
     /// supported, a misspelt name is an unknown event.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[test]
     fn probing_events_gives_a_reason_for_each() {
         let sysfs = Sysfs::system();
@@ -318,5 +317,40 @@ mod tests {
             .find(|b| b.backend == BackendKind::Perf)
             .unwrap();
         assert!(matches!(perf.usable, Ok(())));
+    }
+
+    /// The survey and the meter say the same: perf's hardware note is what
+    /// `MeterBuilder::backend(Perf)` does with `cycles`, and on x86 the direct backend
+    /// is the meter's own refusal (WRMSR needs ring 0: Intel SDM Vol. 2B, WRMSR).
+    #[test]
+    fn the_survey_says_what_the_meter_opens() {
+        let survey = Survey::take(&Sysfs::system(), &[]);
+        let perf = &survey.backends[0];
+        assert_eq!(perf.backend, BackendKind::Perf);
+        let mut builder = Meter::builder();
+        builder.add_named("cycles").unwrap();
+        let expected = match builder
+            .backend(BackendKind::Perf)
+            .kernel_sentinel(false)
+            .build()
+        {
+            Ok(_) => "hardware counters: available".to_owned(),
+            Err(e) => format!("hardware counters: {e}"),
+        };
+        assert!(perf.notes.contains(&expected), "{:?}", perf.notes);
+        assert!(survey.events.is_empty());
+        #[cfg(target_arch = "x86_64")]
+        assert!(
+            matches!(
+                survey.backends[1].usable,
+                Err(crate::Error::Unsupported(
+                    crate::error::Unsupported::Direct {
+                        reason: crate::error::DirectUnsupported::X86NeedsRing0
+                    }
+                ))
+            ),
+            "{:?}",
+            survey.backends[1].usable
+        );
     }
 }
