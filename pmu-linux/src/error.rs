@@ -642,7 +642,8 @@ impl Error {
 
     /// Whether this is perf refusing a hardware event because the machine registers no
     /// CPU PMU at all (a VM without vPMU): then software events are all there is.
-    pub fn means_no_hardware_counters(&self) -> bool {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    pub(crate) fn means_no_hardware_counters(&self) -> bool {
         matches!(
             self,
             Self::Open {

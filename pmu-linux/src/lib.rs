@@ -122,6 +122,7 @@ pub use backend::{BackendKind, Grant, GrantScope, Reads, SlowReads};
 pub use error::{Error, Result};
 pub use measure::MeasureConfig;
 pub use meter::choose::{Choice, NoHardware, Refusal};
+pub use meter::survey::{BackendStatus, EventStatus, Survey};
 pub use meter::{Counts, Event, EventHandle, Measured, Meter, MeterBuilder, Region};
 pub use pmu_core;
 pub use pmu_core::{GenericEvent, Hazards, Reading};

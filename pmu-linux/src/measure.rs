@@ -84,7 +84,7 @@ pub struct Measurement {
 
 impl Measurement {
     /// How many region runs had no hazard at all.
-    pub fn trusted_runs(&self) -> usize {
+    pub(crate) fn trusted_runs(&self) -> usize {
         self.runs.iter().filter(|r| r.is_trusted()).count()
     }
 

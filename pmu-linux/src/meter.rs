@@ -47,6 +47,7 @@ use crate::MAX_EVENTS;
 pub(crate) mod choose;
 mod ladder;
 mod software;
+pub(crate) mod survey;
 
 // The perf backend's rungs of the ladder and the meter's inline backend where this
 // library has a perf backend; the front door is the same on every architecture.
@@ -80,7 +81,6 @@ pub struct MeterBuilder {
     perf: PerfSettings,
     /// The direct backend's settings (the ARM1176's cycle divider).
     direct: crate::backend::DirectSettings,
-    config: MeasureConfig,
     cpu: Option<usize>,
     sysfs: Sysfs,
     program: bool,
@@ -99,7 +99,6 @@ impl Default for MeterBuilder {
             choice: None,
             perf: Default::default(),
             direct: Default::default(),
-            config: MeasureConfig::default(),
             cpu: None,
             sysfs: Sysfs::system(),
             program: false,
@@ -144,12 +143,6 @@ impl MeterBuilder {
     /// no backend takes one (the direct regions then take `getrusage` for switches).
     pub fn kernel_sentinel(&mut self, on: bool) -> &mut Self {
         self.sentinel = on;
-        self
-    }
-
-    /// How [`Meter::measure`] measures (default: 3 warm-ups, 10 runs, calibrated).
-    pub fn measure_config(&mut self, config: MeasureConfig) -> &mut Self {
-        self.config = config;
         self
     }
 
@@ -219,7 +212,6 @@ impl MeterBuilder {
             slots,
             inner,
             choice,
-            config: self.config,
             region: 0,
             open: false,
             readings: [Reading::default(); MAX_EVENTS],
@@ -273,7 +265,6 @@ pub struct Meter {
     inner: Inner,
     /// Which backend, how it reads, its sentinel, and the refusals before it.
     choice: Choice,
-    config: MeasureConfig,
     /// The number of the region begun last, and whether it is still open (begun, not
     /// yet stopped, not ended by a `measure` or `counters` since).
     region: u32,
@@ -445,7 +436,8 @@ impl Meter {
         Ok(Counts { meter: self })
     }
 
-    /// Measures `region` the configured way ([`MeterBuilder::measure_config`]):
+    /// Measures `region` the default way ([`MeasureConfig::default`]; another way:
+    /// [`Meter::measure_with`]):
     /// warm-up runs, then recorded runs, and with calibration an empty region measured
     /// the same way and subtracted; statistics over the runs without hazards.
     ///
@@ -453,7 +445,7 @@ impl Meter {
     /// The backend's read errors; [`pmu_core::Error`] for zero runs.
     pub fn measure(&mut self, mut region: impl FnMut()) -> Result<Measured<'_>> {
         self.open = false;
-        let config = self.config;
+        let config = MeasureConfig::default();
         let measurement = measure::measure(self.inner.backend(), &config, &mut region)?;
         Ok(Measured {
             meter: self,

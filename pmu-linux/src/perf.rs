@@ -56,7 +56,7 @@ pub use command::{CommandCount, CommandEnd, CommandRun, EventTotal};
 pub use group::GroupRead;
 pub use hybrid::HybridSession;
 pub use options::Options;
-pub use page::{MmapPage, PageView};
+pub use page::MmapPage;
 pub use read::{read, read_now};
 pub use session::Session;
 pub use topology::{CorePmu, CoreTopology};

@@ -29,11 +29,11 @@ fn example(name: &str) -> PathBuf {
 }
 
 /// Whether the kernel registers a CPU PMU (sysfs `cpu`, `cpu_core`, `armv8_pmuv3_0` …:
-/// pmu_linux::machine::is_cpu_pmu), and user space may read its counters.
+/// pmu_linux::machine::Pmu::is_core), and user space may read its counters.
 fn has_cpu_pmu() -> bool {
     pmu_linux::machine::Sysfs::system()
-        .pmu_names()
-        .is_ok_and(|names| names.iter().any(|n| pmu_linux::machine::is_cpu_pmu(n)))
+        .pmus()
+        .is_ok_and(|pmus| pmus.iter().any(|p| p.is_core()))
 }
 
 /// `count`: with a CPU PMU, a count on stdout and status 0; without one (this project's

@@ -178,7 +178,7 @@ fn assert_counts_or_says_why(run: &QemuRun, tag: &str) {
     }
 }
 
-/// `pmu-demo list --json` on `cpu` (pmu-linux list.rs `direct_status`): as root on a
+/// `pmu-demo list --json` on `cpu` (pmu-linux meter/survey.rs `direct_status`): as root on a
 /// kernel with a PMU, no "why there are no hardware counters here" lines; the direct
 /// backend usable or not as `usable` says, its read-only-grant note containing
 /// `read_only`, and the programming grant (PMUSERENR_EL0.EN, which only

@@ -1,7 +1,7 @@
 //! Event names `pmu-demo` offers that no library needs: the ARM1176 table `list` shows
 //! on 32-bit ARM, and the `<pmu>/event=…/` example of `--events`' help.
 
-use pmu_linux::machine::{self, Sysfs};
+use pmu_linux::machine::Sysfs;
 
 /// One event of the ARM1176 table, as `pmu-demo list` shows it on 32-bit ARM.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,10 +57,11 @@ pub fn arm1176_events() -> Vec<Arm1176EventInfo> {
 /// the only core this library's 32-bit build supports) and `registered` false.
 pub fn pmu_event_example(sysfs: &Sysfs) -> PmuEventExample {
     let mut names: Vec<String> = sysfs
-        .pmu_names()
+        .pmus()
         .unwrap_or_default()
         .into_iter()
-        .filter(|n| machine::is_cpu_pmu(n))
+        .filter(|p| p.is_core())
+        .map(|p| p.name)
         .collect();
     names.sort();
     let (pmu, registered) = match names.into_iter().next() {

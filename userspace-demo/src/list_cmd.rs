@@ -3,6 +3,7 @@
 use clap::Args as ClapArgs;
 use pmu_linux::machine;
 use pmu_linux::machine::Sysfs;
+use pmu_linux::Survey;
 use serde::Serialize;
 
 use crate::workloads::Workload;
@@ -18,8 +19,7 @@ pub struct Args {
     json: bool,
 }
 
-/// The generic events probed one by one.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+/// The generic events probed one by one (where there is perf: not on 32-bit ARM).
 const COMMON: [&str; 10] = [
     "cycles",
     "instructions",
@@ -169,34 +169,11 @@ struct KernelOut {
     reason: Option<&'static str>,
 }
 
-/// The common events, each opened alone through perf.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn probe_events(sysfs: &Sysfs) -> Vec<EventOut> {
-    machine::probe_events(sysfs, &COMMON, pmu_linux::perf::Options::default())
-        .into_iter()
-        .map(|e| EventOut {
-            name: e.name,
-            countable: e.status.is_ok(),
-            reason: e.status.err().map(|e| e.to_string()),
-        })
-        .collect()
-}
-
-/// No perf backend here (32-bit ARM): nothing to open; the backends section says why.
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn probe_events(_: &Sysfs) -> Vec<EventOut> {
-    Vec::new()
-}
-
 pub fn run(args: &Args) -> Result<(), Failure> {
     let sysfs = Sysfs::system();
-    // The direct backend's status is taken before anything opens a perf event, and
-    // checked again after the event probes (which can revoke kmod-enable-user's grant
-    // on this CPU: `machine::backends`).
-    let mut statuses = machine::backends();
-    let pmus = sysfs
-        .pmus()
-        .unwrap_or_default()
+    let survey = Survey::take(&sysfs, &COMMON);
+    let pmus = survey
+        .pmus
         .into_iter()
         .map(|p| PmuOut {
             formats: p.formats.keys().cloned().collect(),
@@ -210,13 +187,17 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             perf_type: p.perf_type,
         })
         .collect();
-    let events = probe_events(&sysfs);
-    for status in &mut statuses {
-        if let Some(note) = machine::grant_lost_since(status) {
-            status.notes.push(note);
-        }
-    }
-    let backends = statuses
+    let events = survey
+        .events
+        .into_iter()
+        .map(|e| EventOut {
+            name: e.name,
+            countable: e.status.is_ok(),
+            reason: e.status.err().map(|e| e.to_string()),
+        })
+        .collect();
+    let backends = survey
+        .backends
         .into_iter()
         .map(|b| BackendOut {
             backend: b.backend.to_string(),
@@ -249,12 +230,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
              SUNAVCR.V (perf-based user reads do not exist on 32-bit ARM)"
                 .to_owned()
         } else {
-            machine::user_read_policy(&sysfs).to_string()
+            survey.user_reads.to_string()
         },
-        hardware_counters: machine::why_no_hardware_counters(&sysfs)
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
+        hardware_counters: survey.no_hardware.iter().map(ToString::to_string).collect(),
         pmus,
         events,
         cores: cores_out(&sysfs.cores()),
@@ -388,7 +366,7 @@ mod tests {
     }
 
     /// On a VM without a PMU every hardware event fails for the same cause (the text of
-    /// `probe_events` there, each naming its event): said once, for all of them; a
+    /// `Survey::take` there, each naming its event): said once, for all of them; a
     /// different cause stays apart.
     #[test]
     fn a_shared_reason_is_said_once() {

@@ -101,7 +101,7 @@ impl Sysfs {
     ///
     /// # Errors
     /// [`Error::Io`] when the root exists but cannot be listed.
-    pub fn pmu_names(&self) -> Result<Vec<String>> {
+    pub(crate) fn pmu_names(&self) -> Result<Vec<String>> {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -132,10 +132,11 @@ impl Sysfs {
         Pmu::read(name, &dir)
     }
 
-    /// Every PMU (unreadable ones are skipped).
+    /// Every PMU, sorted by name (unreadable ones are skipped). An absent root gives an
+    /// empty list.
     ///
     /// # Errors
-    /// As [`Sysfs::pmu_names`].
+    /// [`Error::Io`] when the root exists but cannot be listed.
     pub fn pmus(&self) -> Result<Vec<Pmu>> {
         Ok(self
             .pmu_names()?
@@ -209,9 +210,10 @@ impl Pmu {
     }
 
     /// Whether this PMU counts events of the CPU cores (and so needs hardware
-    /// counters): `cpu`, the hybrid and the ARM core PMUs.
-    pub(crate) fn is_core(&self) -> bool {
-        self.name == "cpu" || self.takes_extended_hw_type()
+    /// counters): `cpu` (x86), `cpu_core`/`cpu_atom` (hybrid x86), `armv8_pmuv3_0`,
+    /// `armv8_cortex_a53`, ….
+    pub fn is_core(&self) -> bool {
+        is_cpu_pmu(&self.name)
     }
 }
 
@@ -339,7 +341,7 @@ fn sysfs_error(path: &Path, e: io::Error) -> Error {
 /// Fake sysfs trees for tests: the shapes real kernels publish.
 /// Whether `name` (a directory of /sys/bus/event_source/devices) is a CPU's core PMU:
 /// `cpu` (x86), `cpu_core`/`cpu_atom` (hybrid x86), `armv8_pmuv3_0`, `armv8_cortex_a53`, ….
-pub fn is_cpu_pmu(name: &str) -> bool {
+pub(crate) fn is_cpu_pmu(name: &str) -> bool {
     name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
 }
 

@@ -11,7 +11,8 @@ use crate::machine::NoCounters;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum NoHardware {
-    /// What the machine shows ([`crate::machine::why_no_hardware_counters`]).
+    /// What the machine shows (`machine::why_no_hardware_counters`, as
+    /// [`crate::Survey::no_hardware`] lists it).
     Found(Vec<NoCounters>),
     /// perf's error, where the machine shows nothing.
     Perf(Error),

@@ -112,13 +112,16 @@ fn results_by_handle() {
 fn measure_by_handle() {
     let mut builder = Meter::builder();
     let clock = builder.add(Event::Named("task-clock".into()));
-    builder.measure_config(MeasureConfig {
+    let mut meter = builder.build().unwrap();
+    let config = MeasureConfig {
         warmup: 1,
         runs: 5,
         calibrate: true,
-    });
-    let mut meter = builder.build().unwrap();
-    let result = meter.measure(|| spin(200_000)).unwrap();
+    };
+    let (mut region, mut empty) = (|| spin(200_000), || {});
+    let result = meter
+        .measure_with(&config, &mut region, Some(&mut empty))
+        .unwrap();
     assert_eq!(result.measurement().runs.len(), 5);
     assert!(matches!(
         result.min(clock),

@@ -317,11 +317,6 @@ impl HybridSession {
         })
     }
 
-    /// The core PMUs found (empty when plain events were opened).
-    pub fn topology(&self) -> &CoreTopology {
-        &self.topology
-    }
-
     /// The PMU of each group, in the order of [`HybridSession::split`].
     pub(crate) fn pmus(&self) -> &[String] {
         &self.labels

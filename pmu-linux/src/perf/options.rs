@@ -66,11 +66,6 @@ impl Default for Options {
 }
 
 impl Options {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// With hardware events counting in the kernel too (or not).
     pub fn exclude_kernel(mut self, exclude: bool) -> Self {
         self.exclude_kernel = exclude;

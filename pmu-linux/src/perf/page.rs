@@ -32,7 +32,7 @@ pub(crate) const CAP_USER_TIME_SHORT: u64 = 1 << 5;
 
 /// Read access to a `perf_event_mmap_page` (the kernel's, or one built in memory).
 #[derive(Clone, Copy, Debug)]
-pub struct PageView<'a> {
+pub(crate) struct PageView<'a> {
     page: NonNull<perf_event_mmap_page>,
     _borrow: PhantomData<&'a perf_event_mmap_page>,
 }
@@ -51,7 +51,8 @@ macro_rules! volatile_field {
 
 impl<'a> PageView<'a> {
     /// A view of a page this process built (tests, a copy of a page).
-    pub fn new(page: &'a perf_event_mmap_page) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(page: &'a perf_event_mmap_page) -> Self {
         Self {
             page: NonNull::from(page),
             _borrow: PhantomData,
@@ -68,11 +69,6 @@ impl<'a> PageView<'a> {
             page,
             _borrow: PhantomData,
         }
-    }
-
-    /// `version`.
-    pub fn version(&self) -> u32 {
-        volatile_field!(self, version)
     }
 
     /// The whole `capabilities` word.

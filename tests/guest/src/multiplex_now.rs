@@ -59,7 +59,7 @@ fn run(argv: &[String]) -> Result<(), String> {
     let reference = Session::open(&["instructions"], Options::default())
         .map_err(|e| format!("opening the reference event: {e}"))?;
     let names = vec!["instructions"; events as usize];
-    let rotated = Session::open(&names, Options::new().grouped(false).pinned(false))
+    let rotated = Session::open(&names, Options::default().grouped(false).pinned(false))
         .map_err(|e| format!("opening {events} rotated events: {e}"))?;
     reference.enable().map_err(|e| e.to_string())?;
     rotated.enable().map_err(|e| e.to_string())?;
