@@ -395,6 +395,12 @@ fn relay(
                 }
             }
         }
+        if exited.is_none() && files.iter().all(Option::is_none) {
+            // Every FIFO has hung up, which QEMU's exit does: wait for it here rather
+            // than in poll's timeout (50 ms a turn, twice, on every run).
+            let status = child.wait().map_err(|e| format!("{QEMU}: {e}"))?;
+            return Ok(status);
+        }
         let mut fds: Vec<libc::pollfd> = files
             .iter()
             .map(|f| libc::pollfd {
