@@ -277,7 +277,8 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     };
     let program_dir = program.parent().unwrap_or(Path::new("/"));
     let program_name = program.file_name().unwrap_or_default().as_bytes();
-    let (initrd, payload, boot, share_dir) = match &saved {
+    let fresh_initrd = run_dir.0.join("initrd.cpio");
+    let (payload, boot, share_dir) = match &saved {
         Some(s) => {
             // The restored guest copies the program from its directory (guest::INIT).
             entries.push(cpio::Entry::File {
@@ -291,7 +292,6 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
                 data: copy,
             });
             (
-                s.initrd.clone(),
                 Some(cpio::archive(&entries)?),
                 qemu::Boot::Restore {
                     state: &s.state,
@@ -308,23 +308,23 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
                 data: &binary,
             });
             let archive = cpio::archive(&entries)?;
-            let initrd = run_dir.0.join("initrd.cpio");
             let mut image = std::fs::read(&guest.initramfs)
                 .map_err(|e| format!("{}: {e}", guest.initramfs.display()))?;
             image.extend(archive);
-            std::fs::write(&initrd, &image).map_err(|e| format!("{}: {e}", initrd.display()))?;
-            (initrd, None, qemu::Boot::Fresh, share.clone())
+            std::fs::write(&fresh_initrd, &image)
+                .map_err(|e| format!("{}: {e}", fresh_initrd.display()))?;
+            (
+                None,
+                qemu::Boot::Fresh {
+                    kernel: &guest.kernel,
+                    initrd: &fresh_initrd,
+                },
+                share.clone(),
+            )
         }
     };
 
-    let line = qemu::command_line(
-        options,
-        &guest.kernel,
-        &initrd,
-        &run_dir.0,
-        share_dir.as_deref(),
-        boot,
-    );
+    let line = qemu::command_line(options, &run_dir.0, share_dir.as_deref(), boot);
     let outcome = qemu::run(
         std::ffi::OsStr::new(qemu::QEMU),
         &line,

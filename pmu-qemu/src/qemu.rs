@@ -60,14 +60,29 @@ fn joined(parts: &[&OsStr]) -> OsString {
 /// How the machine starts.
 #[derive(Clone, Copy, Debug)]
 pub enum Boot<'a> {
-    /// From the kernel.
-    Fresh,
-    /// From the kernel, to be saved (`crate::snapshot`): the ports' host ends are
-    /// files (`<name>.txt` in the run directory) or nothing, a human monitor listens
-    /// on `monitor.sock` there, and this empty directory stands for the program's.
-    Save(&'a Path),
+    /// From the kernel and the initrd.
+    Fresh {
+        /// The kernel image.
+        kernel: &'a Path,
+        /// The initramfs.
+        initrd: &'a Path,
+    },
+    /// From the kernel and the initrd, to be saved (`crate::snapshot`): the ports' host
+    /// ends are files (`<name>.txt` in the run directory) or nothing, a human monitor
+    /// listens on `monitor.sock` there, and `empty_share` stands for the program's
+    /// directory.
+    Save {
+        /// The kernel image.
+        kernel: &'a Path,
+        /// The initramfs.
+        initrd: &'a Path,
+        /// An empty directory.
+        empty_share: &'a Path,
+    },
     /// From the machine state in `state` (`-incoming`), saved by a [`Boot::Save`] run
-    /// with the same options, kernel and initrd; `program_dir` is shared read-only.
+    /// with the same options; `program_dir` is shared read-only. No kernel or initrd:
+    /// the saved memory holds them, and loading the kernel image costs QEMU about
+    /// 50 ms a start (docs/pmu-qemu.md, "A saved guest").
     Restore {
         /// The saved machine.
         state: &'a Path,
@@ -81,8 +96,6 @@ pub enum Boot<'a> {
 /// exactly), the kernel's console on a FIFO, the four virtio-serial ports, the share.
 pub fn command_line(
     options: &Options,
-    kernel: &Path,
-    initrd: &Path,
     run_dir: &Path,
     share: Option<&Path>,
     boot: Boot,
@@ -117,19 +130,21 @@ pub fn command_line(
     ] {
         push(&[OsStr::new(word)]);
     }
-    push(&[OsStr::new("-append")]);
-    // `quiet` unless the console is shown: its bytes are read either way.
-    push(&[OsStr::new(if options.console {
-        "console=ttyAMA0 panic=-1 rdinit=/init"
-    } else {
-        "console=ttyAMA0 quiet panic=-1 rdinit=/init"
-    })]);
-    push(&[OsStr::new("-kernel")]);
-    push(&[kernel.as_os_str()]);
-    push(&[OsStr::new("-initrd")]);
-    push(&[initrd.as_os_str()]);
+    if let Boot::Fresh { kernel, initrd } | Boot::Save { kernel, initrd, .. } = boot {
+        push(&[OsStr::new("-append")]);
+        // `quiet` unless the console is shown: its bytes are read either way.
+        push(&[OsStr::new(if options.console {
+            "console=ttyAMA0 panic=-1 rdinit=/init"
+        } else {
+            "console=ttyAMA0 quiet panic=-1 rdinit=/init"
+        })]);
+        push(&[OsStr::new("-kernel")]);
+        push(&[kernel.as_os_str()]);
+        push(&[OsStr::new("-initrd")]);
+        push(&[initrd.as_os_str()]);
+    }
     let fifo = |name: &str| opt_path(&run_dir.join(name));
-    let saving = matches!(boot, Boot::Save(_));
+    let saving = matches!(boot, Boot::Save { .. });
     push(&[OsStr::new("-chardev")]);
     if saving {
         push(&[OsStr::new("file,id=console,path="), &fifo("console.txt")]);
@@ -172,7 +187,9 @@ pub fn command_line(
             guest::SHARE_TAG
         ))]);
     }
-    if let Boot::Save(dir)
+    if let Boot::Save {
+        empty_share: dir, ..
+    }
     | Boot::Restore {
         program_dir: dir, ..
     } = boot
@@ -189,8 +206,8 @@ pub fn command_line(
         ))]);
     }
     match boot {
-        Boot::Fresh => {}
-        Boot::Save(_) => {
+        Boot::Fresh { .. } => {}
+        Boot::Save { .. } => {
             push(&[OsStr::new("-monitor")]);
             push(&[
                 OsStr::new("unix:"),
@@ -599,11 +616,12 @@ mod tests {
     fn the_guest_counts_exactly_on_one_cpu_by_default() {
         let args = command_line(
             &Options::default(),
-            Path::new("/c/vmlinuz"),
-            Path::new("/r/initrd"),
             Path::new("/r"),
             Some(Path::new("/home/me/crate")),
-            Boot::Fresh,
+            Boot::Fresh {
+                kernel: Path::new("/c/vmlinuz"),
+                initrd: Path::new("/r/initrd"),
+            },
         );
         let t = text(&args);
         assert!(
@@ -625,11 +643,12 @@ mod tests {
         };
         let args = command_line(
             &options,
-            Path::new("/c/vm,linuz"),
-            Path::new("/r/i"),
             Path::new("/r"),
             None,
-            Boot::Fresh,
+            Boot::Fresh {
+                kernel: Path::new("/c/vm,linuz"),
+                initrd: Path::new("/r/i"),
+            },
         );
         let t = text(&args);
         assert!(t.contains("-cpu cortex-a72 "), "{t}");
@@ -639,20 +658,24 @@ mod tests {
     }
 
     /// A saving run's ports write to files or nowhere and a monitor listens; a restoring
-    /// run has the usual ports and reads the state with `-incoming`.
+    /// run has the usual ports, no kernel (its memory is the saved one) and reads the
+    /// state with `-incoming`.
     #[test]
     fn saved_and_restored_machines_differ_only_in_their_host_ends() {
         let line = |boot| {
             text(&command_line(
                 &Options::default(),
-                Path::new("/c/vmlinuz"),
-                Path::new("/r/initrd"),
                 Path::new("/r"),
                 Some(Path::new("/s")),
                 boot,
             ))
         };
-        let save = line(Boot::Save(Path::new("/e")));
+        let (kernel, initrd) = (Path::new("/c/vmlinuz"), Path::new("/r/initrd"));
+        let save = line(Boot::Save {
+            kernel,
+            initrd,
+            empty_share: Path::new("/e"),
+        });
         assert!(
             save.contains("-chardev null,id=stdin -device virtserialport,chardev=stdin"),
             "{save}"
@@ -671,9 +694,11 @@ mod tests {
             program_dir: Path::new("/t/release"),
         });
         assert!(restore.ends_with("-incoming file:/c/state"), "{restore}");
+        let kernel_words = " -append console=ttyAMA0 quiet panic=-1 rdinit=/init -kernel /c/vmlinuz -initrd /r/initrd";
         assert_eq!(
             restore.strip_suffix(" -fsdev local,id=prog,security_model=none,readonly=on,path=/t/release -device virtio-9p-device,fsdev=prog,mount_tag=pmu-qemu.prog -incoming file:/c/state"),
-            Some(line(Boot::Fresh).as_str())
+            Some(line(Boot::Fresh { kernel, initrd }).replacen(kernel_words, "", 1).as_str())
         );
+        assert!(!restore.contains("-kernel"), "{restore}");
     }
 }

@@ -6,8 +6,8 @@
 //! ports), says `ready` on the status port and waits there for the run's archive
 //! (guest::INIT). The host then saves the machine with QEMU's monitor (`migrate
 //! file:…`: the migration stream, icount's instruction count and the virtual clock
-//! included) into the cache. A run starts QEMU with the same options, kernel and initrd
-//! and `-incoming file:…`, and sends the archive it would have appended to the
+//! included) into the cache. A run starts QEMU with the same options and devices and
+//! `-incoming file:…` (no kernel or initrd: the saved memory holds them), and sends the archive it would have appended to the
 //! initramfs: the guest unpacks it and goes on as a booted one does.
 //!
 //! The file is keyed by what the saved machine depends on: QEMU's version, the kernel,
@@ -34,12 +34,10 @@ const FORMAT: &[u8] = b"pmu-qemu snapshot 1";
 /// How long the saving boot may take to reach `ready`, and the save itself.
 const PATIENCE: Duration = Duration::from_secs(300);
 
-/// A saved machine and the initrd it was booted with.
+/// A saved machine.
 pub struct Snapshot {
     /// The migration stream.
     pub state: PathBuf,
-    /// The initrd (the base initramfs and the marker): a restoring QEMU loads the same.
-    pub initrd: PathBuf,
     /// An empty directory: the share's host side when the run shares nothing (the
     /// restored machine has the 9p device either way).
     pub empty_share: PathBuf,
@@ -79,12 +77,11 @@ pub fn ensure(guest: &Guest, options: &Options) -> Result<Snapshot, String> {
     let k = key(&version, guest, options);
     let snapshot = Snapshot {
         state: dir.join(format!("snapshot-{k}.state")),
-        initrd: dir.join(format!("snapshot-{k}.cpio")),
         empty_share: dir.join("snapshot-share"),
     };
     fs::create_dir_all(&snapshot.empty_share)
         .map_err(|e| format!("{}: {e}", snapshot.empty_share.display()))?;
-    if snapshot.state.is_file() && snapshot.initrd.is_file() {
+    if snapshot.state.is_file() {
         return Ok(snapshot);
     }
     let t = Instant::now();
@@ -118,17 +115,19 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
             data: b"",
         },
     ])?);
-    let initrd_partial = partial(&snapshot.initrd);
-    fs::write(&initrd_partial, &initrd).map_err(io(&initrd_partial))?;
-
     let run_dir = qemu::RunDir::new()?;
+    // Only this boot reads the initrd: a restored machine has it in its memory.
+    let initrd_path = run_dir.0.join("initrd.cpio");
+    fs::write(&initrd_path, &initrd).map_err(io(&initrd_path))?;
     let line = qemu::command_line(
         options,
-        &guest.kernel,
-        &initrd_partial,
         &run_dir.0,
         Some(&snapshot.empty_share),
-        Boot::Save(&snapshot.empty_share),
+        Boot::Save {
+            kernel: &guest.kernel,
+            initrd: &initrd_path,
+            empty_share: &snapshot.empty_share,
+        },
     );
     let log = run_dir.0.join("qemu.log");
     let log_file = fs::File::create(&log).map_err(io(&log))?;
@@ -144,7 +143,6 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
     let _ = child.kill();
     let _ = child.wait();
     if let Err(e) = result {
-        let _ = fs::remove_file(&initrd_partial);
         let _ = fs::remove_file(&state_partial);
         let console = fs::read_to_string(run_dir.0.join("console.txt")).unwrap_or_default();
         let lines: Vec<&str> = console.lines().collect();
@@ -154,8 +152,6 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
             fs::read_to_string(&log).unwrap_or_default().trim()
         ));
     }
-    // The initrd first: a state without its initrd is never taken as ready.
-    fs::rename(&initrd_partial, &snapshot.initrd).map_err(io(&snapshot.initrd))?;
     fs::rename(&state_partial, &snapshot.state).map_err(io(&snapshot.state))
 }
 
