@@ -26,14 +26,20 @@ pub const QEMU: &str = "qemu-system-aarch64";
 
 /// Whether `program` is an executable file on `PATH`.
 pub fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            fs::metadata(dir.join(program)).is_ok_and(|m| {
+    find_on_path(program).is_some()
+}
+
+/// The first executable file named `program` on `PATH`, as the shell would run it.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            fs::metadata(candidate).is_ok_and(|m| {
                 m.is_file()
                     && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
             })
         })
-    })
 }
 
 /// A path inside a QEMU option value: its commas doubled (QEMU's option syntax).

@@ -67,13 +67,10 @@ pub fn key(qemu_version: &[u8], guest: &Guest, options: &Options) -> String {
 /// QEMU's version unknown, the saving boot or the save failing (with the guest's
 /// console).
 pub fn ensure(guest: &Guest, options: &Options) -> Result<Snapshot, String> {
-    let version = Command::new(qemu::QEMU)
-        .arg("--version")
-        .stderr(Stdio::null())
-        .output()
-        .map_err(|e| format!("{} --version: {e}", qemu::QEMU))?
-        .stdout;
     let dir = debian::cache_dir();
+    let binary =
+        qemu::find_on_path(qemu::QEMU).ok_or_else(|| format!("{} is not on PATH", qemu::QEMU))?;
+    let version = qemu_version(&dir, &binary)?;
     let k = key(&version, guest, options);
     let snapshot = Snapshot {
         state: dir.join(format!("snapshot-{k}.state")),
@@ -92,6 +89,46 @@ pub fn ensure(guest: &Guest, options: &Options) -> Result<Snapshot, String> {
     save(guest, options, &snapshot)?;
     eprintln!("pmu-qemu: saved in {:.1} s", t.elapsed().as_secs_f64());
     Ok(snapshot)
+}
+
+/// `binary --version`'s output, remembered in `dir` per binary (its path, size and
+/// modification time): starting QEMU only to ask costs 15 ms a run.
+fn qemu_version(dir: &Path, binary: &Path) -> Result<Vec<u8>, String> {
+    let meta = fs::metadata(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default();
+    let memo = dir.join(format!(
+        "qemu-version-{}",
+        debian::key(&[
+            binary.as_os_str().as_encoded_bytes(),
+            meta.len().to_string().as_bytes(),
+            modified.as_nanos().to_string().as_bytes(),
+        ])
+    ));
+    if let Ok(version) = fs::read(&memo) {
+        return Ok(version);
+    }
+    let version = Command::new(binary)
+        .arg("--version")
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("{} --version: {e}", binary.display()))?
+        .stdout;
+    if version.is_empty() {
+        return Err(format!("{} --version said nothing", binary.display()));
+    }
+    // Written whole or not at all: a reader never sees a part.
+    let part = partial(&memo);
+    if fs::write(&part, &version)
+        .and_then(|()| fs::rename(&part, &memo))
+        .is_err()
+    {
+        let _ = fs::remove_file(&part);
+    }
+    Ok(version)
 }
 
 /// A file of this process next to `path`, renamed over it when complete.
@@ -270,5 +307,55 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), n, "every change is a new key");
+    }
+
+    /// The version is asked once per binary: a stand-in QEMU (a script that counts its
+    /// runs) answers the first call; the second reads the cache; a changed binary (other
+    /// size) is asked again.
+    #[test]
+    fn qemu_s_version_is_asked_once_per_binary() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("pmu-qemu-version-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let runs = dir.join("runs");
+        let fake = dir.join("qemu");
+        let write_fake = |extra: &str| {
+            let script = format!(
+                "#!/bin/sh\necho run >> '{}'\necho 'QEMU emulator version 9.9.9'{extra}\n",
+                runs.display()
+            );
+            fs::write(&fake, script).unwrap();
+            fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        // A script just written can be "busy" for a moment while another test's child
+        // (forked before its exec closed our descriptor) holds it: asked again then.
+        let ask = || {
+            (0..20)
+                .map(|_| qemu_version(&dir, &fake))
+                .find(|r| {
+                    let busy = r.as_ref().is_err_and(|e| e.contains("Text file busy"));
+                    if busy {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                    !busy
+                })
+                .unwrap()
+                .unwrap()
+        };
+        write_fake("");
+        let count = || {
+            fs::read_to_string(&runs)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        let first = ask();
+        assert_eq!(first, b"QEMU emulator version 9.9.9\n");
+        assert_eq!(ask(), first);
+        assert_eq!(count(), 1, "the second answer came from the cache");
+        write_fake(" # another build");
+        ask();
+        assert_eq!(count(), 2, "another binary is asked again");
+        let _ = fs::remove_dir_all(&dir);
     }
 }
