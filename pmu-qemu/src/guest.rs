@@ -66,18 +66,17 @@ done
 if [ -f /pmu-qemu/snapshot ]; then
 	# The host saves the machine here, once, and restores it for each run
 	# (pmu-qemu/src/snapshot.rs); then it sends the run's archive (the run script, the
-	# share's path, where the program is) on the status port: its size in bytes, a
-	# newline, the bytes. What every run needs is done before: each process the guest
-	# starts costs the host milliseconds (TCG), so a run uses the shell's builtins
-	# where they do.
+	# share's path, where the program is) on the status port. busybox's cpio reads an
+	# archive in the pieces its headers give and stops at the trailer, so it reads the
+	# port itself: no length, no copy. What every run needs is done before the save:
+	# each process a run starts costs the host milliseconds (TCG translates its code
+	# afresh after a restore), so a run uses the shell's builtins where they do.
 	mkdir /pmu-qemu/progdir
 	exec 3<> /dev/pmu-qemu.status
 	echo ready >&3
-	read size <&3 || fail "no archive from the host"
-	head -c "$size" <&3 > /pmu-qemu/run.cpio || fail "the run's archive"
-	exec 3<&-
 	# pmu-qemu/whole is the archive's last member: there only when nothing was cut.
-	(cd / && cpio -id < /pmu-qemu/run.cpio 2>/dev/null) && [ -f /pmu-qemu/whole ] || fail "unpack the run's archive"
+	(cd / && cpio -id <&3 2>/dev/null) && [ -f /pmu-qemu/whole ] || fail "unpack the run's archive"
+	exec 3<&-
 fi
 if [ -f /pmu-qemu/share ]; then
 	read -r share < /pmu-qemu/share

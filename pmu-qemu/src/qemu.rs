@@ -335,15 +335,13 @@ pub fn run(
         }
     });
     if let Some(payload) = payload {
-        // A restored guest waits for the run's archive on the status port: its size, a
-        // newline, its bytes (guest::INIT). QEMU holds the FIFO open both ways, so this
-        // writer may come and go, as the acknowledgement's does.
+        // A restored guest waits for the run's archive on the status port, whose cpio
+        // reads it up to its trailer (guest::INIT). QEMU holds the FIFO open both ways,
+        // so this writer may come and go, as the acknowledgement's does.
         let path = run_dir.join("status.in");
         std::thread::spawn(move || {
             if let Ok(mut f) = fs::OpenOptions::new().write(true).open(&path) {
-                let _ = f
-                    .write_all(format!("{}\n", payload.len()).as_bytes())
-                    .and_then(|()| f.write_all(&payload));
+                let _ = f.write_all(&payload);
             }
         });
     }
@@ -542,17 +540,15 @@ mod tests {
     const CONSOLE: &str = "printf 'Linux booted\\n' > $d/console.out";
     const STATUS: &str = "printf '7 9 3\\n' > $d/status.out";
 
-    /// A restored guest's archive arrives on the status port as guest::INIT reads it:
-    /// its size, a newline, its bytes (here 100 000, more than a FIFO holds); the guest
-    /// here echoes what it read to stdout.
+    /// A restored guest's archive arrives on the status port whole (here 100 000 bytes,
+    /// more than a FIFO holds); the guest here echoes what it read to stdout.
     #[test]
     fn the_run_s_archive_reaches_a_restored_guest_whole() {
         let payload: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         let (o, out, _) = fake_guest_with(
             &[
-                "read size <&3",
-                "head -c \"$size\" <&3 > $d/stdout.out",
-                "printf \"0 $size 0\\n\" > $d/status.out",
+                "head -c 100000 <&3 > $d/stdout.out",
+                "printf \"0 100000 0\\n\" > $d/status.out",
             ]
             .join("\n"),
             Some(payload.clone()),
