@@ -28,8 +28,9 @@ use crate::args::Options;
 use crate::debian::{self, Guest};
 use crate::qemu::{self, Boot};
 
-/// Bumped when the saved machine's layout changes in a way the key does not see.
-const FORMAT: &[u8] = b"pmu-qemu snapshot 1";
+/// Bumped when the saved machine's layout changes in a way the key does not see (the
+/// key sees the saving boot's command line and the initramfs, the init script in it).
+const FORMAT: &[u8] = b"pmu-qemu snapshot 2";
 
 /// How long the saving boot may take to reach `ready`, and the save itself.
 const PATIENCE: Duration = Duration::from_secs(300);
@@ -43,22 +44,30 @@ pub struct Snapshot {
     pub empty_share: PathBuf,
 }
 
-/// The cache key of a saved machine.
+/// The cache key of a saved machine: QEMU's version, the initramfs (whose name is a key
+/// of its contents) and the saving boot's whole command line as QEMU gets it (the CPU
+/// model, memory, devices, kernel and its command line), with fixed stand-ins for the
+/// paths that differ between runs, so that whatever shapes the machine is in the key
+/// without being listed here.
 pub fn key(qemu_version: &[u8], guest: &Guest, options: &Options) -> String {
-    debian::key(&[
+    let share = Path::new("/share");
+    let line = qemu::command_line(
+        options,
+        Path::new("/run"),
+        Some(share),
+        Boot::Save {
+            kernel: &guest.kernel,
+            initrd: Path::new("/run/initrd.cpio"),
+            empty_share: share,
+        },
+    );
+    let mut parts = vec![
         FORMAT,
         qemu_version,
-        guest.kernel.as_os_str().as_encoded_bytes(),
         guest.initramfs.as_os_str().as_encoded_bytes(),
-        options.cpu.as_bytes(),
-        options.smp.to_string().as_bytes(),
-        options.memory_mib.to_string().as_bytes(),
-        if options.console {
-            b"console"
-        } else {
-            b"quiet"
-        },
-    ])
+    ];
+    parts.extend(line.iter().map(|word| word.as_encoded_bytes()));
+    debian::key(&parts)
 }
 
 /// The saved machine for `guest` and `options`, saved now if the cache has none.
@@ -300,9 +309,19 @@ mod tests {
         let same = Options {
             share: false,
             update: true,
+            snapshot: false,
+            profile: Some(1000),
             ..Options::default()
         };
         assert_eq!(key(b"QEMU 10.0.2", &guest, &same), base);
+        // The key is made from what QEMU is given: `--cpu max` is given to QEMU as
+        // `max,pauth-impdef=on` (qemu::command_line), so the two spellings are one
+        // machine, and a change to what a default stands for is a new key.
+        let spelled_out = Options {
+            cpu: "max,pauth-impdef=on".into(),
+            ..Options::default()
+        };
+        assert_eq!(key(b"QEMU 10.0.2", &guest, &spelled_out), base);
         let n = keys.len();
         keys.sort();
         keys.dedup();
