@@ -85,7 +85,8 @@ fi
 # A restored guest copies the program into its memory: from the share when it lies
 # there, else from its directory, shared read-only (virtio-serial carries a few MB/s
 # here, 9p far more). With dd's 1 MiB reads, each 9p request carries up to msize bytes;
-# busybox's cp took 24 ms more for a 6.8 MB program here.
+# busybox's cp copies with sendfile, whose reads from 9p come in smaller pieces, a
+# round trip to QEMU each: 24 ms more for a 6.8 MB program here.
 if [ -f /pmu-qemu/fetch ]; then
 	if [ -f /pmu-qemu/fetch-dir ]; then
 		mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro pmu-qemu.prog /pmu-qemu/progdir || fail "mount the program's directory"
