@@ -277,21 +277,40 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     };
     let program_dir = program.parent().unwrap_or(Path::new("/"));
     let program_name = program.file_name().unwrap_or_default().as_bytes();
-    let (initrd, payload, boot, share_dir) = match &saved {
+    let fetch_from = if from_share {
+        program.as_os_str().as_bytes().to_vec()
+    } else {
+        [b"/pmu-qemu/progdir/".as_slice(), program_name].concat()
+    };
+    let fresh_initrd = run_dir.0.join("initrd.cpio");
+    let (payload, boot, share_dir) = match &saved {
         Some(s) => {
-            // The restored guest copies the program from its directory (guest::INIT).
+            // The restored guest copies the program from the share where it lies there,
+            // else from its directory, shared read-only (guest::INIT).
             entries.push(cpio::Entry::File {
                 path: b"pmu-qemu/fetch",
                 mode: 0o644,
-                data: program_name,
+                data: &fetch_from,
             });
             entries.push(cpio::Entry::File {
                 path: b"pmu-qemu/fetch-to",
                 mode: 0o644,
                 data: copy,
             });
+            if !from_share {
+                entries.push(cpio::Entry::File {
+                    path: b"pmu-qemu/fetch-dir",
+                    mode: 0o644,
+                    data: b"",
+                });
+            }
+            // Last: the guest takes the archive as whole only when this is there.
+            entries.push(cpio::Entry::File {
+                path: b"pmu-qemu/whole",
+                mode: 0o644,
+                data: b"",
+            });
             (
-                s.initrd.clone(),
                 Some(cpio::archive(&entries)?),
                 qemu::Boot::Restore {
                     state: &s.state,
@@ -308,23 +327,23 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
                 data: &binary,
             });
             let archive = cpio::archive(&entries)?;
-            let initrd = run_dir.0.join("initrd.cpio");
             let mut image = std::fs::read(&guest.initramfs)
                 .map_err(|e| format!("{}: {e}", guest.initramfs.display()))?;
             image.extend(archive);
-            std::fs::write(&initrd, &image).map_err(|e| format!("{}: {e}", initrd.display()))?;
-            (initrd, None, qemu::Boot::Fresh, share.clone())
+            std::fs::write(&fresh_initrd, &image)
+                .map_err(|e| format!("{}: {e}", fresh_initrd.display()))?;
+            (
+                None,
+                qemu::Boot::Fresh {
+                    kernel: &guest.kernel,
+                    initrd: &fresh_initrd,
+                },
+                share.clone(),
+            )
         }
     };
 
-    let line = qemu::command_line(
-        options,
-        &guest.kernel,
-        &initrd,
-        &run_dir.0,
-        share_dir.as_deref(),
-        boot,
-    );
+    let line = qemu::command_line(options, &run_dir.0, share_dir.as_deref(), boot);
     let outcome = qemu::run(
         std::ffi::OsStr::new(qemu::QEMU),
         &line,

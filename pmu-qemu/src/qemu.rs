@@ -26,14 +26,20 @@ pub const QEMU: &str = "qemu-system-aarch64";
 
 /// Whether `program` is an executable file on `PATH`.
 pub fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            fs::metadata(dir.join(program)).is_ok_and(|m| {
+    find_on_path(program).is_some()
+}
+
+/// The first executable file named `program` on `PATH`, as the shell would run it.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            fs::metadata(candidate).is_ok_and(|m| {
                 m.is_file()
                     && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
             })
         })
-    })
 }
 
 /// A path inside a QEMU option value: its commas doubled (QEMU's option syntax).
@@ -60,14 +66,29 @@ fn joined(parts: &[&OsStr]) -> OsString {
 /// How the machine starts.
 #[derive(Clone, Copy, Debug)]
 pub enum Boot<'a> {
-    /// From the kernel.
-    Fresh,
-    /// From the kernel, to be saved (`crate::snapshot`): the ports' host ends are
-    /// files (`<name>.txt` in the run directory) or nothing, a human monitor listens
-    /// on `monitor.sock` there, and this empty directory stands for the program's.
-    Save(&'a Path),
+    /// From the kernel and the initrd.
+    Fresh {
+        /// The kernel image.
+        kernel: &'a Path,
+        /// The initramfs.
+        initrd: &'a Path,
+    },
+    /// From the kernel and the initrd, to be saved (`crate::snapshot`): the ports' host
+    /// ends are files (`<name>.txt` in the run directory) or nothing, a human monitor
+    /// listens on `monitor.sock` there, and `empty_share` stands for the program's
+    /// directory.
+    Save {
+        /// The kernel image.
+        kernel: &'a Path,
+        /// The initramfs.
+        initrd: &'a Path,
+        /// An empty directory.
+        empty_share: &'a Path,
+    },
     /// From the machine state in `state` (`-incoming`), saved by a [`Boot::Save`] run
-    /// with the same options, kernel and initrd; `program_dir` is shared read-only.
+    /// with the same options; `program_dir` is shared read-only. No kernel or initrd:
+    /// the saved memory holds them, and loading the kernel image costs QEMU about
+    /// 50 ms a start (docs/pmu-qemu.md, "A saved guest").
     Restore {
         /// The saved machine.
         state: &'a Path,
@@ -81,8 +102,6 @@ pub enum Boot<'a> {
 /// exactly), the kernel's console on a FIFO, the four virtio-serial ports, the share.
 pub fn command_line(
     options: &Options,
-    kernel: &Path,
-    initrd: &Path,
     run_dir: &Path,
     share: Option<&Path>,
     boot: Boot,
@@ -117,19 +136,21 @@ pub fn command_line(
     ] {
         push(&[OsStr::new(word)]);
     }
-    push(&[OsStr::new("-append")]);
-    // `quiet` unless the console is shown: its bytes are read either way.
-    push(&[OsStr::new(if options.console {
-        "console=ttyAMA0 panic=-1 rdinit=/init"
-    } else {
-        "console=ttyAMA0 quiet panic=-1 rdinit=/init"
-    })]);
-    push(&[OsStr::new("-kernel")]);
-    push(&[kernel.as_os_str()]);
-    push(&[OsStr::new("-initrd")]);
-    push(&[initrd.as_os_str()]);
+    if let Boot::Fresh { kernel, initrd } | Boot::Save { kernel, initrd, .. } = boot {
+        push(&[OsStr::new("-append")]);
+        // `quiet` unless the console is shown: its bytes are read either way.
+        push(&[OsStr::new(if options.console {
+            "console=ttyAMA0 panic=-1 rdinit=/init"
+        } else {
+            "console=ttyAMA0 quiet panic=-1 rdinit=/init"
+        })]);
+        push(&[OsStr::new("-kernel")]);
+        push(&[kernel.as_os_str()]);
+        push(&[OsStr::new("-initrd")]);
+        push(&[initrd.as_os_str()]);
+    }
     let fifo = |name: &str| opt_path(&run_dir.join(name));
-    let saving = matches!(boot, Boot::Save(_));
+    let saving = matches!(boot, Boot::Save { .. });
     push(&[OsStr::new("-chardev")]);
     if saving {
         push(&[OsStr::new("file,id=console,path="), &fifo("console.txt")]);
@@ -172,7 +193,9 @@ pub fn command_line(
             guest::SHARE_TAG
         ))]);
     }
-    if let Boot::Save(dir)
+    if let Boot::Save {
+        empty_share: dir, ..
+    }
     | Boot::Restore {
         program_dir: dir, ..
     } = boot
@@ -189,8 +212,8 @@ pub fn command_line(
         ))]);
     }
     match boot {
-        Boot::Fresh => {}
-        Boot::Save(_) => {
+        Boot::Fresh { .. } => {}
+        Boot::Save { .. } => {
             push(&[OsStr::new("-monitor")]);
             push(&[
                 OsStr::new("unix:"),
@@ -312,15 +335,13 @@ pub fn run(
         }
     });
     if let Some(payload) = payload {
-        // A restored guest waits for the run's archive on the status port: its size, a
-        // newline, its bytes (guest::INIT). QEMU holds the FIFO open both ways, so this
-        // writer may come and go, as the acknowledgement's does.
+        // A restored guest waits for the run's archive on the status port, whose cpio
+        // reads it up to its trailer (guest::INIT). QEMU holds the FIFO open both ways,
+        // so this writer may come and go, as the acknowledgement's does.
         let path = run_dir.join("status.in");
         std::thread::spawn(move || {
             if let Ok(mut f) = fs::OpenOptions::new().write(true).open(&path) {
-                let _ = f
-                    .write_all(format!("{}\n", payload.len()).as_bytes())
-                    .and_then(|()| f.write_all(&payload));
+                let _ = f.write_all(&payload);
             }
         });
     }
@@ -394,6 +415,12 @@ fn relay(
                     acknowledged = true;
                 }
             }
+        }
+        if exited.is_none() && files.iter().all(Option::is_none) {
+            // Every FIFO has hung up, which QEMU's exit does: wait for it here rather
+            // than in poll's timeout (50 ms a turn, twice, on every run).
+            let status = child.wait().map_err(|e| format!("{QEMU}: {e}"))?;
+            return Ok(status);
         }
         let mut fds: Vec<libc::pollfd> = files
             .iter()
@@ -513,17 +540,15 @@ mod tests {
     const CONSOLE: &str = "printf 'Linux booted\\n' > $d/console.out";
     const STATUS: &str = "printf '7 9 3\\n' > $d/status.out";
 
-    /// A restored guest's archive arrives on the status port as guest::INIT reads it:
-    /// its size, a newline, its bytes (here 100 000, more than a FIFO holds); the guest
-    /// here echoes what it read to stdout.
+    /// A restored guest's archive arrives on the status port whole (here 100 000 bytes,
+    /// more than a FIFO holds); the guest here echoes what it read to stdout.
     #[test]
     fn the_run_s_archive_reaches_a_restored_guest_whole() {
         let payload: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         let (o, out, _) = fake_guest_with(
             &[
-                "read size <&3",
-                "head -c \"$size\" <&3 > $d/stdout.out",
-                "printf \"0 $size 0\\n\" > $d/status.out",
+                "head -c 100000 <&3 > $d/stdout.out",
+                "printf \"0 100000 0\\n\" > $d/status.out",
             ]
             .join("\n"),
             Some(payload.clone()),
@@ -593,11 +618,12 @@ mod tests {
     fn the_guest_counts_exactly_on_one_cpu_by_default() {
         let args = command_line(
             &Options::default(),
-            Path::new("/c/vmlinuz"),
-            Path::new("/r/initrd"),
             Path::new("/r"),
             Some(Path::new("/home/me/crate")),
-            Boot::Fresh,
+            Boot::Fresh {
+                kernel: Path::new("/c/vmlinuz"),
+                initrd: Path::new("/r/initrd"),
+            },
         );
         let t = text(&args);
         assert!(
@@ -619,11 +645,12 @@ mod tests {
         };
         let args = command_line(
             &options,
-            Path::new("/c/vm,linuz"),
-            Path::new("/r/i"),
             Path::new("/r"),
             None,
-            Boot::Fresh,
+            Boot::Fresh {
+                kernel: Path::new("/c/vm,linuz"),
+                initrd: Path::new("/r/i"),
+            },
         );
         let t = text(&args);
         assert!(t.contains("-cpu cortex-a72 "), "{t}");
@@ -633,20 +660,24 @@ mod tests {
     }
 
     /// A saving run's ports write to files or nowhere and a monitor listens; a restoring
-    /// run has the usual ports and reads the state with `-incoming`.
+    /// run has the usual ports, no kernel (its memory is the saved one) and reads the
+    /// state with `-incoming`.
     #[test]
     fn saved_and_restored_machines_differ_only_in_their_host_ends() {
         let line = |boot| {
             text(&command_line(
                 &Options::default(),
-                Path::new("/c/vmlinuz"),
-                Path::new("/r/initrd"),
                 Path::new("/r"),
                 Some(Path::new("/s")),
                 boot,
             ))
         };
-        let save = line(Boot::Save(Path::new("/e")));
+        let (kernel, initrd) = (Path::new("/c/vmlinuz"), Path::new("/r/initrd"));
+        let save = line(Boot::Save {
+            kernel,
+            initrd,
+            empty_share: Path::new("/e"),
+        });
         assert!(
             save.contains("-chardev null,id=stdin -device virtserialport,chardev=stdin"),
             "{save}"
@@ -665,9 +696,11 @@ mod tests {
             program_dir: Path::new("/t/release"),
         });
         assert!(restore.ends_with("-incoming file:/c/state"), "{restore}");
+        let kernel_words = " -append console=ttyAMA0 quiet panic=-1 rdinit=/init -kernel /c/vmlinuz -initrd /r/initrd";
         assert_eq!(
             restore.strip_suffix(" -fsdev local,id=prog,security_model=none,readonly=on,path=/t/release -device virtio-9p-device,fsdev=prog,mount_tag=pmu-qemu.prog -incoming file:/c/state"),
-            Some(line(Boot::Fresh).as_str())
+            Some(line(Boot::Fresh { kernel, initrd }).replacen(kernel_words, "", 1).as_str())
         );
+        assert!(!restore.contains("-kernel"), "{restore}");
     }
 }

@@ -6,8 +6,8 @@
 //! ports), says `ready` on the status port and waits there for the run's archive
 //! (guest::INIT). The host then saves the machine with QEMU's monitor (`migrate
 //! file:…`: the migration stream, icount's instruction count and the virtual clock
-//! included) into the cache. A run starts QEMU with the same options, kernel and initrd
-//! and `-incoming file:…`, and sends the archive it would have appended to the
+//! included) into the cache. A run starts QEMU with the same options and devices and
+//! `-incoming file:…` (no kernel or initrd: the saved memory holds them), and sends the archive it would have appended to the
 //! initramfs: the guest unpacks it and goes on as a booted one does.
 //!
 //! The file is keyed by what the saved machine depends on: QEMU's version, the kernel,
@@ -28,39 +28,46 @@ use crate::args::Options;
 use crate::debian::{self, Guest};
 use crate::qemu::{self, Boot};
 
-/// Bumped when the saved machine's layout changes in a way the key does not see.
-const FORMAT: &[u8] = b"pmu-qemu snapshot 1";
+/// Bumped when the saved machine's layout changes in a way the key does not see (the
+/// key sees the saving boot's command line and the initramfs, the init script in it).
+const FORMAT: &[u8] = b"pmu-qemu snapshot 2";
 
 /// How long the saving boot may take to reach `ready`, and the save itself.
 const PATIENCE: Duration = Duration::from_secs(300);
 
-/// A saved machine and the initrd it was booted with.
+/// A saved machine.
 pub struct Snapshot {
     /// The migration stream.
     pub state: PathBuf,
-    /// The initrd (the base initramfs and the marker): a restoring QEMU loads the same.
-    pub initrd: PathBuf,
     /// An empty directory: the share's host side when the run shares nothing (the
     /// restored machine has the 9p device either way).
     pub empty_share: PathBuf,
 }
 
-/// The cache key of a saved machine.
+/// The cache key of a saved machine: QEMU's version, the initramfs (whose name is a key
+/// of its contents) and the saving boot's whole command line as QEMU gets it (the CPU
+/// model, memory, devices, kernel and its command line), with fixed stand-ins for the
+/// paths that differ between runs, so that whatever shapes the machine is in the key
+/// without being listed here.
 pub fn key(qemu_version: &[u8], guest: &Guest, options: &Options) -> String {
-    debian::key(&[
+    let share = Path::new("/share");
+    let line = qemu::command_line(
+        options,
+        Path::new("/run"),
+        Some(share),
+        Boot::Save {
+            kernel: &guest.kernel,
+            initrd: Path::new("/run/initrd.cpio"),
+            empty_share: share,
+        },
+    );
+    let mut parts = vec![
         FORMAT,
         qemu_version,
-        guest.kernel.as_os_str().as_encoded_bytes(),
         guest.initramfs.as_os_str().as_encoded_bytes(),
-        options.cpu.as_bytes(),
-        options.smp.to_string().as_bytes(),
-        options.memory_mib.to_string().as_bytes(),
-        if options.console {
-            b"console"
-        } else {
-            b"quiet"
-        },
-    ])
+    ];
+    parts.extend(line.iter().map(|word| word.as_encoded_bytes()));
+    debian::key(&parts)
 }
 
 /// The saved machine for `guest` and `options`, saved now if the cache has none.
@@ -69,22 +76,18 @@ pub fn key(qemu_version: &[u8], guest: &Guest, options: &Options) -> String {
 /// QEMU's version unknown, the saving boot or the save failing (with the guest's
 /// console).
 pub fn ensure(guest: &Guest, options: &Options) -> Result<Snapshot, String> {
-    let version = Command::new(qemu::QEMU)
-        .arg("--version")
-        .stderr(Stdio::null())
-        .output()
-        .map_err(|e| format!("{} --version: {e}", qemu::QEMU))?
-        .stdout;
     let dir = debian::cache_dir();
+    let binary =
+        qemu::find_on_path(qemu::QEMU).ok_or_else(|| format!("{} is not on PATH", qemu::QEMU))?;
+    let version = qemu_version(&dir, &binary)?;
     let k = key(&version, guest, options);
     let snapshot = Snapshot {
         state: dir.join(format!("snapshot-{k}.state")),
-        initrd: dir.join(format!("snapshot-{k}.cpio")),
         empty_share: dir.join("snapshot-share"),
     };
     fs::create_dir_all(&snapshot.empty_share)
         .map_err(|e| format!("{}: {e}", snapshot.empty_share.display()))?;
-    if snapshot.state.is_file() && snapshot.initrd.is_file() {
+    if snapshot.state.is_file() {
         return Ok(snapshot);
     }
     let t = Instant::now();
@@ -95,6 +98,46 @@ pub fn ensure(guest: &Guest, options: &Options) -> Result<Snapshot, String> {
     save(guest, options, &snapshot)?;
     eprintln!("pmu-qemu: saved in {:.1} s", t.elapsed().as_secs_f64());
     Ok(snapshot)
+}
+
+/// `binary --version`'s output, remembered in `dir` per binary (its path, size and
+/// modification time): starting QEMU only to ask costs 15 ms a run.
+fn qemu_version(dir: &Path, binary: &Path) -> Result<Vec<u8>, String> {
+    let meta = fs::metadata(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default();
+    let memo = dir.join(format!(
+        "qemu-version-{}",
+        debian::key(&[
+            binary.as_os_str().as_encoded_bytes(),
+            meta.len().to_string().as_bytes(),
+            modified.as_nanos().to_string().as_bytes(),
+        ])
+    ));
+    if let Ok(version) = fs::read(&memo) {
+        return Ok(version);
+    }
+    let version = Command::new(binary)
+        .arg("--version")
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("{} --version: {e}", binary.display()))?
+        .stdout;
+    if version.is_empty() {
+        return Err(format!("{} --version said nothing", binary.display()));
+    }
+    // Written whole or not at all: a reader never sees a part.
+    let part = partial(&memo);
+    if fs::write(&part, &version)
+        .and_then(|()| fs::rename(&part, &memo))
+        .is_err()
+    {
+        let _ = fs::remove_file(&part);
+    }
+    Ok(version)
 }
 
 /// A file of this process next to `path`, renamed over it when complete.
@@ -118,17 +161,19 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
             data: b"",
         },
     ])?);
-    let initrd_partial = partial(&snapshot.initrd);
-    fs::write(&initrd_partial, &initrd).map_err(io(&initrd_partial))?;
-
     let run_dir = qemu::RunDir::new()?;
+    // Only this boot reads the initrd: a restored machine has it in its memory.
+    let initrd_path = run_dir.0.join("initrd.cpio");
+    fs::write(&initrd_path, &initrd).map_err(io(&initrd_path))?;
     let line = qemu::command_line(
         options,
-        &guest.kernel,
-        &initrd_partial,
         &run_dir.0,
         Some(&snapshot.empty_share),
-        Boot::Save(&snapshot.empty_share),
+        Boot::Save {
+            kernel: &guest.kernel,
+            initrd: &initrd_path,
+            empty_share: &snapshot.empty_share,
+        },
     );
     let log = run_dir.0.join("qemu.log");
     let log_file = fs::File::create(&log).map_err(io(&log))?;
@@ -144,7 +189,6 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
     let _ = child.kill();
     let _ = child.wait();
     if let Err(e) = result {
-        let _ = fs::remove_file(&initrd_partial);
         let _ = fs::remove_file(&state_partial);
         let console = fs::read_to_string(run_dir.0.join("console.txt")).unwrap_or_default();
         let lines: Vec<&str> = console.lines().collect();
@@ -154,8 +198,6 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
             fs::read_to_string(&log).unwrap_or_default().trim()
         ));
     }
-    // The initrd first: a state without its initrd is never taken as ready.
-    fs::rename(&initrd_partial, &snapshot.initrd).map_err(io(&snapshot.initrd))?;
     fs::rename(&state_partial, &snapshot.state).map_err(io(&snapshot.state))
 }
 
@@ -267,12 +309,72 @@ mod tests {
         let same = Options {
             share: false,
             update: true,
+            snapshot: false,
+            profile: Some(1000),
             ..Options::default()
         };
         assert_eq!(key(b"QEMU 10.0.2", &guest, &same), base);
+        // The key is made from what QEMU is given: `--cpu max` is given to QEMU as
+        // `max,pauth-impdef=on` (qemu::command_line), so the two spellings are one
+        // machine, and a change to what a default stands for is a new key.
+        let spelled_out = Options {
+            cpu: "max,pauth-impdef=on".into(),
+            ..Options::default()
+        };
+        assert_eq!(key(b"QEMU 10.0.2", &guest, &spelled_out), base);
         let n = keys.len();
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), n, "every change is a new key");
+    }
+
+    /// The version is asked once per binary: a stand-in QEMU (a script that counts its
+    /// runs) answers the first call; the second reads the cache; a changed binary (other
+    /// size) is asked again.
+    #[test]
+    fn qemu_s_version_is_asked_once_per_binary() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("pmu-qemu-version-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let runs = dir.join("runs");
+        let fake = dir.join("qemu");
+        let write_fake = |extra: &str| {
+            let script = format!(
+                "#!/bin/sh\necho run >> '{}'\necho 'QEMU emulator version 9.9.9'{extra}\n",
+                runs.display()
+            );
+            fs::write(&fake, script).unwrap();
+            fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        // A script just written can be "busy" for a moment while another test's child
+        // (forked before its exec closed our descriptor) holds it: asked again then.
+        let ask = || {
+            (0..20)
+                .map(|_| qemu_version(&dir, &fake))
+                .find(|r| {
+                    let busy = r.as_ref().is_err_and(|e| e.contains("Text file busy"));
+                    if busy {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                    !busy
+                })
+                .unwrap()
+                .unwrap()
+        };
+        write_fake("");
+        let count = || {
+            fs::read_to_string(&runs)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        let first = ask();
+        assert_eq!(first, b"QEMU emulator version 9.9.9\n");
+        assert_eq!(ask(), first);
+        assert_eq!(count(), 1, "the second answer came from the cache");
+        write_fake(" # another build");
+        ask();
+        assert_eq!(count(), 2, "another binary is asked again");
+        let _ = fs::remove_dir_all(&dir);
     }
 }
