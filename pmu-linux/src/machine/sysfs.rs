@@ -85,6 +85,10 @@ impl Sysfs {
     }
 
     /// Where its machine's CPUs are listed (`cpuN/`, `possible`), if it has one.
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
     pub(crate) fn cpu_root(&self) -> Option<&Path> {
         match &self.cores {
             CoreSource::None => None,
