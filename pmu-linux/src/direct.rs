@@ -72,13 +72,20 @@ mod arch;
 mod arch;
 
 // What programs use to build a region by hand over counters they program themselves:
-// the constructors in the architecture's module, then `allocate` and `pool_region`
-// (`DirectRegion::new` with `Watching` and `SENTINEL_FILTER` for a region with
-// handles and a sentinel of the program's own choosing, on ARMv8).
+// the constructors in the architecture's module, then `allocate` and `pool_region`.
+// `take_trap` says whether such a program's own read trapped under the library's SIGILL
+// handler.
 pub use alloc::allocate;
-pub use grant::{module_layout, take_trap};
+pub use grant::take_trap;
 #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
 pub use pool::pool_region;
+
+// The rigs' view (the crate docs' "Feature `rig`"): `DirectRegion::new` with
+// `Watching` and `SENTINEL_FILTER` for a region over handles and a sentinel of the
+// rig's own choosing (ARMv8), and the module's layout as the module wrote it.
+#[cfg(feature = "rig")]
+pub use grant::module_layout;
+#[cfg(feature = "rig")]
 pub use region::{DirectRegion, Watching, SENTINEL_FILTER};
 
 /// Whether user mode may program the PMU of the CPU this thread runs on (pin first: the

@@ -54,9 +54,15 @@ pub(crate) mod topology;
 
 pub use command::{CommandCount, CommandEnd, CommandRun, EventTotal};
 pub use group::GroupRead;
-pub use hybrid::HybridSession;
 pub use options::Options;
-pub use page::MmapPage;
-pub use read::{read, read_now};
 pub use session::Session;
+
+// The rigs' view (the crate docs' "Feature `rig`").
+#[cfg(feature = "rig")]
+pub use hybrid::HybridSession;
+#[cfg(feature = "rig")]
+pub use page::MmapPage;
+#[cfg(feature = "rig")]
+pub use read::{read, read_now};
+#[cfg(feature = "rig")]
 pub use topology::{CorePmu, CoreTopology};

@@ -54,6 +54,7 @@
 /// arm_pmuv3.c `armv8pmu_set_event_filter`, 6.12: with the kernel at EL2, counting
 /// the kernel sets the EL2 bit). Field meanings: Arm ARM (DDI 0487),
 /// `PMEVTYPER<n>_EL0` (P, U, NSH).
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter {
     user: false,
     kernel: true,
@@ -164,6 +165,7 @@ pub trait CounterSet {
     /// How many counters.
     fn len(&self) -> usize;
     /// Whether there is none.
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -355,6 +357,7 @@ where
     /// # Panics
     /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
     /// counter, or off with one): a mistake in the calling code.
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn new(
         owner: O,
         access: A,
@@ -390,6 +393,7 @@ where
     ///
     /// # Errors
     /// [`crate::error::AccessError::Revoked`] when the grant went away.
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn enable(&mut self) -> Result<()> {
         <Self as Backend>::enable(self)
     }
@@ -398,11 +402,13 @@ where
     ///
     /// # Errors
     /// As [`Self::enable`].
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn disable(&mut self) -> Result<()> {
         <Self as Backend>::disable(self)
     }
 
     /// What the last region's hazards were derived from.
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn evidence(&self) -> Evidence {
         <Self as Backend>::evidence(self)
     }
