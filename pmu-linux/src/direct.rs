@@ -11,7 +11,7 @@
 //!   CPU (the registers and the enable bit are per CPU), probe, and hand back the
 //!   architecture crate's driver (`El0Pmu`, `Pl0Pmu`, `Arm1176Pmu<Cp15>`);
 //! - [`allocate`] turns event names into counters of a `pmu_core::CounterPool`;
-//! - [`DirectRegion`] measures regions on them, one type for every architecture (the
+//! - `DirectRegion` measures regions on them, one type for every architecture (the
 //!   counters' reads, the grant check, the sentinel, the overflow flags and the CPU are
 //!   its type parameters): at each edge it reads the
 //!   grant first (PMUSERENR_EL0 and PMUSERENR are readable in user mode whatever they
@@ -21,7 +21,8 @@
 //!   without a sentinel (the ARM1176, or no counter left for one), switches from
 //!   `getrusage` at both edges. The meter's backends are such regions; a program that
 //!   programs the PMU itself builds one over its pool's counters with `pool_region`
-//!   (ARM).
+//!   (ARM). The type itself is crate-private (public only under the feature `rig`,
+//!   for the workspace's guest rigs).
 //!
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.

@@ -362,7 +362,8 @@ impl Session {
     }
 
     /// Event `i` through its metadata page with one instruction, after every earlier
-    /// instruction completed ([`read()`]), or why that is not possible now.
+    /// instruction completed (as the perf module's `read()`), or why that is not possible
+    /// now.
     ///
     /// A software event's page has `index` 0 and, on x86, `cap_user_rdpmc` 0 as well;
     /// it reports [`pmu_core::Fallback::NotScheduled`]: it is never on a hardware
