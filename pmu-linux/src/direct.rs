@@ -11,7 +11,7 @@
 //!   CPU (the registers and the enable bit are per CPU), probe, and hand back the
 //!   architecture crate's driver (`El0Pmu`, `Pl0Pmu`, `Arm1176Pmu<Cp15>`);
 //! - [`allocate`] turns event names into counters of a `pmu_core::CounterPool`;
-//! - `DirectRegion` measures regions on them, one type for every architecture (the
+//! - [`DirectRegion`] measures regions on them, one type for every architecture (the
 //!   counters' reads, the grant check, the sentinel, the overflow flags and the CPU are
 //!   its type parameters): at each edge it reads the
 //!   grant first (PMUSERENR_EL0 and PMUSERENR are readable in user mode whatever they
@@ -21,8 +21,9 @@
 //!   without a sentinel (the ARM1176, or no counter left for one), switches from
 //!   `getrusage` at both edges. The meter's backends are such regions; a program that
 //!   programs the PMU itself builds one over its pool's counters with `pool_region`
-//!   (ARM). The type itself is crate-private (public only under the feature `rig`,
-//!   for the workspace's guest rigs).
+//!   (ARM). Its constructor `DirectRegion::new`, over counter handles and a sentinel
+//!   of one's own choosing, is public only under the feature `rig` (for the
+//!   workspace's guest rigs).
 //!
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
@@ -80,6 +81,7 @@ pub use alloc::allocate;
 pub use grant::take_trap;
 #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
 pub use pool::pool_region;
+pub use region::DirectRegion;
 
 // The rigs' view (the crate docs' "Feature `rig`"): `DirectRegion::new` with
 // `Watching` and `SENTINEL_FILTER` for a region over handles and a sentinel of the
@@ -87,7 +89,7 @@ pub use pool::pool_region;
 #[cfg(feature = "rig")]
 pub use grant::module_layout;
 #[cfg(feature = "rig")]
-pub use region::{DirectRegion, Watching, SENTINEL_FILTER};
+pub use region::{Watching, SENTINEL_FILTER};
 
 /// Whether user mode may program the PMU of the CPU this thread runs on (pin first: the
 /// grant is per CPU): one register access in a forked child (ARMv8: PMCR_EL0 under

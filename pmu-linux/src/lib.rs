@@ -108,7 +108,7 @@
 //! handles of their own). With it, these become public: in `perf`, `HybridSession`,
 //! `CoreTopology`, `CorePmu`, `MmapPage`, `read`, `read_now`, and `Session`'s
 //! `sentinel`, `evidence`, `reset`, `len`, `is_empty`, `read_count`, `syscall_free`,
-//! `cpu_from_rseq`, `page` and `specs`; in `direct`, `DirectRegion`, `Watching`,
+//! `cpu_from_rseq`, `page` and `specs`; in `direct`, `DirectRegion::new`, `Watching`,
 //! `SENTINEL_FILTER` and `module_layout`; `machine::EventSpec`;
 //! `measure::measure_with_baseline`. Without it they are crate-private.
 

@@ -342,41 +342,42 @@ where
     S: SentinelRead,
     F: OverflowFlags,
 {
-    /// A region over `counters` (named `names`, counter i of `counters` being counter i
-    /// of `owner`, whose widths they have), watched by `sentinel`; `sentinel_state` says
-    /// how the sentinel counts, or why there is none. The CPU is read from the thread's
-    /// rseq area (glibc's, or one this library registers).
-    ///
-    /// # Errors
-    /// No rseq area ([`crate::Error::Io`] with [`crate::error::Op::Rseq`]: ENOSYS, or
-    /// EBUSY where another library registered one this crate cannot find);
-    /// [`crate::error::GroupError::NoEvents`]
-    /// for K = 0; [`crate::error::GroupError::TooMany`]; a name count or an owner that
-    /// differs from K ([`pmu_core::Error::ReadingsMismatch`]).
-    ///
-    /// # Panics
-    /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
-    /// counter, or off with one): a mistake in the calling code.
-    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
-    pub fn new(
-        owner: O,
-        access: A,
-        counters: [H; K],
-        names: Vec<String>,
-        sentinel: S,
-        sentinel_state: Sentinel,
-        flags: F,
-    ) -> Result<Self> {
-        Self::with_cpu(
-            owner,
-            access,
-            counters,
-            names,
-            sentinel,
-            sentinel_state,
-            flags,
-            RseqCpu::this_thread()?,
-        )
+    rig_pub! {
+        /// A region over `counters` (named `names`, counter i of `counters` being counter i
+        /// of `owner`, whose widths they have), watched by `sentinel`; `sentinel_state` says
+        /// how the sentinel counts, or why there is none. The CPU is read from the thread's
+        /// rseq area (glibc's, or one this library registers).
+        ///
+        /// # Errors
+        /// No rseq area ([`crate::Error::Io`] with [`crate::error::Op::Rseq`]: ENOSYS, or
+        /// EBUSY where another library registered one this crate cannot find);
+        /// [`crate::error::GroupError::NoEvents`]
+        /// for K = 0; [`crate::error::GroupError::TooMany`]; a name count or an owner that
+        /// differs from K ([`pmu_core::Error::ReadingsMismatch`]).
+        ///
+        /// # Panics
+        /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
+        /// counter, or off with one): a mistake in the calling code.
+        pub fn new(
+            owner: O,
+            access: A,
+            counters: [H; K],
+            names: Vec<String>,
+            sentinel: S,
+            sentinel_state: Sentinel,
+            flags: F,
+        ) -> Result<Self> {
+            Self::with_cpu(
+                owner,
+                access,
+                counters,
+                names,
+                sentinel,
+                sentinel_state,
+                flags,
+                RseqCpu::this_thread()?,
+            )
+        }
     }
 }
 
@@ -393,7 +394,6 @@ where
     ///
     /// # Errors
     /// [`crate::error::AccessError::Revoked`] when the grant went away.
-    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn enable(&mut self) -> Result<()> {
         <Self as Backend>::enable(self)
     }
@@ -402,13 +402,11 @@ where
     ///
     /// # Errors
     /// As [`Self::enable`].
-    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn disable(&mut self) -> Result<()> {
         <Self as Backend>::disable(self)
     }
 
     /// What the last region's hazards were derived from.
-    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn evidence(&self) -> Evidence {
         <Self as Backend>::evidence(self)
     }

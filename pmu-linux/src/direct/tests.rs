@@ -7,7 +7,6 @@ use pmu_core::{Counter, CounterPool, CounterWidth, PrivilegeFilter};
 
 use super::alloc::OwnedCounters;
 use super::probe::{classify, cpuinfo_midr, ARM1176_MIDR};
-use super::region::DirectRegion;
 use super::region::{NoFlags, NoSentinel, OverflowFlags, Unchecked};
 use super::*;
 use crate::error::Error;
