@@ -12,6 +12,11 @@ use crate::sys;
 use sysfs::is_cpu_pmu;
 
 pub(crate) mod cpu;
+// Exact emulation is a question for the perf backend's regions (x86_64, aarch64).
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) mod emulation;
 pub(crate) mod events;
 // The CPU read of the syscall-free regions of x86_64 and arm64; 32-bit ARM's direct

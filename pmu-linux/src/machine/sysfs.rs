@@ -85,6 +85,11 @@ impl Sysfs {
     }
 
     /// Where its machine's CPUs are listed (`cpuN/`, `possible`), if it has one.
+    // Read for exact emulation only, a perf backend question (x86_64, aarch64).
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
     pub(crate) fn cpu_root(&self) -> Option<&Path> {
         match &self.cores {
             CoreSource::None => None,
