@@ -21,7 +21,9 @@
 //!   without a sentinel (the ARM1176, or no counter left for one), switches from
 //!   `getrusage` at both edges. The meter's backends are such regions; a program that
 //!   programs the PMU itself builds one over its pool's counters with `pool_region`
-//!   (ARM).
+//!   (ARM). Its constructor `DirectRegion::new`, over counter handles and a sentinel
+//!   of one's own choosing, is public only under the feature `rig` (for the
+//!   workspace's guest rigs).
 //!
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
@@ -72,14 +74,22 @@ mod arch;
 mod arch;
 
 // What programs use to build a region by hand over counters they program themselves:
-// the constructors in the architecture's module, then `allocate` and `pool_region`
-// (`DirectRegion::new` with `Watching` and `SENTINEL_FILTER` for a region with
-// handles and a sentinel of the program's own choosing, on ARMv8).
+// the constructors in the architecture's module, then `allocate` and `pool_region`.
+// `take_trap` says whether such a program's own read trapped under the library's SIGILL
+// handler.
 pub use alloc::allocate;
-pub use grant::{module_layout, take_trap};
+pub use grant::take_trap;
 #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
 pub use pool::pool_region;
-pub use region::{DirectRegion, Watching, SENTINEL_FILTER};
+pub use region::DirectRegion;
+
+// The rigs' view (the crate docs' "Feature `rig`"): `DirectRegion::new` with
+// `Watching` and `SENTINEL_FILTER` for a region over handles and a sentinel of the
+// rig's own choosing (ARMv8), and the module's layout as the module wrote it.
+#[cfg(feature = "rig")]
+pub use grant::module_layout;
+#[cfg(feature = "rig")]
+pub use region::{Watching, SENTINEL_FILTER};
 
 /// Whether user mode may program the PMU of the CPU this thread runs on (pin first: the
 /// grant is per CPU): one register access in a forked child (ARMv8: PMCR_EL0 under

@@ -99,6 +99,34 @@
 //! `perf` (64-bit architectures) and [`direct`], the [`measure`] functions over
 //! either, and [`machine`] (what this machine offers: backends, PMUs, events, CPUs).
 //! pmu-core's types are re-exported as `pmu_linux::pmu_core`.
+//!
+//! # Feature `rig`
+//!
+//! Off by default, and not part of the stable API: the workspace's guest rigs (crate
+//! pmu-guest, the QEMU end-to-end runs) read internals through it, to measure what the
+//! front door hides (each read path's cost, one big.LITTLE group, a region over
+//! handles of their own). With it, these become public: in `perf`, `HybridSession`,
+//! `CoreTopology`, `CorePmu`, `MmapPage`, `read`, `read_now`, and `Session`'s
+//! `sentinel`, `evidence`, `reset`, `len`, `is_empty`, `read_count`, `syscall_free`,
+//! `cpu_from_rseq`, `page` and `specs`; in `direct`, `DirectRegion::new`, `Watching`,
+//! `SENTINEL_FILTER` and `module_layout`; `machine::EventSpec`;
+//! `measure::measure_with_baseline`. Without it they are crate-private.
+
+/// Declares an item public under the feature `rig` and crate-private without it (one
+/// declaration; the crate docs list what it covers). Without the feature an item only
+/// the rigs call is unused, hence `dead_code` is allowed there.
+macro_rules! rig_pub {
+    ($(#[$meta:meta])* pub $($item:tt)*) => {
+        $(#[$meta])*
+        #[cfg(feature = "rig")]
+        pub $($item)*
+
+        $(#[$meta])*
+        #[cfg(not(feature = "rig"))]
+        #[allow(dead_code)]
+        pub(crate) $($item)*
+    };
+}
 
 mod asm;
 mod backend;

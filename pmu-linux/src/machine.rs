@@ -31,7 +31,10 @@ pub(crate) mod sysfs;
 pub(crate) mod timestamp;
 
 pub use cpu::{CoreKind, Cores};
-pub use events::{EventKind, EventSpec};
+pub use events::EventKind;
+// The rigs' view (the crate docs' "Feature `rig`").
+#[cfg(feature = "rig")]
+pub use events::EventSpec;
 pub use sched::{allowed_cpus, current_cpu, pin_to, set_allowed_cpus, PinGuard};
 pub use sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 pub use timestamp::NAME;

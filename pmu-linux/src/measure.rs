@@ -154,20 +154,22 @@ pub fn measure(
     )
 }
 
-/// Like [`measure`], calibrated against `baseline`: `region` and `baseline` should be
-/// two values of one closure type (e.g. made by one function with different arguments)
-/// that differ only in the work they do, so that they compile to the same machine code
-/// and the baseline cancels the call exactly (pmu-core `Harness::calibrated_against`).
-///
-/// # Errors
-/// As [`measure`].
-pub fn measure_with_baseline(
-    counters: &mut dyn Backend,
-    config: &MeasureConfig,
-    region: &mut dyn FnMut(),
-    baseline: &mut dyn FnMut(),
-) -> Result<Measurement> {
-    run(counters, config, region, Some(baseline))
+rig_pub! {
+    /// Like [`measure`], calibrated against `baseline`: `region` and `baseline` should be
+    /// two values of one closure type (e.g. made by one function with different arguments)
+    /// that differ only in the work they do, so that they compile to the same machine code
+    /// and the baseline cancels the call exactly (pmu-core `Harness::calibrated_against`).
+    ///
+    /// # Errors
+    /// As [`measure`].
+    pub fn measure_with_baseline(
+        counters: &mut dyn Backend,
+        config: &MeasureConfig,
+        region: &mut dyn FnMut(),
+        baseline: &mut dyn FnMut(),
+    ) -> Result<Measurement> {
+        run(counters, config, region, Some(baseline))
+    }
 }
 
 /// One region, once: `start`, `region`, `stop`.

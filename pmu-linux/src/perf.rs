@@ -1,8 +1,9 @@
 //! The perf backend by hand, below the [`crate::Meter`]: a [`Session`] is one perf
 //! group read through its metadata pages ([`Options`] say how it opens); a
-//! [`HybridSession`] sums generic events over every core PMU of a big.LITTLE machine;
-//! [`read()`] is the one-instruction read of one page; a [`CommandCount`] counts a whole
-//! command with its threads and children (`perf stat -- CMD`). 64-bit architectures only
+//! [`CommandCount`] counts a whole command with its threads and children (`perf stat --
+//! CMD`). On a big.LITTLE machine the meter's `HybridSession` sums generic events over
+//! every core PMU; it, and `read()`, the one-instruction read of one page, are
+//! crate-private (public only under the feature `rig`, for the workspace's guest rigs). 64-bit architectures only
 //! (perf-event-open-sys has bindings for those).
 //!
 //! # A session
@@ -54,9 +55,15 @@ pub(crate) mod topology;
 
 pub use command::{CommandCount, CommandEnd, CommandRun, EventTotal};
 pub use group::GroupRead;
-pub use hybrid::HybridSession;
 pub use options::Options;
-pub use page::MmapPage;
-pub use read::{read, read_now};
 pub use session::Session;
+
+// The rigs' view (the crate docs' "Feature `rig`").
+#[cfg(feature = "rig")]
+pub use hybrid::HybridSession;
+#[cfg(feature = "rig")]
+pub use page::MmapPage;
+#[cfg(feature = "rig")]
+pub use read::{read, read_now};
+#[cfg(feature = "rig")]
 pub use topology::{CorePmu, CoreTopology};

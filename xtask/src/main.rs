@@ -376,6 +376,25 @@ fn lint_steps() -> Vec<Step> {
         ),
         Step::cargo("clippy, host, all targets, -D warnings", clippy),
         Step::cargo("rustdoc, host crates, -D warnings", doc).env("RUSTDOCFLAGS", "-D warnings"),
+        // The workspace steps build pmu-linux with pmu-guest's feature `rig`; pmu-linux
+        // alone has its default features, the surface programs see.
+        Step::cargo(
+            "clippy pmu-linux (default features, without `rig`), host, all targets, -D warnings",
+            [
+                "clippy",
+                "-p",
+                "pmu-linux",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+        Step::cargo(
+            "rustdoc pmu-linux (default features, without `rig`), host, -D warnings",
+            ["doc", "--no-deps", "-p", "pmu-linux"],
+        )
+        .env("RUSTDOCFLAGS", "-D warnings"),
     ];
     for (target, crates) in BARE_METAL {
         steps.push(target_step(
@@ -393,6 +412,13 @@ fn lint_steps() -> Vec<Step> {
             &["--all-targets", "--", "-D", "warnings"],
         ));
     }
+    // As on the host: pmu-linux alone, without pmu-guest's `rig` (arm64: every backend).
+    steps.push(target_step(
+        "clippy",
+        "aarch64-unknown-linux-musl",
+        &["pmu-linux"],
+        &["--all-targets", "--", "-D", "warnings"],
+    ));
     // pmu-armv8's `serde` feature without the standard library: the host build above
     // has it only with std (pmu-demo's), the bare-metal one above not at all.
     steps.push(Step::cargo(

@@ -54,6 +54,7 @@
 /// arm_pmuv3.c `armv8pmu_set_event_filter`, 6.12: with the kernel at EL2, counting
 /// the kernel sets the EL2 bit). Field meanings: Arm ARM (DDI 0487),
 /// `PMEVTYPER<n>_EL0` (P, U, NSH).
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 pub const SENTINEL_FILTER: pmu_core::PrivilegeFilter = pmu_core::PrivilegeFilter {
     user: false,
     kernel: true,
@@ -164,6 +165,7 @@ pub trait CounterSet {
     /// How many counters.
     fn len(&self) -> usize;
     /// Whether there is none.
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -340,40 +342,42 @@ where
     S: SentinelRead,
     F: OverflowFlags,
 {
-    /// A region over `counters` (named `names`, counter i of `counters` being counter i
-    /// of `owner`, whose widths they have), watched by `sentinel`; `sentinel_state` says
-    /// how the sentinel counts, or why there is none. The CPU is read from the thread's
-    /// rseq area (glibc's, or one this library registers).
-    ///
-    /// # Errors
-    /// No rseq area ([`crate::Error::Io`] with [`crate::error::Op::Rseq`]: ENOSYS, or
-    /// EBUSY where another library registered one this crate cannot find);
-    /// [`crate::error::GroupError::NoEvents`]
-    /// for K = 0; [`crate::error::GroupError::TooMany`]; a name count or an owner that
-    /// differs from K ([`pmu_core::Error::ReadingsMismatch`]).
-    ///
-    /// # Panics
-    /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
-    /// counter, or off with one): a mistake in the calling code.
-    pub fn new(
-        owner: O,
-        access: A,
-        counters: [H; K],
-        names: Vec<String>,
-        sentinel: S,
-        sentinel_state: Sentinel,
-        flags: F,
-    ) -> Result<Self> {
-        Self::with_cpu(
-            owner,
-            access,
-            counters,
-            names,
-            sentinel,
-            sentinel_state,
-            flags,
-            RseqCpu::this_thread()?,
-        )
+    rig_pub! {
+        /// A region over `counters` (named `names`, counter i of `counters` being counter i
+        /// of `owner`, whose widths they have), watched by `sentinel`; `sentinel_state` says
+        /// how the sentinel counts, or why there is none. The CPU is read from the thread's
+        /// rseq area (glibc's, or one this library registers).
+        ///
+        /// # Errors
+        /// No rseq area ([`crate::Error::Io`] with [`crate::error::Op::Rseq`]: ENOSYS, or
+        /// EBUSY where another library registered one this crate cannot find);
+        /// [`crate::error::GroupError::NoEvents`]
+        /// for K = 0; [`crate::error::GroupError::TooMany`]; a name count or an owner that
+        /// differs from K ([`pmu_core::Error::ReadingsMismatch`]).
+        ///
+        /// # Panics
+        /// For a `sentinel_state` that contradicts `S` (counting without a sentinel
+        /// counter, or off with one): a mistake in the calling code.
+        pub fn new(
+            owner: O,
+            access: A,
+            counters: [H; K],
+            names: Vec<String>,
+            sentinel: S,
+            sentinel_state: Sentinel,
+            flags: F,
+        ) -> Result<Self> {
+            Self::with_cpu(
+                owner,
+                access,
+                counters,
+                names,
+                sentinel,
+                sentinel_state,
+                flags,
+                RseqCpu::this_thread()?,
+            )
+        }
     }
 }
 

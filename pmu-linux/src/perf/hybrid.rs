@@ -216,6 +216,7 @@ impl HybridSession {
     /// # Errors
     /// Name errors; [`crate::error::PmuError::Hybrid`] for a non-generic event or a bad topology;
     /// the open errors of [`Session`].
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn open(names: &[&str], options: Options) -> Result<Self> {
         let online = fs::read_to_string(ONLINE_CPUS)
             .ok()
@@ -323,6 +324,7 @@ impl HybridSession {
     }
 
     /// The per-PMU groups (for their specs and pages).
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn groups(&self) -> &[Session] {
         &self.groups
     }
@@ -333,6 +335,7 @@ impl HybridSession {
     }
 
     /// Online CPUs no core PMU covers.
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn uncovered(&self) -> &[u32] {
         &self.uncovered
     }
@@ -382,6 +385,7 @@ impl HybridSession {
     ///
     /// # Errors
     /// As [`Session::reset`].
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn reset(&self) -> Result<()> {
         self.each(Session::reset)
     }

@@ -33,7 +33,7 @@ pub struct Options {
     /// (`cycles` where the PMU does not count instructions) counting only at the
     /// kernel's level (`exclude_user`), read through its page at both region edges;
     /// any count flags the region [`crate::Hazards::KERNEL_ENTRY`] (see
-    /// [`crate::perf::Session::sentinel`]). It needs perf_event_paranoid ≤ 1 or CAP_PERFMON
+    /// [`crate::Meter::sentinel`]). It needs perf_event_paranoid ≤ 1 or CAP_PERFMON
     /// (Linux 6.12 kernel/events/core.c `perf_allow_kernel`), one more hardware
     /// counter, and one-instruction reads; where one is missing the session opens
     /// without it and says why. Not one of the session's events: not in its names,

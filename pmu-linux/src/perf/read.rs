@@ -33,6 +33,7 @@ use crate::perf::page::{KernelPage, PageView};
 /// The [`Fallback`] the page demands; on arm64 [`Fallback::NoUserAccess`] for an
 /// `index` that names no counter user space may read (33 would be the FEAT_PMUv3_ICNTR
 /// counter, which Linux does not hand out).
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub fn read(page: &MmapPage) -> Result<PageRead, Fallback> {
@@ -50,6 +51,7 @@ pub fn read(page: &MmapPage) -> Result<PageRead, Fallback> {
 ///
 /// # Errors
 /// As [`read`].
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline]
 pub fn read_now(page: &MmapPage) -> Result<PageRead, Fallback> {
@@ -67,6 +69,7 @@ pub fn read_now(page: &MmapPage) -> Result<PageRead, Fallback> {
 }
 
 /// The clock of the page's `cap_user_time` conversion (see [`read_now`]).
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn read_clock() -> u64 {
@@ -108,6 +111,7 @@ pub fn synchronize() {
 ///
 /// # Errors
 /// As [`read`].
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub fn read_unsynchronized(page: &MmapPage) -> Result<PageRead, Fallback> {
@@ -185,6 +189,7 @@ pub(crate) fn unchanged_since(page: KernelPage, base: &BaseRead) -> bool {
 /// # Safety
 /// `view` is a perf event's metadata page as the kernel mapped it (its `index` and
 /// `cap_user_rdpmc` are the kernel's word).
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 unsafe fn read_view(view: PageView<'_>) -> Result<PageRead, Fallback> {

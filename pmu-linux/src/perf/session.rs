@@ -211,20 +211,24 @@ impl Session {
         self.group.options.exact_emulation.filter(|_| self.exact)
     }
 
-    /// Whether regions are watched by the kernel-entry sentinel
-    /// ([`Options::kernel_sentinel`]): a non-zero count over a region puts
-    /// [`crate::Hazards::KERNEL_ENTRY`] on every reading and the count in
-    /// [`crate::verdict::Evidence::kernel_entries`]; or why the session has none.
-    pub fn sentinel(&self) -> &crate::Sentinel {
-        &self.sentinel
+    rig_pub! {
+        /// Whether regions are watched by the kernel-entry sentinel
+        /// ([`Options::kernel_sentinel`]): a non-zero count over a region puts
+        /// [`crate::Hazards::KERNEL_ENTRY`] on every reading and the count in
+        /// [`crate::verdict::Evidence::kernel_entries`]; or why the session has none.
+        pub fn sentinel(&self) -> &crate::Sentinel {
+            &self.sentinel
+        }
     }
 
-    /// Whether regions judge context switches and migrations from the pages' `lock`s
-    /// and the thread's CPU alone when every read of the region is a one-instruction
-    /// one (see [`crate::verdict`]); false with [`Options::getrusage_edges`], software
-    /// events or unmapped pages.
-    pub fn syscall_free(&self) -> bool {
-        !self.syscall_free_events.is_empty()
+    rig_pub! {
+        /// Whether regions judge context switches and migrations from the pages' `lock`s
+        /// and the thread's CPU alone when every read of the region is a one-instruction
+        /// one (see [`crate::verdict`]); false with [`Options::getrusage_edges`], software
+        /// events or unmapped pages.
+        pub fn syscall_free(&self) -> bool {
+            !self.syscall_free_events.is_empty()
+        }
     }
 
     /// Syscall-free regions take their CPU from rseq (with or without a sentinel).
@@ -232,30 +236,40 @@ impl Session {
         self.syscall_free_rseq.is_some() || self.syscall_free_rseq_sentinel.is_some()
     }
 
-    /// Whether syscall-free regions read the thread's CPU from its rseq area (one load), not
-    /// with `sched_getcpu()` (a kernel without rseq).
-    pub fn cpu_from_rseq(&self) -> bool {
-        matches!(self.cpu_source, CpuSource::Rseq(_))
+    rig_pub! {
+        /// Whether syscall-free regions read the thread's CPU from its rseq area (one load), not
+        /// with `sched_getcpu()` (a kernel without rseq).
+        pub fn cpu_from_rseq(&self) -> bool {
+            matches!(self.cpu_source, CpuSource::Rseq(_))
+        }
     }
 
-    /// The events, in group order (the first is the leader).
-    pub fn specs(&self) -> impl ExactSizeIterator<Item = &EventSpec> {
-        self.group.events.iter().map(|e| &e.spec)
+    rig_pub! {
+        /// The events, in group order (the first is the leader).
+        pub fn specs(&self) -> impl ExactSizeIterator<Item = &EventSpec> {
+            self.group.events.iter().map(|e| &e.spec)
+        }
     }
 
-    /// The number of events.
-    pub fn len(&self) -> usize {
-        self.group.events.len()
+    rig_pub! {
+        /// The number of events.
+        pub fn len(&self) -> usize {
+            self.group.events.len()
+        }
     }
 
-    /// Never true: a session has at least one event.
-    pub fn is_empty(&self) -> bool {
-        self.group.events.is_empty()
+    rig_pub! {
+        /// Never true: a session has at least one event.
+        pub fn is_empty(&self) -> bool {
+            self.group.events.is_empty()
+        }
     }
 
-    /// What the last region's hazards were derived from.
-    pub fn evidence(&self) -> crate::verdict::Evidence {
-        <Self as crate::backend::Backend>::evidence(self)
+    rig_pub! {
+        /// What the last region's hazards were derived from.
+        pub fn evidence(&self) -> crate::verdict::Evidence {
+            <Self as crate::backend::Backend>::evidence(self)
+        }
     }
 
     /// Enables the whole group.
@@ -274,12 +288,14 @@ impl Session {
         self.group.ioctl(sys::perf::Ioctl::Disable, Op::Disable)
     }
 
-    /// Resets every count of the group to 0.
-    ///
-    /// # Errors
-    /// [`Error::Io`] with [`Op::Reset`].
-    pub fn reset(&self) -> Result<()> {
-        self.group.ioctl(sys::perf::Ioctl::Reset, Op::Reset)
+    rig_pub! {
+        /// Resets every count of the group to 0.
+        ///
+        /// # Errors
+        /// [`Error::Io`] with [`Op::Reset`].
+        pub fn reset(&self) -> Result<()> {
+            self.group.ioctl(sys::perf::Ioctl::Reset, Op::Reset)
+        }
     }
 
     /// Whether the events fit on the hardware counters now, checked before any work:
@@ -346,7 +362,8 @@ impl Session {
     }
 
     /// Event `i` through its metadata page with one instruction, after every earlier
-    /// instruction completed ([`read()`]), or why that is not possible now.
+    /// instruction completed (as the perf module's `read()`), or why that is not possible
+    /// now.
     ///
     /// A software event's page has `index` 0 and, on x86, `cap_user_rdpmc` 0 as well;
     /// it reports [`pmu_core::Fallback::NotScheduled`]: it is never on a hardware
@@ -377,23 +394,27 @@ impl Session {
         }
     }
 
-    /// The count of event `i` with one instruction and nothing else: the cheapest read
-    /// (the page's seqlock, `index`, `offset`, `pmc_width`, the counter; not the page
-    /// times, so it cannot tell whether the event was multiplexed: use
-    /// [`Session::read_fast`] or a region for that).
-    ///
-    /// # Errors
-    /// As [`Session::read_fast`].
-    #[inline(always)]
-    pub fn read_count(&self, i: usize) -> Result<u64, FallbackReason> {
-        read::synchronize();
-        let page = self.kernel_page(i)?;
-        read::read_count(page).map_err(|fallback| self.group.reason(i, fallback))
+    rig_pub! {
+        /// The count of event `i` with one instruction and nothing else: the cheapest read
+        /// (the page's seqlock, `index`, `offset`, `pmc_width`, the counter; not the page
+        /// times, so it cannot tell whether the event was multiplexed: use
+        /// [`Session::read_fast`] or a region for that).
+        ///
+        /// # Errors
+        /// As [`Session::read_fast`].
+        #[inline(always)]
+        pub fn read_count(&self, i: usize) -> Result<u64, FallbackReason> {
+            read::synchronize();
+            let page = self.kernel_page(i)?;
+            read::read_count(page).map_err(|fallback| self.group.reason(i, fallback))
+        }
     }
 
-    /// The metadata page of event `i`, if mapped.
-    pub fn page(&self, i: usize) -> Option<&MmapPage> {
-        self.group.events.get(i)?.page.as_ref()
+    rig_pub! {
+        /// The metadata page of event `i`, if mapped.
+        pub fn page(&self, i: usize) -> Option<&MmapPage> {
+            self.group.events.get(i)?.page.as_ref()
+        }
     }
 
     /// The software event ids, per event (`None` for other events).

@@ -11,6 +11,7 @@ use crate::machine::events::{EventKind, EventSpec, PMU_TYPE_SHIFT};
 use crate::machine::sysfs::{FormatField, Pmu, Sysfs};
 
 /// The file with the CPUs Linux has online (Documentation/ABI/testing/sysfs-devices-system-cpu).
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 pub(crate) const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
 
 /// A CPU list as the kernel prints it (`0-3,8`; lib/bitmap-str.c, `%*pbl`), sorted
@@ -125,6 +126,7 @@ impl CoreTopology {
     /// # Errors
     /// [`crate::error::PmuError::Hybrid`] for a PMU without, or with a malformed, CPU
     /// list and for two PMUs that claim one CPU; sysfs read errors.
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub fn discover() -> Result<Self> {
         Self::discover_in(&Sysfs::system())
     }

@@ -1,6 +1,9 @@
 //! `cargo xtask surface`: how large pmu-linux's public surface is, per top-level module,
 //! counted from rustdoc's JSON output for aarch64-unknown-linux-musl (the target where
-//! every backend is built: perf, direct, software).
+//! every backend is built: perf, direct, software), with pmu-linux's default features:
+//! its `rig` feature (the internals the workspace's guest rigs read, not part of the
+//! stable API) is not counted. `surface FILE` counts another build's JSON, e.g. one
+//! made with `--features rig`.
 //!
 //! What counts is what a program can reach from the crate root: every public name
 //! (module, type, trait, function, constant, re-export) reached through public modules,
@@ -30,7 +33,8 @@ use crate::engine::step::run_logged;
 pub const USAGE: &str =
     "    surface [FILE]    pmu-linux's public surface, per top-level module: the names
                       reachable from the crate root, and the inherent methods and
-                      trait items behind them (rustdoc JSON, aarch64 musl; FILE:
+                      trait items behind them (rustdoc JSON, aarch64 musl, default
+                      features: the guest rigs' `rig` feature is not counted; FILE:
                       count a rustdoc JSON made before, of another commit, say).
 ";
 
@@ -262,10 +266,16 @@ fn surface(file: Option<&str>) -> Result<String, String> {
     };
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(table(&count(&doc)?))
+    let mut out = table(&count(&doc)?);
+    if file.is_none() {
+        out += "(pmu-linux's default features: the `rig` feature, the guest rigs' view of \
+                internals, is not counted)\n";
+    }
+    Ok(out)
 }
 
-/// Builds pmu-linux's rustdoc JSON for [`TARGET`]; returns its path.
+/// Builds pmu-linux's rustdoc JSON for [`TARGET`] with its default features (`-p
+/// pmu-linux` alone: no other package's features are unified in); returns its path.
 fn build() -> Result<std::path::PathBuf, String> {
     let target_dir = bootstrap_target_dir();
     run_logged(
