@@ -28,7 +28,13 @@
 //! (drivers/perf/arm_pmu.c `armpmu_event_update`: the new raw value minus the previous
 //! one, masked). `max_step` is the largest increase between two reads.
 //!
-//! Prints `before=… after=… delta=…` for reads and `ok` for writes, exit status 0. An
+//! Prints `before=… after=… delta=…` for reads and `ok` for writes, exit status 0. A
+//! read takes the block [`BLOCKS`] times and `delta` is the smallest difference (the
+//! counter's first and last values are `before` and `after`): under `-icount` QEMU's
+//! instruction count is the whole machine's, so with several vCPUs one block can
+//! include instructions another vCPU retired meanwhile (docs/qemu.md, "Several
+//! vCPUs": a CPU-wide count read around 10000 EL0 instructions once gave 12184); the
+//! smallest is the block's own. A counter that does not count reads 0 every time. An
 //! access PMUSERENR_EL0 does not grant traps to EL1 (EC 0x18) and Linux kills the
 //! process with SIGILL: exit status 132 in the shell. Writing back the value just read
 //! changes nothing a perf user could notice. Source: Arm ARM (DDI 0487), PMUSERENR_EL0,
@@ -65,8 +71,21 @@ fn read_cycles() -> u64 {
     v
 }
 
-fn report(before: u64, after: u64) {
-    println!("before={before} after={after} delta={}", after.wrapping_sub(before));
+/// How many times a read takes the block (see the module doc).
+const BLOCKS: usize = 5;
+
+/// The block [`BLOCKS`] times between reads of `read`: the first and last values and
+/// the smallest difference.
+fn report(mut read: impl FnMut() -> u64) {
+    let first = read();
+    let (mut last, mut delta) = (first, u64::MAX);
+    for _ in 0..BLOCKS {
+        let before = read();
+        block();
+        last = read();
+        delta = delta.min(last.wrapping_sub(before));
+    }
+    println!("before={first} after={last} delta={delta}");
 }
 
 fn main() {
@@ -75,17 +94,9 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("read") => {
             select(n);
-            let before = read_selected();
-            block();
-            let after = read_selected();
-            report(before, after);
+            report(read_selected);
         }
-        Some("cycles") => {
-            let before = read_cycles();
-            block();
-            let after = read_cycles();
-            report(before, after);
-        }
+        Some("cycles") => report(read_cycles),
         Some("write-pmcr") => {
             let v: u64;
             // SAFETY: needs EN: without it the read traps (SIGILL, reported); with it
