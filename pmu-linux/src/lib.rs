@@ -69,8 +69,11 @@
 //!   replaces the library's, and the re-grant then is the program's to make;
 //! - a trapped counter read of a thread that holds the grant: the handler asks the
 //!   module to put it back (REGRANT, one `ioctl`, async-signal-safe) and returns, so
-//!   the read runs again; the counters' values are untouched, so the count stays exact,
-//!   and the region's evidence counts the re-grant ([`verdict::Evidence::regrants`]);
+//!   the read runs again; the counters' values are untouched, but the handler's own
+//!   instructions (and those of a re-grant at the stop's check) ran at EL0 between the
+//!   region's reads and are in its counts, so such a region is flagged
+//!   [`Hazards::USER_ACCESS_REVOKED`] (about 90 instructions too many on the arm64
+//!   guests); the region's evidence counts the re-grant ([`verdict::Evidence::regrants`]);
 //! - a re-grant that answers `KMOD_EU_REGRANT_LOST`: the thread had run where the
 //!   module's counters did not count for it (a CPU that `cpus=` leaves out, one where
 //!   perf holds a counter of the module's layout, or perf had stopped the PMU), and the

@@ -107,7 +107,7 @@ demo() {
 	cpu=$2
 	backend=$3
 	shift 3
-	pmu-demo measure --backend "$backend" --cpu "$cpu" --kernel loop --units 1000 \
+	pmu-demo measure --backend "$backend" --cpu "$cpu" --kernel loop --units "${DEMO_UNITS:-1000}" \
 		--events instructions,cycles --runs 5 --warmup 2 --json "$@" \
 		>/tmp/demo.out 2>/tmp/demo.err
 	status=$?

@@ -791,8 +791,13 @@ fn assert_thread_grant_lib(run: &QemuRun) {
                 "no clean run and a run without a hazard: {json}"
             );
         } else {
-            assert_eq!(inst["min"], 2000, "{}: {json}", d.raw);
-            assert_eq!(inst["median"], 2000, "{}: {json}", d.raw);
+            // tests/guest/debian-arm64.sh THREAD_LIB_UNITS: 100000 iterations of the
+            // loop kernel's two instructions. The minimum only: under -icount QEMU's
+            // count is the machine's, and with perf record busy on the other vCPU a
+            // clean run of 0.2 ms can hold its instructions too (docs/qemu.md,
+            // "Several vCPUs": 201356 and 218226 beside 200080 in one measurement).
+            assert_eq!(d.result(run)["expected_instructions"], 200_000, "{json}");
+            assert_eq!(inst["min"], 200_000, "{}: {json}", d.raw);
         }
         regrants += runs
             .iter()

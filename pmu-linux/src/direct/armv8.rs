@@ -226,6 +226,11 @@ impl<A: AccessCheck> AccessCheck for ThreadGranted<A> {
     }
 
     #[inline(always)]
+    fn regrants_now(&self) -> u64 {
+        self.grant.regrants()
+    }
+
+    #[inline(always)]
     fn region_end(&self, mark: u64) -> Result<u64> {
         self.grant.region_end(mark).map_err(grant::read_trapped)
     }

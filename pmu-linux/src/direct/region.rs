@@ -106,10 +106,20 @@ pub trait AccessCheck {
     /// came before the region is forgotten.
     #[inline(always)]
     fn region_started(&self) {}
+    /// Where [`Self::REGRANTS`]: the thread's re-grants so far. The region takes it
+    /// after the start's check (before its reads) and again after the stop's reads: a
+    /// re-grant between the two (the stop's check, or the SIGILL handler after a read
+    /// trapped) ran the library's own instructions at EL0 between the counter reads,
+    /// which the counters counted.
+    #[inline(always)]
+    fn regrants_now(&self) -> u64 {
+        0
+    }
     /// At a region's stop, after its reads, where [`Self::REGRANTS`] (the region
     /// calls neither this nor [`Self::region_start`] otherwise): how many times the grant was put back
-    /// during the region (the counts stay exact: perf's revocation leaves the counters'
-    /// values alone).
+    /// during the region, its start's check included (perf's revocation leaves the
+    /// counters' values alone; the re-grants between the reads are
+    /// [`Self::regrants_now`]'s).
     ///
     /// # Errors
     /// A read that trapped and was not repaired: the region is not counted.
@@ -321,6 +331,8 @@ where
     grant_mark: u64,
     /// The re-grants during the last region ([`AccessCheck::region_end`]).
     regrants: u64,
+    /// The thread's re-grants after the start's check ([`AccessCheck::regrants_now`]).
+    window_mark: u64,
 }
 
 /// The stop's counters and a word saying whether the stop took the slow path
@@ -487,6 +499,7 @@ where
             switches_end: SwitchCounts::default(),
             grant_mark: 0,
             regrants: 0,
+            window_mark: 0,
         })
     }
 
@@ -599,6 +612,18 @@ where
     }
 }
 
+/// A re-grant between a region's reads (the per-thread grant's stop check, or its
+/// SIGILL handler after a read trapped) ran the library's own instructions at EL0
+/// inside the region: the counts hold them (about 90 instructions on the arm64 guests),
+/// so every reading is [`pmu_core::Hazards::USER_ACCESS_REVOKED`].
+#[cold]
+#[inline(never)]
+fn flag_regranted_inside(out: &mut [Reading]) {
+    for r in out {
+        r.hazards |= pmu_core::Hazards::USER_ACCESS_REVOKED;
+    }
+}
+
 impl<O, A, H, S, F, const K: usize, C> RegionMeter for DirectRegion<O, A, H, S, F, K, C>
 where
     O: CounterSet,
@@ -624,6 +649,7 @@ where
         if A::REGRANTS {
             // A gap the start's re-grant reported came before the region's reads.
             self.access.region_started();
+            self.window_mark = self.access.regrants_now();
         }
         if !S::PRESENT {
             self.switches_start = self.cpu.switches()?;
@@ -652,8 +678,10 @@ where
             self.switches_end = self.cpu.switches()?;
         }
         // A read that trapped unrecovered read 0: no reading from this region.
+        let mut regranted_inside = false;
         if A::REGRANTS {
             self.regrants = self.access.region_end(self.grant_mark)?;
+            regranted_inside = self.access.regrants_now() != self.window_mark;
         }
         let Some(out) = out.get_mut(..K) else {
             return Err(pmu_core::Error::ReadingsMismatch {
@@ -685,10 +713,13 @@ where
                 for (r, value) in out.iter_mut().zip(values) {
                     *r = Reading::new(value);
                 }
-                Ok(())
             }
-            None => self.stop_slow(end, end_tag, flags, out),
+            None => self.stop_slow(end, end_tag, flags, out)?,
         }
+        if regranted_inside {
+            flag_regranted_inside(out);
+        }
+        Ok(())
     }
 }
 
@@ -1314,12 +1345,19 @@ mod tests {
         follow: bool,
         regrants: &'t Cell<u64>,
         trapped: &'t Cell<bool>,
+        /// Re-grants the next grant check makes (perf took the grant before it).
+        at_check: &'t Cell<u64>,
     }
 
     impl AccessCheck for FakeThreadGrant<'_> {
         const REGRANTS: bool = true;
         fn granted(&self) -> bool {
+            self.regrants
+                .set(self.regrants.get() + self.at_check.take());
             true
+        }
+        fn regrants_now(&self) -> u64 {
+            self.regrants.get()
         }
         fn follows_thread(&self) -> bool {
             self.follow
@@ -1368,34 +1406,59 @@ mod tests {
 
     /// Under the per-thread grant with `follow`: a migration mixes no other thread's
     /// counts, so the readings carry no CPU_MIGRATION (the evidence keeps both CPUs);
-    /// a re-grant during the region leaves it exact and the evidence counts it; a
-    /// read that trapped unrecovered makes the stop an error that says why.
+    /// a re-grant at the start's check (before the reads) leaves it clean and the
+    /// evidence counts it; one between the reads (the stop's check, the SIGILL
+    /// handler) ran the library's instructions inside the region, counted:
+    /// USER_ACCESS_REVOKED (on the Debian guests beside `perf record`, such regions
+    /// counted 200168 for 200079); a read that trapped unrecovered makes the stop an
+    /// error that says why.
     #[test]
     fn the_per_thread_grant_follows_regrants_and_traps() {
         let j = fake::Journal::default();
-        let (regrants, trapped) = (Cell::new(7), Cell::new(true));
+        let (regrants, trapped, at_check) = (Cell::new(7), Cell::new(true), Cell::new(0));
         let follow = FakeThreadGrant {
             follow: true,
             regrants: &regrants,
             trapped: &trapped,
+            at_check: &at_check,
         };
         let mut r = thread_region(&j, follow);
         j.counters[0].set(100);
+        at_check.set(1);
         r.start().unwrap();
         assert!(!trapped.get(), "the start forgets an earlier region's trap");
         j.cpu.set(2);
         j.counters[0].set(350);
-        regrants.set(9);
         let mut out = [Reading::default(); 2];
         r.stop(&mut out).unwrap();
         assert_eq!(out[0].value, 250);
         assert!(out.iter().all(|o| o.hazards.is_empty()), "{out:?}");
         let ev = r.evidence();
         assert_eq!((ev.cpu_start, ev.cpu_end), (Some(0), Some(2)));
-        assert_eq!(ev.regrants, Some(2));
+        assert_eq!(ev.regrants, Some(1));
         assert!(ev.counts_follow_thread);
         assert!(ev.migrated());
         assert_eq!(ev.thread_hazards(), Hazards::empty());
+
+        // Re-granted between the reads: the value kept, flagged.
+        r.start().unwrap();
+        j.counters[0].set(600);
+        regrants.set(regrants.get() + 2);
+        r.stop(&mut out).unwrap();
+        assert_eq!(out[0].value, 250);
+        assert!(
+            out.iter()
+                .all(|o| o.hazards == Hazards::USER_ACCESS_REVOKED),
+            "{out:?}"
+        );
+        assert_eq!(r.evidence().regrants, Some(2));
+        // And at the stop's check (after the start's reads): flagged too.
+        r.start().unwrap();
+        at_check.set(1);
+        r.stop(&mut out).unwrap();
+        assert!(out
+            .iter()
+            .all(|o| o.hazards == Hazards::USER_ACCESS_REVOKED));
 
         // A kernel entry still is one.
         r.start().unwrap();
@@ -1426,6 +1489,7 @@ mod tests {
             follow: false,
             regrants: &regrants,
             trapped: &trapped,
+            at_check: &at_check,
         };
         let mut r = thread_region(&j, stays);
         r.start().unwrap();

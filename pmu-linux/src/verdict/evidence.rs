@@ -95,8 +95,10 @@ pub struct Evidence {
     /// Under kmod-enable-user's per-thread grant: how many times perf took the grant
     /// away during the region (its `armv8pmu_start()` clears PMUSERENR_EL0) and the
     /// library put it back (REGRANT at an edge, or from its SIGILL handler after a read
-    /// trapped); the counts stay exact (the counters' values are untouched). `None`
-    /// under every other grant and backend.
+    /// trapped). The counters' values are untouched; a re-grant at the start's check
+    /// comes before the reads, one between them (the stop's check, the handler) ran
+    /// the library's own EL0 instructions inside the region, so its readings are
+    /// [`Hazards::USER_ACCESS_REVOKED`]. `None` under every other grant and backend.
     pub regrants: Option<u64>,
     /// The counters follow the thread (the per-thread grant with `follow`): a switch
     /// or a migration mixed no other thread's counts, so neither is a hazard here

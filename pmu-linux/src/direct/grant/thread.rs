@@ -198,6 +198,12 @@ impl ThreadGrant {
         REGRANTS.get()
     }
 
+    /// The thread's re-grants so far (the handler's and the edges').
+    #[inline(always)]
+    pub fn regrants(&self) -> u64 {
+        REGRANTS.get()
+    }
+
     /// The end of a region begun when the thread had `start` re-grants: how many
     /// re-grants came since.
     ///
