@@ -422,6 +422,7 @@ where
     pub fn evidence(&self) -> Evidence {
         <Self as Backend>::evidence(self)
     }
+
     /// A region over `counters` (named `names`, counter i of `counters` being
     /// counter i of `owner`, whose widths they have), watched by `sentinel`;
     /// `sentinel_state` says how the sentinel counts, or why there is none; `cpu`
