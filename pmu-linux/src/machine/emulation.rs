@@ -70,14 +70,11 @@ pub(crate) fn exact_emulation(sysfs: &Sysfs) -> Option<ExactEmulation> {
     if possible.trim() != "0" {
         return None;
     }
-    let listed = sysfs.pmu_names().ok()?.iter().any(|name| {
-        name.starts_with("armv8")
-            && sysfs
-                .root()
-                .join(name)
-                .join("events/inst_retired")
-                .is_file()
-    });
+    let listed = sysfs
+        .pmus()
+        .ok()?
+        .iter()
+        .any(|pmu| pmu.is_core() && pmu.events.contains_key("inst_retired"));
     listed.then_some(ExactEmulation { midr: kind.midr })
 }
 

@@ -351,13 +351,12 @@ fn gg_benches(sizes: &[u32]) -> Vec<(String, String)> {
 /// version wrote and this one does not are removed first).
 fn write_sources(places: &Places, sizes: &[u32]) -> Result<(), String> {
     let d = &places.dir;
-    for gone in ["pmu/src/lib.rs"] {
-        match std::fs::remove_file(d.join(gone)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(format!("{}: {e}", d.join(gone).display()))
-            }
-            _ => {}
+    let gone = d.join("pmu/src/lib.rs");
+    match std::fs::remove_file(&gone) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: {e}", gone.display()))
         }
+        _ => {}
     }
     write(&d.join("Cargo.toml"), sources::WORKSPACE)?;
     write(&d.join(".cargo/config.toml"), sources::CARGO_CONFIG)?;
