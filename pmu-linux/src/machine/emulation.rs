@@ -31,7 +31,7 @@
 
 use std::fs;
 
-use crate::machine::sysfs::Sysfs;
+use crate::machine::sysfs::{is_cpu_pmu, Sysfs};
 
 /// QEMU's `-cpu max`: MIDR implementer 0, part number 0x051 ('Q').
 const QEMU_MAX_IMPLEMENTER: u32 = 0x00;
@@ -70,11 +70,13 @@ pub(crate) fn exact_emulation(sysfs: &Sysfs) -> Option<ExactEmulation> {
     if possible.trim() != "0" {
         return None;
     }
-    let listed = sysfs
-        .pmus()
-        .ok()?
-        .iter()
-        .any(|pmu| pmu.is_core() && pmu.events.contains_key("inst_retired"));
+    // Only the core PMUs are read (their names tell which they are).
+    let listed = sysfs.pmu_names().ok()?.iter().any(|name| {
+        is_cpu_pmu(name)
+            && sysfs
+                .pmu(name)
+                .is_ok_and(|pmu| pmu.events.contains_key("inst_retired"))
+    });
     listed.then_some(ExactEmulation { midr: kind.midr })
 }
 

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::machine::cpu::Cores;
@@ -28,11 +29,46 @@ use crate::machine::cpu::Cores;
 pub const SYSTEM_ROOT: &str = "/sys/bus/event_source/devices";
 
 /// A sysfs PMU directory tree: the system's or a fake one.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// A value reads each PMU's directory once and keeps it: a meter's `build` asks for the
+/// same PMUs several times (which backend, which events, whether the machine counts
+/// exactly), and each file read is three system calls, which cost milliseconds under
+/// emulation. A clone starts with nothing kept, so a [`crate::MeterBuilder`] reads the
+/// tree afresh at each `build`.
 pub struct Sysfs {
     root: PathBuf,
     /// Where the CPUs' MIDRs are read, for the running core's event names.
     cores: CoreSource,
+    /// The PMUs read so far, by name.
+    read: Mutex<BTreeMap<String, Pmu>>,
+}
+
+impl Clone for Sysfs {
+    fn clone(&self) -> Self {
+        Self {
+            root: self.root.clone(),
+            cores: self.cores.clone(),
+            read: Mutex::default(),
+        }
+    }
+}
+
+/// Two trees are equal where they are read from the same places.
+impl PartialEq for Sysfs {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root && self.cores == other.cores
+    }
+}
+
+impl Eq for Sysfs {}
+
+impl std::fmt::Debug for Sysfs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sysfs")
+            .field("root", &self.root)
+            .field("cores", &self.cores)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where a [`Sysfs`] finds the machine's cores.
@@ -60,6 +96,7 @@ impl Sysfs {
         Self {
             root: root.into(),
             cores: CoreSource::None,
+            read: Mutex::default(),
         }
     }
 
@@ -72,7 +109,8 @@ impl Sysfs {
     ) -> Self {
         Self {
             cores: CoreSource::At(cpu_root.into(), cpuinfo.into()),
-            ..self
+            root: self.root,
+            read: self.read,
         }
     }
 
@@ -126,6 +164,12 @@ impl Sysfs {
     /// there are); [`Error::Io`] / [`crate::error::EventError::BadFormatFile`] for unreadable or
     /// unparsable files.
     pub(crate) fn pmu(&self, name: &str) -> Result<Pmu> {
+        // A poisoned lock only means a panic elsewhere while it was held: what it keeps
+        // is whole PMUs, never half of one.
+        let kept = |read: &BTreeMap<String, Pmu>| read.get(name).cloned();
+        if let Some(pmu) = kept(&self.read.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(pmu);
+        }
         let dir = self.root.join(name);
         if name.is_empty() || name.contains('/') || name == "." || name == ".." || !dir.is_dir() {
             return Err(Error::Event(crate::error::EventError::UnknownPmu {
@@ -133,7 +177,12 @@ impl Sysfs {
                 available: self.pmu_names().unwrap_or_default(),
             }));
         }
-        Pmu::read(name, &dir)
+        let pmu = Pmu::read(name, &dir)?;
+        self.read
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_owned(), pmu.clone());
+        Ok(pmu)
     }
 
     /// Every PMU, sorted by name (unreadable ones are skipped). An absent root gives an
@@ -210,7 +259,7 @@ impl Pmu {
     /// hybrid x86 (`cpu_core`, `cpu_atom`, …: arch/x86/events/core.c) and every arm_pmu
     /// (`armv8_*`, `armv7_*`, …: drivers/perf/arm_pmu.c).
     pub(crate) fn takes_extended_hw_type(&self) -> bool {
-        self.name.starts_with("cpu_") || self.name.starts_with("armv")
+        takes_extended_hw_type(&self.name)
     }
 
     /// Whether this PMU counts events of the CPU cores (and so needs hardware
@@ -219,6 +268,11 @@ impl Pmu {
     pub fn is_core(&self) -> bool {
         is_cpu_pmu(&self.name)
     }
+}
+
+/// [`Pmu::takes_extended_hw_type`] of the PMU called `name`: the name alone tells.
+pub(crate) fn takes_extended_hw_type(name: &str) -> bool {
+    name.starts_with("cpu_") || name.starts_with("armv")
 }
 
 /// The `perf_event_attr` word a format field lives in.
@@ -539,6 +593,33 @@ mod tests {
             Sysfs::at(dir.path().join("absent")).pmu_names().unwrap(),
             Vec::<String>::new()
         );
+    }
+
+    /// A tree keeps what it read; its clone (a builder's tree at its next `build`)
+    /// reads afresh. Shown by changing the files in between: `cycles` rewritten, then
+    /// the whole PMU removed.
+    #[test]
+    fn a_tree_reads_each_pmu_once_and_a_clone_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        fake::arm64(dir.path());
+        let sysfs = Sysfs::at(dir.path());
+        let events = dir.path().join("armv8_pmuv3_0/events");
+        let cycles = |s: &Sysfs| {
+            s.pmu("armv8_pmuv3_0")
+                .map(|p| p.events["cpu_cycles"].clone())
+        };
+        let first = cycles(&sysfs).unwrap();
+        fs::write(events.join("cpu_cycles"), "event=0x0042\n").unwrap();
+        assert_eq!(cycles(&sysfs).unwrap(), first);
+        let clone = sysfs.clone();
+        assert_eq!(cycles(&clone).unwrap(), "event=0x0042");
+        assert_eq!(clone, sysfs);
+        fs::remove_dir_all(dir.path().join("armv8_pmuv3_0")).unwrap();
+        assert_eq!(cycles(&sysfs).unwrap(), first);
+        assert!(matches!(
+            cycles(&sysfs.clone()),
+            Err(Error::Event(crate::error::EventError::UnknownPmu { .. }))
+        ));
     }
 
     #[test]

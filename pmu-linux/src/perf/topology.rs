@@ -8,7 +8,7 @@ use std::io;
 
 use crate::error::{Error, HybridProblem, Result};
 use crate::machine::events::{EventKind, EventSpec, PMU_TYPE_SHIFT};
-use crate::machine::sysfs::{FormatField, Pmu, Sysfs};
+use crate::machine::sysfs::{takes_extended_hw_type, FormatField, Pmu, Sysfs};
 
 /// The file with the CPUs Linux has online (Documentation/ABI/testing/sysfs-devices-system-cpu).
 #[cfg_attr(not(feature = "rig"), allow(dead_code))]
@@ -140,10 +140,10 @@ impl CoreTopology {
     /// PMUs that claim one CPU; sysfs read errors.
     pub(crate) fn discover_in(sysfs: &Sysfs) -> Result<Self> {
         let mut pmus = Vec::new();
+        // Which PMUs those are shows in their names: the others are not read.
         for name in sysfs.pmu_names()? {
-            let pmu = sysfs.pmu(&name)?;
-            if pmu.takes_extended_hw_type() {
-                pmus.push(CorePmu::from_sysfs(&pmu, sysfs)?);
+            if takes_extended_hw_type(&name) {
+                pmus.push(CorePmu::from_sysfs(&sysfs.pmu(&name)?, sysfs)?);
             }
         }
         Self::new(pmus)
