@@ -6,7 +6,8 @@
 //! `pmu-qemu.stdin`, `.stdout`, `.stderr`; not ttys: bytes pass unchanged), and its
 //! exit status goes to a fourth (`pmu-qemu.status`) as the decimal number `sh` reports
 //! (128 + N for a signal N) with the bytes the program wrote to stdout and stderr; the
-//! guest powers off when the host answers that it has them all. The kernel's console
+//! host stops QEMU once it has them all (where the guest cannot count them, it answers
+//! and the guest powers off). The kernel's console
 //! (ttyAMA0) carries only the kernel's and init's own messages.
 
 use std::ffi::OsStr;
@@ -35,7 +36,8 @@ pub const MODULE_DIR: &str = "lib/pmu-qemu";
 
 /// `/init`: mounts, loads the modules (in the order of `lib/pmu-qemu/modules`), turns
 /// on perf_user_access, names the ports, mounts the share, runs the per-run script with
-/// the ports as its stdio, reports its status and powers off. A failure of its own is
+/// the ports as its stdio, reports its status (and powers off if the host answers rather
+/// than stops it). A failure of its own is
 /// printed on the console and powers off without a status: the host then shows the
 /// console.
 pub const INIT: &str = r#"#!/bin/busybox sh
@@ -62,6 +64,17 @@ for p in stdin stdout stderr status; do
 		tries=$((tries + 1)); [ $tries -gt 500 ] && fail "no device node for pmu-qemu.$p"
 		sleep 0.01
 	done
+done
+# Which debugfs file counts the bytes of stdout and of stderr, found once (before a
+# save): at the end only those two are read.
+outfile= errfile=
+for f in /sys/kernel/debug/virtio-ports/*; do
+	[ -f "$f" ] || continue
+	read -r k name < "$f"
+	case $name in
+	pmu-qemu.stdout) outfile=$f ;;
+	pmu-qemu.stderr) errfile=$f ;;
+	esac
 done
 if [ -f /pmu-qemu/snapshot ]; then
 	# The host saves the machine here, once, and restores it for each run
@@ -101,24 +114,18 @@ fi
 (. /pmu-qemu/run.sh) < /dev/pmu-qemu.stdin > /dev/pmu-qemu.stdout 2> /dev/pmu-qemu.stderr
 status=$?
 sync
-# The bytes the program wrote to each port (virtio_console's debugfs `bytes_sent`): the
-# host acknowledges once it has them all, since QEMU may still hold some it could not
-# pass on yet, and powering off now would lose them.
+# The bytes the program wrote to each port (virtio_console's debugfs `bytes_sent`, its
+# fifth line: drivers/char/virtio_console.c `port_debugfs_show`): the host ends the run
+# once it has them all, since QEMU may still hold some it could not pass on yet, and
+# ending now would lose them. `read` takes a byte per system call, so each file is read
+# only up to that line.
 out= err=
-for f in /sys/kernel/debug/virtio-ports/*; do
-	name= sent=
-	while read -r k v; do
-		case $k in
-		name:) name=$v ;;
-		bytes_sent:) sent=$v ;;
-		esac
-	done < $f
-	case $name in
-	pmu-qemu.stdout) out=$sent ;;
-	pmu-qemu.stderr) err=$sent ;;
-	esac
-done
-# One open for both ways: closing a port drops the input it has not read yet.
+if [ -n "$outfile" ] && [ -n "$errfile" ]; then
+	while read -r k v; do [ "$k" = bytes_sent: ] && out=$v && break; done < "$outfile"
+	while read -r k v; do [ "$k" = bytes_sent: ] && err=$v && break; done < "$errfile"
+fi
+# One open for both ways: closing a port drops the input it has not read yet. With byte
+# counts the host stops the machine once it has them all; without, it acknowledges.
 exec 3<> /dev/pmu-qemu.status
 echo "$status $out $err" >&3
 read ack <&3
