@@ -555,12 +555,51 @@ fn stock_object_tests() -> Step {
 
 fn cross_steps() -> Vec<Step> {
     let mut steps = Vec::new();
-    for (target, crates) in BARE_METAL.iter().chain(LINUX_MUSL) {
+    for (target, crates) in BARE_METAL {
         steps.push(target_step("build", target, crates, &[]));
+    }
+    for arch in [kernel::Arch::Arm64, kernel::Arch::X86_64] {
+        steps.extend(musl_build_steps(arch));
     }
     steps.push(armv6("build"));
     steps.push(aarch64_user_tests());
     steps.push(armv6::unit_tests_step());
+    steps
+}
+
+/// The static Linux builds for `arch`: the cargo runs its guests make
+/// ([`build::initramfs::guest_builds`], so that the end-to-end steps find their programs
+/// built), then one of the [`LINUX_MUSL`] crates those runs do not name.
+fn musl_build_steps(arch: kernel::Arch) -> Vec<Step> {
+    let target = arch.user_target();
+    let runs = build::initramfs::guest_builds(arch);
+    let named: Vec<&str> = runs
+        .iter()
+        .flat_map(|args| args.windows(2).filter(|w| w[0] == "-p").map(|w| w[1]))
+        .collect();
+    let mut steps: Vec<Step> = runs
+        .iter()
+        .map(|args| {
+            let crates: Vec<&str> = args
+                .windows(2)
+                .filter(|w| w[0] == "-p")
+                .map(|w| w[1])
+                .collect();
+            Step::cargo(
+                format!("build {target} ({}) as its guests do", crates.join(", ")),
+                args.clone(),
+            )
+        })
+        .collect();
+    let rest: Vec<&str> = LINUX_MUSL
+        .iter()
+        .filter(|(t, _)| *t == target)
+        .flat_map(|(_, crates)| crates.iter().copied())
+        .filter(|c| !named.contains(c))
+        .collect();
+    if !rest.is_empty() {
+        steps.push(target_step("build", target, &rest, &[]));
+    }
     steps
 }
 
@@ -689,6 +728,36 @@ mod tests {
             .iter()
             .all(|s| !s.what().starts_with("test kernel ")));
         assert!(steps.last().unwrap().what().starts_with("hazards"));
+    }
+
+    /// The cargo runs that build the guests' programs are steps of the test plan before
+    /// any guest step, with the same arguments and environment: the guests find their
+    /// programs built (a run with other packages would build them with other features,
+    /// and each guest step would compile them again).
+    #[test]
+    fn the_guests_programs_are_built_before_the_guests_as_the_guests_build_them() {
+        let plan = plan(&["test"]).unwrap();
+        let steps = plan.steps();
+        let first_guest = steps
+            .iter()
+            .position(|s| s.lane().is_some())
+            .expect("the test plan has lanes");
+        for arch in [kernel::Arch::Arm64, kernel::Arch::X86_64] {
+            let runs = build::initramfs::guest_builds(arch);
+            assert!(!runs.is_empty());
+            for run in runs {
+                let at = steps[..first_guest]
+                    .iter()
+                    .position(|s| {
+                        s.args()
+                            .iter()
+                            .map(|a| a.to_str().unwrap())
+                            .eq(run.iter().copied())
+                    })
+                    .unwrap_or_else(|| panic!("no step runs cargo {}", run.join(" ")));
+                assert!(steps[at].what().contains(arch.user_target()));
+            }
+        }
     }
 
     /// What each step of each plan needs (its rustup target, components, programs),

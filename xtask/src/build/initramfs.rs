@@ -101,17 +101,10 @@ pub(crate) fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
     }
     let target = arch.user_target();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let args = demo_build(arch);
     let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--release",
-        "-p",
-        "userspace-demo",
-        "--target",
-        target,
-    ])
-    .current_dir(workspace_root());
-    println!("    $ cargo build --release -p userspace-demo --target {target}");
+    cmd.args(&args).current_dir(workspace_root());
+    println!("    $ cargo {}", args.join(" "));
     let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
         return Err(format!("building pmu-demo for {target} failed ({status})"));
@@ -123,6 +116,54 @@ pub(crate) fn pmu_demo(arch: Arch) -> Result<PathBuf, String> {
         return Err(format!("{} missing after the build", path.display()));
     }
     Ok(path)
+}
+
+/// `cargo` arguments that build the static `pmu-demo` for a musl `arch` (x86_64,
+/// arm64).
+fn demo_build(arch: Arch) -> Vec<&'static str> {
+    vec![
+        "build",
+        "--release",
+        "-p",
+        "userspace-demo",
+        "--target",
+        arch.user_target(),
+    ]
+}
+
+/// `cargo` arguments that build the [`ARM64_EXAMPLES`] and `pmu-guest` for `arch`, in
+/// one run (arm64 only: the other guests run none).
+fn examples_build(arch: Arch) -> Option<Vec<&'static str>> {
+    if arch != Arch::Arm64 {
+        return None;
+    }
+    let mut args = vec![
+        "build",
+        "--release",
+        "-p",
+        "pmu-linux",
+        "-p",
+        "pmu-criterion",
+        "-p",
+        "pmu-guest",
+    ];
+    for (_, example) in ARM64_EXAMPLES {
+        args.extend(["--example", example]);
+    }
+    args.extend(["--bin", "pmu-guest", "--target", arch.user_target()]);
+    Some(args)
+}
+
+/// The `cargo` runs that build the workspace's programs a musl `arch`'s guests run
+/// (`pmu-demo`; on arm64 also the examples and `pmu-guest`), as the guests' own builds
+/// run them. The test plan's build steps are these same runs, so a guest later finds
+/// its programs built: built in one run with another set of packages, a crate's
+/// features would differ (pmu-guest turns on pmu-linux's `rig`) and the guest's build
+/// would compile them again.
+pub(crate) fn guest_builds(arch: Arch) -> Vec<Vec<&'static str>> {
+    let mut runs = vec![demo_build(arch)];
+    runs.extend(examples_build(arch));
+    runs
 }
 
 /// The programs the arm64 guest runs besides `pmu-demo`, static for the musl target like
@@ -145,25 +186,11 @@ pub(crate) fn pmu_guest(arch: Arch) -> Result<PathBuf, String> {
 /// Builds the [`ARM64_EXAMPLES`] and `pmu-guest` in one cargo run and returns their
 /// paths, named as they go into `/bin` (none for the other architectures).
 fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
-    if arch != Arch::Arm64 {
+    let Some(args) = examples_build(arch) else {
         return Ok(Vec::new());
-    }
+    };
     let target = arch.user_target();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut args = vec![
-        "build",
-        "--release",
-        "-p",
-        "pmu-linux",
-        "-p",
-        "pmu-criterion",
-        "-p",
-        "pmu-guest",
-    ];
-    for (_, example) in ARM64_EXAMPLES {
-        args.extend(["--example", example]);
-    }
-    args.extend(["--bin", "pmu-guest", "--target", target]);
     println!("    $ cargo {}", args.join(" "));
     let status = Command::new(cargo)
         .args(&args)

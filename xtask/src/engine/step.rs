@@ -155,6 +155,12 @@ impl Step {
         &self.what
     }
 
+    /// Its command line's arguments (after the program).
+    #[cfg(test)]
+    pub fn args(&self) -> &[OsString] {
+        &self.args
+    }
+
     /// The step's lane, if it runs in a group.
     #[cfg(test)]
     pub fn lane(&self) -> Option<u8> {
