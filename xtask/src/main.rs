@@ -65,8 +65,8 @@ const TEST_USAGE: &str =
 
 /// The help's lines of the other plans built here (`lint`, `cross`) and of `help`.
 const MORE_USAGE: &str =
-    "    lint              rustfmt --check, clippy (host and bare-metal targets) and
-                      rustdoc, all with warnings as errors.
+    "    lint              rustfmt --check, clippy and rustdoc (the host and every
+                      cross target), all with warnings as errors.
     cross             Only the cross-builds: no_std crates, the static pmu-demo
                       for the QEMU guests, and the aarch64 unit tests under
                       qemu-aarch64 (the ARMv6 pmu-demo: armv6-demo).
@@ -440,6 +440,7 @@ fn lint_steps() -> Vec<Step> {
     steps.push(armv6("clippy"));
     steps.push(armv6_linux_clippy());
     steps.push(armv7_linux_clippy());
+    steps.extend(cross_rustdoc_steps());
     // A target directory of their own, as the module's Makefile uses: cargo caches
     // `rustc --print cfg` per target directory whatever RUSTC_BOOTSTRAP says, and the
     // ARMv7 flavour's dependencies hang on `target_feature = "v7"`, which rustc prints
@@ -474,8 +475,58 @@ fn lint_steps() -> Vec<Step> {
 /// clippy of the crates in the ARMv6 pmu-demo, for 32-bit ARM Linux (their
 /// `cfg(target_arch = "arm")` code: the ARM1176 direct backend), tests included (hence
 /// panic_unwind: the test harness needs it), with std from rust-src.
+/// rustdoc of every cross target's crates, warnings as errors: each target's own `cfg`
+/// (pmu-linux's direct backend per architecture, the bare-metal images, the stock
+/// module's Rust object) documents code the host never compiles, and a broken link
+/// in it shows only there.
+fn cross_rustdoc_steps() -> Vec<Step> {
+    let doc = |target: &str, crates: &[&str], extra: &[&str]| {
+        let mut args = vec!["doc".to_string(), "--no-deps".into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(["--target".into(), target.to_string()]);
+        args.extend(packages(crates));
+        Step::cargo(
+            format!("rustdoc {target} ({}), -D warnings", crates.join(", ")),
+            args,
+        )
+        .env("RUSTDOCFLAGS", "-D warnings")
+    };
+    let mut steps: Vec<Step> = BARE_METAL
+        .iter()
+        .chain(LINUX_MUSL)
+        .map(|(target, crates)| doc(target, crates, &[]))
+        .collect();
+    steps.push(armv6("doc").env("RUSTDOCFLAGS", "-D warnings"));
+    for (target, crates) in [
+        (arm32_demo::ARMV6, ARMV6_LINUX_CRATES),
+        (arm32_demo::ARMV7, ARMV7_LINUX_CRATES),
+    ] {
+        steps.push(doc(target, &crates, &["-Zbuild-std=std,panic_unwind"]).bootstrap());
+    }
+    // In the stock module's own target directory, as its clippy (below).
+    let kmod_target_dir = crate::engine::paths::target_dir().join("kmod-enable-user/clippy");
+    let kmod_target_dir = kmod_target_dir.display().to_string();
+    for target in STOCK_MODULE_TARGETS {
+        steps.push(
+            doc(
+                target,
+                &["kmod-enable-user-stock"],
+                &["-Zbuild-std=core", "--target-dir", &kmod_target_dir],
+            )
+            .env("RUSTC_BOOTSTRAP", "1"),
+        );
+    }
+    steps
+}
+
+/// The crates of the ARMv6 pmu-demo.
+const ARMV6_LINUX_CRATES: [&str; 4] = ["pmu-core", "pmu-armv6", "pmu-linux", "userspace-demo"];
+
+/// The crates of the ARMv7 pmu-demo.
+const ARMV7_LINUX_CRATES: [&str; 4] = ["pmu-core", "pmu-armv7", "pmu-linux", "userspace-demo"];
+
 fn armv6_linux_clippy() -> Step {
-    let crates = ["pmu-core", "pmu-armv6", "pmu-linux", "userspace-demo"];
+    let crates = ARMV6_LINUX_CRATES;
     let mut args = vec![
         "clippy".to_string(),
         "--release".into(),
@@ -500,7 +551,7 @@ fn armv6_linux_clippy() -> Step {
 /// clippy of the crates in the ARMv7 pmu-demo (pmu-linux's `direct::aarch32`, built for
 /// `target_feature = "v7"` only), tests included, with std from rust-src.
 fn armv7_linux_clippy() -> Step {
-    let crates = ["pmu-core", "pmu-armv7", "pmu-linux", "userspace-demo"];
+    let crates = ARMV7_LINUX_CRATES;
     let mut args = vec![
         "clippy".to_string(),
         "--release".into(),
