@@ -62,9 +62,12 @@ fn events_from_text() {
     );
 }
 
-/// Results go by handle, whatever the order the events were added in: `task-clock`
-/// (ns) of a 1 ms sleep is at least 0 and far below the sleep (the thread is off the
-/// CPU), `context-switches` counts the sleep's switch.
+/// Results go by handle, whatever the order the events were added in: around a 1 ms
+/// sleep `context-switches` counts the sleep's switch (a few at most) and `task-clock`
+/// the thread's time on a CPU in nanoseconds, which a system call and a switch out and
+/// back cannot take under 100 ns on any machine (a swap of the two would fail one
+/// bound or the other). No upper bound on the time: a loaded machine, or a VM whose
+/// host steals its CPU, stretches it without limit.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn results_by_handle() {
@@ -82,7 +85,7 @@ fn results_by_handle() {
     std::thread::sleep(std::time::Duration::from_millis(1));
     let counts = meter.stop(region).unwrap();
     let switched = counts.reading(switches).unwrap();
-    assert!(switched.value >= 1, "{switched:?}");
+    assert!((1..100).contains(&switched.value), "{switched:?}");
     assert!(switched
         .hazards
         .contains(Hazards::CONTEXT_SWITCH | READ_BY_SYSCALL));
@@ -91,7 +94,7 @@ fn results_by_handle() {
         Err(Error::Untrusted(crate::error::Untrusted::Hazardous { value, .. })) if value == switched.value
     ));
     let ns = counts.reading(clock).unwrap().value;
-    assert!(ns < 1_000_000, "task-clock {ns} ns while asleep 1 ms");
+    assert!(ns >= 100, "task-clock {ns} ns around a sleep");
     let names: Vec<_> = meter
         .events()
         .map(|(h, n, c)| (h, n.to_owned(), c))
