@@ -46,6 +46,16 @@ pub trait Backend: RegionMeter<Error = Error> {
         let _ = i;
         None
     }
+    /// Sets reading `i`'s counter `distance` counts below its wrap (see
+    /// [`crate::Meter::preset_before_wrap`]): only a backend that programs its own
+    /// counters can.
+    ///
+    /// # Errors
+    /// [`crate::error::Unsupported::Preset`] elsewhere; the grant's check.
+    fn preset_before_wrap(&mut self, i: usize, distance: u64) -> Result<()> {
+        let _ = (i, distance);
+        Err(crate::Error::Unsupported(crate::error::Unsupported::Preset))
+    }
 }
 
 /// Which backend a meter uses.

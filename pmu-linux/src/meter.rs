@@ -481,6 +481,29 @@ impl Meter {
         })
     }
 
+    /// Sets `handle`'s counter `distance` counts below its wrap, so that a region that
+    /// counts further overflows it and is flagged [`Hazards::OVERFLOW`]: how a program
+    /// sees the overflow check work. The counter runs on from there (the next region
+    /// starts wherever it then is). `distance` is in counts of the counter's register:
+    /// on the ARM1176 under [`MeterBuilder::cycle_divider`] 64, ticks of 64 cycles for
+    /// `cycles`.
+    ///
+    /// # Errors
+    /// [`crate::error::Unsupported::Preset`] unless the meter programs its counters
+    /// (the direct backend under the programming grant, [`MeterBuilder::program_the_pmu`]);
+    /// [`crate::error::Untrusted::NotCounted`] for an event the backend does not count;
+    /// the grant's check ([`crate::error::AccessError::Revoked`]).
+    ///
+    /// # Panics
+    /// For a handle of another meter, as [`Meter::stop`]'s results do.
+    pub fn preset_before_wrap(&mut self, handle: EventHandle, distance: u64) -> Result<()> {
+        let i = self.slot(handle)?;
+        if !matches!(self.choice.grant, Some(crate::Grant::Program { .. })) {
+            return Err(Error::Unsupported(crate::error::Unsupported::Preset));
+        }
+        self.inner.backend().preset_before_wrap(i, distance)
+    }
+
     /// The events the backend counts, in the order of [`Measurement`]'s readings (the
     /// user's counted events, then the meter's own).
     pub fn counted(&mut self) -> Vec<String> {

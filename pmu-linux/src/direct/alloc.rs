@@ -178,6 +178,11 @@ impl<P: Pmu> CounterSet for OwnedCounters<P> {
     fn stop(&self, i: usize) {
         self.pmu.disable(self.slots[i].0)
     }
+    fn preset_before_wrap(&self, i: usize, distance: u64) {
+        let (slot, width) = self.slots[i];
+        self.pmu
+            .write(slot, width.truncate(distance.wrapping_neg()))
+    }
     fn leave_programmed(&mut self) {
         self.release_on_drop = false;
     }

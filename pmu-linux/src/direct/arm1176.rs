@@ -166,6 +166,9 @@ impl<P: Pmu> CounterSet for Arm1176Counters<P> {
     fn stop(&self, i: usize) {
         self.counters.stop(i)
     }
+    fn preset_before_wrap(&self, i: usize, distance: u64) {
+        self.counters.preset_before_wrap(i, distance)
+    }
     fn leave_programmed(&mut self) {
         self.counters.leave_programmed()
     }

@@ -185,6 +185,9 @@ pub trait CounterSet {
     fn start(&self, i: usize);
     /// Stops counter `i`.
     fn stop(&self, i: usize);
+    /// Sets counter `i` `distance` counts (of its register) below its wrap, so that the
+    /// next region that counts that far overflows it.
+    fn preset_before_wrap(&self, i: usize, distance: u64);
     /// Leaves every counter as it is when the set is dropped (the grant is gone: any
     /// register access would trap). Borrowed handles: nothing to do here, their owner
     /// decides.
@@ -203,6 +206,9 @@ impl<P: pmu_core::Pmu> CounterSet for &[pmu_core::Counter<'_, P>] {
     }
     fn stop(&self, i: usize) {
         self[i].stop()
+    }
+    fn preset_before_wrap(&self, i: usize, distance: u64) {
+        self[i].preset_before_wrap(distance)
     }
 }
 
@@ -757,6 +763,19 @@ where
         self.widths.get(i).copied()
     }
 
+    fn preset_before_wrap(&mut self, i: usize, distance: u64) -> Result<()> {
+        self.check_access()?;
+        if i >= K {
+            return Err(pmu_core::Error::ReadingsMismatch {
+                expected: K as u32,
+                got: i as u32 + 1,
+            }
+            .into());
+        }
+        self.owner.preset_before_wrap(i, distance);
+        Ok(())
+    }
+
     fn evidence(&self) -> Evidence {
         let mut out = [Reading::default(); crate::MAX_EVENTS];
         let (end_tag, flags) = self.end_state();
@@ -1093,6 +1112,8 @@ mod tests {
             fn stop(&self, i: usize) {
                 self.0.running.set(self.0.running.get() & !(1 << i));
             }
+            // The journal's counters are scripted per read: nothing to preset.
+            fn preset_before_wrap(&self, _: usize, _: u64) {}
         }
 
         #[derive(Debug)]

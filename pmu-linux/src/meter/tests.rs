@@ -170,6 +170,16 @@ fn software_backend_counts_no_hardware_event() {
         .unwrap()
         .hazards
         .contains(READ_BY_SYSCALL));
+    // Only a meter that programs its counters presets one: the kernel owns perf's
+    // counters (and the software backend has none to program).
+    assert!(matches!(
+        meter.preset_before_wrap(faults, 1000),
+        Err(Error::Unsupported(crate::error::Unsupported::Preset))
+    ));
+    assert!(matches!(
+        meter.preset_before_wrap(instructions, 1000),
+        Err(Error::Untrusted(crate::error::Untrusted::NotCounted { .. }))
+    ));
 }
 
 /// A handle of another meter is a panic, as a key of another map is. (A stop without
