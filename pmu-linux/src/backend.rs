@@ -58,6 +58,45 @@ pub trait Backend: RegionMeter<Error = Error> {
     }
 }
 
+/// What the direct backend's grant checks found (`direct::grants`, the survey's
+/// question): what it hands up besides [`Opened`].
+#[derive(Debug)]
+// Each architecture builds only its own variants.
+#[allow(dead_code)]
+pub(crate) enum GrantCheck {
+    /// The module's CPU-wide grants on `cpu` (ARMv8): the read-only one, with the
+    /// module's layout as the module states it, and the programming one (EN); each,
+    /// or why not.
+    CpuWide {
+        cpu: usize,
+        read_only: Result<String>,
+        programming: Result<()>,
+    },
+    /// This thread's grant on `cpu`, under the module's per-thread mode: its layout,
+    /// scope and whether it programs, or why the module refused it.
+    Thread {
+        cpu: usize,
+        granted: Result<ThreadGrantFound>,
+    },
+    /// The programming grant alone (32-bit ARM: the ARM1176's SUNAVCR.V), probed in a
+    /// child on CPU 0.
+    Programming(Result<()>),
+    /// No direct backend here (x86 and other architectures): why.
+    Unsupported(crate::Error),
+}
+
+/// This thread's grant as [`GrantCheck::Thread`] found it.
+#[derive(Debug)]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) struct ThreadGrantFound {
+    /// The module's layout, as it states it.
+    pub(crate) layout: String,
+    /// Whose grant it is.
+    pub(crate) scope: GrantScope,
+    /// It lets user mode program the PMU (`el0_programming=1`).
+    pub(crate) programs: bool,
+}
+
 /// Which backend a meter uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -28,7 +28,7 @@
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
 
-use crate::backend::{Backend, Opened, Request};
+use crate::backend::{Backend, GrantCheck, Opened, Request};
 use crate::error::Result;
 
 // Every target builds these (the error types name the grant's; the host tests run the
@@ -101,6 +101,16 @@ pub use region::{Watching, SENTINEL_FILTER};
 /// [`crate::error::Unsupported::Direct`] on x86.
 pub fn probe() -> Result<()> {
     arch::probe()
+}
+
+/// What the direct backend finds on `cpu` without taking the PMU over: each grant
+/// kmod-enable-user gave there, or why not. The survey's answer
+/// ([`crate::machine::Survey`]), from the same checks the architecture's [`open`] and
+/// [`open_read_only_grant`] make before they take the PMU (ARMv8: the module's layout
+/// read under its read-only grant, the programming grant probed in a child, or this
+/// thread's grant asked of the module and given back at once).
+pub(crate) fn grants(cpu: usize) -> GrantCheck {
+    arch::grants(cpu)
 }
 
 /// Whether the direct backend has a read-only grant here (ARMv8: PMUSERENR_EL0.ER or
