@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::machine::events::{self, Event, EventKind, EventSpec};
 use crate::machine::sched::PinGuard;
 use crate::machine::sysfs::Sysfs;
+use crate::sentinel::Sentinel;
 use crate::verdict::{Evidence, FallbackReason};
-use crate::Sentinel;
 
 /// A set of counters that measures regions: pmu-core's [`RegionMeter`] plus names,
 /// enable/disable, the evidence of the last region and the kernel-entry sentinel.

@@ -44,10 +44,10 @@ use crate::machine::sysfs::Sysfs;
 use crate::measure::{self, EventResult, Interrupted, MeasureConfig, Measurement};
 use crate::MAX_EVENTS;
 
-pub(crate) mod choose;
+pub mod choice;
 mod ladder;
 mod software;
-pub(crate) mod survey;
+pub mod survey;
 
 // The perf backend's rungs of the ladder and the meter's inline backend where this
 // library has a perf backend; the front door is the same on every architecture.
@@ -58,7 +58,7 @@ mod perf_rungs;
 #[path = "meter/no_perf.rs"]
 mod perf_rungs;
 
-use choose::Choice;
+use choice::Choice;
 use perf_rungs::Inner;
 
 /// Names one event of one meter: what [`MeterBuilder::add`] returns, and what results
@@ -193,7 +193,7 @@ impl MeterBuilder {
         }
         let pin = self.cpu.map(crate::machine::sched::pin_to).transpose()?;
         let request = self.request();
-        let (opened, refused) = choose::choose(self.choice, &request)?;
+        let (opened, refused) = choice::choose(self.choice, &request)?;
         let sentinel = opened.backend.backend_ref().sentinel();
         let choice = Choice::new(&opened, sentinel, refused);
         let crate::backend::Opened {
@@ -313,7 +313,7 @@ impl Meter {
 
     /// Whether this meter's regions see every kernel entry
     /// ([`crate::Hazards::KERNEL_ENTRY`]), and how; or why not.
-    pub fn sentinel(&self) -> &crate::Sentinel {
+    pub fn sentinel(&self) -> &crate::sentinel::Sentinel {
         &self.choice.sentinel
     }
 
@@ -485,7 +485,7 @@ impl Meter {
     /// counts further overflows it and is flagged [`Hazards::OVERFLOW`]: how a program
     /// sees the overflow check work. The counter runs on from there (the next region
     /// starts wherever it then is). `distance` is in counts of the counter's register:
-    /// on the ARM1176 under [`MeterBuilder::cycle_divider`] 64, ticks of 64 cycles for
+    /// on the ARM1176 under `MeterBuilder::cycle_divider` 64, ticks of 64 cycles for
     /// `cycles`.
     ///
     /// # Errors
@@ -498,7 +498,10 @@ impl Meter {
     /// For a handle of another meter, as [`Meter::stop`]'s results do.
     pub fn preset_before_wrap(&mut self, handle: EventHandle, distance: u64) -> Result<()> {
         let i = self.slot(handle)?;
-        if !matches!(self.choice.grant, Some(crate::Grant::Program { .. })) {
+        if !matches!(
+            self.choice.grant,
+            Some(crate::backend::Grant::Program { .. })
+        ) {
             return Err(Error::Unsupported(crate::error::Unsupported::Preset));
         }
         self.inner.backend().preset_before_wrap(i, distance)

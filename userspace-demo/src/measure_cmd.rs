@@ -1,8 +1,9 @@
 //! `pmu-demo measure`.
 
 use clap::Args as ClapArgs;
+use pmu_linux::measure::MeasureConfig;
 use pmu_linux::measure::{Interrupted, Measurement};
-use pmu_linux::{BackendKind, MeasureConfig, Meter, MeterBuilder};
+use pmu_linux::{BackendKind, Meter, MeterBuilder};
 use serde::Serialize;
 
 use crate::report::{self, EventReport, RunReport};

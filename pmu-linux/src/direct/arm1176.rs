@@ -273,7 +273,7 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
         handles,
         request.names.clone(),
         None,
-        crate::Sentinel::off(why),
+        crate::sentinel::Sentinel::off(why),
         flags,
     )?;
     Ok(Opened::direct(
@@ -363,7 +363,7 @@ mod tests {
             handles,
             vec!["cycles".into(), "instructions".into()],
             NoSentinel,
-            crate::Sentinel::off("no privilege filter"),
+            crate::sentinel::Sentinel::off("no privilege filter"),
             Flags,
             FakeThread::default(),
         )

@@ -17,7 +17,7 @@ use super::region::{
 use crate::backend::{Backend, GrantScope, How, Opened, Request};
 use crate::error::{Error, Result};
 use crate::machine::sched::{pin_to, PinGuard};
-use crate::Sentinel;
+use crate::sentinel::Sentinel;
 
 /// The read-only grant exists on ARMv8 (PMUSERENR_EL0.ER, CR).
 pub(super) const READ_ONLY_GRANT: bool = true;

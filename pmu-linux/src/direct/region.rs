@@ -68,12 +68,12 @@ use crate::error::{Error, Result};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use crate::machine::sched::RseqCpu;
 use crate::machine::sched::ThreadSource;
+use crate::sentinel::Sentinel;
 use crate::sys::SwitchCounts;
 use crate::verdict::Evidence;
 use crate::verdict::{
     counter_readings, edge_evidence, edge_hazards, edge_tag, fast_verdict, sentinel_delta, tag_cpu,
 };
-use crate::Sentinel;
 
 /// Says whether user access to the PMU is still granted, without trapping; and, for
 /// kmod-enable-user's per-thread grant, what happened to the grant during a region.
@@ -408,25 +408,31 @@ where
     F: OverflowFlags,
     C: ThreadSource,
 {
-    /// Starts the counters.
-    ///
-    /// # Errors
-    /// [`crate::error::AccessError::Revoked`] when the grant went away.
-    pub fn enable(&mut self) -> Result<()> {
-        <Self as Backend>::enable(self)
+    rig_pub! {
+        /// Starts the counters.
+        ///
+        /// # Errors
+        /// [`crate::error::AccessError::Revoked`] when the grant went away.
+        pub fn enable(&mut self) -> Result<()> {
+            <Self as Backend>::enable(self)
+        }
     }
 
-    /// Stops the counters.
-    ///
-    /// # Errors
-    /// As [`Self::enable`].
-    pub fn disable(&mut self) -> Result<()> {
-        <Self as Backend>::disable(self)
+    rig_pub! {
+        /// Stops the counters.
+        ///
+        /// # Errors
+        /// As [`Self::enable`].
+        pub fn disable(&mut self) -> Result<()> {
+            <Self as Backend>::disable(self)
+        }
     }
 
-    /// What the last region's hazards were derived from.
-    pub fn evidence(&self) -> Evidence {
-        <Self as Backend>::evidence(self)
+    rig_pub! {
+        /// What the last region's hazards were derived from.
+        pub fn evidence(&self) -> Evidence {
+            <Self as Backend>::evidence(self)
+        }
     }
 
     /// A region over `counters` (named `names`, counter i of `counters` being

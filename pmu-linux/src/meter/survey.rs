@@ -1,7 +1,7 @@
 //! What this machine offers, surveyed through the meter: every backend and whether it
-//! works here, asked of the ladder's own rungs (perf: [`MeterBuilder::backend`], so
-//! that "usable" means the meter opens it; the direct backend: the grant checks its
-//! `open` makes, [`crate::direct::grants`], without taking the PMU over), the
+//! works here, asked of the ladder's own rungs (perf: [`crate::MeterBuilder::backend`],
+//! so that "usable" means the meter opens it; the direct backend: the grant checks its
+//! `open` makes, without taking the PMU over), the
 //! user-read policy, why there are no hardware counters, the PMUs in sysfs, and which
 //! events open.
 
@@ -73,7 +73,7 @@ pub struct BackendStatus {
     /// grants.
     pub notes: Vec<String>,
     /// The direct backend's grant, where it is usable: whose it is and what it allows.
-    pub grant: Option<crate::Grant>,
+    pub grant: Option<crate::backend::Grant>,
 }
 
 /// Whether the meter opens `kind` for the event `name` alone: the rungs
@@ -151,9 +151,9 @@ fn direct_status() -> BackendStatus {
         GrantCheck::Thread { cpu, granted } => thread_grant_status(cpu, granted),
         GrantCheck::Programming(usable) => {
             let notes = vec!["ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (ARM1176JZF-S TRM 3.2.50); the probe read PMCR in a child process on CPU 0".to_owned()];
-            let grant = usable.is_ok().then_some(crate::Grant::Program {
+            let grant = usable.is_ok().then_some(crate::backend::Grant::Program {
                 cpu: 0,
-                scope: crate::GrantScope::CpuWide,
+                scope: crate::backend::GrantScope::CpuWide,
             });
             (usable, notes, grant)
         }
@@ -168,7 +168,7 @@ fn direct_status() -> BackendStatus {
 }
 
 /// What a status says: usable or why not, the notes, the grant.
-type Status = (Result<()>, Vec<String>, Option<crate::Grant>);
+type Status = (Result<()>, Vec<String>, Option<crate::backend::Grant>);
 
 /// The module's CPU-wide grants on `cpu`: one note each; usable under either (the
 /// read-only grant's reason otherwise: with the module loaded it says whether perf
@@ -189,10 +189,10 @@ fn cpu_wide_status(cpu: usize, read_only: Result<String>, programming: Result<()
             "programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}: {e}"
         )),
     }
-    let scope = crate::GrantScope::CpuWide;
+    let scope = crate::backend::GrantScope::CpuWide;
     let grant = match (&programming, &read_only) {
-        (Ok(()), _) => Some(crate::Grant::Program { cpu, scope }),
-        (_, Ok(_)) => Some(crate::Grant::ReadOnly { cpu, scope }),
+        (Ok(()), _) => Some(crate::backend::Grant::Program { cpu, scope }),
+        (_, Ok(_)) => Some(crate::backend::Grant::ReadOnly { cpu, scope }),
         _ => None,
     };
     (programming.or(read_only.map(drop)), notes, grant)
@@ -210,9 +210,9 @@ fn thread_grant_status(cpu: usize, granted: Result<ThreadGrantFound>) -> Status 
             programs,
         }) => {
             let grant = if programs {
-                crate::Grant::Program { cpu, scope }
+                crate::backend::Grant::Program { cpu, scope }
             } else {
-                crate::Grant::ReadOnly { cpu, scope }
+                crate::backend::Grant::ReadOnly { cpu, scope }
             };
             let notes = vec![
                 format!(

@@ -297,13 +297,15 @@ fn the_meter_says_whether_a_sentinel_watches() {
     builder.backend(BackendKind::Software);
     let meter = builder.build().unwrap();
     match meter.sentinel() {
-        crate::Sentinel::Off { why } => assert!(why.contains("software backend"), "{why}"),
+        crate::sentinel::Sentinel::Off { why } => {
+            assert!(why.contains("software backend"), "{why}")
+        }
         other => panic!("software backend with a sentinel: {other}"),
     }
     builder.kernel_sentinel(false);
     let meter = builder.build().unwrap();
     assert_eq!(
         meter.sentinel(),
-        &crate::Sentinel::off(crate::sentinel::SWITCHED_OFF)
+        &crate::sentinel::Sentinel::off(crate::sentinel::SWITCHED_OFF)
     );
 }
