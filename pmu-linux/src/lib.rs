@@ -110,9 +110,10 @@
 //!   were judged on ([`Meter::evidence`]), the kernel-entry sentinel included;
 //! - [`machine`]: what this machine is: the PMUs in sysfs and their events, the
 //!   cores, the user-read policy, why there are no hardware counters;
-//! - `perf` (64-bit architectures): perf's own session, for what the meter does not
-//!   give: each read path alone (`pmu-demo bench`), a command counted like `perf
-//!   stat` (`perf::CommandCount`);
+//! - `perf` (64-bit architectures): how the meter opens perf's events
+//!   (`perf::Options`, [`MeterBuilder`]'s `perf_options`), and perf's own session for
+//!   what the meter does not give: each read path alone (`pmu-demo bench`), a command
+//!   counted like `perf stat` (`perf::CommandCount`);
 //! - [`error`]: every error, by kind.
 //!
 //! pmu-core's types are re-exported as `pmu_linux::pmu_core`. The direct backend's
