@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::machine::events::{self, Event, EventKind, EventSpec};
 use crate::machine::sched::PinGuard;
 use crate::machine::sysfs::Sysfs;
+use crate::sentinel::Sentinel;
 use crate::verdict::{Evidence, FallbackReason};
-use crate::Sentinel;
 
 /// A set of counters that measures regions: pmu-core's [`RegionMeter`] plus names,
 /// enable/disable, the evidence of the last region and the kernel-entry sentinel.
@@ -46,6 +46,55 @@ pub trait Backend: RegionMeter<Error = Error> {
         let _ = i;
         None
     }
+    /// Sets reading `i`'s counter `distance` counts below its wrap (see
+    /// [`crate::Meter::preset_before_wrap`]): only a backend that programs its own
+    /// counters can.
+    ///
+    /// # Errors
+    /// [`crate::error::Unsupported::Preset`] elsewhere; the grant's check.
+    fn preset_before_wrap(&mut self, i: usize, distance: u64) -> Result<()> {
+        let _ = (i, distance);
+        Err(crate::Error::Unsupported(crate::error::Unsupported::Preset))
+    }
+}
+
+/// What the direct backend's grant checks found (`direct::grants`, the survey's
+/// question): what it hands up besides [`Opened`].
+#[derive(Debug)]
+// Each architecture builds only its own variants.
+#[allow(dead_code)]
+pub(crate) enum GrantCheck {
+    /// The module's CPU-wide grants on `cpu` (ARMv8): the read-only one, with the
+    /// module's layout as the module states it, and the programming one (EN); each,
+    /// or why not.
+    CpuWide {
+        cpu: usize,
+        read_only: Result<String>,
+        programming: Result<()>,
+    },
+    /// This thread's grant on `cpu`, under the module's per-thread mode: its layout,
+    /// scope and whether it programs, or why the module refused it.
+    Thread {
+        cpu: usize,
+        granted: Result<ThreadGrantFound>,
+    },
+    /// The programming grant alone (32-bit ARM: the ARM1176's SUNAVCR.V), probed in a
+    /// child on CPU 0.
+    Programming(Result<()>),
+    /// No direct backend here (x86 and other architectures): why.
+    Unsupported(crate::Error),
+}
+
+/// This thread's grant as [`GrantCheck::Thread`] found it.
+#[derive(Debug)]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) struct ThreadGrantFound {
+    /// The module's layout, as it states it.
+    pub(crate) layout: String,
+    /// Whose grant it is.
+    pub(crate) scope: GrantScope,
+    /// It lets user mode program the PMU (`el0_programming=1`).
+    pub(crate) programs: bool,
 }
 
 /// Which backend a meter uses.

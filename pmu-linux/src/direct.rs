@@ -19,16 +19,18 @@
 //!   sentinel and the counters, and judges overflow from the flags (or end < start),
 //!   migration from the CPU, kernel entries (switches included) from the sentinel;
 //!   without a sentinel (the ARM1176, or no counter left for one), switches from
-//!   `getrusage` at both edges. The meter's backends are such regions; a program that
-//!   programs the PMU itself builds one over its pool's counters with `pool_region`
-//!   (ARM). Its constructor `DirectRegion::new`, over counter handles and a sentinel
-//!   of one's own choosing, is public only under the feature `rig` (for the
-//!   workspace's guest rigs).
+//!   `getrusage` at both edges. The meter's backends are such regions.
+//!
+//! Programs reach this backend through the meter ([`crate::MeterBuilder::backend`],
+//! `program_the_pmu`); the module is public only under the feature `rig`, for the
+//! workspace's guest rigs, which build regions by hand over counters they program
+//! themselves (`pool_region`, ARM) or over handles and a sentinel of their own
+//! choosing (`DirectRegion::new`).
 //!
 //! x86 has no direct backend: its counters are programmed with WRMSR, which needs ring
 //! 0 ([`crate::error::DirectUnsupported::X86NeedsRing0`]); perf gives rdpmc there.
 
-use crate::backend::{Backend, Opened, Request};
+use crate::backend::{Backend, GrantCheck, Opened, Request};
 use crate::error::Result;
 
 // Every target builds these (the error types name the grant's; the host tests run the
@@ -44,7 +46,9 @@ use crate::error::Result;
 mod alloc;
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) mod grant;
+// A region by hand over a pool's counters: the rigs' (feature `rig`).
 #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+#[cfg_attr(not(feature = "rig"), allow(dead_code))]
 mod pool;
 #[cfg_attr(
     not(any(target_arch = "aarch64", target_arch = "arm")),
@@ -73,14 +77,17 @@ mod arch;
 #[path = "direct/unsupported.rs"]
 mod arch;
 
-// What programs use to build a region by hand over counters they program themselves:
-// the constructors in the architecture's module, then `allocate` and `pool_region`.
-// `take_trap` says whether such a program's own read trapped under the library's SIGILL
-// handler.
+// What the rigs (feature `rig`) use to build a region by hand over counters they
+// program themselves: the constructors in the architecture's module, then `allocate`
+// and `pool_region`. `take_trap` says whether such a program's own read trapped under
+// the library's SIGILL handler.
+#[cfg(feature = "rig")]
 pub use alloc::allocate;
+#[cfg(feature = "rig")]
 pub use grant::take_trap;
-#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+#[cfg(all(feature = "rig", any(target_arch = "aarch64", target_arch = "arm")))]
 pub use pool::pool_region;
+#[cfg(any(feature = "rig", test))]
 pub use region::DirectRegion;
 
 // The rigs' view (the crate docs' "Feature `rig`"): `DirectRegion::new` with
@@ -91,16 +98,28 @@ pub use grant::module_layout;
 #[cfg(feature = "rig")]
 pub use region::{Watching, SENTINEL_FILTER};
 
-/// Whether user mode may program the PMU of the CPU this thread runs on (pin first: the
-/// grant is per CPU): one register access in a forked child (ARMv8: PMCR_EL0 under
-/// PMUSERENR_EL0.EN; 32-bit ARM: the ARM1176's PMCR under SUNAVCR.V).
-///
-/// # Errors
-/// [`crate::error::AccessError::NotEnabled`]; [`crate::error::AccessError::GrantMissing`];
-/// [`crate::error::AccessError::ProbeFailed`];
-/// [`crate::error::Unsupported::Direct`] on x86.
-pub fn probe() -> Result<()> {
-    arch::probe()
+rig_pub! {
+    /// Whether user mode may program the PMU of the CPU this thread runs on (pin first: the
+    /// grant is per CPU): one register access in a forked child (ARMv8: PMCR_EL0 under
+    /// PMUSERENR_EL0.EN; 32-bit ARM: the ARM1176's PMCR under SUNAVCR.V).
+    ///
+    /// # Errors
+    /// [`crate::error::AccessError::NotEnabled`]; [`crate::error::AccessError::GrantMissing`];
+    /// [`crate::error::AccessError::ProbeFailed`];
+    /// [`crate::error::Unsupported::Direct`] on x86.
+    pub fn probe() -> Result<()> {
+        arch::probe()
+    }
+}
+
+/// What the direct backend finds on `cpu` without taking the PMU over: each grant
+/// kmod-enable-user gave there, or why not. The survey's answer
+/// ([`crate::machine::Survey`]), from the same checks the architecture's [`open`] and
+/// [`open_read_only_grant`] make before they take the PMU (ARMv8: the module's layout
+/// read under its read-only grant, the programming grant probed in a child, or this
+/// thread's grant asked of the module and given back at once).
+pub(crate) fn grants(cpu: usize) -> GrantCheck {
+    arch::grants(cpu)
 }
 
 /// Whether the direct backend has a read-only grant here (ARMv8: PMUSERENR_EL0.ER or

@@ -568,6 +568,9 @@ pub enum Unsupported {
         /// Why the value has to come from `read()`.
         reason: crate::verdict::reason::FallbackReason,
     },
+    /// Only a meter that programs its counters can preset one: the direct backend
+    /// under the programming grant ([`crate::MeterBuilder::program_the_pmu`]).
+    Preset,
 }
 
 /// A count that cannot be trusted, or that the meter does not make: never a silent
@@ -992,6 +995,11 @@ impl fmt::Display for Unsupported {
                 "CPU {cpu} does not exist or is not in this thread's allowed set"
             ),
             Self::FastRead { reason } => write!(f, "no one-instruction read: {reason}"),
+            Self::Preset => f.write_str(
+                "only a meter that programs its counters can preset one: the direct \
+                 backend under kmod-enable-user's programming grant, built with \
+                 program_the_pmu()",
+            ),
         }
     }
 }

@@ -35,8 +35,8 @@
 //!   Where the module runs its per-thread grant (its `cpu_wide` parameter reads N and
 //!   /dev/kmod_enable_user exists), the backend asks it for the grant of the thread
 //!   that opens the meter (GRANT, kmod-enable-user/stock/kmod_enable_user_uapi.h); the
-//!   thread's other meters share it, and dropping the last ends it. [`Choice::grant`]
-//!   says which grant is in force ([`GrantScope`]).
+//!   thread's other meters share it, and dropping the last ends it. [`choice::Choice::grant`]
+//!   says which grant is in force ([`choice::GrantScope`]).
 //! - **software**: where there are no hardware counters (a VM without vPMU), perf's
 //!   software events and the time-stamp counter; hardware events are then not counted,
 //!   and asking for them is an error with the reason.
@@ -96,24 +96,50 @@
 //!   thread that traps without ever having used the library may make it inside the
 //!   handler.
 //!
-//! # Below the front door
+//! # Modules
 //!
-//! The backends themselves are public for programs that build a region by hand:
-//! `perf` (64-bit architectures) and [`direct`], the [`measure`] functions over
-//! either, and [`machine`] (what this machine offers: backends, PMUs, events, CPUs).
-//! pmu-core's types are re-exported as `pmu_linux::pmu_core`.
+//! Each answers one question about the meter:
+//!
+//! - [`choice`]: which backend a meter opened and why ([`Meter::choice`]): what the
+//!   ladder refused before it, how it reads, under which kmod-enable-user grant;
+//! - [`survey`]: what `pmu-demo list` prints: every backend on this machine, asked of
+//!   the same rungs, with the user-read policy, the PMUs and which events open;
+//! - [`measure`]: what [`Meter::measure_with`] runs and returns (its config, the runs,
+//!   their statistics, a measurement interrupted on the way);
+//! - [`verdict`]: what every hazard means, and the evidence each region's readings
+//!   were judged on ([`Meter::evidence`]), the kernel-entry sentinel included;
+//! - [`machine`]: what this machine is: the PMUs in sysfs and their events, the
+//!   cores, the user-read policy, why there are no hardware counters;
+//! - `perf` (64-bit architectures): how the meter opens perf's events
+//!   (`perf::Options`, [`MeterBuilder`]'s `perf_options`), and perf's own session for
+//!   what the meter does not give: each read path alone (`pmu-demo bench`), a command
+//!   counted like `perf stat` (`perf::CommandCount`);
+//! - [`error`]: every error, by kind.
+//!
+//! pmu-core's types are re-exported as `pmu_linux::pmu_core`. The direct backend's
+//! parts (a region built by hand over counters a program programs itself) and thread
+//! pinning are not public: a [`MeterBuilder`] opens the direct backend
+//! ([`MeterBuilder::program_the_pmu`] to program it, [`Meter::preset_before_wrap`] to
+//! see an overflow flagged) and pins its thread ([`MeterBuilder::cpu`]).
 //!
 //! # Feature `rig`
 //!
 //! Off by default, and not part of the stable API: the workspace's guest rigs (crate
 //! pmu-guest, the QEMU end-to-end runs) read internals through it, to measure what the
 //! front door hides (each read path's cost, one big.LITTLE group, a region over
-//! handles of their own). With it, these become public: in `perf`, `HybridSession`,
-//! `CoreTopology`, `CorePmu`, `MmapPage`, `read`, `read_now`, and `Session`'s
-//! `sentinel`, `evidence`, `reset`, `len`, `is_empty`, `read_count`, `syscall_free`,
-//! `cpu_from_rseq`, `page` and `specs`; in `direct`, `DirectRegion::new`, `Watching`,
-//! `SENTINEL_FILTER` and `module_layout`; `machine::EventSpec`;
-//! `measure::measure_with_baseline`. Without it they are crate-private.
+//! handles of their own). With it, these become public: the module `direct` (the
+//! constructors `armv8::take_armv8`, `armv8::take_granted`, `aarch32::take_pl0`,
+//! `arm1176::take_arm1176`, then `allocate`, `pool_region`, `probe`, `take_trap`,
+//! `DirectRegion` with `new`, `enable`, `disable` and `evidence`, `Watching`,
+//! `SENTINEL_FILTER` and `module_layout`); in `perf`, `HybridSession`, `CoreTopology`,
+//! `CorePmu`, `MmapPage`, `read`, `read_now`, `Options::kernel_sentinel`, and
+//! `Session`'s `sentinel`, `evidence`, `reset`, `len`, `is_empty`, `read_count`,
+//! `syscall_free`, `cpu_from_rseq`, `page` and `specs`; in `machine`, `EventSpec` and
+//! thread pinning (`pin_to`, `PinGuard`, `allowed_cpus`, `set_allowed_cpus`,
+//! `current_cpu`); `Event::direct` (an event as the direct backend's counter pools count
+//! it); in `measure`, `measure`, `measure_once` and
+//! `measure_with_baseline` over a backend of their own; `verdict::Evidence::context_switched`.
+//! Without it they are crate-private.
 
 /// Declares an item public under the feature `rig` and crate-private without it (one
 /// declaration; the crate docs list what it covers). Without the feature an item only
@@ -137,7 +163,11 @@ mod meter;
 mod sentinel;
 mod sys;
 
+// The direct backend's parts, for a region built by hand: the rigs' (feature `rig`).
+#[cfg(feature = "rig")]
 pub mod direct;
+#[cfg(not(feature = "rig"))]
+mod direct;
 pub mod error;
 pub mod machine;
 pub mod measure;
@@ -149,12 +179,9 @@ pub mod verdict;
 pub(crate) const MAX_EVENTS: usize = 16;
 
 // The front door; everything else is reached through its module.
-pub use backend::{BackendKind, Grant, GrantScope, Reads, SlowReads};
+pub use backend::BackendKind;
 pub use error::{Error, Result};
-pub use measure::MeasureConfig;
-pub use meter::choose::{Choice, NoHardware, Refusal};
-pub use meter::survey::{BackendStatus, EventStatus, Survey};
+pub use meter::{choice, survey};
 pub use meter::{Counts, Event, EventHandle, Measured, Meter, MeterBuilder, Region};
 pub use pmu_core;
 pub use pmu_core::{GenericEvent, Hazards, Reading};
-pub use sentinel::Sentinel;

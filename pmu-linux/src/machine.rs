@@ -1,7 +1,7 @@
 //! What this machine is, with the reason for everything it does not offer: the
 //! user-read policy, why there are no hardware counters, the PMUs in sysfs and their
 //! events, event names, the CPUs this thread may run on, and the time-stamp counter.
-//! Which backends work here is the meter's to say ([`crate::Survey`]: it asks the
+//! Which backends work here is the meter's to say ([`crate::survey::Survey`]: it asks the
 //! ladder's own rungs).
 
 use std::fmt;
@@ -35,6 +35,9 @@ pub use events::EventKind;
 // The rigs' view (the crate docs' "Feature `rig`").
 #[cfg(feature = "rig")]
 pub use events::EventSpec;
+// Thread pinning: a meter pins its thread itself (`MeterBuilder::cpu`); the rigs move
+// theirs around (the crate docs' "Feature `rig`").
+#[cfg(feature = "rig")]
 pub use sched::{allowed_cpus, current_cpu, pin_to, set_allowed_cpus, PinGuard};
 pub use sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 pub use timestamp::NAME;

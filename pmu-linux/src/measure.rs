@@ -71,7 +71,7 @@ pub struct EventResult {
     pub corrected: Option<Corrected>,
 }
 
-/// The result of [`measure`].
+/// The result of [`crate::Meter::measure_with`] (and [`crate::Meter::measure`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Measurement {
     /// Per event.
@@ -133,25 +133,27 @@ impl RegionMeter for Recorder<'_> {
     }
 }
 
-/// Measures `region`: `config.warmup` unrecorded runs, then `config.runs` recorded
-/// ones; with `config.calibrate`, an empty region is measured the same way first and
-/// subtracted. The counters must be enabled.
-///
-/// # Errors
-/// [`crate::error::PmuError::Core`] for zero runs; the backend's read errors.
-pub fn measure(
-    counters: &mut dyn Backend,
-    config: &MeasureConfig,
-    region: &mut dyn FnMut(),
-) -> Result<Measurement> {
-    let mut nothing = || {};
-    let baseline: &mut dyn FnMut() = &mut nothing;
-    run(
-        counters,
-        config,
-        region,
-        config.calibrate.then_some(baseline),
-    )
+rig_pub! {
+    /// Measures `region`: `config.warmup` unrecorded runs, then `config.runs` recorded
+    /// ones; with `config.calibrate`, an empty region is measured the same way first and
+    /// subtracted. The counters must be enabled.
+    ///
+    /// # Errors
+    /// [`crate::error::PmuError::Core`] for zero runs; the backend's read errors.
+    pub fn measure(
+        counters: &mut dyn Backend,
+        config: &MeasureConfig,
+        region: &mut dyn FnMut(),
+    ) -> Result<Measurement> {
+        let mut nothing = || {};
+        let baseline: &mut dyn FnMut() = &mut nothing;
+        run(
+            counters,
+            config,
+            region,
+            config.calibrate.then_some(baseline),
+        )
+    }
 }
 
 rig_pub! {
@@ -172,20 +174,22 @@ rig_pub! {
     }
 }
 
-/// One region, once: `start`, `region`, `stop`.
-///
-/// # Errors
-/// The backend's read errors.
-pub fn measure_once(counters: &mut dyn Backend, region: &mut dyn FnMut()) -> Result<RunRecord> {
-    let n = counters.names().len();
-    let mut readings = [Reading::default(); MAX_EVENTS];
-    counters.start()?;
-    region();
-    counters.stop(&mut readings)?;
-    Ok(RunRecord {
-        readings: readings[..n].to_vec(),
-        evidence: counters.evidence(),
-    })
+rig_pub! {
+    /// One region, once: `start`, `region`, `stop`.
+    ///
+    /// # Errors
+    /// The backend's read errors.
+    pub fn measure_once(counters: &mut dyn Backend, region: &mut dyn FnMut()) -> Result<RunRecord> {
+        let n = counters.names().len();
+        let mut readings = [Reading::default(); MAX_EVENTS];
+        counters.start()?;
+        region();
+        counters.stop(&mut readings)?;
+        Ok(RunRecord {
+            readings: readings[..n].to_vec(),
+            evidence: counters.evidence(),
+        })
+    }
 }
 
 /// A measurement that stopped on an error (a read failed: the pinned group lost its
@@ -347,8 +351,8 @@ mod tests {
         fn evidence(&self) -> Evidence {
             Evidence::default()
         }
-        fn sentinel(&self) -> crate::Sentinel {
-            crate::Sentinel::off("a fake")
+        fn sentinel(&self) -> crate::sentinel::Sentinel {
+            crate::sentinel::Sentinel::off("a fake")
         }
     }
 

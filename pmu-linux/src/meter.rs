@@ -44,10 +44,10 @@ use crate::machine::sysfs::Sysfs;
 use crate::measure::{self, EventResult, Interrupted, MeasureConfig, Measurement};
 use crate::MAX_EVENTS;
 
-pub(crate) mod choose;
+pub mod choice;
 mod ladder;
 mod software;
-pub(crate) mod survey;
+pub mod survey;
 
 // The perf backend's rungs of the ladder and the meter's inline backend where this
 // library has a perf backend; the front door is the same on every architecture.
@@ -58,7 +58,7 @@ mod perf_rungs;
 #[path = "meter/no_perf.rs"]
 mod perf_rungs;
 
-use choose::Choice;
+use choice::Choice;
 use perf_rungs::Inner;
 
 /// Names one event of one meter: what [`MeterBuilder::add`] returns, and what results
@@ -193,7 +193,7 @@ impl MeterBuilder {
         }
         let pin = self.cpu.map(crate::machine::sched::pin_to).transpose()?;
         let request = self.request();
-        let (opened, refused) = choose::choose(self.choice, &request)?;
+        let (opened, refused) = choice::choose(self.choice, &request)?;
         let sentinel = opened.backend.backend_ref().sentinel();
         let choice = Choice::new(&opened, sentinel, refused);
         let crate::backend::Opened {
@@ -313,7 +313,7 @@ impl Meter {
 
     /// Whether this meter's regions see every kernel entry
     /// ([`crate::Hazards::KERNEL_ENTRY`]), and how; or why not.
-    pub fn sentinel(&self) -> &crate::Sentinel {
+    pub fn sentinel(&self) -> &crate::sentinel::Sentinel {
         &self.choice.sentinel
     }
 
@@ -479,6 +479,32 @@ impl Meter {
             meter: self,
             measurement,
         })
+    }
+
+    /// Sets `handle`'s counter `distance` counts below its wrap, so that a region that
+    /// counts further overflows it and is flagged [`Hazards::OVERFLOW`]: how a program
+    /// sees the overflow check work. The counter runs on from there (the next region
+    /// starts wherever it then is). `distance` is in counts of the counter's register:
+    /// on the ARM1176 under `MeterBuilder::cycle_divider` 64, ticks of 64 cycles for
+    /// `cycles`.
+    ///
+    /// # Errors
+    /// [`crate::error::Unsupported::Preset`] unless the meter programs its counters
+    /// (the direct backend under the programming grant, [`MeterBuilder::program_the_pmu`]);
+    /// [`crate::error::Untrusted::NotCounted`] for an event the backend does not count;
+    /// the grant's check ([`crate::error::AccessError::Revoked`]).
+    ///
+    /// # Panics
+    /// For a handle of another meter, as [`Meter::stop`]'s results do.
+    pub fn preset_before_wrap(&mut self, handle: EventHandle, distance: u64) -> Result<()> {
+        let i = self.slot(handle)?;
+        if !matches!(
+            self.choice.grant,
+            Some(crate::backend::Grant::Program { .. })
+        ) {
+            return Err(Error::Unsupported(crate::error::Unsupported::Preset));
+        }
+        self.inner.backend().preset_before_wrap(i, distance)
     }
 
     /// The events the backend counts, in the order of [`Measurement`]'s readings (the

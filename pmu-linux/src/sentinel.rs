@@ -43,7 +43,7 @@ impl Sentinel {
     }
 
     /// Off, for `why`.
-    pub fn off(why: impl Into<String>) -> Self {
+    pub(crate) fn off(why: impl Into<String>) -> Self {
         Self::Off { why: why.into() }
     }
 }

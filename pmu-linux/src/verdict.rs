@@ -1,4 +1,4 @@
-//! What a meter's numbers rest on: how it reads ([`crate::Reads`], in the [`crate::Choice`]
+//! What a meter's numbers rest on: how it reads ([`crate::backend::Reads`], in the [`crate::choice::Choice`]
 //! of backend), whether a kernel-entry sentinel watches its regions ([`Sentinel`]),
 //! and per region the [`Evidence`] each hazard was derived from, below.
 //!
@@ -28,8 +28,8 @@
 //! migration (a migration deschedules the thread) and no multiplexing (the page times
 //! change only in those updates). Only when a `lock` moved does the stop read the
 //! pages again, the CPU again, and compare the page times. Every other region is
-//! *getrusage*: getrusage and `sched_getcpu()` at both edges besides the locks, as are
-//! all regions with `Options::getrusage_edges`. [`Evidence::switches`] is
+//! *getrusage*: getrusage and `sched_getcpu()` at both edges besides the locks.
+//! [`Evidence::switches`] is
 //! `None` in a syscall-free region (getrusage not consulted), and its `cpu_end` is the start's
 //! when no lock moved (inferred as above, not read).
 //!

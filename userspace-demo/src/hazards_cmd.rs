@@ -3,10 +3,14 @@
 use std::time::Duration;
 
 use clap::Args as ClapArgs;
-use pmu_linux::measure::{measure_once, RunRecord};
 use pmu_linux::pmu_core::Hazards;
+use pmu_linux::verdict::Evidence;
+use pmu_linux::{BackendKind, Meter};
 use serde::Serialize;
 
+// The ARMv6 build (one CPU, the ARM1176) moves no thread.
+#[cfg(not(all(target_arch = "arm", not(target_feature = "v7"))))]
+use crate::affinity::{allowed_cpus, set_allowed_cpus};
 use crate::report::hazard_names;
 use crate::{progress, Failure};
 
@@ -51,8 +55,36 @@ struct Demo {
     page_updated: bool,
 }
 
-fn demo(name: &'static str, action: String, expected: Hazards, record: &RunRecord) -> Demo {
-    let h = record.hazards();
+/// One region measured on a meter: the hazards of its readings, and what they were
+/// derived from.
+struct Run {
+    hazards: Hazards,
+    evidence: Evidence,
+}
+
+/// Measures `region` once on `meter`: `start`, `region`, `stop`, the hazards of every
+/// event the meter counts, and the region's evidence.
+fn measure_once(meter: &mut Meter, region: &mut dyn FnMut()) -> pmu_linux::Result<Run> {
+    let counted: Vec<_> = meter
+        .events()
+        .filter(|&(_, _, counted)| counted)
+        .map(|(handle, _, _)| handle)
+        .collect();
+    let started = meter.start()?;
+    region();
+    let counts = meter.stop(started)?;
+    let mut hazards = Hazards::empty();
+    for handle in counted {
+        hazards |= counts.reading(handle)?.hazards;
+    }
+    Ok(Run {
+        hazards,
+        evidence: meter.evidence(),
+    })
+}
+
+fn demo(name: &'static str, action: String, expected: Hazards, record: &Run) -> Demo {
+    let h = record.hazards;
     Demo {
         name,
         action,
@@ -86,13 +118,10 @@ fn skipped(name: &'static str, expected: Hazards, why: String) -> Demo {
     }
 }
 
-/// The forced context switch: a 2 ms sleep inside one region that `measure_once`
-/// measures (`measure_once` of pmu-linux on the demo's backend).
-fn context_switch_demo(
-    measure_once: impl FnOnce(&mut dyn FnMut()) -> pmu_linux::Result<RunRecord>,
-) -> Result<Demo, Failure> {
+/// The forced context switch: a 2 ms sleep inside one region of `meter`.
+fn context_switch_demo(meter: &mut Meter) -> Result<Demo, Failure> {
     progress("context switch: sleeping 2 ms inside a region");
-    let record = measure_once(&mut || std::thread::sleep(Duration::from_millis(2)))?;
+    let record = measure_once(meter, &mut || std::thread::sleep(Duration::from_millis(2)))?;
     Ok(demo(
         "context-switch",
         "nanosleep(2 ms) inside the region".into(),
@@ -106,29 +135,49 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     report(args, &demos)
 }
 
-/// The perf backend: a session on `--events` for the context switch, the migration and
+/// A meter on `names` alone, without a kernel-entry sentinel (so that a switch shows
+/// as one, and no counter goes to it): the perf backend with its default options, or
+/// the direct backend programming the PMU of `cpu` itself.
+fn meter(names: &[&str], kind: BackendKind, cpu: Option<usize>) -> pmu_linux::Result<Meter> {
+    let mut builder = Meter::builder();
+    for name in names {
+        builder.add_named(name)?;
+    }
+    builder.backend(kind).kernel_sentinel(false);
+    if let Some(cpu) = cpu {
+        builder.cpu(cpu);
+    }
+    if kind == BackendKind::Direct {
+        // SAFETY: the demo takes the PMU of the CPU it runs on over exclusively for the
+        // duration, as `measure --backend direct` does (documented in --help and the
+        // README).
+        unsafe { builder.program_the_pmu() };
+    }
+    builder.build()
+}
+
+/// The perf backend: a meter on `--events` for the context switch, the migration and
 /// the syscall fallback; the direct backend (where there is one) for the overflow.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
     let names: Vec<&str> = args.events.iter().map(String::as_str).collect();
-    let mut session = pmu_linux::perf::Session::open(&names, pmu_linux::perf::Options::default())?;
-    session.enable()?;
+    let mut meter = meter(&names, BackendKind::Perf, None)?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(|r| measure_once(&mut session, r))?);
+    demos.push(context_switch_demo(&mut meter)?);
 
-    let cpus = pmu_linux::machine::allowed_cpus()?;
+    let cpus = allowed_cpus()?;
     if cpus.len() >= 2 {
         let (from, to) = (cpus[0], cpus[1]);
         progress(format_args!(
             "migration: pinned to CPU {from}, moving to CPU {to} inside a region"
         ));
-        let pin = pmu_linux::machine::pin_to(from)?;
+        set_allowed_cpus(&[from])?;
         let mut moved = Ok(());
-        let record = measure_once(&mut session, &mut || {
-            moved = pmu_linux::machine::set_allowed_cpus(&[to])
-        })?;
-        drop(pin);
+        let record = measure_once(&mut meter, &mut || moved = set_allowed_cpus(&[to]));
+        // Back to every CPU allowed before, whatever happened.
+        set_allowed_cpus(&cpus)?;
+        let record = record?;
         moved?;
         demos.push(demo(
             "cpu-migration",
@@ -143,13 +192,15 @@ fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
             format!("this thread may run on {} CPU only", cpus.len()),
         ));
     }
-    session.disable()?;
 
+    // The reads of an empty region: software events have no counter register (page
+    // index 0), so every value comes from read() and says so. Measured before the
+    // overflow's direct backend takes the PMU, and the meter closed before it (perf's
+    // hardware events, where asked for, would revoke the module's grant on arm64).
+    let fallback = measure_once(&mut meter, &mut || {})?;
+    drop(meter);
     demos.push(overflow_demo());
 
-    // The reads above: software events have no counter register (page index 0), so every
-    // value came from read() and says so.
-    let fallback = measure_once(&mut session, &mut || {})?;
     let mut d = demo(
         "syscall-fallback",
         "an empty region on software events".into(),
@@ -173,26 +224,17 @@ fn forced_hazards(args: &Args) -> Result<Vec<Demo>, Failure> {
 /// kmod-enable-user this is the "not enabled" error (exit status 3).
 #[cfg(target_arch = "arm")]
 fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
-    use pmu_linux::direct::{allocate, arm1176};
-    use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
     #[cfg(target_feature = "v7")]
-    if pmu_linux::direct::aarch32::is_armv7_cpu() {
-        return forced_hazards_aarch32(_args);
+    if crate::armv7_cpu() {
+        return forced_hazards_armv7();
     }
-    // SAFETY: as in `measure --backend direct` on 32-bit ARM: the demo takes the
-    // ARM1176's PMU over exclusively for the duration (documented in --help and the
-    // README).
-    let (_pin, pmu) = unsafe { arm1176::take_arm1176(pmu_armv6::CycleDivider::EveryCycle) }?;
-    let pool = CounterPool::new(pmu);
-    let names = ["cycles", "instructions"];
-    let counters = allocate(&pool, &names, PrivilegeFilter::ALL)?;
-    // The library's direct region over the demo's own counters: CCR and CR0 read with
-    // one `mrc` each, overflow from PMCR's flags, switches from getrusage.
-    let mut meter = pmu_linux::direct::pool_region(pool.pmu(), &counters[..], names)?;
-    meter.enable()?;
+    // The ARM1176's CCR and CR0 read with one `mrc` each, overflow from PMCR's flags,
+    // switches from getrusage (its counters have no privilege filter: no sentinel).
+    let mut meter = meter(&["cycles", "instructions"], BackendKind::Direct, None)?;
+    let instructions = meter.handle_of("instructions").ok_or_else(no_handle)?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(|r| measure_once(&mut meter, r))?);
+    demos.push(context_switch_demo(&mut meter)?);
     demos.push(skipped(
         "cpu-migration",
         Hazards::CPU_MIGRATION,
@@ -200,7 +242,7 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
     ));
 
     progress("overflow: instructions counter (CR0) preset 1000 below its 32-bit wrap");
-    counters[1].preset_before_wrap(1000);
+    meter.preset_before_wrap(instructions, 1000)?;
     let prepared = crate::workloads::Workload::Loop.prepare(0)?;
     let record = measure_once(&mut meter, &mut prepared.region(10_000))?;
     demos.push(demo(
@@ -209,8 +251,13 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
         Hazards::OVERFLOW,
         &record,
     ));
-    meter.disable()?;
     Ok(demos)
+}
+
+/// The meter has a handle for every event it was built with.
+#[cfg(target_arch = "arm")]
+fn no_handle() -> Failure {
+    Failure::new("the meter lost its `instructions` event")
 }
 
 /// ARMv7 and later under a 32-bit kernel: the direct backend (PMUSERENR.EN from
@@ -219,24 +266,19 @@ fn forced_hazards(_args: &Args) -> Result<Vec<Demo>, Failure> {
 /// migration (to the second allowed CPU, whose PMU the module opened too) and the
 /// overflow. The ARMv7 build only.
 #[cfg(all(target_arch = "arm", target_feature = "v7"))]
-fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
-    use pmu_linux::direct::{aarch32, allocate};
-    use pmu_linux::pmu_core::{CounterPool, PrivilegeFilter};
-    let cpus = pmu_linux::machine::allowed_cpus()?;
+fn forced_hazards_armv7() -> Result<Vec<Demo>, Failure> {
+    let cpus = allowed_cpus()?;
     let first = cpus.first().copied().unwrap_or(0);
-    // SAFETY: as in `measure --backend direct`: the demo takes the PMU of the CPUs it
-    // runs on over exclusively for the duration (documented in --help and the README).
-    let (_pin, pmu) = unsafe { aarch32::take_pl0(first) }?;
-    let pool = CounterPool::new(pmu);
-    let names = ["cycles", "instructions"];
-    let counters = allocate(&pool, &names, PrivilegeFilter::USER)?;
-    // The library's direct region over the demo's own counters, without a sentinel (so
-    // that a switch shows as one, from getrusage): overflow from PMOVSR.
-    let mut meter = pmu_linux::direct::pool_region(pool.pmu(), &counters[..], names)?;
-    meter.enable()?;
+    // Overflow from PMOVSR; no sentinel, so that a switch shows as one (getrusage).
+    let mut meter = meter(
+        &["cycles", "instructions"],
+        BackendKind::Direct,
+        Some(first),
+    )?;
+    let instructions = meter.handle_of("instructions").ok_or_else(no_handle)?;
     let mut demos = Vec::new();
 
-    demos.push(context_switch_demo(|r| measure_once(&mut meter, r))?);
+    demos.push(context_switch_demo(&mut meter)?);
 
     if cpus.len() >= 2 {
         let (from, to) = (first, cpus[1]);
@@ -244,9 +286,10 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
             "migration: on CPU {from}, moving to CPU {to} inside a region"
         ));
         let mut moved = Ok(());
-        let record = measure_once(&mut meter, &mut || {
-            moved = pmu_linux::machine::set_allowed_cpus(&[to])
-        })?;
+        let record = measure_once(&mut meter, &mut || moved = set_allowed_cpus(&[to]));
+        // Back to the CPU whose counters the meter programmed.
+        set_allowed_cpus(&[from])?;
+        let record = record?;
         moved?;
         demos.push(demo(
             "cpu-migration",
@@ -254,8 +297,6 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
             Hazards::CPU_MIGRATION,
             &record,
         ));
-        // Back to the CPU whose counters the demo programmed.
-        pmu_linux::machine::set_allowed_cpus(&[from])?;
     } else {
         demos.push(skipped(
             "cpu-migration",
@@ -269,7 +310,7 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
     // The counter runs from here on: the distance leaves room for what executes before
     // the region starts (glibc's getrusage and sched_getcpu wrappers, the meter's own
     // reads), so that the wrap falls inside the region.
-    counters[1].preset_before_wrap(100_000);
+    meter.preset_before_wrap(instructions, 100_000)?;
     let record = measure_once(&mut meter, &mut prepared.region(1_000_000))?;
     demos.push(demo(
         "overflow",
@@ -277,7 +318,6 @@ fn forced_hazards_aarch32(_: &Args) -> Result<Vec<Demo>, Failure> {
         Hazards::OVERFLOW,
         &record,
     ));
-    meter.disable()?;
     Ok(demos)
 }
 
@@ -323,47 +363,36 @@ fn report(args: &Args, demos: &[Demo]) -> Result<(), Failure> {
     }
 }
 
-/// Overflow needs a counter the demo can preset: the direct backend.
-#[cfg(target_arch = "aarch64")]
+/// Overflow needs a counter the demo can preset: the direct backend, programming CPU
+/// 0's PMU (a meter elsewhere says why it cannot).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn overflow_demo() -> Demo {
-    use pmu_armv8::{PmuOptions, PmuVersion};
-    use pmu_linux::pmu_core::{CounterPool, GenericEvent, PrivilegeFilter};
-    progress("overflow: direct backend, instructions counter preset 1000 below its wrap");
-    // SAFETY: as in `measure --backend direct`: the demo takes CPU 0's PMU over
-    // exclusively for the duration (documented in --help and the README).
-    let taken =
-        unsafe { pmu_linux::direct::armv8::take_armv8(0, PmuVersion::PmuV3, PmuOptions::new()) };
-    let (_pin, pmu) = match taken {
-        Ok(t) => t,
+    let skip = |why: String| skipped("overflow", Hazards::OVERFLOW, why);
+    if cfg!(target_arch = "aarch64") {
+        progress("overflow: direct backend, instructions counter preset 1000 below its wrap");
+    }
+    // Overflow from PMOVSSET_EL0, switches from getrusage.
+    let cpu = cfg!(target_arch = "aarch64").then_some(0);
+    let mut meter = match meter(&["instructions"], BackendKind::Direct, cpu) {
+        Ok(meter) => meter,
+        Err(e) if cfg!(target_arch = "aarch64") => {
+            return skip(format!("needs the direct backend: {e}"))
+        }
         Err(e) => {
-            return skipped(
-                "overflow",
-                Hazards::OVERFLOW,
-                format!("needs the direct backend: {e}"),
-            )
+            return skip(format!(
+                "needs the direct backend (a counter the demo can preset): {e}"
+            ))
         }
     };
-    let pool = CounterPool::new(pmu);
-    let counter = match pool.counter(GenericEvent::Instructions.into(), PrivilegeFilter::USER) {
-        Ok(c) => c,
-        Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
+    let Some(instructions) = meter.handle_of("instructions") else {
+        return skip("the meter lost its `instructions` event".into());
     };
-    let counters = [counter];
-    // The library's direct region over the demo's own counter: overflow from
-    // PMOVSSET_EL0, switches from getrusage.
-    let meter = pmu_linux::direct::pool_region(pool.pmu(), &counters[..], ["instructions"]);
-    let mut meter = match meter {
-        Ok(m) => m,
-        Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
-    };
-    counters[0].preset_before_wrap(1000);
-    if let Err(e) = meter.enable() {
-        return skipped("overflow", Hazards::OVERFLOW, e.to_string());
+    if let Err(e) = meter.preset_before_wrap(instructions, 1000) {
+        return skip(format!("needs the direct backend: {e}"));
     }
-    let prepared = crate::workloads::Workload::Loop.prepare(0);
-    let record = match prepared {
+    let record = match crate::workloads::Workload::Loop.prepare(0) {
         Ok(p) => measure_once(&mut meter, &mut p.region(10_000)),
-        Err(e) => return skipped("overflow", Hazards::OVERFLOW, e.to_string()),
+        Err(e) => return skip(e.to_string()),
     };
     match record {
         Ok(r) => demo(
@@ -372,15 +401,6 @@ fn overflow_demo() -> Demo {
             Hazards::OVERFLOW,
             &r,
         ),
-        Err(e) => skipped("overflow", Hazards::OVERFLOW, e.to_string()),
+        Err(e) => skip(e.to_string()),
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn overflow_demo() -> Demo {
-    let why = match pmu_linux::direct::probe() {
-        Err(e) => format!("needs the direct backend (a counter the demo can preset): {e}"),
-        Ok(()) => "the direct backend of this demo is built for aarch64 only".to_owned(),
-    };
-    skipped("overflow", Hazards::OVERFLOW, why)
 }

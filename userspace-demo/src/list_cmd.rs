@@ -3,7 +3,7 @@
 use clap::Args as ClapArgs;
 use pmu_linux::machine;
 use pmu_linux::machine::Sysfs;
-use pmu_linux::Survey;
+use pmu_linux::survey::Survey;
 use serde::Serialize;
 
 use crate::workloads::Workload;

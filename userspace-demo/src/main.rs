@@ -9,6 +9,7 @@
 //! as registers and a perf event; `spe decode` for raw SPE buffers), `stat` (a command of
 //! the user's own, its threads and children, counted like `perf stat`).
 
+mod affinity;
 mod bench_cmd;
 mod event_names;
 mod hazards_cmd;
@@ -178,6 +179,27 @@ pub struct Failure {
     pub message: String,
     /// The exit status.
     pub status: u8,
+}
+
+/// Whether the demo runs on an ARMv7 or later CPU under a 32-bit kernel (its ARMv7 build:
+/// pmu-linux's direct backend is then the ARMv7 one, one per CPU, no cycle divider),
+/// not an ARM1176: the first core's MIDR as Linux lists it
+/// ([`pmu_linux::machine::Cores`]), ARM1176 by implementer and part number
+/// (`pmu_armv6::user_enable::is_arm1176`). A machine whose cores are not listed (no
+/// MIDR in /proc/cpuinfo) counts as an ARM1176, as the library's choice does.
+pub(crate) fn armv7_cpu() -> bool {
+    #[cfg(all(target_arch = "arm", target_feature = "v7"))]
+    {
+        pmu_linux::machine::Sysfs::system()
+            .cores()
+            .kinds()
+            .first()
+            .is_some_and(|core| !pmu_armv6::user_enable::is_arm1176(core.midr))
+    }
+    #[cfg(not(all(target_arch = "arm", target_feature = "v7")))]
+    {
+        false
+    }
 }
 
 impl From<pmu_linux::Error> for Failure {

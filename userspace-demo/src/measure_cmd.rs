@@ -1,8 +1,9 @@
 //! `pmu-demo measure`.
 
 use clap::Args as ClapArgs;
+use pmu_linux::measure::MeasureConfig;
 use pmu_linux::measure::{Interrupted, Measurement};
-use pmu_linux::{BackendKind, MeasureConfig, Meter, MeterBuilder};
+use pmu_linux::{BackendKind, Meter, MeterBuilder};
 use serde::Serialize;
 
 use crate::report::{self, EventReport, RunReport};
@@ -423,7 +424,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
         Ok(builder)
     };
     if cfg!(target_arch = "arm") {
-        if let Some(cpu) = args.cpu.filter(|&c| c != 0 && !armv7_cpu()) {
+        if let Some(cpu) = args.cpu.filter(|&c| c != 0 && !crate::armv7_cpu()) {
             return Err(Failure {
                 message: format!(
                     "--cpu {cpu}: the ARM1176 direct backend runs on CPU 0 (the Raspberry Pi 1 \
@@ -502,7 +503,7 @@ fn open_meter(args: &Args, names: &[&str], sofar: &mut SoFar) -> Result<Meter, F
                 .into(),
         );
     }
-    if cfg!(target_arch = "arm") && meter.backend() == BackendKind::Direct && !armv7_cpu() {
+    if cfg!(target_arch = "arm") && meter.backend() == BackendKind::Direct && !crate::armv7_cpu() {
         sofar.cycle_divider = Some(args.cycle_divider);
     }
     Ok(meter)
@@ -661,19 +662,6 @@ fn cycle_divider_line(divider: u64) -> String {
             "cycle divider: {divider} (PMCR.D: the CCR counts every {divider}th cycle; `cycles` \
              below are CCR ticks x {divider}, resolution {divider} cycles)"
         )
-    }
-}
-
-/// Whether the demo runs on an ARMv7 or later CPU under a 32-bit kernel (its ARMv7 build:
-/// pmu-linux's `direct::aarch32` backend, one per CPU, no cycle divider), not an ARM1176.
-fn armv7_cpu() -> bool {
-    #[cfg(all(target_arch = "arm", target_feature = "v7"))]
-    {
-        pmu_linux::direct::aarch32::is_armv7_cpu()
-    }
-    #[cfg(not(all(target_arch = "arm", target_feature = "v7")))]
-    {
-        false
     }
 }
 

@@ -73,14 +73,14 @@ pub struct GrantReport {
 }
 
 impl GrantReport {
-    pub fn new(grant: pmu_linux::Grant) -> Self {
+    pub fn new(grant: pmu_linux::choice::Grant) -> Self {
         let (access, cpu) = match grant {
-            pmu_linux::Grant::Program { cpu, .. } => ("program", cpu),
-            pmu_linux::Grant::ReadOnly { cpu, .. } => ("read-only", cpu),
+            pmu_linux::choice::Grant::Program { cpu, .. } => ("program", cpu),
+            pmu_linux::choice::Grant::ReadOnly { cpu, .. } => ("read-only", cpu),
             _ => ("other", 0),
         };
         let (scope, follow) = match grant.scope() {
-            pmu_linux::GrantScope::Thread { follow } => ("per-thread", Some(follow)),
+            pmu_linux::choice::GrantScope::Thread { follow } => ("per-thread", Some(follow)),
             _ => ("cpu-wide", None),
         };
         Self {
@@ -349,9 +349,9 @@ mod tests {
     /// words.
     #[test]
     fn the_grant_in_json() {
-        let thread = GrantReport::new(pmu_linux::Grant::ReadOnly {
+        let thread = GrantReport::new(pmu_linux::choice::Grant::ReadOnly {
             cpu: 1,
-            scope: pmu_linux::GrantScope::Thread { follow: true },
+            scope: pmu_linux::choice::GrantScope::Thread { follow: true },
         });
         assert_eq!(
             serde_json::to_value(&thread).unwrap(),
@@ -363,9 +363,9 @@ mod tests {
                 "text": "read-only, per-thread, counters follow the thread, CPU 1",
             })
         );
-        let cpu_wide = GrantReport::new(pmu_linux::Grant::Program {
+        let cpu_wide = GrantReport::new(pmu_linux::choice::Grant::Program {
             cpu: 0,
-            scope: pmu_linux::GrantScope::CpuWide,
+            scope: pmu_linux::choice::GrantScope::CpuWide,
         });
         assert_eq!(
             serde_json::to_value(&cpu_wide).unwrap(),

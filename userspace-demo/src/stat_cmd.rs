@@ -384,7 +384,7 @@ mod direct {
     /// when it is switched out, written back when it is switched in), so what the
     /// command ran while the demo slept is erased at each switch-in: the sums would be the
     /// demo's own instructions, printed as the command's.
-    pub(super) fn refusal(grant: Option<pmu_linux::Grant>) -> Option<Failure> {
+    pub(super) fn refusal(grant: Option<pmu_linux::choice::Grant>) -> Option<Failure> {
         let follows = grant.is_some_and(|g| g.scope().counts_follow_thread());
         follows.then(|| Failure {
             message: "--backend direct: kmod-enable-user's per-thread grant makes the \
@@ -716,7 +716,7 @@ mod direct {
 
 #[cfg(test)]
 mod tests {
-    use pmu_linux::{Grant, GrantScope};
+    use pmu_linux::choice::{Grant, GrantScope};
 
     use super::direct::refusal;
 

@@ -50,7 +50,7 @@ use super::region::{AccessCheck, NoFlags, OverflowFlags};
 use crate::backend::{Backend, How, Opened, Request};
 use crate::error::{AccessError, DirectUnsupported, Error, GrantMissing, Result};
 use crate::machine::sched::{pin_to, PinGuard};
-use crate::Sentinel;
+use crate::sentinel::Sentinel;
 
 /// Whether this machine's CPU takes this backend (ARMv7 or later, per /proc/cpuinfo);
 /// false on the ARM1176 and where /proc/cpuinfo cannot be read.

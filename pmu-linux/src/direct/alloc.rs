@@ -8,33 +8,35 @@ use crate::error::{Error, Result};
 use crate::machine::events;
 use crate::MAX_EVENTS;
 
-/// Counters of a `CounterPool` for `names` (generic names or `r<hex>`, see
-/// [`crate::Event`]'s names), counting in `filter`'s levels, not yet started.
-///
-/// # Errors
-/// Name errors; pmu-core's allocation errors (no free counter, event not implemented,
-/// filter unsupported: the ARM1176 only counts [`PrivilegeFilter::ALL`]).
-pub fn allocate<'p, P: Pmu>(
-    pool: &'p CounterPool<P>,
-    names: &[&str],
-    filter: PrivilegeFilter,
-) -> Result<Vec<Counter<'p, P>>> {
-    if names.len() > MAX_EVENTS {
-        return Err(Error::Group(crate::error::GroupError::TooMany {
-            given: names.len(),
-            max: MAX_EVENTS,
-        }));
+rig_pub! {
+    /// Counters of a `CounterPool` for `names` (generic names or `r<hex>`, see
+    /// [`crate::Event`]'s names), counting in `filter`'s levels, not yet started.
+    ///
+    /// # Errors
+    /// Name errors; pmu-core's allocation errors (no free counter, event not implemented,
+    /// filter unsupported: the ARM1176 only counts [`PrivilegeFilter::ALL`]).
+    pub fn allocate<'p, P: Pmu>(
+        pool: &'p CounterPool<P>,
+        names: &[&str],
+        filter: PrivilegeFilter,
+    ) -> Result<Vec<Counter<'p, P>>> {
+        if names.len() > MAX_EVENTS {
+            return Err(Error::Group(crate::error::GroupError::TooMany {
+                given: names.len(),
+                max: MAX_EVENTS,
+            }));
+        }
+        // The running core's names are looked up on the CPU this thread runs on now, once.
+        let sysfs = crate::machine::sysfs::Sysfs::system();
+        let cpu = crate::machine::sched::current_cpu();
+        names
+            .iter()
+            .map(|name| {
+                let event = events::direct_event_on(name, &sysfs, cpu)?;
+                Ok(pool.counter(event, filter)?)
+            })
+            .collect()
     }
-    // The running core's names are looked up on the CPU this thread runs on now, once.
-    let sysfs = crate::machine::sysfs::Sysfs::system();
-    let cpu = crate::machine::sched::current_cpu();
-    names
-        .iter()
-        .map(|name| {
-            let event = events::direct_event_on(name, &sysfs, cpu)?;
-            Ok(pool.counter(event, filter)?)
-        })
-        .collect()
 }
 
 /// Counters programmed on a PMU this value owns: what [`allocate`] hands out, without
@@ -177,6 +179,11 @@ impl<P: Pmu> CounterSet for OwnedCounters<P> {
     }
     fn stop(&self, i: usize) {
         self.pmu.disable(self.slots[i].0)
+    }
+    fn preset_before_wrap(&self, i: usize, distance: u64) {
+        let (slot, width) = self.slots[i];
+        self.pmu
+            .write(slot, width.truncate(distance.wrapping_neg()))
     }
     fn leave_programmed(&mut self) {
         self.release_on_drop = false;

@@ -21,6 +21,12 @@ pub(super) fn probe() -> Result<()> {
     super::probe::probe_with(super::arm1176::probe_access)
 }
 
+/// The programming grant, the only one the survey asks for here (see
+/// [`super::grants`]): [`probe`] on the CPU this thread runs on.
+pub(super) fn grants(_cpu: usize) -> crate::backend::GrantCheck {
+    crate::backend::GrantCheck::Programming(probe())
+}
+
 /// The direct backend of this CPU.
 ///
 /// # Errors

@@ -166,6 +166,9 @@ impl<P: Pmu> CounterSet for Arm1176Counters<P> {
     fn stop(&self, i: usize) {
         self.counters.stop(i)
     }
+    fn preset_before_wrap(&self, i: usize, distance: u64) {
+        self.counters.preset_before_wrap(i, distance)
+    }
     fn leave_programmed(&mut self) {
         self.counters.leave_programmed()
     }
@@ -270,7 +273,7 @@ pub(super) fn open(request: &Request) -> Result<Opened<Box<dyn Backend>>> {
         handles,
         request.names.clone(),
         None,
-        crate::Sentinel::off(why),
+        crate::sentinel::Sentinel::off(why),
         flags,
     )?;
     Ok(Opened::direct(
@@ -360,7 +363,7 @@ mod tests {
             handles,
             vec!["cycles".into(), "instructions".into()],
             NoSentinel,
-            crate::Sentinel::off("no privilege filter"),
+            crate::sentinel::Sentinel::off("no privilege filter"),
             Flags,
             FakeThread::default(),
         )

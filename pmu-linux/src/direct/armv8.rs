@@ -17,7 +17,7 @@ use super::region::{
 use crate::backend::{Backend, GrantScope, How, Opened, Request};
 use crate::error::{Error, Result};
 use crate::machine::sched::{pin_to, PinGuard};
-use crate::Sentinel;
+use crate::sentinel::Sentinel;
 
 /// The read-only grant exists on ARMv8 (PMUSERENR_EL0.ER, CR).
 pub(super) const READ_ONLY_GRANT: bool = true;
@@ -30,6 +30,29 @@ pub(super) const READ_ONLY_GRANT: bool = true;
 /// [`crate::error::AccessError::ProbeFailed`].
 pub(super) fn probe() -> Result<()> {
     probe_with(probe_access)
+}
+
+/// The grants on `cpu` (see [`super::grants`]): this thread's under the module's
+/// per-thread mode ([`take_thread_granted`], given back at once), else the read-only
+/// grant ([`take_granted`]) and the programming grant ([`probe`]), in that order.
+pub(super) fn grants(cpu: usize) -> crate::backend::GrantCheck {
+    if grant::per_thread() {
+        let granted = take_thread_granted(cpu).map(|(_pin, access, _pmu, layout)| {
+            crate::backend::ThreadGrantFound {
+                layout,
+                scope: access.scope(),
+                programs: access.programs(),
+            }
+        });
+        return crate::backend::GrantCheck::Thread { cpu, granted };
+    }
+    let read_only = take_granted(cpu).map(|(_pin, _pmu, layout)| layout);
+    let programming = probe();
+    crate::backend::GrantCheck::CpuWide {
+        cpu,
+        read_only,
+        programming,
+    }
 }
 
 /// ARMv8 under EN: PMOVSCLR_EL0 cleared at the start, PMOVSSET_EL0 read at the stop.

@@ -219,12 +219,14 @@ impl fmt::Display for TrapCause {
     }
 }
 
-/// Whether a PMU read of this thread trapped unrecovered since the last call (or the
-/// last region's start), and why; clears the mark. For a program that reads the
-/// counters by hand while the library's SIGILL handler is installed: such a read gave
-/// 0, not a count.
-pub fn take_trap() -> Option<TrapCause> {
-    thread::take_trap().map(TrapCause::from)
+rig_pub! {
+    /// Whether a PMU read of this thread trapped unrecovered since the last call (or the
+    /// last region's start), and why; clears the mark. For a program that reads the
+    /// counters by hand while the library's SIGILL handler is installed: such a read gave
+    /// 0, not a count.
+    pub fn take_trap() -> Option<TrapCause> {
+        thread::take_trap().map(TrapCause::from)
+    }
 }
 
 /// The error of the module's refusal `refused`; an open's EACCES names the module's

@@ -10,7 +10,7 @@ use pmu_core::{Counter, CounterRead, Slot};
 use super::region::{AccessCheck, DirectRegion, NoSentinel, OverflowFlags};
 use crate::error::Result;
 use crate::machine::sched::Kernel;
-use crate::Sentinel;
+use crate::sentinel::Sentinel;
 
 /// The parts of a [`pool_region`] that differ by architecture: a PMU taken by one of
 /// the direct backend's constructors, whose grant lets user mode program it. Public in

@@ -68,12 +68,12 @@ use crate::error::{Error, Result};
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub use crate::machine::sched::RseqCpu;
 use crate::machine::sched::ThreadSource;
+use crate::sentinel::Sentinel;
 use crate::sys::SwitchCounts;
 use crate::verdict::Evidence;
 use crate::verdict::{
     counter_readings, edge_evidence, edge_hazards, edge_tag, fast_verdict, sentinel_delta, tag_cpu,
 };
-use crate::Sentinel;
 
 /// Says whether user access to the PMU is still granted, without trapping; and, for
 /// kmod-enable-user's per-thread grant, what happened to the grant during a region.
@@ -185,6 +185,9 @@ pub trait CounterSet {
     fn start(&self, i: usize);
     /// Stops counter `i`.
     fn stop(&self, i: usize);
+    /// Sets counter `i` `distance` counts (of its register) below its wrap, so that the
+    /// next region that counts that far overflows it.
+    fn preset_before_wrap(&self, i: usize, distance: u64);
     /// Leaves every counter as it is when the set is dropped (the grant is gone: any
     /// register access would trap). Borrowed handles: nothing to do here, their owner
     /// decides.
@@ -203,6 +206,9 @@ impl<P: pmu_core::Pmu> CounterSet for &[pmu_core::Counter<'_, P>] {
     }
     fn stop(&self, i: usize) {
         self[i].stop()
+    }
+    fn preset_before_wrap(&self, i: usize, distance: u64) {
+        self[i].preset_before_wrap(distance)
     }
 }
 
@@ -402,25 +408,31 @@ where
     F: OverflowFlags,
     C: ThreadSource,
 {
-    /// Starts the counters.
-    ///
-    /// # Errors
-    /// [`crate::error::AccessError::Revoked`] when the grant went away.
-    pub fn enable(&mut self) -> Result<()> {
-        <Self as Backend>::enable(self)
+    rig_pub! {
+        /// Starts the counters.
+        ///
+        /// # Errors
+        /// [`crate::error::AccessError::Revoked`] when the grant went away.
+        pub fn enable(&mut self) -> Result<()> {
+            <Self as Backend>::enable(self)
+        }
     }
 
-    /// Stops the counters.
-    ///
-    /// # Errors
-    /// As [`Self::enable`].
-    pub fn disable(&mut self) -> Result<()> {
-        <Self as Backend>::disable(self)
+    rig_pub! {
+        /// Stops the counters.
+        ///
+        /// # Errors
+        /// As [`Self::enable`].
+        pub fn disable(&mut self) -> Result<()> {
+            <Self as Backend>::disable(self)
+        }
     }
 
-    /// What the last region's hazards were derived from.
-    pub fn evidence(&self) -> Evidence {
-        <Self as Backend>::evidence(self)
+    rig_pub! {
+        /// What the last region's hazards were derived from.
+        pub fn evidence(&self) -> Evidence {
+            <Self as Backend>::evidence(self)
+        }
     }
 
     /// A region over `counters` (named `names`, counter i of `counters` being
@@ -755,6 +767,19 @@ where
 
     fn width(&self, i: usize) -> Option<CounterWidth> {
         self.widths.get(i).copied()
+    }
+
+    fn preset_before_wrap(&mut self, i: usize, distance: u64) -> Result<()> {
+        self.check_access()?;
+        if i >= K {
+            return Err(pmu_core::Error::ReadingsMismatch {
+                expected: K as u32,
+                got: i as u32 + 1,
+            }
+            .into());
+        }
+        self.owner.preset_before_wrap(i, distance);
+        Ok(())
     }
 
     fn evidence(&self) -> Evidence {
@@ -1093,6 +1118,8 @@ mod tests {
             fn stop(&self, i: usize) {
                 self.0.running.set(self.0.running.get() & !(1 << i));
             }
+            // The journal's counters are scripted per read: nothing to preset.
+            fn preset_before_wrap(&self, _: usize, _: u64) {}
         }
 
         #[derive(Debug)]

@@ -26,6 +26,11 @@ pub(super) fn probe() -> Result<()> {
     Err(unsupported())
 }
 
+/// No grant to find: [`crate::error::Unsupported::Direct`] (see [`super::grants`]).
+pub(super) fn grants(_cpu: usize) -> crate::backend::GrantCheck {
+    crate::backend::GrantCheck::Unsupported(unsupported())
+}
+
 /// [`crate::error::Unsupported::Direct`]: as [`probe`] says.
 pub(super) fn open(_: &Request) -> Result<Opened<Box<dyn Backend>>> {
     Err(unsupported())

@@ -4,7 +4,7 @@
 //! There, and only there, a context switch or a kernel entry inside a region leaves a
 //! thread's user-level count of instructions or cycles exactly as it would be without
 //! them, as long as the region's edges read the counters at the same instructions
-//! whatever happened in between ([`crate::perf::Options::getrusage_edges`]): QEMU
+//! whatever happened in between (getrusage at both edges, not the syscall-free region): QEMU
 //! counts EL0 instructions only while at EL0 (target/arm/helper.c: the counters are
 //! brought up to date at every exception level change, `pmu_pre_el_change` /
 //! `pmu_post_el_change`), icount retires one instruction per instruction, with no

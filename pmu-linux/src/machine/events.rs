@@ -181,16 +181,18 @@ impl Event {
         }
     }
 
-    /// The event as the direct backend counts it (hardware events only): a name of the
-    /// running core's table is its event number.
-    ///
-    /// # Errors
-    /// [`crate::error::EventError::NotDirect`] for software, cache and sysfs events; name errors.
-    pub fn direct(&self) -> Result<pmu_core::Event> {
-        self.direct_on(&Sysfs::system(), crate::machine::sched::current_cpu())
+    rig_pub! {
+        /// The event as the direct backend counts it (hardware events only): a name of the
+        /// running core's table is its event number.
+        ///
+        /// # Errors
+        /// [`crate::error::EventError::NotDirect`] for software, cache and sysfs events; name errors.
+        pub fn direct(&self) -> Result<pmu_core::Event> {
+            self.direct_on(&Sysfs::system(), crate::machine::sched::current_cpu())
+        }
     }
 
-    /// As [`Event::direct`], the core's table that of `cpu` among `sysfs`'s cores.
+    /// As `Event::direct`, the core's table that of `cpu` among `sysfs`'s cores.
     pub(crate) fn direct_on(&self, sysfs: &Sysfs, cpu: Option<u32>) -> Result<pmu_core::Event> {
         match self {
             Self::Generic(g) => Ok(pmu_core::Event::Generic(*g)),

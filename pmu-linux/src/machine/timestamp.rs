@@ -158,8 +158,8 @@ impl<T: ThreadSource, K: TickSource> Backend for TimestampMeter<T, K> {
     fn evidence(&self) -> Evidence {
         self.last
     }
-    fn sentinel(&self) -> crate::Sentinel {
-        crate::Sentinel::off(crate::sentinel::NO_HARDWARE)
+    fn sentinel(&self) -> crate::sentinel::Sentinel {
+        crate::sentinel::Sentinel::off(crate::sentinel::NO_HARDWARE)
     }
 }
 

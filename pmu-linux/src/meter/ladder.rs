@@ -12,7 +12,7 @@ use crate::machine::NoCounters;
 #[non_exhaustive]
 pub enum NoHardware {
     /// What the machine shows (`machine::why_no_hardware_counters`, as
-    /// [`crate::Survey::no_hardware`] lists it).
+    /// [`crate::survey::Survey::no_hardware`] lists it).
     Found(Vec<NoCounters>),
     /// perf's error, where the machine shows nothing.
     Perf(Error),

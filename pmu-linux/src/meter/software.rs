@@ -30,7 +30,7 @@ pub(crate) fn open(request: &Request) -> Result<Opened<Inner>> {
         .filter(|(_, s)| s.is_some())
         .map(|(n, _)| n.clone())
         .collect();
-    let sentinel = crate::Sentinel::off(if request.sentinel {
+    let sentinel = crate::sentinel::Sentinel::off(if request.sentinel {
         crate::sentinel::NO_HARDWARE
     } else {
         crate::sentinel::SWITCHED_OFF
@@ -50,13 +50,13 @@ pub(crate) fn open(request: &Request) -> Result<Opened<Inner>> {
 struct Stacked {
     backends: Vec<Box<dyn Backend>>,
     /// Why there is no kernel-entry sentinel.
-    sentinel: crate::Sentinel,
+    sentinel: crate::sentinel::Sentinel,
     /// Per backend, the index after its last reading.
     ends: Vec<usize>,
 }
 
 impl Stacked {
-    fn new(backends: Vec<Box<dyn Backend>>, sentinel: crate::Sentinel) -> Self {
+    fn new(backends: Vec<Box<dyn Backend>>, sentinel: crate::sentinel::Sentinel) -> Self {
         let ends = backends
             .iter()
             .scan(0, |at, b| {
@@ -112,7 +112,7 @@ impl Backend for Stacked {
             .map(|b| b.evidence())
             .unwrap_or_default()
     }
-    fn sentinel(&self) -> crate::Sentinel {
+    fn sentinel(&self) -> crate::sentinel::Sentinel {
         self.sentinel.clone()
     }
 }

@@ -1,9 +1,11 @@
 //! What this machine offers, surveyed through the meter: every backend and whether it
-//! works here, asked of the ladder's own rungs ([`MeterBuilder::backend`] for each
-//! backend, so that "usable" here means the meter opens it), the user-read policy, why
-//! there are no hardware counters, the PMUs in sysfs, and which events open.
+//! works here, asked of the ladder's own rungs (perf: [`crate::MeterBuilder::backend`],
+//! so that "usable" means the meter opens it; the direct backend: the grant checks its
+//! `open` makes, without taking the PMU over), the
+//! user-read policy, why there are no hardware counters, the PMUs in sysfs, and which
+//! events open.
 
-use crate::backend::BackendKind;
+use crate::backend::{BackendKind, GrantCheck, ThreadGrantFound};
 use crate::error::Result;
 use crate::machine::sysfs::{Pmu, Sysfs};
 use crate::machine::{user_read_policy, why_no_hardware_counters, NoCounters, UserReadPolicy};
@@ -71,7 +73,7 @@ pub struct BackendStatus {
     /// grants.
     pub notes: Vec<String>,
     /// The direct backend's grant, where it is usable: whose it is and what it allows.
-    pub grant: Option<crate::Grant>,
+    pub grant: Option<crate::backend::Grant>,
 }
 
 /// Whether the meter opens `kind` for the event `name` alone: the rungs
@@ -132,25 +134,53 @@ fn perf_status() -> BackendStatus {
     }
 }
 
-#[cfg(target_arch = "aarch64")]
+/// The direct backend: the grants its own checks find on the CPU this thread runs on
+/// ([`crate::direct::grants`], the PMU never taken over). kmod-enable-user grants one
+/// of two things: its default, read-only grant (ER on the counters of its layout, which
+/// it programs) or, with el0_programming=1, the programming grant (EN: any event).
+/// Either lets a Meter measure; both are per CPU (or, in the module's per-thread mode,
+/// this thread's).
 fn direct_status() -> BackendStatus {
-    // kmod-enable-user grants one of two things: its default, read-only grant (ER on
-    // the counters of its layout, which it programs) or, with el0_programming=1, the
-    // programming grant (EN: any event). Either lets a Meter measure; both are
-    // per CPU, so both are probed on the CPU this thread runs on.
     let cpu = crate::machine::sched::current_cpu().map_or(0, |c| c as usize);
-    if crate::direct::grant::per_thread() {
-        return thread_grant_status(cpu);
+    let (usable, notes, grant) = match crate::direct::grants(cpu) {
+        GrantCheck::CpuWide {
+            cpu,
+            read_only,
+            programming,
+        } => cpu_wide_status(cpu, read_only, programming),
+        GrantCheck::Thread { cpu, granted } => thread_grant_status(cpu, granted),
+        GrantCheck::Programming(usable) => {
+            let notes = vec!["ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (ARM1176JZF-S TRM 3.2.50); the probe read PMCR in a child process on CPU 0".to_owned()];
+            let grant = usable.is_ok().then_some(crate::backend::Grant::Program {
+                cpu: 0,
+                scope: crate::backend::GrantScope::CpuWide,
+            });
+            (usable, notes, grant)
+        }
+        GrantCheck::Unsupported(why) => (Err(why), Vec::new(), None),
+    };
+    BackendStatus {
+        backend: BackendKind::Direct,
+        usable,
+        notes,
+        grant,
     }
+}
+
+/// What a status says: usable or why not, the notes, the grant.
+type Status = (Result<()>, Vec<String>, Option<crate::backend::Grant>);
+
+/// The module's CPU-wide grants on `cpu`: one note each; usable under either (the
+/// read-only grant's reason otherwise: with the module loaded it says whether perf
+/// revoked the grant on this CPU).
+fn cpu_wide_status(cpu: usize, read_only: Result<String>, programming: Result<()>) -> Status {
     let mut notes = Vec::new();
-    let read_only = crate::direct::armv8::take_granted(cpu).map(|(_pin, _pmu, layout)| layout);
     match &read_only {
         Ok(layout) => notes.push(format!(
             "read-only grant on CPU {cpu}: the module's counters (layout {layout}) are readable; only their events can be measured"
         )),
         Err(e) => notes.push(format!("read-only grant on CPU {cpu}: {e}")),
     }
-    let programming = crate::direct::probe();
     match &programming {
         Ok(()) => notes.push(format!(
             "programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}: any event"
@@ -159,37 +189,30 @@ fn direct_status() -> BackendStatus {
             "programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}: {e}"
         )),
     }
-    let scope = crate::GrantScope::CpuWide;
+    let scope = crate::backend::GrantScope::CpuWide;
     let grant = match (&programming, &read_only) {
-        (Ok(()), _) => Some(crate::Grant::Program { cpu, scope }),
-        (_, Ok(_)) => Some(crate::Grant::ReadOnly { cpu, scope }),
+        (Ok(()), _) => Some(crate::backend::Grant::Program { cpu, scope }),
+        (_, Ok(_)) => Some(crate::backend::Grant::ReadOnly { cpu, scope }),
         _ => None,
     };
-    BackendStatus {
-        backend: BackendKind::Direct,
-        // Usable under either grant; the read-only grant's reason otherwise (with the
-        // module loaded it says whether perf revoked the grant on this CPU).
-        usable: programming.or(read_only.map(drop)),
-        notes,
-        grant,
-    }
+    (programming.or(read_only.map(drop)), notes, grant)
 }
 
-/// The direct backend under kmod-enable-user's per-thread grant: this thread asks
-/// for it on `cpu` (and gives it back at once). The notes begin as the CPU-wide
-/// grant's do.
-#[cfg(target_arch = "aarch64")]
-fn thread_grant_status(cpu: usize) -> BackendStatus {
+/// This thread's grant on `cpu` under kmod-enable-user's per-thread mode (asked for
+/// and given back at once). The notes begin as the CPU-wide grant's do.
+fn thread_grant_status(cpu: usize, granted: Result<ThreadGrantFound>) -> Status {
     let programming =
         format!("programming grant (PMUSERENR_EL0.EN, el0_programming=1) on CPU {cpu}");
-    let (usable, notes, grant) = match crate::direct::armv8::take_thread_granted(cpu) {
-        Ok((_pin, access, _pmu, layout)) => {
-            let scope = access.scope();
-            let program = access.programs();
-            let grant = if program {
-                crate::Grant::Program { cpu, scope }
+    match granted {
+        Ok(ThreadGrantFound {
+            layout,
+            scope,
+            programs,
+        }) => {
+            let grant = if programs {
+                crate::backend::Grant::Program { cpu, scope }
             } else {
-                crate::Grant::ReadOnly { cpu, scope }
+                crate::backend::Grant::ReadOnly { cpu, scope }
             };
             let notes = vec![
                 format!(
@@ -197,7 +220,7 @@ fn thread_grant_status(cpu: usize) -> BackendStatus {
                      this thread: the module's counters (layout {layout}) are readable; only \
                      their events can be measured"
                 ),
-                if program {
+                if programs {
                     format!("{programming}: any event")
                 } else {
                     format!(
@@ -215,41 +238,6 @@ fn thread_grant_status(cpu: usize) -> BackendStatus {
             ];
             (Err(e), notes, None)
         }
-    };
-    BackendStatus {
-        backend: BackendKind::Direct,
-        usable,
-        notes,
-        grant,
-    }
-}
-
-/// 32-bit ARM: the programming grant, probed in a child process (the ARM1176's or the
-/// ARMv7's PMCR under kmod-enable-user's grant).
-#[cfg(target_arch = "arm")]
-fn direct_status() -> BackendStatus {
-    let notes = vec!["ARM1176 User-mode access needs SUNAVCR.V from kmod-enable-user (ARM1176JZF-S TRM 3.2.50); the probe read PMCR in a child process on CPU 0".to_owned()];
-    let usable = crate::direct::probe();
-    let grant = usable.is_ok().then_some(crate::Grant::Program {
-        cpu: 0,
-        scope: crate::GrantScope::CpuWide,
-    });
-    BackendStatus {
-        backend: BackendKind::Direct,
-        usable,
-        notes,
-        grant,
-    }
-}
-
-/// No direct backend in this library for this architecture (x86): the meter's refusal.
-#[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
-fn direct_status() -> BackendStatus {
-    BackendStatus {
-        backend: BackendKind::Direct,
-        usable: opens(BackendKind::Direct, "cycles"),
-        notes: Vec::new(),
-        grant: None,
     }
 }
 

@@ -173,6 +173,16 @@ fn software_backend_counts_no_hardware_event() {
         .unwrap()
         .hazards
         .contains(READ_BY_SYSCALL));
+    // Only a meter that programs its counters presets one: the kernel owns perf's
+    // counters (and the software backend has none to program).
+    assert!(matches!(
+        meter.preset_before_wrap(faults, 1000),
+        Err(Error::Unsupported(crate::error::Unsupported::Preset))
+    ));
+    assert!(matches!(
+        meter.preset_before_wrap(instructions, 1000),
+        Err(Error::Untrusted(crate::error::Untrusted::NotCounted { .. }))
+    ));
 }
 
 /// A handle of another meter is a panic, as a key of another map is. (A stop without
@@ -290,13 +300,15 @@ fn the_meter_says_whether_a_sentinel_watches() {
     builder.backend(BackendKind::Software);
     let meter = builder.build().unwrap();
     match meter.sentinel() {
-        crate::Sentinel::Off { why } => assert!(why.contains("software backend"), "{why}"),
+        crate::sentinel::Sentinel::Off { why } => {
+            assert!(why.contains("software backend"), "{why}")
+        }
         other => panic!("software backend with a sentinel: {other}"),
     }
     builder.kernel_sentinel(false);
     let meter = builder.build().unwrap();
     assert_eq!(
         meter.sentinel(),
-        &crate::Sentinel::off(crate::sentinel::SWITCHED_OFF)
+        &crate::sentinel::Sentinel::off(crate::sentinel::SWITCHED_OFF)
     );
 }

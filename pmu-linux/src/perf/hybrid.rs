@@ -713,8 +713,8 @@ impl crate::backend::Backend for HybridSession {
         HybridSession::disable(self)
     }
 
-    fn sentinel(&self) -> crate::Sentinel {
-        crate::Sentinel::off(if self.sentinel_asked {
+    fn sentinel(&self) -> crate::sentinel::Sentinel {
+        crate::sentinel::Sentinel::off(if self.sentinel_asked {
             "not yet on machines with several core PMUs (each PMU's group would need its own)"
         } else {
             crate::sentinel::SWITCHED_OFF

@@ -28,9 +28,9 @@ use crate::error::{Errno, Op, Result};
 use crate::machine::events::{self, EventKind};
 use crate::perf::page::{KernelPage, MmapPage};
 use crate::perf::read;
+use crate::sentinel::Sentinel;
 use crate::sys;
 use crate::verdict::{FallbackReason, ReadPath, Sample};
-use crate::Sentinel;
 
 /// Which region edge a sample is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

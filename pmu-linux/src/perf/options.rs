@@ -25,10 +25,6 @@ pub struct Options {
     /// Ask for user-space counter reads where the architecture needs asking (arm64:
     /// config1 bit 1 / the PMU's `rdpmc` term). Default: true.
     pub user_read: bool,
-    /// Take the thread's switch counts (`getrusage`) and CPU (`sched_getcpu`) at every
-    /// region edge, even where the pages' `lock`s and the rseq CPU number already see
-    /// every switch and migration (see [`crate::verdict`]). Default: false.
-    pub getrusage_edges: bool,
     /// Add the kernel-entry sentinel: one more member of the group, `instructions`
     /// (`cycles` where the PMU does not count instructions) counting only at the
     /// kernel's level (`exclude_user`), read through its page at both region edges;
@@ -38,8 +34,10 @@ pub struct Options {
     /// counter, and one-instruction reads; where one is missing the session opens
     /// without it and says why. Not one of the session's events: not in its names,
     /// specs or readings. Default: false (a counter budget stays as it was; a
-    /// [`crate::Meter`] asks for one by default).
-    pub kernel_sentinel: bool,
+    /// [`crate::Meter`] asks for one by default, as [`crate::MeterBuilder::kernel_sentinel`]
+    /// says: the meter sets this itself). Set by the rigs (feature `rig`) on sessions of
+    /// their own.
+    pub(crate) kernel_sentinel: bool,
     /// The machine counts exactly (`crate::machine::emulation`): where every event is
     /// a user-level count of instructions or cycles, regions take the getrusage edges
     /// (every read at the same instruction whatever happened in between) and a switch
@@ -58,7 +56,6 @@ impl Default for Options {
             grouped: true,
             map_pages: true,
             user_read: true,
-            getrusage_edges: false,
             kernel_sentinel: false,
             exact_emulation: None,
         }
@@ -108,15 +105,11 @@ impl Options {
         self
     }
 
-    /// With getrusage and sched_getcpu at every region edge (or only where needed).
-    pub fn getrusage_edges(mut self, on: bool) -> Self {
-        self.getrusage_edges = on;
-        self
-    }
-
-    /// With the kernel-entry sentinel (or without).
-    pub fn kernel_sentinel(mut self, on: bool) -> Self {
-        self.kernel_sentinel = on;
-        self
+    rig_pub! {
+        /// With the kernel-entry sentinel (or without).
+        pub fn kernel_sentinel(mut self, on: bool) -> Self {
+            self.kernel_sentinel = on;
+            self
+        }
     }
 }

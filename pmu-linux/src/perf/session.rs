@@ -57,7 +57,7 @@ pub struct Session {
     /// session has one ([`Options::kernel_sentinel`]).
     pub(super) sentinel_read: Option<kernel_member::SentinelRead>,
     /// Whether the session has a sentinel, or why not.
-    pub(super) sentinel: crate::Sentinel,
+    pub(super) sentinel: crate::sentinel::Sentinel,
     /// The machine counts exactly and every event is a user-level count of
     /// instructions or cycles read through its page ([`Options::exact_emulation`]):
     /// regions take the getrusage edges and each edge's reads are watched for a
@@ -99,7 +99,7 @@ impl Session {
         if !options.kernel_sentinel {
             return Self::from_group(
                 Group::open(specs, options)?,
-                crate::Sentinel::off(kernel_member::NOT_ASKED),
+                crate::sentinel::Sentinel::off(kernel_member::NOT_ASKED),
             );
         }
         let mut group = Group::open(specs.clone(), options)?;
@@ -109,7 +109,7 @@ impl Session {
                 group.sentinel = Some(event);
                 status
             }
-            Err(why) => crate::Sentinel::off(why),
+            Err(why) => crate::sentinel::Sentinel::off(why),
         };
         let session = Self::from_group(group, status)?;
         let mut session = session;
@@ -131,14 +131,14 @@ impl Session {
                 drop(session);
                 Self::from_group(
                     Group::open(specs, options.kernel_sentinel(false))?,
-                    crate::Sentinel::off(kernel_member::unreadable(fallback)),
+                    crate::sentinel::Sentinel::off(kernel_member::unreadable(fallback)),
                 )
             }
         }
     }
 
     /// The session over an open group (with its sentinel, if any).
-    fn from_group(group: Group, sentinel: crate::Sentinel) -> Result<Self> {
+    fn from_group(group: Group, sentinel: crate::sentinel::Sentinel) -> Result<Self> {
         let options = group.options;
         let mut pages = [None; MAX_EVENTS];
         for (slot, event) in pages.iter_mut().zip(&group.events) {
@@ -155,8 +155,7 @@ impl Session {
                 .events
                 .iter()
                 .all(|e| e.page.is_some() && e.spec.counts_instructions_or_cycles());
-        let syscall_free = !options.getrusage_edges
-            && !exact
+        let syscall_free = !exact
             && group
                 .events
                 .iter()
@@ -216,7 +215,7 @@ impl Session {
         /// ([`Options::kernel_sentinel`]): a non-zero count over a region puts
         /// [`crate::Hazards::KERNEL_ENTRY`] on every reading and the count in
         /// [`crate::verdict::Evidence::kernel_entries`]; or why the session has none.
-        pub fn sentinel(&self) -> &crate::Sentinel {
+        pub fn sentinel(&self) -> &crate::sentinel::Sentinel {
             &self.sentinel
         }
     }
@@ -224,8 +223,8 @@ impl Session {
     rig_pub! {
         /// Whether regions judge context switches and migrations from the pages' `lock`s
         /// and the thread's CPU alone when every read of the region is a one-instruction
-        /// one (see [`crate::verdict`]); false with [`Options::getrusage_edges`], software
-        /// events or unmapped pages.
+        /// one (see [`crate::verdict`]); false on a machine that counts exactly, for
+        /// software events or unmapped pages.
         pub fn syscall_free(&self) -> bool {
             !self.syscall_free_events.is_empty()
         }
@@ -529,7 +528,7 @@ impl crate::backend::Backend for Session {
         self.evaluate(&mut [pmu_core::Reading::default(); MAX_EVENTS])
     }
 
-    fn sentinel(&self) -> crate::Sentinel {
+    fn sentinel(&self) -> crate::sentinel::Sentinel {
         Session::sentinel(self).clone()
     }
 }

@@ -505,7 +505,9 @@ fn a_sentinel_over_software_events_is_off_and_changes_nothing() {
         .expect("software events open");
     assert_eq!(session.len(), SOFTWARE_GROUP.len());
     match session.sentinel() {
-        crate::Sentinel::Off { why } => assert!(why.contains("software events only"), "{why}"),
+        crate::sentinel::Sentinel::Off { why } => {
+            assert!(why.contains("software events only"), "{why}")
+        }
         other => panic!("a sentinel over software events: {other}"),
     }
     let names: Vec<String> = crate::backend::Backend::names(&session);
@@ -513,7 +515,7 @@ fn a_sentinel_over_software_events_is_off_and_changes_nothing() {
     let plain = Session::open(&SOFTWARE_GROUP, Options::default()).unwrap();
     assert_eq!(
         plain.sentinel(),
-        &crate::Sentinel::off(super::kernel_member::NOT_ASKED)
+        &crate::sentinel::Sentinel::off(super::kernel_member::NOT_ASKED)
     );
     let mut session = session;
     session.enable().unwrap();

@@ -37,7 +37,11 @@ pub struct Sample {
 impl Sample {
     /// A one-instruction read through the page.
     #[inline(always)]
-    pub fn fast(read: pmu_core::PageRead) -> Self {
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
+    pub(crate) fn fast(read: pmu_core::PageRead) -> Self {
         Self {
             value: read.value,
             time_enabled: read.time_enabled,
@@ -101,8 +105,8 @@ pub struct Evidence {
     /// [`Hazards::USER_ACCESS_REVOKED`]. `None` under every other grant and backend.
     pub regrants: Option<u64>,
     /// The counters follow the thread (the per-thread grant with `follow`): a switch
-    /// or a migration mixed no other thread's counts, so neither is a hazard here
-    /// ([`Evidence::thread_hazards`]); [`Evidence::switches`] and the CPUs still say
+    /// or a migration mixed no other thread's counts, so neither is a hazard of its
+    /// readings; [`Evidence::switches`] and the CPUs still say
     /// what happened.
     pub counts_follow_thread: bool,
     /// The region was counted on an emulator that counts exactly (QEMU's `max` CPU
@@ -110,7 +114,7 @@ pub struct Evidence {
     /// instructions or cycles, and every read at both edges passed at its first try
     /// (the reads' instructions are the same as in a region where nothing happened):
     /// a context switch or a kernel entry changed none of the counts, so neither is a
-    /// hazard here ([`Evidence::thread_hazards`]); [`Evidence::switches`],
+    /// hazard of its readings; [`Evidence::switches`],
     /// [`Evidence::page_updated`] and [`Evidence::kernel_entries`] still say what
     /// happened. pmu-linux/src/machine/emulation.rs has the conditions and the proof.
     pub exact_emulation: bool,
@@ -124,21 +128,24 @@ impl Evidence {
         &self.events[..self.len]
     }
 
+    rig_pub! {
     /// Whether any detector saw the thread leave the CPU.
     pub fn context_switched(&self) -> bool {
         self.switches.is_some_and(|s| s.total() > 0)
             || self.page_updated
             || self.counted_switches.is_some_and(|n| n > 0)
     }
+    }
 
     /// Whether any detector saw the thread change CPU.
-    pub fn migrated(&self) -> bool {
+    pub(crate) fn migrated(&self) -> bool {
         let moved = matches!((self.cpu_start, self.cpu_end), (Some(a), Some(b)) if a != b);
         moved || self.counted_migrations.is_some_and(|n| n > 0)
     }
 
-    /// The hazards every event of the region shares.
-    pub fn thread_hazards(&self) -> Hazards {
+    /// The hazards every event of the region shares: the rule every backend's
+    /// readings end with.
+    pub(crate) fn thread_hazards(&self) -> Hazards {
         let mixes = !self.counts_follow_thread;
         let hazards = shared_hazards(
             mixes && self.migrated(),
@@ -153,7 +160,7 @@ impl Evidence {
     }
 
     /// Whether the kernel-entry sentinel moved (false where there is none).
-    pub fn kernel_entered(&self) -> bool {
+    pub(crate) fn kernel_entered(&self) -> bool {
         self.kernel_entries.is_some_and(|n| n > 0)
     }
 

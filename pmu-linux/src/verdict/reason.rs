@@ -17,7 +17,7 @@ pub enum FallbackReason {
 
 impl FallbackReason {
     /// The hazards a value read this way carries.
-    pub fn hazards(self) -> Hazards {
+    pub(crate) fn hazards(self) -> Hazards {
         Hazards::SYSCALL_FALLBACK
             | match self {
                 Self::Page(fallback) => fallback.hazard(),

@@ -47,9 +47,10 @@ pub fn main(_: &[String]) -> ExitCode {
 mod run {
     use pmu_core::{Hazards, Reading, RegionMeter};
     use pmu_linux::measure::measure_with_baseline;
+    use pmu_linux::measure::MeasureConfig;
     use pmu_linux::perf::{CoreTopology, HybridSession};
     use pmu_linux::perf::{Options, Session};
-    use pmu_linux::{machine, MeasureConfig, Result};
+    use pmu_linux::{machine, Result};
 
     /// `n` iterations of a two-instruction loop, nothing at all for 0.
     #[inline(never)]

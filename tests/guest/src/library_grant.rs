@@ -82,8 +82,8 @@ mod imp {
         let regrants = meter.evidence().regrants;
         let grant = meter.choice().grant;
         let scope = match grant.map(|g| g.scope()) {
-            Some(pmu_linux::GrantScope::Thread { follow: true }) => "per-thread-follow",
-            Some(pmu_linux::GrantScope::Thread { follow: false }) => "per-thread",
+            Some(pmu_linux::choice::GrantScope::Thread { follow: true }) => "per-thread-follow",
+            Some(pmu_linux::choice::GrantScope::Thread { follow: false }) => "per-thread",
             Some(_) => "cpu-wide",
             None => "none",
         };

@@ -48,10 +48,10 @@ mod imp {
 mod imp {
     use std::hint::black_box;
 
+    use pmu_linux::measure::MeasureConfig;
     use pmu_linux::measure::{measure, Measurement};
     use pmu_linux::perf::{Options, Session};
     use pmu_linux::pmu_core::{Hazards, RegionMeter};
-    use pmu_linux::MeasureConfig;
 
     use super::*;
 
@@ -243,7 +243,7 @@ mod imp {
                     black_box(&*out);
                 });
                 let sentinel = match s.sentinel() {
-                    pmu_linux::Sentinel::Off { why } => {
+                    pmu_linux::verdict::Sentinel::Off { why } => {
                         format!("off why={}", why.replace(' ', "_"))
                     }
                     _ => "counting".to_owned(),
@@ -491,7 +491,7 @@ mod imp {
         );
 
         let mut out = [pmu_linux::pmu_core::Reading::default(); pmu_linux::Meter::MAX_EVENTS];
-        let sentinel_state = pmu_linux::Sentinel::Counting {
+        let sentinel_state = pmu_linux::verdict::Sentinel::Counting {
             event: "instructions".into(),
             how: "PMEVCNTR2_EL0, EL1 and EL2 only".into(),
         };

@@ -105,10 +105,10 @@ mod imp {
     /// `sentinel=…` and, when off, `why=…` (spaces as `_`).
     fn describe(session: &Session) -> String {
         match session.sentinel() {
-            pmu_linux::Sentinel::Counting { event, .. } => {
+            pmu_linux::verdict::Sentinel::Counting { event, .. } => {
                 format!("sentinel=counting event={event}")
             }
-            pmu_linux::Sentinel::Off { why } => {
+            pmu_linux::verdict::Sentinel::Off { why } => {
                 format!("sentinel=off why={}", why.replace(' ', "_"))
             }
             other => format!(

@@ -234,14 +234,16 @@ impl Drop for ThreadGrant {
     }
 }
 
-/// Whether a PMU read of this thread trapped unrecovered since the last call (or the
-/// last region's start), and why; clears the mark. For a program that reads the
-/// counters by hand while the library's SIGILL handler is installed: such a read gave
-/// 0, not a count.
-pub fn take_trap() -> Option<Trap> {
-    match TRAPPED.replace(0) {
-        0 => None,
-        code => Some(Trap::from_code(code, TRAPPED_ERRNO.get())),
+rig_pub! {
+    /// Whether a PMU read of this thread trapped unrecovered since the last call (or the
+    /// last region's start), and why; clears the mark. For a program that reads the
+    /// counters by hand while the library's SIGILL handler is installed: such a read gave
+    /// 0, not a count.
+    pub fn take_trap() -> Option<Trap> {
+        match TRAPPED.replace(0) {
+            0 => None,
+            code => Some(Trap::from_code(code, TRAPPED_ERRNO.get())),
+        }
     }
 }
 

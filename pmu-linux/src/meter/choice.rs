@@ -1,9 +1,11 @@
-//! Which backend [`MeterBuilder::build`] opens: an ordered ladder of rungs, each of
-//! which opens its backend, passes (not its case), or refuses and says why. The first
-//! rung that opens wins; the [`Choice`] keeps every refusal before it, and its
-//! `Display` is [`crate::Meter::why`].
+//! Which backend a meter opened, and why: [`crate::MeterBuilder::build`] walks an
+//! ordered ladder of rungs, each of which opens its backend, passes (not its case), or
+//! refuses and says why. The first rung that opens wins; the [`Choice`]
+//! ([`crate::Meter::choice`]) keeps every refusal before it, how the backend reads
+//! ([`Reads`]) and under which kmod-enable-user [`Grant`], and its `Display` is
+//! [`crate::Meter::why`]. [`crate::survey`] asks the same rungs about every backend.
 //!
-//! The ladder, when no one backend is asked for ([`MeterBuilder::backend`]):
+//! The ladder, when no one backend is asked for ([`crate::MeterBuilder::backend`]):
 //! 1. perf on every core PMU of a machine with several (big.LITTLE), summed;
 //! 2. the module's read-only grant, where perf's user reads are off
 //!    (`kernel.perf_user_access = 0`): opening perf's hardware events would revoke it
@@ -19,9 +21,11 @@
 
 use std::fmt;
 
-use crate::backend::{BackendKind, Grant, How, Opened, Reads, Request, SlowReads};
+use crate::backend::{BackendKind, How, Opened, Request};
+pub use crate::backend::{Grant, GrantScope, Reads, SlowReads};
+use crate::direct;
 use crate::error::Result;
-use crate::{direct, Sentinel};
+use crate::verdict::Sentinel;
 
 use super::ladder::Ladder;
 pub use super::ladder::{NoHardware, Refusal};
