@@ -792,12 +792,19 @@ fn assert_thread_grant_lib(run: &QemuRun) {
             );
         } else {
             // tests/guest/debian-arm64.sh THREAD_LIB_UNITS: 100000 iterations of the
-            // loop kernel's two instructions. The minimum only: under -icount QEMU's
-            // count is the machine's, and with perf record busy on the other vCPU a
-            // clean run of 0.2 ms can hold its instructions too (docs/qemu.md,
-            // "Several vCPUs": 201356 and 218226 beside 200080 in one measurement).
+            // loop kernel's two instructions. Never fewer; but not exactly that: under
+            // -icount QEMU's count is the machine's, and with perf record busy on the
+            // other vCPU every clean run can hold some of its instructions too
+            // (docs/qemu.md, "Several vCPUs": 201356 and 218226 beside 200080 in one
+            // measurement; in one CI run both clean runs, 201290 and 280903). How many
+            // is chance, so this run asserts no exact figure: the library-grant steps
+            // above, beside an idle vCPU, assert the exact delta.
             assert_eq!(d.result(run)["expected_instructions"], 200_000, "{json}");
-            assert_eq!(inst["min"], 200_000, "{}: {json}", d.raw);
+            assert!(
+                inst["min"].as_u64().is_some_and(|min| min >= 200_000),
+                "fewer than the loop's instructions: {}: {json}",
+                d.raw
+            );
         }
         regrants += runs
             .iter()
