@@ -124,10 +124,8 @@ pub fn test_steps() -> Vec<Step> {
     steps.push(e2e_step(Arch::Armv6).in_lane(crate::engine::lanes::ARM64_LANE));
     steps.push(crate::guests::armv7::raspi2b_step().in_lane(crate::engine::lanes::OTHER_LANE));
     steps.push(crate::guests::armv7::virt_step().in_lane(crate::engine::lanes::OTHER_LANE));
-    steps.extend(
-        crate::guests::debian::run::steps()
-            .into_iter()
-            .map(|s| s.in_lane(crate::engine::lanes::OTHER_LANE)),
-    );
+    for run in crate::guests::debian::run::RUNS {
+        steps.push(crate::guests::debian::run::step(run).in_lane(run.lane()));
+    }
     steps
 }
