@@ -35,10 +35,12 @@ pub use events::EventKind;
 // The rigs' view (the crate docs' "Feature `rig`").
 #[cfg(feature = "rig")]
 pub use events::EventSpec;
-// Thread pinning: a meter pins its thread itself (`MeterBuilder::cpu`); the rigs move
-// theirs around (the crate docs' "Feature `rig`").
+// The CPUs a thread may run on, and moving it (what a program does to its own thread, as
+// pmu-demo's hazards does to force a migration). Pinning for a meter is the meter's
+// (`MeterBuilder::cpu`); the rigs pin by hand (the crate docs' "Feature `rig`").
+pub use sched::{allowed_cpus, set_allowed_cpus};
 #[cfg(feature = "rig")]
-pub use sched::{allowed_cpus, current_cpu, pin_to, set_allowed_cpus, PinGuard};
+pub use sched::{current_cpu, pin_to, PinGuard};
 pub use sysfs::{ConfigWord, FormatField, Pmu, Sysfs};
 pub use timestamp::NAME;
 

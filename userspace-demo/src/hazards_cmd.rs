@@ -9,10 +9,10 @@ use pmu_linux::{BackendKind, Meter};
 use serde::Serialize;
 
 // The ARMv6 build (one CPU, the ARM1176) moves no thread.
-#[cfg(not(all(target_arch = "arm", not(target_feature = "v7"))))]
-use crate::affinity::{allowed_cpus, set_allowed_cpus};
 use crate::report::hazard_names;
 use crate::{progress, Failure};
+#[cfg(not(all(target_arch = "arm", not(target_feature = "v7"))))]
+use pmu_linux::machine::{allowed_cpus, set_allowed_cpus};
 
 #[derive(ClapArgs, Debug)]
 pub struct Args {

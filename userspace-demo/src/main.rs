@@ -9,7 +9,6 @@
 //! as registers and a perf event; `spe decode` for raw SPE buffers), `stat` (a command of
 //! the user's own, its threads and children, counted like `perf stat`).
 
-mod affinity;
 mod bench_cmd;
 mod event_names;
 mod hazards_cmd;
