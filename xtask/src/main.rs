@@ -623,25 +623,22 @@ fn cross_steps() -> Vec<Step> {
 /// built), then one of the [`LINUX_MUSL`] crates those runs do not name.
 fn musl_build_steps(arch: kernel::Arch) -> Vec<Step> {
     let target = arch.user_target();
-    let runs = build::initramfs::guest_builds(arch);
-    let named: Vec<&str> = runs
-        .iter()
-        .flat_map(|args| args.windows(2).filter(|w| w[0] == "-p").map(|w| w[1]))
-        .collect();
-    let mut steps: Vec<Step> = runs
-        .iter()
-        .map(|args| {
-            let crates: Vec<&str> = args
-                .windows(2)
-                .filter(|w| w[0] == "-p")
-                .map(|w| w[1])
-                .collect();
-            Step::cargo(
-                format!("build {target} ({}) as its guests do", crates.join(", ")),
-                args.clone(),
-            )
-        })
-        .collect();
+    let crates_of = |args: &[&'static str]| -> Vec<&'static str> {
+        args.windows(2)
+            .filter(|w| w[0] == "-p")
+            .map(|w| w[1])
+            .collect()
+    };
+    let mut named = Vec::new();
+    let mut steps = Vec::new();
+    for args in build::initramfs::guest_builds(arch) {
+        let crates = crates_of(&args);
+        steps.push(Step::cargo(
+            format!("build {target} ({}) as its guests do", crates.join(", ")),
+            args,
+        ));
+        named.extend(crates);
+    }
     let rest: Vec<&str> = LINUX_MUSL
         .iter()
         .filter(|(t, _)| *t == target)
