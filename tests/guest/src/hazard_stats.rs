@@ -152,6 +152,10 @@ mod imp {
     /// The timer region spins this long: one tick plus 10 %, so that at least one tick
     /// lands inside whatever its phase.
     const TIMER_SPIN_NS: u64 = TICK_NS + TICK_NS / 10;
+    /// Loop iterations between two reads of the virtual counter in the timer region:
+    /// a few thousand instructions, a few microseconds of virtual time under
+    /// `-icount shift=0` (one nanosecond per instruction), far below a tick.
+    const TIMER_CHUNK: u64 = 1000;
 
     /// What the kernel did for this thread, read outside a region: the evidence a flag
     /// is checked against.
@@ -165,11 +169,43 @@ mod imp {
         faults: u64,
     }
 
+    /// Which edge of a region a reading of [`Outside`] is for.
+    #[derive(Clone, Copy)]
+    enum Edge {
+        Before,
+        After,
+    }
+
     impl Outside {
-        fn read() -> Result<Self, Failure> {
+        /// The evidence at one edge. `getrusage` is read next to the region and
+        /// `/proc/interrupts` farther out (before it at the start, after it at the end):
+        /// reading that file can fault in the rig's own buffers, which had made up every
+        /// fault of the quiet rows' "kernel ran, not flagged" column (a count of faults
+        /// after `stop()` and after this read, in two runs: none and all of them).
+        fn read(edge: Edge) -> Result<Self, Failure> {
             let cpu = pmu_linux::machine::current_cpu()
                 .ok_or_else(|| Failure::new("sched_getcpu failed"))? as usize;
-            let interrupts = Interrupts::read(cpu)?;
+            let (interrupts, (switches, faults)) = match edge {
+                Edge::Before => {
+                    let interrupts = Interrupts::read(cpu)?;
+                    (interrupts, Self::usage()?)
+                }
+                Edge::After => {
+                    let usage = Self::usage()?;
+                    (Interrupts::read(cpu)?, usage)
+                }
+            };
+            Ok(Self {
+                cpu,
+                interrupts,
+                switches,
+                faults,
+            })
+        }
+
+        /// getrusage(RUSAGE_THREAD): (voluntary + involuntary switches, minor + major
+        /// faults).
+        fn usage() -> Result<(u64, u64), Failure> {
             let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
             // SAFETY: getrusage writes one `struct rusage` to the pointer, which points
             // to one.
@@ -182,12 +218,10 @@ mod imp {
             }
             // SAFETY: zero-initialised, and getrusage succeeded.
             let usage = unsafe { usage.assume_init() };
-            Ok(Self {
-                cpu,
-                interrupts,
-                switches: (usage.ru_nvcsw + usage.ru_nivcsw) as u64,
-                faults: (usage.ru_minflt + usage.ru_majflt) as u64,
-            })
+            Ok((
+                (usage.ru_nvcsw + usage.ru_nivcsw) as u64,
+                (usage.ru_minflt + usage.ru_majflt) as u64,
+            ))
         }
 
         /// Why the kernel ran between `self` and `later` (both on `self.cpu`'s column of
@@ -526,12 +560,20 @@ mod imp {
                     Disturbance::Fault => Some(FreshPage::map()?),
                     _ => None,
                 };
-                let before = Outside::read()?;
+                let before = Outside::read(Edge::Before)?;
                 let region = meter.start()?;
                 match d {
                     Disturbance::Timer => {
+                        // The counter is read once per TIMER_CHUNK loop iterations,
+                        // not back to back: under -icount every CNTVCT_EL0 read ends
+                        // QEMU's translation block, and a loop of nothing but reads
+                        // made the two timer rows 100 s of the guest's 132 s (wall
+                        // time, the console's lines stamped on the host). The region still spans
+                        // at least TIMER_SPIN_NS of virtual time.
                         let t0 = virtual_count();
-                        while virtual_count().wrapping_sub(t0) < spin_ticks {}
+                        while virtual_count().wrapping_sub(t0) < spin_ticks {
+                            spin_loop(TIMER_CHUNK);
+                        }
                     }
                     Disturbance::Nanosleep => {
                         let ts = libc::timespec {
@@ -559,7 +601,7 @@ mod imp {
                     Disturbance::Overflow => spin_loop(OVERFLOW_LOOP),
                 }
                 let got = region_hazards(&mut meter, region, &handles)?;
-                let after = Outside::read()?;
+                let after = Outside::read(Edge::After)?;
                 let moved = before.interrupts.moved(&after.interrupts);
                 let injected = match d {
                     Disturbance::Timer => moved.contains_key("arch_timer"),
@@ -671,11 +713,11 @@ mod imp {
         progress(format_args!("hazard-stats: {n} quiet regions"));
         let mut q = Quiet::default();
         for _ in 0..n {
-            let before = Outside::read()?;
+            let before = Outside::read(Edge::Before)?;
             let region = meter.start()?;
             spin_loop(100);
             let got = region_hazards(meter, region, handles)?;
-            let after = Outside::read()?;
+            let after = Outside::read(Edge::After)?;
             let why = before.kernel_ran(&after);
             if got.is_empty() {
                 if !why.is_empty() {
