@@ -113,13 +113,13 @@ pub fn test_steps() -> Vec<Step> {
         steps.push(crate::guests::modules::kernel_step(arch));
     }
     steps.push(
-        crate::guests::modules::module_step(Arch::X86_64).in_lane(crate::engine::lanes::OTHER_LANE),
+        crate::guests::modules::module_step(Arch::X86_64).in_lane(crate::engine::lanes::ARM64_LANE),
     );
     steps.push(
         crate::guests::modules::module_step(Arch::Arm64).in_lane(crate::engine::lanes::ARM64_LANE),
     );
     steps.extend(crate::guests::modules::stock_module_steps());
-    steps.push(e2e_step(Arch::X86_64).in_lane(crate::engine::lanes::OTHER_LANE));
+    steps.push(e2e_step(Arch::X86_64).in_lane(crate::engine::lanes::ARM64_LANE));
     steps.push(e2e_step(Arch::Arm64).in_lane(crate::engine::lanes::ARM64_LANE));
     steps.push(e2e_step(Arch::Armv6).in_lane(crate::engine::lanes::ARM64_LANE));
     steps.push(crate::guests::armv7::raspi2b_step().in_lane(crate::engine::lanes::OTHER_LANE));
