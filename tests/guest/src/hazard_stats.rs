@@ -179,9 +179,9 @@ mod imp {
     impl Outside {
         /// The evidence at one edge. `getrusage` is read next to the region and
         /// `/proc/interrupts` farther out (before it at the start, after it at the end):
-        /// reading that file can fault in the rig's own buffers, which had made up every
-        /// fault of the quiet rows' "kernel ran, not flagged" column (a count of faults
-        /// after `stop()` and after this read, in two runs: none and all of them).
+        /// reading that file can fault in the rig's own buffers. Read outside it, those
+        /// faults were every fault of the quiet rows' "kernel ran, not flagged" column:
+        /// a run that also read `getrusage` right after `stop()` found none up to there.
         fn read(edge: Edge) -> Result<Self, Failure> {
             let cpu = pmu_linux::machine::current_cpu()
                 .ok_or_else(|| Failure::new("sched_getcpu failed"))? as usize;
@@ -568,8 +568,8 @@ mod imp {
                         // not back to back: under -icount every CNTVCT_EL0 read ends
                         // QEMU's translation block, and a loop of nothing but reads
                         // made the two timer rows 100 s of the guest's 132 s (wall
-                        // time, the console's lines stamped on the host). The region still spans
-                        // at least TIMER_SPIN_NS of virtual time.
+                        // time, the console's lines stamped on the host). The region
+                        // still spans at least TIMER_SPIN_NS of virtual time.
                         let t0 = virtual_count();
                         while virtual_count().wrapping_sub(t0) < spin_ticks {
                             spin_loop(TIMER_CHUNK);
