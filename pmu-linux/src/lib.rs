@@ -135,9 +135,10 @@
 //! `CorePmu`, `MmapPage`, `read`, `read_now`, `Options::kernel_sentinel`, and
 //! `Session`'s `sentinel`, `evidence`, `reset`, `len`, `is_empty`, `read_count`,
 //! `syscall_free`, `cpu_from_rseq`, `page` and `specs`; in `machine`, `EventSpec` and
-//! thread pinning (`pin_to`, `PinGuard`, `current_cpu`); `Event::direct` (an event as the direct backend's counter pools count
-//! it); in `measure`, `measure`, `measure_once` and
-//! `measure_with_baseline` over a backend of their own; `verdict::Evidence::context_switched`.
+//! thread pinning (`pin_to`, `PinGuard`, `current_cpu`); `Event::direct` (an event as
+//! the direct backend's counter pools count it); in `measure`, `measure`, `measure_once`
+//! and `measure_with_baseline` over a backend of their own;
+//! `verdict::Evidence::context_switched`.
 //! Without it they are crate-private.
 
 /// Declares an item public under the feature `rig` and crate-private without it (one

@@ -8,9 +8,9 @@ use pmu_linux::verdict::Evidence;
 use pmu_linux::{BackendKind, Meter};
 use serde::Serialize;
 
-// The ARMv6 build (one CPU, the ARM1176) moves no thread.
 use crate::report::hazard_names;
 use crate::{progress, Failure};
+// The ARMv6 build (one CPU, the ARM1176) moves no thread.
 #[cfg(not(all(target_arch = "arm", not(target_feature = "v7"))))]
 use pmu_linux::machine::{allowed_cpus, set_allowed_cpus};
 

@@ -318,4 +318,20 @@ mod tests {
             Error::Unsupported(crate::error::Unsupported::Cpu { cpu: 100_000 })
         ));
     }
+
+    /// Setting the thread's own CPUs back changes nothing; a CPU beyond a `cpu_set_t`'s
+    /// bits (CPU_SETSIZE, sched_setaffinity(2)) is EINVAL, as [`Op::Affinity`], before
+    /// any system call. (pmu-demo's `hazards` moves its thread with these two.)
+    #[test]
+    fn allowed_cpus_round_trip_and_a_cpu_beyond_the_set() {
+        let cpus = allowed_cpus().unwrap();
+        set_allowed_cpus(&cpus).unwrap();
+        assert_eq!(allowed_cpus().unwrap(), cpus);
+        let beyond = set_allowed_cpus(&[libc::CPU_SETSIZE as usize]).unwrap_err();
+        assert!(
+            matches!(&beyond, Error::Io { op: Op::Affinity, source }
+                if source.raw_os_error() == Some(libc::EINVAL)),
+            "{beyond:?}"
+        );
+    }
 }
