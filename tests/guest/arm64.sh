@@ -190,7 +190,7 @@ scenario_grant() {
 	status=$?
 	touch /tmp/across.done
 	wait $loader
-	echo "JSON perf-across $(tr -d '\n' </tmp/across.out)"
+	echo "JSON perf-across $(json_without_runs /tmp/across.out)"
 	sed 's/^/STDERR perf-across /' /tmp/across.err | head -n 5
 	result demo tag=perf-across cpu=0 backend=perf status=$status
 	result perf-across status=$status load_unload_cycles=$(cat /tmp/across.cycles) refused=$(cat /tmp/across.refused) loaded=$(module_loaded)
