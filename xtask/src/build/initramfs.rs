@@ -186,9 +186,35 @@ pub(crate) fn pmu_guest(arch: Arch) -> Result<PathBuf, String> {
 /// Builds the [`ARM64_EXAMPLES`] and `pmu-guest` in one cargo run and returns their
 /// paths, named as they go into `/bin` (none for the other architectures).
 fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
-    let Some(args) = examples_build(arch) else {
+    if examples_build(arch).is_none() {
         return Ok(Vec::new());
-    };
+    }
+    let release = arm64_examples_built(&[])?;
+    ARM64_EXAMPLES
+        .into_iter()
+        .map(|(name, file)| (name, release.join("examples").join(file)))
+        .chain([("pmu-guest", release.join("pmu-guest"))])
+        .map(|(name, path)| {
+            if path.is_file() {
+                Ok((name, path))
+            } else {
+                Err(format!("{} missing after the build", path.display()))
+            }
+        })
+        .collect()
+}
+
+/// Runs the arm64 guests' own build of the [`ARM64_EXAMPLES`] and `pmu-guest` (one cargo
+/// run), with `extra` more examples of pmu-linux or pmu-criterion in it, and returns the
+/// target's `release` folder. The extra examples change no crate's features (their
+/// packages are in the run already), so the run compiles only them, where `cargo run -p
+/// pmu-linux --example …` would compile pmu-linux once more with another feature set.
+pub(crate) fn arm64_examples_built(extra: &[&'static str]) -> Result<PathBuf, String> {
+    let arch = Arch::Arm64;
+    let mut args = examples_build(arch).ok_or("the examples are built for arm64 only")?;
+    for example in extra {
+        args.extend(["--example", example]);
+    }
     let target = arch.user_target();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     println!("    $ cargo {}", args.join(" "));
@@ -202,21 +228,9 @@ fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
             "building the examples and pmu-guest for {target} failed ({status})"
         ));
     }
-    let release = crate::engine::paths::target_dir()
+    Ok(crate::engine::paths::target_dir()
         .join(target)
-        .join("release");
-    ARM64_EXAMPLES
-        .into_iter()
-        .map(|(name, file)| (name, release.join("examples").join(file)))
-        .chain([("pmu-guest", release.join("pmu-guest"))])
-        .map(|(name, path)| {
-            if path.is_file() {
-                Ok((name, path))
-            } else {
-                Err(format!("{} missing after the build", path.display()))
-            }
-        })
-        .collect()
+        .join("release"))
 }
 
 /// Builds a guest probe (`tests/guest/<name with _>.rs`, one static program for `arch`):
