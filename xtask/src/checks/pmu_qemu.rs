@@ -36,9 +36,9 @@ use crate::engine::paths::workspace_root;
 use crate::engine::step::{run_logged, Step};
 
 /// This module's commands in `cargo xtask help`.
-pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu as users run it
-                      (CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER): its
-                      plumbing (arguments, environment, working directory, stdio,
+pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu, started as cargo starts a
+                      runner (`pmu-qemu PROGRAM ARGS`; `cargo bench` through
+                      it is pmu-qemu-workflow's): its plumbing (arguments, environment, working directory, stdio,
                       exit status), pmu-linux's count example at 1000/2000
                       iterations (exactly 2000 instructions apart; restored and
                       booted guests the same), pmu-criterion's
@@ -53,7 +53,6 @@ pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu as user
 ";
 
 const TARGET: &str = "aarch64-unknown-linux-musl";
-const RUNNER_ENV: &str = "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUNNER";
 
 /// The step.
 pub fn test_step() -> Step {
@@ -115,22 +114,27 @@ fn gate_home() -> PathBuf {
     crate::engine::paths::work_dir().join("pmu-qemu-gate")
 }
 
-/// `cargo run --release --target aarch64-unknown-linux-musl -p <package> --example
-/// <example> -- <args>` with pmu-qemu as the runner and `env` added, whatever its exit
-/// status.
-fn cargo_run_env(
-    package: &str,
-    example: &str,
+/// An example built for the guest (`<target>/release/examples/<name>`).
+fn example(name: &str) -> PathBuf {
+    target_dir().join(format!("{TARGET}/release/examples/{name}"))
+}
+
+/// `pmu-qemu RUNNER_ARGS <example> ARGS` with `env` added, whatever its exit status:
+/// what `cargo run --example <example> -- ARGS` runs with the runner `pmu-qemu
+/// RUNNER_ARGS`, from the workspace root. Criterion's files and the gate's go to the
+/// working directory, which pmu-qemu shares with the guest.
+fn run_example(
+    runner_args: &[&str],
+    name: &str,
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<Ran, String> {
     ran(
-        cargo()
-            .current_dir(workspace_root())
-            .args(["run", "-q", "--release", "--target", TARGET, "-p", package])
-            .args(["--example", example, "--"])
+        Command::new(runner())
+            .args(runner_args)
+            .arg(example(name))
             .args(args)
-            .env(RUNNER_ENV, runner())
+            .current_dir(workspace_root())
             .env(
                 "CRITERION_HOME",
                 crate::engine::paths::work_dir().join("pmu-qemu-criterion"),
@@ -141,27 +145,9 @@ fn cargo_run_env(
     )
 }
 
-/// `pmu-qemu RUNNER_ARGS PROGRAM ARGS`, what `cargo run` runs for an example with the
-/// runner `pmu-qemu RUNNER_ARGS` (the runner's words, the program, its arguments).
-fn through_runner(runner_args: &[&str], program: &Path, args: &[&str]) -> Result<Ran, String> {
-    ran(
-        Command::new(runner())
-            .args(runner_args)
-            .arg(program)
-            .args(args)
-            .current_dir(workspace_root()),
-        b"",
-    )
-}
-
-/// As [`cargo_run_env`], failing unless the program exits with 0.
-fn cargo_run(package: &str, example: &str, args: &[&str]) -> Result<Ran, String> {
-    checked(
-        package,
-        example,
-        args,
-        cargo_run_env(package, example, args, &[])?,
-    )
+/// As [`run_example`] with the plain runner, failing unless the program exits with 0.
+fn run_example_ok(package: &str, name: &str, args: &[&str]) -> Result<Ran, String> {
+    checked(package, name, args, run_example(&[], name, args, &[])?)
 }
 
 fn checked(package: &str, example: &str, args: &[&str], r: Ran) -> Result<Ran, String> {
@@ -284,34 +270,28 @@ fn run() -> Result<(), String> {
             .current_dir(&root)
             .args(["build", "--release", "-p", "pmu-qemu"]),
     )?;
-    // pmu-linux's `count` and `undisturbed` come from the arm64 guests' own build (the
-    // test plan built it before this step): `cargo run -p pmu-linux --example count`
-    // would compile pmu-linux once more, without the guests' `rig` feature, for the same
-    // program. They run through the runner as `cargo run` runs them (`through_runner`);
-    // `stdio` and pmu-criterion's examples show cargo's side.
-    let release = crate::build::initramfs::arm64_examples_built(&["undisturbed"])?;
-    let count = release.join("examples/count");
-    let undisturbed_example = release.join("examples/undisturbed");
-    for (package, example) in [
-        ("pmu-qemu", "stdio"),
-        ("pmu-criterion", "bench"),
-        ("pmu-criterion", "plain"),
-    ] {
-        run_logged(
-            &format!("cargo build --release --target {TARGET} -p {package} --example {example}"),
-            &format!("pmu-qemu-{example}-build"),
-            cargo().current_dir(&root).args([
-                "build",
-                "--release",
-                "--target",
-                TARGET,
-                "-p",
-                package,
-                "--example",
-                example,
-            ]),
-        )?;
-    }
+    // The examples of pmu-linux (`count`, `undisturbed`) and pmu-criterion (`bench`,
+    // `plain`) come from the arm64 guests' own build, which the test plan ran before
+    // this step: `cargo run -p pmu-linux --example count` (or `-p pmu-criterion`) would
+    // compile pmu-linux once more for each, with another feature set, for the same
+    // programs. They run through the runner as `cargo run` runs them ([`run_example`]);
+    // `cargo bench` itself with pmu-qemu as the runner is the workflow check's
+    // (docs/pmu-qemu.md, a user's repository).
+    crate::build::initramfs::arm64_examples_built(&["undisturbed", "plain"])?;
+    run_logged(
+        &format!("cargo build --release --target {TARGET} -p pmu-qemu --example stdio"),
+        "pmu-qemu-stdio-build",
+        cargo().current_dir(&root).args([
+            "build",
+            "--release",
+            "--target",
+            TARGET,
+            "-p",
+            "pmu-qemu",
+            "--example",
+            "stdio",
+        ]),
+    )?;
     // Frame pointers in the example's own functions only (`cargo rustc … --`: the
     // flag reaches the example's crate alone, so no other build is disturbed).
     run_logged(
@@ -363,7 +343,7 @@ fn run() -> Result<(), String> {
             "pmu-linux",
             "count",
             &[n],
-            through_runner(runner_args, &count, &[n])?,
+            run_example(runner_args, "count", &[n], &[])?,
         )?;
         let c =
             counted(&r.stdout).ok_or_else(|| format!("count {n}: no count in {:?}", r.stdout))?;
@@ -384,7 +364,7 @@ fn run() -> Result<(), String> {
         ));
     }
 
-    undisturbed(&undisturbed_example)?;
+    undisturbed()?;
 
     // pmu-criterion/examples/bench.rs: spin/100 and spin/200 (2 × n instructions more
     // per call). One-shot exact mode (pmu-qemu sets PMU_QEMU_EXACT=1) twice: a baseline
@@ -410,7 +390,7 @@ fn run() -> Result<(), String> {
     .iter()
     .enumerate()
     {
-        let r = cargo_run("pmu-criterion", "bench", args)?;
+        let r = run_example_ok("pmu-criterion", "bench", args)?;
         let counts = one_shot_counts(&r.stdout).ok_or_else(|| {
             format!(
                 "one-shot run {}: no exact counts:\n{}{}",
@@ -437,8 +417,8 @@ fn run() -> Result<(), String> {
     // closure's own instructions; twice, the same figure.
     let mut history = Vec::new();
     for i in 1..=2 {
-        let r = cargo_run_env(
-            "pmu-criterion",
+        let r = run_example(
+            &[],
             "bench",
             &["--bench", "history"],
             &[("BENCH_HISTORY", "1")],
@@ -476,8 +456,8 @@ fn run() -> Result<(), String> {
     // Criterion's sampling, as on a machine whose counts vary: its per-iteration
     // estimates (the slope of batches of growing size, which leaves out the loop set-up
     // that one call's count includes) are 200 instructions apart too.
-    let r = cargo_run_env(
-        "pmu-criterion",
+    let r = run_example(
+        &[],
         "bench",
         &["--bench"],
         &[("PMU_CRITERION_MODE", "sampled")],
@@ -504,7 +484,7 @@ fn run() -> Result<(), String> {
     // nanosecond under `-icount shift=0`, so its estimates are close to the
     // instructions per iteration just estimated, though not exact (the kernel's
     // instructions and idle jumps of the clock count too).
-    let r = cargo_run("pmu-criterion", "plain", &PLAIN_ARGS)?;
+    let r = run_example_ok("pmu-criterion", "plain", &PLAIN_ARGS)?;
     let p100 = estimate_in(&r.stdout, "spin/100", "ns")
         .ok_or_else(|| format!("plain criterion: no estimate for spin/100:\n{}", r.stdout))?;
     let p200 = estimate_in(&r.stdout, "spin/200", "ns")
@@ -525,12 +505,7 @@ fn run() -> Result<(), String> {
         "--limit",
         "instructions=+1%",
     ];
-    let r = cargo_run_env(
-        "pmu-criterion",
-        "bench",
-        &args,
-        &[("BENCH_SPIN_EXTRA", "5")],
-    )?;
+    let r = run_example(&[], "bench", &args, &[("BENCH_SPIN_EXTRA", "5")])?;
     let summary = std::fs::read_to_string(gate_home().join("summary/bench.json"))
         .map_err(|e| format!("the gate's summary: {e}"))?;
     check_gate(&runs[0], &r, &summary)?;
@@ -557,7 +532,7 @@ const UNDISTURBED_K: u64 = 100_000;
 /// default machine (one vCPU) every region of a loop with a system call, a page fault
 /// or a `sched_yield` per iteration is exact and trusted; with `--smp 2` the rule does
 /// not apply and the same regions are refused.
-fn undisturbed(program: &Path) -> Result<(), String> {
+fn undisturbed() -> Result<(), String> {
     let k = UNDISTURBED_K.to_string();
     for (how, runner_args) in [("one vCPU", &[][..]), ("--smp 2", &["--smp", "2"][..])] {
         let exact = runner_args.is_empty();
@@ -565,7 +540,7 @@ fn undisturbed(program: &Path) -> Result<(), String> {
             "pmu-linux",
             "undisturbed",
             &[&k],
-            through_runner(runner_args, program, &[&k])?,
+            run_example(runner_args, "undisturbed", &[&k], &[])?,
         )?;
         let lines = undisturbed_lines(&r.stdout)?;
         check_undisturbed(&lines, UNDISTURBED_K, exact)
