@@ -15,15 +15,15 @@ use crate::engine::step::Plan;
 /// Raspberry Pis (which pack the arm64 initramfs again and build the armv6 stock
 /// module), the bench and the hazard statistics, the pmu-qemu runner and its workflow
 /// (aarch64 too, with a cache of their own), and, to even the lanes, Debian 13's arm64
-/// run and the x86_64 kernel's module and run (31 s; the hazard statistics' guest went
-/// from 132 s to 46 s, and a CI-like run of 78b23f4 had 732 s of steps in this lane and
-/// 747 s in the other).
+/// run. In a CI-like run of 592ea80 (2026-12-07) this lane held 512 s of steps and the
+/// other 465 s, with the x86_64 kernel's module and run (25 s) here; they went to the
+/// other lane.
 pub const ARM64_LANE: u8 = 1;
 
-/// The other lane: the armv7 kernel's runs and Debian's other kernels (one private apt
-/// state). What both lanes write is guarded anyway ([`crate::engine::lock`]); the split
-/// keeps those waits rare and the lanes about even (measured 2026-12-07 in a CI-like
-/// run: 563 s and 955 s of steps with pmu-qemu in this lane, 694 s and 824 s without).
+/// The other lane: the x86_64 kernel's module and run, the armv7 kernel's runs and
+/// Debian's other kernels (one private apt state). What both lanes write is guarded
+/// anyway ([`crate::engine::lock`]); the split keeps those waits rare and the lanes
+/// about even.
 pub const OTHER_LANE: u8 = 2;
 
 impl Plan {

@@ -112,6 +112,7 @@ pub fn raspi2b_step() -> crate::engine::step::Step {
         "emulated Raspberry Pi 2 (raspi2b, 4 x Cortex-A7; armv7 kernel + DTB, ARMv7 module flavour, ARMv7 pmu-demo) and the ARMv7 flavour refused on raspi0 (tests/tests/kernel_armv7.rs)",
         run_raspi2b,
     )
+    .needs_programs(crate::build::initramfs::PROGRAMS)
 }
 
 /// The step of `cargo xtask e2e armv7` (and of `cargo xtask test`).
@@ -120,4 +121,5 @@ pub fn virt_step() -> crate::engine::step::Step {
         "armv7 kernel on virt: -cpu cortex-a15 -smp 2 (ARMv7 module flavour, hotplug, ARMv7 pmu-demo), -cpu max (PMUv3 in AArch32: read-only default) and cortex-a15,pmu=off (tests/tests/kernel_armv7.rs)",
         run_virt,
     )
+    .needs_programs(crate::build::initramfs::PROGRAMS)
 }

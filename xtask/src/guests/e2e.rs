@@ -101,6 +101,7 @@ pub fn e2e_step(arch: Arch) -> Step {
         Arch::Armv6 => &[pmu_tests::QEMU_AARCH64, pmu_tests::QEMU_ARM],
         Arch::Armv7 => &[pmu_tests::QEMU_ARM],
     })
+    .needs_programs(crate::build::initramfs::PROGRAMS)
 }
 
 /// The kernel part of `cargo xtask test` (its tools are installed at the start of the
@@ -113,13 +114,13 @@ pub fn test_steps() -> Vec<Step> {
         steps.push(crate::guests::modules::kernel_step(arch));
     }
     steps.push(
-        crate::guests::modules::module_step(Arch::X86_64).in_lane(crate::engine::lanes::ARM64_LANE),
+        crate::guests::modules::module_step(Arch::X86_64).in_lane(crate::engine::lanes::OTHER_LANE),
     );
     steps.push(
         crate::guests::modules::module_step(Arch::Arm64).in_lane(crate::engine::lanes::ARM64_LANE),
     );
     steps.extend(crate::guests::modules::stock_module_steps());
-    steps.push(e2e_step(Arch::X86_64).in_lane(crate::engine::lanes::ARM64_LANE));
+    steps.push(e2e_step(Arch::X86_64).in_lane(crate::engine::lanes::OTHER_LANE));
     steps.push(e2e_step(Arch::Arm64).in_lane(crate::engine::lanes::ARM64_LANE));
     steps.push(e2e_step(Arch::Armv6).in_lane(crate::engine::lanes::ARM64_LANE));
     steps.push(crate::guests::armv7::raspi2b_step().in_lane(crate::engine::lanes::OTHER_LANE));

@@ -153,6 +153,9 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("pahole", "dwarves"),
     ("clang-14", "clang-14"),
     ("ld.lld-14", "lld-14"),
+    // The guests' copies of the workspace's programs (xtask/src/build/initramfs.rs
+    // `guest_copy`).
+    ("llvm-strip-14", "llvm-14"),
     ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
     ("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi"),
     // A dependency of gcc-arm-linux-gnueabi (binutils-arm-linux-gnueabi).

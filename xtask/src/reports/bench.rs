@@ -154,6 +154,7 @@ pub fn test_step() -> Step {
         "bench: read-path costs in instructions, arm64 kernel under QEMU -icount, vs libperf (exact or fail)",
         || guest_report::check(measure()),
     )
+    .needs_programs(crate::build::initramfs::PROGRAMS)
 }
 
 /// Every [`LIBPERF_BUILDS`] harness: (guest file name, path here).

@@ -125,6 +125,7 @@ pub fn test_step() -> Step {
         "hazards: each disturbance injected 1000 times per backend, 10 000 quiet regions, arm64 kernel under QEMU -smp 2 -icount (every injection flagged, every flag explained, or fail)",
         || guest_report::check(measure(Scale::default())),
     )
+    .needs_programs(crate::build::initramfs::PROGRAMS)
 }
 
 fn measure(scale: Scale) -> Result<Report, String> {

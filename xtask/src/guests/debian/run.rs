@@ -330,25 +330,35 @@ fn run(r: Run) -> Result<(), String> {
         Guest::Arm64 => {
             common.push((
                 "bin/pmu-demo".to_string(),
-                crate::build::initramfs::pmu_demo(Arch::Arm64)?,
+                crate::build::initramfs::guest_copy(&crate::build::initramfs::pmu_demo(
+                    Arch::Arm64,
+                )?)?,
             ));
             // kvm-pmu: the minimal VMM the EL2 boot runs a KVM guest with.
             // thread-grant: the per-thread grant's checks (tests/guest/thread_grant.rs).
             for probe in ["el0-probe", "debian-block", "kvm-pmu", "thread-grant"] {
                 common.push((
                     format!("bin/{probe}"),
-                    crate::build::initramfs::guest_probe(Arch::Arm64, probe)?,
+                    crate::build::initramfs::guest_copy(&crate::build::initramfs::guest_probe(
+                        Arch::Arm64,
+                        probe,
+                    )?)?,
                 ));
             }
             // pmu-guest's `library-grant`: pmu-linux under the per-thread grant.
             common.push((
                 "bin/pmu-guest".to_string(),
-                crate::build::initramfs::pmu_guest(Arch::Arm64)?,
+                crate::build::initramfs::guest_copy(&crate::build::initramfs::pmu_guest(
+                    Arch::Arm64,
+                )?)?,
             ));
             Arch::Arm64.make_vars()
         }
         Guest::Armhf => {
-            common.push(("bin/pmu-demo".into(), crate::build::arm32_demo::armv7()?));
+            common.push((
+                "bin/pmu-demo".into(),
+                crate::build::initramfs::guest_copy(&crate::build::arm32_demo::armv7()?)?,
+            ));
             crate::build::stock_module::armv7_make_vars()
         }
     };
@@ -452,6 +462,7 @@ pub fn step(r: Run) -> crate::engine::step::Step {
         ]),
         Guest::Armhf => programs.extend(["arm-linux-gnueabi-gcc", pmu_tests::QEMU_ARM]),
     }
+    programs.extend(crate::build::initramfs::PROGRAMS);
     crate::engine::step::Step::func(r.what(), func).needs_programs(&programs)
 }
 
