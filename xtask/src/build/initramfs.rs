@@ -449,18 +449,24 @@ pub fn build_with_modules(
             data: read(&guest_copy(&guest_probe(arch, name)?)?)?,
         });
     }
-    for (name, from) in examples(arch)?.iter().chain(extra) {
-        // A bare name is a program of this workspace in /bin; a path (`lib/modules/…`)
-        // goes there as it is.
-        let (path, data) = if name.contains('/') {
-            ((*name).to_string(), read(from)?)
-        } else {
-            (format!("bin/{name}"), read(&guest_copy(from)?)?)
-        };
+    // The workspace's Rust programs go in as [`guest_copy`] makes them; the caller's
+    // `extra` files as they are (the bench's libperf harnesses are gcc's static
+    // programs, whose `.rela.plt` llvm-strip-14 refuses: "Link field value 35 in
+    // section .rela.plt is not a symbol table").
+    let programs = examples(arch)?
+        .into_iter()
+        .map(|(name, from)| Ok((name, guest_copy(&from)?)))
+        .collect::<Result<Vec<_>, String>>()?;
+    for (name, from) in programs.iter().chain(extra) {
+        // A bare name is an executable in /bin; a path (`lib/modules/…`) goes there.
         entries.push(Entry::File {
-            path,
+            path: if name.contains('/') {
+                (*name).to_string()
+            } else {
+                format!("bin/{name}")
+            },
             mode: 0o755,
-            data,
+            data: read(from)?,
         });
     }
     let archive = cpio(&entries)?;
@@ -495,6 +501,49 @@ pub fn build_with_modules(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ELF section names of `elf` (64-bit little-endian: ELF spec, section header
+    /// table at e_shoff, e_shentsize each, names in section e_shstrndx).
+    fn section_names(elf: &[u8]) -> Vec<String> {
+        let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
+        let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+        let (shoff, shentsize, shnum, shstrndx) =
+            (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+        let strtab = u64_at(shoff + shstrndx * shentsize + 0x18);
+        (0..shnum)
+            .map(|i| {
+                let name = strtab
+                    + u32::from_le_bytes(elf[shoff + i * shentsize..][..4].try_into().unwrap())
+                        as usize;
+                let end = elf[name..].iter().position(|&b| b == 0).unwrap();
+                String::from_utf8_lossy(&elf[name..name + end]).into_owned()
+            })
+            .collect()
+    }
+
+    /// This test's own program (a dev build: DWARF in `.debug_*` sections) as a guest
+    /// gets it: no `.debug_*` section, the symbol table kept, the same `.text`; a
+    /// second call finds the copy and leaves it as it is.
+    #[test]
+    fn guest_copy_drops_dwarf_and_keeps_symbols() {
+        let dir = std::env::temp_dir().join(format!("xtask-guest-copy-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let program = dir.join("program");
+        fs::copy(std::env::current_exe().unwrap(), &program).unwrap();
+        let before = section_names(&fs::read(&program).unwrap());
+        assert!(before.iter().any(|n| n == ".debug_info"), "{before:?}");
+        let copy = guest_copy(&program).unwrap();
+        assert_eq!(copy, dir.join("program.guest"));
+        let after = section_names(&fs::read(&copy).unwrap());
+        assert!(!after.iter().any(|n| n.starts_with(".debug_")), "{after:?}");
+        for kept in [".text", ".symtab", ".strtab"] {
+            assert!(after.iter().any(|n| n == kept), "{kept}: {after:?}");
+        }
+        let made = fs::metadata(&copy).unwrap().modified().unwrap();
+        assert_eq!(guest_copy(&program).unwrap(), copy);
+        assert_eq!(fs::metadata(&copy).unwrap().modified().unwrap(), made);
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn cpio_newc_layout() {

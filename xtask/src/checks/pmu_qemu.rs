@@ -38,8 +38,9 @@ use crate::engine::step::{run_logged, Step};
 /// This module's commands in `cargo xtask help`.
 pub const USAGE: &str = "    pmu-qemu          The cargo runner pmu-qemu, started as cargo starts a
                       runner (`pmu-qemu PROGRAM ARGS`; `cargo bench` through
-                      it is pmu-qemu-workflow's): its plumbing (arguments, environment, working directory, stdio,
-                      exit status), pmu-linux's count example at 1000/2000
+                      it is pmu-qemu-workflow's): its plumbing (arguments,
+                      environment, working directory, stdio, exit status),
+                      pmu-linux's count example at 1000/2000
                       iterations (exactly 2000 instructions apart; restored and
                       booted guests the same), pmu-criterion's
                       bench: one-shot exact twice (equal counts, a baseline saved
