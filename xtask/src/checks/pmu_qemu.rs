@@ -279,39 +279,34 @@ fn run() -> Result<(), String> {
     // `cargo bench` itself with pmu-qemu as the runner is the workflow check's
     // (docs/pmu-qemu.md, a user's repository).
     crate::build::initramfs::arm64_examples_built(&["undisturbed", "plain"])?;
-    run_logged(
-        &format!("cargo build --release --target {TARGET} -p pmu-qemu --example stdio"),
-        "pmu-qemu-stdio-build",
-        cargo().current_dir(&root).args([
-            "build",
-            "--release",
-            "--target",
-            TARGET,
-            "-p",
-            "pmu-qemu",
-            "--example",
-            "stdio",
-        ]),
-    )?;
-    // Frame pointers in the example's own functions only (`cargo rustc … --`: the
-    // flag reaches the example's crate alone, so no other build is disturbed).
-    run_logged(
-        &format!("cargo rustc --release --target {TARGET} -p pmu-qemu --example two -- -C force-frame-pointers=yes"),
-        "pmu-qemu-two-build",
-        cargo().current_dir(&root).args([
+    // pmu-qemu's own examples: `stdio` as it is, `two` with frame pointers in its own
+    // functions only (`cargo rustc … --`: the flag reaches the example's crate alone, so
+    // no other build is disturbed).
+    for (subcommand, example, flags) in [
+        ("build", "stdio", &[][..]),
+        (
             "rustc",
+            "two",
+            &["--", "-C", "force-frame-pointers=yes"][..],
+        ),
+    ] {
+        let mut args = vec![
+            subcommand,
             "--release",
             "--target",
             TARGET,
             "-p",
             "pmu-qemu",
             "--example",
-            "two",
-            "--",
-            "-C",
-            "force-frame-pointers=yes",
-        ]),
-    )?;
+            example,
+        ];
+        args.extend(flags);
+        run_logged(
+            &format!("cargo {}", args.join(" ")),
+            &format!("pmu-qemu-{example}-build"),
+            cargo().current_dir(&root).args(&args),
+        )?;
+    }
     // The first run prepares the guest (its progress lines go to stderr).
     let t = Instant::now();
     let first = ran(Command::new(runner()).arg("--prepare"), b"")?;
