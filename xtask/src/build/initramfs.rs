@@ -186,7 +186,7 @@ pub(crate) fn pmu_guest(arch: Arch) -> Result<PathBuf, String> {
 /// Builds the [`ARM64_EXAMPLES`] and `pmu-guest` in one cargo run and returns their
 /// paths, named as they go into `/bin` (none for the other architectures).
 fn examples(arch: Arch) -> Result<Vec<(&'static str, PathBuf)>, String> {
-    if examples_build(arch).is_none() {
+    if arch != Arch::Arm64 {
         return Ok(Vec::new());
     }
     let release = arm64_examples_built(&[])?;
