@@ -1082,7 +1082,7 @@ fn stress(flavour: Flavour) {
 /// - the same 8 by `pmu-demo stat` of debian-block with a child
 ///   (tests/guest/debian_block.rs `fork`): with `--repeat 2` rotated in the two groups
 ///   that fit (the first 7, then 1), every count exact and each instructions count the
-///   same in both runs and in every group (icount: docs/qemu.md); without it
+///   same in both runs and in every group (icount, CPU 1 offline: docs/qemu.md); without it
 ///   multiplexed, flagged, an estimate and no count;
 /// - the module's grant revoked by a perf session on CPU 0 (arm_pmuv3.c
 ///   `armv8pmu_start` writes PMUSERENR_EL0 = 0): the direct backend says so with the
@@ -1185,7 +1185,22 @@ fn demo_messages(flavour: Flavour) {
         "{result}"
     );
 
-    // 3b. pmu-demo stat: the same 8 events rotated with --repeat, then multiplexed.
+    // 3b. pmu-demo stat: the same 8 events rotated with --repeat, then multiplexed, with
+    // CPU 1 offline (its instructions would count too under icount: docs/qemu.md).
+    let cpus = &run.scenario("stat-cpus")[0];
+    assert_eq!(
+        (cpus.int("offline_rc"), cpus.get("online")),
+        (0, "0"),
+        "{}",
+        cpus.raw
+    );
+    let after = &run.scenario("stat-cpus-after")[0];
+    assert_eq!(
+        (after.int("online_rc"), after.get("online")),
+        (0, "0-1"),
+        "{}",
+        after.raw
+    );
     let rotate = demo(&run, "stat-rotate");
     let json = rotate.json(&run);
     assert_eq!(json["groups"].as_array().map(Vec::len), Some(2), "{json}");
