@@ -191,14 +191,13 @@ fn plan(words: &[&str]) -> Option<Plan> {
     let plan = match words {
         // The kernel tools come first: the host tests read linux-source-6.12 too (the SPE
         // bit positions and perf's SPE decoder are checked against it).
+        // What the guests need is built first (their programs, the bare-metal images,
+        // the kernels); then the guests run in two lanes, beside a third that checks
+        // the rest (lints, host tests, packaging, qemu-user unit tests).
         ["test"] => Plan::new("test")
             .then(setup::steps())
             .then(setup::kernel_steps())
-            .then(lint_steps())
-            .then(vec![host_tests(), stock_object_tests()])
-            .then(package::steps())
             .then(cross_steps())
-            .then(vec![armv6::step()])
             .then(images::test_steps())
             .then(e2e::test_steps())
             .then(vec![
@@ -206,7 +205,8 @@ fn plan(words: &[&str]) -> Option<Plan> {
                 pmu_qemu_workflow::step().in_lane(crate::engine::lanes::ARM64_LANE),
                 bench::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
                 hazards::test_step().in_lane(crate::engine::lanes::ARM64_LANE),
-            ]),
+            ])
+            .then(checks_lane()),
         ["pmu-qemu"] => Plan::new("pmu-qemu")
             .then(setup::steps())
             .then(vec![pmu_qemu::test_step()]),
@@ -270,7 +270,10 @@ fn plan(words: &[&str]) -> Option<Plan> {
             .then(setup::kernel_steps()),
         ["linux-source"] => Plan::new("linux-source").then(vec![setup::linux_source_step()]),
         ["lint"] => Plan::new("lint").then(setup::steps()).then(lint_steps()),
-        ["cross"] => Plan::new("cross").then(setup::steps()).then(cross_steps()),
+        ["cross"] => Plan::new("cross")
+            .then(setup::steps())
+            .then(cross_steps())
+            .then(vec![aarch64_user_tests(), armv6::unit_tests_step()]),
         _ => return None,
     };
     Some(plan)
@@ -604,6 +607,8 @@ fn stock_object_tests() -> Step {
     )
 }
 
+/// The cross builds: the bare-metal crates, the static Linux programs as the guests
+/// build them, and the ARMv6 crates.
 fn cross_steps() -> Vec<Step> {
     let mut steps = Vec::new();
     for (target, crates) in BARE_METAL {
@@ -613,9 +618,27 @@ fn cross_steps() -> Vec<Step> {
         steps.extend(musl_build_steps(arch));
     }
     steps.push(armv6("build"));
-    steps.push(aarch64_user_tests());
-    steps.push(armv6::unit_tests_step());
     steps
+}
+
+/// The test plan's checks lane ([`crate::engine::lanes::CHECKS_LANE`]): the lints, the
+/// host tests, the packaging check, the unit tests under qemu-user and the ARMv6
+/// pmu-demo, none of which needs a kernel or a guest; its cargo steps build in
+/// [`crate::engine::paths::checks_target_dir`].
+fn checks_lane() -> Vec<Step> {
+    let dir = crate::engine::paths::checks_target_dir();
+    let mut steps = lint_steps();
+    steps.extend([host_tests(), stock_object_tests()]);
+    steps.extend(package::steps());
+    steps.extend([
+        aarch64_user_tests(),
+        armv6::unit_tests_step(),
+        armv6::step(),
+    ]);
+    steps
+        .into_iter()
+        .map(|s| s.builds_in(&dir).in_lane(crate::engine::lanes::CHECKS_LANE))
+        .collect()
 }
 
 /// The static Linux builds for `arch`: the cargo runs its guests make
@@ -753,11 +776,14 @@ mod tests {
         &["pmu-qemu"],
     ];
 
-    /// The test plan's lanes are one group at its end (bench and hazard statistics
-    /// included), and every kernel step precedes it: the lanes only read the kernel
-    /// cache, never build a kernel (a build uses both cores and writes the cache).
+    /// The test plan's lanes are one group at its end, and every kernel step precedes it:
+    /// the lanes only read the kernel cache, never build a kernel (a build uses both cores
+    /// and writes the cache). Two lanes of guests (bench and hazard statistics the last of
+    /// the arm64 one) and the checks lane, whose cargo steps build in their own target
+    /// directory (a bootstrap step keeps its own, the packaging check the clone's).
     #[test]
     fn the_guest_lanes_end_the_test_plan_after_every_kernel() {
+        use crate::engine::lanes::{ARM64_LANE, CHECKS_LANE, OTHER_LANE};
         let plan = plan(&["test"]).unwrap();
         let steps = plan.steps();
         let first = steps
@@ -767,18 +793,55 @@ mod tests {
         assert!(steps[first..].iter().all(|s| s.lane().is_some()));
         let lanes: std::collections::BTreeSet<u8> =
             steps[first..].iter().filter_map(|s| s.lane()).collect();
-        assert_eq!(lanes.len(), 2, "two lanes for two cores");
-        assert!(
+        assert_eq!(
+            lanes,
+            [ARM64_LANE, OTHER_LANE, CHECKS_LANE].into_iter().collect()
+        );
+        assert_eq!(
             steps[..first]
                 .iter()
                 .filter(|s| s.what().starts_with("test kernel "))
-                .count()
-                == 4
+                .count(),
+            4
         );
         assert!(steps[first..]
             .iter()
             .all(|s| !s.what().starts_with("test kernel ")));
-        assert!(steps.last().unwrap().what().starts_with("hazards"));
+        let arm64_last = steps
+            .iter()
+            .rfind(|s| s.lane() == Some(ARM64_LANE))
+            .unwrap();
+        assert!(arm64_last.what().starts_with("hazards"));
+        let checks: Vec<&Step> = steps
+            .iter()
+            .filter(|s| s.lane() == Some(CHECKS_LANE))
+            .collect();
+        assert!(checks[0].what().starts_with("rustfmt"));
+        assert!(checks.iter().any(|s| s.what().starts_with("host tests")));
+        let dir = crate::engine::paths::checks_target_dir();
+        let kmod = crate::engine::paths::target_dir().join("kmod-enable-user/clippy");
+        for step in checks {
+            let target = step.target_dir();
+            if step.is_func() {
+                assert_eq!(target, None, "{}", step.what());
+            } else if step.env_value("RUSTC_BOOTSTRAP").is_some() {
+                assert!(
+                    target == Some(crate::engine::paths::bootstrap_target_dir().into())
+                        || target == Some(kmod.clone().into()),
+                    "{}: {target:?}",
+                    step.what()
+                );
+            } else if step.what().contains("packaged") {
+                assert_eq!(
+                    target,
+                    Some(crate::engine::paths::work_dir().into()),
+                    "{}",
+                    step.what()
+                );
+            } else {
+                assert_eq!(target, Some(dir.clone().into()), "{}", step.what());
+            }
+        }
     }
 
     /// The cargo runs that build the guests' programs are steps of the test plan before

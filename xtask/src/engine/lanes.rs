@@ -26,6 +26,13 @@ pub const ARM64_LANE: u8 = 1;
 /// about even.
 pub const OTHER_LANE: u8 = 2;
 
+/// The checks lane: the lints, the host tests, the packaging check and the unit tests
+/// under qemu-user, which need no kernel and no guest. They ran one after the other
+/// before the guests, at 1.62 cores busy on average (compiles whose front end is serial);
+/// beside the guest lanes their work fills what the guests leave idle. Their cargo steps
+/// build in their own target directory ([`crate::engine::paths::checks_target_dir`]).
+pub const CHECKS_LANE: u8 = 3;
+
 impl Plan {
     /// Runs a group's lanes at the same time (see [`Plan::run`]); whether every step
     /// passed.

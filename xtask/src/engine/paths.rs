@@ -29,6 +29,15 @@ pub fn bootstrap_target_dir() -> PathBuf {
     target_dir().join("build-std")
 }
 
+/// Where `cargo xtask test`'s checks lane builds (the lints, the host tests, the unit
+/// tests under qemu-user: [`crate::engine::lanes::CHECKS_LANE`]): a directory of its own
+/// under [`target_dir`]. Cargo locks a target directory for the whole of a build, so a
+/// check compiling there for a minute would otherwise hold up every guest step's cargo run
+/// (its initramfs programs, its test binary) in the directory they share.
+pub fn checks_target_dir() -> PathBuf {
+    target_dir().join("checks")
+}
+
 /// The clone's own `target/`: what xtask itself makes (initramfs archives, the
 /// modules' `make` builds, board images, libperf, logs), always next to the sources it
 /// was made from.

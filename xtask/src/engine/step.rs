@@ -81,6 +81,17 @@ impl Step {
         )
     }
 
+    /// Runs a cargo step in target directory `dir` unless it names one of its own (a
+    /// bootstrap step's, the clone's `target/`); a function step is left as it is (its
+    /// cargo runs read [`crate::engine::paths::target_dir`]).
+    pub fn builds_in(self, dir: &Path) -> Self {
+        if self.func.is_some() || self.target_dir().is_some() {
+            self
+        } else {
+            self.env("CARGO_TARGET_DIR", dir)
+        }
+    }
+
     /// Declares programs the step runs that its command line does not show (a function
     /// step's tools, the QEMU a test boots).
     pub fn needs_programs(mut self, programs: &[&str]) -> Self {
@@ -165,6 +176,39 @@ impl Step {
     #[cfg(test)]
     pub fn lane(&self) -> Option<u8> {
         self.lane
+    }
+
+    /// The value the step gives environment variable `key`, if it sets it.
+    #[cfg(test)]
+    pub fn env_value(&self, key: &str) -> Option<OsString> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// The cargo target directory the step names: its `--target-dir` argument (which
+    /// wins over the environment), else its `CARGO_TARGET_DIR`.
+    pub fn target_dir(&self) -> Option<OsString> {
+        let arg = self
+            .args
+            .windows(2)
+            .find(|w| w[0] == "--target-dir")
+            .map(|w| w[1].clone());
+        arg.or_else(|| {
+            self.env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "CARGO_TARGET_DIR")
+                .map(|(_, v)| v.clone())
+        })
+    }
+
+    /// Whether the step is a function run inside xtask.
+    #[cfg(test)]
+    pub fn is_func(&self) -> bool {
+        self.func.is_some()
     }
 
     fn command_line(&self) -> String {
@@ -486,5 +530,23 @@ mod tests {
             })
             .collect();
         assert_eq!(shape, ["0", "[[1, 3], [2]]", "4", "[[5]]"]);
+    }
+
+    /// `builds_in` gives a cargo step the directory, and leaves one that names its own
+    /// (by `--target-dir` or `CARGO_TARGET_DIR`) and a function step as they are.
+    #[test]
+    fn builds_in_respects_a_named_directory() {
+        let dir = Path::new("/checks");
+        let plain = Step::cargo("a", ["build"]).builds_in(dir);
+        assert_eq!(plain.target_dir(), Some("/checks".into()));
+        let env = Step::cargo("b", ["build"])
+            .env("CARGO_TARGET_DIR", "/own")
+            .builds_in(dir);
+        assert_eq!(env.target_dir(), Some("/own".into()));
+        let arg = Step::cargo("c", ["doc", "--target-dir", "/arg"]).builds_in(dir);
+        assert_eq!(arg.target_dir(), Some("/arg".into()));
+        assert_eq!(arg.env_value("CARGO_TARGET_DIR"), None);
+        let func = Step::func("d", || Ok(())).builds_in(dir);
+        assert_eq!(func.target_dir(), None);
     }
 }
