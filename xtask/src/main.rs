@@ -38,29 +38,31 @@ COMMANDS:
 
 /// `test`'s lines in the help (its plan is [`plan`]'s).
 const TEST_USAGE: &str =
-    "    test              The whole suite (what CI runs): set-up, formatting, clippy
-                      with -D warnings on the host and on every bare-metal target,
-                      the host tests, the library crates packaged and built as
-                      crates.io would (cargo package), the no_std cross-builds (aarch64, x86_64,
-                      ARMv6 through build-std), the ARMv6 pmu-demo under
-                      qemu-arm -cpu arm1176, then the bare-metal images booted
-                      in QEMU with their RESULT lines asserted (tests/), then
-                      the kernel side: the four test kernels (x86_64, arm64,
-                      armv6, armv7; cached), the module, the stock-kernel module
-                      (arm64 test kernel, Debian's arm64 headers, armv6, armv7), the
-                      initramfs, the end-to-end runs in QEMU (arm64: both
-                      module flavours), the emulated Raspberry Pis (raspi,
-                      e2e raspi2b, below), the armv7 virt board (e2e armv7),
-                      Debian's own kernels (e2e debian-arm64, debian-armhf:
-                      Debian 12; debian13-arm64, debian13-armhf: Debian 13, and
-                      its backports' 7.3 on arm64);
-                      the pmu-qemu cargo runner and its CI workflow (below);
-                      then the bench (below, about 15 s with the
-                      kernel cached); last, the hazard statistics (below).
+    "    test              The whole suite (what CI runs): set-up; the cross-builds
+                      (no_std crates, the static programs the guests run, ARMv6
+                      through build-std); the bare-metal images booted in QEMU
+                      with their RESULT lines asserted (tests/); the four test
+                      kernels (x86_64, arm64, armv6, armv7; cached). Then three
+                      lanes at once, each step's output printed when it ends:
+                      the guests in two (the module, the stock-kernel module for
+                      the arm64 test kernel, Debian's arm64 headers, armv6 and
+                      armv7, the end-to-end runs in QEMU (arm64: both module
+                      flavours), the emulated Raspberry Pis (raspi, e2e raspi2b,
+                      below), the armv7 virt board (e2e armv7), Debian's own
+                      kernels (e2e debian-arm64, debian-armhf: Debian 12;
+                      debian13-arm64, debian13-armhf: Debian 13, and its
+                      backports' 7.3 on arm64), the pmu-qemu cargo runner and
+                      its CI workflow, the bench and the hazard statistics
+                      (below)); the checks in the third (formatting, clippy and
+                      rustdoc with -D warnings on the host and every target, the
+                      host tests, the library crates packaged and built as
+                      crates.io would, the unit tests under qemu-aarch64 and
+                      qemu-arm -cpu arm1176, the ARMv6 pmu-demo).
                       Cargo builds in <cache>/cargo-target/<toolchain> (outside
                       the clone: a fresh clone rebuilds the workspace's crates,
-                      not their dependencies nor the build-std sysroots; one run
-                      at a time, a second builds in target/).
+                      not their dependencies nor the build-std sysroots; the
+                      checks in its checks/; one run at a time, a second builds
+                      in target/).
 ";
 
 /// The help's lines of the other plans built here (`lint`, `cross`) and of `help`.
@@ -80,8 +82,9 @@ after; the first failing step stops the run with its command line and exit
 status. `cargo xtask test --step K` (or any command above that runs steps)
 runs step K alone, for rerunning one that failed once the steps before it
 have run. The QEMU guest steps of `test` run in two lanes at once (most
-guests keep one core busy): each step's output is printed whole when it
-ends and kept in target/logs/steps/.
+guests keep one core busy), beside a third lane of checks (lints, host
+tests): each step's output is printed whole when it ends and kept in
+target/logs/steps/.
 `cargo test` alone runs the fast host tests only.
 
 The images print one `RESULT <scenario> key=value …` line per result and a

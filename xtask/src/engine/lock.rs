@@ -1,6 +1,6 @@
 //! Exclusive locks on what two xtask processes could otherwise write at the same time:
 //! a module's build directory, a private apt state. `cargo xtask test` runs its guest
-//! steps in two lanes at once ([`crate::engine::step::Plan`]), and a user may run two commands
+//! steps in lanes at once ([`crate::engine::step::Plan`]), and a user may run two commands
 //! side by side; whoever comes second waits, and says what for.
 
 use std::fs::{File, TryLockError};
