@@ -763,6 +763,29 @@ impl QemuRun {
         );
     }
 
+    /// Fails the test unless CPU 1 of a two-CPU guest was offline while the guest's
+    /// `during` result was taken (`offline_rc=0 online=0`) and back online for its
+    /// `after` result (`online_rc=0 online=0-1`): what a whole-program instruction count
+    /// on CPU 0 needs under icount, where QEMU's INST_RETIRED is the instruction count of
+    /// every vCPU (docs/qemu.md).
+    #[track_caller]
+    pub fn assert_cpu1_offline_between(&self, during: &str, after: &str) {
+        let cpus = &self.scenario(during)[0];
+        assert_eq!(
+            (cpus.int("offline_rc"), cpus.get("online")),
+            (0, "0"),
+            "{}",
+            cpus.raw
+        );
+        let back = &self.scenario(after)[0];
+        assert_eq!(
+            (back.int("online_rc"), back.get("online")),
+            (0, "0-1"),
+            "{}",
+            back.raw
+        );
+    }
+
     /// Fails the test unless the guest's script ran to its end (`RESULT done`).
     pub fn assert_guest_finished(&self) {
         assert_eq!(

@@ -257,20 +257,7 @@ fn assert_raw_read_counts_or_traps(run: &QemuRun, tag: &str) {
 /// CPU 1 is offline meanwhile: under icount QEMU's INST_RETIRED is the global count of
 /// all vCPUs (docs/qemu.md), and CPU 1's instructions would be counted too.
 fn assert_perf_equals_direct(run: &QemuRun) {
-    let cpus = &run.scenario("block-cpus")[0];
-    assert_eq!(
-        (cpus.int("offline_rc"), cpus.get("online")),
-        (0, "0"),
-        "{}",
-        cpus.raw
-    );
-    let after = &run.scenario("block-cpus-after")[0];
-    assert_eq!(
-        (after.int("online_rc"), after.get("online")),
-        (0, "0-1"),
-        "{}",
-        after.raw
-    );
+    run.assert_cpu1_offline_between("block-cpus", "block-cpus-after");
     let direct = |iter: i128| {
         let line = run.find("direct-block", "tag", &format!("direct-{iter}"));
         assert_eq!(line.int("status"), 0, "{}\n{}", line.raw, run.stdout);

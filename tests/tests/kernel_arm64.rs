@@ -1187,20 +1187,7 @@ fn demo_messages(flavour: Flavour) {
 
     // 3b. pmu-demo stat: the same 8 events rotated with --repeat, then multiplexed, with
     // CPU 1 offline (its instructions would count too under icount: docs/qemu.md).
-    let cpus = &run.scenario("stat-cpus")[0];
-    assert_eq!(
-        (cpus.int("offline_rc"), cpus.get("online")),
-        (0, "0"),
-        "{}",
-        cpus.raw
-    );
-    let after = &run.scenario("stat-cpus-after")[0];
-    assert_eq!(
-        (after.int("online_rc"), after.get("online")),
-        (0, "0-1"),
-        "{}",
-        after.raw
-    );
+    run.assert_cpu1_offline_between("stat-cpus", "stat-cpus-after");
     let rotate = demo(&run, "stat-rotate");
     let json = rotate.json(&run);
     assert_eq!(json["groups"].as_array().map(Vec::len), Some(2), "{json}");
