@@ -824,7 +824,7 @@ mod tests {
         let dir = crate::engine::paths::checks_target_dir();
         let kmod = crate::engine::paths::target_dir().join("kmod-enable-user/clippy");
         for step in checks {
-            let target = step.target_dir();
+            let target = step.named_target_dir();
             if step.is_func() {
                 assert_eq!(target, None, "{}", step.what());
             } else if step.env_value("RUSTC_BOOTSTRAP").is_some() {

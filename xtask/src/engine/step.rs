@@ -85,7 +85,7 @@ impl Step {
     /// bootstrap step's, the clone's `target/`); a function step is left as it is (its
     /// cargo runs read [`crate::engine::paths::target_dir`]).
     pub fn builds_in(self, dir: &Path) -> Self {
-        if self.func.is_some() || self.target_dir().is_some() {
+        if self.func.is_some() || self.named_target_dir().is_some() {
             self
         } else {
             self.env("CARGO_TARGET_DIR", dir)
@@ -190,7 +190,7 @@ impl Step {
 
     /// The cargo target directory the step names: its `--target-dir` argument (which
     /// wins over the environment), else its `CARGO_TARGET_DIR`.
-    pub fn target_dir(&self) -> Option<OsString> {
+    pub fn named_target_dir(&self) -> Option<OsString> {
         let arg = self
             .args
             .windows(2)
@@ -538,15 +538,15 @@ mod tests {
     fn builds_in_respects_a_named_directory() {
         let dir = Path::new("/checks");
         let plain = Step::cargo("a", ["build"]).builds_in(dir);
-        assert_eq!(plain.target_dir(), Some("/checks".into()));
+        assert_eq!(plain.named_target_dir(), Some("/checks".into()));
         let env = Step::cargo("b", ["build"])
             .env("CARGO_TARGET_DIR", "/own")
             .builds_in(dir);
-        assert_eq!(env.target_dir(), Some("/own".into()));
+        assert_eq!(env.named_target_dir(), Some("/own".into()));
         let arg = Step::cargo("c", ["doc", "--target-dir", "/arg"]).builds_in(dir);
-        assert_eq!(arg.target_dir(), Some("/arg".into()));
+        assert_eq!(arg.named_target_dir(), Some("/arg".into()));
         assert_eq!(arg.env_value("CARGO_TARGET_DIR"), None);
         let func = Step::func("d", || Ok(())).builds_in(dir);
-        assert_eq!(func.target_dir(), None);
+        assert_eq!(func.named_target_dir(), None);
     }
 }
