@@ -502,22 +502,18 @@ pub fn build_with_modules(
 mod tests {
     use super::*;
 
-    /// The ELF section names of `elf` (64-bit little-endian: ELF spec, section header
-    /// table at e_shoff, e_shentsize each, names in section e_shstrndx).
-    fn section_names(elf: &[u8]) -> Vec<String> {
-        let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
-        let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
-        let (shoff, shentsize, shnum, shstrndx) =
-            (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
-        let strtab = u64_at(shoff + shstrndx * shentsize + 0x18);
-        (0..shnum)
-            .map(|i| {
-                let name = strtab
-                    + u32::from_le_bytes(elf[shoff + i * shentsize..][..4].try_into().unwrap())
-                        as usize;
-                let end = elf[name..].iter().position(|&b| b == 0).unwrap();
-                String::from_utf8_lossy(&elf[name..name + end]).into_owned()
-            })
+    /// The ELF section names of `path`, as `readelf -SW` lists them (`[Nr] Name …`;
+    /// section 0, the null section, has none).
+    fn section_names(path: &Path) -> Vec<String> {
+        let text = crate::engine::step::stdout_of(
+            std::process::Command::new("readelf").arg("-SW").arg(path),
+        )
+        .unwrap();
+        text.lines()
+            .filter_map(|l| l.trim_start().strip_prefix('['))
+            .filter_map(|l| l.split_once(']'))
+            .filter(|(nr, _)| nr.trim().parse::<u32>().is_ok_and(|n| n > 0))
+            .filter_map(|(_, rest)| rest.split_whitespace().next().map(String::from))
             .collect()
     }
 
@@ -530,11 +526,11 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         let program = dir.join("program");
         fs::copy(std::env::current_exe().unwrap(), &program).unwrap();
-        let before = section_names(&fs::read(&program).unwrap());
+        let before = section_names(&program);
         assert!(before.iter().any(|n| n == ".debug_info"), "{before:?}");
         let copy = guest_copy(&program).unwrap();
         assert_eq!(copy, dir.join("program.guest"));
-        let after = section_names(&fs::read(&copy).unwrap());
+        let after = section_names(&copy);
         assert!(!after.iter().any(|n| n.starts_with(".debug_")), "{after:?}");
         for kept in [".text", ".symtab", ".strtab"] {
             assert!(after.iter().any(|n| n == kept), "{kept}: {after:?}");
