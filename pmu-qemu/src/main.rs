@@ -313,7 +313,7 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
             (
                 Some(cpio::archive(&entries)?),
                 qemu::Boot::Restore {
-                    state: &s.state,
+                    ram: &s.ram,
                     program_dir,
                 },
                 Some(share.clone().unwrap_or_else(|| s.empty_share.clone())),
@@ -344,12 +344,14 @@ fn run(options: &Options, program: &Path, args: &[OsString]) -> Result<u8, Strin
     };
 
     let line = qemu::command_line(options, &run_dir.0, share_dir.as_deref(), boot);
+    let monitor = saved.as_ref().map(|s| qemu::restore_commands(&s.state));
     let outcome = qemu::run(
         std::ffi::OsStr::new(qemu::QEMU),
         &line,
         &run_dir.0,
         options.console,
         payload,
+        monitor,
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     )?;

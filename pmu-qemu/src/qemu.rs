@@ -14,9 +14,10 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use crate::args::Options;
 use crate::guest;
@@ -73,10 +74,11 @@ pub enum Boot<'a> {
         /// The initramfs.
         initrd: &'a Path,
     },
-    /// From the kernel and the initrd, to be saved (`crate::snapshot`): the ports' host
-    /// ends are files (`<name>.txt` in the run directory) or nothing, a human monitor
-    /// listens on `monitor.sock` there, and `empty_share` stands for the program's
-    /// directory.
+    /// From the kernel and the initrd, to be saved (`crate::snapshot`): the guest's
+    /// memory is the file `ram`, mapped shared (what the guest writes lands in it), the
+    /// ports' host ends are files (`<name>.txt` in the run directory) or nothing, a human
+    /// monitor listens on `monitor.sock` there, and `empty_share` stands for the
+    /// program's directory.
     Save {
         /// The kernel image.
         kernel: &'a Path,
@@ -84,17 +86,52 @@ pub enum Boot<'a> {
         initrd: &'a Path,
         /// An empty directory.
         empty_share: &'a Path,
+        /// The file that becomes the guest's memory.
+        ram: &'a Path,
     },
-    /// From the machine state in `state` (`-incoming`), saved by a [`Boot::Save`] run
-    /// with the same options; `program_dir` is shared read-only. No kernel or initrd:
-    /// the saved memory holds them, and loading the kernel image costs QEMU about
-    /// 50 ms a start (docs/pmu-qemu.md, "A saved guest").
+    /// From a [`Boot::Save`] run with the same options: its memory file `ram`, mapped
+    /// private (the guest reads the saved pages from the host's page cache and its
+    /// writes stay in this QEMU), and `-incoming defer`: QEMU loads the rest of the
+    /// saved machine when told on its monitor (`monitor.sock`: [`restore_commands`]);
+    /// `program_dir` is shared read-only. No kernel or initrd: the saved memory holds
+    /// them, and loading the kernel image costs QEMU about 50 ms a start
+    /// (docs/pmu-qemu.md, "A saved guest").
     Restore {
-        /// The saved machine.
-        state: &'a Path,
+        /// The saved memory.
+        ram: &'a Path,
         /// The program's directory.
         program_dir: &'a Path,
     },
+}
+
+/// The id of the guest's memory object: the name of its RAM block in a saved state,
+/// the same whether the memory is mapped shared (saving) or private (restoring).
+const RAM_ID: &str = "pmu-qemu.ram";
+
+/// What a restoring QEMU (`-incoming defer`) is told on its monitor, `state` being the
+/// saved devices: skip the RAM block that the state's `x-ignore-shared` save left out
+/// (its contents are the memory file), then load. QEMU 10.0 takes that capability on
+/// the monitor only (a `-global migration.x-ignore-shared` came later).
+pub fn restore_commands(state: &Path) -> Vec<u8> {
+    let mut c = b"migrate_set_capability x-ignore-shared on\nmigrate_incoming ".to_vec();
+    c.extend(monitor_string(b"file:", state));
+    c.push(b'\n');
+    c
+}
+
+/// `prefix` and `path` as one argument of QEMU's human monitor: in double quotes, a `"`
+/// or `\` escaped with a backslash (the monitor's string syntax, so that a space in a
+/// path does not end the argument).
+pub fn monitor_string(prefix: &[u8], path: &Path) -> Vec<u8> {
+    let mut s = vec![b'"'];
+    for &b in prefix.iter().chain(path.as_os_str().as_bytes()) {
+        if b == b'"' || b == b'\\' {
+            s.push(b'\\');
+        }
+        s.push(b);
+    }
+    s.push(b'"');
+    s
 }
 
 /// QEMU's command line: the `virt` board with `-icount shift=0,align=off,sleep=off`
@@ -118,15 +155,29 @@ pub fn command_line(
     };
     let smp = options.smp.to_string();
     let mem = format!("{}M", options.memory_mib);
+    let ram = match boot {
+        Boot::Fresh { .. } => None,
+        Boot::Save { ram, .. } => Some((ram, "on")),
+        Boot::Restore { ram, .. } => Some((ram, "off")),
+    };
+    for word in ["-M", "virt", "-cpu", &cpu, "-smp", &smp, "-m", &mem] {
+        push(&[OsStr::new(word)]);
+    }
+    if let Some((path, share)) = ram {
+        // The saved guest's memory is a file: a restoring QEMU maps it private, so
+        // nothing is copied or cleared at its start, and pages the guest never reads
+        // are never touched (docs/pmu-qemu.md, "The saved guest's memory").
+        push(&[OsStr::new("-object")]);
+        push(&[
+            OsStr::new(&format!(
+                "memory-backend-file,id={RAM_ID},size={mem},share={share},mem-path="
+            )),
+            &opt_path(path),
+        ]);
+        push(&[OsStr::new("-machine")]);
+        push(&[OsStr::new(&format!("memory-backend={RAM_ID}"))]);
+    }
     for word in [
-        "-M",
-        "virt",
-        "-cpu",
-        &cpu,
-        "-smp",
-        &smp,
-        "-m",
-        &mem,
         "-nodefaults",
         "-display",
         "none",
@@ -213,17 +264,17 @@ pub fn command_line(
     }
     match boot {
         Boot::Fresh { .. } => {}
-        Boot::Save { .. } => {
+        Boot::Save { .. } | Boot::Restore { .. } => {
+            if let Boot::Restore { .. } = boot {
+                push(&[OsStr::new("-incoming")]);
+                push(&[OsStr::new("defer")]);
+            }
             push(&[OsStr::new("-monitor")]);
             push(&[
                 OsStr::new("unix:"),
                 &fifo("monitor.sock"),
                 OsStr::new(",server=on,wait=off"),
             ]);
-        }
-        Boot::Restore { state, .. } => {
-            push(&[OsStr::new("-incoming")]);
-            push(&[OsStr::new("file:"), state.as_os_str()]);
         }
     }
     a
@@ -309,13 +360,16 @@ enum Sink {
 
 /// Boots the guest (`program`: QEMU, or a stand-in in tests) and relays until it exits:
 /// the program's stdout and stderr to `out` and `err`, the console to `err` too when
-/// `console_to_stderr`.
+/// `console_to_stderr`. `monitor`: what QEMU is told on its monitor socket
+/// (`monitor.sock` in `run_dir`) once it listens ([`restore_commands`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     program: &OsStr,
     args: &[OsString],
     run_dir: &Path,
     console_to_stderr: bool,
     payload: Option<Vec<u8>>,
+    monitor: Option<Vec<u8>>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Outcome, String> {
@@ -344,6 +398,22 @@ pub fn run(
         .stderr(qemu_log)
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
+    // Held until the run ends: QEMU reads what it was told before it sees the hang-up
+    // either way, but its answers then have somewhere to go.
+    let _monitor = match monitor {
+        Some(commands) => {
+            match tell_monitor(&mut child, &run_dir.join("monitor.sock"), &commands) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let log = fs::read_to_string(&qemu_log_path).unwrap_or_default();
+                    return Err(format!("{e}\n  QEMU: {}", log.trim()));
+                }
+            }
+        }
+        None => None,
+    };
     std::thread::spawn(move || {
         if let Ok((mut socket, _)) = listener.accept() {
             let _ = std::io::copy(&mut std::io::stdin().lock(), &mut socket);
@@ -399,6 +469,30 @@ pub fn run(
         qemu,
         qemu_log: fs::read_to_string(&qemu_log_path).unwrap_or_default(),
     })
+}
+
+/// Connects to QEMU's monitor at `sock` once QEMU listens there (it makes the socket
+/// early in its start, before it loads anything) and writes `commands`.
+fn tell_monitor(child: &mut Child, sock: &Path, commands: &[u8]) -> Result<UnixStream, String> {
+    let start = std::time::Instant::now();
+    let mut monitor = loop {
+        match UnixStream::connect(sock) {
+            Ok(m) => break m,
+            Err(e) => {
+                if let Ok(Some(s)) = child.try_wait() {
+                    return Err(format!("QEMU ended before its monitor listened ({s})"));
+                }
+                if start.elapsed() > Duration::from_secs(30) {
+                    return Err(format!("QEMU's monitor {}: {e}", sock.display()));
+                }
+                std::thread::sleep(Duration::from_micros(250));
+            }
+        }
+    };
+    monitor
+        .write_all(commands)
+        .map_err(|e| format!("QEMU's monitor: {e}"))?;
+    Ok(monitor)
 }
 
 /// Where the guest's streams go on this side.
@@ -560,6 +654,7 @@ mod tests {
             &dir.0,
             false,
             payload,
+            None,
             &mut out,
             &mut err,
         )
@@ -645,6 +740,7 @@ mod tests {
             &dir.0,
             false,
             None,
+            None,
             &mut out,
             &mut err,
         )
@@ -710,9 +806,10 @@ mod tests {
         assert_eq!(opt_path(Path::new("/a,b/c")), OsString::from("/a,,b/c"));
     }
 
-    /// A saving run's ports write to files or nowhere and a monitor listens; a restoring
-    /// run has the usual ports, no kernel (its memory is the saved one) and reads the
-    /// state with `-incoming`.
+    /// A saving run's memory is a file mapped shared, its ports write to files or
+    /// nowhere and a monitor listens; a restoring run maps the same file private, has
+    /// the usual ports and no kernel (its memory is the saved one), and waits for its
+    /// state on the monitor (`-incoming defer`).
     #[test]
     fn saved_and_restored_machines_differ_only_in_their_host_ends() {
         let line = |boot| {
@@ -728,7 +825,12 @@ mod tests {
             kernel,
             initrd,
             empty_share: Path::new("/e"),
+            ram: Path::new("/c/ram,1"),
         });
+        let memory = |share: &str, path: &str| {
+            format!(" -m 1024M -object memory-backend-file,id=pmu-qemu.ram,size=1024M,share={share},mem-path={path} -machine memory-backend=pmu-qemu.ram -nodefaults ")
+        };
+        assert!(save.contains(&memory("on", "/c/ram,,1")), "{save}");
         assert!(
             save.contains("-chardev null,id=stdin -device virtserialport,chardev=stdin"),
             "{save}"
@@ -743,15 +845,64 @@ mod tests {
             "{save}"
         );
         let restore = line(Boot::Restore {
-            state: Path::new("/c/state"),
+            ram: Path::new("/c/ram,1"),
             program_dir: Path::new("/t/release"),
         });
-        assert!(restore.ends_with("-incoming file:/c/state"), "{restore}");
+        assert!(restore.contains(&memory("off", "/c/ram,,1")), "{restore}");
+        assert!(
+            restore.ends_with("-incoming defer -monitor unix:/r/monitor.sock,server=on,wait=off"),
+            "{restore}"
+        );
         let kernel_words = " -append console=ttyAMA0 quiet panic=-1 rdinit=/init -kernel /c/vmlinuz -initrd /r/initrd";
         assert_eq!(
-            restore.strip_suffix(" -fsdev local,id=prog,security_model=none,readonly=on,path=/t/release -device virtio-9p-device,fsdev=prog,mount_tag=pmu-qemu.prog -incoming file:/c/state"),
+            restore
+                .replacen(&memory("off", "/c/ram,,1"), " -m 1024M -nodefaults ", 1)
+                .strip_suffix(" -fsdev local,id=prog,security_model=none,readonly=on,path=/t/release -device virtio-9p-device,fsdev=prog,mount_tag=pmu-qemu.prog -incoming defer -monitor unix:/r/monitor.sock,server=on,wait=off"),
             Some(line(Boot::Fresh { kernel, initrd }).replacen(kernel_words, "", 1).as_str())
         );
         assert!(!restore.contains("-kernel"), "{restore}");
+    }
+
+    /// The restoring monitor's two commands, with the state's path as one quoted
+    /// argument (QEMU's human monitor reads a bare argument up to a space).
+    #[test]
+    fn the_restore_commands_quote_the_state_s_path() {
+        assert_eq!(
+            restore_commands(Path::new("/c/my \"saved\" \\state")),
+            b"migrate_set_capability x-ignore-shared on\nmigrate_incoming \"file:/c/my \\\"saved\\\" \\\\state\"\n"
+        );
+    }
+
+    /// The commands reach QEMU's monitor once it listens, however late: here a
+    /// listener made 50 ms after the stand-in QEMU (`sleep`) starts. A QEMU that ends
+    /// before it listens is an error that says so, not a wait.
+    #[test]
+    fn the_monitor_is_told_once_it_listens_and_an_early_end_is_an_error() {
+        let dir = RunDir::new().unwrap();
+        let sock = dir.0.join("monitor.sock");
+        let mut qemu = Command::new("sleep").arg("10").spawn().unwrap();
+        let listening = {
+            let sock = sock.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                let listener = UnixListener::bind(&sock).unwrap();
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut got = Vec::new();
+                conn.read_to_end(&mut got).unwrap();
+                got
+            })
+        };
+        let conn = tell_monitor(&mut qemu, &sock, b"info status\n").unwrap();
+        drop(conn);
+        assert_eq!(listening.join().unwrap(), b"info status\n");
+        let _ = qemu.kill();
+        let _ = qemu.wait();
+
+        let mut gone = Command::new("true").spawn().unwrap();
+        let e = tell_monitor(&mut gone, &dir.0.join("none.sock"), b"x\n").unwrap_err();
+        assert!(
+            e.starts_with("QEMU ended before its monitor listened"),
+            "{e}"
+        );
     }
 }

@@ -4,17 +4,27 @@
 //! The guest is booted with a marker in its initramfs (`pmu-qemu/snapshot`): /init
 //! does everything that is the same for every run (modules, perf_user_access, the
 //! ports), says `ready` on the status port and waits there for the run's archive
-//! (guest::INIT). The host then saves the machine with QEMU's monitor (`migrate
-//! file:…`: the migration stream, icount's instruction count and the virtual clock
-//! included) into the cache. A run starts QEMU with the same options and devices and
-//! `-incoming file:…` (no kernel or initrd: the saved memory holds them), and sends the archive it would have appended to the
+//! (guest::INIT). Its memory is a file in the cache (`snapshot-<key>.ram`, mapped
+//! shared, so what the guest writes lands there). The host then saves the rest of the
+//! machine with QEMU's monitor (`migrate file:…` with the `x-ignore-shared`
+//! capability: the devices, the CPU, icount's instruction count and the virtual clock;
+//! not the memory, which is the file) into `snapshot-<key>.state`. A run starts QEMU
+//! with the same options and devices, the memory file mapped private (the run's writes
+//! stay in its QEMU; the file is not changed) and `-incoming defer` (no kernel or
+//! initrd: the saved memory holds them), tells it on the monitor to load the state
+//! (`qemu::restore_commands`), and sends the archive it would have appended to the
 //! initramfs: the guest unpacks it and goes on as a booted one does.
+//!
+//! Why a memory file rather than memory in the state: a state with the memory in it
+//! has QEMU copy every saved page into memory it allocates at each start, and check
+//! each of the others for zeros; with the file mapped private, a run reads saved pages
+//! from the page cache that the previous run left there and allocates only the pages
+//! the guest writes (docs/pmu-qemu.md, "The saved guest's memory").
 //!
 //! The file is keyed by what the saved machine depends on: QEMU's version, the kernel,
 //! the initramfs (whose name carries its contents' key), and the options that shape the
 //! machine or the kernel's command line ([`key`]).
 
-use std::ffi::OsStr;
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -30,15 +40,17 @@ use crate::qemu::{self, Boot};
 
 /// Bumped when the saved machine's layout changes in a way the key does not see (the
 /// key sees the saving boot's command line and the initramfs, the init script in it).
-const FORMAT: &[u8] = b"pmu-qemu snapshot 2";
+const FORMAT: &[u8] = b"pmu-qemu snapshot 3";
 
 /// How long the saving boot may take to reach `ready`, and the save itself.
 const PATIENCE: Duration = Duration::from_secs(300);
 
 /// A saved machine.
 pub struct Snapshot {
-    /// The migration stream.
+    /// The migration stream, less the memory.
     pub state: PathBuf,
+    /// The guest's memory (`--memory` MiB, sparse: the pages never written are holes).
+    pub ram: PathBuf,
     /// An empty directory: the share's host side when the run shares nothing (the
     /// restored machine has the 9p device either way).
     pub empty_share: PathBuf,
@@ -59,6 +71,7 @@ pub fn key(qemu_version: &[u8], guest: &Guest, options: &Options) -> String {
             kernel: &guest.kernel,
             initrd: Path::new("/run/initrd.cpio"),
             empty_share: share,
+            ram: Path::new("/run/ram"),
         },
     );
     let mut parts = vec![
@@ -83,11 +96,14 @@ pub fn ensure(guest: &Guest, options: &Options) -> Result<Snapshot, String> {
     let k = key(&version, guest, options);
     let snapshot = Snapshot {
         state: dir.join(format!("snapshot-{k}.state")),
+        ram: dir.join(format!("snapshot-{k}.ram")),
         empty_share: dir.join("snapshot-share"),
     };
     fs::create_dir_all(&snapshot.empty_share)
         .map_err(|e| format!("{}: {e}", snapshot.empty_share.display()))?;
-    if snapshot.state.is_file() {
+    // The state is renamed into place after the memory file: with the state there, the
+    // memory file is whole.
+    if snapshot.state.is_file() && snapshot.ram.is_file() {
         return Ok(snapshot);
     }
     let t = Instant::now();
@@ -165,6 +181,7 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
     // Only this boot reads the initrd: a restored machine has it in its memory.
     let initrd_path = run_dir.0.join("initrd.cpio");
     fs::write(&initrd_path, &initrd).map_err(io(&initrd_path))?;
+    let ram_partial = partial(&snapshot.ram);
     let line = qemu::command_line(
         options,
         &run_dir.0,
@@ -173,6 +190,7 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
             kernel: &guest.kernel,
             initrd: &initrd_path,
             empty_share: &snapshot.empty_share,
+            ram: &ram_partial,
         },
     );
     let log = run_dir.0.join("qemu.log");
@@ -190,6 +208,7 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
     let _ = child.wait();
     if let Err(e) = result {
         let _ = fs::remove_file(&state_partial);
+        let _ = fs::remove_file(&ram_partial);
         let console = fs::read_to_string(run_dir.0.join("console.txt")).unwrap_or_default();
         let lines: Vec<&str> = console.lines().collect();
         let tail = lines[lines.len().saturating_sub(15)..].join("\n    ");
@@ -198,6 +217,9 @@ fn save(guest: &Guest, options: &Options, snapshot: &Snapshot) -> Result<(), Str
             fs::read_to_string(&log).unwrap_or_default().trim()
         ));
     }
+    // A new name for each: a run that maps the memory file now keeps the file it
+    // mapped (another process's save never writes into it).
+    fs::rename(&ram_partial, &snapshot.ram).map_err(io(&snapshot.ram))?;
     fs::rename(&state_partial, &snapshot.state).map_err(io(&snapshot.state))
 }
 
@@ -228,10 +250,12 @@ fn drive_save(child: &mut std::process::Child, run_dir: &Path, state: &Path) -> 
         m.write_all(line)
             .map_err(|e| format!("QEMU's monitor: {e}"))
     };
-    let mut target = OsStr::new("migrate file:").to_owned();
-    target.push(state.as_os_str());
-    target.push("\n");
-    send(&mut monitor, target.as_encoded_bytes())?;
+    // The memory is the file mapped shared, written as the guest ran: the state leaves
+    // it out (`x-ignore-shared`), and a restoring QEMU maps the same file.
+    let mut target = b"migrate_set_capability x-ignore-shared on\nmigrate ".to_vec();
+    target.extend(qemu::monitor_string(b"file:", state));
+    target.push(b'\n');
+    send(&mut monitor, &target)?;
     loop {
         send(&mut monitor, b"info migrate\n")?;
         let mut buf = [0u8; 4096];
