@@ -81,13 +81,18 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> String + '_ {
 }
 
 /// Holds an exclusive `flock` on the cache directory's lock file while alive: two
-/// first runs at once (parallel test binaries) prepare the guest once.
-struct Lock {
+/// first runs at once (parallel test binaries) prepare the guest once, and save it once
+/// (`crate::snapshot`).
+pub struct Lock {
     _file: fs::File,
 }
 
 impl Lock {
-    fn take(dir: &Path) -> Result<Self, String> {
+    /// Waits for the lock of the cache directory `dir`.
+    ///
+    /// # Errors
+    /// The lock file cannot be made or locked.
+    pub fn take(dir: &Path) -> Result<Self, String> {
         let path = dir.join("lock");
         let file = fs::OpenOptions::new()
             .create(true)

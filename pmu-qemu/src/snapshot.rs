@@ -102,8 +102,15 @@ pub fn ensure(guest: &Guest, options: &Options) -> Result<Snapshot, String> {
     fs::create_dir_all(&snapshot.empty_share)
         .map_err(|e| format!("{}: {e}", snapshot.empty_share.display()))?;
     // The state is renamed into place after the memory file: with the state there, the
-    // memory file is whole.
-    if snapshot.state.is_file() && snapshot.ram.is_file() {
+    // memory file is whole. Saves take the cache's lock, and a save starts only where
+    // the two are missing: a run that found them keeps a matching pair (a run's QEMU
+    // opens the memory file at its start and the state a moment later).
+    let whole = |s: &Snapshot| s.state.is_file() && s.ram.is_file();
+    if whole(&snapshot) {
+        return Ok(snapshot);
+    }
+    let _lock = debian::Lock::take(&dir)?;
+    if whole(&snapshot) {
         return Ok(snapshot);
     }
     let t = Instant::now();
