@@ -874,13 +874,16 @@ mod tests {
     }
 
     /// The commands reach QEMU's monitor once it listens, however late: here a
-    /// listener made 50 ms after the stand-in QEMU (`sleep`) starts. A QEMU that ends
-    /// before it listens is an error that says so, not a wait.
+    /// listener made 50 ms after the stand-in QEMU (`sh`, then `sleep`) starts. A QEMU
+    /// that ends before it listens is an error that says so, not a wait.
     #[test]
     fn the_monitor_is_told_once_it_listens_and_an_early_end_is_an_error() {
         let dir = RunDir::new().unwrap();
         let sock = dir.0.join("monitor.sock");
-        let mut qemu = Command::new("sleep").arg("10").spawn().unwrap();
+        let mut qemu = Command::new("sh")
+            .args(["-c", "exec sleep 10"])
+            .spawn()
+            .unwrap();
         let listening = {
             let sock = sock.clone();
             std::thread::spawn(move || {
@@ -898,7 +901,7 @@ mod tests {
         let _ = qemu.kill();
         let _ = qemu.wait();
 
-        let mut gone = Command::new("true").spawn().unwrap();
+        let mut gone = Command::new("sh").args(["-c", "exit 0"]).spawn().unwrap();
         let e = tell_monitor(&mut gone, &dir.0.join("none.sock"), b"x\n").unwrap_err();
         assert!(
             e.starts_with("QEMU ended before its monitor listened"),
