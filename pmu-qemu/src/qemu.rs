@@ -262,20 +262,18 @@ pub fn command_line(
             guest::PROGRAM_TAG
         ))]);
     }
-    match boot {
-        Boot::Fresh { .. } => {}
-        Boot::Save { .. } | Boot::Restore { .. } => {
-            if let Boot::Restore { .. } = boot {
-                push(&[OsStr::new("-incoming")]);
-                push(&[OsStr::new("defer")]);
-            }
-            push(&[OsStr::new("-monitor")]);
-            push(&[
-                OsStr::new("unix:"),
-                &fifo("monitor.sock"),
-                OsStr::new(",server=on,wait=off"),
-            ]);
-        }
+    if let Boot::Restore { .. } = boot {
+        push(&[OsStr::new("-incoming")]);
+        push(&[OsStr::new("defer")]);
+    }
+    // A saving run is told to save, a restoring one to load ([`restore_commands`]).
+    if !matches!(boot, Boot::Fresh { .. }) {
+        push(&[OsStr::new("-monitor")]);
+        push(&[
+            OsStr::new("unix:"),
+            &fifo("monitor.sock"),
+            OsStr::new(",server=on,wait=off"),
+        ]);
     }
     a
 }
