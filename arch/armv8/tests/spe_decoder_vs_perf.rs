@@ -46,7 +46,8 @@ use pmu_linux_source::{self as common, Tree};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pmu_armv8::spe::decode::{
     decode_packet, records, CallReturn, DecodeError, LoadStoreSubclass, OperationClass,
@@ -353,6 +354,32 @@ fn perf_record_harness(tree: Tree) -> PathBuf {
             RECORD_STUB_HEADERS,
         )
     })
+}
+
+/// Runs a harness over `cases` (each written as a little-endian u32 length and its bytes)
+/// with `midr` as its MIDR argument. Every call writes its own input file: the tests run
+/// in parallel in one process, and two of them once shared a file name, so one read the
+/// other's case.
+fn run_harness(harness: &Path, cases: &[Vec<u8>], midr: u32) -> Output {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "spe-harness-input-{}-{}.bin",
+        std::process::id(),
+        CALLS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut input = Vec::new();
+    for case in cases {
+        input.extend_from_slice(&u32::try_from(case.len()).unwrap().to_le_bytes());
+        input.extend_from_slice(case);
+    }
+    fs::write(&path, &input).unwrap();
+    let output = Command::new(harness)
+        .arg(&path)
+        .arg(format!("{midr:x}"))
+        .output()
+        .unwrap();
+    let _ = fs::remove_file(&path);
+    output
 }
 
 fn build_harness(
@@ -732,23 +759,7 @@ fn records_match(perf: &str, ours: &str) -> bool {
 fn run_records(tree: Tree, cases: &[Vec<u8>], label: &str) -> (usize, usize) {
     let harness = perf_record_harness(tree);
     let label = format!("{}/{label}", tree.version());
-    let input_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "spe-rec-{}-{}.bin",
-        label.replace('/', "-"),
-        std::process::id()
-    ));
-    let mut input = Vec::new();
-    for case in cases {
-        input.extend_from_slice(&u32::try_from(case.len()).unwrap().to_le_bytes());
-        input.extend_from_slice(case);
-    }
-    fs::write(&input_path, &input).unwrap();
-    let output = Command::new(&harness)
-        .arg(&input_path)
-        .arg("0")
-        .output()
-        .unwrap();
-    let _ = fs::remove_file(&input_path);
+    let output = run_harness(&harness, cases, 0);
     assert!(
         output.status.success(),
         "perf record harness failed: {output:?}"
@@ -1146,27 +1157,13 @@ fn fuzz_corpus() -> Vec<Vec<u8>> {
 fn run(tree: Tree, midr: u32, cases: &[Vec<u8>], label: &str) -> usize {
     let harness = perf_harness(tree);
     let label = format!("{}/{label}", tree.version());
-    let input_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "spe-diff-{}-{midr:x}-{}.bin",
-        label.replace('/', "-"),
-        std::process::id()
-    ));
-    let mut input = Vec::new();
     let mut expected = String::new();
     for (n, case) in cases.iter().enumerate() {
-        input.extend_from_slice(&u32::try_from(case.len()).unwrap().to_le_bytes());
-        input.extend_from_slice(case);
         writeln!(expected, "CASE {n}").unwrap();
         ours(tree, midr, case, &mut expected);
     }
     writeln!(expected, "END {}", cases.len()).unwrap();
-    fs::write(&input_path, &input).unwrap();
-    let output = Command::new(&harness)
-        .arg(&input_path)
-        .arg(format!("{midr:x}"))
-        .output()
-        .unwrap();
-    let _ = fs::remove_file(&input_path);
+    let output = run_harness(&harness, cases, midr);
     assert!(output.status.success(), "perf harness failed: {output:?}");
     let perf = String::from_utf8(output.stdout).unwrap();
     if perf != expected {
@@ -1260,16 +1257,11 @@ fn records_match_perf_7_3() {
 /// One case through `tree`'s record harness: perf's lines.
 fn perf_records_of(tree: Tree, case: &[u8]) -> String {
     let harness = perf_record_harness(tree);
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "spe-rec-one-{}-{}.bin",
-        tree.version(),
-        std::process::id()
-    ));
-    let mut input = u32::try_from(case.len()).unwrap().to_le_bytes().to_vec();
-    input.extend_from_slice(case);
-    fs::write(&path, input).unwrap();
-    let output = Command::new(&harness).arg(&path).arg("0").output().unwrap();
-    let _ = fs::remove_file(&path);
+    let output = run_harness(&harness, &[case.to_vec()], 0);
+    assert!(
+        output.status.success(),
+        "perf record harness failed: {output:?}"
+    );
     let perf = String::from_utf8(output.stdout).unwrap();
     perf.strip_prefix("CASE 0\n")
         .and_then(|p| p.strip_suffix("END 1\n"))
@@ -1340,20 +1332,8 @@ fn records_7_3_carry_the_new_fields() {
 /// One case through `tree`'s packet harness (perf given `midr`): perf's lines.
 fn perf_packets_of(tree: Tree, midr: u32, case: &[u8]) -> String {
     let harness = perf_harness(tree);
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "spe-pkt-one-{}-{}.bin",
-        tree.version(),
-        std::process::id()
-    ));
-    let mut input = u32::try_from(case.len()).unwrap().to_le_bytes().to_vec();
-    input.extend_from_slice(case);
-    fs::write(&path, input).unwrap();
-    let output = Command::new(&harness)
-        .arg(&path)
-        .arg(format!("{midr:x}"))
-        .output()
-        .unwrap();
-    let _ = fs::remove_file(&path);
+    let output = run_harness(&harness, &[case.to_vec()], midr);
+    assert!(output.status.success(), "perf harness failed: {output:?}");
     String::from_utf8(output.stdout).unwrap()
 }
 
@@ -1405,17 +1385,9 @@ fn packet_texts_differ_between_trees_as_mapped() {
 fn comparison_detects_a_difference() {
     for tree in Tree::ALL {
         let harness = perf_harness(tree);
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "spe-diff-neg-{}-{}.bin",
-            tree.version(),
-            std::process::id()
-        ));
         let case = load_record();
-        let mut input = u32::try_from(case.len()).unwrap().to_le_bytes().to_vec();
-        input.extend_from_slice(&case);
-        fs::write(&path, input).unwrap();
-        let output = Command::new(&harness).arg(&path).arg("0").output().unwrap();
-        let _ = fs::remove_file(&path);
+        let output = run_harness(&harness, std::slice::from_ref(&case), 0);
+        assert!(output.status.success(), "perf harness failed: {output:?}");
         let perf = String::from_utf8(output.stdout).unwrap();
         let mut mine = String::from("CASE 0\n");
         ours(tree, 0, &case, &mut mine);
