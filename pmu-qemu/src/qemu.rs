@@ -110,10 +110,23 @@ const RAM_ID: &str = "pmu-qemu.ram";
 
 /// What a restoring QEMU (`-incoming defer`) is told on its monitor, `state` being the
 /// saved devices: skip the RAM block that the state's `x-ignore-shared` save left out
-/// (its contents are the memory file), then load. QEMU 10.0 takes that capability on
-/// the monitor only (a `-global migration.x-ignore-shared` came later).
+/// (its contents are the memory file), then load.
 pub fn restore_commands(state: &Path) -> Vec<u8> {
-    let mut c = b"migrate_set_capability x-ignore-shared on\nmigrate_incoming ".to_vec();
+    migration_commands("migrate_incoming", state)
+}
+
+/// What a saving QEMU is told on its monitor: save the devices and the CPU into
+/// `state`, leaving out the memory, which is the file mapped shared that the guest
+/// wrote as it ran (`x-ignore-shared`); a restoring QEMU maps the same file.
+pub fn save_commands(state: &Path) -> Vec<u8> {
+    migration_commands("migrate", state)
+}
+
+/// The `x-ignore-shared` capability on, then `verb "file:<state>"`. QEMU 10.0 takes
+/// that capability on the monitor only (a `-global migration.x-ignore-shared` came
+/// later), and both sides of a migration must have it.
+fn migration_commands(verb: &str, state: &Path) -> Vec<u8> {
+    let mut c = format!("migrate_set_capability x-ignore-shared on\n{verb} ").into_bytes();
     c.extend(monitor_string(b"file:", state));
     c.push(b'\n');
     c
@@ -122,7 +135,7 @@ pub fn restore_commands(state: &Path) -> Vec<u8> {
 /// `prefix` and `path` as one argument of QEMU's human monitor: in double quotes, a `"`
 /// or `\` escaped with a backslash (the monitor's string syntax, so that a space in a
 /// path does not end the argument).
-pub fn monitor_string(prefix: &[u8], path: &Path) -> Vec<u8> {
+fn monitor_string(prefix: &[u8], path: &Path) -> Vec<u8> {
     let mut s = vec![b'"'];
     for &b in prefix.iter().chain(path.as_os_str().as_bytes()) {
         if b == b'"' || b == b'\\' {
@@ -861,13 +874,18 @@ mod tests {
         assert!(!restore.contains("-kernel"), "{restore}");
     }
 
-    /// The restoring monitor's two commands, with the state's path as one quoted
-    /// argument (QEMU's human monitor reads a bare argument up to a space).
+    /// The restoring and saving monitors' two commands, with the state's path as one
+    /// quoted argument (QEMU's human monitor reads a bare argument up to a space).
     #[test]
     fn the_restore_commands_quote_the_state_s_path() {
         assert_eq!(
             restore_commands(Path::new("/c/my \"saved\" \\state")),
             b"migrate_set_capability x-ignore-shared on\nmigrate_incoming \"file:/c/my \\\"saved\\\" \\\\state\"\n"
+        );
+        // The saving side asks for the same capability (both sides of a migration must).
+        assert_eq!(
+            save_commands(Path::new("/c/a b")),
+            b"migrate_set_capability x-ignore-shared on\nmigrate \"file:/c/a b\"\n"
         );
     }
 

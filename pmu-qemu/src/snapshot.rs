@@ -257,12 +257,7 @@ fn drive_save(child: &mut std::process::Child, run_dir: &Path, state: &Path) -> 
         m.write_all(line)
             .map_err(|e| format!("QEMU's monitor: {e}"))
     };
-    // The memory is the file mapped shared, written as the guest ran: the state leaves
-    // it out (`x-ignore-shared`), and a restoring QEMU maps the same file.
-    let mut target = b"migrate_set_capability x-ignore-shared on\nmigrate ".to_vec();
-    target.extend(qemu::monitor_string(b"file:", state));
-    target.push(b'\n');
-    send(&mut monitor, &target)?;
+    send(&mut monitor, &qemu::save_commands(state))?;
     loop {
         send(&mut monitor, b"info migrate\n")?;
         let mut buf = [0u8; 4096];
